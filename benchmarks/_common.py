@@ -1,0 +1,29 @@
+"""Helpers shared by the benchmark scripts: machine description and result writing."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from pathlib import Path
+
+
+def machine() -> str:
+    """One line naming the machine: cores and CPU model."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model}"
+
+
+def write_json(path: str | None, data: dict) -> None:
+    """Write ``data`` as JSON to ``path`` (creating folders) if a path is given."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,374 @@
+"""Public domains: attribute names and sizes, column specifications, and the table encoder.
+
+A :class:`Domain` is the integer view every engine works on (attribute ``i`` takes codes
+``0..sizes[i]-1``). A :class:`DomainSpec` is the user-facing description of each column
+(categories or public numeric bounds), and a :class:`TableEncoder` maps DataFrames to codes
+and back. Domains are public knowledge: nothing here reads them off private data except
+:func:`infer_spec`, which warns loudly that its result is not differentially private.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from vertimrf.errors import DomainError
+from vertimrf.io import atomic_write_text
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Ordered attribute names with their domain sizes (codes ``0..size-1``)."""
+
+    names: tuple[str, ...]
+    sizes: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        names = tuple(str(x) for x in self.names)
+        sizes = tuple(int(s) for s in self.sizes)
+        if len(names) != len(sizes):
+            raise DomainError(
+                f"Domain has {len(names)} names but {len(sizes)} sizes; give one size per name."
+            )
+        if len(set(names)) != len(names):
+            dup = sorted({x for x in names if names.count(x) > 1})
+            raise DomainError(f"Domain attribute names must be unique; repeated: {dup}.")
+        bad = [(n, s) for n, s in zip(names, sizes, strict=True) if s < 1]
+        if bad:
+            raise DomainError(f"Domain sizes must be >= 1; got {bad}.")
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "sizes", sizes)
+
+    @classmethod
+    def from_sizes(cls, sizes: Sequence[int]) -> Domain:
+        """Domain with attribute names ``"0".."d-1"``."""
+        return cls(tuple(str(i) for i in range(len(sizes))), tuple(sizes))
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int:
+        """Position of attribute ``name``."""
+        try:
+            return self.names.index(str(name))
+        except ValueError:
+            raise DomainError(
+                f"Unknown attribute {name!r}; the domain has {list(self.names)}."
+            ) from None
+
+    def size(self, attrs: Iterable[int] | None = None) -> int:
+        """Number of cells of the sub-domain over attribute indices ``attrs`` (all if None)."""
+        idx = range(len(self.sizes)) if attrs is None else attrs
+        out = 1
+        for i in idx:
+            out *= self.sizes[i]
+        return out
+
+    def shape(self, attrs: Iterable[int]) -> tuple[int, ...]:
+        """Table shape of the sub-domain over attribute indices ``attrs``."""
+        return tuple(self.sizes[i] for i in attrs)
+
+    def project(self, attrs: Iterable[int]) -> Domain:
+        """Sub-domain over attribute indices ``attrs`` (in the given order)."""
+        attrs = list(attrs)
+        return Domain(tuple(self.names[i] for i in attrs), tuple(self.sizes[i] for i in attrs))
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Start of each attribute's block in a flat concatenation of all value slots."""
+        return np.concatenate(([0], np.cumsum(self.sizes)[:-1])).astype(np.int64)
+
+
+CATEGORICAL = "categorical"
+NUMERIC = "numeric"
+_MAX_CODES = 65536
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """Public description of one column.
+
+    A categorical column has an ordered list of categories (code i is ``categories[i]``).
+    A numeric column has public ``lower``/``upper`` bounds cut into ``bins`` equal-width bins.
+    """
+
+    name: str
+    kind: str
+    categories: tuple | None = None
+    lower: float | None = None
+    upper: float | None = None
+    bins: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", str(self.name))
+        if self.kind == CATEGORICAL:
+            cats = tuple(self.categories or ())
+            if not cats:
+                raise DomainError(f"column {self.name!r}: a categorical column needs categories.")
+            if len(set(cats)) != len(cats):
+                raise DomainError(f"column {self.name!r}: categories must be distinct.")
+            object.__setattr__(self, "categories", cats)
+        elif self.kind == NUMERIC:
+            lo, hi, b = self.lower, self.upper, self.bins
+            if lo is None or hi is None or b is None or not (float(lo) < float(hi)) or int(b) < 1:
+                raise DomainError(
+                    f"column {self.name!r}: a numeric column needs lower < upper and bins >= 1; "
+                    f"got lower={lo}, upper={hi}, bins={b}."
+                )
+            object.__setattr__(self, "lower", float(lo))
+            object.__setattr__(self, "upper", float(hi))
+            object.__setattr__(self, "bins", int(b))
+        else:
+            raise DomainError(
+                f"column {self.name!r}: unknown type {self.kind!r}; use "
+                f"{CATEGORICAL!r} or {NUMERIC!r}."
+            )
+        if self.size > _MAX_CODES:
+            raise DomainError(
+                f"column {self.name!r} has {self.size} codes; at most {_MAX_CODES} are supported."
+            )
+
+    @property
+    def size(self) -> int:
+        """Number of codes of this column."""
+        return len(self.categories) if self.kind == CATEGORICAL else int(self.bins)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        if self.kind == CATEGORICAL:
+            return {"name": self.name, "type": CATEGORICAL, "categories": list(self.categories)}
+        return {
+            "name": self.name,
+            "type": NUMERIC,
+            "lower": self.lower,
+            "upper": self.upper,
+            "bins": self.bins,
+        }
+
+
+class DomainSpec:
+    """The public domain of a table: one :class:`ColumnSpec` per column, in order."""
+
+    def __init__(self, columns: Sequence[ColumnSpec]) -> None:
+        self.columns: tuple[ColumnSpec, ...] = tuple(columns)
+        names = [c.name for c in self.columns]
+        if not names:
+            raise DomainError("a DomainSpec needs at least one column.")
+        if len(set(names)) != len(names):
+            raise DomainError(f"column names must be unique; got {names}.")
+        self._by_name = {c.name: c for c in self.columns}
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def domain(self) -> Domain:
+        """The integer-code view (names and sizes)."""
+        return Domain(self.names, tuple(c.size for c in self.columns))
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __getitem__(self, name: str) -> ColumnSpec:
+        try:
+            return self._by_name[str(name)]
+        except KeyError:
+            raise DomainError(
+                f"unknown column {name!r}; the spec has {list(self.names)}."
+            ) from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DomainSpec) and self.columns == other.columns
+
+    def __hash__(self) -> int:
+        return hash(self.columns)
+
+    def __repr__(self) -> str:
+        return f"DomainSpec({len(self)} columns: {', '.join(self.names)})"
+
+    def subset(self, names: Iterable[str]) -> DomainSpec:
+        """The spec of the given columns, in the given order."""
+        return DomainSpec([self[n] for n in names])
+
+    def to_dict(self) -> dict:
+        return {"columns": [c.to_dict() for c in self.columns]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> DomainSpec:
+        """Read either this library's format or the integer-coded ``{"0": {...}}`` format."""
+        if "columns" in data:
+            cols = []
+            for c in data["columns"]:
+                kind = c.get("type")
+                if kind == NUMERIC:
+                    cols.append(
+                        ColumnSpec(c["name"], NUMERIC, None, c["lower"], c["upper"], c["bins"])
+                    )
+                else:
+                    cols.append(ColumnSpec(c["name"], kind, tuple(c.get("categories", ()))))
+            return cls(cols)
+        cols = []
+        for name, c in data.items():
+            if c.get("type") != "discrete" or "domain" not in c:
+                raise DomainError(
+                    f"column {name!r}: expected {{'type': 'discrete', 'domain': u}}, got {c}."
+                )
+            cols.append(ColumnSpec(name, CATEGORICAL, tuple(range(int(c["domain"])))))
+        return cls(cols)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> DomainSpec:
+        """Load a spec from a JSON file (either supported format)."""
+        with open(path, encoding="utf-8") as fh:
+            try:
+                data = json.load(fh)
+            except json.JSONDecodeError as exc:
+                raise DomainError(f"{path}: not valid JSON ({exc}).") from None
+        return cls.from_dict(data)
+
+    def to_json(self, path: str | os.PathLike) -> None:
+        """Save the spec as JSON (atomically)."""
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1))
+
+
+def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int = 64) -> DomainSpec:
+    """Read a spec off the data. NOT differentially private: the result leaks the data.
+
+    Columns with at most ``max_categories`` distinct values become categorical; other numeric
+    columns become numeric with the observed min/max as bounds. Prefer a public spec.
+    """
+    warnings.warn(
+        "infer_spec reads categories and bounds from the data itself, so the resulting domain "
+        "is NOT differentially private. Use a public DomainSpec for real releases.",
+        PrivacyWarning,
+        stacklevel=2,
+    )
+    cols = []
+    for name in df.columns:
+        s = df[name].dropna()
+        uniq = pd.unique(s)
+        if len(uniq) <= max_categories or not pd.api.types.is_numeric_dtype(s):
+            cats = sorted(uniq.tolist(), key=lambda v: (str(type(v)), v))
+            cols.append(ColumnSpec(name, CATEGORICAL, tuple(_py(v) for v in cats)))
+        else:
+            lo, hi = float(s.min()), float(s.max())
+            cols.append(
+                ColumnSpec(name, NUMERIC, None, lo, hi if hi > lo else lo + 1, numeric_bins)
+            )
+    return DomainSpec(cols)
+
+
+class PrivacyWarning(UserWarning):
+    """Warns that an operation is not differentially private."""
+
+
+def _py(v: object) -> object:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+class TableEncoder:
+    """Maps a DataFrame to compact integer codes (n x d, uint8 or uint16) and back.
+
+    Categorical values map to their index in the spec's category list; numeric values map to
+    their equal-width bin over the public bounds. Decoding returns categories exactly and, for
+    numeric columns, the bin midpoint (or a uniform draw inside the bin when ``rng`` is given).
+    """
+
+    def __init__(self, spec: DomainSpec) -> None:
+        if not isinstance(spec, DomainSpec):
+            raise DomainError(f"TableEncoder needs a DomainSpec, got {type(spec).__name__}.")
+        self.spec = spec
+        self.domain = spec.domain
+        self.dtype = np.dtype(np.uint8 if max(self.domain.sizes) <= 256 else np.uint16)
+
+    def encode(self, df: pd.DataFrame) -> np.ndarray:
+        """Codes of ``df``'s spec columns (any column order); raises on any value off the spec."""
+        if not isinstance(df, pd.DataFrame):
+            raise DomainError(f"encode needs a pandas DataFrame, got {type(df).__name__}.")
+        cols = [str(c) for c in df.columns]
+        unknown = [c for c in cols if c not in self.spec.names]
+        missing = [c for c in self.spec.names if c not in cols]
+        if unknown or missing:
+            raise DomainError(
+                f"DataFrame columns do not match the spec: unknown {unknown}, missing {missing}. "
+                "Drop or rename columns (e.g. the record-ID column) so they equal the spec's."
+            )
+        frame = df.set_axis(cols, axis=1)
+        out = np.empty((len(df), len(self.spec)), dtype=self.dtype)
+        for j, col in enumerate(self.spec.columns):
+            out[:, j] = _encode_column(frame[col.name], col)
+        return out
+
+    def decode(self, codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.DataFrame:
+        """DataFrame for ``codes`` (n x d); numeric bins decode to midpoints or uniform draws."""
+        codes = np.asarray(codes)
+        if codes.ndim != 2 or codes.shape[1] != len(self.spec):
+            raise DomainError(f"codes must have shape (n, {len(self.spec)}); got {codes.shape}.")
+        bad = (codes < 0) | (codes >= np.asarray(self.domain.sizes))
+        if bad.any():
+            j = int(np.argwhere(bad)[0][1])
+            raise DomainError(
+                f"codes of column {self.spec.names[j]!r} must be in 0..{self.domain.sizes[j] - 1}."
+            )
+        data = {}
+        for j, col in enumerate(self.spec.columns):
+            c = codes[:, j].astype(np.int64)
+            if col.kind == CATEGORICAL:
+                data[col.name] = pd.Index(list(col.categories))[c]
+            else:
+                width = (col.upper - col.lower) / col.bins
+                offset = 0.5 if rng is None else rng.random(len(c))
+                data[col.name] = np.minimum(col.lower + (c + offset) * width, col.upper)
+        return pd.DataFrame(data)
+
+
+def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
+    if col.kind == CATEGORICAL:
+        values = s.to_numpy(dtype=object)
+        codes = pd.Index(list(col.categories)).get_indexer(values)
+        if (codes < 0).any():
+            bad = values[codes < 0]
+            nan = pd.isna(bad)
+            if nan.any():
+                raise DomainError(
+                    f"column {col.name!r} has {int(nan.sum())} missing values (NaN/None); "
+                    "fill them or add a category for them to the spec."
+                )
+            shown = ", ".join(repr(_py(v)) for v in pd.unique(bad)[:3])
+            raise DomainError(
+                f"column {col.name!r} (dtype {s.dtype}) has {len(bad)} values outside its "
+                f"categories, e.g. {shown}; allowed: {_preview(col.categories)}. Fix the data "
+                "(check its type) or extend the spec."
+            )
+        return codes
+    if not (pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)):
+        raise DomainError(
+            f"column {col.name!r} is numeric in the spec but has dtype {s.dtype}; convert it "
+            "to numbers (e.g. pd.to_numeric) first."
+        )
+    x = s.to_numpy(dtype=np.float64)
+    nan = np.isnan(x)
+    if nan.any():
+        raise DomainError(
+            f"column {col.name!r} has {int(nan.sum())} missing values (NaN); fill or drop them."
+        )
+    out = (x < col.lower) | (x > col.upper)
+    if out.any():
+        raise DomainError(
+            f"column {col.name!r} has {int(out.sum())} values outside its public bounds "
+            f"[{col.lower}, {col.upper}], e.g. {x[out][0]!r}; clip the data or widen the bounds."
+        )
+    b = np.floor((x - col.lower) / (col.upper - col.lower) * col.bins).astype(np.int64)
+    return np.minimum(b, col.bins - 1)
+
+
+def _preview(cats: tuple, k: int = 6) -> str:
+    shown = ", ".join(repr(c) for c in cats[:k])
+    return f"[{shown}{', ...' if len(cats) > k else ''}] ({len(cats)} in all)"

@@ -1,0 +1,37 @@
+"""One exception hierarchy for vertimrf.
+
+Every error raised at a public entry point derives from :class:`VertimrfError`, and its
+message says what was wrong and how to fix it.
+"""
+
+
+class VertimrfError(Exception):
+    """Base class of every error vertimrf raises on purpose."""
+
+
+class DomainError(VertimrfError, ValueError):
+    """A table or value does not fit its public domain specification."""
+
+
+class RecordIDError(VertimrfError, ValueError):
+    """Record IDs are missing, duplicated or of an unsupported type."""
+
+
+class KeyMaterialError(VertimrfError, ValueError):
+    """A shared secret or derived hash key is unusable."""
+
+
+class PrivacyBudgetError(VertimrfError, ValueError):
+    """A privacy parameter is invalid or a release would exceed the budget."""
+
+
+class ModelTooLargeError(VertimrfError, MemoryError):
+    """A graphical model would exceed the configured cell limit."""
+
+
+class ConfigError(VertimrfError, ValueError):
+    """A configuration value is missing, out of range or inconsistent."""
+
+
+class MessageError(VertimrfError, ValueError):
+    """A party message file is corrupt, tampered with or inconsistent."""

@@ -1,0 +1,23 @@
+"""Privacy accounting: one zCDP ledger, conversions and calibration."""
+
+from vertimrf.privacy.calibration import ACCOUNTING_MODES, sketch_epsilon
+from vertimrf.privacy.ledger import PrivacyLedger, Release
+from vertimrf.privacy.zcdp import (
+    epsilon_to_rho,
+    gaussian_rho,
+    gaussian_sigma,
+    pure_to_rho,
+    rho_to_epsilon,
+)
+
+__all__ = [
+    "ACCOUNTING_MODES",
+    "PrivacyLedger",
+    "Release",
+    "epsilon_to_rho",
+    "gaussian_rho",
+    "gaussian_sigma",
+    "pure_to_rho",
+    "rho_to_epsilon",
+    "sketch_epsilon",
+]

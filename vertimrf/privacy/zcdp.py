@@ -1,0 +1,81 @@
+"""Zero-concentrated DP (zCDP) conversions.
+
+The conversion from rho-zCDP to (epsilon, delta)-DP is the bound of Canonne, Kamath and
+Steinke (NeurIPS 2020, Prop. 12 / Cor. 13):
+
+    epsilon(rho, delta) = inf_{a > 1}  a*rho + (log(1/delta) + (a-1)*log(1-1/a) - log(a)) / (a-1)
+
+It is tighter than the classic ``rho + 2*sqrt(rho*log(1/delta))``. The inverse, used to turn a
+requested (epsilon, delta) into a rho budget, is found by root finding on this monotone map.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy.optimize import brentq, minimize_scalar
+
+from vertimrf.errors import PrivacyBudgetError
+
+
+def _check_delta(delta: float) -> None:
+    if not (0.0 < delta < 1.0):
+        raise PrivacyBudgetError(f"delta must be in (0, 1); got {delta!r}. A common choice is 1/n.")
+
+
+def _cks_objective(log_am1: float, rho: float, log_inv_delta: float) -> float:
+    a = 1.0 + math.exp(log_am1)
+    am1 = a - 1.0
+    return a * rho + (log_inv_delta + am1 * math.log1p(-1.0 / a) - math.log(a)) / am1
+
+
+def rho_to_epsilon(rho: float, delta: float) -> float:
+    """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP (CKS bound)."""
+    _check_delta(delta)
+    if rho < 0:
+        raise PrivacyBudgetError(f"rho must be >= 0; got {rho!r}.")
+    if rho == 0:
+        return 0.0
+    lid = math.log(1.0 / delta)
+    # The optimum order is near 1 + sqrt(log(1/delta)/rho); search log(a-1) around it.
+    guess = math.log(math.sqrt(lid / rho))
+    res = minimize_scalar(
+        _cks_objective,
+        bounds=(guess - 12.0, guess + 12.0),
+        args=(rho, lid),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
+    return max(0.0, float(res.fun))
+
+
+def epsilon_to_rho(epsilon: float, delta: float) -> float:
+    """Largest rho whose zCDP guarantee implies (epsilon, delta)-DP (inverse of the CKS bound)."""
+    _check_delta(delta)
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise PrivacyBudgetError(f"epsilon must be a positive finite number; got {epsilon!r}.")
+    hi = epsilon
+    while rho_to_epsilon(hi, delta) < epsilon:
+        hi *= 2.0
+    rho = brentq(lambda r: rho_to_epsilon(r, delta) - epsilon, 0.0, hi, xtol=1e-15, rtol=1e-13)
+    # Step down to the safe side of the root so the stated (epsilon, delta) is an upper bound.
+    while rho_to_epsilon(rho, delta) > epsilon:
+        rho *= 1.0 - 1e-12
+    return float(rho)
+
+
+def pure_to_rho(epsilon: float) -> float:
+    """zCDP cost of one epsilon-DP release (Bun and Steinke 2016, Prop. 1.4): rho = eps^2 / 2."""
+    return 0.5 * epsilon * epsilon
+
+
+def gaussian_rho(sensitivity: float, sigma: float) -> float:
+    """zCDP cost of a Gaussian mechanism with L2 sensitivity Delta and std sigma."""
+    return sensitivity * sensitivity / (2.0 * sigma * sigma)
+
+
+def gaussian_sigma(sensitivity: float, rho: float) -> float:
+    """Gaussian standard deviation that costs exactly ``rho`` for L2 sensitivity Delta."""
+    if rho <= 0:
+        raise PrivacyBudgetError(f"a Gaussian release needs rho > 0; got {rho!r}.")
+    return sensitivity / math.sqrt(2.0 * rho)

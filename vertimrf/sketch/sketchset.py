@@ -1,0 +1,94 @@
+"""DP sketch sets: what a party releases, and the server's merged view."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vertimrf.domain import Domain
+from vertimrf.errors import ConfigError, MessageError
+from vertimrf.sketch.dp import FMNoise
+
+
+@dataclass(frozen=True)
+class SketchSet:
+    """DP FM sketch values of one party: ``values[h, offsets[j] + v]`` for key h, attribute j.
+
+    Only DP outputs and public metadata: the values are eps'-DP per sketch, the domain is
+    public and the key fingerprint reveals nothing about the keys.
+    """
+
+    values: np.ndarray
+    domain: Domain
+    noise: FMNoise
+    key_fingerprint: str
+
+    def __post_init__(self) -> None:
+        if self.values.dtype != np.uint8 or self.values.ndim != 2:
+            raise MessageError(f"sketch values must be a 2-D uint8 array; got {self.values.dtype}.")
+        if self.values.shape[1] != sum(self.domain.sizes):
+            raise MessageError(
+                f"sketch values have {self.values.shape[1]} columns but the domain has "
+                f"{sum(self.domain.sizes)} values."
+            )
+
+    @property
+    def t(self) -> int:
+        """Number of repetitions (hash keys)."""
+        return int(self.values.shape[0])
+
+
+class MergedSketches:
+    """The server's view: all parties' sketches side by side, with complement sketches.
+
+    ``comp_t[row(a, v), h]`` is the complement sketch of value v of attribute a under key h:
+    the max of the sketches of a's other values (computed with the top-2 trick).
+    """
+
+    def __init__(self, sketches: Sequence[SketchSet]) -> None:
+        if not sketches:
+            raise ConfigError("CarEst needs at least one party's sketches.")
+        fps = {s.key_fingerprint for s in sketches}
+        if len(fps) != 1:
+            raise MessageError(
+                "parties used different hash keys (key fingerprints differ); they must derive "
+                "their keys from the same shared secret and t."
+            )
+        ts = {s.t for s in sketches}
+        gammas = {s.noise.gamma for s in sketches}
+        if len(ts) != 1 or len(gammas) != 1:
+            raise MessageError(f"parties disagree on t {sorted(ts)} or gamma {sorted(gammas)}.")
+        names = [n for s in sketches for n in s.domain.names]
+        sizes = [u for s in sketches for u in s.domain.sizes]
+        self.domain = Domain(tuple(names), tuple(sizes))
+        self.t = ts.pop()
+        self.gamma = gammas.pop()
+        self.k_p = np.concatenate(
+            [np.full(len(s.domain), s.noise.k_p if s.noise.k_p else 0) for s in sketches]
+        ).astype(np.float64)
+        self.offsets = self.domain.offsets
+        self.comp_t = np.ascontiguousarray(
+            np.concatenate([complement_sketches(s.values, s.domain) for s in sketches], axis=1).T
+        )
+
+
+def complement_sketches(values: np.ndarray, domain: Domain) -> np.ndarray:
+    """Complement sketch of every (attribute, value): max over the attribute's other values.
+
+    Top-2 trick per attribute and repetition: the complement of the unique argmax is the
+    second largest value, every other complement is the max. No O(u^2) loop.
+    """
+    out = np.empty_like(values)
+    for off, u in zip(domain.offsets, domain.sizes, strict=True):
+        block = values[:, off : off + u]
+        if u == 1:
+            out[:, off] = 0
+            continue
+        m1 = block.max(axis=1)
+        is_max = block == m1[:, None]
+        unique = is_max.sum(axis=1) == 1
+        m2 = np.where(is_max, np.uint8(0), block).max(axis=1)
+        out[:, off : off + u] = np.where(is_max & unique[:, None], m2[:, None], m1[:, None])
+    return out
