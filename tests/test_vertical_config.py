@@ -1,0 +1,61 @@
+"""ProtocolConfig: presets, validation, JSON round trip and the config hash."""
+
+import pytest
+
+from vertimrf.datasets import load_dataset
+from vertimrf.errors import ConfigError
+from vertimrf.vertical.config import ProtocolConfig
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_dataset("adult")[1]
+
+
+def _cfg(spec, **kw):
+    names = list(spec.names)
+    return ProtocolConfig.from_preset(
+        "paper", epsilon=1.6, delta=1e-5, spec=spec, parties=[names[:8], names[8:]], **kw
+    )
+
+
+def test_paper_preset_and_round_trip(spec, tmp_path):
+    cfg = _cfg(spec)
+    assert cfg.shares == {"locmrf": 0.4, "locenc": 0.36, "count": 0.04, "binning": 0.2}
+    assert cfg.t == 2000 and cfg.gamma == 1.0 and cfg.bins == 4
+    assert cfg.count_party == "party0"
+    # Adult: every column with more than 4 codes is binned; sex (9) and income (14) are not.
+    assert set(cfg.binned_columns()) == set(spec.names) - {"9", "14"}
+    cfg.save(tmp_path / "c.json")
+    back = ProtocolConfig.load(tmp_path / "c.json")
+    assert back == cfg and back.config_hash() == cfg.config_hash()
+    assert cfg.with_changes(t=4000).config_hash() != cfg.config_hash()
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"epsilon": 0}, "epsilon"),
+        ({"method": "xx"}, "method"),
+        ({"t": 0}, "t must"),
+        ({"gamma": 1.5}, "gamma"),
+        ({"shares": {"locmrf": 0.5, "locenc": 0.5, "count": 0.1, "binning": 0}}, "sum"),
+        ({"count_party": "nobody"}, "count_party"),
+        ({"binned": ("zzz",)}, "binned"),
+    ],
+)
+def test_invalid_settings_raise(spec, change, match):
+    with pytest.raises(ConfigError, match=match):
+        _cfg(spec).with_changes(**change)
+
+
+def test_column_ownership_must_partition_the_spec(spec):
+    names = list(spec.names)
+    with pytest.raises(ConfigError, match="owned twice"):
+        ProtocolConfig.from_preset(
+            "paper", epsilon=1, delta=1e-5, spec=spec, parties=[names[:8], names[7:]]
+        )
+    with pytest.raises(ConfigError, match="unowned"):
+        ProtocolConfig.from_preset(
+            "paper", epsilon=1, delta=1e-5, spec=spec, parties=[names[:8], names[9:]]
+        )

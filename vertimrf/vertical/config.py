@@ -1,0 +1,211 @@
+"""ProtocolConfig: the public settings every role of the vertical protocol agrees on.
+
+Budget shares are fractions of the zCDP budget rho of (epsilon, delta) and must sum to at
+most 1. ``locmrf`` is split evenly over the parties (each party's local model sees every
+individual), ``locenc`` pays for all t*d sketches (or the GRR reports), ``count`` for the one
+noisy record count, ``binning`` for the noisy value counts of the binned attributes. When no
+attribute is binned, the binning share goes to ``locenc``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field, replace
+
+from vertimrf.domain import DomainSpec
+from vertimrf.errors import ConfigError
+from vertimrf.io import atomic_write_text
+from vertimrf.privacy.calibration import ACCOUNTING_MODES
+
+PRESETS: dict[str, dict] = {
+    # The paper's Section 7.1: 40% LocMRF, 40% LocEnc of which 10% for n, 20% binning.
+    "paper": {
+        "shares": {"locmrf": 0.4, "locenc": 0.36, "count": 0.04, "binning": 0.2},
+        "t": 2000,
+        "gamma": 1.0,
+        "bins": 4,
+    },
+    "default": {
+        "shares": {"locmrf": 0.4, "locenc": 0.36, "count": 0.04, "binning": 0.2},
+        "t": 2000,
+        "gamma": 1.0,
+        "bins": 4,
+    },
+}
+METHODS = ("fm", "fo")
+HASHES = ("siphash24", "xxh64")
+RECOVERY = ("hisrec", "unisam")
+
+
+@dataclass(frozen=True)
+class PartySpec:
+    """A party's public name and the columns it owns."""
+
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """Public protocol settings; identical at every party and the server (checked by hash)."""
+
+    epsilon: float
+    delta: float
+    spec: DomainSpec
+    parties: tuple[PartySpec, ...]
+    count_party: str = ""
+    preset: str = "default"
+    shares: dict[str, float] = field(default_factory=dict)
+    t: int | str = 2000
+    gamma: float = 1.0
+    hash: str = "siphash24"
+    bins: int = 4
+    binned: tuple[str, ...] | None = None
+    tau: float = 2e6
+    method: str = "fm"
+    accounting: str = "zcdp"
+    recovery: str = "hisrec"
+    consistency: bool = True
+    local_mrf: bool = True
+
+    @classmethod
+    def from_preset(
+        cls,
+        preset: str,
+        *,
+        epsilon: float,
+        delta: float,
+        spec: DomainSpec,
+        parties: list[tuple[str, list[str]]] | list[list[str]],
+        **overrides: object,
+    ) -> ProtocolConfig:
+        """A config from a named preset; ``parties`` are (name, columns) pairs or column lists."""
+        if preset not in PRESETS:
+            raise ConfigError(f"unknown preset {preset!r}; use one of {sorted(PRESETS)}.")
+        specs = []
+        for i, p in enumerate(parties):
+            name, cols = p if isinstance(p, tuple) else (f"party{i}", p)
+            specs.append(PartySpec(str(name), tuple(str(c) for c in cols)))
+        base = dict(PRESETS[preset])
+        base["shares"] = dict(base["shares"])
+        base.update(overrides)
+        return cls(
+            epsilon=epsilon, delta=delta, spec=spec, parties=tuple(specs), preset=preset, **base
+        )
+
+    def __post_init__(self) -> None:
+        if not (self.epsilon > 0) or not (0 < self.delta < 1):
+            raise ConfigError(
+                f"need epsilon > 0 and 0 < delta < 1; got {self.epsilon}, {self.delta}."
+            )
+        if len(self.parties) < 2:
+            raise ConfigError("the vertical protocol needs at least two parties.")
+        owned = [c for p in self.parties for c in p.columns]
+        if sorted(owned) != sorted(self.spec.names):
+            dup = sorted({c for c in owned if owned.count(c) > 1})
+            missing = sorted(set(self.spec.names) - set(owned))
+            extra = sorted(set(owned) - set(self.spec.names))
+            raise ConfigError(
+                "every column must belong to exactly one party: "
+                f"owned twice {dup}, unowned {missing}, not in the spec {extra}."
+            )
+        names = [p.name for p in self.parties]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"party names must be unique; got {names}.")
+        if not self.count_party:
+            object.__setattr__(self, "count_party", names[0])
+        elif self.count_party not in names:
+            raise ConfigError(f"count_party {self.count_party!r} is not one of {names}.")
+        self._check_choices()
+        self._check_shares()
+
+    def _check_choices(self) -> None:
+        for value, allowed, what in (
+            (self.method, METHODS, "method"),
+            (self.hash, HASHES, "hash"),
+            (self.accounting, ACCOUNTING_MODES, "accounting"),
+            (self.recovery, RECOVERY, "recovery"),
+        ):
+            if value not in allowed:
+                raise ConfigError(f"{what} must be one of {allowed}; got {value!r}.")
+        if not (self.t == "auto" or (isinstance(self.t, int) and self.t >= 1)):
+            raise ConfigError(f"t must be a positive integer or 'auto'; got {self.t!r}.")
+        if not (0 < self.gamma <= 1):
+            raise ConfigError(f"gamma must be in (0, 1]; got {self.gamma}.")
+        if self.bins < 2:
+            raise ConfigError(f"bins must be >= 2; got {self.bins}.")
+        if self.binned is not None:
+            unknown = sorted(set(self.binned) - set(self.spec.names))
+            if unknown:
+                raise ConfigError(f"binned columns {unknown} are not in the spec.")
+
+    def _check_shares(self) -> None:
+        need = {"locmrf", "locenc", "count", "binning"}
+        if set(self.shares) != need:
+            raise ConfigError(
+                f"shares must name exactly {sorted(need)}; got {sorted(self.shares)}."
+            )
+        if any(v < 0 for v in self.shares.values()) or sum(self.shares.values()) > 1 + 1e-12:
+            raise ConfigError(f"shares must be >= 0 and sum to at most 1; got {self.shares}.")
+        if self.shares["count"] <= 0 or self.shares["locenc"] <= 0:
+            raise ConfigError("the count and locenc shares must be positive.")
+        if self.local_mrf and self.shares["locmrf"] <= 0:
+            raise ConfigError("local_mrf needs a positive locmrf share.")
+
+    def party(self, name: str) -> PartySpec:
+        """The party called ``name``."""
+        for p in self.parties:
+            if p.name == name:
+                return p
+        raise ConfigError(f"no party {name!r}; parties are {[p.name for p in self.parties]}.")
+
+    def binned_columns(self) -> tuple[str, ...]:
+        """Columns that are binned: the explicit list, or every column with more than b codes."""
+        if self.binned is not None:
+            return self.binned
+        return tuple(c.name for c in self.spec.columns if c.size > self.bins)
+
+    def with_changes(self, **changes: object) -> ProtocolConfig:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        d = asdict(self)
+        d["spec"] = self.spec.to_dict()
+        d["parties"] = [{"name": p.name, "columns": list(p.columns)} for p in self.parties]
+        d["binned"] = None if self.binned is None else list(self.binned)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ProtocolConfig:
+        """Inverse of :meth:`to_dict`."""
+        d = dict(data)
+        try:
+            d["spec"] = DomainSpec.from_dict(d["spec"])
+            d["parties"] = tuple(PartySpec(p["name"], tuple(p["columns"])) for p in d["parties"])
+            if d.get("binned") is not None:
+                d["binned"] = tuple(d["binned"])
+            return cls(**d)
+        except (KeyError, TypeError) as exc:
+            raise ConfigError(f"invalid protocol config: {exc}.") from None
+
+    def config_hash(self) -> str:
+        """SHA-256 of the canonical JSON form; every message carries it."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the config as JSON (atomically)."""
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> ProtocolConfig:
+        """Read a config written by :meth:`save`."""
+        with open(path, encoding="utf-8") as fh:
+            try:
+                return cls.from_dict(json.load(fh))
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path}: not valid JSON ({exc}).") from None
