@@ -8,17 +8,22 @@ import numpy as np
 import pytest
 
 from vertimrf.domain import Domain
-from vertimrf.kernels.carest import union_table_sums
-from vertimrf.sketch.carest import CarEst, estimate_cardinality, harmonic_constant
+from vertimrf.kernels.carest import union_exceed_counts, union_table_sums
+from vertimrf.sketch.carest import (
+    CarEst,
+    containment_probability,
+    estimate_cardinality,
+    harmonic_constant,
+)
 from vertimrf.sketch.dp import FMNoise, fm_noise, privatize, sample_max_geometric
 from vertimrf.sketch.sketchset import SketchSet, complement_sketches
 
 
-def _reference_sums(comp_t, rows, sizes, table):
+def _reference_union(comp_t, rows, sizes):
+    """Union sketch (cells x t) of every cell, by brute force over the cells."""
     out = []
     for cell in itertools.product(*[range(s) for s in sizes]):
-        s = np.max(np.stack([comp_t[r + v] for r, v in zip(rows, cell, strict=True)]), axis=0)
-        out.append(table[s].sum())
+        out.append(np.max(np.stack([comp_t[r + v] for r, v in zip(rows, cell, strict=True)]), 0))
     return np.array(out)
 
 
@@ -31,8 +36,15 @@ def test_union_kernel_matches_reference(t, sizes):
     comp_t = rng.integers(0, 40, (total, t)).astype(np.uint8)
     rows = np.cumsum([2] + sizes[:-1]).astype(np.int64)
     table = rng.random(256)
-    got = union_table_sums(comp_t, rows, np.array(sizes, dtype=np.int64), table)
-    np.testing.assert_allclose(got, _reference_sums(comp_t, rows, sizes, table), rtol=1e-12)
+    full = rng.integers(0, 45, t).astype(np.uint8)
+    ref = _reference_union(comp_t, rows, sizes)
+    sz = np.array(sizes, dtype=np.int64)
+    np.testing.assert_allclose(
+        union_table_sums(comp_t, rows, sz, table), table[ref].sum(axis=1), rtol=1e-12
+    )
+    np.testing.assert_array_equal(
+        union_exceed_counts(comp_t, rows, sz, full), (full[None, :] > ref).sum(axis=1)
+    )
 
 
 @pytest.mark.parametrize("sizes", [[1], [2], [5, 3, 1], [7, 2]])
@@ -101,23 +113,76 @@ def _truth(codes, dom, attrs):
     return h
 
 
-def test_carest_estimates_cross_party_marginals():
-    """Non-private sketches, t = 4000: every cell within 5 * 1.04 * (n - T)/sqrt(t) of the
-    truth (the union estimate's relative sd is 1.04/sqrt(t))."""
+def _containment_sd(size, total, t, noise, extra):
+    """Delta-method sd of the containment estimate: sd(p_hat) / g'(a) at a = size + extra."""
+    a = size + extra
+    p = containment_probability(np.array([a]), total, noise.gamma, noise.alpha_min)[0]
+    h = max(1.0, 1e-4 * total)
+    grid = np.array([max(a - h, 0.0), min(a + h, total)])
+    g = containment_probability(grid, total, noise.gamma, noise.alpha_min)
+    slope = (g[1] - g[0]) / (grid[1] - grid[0])
+    return math.sqrt(max(p * (1 - p), 1 / t) / t) / slope
+
+
+@pytest.mark.parametrize("method", ["containment", "harmonic"])
+@pytest.mark.parametrize("dp", [False, True])
+def test_carest_estimates_cross_party_marginals(method, dp):
+    """Simulated sketches, t = 4000: every cell within 5 standard deviations of the truth.
+    Harmonic: the union estimate's relative sd is 1.04/sqrt(t), and phantoms add k_p per
+    value sketch in the union. Containment: the delta-method sd of the inverted binomial
+    frequency (see _containment_sd)."""
     rng = np.random.default_rng(2)
     n, t = 20000, 4000
     dom = Domain.from_sizes([3, 2, 4, 2])
     codes = np.column_stack([rng.integers(0, u, n) for u in dom.sizes])
     codes[:, 2] = np.where(rng.random(n) < 0.5, codes[:, 0], codes[:, 2])
-    noise = FMNoise(math.inf, 1.0, 0, 0)
-    est = CarEst(_split_sketches(codes, dom, t, noise, rng, [[0, 1], [2, 3]]), n)
+    noise = fm_noise(0.01, 1.0) if dp else FMNoise(math.inf, 1.0, 0, 0)
+    est = CarEst(_split_sketches(codes, dom, t, noise, rng, [[0, 1], [2, 3]]), n, method=method)
     for attrs in ([0], [0, 2], [1, 3], [0, 1, 2], [0, 1, 2, 3]):
         names = [dom.names[a] for a in attrs]
         truth = _truth(codes, dom, attrs)
         got = est.marginal(names)
-        bound = 5 * 1.04 * (n - truth) / math.sqrt(t) + 1
-        assert np.all(np.abs(got - truth) <= bound), attrs
+        sizes = np.array(dom.shape(attrs))
+        if method == "harmonic":
+            sd = 1.04 * (n - truth + noise.k_p * (sizes - 1).sum()) / math.sqrt(t)
+        else:
+            total = n + noise.k_p * sizes.sum()
+            extra = noise.k_p * len(attrs)
+            sd = np.array(
+                [_containment_sd(c, total, t, noise, extra) for c in truth.ravel()]
+            ).reshape(truth.shape)
+        assert np.all(np.abs(got - truth) <= 5 * sd + 1), (attrs, got - truth, sd)
     assert est.marginal(["2", "0"]).shape == (4, 3)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "gamma", "floor"), [(50, 500, 1.0, 0), (300, 3000, 0.5, 9), (5, 5, 1.0, 3)]
+)
+def test_containment_probability_matches_simulation(a, b, gamma, floor):
+    """Exact max-of-geometric draws; 5 binomial standard errors over 200,000 trials."""
+    rng = np.random.default_rng(a + b)
+    m = 200_000
+    ga = np.maximum(sample_max_geometric(a, gamma, m, rng), floor)
+    gb = np.maximum(sample_max_geometric(b, gamma, m, rng), floor)
+    freq = float(np.mean(ga > gb))
+    p = containment_probability(np.array([a]), a + b, gamma, floor)[0]
+    assert abs(freq - p) <= 5 * math.sqrt(p * (1 - p) / m)
+
+
+def test_containment_beats_harmonic_on_skewed_binary_data():
+    """Small cells of skewed attributes: the harmonic error scales with n - T(v), the
+    containment error with the cell itself, so its mean absolute error is far smaller."""
+    rng = np.random.default_rng(8)
+    n, t = 20000, 2000
+    dom = Domain.from_sizes([2, 2])
+    codes = (rng.random((n, 2)) < [0.08, 0.12]).astype(np.int64)
+    sk = _split_sketches(codes, dom, t, fm_noise(0.005, 1.0), rng, [[0], [1]])
+    truth = _truth(codes, dom, [0, 1])
+    err = {
+        m: np.abs(CarEst(sk, n, method=m).marginal(["0", "1"]) - truth).mean()
+        for m in ("containment", "harmonic")
+    }
+    assert err["containment"] < 0.5 * err["harmonic"]
 
 
 def test_phantoms_are_subtracted_with_sum_of_u_minus_one():
@@ -130,7 +195,8 @@ def test_phantoms_are_subtracted_with_sum_of_u_minus_one():
     dom = Domain.from_sizes([4, 2])
     codes = np.column_stack([rng.integers(0, u, n) for u in dom.sizes])
     noise = fm_noise(0.002, 1.0)
-    est = CarEst(_split_sketches(codes, dom, t, noise, rng, [[0], [1]]), n).marginal(["0", "1"])
+    sketches = _split_sketches(codes, dom, t, noise, rng, [[0], [1]])
+    est = CarEst(sketches, n, method="harmonic").marginal(["0", "1"])
     truth = _truth(codes, dom, [0, 1])
     err = (est - truth).mean()
     wrong_shift = (2 * 3 - 4) * noise.k_p  # l*(u_first-1) - sum(u_i-1) phantoms

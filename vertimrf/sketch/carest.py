@@ -10,7 +10,13 @@ where U_hat is a cardinality estimate from the t union sketches and the subtract
 removes the phantom elements that the DP step added to each of the sum_i (u_i - 1) value
 sketches in the union. Two estimators:
 
-* ``"harmonic"`` (default): U_hat = alpha(gamma, t) * t / sum_h b^-s_h with b = 1 + gamma,
+* ``"containment"`` (default): counts the repetitions in which the sketch of ALL records
+  (the max over every value of the marginal's attributes) beats the union sketch. That
+  happens when the maximum falls in the cell (or the cell values' phantoms), with a
+  probability that is an exact, monotone function of the cell's size; inverting it gives
+  the estimate (see :func:`containment_probability`). Its error scales with the cell, not
+  with n - T(v), and the common hash luck of large sets cancels out.
+* ``"harmonic"``: U_hat = alpha(gamma, t) * t / sum_h b^-s_h with b = 1 + gamma,
   the HyperLogLog form generalised to any base (see :func:`harmonic_constant`).
 * ``"paper"``: the paper's Algorithm 4, U_hat = b^(harmonic mean of s_h).
 """
@@ -24,10 +30,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from vertimrf.errors import ConfigError
-from vertimrf.kernels.carest import union_table_sums
+from vertimrf.kernels.carest import union_exceed_counts, union_table_sums
 from vertimrf.sketch.sketchset import MergedSketches, SketchSet
 
-METHODS = ("harmonic", "paper")
+METHODS = ("containment", "harmonic", "paper")
 MAX_WAYS = 4
 
 
@@ -56,6 +62,54 @@ def _power_table(gamma: float) -> np.ndarray:
 _INV_TABLE = np.concatenate(([np.inf], 1.0 / np.arange(1, 256, dtype=np.float64)))
 
 
+def containment_probability(
+    a: np.ndarray, total: float, gamma: float, alpha_min: int
+) -> np.ndarray:
+    """P(max(G_a, floor) > max(G_b, floor)) with b = total - a, for an array of sizes ``a``.
+
+    G_x is the max of x i.i.d. Geometric(gamma/(1+gamma)) values on {1, 2, ...}, so
+    P(G_x <= k) = (1 - q^k)^x with q = 1/(1+gamma); a phantom group of k_p draws counts as
+    k_p elements. The event needs G_a = k > floor and G_b <= k - 1, summed over k. Terms
+    with q^k below 1e-18 / total vanish in double precision and are skipped.
+    """
+    q = 1.0 / (1.0 + gamma)
+    k_hi = min(256, alpha_min + 2 + int(math.log(max(total, 2.0) * 1e18) / -math.log(q)))
+    k = np.arange(max(alpha_min, 0) + 1, k_hi, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        log_cdf_k = np.log1p(-(q**k))
+        log_cdf_km1 = np.log1p(-(q ** (k - 1)))
+    a = np.asarray(a, dtype=np.float64)[..., None]
+    b = total - a
+    with np.errstate(invalid="ignore"):
+        pa = np.exp(a * log_cdf_k) - np.exp(a * log_cdf_km1)
+        cdf_b = np.exp(b * log_cdf_km1)
+    pa = np.nan_to_num(pa)
+    cdf_b = np.where(b > 0, np.nan_to_num(cdf_b), 1.0)
+    return np.sum(pa * cdf_b, axis=-1)
+
+
+_GRID = 256
+
+
+@functools.lru_cache(maxsize=256)
+def _containment_grid(total: float, gamma: float, alpha_min: int) -> tuple[np.ndarray, ...]:
+    # Quadratic spacing puts most points at small sizes, where cells usually are; the map
+    # is smooth and monotone, so linear interpolation between 257 points is accurate
+    # (relative error below 1e-5 at every size).
+    a = total * (np.arange(_GRID + 1) / _GRID) ** 2
+    g = containment_probability(a, total, gamma, alpha_min)
+    return np.maximum.accumulate(g), a
+
+
+def invert_containment(
+    p_hat: np.ndarray, total: float, gamma: float, alpha_min: int
+) -> np.ndarray:
+    """Sizes a in [0, total] with containment_probability(a) = p_hat (monotone interpolation;
+    frequencies beyond the largest attainable probability map to ``total``)."""
+    g, a = _containment_grid(float(total), float(gamma), int(alpha_min))
+    return np.interp(p_hat, g, a)
+
+
 def estimate_cardinality(values: np.ndarray, gamma: float = 1.0) -> float:
     """Non-private harmonic estimate of a set's size from its t sketch values (shape (t,))."""
     values = np.asarray(values, dtype=np.int64)
@@ -74,7 +128,7 @@ class CarEst:
         sketches: Sequence[SketchSet] | MergedSketches,
         n_hat: float,
         *,
-        method: str = "harmonic",
+        method: str = "containment",
     ) -> None:
         if method not in METHODS:
             raise ConfigError(f"unknown CarEst method {method!r}; use one of {METHODS}.")
@@ -103,7 +157,14 @@ class CarEst:
         rows = self.merged.offsets[idx]
         t = self.merged.t
         gamma = self.merged.gamma
-        phantoms = float(np.sum((sizes - 1) * self.merged.k_p[idx]))
+        k_p = float(self.merged.noise.k_p)
+        if self.method == "containment":
+            full = self.merged.full[idx].max(axis=0)
+            exceed = union_exceed_counts(self.merged.comp_t, rows, sizes, full)
+            total = self.n_hat + k_p * float(sizes.sum())
+            inside = invert_containment(exceed / t, total, gamma, self.merged.noise.alpha_min)
+            return np.maximum(inside - len(attrs) * k_p, 0.0).reshape(tuple(sizes))
+        phantoms = k_p * float(np.sum(sizes - 1))
         if self.method == "harmonic":
             sums = union_table_sums(self.merged.comp_t, rows, sizes, _power_table(gamma))
             union = harmonic_constant(gamma, t) * t / sums

@@ -55,9 +55,10 @@ def locenc(
     ledger: PrivacyLedger,
     gamma: float = 1.0,
     party: str | None = None,
+    hash: str | None = None,
 ) -> SketchSet:
     """Encode a party's integer-coded columns as eps'-DP FM sketches (one pass)."""
-    registers = compute_registers(codes, domain, fingerprints, keys)
+    registers = compute_registers(codes, domain, fingerprints, keys, hash=hash)
     return sketch_from_registers(
         registers,
         domain,

@@ -21,8 +21,8 @@ from vertimrf.privacy import PrivacyLedger, sketch_epsilon
 from vertimrf.privacy.mechanisms import laplace_count
 from vertimrf.sketch.carest import CarEst
 from vertimrf.sketch.encode import locenc
-from vertimrf.sketch.ids import fingerprint_ids
-from vertimrf.sketch.keys import derive_keys
+from vertimrf.sketch.ids import record_fingerprints
+from vertimrf.sketch.keys import HashKeys
 
 
 @dataclass
@@ -62,7 +62,8 @@ def cross_marginal_experiment(
     count_share: float = 0.04,
     accounting: str = "zcdp",
     gamma: float = 1.0,
-    method: str = "harmonic",
+    method: str = "containment",
+    hash: str | None = None,
     sketch_rho: float | None = None,
     seed: int | None = None,
 ) -> CrossMarginalResult:
@@ -89,8 +90,8 @@ def cross_marginal_experiment(
         eps_prime = sketch_epsilon(
             t, d, epsilon=sketch_share * epsilon, delta=delta, accounting=accounting
         )
-    keys = derive_keys(secret, t)
-    ids = np.arange(n)
+    keys = HashKeys.from_secret(secret, t)
+    fps = record_fingerprints(np.arange(n))
     n_hat = laplace_count(
         n, count_share * ledger.budget_rho, rng=rng, ledger=ledger, party="party0"
     )
@@ -103,13 +104,14 @@ def cross_marginal_experiment(
             locenc(
                 codes,
                 sub.domain,
-                fingerprint_ids(ids),
+                fps,
                 keys,
                 eps_prime=eps_prime,
                 rng=rng,
                 ledger=ledger,
                 gamma=gamma,
                 party=f"party{i}",
+                hash=hash,
             )
         )
         enc_time.append(time.perf_counter() - start)

@@ -57,20 +57,23 @@ class MergedSketches:
                 "their keys from the same shared secret and t."
             )
         ts = {s.t for s in sketches}
-        gammas = {s.noise.gamma for s in sketches}
-        if len(ts) != 1 or len(gammas) != 1:
-            raise MessageError(f"parties disagree on t {sorted(ts)} or gamma {sorted(gammas)}.")
+        noises = {s.noise for s in sketches}
+        if len(ts) != 1 or len(noises) != 1:
+            raise MessageError(
+                f"parties disagree on t {sorted(ts)} or on the sketch noise {sorted(noises)}; "
+                "all parties must use the protocol's t, gamma and per-sketch epsilon."
+            )
         names = [n for s in sketches for n in s.domain.names]
         sizes = [u for s in sketches for u in s.domain.sizes]
         self.domain = Domain(tuple(names), tuple(sizes))
         self.t = ts.pop()
-        self.gamma = gammas.pop()
-        self.k_p = np.concatenate(
-            [np.full(len(s.domain), s.noise.k_p if s.noise.k_p else 0) for s in sketches]
-        ).astype(np.float64)
+        self.noise: FMNoise = noises.pop()
+        self.gamma = self.noise.gamma
         self.offsets = self.domain.offsets
-        self.comp_t = np.ascontiguousarray(
-            np.concatenate([complement_sketches(s.values, s.domain) for s in sketches], axis=1).T
+        values = np.concatenate([s.values for s in sketches], axis=1)
+        self.comp_t = np.ascontiguousarray(complement_sketches(values, self.domain).T)
+        self.full = np.stack(
+            [values[:, o : o + u].max(axis=1) for o, u in zip(self.offsets, sizes, strict=True)]
         )
 
 
