@@ -1,6 +1,16 @@
 """vertimrf: differentially private synthetic data for vertically partitioned tables."""
 
-from vertimrf.domain import Domain
+from vertimrf.datasets import load_dataset
+from vertimrf.domain import ColumnSpec, Domain, DomainSpec, TableEncoder, infer_spec
+from vertimrf.privacy import PrivacyLedger
 
-__all__ = ["Domain"]
+__all__ = [
+    "ColumnSpec",
+    "Domain",
+    "DomainSpec",
+    "PrivacyLedger",
+    "TableEncoder",
+    "infer_spec",
+    "load_dataset",
+]
 __version__ = "0.1.0"
