@@ -1,0 +1,155 @@
+"""64-bit fingerprints of record IDs, the message each party hashes under the shared keys.
+
+Integer IDs map to their value modulo 2**64 (a bijection on int64 or uint64, so no collisions).
+String IDs map through :func:`pandas.util.hash_array` (SipHash of the UTF-8 bytes under pandas'
+fixed key, then a bijective mix), which is vectorised and the same in every process. The same
+ID therefore gets the same fingerprint at every party, provided all parties pass IDs of the
+same kind (int or str).
+Duplicate or missing IDs, and distinct IDs sharing a fingerprint, raise :class:`RecordIDError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from vertimrf.errors import RecordIDError
+
+_N_EXAMPLES = 3
+_EXAMPLE_CHARS = 40
+_STRING_HASH_KEY = "0123456789123456"  # pandas' default key, pinned so a pandas change is visible
+_INT_KINDS = {"integer"}
+_STR_KINDS = {"string"}
+
+
+def _rows(mask: np.ndarray) -> str:
+    rows = np.flatnonzero(mask)
+    shown = ", ".join(str(int(r)) for r in rows[:_N_EXAMPLES])
+    return f"{shown}, ..." if rows.size > _N_EXAMPLES else shown
+
+
+def _show(value: object) -> str:
+    text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= _EXAMPLE_CHARS else text[: _EXAMPLE_CHARS - 3] + "..."
+
+
+def _as_series(ids: np.ndarray | Sequence | pd.Series) -> pd.Series:
+    if isinstance(ids, pd.Series | pd.Index | pd.api.extensions.ExtensionArray):
+        series = pd.Series(ids).reset_index(drop=True)
+    elif isinstance(ids, np.ndarray):
+        if ids.ndim != 1:
+            raise RecordIDError(
+                f"Record IDs must be one-dimensional (one ID per row); got shape {ids.shape}."
+            )
+        series = pd.Series(ids, copy=False)
+    elif isinstance(ids, str | bytes) or not isinstance(ids, Iterable):
+        raise RecordIDError(
+            f"Record IDs must be a column (array, list or Series); got {type(ids).__name__}."
+        )
+    else:
+        series = pd.Series(list(ids))  # pandas keeps a list mixing int and str as object
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        series = series.astype(series.cat.categories.dtype)
+    return series
+
+
+def _check_missing(series: pd.Series, values: np.ndarray) -> None:
+    missing = series.isna().to_numpy().copy()
+    if values.dtype == object or values.dtype.kind == "U":
+        present = np.flatnonzero(~missing)
+        missing[present[values[present] == ""]] = True
+    if missing.any():
+        raise RecordIDError(
+            f"{int(missing.sum())} of {missing.size} record IDs are missing (None, NaN or empty) "
+            f"at rows {_rows(missing)}. Every record needs an ID: drop or fill these rows first."
+        )
+
+
+def _int_fingerprints(series: pd.Series) -> np.ndarray:
+    dtype = series.dtype
+    if isinstance(dtype, pd.api.extensions.ExtensionDtype):
+        values = series.to_numpy(dtype=np.uint64 if dtype.kind == "u" else np.int64)
+    else:
+        values = series.to_numpy()
+        if values.dtype == object:
+            try:
+                values = np.array(values.tolist(), dtype=np.int64)
+            except OverflowError:
+                try:
+                    values = np.array(values.tolist(), dtype=np.uint64)
+                except OverflowError:
+                    raise RecordIDError(
+                        "Integer record IDs must fit in 64 bits (int64 or uint64); convert "
+                        "larger IDs to str."
+                    ) from None
+    if values.dtype.kind == "u":
+        return values.astype(np.uint64)
+    return values.astype(np.int64).view(np.uint64)
+
+
+def _str_fingerprints(values: np.ndarray) -> np.ndarray:
+    objects = values if values.dtype == object else values.astype(object)
+    return pd.util.hash_array(
+        objects, encoding="utf8", hash_key=_STRING_HASH_KEY, categorize=False
+    ).astype(np.uint64, copy=False)
+
+
+def _check_unique(fingerprints: np.ndarray, values: np.ndarray) -> None:
+    shared = pd.Series(fingerprints).duplicated(keep=False).to_numpy()
+    if not shared.any():
+        return
+    rows = np.flatnonzero(shared)
+    sub = pd.DataFrame({"fp": fingerprints[rows], "id": values[rows]})
+    same_id = sub["id"].duplicated(keep=False).to_numpy()
+    if same_id.any():
+        dup_rows = rows[same_id]
+        dup_values = pd.unique(values[dup_rows])
+        examples = ", ".join(_show(v) for v in dup_values[:_N_EXAMPLES])
+        more = ", ..." if dup_values.size > _N_EXAMPLES else ""
+        raise RecordIDError(
+            f"{dup_rows.size} rows carry {dup_values.size} duplicated record ID(s) "
+            f"(e.g. {examples}{more}). Each record must have exactly one row: deduplicate or "
+            "aggregate these rows first."
+        )
+    collided = np.zeros(fingerprints.size, dtype=bool)
+    collided[rows] = True
+    raise RecordIDError(
+        f"{rows.size} distinct record IDs share a 64-bit fingerprint (rows {_rows(collided)}); "
+        "this is a hash collision (probability about n**2 / 2**65). Rename one of these IDs."
+    )
+
+
+def record_fingerprints(ids: np.ndarray | Sequence | pd.Series) -> np.ndarray:
+    """Fingerprints (n,) uint64 of a column of unique int or str record IDs.
+
+    Raises :class:`RecordIDError` for missing, duplicated or unsupported IDs and for
+    fingerprint collisions; the message counts the rows affected and shows a few examples.
+    """
+    series = _as_series(ids)
+    if series.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    values = series.to_numpy()
+    _check_missing(series, values)
+    dtype = series.dtype
+    if dtype == np.dtype(object):
+        inferred = pd.api.types.infer_dtype(values, skipna=False)
+        if inferred not in _INT_KINDS | _STR_KINDS:
+            raise RecordIDError(
+                f"Record IDs must all be int or all be str; got values of kind {inferred!r}. "
+                "Convert the ID column with .astype(str) or .astype('int64')."
+            )
+        is_str = inferred in _STR_KINDS
+    elif isinstance(dtype, pd.StringDtype) or dtype.kind in "UT":
+        is_str = True
+    elif dtype.kind in "iu":
+        is_str = False
+    else:
+        raise RecordIDError(
+            f"Record IDs of dtype {dtype} are not supported; use int or str IDs "
+            "(e.g. .astype('int64') for integral floats, .astype(str) otherwise)."
+        )
+    fingerprints = _str_fingerprints(values) if is_str else _int_fingerprints(series)
+    _check_unique(fingerprints, values)
+    return fingerprints
