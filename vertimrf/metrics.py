@@ -21,63 +21,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import Domain, DomainSpec, TableEncoder
+from vertimrf.codec import resolve_codec
 from vertimrf.errors import ConfigError, DomainError
 
 # Above this many candidate subsets they are drawn by rejection instead of being enumerated.
 _ENUMERATE_LIMIT = 100_000
 # Subset histograms with more cells than this are compared on their supports only.
 _DENSE_CELLS = 1 << 22
-
-
-def _resolve_spec(spec: Any) -> tuple[Domain, Callable[[pd.DataFrame], np.ndarray]]:
-    """Normalise ``spec`` into (domain, encode) where encode maps a frame to (n, d) int64 codes."""
-    if isinstance(spec, Domain):
-        return spec, lambda df: _codes_from_coded_frame(df, spec)
-    if isinstance(spec, DomainSpec):
-        spec = TableEncoder(spec)
-    domain = getattr(spec, "domain", None)
-    if not (callable(getattr(spec, "encode", None)) and isinstance(domain, Domain)):
-        raise ConfigError(
-            "spec must be a vertimrf Domain, a DomainSpec, or an encoder with encode(df) and "
-            f".domain; got {type(spec).__name__}."
-        )
-
-    def encode(df: pd.DataFrame) -> np.ndarray:
-        codes = np.asarray(spec.encode(df))
-        if codes.ndim != 2 or codes.shape[1] != len(domain):
-            raise DomainError(
-                f"spec.encode returned shape {codes.shape}; expected (n, {len(domain)})."
-            )
-        return codes.astype(np.int64, copy=False)
-
-    return domain, encode
-
-
-def _codes_from_coded_frame(df: pd.DataFrame, domain: Domain) -> np.ndarray:
-    """Integer codes of an already-coded frame, checked against ``domain``."""
-    if not isinstance(df, pd.DataFrame):
-        raise DomainError(f"expected a pandas DataFrame; got {type(df).__name__}.")
-    columns = [str(c) for c in df.columns]
-    missing = [c for c in domain.names if c not in columns]
-    if missing:
-        raise DomainError(
-            f"frame lacks domain columns {missing}; name the columns by Domain.names "
-            "or pass a DomainSpec / TableEncoder as spec."
-        )
-    sub = df.set_axis(columns, axis=1)[list(domain.names)]
-    if not all(pd.api.types.is_integer_dtype(t) for t in sub.dtypes):
-        raise DomainError(
-            "coded frames must have integer columns; encode the table first or pass a "
-            "DomainSpec / TableEncoder as spec."
-        )
-    codes = sub.to_numpy(dtype=np.int64)
-    sizes = np.asarray(domain.sizes, dtype=np.int64)
-    bad = np.flatnonzero(((codes < 0) | (codes >= sizes)).any(axis=0))
-    if bad.size:
-        cols = [domain.names[i] for i in bad]
-        raise DomainError(f"columns {cols} hold codes outside 0..size-1 of the domain.")
-    return codes
 
 
 def sample_marginal_subsets(
@@ -131,7 +81,8 @@ def tvd(
     The subsets come from :func:`sample_marginal_subsets`; each marginal is a normalised
     full-domain histogram, so tables of different sizes compare as distributions.
     """
-    domain, encode = _resolve_spec(spec)
+    codec = resolve_codec(spec)
+    domain, encode = codec.domain, codec.encode
     a, b = encode(real), encode(synth)
     if a.shape[0] == 0 or b.shape[0] == 0:
         raise DomainError("tvd needs at least one row in both tables.")
@@ -173,7 +124,8 @@ def svm_misclassification(
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
-    domain, encode = _resolve_spec(spec)
+    codec = resolve_codec(spec)
+    domain, encode = codec.domain, codec.encode
     target = label if isinstance(label, int) else domain.index(label)
     if not 0 <= target < len(domain):
         raise ConfigError(f"label index {target} is outside 0..{len(domain) - 1}.")
