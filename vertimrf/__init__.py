@@ -2,12 +2,14 @@
 
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import ColumnSpec, Domain, DomainSpec, TableEncoder, infer_spec
+from vertimrf.mrf.privmrf import PrivMRF
 from vertimrf.privacy import PrivacyLedger
 
 __all__ = [
     "ColumnSpec",
     "Domain",
     "DomainSpec",
+    "PrivMRF",
     "PrivacyLedger",
     "TableEncoder",
     "infer_spec",

@@ -101,9 +101,7 @@ def _containment_grid(total: float, gamma: float, alpha_min: int) -> tuple[np.nd
     return np.maximum.accumulate(g), a
 
 
-def invert_containment(
-    p_hat: np.ndarray, total: float, gamma: float, alpha_min: int
-) -> np.ndarray:
+def invert_containment(p_hat: np.ndarray, total: float, gamma: float, alpha_min: int) -> np.ndarray:
     """Sizes a in [0, total] with containment_probability(a) = p_hat (monotone interpolation;
     frequencies beyond the largest attainable probability map to ``total``)."""
     g, a = _containment_grid(float(total), float(gamma), int(alpha_min))

@@ -1,0 +1,609 @@
+"""Numba kernels for log-space sum-product on clique tables stored in one flat float64 buffer.
+
+A projection ``p`` of a clique onto a subset is given by flat arrays (see
+``vertimrf.mrf.cliques``): the clique's offset ``coff[p]``, ``base[bptr[p]:bptr[p+1]]`` (offset of
+each subset cell), ``rest[rptr[p]:rptr[p+1]]`` (offset of each combination of the other axes),
+the contiguous ``run`` length of the trailing axes and the ``side`` holding that run
+(0: outside the subset, 1: inside), and ``optr[p]``, the start of its output slot.
+
+Work on one projection is cut into tasks of about ``GRAIN`` cells. The cut depends only on the
+table sizes, never on the thread count, so results are bit-identical for any number of threads.
+Exponential-heavy work runs in parallel from ``PAR_MIN_CELLS`` cells; memory-bound work (sums,
+adds, maxima) only from ``PAR_MIN_CELLS_CHEAP``: below that a parallel launch costs more than
+it saves, and far more when other processes hold the cores. Each task owns its outputs (its
+cells, or its own slot of partial results), so no atomics.
+
+Every exponential is of a value shifted by an upper bound of its table (its max, or the max
+plus the max of a message), so none overflows; a group whose shifted sum underflows is
+recomputed with its own max. ``-inf`` cells are handled explicitly. ``exp`` is ``fexp``, a
+branch-free polynomial that vectorises (libm's does not). No ``fastmath``.
+"""
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+GRAIN = 16384
+MIN_TASKS = 8
+PAR_MIN_CELLS = 32 * GRAIN
+PAR_MIN_CELLS_CHEAP = 64 * GRAIN
+TINY = 1e-290
+LOG_TINY = np.log(TINY)
+LOOSE = 1e-12
+NEG_INF = -np.inf
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_ROUND = 6755399441055744.0  # 1.5 * 2**52: adding it rounds a double to an integer
+_X_MIN = -708.0
+_X_MAX = 709.0
+
+
+@intrinsic
+def _bits_to_f64(typingctx, x):
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return sig, codegen
+
+
+@intrinsic
+def _f64_to_bits(typingctx, x):
+    sig = types.int64(types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return sig, codegen
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    sig = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def fexp(x):
+    """exp(x) to ~1 ulp, branch-free so loops vectorise; 0 below -708, NaN stays NaN.
+
+    Range reduction x = k ln2 + r (|r| <= ln2/2, two-part ln2), degree-13 Taylor polynomial for
+    exp(r) (truncation < 1e-17) by fused multiply-adds, and 2**k built from its exponent bits.
+    """
+    xc = min(max(x, _X_MIN), _X_MAX)
+    t = xc * _LOG2E + _ROUND
+    k = t - _ROUND
+    ki = _f64_to_bits(t) - _f64_to_bits(_ROUND)
+    r = _fma(-k, _LN2_LO, _fma(-k, _LN2_HI, xc))
+    p = 1.0 / 6227020800.0
+    p = _fma(p, r, 1.0 / 479001600.0)
+    p = _fma(p, r, 1.0 / 39916800.0)
+    p = _fma(p, r, 1.0 / 3628800.0)
+    p = _fma(p, r, 1.0 / 362880.0)
+    p = _fma(p, r, 1.0 / 40320.0)
+    p = _fma(p, r, 1.0 / 5040.0)
+    p = _fma(p, r, 1.0 / 720.0)
+    p = _fma(p, r, 1.0 / 120.0)
+    p = _fma(p, r, 1.0 / 24.0)
+    p = _fma(p, r, 1.0 / 6.0)
+    p = _fma(p, r, 0.5)
+    p = _fma(p, r, 1.0)
+    p = _fma(p, r, 1.0)
+    y = p * _bits_to_f64((ki + 1023) << 52)
+    y = 0.0 if x < _X_MIN else y
+    y = np.inf if x > _X_MAX else y
+    return x if x != x else y
+
+
+@njit(cache=True)
+def _chunks(starts, ends):
+    """GRAIN-sized chunks (start, end) covering the ranges [starts[i], ends[i])."""
+    n = 0
+    for i in range(starts.shape[0]):
+        n += (ends[i] - starts[i] + GRAIN - 1) // GRAIN
+    lo = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(starts.shape[0]):
+        for c in range(starts[i], ends[i], GRAIN):
+            lo[k] = c
+            hi[k] = min(ends[i], c + GRAIN)
+            k += 1
+    return lo, hi
+
+
+@njit(cache=True)
+def _exp_chunk(x, shift, scale, out, lo, hi):
+    xs = x[lo:hi]
+    os = out[lo:hi]
+    for i in range(xs.shape[0]):
+        os[i] = scale * fexp(xs[i] - shift)
+
+
+@njit(cache=True, parallel=True)
+def exp_shifted(x, shift, scale, out, starts, ends):
+    """out[i] = scale * exp(x[i] - shift) for i in the ranges [starts[k], ends[k]).
+
+    exp is flushed to 0 below e^-708, which is far under float64 precision of any total.
+    """
+    lo, hi = _chunks(starts, ends)
+    if np.sum(hi - lo) < PAR_MIN_CELLS:
+        for t in range(lo.shape[0]):
+            _exp_chunk(x, shift, scale, out, lo[t], hi[t])
+    else:
+        for t in prange(lo.shape[0]):
+            _exp_chunk(x, shift, scale, out, lo[t], hi[t])
+
+
+@njit(cache=True)
+def _axpy_chunk(out, x, a, y, lo, hi):
+    xs = x[lo:hi]
+    ys = y[lo:hi]
+    os = out[lo:hi]
+    for i in range(xs.shape[0]):
+        os[i] = xs[i] + a * ys[i]
+
+
+@njit(cache=True, parallel=True)
+def axpy(out, x, a, y, starts, ends):
+    """out[i] = x[i] + a * y[i] for i in the ranges [starts[k], ends[k])."""
+    lo, hi = _chunks(starts, ends)
+    if np.sum(hi - lo) < PAR_MIN_CELLS_CHEAP:
+        for t in range(lo.shape[0]):
+            _axpy_chunk(out, x, a, y, lo[t], hi[t])
+    else:
+        for t in prange(lo.shape[0]):
+            _axpy_chunk(out, x, a, y, lo[t], hi[t])
+
+
+@njit(cache=True)
+def _plan(ns, nr, run, side, par_min):
+    """Task cut of an ns x nr projection: (s_block, r_block, n_sb, n_rb).
+
+    Cut over subset cells first (no partial results); cut the rest axes too, in whole runs, only
+    when that leaves fewer than MIN_TASKS tasks. Projections under par_min cells are one task.
+    """
+    if ns * nr < par_min:
+        return ns, nr, 1, 1
+    if side == 0:
+        s_block = min(ns, max(1, GRAIN // nr))
+        r_block = nr
+        if (ns + s_block - 1) // s_block < MIN_TASKS and nr > run:
+            s_block = 1
+            r_block = min(nr, run * max(1, GRAIN // run))
+    else:
+        s_block = min(ns, run * max(1, GRAIN // (run * nr)))
+        r_block = nr
+        if (ns + s_block - 1) // s_block < MIN_TASKS:
+            s_block = min(ns, run * max(1, GRAIN // run))
+            r_block = min(nr, max(1, GRAIN // s_block))
+    return s_block, r_block, (ns + s_block - 1) // s_block, (nr + r_block - 1) // r_block
+
+
+@njit(cache=True, inline="always")
+def _lanes_sum(buf, n):
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    j = 0
+    while j + 4 <= n:
+        a0 += buf[j]
+        a1 += buf[j + 1]
+        a2 += buf[j + 2]
+        a3 += buf[j + 3]
+        j += 4
+    while j < n:
+        a0 += buf[j]
+        j += 1
+    return (a0 + a1) + (a2 + a3)
+
+
+@njit(cache=True)
+def _clique_max(x, lo, hi):
+    """max of x[lo:hi] (-inf if empty), with four independent accumulators."""
+    xs = x[lo:hi]
+    n = xs.shape[0]
+    m0 = NEG_INF
+    m1 = NEG_INF
+    m2 = NEG_INF
+    m3 = NEG_INF
+    j = 0
+    while j + 4 <= n:
+        m0 = xs[j] if xs[j] > m0 else m0
+        m1 = xs[j + 1] if xs[j + 1] > m1 else m1
+        m2 = xs[j + 2] if xs[j + 2] > m2 else m2
+        m3 = xs[j + 3] if xs[j + 3] > m3 else m3
+        j += 4
+    while j < n:
+        m0 = xs[j] if xs[j] > m0 else m0
+        j += 1
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    return m2 if m2 > m0 else m0
+
+
+@njit(cache=True)
+def _reduce_rest_runs(x, coff, base, rest, run, s0, s1, r0, r1, ps, poff, shift, use_log):
+    """Runs along the rest axes: per subset cell, sum of exp(x - shift) (or of x) over its cells.
+
+    Each group's cells are first gathered run by run into one contiguous buffer, so the
+    exponentials run in one long vectorised loop however short the runs are. Loops run over
+    slices so that indices are provably non-negative.
+    """
+    tmp = np.empty(r1 - r0)
+    for s in range(s0, s1):
+        b = coff + base[s]
+        for ro in range(r0, r1, run):
+            ts = tmp[ro - r0 : ro - r0 + run]
+            xs = x[b + rest[ro] : b + rest[ro] + run]
+            for j in range(run):
+                ts[j] = xs[j]
+        if use_log:
+            for k in range(tmp.shape[0]):
+                tmp[k] = fexp(tmp[k] - shift)
+        ps[poff + s] = _lanes_sum(tmp, tmp.shape[0])
+
+
+@njit(cache=True)
+def _reduce_base_runs(x, coff, base, rest, run, s0, s1, r0, r1, ps, poff, shift, use_log):
+    """Runs along the subset axes: element-wise sums of exp(x - shift) (or of x) per cell.
+
+    For each rest combination the task's cells are gathered into a contiguous buffer first.
+    """
+    pss = ps[poff + s0 : poff + s1]
+    pss[:] = 0.0
+    tmp = np.empty(s1 - s0)
+    for r in range(r0, r1):
+        ro = coff + rest[r]
+        for so in range(s0, s1, run):
+            ts = tmp[so - s0 : so - s0 + run]
+            xs = x[ro + base[so] : ro + base[so] + run]
+            for j in range(run):
+                ts[j] = xs[j]
+        if use_log:
+            for k in range(tmp.shape[0]):
+                pss[k] += fexp(tmp[k] - shift)
+        else:
+            for k in range(tmp.shape[0]):
+                pss[k] += tmp[k]
+
+
+@njit(cache=True)
+def _group_lse(x, start, rest):
+    """Exact two-pass log-sum-exp of the cells x[start + rest[r]] (the underflow fallback)."""
+    m = NEG_INF
+    for r in range(rest.shape[0]):
+        v = x[start + rest[r]]
+        m = v if v > m else m
+    if m == NEG_INF:
+        return NEG_INF
+    acc = 0.0
+    for r in range(rest.shape[0]):
+        acc += fexp(x[start + rest[r]] - m)
+    return m + np.log(acc)
+
+
+@njit(cache=True)
+def _finish(x, coff, base, rest, ps, s0, s1, out, ooff, shift, use_log):
+    """Write the results of subset cells s0:s1; log groups that underflowed are recomputed."""
+    for s in range(s0, s1):
+        if not use_log:
+            out[ooff + s] = ps[s]
+        elif ps[s] >= TINY:
+            out[ooff + s] = shift + np.log(ps[s])
+        else:
+            out[ooff + s] = _group_lse(x, coff + base[s], rest)
+
+
+@njit(cache=True)
+def _reduce_task(
+    x, coff, base, rest, run, side, s0, s1, r0, r1, ps, poff, shift, use_log, out, ooff, finish
+):
+    if side == 0:
+        _reduce_rest_runs(x, coff, base, rest, run, s0, s1, r0, r1, ps, poff, shift, use_log)
+    else:
+        _reduce_base_runs(x, coff, base, rest, run, s0, s1, r0, r1, ps, poff, shift, use_log)
+    if finish:
+        _finish(x, coff, base, rest, ps, s0, s1, out, ooff, shift, use_log)
+
+
+@njit(cache=True, parallel=True)
+def project(x, p, coff, bptr, base, rptr, rest, run, side, out, ooff, use_log, shift):
+    """Project table x through projection p into out[ooff:ooff+|S|].
+
+    use_log: out[s] = log sum_r exp(x[cell(s, r)]), computed as shift + log sum exp(x - shift)
+    in one pass, where shift bounds the clique's values from above (e.g. its max; NaN: the max
+    is computed here), so no exp overflows. A group whose shifted sum falls under TINY (all
+    its cells more than ~668 below the shift) is recomputed with its own max, so results stay
+    accurate to the last bits; an all -inf group gives -inf. Otherwise out[s] is the plain sum.
+    """
+    bs = base[bptr[p] : bptr[p + 1]]
+    rs = rest[rptr[p] : rptr[p + 1]]
+    ns = bs.shape[0]
+    nr = rs.shape[0]
+    rn = run[p]
+    sd = side[p]
+    c0 = coff[p]
+    if use_log and shift != shift:
+        shift = _clique_max(x, c0, c0 + ns * nr)
+    if use_log and shift == NEG_INF:
+        out[ooff : ooff + ns] = NEG_INF
+        return
+    s_block, r_block, n_sb, n_rb = _plan(
+        ns, nr, rn, sd, PAR_MIN_CELLS if use_log else PAR_MIN_CELLS_CHEAP
+    )
+    ps = np.empty(n_rb * ns)
+    ntask = n_sb * n_rb
+    single = n_rb == 1
+    if ntask == 1:
+        _reduce_task(x, c0, bs, rs, rn, sd, 0, ns, 0, nr, ps, 0, shift, use_log, out, ooff, True)
+        return
+    for t in prange(ntask):
+        sb = t // n_rb
+        rb = t - sb * n_rb
+        s0 = sb * s_block
+        r0 = rb * r_block
+        _reduce_task(
+            x,
+            c0,
+            bs,
+            rs,
+            rn,
+            sd,
+            s0,
+            min(ns, s0 + s_block),
+            r0,
+            min(nr, r0 + r_block),
+            ps,
+            rb * ns,
+            shift,
+            use_log,
+            out,
+            ooff,
+            single,
+        )
+    if single:
+        return
+    for s in range(ns):
+        acc = 0.0
+        for c in range(n_rb):
+            acc += ps[c * ns + s]
+        ps[s] = acc
+    _finish(x, c0, bs, rs, ps, 0, ns, out, ooff, shift, use_log)
+
+
+@njit(cache=True)
+def _expand_task(x, coff, base, rest, run, side, s0, s1, r0, r1, vec, voff, scale, mul):
+    if side == 0:
+        for s in range(s0, s1):
+            b = coff + base[s]
+            v = scale * vec[voff + s]
+            for ro in range(r0, r1, run):
+                xs = x[b + rest[ro] : b + rest[ro] + run]
+                if mul:
+                    for j in range(run):
+                        xs[j] *= v
+                else:
+                    for j in range(run):
+                        xs[j] += v
+    else:
+        for r in range(r0, r1):
+            ro = coff + rest[r]
+            for so in range(s0, s1, run):
+                xs = x[ro + base[so] : ro + base[so] + run]
+                vs = vec[voff + so : voff + so + run]
+                if mul:
+                    for j in range(run):
+                        xs[j] *= scale * vs[j]
+                else:
+                    for j in range(run):
+                        xs[j] += scale * vs[j]
+
+
+@njit(cache=True, parallel=True)
+def _expand(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff, scale, mul):
+    bs = base[bptr[p] : bptr[p + 1]]
+    rs = rest[rptr[p] : rptr[p + 1]]
+    ns = bs.shape[0]
+    nr = rs.shape[0]
+    rn = run[p]
+    sd = side[p]
+    c0 = coff[p]
+    s_block, r_block, n_sb, n_rb = _plan(ns, nr, rn, sd, PAR_MIN_CELLS_CHEAP)
+    ntask = n_sb * n_rb
+    if ntask == 1:
+        _expand_task(x, c0, bs, rs, rn, sd, 0, ns, 0, nr, vec, voff, scale, mul)
+        return
+    for t in prange(ntask):
+        sb = t // n_rb
+        rb = t - sb * n_rb
+        s0 = sb * s_block
+        r0 = rb * r_block
+        _expand_task(
+            x,
+            c0,
+            bs,
+            rs,
+            rn,
+            sd,
+            s0,
+            min(ns, s0 + s_block),
+            r0,
+            min(nr, r0 + r_block),
+            vec,
+            voff,
+            scale,
+            mul,
+        )
+
+
+@njit(cache=True)
+def expand_add(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff, scale):
+    """Add scale * vec[voff + s] to every cell of x that projection p maps to subset cell s."""
+    _expand(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff, scale, False)
+
+
+@njit(cache=True)
+def expand_mul(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff):
+    """Multiply every cell of x that projection p maps to subset cell s by vec[voff + s]."""
+    _expand(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff, 1.0, True)
+
+
+@njit(cache=True)
+def project_all(x, coff, bptr, base, rptr, rest, run, side, optr, out, use_log):
+    """Every projection of a set, each into out[optr[p]:optr[p+1]]."""
+    for p in range(coff.shape[0]):
+        project(x, p, coff, bptr, base, rptr, rest, run, side, out, optr[p], use_log, np.nan)
+
+
+@njit(cache=True)
+def expand_all(x, coff, bptr, base, rptr, rest, run, side, optr, vec, scale):
+    """Add every projection's slot of vec (times scale) back into its clique of x."""
+    for p in range(coff.shape[0]):
+        expand_add(x, p, coff, bptr, base, rptr, rest, run, side, vec, optr[p], scale)
+
+
+@njit(cache=True, parallel=True)
+def range_max(x, lo, hi):
+    """max of x[lo:hi] (-inf if empty); GRAIN chunks in parallel when the range is large."""
+    if hi - lo < PAR_MIN_CELLS_CHEAP:
+        return _clique_max(x, lo, hi)
+    n = (hi - lo + GRAIN - 1) // GRAIN
+    tmax = np.empty(n)
+    for t in prange(n):
+        tmax[t] = _clique_max(x, lo + t * GRAIN, min(hi, lo + (t + 1) * GRAIN))
+    return _clique_max(tmax, 0, n)
+
+
+@njit(cache=True)
+def _exponentiate(beliefs, probs, pshift, offsets, c):
+    """probs of clique c = exp(beliefs - pshift[c]), pshift[c] the clique's max (0s if -inf)."""
+    m = range_max(beliefs, offsets[c], offsets[c + 1])
+    pshift[c] = m
+    if m == NEG_INF:
+        probs[offsets[c] : offsets[c + 1]] = 0.0
+    else:
+        exp_shifted(beliefs, m, 1.0, probs, offsets[c : c + 1], offsets[c + 1 : c + 2])
+
+
+@njit(cache=True)
+def _log_message(beliefs, probs, shift, p, coff, bptr, base, rptr, rest, run, side, new):
+    """log-sum-exp of a clique onto a separator, from its probabilities (sums, no exp).
+
+    new[s] = shift + log(sum of the group's probabilities); a group whose sum is under TINY
+    (its cells all underflowed or nearly) is recomputed exactly from the log-beliefs.
+    """
+    project(probs, p, coff, bptr, base, rptr, rest, run, side, new, 0, False, 0.0)
+    rs = rest[rptr[p] : rptr[p + 1]]
+    for s in range(bptr[p + 1] - bptr[p]):
+        if new[s] >= TINY:
+            new[s] = shift + np.log(new[s])
+        else:
+            new[s] = _group_lse(beliefs, coff[p] + base[bptr[p] + s], rs)
+
+
+@njit(cache=True)
+def calibrate(
+    theta,
+    beliefs,
+    probs,
+    pshift,
+    up,
+    msg_src,
+    msg_dst,
+    msg_edge,
+    eptr,
+    root,
+    offsets,
+    pclique,
+    coff,
+    bptr,
+    base,
+    rptr,
+    rest,
+    run,
+    side,
+):
+    """Two-pass log-space sum-product (Hugin form); returns log Z.
+
+    Writes beliefs = theta plus all messages (log, unnormalised) and, for every clique c,
+    probs = exp(beliefs - pshift[c]) (at most 1), so a clique's marginal is
+    probs * exp(pshift[c] - log Z). up[eptr[e]:eptr[e+1]] keeps the upward message of edge e.
+
+    Message i goes from projection msg_src[i] (source clique onto the separator) into
+    projection msg_dst[i] (destination clique); pclique[p] is projection p's clique and offsets
+    the clique table offsets. The first half of the messages go up (leaves to root), the rest
+    down. Each clique is exponentiated once, shifted by its max, when it sends its upward
+    message (the root: after the upward pass); messages are then plain sums of probabilities.
+    A downward message delta (divided by the upward one of its edge, -inf where that was -inf,
+    so no inf - inf) is added to the log-beliefs and multiplied into the probabilities as
+    exp(delta - max delta). If that leaves the clique's largest probability under LOOSE (the
+    shift was loose), the clique is rescaled, or re-exponentiated when far under; groups whose
+    probabilities had underflowed before the message are recomputed from the log-beliefs.
+    """
+    beliefs[:] = theta
+    nmax = 1
+    for e in range(eptr.shape[0] - 1):
+        nmax = max(nmax, eptr[e + 1] - eptr[e])
+    new = np.empty(nmax)
+    w = np.empty(nmax)
+    n_up = msg_src.shape[0] // 2
+    for i in range(n_up):
+        e0 = eptr[msg_edge[i]]
+        ns = eptr[msg_edge[i] + 1] - e0
+        src = pclique[msg_src[i]]
+        _exponentiate(beliefs, probs, pshift, offsets, src)
+        _log_message(
+            beliefs, probs, pshift[src], msg_src[i], coff, bptr, base, rptr, rest, run, side, new
+        )
+        up[e0 : e0 + ns] = new[:ns]
+        expand_add(beliefs, msg_dst[i], coff, bptr, base, rptr, rest, run, side, new, 0, 1.0)
+    _exponentiate(beliefs, probs, pshift, offsets, root)
+    for i in range(n_up, msg_src.shape[0]):
+        e0 = eptr[msg_edge[i]]
+        ns = eptr[msg_edge[i] + 1] - e0
+        q = msg_dst[i]
+        src = pclique[msg_src[i]]
+        dst = pclique[q]
+        _log_message(
+            beliefs, probs, pshift[src], msg_src[i], coff, bptr, base, rptr, rest, run, side, new
+        )
+        dmax = NEG_INF
+        for s in range(ns):
+            old = up[e0 + s]
+            new[s] = NEG_INF if old == NEG_INF else new[s] - old
+            dmax = new[s] if new[s] > dmax else dmax
+        expand_add(beliefs, q, coff, bptr, base, rptr, rest, run, side, new, 0, 1.0)
+        if dmax == NEG_INF:
+            _exponentiate(beliefs, probs, pshift, offsets, dst)
+            continue
+        for s in range(ns):
+            w[s] = fexp(new[s] - dmax)
+        expand_mul(probs, q, coff, bptr, base, rptr, rest, run, side, w, 0)
+        shift = pshift[dst] + dmax
+        rs = rest[rptr[q] : rptr[q + 1]]
+        for s in range(ns):
+            if up[e0 + s] - pshift[dst] < LOG_TINY and new[s] > NEG_INF:
+                start = coff[q] + base[bptr[q] + s]
+                for r in range(rs.shape[0]):
+                    probs[start + rs[r]] = fexp(beliefs[start + rs[r]] - shift)
+        pshift[dst] = shift
+        top = range_max(probs, offsets[dst], offsets[dst + 1])
+        if top < LOOSE * LOOSE:
+            _exponentiate(beliefs, probs, pshift, offsets, dst)
+        elif top < LOOSE:
+            ps = probs[offsets[dst] : offsets[dst + 1]]
+            for k in range(ps.shape[0]):
+                ps[k] /= top
+            pshift[dst] += np.log(top)
+    lo = offsets[root]
+    return pshift[root] + np.log(_lanes_sum(probs[lo : offsets[root + 1]], offsets[root + 1] - lo))

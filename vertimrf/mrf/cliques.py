@@ -1,0 +1,278 @@
+"""Flat buffer layout of clique tables and the index maps that project cliques onto subsets.
+
+Every clique table lives in one float64 buffer: clique ``i`` occupies
+``buffer[offsets[i]:offsets[i + 1]]`` in C order over its sorted attributes. Kernels only see
+these flat arrays, never Python objects.
+
+A *projection* of clique ``C`` onto a subset ``S`` (a separator, a measurement, a query) is
+described by two small offset arrays, so no per-cell index map is ever stored:
+
+* ``base[s]``: offset inside ``C`` of the cell whose ``S`` coordinates are ``s`` (others 0),
+* ``rest[r]``: offset inside ``C`` of the ``r``-th combination of the other axes,
+
+so cell ``(s, r)`` sits at ``base[s] + rest[r]``. ``run`` is the length of the contiguous block
+formed by the trailing axes of ``C`` that are all on one side (cut to at most ``GRAIN`` cells),
+and ``side`` says which side (``RUN_IN_REST``: outside ``S``; ``RUN_IN_BASE``: inside ``S``).
+Kernels use them to walk memory contiguously.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vertimrf.domain import Domain
+from vertimrf.errors import ConfigError
+from vertimrf.kernels.bp import GRAIN
+
+Clique = tuple[int, ...]
+
+RUN_IN_REST = 0
+RUN_IN_BASE = 1
+
+
+def _axis_offsets(shape: Sequence[int], strides: Sequence[int], axes: Sequence[int]) -> np.ndarray:
+    """Offsets of all cells over ``axes`` (C order), each axis stepping by its clique stride."""
+    out = np.zeros(1, dtype=np.int64)
+    for a in axes:
+        step = np.arange(shape[a], dtype=np.int64) * strides[a]
+        out = (out[:, None] + step[None, :]).ravel()
+    return out
+
+
+def c_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Element strides of a C-ordered table of ``shape``."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    return tuple(strides)
+
+
+def _cap_run(run: int, cap: int) -> int:
+    """Largest divisor of ``run`` not above ``cap``: long runs are cut so tasks can split them."""
+    for d in range(min(run, cap), 0, -1):
+        if run % d == 0:
+            return d
+    return 1
+
+
+@dataclass(frozen=True)
+class ProjectionMap:
+    """Offsets that project one clique table onto a subset of its attributes."""
+
+    base: np.ndarray
+    rest: np.ndarray
+    run: int
+    side: int
+
+    @classmethod
+    def build(cls, clique: Clique, subset: Iterable[int], domain: Domain) -> ProjectionMap:
+        """Index map of ``clique`` onto ``subset`` (which must be a subset of the clique)."""
+        sub = set(subset)
+        if not sub <= set(clique):
+            raise ConfigError(f"{tuple(sorted(sub))} is not a subset of clique {clique}.")
+        shape = domain.shape(clique)
+        strides = c_strides(shape)
+        in_s = [a in sub for a in clique]
+        s_axes = [i for i, f in enumerate(in_s) if f]
+        r_axes = [i for i, f in enumerate(in_s) if not f]
+        run = 1
+        side = RUN_IN_BASE if in_s[-1] else RUN_IN_REST
+        for i in range(len(clique) - 1, -1, -1):
+            if in_s[i] != in_s[-1]:
+                break
+            run *= shape[i]
+        return cls(
+            _axis_offsets(shape, strides, s_axes),
+            _axis_offsets(shape, strides, r_axes),
+            _cap_run(run, GRAIN),
+            side,
+        )
+
+
+class CliqueLayout:
+    """Offsets, shapes and strides of a list of clique tables inside one flat buffer."""
+
+    def __init__(self, domain: Domain, cliques: Sequence[Clique]) -> None:
+        self.domain = domain
+        self.cliques: list[Clique] = [tuple(int(a) for a in c) for c in cliques]
+        self.index: dict[Clique, int] = {c: i for i, c in enumerate(self.cliques)}
+        self.shapes: list[tuple[int, ...]] = [domain.shape(c) for c in self.cliques]
+        self.sizes = np.array([domain.size(c) for c in self.cliques], dtype=np.int64)
+        self.offsets = np.zeros(len(self.cliques) + 1, dtype=np.int64)
+        np.cumsum(self.sizes, out=self.offsets[1:])
+        self.strides: list[tuple[int, ...]] = [c_strides(s) for s in self.shapes]
+
+    @property
+    def total_cells(self) -> int:
+        """Number of cells over all clique tables."""
+        return int(self.offsets[-1])
+
+    def __len__(self) -> int:
+        return len(self.cliques)
+
+    def slice(self, i: int) -> slice:
+        """Slice of clique ``i`` inside the flat buffer."""
+        return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
+
+    def smallest_containing(self, attrs: Iterable[int]) -> int | None:
+        """Index of the smallest clique containing all of ``attrs``, or None."""
+        need = set(attrs)
+        best = None
+        for i, c in enumerate(self.cliques):
+            if need <= set(c) and (best is None or self.sizes[i] < self.sizes[best]):
+                best = i
+        return best
+
+    def same_as(self, other: CliqueLayout) -> bool:
+        """True when both layouts describe the same cliques over the same domain sizes."""
+        return self.cliques == other.cliques and self.domain.sizes == other.domain.sizes
+
+
+class ProjectionSet:
+    """Many projections packed into flat arrays, the form the kernels take.
+
+    Projection ``p`` maps clique ``pairs[p][0]`` onto the sorted subset ``pairs[p][1]``; its
+    output occupies ``out_ptr[p]:out_ptr[p + 1]`` of a flat output buffer (C order).
+    """
+
+    def __init__(self, layout: CliqueLayout, pairs: Sequence[tuple[int, Clique]]) -> None:
+        self.layout = layout
+        self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
+        maps = [ProjectionMap.build(layout.cliques[c], s, layout.domain) for c, s in self.pairs]
+        self.clique = np.array([c for c, _ in self.pairs], dtype=np.int64)
+        self.clique_off = layout.offsets[self.clique]
+        self.base_ptr = _ptr([m.base.size for m in maps])
+        self.rest_ptr = _ptr([m.rest.size for m in maps])
+        self.base = _cat([m.base for m in maps])
+        self.rest = _cat([m.rest for m in maps])
+        self.run = np.array([m.run for m in maps], dtype=np.int64)
+        self.side = np.array([m.side for m in maps], dtype=np.int64)
+        self.out_ptr = self.base_ptr.copy()
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def out_size(self) -> int:
+        """Length of the flat output buffer (sum of subset cells)."""
+        return int(self.out_ptr[-1])
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The flat arrays in kernel argument order."""
+        return (
+            self.clique_off,
+            self.base_ptr,
+            self.base,
+            self.rest_ptr,
+            self.rest,
+            self.run,
+            self.side,
+            self.out_ptr,
+        )
+
+
+def _ptr(lengths: Sequence[int]) -> np.ndarray:
+    out = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(lengths, dtype=np.int64), out=out[1:])
+    return out
+
+
+def _cat(parts: Sequence[np.ndarray]) -> np.ndarray:
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.int64)
+
+
+class CliquePotentials:
+    """Log-potentials of all cliques in one flat float64 buffer plus its layout.
+
+    ``values`` is the buffer; ``table(c)`` returns a writable ndarray *view* of clique ``c``
+    (axes in the clique's sorted attribute order), and ``pot[c] = array`` writes one.
+    ``version`` counts writes made through ``pot[c] = array``; a model recalibrates lazily when
+    it changes. Edits made through views or ``values`` need an explicit ``calibrate()``.
+    """
+
+    def __init__(self, layout: CliqueLayout, values: np.ndarray | None = None) -> None:
+        self.layout = layout
+        if values is None:
+            values = np.zeros(layout.total_cells, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (layout.total_cells,):
+            raise ConfigError(
+                f"Potential buffer has shape {values.shape}; the layout needs "
+                f"({layout.total_cells},) float64 values."
+            )
+        self.values = np.ascontiguousarray(values)
+        self.version = 0
+
+    @classmethod
+    def from_factors(
+        cls, layout: CliqueLayout, factors: Mapping[Iterable[int], np.ndarray]
+    ) -> CliquePotentials:
+        """Sum log-factors over attribute subsets into the smallest clique containing each.
+
+        Keys are attribute tuples (any order; the array's axes follow the key's order).
+        """
+        pot = cls(layout)
+        for key, table in factors.items():
+            attrs = tuple(int(a) for a in key)
+            i = layout.smallest_containing(attrs)
+            if i is None:
+                raise ConfigError(
+                    f"Factor over {attrs} is not contained in any clique {layout.cliques}; "
+                    "build the model with a clique that covers it."
+                )
+            arr = np.asarray(table, dtype=np.float64)
+            shape = layout.domain.shape(attrs)
+            if arr.size != int(np.prod(shape, dtype=np.int64)):
+                raise ConfigError(f"Factor over {attrs} has {arr.size} cells; expected {shape}.")
+            pot.table(i)[...] += expand_to(arr.reshape(shape), attrs, layout.cliques[i])
+        return pot
+
+    def _index(self, clique: Clique | int) -> int:
+        if isinstance(clique, (int, np.integer)):
+            return int(clique)
+        key = tuple(sorted(int(a) for a in clique))
+        if key not in self.layout.index:
+            raise ConfigError(
+                f"{key} is not a clique of the model; cliques are {self.layout.cliques}."
+            )
+        return self.layout.index[key]
+
+    def table(self, clique: Clique | int) -> np.ndarray:
+        """Writable view of one clique's log-potential table."""
+        i = self._index(clique)
+        return self.values[self.layout.slice(i)].reshape(self.layout.shapes[i])
+
+    def __getitem__(self, clique: Clique | int) -> np.ndarray:
+        return self.table(clique)
+
+    def __setitem__(self, clique: Clique | int, table: np.ndarray) -> None:
+        view = self.table(clique)
+        arr = np.asarray(table, dtype=np.float64)
+        if arr.size != view.size:
+            raise ConfigError(
+                f"Table for clique {clique} has {arr.size} cells; expected shape {view.shape}."
+            )
+        view[...] = arr.reshape(view.shape)
+        self.version += 1
+
+    def __iter__(self) -> Iterator[Clique]:
+        return iter(self.layout.cliques)
+
+    def copy(self) -> CliquePotentials:
+        """Deep copy (new buffer, shared layout)."""
+        return CliquePotentials(self.layout, self.values.copy())
+
+
+def expand_to(table: np.ndarray, attrs: Sequence[int], target: Sequence[int]) -> np.ndarray:
+    """``table`` (axes in ``attrs`` order) reshaped to broadcast over the axes of ``target``."""
+    attrs = list(attrs)
+    order = sorted(range(len(attrs)), key=lambda i: attrs[i])
+    t = np.transpose(table, order)
+    present = sorted(attrs)
+    shape = [t.shape[present.index(a)] if a in present else 1 for a in target]
+    return t.reshape(shape)

@@ -1,0 +1,157 @@
+"""Exact marginal queries on a calibrated junction tree, for any attribute set.
+
+A query inside one clique projects that clique's calibrated table. Otherwise it takes the
+smallest subtree whose cliques cover the query, where the joint is
+``prod_C mu_C / prod_S mu_S``, keeps in each clique only the query attributes and its
+separators (other attributes occur in no other clique of the subtree, so they are summed out
+locally, in log space), and eliminates the remaining separator attributes by collecting
+messages towards a root, each clique's step one ``np.einsum`` contraction of conditionals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vertimrf.mrf.cliques import Clique, expand_to
+from vertimrf.mrf.junction_tree import DEFAULT_MAX_CELLS, check_model_size, model_size
+from vertimrf.mrf.reference import logsumexp
+
+if TYPE_CHECKING:
+    from vertimrf.mrf.model import MarkovRandomField
+
+LogFactor = tuple[Clique, np.ndarray]
+
+#: Largest intermediate (cells) einsum may build; numpy's default (the largest operand) forces
+#: naive multi-operand loops, hundreds of times slower on cross-clique queries.
+EINSUM_MAX_INTERMEDIATE = 1 << 24
+
+
+def _lse_onto(f: LogFactor, keep: set[int]) -> LogFactor:
+    attrs, table = f
+    axes = tuple(i for i, a in enumerate(attrs) if a not in keep)
+    if not axes:
+        return f
+    return tuple(a for a in attrs if a in keep), np.asarray(logsumexp(table, axes))
+
+
+def _product(f: LogFactor, g: LogFactor) -> LogFactor:
+    attrs = tuple(sorted(set(f[0]) | set(g[0])))
+    return attrs, expand_to(f[1], f[0], attrs) + expand_to(g[1], g[0], attrs)
+
+
+def _divide(f: LogFactor, s: LogFactor) -> LogFactor:
+    """f / s in log space, with 0/0 = 0 (-inf stays -inf, never inf - inf)."""
+    sb = expand_to(s[1], s[0], f[0])
+    return f[0], np.where(sb > -np.inf, f[1] - np.where(sb > -np.inf, sb, 0.0), -np.inf)
+
+
+def _steiner(model: MarkovRandomField, query: set[int]) -> dict[int, dict[int, Clique]]:
+    """Smallest subtree covering ``query``: prune leaves whose query attrs their separator has."""
+    tree = model.tree
+    adj: dict[int, dict[int, Clique]] = {i: {} for i in range(len(tree.cliques))}
+    for e, (a, b) in enumerate(tree.edges):
+        adj[a][b] = tree.separators[e]
+        adj[b][a] = tree.separators[e]
+    leaves = [i for i in adj if len(adj[i]) == 1]
+    while leaves:
+        c = leaves.pop()
+        if c not in adj or len(adj[c]) != 1 or len(adj) == 1:
+            continue
+        ((nb, sep),) = adj[c].items()
+        if (set(tree.cliques[c]) & query) <= set(sep):
+            del adj[c]
+            del adj[nb][c]
+            if len(adj[nb]) == 1:
+                leaves.append(nb)
+    return adj
+
+
+def query_log_marginal(model: MarkovRandomField, attrs: Sequence[int]) -> np.ndarray:
+    """Normalised log-marginal of ``attrs`` (axes in the given order) of a calibrated model."""
+    query = set(attrs)
+    check_model_size(model_size(model.domain, [tuple(attrs)]), DEFAULT_MAX_CELLS)
+    layout = model.layout
+    home = layout.smallest_containing(query)
+    if home is not None:
+        clique = layout.cliques[home]
+        f = _lse_onto((clique, model.clique_log_marginal(clique)), query)
+    else:
+        f = _tree_query(model, query)
+    order = sorted(attrs)
+    return np.transpose(f[1], [order.index(a) for a in attrs])
+
+
+def _contract(factors: list[LogFactor], out: Clique) -> LogFactor:
+    """log of sum over the variables outside ``out`` of the product of ``factors``.
+
+    The factors are conditionals or marginals (values <= 1), so they are contracted in
+    probability space with ``np.einsum`` (which picks the elimination order and never builds
+    the full product); joint probabilities below ~1e-308 flush to zero. Above einsum's 52
+    labels it falls back to log-space products.
+    """
+    labels = sorted(set().union(*(f[0] for f in factors)))
+    if len(labels) > 52:
+        f = factors[0]
+        for g in factors[1:]:
+            f = _product(f, g)
+        return _lse_onto(f, set(out))
+    pos = {a: i for i, a in enumerate(labels)}
+    args: list = []
+    for attrs, table in factors:
+        args += [np.exp(table), [pos[a] for a in attrs]]
+    args.append([pos[a] for a in out])
+    path = np.einsum_path(*args, optimize=("greedy", EINSUM_MAX_INTERMEDIATE))[0]
+    with np.errstate(divide="ignore"):
+        return out, np.log(np.einsum(*args, optimize=path))
+
+
+def _rooted(adj: dict[int, dict[int, Clique]], root: int) -> tuple[dict[int, int], list[int]]:
+    """Parent of every clique of the subtree, and the cliques in breadth-first order."""
+    parent = {root: -1}
+    order = [root]
+    for c in order:
+        for nb in sorted(adj[c]):
+            if nb not in parent:
+                parent[nb] = c
+                order.append(nb)
+    return parent, order
+
+
+def _message_scopes(
+    model: MarkovRandomField, adj: dict[int, dict[int, Clique]], root: int, query: set[int]
+) -> tuple[dict[int, int], list[int], dict[int, set[int]]]:
+    """Rooting of the subtree and the scope of every clique's message to its parent."""
+    cliques = model.layout.cliques
+    parent, order = _rooted(adj, root)
+    below: dict[int, set[int]] = {}
+    scopes: dict[int, set[int]] = {}
+    for c in reversed(order):
+        below[c] = (set(cliques[c]) & query).union(
+            *(below[k] for k in adj[c] if parent.get(k) == c)
+        )
+        if c != root:
+            scopes[c] = set(adj[c][parent[c]]) | below[c]
+    return parent, order, scopes
+
+
+def _tree_query(model: MarkovRandomField, query: set[int]) -> LogFactor:
+    cliques = model.layout.cliques
+    adj = _steiner(model, query)
+    cost = {}
+    for r in adj:  # root the subtree where the messages, which carry query attrs, are smallest
+        scopes = _message_scopes(model, adj, r, query)[2]
+        cost[r] = sum(model.domain.size(sorted(s)) for s in scopes.values())
+    root = min(adj, key=lambda r: (cost[r], r))
+    parent, order, scopes = _message_scopes(model, adj, root, query)
+    msgs: dict[int, list[LogFactor]] = {c: [] for c in order}
+    for c in reversed(order[1:]):
+        keep = (set(cliques[c]) & query).union(*(set(s) for s in adj[c].values()))
+        f = _lse_onto((cliques[c], model.clique_log_marginal(cliques[c])), keep)
+        f = _divide(f, _lse_onto(f, set(adj[c][parent[c]])))
+        msgs[parent[c]].append(_contract([f, *msgs[c]], tuple(sorted(scopes[c]))))
+    keep = (set(cliques[root]) & query).union(*(set(s) for s in adj[root].values()))
+    f = _lse_onto((cliques[root], model.clique_log_marginal(cliques[root])), keep)
+    return _contract([f, *msgs[root]], tuple(sorted(query)))

@@ -1,0 +1,281 @@
+"""Triangulation, maximal cliques, the junction tree, its message order and the model-size check.
+
+The junction tree is built from a domain and an attribute graph (given as cliques, edges or a
+networkx graph): triangulate with an elimination heuristic, take the maximal cliques of the
+chordal graph, join them by a maximum-separator spanning tree (always one tree, even for a
+disconnected graph: empty separators join the components), and fix a root and a two-pass
+message order. The model size is known before any table is allocated, and a model over the
+cell limit is refused with :class:`~vertimrf.errors.ModelTooLargeError`.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+from vertimrf.domain import Domain
+from vertimrf.errors import ConfigError, DomainError, ModelTooLargeError
+from vertimrf.mrf.cliques import Clique
+
+#: Default cell limit: total cells over all clique tables (one float64 table set is 8 bytes/cell).
+DEFAULT_MAX_CELLS = 50_000_000
+
+#: Float64 clique-table buffers alive during a mirror-descent fit: the model's potentials,
+#: beliefs and probabilities, and the fit's current, trial and gradient potentials.
+FIT_TABLE_SETS = 6
+
+HEURISTICS = ("min_fill", "min_weight", "static_min_degree")
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """Size of a model's clique tables, known before any fitting.
+
+    ``bytes`` is the memory of one float64 table set (``8 * total_cells``); ``fit_bytes`` is the
+    working memory of a mirror-descent fit (``FIT_TABLE_SETS`` table sets).
+    """
+
+    max_clique_cells: int
+    total_cells: int
+    bytes: int
+    fit_bytes: int
+    n_cliques: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.n_cliques} cliques, largest {self.max_clique_cells:,} cells, total "
+            f"{self.total_cells:,} cells, {_human(self.bytes)} per table set, "
+            f"~{_human(self.fit_bytes)} to fit"
+        )
+
+
+def _human(n: int) -> str:
+    """Bytes in binary units, e.g. '2.8 MiB'."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    size = float(n)
+    i = 0
+    while size >= 1024 and i < len(units) - 1:
+        size /= 1024
+        i += 1
+    return f"{size:.1f} {units[i]}"
+
+
+def model_size(domain: Domain, cliques: Iterable[Iterable[int]]) -> ModelSize:
+    """Cells and memory of dense float64 tables over ``cliques`` (as given, no triangulation)."""
+    sizes = [domain.size(tuple(c)) for c in cliques]
+    total = sum(sizes)
+    return ModelSize(
+        max(sizes, default=0), total, 8 * total, 8 * total * FIT_TABLE_SETS, len(sizes)
+    )
+
+
+def check_model_size(size: ModelSize, max_cells: int | None) -> None:
+    """Raise ModelTooLargeError when ``size`` exceeds the cell limit (default DEFAULT_MAX_CELLS)."""
+    limit = DEFAULT_MAX_CELLS if max_cells is None else int(max_cells)
+    if size.total_cells > limit:
+        raise ModelTooLargeError(
+            f"The junction tree needs {size.total_cells:,} cells ({size}), over the limit of "
+            f"{limit:,}. Use fewer or smaller cliques (fewer edges, coarser domains), try "
+            "heuristic='min_weight', or raise max_cells if the machine has the memory."
+        )
+
+
+def _as_graph(domain: Domain, cliques_or_edges: Iterable[Iterable[int]] | nx.Graph) -> nx.Graph:
+    """Attribute graph with nodes 0..d-1 (in order) and every given clique made complete."""
+    d = len(domain)
+    g = nx.Graph()
+    g.add_nodes_from(range(d))
+    if isinstance(cliques_or_edges, nx.Graph):
+        groups: list[tuple[int, ...]] = [tuple(e) for e in cliques_or_edges.edges]
+        groups += [(v,) for v in cliques_or_edges.nodes]
+    else:
+        groups = [tuple(c) for c in cliques_or_edges]
+    for grp in groups:
+        attrs = []
+        for a in grp:
+            try:
+                a = operator.index(a)
+            except TypeError:
+                raise DomainError(
+                    f"Clique {grp} holds {a!r}; use integer attribute indices."
+                ) from None
+            if not 0 <= a < d:
+                raise DomainError(
+                    f"Clique {grp} uses attribute {a}, outside the domain's 0..{d - 1}."
+                )
+            attrs.append(a)
+        for i, a in enumerate(attrs):
+            for b in attrs[i + 1 :]:
+                if a != b:
+                    g.add_edge(a, b)
+    return g
+
+
+def _fill_in(adj: dict[int, set[int]], v: int) -> int:
+    nb = list(adj[v])
+    return sum(1 for i, a in enumerate(nb) for b in nb[i + 1 :] if b not in adj[a])
+
+
+def _weight(adj: dict[int, set[int]], v: int, domain: Domain) -> int:
+    return domain.size([v, *adj[v]])
+
+
+def _eliminate(adj: dict[int, set[int]], v: int, fill: list[tuple[int, int]]) -> None:
+    nb = list(adj[v])
+    for i, a in enumerate(nb):
+        for b in nb[i + 1 :]:
+            if b not in adj[a]:
+                adj[a].add(b)
+                adj[b].add(a)
+                fill.append((a, b))
+    for a in nb:
+        adj[a].discard(v)
+    del adj[v]
+
+
+def elimination_order(graph: nx.Graph, domain: Domain, heuristic: str) -> list[int]:
+    """Greedy elimination order of ``graph``'s nodes under ``heuristic``.
+
+    ``min_fill``: fewest fill edges (ties: smallest clique weight, then index).
+    ``min_weight``: smallest product of domain sizes of the node and its neighbours (ties: fill).
+    ``static_min_degree``: the reference's order, nodes sorted once by degree in the original
+    graph (stable, so ties keep node order).
+    """
+    if heuristic == "static_min_degree":
+        return sorted(graph.nodes, key=lambda v: graph.degree[v])
+    adj = {v: set(graph.adj[v]) for v in graph.nodes}
+    order: list[int] = []
+    scratch: list[tuple[int, int]] = []
+    while adj:
+        if heuristic == "min_fill":
+            v = min(adj, key=lambda u: (_fill_in(adj, u), _weight(adj, u, domain), u))
+        else:
+            v = min(adj, key=lambda u: (_weight(adj, u, domain), _fill_in(adj, u), u))
+        order.append(v)
+        _eliminate(adj, v, scratch)
+    return order
+
+
+def triangulate(graph: nx.Graph, domain: Domain, heuristic: str = "min_fill") -> nx.Graph:
+    """Chordal supergraph of ``graph`` (the graph itself when it is already chordal)."""
+    if heuristic not in HEURISTICS:
+        raise ConfigError(
+            f"Unknown triangulation heuristic {heuristic!r}; use one of {HEURISTICS}."
+        )
+    chordal = graph.copy()
+    if nx.is_chordal(graph):
+        return chordal
+    adj = {v: set(graph.adj[v]) for v in graph.nodes}
+    fill: list[tuple[int, int]] = []
+    for v in elimination_order(graph, domain, heuristic):
+        _eliminate(adj, v, fill)
+    chordal.add_edges_from(fill)
+    return chordal
+
+
+def _max_spanning_tree(cliques: Sequence[Clique]) -> list[tuple[int, int]]:
+    """Kruskal on separator size (0-weight pairs included, so the tree is always connected)."""
+    k = len(cliques)
+    sets = [set(c) for c in cliques]
+    pairs = sorted((-len(sets[i] & sets[j]), i, j) for i in range(k) for j in range(i + 1, k))
+    parent = list(range(k))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    edges = []
+    for _, i, j in pairs:
+        ri, rj = find(i), find(j)
+        if ri != rj:
+            parent[ri] = rj
+            edges.append((i, j))
+            if len(edges) == k - 1:
+                break
+    return edges
+
+
+class JunctionTree:
+    """Maximal cliques of a chordal graph joined into a rooted tree with a two-pass message order.
+
+    Attributes:
+        cliques: maximal cliques as sorted attribute tuples.
+        edges: tree edges ``(parent, child)`` as clique indices, in pre-order from the root.
+        separators: ``separators[e]`` is the sorted intersection of edge ``e``'s cliques.
+        message_order: ``(src, dst, edge)`` triples, all child-to-parent messages (post-order)
+            then all parent-to-child messages (pre-order); ``2 * (len(cliques) - 1)`` in all.
+        root: index of the root clique (the largest).
+        parent: parent clique index of every clique (-1 for the root).
+        preorder: clique indices, root first, every parent before its children.
+        chordal_graph: the triangulated attribute graph.
+        size: the :class:`ModelSize` of the clique tables.
+    """
+
+    def __init__(
+        self,
+        domain: Domain,
+        chordal_graph: nx.Graph,
+        cliques: Sequence[Clique],
+        tree_edges: Sequence[tuple[int, int]],
+    ) -> None:
+        self.domain = domain
+        self.chordal_graph = chordal_graph
+        self.cliques: list[Clique] = list(cliques)
+        self.size = model_size(domain, self.cliques)
+        sizes = [domain.size(c) for c in self.cliques]
+        self.root = max(range(len(sizes)), key=lambda i: (sizes[i], -i)) if sizes else 0
+        nbrs: dict[int, list[int]] = {i: [] for i in range(len(self.cliques))}
+        for a, b in tree_edges:
+            nbrs[a].append(b)
+            nbrs[b].append(a)
+        self.parent = [-1] * len(self.cliques)
+        preorder: list[int] = []
+        stack = [self.root]
+        seen = {self.root}
+        while stack:
+            a = stack.pop()
+            preorder.append(a)
+            for b in sorted(nbrs[a], reverse=True):
+                if b not in seen:
+                    seen.add(b)
+                    self.parent[b] = a
+                    stack.append(b)
+        self.preorder = preorder
+        self.edges: list[tuple[int, int]] = [(self.parent[v], v) for v in preorder[1:]]
+        self.separators: list[Clique] = [
+            tuple(sorted(set(self.cliques[a]) & set(self.cliques[b]))) for a, b in self.edges
+        ]
+        up = [(b, a, e) for e, (a, b) in reversed(list(enumerate(self.edges)))]
+        down = [(a, b, e) for e, (a, b) in enumerate(self.edges)]
+        self.message_order: list[tuple[int, int, int]] = up + down
+
+    @classmethod
+    def build(
+        cls,
+        domain: Domain,
+        cliques_or_edges: Iterable[Iterable[int]] | nx.Graph,
+        *,
+        heuristic: str = "min_fill",
+        max_cells: int | None = None,
+    ) -> JunctionTree:
+        """Junction tree of the attribute graph given by cliques, edges or a networkx graph.
+
+        Every attribute of ``domain`` is a node; attributes in no clique become singleton
+        cliques. Raises ModelTooLargeError when the tables would exceed ``max_cells`` cells
+        (default :data:`DEFAULT_MAX_CELLS`); nothing is allocated before that check.
+        """
+        if len(domain) == 0:
+            raise DomainError("The domain has no attributes; an MRF needs at least one.")
+        graph = _as_graph(domain, cliques_or_edges)
+        chordal = triangulate(graph, domain, heuristic)
+        cliques = sorted(tuple(sorted(c)) for c in nx.chordal_graph_cliques(chordal))
+        check_model_size(model_size(domain, cliques), max_cells)
+        return cls(domain, chordal, cliques, _max_spanning_tree(cliques))
+
+    def __repr__(self) -> str:
+        return f"JunctionTree({len(self.cliques)} cliques, {self.size})"

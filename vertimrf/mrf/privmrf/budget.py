@@ -1,0 +1,73 @@
+"""PrivMRF's budget: the total zCDP spend and its split over the four kinds of release.
+
+Every PrivMRF release is a Gaussian mechanism, so its cost is rho = Delta^2 / (2 sigma^2) and
+costs add. The total rho comes from (epsilon, delta) in one of two ways:
+
+* default: ``epsilon_to_rho`` (the ledger's zCDP conversion), so the ledger total is exactly
+  the requested (epsilon, delta);
+* ``paper_accounting=True``: rho = x(epsilon, delta) / 2, the reference's GDP budget
+  (:func:`vertimrf.privacy.gdp.privmrf_budget`). All releases are Gaussian, so their
+  composition is exactly mu-GDP with mu^2 = 2 rho and is (epsilon, delta)-DP by the exact
+  Gaussian curve; the zCDP (CKS) conversion of the same rho is looser and reports a larger
+  epsilon.
+
+The split follows the analysis (section 2.2): 10% for the R-scores, 80% for the marginal
+measurements, 10% for the refinement error queries. The noisy count takes 1% of the
+R-score share, and, unlike the reference, that share is deducted from the R-scores rather
+than spent on top of the budget (analysis section 8, item 10).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from vertimrf.errors import ConfigError
+from vertimrf.privacy.gdp import privmrf_budget
+from vertimrf.privacy.zcdp import epsilon_to_rho
+
+# L2 sensitivities under add/remove of one record (see scores.py for the R-score derivation).
+COUNT_SENSITIVITY = 1.0
+MARGINAL_SENSITIVITY = 1.0
+R_SCORE_SENSITIVITY = 2.0
+ERROR_QUERY_SENSITIVITY = 1.0
+
+
+@dataclass(frozen=True)
+class BudgetSplit:
+    """Fractions of the total rho for each kind of release; they must sum to 1."""
+
+    scores: float = 0.099
+    count: float = 0.001
+    measurements: float = 0.8
+    error_queries: float = 0.1
+
+    def __post_init__(self) -> None:
+        parts = {
+            "scores": self.scores,
+            "count": self.count,
+            "measurements": self.measurements,
+            "error_queries": self.error_queries,
+        }
+        bad = {k: v for k, v in parts.items() if not (0.0 <= v <= 1.0 and math.isfinite(v))}
+        if bad:
+            raise ConfigError(f"budget fractions must be in [0, 1]; got {bad}.")
+        if self.scores <= 0 or self.measurements <= 0:
+            raise ConfigError("the scores and measurements fractions must be positive.")
+        total = math.fsum(parts.values())
+        if abs(total - 1.0) > 1e-12:
+            raise ConfigError(f"budget fractions must sum to 1; they sum to {total!r}.")
+
+
+def total_rho(epsilon: float, delta: float, *, paper_accounting: bool = False) -> float:
+    """The zCDP budget a PrivMRF fit spends for (epsilon, delta)."""
+    if paper_accounting:
+        return 0.5 * privmrf_budget(epsilon, delta)
+    return epsilon_to_rho(epsilon, delta)
+
+
+def sigma_for_share(rho: float, count: int, sensitivity: float) -> float:
+    """Noise std so that ``count`` Gaussian releases of the given sensitivity cost ``rho``."""
+    if not (rho > 0 and count >= 1):
+        raise ConfigError(f"a Gaussian share needs rho > 0 and count >= 1; got {rho}, {count}.")
+    return sensitivity * math.sqrt(count / (2.0 * rho))

@@ -1,0 +1,108 @@
+"""The privacy and model report of a PrivMRF fit, and the graph it exposes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from vertimrf.mrf.junction_tree import ModelSize
+from vertimrf.privacy.gdp import gdp_epsilon
+from vertimrf.privacy.ledger import Release
+from vertimrf.privacy.zcdp import rho_to_epsilon
+
+
+@dataclass(frozen=True)
+class AttributeGraph:
+    """The searched attribute graph, its triangulation and the triangulation's maximal cliques."""
+
+    graph: nx.Graph
+    chordal: nx.Graph
+    cliques: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class PrivMRFReport:
+    """What a fit released and what it built.
+
+    ``releases`` are this fit's ledger entries; ``rho`` their total. ``epsilon_zcdp`` is the
+    (epsilon, delta) bound of that rho by the zCDP conversion; ``epsilon_gdp`` the exact bound
+    for a composition of Gaussian mechanisms (mu-GDP with mu^2 = 2 rho), valid here because
+    every PrivMRF release is Gaussian.
+    """
+
+    epsilon: float
+    delta: float
+    paper_accounting: bool
+    rho_budget: float
+    releases: tuple[Release, ...]
+    rho: float
+    epsilon_zcdp: float
+    epsilon_gdp: float
+    model_size: ModelSize
+    cliques: tuple[tuple[int, ...], ...]
+    n_measurements: int
+    measurement_sigma: float
+    rounds: int
+    iterations: tuple[int, ...]
+    fit_seconds: float
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        paper_accounting: bool,
+        rho_budget: float,
+        releases: tuple[Release, ...],
+        model_size: ModelSize,
+        cliques: tuple[tuple[int, ...], ...],
+        n_measurements: int,
+        measurement_sigma: float,
+        iterations: tuple[int, ...],
+        fit_seconds: float,
+    ) -> PrivMRFReport:
+        """Report with the totals computed from ``releases``."""
+        rho = sum(r.rho for r in releases)
+        return cls(
+            epsilon=epsilon,
+            delta=delta,
+            paper_accounting=paper_accounting,
+            rho_budget=rho_budget,
+            releases=releases,
+            rho=rho,
+            epsilon_zcdp=rho_to_epsilon(rho, delta),
+            epsilon_gdp=gdp_epsilon((2.0 * rho) ** 0.5, delta),
+            model_size=model_size,
+            cliques=cliques,
+            n_measurements=n_measurements,
+            measurement_sigma=measurement_sigma,
+            rounds=len(iterations) - 1,
+            iterations=iterations,
+            fit_seconds=fit_seconds,
+        )
+
+    def __str__(self) -> str:
+        mode = "paper (GDP budget x/2)" if self.paper_accounting else "zCDP"
+        lines = [
+            f"PrivMRF fit: requested (epsilon, delta) = ({self.epsilon}, {self.delta:.3g}), "
+            f"accounting {mode}",
+            f"{'mechanism':<24} {'count':>7} {'sensitivity':>12} {'sigma':>11} {'rho':>11}",
+        ]
+        for r in self.releases:
+            sens = r.params.get("sensitivity", float("nan"))
+            sigma = r.params.get("sigma", float("nan"))
+            lines.append(
+                f"{r.mechanism:<24} {r.count:>7} {sens:>12.4g} {sigma:>11.4g} {r.rho:>11.4e}"
+            )
+        lines += [
+            f"total rho = {self.rho:.6g} (budget {self.rho_budget:.6g})",
+            f"total (epsilon, delta) = ({self.epsilon_zcdp:.6g}, {self.delta:.3g}) by zCDP; "
+            f"({self.epsilon_gdp:.6g}, {self.delta:.3g}) by the exact Gaussian (GDP) curve",
+            f"model: {self.model_size}; cliques {list(self.cliques)}",
+            f"measured {self.n_measurements} marginals with sigma {self.measurement_sigma:.4g}; "
+            f"{self.rounds} refinement rounds; mirror-descent iterations {list(self.iterations)}",
+            f"fit time {self.fit_seconds:.2f} s",
+        ]
+        return "\n".join(lines)
