@@ -1,5 +1,6 @@
 """vertimrf: differentially private synthetic data for vertically partitioned tables."""
 
+from vertimrf import metrics
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import ColumnSpec, Domain, DomainSpec, TableEncoder, infer_spec
 from vertimrf.mrf.privmrf import PrivMRF
@@ -14,5 +15,6 @@ __all__ = [
     "TableEncoder",
     "infer_spec",
     "load_dataset",
+    "metrics",
 ]
 __version__ = "0.1.0"
