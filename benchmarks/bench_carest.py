@@ -52,7 +52,7 @@ def adult_speed(t: int, repeats: int) -> dict:
     names = list(spec.names)
     parties = [names[:8], names[8:]]
     res = cross_marginal_experiment(df, spec, parties, epsilon=1.6, t=t, seed=0)
-    sketches = res.extra["sketches"]
+    sketches = res.sketches
     pairs = list(itertools.product(parties[0], parties[1]))
     ours = []
     for _ in range(repeats):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from vertimrf.sketch.carest import CarEst
 from vertimrf.sketch.encode import locenc
 from vertimrf.sketch.ids import record_fingerprints
 from vertimrf.sketch.keys import HashKeys
+from vertimrf.sketch.sketchset import SketchSet
 
 
 @dataclass
@@ -35,7 +36,7 @@ class CrossMarginalResult:
     eps_prime: float
     n_hat: float
     ledger: PrivacyLedger
-    extra: dict = field(default_factory=dict)
+    sketches: list[SketchSet]
 
     @property
     def mean_tvd(self) -> float:
@@ -132,6 +133,4 @@ def cross_marginal_experiment(
         truth = np.zeros((dom.sizes[i], dom.sizes[j]))
         np.add.at(truth, (codes_all[:, i], codes_all[:, j]), 1)
         tvd[(a, b)] = marginal_tvd(table, truth)
-    return CrossMarginalResult(
-        tvd, enc_time, carest_seconds, eps_prime, n_hat, ledger, {"sketches": sketches}
-    )
+    return CrossMarginalResult(tvd, enc_time, carest_seconds, eps_prime, n_hat, ledger, sketches)
