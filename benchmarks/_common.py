@@ -22,7 +22,7 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {model}"
 
 
-def write_json(path: str | None, data: dict) -> None:
+def write_json(path: str | None, data: dict | list) -> None:
     """Write ``data`` as JSON to ``path`` (creating folders) if a path is given."""
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

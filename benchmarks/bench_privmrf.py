@@ -30,10 +30,16 @@ def run(dataset: str, epsilon: float, seed: int, **options: object) -> dict:
     synth = PrivMRF(epsilon, 1.0 / len(df), seed=seed, progress=False, **options).fit(df, spec)
     fake = synth.sample()
     seconds = time.perf_counter() - start
-    row = {"dataset": dataset, "epsilon": epsilon, "seed": seed, "seconds": seconds}
+    row = {
+        "dataset": dataset,
+        "epsilon": epsilon,
+        "seed": seed,
+        "seconds": seconds,
+        "machine": machine(),
+    }
     for ways in (3, 4, 5):
         row[f"tvd{ways}"] = metrics.tvd(df, fake, spec, ways=ways, seed=seed)
-    row.update({k: v for k, v in options.items()})
+    row.update(options)
     return row
 
 
@@ -58,7 +64,7 @@ def main() -> None:
                     f"{r['tvd5']:>8.4f} {r['seconds']:>8.1f}",
                     flush=True,
                 )
-                write_json(args.json, {"machine": machine(), "rows": rows})
+                write_json(args.json, rows)
     for dataset in args.datasets:
         for eps in epsilons:
             sel = [r for r in rows if r["dataset"] == dataset and r["epsilon"] == eps]
