@@ -37,9 +37,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     tv = np.array(list(res.tvd.values()))
     print(f"\nper-sketch epsilon' = {res.eps_prime:.3e}; noisy n = {res.n_hat:.0f}")
     for i, s in enumerate(res.encode_seconds):
-        note = "; includes loading the compiled kernels" if i == 0 else ""
+        note = "; first use compiles or loads the Numba kernels" if i == 0 else ""
         print(f"party{i} LocEnc (incl. encoding the table{note}): {s:.3f} s")
-    print(f"CarEst, all {len(tv)} cross-party 2-way marginals: {res.carest_seconds:.3f} s")
+    print(
+        f"CarEst, all {len(tv)} cross-party 2-way marginals (incl. first-use kernel compile "
+        f"or load): {res.carest_seconds:.3f} s"
+    )
     print(
         f"TVD of the cross 2-way estimates vs the real marginals: mean {tv.mean():.4f}, "
         f"median {np.median(tv):.4f}, max {tv.max():.4f}"
