@@ -37,8 +37,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     tv = np.array(list(res.tvd.values()))
     print(f"\nper-sketch epsilon' = {res.eps_prime:.3e}; noisy n = {res.n_hat:.0f}")
     for i, s in enumerate(res.encode_seconds):
-        note = "; first use compiles or loads the Numba kernels" if i == 0 else ""
-        print(f"party{i} LocEnc (incl. encoding the table{note}): {s:.3f} s")
+        note = " (first use compiles or loads the Numba kernels)" if i == 0 else ""
+        print(f"party{i} LocEnc{note}: {s:.3f} s")
     print(
         f"CarEst, all {len(tv)} cross-party 2-way marginals (incl. first-use kernel compile "
         f"or load): {res.carest_seconds:.3f} s"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-import numpy as np
 import pandas as pd
 
 from vertimrf.domain import DomainSpec
@@ -28,21 +27,3 @@ def load_dataset(name: str) -> tuple[pd.DataFrame, DomainSpec]:
         df = pd.read_csv(fh, compression="gzip")
     df.columns = [str(c) for c in df.columns]
     return df, spec
-
-
-def synthetic_table(
-    n: int, sizes: list[int], seed: int | np.random.Generator | None = 0
-) -> pd.DataFrame:
-    """An integer-coded random table with correlated columns, for scale tests and benchmarks.
-
-    Column j copies column j-1 with probability 1/2 (folded into its domain) and is uniform
-    otherwise, so marginals are neither uniform nor independent.
-    """
-    rng = np.random.default_rng(seed)
-    cols = np.empty((n, len(sizes)), dtype=np.int64)
-    cols[:, 0] = rng.integers(0, sizes[0], n)
-    for j in range(1, len(sizes)):
-        fresh = rng.integers(0, sizes[j], n)
-        copy = rng.random(n) < 0.5
-        cols[:, j] = np.where(copy, cols[:, j - 1] % sizes[j], fresh)
-    return pd.DataFrame(cols, columns=[str(j) for j in range(len(sizes))])
