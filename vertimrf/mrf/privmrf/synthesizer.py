@@ -67,6 +67,9 @@ class PrivMRF:
         party: the party name recorded with each release.
         noisy_count: an already released noisy record count to use as n_hat; the count is
             then not released again and its share goes to the measurements.
+        rho: spend exactly this zCDP budget instead of the conversion of (epsilon, delta),
+            e.g. a party's share of a protocol budget; (epsilon, delta) then only label the
+            report.
         **options: see :class:`PrivMRFOptions`.
     """
 
@@ -79,13 +82,18 @@ class PrivMRF:
         ledger: PrivacyLedger | None = None,
         party: str | None = None,
         noisy_count: float | None = None,
+        rho: float | None = None,
         **options: Any,
     ) -> None:
         self.options = PrivMRFOptions.from_kwargs(options)
         self.epsilon = float(epsilon)
         self.delta = float(delta)
-        self.rho_budget = bud.total_rho(
-            self.epsilon, self.delta, paper_accounting=self.options.paper_accounting
+        if rho is not None and not (rho > 0 and math.isfinite(rho)):
+            raise ConfigError(f"rho must be a positive number; got {rho!r}.")
+        self.rho_budget = (
+            bud.total_rho(self.epsilon, self.delta, paper_accounting=self.options.paper_accounting)
+            if rho is None
+            else float(rho)
         )
         if noisy_count is not None and not (noisy_count > 0 and math.isfinite(noisy_count)):
             raise ConfigError(f"noisy_count must be a positive count; got {noisy_count!r}.")
