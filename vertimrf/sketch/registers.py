@@ -20,6 +20,7 @@ import numpy as np
 
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError, KeyMaterialError, RecordIDError
+from vertimrf.kernels.hashing import siphash24_array
 from vertimrf.kernels.registers import (
     EMPTY_REGISTER,
     encode_registers,
@@ -243,3 +244,11 @@ def registers_to_geometric(registers: np.ndarray, gamma: float = 1.0) -> np.ndar
     if _checked_gamma(gamma) == 1.0:
         return geometric_clz(regs)
     return geometric_table(regs, np.array(geometric_thresholds(gamma)))
+
+
+def keyed_prf(keys: HashKeys, messages: np.ndarray) -> np.ndarray:
+    """SipHash-2-4 of each uint64 message under the first key of ``keys`` (a keyed PRF)."""
+    m = np.ascontiguousarray(messages, dtype=np.uint64)
+    k0 = np.full(m.size, keys.k0[0], dtype=np.uint64)
+    k1 = np.full(m.size, keys.k1[0], dtype=np.uint64)
+    return siphash24_array(k0, k1, m)

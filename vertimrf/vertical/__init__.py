@@ -1,0 +1,20 @@
+"""The vertical protocol: parties (data holders), their messages, and the untrusted server."""
+
+from vertimrf.vertical.autot import resolve_t
+from vertimrf.vertical.config import PartySpec, ProtocolConfig
+from vertimrf.vertical.message import PartyMessage
+from vertimrf.vertical.party import Party
+from vertimrf.vertical.report import ProtocolReport
+from vertimrf.vertical.server import Server
+from vertimrf.vertical.simulate import simulate
+
+__all__ = [
+    "Party",
+    "PartyMessage",
+    "PartySpec",
+    "ProtocolConfig",
+    "ProtocolReport",
+    "Server",
+    "resolve_t",
+    "simulate",
+]

@@ -18,6 +18,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
 from vertimrf.io import atomic_write_text
 from vertimrf.privacy.calibration import ACCOUNTING_MODES
+from vertimrf.sketch.carest import METHODS as CAREST_METHODS
 
 PRESETS: dict[str, dict] = {
     # The paper's Section 7.1: 40% LocMRF, 40% LocEnc of which 10% for n, 20% binning.
@@ -64,7 +65,11 @@ class ProtocolConfig:
     bins: int = 4
     binned: tuple[str, ...] | None = None
     tau: float = 2e6
+    max_model_cells: float = 4e6
+    cross_edge_fraction: float = 0.2
+    cross_weight: float = 1.0
     method: str = "fm"
+    carest: str = "containment"
     accounting: str = "zcdp"
     recovery: str = "hisrec"
     consistency: bool = True
@@ -127,6 +132,7 @@ class ProtocolConfig:
             (self.hash, HASHES, "hash"),
             (self.accounting, ACCOUNTING_MODES, "accounting"),
             (self.recovery, RECOVERY, "recovery"),
+            (self.carest, CAREST_METHODS, "carest"),
         ):
             if value not in allowed:
                 raise ConfigError(f"{what} must be one of {allowed}; got {value!r}.")
@@ -134,6 +140,14 @@ class ProtocolConfig:
             raise ConfigError(f"t must be a positive integer or 'auto'; got {self.t!r}.")
         if not (0 < self.gamma <= 1):
             raise ConfigError(f"gamma must be in (0, 1]; got {self.gamma}.")
+        for name in ("tau", "max_model_cells", "cross_weight"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and 0 < value < float("inf")):
+                raise ConfigError(f"{name} must be a positive number; got {value!r}.")
+        if not (0 <= self.cross_edge_fraction <= 1):
+            raise ConfigError(
+                f"cross_edge_fraction must be in [0, 1]; got {self.cross_edge_fraction!r}."
+            )
         if self.bins < 2:
             raise ConfigError(f"bins must be >= 2; got {self.bins}.")
         if self.binned is not None:

@@ -1,0 +1,263 @@
+"""Party: one data holder's side of the protocol (runs where the data lives).
+
+``Party(name, df, config, secret).encode()`` runs, in order:
+
+1. the noisy record count, if this party is the config's ``count_party``;
+2. LocMRF: PrivMRF on the party's own columns with its share of the budget;
+3. binning: Laplace-noised counts of every value of each binned column, and the bin maps;
+4. LocEnc: DP FM sketches of the binned columns (or GRR rows for the FO variant);
+
+and returns a :class:`PartyMessage` holding only DP outputs and public metadata. The shared
+secret (the hash keys' source) never leaves the party.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from vertimrf.domain import Domain, TableEncoder
+from vertimrf.errors import ConfigError, DomainError
+from vertimrf.mrf.privmrf import PrivMRF
+from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.mechanisms import laplace_count, laplace_histogram
+from vertimrf.sketch.encode import locenc
+from vertimrf.sketch.grr import grr_perturb
+from vertimrf.sketch.ids import record_fingerprints
+from vertimrf.sketch.keys import HashKeys
+from vertimrf.vertical.binning import BinMap, frequency_bins
+from vertimrf.vertical.budget import ProtocolBudget, count_rho
+from vertimrf.vertical.config import ProtocolConfig
+from vertimrf.vertical.fo import aligned_rows
+from vertimrf.vertical.message import LocalModel, PartyMessage
+
+LOCAL_DEFAULTS: dict[str, Any] = {
+    "max_clique_cells": 1e5,
+    "max_total_cells": 3e5,
+    "progress": False,
+}
+
+
+class Party:
+    """A data holder: its columns (plus a record-ID column), the config and the shared secret.
+
+    Args:
+        name: the party's name in ``config.parties``.
+        data: a DataFrame with ``id_column`` and the party's columns (any row order).
+        config: the protocol config every role shares.
+        secret: the parties' shared secret (>= 32 random bytes); never sent anywhere.
+        id_column: the record-ID column (int or str; unique, no missing values).
+        seed: seed for all noise; None (default) draws OS entropy, as DP releases need.
+        progress: show a progress bar.
+        local_options: PrivMRF options for the local model; the default caps are the
+            reference LocMRF's (1e5 cells per clique, 3e5 in all), which keep the local
+            model, and so the message, small.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        data: pd.DataFrame,
+        config: ProtocolConfig,
+        secret: bytes,
+        *,
+        id_column: str = "id",
+        seed: int | np.random.Generator | None = None,
+        progress: bool = True,
+        local_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(config, ProtocolConfig):
+            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        if not isinstance(data, pd.DataFrame):
+            raise DomainError(f"data must be a pandas DataFrame; got {type(data).__name__}.")
+        self.name = name
+        self.config = config
+        self.columns = config.party(name).columns
+        if id_column not in data.columns:
+            raise DomainError(
+                f"party {name!r}: no record-ID column {id_column!r}; columns are "
+                f"{list(data.columns)}. Pass id_column=... naming it."
+            )
+        self.spec = config.spec.subset(self.columns)
+        self._codes = TableEncoder(self.spec).encode(data.drop(columns=[id_column]))
+        self._fingerprints = record_fingerprints(data[id_column])
+        HashKeys.from_secret(secret, 1)  # validates the secret now, not at encode time
+        self._secret = secret
+        self._rng = np.random.default_rng(seed)
+        self.progress = progress
+        self.local_options = dict(local_options or {})
+        self.ledger = PrivacyLedger()
+        self.timings: dict[str, float] = {}
+        self._noisy_count: float | None = None
+
+    def __repr__(self) -> str:
+        return f"Party({self.name!r}, columns={list(self.columns)}, rows={self.n_rows})"
+
+    @property
+    def n_rows(self) -> int:
+        """The party's number of records (stays local)."""
+        return int(self._codes.shape[0])
+
+    def use_config(self, config: ProtocolConfig) -> None:
+        """Switch to ``config`` with t resolved (see resolve_t); nothing else may differ."""
+        if not isinstance(config.t, int) or config.with_changes(t=self.config.t) != self.config:
+            raise ConfigError("use_config only replaces t='auto' by an integer t.")
+        self.config = config
+
+    def release_count(self) -> float:
+        """The designated party's Laplace-noised record count (released once, then reused)."""
+        if self.name != self.config.count_party:
+            raise ConfigError(
+                f"party {self.name!r} is not the count party ({self.config.count_party!r})."
+            )
+        if self._noisy_count is None:
+            self._noisy_count = laplace_count(
+                self.n_rows,
+                count_rho(self.config),
+                rng=self._rng,
+                ledger=self.ledger,
+                party=self.name,
+            )
+        return self._noisy_count
+
+    def encode(self, noisy_count: float | None = None) -> PartyMessage:
+        """Run LocMRF, binning and LocEnc; return the message for the server.
+
+        The FO variant needs the count party's noisy count (every party releases that many
+        GRR rows); the count party uses its own, other parties must pass ``noisy_count``.
+        """
+        cfg = self.config
+        if not isinstance(cfg.t, int):
+            raise ConfigError(
+                "config.t is 'auto'; resolve it first with vertimrf.vertical.resolve_t and "
+                "Party.use_config (every party must use the same integer t)."
+            )
+        self.budget = ProtocolBudget.from_config(cfg)
+        self._keys = HashKeys.from_secret(self._secret, cfg.t) if cfg.method == "fm" else None
+        own = self.release_count() if self.name == cfg.count_party else None
+        rows_target = own if own is not None else noisy_count
+        if cfg.method == "fo" and rows_target is None:
+            raise ConfigError(
+                f"party {self.name!r}: the FO variant needs the count party's noisy count; "
+                "pass encode(noisy_count=...) from its message."
+            )
+        steps = ["LocMRF", "binning", "LocEnc"] if cfg.local_mrf else ["binning", "LocEnc"]
+        bar = tqdm(steps, desc=f"{self.name} encode", disable=not self.progress, leave=False)
+        local = None
+        for step in bar:
+            bar.set_postfix_str(step)
+            start = time.perf_counter()
+            if step == "LocMRF":
+                local = self._local_model()
+            elif step == "binning":
+                bins = self._bins()
+                binned = self._binned_codes(bins)
+            else:
+                enc = self._encode(binned, bins, rows_target)
+            self.timings[step] = time.perf_counter() - start
+        return PartyMessage(
+            party=self.name,
+            config_hash=cfg.config_hash(),
+            columns=self.columns,
+            method=cfg.method,
+            hash=cfg.hash,
+            key_fingerprint=None if self._keys is None else self._keys.fingerprint(),
+            releases=self.ledger.releases,
+            bins=bins,
+            sketch=enc if cfg.method == "fm" else None,
+            grr=enc if cfg.method == "fo" else None,
+            grr_epsilon=self.budget.grr_epsilon if cfg.method == "fo" else None,
+            noisy_count=own,
+            local=local,
+        )
+
+    # ------------------------------------------------------------------------ steps
+    def _local_model(self) -> LocalModel:
+        domain = self.spec.domain
+        frame = pd.DataFrame(self._codes, columns=list(domain.names))
+        options = {**LOCAL_DEFAULTS, **self.local_options}
+        fit = PrivMRF(
+            self.config.epsilon,
+            self.config.delta,
+            rho=self.budget.rho_locmrf_party,
+            ledger=self.ledger,
+            party=self.name,
+            seed=self._rng,
+            **options,
+        ).fit(frame, domain)
+        names = domain.names
+        model = fit.model
+
+        def named(attrs: tuple[int, ...]) -> tuple[str, ...]:
+            return tuple(names[a] for a in attrs)
+
+        return LocalModel(
+            edges=tuple(named(e) for e in fit.graph.graph.edges),
+            chordal_edges=tuple(named(e) for e in fit.graph.chordal.edges),
+            cliques=tuple(named(c) for c in model.cliques),
+            potentials=tuple(model.potentials.table(c).copy() for c in model.cliques),
+            measured=tuple(named(m.attrs) for m in fit.measurements),
+            weights=tuple(m.weight for m in fit.measurements),
+            targets=tuple(model.marginal(m.attrs) for m in fit.measurements),
+            total=float(model.total),
+        )
+
+    def _bins(self) -> dict[str, BinMap]:
+        binned = [c for c in self.columns if c in set(self.config.binned_columns())]
+        if not binned:
+            return {}
+        out = {}
+        for c in binned:
+            j = self.columns.index(c)
+            noisy = laplace_histogram(
+                np.bincount(self._codes[:, j], minlength=self.spec[c].size),
+                self.budget.binning_epsilon,
+                rng=self._rng,
+                ledger=self.ledger,
+                party=self.name,
+                description=f"value counts of {c} (for its bin map)",
+            )
+            out[c] = BinMap(frequency_bins(noisy, self.config.bins), noisy)
+        return out
+
+    def _binned_codes(self, bins: Mapping[str, BinMap]) -> np.ndarray:
+        out = self._codes.copy()
+        for c, m in bins.items():
+            j = self.columns.index(c)
+            out[:, j] = m.value_to_bin[self._codes[:, j]]
+        return out
+
+    def _encode(
+        self, binned: np.ndarray, bins: Mapping[str, BinMap], n_rows: float | None
+    ) -> Any:
+        sizes = [bins[c].n_bins if c in bins else self.spec[c].size for c in self.columns]
+        domain = Domain(tuple(self.columns), tuple(sizes))
+        if self.config.method == "fm":
+            return locenc(
+                binned,
+                domain,
+                self._fingerprints,
+                self._keys,
+                eps_prime=self.budget.eps_prime,
+                rng=self._rng,
+                ledger=self.ledger,
+                gamma=self.config.gamma,
+                party=self.name,
+                hash=self.config.hash,
+            )
+        rows = aligned_rows(
+            binned, domain, self._fingerprints, self._secret, max(1, round(n_rows)), self._rng
+        )
+        return grr_perturb(
+            rows,
+            domain,
+            self.budget.grr_epsilon,
+            rng=self._rng,
+            ledger=self.ledger,
+            party=self.name,
+        )
