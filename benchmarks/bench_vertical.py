@@ -42,7 +42,13 @@ def run_one(dataset: str, method: str, epsilon: float, seed: int, **overrides) -
         extra = {}
     else:
         synth, report = simulate(
-            df, spec, [names[:k], names[k:]], epsilon, delta, method=method, seed=seed,
+            df,
+            spec,
+            [names[:k], names[k:]],
+            epsilon,
+            delta,
+            method=method,
+            seed=seed,
             **overrides,
         )
         extra = {"total_epsilon": report.total_epsilon}
@@ -60,32 +66,55 @@ def run_one(dataset: str, method: str, epsilon: float, seed: int, **overrides) -
     return row
 
 
+def _mean_tvd3(rows: list[dict], dataset: str, epsilon: float, method: str) -> float:
+    v = [
+        r["tvd3"]
+        for r in rows
+        if (r["dataset"], r["epsilon"], r["method"]) == (dataset, epsilon, method)
+        and not r.get("variant")
+    ]
+    return float(np.mean(v)) if v else float("nan")
+
+
 def summary(rows: list[dict]) -> str:
     """Markdown tables of the mean over seeds."""
-    out = ["| dataset | method | variant | epsilon | tvd3 | tvd4 | tvd5 | seconds | seeds |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| dataset | method | variant | epsilon | tvd3 | tvd4 | tvd5 | seconds | seeds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     keys = sorted({(r["dataset"], r["method"], r.get("variant", ""), r["epsilon"]) for r in rows})
     for key in keys:
-        sel = [r for r in rows if (r["dataset"], r["method"], r.get("variant", ""), r["epsilon"]) == key]
+        sel = [
+            r
+            for r in rows
+            if (r["dataset"], r["method"], r.get("variant", ""), r["epsilon"]) == key
+        ]
         mean = {m: float(np.mean([r[m] for r in sel])) for m in ("tvd3", "tvd4", "tvd5", "seconds")}
         out.append(
             f"| {key[0]} | {key[1]} | {key[2] or '-'} | {key[3]} | {mean['tvd3']:.4f} | "
             f"{mean['tvd4']:.4f} | {mean['tvd5']:.4f} | {mean['seconds']:.1f} | {len(sel)} |"
         )
-    ratio = ["", "FM / Centralized 3-way TVD ratio:", "", "| dataset | epsilon | ratio |", "|---|---|---|"]
+    ratio = [
+        "",
+        "FM / Centralized 3-way TVD ratio:",
+        "",
+        "| dataset | epsilon | ratio |",
+        "|---|---|---|",
+    ]
     for ds in sorted({r["dataset"] for r in rows}):
         for eps in sorted({r["epsilon"] for r in rows if r["dataset"] == ds}):
-            def m(method):
-                v = [r["tvd3"] for r in rows if r["dataset"] == ds and r["epsilon"] == eps
-                     and r["method"] == method and not r.get("variant")]
-                return float(np.mean(v)) if v else float("nan")
-            ratio.append(f"| {ds} | {eps} | {m('fm') / m('central'):.2f} |")
+            fm, central = (_mean_tvd3(rows, ds, eps, m) for m in ("fm", "central"))
+            ratio.append(f"| {ds} | {eps} | {fm / central:.2f} |")
     return "\n".join(out + ratio) + f"\n\nMachine: {os.cpu_count()} cores.\n"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="NLTCS at epsilon 0.8, one seed (a smoke test)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="NLTCS at epsilon 0.8, one seed (a smoke test)"
+    )
     ap.add_argument("--json", required=True, help="write the rows here")
     ap.add_argument("--md", default=None, help="write a markdown summary here")
     ap.add_argument("--ablations", action="store_true", help="also run the Adult ablations")

@@ -44,7 +44,5 @@ def laplace_histogram(
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise PrivacyBudgetError(f"the histogram needs a positive epsilon; got {epsilon!r}.")
     counts = np.asarray(counts, dtype=np.float64)
-    ledger.charge_pure(
-        "laplace_hist", epsilon, party=party, description=description, sensitivity=1
-    )
+    ledger.charge_pure("laplace_hist", epsilon, party=party, description=description, sensitivity=1)
     return counts + rng.laplace(0.0, 1.0 / epsilon, counts.shape)

@@ -50,4 +50,3 @@ def aligned_rows(
     rows = np.concatenate([codes, dummies])
     order = np.argsort(np.concatenate([real_keys, dummy_keys]), kind="stable")[:n_rows]
     return rows[order]
-

@@ -46,9 +46,11 @@ def dependence_score(table: np.ndarray) -> float:
 
 
 def _cliques(chordal: nx.Graph) -> list[tuple[int, ...]]:
-    return [tuple(sorted(c)) for c in nx.chordal_graph_cliques(chordal)] if chordal.edges else [
-        (v,) for v in chordal.nodes
-    ]
+    return (
+        [tuple(sorted(c)) for c in nx.chordal_graph_cliques(chordal)]
+        if chordal.edges
+        else [(v,) for v in chordal.nodes]
+    )
 
 
 def join_graphs(

@@ -232,9 +232,7 @@ class Party:
             out[:, j] = m.value_to_bin[self._codes[:, j]]
         return out
 
-    def _encode(
-        self, binned: np.ndarray, bins: Mapping[str, BinMap], n_rows: float | None
-    ) -> Any:
+    def _encode(self, binned: np.ndarray, bins: Mapping[str, BinMap], n_rows: float | None) -> Any:
         sizes = [bins[c].n_bins if c in bins else self.spec[c].size for c in self.columns]
         domain = Domain(tuple(self.columns), tuple(sizes))
         if self.config.method == "fm":

@@ -58,9 +58,7 @@ class ProtocolReport:
             f"{len(self.cross_measured)}; local marginals: {self.n_local_measurements}",
         ]
         if self.seconds:
-            lines.append(
-                "seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in self.seconds.items())
-            )
+            lines.append("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in self.seconds.items()))
         if self.message_bytes:
             lines.append(
                 "message bytes: " + ", ".join(f"{k} {v:,}" for k, v in self.message_bytes.items())

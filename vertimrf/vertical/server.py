@@ -159,7 +159,9 @@ class Server:
         }
         pool = sorted(in_clique)
         d = len(dom)
-        k_total = min(int(0.8 * d), len(pool))
+        k_total = min(
+            int(0.8 * d) if cfg.cross_marginals is None else cfg.cross_marginals, len(pool)
+        )
         rounds = round_sizes(k_total, min(d // 2, 8)) if k_total else []
         chosen: list[tuple[int, int]] = []
         iterations = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.vertical.autot import resolve_t
 from vertimrf.vertical.config import ProtocolConfig
+from vertimrf.vertical.message import PartyMessage
 from vertimrf.vertical.party import Party
 from vertimrf.vertical.report import ProtocolReport
 from vertimrf.vertical.server import Server
@@ -32,6 +34,7 @@ def simulate(
     progress: bool = False,
     server_iters: int = 100,
     local_options: dict[str, Any] | None = None,
+    message_dir: str | os.PathLike | None = None,
     **config: Any,
 ) -> tuple[pd.DataFrame, ProtocolReport]:
     """Split ``df`` by ``parties`` (lists of column names), run the protocol, and return the
@@ -39,7 +42,8 @@ def simulate(
 
     Rows are linked by their position (the record ID is the row number). ``seed`` fixes the
     shared secret and all noise; None draws OS entropy. ``t="auto"`` is resolved with the
-    count party's noisy count as the public size hint.
+    count party's noisy count as the public size hint. With ``message_dir`` the messages go
+    through files there (saved, then loaded by the server) and their sizes are reported.
     """
     if not isinstance(df, pd.DataFrame):
         raise DomainError(f"df must be a pandas DataFrame; got {type(df).__name__}.")
@@ -58,8 +62,10 @@ def simulate(
     )
     rng = np.random.default_rng(seed)
     secret = rng.bytes(32) if seed is not None else os.urandom(32)
-    seeds = rng.integers(0, 2**63, len(cfg.parties) + 1) if seed is not None else [None] * (
-        len(cfg.parties) + 1
+    seeds = (
+        rng.integers(0, 2**63, len(cfg.parties) + 1)
+        if seed is not None
+        else [None] * (len(cfg.parties) + 1)
     )
     frame = df.reset_index(drop=True).assign(**{_ID: np.arange(len(df))})
 
@@ -84,9 +90,17 @@ def simulate(
         count_party if i == k else make(p, resolved, seeds[i]) for i, p in enumerate(cfg.parties)
     ]
     messages = [m.encode(noisy_count=n_hat) for m in members]
+    sizes = {}
+    if message_dir is not None:
+        paths = [Path(message_dir) / f"{m.party}.vmrf" for m in messages]
+        for m, path in zip(messages, paths, strict=True):
+            m.save(path)
+            sizes[m.party] = path.stat().st_size
+        messages = [PartyMessage.load(path) for path in paths]
     synth, report = Server(resolved, iters=server_iters, progress=progress).synthesize(
         messages, seed=seeds[-1]
     )
+    report.message_bytes.update(sizes)
     for m in members:
         for phase, s in m.timings.items():
             report.seconds[f"{m.name} {phase}"] = s
