@@ -123,3 +123,26 @@ def test_fo_estimates_recover_the_truth_at_high_epsilon():
     np.add.at(truth, (df["0"].to_numpy(), df["3"].to_numpy()), 1)
     assert np.abs(table - truth).max() < 0.03 * len(df)
     assert table.sum() == pytest.approx(messages[0].noisy_count)
+
+
+def test_carest_results_are_computed_once(monkeypatch):
+    df, spec = small_adult(1500, 6)
+    cfg, _, messages = encode_all(df, spec, [["0", "1", "2"], ["3", "4", "5"]], seed=0)
+    est = CrossEstimates(messages, cfg, messages[0].noisy_count)
+    calls = []
+    original = est._carest._estimate
+    monkeypatch.setattr(est._carest, "_estimate", lambda a: calls.append(a) or original(a))
+    first = est.target(("0", "3"))
+    np.testing.assert_array_equal(est.target(("0", "3")), first)
+    est.binned(("0", "3"))
+    assert calls == [("0", "3")]
+
+
+def test_privmrf_spends_an_explicit_rho():
+    df, spec = small_adult(1500, 4)
+    from vertimrf import PrivMRF
+
+    fit = PrivMRF(1.0, 1e-5, rho=0.004, seed=0, progress=False).fit(df, spec)
+    assert fit.ledger.total_rho == pytest.approx(0.004, rel=1e-9)
+    with pytest.raises(ConfigError):
+        PrivMRF(1.0, 1e-5, rho=-1.0)

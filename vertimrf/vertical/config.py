@@ -59,7 +59,27 @@ class PartySpec:
 
 @dataclass(frozen=True)
 class ProtocolConfig:
-    """Public protocol settings; identical at every party and the server (checked by hash)."""
+    """Public protocol settings; identical at every party and the server (checked by hash).
+
+    Attributes:
+        epsilon, delta: the budget of the whole protocol (all parties together).
+        spec: the public domain of every column; parties: who owns which columns.
+        count_party: the one party that releases the noisy record count (default: first).
+        preset, shares: the budget split (fractions of the zCDP rho; see the module doc).
+        t, gamma, hash: sketch repetitions (an integer or "auto", see ``resolve_t``), the
+            geometric base 1 + gamma, and the keyed hash ("siphash24" or "xxh64").
+        bins, binned: b, and the binned columns (default: every column with more than b
+            values).
+        tau, max_model_cells: GraphCom's limits on the largest clique and on all cliques.
+        cross_edge_fraction: GraphCom adds at most this fraction of the cross-party pairs.
+        cross_marginals: OptMRF fits this many cross-party 2-way marginals (None: the
+            reference's int(0.8 d)); cross_weight scales their weight against the local
+            measurements' median weight.
+        method: "fm" (sketches) or "fo" (GRR); carest: the sketch estimator; accounting:
+            "zcdp" or "paper" (the paper's Theorem 2 for the sketches' epsilon').
+        recovery: "hisrec" or "unisam"; consistency: enforce it; local_mrf: run LocMRF
+            (False is the ablation: its share goes to LocEnc).
+    """
 
     epsilon: float
     delta: float
