@@ -25,6 +25,7 @@ import numpy as np
 
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
+from vertimrf.kernels import sumout
 from vertimrf.kernels.bp import GRAIN
 
 Clique = tuple[int, ...]
@@ -172,6 +173,118 @@ class ProjectionSet:
             self.side,
             self.out_ptr,
         )
+
+
+def sumout_steps(shape: Sequence[int], keep: Sequence[bool]) -> list[tuple[int, int, int]]:
+    """Steps ``(A, s, B)`` that sum a C-ordered table of ``shape`` onto the axes flagged in
+    ``keep``: one per block of consecutive summed axes, largest block first (ties: leftmost),
+    each summing the middle axis of the current table viewed as ``(A, s, B)``."""
+    blocks: list[list[int]] = []  # [size, kept]
+    for size, kept in zip(shape, keep, strict=True):
+        if blocks and bool(blocks[-1][1]) == bool(kept):
+            blocks[-1][0] *= int(size)
+        else:
+            blocks.append([int(size), int(bool(kept))])
+    steps = []
+    while any(not kept for _, kept in blocks):
+        i = max(
+            (j for j, (_, kept) in enumerate(blocks) if not kept),
+            key=lambda j: (blocks[j][0], -j),
+        )
+        a = int(np.prod([b[0] for b in blocks[:i]], dtype=np.int64))
+        b = int(np.prod([b[0] for b in blocks[i + 1 :]], dtype=np.int64))
+        steps.append((a, blocks[i][0], b))
+        del blocks[i]
+        if 0 < i < len(blocks) and blocks[i - 1][1] and blocks[i][1]:
+            blocks[i - 1][0] *= blocks[i][0]
+            del blocks[i]
+    return steps
+
+
+def sum_onto(table: np.ndarray, keep: Sequence[bool]) -> np.ndarray:
+    """Sum a dense table over the axes not flagged in ``keep`` (block sums, see
+    :func:`sumout_steps`); returns the table over the kept axes, in their order."""
+    x = np.ascontiguousarray(table, dtype=np.float64)
+    steps = np.array(sumout_steps(x.shape, keep), dtype=np.int64).reshape(-1, 3)
+    shape = tuple(n for n, k in zip(x.shape, keep, strict=True) if k)
+    if not len(steps):
+        return x.reshape(shape).copy()
+    scratch = np.empty(int(steps[0, 0] * steps[0, 2]))
+    out = np.empty(int(np.prod(shape, dtype=np.int64)))
+    sumout.project_sum(
+        x.ravel(),
+        np.zeros(1, dtype=np.int64),
+        np.array([0, len(steps)], dtype=np.int64),
+        steps,
+        out,
+        np.array([0, out.size], dtype=np.int64),
+        scratch,
+        np.empty_like(scratch),
+    )
+    return out.reshape(shape)
+
+
+class SumOutPlan:
+    """Projections of cliques onto subsets as chains of block sums (kernels in
+    :mod:`vertimrf.kernels.sumout`): the same ``pairs`` and output layout as
+    :class:`ProjectionSet`, for plain sums only (no log-sum-exp)."""
+
+    def __init__(self, layout: CliqueLayout, pairs: Sequence[tuple[int, Clique]]) -> None:
+        self.layout = layout
+        self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
+        all_steps: list[tuple[int, int, int]] = []
+        counts = []
+        sizes = []
+        scratch = 1
+        for c, sub in self.pairs:
+            clique = layout.cliques[c]
+            if not set(sub) <= set(clique):
+                raise ConfigError(f"{sub} is not a subset of clique {clique}.")
+            shape = layout.shapes[c]
+            steps = sumout_steps(shape, [a in sub for a in clique])
+            all_steps += steps
+            counts.append(len(steps))
+            sizes.append(layout.domain.size(sub))
+            if steps:
+                a, _, b = steps[0]
+                scratch = max(scratch, a * b)
+        self.clique = np.array([c for c, _ in self.pairs], dtype=np.int64)
+        self.clique_off = layout.offsets[self.clique]
+        self.step_ptr = _ptr(counts)
+        self.steps = np.array(all_steps, dtype=np.int64).reshape(-1, 3)
+        self.out_ptr = _ptr(sizes)
+        self._tmp0 = np.empty(scratch)
+        self._tmp1 = np.empty(scratch)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def out_size(self) -> int:
+        """Length of the flat output buffer (sum of subset cells)."""
+        return int(self.out_ptr[-1])
+
+    def project(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """out[slot p] = sum of clique ``pairs[p][0]`` of ``x`` onto ``pairs[p][1]``; out."""
+        sumout.project_sum(
+            x, self.clique_off, self.step_ptr, self.steps, out, self.out_ptr, self._tmp0, self._tmp1
+        )
+        return out
+
+    def expand_add(self, x: np.ndarray, vec: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """x[clique of p] += scale * vec[slot p], broadcast over the summed axes; x."""
+        sumout.expand_sum(
+            x,
+            self.clique_off,
+            self.step_ptr,
+            self.steps,
+            vec,
+            self.out_ptr,
+            float(scale),
+            self._tmp0,
+            self._tmp1,
+        )
+        return x
 
 
 def _ptr(lengths: Sequence[int]) -> np.ndarray:

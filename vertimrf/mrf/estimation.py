@@ -24,7 +24,7 @@ import numpy as np
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.kernels import bp
-from vertimrf.mrf.cliques import ProjectionSet
+from vertimrf.mrf.cliques import SumOutPlan
 from vertimrf.mrf.model import MarkovRandomField, PotentialsLike
 
 
@@ -114,7 +114,7 @@ class _Objective:
                 )
             pairs.append((home, m.attrs))
         self.model = model
-        self.proj = ProjectionSet(layout, pairs)
+        self.proj = SumOutPlan(layout, pairs)
         self.y = np.concatenate([m.sorted_values(model.domain) for m in measurements])
         sizes = np.diff(self.proj.out_ptr)
         self.w2 = np.repeat([m.weight**2 for m in measurements], sizes)
@@ -138,7 +138,7 @@ class _Objective:
         of their clique's max count as zero), scaled per clique.
         """
         probs, factor = self.model.scaled_probs(logz)
-        bp.project_all(probs, *self.proj.arrays(), mu, False)
+        self.proj.project(probs, mu)
         mu *= factor[self.home]
         r = mu - self.y
         return 0.5 * float(np.dot(self.w2 * r, r))
@@ -156,7 +156,7 @@ class _Objective:
         g = self.w2 * (mu - self.y)
         for a, b in zip(self.starts, self.ends, strict=True):
             out[a:b] = 0.0
-        bp.expand_all(out, *self.proj.arrays(), g, 1.0)
+        self.proj.expand_add(out, g)
         return g
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from vertimrf.errors import ConfigError
+from vertimrf.mrf.cliques import sum_onto
 
 
 def histogram(codes: np.ndarray, attrs: Sequence[int], sizes: Sequence[int]) -> np.ndarray:
@@ -36,11 +36,5 @@ class CliqueTables:
         want = set(attrs)
         for clique in self._by_size:
             if want <= set(clique):
-                keep = [i for i, a in enumerate(clique) if a in want]
-                rest = [i for i, a in enumerate(clique) if a not in want]
-                table = self._tables[clique]
-                shape = tuple(table.shape[i] for i in keep)
-                # One contiguous copy and a 2-D row sum beat numpy's multi-axis reduction.
-                flat = np.ascontiguousarray(np.transpose(table, keep + rest))
-                return flat.reshape(math.prod(shape), -1).sum(axis=1).reshape(shape)
+                return sum_onto(self._tables[clique], [a in want for a in clique])
         raise ConfigError(f"{tuple(attrs)} is inside none of the cliques {self._by_size}.")
