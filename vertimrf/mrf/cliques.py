@@ -18,6 +18,7 @@ Kernels use them to walk memory contiguously.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -181,47 +182,57 @@ def sumout_steps(shape: Sequence[int], keep: Sequence[bool]) -> list[tuple[int, 
     each summing the middle axis of the current table viewed as ``(A, s, B)``."""
     blocks: list[list[int]] = []  # [size, kept]
     for size, kept in zip(shape, keep, strict=True):
-        if blocks and bool(blocks[-1][1]) == bool(kept):
+        if blocks and blocks[-1][1] == bool(kept):
             blocks[-1][0] *= int(size)
         else:
-            blocks.append([int(size), int(bool(kept))])
+            blocks.append([int(size), bool(kept)])
     steps = []
-    while any(not kept for _, kept in blocks):
-        i = max(
-            (j for j, (_, kept) in enumerate(blocks) if not kept),
-            key=lambda j: (blocks[j][0], -j),
-        )
-        a = int(np.prod([b[0] for b in blocks[:i]], dtype=np.int64))
-        b = int(np.prod([b[0] for b in blocks[i + 1 :]], dtype=np.int64))
+    while True:
+        summed = [j for j, (_, kept) in enumerate(blocks) if not kept]
+        if not summed:
+            return steps
+        i = max(summed, key=lambda j: (blocks[j][0], -j))
+        a = math.prod(b[0] for b in blocks[:i])
+        b = math.prod(b[0] for b in blocks[i + 1 :])
         steps.append((a, blocks[i][0], b))
         del blocks[i]
         if 0 < i < len(blocks) and blocks[i - 1][1] and blocks[i][1]:
             blocks[i - 1][0] *= blocks[i][0]
             del blocks[i]
-    return steps
+
+
+def sum_onto_many(table: np.ndarray, keeps: Sequence[Sequence[bool]]) -> list[np.ndarray]:
+    """``table`` summed over the axes not flagged in each ``keeps[k]`` (one kernel call for
+    all, see :func:`sumout_steps`); each result keeps its axes in their order."""
+    x = np.ascontiguousarray(table, dtype=np.float64).ravel()
+    all_steps: list[tuple[int, int, int]] = []
+    counts, shapes = [], []
+    scratch = 1
+    for keep in keeps:
+        steps = sumout_steps(table.shape, keep)
+        all_steps += steps
+        counts.append(len(steps))
+        shapes.append(tuple(n for n, k in zip(table.shape, keep, strict=True) if k))
+        if steps:
+            scratch = max(scratch, steps[0][0] * steps[0][2])
+    optr = _ptr([math.prod(s) for s in shapes])
+    out = np.empty(int(optr[-1]))
+    sumout.project_sum(
+        x,
+        np.zeros(len(shapes), dtype=np.int64),
+        _ptr(counts),
+        np.array(all_steps, dtype=np.int64).reshape(-1, 3),
+        out,
+        optr,
+        np.empty(scratch),
+        np.empty(scratch),
+    )
+    return [out[optr[k] : optr[k + 1]].reshape(s) for k, s in enumerate(shapes)]
 
 
 def sum_onto(table: np.ndarray, keep: Sequence[bool]) -> np.ndarray:
-    """Sum a dense table over the axes not flagged in ``keep`` (block sums, see
-    :func:`sumout_steps`); returns the table over the kept axes, in their order."""
-    x = np.ascontiguousarray(table, dtype=np.float64)
-    steps = np.array(sumout_steps(x.shape, keep), dtype=np.int64).reshape(-1, 3)
-    shape = tuple(n for n, k in zip(x.shape, keep, strict=True) if k)
-    if not len(steps):
-        return x.reshape(shape).copy()
-    scratch = np.empty(int(steps[0, 0] * steps[0, 2]))
-    out = np.empty(int(np.prod(shape, dtype=np.int64)))
-    sumout.project_sum(
-        x.ravel(),
-        np.zeros(1, dtype=np.int64),
-        np.array([0, len(steps)], dtype=np.int64),
-        steps,
-        out,
-        np.array([0, out.size], dtype=np.int64),
-        scratch,
-        np.empty_like(scratch),
-    )
-    return out.reshape(shape)
+    """``table`` summed over the axes not flagged in ``keep``; the kept axes in their order."""
+    return sum_onto_many(table, [keep])[0]
 
 
 class SumOutPlan:
