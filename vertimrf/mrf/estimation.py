@@ -24,6 +24,7 @@ import numpy as np
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.kernels import bp
+from vertimrf.kernels import loss as loss_kernel
 from vertimrf.mrf.cliques import SumOutPlan
 from vertimrf.mrf.model import MarkovRandomField, PotentialsLike
 
@@ -139,9 +140,7 @@ class _Objective:
         """
         probs, factor = self.model.scaled_probs(logz)
         self.proj.project(probs, mu)
-        mu *= factor[self.home]
-        r = mu - self.y
-        return 0.5 * float(np.dot(self.w2 * r, r))
+        return float(loss_kernel.scaled_loss(mu, factor, self.home, self.y, self.w2))
 
     def step(self, out: np.ndarray, theta: np.ndarray, alpha: float, grad: np.ndarray) -> None:
         """out = theta - alpha * grad on the measured cliques (the only place grad is non-zero).
