@@ -35,7 +35,7 @@ def table(rows: list[dict]) -> str:
     for clique, total in dict.fromkeys((r["max_clique_cells"], r["max_total_cells"]) for r in rows):
         sel = [r for r in rows if r["max_clique_cells"] == clique and r["max_total_cells"] == total]
         cells = sorted({r["model_cells"] for r in sel})
-        name = f"{clique:.0e} / {total:.0e}".replace("e+0", "e")
+        name = f"{clique:.2g} / {total:.2g}".replace("e+0", "e")
         if (clique, total) == DEFAULT_CAPS:
             name += " (default)"
         lines.append(
