@@ -298,6 +298,66 @@ class SumOutPlan:
         return x
 
 
+class SharedSumOutPlan:
+    """:class:`SumOutPlan` through shared intermediate tables: projections of one clique are
+    grouped (greedily, largest first) so that each group's union of attributes has at most
+    ``clique cells / share`` cells; a clique is summed once onto each union, and the members
+    are summed from that much smaller table. The transpose adds the members into their union
+    first and broadcasts each union into the clique once. Same outputs as SumOutPlan."""
+
+    def __init__(
+        self, layout: CliqueLayout, pairs: Sequence[tuple[int, Clique]], share: int = 16
+    ) -> None:
+        self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
+        domain = layout.domain
+        unions: list[tuple[int, set[int]]] = []  # (clique, attributes)
+        member_of = [0] * len(self.pairs)
+        order = sorted(range(len(self.pairs)), key=lambda p: -domain.size(self.pairs[p][1]))
+        for p in order:
+            c, sub = self.pairs[p]
+            limit = int(layout.sizes[c]) // share
+            best, best_cells = -1, 0
+            for g, (gc, attrs) in enumerate(unions):
+                if gc != c:
+                    continue
+                cells = domain.size(sorted(attrs | set(sub)))
+                if cells <= limit and (best < 0 or cells < best_cells):
+                    best, best_cells = g, cells
+            if best < 0:
+                unions.append((c, set(sub)))
+                best = len(unions) - 1
+            else:
+                unions[best][1].update(sub)
+            member_of[p] = best
+        groups = [tuple(sorted(attrs)) for _, attrs in unions]
+        self.inner = CliqueLayout(domain, groups)
+        self.first = SumOutPlan(layout, [(c, u) for (c, _), u in zip(unions, groups, strict=True)])
+        self.second = SumOutPlan(
+            self.inner, [(member_of[p], s) for p, (_, s) in enumerate(self.pairs)]
+        )
+        self.out_ptr = self.second.out_ptr
+        self._mid = np.empty(self.inner.total_cells)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def out_size(self) -> int:
+        """Length of the flat output buffer (sum of subset cells)."""
+        return self.second.out_size
+
+    def project(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """As :meth:`SumOutPlan.project`."""
+        self.first.project(x, self._mid)
+        return self.second.project(self._mid, out)
+
+    def expand_add(self, x: np.ndarray, vec: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """As :meth:`SumOutPlan.expand_add`."""
+        self._mid[:] = 0.0
+        self.second.expand_add(self._mid, vec, scale)
+        return self.first.expand_add(x, self._mid)
+
+
 def _ptr(lengths: Sequence[int]) -> np.ndarray:
     out = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(np.asarray(lengths, dtype=np.int64), out=out[1:])

@@ -25,7 +25,7 @@ from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.kernels import bp
 from vertimrf.kernels import loss as loss_kernel
-from vertimrf.mrf.cliques import SumOutPlan
+from vertimrf.mrf.cliques import SharedSumOutPlan
 from vertimrf.mrf.model import MarkovRandomField, PotentialsLike
 
 
@@ -115,7 +115,7 @@ class _Objective:
                 )
             pairs.append((home, m.attrs))
         self.model = model
-        self.proj = SumOutPlan(layout, pairs)
+        self.proj = SharedSumOutPlan(layout, pairs, share=16)
         self.y = np.concatenate([m.sorted_values(model.domain) for m in measurements])
         sizes = np.diff(self.proj.out_ptr)
         self.w2 = np.repeat([m.weight**2 for m in measurements], sizes)
