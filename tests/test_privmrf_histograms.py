@@ -29,3 +29,15 @@ def test_clique_projections_equal_direct_histograms() -> None:
                 assert np.array_equal(tables.project(sub), histogram(codes, sub, sizes))
     with pytest.raises(ConfigError):
         tables.project((0, 4))
+
+
+def test_batched_projections_equal_single_ones() -> None:
+    rng = np.random.default_rng(1)
+    sizes = [2, 3, 4, 2, 3, 5]
+    codes = np.column_stack([rng.integers(0, s, 500) for s in sizes])
+    cliques = [(0, 1, 2, 5), (1, 2, 3, 4)]
+    tables = CliqueTables({c: histogram(codes, c, sizes) for c in cliques})
+    queries = [(0, 5), (3,), (1, 2, 3, 4), (2,), (0, 1, 2, 5), (1, 4), (0, 5)]
+    for q, got in zip(queries, tables.project_many(queries), strict=True):
+        assert np.array_equal(got, histogram(codes, q, sizes))
+    assert tables.project_many([]) == []

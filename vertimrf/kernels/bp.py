@@ -121,6 +121,17 @@ def _chunks(starts, ends):
 
 
 @njit(cache=True)
+def _span(lo, hi):
+    """Total length of the chunks. A plain loop: inside a ``parallel=True`` kernel, the array
+    expression ``np.sum(hi - lo)`` becomes a parallel region of its own, launched on every call
+    (and slow to join when another process holds a core)."""
+    n = 0
+    for t in range(lo.shape[0]):
+        n += hi[t] - lo[t]
+    return n
+
+
+@njit(cache=True)
 def _exp_chunk(x, shift, scale, out, lo, hi):
     xs = x[lo:hi]
     os = out[lo:hi]
@@ -135,7 +146,7 @@ def exp_shifted(x, shift, scale, out, starts, ends):
     exp is flushed to 0 below e^-708, which is far under float64 precision of any total.
     """
     lo, hi = _chunks(starts, ends)
-    if np.sum(hi - lo) < PAR_MIN_CELLS:
+    if _span(lo, hi) < PAR_MIN_CELLS:
         for t in range(lo.shape[0]):
             _exp_chunk(x, shift, scale, out, lo[t], hi[t])
     else:
@@ -156,7 +167,7 @@ def _axpy_chunk(out, x, a, y, lo, hi):
 def axpy(out, x, a, y, starts, ends):
     """out[i] = x[i] + a * y[i] for i in the ranges [starts[k], ends[k])."""
     lo, hi = _chunks(starts, ends)
-    if np.sum(hi - lo) < PAR_MIN_CELLS_CHEAP:
+    if _span(lo, hi) < PAR_MIN_CELLS_CHEAP:
         for t in range(lo.shape[0]):
             _axpy_chunk(out, x, a, y, lo[t], hi[t])
     else:

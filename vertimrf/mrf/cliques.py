@@ -18,6 +18,7 @@ Kernels use them to walk memory contiguously.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
+from vertimrf.kernels import sumout
 from vertimrf.kernels.bp import GRAIN
 
 Clique = tuple[int, ...]
@@ -172,6 +174,188 @@ class ProjectionSet:
             self.side,
             self.out_ptr,
         )
+
+
+def sumout_steps(shape: Sequence[int], keep: Sequence[bool]) -> list[tuple[int, int, int]]:
+    """Steps ``(A, s, B)`` that sum a C-ordered table of ``shape`` onto the axes flagged in
+    ``keep``: one per block of consecutive summed axes, largest block first (ties: leftmost),
+    each summing the middle axis of the current table viewed as ``(A, s, B)``."""
+    blocks: list[list[int]] = []  # [size, kept]
+    for size, kept in zip(shape, keep, strict=True):
+        if blocks and blocks[-1][1] == bool(kept):
+            blocks[-1][0] *= int(size)
+        else:
+            blocks.append([int(size), bool(kept)])
+    steps = []
+    while True:
+        summed = [j for j, (_, kept) in enumerate(blocks) if not kept]
+        if not summed:
+            return steps
+        i = max(summed, key=lambda j: (blocks[j][0], -j))
+        a = math.prod(b[0] for b in blocks[:i])
+        b = math.prod(b[0] for b in blocks[i + 1 :])
+        steps.append((a, blocks[i][0], b))
+        del blocks[i]
+        if 0 < i < len(blocks) and blocks[i - 1][1] and blocks[i][1]:
+            blocks[i - 1][0] *= blocks[i][0]
+            del blocks[i]
+
+
+def sum_onto_many(table: np.ndarray, keeps: Sequence[Sequence[bool]]) -> list[np.ndarray]:
+    """``table`` summed over the axes not flagged in each ``keeps[k]`` (one kernel call for
+    all, see :func:`sumout_steps`); each result keeps its axes in their order."""
+    x = np.ascontiguousarray(table, dtype=np.float64).ravel()
+    all_steps: list[tuple[int, int, int]] = []
+    counts, shapes = [], []
+    scratch = 1
+    for keep in keeps:
+        steps = sumout_steps(table.shape, keep)
+        all_steps += steps
+        counts.append(len(steps))
+        shapes.append(tuple(n for n, k in zip(table.shape, keep, strict=True) if k))
+        if steps:
+            scratch = max(scratch, steps[0][0] * steps[0][2])
+    optr = _ptr([math.prod(s) for s in shapes])
+    out = np.empty(int(optr[-1]))
+    sumout.project_sum(
+        x,
+        np.zeros(len(shapes), dtype=np.int64),
+        _ptr(counts),
+        np.array(all_steps, dtype=np.int64).reshape(-1, 3),
+        out,
+        optr,
+        np.empty(scratch),
+        np.empty(scratch),
+    )
+    return [out[optr[k] : optr[k + 1]].reshape(s) for k, s in enumerate(shapes)]
+
+
+def sum_onto(table: np.ndarray, keep: Sequence[bool]) -> np.ndarray:
+    """``table`` summed over the axes not flagged in ``keep``; the kept axes in their order."""
+    return sum_onto_many(table, [keep])[0]
+
+
+class SumOutPlan:
+    """Projections of cliques onto subsets as chains of block sums (kernels in
+    :mod:`vertimrf.kernels.sumout`): the same ``pairs`` and output layout as
+    :class:`ProjectionSet`, for plain sums only (no log-sum-exp)."""
+
+    def __init__(self, layout: CliqueLayout, pairs: Sequence[tuple[int, Clique]]) -> None:
+        self.layout = layout
+        self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
+        all_steps: list[tuple[int, int, int]] = []
+        counts = []
+        sizes = []
+        scratch = 1
+        for c, sub in self.pairs:
+            clique = layout.cliques[c]
+            if not set(sub) <= set(clique):
+                raise ConfigError(f"{sub} is not a subset of clique {clique}.")
+            shape = layout.shapes[c]
+            steps = sumout_steps(shape, [a in sub for a in clique])
+            all_steps += steps
+            counts.append(len(steps))
+            sizes.append(layout.domain.size(sub))
+            if steps:
+                a, _, b = steps[0]
+                scratch = max(scratch, a * b)
+        self.clique = np.array([c for c, _ in self.pairs], dtype=np.int64)
+        self.clique_off = layout.offsets[self.clique]
+        self.step_ptr = _ptr(counts)
+        self.steps = np.array(all_steps, dtype=np.int64).reshape(-1, 3)
+        self.out_ptr = _ptr(sizes)
+        self._tmp0 = np.empty(scratch)
+        self._tmp1 = np.empty(scratch)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def out_size(self) -> int:
+        """Length of the flat output buffer (sum of subset cells)."""
+        return int(self.out_ptr[-1])
+
+    def project(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """out[slot p] = sum of clique ``pairs[p][0]`` of ``x`` onto ``pairs[p][1]``; out."""
+        sumout.project_sum(
+            x, self.clique_off, self.step_ptr, self.steps, out, self.out_ptr, self._tmp0, self._tmp1
+        )
+        return out
+
+    def expand_add(self, x: np.ndarray, vec: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """x[clique of p] += scale * vec[slot p], broadcast over the summed axes; x."""
+        sumout.expand_sum(
+            x,
+            self.clique_off,
+            self.step_ptr,
+            self.steps,
+            vec,
+            self.out_ptr,
+            float(scale),
+            self._tmp0,
+            self._tmp1,
+        )
+        return x
+
+
+class SharedSumOutPlan:
+    """:class:`SumOutPlan` through shared intermediate tables: projections of one clique are
+    grouped (greedily, largest first) so that each group's union of attributes has at most
+    ``clique cells / share`` cells; a clique is summed once onto each union, and the members
+    are summed from that much smaller table. The transpose adds the members into their union
+    first and broadcasts each union into the clique once. Same outputs as SumOutPlan."""
+
+    def __init__(
+        self, layout: CliqueLayout, pairs: Sequence[tuple[int, Clique]], share: int = 16
+    ) -> None:
+        self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
+        domain = layout.domain
+        unions: list[tuple[int, set[int]]] = []  # (clique, attributes)
+        member_of = [0] * len(self.pairs)
+        order = sorted(range(len(self.pairs)), key=lambda p: -domain.size(self.pairs[p][1]))
+        for p in order:
+            c, sub = self.pairs[p]
+            limit = int(layout.sizes[c]) // share
+            best, best_cells = -1, 0
+            for g, (gc, attrs) in enumerate(unions):
+                if gc != c:
+                    continue
+                cells = domain.size(sorted(attrs | set(sub)))
+                if cells <= limit and (best < 0 or cells < best_cells):
+                    best, best_cells = g, cells
+            if best < 0:
+                unions.append((c, set(sub)))
+                best = len(unions) - 1
+            else:
+                unions[best][1].update(sub)
+            member_of[p] = best
+        groups = [tuple(sorted(attrs)) for _, attrs in unions]
+        self.inner = CliqueLayout(domain, groups)
+        self.first = SumOutPlan(layout, [(c, u) for (c, _), u in zip(unions, groups, strict=True)])
+        self.second = SumOutPlan(
+            self.inner, [(member_of[p], s) for p, (_, s) in enumerate(self.pairs)]
+        )
+        self.out_ptr = self.second.out_ptr
+        self._mid = np.empty(self.inner.total_cells)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def out_size(self) -> int:
+        """Length of the flat output buffer (sum of subset cells)."""
+        return self.second.out_size
+
+    def project(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """As :meth:`SumOutPlan.project`."""
+        self.first.project(x, self._mid)
+        return self.second.project(self._mid, out)
+
+    def expand_add(self, x: np.ndarray, vec: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """As :meth:`SumOutPlan.expand_add`."""
+        self._mid[:] = 0.0
+        self.second.expand_add(self._mid, vec, scale)
+        return self.first.expand_add(x, self._mid)
 
 
 def _ptr(lengths: Sequence[int]) -> np.ndarray:

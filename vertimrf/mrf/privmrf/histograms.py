@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from vertimrf.errors import ConfigError
+from vertimrf.mrf.cliques import sum_onto_many
 
 
 def histogram(codes: np.ndarray, attrs: Sequence[int], sizes: Sequence[int]) -> np.ndarray:
@@ -31,16 +31,25 @@ class CliqueTables:
         self._tables = dict(tables)
         self._by_size = sorted(self._tables, key=lambda c: self._tables[c].size)
 
-    def project(self, attrs: Sequence[int]) -> np.ndarray:
-        """The table over sorted ``attrs`` (a subset of some clique)."""
+    def _home(self, attrs: Sequence[int]) -> tuple[int, ...]:
         want = set(attrs)
         for clique in self._by_size:
             if want <= set(clique):
-                keep = [i for i, a in enumerate(clique) if a in want]
-                rest = [i for i, a in enumerate(clique) if a not in want]
-                table = self._tables[clique]
-                shape = tuple(table.shape[i] for i in keep)
-                # One contiguous copy and a 2-D row sum beat numpy's multi-axis reduction.
-                flat = np.ascontiguousarray(np.transpose(table, keep + rest))
-                return flat.reshape(math.prod(shape), -1).sum(axis=1).reshape(shape)
+                return clique
         raise ConfigError(f"{tuple(attrs)} is inside none of the cliques {self._by_size}.")
+
+    def project(self, attrs: Sequence[int]) -> np.ndarray:
+        """The table over sorted ``attrs`` (a subset of some clique)."""
+        return self.project_many([attrs])[0]
+
+    def project_many(self, queries: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """:meth:`project` of every query, one kernel call per clique."""
+        by_home: dict[tuple[int, ...], list[int]] = {}
+        for k, attrs in enumerate(queries):
+            by_home.setdefault(self._home(attrs), []).append(k)
+        out: list[np.ndarray] = [np.empty(0)] * len(queries)
+        for clique, ks in by_home.items():
+            keeps = [[a in set(queries[k]) for a in clique] for k in ks]
+            for k, table in zip(ks, sum_onto_many(self._tables[clique], keeps), strict=True):
+                out[k] = table
+        return out

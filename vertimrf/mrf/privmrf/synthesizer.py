@@ -9,7 +9,6 @@ re-estimation; 7. sampling n_hat rows. Every release is charged to a zCDP ledger
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
 import time
@@ -189,7 +188,12 @@ class PrivMRF:
         # Every marginal measured or queried below lies inside a clique: count each clique once;
         # candidates recur across rounds, so their true tables are kept.
         data = CliqueTables({c: histogram(codes, c, sizes) for c in tree.cliques})
-        truth = functools.cache(data.project)
+        known: dict[tuple[int, ...], np.ndarray] = {}
+
+        def truth(m: tuple[int, ...]) -> np.ndarray:
+            if m not in known:
+                known[m] = data.project(m)
+            return known[m]
 
         def measure(marginals: list[tuple[int, ...]], what: str) -> list[Measurement]:
             charge("privmrf.marginals", bud.MARGINAL_SENSITIVITY, sigma, len(marginals), what)
@@ -215,7 +219,10 @@ class PrivMRF:
                 f"round {r + 1} L1 errors",
             )
             fitted = CliqueTables({c: model.clique_marginal(c) for c in model.cliques})
-            errors = noisy_l1_errors(queries, fitted.project, truth, sigma_q, rng)
+            new = [q for q in dict.fromkeys(queries) if q not in known]
+            known.update(zip(new, data.project_many(new), strict=True))
+            model_tables = dict(zip(queries, fitted.project_many(queries), strict=True))
+            errors = noisy_l1_errors(queries, model_tables.__getitem__, truth, sigma_q, rng)
             chosen = select_and_update(pool, queries, errors, k)
             measurements += measure(chosen, f"round {r + 1} marginals")
             last = r == len(rounds) - 1
