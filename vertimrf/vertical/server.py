@@ -120,10 +120,8 @@ class Server:
         ]
         lap("receive")
 
+        # The triangulated local graphs contain the searched ones, so their edges suffice.
         local_edges = [
-            (dom.index(a), dom.index(b)) for m in ordered if m.local for a, b in m.local.edges
-        ]
-        local_edges += [
             (dom.index(a), dom.index(b))
             for m in ordered
             if m.local
@@ -154,10 +152,10 @@ class Server:
             ]
         lap("initmrf")
 
-        in_clique = {
-            p for c in joined.cliques for p in itertools.combinations(c, 2) if p in set(pairs)
-        }
-        pool = sorted(in_clique)
+        candidates = set(pairs)
+        pool = sorted(
+            {p for c in joined.cliques for p in itertools.combinations(c, 2) if p in candidates}
+        )
         d = len(dom)
         k_total = min(
             int(0.8 * d) if cfg.cross_marginals is None else cfg.cross_marginals, len(pool)
