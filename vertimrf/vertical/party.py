@@ -208,7 +208,8 @@ class Party:
         )
 
     def _bins(self) -> dict[str, BinMap]:
-        binned = [c for c in self.columns if c in set(self.config.binned_columns())]
+        to_bin = set(self.config.binned_columns())
+        binned = [c for c in self.columns if c in to_bin]
         if not binned:
             return {}
         out = {}

@@ -108,7 +108,7 @@ class Server:
 
         ordered, ledger = self.receive(messages)
         n_hat = max(1.0, float(next(m.noisy_count for m in ordered if m.noisy_count is not None)))
-        local_ms, local_pots, weights = self._local_parts(ordered, n_hat)
+        local_ms, local_pots = self._local_parts(ordered, n_hat)
         owner = {c: m.party for m in ordered for c in m.columns}
         names = dom.names
 
@@ -145,7 +145,9 @@ class Server:
             local_model = model.copy()
             est.local_marginal = lambda a: local_model.marginal((dom.index(a),))
         measurements = list(local_ms)
-        w_cross = cfg.cross_weight * (float(np.median(weights)) if weights else 1.0)
+        w_cross = cfg.cross_weight * (
+            float(np.median([m.weight for m in local_ms])) if local_ms else 1.0
+        )
         if not cfg.local_mrf:
             measurements += [
                 Measurement((i,), est.target((names[i],)), w_cross) for i in range(len(dom))
@@ -204,10 +206,10 @@ class Server:
     # ------------------------------------------------------------------------ helpers
     def _local_parts(
         self, ordered: Sequence[PartyMessage], n_hat: float
-    ) -> tuple[list[Measurement], dict[tuple[int, ...], np.ndarray], list[float]]:
-        """Local measurements (targets rescaled to n_hat), potentials and weights."""
+    ) -> tuple[list[Measurement], dict[tuple[int, ...], np.ndarray]]:
+        """Local measurements (targets rescaled to n_hat) and potentials."""
         dom = self.domain
-        ms, pots, weights = [], {}, []
+        ms, pots = [], {}
         for m in ordered:
             loc = m.local
             if loc is None:
@@ -217,5 +219,4 @@ class Server:
                 pots[tuple(dom.index(a) for a in attrs)] = table
             for attrs, w, target in zip(loc.measured, loc.weights, loc.targets, strict=True):
                 ms.append(Measurement(tuple(dom.index(a) for a in attrs), target * scale, w))
-                weights.append(w)
-        return ms, pots, weights
+        return ms, pots
