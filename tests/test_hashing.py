@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from vertimrf.kernels.hashing import siphash24_array, xxh64_array
+from vertimrf.kernels.hashing import (
+    SIP_LANES,
+    siphash24_array,
+    siphash24_shared_message,
+    xxh64_array,
+)
 
 siphash24 = pytest.importorskip("siphash24")
 xxhash = pytest.importorskip("xxhash")
@@ -44,6 +49,25 @@ def test_siphash_matches_reference_on_random_inputs():
         [_ref_siphash(a, b, c) for a, b, c in zip(k0, k1, m, strict=True)], dtype=np.uint64
     )
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n_keys", [1, SIP_LANES - 1, SIP_LANES, SIP_LANES + 1, 64, 1003])
+def test_vector_siphash_matches_reference_for_any_key_count(n_keys):
+    # The 8-lane LLVM vector path plus the scalar tail must equal the reference package lane
+    # by lane, whatever the count of keys (multiple of SIP_LANES or not).
+    rng = np.random.default_rng(20240603 + n_keys)
+    k0, k1 = _random_u64(rng, n_keys), _random_u64(rng, n_keys)
+    for m in _random_u64(rng, 3):
+        want = np.array([_ref_siphash(a, b, m) for a, b in zip(k0, k1, strict=True)], np.uint64)
+        np.testing.assert_array_equal(siphash24_shared_message(k0, k1, m), want)
+
+
+def test_vector_siphash_matches_scalar_kernel_on_many_inputs():
+    rng = np.random.default_rng(20240604)
+    k0, k1 = _random_u64(rng, 4096), _random_u64(rng, 4096)
+    for m in np.concatenate([EDGE, _random_u64(rng, 20)]):
+        scalar = siphash24_array(k0, k1, np.full(k0.size, m, dtype=np.uint64))
+        np.testing.assert_array_equal(siphash24_shared_message(k0, k1, m), scalar)
 
 
 def test_xxh64_matches_reference_on_random_inputs():

@@ -6,11 +6,11 @@ keeps ``EMPTY_REGISTER`` (2**64 - 1).
 
 Layout of :func:`encode_registers`: keys are processed in blocks of ``KEY_BLOCK``. One pass over
 the rows per block reuses each row's loaded fingerprint and codes for ``KEY_BLOCK`` keys, the
-same message under ``KEY_BLOCK`` keys is hashed as identical SIMD lanes, and the block's
-registers are key-minor (``n_slots x KEY_BLOCK``) so the min-update of a slot is a contiguous
-vector operation. Each block is owned by one thread (``prange`` over blocks), which writes its
-rows of the output, so threads never share memory and the result does not depend on the
-thread count.
+same message under ``KEY_BLOCK`` keys is hashed as SIMD lanes (SipHash ``SIP_LANES`` keys per
+LLVM vector, see :func:`~vertimrf.kernels.hashing.siphash24_lanes`), and the block's registers
+are key-minor (``n_slots x KEY_BLOCK``) so the min-update of a slot is a contiguous vector
+operation. Each block is owned by one thread (``prange`` over blocks), which writes its rows of
+the output, so threads never share memory and the result does not depend on the thread count.
 
 Narrow registers: AVX2 has no unsigned 64-bit min, so the hot update runs on the high 32 bits
 (``vpminud``, 8 lanes per vector) and the full 64-bit registers are only touched when some lane's
@@ -28,7 +28,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic
 
-from vertimrf.kernels.hashing import siphash24_u64, xxh64_u64
+from vertimrf.kernels.hashing import siphash24_lanes, xxh64_u64
 
 KEY_BLOCK = 64
 EMPTY_REGISTER = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -40,10 +40,9 @@ _ONE = np.uint64(1)
 
 @njit(cache=True)
 def _hash_block_siphash(k0b, k1b, m, h, high):
+    siphash24_lanes(k0b, k1b, m, h)
     for lane in range(h.size):
-        v = siphash24_u64(k0b[lane], k1b[lane], m)
-        h[lane] = v
-        high[lane] = np.uint32(v >> _SHIFT_HIGH)
+        high[lane] = np.uint32(h[lane] >> _SHIFT_HIGH)
 
 
 @njit(cache=True)
