@@ -19,6 +19,9 @@ high-half table always equals the high halves of the full table, so the result i
 
 Lane loops run to ``h.size`` (always ``KEY_BLOCK``) rather than the constant: with a constant
 trip count LLVM fully unrolls them into scalar code, since Numba leaves SLP vectorisation off.
+The block arrays are allocated with the constant, so LLVM still knows the trip count; a last,
+partial block therefore hashes idle lanes, because a runtime width per block (equal blocks,
+no idle lanes) measured 6 % slower.
 """
 
 from __future__ import annotations
