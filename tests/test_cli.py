@@ -49,8 +49,7 @@ def test_roles_run_as_separate_processes(tmp_path, method):
             "1e-5",
             "--method",
             method,
-            "--t",
-            "256",
+            *(["--t", "256", "--allow-non-dp"] if method == "fm" else []),
             "--out",
             "config.json",
         ],
@@ -126,7 +125,10 @@ def test_roles_run_as_separate_processes(tmp_path, method):
     codes = TableEncoder(spec).encode(synth)  # raises on any value off the domain
     assert codes.shape[0] > 1000 and np.all(codes.max(axis=0) < np.array(spec.domain.sizes))
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["total_epsilon"] <= 2.0 * (1 + 1e-9)
+    if method == "fm":
+        assert report["dp_guarantee"] is False and report["total_epsilon"] is None
+    else:
+        assert report["dp_guarantee"] is True and report["total_epsilon"] <= 2.0 * (1 + 1e-9)
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert 0 <= metrics["tvd2"] <= 1 and 0 <= metrics["tvd3"] <= 1
 
@@ -156,6 +158,109 @@ def test_bad_input_gives_a_clear_error_and_exit_code_2(tmp_path):
     )
     assert proc.returncode == 2 and "vertimrf: error:" in proc.stderr
     assert not (tmp_path / "s.csv").exists()
+
+
+def _config_args(*extra):
+    return (
+        "config", "--spec", "spec.json", "--party", "a=0,1", "--party", "b=2,3",
+        "--epsilon", "1", "--delta", "1e-5", *extra,
+    )  # fmt: skip
+
+
+def _one_line_error(proc, pattern):
+    """Exit 2 and one line on stderr naming the problem: no traceback."""
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vertimrf: error:"), proc.stderr
+    assert "Traceback" not in proc.stderr and pattern in lines[0], lines[0]
+
+
+def test_fm_is_refused_without_allow_non_dp(tmp_path):
+    df, spec = small_adult(100, 4)
+    spec.to_json(tmp_path / "spec.json")
+    proc = _run(*_config_args("--method", "fm", "--out", "c.json"), cwd=tmp_path)
+    _one_line_error(proc, "allow_non_dp")
+    assert not (tmp_path / "c.json").exists()
+    proc = _run(*_config_args("--method", "fm", "--allow-non-dp", "--out", "c.json"), cwd=tmp_path)
+    assert proc.returncode == 0 and "NOT differentially private" in proc.stdout
+    assert json.loads((tmp_path / "c.json").read_text())["allow_non_dp"] is True
+
+
+def test_every_unreadable_input_is_a_one_line_error(tmp_path):
+    df, spec = small_adult(100, 4)
+    spec.to_json(tmp_path / "spec.json")
+    assert _run(*_config_args("--out", "c.json"), cwd=tmp_path).returncode == 0
+    assert _run("secret", "--out", "s.hex", cwd=tmp_path).returncode == 0
+    frame = party_frames(df, [["0", "1"], ["2", "3"]], seed=0)[0]
+    frame.to_csv(tmp_path / "a.csv", index=False)
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "bad.hex").write_text("zz-not-hex")
+    (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00garbage")
+    (tmp_path / "junk.vmrf").write_bytes(b"not a zip")
+
+    def encode(**over):
+        args = {"--config": "c.json", "--data": "a.csv", "--secret-file": "s.hex", **over}
+        flat = [x for kv in args.items() for x in kv]
+        return _run("party", "encode", "--party", "a", "--id-column", "rid", *flat,
+                    "--out", "m.vmrf", "--quiet", cwd=tmp_path)  # fmt: skip
+
+    cases = [
+        (encode(**{"--secret-file": "missing.hex"}), "missing.hex"),
+        (encode(**{"--secret-file": "bad.hex"}), "not a hex secret"),
+        (encode(**{"--config": "missing.json"}), "missing.json"),
+        (encode(**{"--config": "bad.json"}), "not a valid JSON config"),
+        (encode(**{"--data": "missing.csv"}), "missing.csv"),
+        (encode(**{"--data": "bin.csv"}), "bin.csv"),
+        (encode(**{"--count-from": "junk.vmrf"}), "junk.vmrf"),
+        (
+            _run(
+                "server",
+                "synthesize",
+                "missing.vmrf",
+                "--config",
+                "c.json",
+                "--out",
+                "o.csv",
+                cwd=tmp_path,
+            ),
+            "missing.vmrf",
+        ),  # fmt: skip
+        (
+            _run(
+                "server",
+                "synthesize",
+                "junk.vmrf",
+                "--config",
+                "c.json",
+                "--out",
+                "o.csv",
+                cwd=tmp_path,
+            ),
+            "junk.vmrf",
+        ),  # fmt: skip
+        (
+            _run(
+                "config",
+                "--spec",
+                "missing.json",
+                "--party",
+                "a=0",
+                "--party",
+                "b=1",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+                "--out",
+                "x.json",
+                cwd=tmp_path,
+            ),
+            "missing.json",
+        ),  # fmt: skip
+    ]
+    for proc, pattern in cases:
+        _one_line_error(proc, pattern)
+    assert not any((tmp_path / f).exists() for f in ("m.vmrf", "o.csv", "x.json"))
 
 
 @pytest.mark.parametrize(

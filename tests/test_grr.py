@@ -8,6 +8,7 @@ import pytest
 
 from vertimrf.domain import Domain
 from vertimrf.privacy import PrivacyLedger
+from vertimrf.privacy.samplers import SeededSampler
 from vertimrf.sketch.grr import grr_marginal, grr_perturb, grr_probabilities
 
 
@@ -33,7 +34,7 @@ def test_closed_form_equals_explicit_matrix_inverse():
     rng = np.random.default_rng(3)
     dom = Domain.from_sizes([2, 3, 4])
     codes = np.column_stack([rng.integers(0, u, 500) for u in dom.sizes])
-    pert = grr_perturb(codes, dom, 1.3, rng=rng, ledger=PrivacyLedger())
+    pert = grr_perturb(codes, dom, 1.3, noise=SeededSampler(rng), ledger=PrivacyLedger())
     for attrs in ([0], [2], [0, 1], [1, 2], [0, 1, 2]):
         np.testing.assert_allclose(
             grr_marginal(pert, dom, 1.3, attrs),
@@ -48,7 +49,7 @@ def test_keep_probability_and_uniform_other_values():
     dom = Domain.from_sizes([5])
     n, eps = 200_000, 1.0
     codes = np.full((n, 1), 2)
-    pert = grr_perturb(codes, dom, eps, rng=rng, ledger=PrivacyLedger())
+    pert = grr_perturb(codes, dom, eps, noise=SeededSampler(rng), ledger=PrivacyLedger())
     p, q = grr_probabilities(eps, 5)
     freq = np.bincount(pert[:, 0], minlength=5) / n
     # Binomial frequencies: 5 standard errors is a bound exceeded with prob < 1e-6 per cell.
@@ -69,7 +70,7 @@ def test_grr_marginal_is_unbiased():
     draws = np.stack(
         [
             grr_marginal(
-                grr_perturb(codes, dom, 1.0, rng=np.random.default_rng(s), ledger=PrivacyLedger()),
+                grr_perturb(codes, dom, 1.0, noise=SeededSampler(s), ledger=PrivacyLedger()),
                 dom,
                 1.0,
                 attrs,
@@ -84,8 +85,6 @@ def test_grr_marginal_is_unbiased():
 def test_grr_charges_ledger_per_attribute():
     led = PrivacyLedger()
     dom = Domain.from_sizes([2, 3])
-    grr_perturb(
-        np.zeros((10, 2), dtype=np.int64), dom, 0.5, rng=np.random.default_rng(0), ledger=led
-    )
+    grr_perturb(np.zeros((10, 2), dtype=np.int64), dom, 0.5, noise=SeededSampler(0), ledger=led)
     assert led.total_rho == pytest.approx(2 * 0.5**2 / 2)
     assert led.releases[0].mechanism == "grr" and led.releases[0].count == 2

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.vertical_fixtures import SECRET, encode_all, make_config, small_adult, string_ids
-from vertimrf.errors import MessageError, PrivacyBudgetError
+from vertimrf.errors import MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import Release
 from vertimrf.vertical import PartyMessage, Server
@@ -32,19 +32,23 @@ ALLOWED_META = {
     "bins",
     "noisy_count",
     "grr_epsilon",
+    "seeded",
     "sketch",
     "local",
 }
-DP_MECHANISMS = {
-    "laplace",
-    "laplace_hist",
+# Named mechanisms; fm_sketch is the paper's (NOT DP, present only with allow_non_dp).
+MECHANISMS = {
+    "discrete_laplace",
+    "discrete_laplace_hist",
     "fm_sketch",
     "grr",
-    "privmrf.count",
     "privmrf.r_scores",
     "privmrf.marginals",
     "privmrf.error_queries",
 }
+# Mechanisms whose noisy values are released (directly or as the local model's data) and
+# must come from an exact discrete sampler.
+DISCRETE = {"discrete_laplace", "discrete_laplace_hist", "privmrf.marginals"}
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +89,21 @@ def test_message_holds_only_dp_outputs_and_public_metadata(tmp_path, method):
             assert rid.encode() not in raw
         for w in party._keys.k0[:20] if party._keys is not None else []:
             assert int(w).to_bytes(8, "little") not in raw
-        # 3. Every release is a named DP mechanism.
-        assert {r["mechanism"] for r in meta["releases"]} <= DP_MECHANISMS
-        # 4. The count is noisy (the exact n is not released) and only the count party has it.
+        # 3. Every release is a named mechanism; counts and marginals use exact discrete
+        #    samplers (discrete Laplace and discrete Gaussian), and the run says it was seeded.
+        assert {r["mechanism"] for r in meta["releases"]} <= MECHANISMS
+        for r in meta["releases"]:
+            if r["mechanism"] == "privmrf.marginals":
+                assert r["params"]["sampler"] == "discrete_gaussian"
+            elif r["mechanism"] in DISCRETE:
+                assert r["params"]["scale"] == pytest.approx(1 / r["params"]["epsilon"])
+        assert meta["seeded"] is True
+        # 4. The count is noisy (the exact n is not released), an integer, and only the count
+        #    party has it.
         if msg.party == cfg.count_party:
+            assert isinstance(meta["noisy_count"], int) and not isinstance(
+                meta["noisy_count"], bool
+            )
             assert meta["noisy_count"] != n and abs(meta["noisy_count"] - n) < 2000
         else:
             assert meta["noisy_count"] is None
@@ -96,6 +111,7 @@ def test_message_holds_only_dp_outputs_and_public_metadata(tmp_path, method):
         #    function of them (post-processing); with other noise they change.
         for i, name in enumerate(meta["bins"]):
             counts = arrays[f"bin_counts_{i}"]
+            assert counts.dtype == np.int64  # integers from the discrete Laplace sampler
             exact = np.bincount(df[name].to_numpy(), minlength=spec[name].size)
             assert counts.shape == exact.shape and not np.array_equal(counts, exact)
             np.testing.assert_array_equal(arrays[f"bin_map_{i}"], frequency_bins(counts, cfg.bins))
@@ -107,10 +123,11 @@ def test_message_holds_only_dp_outputs_and_public_metadata(tmp_path, method):
             assert arrays["sketch"].min() >= meta["sketch"]["noise"]["alpha_min"]
             assert not np.array_equal(arrays["sketch"], other.sketch.values)
         else:
-            assert arrays["grr"].shape[0] == round(messages[0].noisy_count) != n
+            assert np.issubdtype(arrays["grr"].dtype, np.integer)
+            assert arrays["grr"].shape[0] == messages[0].noisy_count != n
         # 7. The local targets are marginals of the sent local model (post-processing of its
         #    DP fit), not raw marginals; the potentials change with the noise.
-        loc = PartyMessage.load(path).local
+        loc = PartyMessage.load(path, cfg).local
         local_dom = spec.subset(list(msg.columns)).domain
         idx = {c: i for i, c in enumerate(msg.columns)}
         model = MarkovRandomField(
@@ -130,7 +147,7 @@ def test_save_load_round_trip(tmp_path, run):
     _, _, cfg, _, messages = run
     path = tmp_path / "m.vmrf"
     messages[0].save(path)
-    back = PartyMessage.load(path)
+    back = PartyMessage.load(path, cfg)
     back.check(cfg)
     np.testing.assert_array_equal(back.sketch.values, messages[0].sketch.values)
     assert back.releases == messages[0].releases
@@ -162,15 +179,15 @@ def test_tampered_truncated_and_unknown_version_files_are_rejected(tmp_path, run
     tampered = tmp_path / "tampered.vmrf"
     _rewrite(good, tampered, edit_array="sketch.npy")
     with pytest.raises(MessageError, match="checksum"):
-        PartyMessage.load(tampered)
+        PartyMessage.load(tampered, cfg)
     truncated = tmp_path / "truncated.vmrf"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(MessageError, match="truncated|unreadable"):
-        PartyMessage.load(truncated)
+        PartyMessage.load(truncated, cfg)
     future = tmp_path / "future.vmrf"
     _rewrite(good, future, edit_manifest=lambda m: m.update(version=99))
     with pytest.raises(MessageError, match="version 99"):
-        PartyMessage.load(future)
+        PartyMessage.load(future, cfg)
 
 
 def test_config_mismatch_is_rejected(run):
@@ -220,9 +237,9 @@ def test_overspending_messages_are_refused(run):
     import dataclasses
 
     _, _, cfg, _, messages = run
-    extra = Release("laplace", "forged extra release", rho=1.0, party=messages[1].party)
+    extra = Release("discrete_laplace", "forged extra", rho=1.0, party=messages[1].party)
     greedy = dataclasses.replace(messages[1], releases=messages[1].releases + (extra,))
-    with pytest.raises(PrivacyBudgetError):
+    with pytest.raises(MessageError, match="releases"):
         Server(cfg, progress=False).receive([messages[0], greedy])
 
 

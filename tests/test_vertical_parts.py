@@ -74,7 +74,7 @@ def _write(tmp_path):
 
 def test_container_round_trip(tmp_path):
     path, arrays = _write(tmp_path)
-    meta, back = read_container(path, "party-message")
+    meta, back = read_container(path, "party-message", array_bytes=lambda name: 1 << 20)
     assert meta == {"party": "A", "n": 3}
     for k, v in arrays.items():
         np.testing.assert_array_equal(back[k], v)
@@ -87,7 +87,7 @@ def test_container_rejects_truncation_tampering_and_wrong_kind(tmp_path):
     data = path.read_bytes()
     (tmp_path / "trunc.vmrf").write_bytes(data[: len(data) // 2])
     with pytest.raises(MessageError, match="truncated|unreadable"):
-        read_container(tmp_path / "trunc.vmrf", "party-message")
+        read_container(tmp_path / "trunc.vmrf", "party-message", array_bytes=lambda name: 1 << 20)
     tampered = tmp_path / "tampered.vmrf"
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(tampered, "w") as dst:
         for item in src.namelist():
@@ -96,9 +96,9 @@ def test_container_rejects_truncation_tampering_and_wrong_kind(tmp_path):
                 blob = blob[:-1] + bytes([blob[-1] ^ 1])
             dst.writestr(item, blob)
     with pytest.raises(MessageError, match="checksum"):
-        read_container(tampered, "party-message")
+        read_container(tampered, "party-message", array_bytes=lambda name: 1 << 20)
     with pytest.raises(MessageError, match="expected"):
-        read_container(path, "server-result")
+        read_container(path, "server-result", array_bytes=lambda name: 1 << 20)
 
 
 def test_container_refuses_object_arrays_and_leaves_no_file(tmp_path):

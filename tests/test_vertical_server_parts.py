@@ -13,7 +13,7 @@ from vertimrf.datasets import load_dataset
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
-from vertimrf.vertical import ProtocolConfig, resolve_t
+from vertimrf.vertical import ProtocolConfig, choose_t
 from vertimrf.vertical.autot import CANDIDATES, predicted_error
 from vertimrf.vertical.budget import ProtocolBudget
 from vertimrf.vertical.estimates import CrossEstimates
@@ -29,7 +29,7 @@ def _config(**kw):
         delta=1 / len(df),
         spec=spec,
         parties=[names[:8], names[8:]],
-        **kw,
+        **{"method": "fm", "allow_non_dp": True, **kw},
     )
 
 
@@ -53,10 +53,9 @@ def test_budget_parts_add_up_to_the_total(kw):
 
 
 def test_auto_t_is_feasible_and_minimises_the_predicted_error():
-    cfg = _config(t="auto")
+    cfg = _config()
     n = 45222
-    chosen = resolve_t(cfg, n, seconds=10.0, max_sketch_bytes=500_000)
-    t = chosen.t
+    t = choose_t(cfg, n, seconds=10.0, max_sketch_bytes=500_000)
     assert isinstance(t, int) and t in CANDIDATES
     widest = max(
         sum(
@@ -70,11 +69,13 @@ def test_auto_t_is_feasible_and_minimises_the_predicted_error():
     feasible = [s for s in CANDIDATES if s * widest <= 500_000 and n * s / 2.9e8 <= 10.0]
     errs = {s: predicted_error(cfg, s, n) for s in feasible}
     assert errs[t] == min(errs.values())
-    # A tiny time budget forces the smallest candidate; a set t is left alone.
-    assert resolve_t(cfg, n, seconds=1e-6).t == CANDIDATES[0]
-    assert resolve_t(_config(t=3000), n).t == 3000
+    # A tiny time budget forces the smallest candidate; the config's own t does not matter;
+    # t="auto" resolves once, at config time, with the public max_rows as the hint.
+    assert choose_t(cfg, n, seconds=1e-6) == CANDIDATES[0]
+    assert choose_t(_config(t=3000), n) == t
+    assert _config(t="auto", max_rows=n).t == t
     with pytest.raises(ConfigError):
-        resolve_t(cfg, float("nan"))
+        choose_t(cfg, float("nan"))
 
 
 def test_dependence_score_exact_values():

@@ -10,6 +10,7 @@ from vertimrf.vertical import Party, ProtocolConfig
 
 SECRET = bytes(range(32))
 T_SMALL = 256
+NONCE = "5eed" * 8  # a fixed run nonce, so that two configs of one test are the same run
 
 
 def small_adult(n: int = 3000, cols: int = 8) -> tuple[pd.DataFrame, object]:
@@ -37,6 +38,9 @@ def party_frames(df: pd.DataFrame, parties: list[list[str]], seed: int) -> list[
 
 
 def make_config(spec, parties, *, epsilon=1.6, method="fm", **kw) -> ProtocolConfig:
+    """A config for tests; FM (NOT DP) is accepted here explicitly with allow_non_dp."""
+    kw.setdefault("run_nonce", NONCE)
+    kw.setdefault("allow_non_dp", method == "fm")
     return ProtocolConfig.from_preset(
         "default",
         epsilon=epsilon,

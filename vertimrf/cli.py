@@ -51,38 +51,54 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     delta = 1.0 / len(df)
     print(
         f"VertiMRF demo: bundled Adult (n={len(df)}), 2 parties (columns {names[0]}-{names[7]} "
-        f"and {names[8]}-{names[-1]}), epsilon={args.epsilon}, delta=1/n, t={args.t}, "
-        f"{os.cpu_count()} cores. First use compiles or loads the Numba kernels.",
+        f"and {names[8]}-{names[-1]}), epsilon={args.epsilon}, delta=1/n, {os.cpu_count()} "
+        "cores. First use compiles or loads the Numba kernels.",
         flush=True,
     )
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        synth, report = simulate(
-            df,
-            spec,
-            parties,
-            args.epsilon,
-            delta,
-            seed=args.seed,
-            t=args.t,
-            progress=not args.quiet,
-            message_dir=tmp,
-        )
-    fm_seconds = time.perf_counter() - start
+    methods = ["fo", "fm"] if args.fm else ["fo"]
+    rows, reports, seconds = {}, {}, {}
+    for method in methods:
+        start = time.perf_counter()
+        fm = {"allow_non_dp": True, **({"t": args.t} if args.t else {})} if method == "fm" else {}
+        with tempfile.TemporaryDirectory() as tmp:
+            synth, reports[method] = simulate(
+                df,
+                spec,
+                parties,
+                args.epsilon,
+                delta,
+                method=method,
+                seed=args.seed,
+                progress=not args.quiet,
+                message_dir=tmp,
+                **fm,
+            )
+        seconds[method] = time.perf_counter() - start
+        rows[method] = {w: tvd(df, synth, spec, ways=w) for w in WAYS}
     start = time.perf_counter()
     central = PrivMRF(args.epsilon, delta, seed=args.seed, progress=False).fit(df, spec).sample()
-    central_seconds = time.perf_counter() - start
-    fm = {w: tvd(df, synth, spec, ways=w) for w in WAYS}
-    ce = {w: tvd(df, central, spec, ways=w) for w in WAYS}
+    seconds["central"] = time.perf_counter() - start
+    rows["central"] = {w: tvd(df, central, spec, ways=w) for w in WAYS}
+    labels = {
+        "fo": "VertiMRF-FO (DP)",
+        "fm": "VertiMRF-FM (NOT DP)",
+        "central": "Centralized (DP)",
+    }
     print("\nl-way TVD against the real data (300 random marginals each):")
-    print(f"{'':<22}" + "".join(f"{w}-way".rjust(9) for w in WAYS))
-    print(f"{'VertiMRF-FM':<22}" + "".join(f"{fm[w]:9.4f}" for w in WAYS))
-    print(f"{'Centralized (PrivMRF)':<22}" + "".join(f"{ce[w]:9.4f}" for w in WAYS))
-    print(f"\nwall time: VertiMRF {fm_seconds:.1f} s, Centralized {central_seconds:.1f} s")
-    print("per phase: " + ", ".join(f"{k} {v:.2f} s" for k, v in report.seconds.items()))
-    print("message sizes: " + ", ".join(f"{k} {v:,} B" for k, v in report.message_bytes.items()))
-    print()
-    print(report.ledger.report(report.delta))
+    print(f"{'':<22}" + "".join(f"{w}-way".rjust(9) for w in WAYS) + "  seconds")
+    for key, tvds in rows.items():
+        print(
+            f"{labels[key]:<22}"
+            + "".join(f"{tvds[w]:9.4f}" for w in WAYS)
+            + f"  {seconds[key]:7.1f}"
+        )
+    for method, report in reports.items():
+        print(f"\n--- {labels[method]} ---")
+        print("per phase: " + ", ".join(f"{k} {v:.2f} s" for k, v in report.seconds.items()))
+        print(
+            "message sizes: " + ", ".join(f"{k} {v:,} B" for k, v in report.message_bytes.items())
+        )
+        print(report)
     if args.json:
         _write_json(
             args.json,
@@ -90,14 +106,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 "dataset": "adult",
                 "epsilon": args.epsilon,
                 "delta": delta,
-                "t": args.t,
-                **{f"fm_tvd{w}": fm[w] for w in WAYS},
-                **{f"central_tvd{w}": ce[w] for w in WAYS},
-                "seconds_total": fm_seconds,
-                "central_seconds": central_seconds,
-                "seconds": report.seconds,
-                "message_bytes": report.message_bytes,
-                "total_epsilon": report.total_epsilon,
+                "seed": args.seed,
+                "tvd": {labels[k]: {str(w): v for w, v in t.items()} for k, t in rows.items()},
+                "seconds": {labels[k]: v for k, v in seconds.items()},
+                "reports": {labels[k]: r.to_dict() for k, r in reports.items()},
                 "cores": os.cpu_count(),
             },
         )
@@ -125,11 +137,25 @@ def _parse_parties(items: Sequence[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
+def _parse_t(value: str) -> int | str:
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"--t must be a positive integer or 'auto'; got {value!r}.") from None
+
+
 def _cmd_config(args: argparse.Namespace) -> int:
     from vertimrf.vertical import ProtocolConfig
 
     spec = _load_spec(args)
-    t = args.t if args.t == "auto" else int(args.t)
+    given = {
+        "t": None if args.t is None else _parse_t(args.t),
+        "count_party": args.count_party,
+        "max_rows": args.max_rows,
+        "allow_non_dp": args.allow_non_dp or None,
+    }
     cfg = ProtocolConfig.from_preset(
         args.preset,
         epsilon=args.epsilon,
@@ -137,29 +163,32 @@ def _cmd_config(args: argparse.Namespace) -> int:
         spec=spec,
         parties=_parse_parties(args.party),
         method=args.method,
-        t=t,
-        **({"count_party": args.count_party} if args.count_party else {}),
+        **{k: v for k, v in given.items() if v is not None},
     )
     cfg.save(args.out)
-    print(f"wrote the protocol config to {args.out} (hash {cfg.config_hash()[:16]})")
+    label = "" if cfg.dp_guarantee else "; NOT differentially private (allow_non_dp)"
+    print(
+        f"wrote the protocol config to {args.out} (hash {cfg.config_hash()[:16]}, t {cfg.t}, "
+        f"fresh run nonce){label}"
+    )
     return 0
 
 
+def _read_secret(path: str) -> bytes:
+    try:
+        with open(path, encoding="ascii") as fh:
+            return bytes.fromhex(fh.read().strip())
+    except OSError as exc:
+        raise ConfigError(f"cannot read the secret file {path}: {exc.strerror}.") from None
+    except ValueError:
+        raise ConfigError(f"{path}: not a hex secret (make one with `vertimrf secret`).") from None
+
+
 def _cmd_party_encode(args: argparse.Namespace) -> int:
-    from vertimrf.vertical import Party, PartyMessage, ProtocolConfig, resolve_t
+    from vertimrf.vertical import Party, PartyMessage, ProtocolConfig
 
     cfg = ProtocolConfig.load(args.config)
-    if cfg.t == "auto":
-        if args.n_hint is None:
-            raise ConfigError("the config has t='auto'; pass --n-hint (a public row count).")
-        cfg = resolve_t(cfg, args.n_hint)
-    with open(args.secret_file, encoding="utf-8") as fh:
-        try:
-            secret = bytes.fromhex(fh.read().strip())
-        except ValueError:
-            raise ConfigError(
-                f"{args.secret_file}: not a hex secret (make one with `vertimrf secret`)."
-            ) from None
+    secret = _read_secret(args.secret_file)
     df = _read_csv(args.data)
     party = Party(
         args.party,
@@ -170,7 +199,14 @@ def _cmd_party_encode(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.quiet,
     )
-    noisy = PartyMessage.load(args.count_from).noisy_count if args.count_from else None
+    noisy = None
+    if args.count_from:
+        noisy = PartyMessage.load(args.count_from, cfg).noisy_count
+        if noisy is None:
+            raise ConfigError(
+                f"{args.count_from} holds no noisy count: pass the message of the count party "
+                f"{cfg.count_party!r}."
+            )
     message = party.encode(noisy_count=noisy)
     message.save(args.out)
     print(
@@ -182,14 +218,10 @@ def _cmd_party_encode(args: argparse.Namespace) -> int:
 
 def _cmd_server_synthesize(args: argparse.Namespace) -> int:
     from vertimrf.io import atomic_open
-    from vertimrf.vertical import PartyMessage, ProtocolConfig, Server, resolve_t
+    from vertimrf.vertical import PartyMessage, ProtocolConfig, Server
 
     cfg = ProtocolConfig.load(args.config)
-    messages = [PartyMessage.load(p) for p in args.messages]
-    if cfg.t == "auto":
-        if args.n_hint is None:
-            raise ConfigError("the config has t='auto'; pass the parties' --n-hint.")
-        cfg = resolve_t(cfg, args.n_hint)
+    messages = [PartyMessage.load(p, cfg) for p in args.messages]
     synth, report = Server(cfg, progress=not args.quiet).synthesize(
         messages, n=args.n, seed=args.seed
     )
@@ -237,12 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo",
         help="VertiMRF on bundled Adult (2 parties) against the Centralized baseline",
-        description="Run VertiMRF-FM on bundled Adult split over 2 parties (columns 0-7 and "
-        "8-14) and the Centralized baseline (PrivMRF on the whole table); print 3-, 4- and "
-        "5-way TVD, the time per phase, the message sizes and the privacy report.",
+        description="Run VertiMRF-FO (DP) on bundled Adult split over 2 parties (columns 0-7 "
+        "and 8-14) and the Centralized baseline (PrivMRF on the whole table); print 3-, 4- and "
+        "5-way TVD, the time per phase, the message sizes and the privacy reports. With --fm, "
+        "also the paper's FM sketches, labelled NOT differentially private.",
     )
     demo.add_argument("--epsilon", type=float, default=1.6, help="total budget (default 1.6)")
-    demo.add_argument("--t", type=int, default=2000, help="sketch repetitions (default 2000)")
+    demo.add_argument(
+        "--fm", action="store_true", help="also run the paper's FM path (NOT DP; for comparison)"
+    )
+    demo.add_argument("--t", type=int, default=None, help="FM sketch repetitions (preset's t)")
     demo.add_argument("--seed", type=int, default=None, help="seed for reproducible runs")
     demo.add_argument("--json", default=None, help="also write the figures to this JSON file")
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -268,9 +304,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("--epsilon", type=float, required=True)
     config.add_argument("--delta", type=float, required=True)
-    config.add_argument("--method", choices=("fm", "fo"), default="fm")
+    config.add_argument("--method", choices=("fo", "fm"), default="fo")
     config.add_argument("--preset", choices=("default", "paper"), default="default")
-    config.add_argument("--t", default="2000", help="repetitions, or 'auto'")
+    config.add_argument("--t", default=None, help="FM repetitions, or 'auto' (default: preset)")
+    config.add_argument(
+        "--max-rows", type=int, default=None, help="public upper bound on the record count"
+    )
+    config.add_argument(
+        "--allow-non-dp",
+        action="store_true",
+        help="accept a method that is NOT differentially private (FM sketches, xxh64)",
+    )
     config.add_argument("--count-party", default=None, help="party releasing the noisy count")
     config.add_argument("--out", required=True, help="config JSON to write")
     config.set_defaults(func=_cmd_config)
@@ -291,9 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     enc.add_argument(
         "--count-from",
         default=None,
-        help="FO variant: the count party's message (for its noisy count)",
+        help="the count party's message, for its noisy count (every other party needs it)",
     )
-    enc.add_argument("--n-hint", type=float, default=None, help="public row count for t=auto")
     enc.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
     enc.add_argument("--quiet", action="store_true", help="no progress bars")
     enc.set_defaults(func=_cmd_party_encode)
@@ -311,7 +354,6 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--out", required=True, help="synthetic CSV to write")
     syn.add_argument("--report", default=None, help="also write the report as JSON")
     syn.add_argument("--n", type=int, default=None, help="rows (default: the noisy count)")
-    syn.add_argument("--n-hint", type=float, default=None, help="public row count for t=auto")
     syn.add_argument("--seed", type=int, default=None, help="seed for sampling")
     syn.add_argument("--quiet", action="store_true", help="no progress bars")
     syn.set_defaults(func=_cmd_server_synthesize)
@@ -339,4 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except VertimrfError as exc:
         print(f"vertimrf: error: {exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"vertimrf: error: {where}{exc.strerror or exc}", file=sys.stderr)
+    return 2

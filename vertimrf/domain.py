@@ -10,6 +10,8 @@ and back. Domains are public knowledge: nothing here reads them off private data
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 import warnings
 from collections.abc import Iterable, Sequence
@@ -201,41 +203,160 @@ class DomainSpec:
         return {"columns": [c.to_dict() for c in self.columns]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> DomainSpec:
-        """Read either this library's format or the integer-coded ``{"0": {...}}`` format."""
-        if "columns" in data:
-            cols = []
-            for c in data["columns"]:
-                kind = c.get("type")
-                if kind == NUMERIC:
-                    cols.append(
-                        ColumnSpec(c["name"], NUMERIC, None, c["lower"], c["upper"], c["bins"])
-                    )
-                else:
-                    cols.append(ColumnSpec(c["name"], kind, tuple(c.get("categories", ()))))
-            return cls(cols)
-        cols = []
-        for name, c in data.items():
-            if c.get("type") != "discrete" or "domain" not in c:
-                raise DomainError(
-                    f"column {name!r}: expected {{'type': 'discrete', 'domain': u}}, got {c}."
+    def from_dict(cls, data: object) -> DomainSpec:
+        """Read a spec in any accepted format (see :data:`DOMAIN_FORMATS`).
+
+        This library's ``{"columns": [...]}``, the integer-coded
+        ``{"0": {"type": "discrete", "domain": 16}, ...}`` format, or private-pgm / mbi's
+        ``{"age": 85, ...}`` (column name -> number of values); the last two give
+        categorical columns with categories ``0..size-1``.
+        """
+        if not isinstance(data, dict) or not data:
+            raise _format_error(f"a domain must be a non-empty JSON object, got {_brief(data)}.")
+        if isinstance(data.get("columns"), list):
+            return cls([_column_from_dict(i, c) for i, c in enumerate(data["columns"])])
+        for name, value in data.items():
+            if not isinstance(value, dict) and not _is_int(value):
+                raise _format_error(
+                    f"column {_brief(name)} maps to {_brief(value)} "
+                    f"({type(value).__name__}); expected a column object or a size."
                 )
-            cols.append(ColumnSpec(name, CATEGORICAL, tuple(range(int(c["domain"])))))
-        return cls(cols)
+        kinds = {isinstance(value, dict) for value in data.values()}
+        if len(kinds) > 1:
+            raise _format_error("the domain mixes column objects and sizes.")
+        if kinds == {True}:
+            return cls([_discrete_column(name, c) for name, c in data.items()])
+        return cls(
+            [
+                ColumnSpec(name, CATEGORICAL, tuple(range(_size(name, size, "size"))))
+                for name, size in data.items()
+            ]
+        )
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> DomainSpec:
-        """Load a spec from a JSON file (either supported format)."""
-        with open(path, encoding="utf-8") as fh:
-            try:
+        """Load a spec from a JSON file (any format :meth:`from_dict` accepts)."""
+        try:
+            with open(path, encoding="utf-8-sig") as fh:
                 data = json.load(fh)
-            except json.JSONDecodeError as exc:
-                raise DomainError(f"{path}: not valid JSON ({exc}).") from None
-        return cls.from_dict(data)
+        except OSError as exc:
+            raise DomainError(
+                f"{path}: cannot read the domain file ({exc.strerror or exc})."
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise DomainError(
+                f"{path}: the domain file is not UTF-8 text ({exc.reason} at byte {exc.start})."
+            ) from None
+        except RecursionError:
+            raise DomainError(f"{path}: the domain JSON is nested too deeply.") from None
+        except ValueError as exc:  # json.JSONDecodeError, or an integer with too many digits
+            raise DomainError(f"{path}: not valid JSON ({exc}).") from None
+        try:
+            return cls.from_dict(data)
+        except DomainError as exc:
+            raise DomainError(f"{path}: {exc}") from None
 
     def to_json(self, path: str | os.PathLike) -> None:
         """Save the spec as JSON (atomically)."""
         atomic_write_text(path, json.dumps(self.to_dict(), indent=1))
+
+
+DOMAIN_FORMATS = (
+    "Accepted domain formats: "
+    '(1) vertimrf\'s {"columns": [{"name": "sex", "type": "categorical", '
+    '"categories": ["F", "M"]}, {"name": "age", "type": "numeric", "lower": 0, '
+    '"upper": 100, "bins": 10}]}; '
+    '(2) integer-coded {"0": {"type": "discrete", "domain": 16}, "1": {...}}; '
+    '(3) private-pgm / mbi {"age": 85, "sex": 2} (column name -> number of values).'
+)
+
+
+def _format_error(problem: str) -> DomainError:
+    return DomainError(f"{problem} {DOMAIN_FORMATS}")
+
+
+def _brief(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_finite_number(value: object) -> bool:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int beyond float range
+        return False
+
+
+def _size(name: object, value: object, what: str) -> int:
+    """``value`` as a number of codes (a positive int, at most ``_MAX_CODES``)."""
+    if not _is_int(value) or value < 1:
+        raise _format_error(
+            f"column {_brief(name)}: {what} must be a positive integer, got {_brief(value)}."
+        )
+    if value > _MAX_CODES:
+        raise DomainError(
+            f"column {_brief(name)} has {value} codes; at most {_MAX_CODES} are supported."
+        )
+    return int(value)
+
+
+def _discrete_column(name: object, c: dict) -> ColumnSpec:
+    """A column of the integer-coded ``{"type": "discrete", "domain": u}`` format."""
+    if c.get("type") != "discrete" or "domain" not in c:
+        raise _format_error(
+            f"column {_brief(name)}: expected {{'type': 'discrete', 'domain': u}}, got {_brief(c)}."
+        )
+    return ColumnSpec(name, CATEGORICAL, tuple(range(_size(name, c["domain"], "'domain'"))))
+
+
+def _column_from_dict(i: int, c: object) -> ColumnSpec:
+    """A column of this library's ``{"columns": [...]}`` format."""
+    where = f"'columns'[{i}]"
+    if not isinstance(c, dict):
+        raise _format_error(f"{where} is {_brief(c)}, not a column object.")
+    kind = c.get("type")
+    if kind not in (CATEGORICAL, NUMERIC):
+        raise _format_error(
+            f"{where}: 'type' must be 'categorical' or 'numeric', got {_brief(kind)}."
+        )
+    need = ("name", "categories") if kind == CATEGORICAL else ("name", "lower", "upper", "bins")
+    missing = [k for k in need if k not in c]
+    if missing:
+        raise _format_error(
+            f"{where}: a {kind} column needs the keys {list(need)}; missing {missing}."
+        )
+    name = c["name"]
+    if not isinstance(name, str):
+        raise _format_error(f"{where}: 'name' must be a string, got {_brief(name)}.")
+    if kind == CATEGORICAL:
+        cats = c["categories"]
+        if not isinstance(cats, (list, tuple)) or not all(_hashable(v) for v in cats):
+            raise _format_error(
+                f"column {name!r}: 'categories' must be a list of values (strings, numbers, "
+                f"booleans or null), got {_brief(cats)}."
+            )
+        return ColumnSpec(name, CATEGORICAL, tuple(cats))
+    lo, hi, bins = c["lower"], c["upper"], c["bins"]
+    if not (_is_finite_number(lo) and _is_finite_number(hi) and _is_int(bins)):
+        raise _format_error(
+            f"column {name!r}: 'lower' and 'upper' must be finite numbers and 'bins' an "
+            f"integer, got lower={_brief(lo)}, upper={_brief(hi)}, bins={_brief(bins)}."
+        )
+    return ColumnSpec(name, NUMERIC, None, lo, hi, bins)
+
+
+def _hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int = 64) -> DomainSpec:

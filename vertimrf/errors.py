@@ -25,6 +25,14 @@ class PrivacyBudgetError(VertimrfError, ValueError):
     """A privacy parameter is invalid or a release would exceed the budget."""
 
 
+class PrivacyError(VertimrfError, ValueError):
+    """A run would not be differentially private and the user has not accepted that.
+
+    Raised for the paper's FM sketches (and the xxh64 hash, which is not a PRF) unless
+    ``allow_non_dp=True`` is set.
+    """
+
+
 class ModelTooLargeError(VertimrfError, MemoryError):
     """A graphical model would exceed the configured cell limit."""
 

@@ -1,13 +1,14 @@
-"""Turn a budget share into mechanism parameters.
+"""Turn a budget share into the FM sketches' per-sketch epsilon'.
 
-Two accounting modes exist for the FM sketches:
+The FM path is NOT differentially private (``fm-privacy-gap.md``): each single sketch is
+eps'-DP, but the t*d sketches (t repetitions, d attributes over all parties) share each
+record's hash value, so they do not compose and neither mode below gives a true bound. The
+modes only set eps' (hence the phantoms and the floor), to reproduce the paper:
 
-* ``"zcdp"`` (default): the t*d sketches (t repetitions, d attributes over all parties) are
-  each eps'-DP, so they cost t*d*eps'^2/2 in zCDP; a share ``rho`` gives
-  ``eps' = sqrt(2*rho / (t*d))``.
+* ``"zcdp"`` (default): treat the t*d sketches as if independent, t*d*eps'^2/2 in zCDP, so a
+  share ``rho`` gives ``eps' = sqrt(2*rho / (t*d))``.
 * ``"paper"``: the paper's Theorem 2, ``eps' = eps_enc / (4*sqrt(t*d*ln(1/delta)))`` for an
-  (eps_enc, delta) share. Kept to reproduce the paper; it is about 2.8 times more
-  conservative. The ledger still charges the sketches at their true zCDP cost.
+  (eps_enc, delta) share; about 2.8 times more conservative.
 """
 
 from __future__ import annotations

@@ -1,10 +1,17 @@
 """The privacy ledger: every released statistic is charged here, in zCDP.
 
 Each :class:`Release` records a named mechanism, its parameters and its zCDP cost rho.
-zCDP composes by adding rho, so the ledger's total is the sum over releases, converted to
-(epsilon, delta) once with the Canonne-Kamath-Steinke bound. Pure epsilon-DP releases
-(FM sketches, Laplace counts, GRR) cost eps^2/2 each; Gaussian releases cost
-Delta^2 / (2 sigma^2). The privacy unit is one individual (add/remove one record).
+zCDP composes by adding rho over mechanisms with independent randomness, so the ledger's
+total is the sum over releases, converted to (epsilon, delta) once with the
+Canonne-Kamath-Steinke bound. Pure epsilon-DP releases (discrete Laplace counts, GRR) cost
+eps^2/2 each; (discrete) Gaussian releases cost Delta^2 / (2 sigma^2). The privacy unit is
+one individual (add/remove one record).
+
+The paper's FM sketches (mechanism ``"fm_sketch"``) are charged at the cost the paper
+claims so that the budget split stays the paper's, but that claim is false: one record's
+geometric value enters a register of every one of its attributes, so the registers share
+randomness and do not compose (``fm-privacy-gap.md``). A ledger holding such a release has
+``dp_guarantee == False``: it reports no total (epsilon, delta) and its text says so.
 """
 
 from __future__ import annotations
@@ -13,10 +20,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vertimrf.errors import PrivacyBudgetError
+from vertimrf.errors import PrivacyBudgetError, PrivacyError
 from vertimrf.privacy.zcdp import epsilon_to_rho, gaussian_rho, pure_to_rho, rho_to_epsilon
 
 _SLACK = 1e-9
+# Mechanisms whose charges are bookkeeping only: their releases share randomness, so no
+# composition theorem applies and no (epsilon, delta) guarantee follows from the ledger.
+NON_DP_MECHANISMS = frozenset({"fm_sketch"})
 
 
 @dataclass(frozen=True)
@@ -32,19 +42,37 @@ class Release:
 
 
 class PrivacyLedger:
-    """Charges releases in zCDP against an optional (epsilon, delta) budget.
+    """Charges releases in zCDP against an optional budget.
 
-    With a budget, a charge that would push the total rho above the budget's rho raises
+    The budget is an (epsilon, delta) pair, or a zCDP ``rho`` directly (for example a
+    party's share of a protocol budget; ``delta`` then only sets the reporting delta). A
+    charge that would push the total rho above the budget's rho raises
     :class:`PrivacyBudgetError` and is not recorded.
     """
 
-    def __init__(self, epsilon: float | None = None, delta: float | None = None) -> None:
-        if (epsilon is None) != (delta is None):
+    def __init__(
+        self,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        *,
+        rho: float | None = None,
+    ) -> None:
+        if rho is not None:
+            if epsilon is not None:
+                raise PrivacyBudgetError("give a budget as (epsilon, delta) or as rho, not both.")
+            if not (rho > 0 and math.isfinite(rho)):
+                raise PrivacyBudgetError(f"a rho budget must be positive and finite; got {rho!r}.")
+        elif (epsilon is None) != (delta is None):
             raise PrivacyBudgetError("give both epsilon and delta for a budget, or neither.")
         self.epsilon_budget = epsilon
         self.delta = delta
-        self.budget_rho = None if epsilon is None else epsilon_to_rho(epsilon, delta)
+        self.budget_rho = rho if epsilon is None else epsilon_to_rho(epsilon, delta)
         self._releases: list[Release] = []
+
+    @property
+    def dp_guarantee(self) -> bool:
+        """False when any release is of a mechanism whose charge is not a valid DP bound."""
+        return not any(r.mechanism in NON_DP_MECHANISMS for r in self._releases)
 
     @property
     def releases(self) -> tuple[Release, ...]:
@@ -64,10 +92,20 @@ class PrivacyLedger:
         return max(0.0, self.budget_rho - self.total_rho)
 
     def total_epsilon(self, delta: float | None = None) -> float:
-        """Total epsilon at ``delta`` (default: the budget's delta)."""
+        """Total epsilon at ``delta`` (default: the budget's delta); a true upper bound.
+
+        Raises :class:`PrivacyError` when the ledger holds a non-DP release (see the module
+        docstring): no epsilon can be claimed then.
+        """
         delta = self.delta if delta is None else delta
         if delta is None:
             raise PrivacyBudgetError("this ledger has no budget; pass delta to total_epsilon().")
+        if not self.dp_guarantee:
+            raise PrivacyError(
+                "this ledger holds FM-sketch releases, which are NOT differentially private "
+                "(their registers share randomness, so the charges do not compose); there is "
+                "no total (epsilon, delta) to report."
+            )
         return rho_to_epsilon(self.total_rho, delta)
 
     def charge(self, release: Release) -> Release:
@@ -168,16 +206,25 @@ class PrivacyLedger:
                 f"{share:>6.1%}  {detail}"
             )
         lines.append("-" * len(header))
-        lines.append(f"total rho = {total:.6g}")
-        if delta is not None:
+        lines.append(f"total rho charged = {total:.6g}")
+        if not self.dp_guarantee:
+            lines.append(
+                "NOT differentially private: the fm_sketch charges are the paper's claim, which "
+                "is false (registers share randomness), so no total (epsilon, delta) holds"
+            )
+        elif delta is not None:
             lines.append(
                 f"total (epsilon, delta) = ({rho_to_epsilon(total, delta):.6g}, {delta:.3g}) "
-                "by the Canonne-Kamath-Steinke conversion"
+                "by the Canonne-Kamath-Steinke conversion (a true upper bound)"
             )
         if self.budget_rho is not None:
-            lines.append(
+            budget = (
                 f"budget (epsilon, delta) = ({self.epsilon_budget}, {self.delta:.3g}); "
-                f"rho budget = {self.budget_rho:.6g}; used {total / self.budget_rho:.2%}"
+                if self.epsilon_budget is not None
+                else "budget: "
+            )
+            lines.append(
+                f"{budget}rho budget = {self.budget_rho:.6g}; used {total / self.budget_rho:.2%}"
             )
         return "\n".join(lines)
 

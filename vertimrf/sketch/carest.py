@@ -1,4 +1,4 @@
-"""CarEst: the server's estimate of any l-way marginal from DP FM sketches.
+"""CarEst: the server's estimate of any l-way marginal from FM sketches (NOT DP jointly).
 
 For a cell v = (v_1..v_l) the records matching v are the complement of the union of the
 complement sets {A_i != v_i}. Per repetition h the union's sketch is the max over i of the
@@ -116,7 +116,7 @@ def estimate_cardinality(values: np.ndarray, gamma: float = 1.0) -> float:
 
 
 class CarEst:
-    """Estimates cross-party marginals from the parties' DP sketches; results are cached.
+    """Estimates cross-party marginals from the parties' FM sketches; results are cached.
 
     Attributes are named; a marginal may mix attributes of any parties.
     """

@@ -1,4 +1,8 @@
-"""LocEnc: a party's DP FM sketches of its (possibly binned) columns.
+"""LocEnc: a party's FM sketches of its (possibly binned) columns.
+
+Each sketch alone is eps'-DP, but a record's hash value enters a sketch of every one of its
+attributes, so the set is NOT differentially private (``fm-privacy-gap.md``); the ledger
+marks a charge of ``"fm_sketch"`` as such.
 
 Registers (min keyed hash per attribute value and key) are computed by the kernels and can
 be built in shards and min-merged; the DP step runs once, on the merged registers.
@@ -27,7 +31,8 @@ def sketch_from_registers(
     gamma: float = 1.0,
     party: str | None = None,
 ) -> SketchSet:
-    """Release eps'-DP sketches from (merged) registers, charging t*d sketches to ``ledger``."""
+    """Release sketches (each eps'-DP alone, NOT DP jointly) from (merged) registers; the
+    t*d sketches are charged to ``ledger`` as ``"fm_sketch"``, which marks it as not DP."""
     noise = fm_noise(eps_prime, gamma)
     t = int(registers.shape[0])
     ledger.charge_pure(
@@ -57,7 +62,7 @@ def locenc(
     party: str | None = None,
     hash: str | None = None,
 ) -> SketchSet:
-    """Encode a party's integer-coded columns as eps'-DP FM sketches (one pass)."""
+    """Encode a party's integer-coded columns as FM sketches (one pass; NOT DP jointly)."""
     registers = compute_registers(codes, domain, fingerprints, keys, hash=hash)
     return sketch_from_registers(
         registers,

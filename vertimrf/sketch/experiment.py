@@ -8,6 +8,7 @@ runs every role in one process, so it may read the real table to score the estim
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ import pandas as pd
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.privacy import PrivacyLedger, sketch_epsilon
-from vertimrf.privacy.mechanisms import laplace_count
+from vertimrf.privacy.mechanisms import discrete_laplace_count
+from vertimrf.privacy.samplers import noise_sampler
 from vertimrf.sketch.carest import CarEst
 from vertimrf.sketch.encode import locenc
 from vertimrf.sketch.ids import record_fingerprints
@@ -95,8 +97,12 @@ def cross_marginal_experiment(
         )
     keys = HashKeys.from_secret(secret, t)
     fps = record_fingerprints(np.arange(n))
-    n_hat = laplace_count(
-        n, count_share * ledger.budget_rho, rng=rng, ledger=ledger, party="party0"
+    n_hat = discrete_laplace_count(
+        n,
+        math.sqrt(2.0 * count_share * ledger.budget_rho),
+        noise=noise_sampler(rng if seed is not None else None),
+        ledger=ledger,
+        party="party0",
     )
     dom = spec.domain
     codes_all = TableEncoder(spec).encode(df[list(spec.names)])

@@ -2,6 +2,9 @@
 
 Each attribute value is kept with probability p = e^eps / (e^eps + u - 1) and otherwise
 replaced by one of the u - 1 other values uniformly (each with q = 1 / (e^eps + u - 1)).
+The coins come from a :class:`~vertimrf.privacy.samplers.NoiseSampler` (cryptographically
+secure by default); its Bernoulli keeps with probability p' = floor(p 2^53) / 2^53 <= p, so
+the likelihood ratio p' (u - 1) / (1 - p') of any two reports is at most e^eps exactly.
 The transition matrix is (p - q) I + q 11^T, whose inverse applied to a histogram h along
 one axis is (h - q * sum(h)) / (p - q) (because p + (u - 1) q = 1). Applying it along
 each axis of an l-way histogram gives the unbiased marginal estimate without ever building
@@ -18,6 +21,7 @@ import numpy as np
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.samplers import NoiseSampler
 
 
 def grr_probabilities(epsilon: float, u: int) -> tuple[float, float]:
@@ -31,7 +35,7 @@ def grr_perturb(
     domain: Domain,
     epsilon: float,
     *,
-    rng: np.random.Generator,
+    noise: NoiseSampler,
     ledger: PrivacyLedger,
     party: str | None = None,
 ) -> np.ndarray:
@@ -56,8 +60,8 @@ def grr_perturb(
             out[:, j] = x
             continue
         p, _ = grr_probabilities(epsilon, u)
-        keep = rng.random(n) < p
-        other = rng.integers(0, u - 1, n)
+        keep = noise.bernoulli(p, n)
+        other = noise.integers(u - 1, n)
         other += other >= x
         out[:, j] = np.where(keep, x, other)
     return out

@@ -1,4 +1,5 @@
-"""DP sketch sets: what a party releases, and the server's merged view."""
+"""FM sketch sets (the paper's; NOT DP across attributes): what a party releases, and the
+server's merged view."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from vertimrf.sketch.dp import FMNoise
 
 @dataclass(frozen=True)
 class SketchSet:
-    """DP FM sketch values of one party: ``values[h, offsets[j] + v]`` for key h, attribute j.
+    """FM sketch values of one party: ``values[h, offsets[j] + v]`` for key h, attribute j.
 
-    Only DP outputs and public metadata: the values are eps'-DP per sketch, the domain is
+    Each value is eps'-DP alone, but the set is NOT DP (a record's hash value enters a sketch
+    of every one of its attributes; see :mod:`vertimrf.privacy.fm_gap`). The domain is
     public and the key fingerprint reveals nothing about the keys.
     """
 

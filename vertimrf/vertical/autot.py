@@ -8,7 +8,9 @@ t=2000, 0.012 at 8000, 0.0086 at 32000). The rule: among the candidate t values 
 predicted LocEnc time (n_hint * t hashes per party at ``hashes_per_second``) fits
 ``seconds`` and whose sketch payload (t * sum of a party's binned domain sizes, one byte
 each) fits ``max_sketch_bytes``, take the one with the smallest predicted error. ``n_hint``
-must be public: the count party's noisy count, or a size known in advance.
+must be public: the config's ``max_rows`` (a public upper bound), or a noisy count the count
+party has already released. The rule runs once, when the config is made
+(:meth:`ProtocolConfig.from_preset` with ``t="auto"``), never on the true record count.
 """
 
 from __future__ import annotations
@@ -42,18 +44,16 @@ def predicted_error(config: ProtocolConfig, t: int, n_hint: float) -> float:
     return (n_hint + k_p * s) / (n_hint * math.sqrt(t))
 
 
-def resolve_t(
+def choose_t(
     config: ProtocolConfig,
     n_hint: float,
     *,
     seconds: float = 10.0,
     max_sketch_bytes: int = 500_000,
     hashes_per_second: float = HASHES_PER_SECOND,
-) -> ProtocolConfig:
-    """The config with ``t="auto"`` replaced by the rule's choice (unchanged if t is set)."""
-    if config.t != "auto":
-        return config
-    if not (n_hint >= 1 and math.isfinite(n_hint)):
+) -> int:
+    """The rule's t for ``config`` (whose own t is ignored) and a public row count ``n_hint``."""
+    if not (isinstance(n_hint, int | float) and n_hint >= 1 and math.isfinite(n_hint)):
         raise ConfigError(f"n_hint must be a public row count >= 1; got {n_hint!r}.")
     sizes = _binned_sizes(config)
     widest = max(sum(sizes[c] for c in p.columns) for p in config.parties)
@@ -62,8 +62,7 @@ def resolve_t(
         for t in CANDIDATES
         if n_hint * t / hashes_per_second <= seconds and t * widest <= max_sketch_bytes
     ] or [CANDIDATES[0]]
-    best = min(feasible, key=lambda t: predicted_error(config, t, n_hint))
-    return config.with_changes(t=best)
+    return min(feasible, key=lambda t: predicted_error(config, t, n_hint))
 
 
 def _binned_sizes(config: ProtocolConfig) -> dict[str, int]:

@@ -5,6 +5,15 @@ most 1. ``locmrf`` is split evenly over the parties (each party's local model se
 individual), ``locenc`` pays for all t*d sketches (or the GRR reports), ``count`` for the one
 noisy record count, ``binning`` for the noisy value counts of the binned attributes. When no
 attribute is binned, the binning share goes to ``locenc``.
+
+A config pins one run: ``run_nonce`` is fresh random for every new config, and the hash keys
+and the FO row order are derived from (shared secret, config hash), so a retry under a new
+config never reuses a person's hash values. ``t="auto"`` is resolved once, when the config
+is made, from the public ``max_rows`` only.
+
+``method="fm"`` (the paper's sketches) and ``hash="xxh64"`` (not a PRF) are NOT
+differentially private (``fm-privacy-gap.md``); a config with either is refused with a
+:class:`~vertimrf.errors.PrivacyError` unless ``allow_non_dp=True``.
 """
 
 from __future__ import annotations
@@ -12,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 from dataclasses import asdict, dataclass, field, replace
 
 from vertimrf.domain import DomainSpec
-from vertimrf.errors import ConfigError
+from vertimrf.errors import ConfigError, PrivacyError, VertimrfError
 from vertimrf.io import atomic_write_text
 from vertimrf.privacy.calibration import ACCOUNTING_MODES
 from vertimrf.sketch.carest import METHODS as CAREST_METHODS
@@ -44,7 +54,16 @@ PRESETS: dict[str, dict] = {
         "max_model_cells": 1e6,
     },
 }
-METHODS = ("fm", "fo")
+METHODS = ("fo", "fm")
+NON_DP_REASON = (
+    "the paper's FM sketches are not differentially private: one record's geometric hash value "
+    "enters a register of every one of its attributes under the same key, so the registers "
+    "share randomness and the paper's composition (Theorem 2) fails; for a record that is the "
+    "only holder of its values in two or more columns the privacy loss is unbounded (bundled "
+    "Adult demo: worst-case delta >= 6.4e-4 for two such columns and 0.76 for all 15, against "
+    "a claimed 2.2e-5)"
+)
+NONCE_HEX_CHARS = 32
 HASHES = ("siphash24", "xxh64")
 RECOVERY = ("hisrec", "unisam")
 
@@ -79,6 +98,11 @@ class ProtocolConfig:
             "zcdp" or "paper" (the paper's Theorem 2 for the sketches' epsilon').
         recovery: "hisrec" or "unisam"; consistency: enforce it; local_mrf: run LocMRF
             (False is the ablation: its share goes to LocEnc).
+        allow_non_dp: accept a method that is NOT differentially private (FM sketches, the
+            xxh64 hash); without it such a config raises PrivacyError.
+        max_rows: a public upper bound on the number of records (never the true count);
+            ``t="auto"`` needs it.
+        run_nonce: fresh random hex per config (made when empty); binds keys to the run.
     """
 
     epsilon: float
@@ -98,12 +122,15 @@ class ProtocolConfig:
     cross_edge_fraction: float = 0.2
     cross_weight: float = 1.0
     cross_marginals: int | None = None
-    method: str = "fm"
+    method: str = "fo"
     carest: str = "containment"
     accounting: str = "zcdp"
     recovery: str = "hisrec"
     consistency: bool = True
     local_mrf: bool = True
+    allow_non_dp: bool = False
+    max_rows: int | None = None
+    run_nonce: str = ""
 
     @classmethod
     def from_preset(
@@ -116,7 +143,11 @@ class ProtocolConfig:
         parties: list[tuple[str, list[str]]] | list[list[str]],
         **overrides: object,
     ) -> ProtocolConfig:
-        """A config from a named preset; ``parties`` are (name, columns) pairs or column lists."""
+        """A config from a named preset; ``parties`` are (name, columns) pairs or column lists.
+
+        ``t="auto"`` is resolved here, once, from the public ``max_rows`` (see
+        :func:`vertimrf.vertical.autot.choose_t`).
+        """
         if preset not in PRESETS:
             raise ConfigError(f"unknown preset {preset!r}; use one of {sorted(PRESETS)}.")
         specs = []
@@ -126,9 +157,22 @@ class ProtocolConfig:
         base = dict(PRESETS[preset])
         base["shares"] = dict(base["shares"])
         base.update(overrides)
-        return cls(
+        auto = base.get("t") == "auto"
+        if auto:
+            if base.get("max_rows") is None:
+                raise ConfigError(
+                    "t='auto' needs max_rows, a public upper bound on the number of records "
+                    "(never the true count), to choose t from public information only."
+                )
+            base["t"] = PRESETS["paper"]["t"]
+        cfg = cls(
             epsilon=epsilon, delta=delta, spec=spec, parties=tuple(specs), preset=preset, **base
         )
+        if auto:
+            from vertimrf.vertical.autot import choose_t
+
+            cfg = cfg.with_changes(t=choose_t(cfg, cfg.max_rows))
+        return cfg
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0) or not (0 < self.delta < 1):
@@ -153,8 +197,11 @@ class ProtocolConfig:
             object.__setattr__(self, "count_party", names[0])
         elif self.count_party not in names:
             raise ConfigError(f"count_party {self.count_party!r} is not one of {names}.")
+        if not self.run_nonce:
+            object.__setattr__(self, "run_nonce", secrets.token_hex(NONCE_HEX_CHARS // 2))
         self._check_choices()
         self._check_shares()
+        self._check_privacy()
 
     def _check_choices(self) -> None:
         for value, allowed, what in (
@@ -166,8 +213,28 @@ class ProtocolConfig:
         ):
             if value not in allowed:
                 raise ConfigError(f"{what} must be one of {allowed}; got {value!r}.")
-        if not (self.t == "auto" or (isinstance(self.t, int) and self.t >= 1)):
-            raise ConfigError(f"t must be a positive integer or 'auto'; got {self.t!r}.")
+        if self.t == "auto":
+            raise ConfigError(
+                "t='auto' is resolved when the config is made: use ProtocolConfig.from_preset("
+                "..., t='auto', max_rows=N) with a public upper bound N on the record count."
+            )
+        if isinstance(self.t, bool) or not (isinstance(self.t, int) and self.t >= 1):
+            raise ConfigError(f"t must be a positive integer; got {self.t!r}.")
+        if self.max_rows is not None and (
+            isinstance(self.max_rows, bool)
+            or not (isinstance(self.max_rows, int) and self.max_rows >= 1)
+        ):
+            raise ConfigError(f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.")
+        nonce = self.run_nonce
+        if not (
+            isinstance(nonce, str)
+            and len(nonce) >= NONCE_HEX_CHARS
+            and all(ch in "0123456789abcdef" for ch in nonce)
+        ):
+            raise ConfigError(
+                f"run_nonce must be at least {NONCE_HEX_CHARS} lowercase hex characters; leave "
+                "it empty to draw a fresh one."
+            )
         if not (0 < self.gamma <= 1):
             raise ConfigError(f"gamma must be in (0, 1]; got {self.gamma}.")
         for name in ("tau", "max_model_cells", "cross_weight"):
@@ -204,6 +271,34 @@ class ProtocolConfig:
         if self.local_mrf and self.shares["locmrf"] <= 0:
             raise ConfigError("local_mrf needs a positive locmrf share.")
 
+    def _check_privacy(self) -> None:
+        if self.allow_non_dp is not True and self.allow_non_dp is not False:
+            raise ConfigError(f"allow_non_dp must be True or False; got {self.allow_non_dp!r}.")
+        if self.allow_non_dp:
+            return
+        if self.method == "fm":
+            raise PrivacyError(
+                f"method='fm' refused: {NON_DP_REASON}. Use method='fo' (DP), or set "
+                "allow_non_dp=True (--allow-non-dp on the command line) to run the paper's method "
+                "for reproduction; its report will say it is NOT differentially private."
+            )
+        if self.hash == "xxh64":
+            raise PrivacyError(
+                "hash='xxh64' refused: xxh64 is not a keyed pseudorandom function, so hash values "
+                "can leak which records hold which values. Use hash='siphash24', or set "
+                "allow_non_dp=True to accept a run that is NOT differentially private."
+            )
+
+    @property
+    def dp_guarantee(self) -> bool:
+        """True when every mechanism of this config is differentially private (the hash is
+        used only by the FM sketches, so FM is the one non-DP path)."""
+        return self.method != "fm"
+
+    def run_context(self) -> bytes:
+        """Bytes that bind derived keys to this run: the config hash (which covers the nonce)."""
+        return b"vertimrf/run/" + self.config_hash().encode("ascii")
+
     def party(self, name: str) -> PartySpec:
         """The party called ``name``."""
         for p in self.parties:
@@ -232,15 +327,21 @@ class ProtocolConfig:
     @classmethod
     def from_dict(cls, data: dict) -> ProtocolConfig:
         """Inverse of :meth:`to_dict`."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"a protocol config is a JSON object; got {type(data).__name__}.")
         d = dict(data)
         try:
             d["spec"] = DomainSpec.from_dict(d["spec"])
-            d["parties"] = tuple(PartySpec(p["name"], tuple(p["columns"])) for p in d["parties"])
+            d["parties"] = tuple(
+                PartySpec(str(p["name"]), tuple(str(c) for c in p["columns"])) for p in d["parties"]
+            )
             if d.get("binned") is not None:
                 d["binned"] = tuple(d["binned"])
             return cls(**d)
-        except (KeyError, TypeError) as exc:
-            raise ConfigError(f"invalid protocol config: {exc}.") from None
+        except VertimrfError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"invalid protocol config: {exc!r}.") from None
 
     def config_hash(self) -> str:
         """SHA-256 of the canonical JSON form; every message carries it."""
@@ -254,8 +355,11 @@ class ProtocolConfig:
     @classmethod
     def load(cls, path: str | os.PathLike) -> ProtocolConfig:
         """Read a config written by :meth:`save`."""
-        with open(path, encoding="utf-8") as fh:
-            try:
-                return cls.from_dict(json.load(fh))
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}: not valid JSON ({exc}).") from None
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"cannot read the config file {path}: {exc.strerror}.") from None
+        except (ValueError, RecursionError) as exc:
+            raise ConfigError(f"{path}: not a valid JSON config ({exc}).") from None
+        return cls.from_dict(data)

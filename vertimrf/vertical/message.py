@@ -2,15 +2,17 @@
 
 A message holds only DP outputs and public metadata:
 
-* ``sketch``: eps'-DP FM sketch values (FM path) or ``grr``: GRR-perturbed rows (FO path);
-* ``bins``: Laplace-noised value counts of the binned attributes and the bin maps computed
-  from them (post-processing);
-* ``noisy_count``: the Laplace-noised record count (designated party only);
+* ``grr``: GRR-perturbed rows (FO path), or ``sketch``: the paper's FM sketch values (FM
+  path, NOT differentially private: see ``fm-privacy-gap.md``);
+* ``bins``: discrete-Laplace value counts (integers) of the binned attributes and the bin
+  maps computed from them (post-processing; the server re-derives them);
+* ``noisy_count``: the discrete-Laplace record count, an integer (designated party only);
 * ``local``: the local MRF (graph, cliques, log-potentials) and its measurement set with
   targets read off the fitted local model, all post-processing of PrivMRF's Gaussian
   measurements (the raw marginals are never sent);
-* ``releases``: the party's ledger entries; public settings (config hash, columns, the hash
-  name and the key fingerprint, which reveals nothing about the keys).
+* ``releases``: the party's ledger entries, which the server checks against the config;
+  public settings (config hash, columns, the hash name, the key fingerprint, which reveals
+  nothing about the keys, and ``seeded``: whether the party's noise came from a seed).
 
 Files are versioned, checksummed zip containers (see :mod:`vertimrf.vertical.container`),
 written atomically and read with ``allow_pickle=False``.
@@ -24,13 +26,14 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from vertimrf.domain import Domain
-from vertimrf.errors import MessageError
+from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.sketch.dp import FMNoise
 from vertimrf.sketch.sketchset import SketchSet
 from vertimrf.vertical.binning import BinMap
 from vertimrf.vertical.config import ProtocolConfig
 from vertimrf.vertical.container import read_container, write_container
+from vertimrf.vertical.schema import Fields, array_bounds
 
 KIND = "party-message"
 
@@ -69,8 +72,9 @@ class PartyMessage:
     sketch: SketchSet | None = None
     grr: np.ndarray | None = None
     grr_epsilon: float | None = None
-    noisy_count: float | None = None
+    noisy_count: int | None = None
     local: LocalModel | None = None
+    seeded: bool = False
 
     # ------------------------------------------------------------------------ checks
     def check(self, config: ProtocolConfig) -> None:
@@ -123,8 +127,13 @@ class PartyMessage:
                 f"bins {want} of its columns."
             )
         for name, m in self.bins.items():
-            if m.size != config.spec[name].size or m.noisy_counts.shape != (m.size,):
-                raise MessageError(f"bin map of {name!r} does not cover its {m.size} values.")
+            u = config.spec[name].size
+            if m.value_to_bin.shape != (u,) or m.noisy_counts.shape != (u,):
+                raise MessageError(
+                    f"message of party {self.party!r}, mechanism 'discrete_laplace_hist': the "
+                    f"bin map and histogram of {name!r} must cover its {u} values; got "
+                    f"{m.value_to_bin.shape} and {m.noisy_counts.shape}."
+                )
 
     def _check_local(self, config: ProtocolConfig) -> None:
         loc = self.local
@@ -166,6 +175,7 @@ class PartyMessage:
             "bins": list(self.bins),
             "noisy_count": self.noisy_count,
             "grr_epsilon": self.grr_epsilon,
+            "seeded": self.seeded,
             "sketch": None,
             "local": None,
         }
@@ -208,59 +218,102 @@ class PartyMessage:
         write_container(path, KIND, meta, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> PartyMessage:
-        """Read and verify a message file (checksums, version, structure)."""
-        meta, arrays = read_container(path, KIND)
-        try:
-            return cls._from_parts(meta, arrays)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise MessageError(f"{path}: malformed party message ({exc!r}).") from None
+    def load(cls, path: str | os.PathLike, config: ProtocolConfig) -> PartyMessage:
+        """Read a message file made under ``config`` and check it against the config.
+
+        Every array's size is bounded from the config before it is decompressed, and every
+        malformed, oversized, tampered or mismatched file raises :class:`MessageError`.
+        """
+        if not isinstance(config, ProtocolConfig):
+            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        meta, arrays = read_container(path, KIND, array_bytes=array_bounds(config))
+        message = cls._from_parts(Fields(meta, f"{path}: manifest meta"), arrays, str(path))
+        message.check(config)
+        return message
 
     @classmethod
-    def _from_parts(cls, meta: dict, arrays: dict[str, np.ndarray]) -> PartyMessage:
+    def _from_parts(cls, meta: Fields, arrays: dict[str, np.ndarray], path: str) -> PartyMessage:
+        def array(name: str) -> np.ndarray:
+            if name not in arrays:
+                raise MessageError(f"{path}: the array {name!r} is missing.")
+            return arrays[name]
+
         bins = {
-            name: BinMap(arrays[f"bin_map_{i}"], arrays[f"bin_counts_{i}"])
-            for i, name in enumerate(meta["bins"])
+            name: BinMap(array(f"bin_map_{i}"), array(f"bin_counts_{i}"))
+            for i, name in enumerate(meta.texts("bins"))
         }
         sketch = None
-        if meta["sketch"] is not None:
-            sm = meta["sketch"]
+        sm = meta.object("sketch", optional=True)
+        if sm is not None:
+            noise = sm.object("noise")
+            names, sizes = sm.texts("names"), sm.numbers("sizes")
+            if len(names) != len(sizes) or not all(u >= 1 and u == int(u) for u in sizes):
+                raise MessageError(f"{path}: the sketch domain is malformed.")
             sketch = SketchSet(
-                arrays["sketch"],
-                Domain(tuple(sm["names"]), tuple(int(u) for u in sm["sizes"])),
-                FMNoise(**sm["noise"]),
-                sm["key_fingerprint"],
+                array("sketch"),
+                Domain(names, tuple(int(u) for u in sizes)),
+                FMNoise(
+                    noise.number("eps_prime"),
+                    noise.number("gamma"),
+                    noise.integer("k_p"),
+                    noise.integer("alpha_min"),
+                ),
+                sm.text("key_fingerprint"),
             )
         local = None
-        if meta["local"] is not None:
-            lm = meta["local"]
+        lm = meta.object("local", optional=True)
+        if lm is not None:
+            cliques, measured = lm.text_lists("cliques"), lm.text_lists("measured")
             local = LocalModel(
-                edges=tuple(tuple(e) for e in lm["edges"]),
-                chordal_edges=tuple(tuple(e) for e in lm["chordal_edges"]),
-                cliques=tuple(tuple(c) for c in lm["cliques"]),
+                edges=_pairs(lm, "edges", path),
+                chordal_edges=_pairs(lm, "chordal_edges", path),
+                cliques=cliques,
                 potentials=tuple(
-                    arrays[f"potential_{k}"].astype(np.float64) for k in range(len(lm["cliques"]))
+                    array(f"potential_{k}").astype(np.float64) for k in range(len(cliques))
                 ),
-                measured=tuple(tuple(m) for m in lm["measured"]),
-                weights=tuple(float(w) for w in lm["weights"]),
-                targets=tuple(arrays[f"target_{k}"] for k in range(len(lm["measured"]))),
-                total=float(lm["total"]),
+                measured=measured,
+                weights=lm.numbers("weights"),
+                targets=tuple(array(f"target_{k}") for k in range(len(measured))),
+                total=lm.number("total"),
             )
         return cls(
-            party=str(meta["party"]),
-            config_hash=str(meta["config_hash"]),
-            columns=tuple(meta["columns"]),
-            method=str(meta["method"]),
-            hash=str(meta["hash"]),
-            key_fingerprint=meta["key_fingerprint"],
-            releases=tuple(PrivacyLedger.releases_from_records(meta["releases"])),
+            party=meta.text("party"),
+            config_hash=meta.text("config_hash"),
+            columns=meta.texts("columns"),
+            method=meta.text("method"),
+            hash=meta.text("hash"),
+            key_fingerprint=meta.text("key_fingerprint", optional=True),
+            releases=tuple(_release(r) for r in meta.objects("releases")),
             bins=bins,
             sketch=sketch,
             grr=arrays.get("grr"),
-            grr_epsilon=meta["grr_epsilon"],
-            noisy_count=meta["noisy_count"],
+            grr_epsilon=meta.number("grr_epsilon", optional=True),
+            noisy_count=meta.integer("noisy_count", optional=True),
             local=local,
+            seeded=meta.flag("seeded"),
         )
+
+
+def _pairs(fields: Fields, key: str, path: str) -> tuple[tuple[str, str], ...]:
+    pairs = fields.text_lists(key)
+    if not all(len(p) == 2 for p in pairs):
+        raise MessageError(f"{path}: every entry of {key!r} must be a pair of column names.")
+    return pairs
+
+
+def _release(fields: Fields) -> Release:
+    count = fields.integer("count")
+    rho = fields.number("rho")
+    if count < 1 or rho < 0:
+        raise MessageError(f"{fields.where}: a release needs count >= 1 and rho >= 0.")
+    return Release(
+        mechanism=fields.text("mechanism"),
+        description=fields.text("description"),
+        rho=rho,
+        count=count,
+        party=fields.text("party", optional=True),
+        params=fields.raw_object("params"),
+    )
 
 
 def _check_table(

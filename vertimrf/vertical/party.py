@@ -2,13 +2,16 @@
 
 ``Party(name, df, config, secret).encode()`` runs, in order:
 
-1. the noisy record count, if this party is the config's ``count_party``;
-2. LocMRF: PrivMRF on the party's own columns with its share of the budget;
-3. binning: Laplace-noised counts of every value of each binned column, and the bin maps;
-4. LocEnc: DP FM sketches of the binned columns (or GRR rows for the FO variant);
+1. the noisy record count (discrete Laplace), if this party is the config's ``count_party``;
+2. LocMRF: PrivMRF on the party's own columns with its share of the budget, using the
+   protocol's one noisy count;
+3. binning: discrete-Laplace counts of every value of each binned column, and the bin maps;
+4. LocEnc: GRR rows of the binned columns (FO), or the paper's FM sketches (NOT DP; only
+   with ``allow_non_dp``);
 
 and returns a :class:`PartyMessage` holding only DP outputs and public metadata. The shared
-secret (the hash keys' source) never leaves the party.
+secret (the hash keys' source) never leaves the party. The party's ledger is capped at its
+own share of the budget, derived from the config, and ``encode`` runs once per party.
 """
 
 from __future__ import annotations
@@ -22,16 +25,17 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from vertimrf.domain import Domain, TableEncoder
-from vertimrf.errors import ConfigError, DomainError
+from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.mrf.privmrf import PrivMRF
 from vertimrf.privacy.ledger import PrivacyLedger
-from vertimrf.privacy.mechanisms import laplace_count, laplace_histogram
+from vertimrf.privacy.mechanisms import discrete_laplace_count, discrete_laplace_histogram
+from vertimrf.privacy.samplers import randomness
 from vertimrf.sketch.encode import locenc
 from vertimrf.sketch.grr import grr_perturb
 from vertimrf.sketch.ids import record_fingerprints
 from vertimrf.sketch.keys import HashKeys
 from vertimrf.vertical.binning import BinMap, frequency_bins
-from vertimrf.vertical.budget import ProtocolBudget, count_rho
+from vertimrf.vertical.budget import ProtocolBudget, party_rho
 from vertimrf.vertical.config import ProtocolConfig
 from vertimrf.vertical.fo import aligned_rows
 from vertimrf.vertical.message import LocalModel, PartyMessage
@@ -52,7 +56,9 @@ class Party:
         config: the protocol config every role shares.
         secret: the parties' shared secret (>= 32 random bytes); never sent anywhere.
         id_column: the record-ID column (int or str; unique, no missing values).
-        seed: seed for all noise; None (default) draws OS entropy, as DP releases need.
+        seed: seed for all noise and randomness (experiments only: the noise is then
+            reproducible and not for release); None (default) draws DP noise from a
+            cryptographically secure sampler.
         progress: show a progress bar.
         local_options: PrivMRF options for the local model; the default caps are the
             reference LocMRF's (1e5 cells per clique, 3e5 in all), which keep the local
@@ -88,12 +94,14 @@ class Party:
         self._fingerprints = record_fingerprints(data[id_column])
         HashKeys.from_secret(secret, 1)  # validates the secret now, not at encode time
         self._secret = secret
-        self._rng = np.random.default_rng(seed)
+        self._noise, self._rng = randomness(seed)
         self.progress = progress
         self.local_options = dict(local_options or {})
-        self.ledger = PrivacyLedger()
+        self.budget = ProtocolBudget.from_config(config)
+        self.ledger = PrivacyLedger(rho=party_rho(config, name), delta=config.delta)
         self.timings: dict[str, float] = {}
-        self._noisy_count: float | None = None
+        self._noisy_count: int | None = None
+        self._encoded = False
 
     def __repr__(self) -> str:
         return f"Party({self.name!r}, columns={list(self.columns)}, rows={self.n_rows})"
@@ -103,49 +111,51 @@ class Party:
         """The party's number of records (stays local)."""
         return int(self._codes.shape[0])
 
-    def use_config(self, config: ProtocolConfig) -> None:
-        """Switch to ``config`` with t resolved (see resolve_t); nothing else may differ."""
-        if not isinstance(config.t, int) or config.with_changes(t=self.config.t) != self.config:
-            raise ConfigError("use_config only replaces t='auto' by an integer t.")
-        self.config = config
-
-    def release_count(self) -> float:
-        """The designated party's Laplace-noised record count (released once, then reused)."""
+    def release_count(self) -> int:
+        """The designated party's noisy record count (discrete Laplace; released once)."""
         if self.name != self.config.count_party:
             raise ConfigError(
                 f"party {self.name!r} is not the count party ({self.config.count_party!r})."
             )
         if self._noisy_count is None:
-            self._noisy_count = laplace_count(
+            self._noisy_count = discrete_laplace_count(
                 self.n_rows,
-                count_rho(self.config),
-                rng=self._rng,
+                self.budget.count_epsilon,
+                noise=self._noise,
                 ledger=self.ledger,
                 party=self.name,
             )
         return self._noisy_count
 
-    def encode(self, noisy_count: float | None = None) -> PartyMessage:
-        """Run LocMRF, binning and LocEnc; return the message for the server.
+    def encode(self, noisy_count: int | None = None) -> PartyMessage:
+        """Run LocMRF, binning and LocEnc once; return the message for the server.
 
-        The FO variant needs the count party's noisy count (every party releases that many
-        GRR rows); the count party uses its own, other parties must pass ``noisy_count``.
+        Every party uses the count party's one noisy count (for its local model and, in FO,
+        for the number of GRR rows): the count party its own, the others pass
+        ``noisy_count`` from its message. A second call raises: a party releases once per
+        run, and a new run needs a new config (a fresh run nonce).
         """
+        if self._encoded:
+            raise PrivacyBudgetError(
+                f"party {self.name!r} has already encoded its message for this run; a party "
+                "releases once per run. Make a new config (a fresh run nonce) for a new run."
+            )
         cfg = self.config
-        if not isinstance(cfg.t, int):
-            raise ConfigError(
-                "config.t is 'auto'; resolve it first with vertimrf.vertical.resolve_t and "
-                "Party.use_config (every party must use the same integer t)."
-            )
-        self.budget = ProtocolBudget.from_config(cfg)
-        self._keys = HashKeys.from_secret(self._secret, cfg.t) if cfg.method == "fm" else None
         own = self.release_count() if self.name == cfg.count_party else None
-        rows_target = own if own is not None else noisy_count
-        if cfg.method == "fo" and rows_target is None:
+        n_hat = own if own is not None else noisy_count
+        if n_hat is None:
             raise ConfigError(
-                f"party {self.name!r}: the FO variant needs the count party's noisy count; "
-                "pass encode(noisy_count=...) from its message."
+                f"party {self.name!r} needs the count party's noisy count; pass "
+                f"encode(noisy_count=...) from {cfg.count_party!r}'s message."
             )
+        if isinstance(n_hat, bool) or not isinstance(n_hat, int | np.integer):
+            raise ConfigError(f"noisy_count must be an integer; got {n_hat!r}.")
+        self._encoded = True
+        self._keys = (
+            HashKeys.from_secret(self._secret, cfg.t, context=cfg.run_context())
+            if cfg.method == "fm"
+            else None
+        )
         steps = ["LocMRF", "binning", "LocEnc"] if cfg.local_mrf else ["binning", "LocEnc"]
         bar = tqdm(steps, desc=f"{self.name} encode", disable=not self.progress, leave=False)
         local = None
@@ -153,12 +163,12 @@ class Party:
             bar.set_postfix_str(step)
             start = time.perf_counter()
             if step == "LocMRF":
-                local = self._local_model()
+                local = self._local_model(int(n_hat))
             elif step == "binning":
                 bins = self._bins()
                 binned = self._binned_codes(bins)
             else:
-                enc = self._encode(binned, bins, rows_target)
+                enc = self._encode(binned, bins, int(n_hat))
             self.timings[step] = time.perf_counter() - start
         return PartyMessage(
             party=self.name,
@@ -174,10 +184,11 @@ class Party:
             grr_epsilon=self.budget.grr_epsilon if cfg.method == "fo" else None,
             noisy_count=own,
             local=local,
+            seeded=self._noise.seeded,
         )
 
     # ------------------------------------------------------------------------ steps
-    def _local_model(self) -> LocalModel:
+    def _local_model(self, n_hat: int) -> LocalModel:
         domain = self.spec.domain
         frame = pd.DataFrame(self._codes, columns=list(domain.names))
         options = {**LOCAL_DEFAULTS, **self.local_options}
@@ -188,6 +199,8 @@ class Party:
             ledger=self.ledger,
             party=self.name,
             seed=self._rng,
+            noise=self._noise,
+            noisy_count=max(1, n_hat),
             **options,
         ).fit(frame, domain)
         names = domain.names
@@ -215,10 +228,10 @@ class Party:
         out = {}
         for c in binned:
             j = self.columns.index(c)
-            noisy = laplace_histogram(
+            noisy = discrete_laplace_histogram(
                 np.bincount(self._codes[:, j], minlength=self.spec[c].size),
                 self.budget.binning_epsilon,
-                rng=self._rng,
+                noise=self._noise,
                 ledger=self.ledger,
                 party=self.name,
                 description=f"value counts of {c} (for its bin map)",
@@ -233,7 +246,7 @@ class Party:
             out[:, j] = m.value_to_bin[self._codes[:, j]]
         return out
 
-    def _encode(self, binned: np.ndarray, bins: Mapping[str, BinMap], n_rows: float | None) -> Any:
+    def _encode(self, binned: np.ndarray, bins: Mapping[str, BinMap], n_rows: int) -> Any:
         sizes = [bins[c].n_bins if c in bins else self.spec[c].size for c in self.columns]
         domain = Domain(tuple(self.columns), tuple(sizes))
         if self.config.method == "fm":
@@ -243,20 +256,26 @@ class Party:
                 self._fingerprints,
                 self._keys,
                 eps_prime=self.budget.eps_prime,
-                rng=self._rng,
+                rng=self._noise,
                 ledger=self.ledger,
                 gamma=self.config.gamma,
                 party=self.name,
                 hash=self.config.hash,
             )
         rows = aligned_rows(
-            binned, domain, self._fingerprints, self._secret, max(1, round(n_rows)), self._rng
+            binned,
+            domain,
+            self._fingerprints,
+            self._secret,
+            max(1, n_rows),
+            self._noise,
+            context=self.config.run_context(),
         )
         return grr_perturb(
             rows,
             domain,
             self.budget.grr_epsilon,
-            rng=self._rng,
+            noise=self._noise,
             ledger=self.ledger,
             party=self.name,
         )

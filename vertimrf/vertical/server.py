@@ -2,9 +2,10 @@
 
 ``Server(config).synthesize(messages)`` runs the paper's phases:
 
-* receive: check every message against the config (hash, columns, shapes, key fingerprints)
-  and charge all parties' releases to one ledger with the protocol budget, which refuses
-  any overspend;
+* receive: check every message against the config (hash, columns, shapes, key fingerprints),
+  re-derive every mechanism's parameters from the config and refuse a message whose declared
+  releases or arrays differ (:mod:`vertimrf.vertical.verify`), and charge the re-derived
+  releases to one ledger with the protocol budget, which refuses any overspend;
 * GraphCom: cross-party edges from CarEst dependence scores under the clique limit tau;
 * InitMRF: the global model starts as the product of the local models (their potentials
   summed into the global cliques, which contain every local clique), and the union of the
@@ -36,7 +37,8 @@ from vertimrf.vertical.config import ProtocolConfig
 from vertimrf.vertical.estimates import CrossEstimates
 from vertimrf.vertical.graphcom import join_graphs
 from vertimrf.vertical.message import PartyMessage
-from vertimrf.vertical.report import ProtocolReport
+from vertimrf.vertical.report import ProtocolReport, fm_worst_case
+from vertimrf.vertical.verify import release_rows, verify_arrays, verify_releases
 
 
 class Server:
@@ -80,9 +82,12 @@ class Server:
                 "the parties' hash-key fingerprints differ: they did not derive their keys from "
                 "the same shared secret and t. Re-run every party with the same secret."
             )
+        rows = release_rows(ordered, cfg.count_party)
         ledger = PrivacyLedger(cfg.epsilon, cfg.delta)
         for m in ordered:
-            ledger.extend(m.releases)
+            releases = verify_releases(cfg, m)
+            verify_arrays(cfg, m, rows)
+            ledger.extend(releases)
         return ordered, ledger
 
     # ------------------------------------------------------------------------ synthesize
@@ -92,7 +97,11 @@ class Server:
         n: int | None = None,
         seed: int | np.random.Generator | None = None,
     ) -> tuple[pd.DataFrame, ProtocolReport]:
-        """Run GraphCom, InitMRF, OptMRF and sampling; return (synthetic frame, report)."""
+        """Run GraphCom, InitMRF, OptMRF and sampling; return (synthetic frame, report).
+
+        ``seed`` fixes the sampling only (the server adds no noise); the report's ``seeded``
+        flag says whether any party's noise came from a seed, which the parties declare.
+        """
         if n is not None and not (isinstance(n, int | np.integer) and n >= 0):
             raise ConfigError(f"n must be a non-negative integer; got {n!r}.")
         cfg, dom = self.config, self.domain
@@ -107,7 +116,7 @@ class Server:
             clock = now
 
         ordered, ledger = self.receive(messages)
-        n_hat = max(1.0, float(next(m.noisy_count for m in ordered if m.noisy_count is not None)))
+        n_hat = float(release_rows(ordered, cfg.count_party))
         local_ms, local_pots = self._local_parts(ordered, n_hat)
         owner = {c: m.party for m in ordered for c in m.columns}
         names = dom.names
@@ -193,6 +202,8 @@ class Server:
             delta=cfg.delta,
             method=cfg.method,
             ledger=ledger,
+            fm_bound=fm_worst_case(cfg) if cfg.method == "fm" else None,
+            seeded=any(m.seeded for m in ordered),
             n_hat=n_hat,
             model=str(model.tree.size),
             cross_edges=tuple((names[a], names[b]) for a, b in joined.added),

@@ -11,7 +11,6 @@ import pandas as pd
 
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, DomainError
-from vertimrf.vertical.autot import resolve_t
 from vertimrf.vertical.config import ProtocolConfig
 from vertimrf.vertical.message import PartyMessage
 from vertimrf.vertical.party import Party
@@ -27,9 +26,10 @@ def simulate(
     parties: list[list[str]],
     epsilon: float,
     delta: float,
-    method: str = "fm",
+    method: str = "fo",
     seed: int | None = None,
     *,
+    allow_non_dp: bool = False,
     preset: str = "default",
     progress: bool = False,
     server_iters: int = 100,
@@ -41,9 +41,12 @@ def simulate(
     synthetic frame and the report. ``**config`` overrides ProtocolConfig fields.
 
     Rows are linked by their position (the record ID is the row number). ``seed`` fixes the
-    shared secret and all noise; None draws OS entropy. ``t="auto"`` is resolved with the
-    count party's noisy count as the public size hint. With ``message_dir`` the messages go
-    through files there (saved, then loaded by the server) and their sizes are reported.
+    shared secret, the run nonce and all noise (experiments only: the report then says the
+    noise is not for release); None draws the noise from a cryptographically secure sampler.
+    ``method="fm"`` is NOT differentially private and needs ``allow_non_dp=True``.
+    ``t="auto"`` needs ``max_rows``, a public upper bound on the record count. With
+    ``message_dir`` the messages go through files there (saved, then loaded by the server)
+    and their sizes are reported.
     """
     if not isinstance(df, pd.DataFrame):
         raise DomainError(f"df must be a pandas DataFrame; got {type(df).__name__}.")
@@ -51,6 +54,9 @@ def simulate(
         isinstance(p, list | tuple) for p in parties
     ):
         raise ConfigError("parties must be a list of column-name lists, one per party.")
+    rng = np.random.default_rng(seed)
+    if seed is not None:
+        config.setdefault("run_nonce", rng.bytes(16).hex())
     cfg = ProtocolConfig.from_preset(
         preset,
         epsilon=epsilon,
@@ -58,9 +64,9 @@ def simulate(
         spec=spec,
         parties=[list(p) for p in parties],
         method=method,
+        allow_non_dp=allow_non_dp,
         **config,
     )
-    rng = np.random.default_rng(seed)
     secret = rng.bytes(32) if seed is not None else os.urandom(32)
     seeds = (
         rng.integers(0, 2**63, len(cfg.parties) + 1)
@@ -81,14 +87,9 @@ def simulate(
             local_options=local_options,
         )
 
-    k = [p.name for p in cfg.parties].index(cfg.count_party)
-    count_party = make(cfg.parties[k], cfg, seeds[k])
+    members = [make(p, cfg, s) for p, s in zip(cfg.parties, seeds[:-1], strict=True)]
+    (count_party,) = [m for m in members if m.name == cfg.count_party]
     n_hat = count_party.release_count()
-    resolved = resolve_t(cfg, n_hat)
-    count_party.use_config(resolved)
-    members = [
-        count_party if i == k else make(p, resolved, seeds[i]) for i, p in enumerate(cfg.parties)
-    ]
     messages = [m.encode(noisy_count=n_hat) for m in members]
     sizes = {}
     if message_dir is not None:
@@ -97,7 +98,7 @@ def simulate(
             m.save(path)
             sizes[m.party] = path.stat().st_size
         messages = [PartyMessage.load(path) for path in paths]
-    synth, report = Server(resolved, iters=server_iters, progress=progress).synthesize(
+    synth, report = Server(cfg, iters=server_iters, progress=progress).synthesize(
         messages, seed=seeds[-1]
     )
     report.message_bytes.update(sizes)

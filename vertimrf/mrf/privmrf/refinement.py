@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vertimrf.errors import ConfigError
+from vertimrf.privacy.samplers import NoiseSampler
 
 
 @dataclass
@@ -91,7 +92,7 @@ def noisy_l1_errors(
     model_marginal: Callable[[tuple[int, ...]], np.ndarray],
     true_histogram: Callable[[tuple[int, ...]], np.ndarray],
     sigma: float,
-    rng: np.random.Generator,
+    rng: np.random.Generator | NoiseSampler,
 ) -> np.ndarray:
     """||model - truth||_1 + N(0, sigma^2) for every query (count units)."""
     exact = np.array([float(np.abs(model_marginal(q) - true_histogram(q)).sum()) for q in queries])

@@ -26,9 +26,11 @@ class PrivMRFReport:
     """What a fit released and what it built.
 
     ``releases`` are this fit's ledger entries; ``rho`` their total. ``epsilon_zcdp`` is the
-    (epsilon, delta) bound of that rho by the zCDP conversion; ``epsilon_gdp`` the exact bound
-    for a composition of Gaussian mechanisms (mu-GDP with mu^2 = 2 rho), valid here because
-    every PrivMRF release is Gaussian.
+    (epsilon, delta) bound of that rho by the zCDP conversion. ``epsilon_gdp`` is the exact
+    bound for a composition of continuous Gaussian mechanisms (mu-GDP with mu^2 = 2 rho); it
+    is given only when every release used continuous Gaussian noise (paper accounting), and
+    is None otherwise, since the discrete Gaussian's guarantee is stated in zCDP.
+    ``seeded`` marks a run whose noise came from a seed: reproducible, not for release.
     """
 
     epsilon: float
@@ -38,7 +40,7 @@ class PrivMRFReport:
     releases: tuple[Release, ...]
     rho: float
     epsilon_zcdp: float
-    epsilon_gdp: float
+    epsilon_gdp: float | None
     model_size: ModelSize
     cliques: tuple[tuple[int, ...], ...]
     n_measurements: int
@@ -46,6 +48,7 @@ class PrivMRFReport:
     rounds: int
     iterations: tuple[int, ...]
     fit_seconds: float
+    seeded: bool
 
     @classmethod
     def build(
@@ -62,9 +65,11 @@ class PrivMRFReport:
         measurement_sigma: float,
         iterations: tuple[int, ...],
         fit_seconds: float,
+        seeded: bool,
     ) -> PrivMRFReport:
         """Report with the totals computed from ``releases``."""
         rho = sum(r.rho for r in releases)
+        continuous = all(r.params.get("sampler") == "gaussian" for r in releases)
         return cls(
             epsilon=epsilon,
             delta=delta,
@@ -73,7 +78,7 @@ class PrivMRFReport:
             releases=releases,
             rho=rho,
             epsilon_zcdp=rho_to_epsilon(rho, delta),
-            epsilon_gdp=gdp_epsilon((2.0 * rho) ** 0.5, delta),
+            epsilon_gdp=gdp_epsilon((2.0 * rho) ** 0.5, delta) if continuous else None,
             model_size=model_size,
             cliques=cliques,
             n_measurements=n_measurements,
@@ -81,6 +86,7 @@ class PrivMRFReport:
             rounds=len(iterations) - 1,
             iterations=iterations,
             fit_seconds=fit_seconds,
+            seeded=seeded,
         )
 
     def __str__(self) -> str:
@@ -96,10 +102,17 @@ class PrivMRFReport:
             lines.append(
                 f"{r.mechanism:<24} {r.count:>7} {sens:>12.4g} {sigma:>11.4g} {r.rho:>11.4e}"
             )
+        total = f"total (epsilon, delta) = ({self.epsilon_zcdp:.6g}, {self.delta:.3g}) by zCDP"
+        if self.epsilon_gdp is not None:
+            total += (
+                f"; ({self.epsilon_gdp:.6g}, {self.delta:.3g}) by the exact Gaussian (GDP) curve "
+                "(continuous Gaussian noise, as in the reference)"
+            )
+        if self.seeded:
+            lines.append("seeded run: reproducible noise, not for release")
         lines += [
             f"total rho = {self.rho:.6g} (budget {self.rho_budget:.6g})",
-            f"total (epsilon, delta) = ({self.epsilon_zcdp:.6g}, {self.delta:.3g}) by zCDP; "
-            f"({self.epsilon_gdp:.6g}, {self.delta:.3g}) by the exact Gaussian (GDP) curve",
+            total,
             f"model: {self.model_size}; cliques {list(self.cliques)}",
             f"measured {self.n_measurements} marginals with sigma {self.measurement_sigma:.4g}; "
             f"{self.rounds} refinement rounds; mirror-descent iterations {list(self.iterations)}",

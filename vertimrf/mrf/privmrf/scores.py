@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vertimrf.mrf.privmrf.histograms import histogram
+from vertimrf.privacy.samplers import NoiseSampler
 
 
 def r_score(codes: np.ndarray, i: int, j: int, sizes: Sequence[int]) -> float:
@@ -59,7 +60,7 @@ def noisy_tvd_scores(
     sizes: Sequence[int],
     sigma: float,
     n_hat: float,
-    rng: np.random.Generator,
+    rng: np.random.Generator | NoiseSampler,
 ) -> np.ndarray:
     """Release every pair's R-score with N(0, sigma^2) noise; return them divided by n_hat.
 
