@@ -40,10 +40,8 @@ class ProtocolBudget:
 
     @classmethod
     def from_config(cls, config: ProtocolConfig, t: int | None = None) -> ProtocolBudget:
-        """Split the config's budget; ``t`` overrides ``config.t`` (needed when it is 'auto')."""
+        """Split the config's budget; ``t`` overrides ``config.t`` (to compare candidates)."""
         t = config.t if t is None else t
-        if not isinstance(t, int):
-            raise TypeError("resolve t='auto' to an integer before splitting the budget.")
         rho = epsilon_to_rho(config.epsilon, config.delta)
         s = config.shares
         d = len(config.spec)
@@ -66,18 +64,13 @@ class ProtocolBudget:
             rho_total=rho,
             rho_locmrf_party=rho * locmrf / len(config.parties),
             rho_locenc=rho_enc,
-            rho_count=count_rho(config),
+            rho_count=rho * s["count"],
             rho_binning=rho_bin,
             eps_prime=eps_prime,
             grr_epsilon=math.sqrt(2.0 * rho_enc / d),
             count_epsilon=math.sqrt(2.0 * rho * s["count"]),
             binning_epsilon=math.sqrt(2.0 * rho_bin / n_binned) if n_binned else 0.0,
         )
-
-
-def count_rho(config: ProtocolConfig) -> float:
-    """The zCDP cost of the one noisy record count (independent of t)."""
-    return epsilon_to_rho(config.epsilon, config.delta) * config.shares["count"]
 
 
 # Mechanism names of a party's releases outside its local PrivMRF.
