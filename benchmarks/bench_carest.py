@@ -25,12 +25,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, write_json  # noqa: E402
+from experiment import cross_marginal_experiment  # noqa: E402
 
 from vertimrf.datasets import load_dataset  # noqa: E402
 from vertimrf.privacy import epsilon_to_rho  # noqa: E402
-from vertimrf.sketch import carest  # noqa: E402
-from vertimrf.sketch.carest import CarEst, invert_containment  # noqa: E402
-from vertimrf.sketch.experiment import cross_marginal_experiment  # noqa: E402
+from vertimrf.server import carest  # noqa: E402
+from vertimrf.server.carest import CarEst, invert_containment  # noqa: E402
 
 
 def numpy_carest(merged, n_hat, attrs_idx):

@@ -35,9 +35,9 @@ import pandas as pd
 import xxhash
 
 from vertimrf.domain import Domain
-from vertimrf.sketch.ids import record_fingerprints
-from vertimrf.sketch.keys import HashKeys
-from vertimrf.sketch.registers import compute_registers, registers_to_geometric
+from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.registers import compute_registers, registers_to_geometric
 
 REPO = Path(__file__).resolve().parents[1]
 ADULT_CSV = REPO.parent / "shared" / "data" / "adult.csv"

@@ -33,9 +33,9 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from tests.naive import NumpyCalibrator
 from vertimrf.domain import Domain
 from vertimrf.mrf import JunctionTree, MarkovRandomField, Measurement, mirror_descent
-from vertimrf.mrf.reference import NumpyCalibrator
 
 ROOT = Path(__file__).resolve().parents[1]
 N_ADULT = 45_222

@@ -9,14 +9,16 @@ import pytest
 
 from vertimrf.domain import Domain
 from vertimrf.kernels.carest import union_exceed_counts, union_table_sums
-from vertimrf.sketch.carest import (
+from vertimrf.party.phantoms import privatize, sample_max_geometric
+from vertimrf.privacy.fm import FMNoise, fm_noise
+from vertimrf.protocol.sketchset import SketchSet
+from vertimrf.server.carest import (
     CarEst,
     containment_probability,
     estimate_cardinality,
     harmonic_constant,
 )
-from vertimrf.sketch.dp import FMNoise, fm_noise, privatize, sample_max_geometric
-from vertimrf.sketch.sketchset import SketchSet, complement_sketches
+from vertimrf.server.merge import complement_sketches
 
 
 def _reference_union(comp_t, rows, sizes):

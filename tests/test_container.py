@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vertimrf.errors import MessageError
-from vertimrf.vertical.container import (
+from vertimrf.protocol.container import (
     FORMAT,
     VERSION,
     _CappedReader,
@@ -535,7 +535,7 @@ def test_unexpected_and_oversize_arrays(tmp_path):
 
 
 def test_too_many_entries(tmp_path, monkeypatch):
-    import vertimrf.vertical.container as container
+    import vertimrf.protocol.container as container
 
     monkeypatch.setattr(container, "_MAX_ENTRIES", 3)
     with pytest.raises(MessageError, match="at most 3 entries"):

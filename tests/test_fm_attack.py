@@ -31,13 +31,13 @@ import numpy as np
 from scipy.stats import beta
 
 from vertimrf.domain import Domain
+from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.locenc import locenc
 from vertimrf.privacy.calibration import sketch_epsilon
+from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.zcdp import epsilon_to_rho
-from vertimrf.sketch.dp import fm_noise
-from vertimrf.sketch.encode import locenc
-from vertimrf.sketch.ids import record_fingerprints
-from vertimrf.sketch.keys import HashKeys
 
 EPSILON, DELTA, T = 1.0, 1e-5, 2000
 PARTIES, COLUMNS, U, N = 2, 4, 4, 2000

@@ -15,10 +15,9 @@ import pytest
 
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.privacy.calibration import sketch_epsilon
+from vertimrf.privacy.fm import fm_noise, max_geometric_value
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
 from vertimrf.privacy.zcdp import epsilon_to_rho
-from vertimrf.sketch.dp import fm_noise
-from vertimrf.sketch.registers import max_geometric_value
 
 ADULT = {"t": 2000, "eps_prime": 0.001373, "k_p": 728, "alpha_min": 10, "gamma": 1.0}
 # The note prints eps' = 0.000327; the run's unrounded value is the one that gives k_p = 3057

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from vertimrf.domain import Domain
+from vertimrf.party.grr import grr_perturb
 from vertimrf.privacy import PrivacyLedger
+from vertimrf.privacy.calibration import grr_probabilities
 from vertimrf.privacy.samplers import SeededSampler
-from vertimrf.sketch.grr import grr_marginal, grr_perturb, grr_probabilities
+from vertimrf.server.grr import grr_marginal
 
 
 def _explicit_inverse_estimate(perturbed, domain, eps, attrs):

@@ -4,12 +4,7 @@ import numpy as np
 import pytest
 
 from vertimrf.errors import KeyMaterialError
-from vertimrf.sketch.keys import (
-    HashKeys,
-    hkdf_expand,
-    hkdf_extract,
-    new_shared_secret,
-)
+from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract, new_shared_secret
 
 SECRET = bytes(range(1, 33))
 OTHER = bytes(range(2, 34))

@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from tests.test_container import BOMB_ITEMS, _bomb, _crc_of_zeros, _measure, _npy
 from tests.vertical_fixtures import encode_all, small_adult
 from vertimrf.errors import VertimrfError
-from vertimrf.vertical import PartyMessage, Server
-from vertimrf.vertical.container import read_container, write_container
-from vertimrf.vertical.message import KIND
-from vertimrf.vertical.schema import array_bounds
+from vertimrf.protocol import PartyMessage
+from vertimrf.protocol.container import read_container, write_container
+from vertimrf.protocol.message import KIND
+from vertimrf.protocol.schema import array_bounds
+from vertimrf.server import Server
 
 PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]
 FUZZ = settings(

@@ -6,10 +6,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from tests.naive import brute_force_log_joint, brute_force_log_marginal
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.mrf import JunctionTree, MarkovRandomField
-from vertimrf.mrf.reference import brute_force_log_joint, brute_force_log_marginal, logsumexp
+from vertimrf.mrf.inference import logsumexp
 
 N_MODELS = 60
 MAX_JOINT = 100_000

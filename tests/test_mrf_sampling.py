@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
+from tests.naive import assign_values_ref, group_rows_ref, round_groups_ref
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
 from vertimrf.kernels import sample as ks
 from vertimrf.mrf import MarkovRandomField
 from vertimrf.mrf.cliques import ProjectionMap
-from vertimrf.mrf.reference import assign_values_ref, group_rows_ref, round_groups_ref
 
 N = 200_000
 

@@ -10,11 +10,11 @@ import pytest
 from tests.vertical_fixtures import NONCE, make_config, small_adult
 from vertimrf import PrivMRF, simulate
 from vertimrf.errors import PrivacyError, VertimrfError
+from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
-from vertimrf.sketch.dp import fm_noise
-from vertimrf.vertical import ProtocolConfig
-from vertimrf.vertical.budget import ProtocolBudget
-from vertimrf.vertical.report import fm_worst_case
+from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol.budget import ProtocolBudget
+from vertimrf.protocol.report import fm_worst_case
 
 PARTIES = [["0", "1", "2", "3"], ["4", "5", "6", "7"]]
 

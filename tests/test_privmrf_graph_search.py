@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vertimrf.errors import ConfigError
-from vertimrf.mrf.privmrf.graph_search import (
+from vertimrf.synth.privmrf.graph_search import (
     greedy_graph_search,
     masks_to_cliques,
     maximal_cliques,

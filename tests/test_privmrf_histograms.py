@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vertimrf.errors import ConfigError
-from vertimrf.mrf.privmrf.histograms import CliqueTables, histogram
+from vertimrf.synth.privmrf.histograms import CliqueTables, histogram
 
 
 def test_histogram_counts_rows() -> None:

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from vertimrf.mrf.privmrf.initial_set import (
+from vertimrf.synth.privmrf.initial_set import (
     cfs_scores,
     clique_bayes_net,
     initial_marginals,

@@ -5,9 +5,9 @@ import itertools
 import numpy as np
 import pytest
 
-from vertimrf.mrf.privmrf.budget import ERROR_QUERY_SENSITIVITY
-from vertimrf.mrf.privmrf.histograms import histogram
-from vertimrf.mrf.privmrf.refinement import (
+from vertimrf.synth.privmrf.budget import ERROR_QUERY_SENSITIVITY
+from vertimrf.synth.privmrf.histograms import histogram
+from vertimrf.synth.privmrf.refinement import (
     CandidatePool,
     candidate_pool,
     noisy_l1_errors,

@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from vertimrf.mrf.privmrf.budget import R_SCORE_SENSITIVITY
-from vertimrf.mrf.privmrf.scores import exact_r_scores, noisy_tvd_scores, pair_list, r_score
+from vertimrf.synth.privmrf.budget import R_SCORE_SENSITIVITY
+from vertimrf.synth.privmrf.scores import exact_r_scores, noisy_tvd_scores, pair_list, r_score
 
 
 def _direct_r(codes: np.ndarray, i: int, j: int) -> float:

@@ -10,15 +10,15 @@ import pytest
 from vertimrf.domain import ColumnSpec, Domain, DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.metrics import tvd
-from vertimrf.mrf.privmrf import PrivMRF
-from vertimrf.mrf.privmrf.budget import (
+from vertimrf.privacy import PrivacyLedger, epsilon_to_rho
+from vertimrf.privacy.gdp import privmrf_budget
+from vertimrf.synth.privmrf import PrivMRF
+from vertimrf.synth.privmrf.budget import (
     COUNT_SENSITIVITY,
     ERROR_QUERY_SENSITIVITY,
     MARGINAL_SENSITIVITY,
     R_SCORE_SENSITIVITY,
 )
-from vertimrf.privacy import PrivacyLedger, epsilon_to_rho
-from vertimrf.privacy.gdp import privmrf_budget
 
 DOMAIN = Domain(("a", "b", "c", "d", "e", "f"), (2, 3, 4, 2, 3, 2))
 QUIET = {"progress": False}

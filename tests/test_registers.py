@@ -12,15 +12,14 @@ from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError, KeyMaterialError, RecordIDError
 from vertimrf.kernels.hashing import siphash24_array, xxh64_array
 from vertimrf.kernels.registers import KEY_BLOCK, _update_slot, geometric_table
-from vertimrf.sketch.keys import HashKeys
-from vertimrf.sketch.registers import (
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.registers import (
     EMPTY_REGISTER,
     compute_registers,
-    geometric_thresholds,
-    max_geometric_value,
     merge_registers,
     registers_to_geometric,
 )
+from vertimrf.privacy.fm import geometric_thresholds, max_geometric_value
 
 siphash24 = pytest.importorskip("siphash24")
 xxhash = pytest.importorskip("xxhash")

@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
+from benchmarks.experiment import cross_marginal_experiment
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import Domain
-from vertimrf.sketch.carest import estimate_cardinality
-from vertimrf.sketch.experiment import cross_marginal_experiment
-from vertimrf.sketch.keys import HashKeys
-from vertimrf.sketch.registers import compute_registers, merge_registers, registers_to_geometric
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.registers import compute_registers, merge_registers, registers_to_geometric
+from vertimrf.server.carest import estimate_cardinality
 
 
 @pytest.mark.parametrize("gamma", [1.0, 0.5])

@@ -7,12 +7,13 @@ import pytest
 
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, PrivacyBudgetError
+from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.locenc import locenc, sketch_from_registers
+from vertimrf.party.phantoms import privatize, sample_max_geometric
+from vertimrf.party.registers import compute_registers, merge_registers
 from vertimrf.privacy import PrivacyLedger
-from vertimrf.sketch.dp import fm_noise, privatize, sample_max_geometric
-from vertimrf.sketch.encode import locenc, sketch_from_registers
-from vertimrf.sketch.ids import record_fingerprints
-from vertimrf.sketch.keys import HashKeys
-from vertimrf.sketch.registers import compute_registers, merge_registers
+from vertimrf.privacy.fm import fm_noise
 
 
 @pytest.mark.parametrize(

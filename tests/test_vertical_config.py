@@ -4,7 +4,7 @@ import pytest
 
 from vertimrf.datasets import load_dataset
 from vertimrf.errors import ConfigError
-from vertimrf.vertical.config import ProtocolConfig
+from vertimrf.protocol.config import ProtocolConfig
 
 
 @pytest.fixture(scope="module")

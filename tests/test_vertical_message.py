@@ -15,9 +15,10 @@ from tests.vertical_fixtures import SECRET, encode_all, make_config, small_adult
 from vertimrf.errors import MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import Release
-from vertimrf.vertical import PartyMessage, Server
-from vertimrf.vertical.binning import frequency_bins
-from vertimrf.vertical.container import write_container
+from vertimrf.protocol import PartyMessage
+from vertimrf.protocol.bins import frequency_bins
+from vertimrf.protocol.container import write_container
+from vertimrf.server import Server
 
 PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]
 ALLOWED_ARRAYS = re.compile(r"^(sketch|grr|bin_map_\d+|bin_counts_\d+|potential_\d+|target_\d+)$")

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from vertimrf.errors import MessageError
-from vertimrf.vertical.binning import BinMap, frequency_bins, hisrec, unisam
-from vertimrf.vertical.consistency import enforce_consistency
-from vertimrf.vertical.container import read_container, write_container
+from vertimrf.protocol.bins import BinMap, frequency_bins
+from vertimrf.protocol.container import read_container, write_container
+from vertimrf.server.consistency import enforce_consistency
+from vertimrf.server.recovery import hisrec, unisam
 
 
 @pytest.mark.parametrize("u", [1, 2, 5, 16, 41])

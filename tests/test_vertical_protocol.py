@@ -10,9 +10,11 @@ from tests.vertical_fixtures import SECRET, encode_all, make_config, party_frame
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import Domain, TableEncoder
 from vertimrf.metrics import tvd
+from vertimrf.party import Party
+from vertimrf.party.fo import aligned_rows
 from vertimrf.privacy.samplers import SeededSampler
-from vertimrf.vertical import Party, Server, simulate
-from vertimrf.vertical.fo import aligned_rows
+from vertimrf.server import Server
+from vertimrf.simulation import simulate
 
 
 def _ownership(names: list[str], m: int, seed: int) -> list[list[str]]:
@@ -29,8 +31,8 @@ def test_roles_any_number_of_parties(m, method):
     assert any(
         p != sorted(p) or np.diff([spec.names.index(c) for c in p]).max() > 1 for p in parties
     )  # really non-contiguous
-    cfg, _, messages = encode_all(df, spec, parties, seed=m, method=method)
-    synth, report = Server(cfg, iters=30, progress=False).synthesize(messages[::-1], seed=1)
+    cfg, _, messages = encode_all(df, spec, parties, seed=m, method=method, server_iters=30)
+    synth, report = Server(cfg, progress=False).synthesize(messages[::-1], seed=1)
     assert list(synth.columns) == list(spec.names)
     TableEncoder(spec).encode(synth)  # every value inside the spec's domain
     assert len(synth) == round(report.n_hat)
@@ -50,8 +52,8 @@ def test_row_order_and_ids_do_not_matter():
     frames = party_frames(df, parties, seed=99)
     cfg = make_config(spec, parties)
     members = [
-        Party(p.name, f, cfg, SECRET, id_column="rid", seed=3 + i, progress=False)
-        for i, (p, f) in enumerate(zip(cfg.parties, frames, strict=True))
+        Party(p.name, f, cfg, SECRET, id_column="rid", seed=3, progress=False)
+        for p, f in zip(cfg.parties, frames, strict=True)
     ]
     n_hat = members[0].release_count()
     b = [x.encode(noisy_count=n_hat) for x in members]

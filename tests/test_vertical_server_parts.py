@@ -13,11 +13,11 @@ from vertimrf.datasets import load_dataset
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
-from vertimrf.vertical import ProtocolConfig, choose_t
-from vertimrf.vertical.autot import CANDIDATES, predicted_error
-from vertimrf.vertical.budget import ProtocolBudget
-from vertimrf.vertical.estimates import CrossEstimates
-from vertimrf.vertical.graphcom import dependence_score, join_graphs
+from vertimrf.protocol import ProtocolConfig, choose_t
+from vertimrf.protocol.autot import CANDIDATES, predicted_error
+from vertimrf.protocol.budget import ProtocolBudget
+from vertimrf.server.estimates import CrossEstimates
+from vertimrf.server.graphcom import dependence_score, join_graphs
 
 
 def _config(**kw):

@@ -10,9 +10,10 @@ import pytest
 
 from tests.vertical_fixtures import SECRET, encode_all, make_config, party_frames, small_adult
 from vertimrf.errors import MessageError, PrivacyBudgetError
-from vertimrf.vertical import Party, Server
-from vertimrf.vertical.binning import BinMap
-from vertimrf.vertical.budget import ProtocolBudget, expected_releases, party_rho
+from vertimrf.party import Party
+from vertimrf.protocol.bins import BinMap
+from vertimrf.protocol.budget import ProtocolBudget, expected_releases, party_rho
+from vertimrf.server import Server
 
 PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]
 

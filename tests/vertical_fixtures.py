@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.datasets import load_dataset
-from vertimrf.vertical import Party, ProtocolConfig
+from vertimrf.party import Party
+from vertimrf.protocol import ProtocolConfig
 
 SECRET = bytes(range(32))
 T_SMALL = 256
@@ -58,8 +59,8 @@ def encode_all(df, spec, parties, *, seed=0, method="fm", secret=SECRET, **kw):
     cfg = make_config(spec, parties, method=method, **kw)
     frames = party_frames(df, parties, seed)
     members = [
-        Party(p.name, f, cfg, secret, id_column="rid", seed=seed + i, progress=False)
-        for i, (p, f) in enumerate(zip(cfg.parties, frames, strict=True))
+        Party(p.name, f, cfg, secret, id_column="rid", seed=seed, progress=False)
+        for p, f in zip(cfg.parties, frames, strict=True)
     ]
     n_hat = members[0].release_count()
     messages = [m.encode(noisy_count=n_hat) for m in members]

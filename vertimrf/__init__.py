@@ -1,26 +1,42 @@
-"""vertimrf: differentially private synthetic data for vertically partitioned tables."""
+"""vertimrf: differentially private synthetic data for vertically partitioned tables.
 
-from vertimrf import metrics
-from vertimrf.datasets import load_dataset
-from vertimrf.domain import ColumnSpec, Domain, DomainSpec, TableEncoder, infer_spec
-from vertimrf.mrf.privmrf import PrivMRF
-from vertimrf.privacy import PrivacyLedger
-from vertimrf.vertical import Party, PartyMessage, ProtocolConfig, Server, simulate
+The public names below are loaded on first use, so that importing one layer (for example
+``vertimrf.protocol``, which holds no Numba code) does not import the others.
+"""
 
-__all__ = [
-    "ColumnSpec",
-    "Domain",
-    "DomainSpec",
-    "Party",
-    "PartyMessage",
-    "PrivMRF",
-    "PrivacyLedger",
-    "ProtocolConfig",
-    "Server",
-    "TableEncoder",
-    "infer_spec",
-    "load_dataset",
-    "metrics",
-    "simulate",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ColumnSpec": "vertimrf.domain",
+    "Domain": "vertimrf.domain",
+    "DomainSpec": "vertimrf.domain",
+    "TableEncoder": "vertimrf.domain",
+    "infer_spec": "vertimrf.domain",
+    "load_dataset": "vertimrf.datasets",
+    "PrivacyLedger": "vertimrf.privacy",
+    "PartyMessage": "vertimrf.protocol",
+    "ProtocolConfig": "vertimrf.protocol",
+    "Party": "vertimrf.party",
+    "Server": "vertimrf.server",
+    "PrivMRF": "vertimrf.synth",
+    "simulate": "vertimrf.simulation",
+}
+_MODULES = ("metrics",)
+
+__all__ = sorted([*_EXPORTS, *_MODULES])
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return importlib.import_module(f"vertimrf.{name}")
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'vertimrf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

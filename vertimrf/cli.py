@@ -118,7 +118,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_secret(args: argparse.Namespace) -> int:
     from vertimrf.io import atomic_open
-    from vertimrf.sketch.keys import new_shared_secret
+    from vertimrf.party.keys import new_shared_secret
 
     with atomic_open(args.out, "w") as fh:
         fh.write(new_shared_secret().hex() + "\n")
@@ -147,7 +147,7 @@ def _parse_t(value: str) -> int | str:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    from vertimrf.vertical import ProtocolConfig
+    from vertimrf.protocol import ProtocolConfig
 
     spec = _load_spec(args)
     given = {
@@ -185,7 +185,8 @@ def _read_secret(path: str) -> bytes:
 
 
 def _cmd_party_encode(args: argparse.Namespace) -> int:
-    from vertimrf.vertical import Party, PartyMessage, ProtocolConfig
+    from vertimrf.party import Party
+    from vertimrf.protocol import PartyMessage, ProtocolConfig
 
     cfg = ProtocolConfig.load(args.config)
     secret = _read_secret(args.secret_file)
@@ -218,7 +219,8 @@ def _cmd_party_encode(args: argparse.Namespace) -> int:
 
 def _cmd_server_synthesize(args: argparse.Namespace) -> int:
     from vertimrf.io import atomic_open
-    from vertimrf.vertical import PartyMessage, ProtocolConfig, Server
+    from vertimrf.protocol import PartyMessage, ProtocolConfig
+    from vertimrf.server import Server
 
     cfg = ProtocolConfig.load(args.config)
     messages = [PartyMessage.load(p, cfg) for p in args.messages]

@@ -17,12 +17,21 @@ import numpy as np
 
 from vertimrf.mrf.cliques import Clique, expand_to
 from vertimrf.mrf.junction_tree import DEFAULT_MAX_CELLS, check_model_size, model_size
-from vertimrf.mrf.reference import logsumexp
 
 if TYPE_CHECKING:
     from vertimrf.mrf.model import MarkovRandomField
 
 LogFactor = tuple[Clique, np.ndarray]
+
+
+def logsumexp(x: np.ndarray, axis: int | tuple[int, ...] | None = None) -> np.ndarray:
+    """Stable log(sum(exp(x))) over ``axis``; all -inf gives -inf."""
+    m = np.max(x, axis=axis, keepdims=True) if x.size else np.full((1,) * x.ndim, -np.inf)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+
 
 #: Largest intermediate (cells) einsum may build; numpy's default (the largest operand) forces
 #: naive multi-operand loops, hundreds of times slower on cross-clique queries.

@@ -47,3 +47,9 @@ def sketch_epsilon(
             )
         return epsilon / (4.0 * math.sqrt(t * d * math.log(1.0 / delta)))
     raise PrivacyBudgetError(f"unknown accounting {accounting!r}; use one of {ACCOUNTING_MODES}.")
+
+
+def grr_probabilities(epsilon: float, u: int) -> tuple[float, float]:
+    """(p, q): probability of reporting the true value and each other value."""
+    e = math.exp(epsilon)
+    return e / (e + u - 1), 1.0 / (e + u - 1)

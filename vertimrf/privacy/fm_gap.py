@@ -52,8 +52,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from vertimrf.errors import ConfigError, PrivacyBudgetError
-from vertimrf.sketch.dp import check_gamma, fm_noise
-from vertimrf.sketch.registers import max_geometric_value
+from vertimrf.privacy.fm import check_gamma, fm_noise, max_geometric_value
 
 __all__ = ["fm_delta_lower_bound"]
 

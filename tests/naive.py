@@ -1,0 +1,172 @@
+"""Plain numpy and Python references the kernels and the engine are checked against:
+brute-force joint tables and a numpy junction-tree calibration.
+
+These are the ground truth for the tests and the baseline of ``benchmarks/bench_mrf.py``.
+The brute force enumerates the full joint (refused above ``MAX_BRUTE_CELLS``); the numpy
+calibration runs the same two-pass schedule as the Numba kernels with broadcasting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from vertimrf.domain import Domain
+from vertimrf.errors import ConfigError
+from vertimrf.mrf.cliques import Clique, CliqueLayout, expand_to
+from vertimrf.mrf.inference import logsumexp
+
+MAX_BRUTE_CELLS = 200_000
+
+
+def project_table(
+    table: np.ndarray, clique: Clique, subset: Sequence[int], use_log: bool
+) -> np.ndarray:
+    """Sum (or log-sum-exp) a clique table onto the sorted ``subset``; flat C-order result."""
+    sub = set(subset)
+    axes = tuple(i for i, a in enumerate(clique) if a not in sub)
+    out = logsumexp(table, axes) if use_log else table.sum(axis=axes)
+    return np.asarray(out).ravel()
+
+
+def expand_add_table(
+    table: np.ndarray, clique: Clique, subset: Sequence[int], vec: np.ndarray, scale: float
+) -> None:
+    """table += scale * vec broadcast over the clique axes outside the sorted ``subset``."""
+    sub = sorted(subset)
+    shape = [table.shape[i] if a in sub else 1 for i, a in enumerate(clique)]
+    table += scale * np.asarray(vec).reshape(shape)
+
+
+def brute_force_log_joint(
+    domain: Domain, cliques: Sequence[Clique], tables: Sequence[np.ndarray]
+) -> np.ndarray:
+    """Unnormalised log joint over the whole domain: sum of the clique log-potentials."""
+    cells = domain.size()
+    if cells > MAX_BRUTE_CELLS:
+        raise ConfigError(
+            f"Brute force needs the full joint of {cells:,} cells; the limit is "
+            f"{MAX_BRUTE_CELLS:,}. Use a smaller domain for reference checks."
+        )
+    joint = np.zeros(domain.shape(range(len(domain))))
+    allattrs = list(range(len(domain)))
+    for c, t in zip(cliques, tables, strict=True):
+        joint = joint + expand_to(np.asarray(t).reshape(domain.shape(c)), c, allattrs)
+    return joint
+
+
+def brute_force_log_marginal(log_joint: np.ndarray, attrs: Sequence[int]) -> np.ndarray:
+    """Normalised log marginal of ``attrs`` (axes in the given order) from a log joint table."""
+    keep = list(attrs)
+    other = tuple(i for i in range(log_joint.ndim) if i not in keep)
+    lm = logsumexp(log_joint, other) if other else log_joint
+    lm = lm - logsumexp(log_joint)
+    order = np.argsort(np.argsort(keep))
+    return np.transpose(lm, order) if lm.ndim else lm
+
+
+class NumpyCalibrator:
+    """Two-pass log-space calibration in plain numpy, on the same schedule as the kernel.
+
+    Hugin form: the downward message over an edge is divided by that edge's upward message
+    (with -inf kept as -inf); log Z is read off clique ``zclique``. Built once per tree;
+    ``calibrate`` is the timed part.
+    """
+
+    def __init__(
+        self,
+        layout: CliqueLayout,
+        message_order: Sequence[tuple[int, int, int]],
+        separators: Sequence[Clique],
+        zclique: int = 0,
+    ) -> None:
+        self.layout = layout
+        self.zclique = zclique
+        self.steps = []
+        for src, dst, e in message_order:
+            cs, cd = layout.cliques[src], layout.cliques[dst]
+            sep = set(separators[e])
+            axes = tuple(i for i, a in enumerate(cs) if a not in sep)
+            bshape = tuple(layout.shapes[dst][i] if a in sep else 1 for i, a in enumerate(cd))
+            self.steps.append((src, dst, e, axes, bshape))
+
+    def calibrate(self, theta: np.ndarray) -> tuple[np.ndarray, float]:
+        """Beliefs (flat buffer) and log Z for the flat log-potential buffer ``theta``."""
+        lay = self.layout
+        beliefs = theta.copy()
+        views = [beliefs[lay.slice(i)].reshape(lay.shapes[i]) for i in range(len(lay))]
+        up: dict[int, np.ndarray] = {}
+        for src, dst, e, axes, bshape in self.steps:
+            x = views[src]
+            m = np.max(x, axis=axes, keepdims=True)
+            m = np.where(m > -np.inf, m, 0.0)
+            with np.errstate(divide="ignore"):
+                msg = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
+            msg = msg.ravel()
+            if e in up:
+                old = up[e]
+                msg = np.where(old > -np.inf, msg - np.where(old > -np.inf, old, 0.0), -np.inf)
+            else:
+                up[e] = msg
+            views[dst] += msg.reshape(bshape)
+        return beliefs, float(logsumexp(views[self.zclique]))
+
+
+def round_groups_ref(
+    p: np.ndarray, base: np.ndarray, rest: np.ndarray, group_size: np.ndarray, u: np.ndarray
+) -> np.ndarray:
+    """Reference of kernels.sample.round_groups: systematic rounding of each group's split."""
+    counts = np.zeros(p.size, dtype=np.int64)
+    for s in range(base.size):
+        k = int(group_size[s])
+        cells = base[s] + rest
+        w = p[cells]
+        tot = np.cumsum(w)[-1]  # sequential sums, as the kernel adds
+        t = np.full(rest.size, k / rest.size) if tot <= 0 else k * (w / tot)
+        f = np.floor(t)
+        frac = t - f
+        counts[cells] = f.astype(np.int64)
+        extra = k - int(f.sum())
+        while extra < 0:
+            counts[cells[np.argmax(counts[cells])]] -= 1
+            extra += 1
+        if extra == 0:
+            continue
+        pos = frac > 0
+        if not pos.any():
+            counts[cells[np.argmax(w)]] += extra
+            continue
+        csum = np.cumsum(frac[pos])
+        cum = u[s] + extra * (csum / csum[-1])
+        cum[-1] = u[s] + extra
+        hits = np.diff(np.concatenate(([0], np.floor(cum).astype(np.int64))))
+        counts[cells[pos]] += hits
+    return counts
+
+
+def group_rows_ref(
+    code: np.ndarray, perm: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reference of kernels.sample.group_rows: stable sort of perm by group code."""
+    order = perm[np.argsort(code[perm], kind="stable")]
+    starts = np.concatenate(([0], np.cumsum(np.bincount(code, minlength=n_groups))))
+    return order, starts.astype(np.int64)
+
+
+def assign_values_ref(
+    order: np.ndarray,
+    starts: np.ndarray,
+    counts: np.ndarray,
+    base: np.ndarray,
+    rest: np.ndarray,
+    rest_codes: np.ndarray,
+    cols: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """Reference of kernels.sample.assign_values."""
+    for s in range(base.size):
+        reps = counts[base[s] + rest]
+        values = np.repeat(rest_codes, reps, axis=0)
+        rows = order[starts[s] : starts[s] + values.shape[0]]
+        out[np.ix_(rows, cols)] = values

@@ -1,0 +1,58 @@
+"""Generalized randomized response (GRR), the frequency-oracle baseline of LocEnc (party side).
+
+Each attribute value is kept with probability p = e^eps / (e^eps + u - 1) and otherwise
+replaced by one of the u - 1 other values uniformly (each with q = 1 / (e^eps + u - 1)).
+The coins come from a :class:`~vertimrf.privacy.samplers.NoiseSampler` (cryptographically
+secure by default); its Bernoulli keeps with probability p' = floor(p 2^53) / 2^53 <= p, so
+the likelihood ratio p' (u - 1) / (1 - p') of any two reports is at most e^eps exactly.
+The server inverts it in :mod:`vertimrf.server.grr`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from vertimrf.domain import Domain
+from vertimrf.errors import ConfigError, DomainError
+from vertimrf.privacy.calibration import grr_probabilities
+from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.samplers import NoiseSampler
+
+
+def grr_perturb(
+    codes: np.ndarray,
+    domain: Domain,
+    epsilon: float,
+    *,
+    noise: NoiseSampler,
+    ledger: PrivacyLedger,
+    party: str | None = None,
+) -> np.ndarray:
+    """Perturb every column with GRR at ``epsilon`` each; charge d releases to ``ledger``."""
+    codes = np.asarray(codes)
+    if codes.ndim != 2 or codes.shape[1] != len(domain):
+        raise DomainError(f"codes must have shape (n, {len(domain)}); got {codes.shape}.")
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ConfigError(f"GRR epsilon must be positive; got {epsilon!r}.")
+    ledger.charge_pure(
+        "grr",
+        epsilon,
+        count=len(domain),
+        party=party,
+        description=f"GRR of {len(domain)} attributes (eps-LDP per report; row count public)",
+    )
+    n = codes.shape[0]
+    out = np.empty_like(codes)
+    for j, u in enumerate(domain.sizes):
+        x = codes[:, j].astype(np.int64)
+        if u == 1:
+            out[:, j] = x
+            continue
+        p, _ = grr_probabilities(epsilon, u)
+        keep = noise.bernoulli(p, n)
+        other = noise.integers(u - 1, n)
+        other += other >= x
+        out[:, j] = np.where(keep, x, other)
+    return out

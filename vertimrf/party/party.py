@@ -1,0 +1,271 @@
+"""Party: one data holder's side of the protocol (runs where the data lives).
+
+``Party(name, df, config, secret).encode()`` runs, in order:
+
+1. the noisy record count (discrete Laplace), if this party is the config's ``count_party``;
+2. LocMRF: PrivMRF on the party's own columns with its share of the budget, using the
+   protocol's one noisy count;
+3. binning: discrete-Laplace counts of every value of each binned column, and the bin maps;
+4. LocEnc: GRR rows of the binned columns (FO), or the paper's FM sketches (NOT DP; only
+   with ``allow_non_dp``);
+
+and returns a :class:`PartyMessage` holding only DP outputs and public metadata. The shared
+secret (the hash keys' source) never leaves the party. The party's ledger is capped at its
+own share of the budget, derived from the config, and ``encode`` runs once per party.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from vertimrf.domain import Domain, TableEncoder
+from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
+from vertimrf.party.fo import aligned_rows
+from vertimrf.party.grr import grr_perturb
+from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.locenc import locenc
+from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.mechanisms import discrete_laplace_count, discrete_laplace_histogram
+from vertimrf.privacy.samplers import randomness
+from vertimrf.protocol.bins import BinMap, frequency_bins
+from vertimrf.protocol.budget import ProtocolBudget, party_rho
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.message import LocalModel, PartyMessage
+from vertimrf.protocol.seeds import role_seed
+from vertimrf.synth.privmrf import PrivMRF
+
+
+class Party:
+    """A data holder: its columns (plus a record-ID column), the config and the shared secret.
+
+    Args:
+        name: the party's name in ``config.parties``.
+        data: a DataFrame with ``id_column`` and the party's columns (any row order).
+        config: the protocol config every role shares.
+        secret: the parties' shared secret (>= 32 random bytes); never sent anywhere.
+        id_column: the record-ID column (int or str; unique, no missing values).
+        seed: the run seed (experiments only: the noise is then reproducible and not for
+            release); the party derives its own from (seed, name). None (default) draws DP
+            noise from a cryptographically secure sampler.
+        progress: show a progress bar.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        data: pd.DataFrame,
+        config: ProtocolConfig,
+        secret: bytes,
+        *,
+        id_column: str = "id",
+        seed: int | None = None,
+        progress: bool = True,
+    ) -> None:
+        if not isinstance(config, ProtocolConfig):
+            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        if not isinstance(data, pd.DataFrame):
+            raise DomainError(f"data must be a pandas DataFrame; got {type(data).__name__}.")
+        self.name = name
+        self.config = config
+        self.columns = config.party(name).columns
+        if id_column not in data.columns:
+            raise DomainError(
+                f"party {name!r}: no record-ID column {id_column!r}; columns are "
+                f"{list(data.columns)}. Pass id_column=... naming it."
+            )
+        self.spec = config.spec.subset(self.columns)
+        self._codes = TableEncoder(self.spec).encode(data.drop(columns=[id_column]))
+        self._fingerprints = record_fingerprints(data[id_column])
+        HashKeys.from_secret(secret, 1)  # validates the secret now, not at encode time
+        self._secret = secret
+        self._noise, self._rng = randomness(None if seed is None else role_seed(seed, name))
+        self.progress = progress
+        self.budget = ProtocolBudget.from_config(config)
+        self.ledger = PrivacyLedger(rho=party_rho(config, name), delta=config.delta)
+        self.timings: dict[str, float] = {}
+        self._noisy_count: int | None = None
+        self._encoded = False
+
+    def __repr__(self) -> str:
+        return f"Party({self.name!r}, columns={list(self.columns)}, rows={self.n_rows})"
+
+    @property
+    def n_rows(self) -> int:
+        """The party's number of records (stays local)."""
+        return int(self._codes.shape[0])
+
+    def release_count(self) -> int:
+        """The designated party's noisy record count (discrete Laplace; released once)."""
+        if self.name != self.config.count_party:
+            raise ConfigError(
+                f"party {self.name!r} is not the count party ({self.config.count_party!r})."
+            )
+        if self._noisy_count is None:
+            self._noisy_count = discrete_laplace_count(
+                self.n_rows,
+                self.budget.count_epsilon,
+                noise=self._noise,
+                ledger=self.ledger,
+                party=self.name,
+            )
+        return self._noisy_count
+
+    def encode(self, noisy_count: int | None = None) -> PartyMessage:
+        """Run LocMRF, binning and LocEnc once; return the message for the server.
+
+        Every party uses the count party's one noisy count (for its local model and, in FO,
+        for the number of GRR rows): the count party its own, the others pass
+        ``noisy_count`` from its message. A second call raises: a party releases once per
+        run, and a new run needs a new config (a fresh run nonce).
+        """
+        if self._encoded:
+            raise PrivacyBudgetError(
+                f"party {self.name!r} has already encoded its message for this run; a party "
+                "releases once per run. Make a new config (a fresh run nonce) for a new run."
+            )
+        cfg = self.config
+        own = self.release_count() if self.name == cfg.count_party else None
+        n_hat = own if own is not None else noisy_count
+        if n_hat is None:
+            raise ConfigError(
+                f"party {self.name!r} needs the count party's noisy count; pass "
+                f"encode(noisy_count=...) from {cfg.count_party!r}'s message."
+            )
+        if isinstance(n_hat, bool) or not isinstance(n_hat, int | np.integer):
+            raise ConfigError(f"noisy_count must be an integer; got {n_hat!r}.")
+        self._encoded = True
+        self._keys = (
+            HashKeys.from_secret(self._secret, cfg.t, context=cfg.run_context())
+            if cfg.method == "fm"
+            else None
+        )
+        steps = ["LocMRF", "binning", "LocEnc"] if cfg.local_mrf else ["binning", "LocEnc"]
+        bar = tqdm(steps, desc=f"{self.name} encode", disable=not self.progress, leave=False)
+        local = None
+        for step in bar:
+            bar.set_postfix_str(step)
+            start = time.perf_counter()
+            if step == "LocMRF":
+                local = self._local_model(int(n_hat))
+            elif step == "binning":
+                bins = self._bins()
+                binned = self._binned_codes(bins)
+            else:
+                enc = self._encode(binned, bins, int(n_hat))
+            self.timings[step] = time.perf_counter() - start
+        return PartyMessage(
+            party=self.name,
+            config_hash=cfg.config_hash(),
+            columns=self.columns,
+            method=cfg.method,
+            hash=cfg.hash,
+            key_fingerprint=None if self._keys is None else self._keys.fingerprint(),
+            releases=self.ledger.releases,
+            bins=bins,
+            sketch=enc if cfg.method == "fm" else None,
+            grr=enc if cfg.method == "fo" else None,
+            grr_epsilon=self.budget.grr_epsilon if cfg.method == "fo" else None,
+            noisy_count=own,
+            local=local,
+            seeded=self._noise.seeded,
+        )
+
+    # ------------------------------------------------------------------------ steps
+    def _local_model(self, n_hat: int) -> LocalModel:
+        domain = self.spec.domain
+        frame = pd.DataFrame(self._codes, columns=list(domain.names))
+        fit = PrivMRF(
+            self.config.epsilon,
+            self.config.delta,
+            rho=self.budget.rho_locmrf_party,
+            ledger=self.ledger,
+            party=self.name,
+            seed=self._rng,
+            noise=self._noise,
+            noisy_count=max(1, n_hat),
+            max_clique_cells=self.config.local_max_clique_cells,
+            max_total_cells=self.config.local_max_total_cells,
+            progress=False,
+        ).fit(frame, domain)
+        names = domain.names
+        model = fit.model
+
+        def named(attrs: tuple[int, ...]) -> tuple[str, ...]:
+            return tuple(names[a] for a in attrs)
+
+        return LocalModel(
+            chordal_edges=tuple(named(e) for e in fit.graph.chordal.edges),
+            cliques=tuple(named(c) for c in model.cliques),
+            potentials=tuple(model.potentials.table(c).copy() for c in model.cliques),
+            measured=tuple(named(m.attrs) for m in fit.measurements),
+            weights=tuple(m.weight for m in fit.measurements),
+            targets=tuple(model.marginal(m.attrs) for m in fit.measurements),
+            total=float(model.total),
+        )
+
+    def _bins(self) -> dict[str, BinMap]:
+        to_bin = set(self.config.binned_columns())
+        binned = [c for c in self.columns if c in to_bin]
+        if not binned:
+            return {}
+        out = {}
+        for c in binned:
+            j = self.columns.index(c)
+            noisy = discrete_laplace_histogram(
+                np.bincount(self._codes[:, j], minlength=self.spec[c].size),
+                self.budget.binning_epsilon,
+                noise=self._noise,
+                ledger=self.ledger,
+                party=self.name,
+                description=f"value counts of {c} (for its bin map)",
+            )
+            out[c] = BinMap(frequency_bins(noisy, self.config.bins), noisy)
+        return out
+
+    def _binned_codes(self, bins: Mapping[str, BinMap]) -> np.ndarray:
+        out = self._codes.copy()
+        for c, m in bins.items():
+            j = self.columns.index(c)
+            out[:, j] = m.value_to_bin[self._codes[:, j]]
+        return out
+
+    def _encode(self, binned: np.ndarray, bins: Mapping[str, BinMap], n_rows: int) -> Any:
+        sizes = [bins[c].n_bins if c in bins else self.spec[c].size for c in self.columns]
+        domain = Domain(tuple(self.columns), tuple(sizes))
+        if self.config.method == "fm":
+            return locenc(
+                binned,
+                domain,
+                self._fingerprints,
+                self._keys,
+                eps_prime=self.budget.eps_prime,
+                rng=self._noise,
+                ledger=self.ledger,
+                gamma=self.config.gamma,
+                party=self.name,
+                hash=self.config.hash,
+            )
+        rows = aligned_rows(
+            binned,
+            domain,
+            self._fingerprints,
+            self._secret,
+            max(1, n_rows),
+            self._noise,
+            context=self.config.run_context(),
+        )
+        return grr_perturb(
+            rows,
+            domain,
+            self.budget.grr_epsilon,
+            noise=self._noise,
+            ledger=self.ledger,
+            party=self.name,
+        )

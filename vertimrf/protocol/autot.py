@@ -1,0 +1,73 @@
+"""``t="auto"``: the number of sketch repetitions, chosen from public information only.
+
+The CarEst error of a cell (accuracy notes) is about (n + k_p * sum_i (u_i - 1)) / sqrt(t),
+with k_p ~ 1/eps' phantoms per sketch and eps' = sqrt(2 rho_enc / (t d)). The phantom term
+grows like sqrt(t) and the whole numerator's sqrt(t) cancels it, so the predicted error
+falls with t towards a floor (measured on NLTCS at eps=0.8, mean cross 2-way TVD: 0.019 at
+t=2000, 0.012 at 8000, 0.0086 at 32000). The rule: among the candidate t values whose
+predicted LocEnc time (n_hint * t hashes per party at ``hashes_per_second``) fits
+``seconds`` and whose sketch payload (t * sum of a party's binned domain sizes, one byte
+each) fits ``max_sketch_bytes``, take the one with the smallest predicted error. ``n_hint``
+must be public: the config's ``max_rows`` (a public upper bound), or a noisy count the count
+party has already released. The rule runs once, when the config is made
+(:meth:`ProtocolConfig.from_preset` with ``t="auto"``), never on the true record count.
+"""
+
+from __future__ import annotations
+
+import math
+
+from vertimrf.errors import ConfigError
+from vertimrf.privacy.fm import fm_noise
+from vertimrf.protocol.budget import ProtocolBudget
+from vertimrf.protocol.config import ProtocolConfig
+
+CANDIDATES = (1000, 2000, 4000, 8000, 16000, 32000, 64000)
+# Measured on the 2-core machine: 45,222 rows x 2000 keys with SipHash in 0.31 s.
+HASHES_PER_SECOND = 2.9e8
+
+
+def predicted_error(config: ProtocolConfig, t: int, n_hint: float) -> float:
+    """Predicted relative CarEst cell error (n + k_p * S) / (n sqrt(t)), S = mean over
+    cross-party pairs of (u_a - 1) + (u_b - 1) on the binned domains."""
+    eps_prime = ProtocolBudget.from_config(config, t=t).eps_prime
+    k_p = fm_noise(eps_prime, config.gamma).k_p
+    sizes = _binned_sizes(config)
+    owner = {c: p.name for p in config.parties for c in p.columns}
+    pairs = [
+        (sizes[a] - 1) + (sizes[b] - 1)
+        for a in sizes
+        for b in sizes
+        if a < b and owner[a] != owner[b]
+    ]
+    s = sum(pairs) / len(pairs)
+    return (n_hint + k_p * s) / (n_hint * math.sqrt(t))
+
+
+def choose_t(
+    config: ProtocolConfig,
+    n_hint: float,
+    *,
+    seconds: float = 10.0,
+    max_sketch_bytes: int = 500_000,
+    hashes_per_second: float = HASHES_PER_SECOND,
+) -> int:
+    """The rule's t for ``config`` (whose own t is ignored) and a public row count ``n_hint``."""
+    if not (isinstance(n_hint, int | float) and n_hint >= 1 and math.isfinite(n_hint)):
+        raise ConfigError(f"n_hint must be a public row count >= 1; got {n_hint!r}.")
+    sizes = _binned_sizes(config)
+    widest = max(sum(sizes[c] for c in p.columns) for p in config.parties)
+    feasible = [
+        t
+        for t in CANDIDATES
+        if n_hint * t / hashes_per_second <= seconds and t * widest <= max_sketch_bytes
+    ] or [CANDIDATES[0]]
+    return min(feasible, key=lambda t: predicted_error(config, t, n_hint))
+
+
+def _binned_sizes(config: ProtocolConfig) -> dict[str, int]:
+    binned = set(config.binned_columns())
+    return {
+        c.name: min(c.size, config.bins) if c.name in binned else c.size
+        for c in config.spec.columns
+    }

@@ -1,0 +1,398 @@
+"""ProtocolConfig: the public settings every role of the vertical protocol agrees on.
+
+Budget shares are fractions of the zCDP budget rho of (epsilon, delta) and must sum to at
+most 1. ``locmrf`` is split evenly over the parties (each party's local model sees every
+individual), ``locenc`` pays for all t*d sketches (or the GRR reports), ``count`` for the one
+noisy record count, ``binning`` for the noisy value counts of the binned attributes. When no
+attribute is binned, the binning share goes to ``locenc``.
+
+A config pins one run: ``run_nonce`` is fresh random for every new config, and the hash keys
+and the FO row order are derived from (shared secret, config hash), so a retry under a new
+config never reuses a person's hash values. ``t="auto"`` is resolved once, when the config
+is made, from the public ``max_rows`` only.
+
+``method="fm"`` (the paper's sketches) and ``hash="xxh64"`` (not a PRF) are NOT
+differentially private (``fm-privacy-gap.md``); a config with either is refused with a
+:class:`~vertimrf.errors.PrivacyError` unless ``allow_non_dp=True``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from vertimrf.domain import DomainSpec
+from vertimrf.errors import ConfigError, PrivacyError, VertimrfError
+from vertimrf.io import atomic_write_text
+from vertimrf.privacy.calibration import ACCOUNTING_MODES
+
+# The `default` preset names every setting that changes a run's output, and the dataclass's
+# defaults are read from it, so presets are the only source of defaults. Our tuning, measured
+# on NLTCS at eps 0.8 / 3.2 (mean 3-way TVD of 2 seeds): paper preset 0.025 / 0.025; t=16000
+# alone 0.019 at 3.2; plus more cross edges and cross marginals 0.012 / 0.0085. Cross-party
+# estimates are post-processing, so using more of them is free in privacy; t costs encoding
+# time (seconds at this size). Adult at eps 1.6: a 1e6-cell model gives the same 3-way TVD
+# as 4e6 (0.065) in a third of the server time (35 s instead of 114 s). The local PrivMRF caps
+# are the reference LocMRF's, which keep the local model, and so the message, small.
+DEFAULTS: dict[str, Any] = {
+    "shares": {"locmrf": 0.4, "locenc": 0.36, "count": 0.04, "binning": 0.2},
+    "t": 16000,
+    "gamma": 1.0,
+    "hash": "siphash24",
+    "bins": 4,
+    "binned": None,
+    "tau": 2e6,
+    "max_model_cells": 1e6,
+    "cross_edge_fraction": 0.5,
+    "cross_weight": 1.0,
+    "cross_marginals": 64,
+    "method": "fo",
+    "carest": "containment",
+    "accounting": "zcdp",
+    "recovery": "hisrec",
+    "consistency": True,
+    "local_mrf": True,
+    "server_iters": 100,
+    "local_max_clique_cells": 1e5,
+    "local_max_total_cells": 3e5,
+}
+PRESETS: dict[str, dict[str, Any]] = {
+    "default": DEFAULTS,
+    # The paper's Section 7.1: 40% LocMRF, 40% LocEnc of which 10% for n, 20% binning; its
+    # t, and the reference's cross-party edges, cross marginals (int(0.8 d)) and model cap.
+    "paper": {
+        **DEFAULTS,
+        "t": 2000,
+        "cross_edge_fraction": 0.2,
+        "cross_marginals": None,
+        "max_model_cells": 4e6,
+    },
+}
+METHODS = ("fo", "fm")
+CAREST_METHODS = ("containment", "harmonic", "paper")
+NON_DP_REASON = (
+    "the paper's FM sketches are not differentially private: one record's geometric hash value "
+    "enters a register of every one of its attributes under the same key, so the registers "
+    "share randomness and the paper's composition (Theorem 2) fails; for a record that is the "
+    "only holder of its values in two or more columns the privacy loss is unbounded (bundled "
+    "Adult demo: worst-case delta >= 6.4e-4 for two such columns and 0.76 for all 15, against "
+    "a claimed 2.2e-5)"
+)
+NONCE_HEX_CHARS = 32
+HASHES = ("siphash24", "xxh64")
+RECOVERY = ("hisrec", "unisam")
+
+
+@dataclass(frozen=True)
+class PartySpec:
+    """A party's public name and the columns it owns."""
+
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """Public protocol settings; identical at every party and the server (checked by hash).
+
+    Attributes:
+        epsilon, delta: the budget of the whole protocol (all parties together).
+        spec: the public domain of every column; parties: who owns which columns.
+        count_party: the one party that releases the noisy record count (default: first).
+        preset, shares: the budget split (fractions of the zCDP rho; see the module doc).
+        t, gamma, hash: sketch repetitions (an integer or "auto", see ``resolve_t``), the
+            geometric base 1 + gamma, and the keyed hash ("siphash24" or "xxh64").
+        bins, binned: b, and the binned columns (default: every column with more than b
+            values).
+        tau, max_model_cells: GraphCom's limits on the largest clique and on all cliques.
+        cross_edge_fraction: GraphCom adds at most this fraction of the cross-party pairs.
+        cross_marginals: OptMRF fits this many cross-party 2-way marginals (None: the
+            reference's int(0.8 d)); cross_weight scales their weight against the local
+            measurements' median weight.
+        method: "fm" (sketches) or "fo" (GRR); carest: the sketch estimator; accounting:
+            "zcdp" or "paper" (the paper's Theorem 2 for the sketches' epsilon').
+        recovery: "hisrec" or "unisam"; consistency: enforce it; local_mrf: run LocMRF
+            (False is the ablation: its share goes to LocEnc).
+        server_iters: mirror-descent iteration cap of each OptMRF round (the last gets 3x).
+        local_max_clique_cells, local_max_total_cells: the local PrivMRF's model caps.
+        allow_non_dp: accept a method that is NOT differentially private (FM sketches, the
+            xxh64 hash); without it such a config raises PrivacyError.
+        max_rows: a public upper bound on the number of records (never the true count);
+            ``t="auto"`` needs it.
+        run_nonce: fresh random hex per config (made when empty); binds keys to the run.
+    """
+
+    epsilon: float
+    delta: float
+    spec: DomainSpec
+    parties: tuple[PartySpec, ...]
+    count_party: str = ""
+    preset: str = "default"
+    shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS["shares"]))
+    t: int | str = DEFAULTS["t"]
+    gamma: float = DEFAULTS["gamma"]
+    hash: str = DEFAULTS["hash"]
+    bins: int = DEFAULTS["bins"]
+    binned: tuple[str, ...] | None = DEFAULTS["binned"]
+    tau: float = DEFAULTS["tau"]
+    max_model_cells: float = DEFAULTS["max_model_cells"]
+    cross_edge_fraction: float = DEFAULTS["cross_edge_fraction"]
+    cross_weight: float = DEFAULTS["cross_weight"]
+    cross_marginals: int | None = DEFAULTS["cross_marginals"]
+    method: str = DEFAULTS["method"]
+    carest: str = DEFAULTS["carest"]
+    accounting: str = DEFAULTS["accounting"]
+    recovery: str = DEFAULTS["recovery"]
+    consistency: bool = DEFAULTS["consistency"]
+    local_mrf: bool = DEFAULTS["local_mrf"]
+    server_iters: int = DEFAULTS["server_iters"]
+    local_max_clique_cells: float = DEFAULTS["local_max_clique_cells"]
+    local_max_total_cells: float = DEFAULTS["local_max_total_cells"]
+    allow_non_dp: bool = False
+    max_rows: int | None = None
+    run_nonce: str = ""
+
+    @classmethod
+    def from_preset(
+        cls,
+        preset: str,
+        *,
+        epsilon: float,
+        delta: float,
+        spec: DomainSpec,
+        parties: list[tuple[str, list[str]]] | list[list[str]],
+        **overrides: object,
+    ) -> ProtocolConfig:
+        """A config from a named preset; ``parties`` are (name, columns) pairs or column lists.
+
+        ``t="auto"`` is resolved here, once, from the public ``max_rows`` (see
+        :func:`vertimrf.protocol.autot.choose_t`).
+        """
+        if preset not in PRESETS:
+            raise ConfigError(f"unknown preset {preset!r}; use one of {sorted(PRESETS)}.")
+        specs = []
+        for i, p in enumerate(parties):
+            name, cols = p if isinstance(p, tuple) else (f"party{i}", p)
+            specs.append(PartySpec(str(name), tuple(str(c) for c in cols)))
+        base = {**PRESETS[preset], "shares": dict(PRESETS[preset]["shares"])}
+        base.update(overrides)
+        auto = base.get("t") == "auto"
+        if auto:
+            if base.get("max_rows") is None:
+                raise ConfigError(
+                    "t='auto' needs max_rows, a public upper bound on the number of records "
+                    "(never the true count), to choose t from public information only."
+                )
+            base["t"] = PRESETS["paper"]["t"]
+        cfg = cls(
+            epsilon=epsilon, delta=delta, spec=spec, parties=tuple(specs), preset=preset, **base
+        )
+        if auto:
+            from vertimrf.protocol.autot import choose_t
+
+            cfg = cfg.with_changes(t=choose_t(cfg, cfg.max_rows))
+        return cfg
+
+    def __post_init__(self) -> None:
+        if not (self.epsilon > 0) or not (0 < self.delta < 1):
+            raise ConfigError(
+                f"need epsilon > 0 and 0 < delta < 1; got {self.epsilon}, {self.delta}."
+            )
+        if len(self.parties) < 2:
+            raise ConfigError("the vertical protocol needs at least two parties.")
+        owned = [c for p in self.parties for c in p.columns]
+        if sorted(owned) != sorted(self.spec.names):
+            dup = sorted({c for c in owned if owned.count(c) > 1})
+            missing = sorted(set(self.spec.names) - set(owned))
+            extra = sorted(set(owned) - set(self.spec.names))
+            raise ConfigError(
+                "every column must belong to exactly one party: "
+                f"owned twice {dup}, unowned {missing}, not in the spec {extra}."
+            )
+        names = [p.name for p in self.parties]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"party names must be unique; got {names}.")
+        if not self.count_party:
+            object.__setattr__(self, "count_party", names[0])
+        elif self.count_party not in names:
+            raise ConfigError(f"count_party {self.count_party!r} is not one of {names}.")
+        if not self.run_nonce:
+            object.__setattr__(self, "run_nonce", secrets.token_hex(NONCE_HEX_CHARS // 2))
+        self._check_choices()
+        self._check_shares()
+        self._check_privacy()
+
+    def _check_choices(self) -> None:
+        for value, allowed, what in (
+            (self.method, METHODS, "method"),
+            (self.hash, HASHES, "hash"),
+            (self.accounting, ACCOUNTING_MODES, "accounting"),
+            (self.recovery, RECOVERY, "recovery"),
+            (self.carest, CAREST_METHODS, "carest"),
+        ):
+            if value not in allowed:
+                raise ConfigError(f"{what} must be one of {allowed}; got {value!r}.")
+        if self.t == "auto":
+            raise ConfigError(
+                "t='auto' is resolved when the config is made: use ProtocolConfig.from_preset("
+                "..., t='auto', max_rows=N) with a public upper bound N on the record count."
+            )
+        if isinstance(self.t, bool) or not (isinstance(self.t, int) and self.t >= 1):
+            raise ConfigError(f"t must be a positive integer; got {self.t!r}.")
+        if self.max_rows is not None and (
+            isinstance(self.max_rows, bool)
+            or not (isinstance(self.max_rows, int) and self.max_rows >= 1)
+        ):
+            raise ConfigError(f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.")
+        nonce = self.run_nonce
+        if not (
+            isinstance(nonce, str)
+            and len(nonce) >= NONCE_HEX_CHARS
+            and all(ch in "0123456789abcdef" for ch in nonce)
+        ):
+            raise ConfigError(
+                f"run_nonce must be at least {NONCE_HEX_CHARS} lowercase hex characters; leave "
+                "it empty to draw a fresh one."
+            )
+        if not (0 < self.gamma <= 1):
+            raise ConfigError(f"gamma must be in (0, 1]; got {self.gamma}.")
+        if isinstance(self.server_iters, bool) or not (
+            isinstance(self.server_iters, int) and self.server_iters >= 1
+        ):
+            raise ConfigError(f"server_iters must be an integer >= 1; got {self.server_iters!r}.")
+        for name in (
+            "tau",
+            "max_model_cells",
+            "cross_weight",
+            "local_max_clique_cells",
+            "local_max_total_cells",
+        ):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and 0 < value < float("inf")):
+                raise ConfigError(f"{name} must be a positive number; got {value!r}.")
+        if self.cross_marginals is not None and not (
+            isinstance(self.cross_marginals, int) and self.cross_marginals >= 0
+        ):
+            raise ConfigError(
+                f"cross_marginals must be None or an integer >= 0; got {self.cross_marginals!r}."
+            )
+        if not (0 <= self.cross_edge_fraction <= 1):
+            raise ConfigError(
+                f"cross_edge_fraction must be in [0, 1]; got {self.cross_edge_fraction!r}."
+            )
+        if self.bins < 2:
+            raise ConfigError(f"bins must be >= 2; got {self.bins}.")
+        if self.binned is not None:
+            unknown = sorted(set(self.binned) - set(self.spec.names))
+            if unknown:
+                raise ConfigError(f"binned columns {unknown} are not in the spec.")
+
+    def _check_shares(self) -> None:
+        need = {"locmrf", "locenc", "count", "binning"}
+        if set(self.shares) != need:
+            raise ConfigError(
+                f"shares must name exactly {sorted(need)}; got {sorted(self.shares)}."
+            )
+        if any(v < 0 for v in self.shares.values()) or sum(self.shares.values()) > 1 + 1e-12:
+            raise ConfigError(f"shares must be >= 0 and sum to at most 1; got {self.shares}.")
+        if self.shares["count"] <= 0 or self.shares["locenc"] <= 0:
+            raise ConfigError("the count and locenc shares must be positive.")
+        if self.local_mrf and self.shares["locmrf"] <= 0:
+            raise ConfigError("local_mrf needs a positive locmrf share.")
+
+    def _check_privacy(self) -> None:
+        if self.allow_non_dp is not True and self.allow_non_dp is not False:
+            raise ConfigError(f"allow_non_dp must be True or False; got {self.allow_non_dp!r}.")
+        if self.allow_non_dp:
+            return
+        if self.method == "fm":
+            raise PrivacyError(
+                f"method='fm' refused: {NON_DP_REASON}. Use method='fo' (DP), or set "
+                "allow_non_dp=True (--allow-non-dp on the command line) to run the paper's method "
+                "for reproduction; its report will say it is NOT differentially private."
+            )
+        if self.hash == "xxh64":
+            raise PrivacyError(
+                "hash='xxh64' refused: xxh64 is not a keyed pseudorandom function, so hash values "
+                "can leak which records hold which values. Use hash='siphash24', or set "
+                "allow_non_dp=True to accept a run that is NOT differentially private."
+            )
+
+    @property
+    def dp_guarantee(self) -> bool:
+        """True when every mechanism of this config is differentially private (the hash is
+        used only by the FM sketches, so FM is the one non-DP path)."""
+        return self.method != "fm"
+
+    def run_context(self) -> bytes:
+        """Bytes that bind derived keys to this run: the config hash (which covers the nonce)."""
+        return b"vertimrf/run/" + self.config_hash().encode("ascii")
+
+    def party(self, name: str) -> PartySpec:
+        """The party called ``name``."""
+        for p in self.parties:
+            if p.name == name:
+                return p
+        raise ConfigError(f"no party {name!r}; parties are {[p.name for p in self.parties]}.")
+
+    def binned_columns(self) -> tuple[str, ...]:
+        """Columns that are binned: the explicit list, or every column with more than b codes."""
+        if self.binned is not None:
+            return self.binned
+        return tuple(c.name for c in self.spec.columns if c.size > self.bins)
+
+    def with_changes(self, **changes: object) -> ProtocolConfig:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        d = asdict(self)
+        d["spec"] = self.spec.to_dict()
+        d["parties"] = [{"name": p.name, "columns": list(p.columns)} for p in self.parties]
+        d["binned"] = None if self.binned is None else list(self.binned)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ProtocolConfig:
+        """Inverse of :meth:`to_dict`."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"a protocol config is a JSON object; got {type(data).__name__}.")
+        d = dict(data)
+        try:
+            d["spec"] = DomainSpec.from_dict(d["spec"])
+            d["parties"] = tuple(
+                PartySpec(str(p["name"]), tuple(str(c) for c in p["columns"])) for p in d["parties"]
+            )
+            if d.get("binned") is not None:
+                d["binned"] = tuple(d["binned"])
+            return cls(**d)
+        except VertimrfError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"invalid protocol config: {exc!r}.") from None
+
+    def config_hash(self) -> str:
+        """SHA-256 of the canonical JSON form; every message carries it."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the config as JSON (atomically)."""
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> ProtocolConfig:
+        """Read a config written by :meth:`save`."""
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"cannot read the config file {path}: {exc.strerror}.") from None
+        except (ValueError, RecursionError) as exc:
+            raise ConfigError(f"{path}: not a valid JSON config ({exc}).") from None
+        return cls.from_dict(data)

@@ -1,0 +1,153 @@
+"""The protocol report: every release of every party, the true total, and what the server did.
+
+For a DP method (FO) the total (epsilon, delta) is the ledger's, a true upper bound. The FM
+path is NOT differentially private (``fm-privacy-gap.md``): its report says so, claims no
+total, and prints a worst-case lower bound on delta at the requested epsilon
+(:func:`fm_worst_case`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from vertimrf.privacy.fm import fm_noise
+from vertimrf.privacy.fm_gap import fm_delta_lower_bound
+from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.protocol.budget import ProtocolBudget
+from vertimrf.protocol.config import ProtocolConfig
+
+SEEDED_NOTE = "seeded run: reproducible noise, not for release"
+
+
+@dataclass(frozen=True)
+class FMBound:
+    """Worst-case lower bounds on delta of an FM run at its requested epsilon.
+
+    ``delta_two``: a record that is the only holder of its values in two columns;
+    ``delta_all``: in all ``columns`` columns. Parameters as in the config's sketches.
+    """
+
+    epsilon: float
+    t: int
+    eps_prime: float
+    k_p: int
+    alpha_min: int
+    gamma: float
+    columns: int
+    delta_two: float
+    delta_all: float
+
+
+def fm_worst_case(config: ProtocolConfig) -> FMBound:
+    """The FM lower bounds on delta for ``config`` (see :mod:`vertimrf.privacy.fm_gap`)."""
+    eps_prime = ProtocolBudget.from_config(config).eps_prime
+    noise = fm_noise(eps_prime, config.gamma)
+    d = len(config.spec)
+
+    def bound(c: int) -> float:
+        return fm_delta_lower_bound(
+            config.t, eps_prime, noise.k_p, noise.alpha_min, config.gamma, c, config.epsilon
+        )
+
+    return FMBound(
+        config.epsilon,
+        config.t,
+        eps_prime,
+        noise.k_p,
+        noise.alpha_min,
+        config.gamma,
+        d,
+        bound(2),
+        bound(d),
+    )
+
+
+@dataclass
+class ProtocolReport:
+    """What a vertical run released and built; ``str()`` gives a readable summary."""
+
+    epsilon: float
+    delta: float
+    method: str
+    ledger: PrivacyLedger
+    fm_bound: FMBound | None
+    seeded: bool
+    n_hat: float
+    model: str
+    cross_edges: tuple[tuple[str, str], ...]
+    cross_measured: tuple[tuple[str, str], ...]
+    n_local_measurements: int
+    iterations: tuple[int, ...]
+    seconds: dict[str, float] = field(default_factory=dict)
+    message_bytes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dp_guarantee(self) -> bool:
+        """True when the run is differentially private (every method but FM)."""
+        return self.fm_bound is None and self.ledger.dp_guarantee
+
+    @property
+    def total_epsilon(self) -> float | None:
+        """The ledger's total epsilon at the requested delta (a true upper bound), or None
+        when the run is not differentially private."""
+        return self.ledger.total_epsilon(self.delta) if self.dp_guarantee else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "dp_guarantee": self.dp_guarantee,
+            "seeded": self.seeded,
+            "fm_delta_lower_bound": None if self.fm_bound is None else asdict(self.fm_bound),
+            "total_epsilon": self.total_epsilon,
+            "total_rho": self.ledger.total_rho,
+            "method": self.method,
+            "n_hat": self.n_hat,
+            "model": self.model,
+            "cross_edges": [list(e) for e in self.cross_edges],
+            "cross_measured": [list(e) for e in self.cross_measured],
+            "n_local_measurements": self.n_local_measurements,
+            "iterations": list(self.iterations),
+            "seconds": dict(self.seconds),
+            "message_bytes": dict(self.message_bytes),
+            "releases": self.ledger.to_records(),
+        }
+
+    def _privacy_lines(self) -> list[str]:
+        run = f"VertiMRF-{self.method.upper()} run"
+        if self.dp_guarantee:
+            lines = [
+                f"{run}: differentially private; budget (epsilon, delta) = "
+                f"({self.epsilon:g}, {self.delta:.3g}); spent epsilon = {self.total_epsilon:.6g}"
+            ]
+        else:
+            b = self.fm_bound
+            lines = [
+                f"{run}: NOT differentially private. The paper's FM sketches share each "
+                "record's hash value across its attributes' registers, so the claimed "
+                f"(epsilon, delta) = ({self.epsilon:g}, {self.delta:.3g}) does not hold.",
+                f"Worst case at epsilon = {b.epsilon:g}: delta >= {b.delta_two:.2g} for a "
+                f"record that is the only holder of its values in 2 columns, >= "
+                f"{b.delta_all:.2g} in all {b.columns} (t = {b.t}, eps' = {b.eps_prime:.4g}, "
+                f"k_p = {b.k_p}, alpha_min = {b.alpha_min}).",
+            ]
+        if self.seeded:
+            lines.append(SEEDED_NOTE)
+        return lines
+
+    def __str__(self) -> str:
+        lines = [
+            *self._privacy_lines(),
+            f"noisy record count n_hat = {self.n_hat:.0f}; model: {self.model}",
+            f"cross-party edges added: {len(self.cross_edges)}; cross marginals fitted: "
+            f"{len(self.cross_measured)}; local marginals: {self.n_local_measurements}",
+        ]
+        if self.seconds:
+            lines.append("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in self.seconds.items()))
+        if self.message_bytes:
+            lines.append(
+                "message bytes: " + ", ".join(f"{k} {v:,}" for k, v in self.message_bytes.items())
+            )
+        return "\n".join(lines) + "\n\n" + self.ledger.report(self.delta)

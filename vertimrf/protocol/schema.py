@@ -1,0 +1,158 @@
+"""The party-message schema: size bounds derived from the config, and typed manifest fields.
+
+A message is read before anything about it is trusted, so both halves refuse by raising
+:class:`MessageError`, never by letting a ``KeyError``, ``TypeError`` or ``AttributeError``
+escape:
+
+* :func:`array_bounds` gives, for each array name a message of this config may hold, the
+  largest payload it may have (8 bytes per cell, the widest dtype), so that the container
+  reader can refuse an oversized or unexpected entry before decompressing it;
+* :class:`Fields` reads manifest values with their expected JSON types.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from vertimrf.errors import MessageError
+from vertimrf.protocol.config import ProtocolConfig
+
+# Without a public max_rows, a party may release at most this many GRR rows per message.
+DEFAULT_MAX_ROWS = 10_000_000
+_CELL_BYTES = 8
+_ARRAYS_PER_COLUMN = 64
+
+
+def array_bounds(config: ProtocolConfig) -> Callable[[str], int | None]:
+    """Largest payload (bytes) of each array a message under ``config`` may hold."""
+    binned = set(config.binned_columns())
+    widest_bin = max((config.spec[c].size for c in binned), default=0)
+    per_party = [
+        (
+            sum(c in binned for c in p.columns),
+            sum(min(config.spec[c].size, config.bins) if c in binned else config.spec[c].size
+                for c in p.columns),
+            len(p.columns),
+        )
+        for p in config.parties
+    ]  # fmt: skip
+    n_binned = max(b for b, _, _ in per_party)
+    slots = max(s for _, s, _ in per_party)
+    width = max(d for _, _, d in per_party)
+    rows = 2 * (config.max_rows or DEFAULT_MAX_ROWS) + 10_000
+    tables = _ARRAYS_PER_COLUMN * width
+    fixed = {"sketch": config.t * slots, "grr": rows * width * _CELL_BYTES}
+    indexed = {
+        "bin_map": (n_binned, widest_bin * _CELL_BYTES),
+        "bin_counts": (n_binned, widest_bin * _CELL_BYTES),
+        "potential": (tables, int(config.max_model_cells) * _CELL_BYTES),
+        "target": (tables, int(config.max_model_cells) * _CELL_BYTES),
+    }
+
+    def bound(name: str) -> int | None:
+        if name in fixed:
+            return fixed[name]
+        stem, _, index = name.rpartition("_")
+        if stem in indexed and index.isascii() and index.isdigit() and index == str(int(index)):
+            count, size = indexed[stem]
+            return size if int(index) < count else None
+        return None
+
+    return bound
+
+
+class Fields:
+    """Typed access to one JSON object of a manifest; every mismatch is a MessageError."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if not isinstance(data, dict):
+            raise MessageError(f"{where} must be a JSON object; got {type(data).__name__}.")
+        self._data = data
+        self.where = where
+
+    def _get(self, key: str) -> Any:
+        if key not in self._data:
+            raise MessageError(f"{self.where} lacks the field {key!r}.")
+        return self._data[key]
+
+    def _bad(self, key: str, want: str) -> MessageError:
+        value = repr(self._data[key])[:80]
+        return MessageError(f"{self.where}: field {key!r} must be {want}; got {value}.")
+
+    def text(self, key: str, *, optional: bool = False) -> str | None:
+        value = self._get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self._bad(key, "a string")
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self._get(key)
+        if not isinstance(value, bool):
+            raise self._bad(key, "true or false")
+        return value
+
+    def integer(self, key: str, *, optional: bool = False) -> int | None:
+        value = self._get(key)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._bad(key, "an integer")
+        return value
+
+    def number(self, key: str, *, optional: bool = False) -> float | None:
+        value = self._get(key)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._bad(key, "a number")
+        value = float(value)
+        if not math.isfinite(value):
+            raise self._bad(key, "a finite number")
+        return value
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        value = self._get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._bad(key, "a list of strings")
+        return tuple(value)
+
+    def text_lists(self, key: str) -> tuple[tuple[str, ...], ...]:
+        value = self._get(key)
+        if not isinstance(value, list) or not all(
+            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in value
+        ):
+            raise self._bad(key, "a list of lists of strings")
+        return tuple(tuple(v) for v in value)
+
+    def numbers(self, key: str) -> tuple[float, ...]:
+        value = self._get(key)
+        if not isinstance(value, list) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in value
+        ):
+            raise self._bad(key, "a list of numbers")
+        return tuple(float(v) for v in value)
+
+    def objects(self, key: str) -> list[Fields]:
+        value = self._get(key)
+        if not isinstance(value, list):
+            raise self._bad(key, "a list of objects")
+        return [Fields(v, f"{self.where}: {key}[{i}]") for i, v in enumerate(value)]
+
+    def object(self, key: str, *, optional: bool = False) -> Fields | None:
+        value = self._get(key)
+        if value is None and optional:
+            return None
+        return Fields(value, f"{self.where}: {key}")
+
+    def raw_object(self, key: str) -> dict[str, Any]:
+        """A JSON object whose values are numbers, strings, booleans or null."""
+        value = self._get(key)
+        if not isinstance(value, dict) or not all(
+            isinstance(v, int | float | str | bool) or v is None for v in value.values()
+        ):
+            raise self._bad(key, "an object of plain values")
+        return dict(value)

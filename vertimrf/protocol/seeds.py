@@ -1,0 +1,37 @@
+"""Seeds of a seeded (experimental) run, agreed on by every role.
+
+A run seed is split per role: each party (by name) and the server derive their own seed from
+(run seed, role name), so a run gives the same output whether its roles run in one process
+(:func:`vertimrf.simulate`) or as separate commands, and no two roles share a stream. A
+seeded run's noise is reproducible and not for release; unseeded runs draw from a
+cryptographically secure sampler instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from vertimrf.errors import ConfigError
+
+SERVER = "server"
+
+
+def _digest(seed: int, role: str, what: bytes) -> bytes:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"a run seed must be an integer >= 0; got {seed!r}.")
+    return hashlib.sha256(what + f"/{seed}/".encode() + role.encode("utf-8")).digest()
+
+
+def role_seed(seed: int, role: str) -> int:
+    """The 64-bit seed of ``role`` (a party's name, or ``"server"``) in run ``seed``."""
+    return int.from_bytes(_digest(seed, role, b"vertimrf/role-seed")[:8], "little")
+
+
+def seeded_secret(seed: int) -> bytes:
+    """A shared secret made from a run seed, for experiments only (anyone with the seed has it)."""
+    return _digest(seed, "parties", b"vertimrf/seeded-secret")
+
+
+def seeded_nonce(seed: int) -> str:
+    """A run nonce made from a run seed (hex), for experiments only."""
+    return _digest(seed, "nonce", b"vertimrf/seeded-nonce")[:16].hex()

@@ -1,0 +1,95 @@
+"""The server's cross-party marginal estimates: CarEst (FM) or GRR inversion (FO) on the
+binned domains, then HisRec (or UniSam) back to the original values, then consistency with
+the local models' 1-way marginals. Every stage is cached per marginal; all of it is
+post-processing of the parties' DP releases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from vertimrf.domain import Domain
+from vertimrf.errors import MessageError
+from vertimrf.protocol.bins import BinMap
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.message import PartyMessage
+from vertimrf.server.carest import CarEst
+from vertimrf.server.consistency import enforce_consistency
+from vertimrf.server.grr import grr_marginal
+from vertimrf.server.recovery import hisrec, unisam
+
+
+class CrossEstimates:
+    """Estimated counts (summing to ``n_hat``) of marginals over named attributes.
+
+    Args:
+        messages: the parties' checked messages.
+        config: the protocol config.
+        n_hat: the released noisy record count.
+        local_marginal: the 1-way marginal (counts) of an attribute under the local models,
+            used for consistency when the config asks for it; None (default) disables it.
+            It may be set later, before the first :meth:`target` call.
+    """
+
+    def __init__(
+        self,
+        messages: Sequence[PartyMessage],
+        config: ProtocolConfig,
+        n_hat: float,
+        local_marginal: Callable[[str], np.ndarray] | None = None,
+    ) -> None:
+        self.config = config
+        self.n_hat = float(n_hat)
+        self.bins: dict[str, BinMap] = {k: v for m in messages for k, v in m.bins.items()}
+        self.local_marginal = local_marginal if config.consistency else None
+        domains = [m.bin_domain(config) for m in messages]
+        self.bin_domain = Domain(
+            tuple(n for d in domains for n in d.names), tuple(u for d in domains for u in d.sizes)
+        )
+        if config.method == "fm":
+            self._carest = CarEst([m.sketch for m in messages], n_hat, method=config.carest)
+        else:
+            rows = {m.grr.shape[0] for m in messages}
+            if len(rows) != 1:
+                raise MessageError(
+                    f"parties sent different numbers of GRR rows {sorted(rows)}; all must use "
+                    "the count party's noisy count."
+                )
+            self._rows = np.concatenate([m.grr for m in messages], axis=1)
+            self._grr_eps = float(messages[0].grr_epsilon)
+        self._binned: dict[tuple[str, ...], np.ndarray] = {}
+        self._targets: dict[tuple[str, ...], np.ndarray] = {}
+
+    def binned(self, attrs: Sequence[str]) -> np.ndarray:
+        """Counts over the binned domains of ``attrs`` (clipped at 0, scaled to n_hat)."""
+        key = tuple(attrs)
+        if key not in self._binned:
+            if self.config.method == "fm":
+                est = self._carest.marginal(key)
+            else:
+                idx = [self.bin_domain.index(a) for a in key]
+                est = grr_marginal(self._rows, self.bin_domain, self._grr_eps, idx)
+            self._binned[key] = _scaled(est, self.n_hat)
+        return self._binned[key].copy()
+
+    def target(self, attrs: Sequence[str]) -> np.ndarray:
+        """Counts over the original domains of ``attrs``: recovered, then made consistent."""
+        key = tuple(attrs)
+        if key not in self._targets:
+            maps = [self.bins.get(a) for a in key]
+            recover = hisrec if self.config.recovery == "hisrec" else unisam
+            table = _scaled(recover(self.binned(key), maps), self.n_hat)
+            if self.local_marginal is not None:
+                names = [key] + [(a,) for a in key]
+                tables = [table] + [self.local_marginal(a) for a in key]
+                table = enforce_consistency(names, tables, self.n_hat)[0]
+            self._targets[key] = table
+        return self._targets[key].copy()
+
+
+def _scaled(table: np.ndarray, total: float) -> np.ndarray:
+    t = np.clip(np.asarray(table, dtype=np.float64), 0.0, None)
+    s = t.sum()
+    return t * (total / s) if s > 0 else np.full(t.shape, total / t.size)

@@ -1,0 +1,212 @@
+"""The server's verification of party messages: it re-derives, never trusts.
+
+Every mechanism parameter a message declares (epsilon', k_p, alpha_min, the GRR epsilon,
+the noise scales of the count and the bins, each party's PrivMRF rho) is re-derived from the
+config, and every array is checked against those parameters: a bin map must be the one the
+released counts give, GRR codes must lie in their domain, sketch values must respect the
+floor. A message that differs is refused with a :class:`MessageError` naming the party and
+the mechanism. The ledger the server reports is built from the re-derived releases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from vertimrf.errors import MessageError
+from vertimrf.privacy.ledger import Release
+from vertimrf.privacy.zcdp import gaussian_rho
+from vertimrf.protocol.bins import frequency_bins
+from vertimrf.protocol.budget import (
+    BINNING_MECHANISM,
+    COUNT_MECHANISM,
+    ProtocolBudget,
+    expected_releases,
+)
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.message import PartyMessage
+from vertimrf.synth.privmrf import budget as privmrf_budget
+
+_REL = 1e-12
+# The local PrivMRF's Gaussian releases: (L2 sensitivity, required sampler or None).
+LOCAL_MECHANISMS = {
+    "privmrf.r_scores": (privmrf_budget.R_SCORE_SENSITIVITY, "gaussian"),
+    "privmrf.marginals": (privmrf_budget.MARGINAL_SENSITIVITY, "discrete_gaussian"),
+    "privmrf.error_queries": (privmrf_budget.ERROR_QUERY_SENSITIVITY, "gaussian"),
+}
+
+
+def _close(a: object, b: object) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(a, b, rel_tol=_REL, abs_tol=0.0)
+    return a == b
+
+
+def _refuse(party: str, mechanism: str, what: str) -> MessageError:
+    return MessageError(
+        f"message of party {party!r}, mechanism {mechanism!r}: {what}; the message was not made "
+        "under this config or was altered, so it is refused."
+    )
+
+
+def verify_releases(config: ProtocolConfig, message: PartyMessage) -> list[Release]:
+    """Check the declared releases against the config; return the releases to charge.
+
+    Releases outside the local PrivMRF must equal the config-derived ones exactly. The local
+    PrivMRF's releases are data-dependent in number: each must be one of its Gaussian
+    mechanisms, and their costs, recomputed here from (sensitivity, sigma, count), must add
+    up to the party's PrivMRF share.
+    """
+    party = message.party
+    local = [r for r in message.releases if r.mechanism in LOCAL_MECHANISMS]
+    declared = [r for r in message.releases if r.mechanism not in LOCAL_MECHANISMS]
+    expected = expected_releases(config, party)
+    if [r.mechanism for r in declared] != [r.mechanism for r in expected]:
+        raise _refuse(
+            party,
+            "releases",
+            f"declares {[r.mechanism for r in declared]} where the config gives "
+            f"{[r.mechanism for r in expected]}",
+        )
+    for got, want in zip(declared, expected, strict=True):
+        _same_release(party, got, want)
+    return expected + _local_releases(config, party, local)
+
+
+def _same_release(party: str, got: Release, want: Release) -> None:
+    fields = {"count": (got.count, want.count), "party": (got.party, want.party)}
+    if set(got.params) != set(want.params):
+        fields["parameter names"] = (sorted(got.params), sorted(want.params))
+    else:
+        fields.update({k: (got.params[k], want.params[k]) for k in want.params})
+    fields["rho"] = (got.rho, want.rho)
+    for name, (a, b) in fields.items():
+        if not _close(a, b):
+            raise _refuse(party, want.mechanism, f"declared {name} {a!r}, the config gives {b!r}")
+
+
+def _local_releases(config: ProtocolConfig, party: str, local: list[Release]) -> list[Release]:
+    if not config.local_mrf:
+        if local:
+            raise _refuse(party, local[0].mechanism, "local model releases with local_mrf off")
+        return []
+    out = []
+    for r in local:
+        sensitivity, sampler = LOCAL_MECHANISMS[r.mechanism]
+        sigma = r.params.get("sigma")
+        if not (
+            isinstance(sigma, int | float)
+            and not isinstance(sigma, bool)
+            and math.isfinite(sigma)
+            and sigma > 0
+            and isinstance(r.count, int)
+            and r.count >= 1
+            and _close(r.params.get("sensitivity"), sensitivity)
+            and r.params.get("sampler") == sampler
+            and r.party == party
+        ):
+            raise _refuse(
+                party,
+                r.mechanism,
+                f"needs sensitivity {sensitivity}, sampler {sampler!r}, a positive sigma and "
+                f"count; declared {r.params} x {r.count}",
+            )
+        rho = r.count * gaussian_rho(sensitivity, sigma)
+        if not _close(rho, r.rho):
+            raise _refuse(party, r.mechanism, f"declared rho {r.rho!r}, its sigma gives {rho!r}")
+        out.append(Release(r.mechanism, r.description, rho, r.count, party, dict(r.params)))
+    spent = math.fsum(r.rho for r in out)
+    share = ProtocolBudget.from_config(config).rho_locmrf_party
+    if not math.isclose(spent, share, rel_tol=1e-9, abs_tol=0.0):
+        raise _refuse(
+            party, "privmrf", f"the local model spent rho {spent!r}, its share is {share!r}"
+        )
+    return out
+
+
+def verify_arrays(config: ProtocolConfig, message: PartyMessage, rows: int) -> None:
+    """Check the message's arrays against the config-derived mechanisms.
+
+    ``rows`` is the number of GRR rows every party must release: max(1, the count party's
+    noisy count).
+    """
+    party = message.party
+    if message.noisy_count is not None and (
+        isinstance(message.noisy_count, bool) or not isinstance(message.noisy_count, int)
+    ):
+        raise _refuse(party, COUNT_MECHANISM, "the noisy count must be an integer")
+    for name, m in message.bins.items():
+        u = config.spec[name].size
+        counts, value_to_bin = m.noisy_counts, m.value_to_bin
+        if counts.shape != (u,) or not np.issubdtype(counts.dtype, np.integer):
+            raise _refuse(
+                party,
+                BINNING_MECHANISM,
+                f"the histogram of {name!r} must be {u} integer counts; got {counts.dtype} "
+                f"{counts.shape}",
+            )
+        if value_to_bin.shape != (u,) or not np.array_equal(
+            value_to_bin, frequency_bins(counts, config.bins)
+        ):
+            raise _refuse(
+                party,
+                BINNING_MECHANISM,
+                f"the bin map of {name!r} is not the one its released counts give",
+            )
+    budget = ProtocolBudget.from_config(config)
+    if config.method == "fm":
+        _verify_sketch(config, message)
+    else:
+        _verify_grr(config, message, budget, rows)
+
+
+def _verify_sketch(config: ProtocolConfig, message: PartyMessage) -> None:
+    (want,) = [r for r in expected_releases(config, message.party) if r.mechanism == "fm_sketch"]
+    noise = message.sketch.noise
+    got = {
+        "epsilon": noise.eps_prime,
+        "gamma": noise.gamma,
+        "k_p": noise.k_p,
+        "alpha_min": noise.alpha_min,
+    }
+    for key, value in got.items():
+        if not _close(value, want.params[key]):
+            raise _refuse(
+                message.party,
+                "fm_sketch",
+                f"sketch {key} is {value!r}, the config gives {want.params[key]!r}",
+            )
+    values = message.sketch.values
+    if values.dtype != np.uint8 or (values.size and int(values.min()) < noise.alpha_min):
+        raise _refuse(message.party, "fm_sketch", "sketch values must be uint8 >= alpha_min")
+
+
+def _verify_grr(
+    config: ProtocolConfig, message: PartyMessage, budget: ProtocolBudget, rows: int
+) -> None:
+    if not _close(message.grr_epsilon, budget.grr_epsilon):
+        raise _refuse(
+            message.party,
+            "grr",
+            f"GRR epsilon {message.grr_epsilon!r}, the config gives {budget.grr_epsilon!r}",
+        )
+    grr = message.grr
+    sizes = np.asarray(message.bin_domain(config).sizes)
+    if not np.issubdtype(grr.dtype, np.integer) or grr.shape != (rows, len(sizes)):
+        raise _refuse(
+            message.party,
+            "grr",
+            f"needs {rows} integer rows of {len(sizes)} codes; got {grr.dtype} {grr.shape}",
+        )
+    if ((grr < 0) | (grr >= sizes)).any():
+        raise _refuse(message.party, "grr", "GRR codes outside the binned domain")
+
+
+def release_rows(messages: Sequence[PartyMessage], count_party: str) -> int:
+    """The number of GRR rows every party releases: max(1, the count party's noisy count)."""
+    (count,) = [m.noisy_count for m in messages if m.party == count_party]
+    return max(1, int(count))

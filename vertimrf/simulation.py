@@ -1,0 +1,136 @@
+"""``simulate``: every party and the server in one process, for research and tests.
+
+It runs the same path as the separate roles (``vertimrf party encode`` per party, then
+``vertimrf server synthesize``): messages go through files, every role derives its seed
+from (run seed, role name), so ``simulate(df, config=cfg, seed=s, secret=b)`` writes the
+same synthetic table, byte for byte, as the command-line roles run with ``--seed s`` and the
+secret ``b``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vertimrf.domain import DomainSpec
+from vertimrf.errors import ConfigError, DomainError
+from vertimrf.party import Party
+from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
+from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
+from vertimrf.server import Server
+
+ID_COLUMN = "__record_id__"
+
+
+def simulate(
+    df: pd.DataFrame,
+    spec: DomainSpec | None = None,
+    parties: list[list[str]] | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    method: str = "fo",
+    seed: int | None = None,
+    *,
+    config: ProtocolConfig | None = None,
+    secret: bytes | None = None,
+    allow_non_dp: bool = False,
+    preset: str = "default",
+    progress: bool = False,
+    message_dir: str | os.PathLike | None = None,
+    **fields: Any,
+) -> tuple[pd.DataFrame, ProtocolReport]:
+    """Run the protocol on ``df`` split by columns; return the synthetic frame and the report.
+
+    Give either ``config`` (a :class:`ProtocolConfig`, e.g. one written by ``vertimrf
+    config``) or the pieces to build one: ``spec``, ``parties`` (lists of column names),
+    ``epsilon``, ``delta``, ``method``, ``preset`` and ``**fields`` (ProtocolConfig fields).
+    ``method="fm"`` is NOT differentially private and needs ``allow_non_dp=True``;
+    ``t="auto"`` needs a public ``max_rows``.
+
+    Rows are linked by position (the record ID is the row number). ``seed`` is the run seed
+    (experiments only: the report then says the noise is not for release); without
+    ``secret`` it also fixes the shared secret and, when the config is built here, the run
+    nonce. With ``seed=None`` the noise comes from a cryptographically secure sampler.
+    Messages go through files in ``message_dir`` (a temporary folder by default), and their
+    sizes are reported.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise DomainError(f"df must be a pandas DataFrame; got {type(df).__name__}.")
+    if config is not None and (spec, parties, epsilon, delta) != (None, None, None, None):
+        raise ConfigError("give either config=... or spec, parties, epsilon and delta, not both.")
+    cfg = (
+        config
+        if config is not None
+        else _build_config(
+            spec, parties, epsilon, delta, method, seed, allow_non_dp, preset, fields
+        )
+    )
+    if not isinstance(cfg, ProtocolConfig):
+        raise ConfigError(f"config must be a ProtocolConfig; got {type(cfg).__name__}.")
+    if secret is None:
+        secret = seeded_secret(seed) if seed is not None else os.urandom(32)
+    frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
+    members = [
+        Party(
+            p.name,
+            frame[[ID_COLUMN, *p.columns]],
+            cfg,
+            secret,
+            id_column=ID_COLUMN,
+            seed=seed,
+            progress=progress,
+        )
+        for p in cfg.parties
+    ]
+    (count_party,) = [m for m in members if m.name == cfg.count_party]
+    n_hat = count_party.release_count()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp if message_dir is None else message_dir)
+        paths = {}
+        for member in members:
+            paths[member.name] = folder / f"{member.name}.vmrf"
+            member.encode(noisy_count=n_hat).save(paths[member.name])
+        sizes = {name: path.stat().st_size for name, path in paths.items()}
+        messages = [PartyMessage.load(path, cfg) for path in paths.values()]
+    synth, report = Server(cfg, progress=progress).synthesize(messages, seed=seed)
+    report.message_bytes.update(sizes)
+    for m in members:
+        for phase, s in m.timings.items():
+            report.seconds[f"{m.name} {phase}"] = s
+    return synth, report
+
+
+def _build_config(
+    spec: DomainSpec | None,
+    parties: list[list[str]] | None,
+    epsilon: float | None,
+    delta: float | None,
+    method: str,
+    seed: int | None,
+    allow_non_dp: bool,
+    preset: str,
+    fields: dict[str, Any],
+) -> ProtocolConfig:
+    if spec is None or parties is None or epsilon is None or delta is None:
+        raise ConfigError("give config=..., or spec, parties, epsilon and delta to build one.")
+    if not isinstance(parties, list | tuple) or not all(
+        isinstance(p, list | tuple) for p in parties
+    ):
+        raise ConfigError("parties must be a list of column-name lists, one per party.")
+    if seed is not None:
+        fields.setdefault("run_nonce", seeded_nonce(seed))
+    return ProtocolConfig.from_preset(
+        preset,
+        epsilon=epsilon,
+        delta=delta,
+        spec=spec,
+        parties=[list(p) for p in parties],
+        method=method,
+        allow_non_dp=allow_non_dp,
+        **fields,
+    )

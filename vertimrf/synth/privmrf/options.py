@@ -1,0 +1,107 @@
+"""PrivMRF's tuning options, their defaults and their validation."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from vertimrf.errors import ConfigError
+from vertimrf.synth.privmrf.budget import BudgetSplit
+
+
+@dataclass(frozen=True)
+class PrivMRFOptions:
+    """Options of :class:`~vertimrf.synth.privmrf.PrivMRF` (reference defaults, analysis 2.1,
+    except the model-size caps, which the reference sets to 1e7 / 5e7 cells).
+
+    The caps default to the reference's ACS setting, 2e5 / 1e6 cells. Measured on Adult at
+    epsilon = 1.6, delta = 1/n, seeds 0-2, on 2 cores with ``benchmarks/bench_privmrf_caps.py``:
+
+    ======================  ===============  =============  ====================
+    caps (clique / total)   model cells      3-way TVD      fit + sample (s)
+    ======================  ===============  =============  ====================
+    5e4 / 2.5e5             243k to 248k     0.0408         3
+    2e5 / 1e6 (default)     800k to 996k     0.0410         20
+    1e6 / 5e6               3.6M to 4.8M     0.0400         101
+    ======================  ===============  =============  ====================
+
+    (TVD: mean over seeds; time: median.) NLTCS (one 65,536-cell clique) is the same under
+    the default and larger caps, the reference's 1e7 / 5e7 included; a 5e4 per-clique cap
+    would split it.
+
+    Attributes:
+        theta: theta-usefulness factor (a marginal is measured only if its mean count per
+            cell is ``theta`` times the noise).
+        split: fractions of the zCDP budget for scores, count, measurements, error queries.
+        refine_fraction: refinement measures ``int(refine_fraction * d)`` marginals.
+        max_rounds: at most ``min(d // 2, max_rounds)`` refinement rounds (0: no refinement).
+        max_clique_cells: cap on the cells of any maximal clique in the graph search.
+        max_total_cells: cap on the summed cells of all maximal cliques.
+        size_penalty: graph score penalty per clique cell.
+        max_measure_arity: largest refinement candidate (number of attributes).
+        max_queries: error queries drawn per refinement round.
+        iters: mirror-descent iteration cap per fit.
+        check_every: mirror-descent convergence check interval.
+        tol: relative loss decrease over ``check_every`` iterations below which a fit stops.
+        convergence_ratio: stop a fit when the loss is below this times the noise's
+            expected loss; ``final_convergence_ratio`` in the last round.
+        paper_accounting: spend the reference's GDP budget x(epsilon, delta) / 2 instead of
+            the zCDP conversion (see ``budget.py``).
+        progress: print short progress lines (no data values) to stderr.
+    """
+
+    theta: float = 6.0
+    split: BudgetSplit = field(default_factory=BudgetSplit)
+    refine_fraction: float = 0.8
+    max_rounds: int = 8
+    max_clique_cells: float = 2e5
+    max_total_cells: float = 1e6
+    size_penalty: float = 1e-8
+    max_measure_arity: int = 6
+    max_queries: int = 400
+    iters: int = 3000
+    check_every: int = 50
+    tol: float = 1e-6
+    convergence_ratio: float = 1.2
+    final_convergence_ratio: float = 0.7
+    paper_accounting: bool = False
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        positive = {
+            "theta": self.theta,
+            "max_clique_cells": self.max_clique_cells,
+            "max_total_cells": self.max_total_cells,
+            "convergence_ratio": self.convergence_ratio,
+            "final_convergence_ratio": self.final_convergence_ratio,
+        }
+        bad = {k: v for k, v in positive.items() if not (v > 0 and math.isfinite(v))}
+        if bad:
+            raise ConfigError(f"these PrivMRF options must be positive and finite: {bad}.")
+        at_least_one = {
+            "max_measure_arity": self.max_measure_arity,
+            "max_queries": self.max_queries,
+            "iters": self.iters,
+            "check_every": self.check_every,
+        }
+        bad = {k: v for k, v in at_least_one.items() if not (isinstance(v, int) and v >= 1)}
+        if bad:
+            raise ConfigError(f"these PrivMRF options must be integers >= 1: {bad}.")
+        if not (isinstance(self.max_rounds, int) and self.max_rounds >= 0):
+            raise ConfigError(f"max_rounds must be an integer >= 0; got {self.max_rounds!r}.")
+        if not (self.refine_fraction >= 0.0 and math.isfinite(self.refine_fraction)):
+            raise ConfigError(f"refine_fraction must be >= 0; got {self.refine_fraction!r}.")
+        if not (self.size_penalty >= 0 and self.tol >= 0):
+            raise ConfigError("size_penalty and tol must be >= 0.")
+        if not isinstance(self.split, BudgetSplit):
+            raise ConfigError("split must be a BudgetSplit.")
+
+    @classmethod
+    def from_kwargs(cls, options: dict[str, Any]) -> PrivMRFOptions:
+        """Options from keyword arguments; unknown names raise ConfigError."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ConfigError(f"unknown PrivMRF options {unknown}; valid ones are {sorted(known)}.")
+        return cls(**options)
