@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec, EncodedTable, TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
@@ -112,8 +112,7 @@ def cross_marginal_experiment(
         sub = spec.subset(cols)
         sketches.append(
             locenc(
-                codes_all[:, [dom.index(c) for c in cols]],
-                sub.domain,
+                EncodedTable(codes_all[:, [dom.index(c) for c in cols]], sub.domain),
                 fps,
                 keys,
                 eps_prime=eps_prime,

@@ -16,6 +16,7 @@ from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
 from vertimrf.mrf.cliques import Clique, CliqueLayout, expand_to
 from vertimrf.mrf.inference import logsumexp
+from vertimrf.server.carest import _power_table, harmonic_constant
 
 MAX_BRUTE_CELLS = 200_000
 
@@ -170,3 +171,33 @@ def assign_values_ref(
         values = np.repeat(rest_codes, reps, axis=0)
         rows = order[starts[s] : starts[s] + values.shape[0]]
         out[np.ix_(rows, cols)] = values
+
+
+def reference_sum_out(table: np.ndarray, keep: tuple[int, ...]) -> np.ndarray:
+    """Plain numpy reference: sum ``table`` over the axes not in ``keep``; flat C order."""
+    axes = tuple(i for i in range(table.ndim) if i not in keep)
+    return np.asarray(table.sum(axis=axes)).ravel()
+
+
+def reference_broadcast_add(
+    table: np.ndarray, keep: tuple[int, ...], vec: np.ndarray, scale: float
+) -> None:
+    """Plain numpy reference: ``table += scale * vec`` broadcast over the axes not in ``keep``."""
+    shape = [table.shape[i] if i in keep else 1 for i in range(table.ndim)]
+    table += scale * np.asarray(vec).reshape(shape)
+
+
+def reference_scaled_loss(
+    mu: np.ndarray, factor: np.ndarray, home: np.ndarray, y: np.ndarray, w2: np.ndarray
+) -> float:
+    """Plain numpy reference of ``kernels.loss.scaled_loss`` (also scales ``mu`` in place)."""
+    mu *= factor[home]
+    r = mu - y
+    return 0.5 * float(np.dot(w2 * r, r))
+
+
+def estimate_cardinality(values: np.ndarray, gamma: float = 1.0) -> float:
+    """Non-private harmonic estimate of a set's size from its t sketch values (shape (t,))."""
+    values = np.asarray(values, dtype=np.int64)
+    t = values.shape[0]
+    return harmonic_constant(gamma, t) * t / float(np.sum(_power_table(gamma)[values]))

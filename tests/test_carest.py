@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from tests.naive import estimate_cardinality
 from vertimrf.domain import Domain
 from vertimrf.kernels.carest import union_exceed_counts, union_table_sums
 from vertimrf.party.phantoms import privatize, sample_max_geometric
@@ -15,7 +16,6 @@ from vertimrf.protocol.sketchset import SketchSet
 from vertimrf.server.carest import (
     CarEst,
     containment_probability,
-    estimate_cardinality,
     harmonic_constant,
 )
 from vertimrf.server.merge import complement_sketches

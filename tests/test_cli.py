@@ -208,7 +208,7 @@ def test_every_unreadable_input_is_a_one_line_error(tmp_path):
         (encode(**{"--secret-file": "missing.hex"}), "missing.hex"),
         (encode(**{"--secret-file": "bad.hex"}), "not a hex secret"),
         (encode(**{"--config": "missing.json"}), "missing.json"),
-        (encode(**{"--config": "bad.json"}), "not a valid JSON config"),
+        (encode(**{"--config": "bad.json"}), "config file is not valid JSON"),
         (encode(**{"--data": "missing.csv"}), "missing.csv"),
         (encode(**{"--data": "bin.csv"}), "bin.csv"),
         (encode(**{"--count-from": "junk.vmrf"}), "junk.vmrf"),

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 from scipy.stats import beta
 
-from vertimrf.domain import Domain
+from vertimrf.domain import Domain, EncodedTable
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc
@@ -73,8 +73,7 @@ def _fires(run: int, with_x: bool, noise_k_p: int) -> bool:
     released = []
     for p in range(PARTIES):
         sketch = locenc(
-            codes[:, p * COLUMNS : (p + 1) * COLUMNS],
-            domain,
+            EncodedTable(codes[:, p * COLUMNS : (p + 1) * COLUMNS], domain),
             fingerprints,
             keys,
             eps_prime=EPS_PRIME,

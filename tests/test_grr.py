@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from vertimrf.domain import Domain
+from vertimrf.domain import Domain, EncodedTable
 from vertimrf.party.grr import grr_perturb
 from vertimrf.privacy import PrivacyLedger
 from vertimrf.privacy.calibration import grr_probabilities
@@ -36,7 +36,9 @@ def test_closed_form_equals_explicit_matrix_inverse():
     rng = np.random.default_rng(3)
     dom = Domain.from_sizes([2, 3, 4])
     codes = np.column_stack([rng.integers(0, u, 500) for u in dom.sizes])
-    pert = grr_perturb(codes, dom, 1.3, noise=SeededSampler(rng), ledger=PrivacyLedger())
+    pert = grr_perturb(
+        EncodedTable(codes, dom), 1.3, noise=SeededSampler(rng), ledger=PrivacyLedger()
+    ).codes
     for attrs in ([0], [2], [0, 1], [1, 2], [0, 1, 2]):
         np.testing.assert_allclose(
             grr_marginal(pert, dom, 1.3, attrs),
@@ -51,7 +53,9 @@ def test_keep_probability_and_uniform_other_values():
     dom = Domain.from_sizes([5])
     n, eps = 200_000, 1.0
     codes = np.full((n, 1), 2)
-    pert = grr_perturb(codes, dom, eps, noise=SeededSampler(rng), ledger=PrivacyLedger())
+    pert = grr_perturb(
+        EncodedTable(codes, dom), eps, noise=SeededSampler(rng), ledger=PrivacyLedger()
+    ).codes
     p, q = grr_probabilities(eps, 5)
     freq = np.bincount(pert[:, 0], minlength=5) / n
     # Binomial frequencies: 5 standard errors is a bound exceeded with prob < 1e-6 per cell.
@@ -72,7 +76,9 @@ def test_grr_marginal_is_unbiased():
     draws = np.stack(
         [
             grr_marginal(
-                grr_perturb(codes, dom, 1.0, noise=SeededSampler(s), ledger=PrivacyLedger()),
+                grr_perturb(
+                    EncodedTable(codes, dom), 1.0, noise=SeededSampler(s), ledger=PrivacyLedger()
+                ).codes,
                 dom,
                 1.0,
                 attrs,
@@ -87,6 +93,11 @@ def test_grr_marginal_is_unbiased():
 def test_grr_charges_ledger_per_attribute():
     led = PrivacyLedger()
     dom = Domain.from_sizes([2, 3])
-    grr_perturb(np.zeros((10, 2), dtype=np.int64), dom, 0.5, noise=SeededSampler(0), ledger=led)
+    grr_perturb(
+        EncodedTable(np.zeros((10, 2), dtype=np.int64), dom),
+        0.5,
+        noise=SeededSampler(0),
+        ledger=led,
+    )
     assert led.total_rho == pytest.approx(2 * 0.5**2 / 2)
     assert led.releases[0].mechanism == "grr" and led.releases[0].count == 2

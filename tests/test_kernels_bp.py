@@ -34,6 +34,20 @@ SHAPES = [
 ]
 
 
+def _project_all(x: np.ndarray, ps: ProjectionSet, out: np.ndarray, use_log: bool) -> None:
+    """Every projection of the set, each into its slot of out."""
+    *arrays, optr = ps.arrays()
+    for p in range(len(ps)):
+        bp.project(x, p, *arrays, out, optr[p], use_log, np.nan)
+
+
+def _expand_all(x: np.ndarray, ps: ProjectionSet, vec: np.ndarray, scale: float) -> None:
+    """Add every projection's slot of vec (times scale) back into its clique of x."""
+    *arrays, optr = ps.arrays()
+    for p in range(len(ps)):
+        bp.expand_add(x, p, *arrays, vec, optr[p], scale)
+
+
 def all_subsets(d: int) -> list[tuple[int, ...]]:
     return [s for k in range(d + 1) for s in itertools.combinations(range(d), k)]
 
@@ -77,7 +91,7 @@ def test_project_and_expand_match_numpy(shape: tuple[int, ...]) -> None:
     for use_log in (True, False):
         values = x if use_log else np.where(np.isfinite(x), x, 0.0)
         out = np.full(ps.out_size, np.nan)
-        bp.project_all(values, *ps.arrays(), out, use_log)
+        _project_all(values, ps, out, use_log)
         ref_table = table if use_log else values[layout.slice(1)].reshape(layout.shapes[1])
         for i, s in enumerate(subsets):
             want = project_table(ref_table, clique, s, use_log)
@@ -88,7 +102,7 @@ def test_project_and_expand_match_numpy(shape: tuple[int, ...]) -> None:
             assert np.max(np.abs(got[fin] - want[fin]), initial=0.0) <= 1e-12 * scale
     vec = np.random.default_rng(2).normal(size=ps.out_size)
     got = x.copy()
-    bp.expand_all(got, *ps.arrays(), vec, 0.5)
+    _expand_all(got, ps, vec, 0.5)
     want = x.copy()
     view = want[layout.slice(1)].reshape(layout.shapes[1])
     for i, s in enumerate(subsets):
@@ -203,7 +217,7 @@ def test_log_projection_recovers_groups_far_below_the_shift(shape) -> None:
     subsets = [tuple(clique[i] for i in s) for s in all_subsets(len(clique)) if 0 in s]
     ps = ProjectionSet(layout, [(1, s) for s in subsets])
     out = np.empty(ps.out_size)
-    bp.project_all(x, *ps.arrays(), out, True)
+    _project_all(x, ps, out, True)
     for i, s in enumerate(subsets):
         want = project_table(table, clique, s, True)
         got = out[ps.out_ptr[i] : ps.out_ptr[i + 1]]

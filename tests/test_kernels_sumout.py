@@ -6,13 +6,14 @@ import numba
 import numpy as np
 import pytest
 
+from tests.naive import reference_broadcast_add, reference_sum_out
 from vertimrf.domain import Domain
-from vertimrf.kernels import bp, sumout
+from vertimrf.kernels import bp
 from vertimrf.mrf.cliques import (
     CliqueLayout,
     SharedSumOutPlan,
     SumOutPlan,
-    sum_onto,
+    sum_onto_many,
     sumout_steps,
 )
 
@@ -65,11 +66,11 @@ def test_project_and_expand_match_numpy(shape: tuple[int, ...]) -> None:
     want_table = want[layout.slice(1)].reshape(shape)
     for p, s in enumerate(subs):
         slot = slice(plan.out_ptr[p], plan.out_ptr[p + 1])
-        ref = sumout.reference_project(table, s)
+        ref = reference_sum_out(table, s)
         np.testing.assert_allclose(out[slot], ref, rtol=1e-12, atol=1e-9 * np.prod(shape))
-        alone = sum_onto(table, [i in s for i in range(len(shape))])
+        alone = sum_onto_many(table, [[i in s for i in range(len(shape))]])[0]
         np.testing.assert_allclose(alone.ravel(), ref, rtol=1e-12, atol=1e-9 * np.prod(shape))
-        sumout.reference_expand(want_table, s, vec[slot], -0.7)
+        reference_broadcast_add(want_table, s, vec[slot], -0.7)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
     assert np.array_equal(got[layout.slice(0)], x[layout.slice(0)])  # the decoy is untouched
 
@@ -80,8 +81,8 @@ def test_inf_and_nan_propagate_like_plain_sums() -> None:
     table[1, 2, 3] = np.nan
     for keep in itertools.product([False, True], repeat=3):
         kept = tuple(i for i in range(3) if keep[i])
-        got = sum_onto(table, keep).ravel()
-        np.testing.assert_array_equal(got, sumout.reference_project(table, kept))
+        got = sum_onto_many(table, [keep])[0].ravel()
+        np.testing.assert_array_equal(got, reference_sum_out(table, kept))
 
 
 def test_steps_sum_largest_block_first() -> None:

@@ -8,6 +8,7 @@ import pytest
 from vertimrf.errors import PrivacyBudgetError
 from vertimrf.privacy import (
     PrivacyLedger,
+    Release,
     epsilon_to_rho,
     gaussian_sigma,
     pure_to_rho,
@@ -102,7 +103,7 @@ def test_ledger_totals_refusals_and_report():
     assert "laplace" in text and "noisy n" in text and "marginals" in text
     assert "total (epsilon, delta)" in text
     rebuilt = PrivacyLedger()
-    rebuilt.extend(PrivacyLedger.releases_from_records(led.to_records()))
+    rebuilt.extend(Release(**r) for r in led.to_records())
     assert rebuilt.total_rho == led.total_rho
 
 

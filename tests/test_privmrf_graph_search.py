@@ -1,4 +1,4 @@
-"""The bitmask triangulation helper and the greedy graph search, against networkx."""
+"""The engine's bitmask triangulation and the greedy graph search, against networkx."""
 
 import itertools
 import math
@@ -7,13 +7,16 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
-from vertimrf.synth.privmrf.graph_search import (
-    greedy_graph_search,
-    masks_to_cliques,
+from vertimrf.mrf.junction_tree import (
+    clique_masks,
+    mask_bits,
     maximal_cliques,
     triangulate,
+    triangulate_masks,
 )
+from vertimrf.synth.privmrf.graph_search import greedy_graph_search
 
 
 def _random_adj(rng: np.random.Generator, d: int, p: float) -> tuple[list[int], nx.Graph]:
@@ -50,13 +53,17 @@ def test_triangulation_and_cliques_match_networkx(seed: int) -> None:
     rng = np.random.default_rng(seed)
     d = int(rng.integers(1, 11))
     adj, g = _random_adj(rng, d, float(rng.uniform(0.1, 0.7)))
-    chordal, peo, fill = triangulate(adj)
+    chordal, peo, fill = triangulate_masks(adj)
     assert (not fill) == nx.is_chordal(g)  # a chordal graph is returned unchanged
     h = _to_nx(chordal)
     assert set(map(frozenset, h.edges)) == set(map(frozenset, _static_triangulation(g).edges))
     assert set(fill) == {tuple(sorted(e)) for e in h.edges} - {tuple(sorted(e)) for e in g.edges}
     expected = sorted(tuple(sorted(c)) for c in nx.find_cliques(h))
-    assert masks_to_cliques(maximal_cliques(chordal, peo)) == expected
+    assert sorted(mask_bits(m) for m in clique_masks(chordal, peo)) == expected
+    assert sorted(maximal_cliques(h)) == expected
+    # the networkx-level triangulator's static heuristic is the same elimination
+    tri = triangulate(g, Domain.from_sizes([2] * d), "static_min_degree")
+    assert set(map(frozenset, tri.edges)) == set(map(frozenset, h.edges))
 
 
 def _reference_search(scores, sizes, cap, total_cap, penalty, rng):

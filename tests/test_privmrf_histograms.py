@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from vertimrf.errors import ConfigError
-from vertimrf.synth.privmrf.histograms import CliqueTables, histogram
+from vertimrf.mrf.cliques import histogram
+from vertimrf.synth.privmrf.histograms import CliqueTables
 
 
 def test_histogram_counts_rows() -> None:

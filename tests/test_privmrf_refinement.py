@@ -5,16 +5,16 @@ import itertools
 import numpy as np
 import pytest
 
-from vertimrf.synth.privmrf.budget import ERROR_QUERY_SENSITIVITY
-from vertimrf.synth.privmrf.histograms import histogram
+from vertimrf.mrf.cliques import histogram
+from vertimrf.synth.privmrf.budget_split import ERROR_QUERY_SENSITIVITY
 from vertimrf.synth.privmrf.refinement import (
     CandidatePool,
     candidate_pool,
     noisy_l1_errors,
     query_set,
-    round_sizes,
     select_and_update,
 )
+from vertimrf.synth.refine import round_sizes
 
 
 def test_candidate_pool_by_hand() -> None:

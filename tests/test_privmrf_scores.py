@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from vertimrf.synth.privmrf.budget import R_SCORE_SENSITIVITY
+from vertimrf.synth.privmrf.budget_split import R_SCORE_SENSITIVITY
 from vertimrf.synth.privmrf.scores import exact_r_scores, noisy_tvd_scores, pair_list, r_score
 
 

@@ -13,7 +13,7 @@ from vertimrf.metrics import tvd
 from vertimrf.privacy import PrivacyLedger, epsilon_to_rho
 from vertimrf.privacy.gdp import privmrf_budget
 from vertimrf.synth.privmrf import PrivMRF
-from vertimrf.synth.privmrf.budget import (
+from vertimrf.synth.privmrf.budget_split import (
     COUNT_SENSITIVITY,
     ERROR_QUERY_SENSITIVITY,
     MARGINAL_SENSITIVITY,

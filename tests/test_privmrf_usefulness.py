@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from vertimrf.synth.privmrf.budget import BudgetSplit, sigma_for_share, total_rho
+from vertimrf.synth.privmrf.budget_split import BudgetSplit, sigma_for_share, total_rho
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells, refinement_max_cells
 
 # dataset, epsilon, n, d, x, sigma_n, graph max_dom, sigma_marg (|S| = d), refinement max_dom

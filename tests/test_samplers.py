@@ -182,7 +182,9 @@ def test_seeded_noise_with_big_integer_parameters():
 )
 def test_bernoulli_exp_neg_matches(gamma):
     n = 100_000
-    hits = int(SeededSampler(3)._bernoulli_exp_neg(gamma, n).sum())
+    g = Fraction(gamma)
+    num = np.full(n, g.numerator, dtype=np.int64 if g.numerator < 2**63 else object)
+    hits = int(SeededSampler(3)._bern_exp_neg(num, g.denominator).sum())
     p = math.exp(-float(gamma))
     if gamma == 0:
         assert hits == n

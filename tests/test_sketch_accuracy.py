@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from benchmarks.experiment import cross_marginal_experiment
+from tests.naive import estimate_cardinality
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import Domain
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.registers import compute_registers, merge_registers, registers_to_geometric
-from vertimrf.server.carest import estimate_cardinality
 
 
 @pytest.mark.parametrize("gamma", [1.0, 0.5])

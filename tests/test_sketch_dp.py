@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from vertimrf.domain import Domain
+from vertimrf.domain import Domain, EncodedTable
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
@@ -80,7 +80,12 @@ def test_sharded_encoding_equals_one_pass_and_noise_is_applied_once():
     merged = merge_registers(*[compute_registers(codes[s], dom, fps[s], keys) for s in shards])
     led_one, led_shard = PrivacyLedger(), PrivacyLedger()
     one = locenc(
-        codes, dom, fps, keys, eps_prime=0.01, rng=np.random.default_rng(9), ledger=led_one
+        EncodedTable(codes, dom),
+        fps,
+        keys,
+        eps_prime=0.01,
+        rng=np.random.default_rng(9),
+        ledger=led_one,
     )
     sharded = sketch_from_registers(
         merged,

@@ -8,7 +8,7 @@ import pytest
 
 from tests.vertical_fixtures import SECRET, encode_all, make_config, party_frames, small_adult
 from vertimrf.datasets import load_dataset
-from vertimrf.domain import Domain, TableEncoder
+from vertimrf.domain import Domain, EncodedTable, TableEncoder
 from vertimrf.metrics import tvd
 from vertimrf.party import Party
 from vertimrf.party.fo import aligned_rows
@@ -69,20 +69,20 @@ def test_fo_rows_pad_or_subsample_in_a_common_order():
     fps = np.arange(100, 110, dtype=np.uint64)
     noise = SeededSampler(0)
     run = b"run-1"
-    more = aligned_rows(codes, dom, fps, SECRET, 13, noise, context=run)
-    fewer = aligned_rows(codes, dom, fps, SECRET, 7, noise, context=run)
+    table = EncodedTable(codes, dom)
+    more = aligned_rows(table, fps, SECRET, 13, noise, context=run).codes
+    fewer = aligned_rows(table, fps, SECRET, 7, noise, context=run).codes
     assert more.shape == (13, 2) and fewer.shape == (7, 2)
     # Every real row appears once when padding; the kept rows are a subset when cutting.
     real = {tuple(r) for r in codes}
     assert sum(tuple(r) in real for r in more) >= 10
     # A second party with other columns of the same records lists them in the same order.
-    other = aligned_rows(
-        codes[:, ::-1].copy(), Domain(("b", "a"), (5, 3)), fps, SECRET, 7, noise, context=run
-    )
+    swapped = EncodedTable(codes[:, ::-1].copy(), Domain(("b", "a"), (5, 3)))
+    other = aligned_rows(swapped, fps, SECRET, 7, noise, context=run).codes
     np.testing.assert_array_equal(other[:, ::-1], fewer)
     # Another run orders the same records differently.
-    again = aligned_rows(codes, dom, fps, SECRET, 10, noise, context=run)
-    other_run = aligned_rows(codes, dom, fps, SECRET, 10, noise, context=b"run-2")
+    again = aligned_rows(table, fps, SECRET, 10, noise, context=run).codes
+    other_run = aligned_rows(table, fps, SECRET, 10, noise, context=b"run-2").codes
     assert not np.array_equal(again, other_run)
     assert sorted(map(tuple, again)) == sorted(map(tuple, other_run))
 

@@ -42,7 +42,7 @@ def _refused(cfg, messages, match):
 
 def test_honest_messages_pass_and_the_ledger_is_the_config_s(run):
     _, _, cfg, _, messages = run
-    _, ledger = Server(cfg, progress=False).receive(messages)
+    ledger = Server(cfg, progress=False).receive(messages).ledger
     budget = ProtocolBudget.from_config(cfg)
     for m in messages:
         mine = [r for r in ledger.releases if r.party == m.party]

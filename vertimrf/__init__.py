@@ -13,6 +13,7 @@ _EXPORTS = {
     "ColumnSpec": "vertimrf.domain",
     "Domain": "vertimrf.domain",
     "DomainSpec": "vertimrf.domain",
+    "EncodedTable": "vertimrf.domain",
     "TableEncoder": "vertimrf.domain",
     "infer_spec": "vertimrf.domain",
     "load_dataset": "vertimrf.datasets",

@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 
@@ -41,63 +40,34 @@ def _read_csv(path: str):
     return df
 
 
+DEMO_LABELS = {
+    "fo": "VertiMRF-FO (DP)",
+    "fm": "VertiMRF-FM (NOT DP)",
+    "central": "Centralized (DP)",
+}
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from vertimrf import PrivMRF, load_dataset, simulate
-    from vertimrf.metrics import tvd
+    from vertimrf import load_dataset
 
     df, spec = load_dataset("adult")
     names = list(spec.names)
-    parties = [names[:8], names[8:]]
-    delta = 1.0 / len(df)
     print(
         f"VertiMRF demo: bundled Adult (n={len(df)}), 2 parties (columns {names[0]}-{names[7]} "
         f"and {names[8]}-{names[-1]}), epsilon={args.epsilon}, delta=1/n, {os.cpu_count()} "
         "cores. First use compiles or loads the Numba kernels.",
         flush=True,
     )
-    methods = ["fo", "fm"] if args.fm else ["fo"]
-    rows, reports, seconds = {}, {}, {}
-    for method in methods:
-        start = time.perf_counter()
-        fm = {"allow_non_dp": True, **({"t": args.t} if args.t else {})} if method == "fm" else {}
-        with tempfile.TemporaryDirectory() as tmp:
-            synth, reports[method] = simulate(
-                df,
-                spec,
-                parties,
-                args.epsilon,
-                delta,
-                method=method,
-                seed=args.seed,
-                progress=not args.quiet,
-                message_dir=tmp,
-                **fm,
-            )
-        seconds[method] = time.perf_counter() - start
-        rows[method] = {w: tvd(df, synth, spec, ways=w) for w in WAYS}
-    start = time.perf_counter()
-    central = PrivMRF(args.epsilon, delta, seed=args.seed, progress=False).fit(df, spec).sample()
-    seconds["central"] = time.perf_counter() - start
-    rows["central"] = {w: tvd(df, central, spec, ways=w) for w in WAYS}
-    labels = {
-        "fo": "VertiMRF-FO (DP)",
-        "fm": "VertiMRF-FM (NOT DP)",
-        "central": "Centralized (DP)",
-    }
+    tvds, seconds, reports = _demo_runs(args, df, spec)
     print("\nl-way TVD against the real data (300 random marginals each):")
     print(f"{'':<22}" + "".join(f"{w}-way".rjust(9) for w in WAYS) + "  seconds")
-    for key, tvds in rows.items():
-        print(
-            f"{labels[key]:<22}"
-            + "".join(f"{tvds[w]:9.4f}" for w in WAYS)
-            + f"  {seconds[key]:7.1f}"
-        )
+    for key, row in tvds.items():
+        cells = "".join(f"{row[w]:9.4f}" for w in WAYS)
+        print(f"{DEMO_LABELS[key]:<22}{cells}  {seconds[key]:7.1f}")
     for method, report in reports.items():
-        print(f"\n--- {labels[method]} ---")
-        print("per phase: " + ", ".join(f"{k} {v:.2f} s" for k, v in report.seconds.items()))
-        print(
-            "message sizes: " + ", ".join(f"{k} {v:,} B" for k, v in report.message_bytes.items())
-        )
+        phases = ", ".join(f"{k} {v:.2f} s" for k, v in report.seconds.items())
+        sizes = ", ".join(f"{k} {v:,} B" for k, v in report.message_bytes.items())
+        print(f"\n--- {DEMO_LABELS[method]} ---\nper phase: {phases}\nmessage sizes: {sizes}")
         print(report)
     if args.json:
         _write_json(
@@ -105,15 +75,46 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             {
                 "dataset": "adult",
                 "epsilon": args.epsilon,
-                "delta": delta,
+                "delta": 1.0 / len(df),
                 "seed": args.seed,
-                "tvd": {labels[k]: {str(w): v for w, v in t.items()} for k, t in rows.items()},
-                "seconds": {labels[k]: v for k, v in seconds.items()},
-                "reports": {labels[k]: r.to_dict() for k, r in reports.items()},
+                "tvd": {DEMO_LABELS[k]: {str(w): v for w, v in t.items()} for k, t in tvds.items()},
+                "seconds": {DEMO_LABELS[k]: v for k, v in seconds.items()},
+                "reports": {DEMO_LABELS[k]: r.to_dict() for k, r in reports.items()},
                 "cores": os.cpu_count(),
             },
         )
     return 0
+
+
+def _demo_runs(args: argparse.Namespace, df, spec) -> tuple[dict, dict, dict]:
+    """FO (and with --fm the FM path) through the protocol, and Centralized PrivMRF: the
+    l-way TVDs, the seconds and the protocol reports of each."""
+    from vertimrf import PrivMRF, simulate
+    from vertimrf.metrics import tvd
+
+    names, delta = list(spec.names), 1.0 / len(df)
+    tvds, seconds, reports = {}, {}, {}
+    for method in ["fo", "fm"] if args.fm else ["fo"]:
+        start = time.perf_counter()
+        fm = {"allow_non_dp": True, **({"t": args.t} if args.t else {})} if method == "fm" else {}
+        synth, reports[method] = simulate(
+            df,
+            spec,
+            [names[:8], names[8:]],
+            args.epsilon,
+            delta,
+            method=method,
+            seed=args.seed,
+            progress=not args.quiet,
+            **fm,
+        )
+        seconds[method] = time.perf_counter() - start
+        tvds[method] = {w: tvd(df, synth, spec, ways=w) for w in WAYS}
+    start = time.perf_counter()
+    central = PrivMRF(args.epsilon, delta, seed=args.seed, progress=False).fit(df, spec).sample()
+    seconds["central"] = time.perf_counter() - start
+    tvds["central"] = {w: tvd(df, central, spec, ways=w) for w in WAYS}
+    return tvds, seconds, reports
 
 
 def _cmd_secret(args: argparse.Namespace) -> int:
@@ -260,14 +261,8 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spec", default=None, help="a DomainSpec JSON file")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="vertimrf",
-        description="Differentially private synthetic data for vertically partitioned tables.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_demo(sub: argparse._SubParsersAction) -> None:
+    """The `demo` command."""
     demo = sub.add_parser(
         "demo",
         help="VertiMRF on bundled Adult (2 parties) against the Centralized baseline",
@@ -286,6 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.set_defaults(func=_cmd_demo)
 
+
+def _add_secret(sub: argparse._SubParsersAction) -> None:
+    """The `secret` command."""
     secret = sub.add_parser(
         "secret",
         help="make a shared secret for the parties",
@@ -295,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     secret.add_argument("--out", required=True, help="file to write")
     secret.set_defaults(func=_cmd_secret)
 
+
+def _add_config(sub: argparse._SubParsersAction) -> None:
+    """The `config` command."""
     config = sub.add_parser(
         "config",
         help="write a protocol config every role shares",
@@ -321,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--out", required=True, help="config JSON to write")
     config.set_defaults(func=_cmd_config)
 
+
+def _add_party(sub: argparse._SubParsersAction) -> None:
+    """The `party encode` command."""
     party = sub.add_parser("party", help="a party's role", description="A party's role.")
     psub = party.add_subparsers(dest="action", required=True)
     enc = psub.add_parser(
@@ -343,6 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
     enc.add_argument("--quiet", action="store_true", help="no progress bars")
     enc.set_defaults(func=_cmd_party_encode)
 
+
+def _add_server(sub: argparse._SubParsersAction) -> None:
+    """The `server synthesize` command."""
     server = sub.add_parser("server", help="the server's role", description="The server's role.")
     ssub = server.add_subparsers(dest="action", required=True)
     syn = ssub.add_parser(
@@ -360,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--quiet", action="store_true", help="no progress bars")
     syn.set_defaults(func=_cmd_server_synthesize)
 
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    """The `evaluate` command."""
     ev = sub.add_parser(
         "evaluate",
         help="TVD and SVM metrics of a synthetic CSV against the real one",
@@ -373,6 +383,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--label", default=None, help="label column for the SVM metric")
     ev.add_argument("--json", default=None, help="also write the figures as JSON")
     ev.set_defaults(func=_cmd_evaluate)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="vertimrf",
+        description="Differentially private synthetic data for vertically partitioned tables.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_demo, _add_secret, _add_config, _add_party, _add_server, _add_evaluate):
+        add(sub)
     return parser
 
 

@@ -1,5 +1,8 @@
 """One view of the ``spec`` argument: a Domain, a DomainSpec or an encoder.
 
+Data may also come as an :class:`~vertimrf.domain.EncodedTable` (codes plus their domain),
+which needs no ``spec``: :func:`as_table` turns either form into one.
+
 * :class:`~vertimrf.domain.Domain`: frames are already integer-coded, columns named by
   ``Domain.names``; decoding gives back such a frame.
 * :class:`~vertimrf.domain.DomainSpec`: wrapped in a :class:`~vertimrf.domain.TableEncoder`.
@@ -16,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import Domain, DomainSpec, TableEncoder
+from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder
 from vertimrf.errors import ConfigError, DomainError
 
 
@@ -60,6 +63,23 @@ def resolve_codec(spec: Any) -> TableCodec:
         return spec.decode(codes)
 
     return TableCodec(domain, encode, decode)
+
+
+def as_table(data: Any, spec: Any = None) -> tuple[EncodedTable, TableCodec]:
+    """``data`` (an EncodedTable, or a frame described by ``spec``) as an EncodedTable, and
+    the codec that decodes codes of its domain back to frames."""
+    if isinstance(data, EncodedTable):
+        codec = resolve_codec(data.domain if spec is None else spec)
+        if codec.domain != data.domain:
+            raise DomainError(
+                f"the table's domain {data.domain.names} does not match the spec's "
+                f"{codec.domain.names}; pass spec=None for an EncodedTable."
+            )
+        return data, codec
+    if spec is None:
+        raise ConfigError("a DataFrame needs a spec (Domain, DomainSpec or encoder).")
+    codec = resolve_codec(spec)
+    return EncodedTable(codec.encode(data), codec.domain), codec
 
 
 def _codes_from_coded_frame(df: pd.DataFrame, domain: Domain) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.errors import DomainError
-from vertimrf.io import atomic_write_text
+from vertimrf.io import atomic_write_text, read_json
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,44 @@ class Domain:
     def offsets(self) -> np.ndarray:
         """Start of each attribute's block in a flat concatenation of all value slots."""
         return np.concatenate(([0], np.cumsum(self.sizes)[:-1])).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class EncodedTable:
+    """A table as integer codes over a :class:`Domain`: the one table type inside vertimrf.
+
+    ``codes[:, j]`` holds codes ``0..domain.sizes[j] - 1`` of attribute ``domain.names[j]``
+    (like mbi's ``Dataset``). Attribute names matter only at the edges (the public API and
+    messages); inside, tables travel as codes plus their domain.
+    """
+
+    codes: np.ndarray
+    domain: Domain
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.domain, Domain):
+            raise DomainError(f"domain must be a Domain; got {type(self.domain).__name__}.")
+        codes = np.asarray(self.codes)
+        if codes.ndim != 2 or codes.shape[1] != len(self.domain):
+            raise DomainError(
+                f"codes must have shape (n, {len(self.domain)}) for the domain; got {codes.shape}."
+            )
+        if not np.issubdtype(codes.dtype, np.integer):
+            raise DomainError(f"codes must be integers; got dtype {codes.dtype}.")
+        if codes.size:
+            bad = (codes.min(axis=0) < 0) | (codes.max(axis=0) >= np.asarray(self.domain.sizes))
+            if bad.any():
+                names = [self.domain.names[j] for j in np.flatnonzero(bad)]
+                raise DomainError(f"columns {names} hold codes outside 0..size-1 of the domain.")
+        object.__setattr__(self, "codes", codes)
+
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
+
+    def select(self, names: Sequence[str]) -> EncodedTable:
+        """The table of the attributes ``names`` (in that order)."""
+        idx = [self.domain.index(n) for n in names]
+        return EncodedTable(self.codes[:, idx], self.domain.project(idx))
 
 
 CATEGORICAL = "categorical"
@@ -236,21 +274,7 @@ class DomainSpec:
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> DomainSpec:
         """Load a spec from a JSON file (any format :meth:`from_dict` accepts)."""
-        try:
-            with open(path, encoding="utf-8-sig") as fh:
-                data = json.load(fh)
-        except OSError as exc:
-            raise DomainError(
-                f"{path}: cannot read the domain file ({exc.strerror or exc})."
-            ) from None
-        except UnicodeDecodeError as exc:
-            raise DomainError(
-                f"{path}: the domain file is not UTF-8 text ({exc.reason} at byte {exc.start})."
-            ) from None
-        except RecursionError:
-            raise DomainError(f"{path}: the domain JSON is nested too deeply.") from None
-        except ValueError as exc:  # json.JSONDecodeError, or an integer with too many digits
-            raise DomainError(f"{path}: not valid JSON ({exc}).") from None
+        data = read_json(path, DomainError, "domain file")
         try:
             return cls.from_dict(data)
         except DomainError as exc:
@@ -426,6 +450,10 @@ class TableEncoder:
         for j, col in enumerate(self.spec.columns):
             out[:, j] = _encode_column(frame[col.name], col)
         return out
+
+    def table(self, df: pd.DataFrame) -> EncodedTable:
+        """``df`` as an :class:`EncodedTable` over the spec's domain."""
+        return EncodedTable(self.encode(df), self.domain)
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.DataFrame:
         """DataFrame for ``codes`` (n x d); numeric bins decode to midpoints or uniform draws."""

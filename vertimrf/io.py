@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 @contextlib.contextmanager
@@ -32,3 +33,21 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
     with atomic_open(path, "w") as fh:
         fh.write(text)
+
+
+def read_json(path: str | os.PathLike, error: type[Exception], what: str) -> Any:
+    """Parse the JSON file ``path``; any unreadable, non-UTF-8, invalid or too deeply nested
+    file raises ``error`` with a one-line message naming ``what`` and the path."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what} ({exc.strerror or exc}).") from None
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{path}: the {what} is not UTF-8 text ({exc.reason} at byte {exc.start})."
+        ) from None
+    except RecursionError:
+        raise error(f"{path}: the {what} is nested too deeply.") from None
+    except ValueError as exc:  # json.JSONDecodeError, or an integer with too many digits
+        raise error(f"{path}: the {what} is not valid JSON ({exc}).") from None

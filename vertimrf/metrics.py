@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vertimrf.codec import resolve_codec
+from vertimrf.codec import as_table, resolve_codec
+from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError, DomainError
 
 # Above this many candidate subsets they are drawn by rejection instead of being enumerated.
@@ -69,9 +70,9 @@ def _subset_tvd(a: np.ndarray, b: np.ndarray, shape: tuple[int, ...]) -> float:
 
 
 def tvd(
-    real: pd.DataFrame,
-    synth: pd.DataFrame,
-    spec: Any,
+    real: pd.DataFrame | EncodedTable,
+    synth: pd.DataFrame | EncodedTable,
+    spec: Any = None,
     ways: int = 3,
     n_marginals: int = 300,
     seed: int | None = 0,
@@ -79,11 +80,12 @@ def tvd(
     """Mean total variation distance between the ``ways``-way marginals of two tables.
 
     The subsets come from :func:`sample_marginal_subsets`; each marginal is a normalised
-    full-domain histogram, so tables of different sizes compare as distributions.
+    full-domain histogram, so tables of different sizes compare as distributions. Either
+    table may be an :class:`EncodedTable` (then ``spec`` may be None).
     """
-    codec = resolve_codec(spec)
-    domain, encode = codec.domain, codec.encode
-    a, b = encode(real), encode(synth)
+    real_table, codec = as_table(real, spec)
+    domain = codec.domain
+    a, b = real_table.codes, as_table(synth, domain if spec is None else spec)[0].codes
     if a.shape[0] == 0 or b.shape[0] == 0:
         raise DomainError("tvd needs at least one row in both tables.")
     subsets = sample_marginal_subsets(len(domain), ways, n_marginals, seed)

@@ -76,17 +76,24 @@ def simulate(
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
     frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
     members = [
-        Party(
-            p.name,
-            frame[[ID_COLUMN, *p.columns]],
-            cfg,
-            secret,
-            id_column=ID_COLUMN,
-            seed=seed,
-            progress=progress,
-        )
+        Party(p.name, frame[[ID_COLUMN, *p.columns]], cfg, secret, id_column=ID_COLUMN,
+              seed=seed, progress=progress)
         for p in cfg.parties
-    ]
+    ]  # fmt: skip
+    messages, sizes = _exchange(members, cfg, message_dir)
+    synth, report = Server(cfg, progress=progress).synthesize(messages, seed=seed)
+    report.message_bytes.update(sizes)
+    for m in members:
+        for phase, s in m.timings.items():
+            report.seconds[f"{m.name} {phase}"] = s
+    return synth, report
+
+
+def _exchange(
+    members: list[Party], cfg: ProtocolConfig, message_dir: str | os.PathLike | None
+) -> tuple[list[PartyMessage], dict[str, int]]:
+    """The count party releases its count, every party encodes, and the messages go
+    through files (in ``message_dir``, or a temporary folder) to the server; their sizes."""
     (count_party,) = [m for m in members if m.name == cfg.count_party]
     n_hat = count_party.release_count()
     with tempfile.TemporaryDirectory() as tmp:
@@ -96,13 +103,7 @@ def simulate(
             paths[member.name] = folder / f"{member.name}.vmrf"
             member.encode(noisy_count=n_hat).save(paths[member.name])
         sizes = {name: path.stat().st_size for name, path in paths.items()}
-        messages = [PartyMessage.load(path, cfg) for path in paths.values()]
-    synth, report = Server(cfg, progress=progress).synthesize(messages, seed=seed)
-    report.message_bytes.update(sizes)
-    for m in members:
-        for phase, s in m.timings.items():
-            report.seconds[f"{m.name} {phase}"] = s
-    return synth, report
+        return [PartyMessage.load(path, cfg) for path in paths.values()], sizes
 
 
 def _build_config(

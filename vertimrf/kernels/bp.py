@@ -327,6 +327,16 @@ def _reduce_task(
         _finish(x, coff, base, rest, ps, s0, s1, out, ooff, shift, use_log)
 
 
+@njit(cache=True)
+def _merge_partials(ps, ns, n_rb):
+    """ps[s] = sum over the n_rb task slots c of ps[c * ns + s], in slot order."""
+    for s in range(ns):
+        acc = 0.0
+        for c in range(n_rb):
+            acc += ps[c * ns + s]
+        ps[s] = acc
+
+
 @njit(cache=True, parallel=True)
 def project(x, p, coff, bptr, base, rptr, rest, run, side, out, ooff, use_log, shift):
     """Project table x through projection p into out[ooff:ooff+|S|].
@@ -382,14 +392,9 @@ def project(x, p, coff, bptr, base, rptr, rest, run, side, out, ooff, use_log, s
             ooff,
             single,
         )
-    if single:
-        return
-    for s in range(ns):
-        acc = 0.0
-        for c in range(n_rb):
-            acc += ps[c * ns + s]
-        ps[s] = acc
-    _finish(x, c0, bs, rs, ps, 0, ns, out, ooff, shift, use_log)
+    if not single:
+        _merge_partials(ps, ns, n_rb)
+        _finish(x, c0, bs, rs, ps, 0, ns, out, ooff, shift, use_log)
 
 
 @njit(cache=True)
@@ -469,20 +474,6 @@ def expand_mul(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff):
     _expand(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff, 1.0, True)
 
 
-@njit(cache=True)
-def project_all(x, coff, bptr, base, rptr, rest, run, side, optr, out, use_log):
-    """Every projection of a set, each into out[optr[p]:optr[p+1]]."""
-    for p in range(coff.shape[0]):
-        project(x, p, coff, bptr, base, rptr, rest, run, side, out, optr[p], use_log, np.nan)
-
-
-@njit(cache=True)
-def expand_all(x, coff, bptr, base, rptr, rest, run, side, optr, vec, scale):
-    """Add every projection's slot of vec (times scale) back into its clique of x."""
-    for p in range(coff.shape[0]):
-        expand_add(x, p, coff, bptr, base, rptr, rest, run, side, vec, optr[p], scale)
-
-
 @njit(cache=True, parallel=True)
 def range_max(x, lo, hi):
     """max of x[lo:hi] (-inf if empty); GRAIN chunks in parallel when the range is large."""
@@ -523,6 +514,71 @@ def _log_message(beliefs, probs, shift, p, coff, bptr, base, rptr, rest, run, si
 
 
 @njit(cache=True)
+def _divide_up(new, up):
+    """new -= up (-inf where up is -inf, so no inf - inf); returns the max of the result."""
+    dmax = NEG_INF
+    for s in range(new.shape[0]):
+        new[s] = NEG_INF if up[s] == NEG_INF else new[s] - up[s]
+        dmax = new[s] if new[s] > dmax else dmax
+    return dmax
+
+
+@njit(cache=True)
+def _refresh_underflowed(
+    beliefs, probs, up, new, old_shift, shift, q, coff, bptr, base, rptr, rest
+):
+    """Recompute from the log-beliefs the groups of projection q whose probabilities had
+    underflowed before the message (upward message under LOG_TINY relative to old_shift)."""
+    rs = rest[rptr[q] : rptr[q + 1]]
+    for s in range(new.shape[0]):
+        if up[s] - old_shift < LOG_TINY and new[s] > NEG_INF:
+            start = coff[q] + base[bptr[q] + s]
+            for r in range(rs.shape[0]):
+                probs[start + rs[r]] = fexp(beliefs[start + rs[r]] - shift)
+
+
+@njit(cache=True)
+def _tighten(beliefs, probs, pshift, offsets, c):
+    """Rescale clique c if its largest probability is under LOOSE; re-exponentiate if far under."""
+    top = range_max(probs, offsets[c], offsets[c + 1])
+    if top < LOOSE * LOOSE:
+        _exponentiate(beliefs, probs, pshift, offsets, c)
+    elif top < LOOSE:
+        ps = probs[offsets[c] : offsets[c + 1]]
+        for k in range(ps.shape[0]):
+            ps[k] /= top
+        pshift[c] += np.log(top)
+
+
+@njit(cache=True)
+def _absorb_down(
+    beliefs, probs, pshift, up, new, w, q, dst, offsets, coff, bptr, base, rptr, rest, run, side
+):
+    """Absorb a downward message ``new`` (log) into clique dst through its projection q.
+
+    The message delta (``new`` divided by the edge's upward message ``up``, -inf where that was
+    -inf, so no inf - inf) is added to the log-beliefs and multiplied into the probabilities as
+    exp(delta - max delta). If that leaves the clique's largest probability under LOOSE (the
+    shift was loose), the clique is rescaled, or re-exponentiated when far under; groups whose
+    probabilities had underflowed before the message are recomputed from the log-beliefs.
+    """
+    dmax = _divide_up(new, up)
+    expand_add(beliefs, q, coff, bptr, base, rptr, rest, run, side, new, 0, 1.0)
+    if dmax == NEG_INF:
+        _exponentiate(beliefs, probs, pshift, offsets, dst)
+        return
+    for s in range(new.shape[0]):
+        w[s] = fexp(new[s] - dmax)
+    expand_mul(probs, q, coff, bptr, base, rptr, rest, run, side, w, 0)
+    shift = pshift[dst] + dmax
+    _refresh_underflowed(
+        beliefs, probs, up, new, pshift[dst], shift, q, coff, bptr, base, rptr, rest
+    )
+    pshift[dst] = shift
+    _tighten(beliefs, probs, pshift, offsets, dst)
+
+
+@njit(cache=True)
 def calibrate(
     theta,
     beliefs,
@@ -555,16 +611,11 @@ def calibrate(
     the clique table offsets. The first half of the messages go up (leaves to root), the rest
     down. Each clique is exponentiated once, shifted by its max, when it sends its upward
     message (the root: after the upward pass); messages are then plain sums of probabilities.
-    A downward message delta (divided by the upward one of its edge, -inf where that was -inf,
-    so no inf - inf) is added to the log-beliefs and multiplied into the probabilities as
-    exp(delta - max delta). If that leaves the clique's largest probability under LOOSE (the
-    shift was loose), the clique is rescaled, or re-exponentiated when far under; groups whose
-    probabilities had underflowed before the message are recomputed from the log-beliefs.
+    Downward messages are absorbed by :func:`_absorb_down`.
     """
     beliefs[:] = theta
-    nmax = 1
-    for e in range(eptr.shape[0] - 1):
-        nmax = max(nmax, eptr[e + 1] - eptr[e])
+    a = (coff, bptr, base, rptr, rest, run, side)
+    nmax = max(1, np.max(eptr[1:] - eptr[:-1])) if eptr.shape[0] > 1 else 1
     new = np.empty(nmax)
     w = np.empty(nmax)
     n_up = msg_src.shape[0] // 2
@@ -573,48 +624,18 @@ def calibrate(
         ns = eptr[msg_edge[i] + 1] - e0
         src = pclique[msg_src[i]]
         _exponentiate(beliefs, probs, pshift, offsets, src)
-        _log_message(
-            beliefs, probs, pshift[src], msg_src[i], coff, bptr, base, rptr, rest, run, side, new
-        )
+        _log_message(beliefs, probs, pshift[src], msg_src[i], *a, new)
         up[e0 : e0 + ns] = new[:ns]
-        expand_add(beliefs, msg_dst[i], coff, bptr, base, rptr, rest, run, side, new, 0, 1.0)
+        expand_add(beliefs, msg_dst[i], *a, new, 0, 1.0)
     _exponentiate(beliefs, probs, pshift, offsets, root)
     for i in range(n_up, msg_src.shape[0]):
         e0 = eptr[msg_edge[i]]
         ns = eptr[msg_edge[i] + 1] - e0
-        q = msg_dst[i]
         src = pclique[msg_src[i]]
-        dst = pclique[q]
-        _log_message(
-            beliefs, probs, pshift[src], msg_src[i], coff, bptr, base, rptr, rest, run, side, new
+        _log_message(beliefs, probs, pshift[src], msg_src[i], *a, new)
+        q = msg_dst[i]
+        _absorb_down(
+            beliefs, probs, pshift, up[e0 : e0 + ns], new[:ns], w, q, pclique[q], offsets, *a
         )
-        dmax = NEG_INF
-        for s in range(ns):
-            old = up[e0 + s]
-            new[s] = NEG_INF if old == NEG_INF else new[s] - old
-            dmax = new[s] if new[s] > dmax else dmax
-        expand_add(beliefs, q, coff, bptr, base, rptr, rest, run, side, new, 0, 1.0)
-        if dmax == NEG_INF:
-            _exponentiate(beliefs, probs, pshift, offsets, dst)
-            continue
-        for s in range(ns):
-            w[s] = fexp(new[s] - dmax)
-        expand_mul(probs, q, coff, bptr, base, rptr, rest, run, side, w, 0)
-        shift = pshift[dst] + dmax
-        rs = rest[rptr[q] : rptr[q + 1]]
-        for s in range(ns):
-            if up[e0 + s] - pshift[dst] < LOG_TINY and new[s] > NEG_INF:
-                start = coff[q] + base[bptr[q] + s]
-                for r in range(rs.shape[0]):
-                    probs[start + rs[r]] = fexp(beliefs[start + rs[r]] - shift)
-        pshift[dst] = shift
-        top = range_max(probs, offsets[dst], offsets[dst + 1])
-        if top < LOOSE * LOOSE:
-            _exponentiate(beliefs, probs, pshift, offsets, dst)
-        elif top < LOOSE:
-            ps = probs[offsets[dst] : offsets[dst + 1]]
-            for k in range(ps.shape[0]):
-                ps[k] /= top
-            pshift[dst] += np.log(top)
     lo = offsets[root]
     return pshift[root] + np.log(_lanes_sum(probs[lo : offsets[root + 1]], offsets[root + 1] - lo))

@@ -182,15 +182,6 @@ def siphash24_lanes(k0, k1, m, out):
         out[i] = siphash24_u64(k0[i], k1[i], m)
 
 
-@njit(cache=True)
-def siphash24_shared_message(k0, k1, m):
-    """``siphash(k0[i], k1[i], m)`` for every key ``i``, through :func:`siphash24_lanes` (its
-    entry point for the reference tests; the encode kernel inlines ``siphash24_lanes``)."""
-    out = np.empty(k0.size, np.uint64)
-    siphash24_lanes(k0, k1, m, out)
-    return out
-
-
 @njit(inline="always", cache=True)
 def xxh64_u64(seed, m):
     """xxHash64 of the 8-byte little-endian message ``m`` with ``seed``."""
@@ -213,13 +204,4 @@ def siphash24_array(k0, k1, messages):
     out = np.empty(messages.size, np.uint64)
     for i in range(messages.size):
         out[i] = siphash24_u64(k0[i], k1[i], messages[i])
-    return out
-
-
-@njit(cache=True)
-def xxh64_array(seeds, messages):
-    """Element-wise xxHash64: ``out[i] = xxh64(seeds[i], messages[i])``."""
-    out = np.empty(messages.size, np.uint64)
-    for i in range(messages.size):
-        out[i] = xxh64_u64(seeds[i], messages[i])
     return out

@@ -5,7 +5,6 @@
 ``1/2 * sum w2 * (mu - y)^2``. Plain loop, no ``fastmath`` (NaN and inf propagate).
 """
 
-import numpy as np
 from numba import njit
 
 
@@ -32,10 +31,3 @@ def scaled_loss(mu, factor, home, y, w2):
         r0 = v0 - y[i]
         acc0 += w2[i] * r0 * r0
     return 0.5 * (acc0 + acc1)
-
-
-def reference_scaled_loss(mu, factor, home, y, w2) -> float:
-    """Plain numpy reference of :func:`scaled_loss` (also scales ``mu`` in place)."""
-    mu *= factor[home]
-    r = mu - y
-    return 0.5 * float(np.dot(w2 * r, r))

@@ -21,7 +21,6 @@ any thread count; steps over at least ``PAR_MIN_CELLS_CHEAP`` cells run in paral
 about ``GRAIN`` output cells. No ``fastmath``: -inf and NaN propagate as in plain sums.
 """
 
-import numpy as np
 from numba import njit, prange
 
 from vertimrf.kernels.bp import GRAIN, PAR_MIN_CELLS_CHEAP
@@ -166,15 +165,3 @@ def expand_sum(x, coff, sptr, steps, vec, optr, scale, tmp0, tmp1):
                 dst = tmp1 if (k1 - 1 - k) % 2 == 0 else tmp0
                 _bcast_step(src, 0, dst, 0, steps[k, 0], steps[k, 1], steps[k, 2], False)
                 src = dst
-
-
-def reference_project(table: np.ndarray, keep: tuple[int, ...]) -> np.ndarray:
-    """Plain numpy reference: sum ``table`` over the axes not in ``keep``; flat C order."""
-    axes = tuple(i for i in range(table.ndim) if i not in keep)
-    return np.asarray(table.sum(axis=axes)).ravel()
-
-
-def reference_expand(table: np.ndarray, keep: tuple[int, ...], vec: np.ndarray, scale: float):
-    """Plain numpy reference: ``table += scale * vec`` broadcast over the axes not in ``keep``."""
-    shape = [table.shape[i] if i in keep else 1 for i in range(table.ndim)]
-    table += scale * np.asarray(vec).reshape(shape)

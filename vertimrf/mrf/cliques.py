@@ -176,6 +176,15 @@ class ProjectionSet:
         )
 
 
+def histogram(codes: np.ndarray, attrs: Sequence[int], sizes: Sequence[int]) -> np.ndarray:
+    """Counts of the rows of ``codes[:, attrs]`` as a dense float64 table of shape
+    ``sizes[attrs]`` (axes in the order of ``attrs``)."""
+    shape = tuple(int(sizes[a]) for a in attrs)
+    flat = np.ravel_multi_index(tuple(codes[:, a] for a in attrs), shape)
+    cells = int(np.prod(shape, dtype=np.int64))
+    return np.bincount(flat, minlength=cells).astype(np.float64).reshape(shape)
+
+
 def sumout_steps(shape: Sequence[int], keep: Sequence[bool]) -> list[tuple[int, int, int]]:
     """Steps ``(A, s, B)`` that sum a C-ordered table of ``shape`` onto the axes flagged in
     ``keep``: one per block of consecutive summed axes, largest block first (ties: leftmost),
@@ -201,38 +210,35 @@ def sumout_steps(shape: Sequence[int], keep: Sequence[bool]) -> list[tuple[int, 
             del blocks[i]
 
 
+def _sumout_plan(
+    shapes: Sequence[Sequence[int]], keeps: Sequence[Sequence[bool]]
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The :func:`sumout_steps` of every (shape, keep) pair as the kernels take them: the
+    steps as one (n, 3) array, each pair's range of it, and the scratch size they need."""
+    all_steps: list[tuple[int, int, int]] = []
+    counts = []
+    scratch = 1
+    for shape, keep in zip(shapes, keeps, strict=True):
+        steps = sumout_steps(shape, keep)
+        all_steps += steps
+        counts.append(len(steps))
+        if steps:
+            scratch = max(scratch, steps[0][0] * steps[0][2])
+    return np.array(all_steps, dtype=np.int64).reshape(-1, 3), _ptr(counts), scratch
+
+
 def sum_onto_many(table: np.ndarray, keeps: Sequence[Sequence[bool]]) -> list[np.ndarray]:
     """``table`` summed over the axes not flagged in each ``keeps[k]`` (one kernel call for
     all, see :func:`sumout_steps`); each result keeps its axes in their order."""
     x = np.ascontiguousarray(table, dtype=np.float64).ravel()
-    all_steps: list[tuple[int, int, int]] = []
-    counts, shapes = [], []
-    scratch = 1
-    for keep in keeps:
-        steps = sumout_steps(table.shape, keep)
-        all_steps += steps
-        counts.append(len(steps))
-        shapes.append(tuple(n for n, k in zip(table.shape, keep, strict=True) if k))
-        if steps:
-            scratch = max(scratch, steps[0][0] * steps[0][2])
+    steps, step_ptr, scratch = _sumout_plan([table.shape] * len(keeps), keeps)
+    shapes = [tuple(n for n, k in zip(table.shape, keep, strict=True) if k) for keep in keeps]
     optr = _ptr([math.prod(s) for s in shapes])
     out = np.empty(int(optr[-1]))
-    sumout.project_sum(
-        x,
-        np.zeros(len(shapes), dtype=np.int64),
-        _ptr(counts),
-        np.array(all_steps, dtype=np.int64).reshape(-1, 3),
-        out,
-        optr,
-        np.empty(scratch),
-        np.empty(scratch),
-    )
+    clique_off = np.zeros(len(shapes), dtype=np.int64)
+    tmp0, tmp1 = np.empty(scratch), np.empty(scratch)
+    sumout.project_sum(x, clique_off, step_ptr, steps, out, optr, tmp0, tmp1)
     return [out[optr[k] : optr[k + 1]].reshape(s) for k, s in enumerate(shapes)]
-
-
-def sum_onto(table: np.ndarray, keep: Sequence[bool]) -> np.ndarray:
-    """``table`` summed over the axes not flagged in ``keep``; the kept axes in their order."""
-    return sum_onto_many(table, [keep])[0]
 
 
 class SumOutPlan:
@@ -243,27 +249,16 @@ class SumOutPlan:
     def __init__(self, layout: CliqueLayout, pairs: Sequence[tuple[int, Clique]]) -> None:
         self.layout = layout
         self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
-        all_steps: list[tuple[int, int, int]] = []
-        counts = []
-        sizes = []
-        scratch = 1
         for c, sub in self.pairs:
-            clique = layout.cliques[c]
-            if not set(sub) <= set(clique):
-                raise ConfigError(f"{sub} is not a subset of clique {clique}.")
-            shape = layout.shapes[c]
-            steps = sumout_steps(shape, [a in sub for a in clique])
-            all_steps += steps
-            counts.append(len(steps))
-            sizes.append(layout.domain.size(sub))
-            if steps:
-                a, _, b = steps[0]
-                scratch = max(scratch, a * b)
+            if not set(sub) <= set(layout.cliques[c]):
+                raise ConfigError(f"{sub} is not a subset of clique {layout.cliques[c]}.")
+        self.steps, self.step_ptr, scratch = _sumout_plan(
+            [layout.shapes[c] for c, _ in self.pairs],
+            [[a in sub for a in layout.cliques[c]] for c, sub in self.pairs],
+        )
         self.clique = np.array([c for c, _ in self.pairs], dtype=np.int64)
         self.clique_off = layout.offsets[self.clique]
-        self.step_ptr = _ptr(counts)
-        self.steps = np.array(all_steps, dtype=np.int64).reshape(-1, 3)
-        self.out_ptr = _ptr(sizes)
+        self.out_ptr = _ptr([layout.domain.size(sub) for _, sub in self.pairs])
         self._tmp0 = np.empty(scratch)
         self._tmp1 = np.empty(scratch)
 

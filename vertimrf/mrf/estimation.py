@@ -179,6 +179,105 @@ def l2_loss(model: MarkovRandomField, measurements: Sequence[Measurement]) -> fl
     return obj.loss_from_probs(model.log_partition, np.empty(obj.proj.out_size))
 
 
+def _backtrack(
+    obj: _Objective,
+    theta: np.ndarray,
+    trial: np.ndarray,
+    grad: np.ndarray,
+    g: np.ndarray,
+    mu: np.ndarray,
+    mu_trial: np.ndarray,
+    loss: float,
+    alpha: float,
+    max_halvings: int,
+) -> tuple[float | None, float, bool]:
+    """Halve ``alpha`` until the step from theta into trial passes the Armijo test.
+
+    Returns the trial's loss (None if no step passed), the step size, and whether the first
+    try passed (then the next iteration starts from a doubled step).
+    """
+    for k in range(max_halvings + 1):
+        obj.step(trial, theta, alpha, grad)
+        new = obj.evaluate(trial, mu_trial)
+        if new <= loss and loss - new >= 0.5 * alpha * float(np.dot(g, mu - mu_trial)):
+            return new, alpha, k == 0
+        alpha *= 0.5
+    return None, alpha, False
+
+
+def _check_fit_args(
+    iters: int, check_every: int, max_halvings: int, measurements: Sequence[Measurement]
+) -> None:
+    if iters < 0 or check_every < 1 or max_halvings < 0:
+        raise ConfigError("iters must be >= 0, check_every >= 1 and max_halvings >= 0.")
+    if not measurements:
+        raise ConfigError("mirror_descent needs at least one measurement.")
+
+
+@dataclass
+class _StopRule:
+    """When to stop after an accepted step; keeps the loss of the last convergence checkpoint."""
+
+    checkpoint: float
+    callback: Callable[[FitProgress], bool | None] | None
+    target_loss: float | None
+    min_iters: int
+    check_every: int
+    tol: float
+
+    def reason(self, it: int, loss: float, alpha: float) -> str | None:
+        """The reason to stop after accepted step ``it`` with ``loss``, or None to go on."""
+        if self.callback is not None and self.callback(FitProgress(it, loss, alpha)):
+            return "callback"
+        if it >= self.min_iters and self.target_loss is not None and loss <= self.target_loss:
+            return "target_loss"
+        if it % self.check_every == 0:
+            if it >= self.min_iters and self.checkpoint - loss <= self.tol * self.checkpoint:
+                return "tol"
+            self.checkpoint = loss
+        return None
+
+
+def _descend(
+    obj: _Objective,
+    theta: np.ndarray,
+    mu: np.ndarray,
+    alpha: float,
+    iters: int,
+    max_halvings: int,
+    rule: _StopRule,
+    history: list[float],
+) -> tuple[np.ndarray, int, str, float]:
+    """Mirror-descent iterations from theta (mu its marginals, history[-1] its loss), appending
+    each accepted loss to history; returns (potentials, iterations, stop reason, step size)."""
+    trial = theta.copy()
+    grad = np.zeros_like(theta)
+    mu_trial = np.empty_like(mu)
+    loss = history[-1]
+    it = 0
+    first_try = True
+    while it < iters:
+        if loss == 0.0:
+            return theta, it, "exact", alpha
+        g = obj.gradient(mu, grad)
+        if first_try:
+            alpha *= 2.0
+        new, alpha, first_try = _backtrack(
+            obj, theta, trial, grad, g, mu, mu_trial, loss, alpha, max_halvings
+        )
+        if new is None:
+            return theta, it, "stalled", alpha
+        it += 1
+        theta, trial = trial, theta
+        mu, mu_trial = mu_trial, mu
+        loss = new
+        history.append(loss)
+        stop = rule.reason(it, loss, alpha)
+        if stop is not None:
+            return theta, it, stop, alpha
+    return theta, it, "max_iters", alpha
+
+
 def mirror_descent(
     model: MarkovRandomField,
     measurements: Sequence[Measurement],
@@ -206,63 +305,19 @@ def mirror_descent(
         step_size: initial step (default ``1 / (total * sum_M w_M^2)``).
         callback: called with a FitProgress after every iteration; returning True stops.
     """
-    if iters < 0 or check_every < 1 or max_halvings < 0:
-        raise ConfigError("iters must be >= 0, check_every >= 1 and max_halvings >= 0.")
-    if not measurements:
-        raise ConfigError("mirror_descent needs at least one measurement.")
+    _check_fit_args(iters, check_every, max_halvings, measurements)
     if warm_start is not None:
         model.set_potentials(warm_start)
     obj = _Objective(model, measurements)
     theta = model.potentials.values.copy()
-    trial = theta.copy()
-    grad = np.zeros_like(theta)
     mu = np.empty(obj.proj.out_size)
-    mu_trial = np.empty_like(mu)
     loss = obj.evaluate(theta, mu)
     if not np.isfinite(loss):
         raise ConfigError("The initial loss is not finite; check the potentials and targets.")
     alpha = float(step_size) if step_size else 1.0 / (model.total * obj.sum_w2)
     history = [loss]
-    reason = "max_iters"
-    checkpoint = loss
-    it = 0
-    first_try = True
-    while it < iters:
-        if loss == 0.0:
-            reason = "exact"
-            break
-        g = obj.gradient(mu, grad)
-        if first_try:
-            alpha *= 2.0
-        accepted = False
-        first_try = True
-        for _ in range(max_halvings + 1):
-            obj.step(trial, theta, alpha, grad)
-            new = obj.evaluate(trial, mu_trial)
-            if new <= loss and loss - new >= 0.5 * alpha * float(np.dot(g, mu - mu_trial)):
-                accepted = True
-                break
-            alpha *= 0.5
-            first_try = False
-        if not accepted:
-            reason = "stalled"
-            break
-        it += 1
-        theta, trial = trial, theta
-        mu, mu_trial = mu_trial, mu
-        loss = new
-        history.append(loss)
-        if callback is not None and callback(FitProgress(it, loss, alpha)):
-            reason = "callback"
-            break
-        if it >= min_iters and target_loss is not None and loss <= target_loss:
-            reason = "target_loss"
-            break
-        if it % check_every == 0:
-            if it >= min_iters and checkpoint - loss <= tol * checkpoint:
-                reason = "tol"
-                break
-            checkpoint = loss
+    rule = _StopRule(loss, callback, target_loss, min_iters, check_every, tol)
+    theta, it, reason, alpha = _descend(obj, theta, mu, alpha, iters, max_halvings, rule, history)
     model.set_potentials(theta)
     converged = reason in ("exact", "target_loss", "tol", "stalled")
     return FitResult(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vertimrf.domain import Domain
+from vertimrf.domain import EncodedTable
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.registers import keyed_prf
 from vertimrf.privacy.samplers import NoiseSampler
@@ -32,22 +32,22 @@ _DUMMY_CONTEXT = b"vertimrf/fo-dummy"
 
 
 def aligned_rows(
-    codes: np.ndarray,
-    domain: Domain,
+    table: EncodedTable,
     fingerprints: np.ndarray,
     secret: bytes,
     n_rows: int,
     noise: NoiseSampler,
     *,
     context: bytes,
-) -> np.ndarray:
-    """The party's ``n_rows`` x d code matrix in the parties' common secret order.
+) -> EncodedTable:
+    """The party's ``n_rows`` rows in the parties' common secret order.
 
     ``context`` binds the order to the run (``ProtocolConfig.run_context()``); dummy values
     are drawn from ``noise``.
     """
     order_key = HashKeys.from_secret(secret, 1, context=_ORDER_CONTEXT + context)
     dummy_key = HashKeys.from_secret(secret, 1, context=_DUMMY_CONTEXT + context)
+    codes, domain = table.codes, table.domain
     n = codes.shape[0]
     n_dummy = max(0, n_rows - n)
     real_keys = keyed_prf(order_key, fingerprints)
@@ -57,4 +57,4 @@ def aligned_rows(
         dummies[:, j] = noise.integers(u, n_dummy)
     rows = np.concatenate([codes, dummies])
     order = np.argsort(np.concatenate([real_keys, dummy_keys]), kind="stable")[:n_rows]
-    return rows[order]
+    return EncodedTable(rows[order], domain)

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from vertimrf.domain import Domain
+from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.privacy.calibration import grr_probabilities
 from vertimrf.privacy.ledger import PrivacyLedger
@@ -22,18 +22,17 @@ from vertimrf.privacy.samplers import NoiseSampler
 
 
 def grr_perturb(
-    codes: np.ndarray,
-    domain: Domain,
+    table: EncodedTable,
     epsilon: float,
     *,
     noise: NoiseSampler,
     ledger: PrivacyLedger,
     party: str | None = None,
-) -> np.ndarray:
+) -> EncodedTable:
     """Perturb every column with GRR at ``epsilon`` each; charge d releases to ``ledger``."""
-    codes = np.asarray(codes)
-    if codes.ndim != 2 or codes.shape[1] != len(domain):
-        raise DomainError(f"codes must have shape (n, {len(domain)}); got {codes.shape}.")
+    if not isinstance(table, EncodedTable):
+        raise DomainError(f"grr_perturb needs an EncodedTable; got {type(table).__name__}.")
+    codes, domain = table.codes, table.domain
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ConfigError(f"GRR epsilon must be positive; got {epsilon!r}.")
     ledger.charge_pure(
@@ -55,4 +54,4 @@ def grr_perturb(
         other = noise.integers(u - 1, n)
         other += other >= x
         out[:, j] = np.where(keep, x, other)
-    return out
+    return EncodedTable(out, domain)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vertimrf.domain import Domain
+from vertimrf.domain import Domain, EncodedTable
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.phantoms import privatize
 from vertimrf.party.registers import compute_registers, registers_to_geometric
@@ -51,8 +51,7 @@ def sketch_from_registers(
 
 
 def locenc(
-    codes: np.ndarray,
-    domain: Domain,
+    table: EncodedTable,
     fingerprints: np.ndarray,
     keys: HashKeys,
     *,
@@ -63,11 +62,11 @@ def locenc(
     party: str | None = None,
     hash: str | None = None,
 ) -> SketchSet:
-    """Encode a party's integer-coded columns as FM sketches (one pass; NOT DP jointly)."""
-    registers = compute_registers(codes, domain, fingerprints, keys, hash=hash)
+    """Encode a party's table as FM sketches (one pass; NOT DP jointly)."""
+    registers = compute_registers(table.codes, table.domain, fingerprints, keys, hash=hash)
     return sketch_from_registers(
         registers,
-        domain,
+        table.domain,
         keys.fingerprint(),
         eps_prime=eps_prime,
         rng=rng,

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from vertimrf.domain import Domain, TableEncoder
+from vertimrf.domain import Domain, EncodedTable, TableEncoder
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.party.fo import aligned_rows
 from vertimrf.party.grr import grr_perturb
@@ -47,10 +47,12 @@ class Party:
 
     Args:
         name: the party's name in ``config.parties``.
-        data: a DataFrame with ``id_column`` and the party's columns (any row order).
+        data: a DataFrame with ``id_column`` and the party's columns (any row order), or an
+            :class:`EncodedTable` of the party's columns with the record IDs in ``ids``.
         config: the protocol config every role shares.
         secret: the parties' shared secret (>= 32 random bytes); never sent anywhere.
-        id_column: the record-ID column (int or str; unique, no missing values).
+        id_column: the DataFrame's record-ID column (int or str; unique, no missing values).
+        ids: the record IDs of an EncodedTable's rows.
         seed: the run seed (experiments only: the noise is then reproducible and not for
             release); the party derives its own from (seed, name). None (default) draws DP
             noise from a cryptographically secure sampler.
@@ -60,29 +62,23 @@ class Party:
     def __init__(
         self,
         name: str,
-        data: pd.DataFrame,
+        data: pd.DataFrame | EncodedTable,
         config: ProtocolConfig,
         secret: bytes,
         *,
         id_column: str = "id",
+        ids: Any = None,
         seed: int | None = None,
         progress: bool = True,
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
-        if not isinstance(data, pd.DataFrame):
-            raise DomainError(f"data must be a pandas DataFrame; got {type(data).__name__}.")
         self.name = name
         self.config = config
         self.columns = config.party(name).columns
-        if id_column not in data.columns:
-            raise DomainError(
-                f"party {name!r}: no record-ID column {id_column!r}; columns are "
-                f"{list(data.columns)}. Pass id_column=... naming it."
-            )
         self.spec = config.spec.subset(self.columns)
-        self._codes = TableEncoder(self.spec).encode(data.drop(columns=[id_column]))
-        self._fingerprints = record_fingerprints(data[id_column])
+        self._table, ids = self._own_table(data, id_column, ids)
+        self._fingerprints = record_fingerprints(ids)
         HashKeys.from_secret(secret, 1)  # validates the secret now, not at encode time
         self._secret = secret
         self._noise, self._rng = randomness(None if seed is None else role_seed(seed, name))
@@ -93,13 +89,35 @@ class Party:
         self._noisy_count: int | None = None
         self._encoded = False
 
+    def _own_table(self, data: Any, id_column: str, ids: Any) -> tuple[EncodedTable, Any]:
+        """The party's columns as an EncodedTable, and the record IDs of its rows."""
+        if isinstance(data, EncodedTable):
+            if data.domain != self.spec.domain:
+                raise DomainError(
+                    f"party {self.name!r}: the table's domain {data.domain} is not the config's "
+                    f"{self.spec.domain}."
+                )
+            if ids is None:
+                raise DomainError(f"party {self.name!r}: an EncodedTable needs ids=....")
+            return data, ids
+        if not isinstance(data, pd.DataFrame):
+            raise DomainError(
+                f"data must be a DataFrame or an EncodedTable; got {type(data).__name__}."
+            )
+        if id_column not in data.columns:
+            raise DomainError(
+                f"party {self.name!r}: no record-ID column {id_column!r}; columns are "
+                f"{list(data.columns)}. Pass id_column=... naming it."
+            )
+        return TableEncoder(self.spec).table(data.drop(columns=[id_column])), data[id_column]
+
     def __repr__(self) -> str:
         return f"Party({self.name!r}, columns={list(self.columns)}, rows={self.n_rows})"
 
     @property
     def n_rows(self) -> int:
         """The party's number of records (stays local)."""
-        return int(self._codes.shape[0])
+        return len(self._table)
 
     def release_count(self) -> int:
         """The designated party's noisy record count (discrete Laplace; released once)."""
@@ -156,9 +174,9 @@ class Party:
                 local = self._local_model(int(n_hat))
             elif step == "binning":
                 bins = self._bins()
-                binned = self._binned_codes(bins)
+                binned = self._binned_table(bins)
             else:
-                enc = self._encode(binned, bins, int(n_hat))
+                enc = self._encode(binned, int(n_hat))
             self.timings[step] = time.perf_counter() - start
         return PartyMessage(
             party=self.name,
@@ -180,7 +198,6 @@ class Party:
     # ------------------------------------------------------------------------ steps
     def _local_model(self, n_hat: int) -> LocalModel:
         domain = self.spec.domain
-        frame = pd.DataFrame(self._codes, columns=list(domain.names))
         fit = PrivMRF(
             self.config.epsilon,
             self.config.delta,
@@ -193,7 +210,7 @@ class Party:
             max_clique_cells=self.config.local_max_clique_cells,
             max_total_cells=self.config.local_max_total_cells,
             progress=False,
-        ).fit(frame, domain)
+        ).fit(self._table)
         names = domain.names
         model = fit.model
 
@@ -219,7 +236,7 @@ class Party:
         for c in binned:
             j = self.columns.index(c)
             noisy = discrete_laplace_histogram(
-                np.bincount(self._codes[:, j], minlength=self.spec[c].size),
+                np.bincount(self._table.codes[:, j], minlength=self.spec[c].size),
                 self.budget.binning_epsilon,
                 noise=self._noise,
                 ledger=self.ledger,
@@ -229,20 +246,20 @@ class Party:
             out[c] = BinMap(frequency_bins(noisy, self.config.bins), noisy)
         return out
 
-    def _binned_codes(self, bins: Mapping[str, BinMap]) -> np.ndarray:
-        out = self._codes.copy()
+    def _binned_table(self, bins: Mapping[str, BinMap]) -> EncodedTable:
+        """The party's table with binned columns replaced by their bins."""
+        codes = self._table.codes
+        out = codes.copy()
         for c, m in bins.items():
             j = self.columns.index(c)
-            out[:, j] = m.value_to_bin[self._codes[:, j]]
-        return out
-
-    def _encode(self, binned: np.ndarray, bins: Mapping[str, BinMap], n_rows: int) -> Any:
+            out[:, j] = m.value_to_bin[codes[:, j]]
         sizes = [bins[c].n_bins if c in bins else self.spec[c].size for c in self.columns]
-        domain = Domain(tuple(self.columns), tuple(sizes))
+        return EncodedTable(out, Domain(tuple(self.columns), tuple(sizes)))
+
+    def _encode(self, binned: EncodedTable, n_rows: int) -> Any:
         if self.config.method == "fm":
             return locenc(
                 binned,
-                domain,
                 self._fingerprints,
                 self._keys,
                 eps_prime=self.budget.eps_prime,
@@ -254,7 +271,6 @@ class Party:
             )
         rows = aligned_rows(
             binned,
-            domain,
             self._fingerprints,
             self._secret,
             max(1, n_rows),
@@ -263,9 +279,8 @@ class Party:
         )
         return grr_perturb(
             rows,
-            domain,
             self.budget.grr_epsilon,
             noise=self._noise,
             ledger=self.ledger,
             party=self.name,
-        )
+        ).codes

@@ -124,6 +124,30 @@ def _event_masses(
     return min(a, 1.0), min(b, 1.0)
 
 
+def _caps(
+    max_value: int, max_geometric: int | None, alpha_min: int, gamma: float
+) -> tuple[int, int]:
+    """The validated value caps: the phantoms' and the record's (see fm_delta_lower_bound)."""
+    max_value = _positive_int(max_value, "max_value (the phantom cap)")
+    if max_value > _UINT8_MAX:
+        raise PrivacyBudgetError(
+            f"max_value must be <= {_UINT8_MAX} (sketch values are uint8); got {max_value}."
+        )
+    if alpha_min > max_value:
+        raise PrivacyBudgetError(
+            f"alpha_min ({alpha_min}) is above max_value ({max_value}); no value fits."
+        )
+    if max_geometric is None:
+        max_geometric = min(max_geometric_value(gamma), max_value)
+    max_geometric = _positive_int(max_geometric, "max_geometric (the record value's cap)")
+    if max_geometric > max_value:
+        raise PrivacyBudgetError(
+            f"max_geometric ({max_geometric}) must be <= max_value ({max_value}): released "
+            "values never exceed max_value."
+        )
+    return max_value, max_geometric
+
+
 def fm_delta_lower_bound(
     t: int,
     eps_prime: float,
@@ -152,29 +176,12 @@ def fm_delta_lower_bound(
     c = _positive_int(rare_columns, "rare_columns (x's registers no other record touches)")
     k_p = _positive_int(k_p, "k_p (the phantom count)")
     alpha_min = _positive_int(alpha_min, "alpha_min (the floor)")
-    max_value = _positive_int(max_value, "max_value (the phantom cap)")
-    if max_value > _UINT8_MAX:
-        raise PrivacyBudgetError(
-            f"max_value must be <= {_UINT8_MAX} (sketch values are uint8); got {max_value}."
-        )
     eps_prime = _finite(eps_prime, "eps_prime (the per-sketch epsilon)", positive=True)
     epsilon = _finite(epsilon, "epsilon", positive=False)
     if isinstance(gamma, bool) or not isinstance(gamma, int | float | np.integer | np.floating):
         raise ConfigError(f"gamma must be a number in (0, 1]; got {gamma!r}.")
-    check_gamma(gamma)
-    gamma = float(gamma)
-    if alpha_min > max_value:
-        raise PrivacyBudgetError(
-            f"alpha_min ({alpha_min}) is above max_value ({max_value}); no value fits."
-        )
-    if max_geometric is None:
-        max_geometric = min(max_geometric_value(gamma), max_value)
-    max_geometric = _positive_int(max_geometric, "max_geometric (the record value's cap)")
-    if max_geometric > max_value:
-        raise PrivacyBudgetError(
-            f"max_geometric ({max_geometric}) must be <= max_value ({max_value}): released "
-            "values never exceed max_value."
-        )
+    gamma = check_gamma(gamma)
+    max_value, max_geometric = _caps(max_value, max_geometric, alpha_min, gamma)
     if check_noise:
         noise = fm_noise(eps_prime, gamma)
         if (noise.k_p, noise.alpha_min) != (k_p, alpha_min):

@@ -184,11 +184,6 @@ class PrivacyLedger:
         """The releases as JSON-ready dicts."""
         return [asdict(r) for r in self._releases]
 
-    @staticmethod
-    def releases_from_records(records: list[dict[str, Any]]) -> list[Release]:
-        """Inverse of :meth:`to_records`."""
-        return [Release(**r) for r in records]
-
     def report(self, delta: float | None = None) -> str:
         """A readable table of every release and the total (epsilon, delta)."""
         delta = self.delta if delta is None else delta

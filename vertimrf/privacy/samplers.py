@@ -479,15 +479,6 @@ class SeededSampler(NoiseSampler):
         res[idx] = self._bern_exp_neg_frac(frac[idx], den)
         return res
 
-    def _bernoulli_exp_neg(self, gamma: Fraction | int, size: int) -> np.ndarray:
-        """``size`` exact Bernoulli(exp(-gamma)) draws for a rational gamma >= 0 (testing)."""
-        g = Fraction(gamma)
-        if g < 0:
-            raise ConfigError(f"gamma must be >= 0; got {gamma!r}.")
-        dtype = np.int64 if g.numerator < _INT64_LIMIT else object
-        num = np.full(size, g.numerator, dtype=dtype)
-        return self._bern_exp_neg(num, g.denominator)
-
     def _laplace_candidates(self, t: int, s: int, m: int) -> np.ndarray:
         """CKS20 Algorithm 2 on m candidates (scale t/s); returns the accepted draws."""
         u = self._rng.integers(0, t, size=m, dtype=np.int64)  # t < 2**53 (scale <= 2**40)

@@ -27,7 +27,7 @@ from typing import Any
 
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, PrivacyError, VertimrfError
-from vertimrf.io import atomic_write_text
+from vertimrf.io import atomic_write_text, read_json
 from vertimrf.privacy.calibration import ACCOUNTING_MODES
 
 # The `default` preset names every setting that changes a run's output, and the dataclass's
@@ -83,6 +83,24 @@ NON_DP_REASON = (
     "a claimed 2.2e-5)"
 )
 NONCE_HEX_CHARS = 32
+POSITIVE_FIELDS = (
+    "tau",
+    "max_model_cells",
+    "cross_weight",
+    "local_max_clique_cells",
+    "local_max_total_cells",
+)
+
+
+def _is_int(value: object, at_least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= at_least
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
 HASHES = ("siphash24", "xxh64")
 RECOVERY = ("hisrec", "unisam")
 
@@ -223,6 +241,8 @@ class ProtocolConfig:
         if not self.run_nonce:
             object.__setattr__(self, "run_nonce", secrets.token_hex(NONCE_HEX_CHARS // 2))
         self._check_choices()
+        self._check_run()
+        self._check_numbers()
         self._check_shares()
         self._check_privacy()
 
@@ -236,60 +256,52 @@ class ProtocolConfig:
         ):
             if value not in allowed:
                 raise ConfigError(f"{what} must be one of {allowed}; got {value!r}.")
+        if self.binned is not None:
+            unknown = sorted(set(self.binned) - set(self.spec.names))
+            if unknown:
+                raise ConfigError(f"binned columns {unknown} are not in the spec.")
+
+    def _check_run(self) -> None:
         if self.t == "auto":
             raise ConfigError(
                 "t='auto' is resolved when the config is made: use ProtocolConfig.from_preset("
                 "..., t='auto', max_rows=N) with a public upper bound N on the record count."
             )
-        if isinstance(self.t, bool) or not (isinstance(self.t, int) and self.t >= 1):
-            raise ConfigError(f"t must be a positive integer; got {self.t!r}.")
-        if self.max_rows is not None and (
-            isinstance(self.max_rows, bool)
-            or not (isinstance(self.max_rows, int) and self.max_rows >= 1)
-        ):
-            raise ConfigError(f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.")
+        _require(_is_int(self.t, 1), f"t must be a positive integer; got {self.t!r}.")
+        _require(
+            self.max_rows is None or _is_int(self.max_rows, 1),
+            f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.",
+        )
         nonce = self.run_nonce
-        if not (
+        _require(
             isinstance(nonce, str)
             and len(nonce) >= NONCE_HEX_CHARS
-            and all(ch in "0123456789abcdef" for ch in nonce)
-        ):
-            raise ConfigError(
-                f"run_nonce must be at least {NONCE_HEX_CHARS} lowercase hex characters; leave "
-                "it empty to draw a fresh one."
-            )
-        if not (0 < self.gamma <= 1):
-            raise ConfigError(f"gamma must be in (0, 1]; got {self.gamma}.")
-        if isinstance(self.server_iters, bool) or not (
-            isinstance(self.server_iters, int) and self.server_iters >= 1
-        ):
-            raise ConfigError(f"server_iters must be an integer >= 1; got {self.server_iters!r}.")
-        for name in (
-            "tau",
-            "max_model_cells",
-            "cross_weight",
-            "local_max_clique_cells",
-            "local_max_total_cells",
-        ):
+            and all(ch in "0123456789abcdef" for ch in nonce),
+            f"run_nonce must be at least {NONCE_HEX_CHARS} lowercase hex characters; leave it "
+            "empty to draw a fresh one.",
+        )
+
+    def _check_numbers(self) -> None:
+        _require(0 < self.gamma <= 1, f"gamma must be in (0, 1]; got {self.gamma}.")
+        _require(
+            _is_int(self.server_iters, 1),
+            f"server_iters must be an integer >= 1; got {self.server_iters!r}.",
+        )
+        for name in POSITIVE_FIELDS:
             value = getattr(self, name)
-            if not (isinstance(value, int | float) and 0 < value < float("inf")):
-                raise ConfigError(f"{name} must be a positive number; got {value!r}.")
-        if self.cross_marginals is not None and not (
-            isinstance(self.cross_marginals, int) and self.cross_marginals >= 0
-        ):
-            raise ConfigError(
-                f"cross_marginals must be None or an integer >= 0; got {self.cross_marginals!r}."
+            _require(
+                isinstance(value, int | float) and 0 < value < float("inf"),
+                f"{name} must be a positive number; got {value!r}.",
             )
-        if not (0 <= self.cross_edge_fraction <= 1):
-            raise ConfigError(
-                f"cross_edge_fraction must be in [0, 1]; got {self.cross_edge_fraction!r}."
-            )
-        if self.bins < 2:
-            raise ConfigError(f"bins must be >= 2; got {self.bins}.")
-        if self.binned is not None:
-            unknown = sorted(set(self.binned) - set(self.spec.names))
-            if unknown:
-                raise ConfigError(f"binned columns {unknown} are not in the spec.")
+        _require(
+            self.cross_marginals is None or _is_int(self.cross_marginals, 0),
+            f"cross_marginals must be None or an integer >= 0; got {self.cross_marginals!r}.",
+        )
+        _require(
+            0 <= self.cross_edge_fraction <= 1,
+            f"cross_edge_fraction must be in [0, 1]; got {self.cross_edge_fraction!r}.",
+        )
+        _require(self.bins >= 2, f"bins must be >= 2; got {self.bins}.")
 
     def _check_shares(self) -> None:
         need = {"locmrf", "locenc", "count", "binning"}
@@ -388,11 +400,5 @@ class ProtocolConfig:
     @classmethod
     def load(cls, path: str | os.PathLike) -> ProtocolConfig:
         """Read a config written by :meth:`save`."""
-        try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except OSError as exc:
-            raise ConfigError(f"cannot read the config file {path}: {exc.strerror}.") from None
-        except (ValueError, RecursionError) as exc:
-            raise ConfigError(f"{path}: not a valid JSON config ({exc}).") from None
+        data = read_json(path, ConfigError, "config file")
         return cls.from_dict(data)

@@ -109,13 +109,6 @@ def invert_containment(p_hat: np.ndarray, total: float, gamma: float, alpha_min:
     return np.interp(p_hat, g, a)
 
 
-def estimate_cardinality(values: np.ndarray, gamma: float = 1.0) -> float:
-    """Non-private harmonic estimate of a set's size from its t sketch values (shape (t,))."""
-    values = np.asarray(values, dtype=np.int64)
-    t = values.shape[0]
-    return harmonic_constant(gamma, t) * t / float(np.sum(_power_table(gamma)[values]))
-
-
 class CarEst:
     """Estimates cross-party marginals from the parties' FM sketches; results are cached.
 

@@ -6,6 +6,7 @@ post-processing of the parties' DP releases.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -30,7 +31,7 @@ class CrossEstimates:
         n_hat: the released noisy record count.
         local_marginal: the 1-way marginal (counts) of an attribute under the local models,
             used for consistency when the config asks for it; None (default) disables it.
-            It may be set later, before the first :meth:`target` call.
+            :meth:`with_local_marginal` gives a copy with it, sharing the binned estimates.
     """
 
     def __init__(
@@ -61,6 +62,14 @@ class CrossEstimates:
             self._grr_eps = float(messages[0].grr_epsilon)
         self._binned: dict[tuple[str, ...], np.ndarray] = {}
         self._targets: dict[tuple[str, ...], np.ndarray] = {}
+
+    def with_local_marginal(self, local_marginal: Callable[[str], np.ndarray]) -> CrossEstimates:
+        """A copy that enforces consistency with ``local_marginal`` (if the config asks for
+        it); the binned estimates already made are shared, recovered targets are not."""
+        other = copy.copy(self)
+        other.local_marginal = local_marginal if self.config.consistency else None
+        other._targets = {}
+        return other
 
     def binned(self, attrs: Sequence[str]) -> np.ndarray:
         """Counts over the binned domains of ``attrs`` (clipped at 0, scaled to n_hat)."""

@@ -19,7 +19,7 @@ import networkx as nx
 import numpy as np
 
 from vertimrf.domain import Domain
-from vertimrf.mrf.junction_tree import ModelSize, model_size, triangulate
+from vertimrf.mrf.junction_tree import ModelSize, maximal_cliques, model_size, triangulate
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,6 @@ def dependence_score(table: np.ndarray) -> float:
         return 0.0
     p = p / s
     return 0.5 * float(np.abs(p - np.outer(p.sum(axis=1), p.sum(axis=0))).sum())
-
-
-def _cliques(chordal: nx.Graph) -> list[tuple[int, ...]]:
-    return (
-        [tuple(sorted(c)) for c in nx.chordal_graph_cliques(chordal)]
-        if chordal.edges
-        else [(v,) for v in chordal.nodes]
-    )
 
 
 def join_graphs(
@@ -77,13 +69,13 @@ def join_graphs(
         trial = graph.copy()
         trial.add_edge(*pair)
         tri = triangulate(trial, domain)
-        size = model_size(domain, _cliques(tri))
+        size = model_size(domain, maximal_cliques(tri))
         if size.max_clique_cells <= tau and size.total_cells <= max_model_cells:
             graph, chordal = trial, tri
             added.append(pair)
         else:
             rejected.append(pair)
-    cliques = tuple(_cliques(chordal))
+    cliques = tuple(maximal_cliques(chordal))
     return GraphComResult(
         graph,
         chordal,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vertimrf.domain import Domain
+from vertimrf.mrf.cliques import histogram
 from vertimrf.privacy.calibration import grr_probabilities
 
 
@@ -21,9 +22,7 @@ def grr_marginal(
 ) -> np.ndarray:
     """Unbiased estimate of the counts of the marginal over attribute indices ``attrs``."""
     attrs = [int(a) for a in attrs]
-    shape = domain.shape(attrs)
-    flat = np.ravel_multi_index(tuple(perturbed[:, a].astype(np.int64) for a in attrs), shape)
-    est = np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.float64)
+    est = histogram(perturbed.astype(np.int64, copy=False), attrs, domain.sizes)
     for axis, a in enumerate(attrs):
         p, q = grr_probabilities(epsilon, domain.sizes[a])
         est = (est - q * est.sum(axis=axis, keepdims=True)) / (p - q)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -37,9 +38,36 @@ from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.report import ProtocolReport, fm_worst_case
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.estimates import CrossEstimates
-from vertimrf.server.graphcom import join_graphs
+from vertimrf.server.graphcom import GraphComResult, join_graphs
+from vertimrf.server.optmrf import CrossSource
 from vertimrf.server.verify import release_rows, verify_arrays, verify_releases
-from vertimrf.synth.privmrf.refinement import round_sizes
+from vertimrf.synth.refine import refine, round_sizes
+
+# OptMRF without cross_marginals fits the reference's int(0.8 d) pairs, in at most this many
+# rounds (and at most d // 2).
+REFERENCE_CROSS_FRACTION = 0.8
+MAX_ROUNDS = 8
+PhaseCallback = Callable[[str, float], None]
+
+
+@dataclass(frozen=True)
+class Received:
+    """The checked messages in config order, the protocol's ledger and the noisy count."""
+
+    messages: list[PartyMessage]
+    ledger: PrivacyLedger
+    n_hat: float
+
+
+@dataclass
+class Initial:
+    """InitMRF's model, the measurements it starts from, and the cross-party estimates."""
+
+    model: MarkovRandomField
+    measurements: list[Measurement]
+    n_local: int
+    estimates: CrossEstimates
+    cross_weight: float
 
 
 class Server:
@@ -58,9 +86,9 @@ class Server:
         self.progress = progress
         self.domain = config.spec.domain
 
-    # ------------------------------------------------------------------------ receive
-    def receive(self, messages: Sequence[PartyMessage]) -> tuple[list[PartyMessage], PrivacyLedger]:
-        """Check the messages; return them in config order and the protocol's ledger."""
+    # ------------------------------------------------------------------------ phases
+    def receive(self, messages: Sequence[PartyMessage]) -> Received:
+        """Check the messages and re-derive their releases; charge them to one ledger."""
         cfg = self.config
         by_party: dict[str, PartyMessage] = {}
         for m in messages:
@@ -85,7 +113,106 @@ class Server:
             releases = verify_releases(cfg, m)
             verify_arrays(cfg, m, rows)
             ledger.extend(releases)
-        return ordered, ledger
+        return Received(ordered, ledger, float(rows))
+
+    def candidate_pairs(self, received: Received) -> list[tuple[int, int]]:
+        """Attribute pairs the server may add: the cross-party ones (all, without LocMRF)."""
+        dom = self.domain
+        owner = {c: m.party for m in received.messages for c in m.columns}
+        return [
+            (i, j)
+            for i, j in itertools.combinations(range(len(dom)), 2)
+            if not self.config.local_mrf or owner[dom.names[i]] != owner[dom.names[j]]
+        ]
+
+    def graphcom(self, received: Received, estimates: CrossEstimates) -> GraphComResult:
+        """Join the triangulated local graphs with cross-party edges under the limits."""
+        cfg, dom = self.config, self.domain
+        # The triangulated local graphs contain the searched ones, so their edges suffice.
+        local_edges = [
+            (dom.index(a), dom.index(b))
+            for m in received.messages
+            if m.local
+            for a, b in m.local.chordal_edges
+        ]
+        return join_graphs(
+            dom,
+            local_edges,
+            self.candidate_pairs(received),
+            lambda i, j: estimates.binned((dom.names[i], dom.names[j])),
+            tau=cfg.tau,
+            max_model_cells=cfg.max_model_cells,
+            edge_fraction=cfg.cross_edge_fraction,
+        )
+
+    def init(
+        self, received: Received, joined: GraphComResult, estimates: CrossEstimates
+    ) -> Initial:
+        """The product of the local models, and the local measurements (targets read off
+        the local models); without LocMRF, the cross-party 1-way estimates instead."""
+        cfg, dom = self.config, self.domain
+        local_ms, local_pots = self._local_parts(received.messages, received.n_hat)
+        model = MarkovRandomField(dom, joined.cliques, total=received.n_hat, max_cells=None)
+        if local_pots:
+            model.set_potentials(local_pots)
+        if local_pots and cfg.consistency:
+            local_model = model.copy()
+            estimates = estimates.with_local_marginal(
+                lambda a: local_model.marginal((dom.index(a),))
+            )
+        weight = cfg.cross_weight * (
+            float(np.median([m.weight for m in local_ms])) if local_ms else 1.0
+        )
+        measurements = list(local_ms)
+        if not cfg.local_mrf:
+            measurements += [
+                Measurement((i,), estimates.target((dom.names[i],)), weight)
+                for i in range(len(dom))
+            ]
+        return Initial(model, measurements, len(local_ms), estimates, weight)
+
+    def optimise(
+        self, received: Received, joined: GraphComResult, initial: Initial
+    ) -> tuple[list[tuple[int, ...]], list[int]]:
+        """OptMRF: rounds adding the cross-party pairs the model fits worst; returns the
+        chosen pairs and the mirror-descent iterations of each round."""
+        cfg, d = self.config, len(self.domain)
+        candidates = set(self.candidate_pairs(received))
+        pool = sorted(
+            {p for c in joined.cliques for p in itertools.combinations(c, 2) if p in candidates}
+        )
+        wanted = (
+            int(REFERENCE_CROSS_FRACTION * d)
+            if cfg.cross_marginals is None
+            else cfg.cross_marginals
+        )
+        k_total = min(wanted, len(pool))
+        rounds = round_sizes(k_total, min(d // 2, MAX_ROUNDS)) if k_total else []
+        if not rounds and not cfg.local_mrf:
+            rounds = [0]
+        source = CrossSource(initial.estimates, self.domain.names, pool, initial.cross_weight)
+        bar = tqdm(total=len(rounds), desc="server OptMRF", disable=not self.progress, leave=False)
+
+        def refit(measurements: list[Measurement], last: bool, history: list[int]) -> int:
+            iters = cfg.server_iters * (3 if last else 1)
+            return int(mirror_descent(initial.model, measurements, iters=iters).iterations)
+
+        _, chosen, iterations = refine(
+            initial.model,
+            initial.measurements,
+            rounds,
+            source,
+            refit,
+            on_round=lambda r, picked, it: bar.update(),
+        )
+        bar.close()
+        return chosen, iterations
+
+    def sample(self, model: MarkovRandomField, rows: int, seed: int | None) -> pd.DataFrame:
+        """``rows`` records from the model, decoded to the spec's values; ``seed`` is the run
+        seed (the server derives its own from it)."""
+        rng = np.random.default_rng(None if seed is None else role_seed(seed, SERVER))
+        return TableEncoder(self.config.spec).decode(model.sample(rows, rng))
 
     # ------------------------------------------------------------------------ synthesize
     def synthesize(
@@ -93,17 +220,18 @@ class Server:
         messages: Sequence[PartyMessage],
         n: int | None = None,
         seed: int | None = None,
+        callback: PhaseCallback | None = None,
     ) -> tuple[pd.DataFrame, ProtocolReport]:
-        """Run GraphCom, InitMRF, OptMRF and sampling; return (synthetic frame, report).
+        """Run receive, GraphCom, InitMRF, OptMRF and sampling; return (synthetic frame,
+        report). ``callback(phase, seconds)`` is called after each phase.
 
-        ``seed`` is the run seed; the server derives its own from it and fixes only the
-        sampling with it (the server adds no noise). The report's ``seeded`` flag says
-        whether any party's noise came from a seed, which the parties declare.
+        ``seed`` is the run seed and fixes only the sampling (the server adds no noise). The
+        report's ``seeded`` flag says whether any party's noise came from a seed, which the
+        parties declare.
         """
         if n is not None and not (isinstance(n, int | np.integer) and n >= 0):
             raise ConfigError(f"n must be a non-negative integer; got {n!r}.")
-        cfg, dom = self.config, self.domain
-        rng = np.random.default_rng(None if seed is None else role_seed(seed, SERVER))
+        cfg, names = self.config, self.domain.names
         seconds: dict[str, float] = {}
         clock = time.perf_counter()
 
@@ -112,101 +240,32 @@ class Server:
             now = time.perf_counter()
             seconds[phase] = now - clock
             clock = now
+            if callback is not None:
+                callback(phase, seconds[phase])
 
-        ordered, ledger = self.receive(messages)
-        n_hat = float(release_rows(ordered, cfg.count_party))
-        local_ms, local_pots = self._local_parts(ordered, n_hat)
-        owner = {c: m.party for m in ordered for c in m.columns}
-        names = dom.names
-
-        est = CrossEstimates(ordered, cfg, n_hat)
-        pairs = [
-            (i, j)
-            for i, j in itertools.combinations(range(len(dom)), 2)
-            if not cfg.local_mrf or owner[names[i]] != owner[names[j]]
-        ]
+        received = self.receive(messages)
+        estimates = CrossEstimates(received.messages, cfg, received.n_hat)
         lap("receive")
-
-        # The triangulated local graphs contain the searched ones, so their edges suffice.
-        local_edges = [
-            (dom.index(a), dom.index(b))
-            for m in ordered
-            if m.local
-            for a, b in m.local.chordal_edges
-        ]
-        joined = join_graphs(
-            dom,
-            local_edges,
-            pairs,
-            lambda i, j: est.binned((names[i], names[j])),
-            tau=cfg.tau,
-            max_model_cells=cfg.max_model_cells,
-            edge_fraction=cfg.cross_edge_fraction,
-        )
+        joined = self.graphcom(received, estimates)
         lap("graphcom")
-
-        model = MarkovRandomField(dom, joined.cliques, total=n_hat, max_cells=None)
-        if local_pots:
-            model.set_potentials(local_pots)
-        if local_pots and cfg.consistency:
-            local_model = model.copy()
-            est.local_marginal = lambda a: local_model.marginal((dom.index(a),))
-        measurements = list(local_ms)
-        w_cross = cfg.cross_weight * (
-            float(np.median([m.weight for m in local_ms])) if local_ms else 1.0
-        )
-        if not cfg.local_mrf:
-            measurements += [
-                Measurement((i,), est.target((names[i],)), w_cross) for i in range(len(dom))
-            ]
+        initial = self.init(received, joined, estimates)
         lap("initmrf")
-
-        candidates = set(pairs)
-        pool = sorted(
-            {p for c in joined.cliques for p in itertools.combinations(c, 2) if p in candidates}
-        )
-        d = len(dom)
-        k_total = min(
-            int(0.8 * d) if cfg.cross_marginals is None else cfg.cross_marginals, len(pool)
-        )
-        rounds = round_sizes(k_total, min(d // 2, 8)) if k_total else []
-        chosen: list[tuple[int, int]] = []
-        iterations = []
-        if not rounds and not cfg.local_mrf:
-            rounds = [0]
-        bar = tqdm(rounds, desc="server OptMRF", disable=not self.progress, leave=False)
-        for r, k in enumerate(bar):
-            errs = {
-                p: float(np.abs(model.marginal(p) - est.target((names[p[0]], names[p[1]]))).sum())
-                for p in pool
-                if p not in chosen
-            }
-            picked = sorted(errs, key=lambda p: (-errs[p], p))[:k]
-            chosen += picked
-            measurements += [
-                Measurement(p, est.target((names[p[0]], names[p[1]])), w_cross) for p in picked
-            ]
-            last = r == len(rounds) - 1
-            fit = mirror_descent(model, measurements, iters=cfg.server_iters * (3 if last else 1))
-            iterations.append(int(fit.iterations))
+        chosen, iterations = self.optimise(received, joined, initial)
         lap("optmrf")
-
-        rows = round(n_hat) if n is None else int(n)
-        codes = model.sample(rows, rng)
-        frame = TableEncoder(cfg.spec).decode(codes)
+        frame = self.sample(initial.model, round(received.n_hat) if n is None else int(n), seed)
         lap("sample")
         report = ProtocolReport(
             epsilon=cfg.epsilon,
             delta=cfg.delta,
             method=cfg.method,
-            ledger=ledger,
+            ledger=received.ledger,
             fm_bound=fm_worst_case(cfg) if cfg.method == "fm" else None,
-            seeded=any(m.seeded for m in ordered),
-            n_hat=n_hat,
-            model=str(model.tree.size),
+            seeded=any(m.seeded for m in received.messages),
+            n_hat=received.n_hat,
+            model=str(initial.model.tree.size),
             cross_edges=tuple((names[a], names[b]) for a, b in joined.added),
             cross_measured=tuple((names[a], names[b]) for a, b in chosen),
-            n_local_measurements=len(local_ms),
+            n_local_measurements=initial.n_local,
             iterations=tuple(iterations),
             seconds=seconds,
         )

@@ -27,7 +27,7 @@ from vertimrf.protocol.budget import (
 )
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
-from vertimrf.synth.privmrf import budget as privmrf_budget
+from vertimrf.synth.privmrf import budget_split as privmrf_budget
 
 _REL = 1e-12
 # The local PrivMRF's Gaussian releases: (L2 sensitivity, required sampler or None).

@@ -8,11 +8,12 @@ best edge even if the score drops. Stop when no absent edge is feasible. Edges a
 removed. The reference stops after three consecutive failed steps; nothing changes between
 failed steps, so stopping at the first is the same.
 
-The search triangulates thousands of candidate graphs, so it uses a small bitmask helper
-(attribute ``i`` is bit ``i``): a chordal graph is kept as is, any other graph is
-triangulated by the reference's static elimination (nodes sorted once by their degree in
-the graph, ties by index). The final chordal graph is then handed to the engine's junction
-tree, which adds no fill to a chordal graph.
+The search triangulates thousands of candidate graphs, so it uses the engine's bitmask
+triangulator (:func:`vertimrf.mrf.junction_tree.triangulate_masks`, attribute ``i`` is bit
+``i``): a chordal graph is kept as is, any other graph is triangulated by the reference's
+static elimination (nodes sorted once by their degree in the graph, ties by index). The final
+chordal graph's cliques come from networkx; it is then handed to the engine's junction tree,
+which adds no fill to a chordal graph.
 """
 
 from __future__ import annotations
@@ -21,115 +22,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
 
 from vertimrf.errors import ConfigError
+from vertimrf.mrf.junction_tree import clique_masks, mask_bits, maximal_cliques, triangulate_masks
 
 _TIE = 1e-12
-_BITS_CACHE: dict[int, tuple[int, ...]] = {}
-
-
-def _bits(mask: int) -> tuple[int, ...]:
-    """Set bit positions of ``mask``, ascending (memoised: the search asks for few masks)."""
-    out = _BITS_CACHE.get(mask)
-    if out is None:
-        found = []
-        rest = mask
-        while rest:
-            low = rest & -rest
-            found.append(low.bit_length() - 1)
-            rest ^= low
-        out = tuple(found)
-        if len(_BITS_CACHE) < 1 << 18:
-            _BITS_CACHE[mask] = out
-    return out
-
-
-def _mcs_order(adj: Sequence[int]) -> list[int]:
-    """Maximum cardinality search visit order (ties by the smallest index)."""
-    d = len(adj)
-    weight = [0] * d
-    unvisited = (1 << d) - 1
-    order = []
-    for _ in range(d):
-        v, best = -1, -1
-        for u in _bits(unvisited):
-            if weight[u] > best:
-                v, best = u, weight[u]
-        order.append(v)
-        unvisited &= ~(1 << v)
-        for u in _bits(adj[v] & unvisited):
-            weight[u] += 1
-    return order
-
-
-def _peo_if_chordal(adj: Sequence[int]) -> list[int] | None:
-    """A perfect elimination order if the graph is chordal, else None.
-
-    The reverse of a maximum cardinality search order is perfect iff the graph is chordal
-    (Tarjan and Yannakakis 1984): for each node, its first-eliminated later neighbour must
-    be adjacent to all its other later neighbours.
-    """
-    order = _mcs_order(adj)[::-1]
-    position = [0] * len(adj)
-    for k, v in enumerate(order):
-        position[v] = k
-    for v in order:
-        later = [u for u in _bits(adj[v]) if position[u] > position[v]]
-        if len(later) > 1:
-            first = min(later, key=position.__getitem__)
-            rest = sum(1 << u for u in later) & ~(1 << first)
-            if rest & ~adj[first]:
-                return None
-    return order
-
-
-def _static_elimination(adj: Sequence[int]) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-    """Static min-degree elimination: (chordal adjacency, elimination order, fill edges)."""
-    d = len(adj)
-    order = sorted(range(d), key=lambda v: (adj[v].bit_count(), v))
-    filled = list(adj)
-    fill = []
-    alive = (1 << d) - 1
-    for v in order:
-        alive &= ~(1 << v)
-        nbrs = filled[v] & alive
-        for u in _bits(nbrs):
-            add = nbrs & ~(1 << u) & ~filled[u]
-            if add:
-                for t in _bits(add):
-                    filled[t] |= 1 << u
-                    fill.append((min(u, t), max(u, t)))
-                filled[u] |= add
-    return filled, order, fill
-
-
-def triangulate(adj: Sequence[int]) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-    """Chordal supergraph (adjacency bitmasks), a perfect elimination order of it and the
-    fill edges; a chordal graph is returned unchanged."""
-    peo = _peo_if_chordal(adj)
-    if peo is not None:
-        return list(adj), peo, []
-    return _static_elimination(adj)
-
-
-def maximal_cliques(adj: Sequence[int], peo: Sequence[int]) -> list[int]:
-    """Maximal cliques (bitmasks) of a chordal graph given a perfect elimination order."""
-    later = (1 << len(adj)) - 1
-    candidates = []
-    for v in peo:
-        later &= ~(1 << v)
-        candidates.append((1 << v) | (adj[v] & later))
-    out: list[int] = []
-    for c in sorted(set(candidates), key=lambda m: -m.bit_count()):
-        if not any(c & k == c for k in out):
-            out.append(c)
-    return out
-
-
-def masks_to_cliques(masks: Sequence[int]) -> list[tuple[int, ...]]:
-    """Clique bitmasks as sorted attribute tuples, in attribute order."""
-    return sorted(tuple(_bits(m)) for m in masks)
 
 
 @dataclass(frozen=True)
@@ -142,7 +41,7 @@ class GraphSearchResult:
 
 
 def _edges(adj: Sequence[int]) -> tuple[tuple[int, int], ...]:
-    return tuple((i, j) for i in range(len(adj)) for j in _bits(adj[i]) if j > i)
+    return tuple((i, j) for i in range(len(adj)) for j in mask_bits(adj[i]) if j > i)
 
 
 def _every_graph_fits(sizes: Sequence[int], max_clique: float, max_total: float) -> bool:
@@ -164,7 +63,7 @@ class _CellCounter:
     def __call__(self, mask: int) -> int:
         cells = self.cache.get(mask)
         if cells is None:
-            cells = math.prod(self.sizes[i] for i in _bits(mask))
+            cells = math.prod(self.sizes[i] for i in mask_bits(mask))
             self.cache[mask] = cells
         return cells
 
@@ -206,8 +105,8 @@ def greedy_graph_search(
             trial = list(adj)
             trial[i] |= 1 << j
             trial[j] |= 1 << i
-            chordal, peo, fill = triangulate(trial)
-            cliques = maximal_cliques(chordal, peo)
+            chordal, peo, fill = triangulate_masks(trial)
+            cliques = clique_masks(chordal, peo)
             sizes_c = [cells(c) for c in cliques]
             total = sum(sizes_c)
             if max(sizes_c) > max_clique_cells or total > max_total_cells:
@@ -223,7 +122,8 @@ def greedy_graph_search(
         adj[i] |= 1 << j
         adj[j] |= 1 << i
         base += w[i][j]
-    chordal, peo, _ = triangulate(adj)
-    return GraphSearchResult(
-        _edges(adj), _edges(chordal), tuple(masks_to_cliques(maximal_cliques(chordal, peo)))
-    )
+    chordal = _edges(triangulate_masks(adj)[0])
+    graph = nx.Graph()
+    graph.add_nodes_from(range(d))
+    graph.add_edges_from(chordal)
+    return GraphSearchResult(_edges(adj), chordal, tuple(sorted(maximal_cliques(graph))))

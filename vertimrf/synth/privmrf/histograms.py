@@ -1,4 +1,8 @@
-"""Exact contingency tables of integer-coded data (private inputs to the Gaussian mechanisms)."""
+"""Sub-marginals of clique tables (exact data counts or model counts) for PrivMRF's refinement.
+
+The counting (:func:`vertimrf.mrf.cliques.histogram`) and the summing out
+(:func:`vertimrf.mrf.cliques.sum_onto_many`) are the MRF engine's.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,6 @@ import numpy as np
 
 from vertimrf.errors import ConfigError
 from vertimrf.mrf.cliques import sum_onto_many
-
-
-def histogram(codes: np.ndarray, attrs: Sequence[int], sizes: Sequence[int]) -> np.ndarray:
-    """Counts of ``codes[:, attrs]`` as a dense float64 table of shape ``sizes[attrs]``."""
-    shape = tuple(int(sizes[a]) for a in attrs)
-    flat = np.ravel_multi_index(tuple(codes[:, a] for a in attrs), shape)
-    cells = int(np.prod(shape, dtype=np.int64))
-    return np.bincount(flat, minlength=cells).astype(np.float64).reshape(shape)
 
 
 class CliqueTables:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from vertimrf.errors import ConfigError
-from vertimrf.synth.privmrf.budget import BudgetSplit
+from vertimrf.synth.privmrf.budget_split import BudgetSplit
 
 
 @dataclass(frozen=True)

@@ -59,15 +59,6 @@ def candidate_pool(
     return CandidatePool(weights)
 
 
-def round_sizes(total: int, rounds: int) -> list[int]:
-    """Split ``total`` new marginals over ``rounds`` rounds (remainder to the first rounds);
-    rounds that would get none are dropped."""
-    if total < 0 or rounds < 1:
-        raise ConfigError(f"need total >= 0 and rounds >= 1; got {total}, {rounds}.")
-    base, extra = divmod(total, rounds)
-    return [c for c in (base + (r < extra) for r in range(rounds)) if c > 0]
-
-
 def query_set(
     pool: CandidatePool, max_queries: int, rng: np.random.Generator, min_size: int = 0
 ) -> list[tuple[int, ...]]:

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from vertimrf.mrf.cliques import histogram
 from vertimrf.privacy.samplers import NoiseSampler
-from vertimrf.synth.privmrf.histograms import histogram
 
 
 def r_score(codes: np.ndarray, i: int, j: int, sizes: Sequence[int]) -> float:

@@ -31,29 +31,26 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from vertimrf.codec import TableCodec, resolve_codec
+from vertimrf.codec import TableCodec, as_table
+from vertimrf.domain import Domain, EncodedTable
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
+from vertimrf.mrf.cliques import histogram
 from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.mrf.model import MarkovRandomField
-from vertimrf.privacy.ledger import PrivacyLedger, Release
+from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import NoiseSampler, randomness
-from vertimrf.synth.privmrf import budget as bud
+from vertimrf.synth.privmrf import budget_split as bud
+from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult, greedy_graph_search
-from vertimrf.synth.privmrf.histograms import CliqueTables, histogram
+from vertimrf.synth.privmrf.histograms import CliqueTables
 from vertimrf.synth.privmrf.initial_set import initial_marginals
 from vertimrf.synth.privmrf.options import PrivMRFOptions
-from vertimrf.synth.privmrf.refinement import (
-    CandidatePool,
-    candidate_pool,
-    noisy_l1_errors,
-    query_set,
-    round_sizes,
-    select_and_update,
-)
-from vertimrf.synth.privmrf.report import AttributeGraph, PrivMRFReport
+from vertimrf.synth.privmrf.refinement import CandidatePool, candidate_pool
 from vertimrf.synth.privmrf.scores import noisy_tvd_scores
+from vertimrf.synth.privmrf.source import FitNoise, GaussianSource, Marginal
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells, refinement_max_cells
+from vertimrf.synth.refine import refine, round_sizes
 
 
 @dataclass
@@ -121,100 +118,133 @@ class PrivMRF:
         self._report: PrivMRFReport | None = None
 
     # ----------------------------------------------------------------------------- fitting
-    def fit(self, df: pd.DataFrame, spec: Any) -> PrivMRF:
-        """Fit on ``df`` (its columns described by ``spec``: a Domain for integer-coded
-        frames, a DomainSpec, or a TableEncoder); returns self."""
+    def fit(self, data: pd.DataFrame | EncodedTable, spec: Any = None) -> PrivMRF:
+        """Fit on ``data``: an :class:`EncodedTable`, or a frame whose columns ``spec``
+        describes (a Domain for integer-coded frames, a DomainSpec, or a TableEncoder);
+        returns self."""
         start = time.perf_counter()
-        codec = resolve_codec(spec)
-        codes = codec.encode(df)
+        table, codec = as_table(data, spec)
+        codes = np.ascontiguousarray(table.codes, dtype=np.int64)
         if codes.shape[0] == 0:
             raise DomainError("PrivMRF.fit needs at least one row.")
-        opts, rng, noise = self.options, self._rng, self._noise
-        discrete = not opts.paper_accounting
-        domain = codec.domain
-        sizes = domain.sizes
-        d = len(sizes)
-        ledger = self._ledger()
-        charged: list[Release] = []
-
-        def charge(
-            mechanism: str, sensitivity: float, sigma: float, count: int, what: str, exact: bool
-        ) -> None:
-            charged.append(
-                ledger.charge_gaussian(
-                    mechanism,
-                    sensitivity,
-                    sigma,
-                    count=count,
-                    party=self.party,
-                    description=what,
-                    sampler="discrete_gaussian" if exact else "gaussian",
-                )
-            )
-
-        def gaussian(counts: np.ndarray, sigma: float) -> np.ndarray:
-            """Integer counts plus exact discrete Gaussian noise (continuous in paper mode)."""
-            if discrete:
-                exact = np.rint(counts).astype(np.int64)
-                return (exact + noise.discrete_gaussian(sigma, exact.shape)).astype(np.float64)
-            return counts + noise.normal(0.0, sigma, np.shape(counts))
-
-        shares = self._shares(d)
+        opts, domain = self.options, codec.domain
+        noise = FitNoise(self._ledger(), self._noise, self.party, not opts.paper_accounting)
+        shares = self._shares(len(domain))
         self._say(
-            f"fit: d={d}, model caps {opts.max_clique_cells:g} / {opts.max_total_cells:g} cells"
+            f"fit: d={len(domain)}, model caps {opts.max_clique_cells:g} / "
+            f"{opts.max_total_cells:g} cells"
         )
-        # 1. Noisy count. Fix of the reference bug (analysis section 8, item 10): its share is
-        # part of the budget (taken from the scores' 10%), not spent on top of it.
-        if self.noisy_count is None:
-            sigma_n = bud.sigma_for_share(shares.count, 1, bud.COUNT_SENSITIVITY)
-            charge(
-                "privmrf.count", bud.COUNT_SENSITIVITY, sigma_n, 1, "noisy record count", discrete
-            )
-            n_hat = max(1.0, float(gaussian(np.array([codes.shape[0]]), sigma_n)[0]))
-        else:
-            n_hat = float(self.noisy_count)
+        n_hat = self._count(codes, shares, noise)
+        tvd = self._scores(codes, domain.sizes, shares, n_hat, noise)
+        found, tree = self._structure(tvd, domain)
+        init, rounds, source = self._plan(codes, tree, n_hat, tvd, shares, noise)
+        measurements = source.measure_set(init, "initial marginal set")
+        model = MarkovRandomField(domain, tree, total=n_hat)
+        first = self._estimate(model, measurements, opts.convergence_ratio, 0)
+        self._say(f"initial set: {len(init)} marginals, {first} iterations")
+        measurements, _, iterations = refine(
+            model,
+            measurements,
+            rounds,
+            source,
+            lambda ms, last, history: self._refit(model, ms, last, history),
+            iterations=[first],
+            on_round=lambda r, chosen, it: self._say(
+                f"round {r + 1}/{len(rounds)}: +{len(chosen)} marginals, {it} iterations"
+            ),
+        )
+        self._fitted = {
+            "codec": codec,
+            "model": model,
+            "n_hat": n_hat,
+            "measurements": tuple(measurements),
+            "graph": _graph(len(domain), found),
+        }
+        self._report = PrivMRFReport.build(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            paper_accounting=opts.paper_accounting,
+            rho_budget=self.rho_budget,
+            releases=tuple(noise.charged),
+            model_size=tree.size,
+            cliques=tuple(tree.cliques),
+            n_measurements=len(measurements),
+            measurement_sigma=source.sigma,
+            iterations=tuple(iterations),
+            fit_seconds=time.perf_counter() - start,
+            seeded=self._noise.seeded,
+        )
+        self._say(f"done in {self._report.fit_seconds:.2f} s")
+        return self
 
-        # 2. Noisy pairwise scores (all pairs, one Gaussian release each).
+    def _count(self, codes: np.ndarray, shares: _Shares, noise: FitNoise) -> float:
+        """1. The noisy record count n_hat (or the one given). Fix of the reference bug
+        (analysis section 8, item 10): its share is part of the budget (taken from the
+        scores' 10%), not spent on top of it."""
+        if self.noisy_count is not None:
+            return float(self.noisy_count)
+        sigma_n = bud.sigma_for_share(shares.count, 1, bud.COUNT_SENSITIVITY)
+        noise.charge(
+            "privmrf.count", bud.COUNT_SENSITIVITY, sigma_n, 1, "noisy record count", noise.discrete
+        )
+        return max(1.0, float(noise.gaussian(np.array([codes.shape[0]]), sigma_n)[0]))
+
+    def _scores(
+        self,
+        codes: np.ndarray,
+        sizes: Sequence[int],
+        shares: _Shares,
+        n_hat: float,
+        noise: FitNoise,
+    ) -> np.ndarray:
+        """2. Noisy pairwise R-scores (all pairs, one Gaussian release each)."""
+        d = len(sizes)
         n_pairs = d * (d - 1) // 2
-        tvd = np.zeros((d, d))
-        if n_pairs:
-            sigma_r = bud.sigma_for_share(shares.scores, n_pairs, bud.R_SCORE_SENSITIVITY)
-            charge(
-                "privmrf.r_scores",
-                bud.R_SCORE_SENSITIVITY,
-                sigma_r,
-                n_pairs,
-                "pair R-scores",
-                False,
-            )
-            tvd = noisy_tvd_scores(codes, sizes, sigma_r, n_hat, noise)
+        if not n_pairs:
+            return np.zeros((d, d))
+        sigma_r = bud.sigma_for_share(shares.scores, n_pairs, bud.R_SCORE_SENSITIVITY)
+        noise.charge(
+            "privmrf.r_scores", bud.R_SCORE_SENSITIVITY, sigma_r, n_pairs, "pair R-scores", False
+        )
+        return noisy_tvd_scores(codes, sizes, sigma_r, n_hat, noise.sampler)
 
-        # 3. Graph search and the junction tree.
+    def _structure(self, tvd: np.ndarray, domain: Domain) -> tuple[GraphSearchResult, JunctionTree]:
+        """3. Graph search under the size caps and the junction tree."""
+        opts = self.options
         found = greedy_graph_search(
             tvd,
-            sizes,
+            domain.sizes,
             max_clique_cells=opts.max_clique_cells,
             max_total_cells=opts.max_total_cells,
             size_penalty=opts.size_penalty,
-            rng=rng,
+            rng=self._rng,
         )
         tree = JunctionTree.build(
             domain, found.cliques, heuristic="min_fill", max_cells=int(opts.max_total_cells)
         )
         self._say(f"graph: {len(found.edges)} edges; model {tree.size}")
+        return found, tree
 
-        # 4. Initial marginal set (graph-phase usefulness with the planned noise level).
+    def _plan(
+        self,
+        codes: np.ndarray,
+        tree: JunctionTree,
+        n_hat: float,
+        tvd: np.ndarray,
+        shares: _Shares,
+        noise: FitNoise,
+    ) -> tuple[list[Marginal], list[int], GaussianSource]:
+        """4-5. The initial marginal set (graph-phase usefulness with the planned noise), the
+        refinement rounds, and one noise level for every measured marginal."""
+        opts, sizes, d = self.options, tree.domain.sizes, len(tree.domain)
         planned = d + opts.refine_fraction * d
         sigma_est = math.sqrt(planned / (2.0 * shares.measurements))
         init = initial_marginals(
-            tree.cliques, sizes, graph_phase_max_cells(n_hat, sigma_est, opts.theta), tvd, rng
+            tree.cliques, sizes, graph_phase_max_cells(n_hat, sigma_est, opts.theta), tvd, self._rng
         )
-
-        # 5. Refinement plan, then one noise level for every measured marginal.
         k_total = int(opts.refine_fraction * d)
         sigma = bud.sigma_for_share(shares.measurements, len(init) + k_total, 1.0)
-        pool = self._pool(tree, sizes, n_hat, sigma, init)
-        k_total = min(k_total, len(pool))
+        k_total = min(k_total, len(self._pool(tree, sizes, n_hat, sigma, init)))
         n_rounds = min(d // 2, opts.max_rounds) if shares.error_queries > 0 else 0
         rounds = round_sizes(k_total, n_rounds) if k_total and n_rounds else []
         if not rounds:
@@ -224,80 +254,33 @@ class PrivMRF:
         # Unlike the reference, a smaller pool lowers the noise of ALL measurements (it is
         # fixed before any marginal is measured), so the measurement share is spent exactly.
         sigma = bud.sigma_for_share(shares.measurements, len(init) + k_total, 1.0)
-        pool = self._pool(tree, sizes, n_hat, sigma, init)
-
-        # Every marginal measured or queried below lies inside a clique: count each clique once;
-        # candidates recur across rounds, so their true tables are kept.
-        data = CliqueTables({c: histogram(codes, c, sizes) for c in tree.cliques})
-        known: dict[tuple[int, ...], np.ndarray] = {}
-
-        def truth(m: tuple[int, ...]) -> np.ndarray:
-            if m not in known:
-                known[m] = data.project(m)
-            return known[m]
-
-        def measure(marginals: list[tuple[int, ...]], what: str) -> list[Measurement]:
-            charge(
-                "privmrf.marginals", bud.MARGINAL_SENSITIVITY, sigma, len(marginals), what, discrete
-            )
-            return [Measurement(m, gaussian(truth(m), sigma), 1.0 / sigma) for m in marginals]
-
-        measurements = measure(init, "initial marginal set")
-        model = MarkovRandomField(domain, tree, total=n_hat)
-        iterations = [self._estimate(model, measurements, opts.convergence_ratio, 0)]
-        self._say(f"initial set: {len(init)} marginals, {iterations[-1]} iterations")
-
-        # 6. Refinement rounds.
-        for r, k in enumerate(rounds):
-            queries = query_set(pool, opts.max_queries, rng, min_size=k)
-            sigma_q = bud.sigma_for_share(shares.error_queries / len(rounds), len(queries), 1.0)
-            charge(
-                "privmrf.error_queries",
-                bud.ERROR_QUERY_SENSITIVITY,
-                sigma_q,
-                len(queries),
-                f"round {r + 1} L1 errors",
-                False,
-            )
-            fitted = CliqueTables({c: model.clique_marginal(c) for c in model.cliques})
-            new = [q for q in dict.fromkeys(queries) if q not in known]
-            known.update(zip(new, data.project_many(new), strict=True))
-            model_tables = dict(zip(queries, fitted.project_many(queries), strict=True))
-            errors = noisy_l1_errors(queries, model_tables.__getitem__, truth, sigma_q, noise)
-            chosen = select_and_update(pool, queries, errors, k)
-            measurements += measure(chosen, f"round {r + 1} marginals")
-            last = r == len(rounds) - 1
-            # Fix of the reference bug (analysis section 8, item 20): the last round's
-            # minimum iterations average over all previous fits (the initial one included),
-            # so a single refinement round does not divide by zero.
-            min_iters = 3 * sum(iterations) // len(iterations) if last else 0
-            ratio = opts.final_convergence_ratio if last else opts.convergence_ratio
-            iterations.append(self._estimate(model, measurements, ratio, min_iters))
-            self._say(f"round {r + 1}/{len(rounds)}: +{k} marginals, {iterations[-1]} iterations")
-
-        self._fitted = {
-            "codec": codec,
-            "model": model,
-            "n_hat": n_hat,
-            "measurements": tuple(measurements),
-            "graph": _graph(d, found),
-        }
-        self._report = PrivMRFReport.build(
-            epsilon=self.epsilon,
-            delta=self.delta,
-            paper_accounting=opts.paper_accounting,
-            rho_budget=self.rho_budget,
-            releases=tuple(charged),
-            model_size=tree.size,
-            cliques=tuple(tree.cliques),
-            n_measurements=len(measurements),
-            measurement_sigma=sigma,
-            iterations=tuple(iterations),
-            fit_seconds=time.perf_counter() - start,
-            seeded=noise.seeded,
+        # Every marginal measured or queried lies inside a clique: count each clique once.
+        source = GaussianSource(
+            noise=noise,
+            data=CliqueTables({c: histogram(codes, c, sizes) for c in tree.cliques}),
+            pool=self._pool(tree, sizes, n_hat, sigma, init),
+            sigma=sigma,
+            query_rho=shares.error_queries / len(rounds) if rounds else 0.0,
+            max_queries=opts.max_queries,
+            rng=self._rng,
         )
-        self._say(f"done in {self._report.fit_seconds:.2f} s")
-        return self
+        return init, rounds, source
+
+    def _refit(
+        self,
+        model: MarkovRandomField,
+        measurements: list[Measurement],
+        last: bool,
+        history: list[int],
+    ) -> int:
+        """6. Re-estimation after a refinement round. Fix of the reference bug (analysis
+        section 8, item 20): the last round's minimum iterations average over all previous
+        fits (the initial one included), so a single refinement round does not divide by
+        zero."""
+        opts = self.options
+        min_iters = 3 * sum(history) // len(history) if last else 0
+        ratio = opts.final_convergence_ratio if last else opts.convergence_ratio
+        return self._estimate(model, measurements, ratio, min_iters)
 
     def _ledger(self) -> PrivacyLedger:
         """The ledger of this fit: the given one, or a new one for this fit's budget."""

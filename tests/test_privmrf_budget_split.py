@@ -5,7 +5,7 @@ import pytest
 from tests.test_gdp import PRIVMRF_TABLE
 from vertimrf.errors import ConfigError
 from vertimrf.privacy import epsilon_to_rho, gaussian_rho
-from vertimrf.synth.privmrf.budget import BudgetSplit, sigma_for_share, total_rho
+from vertimrf.synth.privmrf.budget_split import BudgetSplit, sigma_for_share, total_rho
 
 
 def test_default_split_deducts_the_count_share() -> None:
