@@ -79,11 +79,11 @@ def adult_speed(t: int, repeats: int) -> dict:
 
 VARIANTS = {
     "zcdp": {},
-    "paper": {"accounting": "paper"},
+    "paper": {"accounting": "theorem2"},
     "zcdp_eps_share": {"eps_share": True},
     "zcdp_harmonic": {"method": "harmonic"},
-    "paper_harmonic": {"accounting": "paper", "method": "harmonic"},
-    "zcdp_paper_estimator": {"method": "paper"},
+    "paper_harmonic": {"accounting": "theorem2", "method": "harmonic"},
+    "zcdp_paper_estimator": {"method": "algorithm4"},
 }
 
 

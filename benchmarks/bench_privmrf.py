@@ -8,7 +8,7 @@ with ``--secure`` from OpenDP's cryptographically secure one (the production pat
 TVDs are not reproducible). Each row records how many discrete noise values the fit drew.
 
 ``--reproduce`` instead runs the issue's reproduction check on NLTCS at epsilon = 0.8 (seeds
-0-2): the defaults against ``paper_accounting=True`` with the reference's model caps (1e7 cells
+0-2): the defaults against ``gdp_accounting=True`` with the reference's model caps (1e7 cells
 per clique, 5e7 in total), and writes a markdown summary with ``--md``.
 
 Usage: python benchmarks/bench_privmrf.py [--quick | --reproduce] [--secure] [--json PATH]
@@ -59,14 +59,14 @@ def run(dataset: str, epsilon: float, seed: int, secure: bool = False, **options
     return row
 
 
-REFERENCE = {"paper_accounting": True, "max_clique_cells": 1e7, "max_total_cells": 5e7}
+REFERENCE = {"gdp_accounting": True, "max_clique_cells": 1e7, "max_total_cells": 5e7}
 
 
 def reproduce(json_path: str | None, md_path: str | None) -> None:
     """NLTCS at epsilon = 0.8: the defaults and the reference's accounting and caps."""
     print(f"machine: {machine()}")
     rows = []
-    for name, options in (("defaults", {}), ("paper_accounting + caps 1e7 / 5e7", REFERENCE)):
+    for name, options in (("defaults", {}), ("gdp_accounting + caps 1e7 / 5e7", REFERENCE)):
         for seed in (0, 1, 2):
             r = run("nltcs", 0.8, seed, **options)
             r["setting"] = name
@@ -106,7 +106,7 @@ def main() -> None:
     ap.add_argument(
         "--reproduce",
         action="store_true",
-        help="NLTCS at epsilon 0.8: defaults vs paper_accounting with the reference's caps",
+        help="NLTCS at epsilon 0.8: defaults vs gdp_accounting with the reference's caps",
     )
     ap.add_argument("--json", default=None, help="write the rows to this JSON file")
     ap.add_argument("--md", default=None, help="with --reproduce: write the summary here")

@@ -75,7 +75,7 @@ def cross_marginal_experiment(
     The table is encoded once and each party takes its columns (timings cover LocEnc only).
 
     Budget shares are fractions of the zCDP budget rho of (epsilon, delta) under
-    ``accounting="zcdp"``; under ``"paper"`` the sketch share is a fraction of epsilon fed to
+    ``accounting="zcdp"``; under ``"theorem2"`` the sketch share is a fraction of epsilon fed to
     the paper's formula (the ledger still charges the true zCDP cost). ``sketch_rho``, if
     given, sets the sketches' zCDP cost directly instead of ``sketch_share``.
     """

@@ -212,7 +212,7 @@ def test_paper_method_matches_formula_and_cache():
     codes = np.column_stack([rng.integers(0, u, n) for u in dom.sizes])
     noise = fm_noise(0.05, 1.0)
     sketches = _split_sketches(codes, dom, t, noise, rng, [[0], [1]])
-    est = CarEst(sketches, n, method="paper")
+    est = CarEst(sketches, n, method="algorithm4")
     got = est.marginal(["0", "1"])
     comp = np.concatenate([complement_sketches(s.values, s.domain) for s in sketches], axis=1)
     for a, b in itertools.product(range(3), range(2)):

@@ -55,7 +55,7 @@ def test_roles_run_as_separate_processes(tmp_path, method):
         ],
         [
             "party",
-            "encode",
+            "release",
             "--config",
             "config.json",
             "--party",
@@ -72,7 +72,7 @@ def test_roles_run_as_separate_processes(tmp_path, method):
         ],
         [
             "party",
-            "encode",
+            "release",
             "--config",
             "config.json",
             "--party",
@@ -201,7 +201,7 @@ def test_every_unreadable_input_is_a_one_line_error(tmp_path):
     def encode(**over):
         args = {"--config": "c.json", "--data": "a.csv", "--secret-file": "s.hex", **over}
         flat = [x for kv in args.items() for x in kv]
-        return _run("party", "encode", "--party", "a", "--id-column", "rid", *flat,
+        return _run("party", "release", "--party", "a", "--id-column", "rid", *flat,
                     "--out", "m.vmrf", "--quiet", cwd=tmp_path)  # fmt: skip
 
     cases = [
@@ -270,7 +270,7 @@ def test_every_unreadable_input_is_a_one_line_error(tmp_path):
         ["demo"],
         ["secret"],
         ["config"],
-        ["party", "encode"],
+        ["party", "release"],
         ["server", "synthesize"],
         ["evaluate"],
     ],

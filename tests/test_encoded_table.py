@@ -45,7 +45,7 @@ def test_a_party_takes_an_encoded_table_with_ids():
     table = TableEncoder(spec.subset(cols)).table(df[cols])
     one = Party("party0", frame, cfg, SECRET, id_column="rid", seed=2, progress=False)
     two = Party("party0", table, cfg, SECRET, ids=np.arange(len(df)), seed=2, progress=False)
-    m1, m2 = one.encode(), two.encode()
+    m1, m2 = one.release(), two.release()
     np.testing.assert_array_equal(m1.grr, m2.grr)
     assert m1.noisy_count == m2.noisy_count and m1.releases == m2.releases
     with pytest.raises(DomainError, match="ids"):

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.test_container import BOMB_ITEMS, _bomb, _crc_of_zeros, _measure, _npy
-from tests.vertical_fixtures import encode_all, small_adult
+from tests.vertical_fixtures import release_all, small_adult
 from vertimrf.errors import VertimrfError
 from vertimrf.protocol import PartyMessage
 from vertimrf.protocol.container import read_container, write_container
@@ -41,7 +41,7 @@ JSON = st.recursive(
 @pytest.fixture(scope="module", params=["fo", "fm"])
 def saved(request, tmp_path_factory):
     df, spec = small_adult(800, 8)
-    cfg, _, messages = encode_all(df, spec, PARTIES, seed=3, method=request.param)
+    cfg, _, messages = release_all(df, spec, PARTIES, seed=3, method=request.param)
     folder = tmp_path_factory.mktemp(f"fuzz-{request.param}")
     paths = []
     for m in messages:

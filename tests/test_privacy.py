@@ -72,7 +72,7 @@ def test_mechanism_costs():
 def test_paper_sketch_formula_is_exact():
     eps_enc, t, d, delta = 0.4, 2000, 16, 1 / 21574
     expected = eps_enc / (4 * math.sqrt(t * d * math.log(1 / delta)))
-    assert sketch_epsilon(t, d, epsilon=eps_enc, delta=delta, accounting="paper") == expected
+    assert sketch_epsilon(t, d, epsilon=eps_enc, delta=delta, accounting="theorem2") == expected
     # Analysis table, NLTCS at epsilon 0.8: eps' = 1.77e-4.
     assert expected == pytest.approx(1.77e-4, rel=5e-3)
 
@@ -84,7 +84,7 @@ def test_zcdp_sketch_epsilon_spends_exactly_the_share():
     # Same (eps_enc, delta) share: zCDP gives a far larger eps' than the paper formula.
     delta = 1 / 21574
     zc = sketch_epsilon(2000, 16, rho=epsilon_to_rho(0.288, delta))
-    pa = sketch_epsilon(2000, 16, epsilon=0.288, delta=delta, accounting="paper")
+    pa = sketch_epsilon(2000, 16, epsilon=0.288, delta=delta, accounting="theorem2")
     assert 2.5 < zc / pa < 4.5
 
 

@@ -31,9 +31,9 @@ def test_total_rho_modes() -> None:
 
 
 @pytest.mark.parametrize(("epsilon", "x_table"), sorted(PRIVMRF_TABLE.items()))
-def test_paper_accounting_spends_the_reference_budget(epsilon: float, x_table: float) -> None:
+def test_gdp_accounting_spends_the_reference_budget(epsilon: float, x_table: float) -> None:
     # The reference's budget x(epsilon) at delta = 1e-5 (analysis 1.2); mu-GDP is rho = mu^2/2.
-    assert total_rho(epsilon, 1e-5, paper_accounting=True) == pytest.approx(x_table / 2, rel=1e-4)
+    assert total_rho(epsilon, 1e-5, gdp_accounting=True) == pytest.approx(x_table / 2, rel=1e-4)
 
 
 @pytest.mark.parametrize(("count", "sens"), [(1, 1.0), (120, 2.0), (37, 1.0)])
@@ -45,5 +45,5 @@ def test_sigma_for_share_spends_exactly_the_share(count: int, sens: float) -> No
 def test_paper_sigmas_match_the_reference_formula() -> None:
     # Reference: sigma = Delta * sqrt(k / b) for k releases sharing b of x (analysis 1.2).
     x = 4.78237e-2
-    rho = total_rho(0.8, 1e-5, paper_accounting=True)
+    rho = total_rho(0.8, 1e-5, gdp_accounting=True)
     assert sigma_for_share(0.8 * rho, 28, 1.0) == pytest.approx((28 / (0.8 * x)) ** 0.5, rel=1e-5)

@@ -115,8 +115,8 @@ def test_same_seed_same_output() -> None:
     pd.testing.assert_frame_equal(one, two)
 
 
-def test_paper_accounting_reproduces_the_reference_noise() -> None:
-    model = PrivMRF(0.8, 1e-5, seed=1, paper_accounting=True, **QUIET).fit(_table(), DOMAIN)
+def test_gdp_accounting_reproduces_the_reference_noise() -> None:
+    model = PrivMRF(0.8, 1e-5, seed=1, gdp_accounting=True, **QUIET).fit(_table(), DOMAIN)
     x = privmrf_budget(0.8, 1e-5)
     assert x == pytest.approx(4.78237e-2, rel=1e-5)  # the reference table value
     rel = model.ledger.releases

@@ -18,7 +18,7 @@ WORKED = [
 @pytest.mark.parametrize(("name", "eps", "n", "d", "x", "s_n", "g_max", "s_m", "r_max"), WORKED)
 def test_worked_numbers(name, eps, n, d, x, s_n, g_max, s_m, r_max) -> None:
     # The reference's shares (x-units): count 0.001 x, measurements 0.8 x; rho = x / 2.
-    rho = total_rho(eps, 1e-5, paper_accounting=True)
+    rho = total_rho(eps, 1e-5, gdp_accounting=True)
     assert 2 * rho == pytest.approx(x, rel=1e-3)
     split = BudgetSplit()
     assert sigma_for_share(split.count * rho, 1, 1.0) == pytest.approx(s_n, rel=2e-3)

@@ -4,7 +4,7 @@ import pytest
 
 from vertimrf.datasets import load_dataset
 from vertimrf.errors import ConfigError
-from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.config import PartySpec, ProtocolConfig
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +59,18 @@ def test_column_ownership_must_partition_the_spec(spec):
         ProtocolConfig.from_preset(
             "paper", epsilon=1, delta=1e-5, spec=spec, parties=[names[:8], names[9:]]
         )
+
+
+def test_the_dataclass_defaults_are_the_default_preset():
+    """Presets are the only source of defaults: a config built field by field equals the
+    `default` preset in every output-changing setting (everything but the run nonce)."""
+    spec = load_dataset("nltcs")[1]
+    names = list(spec.names)
+    kw = {"epsilon": 1.0, "delta": 1e-5, "spec": spec, "run_nonce": "ab" * 16}
+    direct = ProtocolConfig(
+        parties=(PartySpec("a", tuple(names[:8])), PartySpec("b", tuple(names[8:]))), **kw
+    )
+    preset = ProtocolConfig.from_preset(
+        "default", parties=[("a", names[:8]), ("b", names[8:])], **kw
+    )
+    assert direct == preset and direct.config_hash() == preset.config_hash()

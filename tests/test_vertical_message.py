@@ -11,7 +11,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from tests.vertical_fixtures import SECRET, encode_all, make_config, small_adult, string_ids
+from tests.vertical_fixtures import SECRET, make_config, release_all, small_adult, string_ids
 from vertimrf.errors import MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import Release
@@ -55,7 +55,7 @@ DISCRETE = {"discrete_laplace", "discrete_laplace_hist", "privmrf.marginals"}
 @pytest.fixture(scope="module")
 def run():
     df, spec = small_adult(2500, 8)
-    return df, spec, *encode_all(df, spec, PARTIES, seed=5)
+    return df, spec, *release_all(df, spec, PARTIES, seed=5)
 
 
 def _zip_parts(path):
@@ -73,8 +73,8 @@ def _zip_parts(path):
 @pytest.mark.parametrize("method", ["fm", "fo"])
 def test_message_holds_only_dp_outputs_and_public_metadata(tmp_path, method):
     df, spec = small_adult(2500, 8)
-    cfg, members, messages = encode_all(df, spec, PARTIES, seed=5, method=method)
-    _, _, again = encode_all(df, spec, PARTIES, seed=6, method=method)  # other noise
+    cfg, members, messages = release_all(df, spec, PARTIES, seed=5, method=method)
+    _, _, again = release_all(df, spec, PARTIES, seed=6, method=method)  # other noise
     n = len(df)
     for party, msg, other in zip(members, messages, again, strict=True):
         path = tmp_path / f"{msg.party}.vmrf"
@@ -202,7 +202,7 @@ def test_config_mismatch_is_rejected(run):
 
 def test_key_fingerprint_mismatch_is_rejected(run):
     df, spec, cfg, _, messages = run
-    _, _, foreign = encode_all(df, spec, PARTIES, seed=5, secret=bytes(range(1, 33)))
+    _, _, foreign = release_all(df, spec, PARTIES, seed=5, secret=bytes(range(1, 33)))
     with pytest.raises(MessageError, match="fingerprints differ"):
         Server(cfg, progress=False).receive([messages[0], foreign[1]])
 

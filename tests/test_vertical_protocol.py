@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.vertical_fixtures import SECRET, encode_all, make_config, party_frames, small_adult
+from tests.vertical_fixtures import SECRET, make_config, party_frames, release_all, small_adult
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import Domain, EncodedTable, TableEncoder
 from vertimrf.metrics import tvd
@@ -31,7 +31,7 @@ def test_roles_any_number_of_parties(m, method):
     assert any(
         p != sorted(p) or np.diff([spec.names.index(c) for c in p]).max() > 1 for p in parties
     )  # really non-contiguous
-    cfg, _, messages = encode_all(df, spec, parties, seed=m, method=method, server_iters=30)
+    cfg, _, messages = release_all(df, spec, parties, seed=m, method=method, server_iters=30)
     synth, report = Server(cfg, progress=False).synthesize(messages[::-1], seed=1)
     assert list(synth.columns) == list(spec.names)
     TableEncoder(spec).encode(synth)  # every value inside the spec's domain
@@ -47,7 +47,7 @@ def test_row_order_and_ids_do_not_matter():
     """The same records in another row order give bit-identical messages (same seeds)."""
     df, spec = small_adult(1500, 6)
     parties = [["0", "3", "5"], ["1", "2", "4"]]
-    _, _, a = encode_all(df, spec, parties, seed=3)
+    _, _, a = release_all(df, spec, parties, seed=3)
     # Different per-party row orders come from another shuffle seed in party_frames.
     frames = party_frames(df, parties, seed=99)
     cfg = make_config(spec, parties)
@@ -56,7 +56,7 @@ def test_row_order_and_ids_do_not_matter():
         for p, f in zip(cfg.parties, frames, strict=True)
     ]
     n_hat = members[0].release_count()
-    b = [x.encode(noisy_count=n_hat) for x in members]
+    b = [x.release(noisy_count=n_hat) for x in members]
     for ma, mb in zip(a, b, strict=True):
         np.testing.assert_array_equal(ma.sketch.values, mb.sketch.values)
         for pa, pb in zip(ma.local.potentials, mb.local.potentials, strict=True):

@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from tests.vertical_fixtures import encode_all, small_adult
+from tests.vertical_fixtures import release_all, small_adult
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
@@ -117,7 +117,7 @@ def test_fo_estimates_recover_the_truth_at_high_epsilon():
     within 3% of n of the truth (the noisy-count padding is O(1/eps) rows)."""
     df, spec = small_adult(3000, 6)
     parties = [["0", "1", "2"], ["3", "4", "5"]]
-    cfg, _, messages = encode_all(df, spec, parties, seed=0, method="fo", epsilon=400.0, binned=())
+    cfg, _, messages = release_all(df, spec, parties, seed=0, method="fo", epsilon=400.0, binned=())
     est = CrossEstimates(messages, cfg, messages[0].noisy_count)
     table = est.target(("0", "3"))
     truth = np.zeros_like(table)
@@ -128,7 +128,7 @@ def test_fo_estimates_recover_the_truth_at_high_epsilon():
 
 def test_carest_results_are_computed_once(monkeypatch):
     df, spec = small_adult(1500, 6)
-    cfg, _, messages = encode_all(df, spec, [["0", "1", "2"], ["3", "4", "5"]], seed=0)
+    cfg, _, messages = release_all(df, spec, [["0", "1", "2"], ["3", "4", "5"]], seed=0)
     est = CrossEstimates(messages, cfg, messages[0].noisy_count)
     calls = []
     original = est._carest._estimate

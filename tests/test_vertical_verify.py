@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tests.vertical_fixtures import SECRET, encode_all, make_config, party_frames, small_adult
+from tests.vertical_fixtures import SECRET, make_config, party_frames, release_all, small_adult
 from vertimrf.errors import MessageError, PrivacyBudgetError
 from vertimrf.party import Party
 from vertimrf.protocol.bins import BinMap
@@ -21,7 +21,7 @@ PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]
 @pytest.fixture(scope="module", params=["fo", "fm"])
 def run(request):
     df, spec = small_adult(2000, 8)
-    cfg, members, messages = encode_all(df, spec, PARTIES, seed=7, method=request.param)
+    cfg, members, messages = release_all(df, spec, PARTIES, seed=7, method=request.param)
     return df, spec, cfg, members, messages
 
 
@@ -129,7 +129,7 @@ def test_encoded_arrays_are_checked_against_the_mechanism(run):
 def test_a_party_encodes_once_and_cannot_overspend(run):
     df, spec, cfg, members, messages = run
     with pytest.raises(PrivacyBudgetError, match="once per run"):
-        members[1].encode(noisy_count=messages[0].noisy_count)
+        members[1].release(noisy_count=messages[0].noisy_count)
     for party in members:
         assert party.ledger.budget_rho == pytest.approx(party_rho(cfg, party.name), rel=1e-12)
         assert party.ledger.total_rho == pytest.approx(party.ledger.budget_rho, rel=1e-9)
@@ -148,7 +148,7 @@ def test_keys_and_row_order_are_bound_to_the_run():
         for nonce in ("a" * 32, "b" * 32):
             cfg = make_config(spec, PARTIES, method=method, run_nonce=nonce, t=64)
             party = Party("party0", frames[0], cfg, SECRET, id_column="rid", seed=0, progress=False)
-            msg = party.encode()
+            msg = party.release()
             out[method, nonce] = msg
     assert out["fm", "a" * 32].key_fingerprint != out["fm", "b" * 32].key_fingerprint
     # Same seeds, same data: only the run-bound order differs between the two FO runs.

@@ -54,7 +54,7 @@ def make_config(spec, parties, *, epsilon=1.6, method="fm", **kw) -> ProtocolCon
     )
 
 
-def encode_all(df, spec, parties, *, seed=0, method="fm", secret=SECRET, **kw):
+def release_all(df, spec, parties, *, seed=0, method="fm", secret=SECRET, **kw):
     """Config, parties and messages of a full run (count party first)."""
     cfg = make_config(spec, parties, method=method, **kw)
     frames = party_frames(df, parties, seed)
@@ -63,5 +63,5 @@ def encode_all(df, spec, parties, *, seed=0, method="fm", secret=SECRET, **kw):
         for p, f in zip(cfg.parties, frames, strict=True)
     ]
     n_hat = members[0].release_count()
-    messages = [m.encode(noisy_count=n_hat) for m in members]
+    messages = [m.release(noisy_count=n_hat) for m in members]
     return cfg, members, messages

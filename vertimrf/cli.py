@@ -185,7 +185,7 @@ def _read_secret(path: str) -> bytes:
         raise ConfigError(f"{path}: not a hex secret (make one with `vertimrf secret`).") from None
 
 
-def _cmd_party_encode(args: argparse.Namespace) -> int:
+def _cmd_party_release(args: argparse.Namespace) -> int:
     from vertimrf.party import Party
     from vertimrf.protocol import PartyMessage, ProtocolConfig
 
@@ -209,7 +209,7 @@ def _cmd_party_encode(args: argparse.Namespace) -> int:
                 f"{args.count_from} holds no noisy count: pass the message of the count party "
                 f"{cfg.count_party!r}."
             )
-    message = party.encode(noisy_count=noisy)
+    message = party.release(noisy_count=noisy)
     message.save(args.out)
     print(
         f"{args.party}: wrote {args.out} ({os.path.getsize(args.out):,} bytes); "
@@ -324,28 +324,28 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_party(sub: argparse._SubParsersAction) -> None:
-    """The `party encode` command."""
+    """The `party release` command."""
     party = sub.add_parser("party", help="a party's role", description="A party's role.")
     psub = party.add_subparsers(dest="action", required=True)
-    enc = psub.add_parser(
-        "encode",
-        help="encode a party's columns into a message for the server",
+    rel = psub.add_parser(
+        "release",
+        help="make a party's message (all its DP releases) for the server",
         description="Run LocMRF, binning and LocEnc on this party's CSV and write its message.",
     )
-    enc.add_argument("--config", required=True, help="the shared protocol config")
-    enc.add_argument("--party", required=True, help="this party's name in the config")
-    enc.add_argument("--data", required=True, help="CSV with the ID column and own columns")
-    enc.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
-    enc.add_argument("--secret-file", required=True, help="the parties' shared secret")
-    enc.add_argument("--out", required=True, help="message file to write")
-    enc.add_argument(
+    rel.add_argument("--config", required=True, help="the shared protocol config")
+    rel.add_argument("--party", required=True, help="this party's name in the config")
+    rel.add_argument("--data", required=True, help="CSV with the ID column and own columns")
+    rel.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
+    rel.add_argument("--secret-file", required=True, help="the parties' shared secret")
+    rel.add_argument("--out", required=True, help="message file to write")
+    rel.add_argument(
         "--count-from",
         default=None,
         help="the count party's message, for its noisy count (every other party needs it)",
     )
-    enc.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
-    enc.add_argument("--quiet", action="store_true", help="no progress bars")
-    enc.set_defaults(func=_cmd_party_encode)
+    rel.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
+    rel.add_argument("--quiet", action="store_true", help="no progress bars")
+    rel.set_defaults(func=_cmd_party_release)
 
 
 def _add_server(sub: argparse._SubParsersAction) -> None:

@@ -1,6 +1,6 @@
 """``simulate``: every party and the server in one process, for research and tests.
 
-It runs the same path as the separate roles (``vertimrf party encode`` per party, then
+It runs the same path as the separate roles (``vertimrf party release`` per party, then
 ``vertimrf server synthesize``): messages go through files, every role derives its seed
 from (run seed, role name), so ``simulate(df, config=cfg, seed=s, secret=b)`` writes the
 same synthetic table, byte for byte, as the command-line roles run with ``--seed s`` and the
@@ -92,7 +92,7 @@ def simulate(
 def _exchange(
     members: list[Party], cfg: ProtocolConfig, message_dir: str | os.PathLike | None
 ) -> tuple[list[PartyMessage], dict[str, int]]:
-    """The count party releases its count, every party encodes, and the messages go
+    """The count party releases its count, every party releases its message, and the messages go
     through files (in ``message_dir``, or a temporary folder) to the server; their sizes."""
     (count_party,) = [m for m in members if m.name == cfg.count_party]
     n_hat = count_party.release_count()
@@ -101,7 +101,7 @@ def _exchange(
         paths = {}
         for member in members:
             paths[member.name] = folder / f"{member.name}.vmrf"
-            member.encode(noisy_count=n_hat).save(paths[member.name])
+            member.release(noisy_count=n_hat).save(paths[member.name])
         sizes = {name: path.stat().st_size for name, path in paths.items()}
         return [PartyMessage.load(path, cfg) for path in paths.values()], sizes
 

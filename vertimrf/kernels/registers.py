@@ -4,7 +4,7 @@ For every key ``i`` and value slot ``s`` (``offsets[j] + code`` of attribute ``j
 is the minimum keyed hash of the fingerprints of the records holding that value; an empty slot
 keeps ``EMPTY_REGISTER`` (2**64 - 1).
 
-Layout of :func:`encode_registers`: keys are processed in blocks of ``KEY_BLOCK``. One pass over
+Layout of :func:`hash_registers`: keys are processed in blocks of ``KEY_BLOCK``. One pass over
 the rows per block reuses each row's loaded fingerprint and codes for ``KEY_BLOCK`` keys, the
 same message under ``KEY_BLOCK`` keys is hashed as SIMD lanes (SipHash ``SIP_LANES`` keys per
 LLVM vector, see :func:`~vertimrf.kernels.hashing.siphash24_lanes`), and the block's registers
@@ -74,7 +74,7 @@ def _update_slot(full, top, s, h, high, opaque_zero):
 
 
 @njit(cache=True)
-def _encode_key_block(codes, offsets, k0, k1, fingerprints, lo, use_siphash, opaque_zero, out):
+def _hash_key_block(codes, offsets, k0, k1, fingerprints, lo, use_siphash, opaque_zero, out):
     """Registers of keys ``lo .. lo + KEY_BLOCK - 1`` (fewer at the end), written to ``out``."""
     t, n_slots = out.shape
     n, d = codes.shape
@@ -106,7 +106,7 @@ def _encode_key_block(codes, offsets, k0, k1, fingerprints, lo, use_siphash, opa
 
 
 @njit(parallel=True, cache=True)
-def encode_registers(codes, offsets, k0, k1, fingerprints, n_slots, use_siphash, opaque_zero):
+def hash_registers(codes, offsets, k0, k1, fingerprints, n_slots, use_siphash, opaque_zero):
     """Registers ``(t, n_slots)`` uint64 of the rows ``codes`` (n, d) uint8/uint16.
 
     ``offsets`` (d,) int64 is the first slot of each attribute; ``k0``/``k1`` (t,) uint64 the
@@ -118,7 +118,7 @@ def encode_registers(codes, offsets, k0, k1, fingerprints, n_slots, use_siphash,
     t = k0.size
     out = np.empty((t, n_slots), np.uint64)
     for b in prange((t + KEY_BLOCK - 1) // KEY_BLOCK):
-        _encode_key_block(
+        _hash_key_block(
             codes, offsets, k0, k1, fingerprints, b * KEY_BLOCK, use_siphash, opaque_zero, out
         )
     return out

@@ -1,6 +1,6 @@
 """Party: one data holder's side of the protocol (runs where the data lives).
 
-``Party(name, df, config, secret).encode()`` runs, in order:
+``Party(name, df, config, secret).release()`` runs, in order:
 
 1. the noisy record count (discrete Laplace), if this party is the config's ``count_party``;
 2. LocMRF: PrivMRF on the party's own columns with its share of the budget, using the
@@ -135,7 +135,7 @@ class Party:
             )
         return self._noisy_count
 
-    def encode(self, noisy_count: int | None = None) -> PartyMessage:
+    def release(self, noisy_count: int | None = None) -> PartyMessage:
         """Run LocMRF, binning and LocEnc once; return the message for the server.
 
         Every party uses the count party's one noisy count (for its local model and, in FO,
@@ -145,7 +145,7 @@ class Party:
         """
         if self._encoded:
             raise PrivacyBudgetError(
-                f"party {self.name!r} has already encoded its message for this run; a party "
+                f"party {self.name!r} has already made its release for this run; a party "
                 "releases once per run. Make a new config (a fresh run nonce) for a new run."
             )
         cfg = self.config
@@ -176,7 +176,7 @@ class Party:
                 bins = self._bins()
                 binned = self._binned_table(bins)
             else:
-                enc = self._encode(binned, int(n_hat))
+                enc = self._cross_release(binned, int(n_hat))
             self.timings[step] = time.perf_counter() - start
         return PartyMessage(
             party=self.name,
@@ -256,7 +256,7 @@ class Party:
         sizes = [bins[c].n_bins if c in bins else self.spec[c].size for c in self.columns]
         return EncodedTable(out, Domain(tuple(self.columns), tuple(sizes)))
 
-    def _encode(self, binned: EncodedTable, n_rows: int) -> Any:
+    def _cross_release(self, binned: EncodedTable, n_rows: int) -> Any:
         if self.config.method == "fm":
             return locenc(
                 binned,

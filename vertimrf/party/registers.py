@@ -19,9 +19,9 @@ from vertimrf.errors import ConfigError, DomainError, KeyMaterialError, RecordID
 from vertimrf.kernels.hashing import siphash24_array
 from vertimrf.kernels.registers import (
     EMPTY_REGISTER,
-    encode_registers,
     geometric_clz,
     geometric_table,
+    hash_registers,
 )
 from vertimrf.party.keys import HashKeys
 from vertimrf.privacy.fm import check_gamma, geometric_thresholds
@@ -145,7 +145,7 @@ def compute_registers(
         )
     fps = np.require(fingerprints, requirements=["C", "W"])
     with numba.parallel_chunksize(1):
-        return encode_registers(
+        return hash_registers(
             arr,
             offsets,
             np.array(keys.k0),

@@ -7,7 +7,7 @@ modes only set eps' (hence the phantoms and the floor), to reproduce the paper:
 
 * ``"zcdp"`` (default): treat the t*d sketches as if independent, t*d*eps'^2/2 in zCDP, so a
   share ``rho`` gives ``eps' = sqrt(2*rho / (t*d))``.
-* ``"paper"``: the paper's Theorem 2, ``eps' = eps_enc / (4*sqrt(t*d*ln(1/delta)))`` for an
+* ``"theorem2"``: the paper's Theorem 2, ``eps' = eps_enc / (4*sqrt(t*d*ln(1/delta)))`` for an
   (eps_enc, delta) share; about 2.8 times more conservative.
 """
 
@@ -17,7 +17,7 @@ import math
 
 from vertimrf.errors import PrivacyBudgetError
 
-ACCOUNTING_MODES = ("zcdp", "paper")
+ACCOUNTING_MODES = ("zcdp", "theorem2")
 
 
 def sketch_epsilon(
@@ -32,7 +32,7 @@ def sketch_epsilon(
     """Per-sketch epsilon' for t repetitions over d attributes.
 
     ``accounting="zcdp"`` needs ``rho`` (the sketches' zCDP share);
-    ``accounting="paper"`` needs ``epsilon`` and ``delta`` (the sketches' (eps, delta) share).
+    ``accounting="theorem2"`` needs ``epsilon`` and ``delta`` (the sketches' (eps, delta) share).
     """
     if t < 1 or d < 1:
         raise PrivacyBudgetError(f"t and d must be >= 1; got t={t}, d={d}.")
@@ -40,7 +40,7 @@ def sketch_epsilon(
         if rho is None or not rho > 0:
             raise PrivacyBudgetError("zcdp sketch accounting needs a positive rho share.")
         return math.sqrt(2.0 * rho / (t * d))
-    if accounting == "paper":
+    if accounting == "theorem2":
         if epsilon is None or delta is None or not (epsilon > 0 and 0 < delta < 1):
             raise PrivacyBudgetError(
                 "paper sketch accounting needs epsilon > 0 and delta in (0, 1) for the sketches."

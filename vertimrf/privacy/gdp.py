@@ -11,7 +11,7 @@ PrivMRF (Cai et al., VLDB 2021) calls the largest admissible ``mu**2`` the "priv
 share b gets sigma = Delta / sqrt(b)). The reference code looks ``x`` up in a table for
 delta = 1e-5; here it is solved for any (epsilon, delta) with scipy, in log space.
 In zCDP terms a mu-GDP budget is rho = mu**2 / 2, so ``x / 2`` is the rho that the
-``paper_accounting`` mode of PrivMRF spends.
+``gdp_accounting`` mode of PrivMRF spends.
 """
 
 from __future__ import annotations

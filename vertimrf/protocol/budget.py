@@ -52,10 +52,10 @@ class ProtocolBudget:
         locmrf = s["locmrf"] if config.local_mrf else 0.0
         locenc += s["locmrf"] - locmrf
         rho_enc = rho * locenc
-        if config.accounting == "paper":
+        if config.accounting == "theorem2":
             # The paper's Theorem 2 on an (epsilon, delta) share of the same fraction.
             eps_prime = sketch_epsilon(
-                t, d, epsilon=locenc * config.epsilon, delta=config.delta, accounting="paper"
+                t, d, epsilon=locenc * config.epsilon, delta=config.delta, accounting="theorem2"
             )
         else:
             eps_prime = sketch_epsilon(t, d, rho=rho_enc)

@@ -73,7 +73,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 METHODS = ("fo", "fm")
-CAREST_METHODS = ("containment", "harmonic", "paper")
+CAREST_METHODS = ("containment", "harmonic", "algorithm4")
 NON_DP_REASON = (
     "the paper's FM sketches are not differentially private: one record's geometric hash value "
     "enters a register of every one of its attributes under the same key, so the registers "
@@ -132,7 +132,7 @@ class ProtocolConfig:
             reference's int(0.8 d)); cross_weight scales their weight against the local
             measurements' median weight.
         method: "fm" (sketches) or "fo" (GRR); carest: the sketch estimator; accounting:
-            "zcdp" or "paper" (the paper's Theorem 2 for the sketches' epsilon').
+            "zcdp" or "theorem2" (the paper's Theorem 2 for the sketches' epsilon').
         recovery: "hisrec" or "unisam"; consistency: enforce it; local_mrf: run LocMRF
             (False is the ablation: its share goes to LocEnc).
         server_iters: mirror-descent iteration cap of each OptMRF round (the last gets 3x).

@@ -18,7 +18,7 @@ sketches in the union. Two estimators:
   with n - T(v), and the common hash luck of large sets cancels out.
 * ``"harmonic"``: U_hat = alpha(gamma, t) * t / sum_h b^-s_h with b = 1 + gamma,
   the HyperLogLog form generalised to any base (see :func:`harmonic_constant`).
-* ``"paper"``: the paper's Algorithm 4, U_hat = b^(harmonic mean of s_h).
+* ``"algorithm4"``: the paper's Algorithm 4, U_hat = b^(harmonic mean of s_h).
 """
 
 from __future__ import annotations

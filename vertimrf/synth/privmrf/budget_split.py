@@ -5,7 +5,7 @@ costs add. The total rho comes from (epsilon, delta) in one of two ways:
 
 * default: ``epsilon_to_rho`` (the ledger's zCDP conversion), so the ledger total is exactly
   the requested (epsilon, delta);
-* ``paper_accounting=True``: rho = x(epsilon, delta) / 2, the reference's GDP budget
+* ``gdp_accounting=True``: rho = x(epsilon, delta) / 2, the reference's GDP budget
   (:func:`vertimrf.privacy.gdp.privmrf_budget`). All releases are Gaussian, so their
   composition is exactly mu-GDP with mu^2 = 2 rho and is (epsilon, delta)-DP by the exact
   Gaussian curve; the zCDP (CKS) conversion of the same rho is looser and reports a larger
@@ -59,9 +59,9 @@ class BudgetSplit:
             raise ConfigError(f"budget fractions must sum to 1; they sum to {total!r}.")
 
 
-def total_rho(epsilon: float, delta: float, *, paper_accounting: bool = False) -> float:
+def total_rho(epsilon: float, delta: float, *, gdp_accounting: bool = False) -> float:
     """The zCDP budget a PrivMRF fit spends for (epsilon, delta)."""
-    if paper_accounting:
+    if gdp_accounting:
         return 0.5 * privmrf_budget(epsilon, delta)
     return epsilon_to_rho(epsilon, delta)
 

@@ -35,7 +35,7 @@ class PrivMRFReport:
 
     epsilon: float
     delta: float
-    paper_accounting: bool
+    gdp_accounting: bool
     rho_budget: float
     releases: tuple[Release, ...]
     rho: float
@@ -56,7 +56,7 @@ class PrivMRFReport:
         *,
         epsilon: float,
         delta: float,
-        paper_accounting: bool,
+        gdp_accounting: bool,
         rho_budget: float,
         releases: tuple[Release, ...],
         model_size: ModelSize,
@@ -73,7 +73,7 @@ class PrivMRFReport:
         return cls(
             epsilon=epsilon,
             delta=delta,
-            paper_accounting=paper_accounting,
+            gdp_accounting=gdp_accounting,
             rho_budget=rho_budget,
             releases=releases,
             rho=rho,
@@ -90,7 +90,7 @@ class PrivMRFReport:
         )
 
     def __str__(self) -> str:
-        mode = "paper (GDP budget x/2)" if self.paper_accounting else "zCDP"
+        mode = "the reference's GDP budget x/2" if self.gdp_accounting else "zCDP"
         lines = [
             f"PrivMRF fit: requested (epsilon, delta) = ({self.epsilon}, {self.delta:.3g}), "
             f"accounting {mode}",

@@ -46,7 +46,7 @@ class PrivMRFOptions:
         tol: relative loss decrease over ``check_every`` iterations below which a fit stops.
         convergence_ratio: stop a fit when the loss is below this times the noise's
             expected loss; ``final_convergence_ratio`` in the last round.
-        paper_accounting: spend the reference's GDP budget x(epsilon, delta) / 2 instead of
+        gdp_accounting: spend the reference's GDP budget x(epsilon, delta) / 2 instead of
             the zCDP conversion (see ``budget.py``).
         progress: print short progress lines (no data values) to stderr.
     """
@@ -65,7 +65,7 @@ class PrivMRFOptions:
     tol: float = 1e-6
     convergence_ratio: float = 1.2
     final_convergence_ratio: float = 0.7
-    paper_accounting: bool = False
+    gdp_accounting: bool = False
     progress: bool = True
 
     def __post_init__(self) -> None:

@@ -14,7 +14,7 @@ measured cells) this costs about 0.2 s with OpenDP's sampler against a 20 s fit,
 the 25% this project allows. The R-scores and the L1 error queries are real-valued
 statistics that never leave the fit (only the graph and the choice of marginals they steer
 do), so they keep continuous Gaussian noise, drawn from the same sampler's bits.
-``paper_accounting=True`` reproduces the reference: continuous Gaussian noise everywhere, so
+``gdp_accounting=True`` reproduces the reference: continuous Gaussian noise everywhere, so
 that its exact Gaussian (GDP) curve applies to the whole fit.
 """
 
@@ -102,7 +102,7 @@ class PrivMRF:
         if rho is not None and not (rho > 0 and math.isfinite(rho)):
             raise ConfigError(f"rho must be a positive number; got {rho!r}.")
         self.rho_budget = (
-            bud.total_rho(self.epsilon, self.delta, paper_accounting=self.options.paper_accounting)
+            bud.total_rho(self.epsilon, self.delta, gdp_accounting=self.options.gdp_accounting)
             if rho is None
             else float(rho)
         )
@@ -128,7 +128,7 @@ class PrivMRF:
         if codes.shape[0] == 0:
             raise DomainError("PrivMRF.fit needs at least one row.")
         opts, domain = self.options, codec.domain
-        noise = FitNoise(self._ledger(), self._noise, self.party, not opts.paper_accounting)
+        noise = FitNoise(self._ledger(), self._noise, self.party, not opts.gdp_accounting)
         shares = self._shares(len(domain))
         self._say(
             f"fit: d={len(domain)}, model caps {opts.max_clique_cells:g} / "
@@ -163,7 +163,7 @@ class PrivMRF:
         self._report = PrivMRFReport.build(
             epsilon=self.epsilon,
             delta=self.delta,
-            paper_accounting=opts.paper_accounting,
+            gdp_accounting=opts.gdp_accounting,
             rho_budget=self.rho_budget,
             releases=tuple(noise.charged),
             model_size=tree.size,
@@ -286,7 +286,7 @@ class PrivMRF:
         """The ledger of this fit: the given one, or a new one for this fit's budget."""
         if self._external_ledger is not None:
             self.ledger = self._external_ledger
-        elif self.options.paper_accounting:
+        elif self.options.gdp_accounting:
             # The GDP budget x/2 exceeds the zCDP conversion's rho for the same (epsilon,
             # delta), so the ledger carries no budget; the report gives the exact GDP epsilon.
             self.ledger = PrivacyLedger()
