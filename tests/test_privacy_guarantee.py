@@ -109,6 +109,9 @@ def test_fo_is_dp_and_its_total_is_within_budget(table, method):
     _, report = simulate(df, spec, PARTIES, 1.0, 1e-5, method=method, seed=1, server_iters=20)
     assert report.dp_guarantee is True
     assert report.total_epsilon <= 1.0 * (1 + 1e-9)
+    # The released count in the report is the integer the discrete Laplace sampler drew.
+    assert isinstance(report.n_hat, int) and isinstance(report.to_dict()["n_hat"], int)
+    assert all(r.params.get("scale") for r in report.ledger.releases if "laplace" in r.mechanism)
     assert "NOT differentially private" not in str(report)
     assert "differentially private; budget" in str(report)
 

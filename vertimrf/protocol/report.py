@@ -73,7 +73,7 @@ class ProtocolReport:
     ledger: PrivacyLedger
     fm_bound: FMBound | None
     seeded: bool
-    n_hat: float
+    n_hat: int
     model: str
     cross_edges: tuple[tuple[str, str], ...]
     cross_measured: tuple[tuple[str, str], ...]
@@ -140,7 +140,7 @@ class ProtocolReport:
     def __str__(self) -> str:
         lines = [
             *self._privacy_lines(),
-            f"noisy record count n_hat = {self.n_hat:.0f}; model: {self.model}",
+            f"noisy record count n_hat = {self.n_hat}; model: {self.model}",
             f"cross-party edges added: {len(self.cross_edges)}; cross marginals fitted: "
             f"{len(self.cross_measured)}; local marginals: {self.n_local_measurements}",
         ]

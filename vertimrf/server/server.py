@@ -261,7 +261,7 @@ class Server:
             ledger=received.ledger,
             fm_bound=fm_worst_case(cfg) if cfg.method == "fm" else None,
             seeded=any(m.seeded for m in received.messages),
-            n_hat=received.n_hat,
+            n_hat=round(received.n_hat),
             model=str(initial.model.tree.size),
             cross_edges=tuple((names[a], names[b]) for a, b in joined.added),
             cross_measured=tuple((names[a], names[b]) for a, b in chosen),
