@@ -33,11 +33,13 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from tests.naive import NumpyCalibrator
-from vertimrf.domain import Domain
-from vertimrf.mrf import JunctionTree, MarkovRandomField, Measurement, mirror_descent
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the numpy baseline lives with the tests (tests/naive.py)
+
+from tests.naive import NumpyCalibrator  # noqa: E402
+from vertimrf.domain import Domain  # noqa: E402
+from vertimrf.mrf import JunctionTree, MarkovRandomField, Measurement, mirror_descent  # noqa: E402
+
 N_ADULT = 45_222
 
 #: Cliques of the benchmark model over Adult's 15 attributes: 3- and 4-way cliques such as a

@@ -122,7 +122,7 @@ class ProtocolConfig:
         spec: the public domain of every column; parties: who owns which columns.
         count_party: the one party that releases the noisy record count (default: first).
         preset, shares: the budget split (fractions of the zCDP rho; see the module doc).
-        t, gamma, hash: sketch repetitions (an integer or "auto", see ``resolve_t``), the
+        t, gamma, hash: sketch repetitions (an integer; "auto" is resolved by from_preset), the
             geometric base 1 + gamma, and the keyed hash ("siphash24" or "xxh64").
         bins, binned: b, and the binned columns (default: every column with more than b
             values).
