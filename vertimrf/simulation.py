@@ -9,6 +9,7 @@ secret ``b``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -82,11 +83,10 @@ def simulate(
     ]  # fmt: skip
     messages, sizes = _exchange(members, cfg, message_dir)
     synth, report = Server(cfg, progress=progress).synthesize(messages, seed=seed)
-    report.message_bytes.update(sizes)
-    for m in members:
-        for phase, s in m.timings.items():
-            report.seconds[f"{m.name} {phase}"] = s
-    return synth, report
+    party_seconds = {f"{m.name} {phase}": s for m in members for phase, s in m.timings.items()}
+    return synth, dataclasses.replace(
+        report, seconds={**report.seconds, **party_seconds}, message_bytes=sizes
+    )
 
 
 def _exchange(

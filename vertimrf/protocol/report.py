@@ -63,7 +63,7 @@ def fm_worst_case(config: ProtocolConfig) -> FMBound:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProtocolReport:
     """What a vertical run released and built; ``str()`` gives a readable summary."""
 

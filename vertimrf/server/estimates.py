@@ -23,13 +23,14 @@ from vertimrf.server.recovery import hisrec, unisam
 
 
 class CrossEstimates:
-    """Estimated counts (summing to ``n_hat``) of marginals over named attributes.
+    """Estimated counts (summing to ``n_hat``) of marginals over attributes, given by their
+    indices in the config's domain (names matter only where the messages are read).
 
     Args:
         messages: the parties' checked messages.
         config: the protocol config.
         n_hat: the released noisy record count.
-        local_marginal: the 1-way marginal (counts) of an attribute under the local models,
+        local_marginal: the 1-way marginal (counts) of attribute i under the local models,
             used for consistency when the config asks for it; None (default) disables it.
             :meth:`with_local_marginal` gives a copy with it, sharing the binned estimates.
     """
@@ -39,9 +40,10 @@ class CrossEstimates:
         messages: Sequence[PartyMessage],
         config: ProtocolConfig,
         n_hat: float,
-        local_marginal: Callable[[str], np.ndarray] | None = None,
+        local_marginal: Callable[[int], np.ndarray] | None = None,
     ) -> None:
         self.config = config
+        self._names = config.spec.domain.names
         self.n_hat = float(n_hat)
         self.bins: dict[str, BinMap] = {k: v for m in messages for k, v in m.bins.items()}
         self.local_marginal = local_marginal if config.consistency else None
@@ -60,10 +62,10 @@ class CrossEstimates:
                 )
             self._rows = np.concatenate([m.grr for m in messages], axis=1)
             self._grr_eps = float(messages[0].grr_epsilon)
-        self._binned: dict[tuple[str, ...], np.ndarray] = {}
-        self._targets: dict[tuple[str, ...], np.ndarray] = {}
+        self._binned: dict[tuple[int, ...], np.ndarray] = {}
+        self._targets: dict[tuple[int, ...], np.ndarray] = {}
 
-    def with_local_marginal(self, local_marginal: Callable[[str], np.ndarray]) -> CrossEstimates:
+    def with_local_marginal(self, local_marginal: Callable[[int], np.ndarray]) -> CrossEstimates:
         """A copy that enforces consistency with ``local_marginal`` (if the config asks for
         it); the binned estimates already made are shared, recovered targets are not."""
         other = copy.copy(self)
@@ -71,23 +73,24 @@ class CrossEstimates:
         other._targets = {}
         return other
 
-    def binned(self, attrs: Sequence[str]) -> np.ndarray:
+    def binned(self, attrs: Sequence[int]) -> np.ndarray:
         """Counts over the binned domains of ``attrs`` (clipped at 0, scaled to n_hat)."""
-        key = tuple(attrs)
+        key = tuple(int(a) for a in attrs)
         if key not in self._binned:
+            names = tuple(self._names[a] for a in key)
             if self.config.method == "fm":
-                est = self._carest.marginal(key)
+                est = self._carest.marginal(names)
             else:
-                idx = [self.bin_domain.index(a) for a in key]
+                idx = [self.bin_domain.index(a) for a in names]
                 est = grr_marginal(self._rows, self.bin_domain, self._grr_eps, idx)
             self._binned[key] = _scaled(est, self.n_hat)
         return self._binned[key].copy()
 
-    def target(self, attrs: Sequence[str]) -> np.ndarray:
+    def target(self, attrs: Sequence[int]) -> np.ndarray:
         """Counts over the original domains of ``attrs``: recovered, then made consistent."""
-        key = tuple(attrs)
+        key = tuple(int(a) for a in attrs)
         if key not in self._targets:
-            maps = [self.bins.get(a) for a in key]
+            maps = [self.bins.get(self._names[a]) for a in key]
             recover = hisrec if self.config.recovery == "hisrec" else unisam
             table = _scaled(recover(self.binned(key), maps), self.n_hat)
             if self.local_marginal is not None:

@@ -23,14 +23,13 @@ class CrossSource:
     """Candidate pairs (attribute indices) and their cross-party estimates."""
 
     estimates: CrossEstimates
-    names: tuple[str, ...]
     pool: list[Pair]
     weight: float
     chosen: set[Pair] = field(default_factory=set)
 
     def target(self, pair: Pair) -> np.ndarray:
         """The estimated counts of ``pair``."""
-        return self.estimates.target(tuple(self.names[a] for a in pair))
+        return self.estimates.target(pair)
 
     def select(self, model: MarkovRandomField, k: int, round_index: int) -> list[Pair]:
         """The ``k`` remaining pairs with the largest L1 error of the model."""

@@ -139,7 +139,7 @@ class Server:
             dom,
             local_edges,
             self.candidate_pairs(received),
-            lambda i, j: estimates.binned((dom.names[i], dom.names[j])),
+            lambda i, j: estimates.binned((i, j)),
             tau=cfg.tau,
             max_model_cells=cfg.max_model_cells,
             edge_fraction=cfg.cross_edge_fraction,
@@ -157,17 +157,14 @@ class Server:
             model.set_potentials(local_pots)
         if local_pots and cfg.consistency:
             local_model = model.copy()
-            estimates = estimates.with_local_marginal(
-                lambda a: local_model.marginal((dom.index(a),))
-            )
+            estimates = estimates.with_local_marginal(lambda i: local_model.marginal((i,)))
         weight = cfg.cross_weight * (
             float(np.median([m.weight for m in local_ms])) if local_ms else 1.0
         )
         measurements = list(local_ms)
         if not cfg.local_mrf:
             measurements += [
-                Measurement((i,), estimates.target((dom.names[i],)), weight)
-                for i in range(len(dom))
+                Measurement((i,), estimates.target((i,)), weight) for i in range(len(dom))
             ]
         return Initial(model, measurements, len(local_ms), estimates, weight)
 
@@ -190,7 +187,7 @@ class Server:
         rounds = round_sizes(k_total, min(d // 2, MAX_ROUNDS)) if k_total else []
         if not rounds and not cfg.local_mrf:
             rounds = [0]
-        source = CrossSource(initial.estimates, self.domain.names, pool, initial.cross_weight)
+        source = CrossSource(initial.estimates, pool, initial.cross_weight)
         bar = tqdm(total=len(rounds), desc="server OptMRF", disable=not self.progress, leave=False)
 
         def refit(measurements: list[Measurement], last: bool, history: list[int]) -> int:
