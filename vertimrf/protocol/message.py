@@ -112,8 +112,10 @@ class PartyMessage:
         else:
             if self.grr is None or self.grr.ndim != 2 or self.grr.shape[1] != len(self.columns):
                 raise MessageError(f"{where} has no GRR rows of shape (N, {len(self.columns)}).")
-            if (self.grr >= np.asarray(bin_domain.sizes)).any():
-                raise MessageError(f"{where}: GRR values outside the binned domain.")
+            if ((self.grr < 0) | (self.grr >= np.asarray(bin_domain.sizes))).any():
+                raise MessageError(
+                    f"{where}, mechanism 'grr': GRR codes outside the binned domain."
+                )
         if config.local_mrf:
             self._check_local(config)
 

@@ -112,8 +112,10 @@ class PrivMRF:
         self.party = party
         self._external_ledger = ledger
         self.ledger = ledger
-        seeded_noise, self._rng = randomness(seed)
-        self._noise = seeded_noise if noise is None else noise
+        if noise is None:
+            self._noise, self._rng = randomness(seed)
+        else:
+            self._noise, self._rng = noise, np.random.default_rng(seed)
         self._fitted: dict[str, Any] | None = None
         self._report: PrivMRFReport | None = None
 
