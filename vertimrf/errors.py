@@ -43,3 +43,7 @@ class ConfigError(VertimrfError, ValueError):
 
 class MessageError(VertimrfError, ValueError):
     """A party message file is corrupt, tampered with or inconsistent."""
+
+
+class ChannelError(MessageError):
+    """A deal or blob cannot be opened: wrong recipient, wrong run, replayed, foreign or altered."""

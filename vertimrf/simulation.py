@@ -10,8 +10,10 @@ secret ``b``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,13 @@ import pandas as pd
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.party import Party
+from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
+from vertimrf.protocol.channels import KeyPair
+from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
 from vertimrf.server import Server
+from vertimrf.server.secure import SecureServer
 
 ID_COLUMN = "__record_id__"
 
@@ -68,7 +74,7 @@ def simulate(
         config
         if config is not None
         else _build_config(
-            spec, parties, epsilon, delta, method, seed, allow_non_dp, preset, fields
+            spec, parties, epsilon, delta, method, seed, allow_non_dp, preset, fields, len(df)
         )
     )
     if not isinstance(cfg, ProtocolConfig):
@@ -76,6 +82,8 @@ def simulate(
     if secret is None:
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
     frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
+    if cfg.method == "secure":
+        return _simulate_secure(frame, cfg, secret, seed)
     members = [
         Party(p.name, frame[[ID_COLUMN, *p.columns]], cfg, secret, id_column=ID_COLUMN,
               seed=seed, progress=progress)
@@ -87,6 +95,44 @@ def simulate(
     return synth, dataclasses.replace(
         report, seconds={**report.seconds, **party_seconds}, message_bytes=sizes
     )
+
+
+def _simulate_secure(
+    frame: pd.DataFrame, cfg: ProtocolConfig, secret: bytes, seed: int | None
+) -> tuple[pd.DataFrame, ProtocolReport]:
+    """method="secure": deal, feature exchange, first release, selection, re-measurement and
+    synthesis, with every deal, blob and release passed as bytes between the roles."""
+    start = time.perf_counter()
+    keys = {p.name: KeyPair.generate(p.name) for p in cfg.parties}
+    public = {name: k.public() for name, k in keys.items()}
+    members = {
+        p.name: SecureParty(
+            p.name,
+            frame[[ID_COLUMN, *p.columns]],
+            cfg,
+            secret,
+            keys[p.name],
+            {q: k for q, k in public.items() if q != p.name},
+            id_column=ID_COLUMN,
+            seed=seed,
+        )
+        for p in cfg.parties
+    }
+    server = SecureServer(cfg, seed=seed)
+    deals = server.deal(public)
+    blobs = {name: m.features(deals[name]) for name, m in members.items()}
+    first = [
+        m.release({q: blobs[q][name] for q in members if q != name}).to_bytes()
+        for name, m in members.items()
+    ]
+    request = server.select([SecureRelease.from_bytes(b) for b in first])
+    second = [m.measure(request).to_bytes() for m in members.values()]
+    synth = server.synthesize([SecureRelease.from_bytes(b) for b in second])
+    sizes = {
+        name: sum(len(b) for b in blobs[name].values()) + len(first[i]) + len(second[i])
+        for i, name in enumerate(members)
+    }
+    return synth, server.report(seconds={"total": time.perf_counter() - start}, message_bytes=sizes)
 
 
 def _exchange(
@@ -116,6 +162,7 @@ def _build_config(
     allow_non_dp: bool,
     preset: str,
     fields: dict[str, Any],
+    n_rows: int,
 ) -> ProtocolConfig:
     if spec is None or parties is None or epsilon is None or delta is None:
         raise ConfigError("give config=..., or spec, parties, epsilon and delta to build one.")
@@ -125,6 +172,10 @@ def _build_config(
         raise ConfigError("parties must be a list of column-name lists, one per party.")
     if seed is not None:
         fields.setdefault("run_nonce", seeded_nonce(seed))
+    if method == "secure" and fields.get("max_rows") is None:
+        # In a simulation the operator knows the table; the padded size is the next power of
+        # two (a real run takes max_rows from the parties' public agreement).
+        fields["max_rows"] = 1 << max(0, math.ceil(math.log2(max(1, n_rows))))
     return ProtocolConfig.from_preset(
         preset,
         epsilon=epsilon,

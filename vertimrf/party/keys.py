@@ -1,6 +1,6 @@
 """Secret hash keys shared by the parties, derived from one shared secret.
 
-The t keys of the FM sketches are derived with HKDF-SHA256 (RFC 5869, built on :mod:`hmac`):
+The t keys of the FM sketches are derived with HKDF-SHA256 (RFC 5869; expand from ``cryptography``):
 one extract step over the shared secret, then one expand step per key index, giving t distinct
 128-bit SipHash keys ``(k0, k1)``; xxh64 uses ``k0`` as its 64-bit seed. Every party derives the
 same keys from the same secret. The server must never see them: it only gets
@@ -14,6 +14,8 @@ import hmac
 import secrets
 
 import numpy as np
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
 from vertimrf.errors import KeyMaterialError
 
@@ -43,14 +45,7 @@ def hkdf_expand(prk: bytes, info: bytes, length: int) -> bytes:
     """HKDF-Expand (RFC 5869 section 2.3) with HMAC-SHA256."""
     if not 0 < length <= 255 * hashlib.sha256().digest_size:
         raise KeyMaterialError(f"HKDF-SHA256 can expand to 1..8160 bytes; asked for {length}.")
-    block = b""
-    out = b""
-    counter = 1
-    while len(out) < length:
-        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
-        out += block
-        counter += 1
-    return out[:length]
+    return HKDFExpand(algorithm=hashes.SHA256(), length=length, info=info).derive(prk)
 
 
 def _check_secret(secret: bytes) -> bytes:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from vertimrf.domain import Domain, EncodedTable, TableEncoder
+from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.party.fo import aligned_rows
 from vertimrf.party.grr import grr_perturb
@@ -77,7 +77,7 @@ class Party:
         self.config = config
         self.columns = config.party(name).columns
         self.spec = config.spec.subset(self.columns)
-        self._table, ids = self._own_table(data, id_column, ids)
+        self._table, ids = own_table(self.name, self.spec, data, id_column, ids)
         self._fingerprints = record_fingerprints(ids)
         HashKeys.from_secret(secret, 1)  # validates the secret now, not at encode time
         self._secret = secret
@@ -88,28 +88,6 @@ class Party:
         self.timings: dict[str, float] = {}
         self._noisy_count: int | None = None
         self._encoded = False
-
-    def _own_table(self, data: Any, id_column: str, ids: Any) -> tuple[EncodedTable, Any]:
-        """The party's columns as an EncodedTable, and the record IDs of its rows."""
-        if isinstance(data, EncodedTable):
-            if data.domain != self.spec.domain:
-                raise DomainError(
-                    f"party {self.name!r}: the table's domain {data.domain} is not the config's "
-                    f"{self.spec.domain}."
-                )
-            if ids is None:
-                raise DomainError(f"party {self.name!r}: an EncodedTable needs ids=....")
-            return data, ids
-        if not isinstance(data, pd.DataFrame):
-            raise DomainError(
-                f"data must be a DataFrame or an EncodedTable; got {type(data).__name__}."
-            )
-        if id_column not in data.columns:
-            raise DomainError(
-                f"party {self.name!r}: no record-ID column {id_column!r}; columns are "
-                f"{list(data.columns)}. Pass id_column=... naming it."
-            )
-        return TableEncoder(self.spec).table(data.drop(columns=[id_column])), data[id_column]
 
     def __repr__(self) -> str:
         return f"Party({self.name!r}, columns={list(self.columns)}, rows={self.n_rows})"
@@ -284,3 +262,29 @@ class Party:
             ledger=self.ledger,
             party=self.name,
         ).codes
+
+
+def own_table(
+    name: str, spec: DomainSpec, data: Any, id_column: str, ids: Any
+) -> tuple[EncodedTable, Any]:
+    """Party ``name``'s columns as an EncodedTable over ``spec``, and its rows' record IDs
+    (from ``ids`` for an EncodedTable, from ``id_column`` for a DataFrame)."""
+    domain = spec.domain
+    if isinstance(data, EncodedTable):
+        if data.domain != domain:
+            raise DomainError(
+                f"party {name!r}: the table's domain {data.domain} is not the config's {domain}."
+            )
+        if ids is None:
+            raise DomainError(f"party {name!r}: an EncodedTable needs ids=....")
+        return data, ids
+    if not isinstance(data, pd.DataFrame):
+        raise DomainError(
+            f"data must be a DataFrame or an EncodedTable; got {type(data).__name__}."
+        )
+    if id_column not in data.columns:
+        raise DomainError(
+            f"party {name!r}: no record-ID column {id_column!r}; columns are "
+            f"{list(data.columns)}. Pass id_column=... naming it."
+        )
+    return TableEncoder(spec).table(data.drop(columns=[id_column])), data[id_column]

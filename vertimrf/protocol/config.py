@@ -59,6 +59,11 @@ DEFAULTS: dict[str, Any] = {
     "server_iters": 100,
     "local_max_clique_cells": 1e5,
     "local_max_total_cells": 3e5,
+    # method="secure": the count, the cheap first release of every 2-way marginal (for the
+    # server's selection) and the re-measurement of the chosen marginals, as fractions of rho;
+    # and how many marginals beyond the initial set the server re-measures (times d).
+    "secure_shares": {"count": 0.001, "select": 0.2, "measure": 0.799},
+    "secure_refine_fraction": 1.6,
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "default": DEFAULTS,
@@ -72,7 +77,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "max_model_cells": 4e6,
     },
 }
-METHODS = ("fo", "fm")
+METHODS = ("fo", "fm", "secure")
 CAREST_METHODS = ("containment", "harmonic", "algorithm4")
 NON_DP_REASON = (
     "the paper's FM sketches are not differentially private: one record's geometric hash value "
@@ -131,12 +136,16 @@ class ProtocolConfig:
         cross_marginals: OptMRF fits this many cross-party 2-way marginals (None: the
             reference's int(0.8 d)); cross_weight scales their weight against the local
             measurements' median weight.
-        method: "fm" (sketches) or "fo" (GRR); carest: the sketch estimator; accounting:
+        method: "secure" (the secure product of cross counts, DP), "fo" (GRR) or "fm"
+            (sketches, NOT DP); carest: the sketch estimator; accounting:
             "zcdp" or "theorem2" (the paper's Theorem 2 for the sketches' epsilon').
         recovery: "hisrec" or "unisam"; consistency: enforce it; local_mrf: run LocMRF
             (False is the ablation: its share goes to LocEnc).
         server_iters: mirror-descent iteration cap of each OptMRF round (the last gets 3x).
         local_max_clique_cells, local_max_total_cells: the local PrivMRF's model caps.
+        secure_shares, secure_refine_fraction: method="secure"'s split of rho (count, the
+            first release for selection, the re-measurement) and its number of re-measured
+            marginals beyond the initial set (times d).
         allow_non_dp: accept a method that is NOT differentially private (FM sketches, the
             xxh64 hash); without it such a config raises PrivacyError.
         max_rows: a public upper bound on the number of records (never the true count);
@@ -170,6 +179,8 @@ class ProtocolConfig:
     server_iters: int = DEFAULTS["server_iters"]
     local_max_clique_cells: float = DEFAULTS["local_max_clique_cells"]
     local_max_total_cells: float = DEFAULTS["local_max_total_cells"]
+    secure_shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS["secure_shares"]))
+    secure_refine_fraction: float = DEFAULTS["secure_refine_fraction"]
     allow_non_dp: bool = False
     max_rows: int | None = None
     run_nonce: str = ""
@@ -196,7 +207,11 @@ class ProtocolConfig:
         for i, p in enumerate(parties):
             name, cols = p if isinstance(p, tuple) else (f"party{i}", p)
             specs.append(PartySpec(str(name), tuple(str(c) for c in cols)))
-        base = {**PRESETS[preset], "shares": dict(PRESETS[preset]["shares"])}
+        base = {
+            **PRESETS[preset],
+            "shares": dict(PRESETS[preset]["shares"]),
+            "secure_shares": dict(PRESETS[preset]["secure_shares"]),
+        }
         base.update(overrides)
         auto = base.get("t") == "auto"
         if auto:
@@ -315,6 +330,17 @@ class ProtocolConfig:
             raise ConfigError("the count and locenc shares must be positive.")
         if self.local_mrf and self.shares["locmrf"] <= 0:
             raise ConfigError("local_mrf needs a positive locmrf share.")
+        secure = self.secure_shares
+        need = {"count", "select", "measure"}
+        if not isinstance(secure, dict) or set(secure) != need:
+            raise ConfigError(f"secure_shares must name exactly {sorted(need)}; got {secure!r}.")
+        if any(not (v > 0) for v in secure.values()) or sum(secure.values()) > 1 + 1e-12:
+            raise ConfigError(f"secure_shares must be positive and sum to at most 1; got {secure}.")
+        _require(
+            isinstance(self.secure_refine_fraction, int | float)
+            and 0 <= self.secure_refine_fraction < float("inf"),
+            f"secure_refine_fraction must be >= 0; got {self.secure_refine_fraction!r}.",
+        )
 
     def _check_privacy(self) -> None:
         if self.allow_non_dp is not True and self.allow_non_dp is not False:

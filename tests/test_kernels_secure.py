@@ -1,0 +1,145 @@
+"""The ring Z_{2^64} share-product kernels against their exact Python-integer references."""
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from tests.naive import matmul_tn_u64_ref, onehot_scatter_u64_ref
+from vertimrf.kernels import secure
+
+TOP = 2**64
+
+# (n, ka, kb): empty and single-column operands, column counts that are not multiples of the
+# row tile or of the per-thread cut, several streamed record blocks with a partial last one,
+# and a wide b whose record blocks are only MIN_ROWS long.
+SHAPES = [
+    (0, 3, 4),
+    (0, 0, 0),
+    (5, 0, 3),
+    (5, 3, 0),
+    (1, 1, 1),
+    (7, 1, 1),
+    (3, 5, 2),
+    (300, 13, 9),
+    (2500, 17, 7),
+    (1100, 33, 31),
+    (37, 6, 3000),
+]
+
+
+def shares(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
+    """Uniform uint64 values with about half the entries within 16 of 2**64 (wrap-around)."""
+    x = rng.integers(0, TOP, size=(n, k), dtype=np.uint64, endpoint=False)
+    near = rng.integers(TOP - 16, TOP, size=(n, k), dtype=np.uint64, endpoint=False)
+    return np.where(rng.random((n, k)) < 0.5, near, x)
+
+
+def active_columns(rng: np.random.Generator, n: int, g: int, kb: int) -> np.ndarray:
+    """Column indices in [-1, kb) (repeats allowed), with every fourth row all -1."""
+    cols = rng.integers(-1, kb, size=(n, g), dtype=np.int64)
+    cols[::4] = -1
+    return cols
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_matmul_tn_matches_reference(shape: tuple[int, int, int]) -> None:
+    n, ka, kb = shape
+    rng = np.random.default_rng(n + 7 * ka + 13 * kb)
+    a, b = shares(rng, n, ka), shares(rng, n, kb)
+    got = secure.matmul_tn_u64(a, b)
+    assert got.dtype == np.uint64 and got.shape == (ka, kb)
+    assert np.array_equal(got, matmul_tn_u64_ref(a, b))
+
+
+@pytest.mark.parametrize("g", [1, 3])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_onehot_scatter_matches_reference(shape: tuple[int, int, int], g: int) -> None:
+    n, ka, kb = shape
+    rng = np.random.default_rng(n + 7 * ka + 13 * kb + g)
+    a, cols = shares(rng, n, ka), active_columns(rng, n, g, kb)
+    got = secure.onehot_scatter_u64(a, cols, kb)
+    assert got.dtype == np.uint64 and got.shape == (ka, kb)
+    assert np.array_equal(got, onehot_scatter_u64_ref(a, cols, kb))
+
+
+def test_onehot_scatter_of_padding_rows_is_zero() -> None:
+    rng = np.random.default_rng(3)
+    a = shares(rng, 50, 9)
+    got = secure.onehot_scatter_u64(a, np.full((50, 4), -1, np.int64), 6)
+    assert np.array_equal(got, np.zeros((9, 6), np.uint64))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_onehot_scatter_equals_product_with_explicit_one_hot(seed: int) -> None:
+    """One-hot encodings of g attributes (disjoint column blocks), with padding rows, give
+    the same product through the scatter as through the dense one-hot matrix."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 12, size=4)
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    kb, n, ka = int(sizes.sum()), 1500, 19
+    cols = rng.integers(0, sizes, size=(n, sizes.size)) + offsets
+    cols[rng.random(n) < 0.1] = -1
+    y = np.zeros((n, kb), np.uint64)
+    rows, j = np.nonzero(cols >= 0)
+    y[rows, cols[rows, j]] = 1
+    a = shares(rng, n, ka)
+    assert np.array_equal(secure.onehot_scatter_u64(a, cols, kb), secure.matmul_tn_u64(a, y))
+
+
+def test_results_do_not_depend_on_thread_count() -> None:
+    rng = np.random.default_rng(11)
+    a, b = shares(rng, 3000, 41), shares(rng, 3000, 23)
+    cols = active_columns(rng, 3000, 3, 23)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for threads in (1, numba.config.NUMBA_NUM_THREADS):
+            numba.set_num_threads(threads)
+            results.append((secure.matmul_tn_u64(a, b), secure.onehot_scatter_u64(a, cols, 23)))
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(results[0][0], results[1][0])
+    assert np.array_equal(results[0][1], results[1][1])
+
+
+_U64 = st.integers(0, TOP - 1)
+
+
+@st.composite
+def matmul_case(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    n, ka, kb = draw(st.integers(0, 40)), draw(st.integers(0, 12)), draw(st.integers(0, 12))
+    a = draw(hnp.arrays(np.uint64, (n, ka), elements=_U64))
+    b = draw(hnp.arrays(np.uint64, (n, kb), elements=_U64))
+    return a, b
+
+
+@st.composite
+def scatter_case(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int]:
+    n, ka, kb, g = (
+        draw(st.integers(0, 40)),
+        draw(st.integers(0, 12)),
+        draw(st.integers(0, 12)),
+        draw(st.integers(0, 4)),
+    )
+    a = draw(hnp.arrays(np.uint64, (n, ka), elements=_U64))
+    cols = draw(hnp.arrays(np.int64, (n, g), elements=st.integers(-1, kb - 1)))
+    return a, cols, kb
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(matmul_case())
+def test_matmul_tn_property(case: tuple[np.ndarray, np.ndarray]) -> None:
+    a, b = case
+    assert np.array_equal(secure.matmul_tn_u64(a, b), matmul_tn_u64_ref(a, b))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(scatter_case())
+def test_onehot_scatter_property(case: tuple[np.ndarray, np.ndarray, int]) -> None:
+    a, cols, kb = case
+    assert np.array_equal(
+        secure.onehot_scatter_u64(a, cols, kb), onehot_scatter_u64_ref(a, cols, kb)
+    )

@@ -1,0 +1,265 @@
+"""method="secure": exact shares, uniform views, the charged noise, accounting and errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import special, stats
+
+from vertimrf import simulate
+from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.errors import ChannelError, MessageError, PrivacyBudgetError
+from vertimrf.party.secure import SecureParty
+from vertimrf.privacy.ddg import ddg_rho
+from vertimrf.privacy.zcdp import rho_to_epsilon
+from vertimrf.protocol.channels import KeyPair
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.secure import SELECT
+from vertimrf.protocol.securemsg import open_features
+from vertimrf.server.secure import SecureServer
+
+SECRET = bytes(range(32))
+# A view is uniform if a chi-square test over its bytes does not reject at p < 1e-6 (either
+# tail): a truly uniform view fails with probability below 2e-6.
+P_REJECT = 1e-6
+
+
+def _setup(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=True):
+    """A random table split over parties, their SecureParty objects and the server."""
+    rng = np.random.default_rng(seed)
+    spec_dict, parties, cols = {}, [], {}
+    for p, sizes in enumerate(sizes_by_party):
+        names = [f"p{p}c{j}" for j in range(len(sizes))]
+        for name, u in zip(names, sizes, strict=True):
+            spec_dict[name] = u
+            cols[name] = rng.integers(0, u, n)
+        parties.append((f"P{p}", names))
+    spec = DomainSpec.from_dict(spec_dict)
+    frame = pd.DataFrame(cols)
+    cfg = ProtocolConfig.from_preset(
+        "default", epsilon=epsilon, delta=1e-6, spec=spec, parties=parties, method="secure",
+        max_rows=rows or max(1, n),
+    )  # fmt: skip
+    keys = {name: KeyPair.generate(name) for name, _ in parties}
+    public = {name: k.public() for name, k in keys.items()}
+    members = {}
+    for name, names in parties:
+        part = frame[names].assign(id=np.arange(n))
+        if shuffle:
+            part = part.sample(frac=1.0, random_state=seed)
+        members[name] = SecureParty(
+            name, part, cfg, SECRET, keys[name],
+            {q: k for q, k in public.items() if q != name}, seed=seed,
+        )  # fmt: skip
+    server = SecureServer(cfg, seed=seed)
+    table = TableEncoder(spec).table(frame).codes
+    codes = {c: table[:, i].astype(np.int64) for i, c in enumerate(spec.names)}
+    return cfg, spec, members, server, public, codes
+
+
+def _exchange(members, deals):
+    blobs = {name: m.features(deals[name]) for name, m in members.items()}
+    return {n: {q: blobs[q][n] for q in members if q != n} for n in members}
+
+
+def _cross_tab(x, y, u, v):
+    out = np.zeros((u, v), np.int64)
+    np.add.at(out, (x, y), 1)
+    return out
+
+
+def _exact_product(plan, codes, names, p, q):
+    """X_p^T X_q from the plain codes."""
+    out = np.zeros((plan.widths[p], plan.widths[q]), np.int64)
+    for ja, a in enumerate(plan.attrs[p]):
+        for jb, b in enumerate(plan.attrs[q]):
+            r0, c0 = plan.offsets[p][ja], plan.offsets[q][jb]
+            tab = _cross_tab(codes[names[a]], codes[names[b]], plan.sizes[a], plan.sizes[b])
+            out[r0 : r0 + plan.sizes[a], c0 : c0 + plan.sizes[b]] = tab
+    return out
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    sizes=st.lists(st.lists(st.integers(1, 5), min_size=1, max_size=3), min_size=2, max_size=3),
+    n=st.integers(0, 40),
+    pad=st.integers(0, 9),
+    seed=st.integers(0, 2**16),
+)
+def test_shares_sum_to_the_exact_cross_counts(sizes, n, pad, seed):
+    """For random tables, parties and row padding, every pair's two shares sum to X^T Y
+    exactly (mod 2^64), whatever the row order each party holds."""
+    cfg, spec, members, server, public, codes = _setup(sizes, n, seed, rows=n + pad + 1)
+    for name, blobs in _exchange(members, server.deal(public)).items():
+        members[name]._state["shares"] = members[name]._shares(blobs)
+    plan = server.plan
+    for p, q in plan.pairs():
+        key = f"{plan.names[p]}+{plan.names[q]}"
+        total = (
+            members[plan.names[p]]._state["shares"][key]
+            + members[plan.names[q]]._state["shares"][key]
+        )
+        exact = _exact_product(plan, codes, spec.names, p, q)
+        np.testing.assert_array_equal(total.view(np.int64), exact)
+
+
+def _uniform_bytes(words: np.ndarray) -> float:
+    """Two-sided chi-square p-value of the bytes of ``words`` against uniform."""
+    counts = np.bincount(np.ascontiguousarray(words).ravel().view(np.uint8), minlength=256)
+    stat, _ = stats.chisquare(counts)
+    upper = stats.chi2.sf(stat, 255)
+    return min(1.0, 2 * min(upper, 1 - upper))
+
+
+def test_every_view_is_uniform():
+    """Each party's view of a peer (the masked features X - U) and the server's view of each
+    padded share are uniform words: their simulator draws uniform words. Checked on the
+    bytes, i.e. on the rings Z_{2^8} that the words reduce to, with 64-value domains so each
+    view has thousands of bytes (expected count per byte value >= 100)."""
+    cfg, spec, members, server, public, codes = _setup([[64], [64, 2]], 3000, 7, rows=4096)
+    deals = server.deal(public)
+    blobs = {name: m.features(deals[name]) for name, m in members.items()}
+    for sender in members:
+        for receiver in members:
+            if sender != receiver:
+                m = members[receiver]
+                plan = m.plan
+                shape = (plan.rows, plan.widths[plan.party_index(sender)])
+                features, _ = open_features(
+                    m._keys[sender], blobs[sender][receiver], m._context, sender, receiver,
+                    shape,
+                )  # fmt: skip
+                assert _uniform_bytes(features) > P_REJECT
+    releases = [m.release({q: blobs[q][n] for q in members if q != n}) for n, m in members.items()]
+    for r in releases:
+        for words in r.cross.values():
+            assert words.size >= 64 * 64
+            assert _uniform_bytes(words) > P_REJECT
+    # ... while the sum of the two shares is the noisy count, which is far from uniform.
+    pair = releases[0].cross["P0+P1"] + releases[1].cross["P0+P1"]
+    assert _uniform_bytes(pair) < P_REJECT
+
+
+def test_released_noise_has_the_charged_variance():
+    """The server's sum minus X^T Y is the noise of three N_Z(0, sigma^2 / 2) components:
+    variance 1.5 sigma^2 per cell (a discrete Gaussian's variance is within 1e-10 of its
+    sigma^2 at sigma >= 2). Own marginals carry N_Z(0, sigma^2). With m cells the sample
+    variance has relative standard error sqrt(2 / m); the bounds are 6 standard errors."""
+    cfg, spec, members, server, public, codes = _setup(
+        [[40, 30], [50]], 2000, 3, epsilon=0.5, rows=2048
+    )
+    blobs = _exchange(members, server.deal(public))
+    releases = [m.release(blobs[n]) for n, m in members.items()]
+    server.select(releases)
+    plan, first = server.plan, server._first
+    sigma = plan.sigma(SELECT, len(plan.all_pairs()))
+    names = spec.names
+    cross, within = [], []
+    for (a, b), values in first.values.items():
+        exact = _cross_tab(codes[names[a]], codes[names[b]], plan.sizes[a], plan.sizes[b])
+        (cross if plan.kind((a, b)) == "cross" else within).append(values - exact.ravel())
+    for residuals, var in ((np.concatenate(cross), 1.5 * sigma**2),
+                           (np.concatenate(within), sigma**2)):  # fmt: skip
+        m = residuals.size
+        assert abs(residuals.mean()) < 6 * math.sqrt(var / m)
+        assert abs(residuals.var() / var - 1) < 6 * math.sqrt(2 / m)
+
+
+@pytest.mark.parametrize("s", [0.6, 1.0, 2.0])
+@pytest.mark.parametrize("alpha", [1.5, 4.0, 16.0])
+def test_ddg_bound_holds_against_the_exact_divergence(s, alpha):
+    """The Renyi divergence of the sum of two N_Z(0, s^2), computed exactly from the pmfs
+    (support truncated where the mass is below 1e-300), is below alpha * ddg_rho for a shift
+    of 1, and ddg_rho is at least the continuous Gaussian's 1 / (2 * 2 s^2)."""
+    k = np.arange(-int(60 * s) - 60, int(60 * s) + 61)
+    one = np.exp(-(k.astype(float) ** 2) / (2 * s * s))
+    one /= one.sum()
+    two = np.convolve(one, one)
+    p, q = two[1:], two[:-1]
+    keep = (p > 1e-300) & (q > 1e-300)
+    logs = alpha * np.log(p[keep]) + (1 - alpha) * np.log(q[keep])
+    exact = float(special.logsumexp(logs)) / (alpha - 1)
+    rho = ddg_rho(s, 2, 1.0, 1.0, 1)
+    assert exact <= alpha * rho * (1 + 1e-9)
+    assert rho >= 1 / (4 * s * s) - 1e-15
+
+
+def test_ledger_is_a_true_bound_and_agrees_with_dp_accounting():
+    """The server's ledger stays within the budget, and its epsilon agrees with Google's
+    dp-accounting RDP accountant given one Gaussian event per ledger entry (the entry's
+    charge as a noise multiplier), so the conversion to (epsilon, delta) is independent."""
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    cfg, spec, members, server, public, codes = _setup([[4, 3], [5], [2, 2]], 300, 1)
+    blobs = _exchange(members, server.deal(public))
+    request = server.select([m.release(blobs[n]) for n, m in members.items()])
+    server.synthesize([m.measure(request) for m in members.values()])
+    ledger = server.ledger
+    assert ledger.total_rho <= ledger.budget_rho * (1 + 1e-9)
+    eps = ledger.total_epsilon(cfg.delta)
+    assert eps <= cfg.epsilon * (1 + 1e-9)
+    acc = rdp_privacy_accountant.RdpAccountant(
+        orders=list(np.linspace(1.01, 200, 4000)),
+        neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    )
+    for r in ledger.releases:
+        acc.compose(dp_accounting.GaussianDpEvent(math.sqrt(1 / (2 * r.rho))))
+    reference = acc.get_epsilon(cfg.delta)
+    assert eps == pytest.approx(reference, rel=0.02)
+    assert rho_to_epsilon(ledger.total_rho, cfg.delta) == eps
+
+
+def test_parties_and_server_refuse_bad_inputs():
+    """A deal for another party, a blob from another run, a missing blob, different record
+    sets, a replayed step and a foreign release raise the documented errors."""
+    cfg, spec, members, server, public, codes = _setup([[3], [4]], 50, 2)
+    deals = server.deal(public)
+    with pytest.raises(ChannelError):
+        members["P0"].features(deals["P1"])
+    _exchange(members, deals)
+    with pytest.raises(PrivacyBudgetError):
+        members["P0"].features(deals["P0"])
+    with pytest.raises(MessageError, match="no feature blob"):
+        members["P0"].release({})
+    # P1's blob for another run (a new config: a new nonce) cannot be opened in this one.
+    other_cfg, _, others, other_server, other_public, _ = _setup([[3], [4]], 50, 2)
+    other_blobs = _exchange(others, other_server.deal(other_public))
+    with pytest.raises(ChannelError):
+        members["P0"].release({"P1": other_blobs["P0"]["P1"]})
+
+
+def test_different_record_sets_are_refused():
+    _, _, members, server, public, _ = _setup([[3], [4]], 50, 2)
+    deals = server.deal(public)
+    members["P1"]._fingerprints = members["P1"]._fingerprints + np.uint64(1)
+    blobs = _exchange(members, deals)
+    with pytest.raises(MessageError, match="different record sets"):
+        members["P0"].release(blobs["P0"])
+
+
+def test_server_refuses_a_release_of_another_run():
+    _, _, members, server, public, _ = _setup([[3], [4]], 50, 2)
+    blobs = _exchange(members, server.deal(public))
+    releases = [m.release(blobs[n]) for n, m in members.items()]
+    bad = releases[1].__class__(**{**releases[1].__dict__, "config_hash": "0" * 64})
+    with pytest.raises(MessageError, match="replayed or foreign"):
+        server.select([releases[0], bad])
+
+
+def test_simulate_secure_is_dp_and_within_budget():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({f"c{j}": rng.integers(0, 3, 500) for j in range(5)})
+    spec = DomainSpec.from_dict({f"c{j}": 3 for j in range(5)})
+    synth, report = simulate(
+        df, spec, [["c0", "c1"], ["c2", "c3", "c4"]], 1.0, 1e-5, method="secure", seed=4
+    )
+    assert list(synth.columns) == list(df.columns)
+    assert report.dp_guarantee and report.total_epsilon <= 1.0 + 1e-9
+    assert report.seeded
+    assert "distributed_discrete_gaussian" in str(report)

@@ -1,0 +1,276 @@
+"""A party's side of method="secure": aligned one-hot features, masked exchange, shares.
+
+``SecureParty`` runs three steps, each once:
+
+1. :meth:`features`: open the server's deal, order the rows by a PRF of the record IDs
+   (keyed by the group secret and the run), pad them with all-zero rows to the public
+   ``max_rows``, and send X - U to every peer under the pairwise key. U is uniform and the
+   peer does not know it, so the peer's view of X is uniform (its simulator draws uniform
+   words); the server knows U but cannot open the blob.
+2. :meth:`release`: check each peer's record-set digest, compute the share of every product
+   (the lower party A: U_A^T Y' + W; the higher B: X'^T Y + Z; A + B = X^T Y), and release
+   the first, cheap measurement of every 2-way marginal: own ones with N_Z(0, sigma^2), cross
+   ones as share + N_Z(0, sigma^2 / 2) + R, where the pad R (from the pairwise key) is added by
+   A and subtracted by B, so the server sees uniform words until it adds both.
+3. :meth:`measure`: the same for the marginals the server requests, with fresh noise and a
+   fresh pad, from the kept shares.
+
+Every release is charged, before its noise is drawn, to the party's ledger, capped at the
+protocol's budget; :class:`vertimrf.protocol.secure.SecurePlan` fixes every parameter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vertimrf.domain import EncodedTable
+from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
+from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
+from vertimrf.mrf.cliques import histogram
+from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract
+from vertimrf.party.party import own_table
+from vertimrf.party.registers import keyed_prf
+from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.mechanisms import discrete_laplace_count
+from vertimrf.privacy.samplers import randomness
+from vertimrf.protocol.channels import KeyPair, PublicKey, expand, pairwise_key
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.secure import MEASURE, SELECT, Marginal, SecurePlan
+from vertimrf.protocol.securemsg import Deal, SecureRelease, open_features, seal_features
+from vertimrf.protocol.seeds import role_seed
+
+_ORDER_CONTEXT = b"vertimrf/secure-order"
+_DIGEST_CONTEXT = b"vertimrf/secure-record-set"
+
+
+def pad_label(release: str, a: str, b: str) -> bytes:
+    """Label of the pad that hides the (a, b) shares of ``release`` from the server."""
+    return f"pad/{release}/{a}/{b}".encode()
+
+
+def aligned_columns(
+    table: EncodedTable,
+    fingerprints: np.ndarray,
+    secret: bytes,
+    context: bytes,
+    rows: int,
+    offsets: tuple[int, ...],
+) -> tuple[np.ndarray, bytes]:
+    """One-hot column indices (rows x d, -1 on padding rows) in the parties' common row
+    order, and the record-set digest HMAC(secret, sorted PRF values)."""
+    n = len(table)
+    if n > rows:
+        raise ConfigError(
+            f"this party holds {n} records but the config's max_rows is {rows}; make a new "
+            "config with a larger public max_rows."
+        )
+    keys = HashKeys.from_secret(secret, 1, context=_ORDER_CONTEXT + context)
+    prf = keyed_prf(keys, fingerprints)
+    order = np.argsort(prf, kind="stable")
+    mac_key = hkdf_expand(hkdf_extract(_DIGEST_CONTEXT, secret), context, 32)
+    digest = hmac.new(mac_key, np.sort(prf).astype("<u8").tobytes(), hashlib.sha256).digest()
+    cols = np.full((rows, len(offsets)), -1, np.int64)
+    cols[:n] = table.codes[order].astype(np.int64) + np.asarray(offsets, np.int64)
+    return cols, digest
+
+
+def mask_features(cols: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """X - U for the one-hot X given by ``cols`` (uint64, wraps mod 2^64)."""
+    out = np.negative(mask)
+    rows = np.repeat(np.arange(cols.shape[0]), cols.shape[1]).reshape(cols.shape)
+    real = cols >= 0
+    out[rows[real], cols[real]] += np.uint64(1)
+    return out
+
+
+class SecureParty:
+    """A data holder in a secure run.
+
+    Args:
+        name, data, config, secret, id_column, ids, seed: as for
+            :class:`vertimrf.party.party.Party` (``config.method`` must be "secure").
+        keypair: this party's X25519 key pair (``vertimrf keys``).
+        peers: every other party's public key, by name (fingerprints checked out of band).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        data: pd.DataFrame | EncodedTable,
+        config: ProtocolConfig,
+        secret: bytes,
+        keypair: KeyPair,
+        peers: Mapping[str, PublicKey],
+        *,
+        id_column: str = "id",
+        ids: Any = None,
+        seed: int | None = None,
+    ) -> None:
+        if not isinstance(config, ProtocolConfig):
+            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        self.plan = SecurePlan.from_config(config)
+        self.name, self.config = name, config
+        self.index = self.plan.party_index(name)
+        if keypair.name != name:
+            raise ConfigError(f"the key pair is {keypair.name!r}'s, not {name!r}'s.")
+        missing = sorted(set(self.plan.names) - {name} - set(peers))
+        if missing:
+            raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
+        self.spec = config.spec.subset(config.party(name).columns)
+        self._table, ids = own_table(name, self.spec, data, id_column, ids)
+        self._fingerprints = record_fingerprints(ids)
+        HashKeys.from_secret(secret, 1)
+        self._secret, self._keypair = secret, keypair
+        self._context = config.run_context()
+        self._keys = {
+            q: pairwise_key(keypair, peers[q], self._context) for q in self.plan.names if q != name
+        }
+        self._noise, _ = randomness(None if seed is None else role_seed(seed, name))
+        self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
+        self._state: dict[str, Any] = {}
+
+    def features(self, deal: bytes) -> dict[str, bytes]:
+        """Step 1: the masked-feature blob for each peer (relayed by the server)."""
+        d = Deal.open(deal, self._keypair, self._context)
+        self._once("features")
+        plan, p = self.plan, self.index
+        cols, digest = aligned_columns(
+            self._table,
+            self._fingerprints,
+            self._secret,
+            self._context,
+            plan.rows,
+            plan.offsets[p],
+        )
+        mask = expand(d.seed_u, b"U", plan.rows * plan.widths[p]).reshape(plan.rows, -1)
+        masked = mask_features(cols, mask)
+        self._state.update(deal=d, cols=cols, mask=mask, digest=digest)
+        return {
+            q: seal_features(self._keys[q], masked, self._context, self.name, q, digest)
+            for q in plan.names
+            if q != self.name
+        }
+
+    def release(self, blobs: Mapping[str, bytes]) -> SecureRelease:
+        """Step 2: shares of every product, then the first release of every 2-way marginal
+        (with the noisy count at the count party)."""
+        if "cols" not in self._state:
+            raise ConfigError("run features(deal) before release(blobs).")
+        shares = self._shares(blobs)  # checks every blob before anything is released
+        self._once(SELECT)
+        self._state["shares"] = shares
+        count = None
+        if self.name == self.plan.count_party:
+            count = discrete_laplace_count(
+                len(self._table),
+                self.plan.count_epsilon,
+                noise=self._noise,
+                ledger=self.ledger,
+                party=self.name,
+            )
+        return self._measure(SELECT, self.plan.all_pairs(), count)
+
+    def measure(self, request: list[Marginal]) -> SecureRelease:
+        """Step 3: the re-measurement of the server's requested marginals."""
+        if "shares" not in self._state:
+            raise ConfigError("run release(blobs) before measure(request).")
+        self._once(MEASURE)
+        return self._measure(MEASURE, self.plan.check_request(list(request)), None)
+
+    # ------------------------------------------------------------------ internals
+    def _once(self, step: str) -> None:
+        done = self._state.setdefault("done", set())
+        if step in done:
+            raise PrivacyBudgetError(f"party {self.name!r} already ran {step!r}; each runs once.")
+        done.add(step)
+
+    def _shares(self, blobs: Mapping[str, bytes]) -> dict[str, np.ndarray]:
+        plan, p, st = self.plan, self.index, self._state
+        shares = {}
+        for a, b in plan.pairs():
+            if p not in (a, b):
+                continue
+            q = b if p == a else a
+            peer = plan.names[q]
+            if peer not in blobs:
+                raise MessageError(
+                    f"party {self.name!r} has no feature blob from {peer!r}; the server must "
+                    f"relay {peer!r}'s features before this step."
+                )
+            shape = (plan.rows, plan.widths[q])
+            theirs, digest = open_features(
+                self._keys[peer], blobs[peer], self._context, peer, self.name, shape
+            )
+            if not hmac.compare_digest(digest, st["digest"]):
+                raise MessageError(
+                    f"parties hold different record sets: {peer!r}'s record-set digest differs "
+                    f"from {self.name!r}'s (both must hold exactly the same record IDs)."
+                )
+            key = f"{plan.names[a]}+{plan.names[b]}"
+            if p == a:
+                w = expand(st["deal"].seeds_w[peer], b"W", plan.widths[a] * plan.widths[b])
+                share = matmul_tn_u64(st["mask"], np.ascontiguousarray(theirs))
+                shares[key] = share + w.reshape(share.shape)
+            else:
+                share = onehot_scatter_u64(np.ascontiguousarray(theirs), st["cols"], plan.widths[b])
+                shares[key] = share + st["deal"].z[peer]
+        return shares
+
+    def _measure(self, release: str, marginals: list[Marginal], count: int | None) -> SecureRelease:
+        plan, p = self.plan, self.index
+        for r in plan.releases(release, marginals):
+            if r.party == self.name or self.name in (r.party or "").split("+"):
+                self.ledger.charge(r)
+        sigma = plan.sigma(release, len(marginals))
+        local = {a: j for j, a in enumerate(plan.attrs[p])}
+        codes = np.ascontiguousarray(self._table.codes, dtype=np.int64)
+        within = {}
+        for m in marginals:
+            if plan.kind(m) == "within" and plan.owner[m[0]] == p:
+                h = histogram(codes, tuple(local[a] for a in m), self.spec.domain.sizes)
+                exact = np.rint(h).astype(np.int64).ravel()
+                within[m] = exact + self._noise.discrete_gaussian(sigma, exact.shape)
+        cross = {}
+        s = sigma / np.sqrt(2.0)
+        for a, b in plan.pairs():
+            if p not in (a, b):
+                continue
+            key = f"{plan.names[a]}+{plan.names[b]}"
+            blocks = [
+                m
+                for m in marginals
+                if plan.kind(m) == "cross" and plan.owner[m[0]] == a and plan.owner[m[1]] == b
+            ]
+            if not blocks:
+                continue
+            peer = plan.names[b if p == a else a]
+            pad = expand(
+                self._keys[peer],
+                pad_label(release, plan.names[a], plan.names[b]),
+                plan.widths[a] * plan.widths[b],
+            ).reshape(plan.widths[a], plan.widths[b])
+            share = self._state["shares"][key]
+            parts = []
+            for m in blocks:
+                r0, r1, c0, c1 = plan.block(*m)
+                cells = share[r0:r1, c0:c1].ravel()
+                noise = self._noise.discrete_gaussian(s, cells.shape).astype(np.uint64)
+                padded = pad[r0:r1, c0:c1].ravel()
+                parts.append(cells + noise + padded if p == a else cells + noise - padded)
+            cross[key] = np.concatenate(parts)
+        return SecureRelease(
+            self.name,
+            release,
+            self.config.config_hash(),
+            self._state["digest"].hex(),
+            within,
+            cross,
+            count,
+        )

@@ -1,0 +1,328 @@
+"""Encrypted channels of the secure protocol: party key pairs, sealed deals, pairwise blobs, PRG.
+
+Each party holds an X25519 key pair and gives its public key to the server and its peers;
+fingerprints are compared out of band. The server (dealer) seals each party's deal to that
+party's public key; parties exchange blobs through the server under a pairwise key, and expand
+seeds and pads with a cryptographic PRG. All primitives come from ``cryptography``.
+
+Security argument, in short: a deal is sealed with an ephemeral X25519 key and AES-256-GCM, so
+only the holder of the recipient's private key can open it. A pairwise key is an X25519 secret
+the server never learns (it relays public keys only; a swapped key shows in the fingerprints),
+passed through HKDF-SHA256 with the run context and both public keys, so it differs per pair
+and per run. Every key serves one purpose: a distinct HKDF label derives the subkey of each
+use. AES-GCM authenticates the ciphertext together with its associated data (run and purpose),
+so a replayed, foreign or altered blob is refused rather than misread. ``expand`` is
+AES-256-CTR from nonce zero under a subkey used for that label alone, so no keystream repeats.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from vertimrf.errors import ChannelError, ConfigError, KeyMaterialError
+from vertimrf.io import atomic_write_text, read_json
+
+KEYPAIR_FORMAT = "vertimrf-x25519-keypair/1"
+PUBLIC_FORMAT = "vertimrf-x25519-public/1"
+KEY_BYTES = 32
+NONCE_BYTES = 12
+SEAL_VERSION = 1
+
+_FINGERPRINT_TAG = b"vertimrf/v1/channel/x25519-fingerprint"
+_SEAL_INFO = b"vertimrf/v1/channel/seal-key"
+_SEAL_AAD = b"vertimrf/v1/channel/seal-aad"
+_PAIR_SALT = b"vertimrf/v1/channel/pairwise-salt"
+_PAIR_INFO = b"vertimrf/v1/channel/pairwise-key"
+_BLOB_SALT = b"vertimrf/v1/channel/blob-salt"
+_BLOB_INFO = b"vertimrf/v1/channel/blob-key"
+_BLOB_AAD = b"vertimrf/v1/channel/blob-aad"
+_PRG_SALT = b"vertimrf/v1/channel/prg-salt"
+_PRG_INFO = b"vertimrf/v1/channel/prg-key"
+_TAG_BYTES = 16
+_SEAL_HEADER = 1 + KEY_BYTES + NONCE_BYTES
+_PRG_CHUNK_BYTES = 1 << 20
+_AES_BLOCK_BYTES = 16
+
+
+def _hkdf(ikm: bytes, salt: bytes, info: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=salt, info=info).derive(ikm)
+
+
+def _check_name(name: object, where: str) -> str:
+    if not isinstance(name, str) or not name.strip() or not name.isprintable():
+        raise KeyMaterialError(
+            f"{where}: the key's name must be a non-empty printable string (the party's "
+            f"name); got {name!r}."
+        )
+    return name
+
+
+def _check_key(key: object, what: str) -> bytes:
+    if not isinstance(key, bytes) or len(key) != KEY_BYTES:
+        size = len(key) if isinstance(key, bytes) else type(key).__name__
+        raise KeyMaterialError(
+            f"{what} must be {KEY_BYTES} bytes (from pairwise_key or new_seed); got {size}."
+        )
+    return key
+
+
+def _write_new(path: str | os.PathLike, data: dict[str, str], what: str) -> None:
+    if os.path.lexists(path):
+        raise KeyMaterialError(
+            f"{path}: refusing to overwrite an existing {what}; move it away or choose "
+            "another path."
+        )
+    # atomic_write_text writes a mkstemp file, so the file has mode 0600 from its first byte.
+    atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def _read_fields(
+    path: str | os.PathLike, fmt: str, what: str, keys: tuple[str, ...]
+) -> dict[str, str]:
+    data: Any = read_json(path, KeyMaterialError, what)
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise KeyMaterialError(
+            f"{path}: not a {what} (format {fmt!r} expected, found {found!r}); check that you "
+            "passed the right file."
+        )
+    bad = [k for k in keys if not isinstance(data.get(k), str)]
+    extra = sorted(set(data) - {"format", *keys})
+    if bad or extra:
+        raise KeyMaterialError(
+            f"{path}: the {what} is corrupt (missing or non-string: {bad}, unknown: {extra}); "
+            "restore it from the original."
+        )
+    return data
+
+
+def _hex_key(path: str | os.PathLike, data: dict[str, str], key: str) -> bytes:
+    try:
+        raw = bytes.fromhex(data[key])
+    except ValueError:
+        raw = b""
+    if len(raw) != KEY_BYTES:
+        raise KeyMaterialError(
+            f"{path}: the {key!r} field is not a {KEY_BYTES}-byte hex key; the file is "
+            "corrupt, restore it from the original."
+        )
+    return raw
+
+
+@dataclass(frozen=True)
+class PublicKey:
+    """A party's X25519 public key (32 raw bytes) under the party's name."""
+
+    name: str
+    raw: bytes
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "PublicKey")
+        if not isinstance(self.raw, bytes) or len(self.raw) != KEY_BYTES:
+            raise KeyMaterialError(
+                f"PublicKey {self.name!r}: an X25519 public key is {KEY_BYTES} raw bytes; got "
+                f"{self.raw!r:.80}."
+            )
+
+    @property
+    def fingerprint(self) -> str:
+        """8 groups of 4 hex digits, to compare out of band (e.g. ``3f2a 9c01 ...``)."""
+        digest = hashlib.sha256(_FINGERPRINT_TAG + self.raw).hexdigest()[:32]
+        return " ".join(digest[i : i + 4] for i in range(0, 32, 4))
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the key as JSON to a new file (atomically; never overwrites)."""
+        data = {"format": PUBLIC_FORMAT, "name": self.name, "public": self.raw.hex()}
+        _write_new(path, data, "public key file")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> PublicKey:
+        """Read a file written by :meth:`save`."""
+        data = _read_fields(path, PUBLIC_FORMAT, "public key file", ("name", "public"))
+        return cls(_check_name(data["name"], str(path)), _hex_key(path, data, "public"))
+
+    def _x25519(self) -> X25519PublicKey:
+        return X25519PublicKey.from_public_bytes(self.raw)
+
+
+@dataclass(frozen=True, eq=False)
+class KeyPair:
+    """A party's X25519 key pair under the party's name; the private key is never shown."""
+
+    name: str
+    private_key: X25519PrivateKey = field(repr=False)
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "KeyPair")
+        if not isinstance(self.private_key, X25519PrivateKey):
+            raise KeyMaterialError(
+                f"KeyPair {self.name!r} needs an X25519PrivateKey; got "
+                f"{type(self.private_key).__name__}. Use KeyPair.generate or KeyPair.load."
+            )
+
+    @classmethod
+    def generate(cls, name: str) -> KeyPair:
+        """A fresh key pair for the party ``name``, from the OS CSPRNG."""
+        return cls(name, X25519PrivateKey.generate())
+
+    @property
+    def public_bytes(self) -> bytes:
+        """The 32 raw bytes of the public key."""
+        return self.private_key.public_key().public_bytes_raw()
+
+    def public(self) -> PublicKey:
+        """The public half, to give to the server and the peers."""
+        return PublicKey(self.name, self.public_bytes)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the key pair as JSON to a new file of mode 0600 (atomically; never overwrites)."""
+        data = {
+            "format": KEYPAIR_FORMAT,
+            "name": self.name,
+            "private": self.private_key.private_bytes_raw().hex(),
+            "public": self.public_bytes.hex(),
+        }
+        _write_new(path, data, "key pair file")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> KeyPair:
+        """Read a file written by :meth:`save`, checking that its two halves match."""
+        data = _read_fields(path, KEYPAIR_FORMAT, "key pair file", ("name", "private", "public"))
+        name = _check_name(data["name"], str(path))
+        pair = cls(name, X25519PrivateKey.from_private_bytes(_hex_key(path, data, "private")))
+        if pair.public_bytes != _hex_key(path, data, "public"):
+            raise KeyMaterialError(
+                f"{path}: the public key does not belong to the private key; the file is "
+                "corrupt, restore it from the original."
+            )
+        return pair
+
+
+def _exchange(private_key: X25519PrivateKey, peer: X25519PublicKey) -> bytes:
+    try:
+        return private_key.exchange(peer)
+    except ValueError:
+        raise KeyMaterialError(
+            "the X25519 exchange gave the all-zero secret: the peer's public key is a "
+            "low-order point, not a real key. Ask the peer for its key again and check its "
+            "fingerprint."
+        ) from None
+
+
+def seal(recipient: PublicKey, plaintext: bytes, aad: bytes) -> bytes:
+    """Encrypt ``plaintext`` so that only ``recipient`` can open it, bound to ``aad``.
+
+    Blob: version byte || ephemeral public key || nonce || AES-256-GCM ciphertext.
+    """
+    ephemeral = X25519PrivateKey.generate()
+    ephemeral_public = ephemeral.public_key().public_bytes_raw()
+    secret = _exchange(ephemeral, recipient._x25519())
+    key = _hkdf(secret, ephemeral_public + recipient.raw, _SEAL_INFO)
+    nonce = os.urandom(NONCE_BYTES)
+    ciphertext = AESGCM(key).encrypt(nonce, plaintext, _SEAL_AAD + aad)
+    return bytes([SEAL_VERSION]) + ephemeral_public + nonce + ciphertext
+
+
+def open_sealed(keypair: KeyPair, blob: bytes, aad: bytes) -> bytes:
+    """Open a blob made by :func:`seal` for ``keypair`` with the same ``aad``."""
+    hint = (
+        f"this deal was not sealed to {keypair.name}'s key, or belongs to another run, or was "
+        "altered: check that the server dealt with the public key you gave it and that you use "
+        "this run's config"
+    )
+    if not isinstance(blob, bytes) or len(blob) < _SEAL_HEADER + _TAG_BYTES:
+        size = len(blob) if isinstance(blob, bytes) else type(blob).__name__
+        raise ChannelError(f"the sealed deal is truncated or not bytes ({size}); {hint}.")
+    if blob[0] != SEAL_VERSION:
+        raise ChannelError(
+            f"the sealed deal has version {blob[0]}, this vertimrf reads version "
+            f"{SEAL_VERSION}; {hint}, and that every role runs the same vertimrf version."
+        )
+    ephemeral_public = blob[1 : 1 + KEY_BYTES]
+    nonce = blob[1 + KEY_BYTES : _SEAL_HEADER]
+    try:
+        secret = keypair.private_key.exchange(X25519PublicKey.from_public_bytes(ephemeral_public))
+        key = _hkdf(secret, ephemeral_public + keypair.public_bytes, _SEAL_INFO)
+        return AESGCM(key).decrypt(nonce, blob[_SEAL_HEADER:], _SEAL_AAD + aad)
+    except (InvalidTag, ValueError):
+        raise ChannelError(f"{hint}.") from None
+
+
+def pairwise_key(own: KeyPair, peer: PublicKey, context: bytes) -> bytes:
+    """The 32-byte key ``own`` and ``peer`` share for ``context`` (e.g. the run's config hash).
+
+    Both sides derive the same key: the public keys enter HKDF in sorted order.
+    """
+    mine = own.public_bytes
+    if peer.raw == mine:
+        raise KeyMaterialError(
+            f"the peer key {peer.name!r} is {own.name}'s own public key; a pairwise key needs "
+            "two different parties. Check which public key files were passed."
+        )
+    secret = _exchange(own.private_key, peer._x25519())
+    first, second = sorted((mine, peer.raw))
+    return _hkdf(secret, _PAIR_SALT, _PAIR_INFO + context + first + second)
+
+
+def encrypt(key: bytes, plaintext: bytes, aad: bytes) -> bytes:
+    """AES-256-GCM under a subkey of ``key``; blob: random 12-byte nonce || ciphertext."""
+    subkey = _hkdf(_check_key(key, "an encryption key"), _BLOB_SALT, _BLOB_INFO)
+    nonce = os.urandom(NONCE_BYTES)
+    return nonce + AESGCM(subkey).encrypt(nonce, plaintext, _BLOB_AAD + aad)
+
+
+def decrypt(key: bytes, blob: bytes, aad: bytes) -> bytes:
+    """Open a blob made by :func:`encrypt` with the same ``key`` and ``aad``."""
+    subkey = _hkdf(_check_key(key, "a decryption key"), _BLOB_SALT, _BLOB_INFO)
+    if not isinstance(blob, bytes) or len(blob) < NONCE_BYTES + _TAG_BYTES:
+        size = len(blob) if isinstance(blob, bytes) else type(blob).__name__
+        raise ChannelError(
+            f"the blob is truncated or not bytes ({size}): ask the peer to send it again."
+        )
+    try:
+        return AESGCM(subkey).decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], _BLOB_AAD + aad)
+    except InvalidTag:
+        raise ChannelError(
+            "the blob is not from this peer for this run and purpose (replayed, foreign or "
+            "altered): check that both parties use this run's config and each other's public "
+            "keys (compare fingerprints)."
+        ) from None
+
+
+def expand(key: bytes, label: bytes, n: int) -> np.ndarray:
+    """``n`` pseudo-random uint64 words from ``key`` for ``label``: AES-256-CTR keystream.
+
+    The stream's key is HKDF(key, label), unique per label, so the zero nonce never repeats a
+    keystream; words are the stream's bytes read little-endian. Time and memory are linear in n.
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+        raise ConfigError(f"expand needs a word count n >= 0; got {n!r}.")
+    subkey = _hkdf(_check_key(key, "a PRG key"), _PRG_SALT, _PRG_INFO + label)
+    encryptor = Cipher(algorithms.AES(subkey), modes.CTR(bytes(_AES_BLOCK_BYTES))).encryptor()
+    size = int(n) * 8
+    # update_into may ask for block size - 1 spare bytes past the output (older releases do).
+    out = np.empty(size + _AES_BLOCK_BYTES - 1, dtype=np.uint8)
+    view = memoryview(out)
+    zeros = memoryview(bytes(min(size, _PRG_CHUNK_BYTES)))
+    for start in range(0, size, _PRG_CHUNK_BYTES):
+        stop = min(start + _PRG_CHUNK_BYTES, size)
+        encryptor.update_into(zeros[: stop - start], view[start : stop + _AES_BLOCK_BYTES - 1])
+    return out[:size].view("<u8").astype(np.uint64, copy=False)
+
+
+def new_seed() -> bytes:
+    """A fresh 32-byte seed from the OS CSPRNG."""
+    return secrets.token_bytes(KEY_BYTES)

@@ -1,0 +1,160 @@
+"""The byte formats of method="secure": deals, feature blobs and releases.
+
+* A **deal** is what the server sends one party, sealed to the party's X25519 key
+  (:func:`vertimrf.protocol.channels.seal`) with the run and the party's name as associated
+  data: the seed of the party's mask U, the seed of W for each pair where it is the lower
+  party, and Z = U_p^T U_q - W for each pair where it is the higher one.
+* A **feature blob** is X - U for one peer, encrypted under the two parties' pairwise key
+  with the run, the direction and the sender's record-set digest as associated data.
+* A **release** holds the noisy within-party marginals, the padded noisy shares of each
+  product and (first release, count party) the noisy count.
+
+Deals and releases are ``np.savez`` archives read with ``allow_pickle=False``; nothing here
+unpickles.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vertimrf.errors import ChannelError, MessageError
+from vertimrf.protocol.channels import KeyPair, PublicKey, decrypt, encrypt, open_sealed, seal
+
+DIGEST_BYTES = 32
+SEED_BYTES = 32
+
+
+def _pack(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _unpack(data: bytes, what: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise MessageError(f"{what} is not a valid archive ({exc}).") from None
+
+
+def deal_aad(context: bytes, party: str) -> bytes:
+    """Associated data of the deal for ``party`` in the run ``context``."""
+    return context + b"/secure-deal/" + party.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Deal:
+    """One party's correlated randomness from the server (secret from everyone else)."""
+
+    seed_u: bytes
+    seeds_w: dict[str, bytes] = field(default_factory=dict)
+    z: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def seal(self, recipient: PublicKey, context: bytes) -> bytes:
+        """The deal encrypted to ``recipient`` for this run."""
+        arrays = {"u": np.frombuffer(self.seed_u, np.uint8)}
+        arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
+        arrays.update({f"z/{k}": np.ascontiguousarray(v, np.uint64) for k, v in self.z.items()})
+        return seal(recipient, _pack(arrays), deal_aad(context, recipient.name))
+
+    @classmethod
+    def open(cls, blob: bytes, keypair: KeyPair, context: bytes) -> Deal:
+        """Open a deal sealed to ``keypair`` for this run (ChannelError otherwise)."""
+        arrays = _unpack(open_sealed(keypair, blob, deal_aad(context, keypair.name)), "the deal")
+        try:
+            seed_u = arrays.pop("u").tobytes()
+            seeds_w = {k[2:]: v.tobytes() for k, v in arrays.items() if k.startswith("w/")}
+            z = {k[2:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("z/")}
+        except KeyError:
+            raise MessageError("the deal has no mask seed.") from None
+        if len(seed_u) != SEED_BYTES or any(len(s) != SEED_BYTES for s in seeds_w.values()):
+            raise MessageError("the deal's seeds are not 32 bytes.")
+        return cls(seed_u, seeds_w, z)
+
+
+def feature_aad(context: bytes, sender: str, receiver: str, digest: bytes) -> bytes:
+    """Associated data of ``sender``'s masked features for ``receiver`` in this run."""
+    return b"".join(
+        (context, b"/secure-features/", sender.encode(), b"->", receiver.encode(), b"/", digest)
+    )
+
+
+def seal_features(
+    key: bytes, features: np.ndarray, context: bytes, sender: str, receiver: str, digest: bytes
+) -> bytes:
+    """``sender``'s masked features X - U as a blob only ``receiver`` can open."""
+    body = np.ascontiguousarray(features, np.uint64).tobytes()
+    return digest + encrypt(key, body, feature_aad(context, sender, receiver, digest))
+
+
+def open_features(
+    key: bytes, blob: bytes, context: bytes, sender: str, receiver: str, shape: tuple[int, int]
+) -> tuple[np.ndarray, bytes]:
+    """The masked features in ``blob`` and the sender's record-set digest.
+
+    Raises ChannelError when the blob is not ``sender``'s for ``receiver`` in this run
+    (foreign, replayed from another run, or altered).
+    """
+    if len(blob) < DIGEST_BYTES:
+        raise ChannelError(f"the feature blob from {sender!r} is truncated.")
+    digest = bytes(blob[:DIGEST_BYTES])
+    body = decrypt(key, blob[DIGEST_BYTES:], feature_aad(context, sender, receiver, digest))
+    if len(body) != 8 * shape[0] * shape[1]:
+        raise MessageError(
+            f"the feature blob from {sender!r} holds {len(body)} bytes, not the "
+            f"{8 * shape[0] * shape[1]} of a {shape[0]} x {shape[1]} matrix."
+        )
+    return np.frombuffer(body, np.uint64).reshape(shape), digest
+
+
+@dataclass(frozen=True)
+class SecureRelease:
+    """One party's release: noisy own marginals (int64), padded noisy shares (uint64, one
+    flat vector per product in the plan's block order) and the noisy count, if any."""
+
+    party: str
+    release: str
+    config_hash: str
+    digest: str
+    within: dict[tuple[int, ...], np.ndarray]
+    cross: dict[str, np.ndarray]
+    count: int | None = None
+
+    def to_bytes(self) -> bytes:
+        """The release as an archive of public metadata, DP values and masked values."""
+        arrays: dict[str, np.ndarray] = {
+            "meta": np.frombuffer(
+                "\n".join((self.party, self.release, self.config_hash, self.digest)).encode(),
+                np.uint8,
+            )
+        }
+        for m, v in self.within.items():
+            arrays["within/" + "-".join(map(str, m))] = np.asarray(v, np.int64)
+        for k, v in self.cross.items():
+            arrays["cross/" + k] = np.asarray(v, np.uint64)
+        if self.count is not None:
+            arrays["count"] = np.array([self.count], np.int64)
+        return _pack(arrays)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> SecureRelease:
+        """Inverse of :meth:`to_bytes` (MessageError on malformed input)."""
+        arrays = _unpack(data, "the release")
+        try:
+            party, release, config_hash, digest = arrays.pop("meta").tobytes().decode().split("\n")
+            within = {
+                tuple(int(a) for a in k[7:].split("-")): v.astype(np.int64)
+                for k, v in arrays.items()
+                if k.startswith("within/")
+            }
+            cross = {
+                k[6:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("cross/")
+            }
+            count = int(arrays["count"][0]) if "count" in arrays else None
+        except (KeyError, ValueError, UnicodeDecodeError, IndexError) as exc:
+            raise MessageError(f"the release is malformed ({exc!r}).") from None
+        return cls(party, release, config_hash, digest, within, cross, count)

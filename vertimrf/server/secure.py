@@ -1,0 +1,282 @@
+"""The server's side of method="secure": dealing, summing the shares, one-budget selection.
+
+1. :meth:`SecureServer.deal`: seeds for every party's mask U_p and every pair's W, and
+   Z_pq = U_p^T U_q - W_pq, each sealed to its party. The server never sees X - U.
+2. :meth:`SecureServer.select`: from the first releases (every 2-way marginal, cheap), add
+   the two padded shares of each cross block (the pads cancel), add the server's own
+   N_Z(0, sigma^2 / 2), and run PrivMRF's selection on the whole table as post-processing:
+   noisy pairwise scores, the greedy graph search under the model caps, the initial marginal
+   set per clique (split into measurable parts: within one party, or 2-way cross), plus the
+   highest-scoring pairs inside the cliques. It returns the request for re-measurement.
+3. :meth:`SecureServer.synthesize`: every measurement (the re-measured ones and the first
+   release's pairs inside the cliques, each weighted 1 / its noise scale) fits the MRF by
+   mirror descent, and n rows are sampled.
+
+Every noise scale is re-derived from the config (:class:`SecurePlan`); the ledger holds the
+plan's releases, so the report's (epsilon, delta) does not depend on what parties declare.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vertimrf.domain import TableEncoder
+from vertimrf.errors import MessageError
+from vertimrf.kernels.secure import matmul_tn_u64
+from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
+from vertimrf.mrf.junction_tree import JunctionTree
+from vertimrf.mrf.model import MarkovRandomField
+from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.samplers import randomness
+from vertimrf.protocol.channels import PublicKey, expand, new_seed
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.report import ProtocolReport
+from vertimrf.protocol.secure import MEASURE, SELECT, Marginal, SecurePlan
+from vertimrf.protocol.securemsg import Deal, SecureRelease
+from vertimrf.protocol.seeds import SERVER, role_seed
+from vertimrf.synth.privmrf.graph_search import greedy_graph_search
+from vertimrf.synth.privmrf.initial_set import initial_marginals
+from vertimrf.synth.privmrf.options import PrivMRFOptions
+from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Noisy marginals of one release: counts (float), and each one's noise scale."""
+
+    values: dict[Marginal, np.ndarray]
+    scale: dict[Marginal, float]
+
+
+def deal_matrices(plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: dict) -> dict:
+    """Z_pq = U_p^T U_q - W_pq for every pair (p, q) (the server's one dense product each)."""
+    masks = [
+        expand(s, b"U", plan.rows * w).reshape(plan.rows, w)
+        for s, w in zip(seeds_u, plan.widths, strict=True)
+    ]
+    out = {}
+    for p, q in plan.pairs():
+        w = expand(seeds_w[p, q], b"W", plan.widths[p] * plan.widths[q])
+        out[p, q] = matmul_tn_u64(masks[p], masks[q]) - w.reshape(plan.widths[p], -1)
+    return out
+
+
+def pair_scores(tables: Tables, sizes: Sequence[int], n_hat: float) -> np.ndarray:
+    """Noisy normalised TVDs from independence, debiased for the noise: for a table T with
+    noise scale s, 1/2 sum |T - T_a T_b / N| minus the noise's expected contribution
+    1/2 * cells * s * sqrt(2 / pi), floored at 0 and divided by n_hat."""
+    d = len(sizes)
+    out = np.zeros((d, d))
+    for (i, j), flat in tables.values.items():
+        t = flat.reshape(sizes[i], sizes[j])
+        pos = np.maximum(t, 0.0)
+        total = max(pos.sum(), 1.0)
+        indep = np.outer(pos.sum(1), pos.sum(0)) / total
+        bias = 0.5 * t.size * tables.scale[i, j] * math.sqrt(2.0 / math.pi)
+        out[i, j] = out[j, i] = max(0.0, 0.5 * float(np.abs(t - indep).sum()) - bias) / n_hat
+    return out
+
+
+class SecureServer:
+    """The untrusted server of a secure run: deals, relays, sums and synthesizes."""
+
+    def __init__(self, config: ProtocolConfig, *, seed: int | None = None) -> None:
+        self.config = config
+        self.plan = SecurePlan.from_config(config)
+        self.options = PrivMRFOptions()
+        self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
+        self.seeded = seed is not None
+        self._noise, self._rng = randomness(None if seed is None else role_seed(seed, SERVER))
+        self._first: Tables | None = None
+        self._request: list[Marginal] | None = None
+
+    def deal(self, public_keys: dict[str, PublicKey]) -> dict[str, bytes]:
+        """Step 0: one sealed deal per party."""
+        plan, ctx = self.plan, self.config.run_context()
+        missing = sorted(set(plan.names) - set(public_keys))
+        if missing:
+            raise MessageError(f"the server needs the public keys of {missing} to deal.")
+        seeds_u = [new_seed() for _ in plan.names]
+        seeds_w = {pq: new_seed() for pq in plan.pairs()}
+        z = deal_matrices(plan, seeds_u, seeds_w)
+        deals = {}
+        for p, name in enumerate(plan.names):
+            deal = Deal(
+                seeds_u[p],
+                {plan.names[q]: seeds_w[p, q] for (a, q) in plan.pairs() if a == p},
+                {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p},
+            )
+            deals[name] = deal.seal(public_keys[name], ctx)
+        return deals
+
+    def select(self, releases: Sequence[SecureRelease]) -> list[Marginal]:
+        """Step 2: sum the first releases and choose the marginals to re-measure."""
+        marginals = self.plan.all_pairs()
+        for r in self.plan.releases(SELECT, marginals):
+            self.ledger.charge(r)
+        count = [r.count for r in releases if r.party == self.plan.count_party]
+        if len(count) != 1 or count[0] is None:
+            raise MessageError(f"no noisy count from the count party {self.plan.count_party!r}.")
+        self.n_hat = float(max(1, count[0]))
+        self._first = self._tables(SELECT, marginals, releases)
+        self._request = self._choose(self._first)
+        return list(self._request)
+
+    def _tables(
+        self, release: str, marginals: list[Marginal], releases: Sequence[SecureRelease]
+    ) -> Tables:
+        plan = self.plan
+        by_party = {r.party: r for r in releases}
+        if set(by_party) != set(plan.names) or len(releases) != len(plan.names):
+            raise MessageError(
+                f"the {release} release needs one message from each of {list(plan.names)}; got "
+                f"{[r.party for r in releases]}."
+            )
+        expected = self.config.config_hash()
+        for r in releases:
+            if r.release != release or r.config_hash != expected:
+                raise MessageError(
+                    f"{r.party!r}'s message is the {r.release!r} release of run "
+                    f"{r.config_hash[:12]}, not the {release!r} release of this run "
+                    f"({expected[:12]}): a replayed or foreign message."
+                )
+        sigma = plan.sigma(release, len(marginals))
+        values, scale = {}, {}
+        for m in marginals:
+            cells = int(np.prod([plan.sizes[a] for a in m]))
+            if plan.kind(m) == "within":
+                v = by_party[plan.names[plan.owner[m[0]]]].within.get(m)
+                if v is None or v.shape != (cells,):
+                    raise MessageError(f"the {release} release lacks the marginal {m}.")
+                values[m], scale[m] = v.astype(np.float64), sigma
+        s = sigma / math.sqrt(2.0)
+        for p, q in plan.pairs():
+            key = f"{plan.names[p]}+{plan.names[q]}"
+            blocks = [
+                m
+                for m in marginals
+                if plan.kind(m) == "cross" and (plan.owner[m[0]], plan.owner[m[1]]) == (p, q)
+            ]
+            if not blocks:
+                continue
+            total = sum(plan.sizes[a] * plan.sizes[b] for a, b in blocks)
+            parts = [by_party[plan.names[i]].cross.get(key) for i in (p, q)]
+            if any(x is None or x.shape != (total,) for x in parts):
+                raise MessageError(f"the {release} release lacks the shares of {key}.")
+            summed = (parts[0] + parts[1]).view(np.int64)
+            noisy = summed + self._noise.discrete_gaussian(s, summed.shape)
+            start = 0
+            for a, b in blocks:
+                size = plan.sizes[a] * plan.sizes[b]
+                values[a, b] = noisy[start : start + size].astype(np.float64)
+                scale[a, b] = sigma * math.sqrt(1.5)
+                start += size
+        return Tables(values, scale)
+
+    def _choose(self, first: Tables) -> list[Marginal]:
+        plan, opts = self.plan, self.options
+        sizes, d = plan.sizes, len(plan.sizes)
+        scores = pair_scores(first, sizes, self.n_hat)
+        found = greedy_graph_search(
+            scores,
+            sizes,
+            max_clique_cells=opts.max_clique_cells,
+            max_total_cells=opts.max_total_cells,
+            size_penalty=opts.size_penalty,
+            rng=self._rng,
+        )
+        self.tree = JunctionTree.build(
+            self.config.spec.domain,
+            found.cliques,
+            heuristic="min_fill",
+            max_cells=int(opts.max_total_cells),
+        )
+        planned = d * (1.0 + plan.refine_fraction)
+        sigma_est = math.sqrt(planned / (2.0 * plan.rho_measure))
+        init = initial_marginals(
+            self.tree.cliques,
+            sizes,
+            graph_phase_max_cells(self.n_hat, sigma_est, opts.theta),
+            scores,
+            self._rng,
+        )
+        edges = {tuple(sorted(e)) for e in found.edges}
+        chosen: list[Marginal] = []
+        for m in init:
+            chosen += self._measurable(m, edges)
+        chosen = list(dict.fromkeys(plan.canonical(m) for m in chosen))
+        chosen = [m for m in chosen if not any(set(m) < set(o) for o in chosen)]
+        cliques = [set(c) for c in self.tree.cliques]
+        extra = [
+            m
+            for m in plan.all_pairs()
+            if any(set(m) <= c for c in cliques) and not any(set(m) <= set(o) for o in chosen)
+        ]
+        extra.sort(key=lambda m: -scores[m])
+        return chosen + extra[: int(plan.refine_fraction * d)]
+
+    def _measurable(self, m: Marginal, edges: set) -> list[Marginal]:
+        """``m`` if one party owns it or it is 2-way; else its per-party parts and its
+        cross pairs that are graph edges (all its cross pairs if none is)."""
+        owner = self.plan.owner
+        if len({owner[a] for a in m}) == 1 or len(m) == 2:
+            return [m]
+        parts = [tuple(a for a in m if owner[a] == p) for p in sorted({owner[a] for a in m})]
+        cross = [(a, b) for a in m for b in m if a < b and owner[a] != owner[b]]
+        return parts + ([c for c in cross if c in edges] or cross)
+
+    def synthesize(self, releases: Sequence[SecureRelease], rows: int | None = None) -> np.ndarray:
+        """Step 4: fit on every measurement and sample ``rows`` coded rows (default n_hat)."""
+        if self._first is None or self._request is None:
+            raise MessageError("run select(first releases) before synthesize(releases).")
+        for r in self.plan.releases(MEASURE, self._request):
+            self.ledger.charge(r)
+        second = self._tables(MEASURE, self._request, releases)
+        cliques = [set(c) for c in self.tree.cliques]
+        measurements = [Measurement(m, v, 1.0 / second.scale[m]) for m, v in second.values.items()]
+        measurements += [
+            Measurement(m, v, 1.0 / self._first.scale[m])
+            for m, v in self._first.values.items()
+            if any(set(m) <= c for c in cliques)
+        ]
+        model = MarkovRandomField(self.config.spec.domain, self.tree, total=self.n_hat)
+        opts = self.options
+        mirror_descent(
+            model,
+            measurements,
+            iters=opts.iters,
+            tol=opts.tol,
+            target_loss=opts.final_convergence_ratio
+            * theoretic_loss(measurements, self.config.spec.domain),
+            min_iters=0,
+            check_every=opts.check_every,
+        )
+        self.model = model
+        self._measurements = measurements
+        n = round(self.n_hat) if rows is None else int(rows)
+        return TableEncoder(self.config.spec).decode(model.sample(n, self._rng))
+
+    def report(self, **extra: Any) -> ProtocolReport:
+        """The run's report: the ledger (the plan's releases) and what was measured."""
+        names = self.config.spec.names
+        cross = [m for m in self._request if self.plan.kind(m) == "cross"]
+        return ProtocolReport(
+            epsilon=self.config.epsilon,
+            delta=self.config.delta,
+            method="secure",
+            ledger=self.ledger,
+            fm_bound=None,
+            seeded=self.seeded,
+            n_hat=round(self.n_hat),
+            model=str(self.tree.size),
+            cross_edges=(),
+            cross_measured=tuple((names[a], names[b]) for a, b in cross),
+            n_local_measurements=len(self._request) - len(cross),
+            iterations=(),
+            **extra,
+        )
