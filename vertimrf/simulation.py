@@ -101,37 +101,37 @@ def _simulate_secure(
     frame: pd.DataFrame, cfg: ProtocolConfig, secret: bytes, seed: int | None
 ) -> tuple[pd.DataFrame, ProtocolReport]:
     """method="secure": deal, feature exchange, first release, selection, re-measurement and
-    synthesis, with every deal, blob and release passed as bytes between the roles."""
+    synthesis; deals and blobs pass as bytes, releases through files, as between the roles."""
     start = time.perf_counter()
     keys = {p.name: KeyPair.generate(p.name) for p in cfg.parties}
     public = {name: k.public() for name, k in keys.items()}
     members = {
         p.name: SecureParty(
-            p.name,
-            frame[[ID_COLUMN, *p.columns]],
-            cfg,
-            secret,
-            keys[p.name],
-            {q: k for q, k in public.items() if q != p.name},
-            id_column=ID_COLUMN,
-            seed=seed,
+            p.name, frame[[ID_COLUMN, *p.columns]], cfg, secret, keys[p.name],
+            {q: k for q, k in public.items() if q != p.name}, id_column=ID_COLUMN, seed=seed,
         )
         for p in cfg.parties
-    }
+    }  # fmt: skip
     server = SecureServer(cfg, seed=seed)
     deals = server.deal(public)
     blobs = {name: m.features(deals[name]) for name, m in members.items()}
-    first = [
-        m.release({q: blobs[q][name] for q in members if q != name}).to_bytes()
-        for name, m in members.items()
-    ]
-    request = server.select([SecureRelease.from_bytes(b) for b in first])
-    second = [m.measure(request).to_bytes() for m in members.values()]
-    synth = server.synthesize([SecureRelease.from_bytes(b) for b in second])
-    sizes = {
-        name: sum(len(b) for b in blobs[name].values()) + len(first[i]) + len(second[i])
-        for i, name in enumerate(members)
-    }
+    inbox = {n: {q: blobs[q][n] for q in members if q != n} for n in members}
+    sizes = {n: sum(len(b) for b in blobs[n].values()) for n in members}
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def post(step: str, made: dict[str, SecureRelease]) -> list[SecureRelease]:
+            paths = {n: Path(tmp) / f"{n}.{step}.vmrf" for n in made}
+            for n, release in made.items():
+                release.save(paths[n])
+                sizes[n] += paths[n].stat().st_size
+            return [SecureRelease.load(path, server.plan) for path in paths.values()]
+
+        request = server.select(
+            post("select", {n: m.release(inbox[n]) for n, m in members.items()})
+        )
+        synth = server.synthesize(
+            post("measure", {n: m.measure(request) for n, m in members.items()})
+        )
     return synth, server.report(seconds={"total": time.perf_counter() - start}, message_bytes=sizes)
 
 

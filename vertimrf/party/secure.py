@@ -39,7 +39,7 @@ from vertimrf.party.party import own_table
 from vertimrf.party.registers import keyed_prf
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count
-from vertimrf.privacy.samplers import randomness
+from vertimrf.privacy.samplers import NoiseSampler, randomness
 from vertimrf.protocol.channels import KeyPair, PublicKey, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import MEASURE, SELECT, Marginal, SecurePlan
@@ -132,7 +132,7 @@ class SecureParty:
         self._keys = {
             q: pairwise_key(keypair, peers[q], self._context) for q in self.plan.names if q != name
         }
-        self._noise, _ = randomness(None if seed is None else role_seed(seed, name))
+        self._seed = seed
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self._state: dict[str, Any] = {}
 
@@ -166,23 +166,34 @@ class SecureParty:
         shares = self._shares(blobs)  # checks every blob before anything is released
         self._once(SELECT)
         self._state["shares"] = shares
+        noise = self._sampler(SELECT)
         count = None
         if self.name == self.plan.count_party:
             count = discrete_laplace_count(
                 len(self._table),
                 self.plan.count_epsilon,
-                noise=self._noise,
+                noise=noise,
                 ledger=self.ledger,
                 party=self.name,
             )
-        return self._measure(SELECT, self.plan.all_pairs(), count)
+        return self._measure(SELECT, self.plan.all_pairs(), count, noise)
 
-    def measure(self, request: list[Marginal]) -> SecureRelease:
-        """Step 3: the re-measurement of the server's requested marginals."""
+    def measure(
+        self, request: list[Marginal], blobs: Mapping[str, bytes] | None = None
+    ) -> SecureRelease:
+        """Step 3: the re-measurement of the server's requested marginals, from the shares
+        kept by :meth:`release`, or (in a new process, after :meth:`features` with the same
+        deal) recomputed from the peers' ``blobs``."""
         if "shares" not in self._state:
-            raise ConfigError("run release(blobs) before measure(request).")
+            if blobs is None or "cols" not in self._state:
+                raise ConfigError(
+                    "measure(request) needs the shares: run release(blobs) first, or "
+                    "features(deal) and pass the peers' blobs."
+                )
+            self._state["shares"] = self._shares(blobs)
+        marginals = self.plan.check_request(list(request))
         self._once(MEASURE)
-        return self._measure(MEASURE, self.plan.check_request(list(request)), None)
+        return self._measure(MEASURE, marginals, None, self._sampler(MEASURE))
 
     # ------------------------------------------------------------------ internals
     def _once(self, step: str) -> None:
@@ -223,7 +234,15 @@ class SecureParty:
                 shares[key] = share + st["deal"].z[peer]
         return shares
 
-    def _measure(self, release: str, marginals: list[Marginal], count: int | None) -> SecureRelease:
+    def _sampler(self, step: str) -> NoiseSampler:
+        """The noise of one step (its own stream in a seeded run, so that the steps give the
+        same output in one process or in separate commands)."""
+        seed = None if self._seed is None else role_seed(self._seed, f"{self.name}/{step}")
+        return randomness(seed)[0]
+
+    def _measure(
+        self, release: str, marginals: list[Marginal], count: int | None, noise: NoiseSampler
+    ) -> SecureRelease:
         plan, p = self.plan, self.index
         for r in plan.releases(release, marginals):
             if r.party == self.name or self.name in (r.party or "").split("+"):
@@ -236,7 +255,7 @@ class SecureParty:
             if plan.kind(m) == "within" and plan.owner[m[0]] == p:
                 h = histogram(codes, tuple(local[a] for a in m), self.spec.domain.sizes)
                 exact = np.rint(h).astype(np.int64).ravel()
-                within[m] = exact + self._noise.discrete_gaussian(sigma, exact.shape)
+                within[m] = exact + noise.discrete_gaussian(sigma, exact.shape)
         cross = {}
         s = sigma / np.sqrt(2.0)
         for a, b in plan.pairs():
@@ -261,9 +280,9 @@ class SecureParty:
             for m in blocks:
                 r0, r1, c0, c1 = plan.block(*m)
                 cells = share[r0:r1, c0:c1].ravel()
-                noise = self._noise.discrete_gaussian(s, cells.shape).astype(np.uint64)
+                eta = noise.discrete_gaussian(s, cells.shape).astype(np.uint64)
                 padded = pad[r0:r1, c0:c1].ravel()
-                parts.append(cells + noise + padded if p == a else cells + noise - padded)
+                parts.append(cells + eta + padded if p == a else cells + eta - padded)
             cross[key] = np.concatenate(parts)
         return SecureRelease(
             self.name,

@@ -9,22 +9,29 @@
 * A **release** holds the noisy within-party marginals, the padded noisy shares of each
   product and (first release, count party) the noisy count.
 
-Deals and releases are ``np.savez`` archives read with ``allow_pickle=False``; nothing here
-unpickles.
+Deals are ``np.savez`` archives read with ``allow_pickle=False`` (inside authenticated
+encryption); releases are the bounded message container of :mod:`vertimrf.protocol.container`.
+Nothing here unpickles.
 """
 
 from __future__ import annotations
 
 import io
+import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from vertimrf.errors import ChannelError, MessageError
 from vertimrf.protocol.channels import KeyPair, PublicKey, decrypt, encrypt, open_sealed, seal
+from vertimrf.protocol.container import read_container, write_container
+from vertimrf.protocol.secure import SecurePlan
 
 DIGEST_BYTES = 32
 SEED_BYTES = 32
+RELEASE_KIND = "vertimrf-secure-release"
+MAX_WITHIN_CELLS = 1 << 24  # a within-party marginal larger than this is never measured
 
 
 def _pack(arrays: dict[str, np.ndarray]) -> bytes:
@@ -124,37 +131,55 @@ class SecureRelease:
     cross: dict[str, np.ndarray]
     count: int | None = None
 
-    def to_bytes(self) -> bytes:
-        """The release as an archive of public metadata, DP values and masked values."""
-        arrays: dict[str, np.ndarray] = {
-            "meta": np.frombuffer(
-                "\n".join((self.party, self.release, self.config_hash, self.digest)).encode(),
-                np.uint8,
-            )
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the release (public metadata, DP values and masked values) atomically."""
+        marginals = list(self.within)
+        meta = {
+            "party": self.party,
+            "release": self.release,
+            "config_hash": self.config_hash,
+            "digest": self.digest,
+            "within": [list(m) for m in marginals],
+            "count": self.count,
         }
-        for m, v in self.within.items():
-            arrays["within/" + "-".join(map(str, m))] = np.asarray(v, np.int64)
-        for k, v in self.cross.items():
-            arrays["cross/" + k] = np.asarray(v, np.uint64)
-        if self.count is not None:
-            arrays["count"] = np.array([self.count], np.int64)
-        return _pack(arrays)
+        arrays = {f"w{i}": np.asarray(self.within[m], np.int64) for i, m in enumerate(marginals)}
+        arrays.update({f"x/{k}": np.asarray(v, np.uint64) for k, v in self.cross.items()})
+        write_container(path, RELEASE_KIND, meta, arrays)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> SecureRelease:
-        """Inverse of :meth:`to_bytes` (MessageError on malformed input)."""
-        arrays = _unpack(data, "the release")
+    def load(cls, path: str | os.PathLike, plan: SecurePlan) -> SecureRelease:
+        """Read a release with every array bounded by the plan's shapes (MessageError on a
+        malformed, oversized or foreign file)."""
+        own = max(math.prod(plan.sizes[a] for a in attrs) for attrs in plan.attrs)
+        within_bytes = 8 * min(own, MAX_WITHIN_CELLS)
+        pairs = {
+            f"{plan.names[p]}+{plan.names[q]}": 8 * plan.widths[p] * plan.widths[q]
+            for p, q in plan.pairs()
+        }
+
+        def bound(name: str) -> int | None:
+            if name.startswith("x/"):
+                return pairs.get(name[2:])
+            return within_bytes if name.startswith("w") else None
+
+        meta, arrays = read_container(path, RELEASE_KIND, array_bytes=bound)
         try:
-            party, release, config_hash, digest = arrays.pop("meta").tobytes().decode().split("\n")
             within = {
-                tuple(int(a) for a in k[7:].split("-")): v.astype(np.int64)
-                for k, v in arrays.items()
-                if k.startswith("within/")
+                tuple(int(a) for a in m): arrays[f"w{i}"].astype(np.int64)
+                for i, m in enumerate(meta["within"])
             }
-            cross = {
-                k[6:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("cross/")
-            }
-            count = int(arrays["count"][0]) if "count" in arrays else None
-        except (KeyError, ValueError, UnicodeDecodeError, IndexError) as exc:
-            raise MessageError(f"the release is malformed ({exc!r}).") from None
-        return cls(party, release, config_hash, digest, within, cross, count)
+            cross = {k[2:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("x/")}
+            count = meta["count"]
+            if count is not None and not isinstance(count, int):
+                raise TypeError("count")
+            return cls(
+                str(meta["party"]),
+                str(meta["release"]),
+                str(meta["config_hash"]),
+                str(meta["digest"]),
+                within,
+                cross,
+                count,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MessageError(f"{path}: malformed secure release ({exc!r}).") from None

@@ -19,6 +19,7 @@ plan's releases, so the report's (epsilon, delta) does not depend on what partie
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,9 +33,10 @@ from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import PrivacyLedger
-from vertimrf.privacy.samplers import randomness
+from vertimrf.privacy.samplers import NoiseSampler, randomness
 from vertimrf.protocol.channels import PublicKey, expand, new_seed
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import MEASURE, SELECT, Marginal, SecurePlan
 from vertimrf.protocol.securemsg import Deal, SecureRelease
@@ -43,6 +45,8 @@ from vertimrf.synth.privmrf.graph_search import greedy_graph_search
 from vertimrf.synth.privmrf.initial_set import initial_marginals
 from vertimrf.synth.privmrf.options import PrivMRFOptions
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells
+
+STATE_KIND = "vertimrf-secure-server-state"
 
 
 @dataclass(frozen=True)
@@ -90,8 +94,7 @@ class SecureServer:
         self.plan = SecurePlan.from_config(config)
         self.options = PrivMRFOptions()
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
-        self.seeded = seed is not None
-        self._noise, self._rng = randomness(None if seed is None else role_seed(seed, SERVER))
+        self.seed = seed
         self._first: Tables | None = None
         self._request: list[Marginal] | None = None
 
@@ -114,8 +117,19 @@ class SecureServer:
             deals[name] = deal.seal(public_keys[name], ctx)
         return deals
 
+    @property
+    def seeded(self) -> bool:
+        """True for a seeded (reproducible, not for release) run."""
+        return self.seed is not None
+
+    def _randomness(self, step: str) -> tuple[NoiseSampler, np.random.Generator]:
+        """The server's noise and generator of one step (its own stream in a seeded run)."""
+        return randomness(None if self.seed is None else role_seed(self.seed, f"{SERVER}/{step}"))
+
     def select(self, releases: Sequence[SecureRelease]) -> list[Marginal]:
         """Step 2: sum the first releases and choose the marginals to re-measure."""
+        if self._first is not None:
+            raise MessageError("this server already ran select; each run selects once.")
         marginals = self.plan.all_pairs()
         for r in self.plan.releases(SELECT, marginals):
             self.ledger.charge(r)
@@ -123,12 +137,65 @@ class SecureServer:
         if len(count) != 1 or count[0] is None:
             raise MessageError(f"no noisy count from the count party {self.plan.count_party!r}.")
         self.n_hat = float(max(1, count[0]))
-        self._first = self._tables(SELECT, marginals, releases)
-        self._request = self._choose(self._first)
+        noise, rng = self._randomness(SELECT)
+        self._first = self._tables(SELECT, marginals, releases, noise)
+        self._request = self._choose(self._first, rng)
         return list(self._request)
 
+    def save_state(self, path: str | os.PathLike) -> None:
+        """Write what :meth:`synthesize` needs after :meth:`select` (server-private: the
+        noisy first release with the server's noise, n_hat, the cliques and the request)."""
+        if self._first is None:
+            raise MessageError("run select(first releases) before save_state.")
+        keys = list(self._first.values)
+        meta = {
+            "config_hash": self.config.config_hash(),
+            "n_hat": self.n_hat,
+            "request": [list(m) for m in self._request],
+            "cliques": [list(c) for c in self.tree.cliques],
+            "tables": [list(m) for m in keys],
+            "scales": [self._first.scale[m] for m in keys],
+        }
+        arrays = {f"t{i}": self._first.values[m] for i, m in enumerate(keys)}
+        write_container(path, STATE_KIND, meta, arrays)
+
+    @classmethod
+    def load_state(
+        cls, config: ProtocolConfig, path: str | os.PathLike, *, seed: int | None = None
+    ) -> SecureServer:
+        """A server ready to :meth:`synthesize`, from :meth:`save_state`'s file."""
+        server = cls(config, seed=seed)
+        plan = server.plan
+        cells = max(int(np.prod([plan.sizes[a] for a in m])) for m in plan.all_pairs())
+        meta, arrays = read_container(path, STATE_KIND, array_bytes=lambda name: 8 * cells)
+        if meta.get("config_hash") != config.config_hash():
+            raise MessageError(f"{path}: the server state belongs to another run.")
+        try:
+            keys = [tuple(int(a) for a in m) for m in meta["tables"]]
+            server._first = Tables(
+                {m: arrays[f"t{i}"] for i, m in enumerate(keys)},
+                dict(zip(keys, (float(x) for x in meta["scales"]), strict=True)),
+            )
+            server._request = plan.check_request([tuple(m) for m in meta["request"]])
+            server.n_hat = float(meta["n_hat"])
+            server.tree = JunctionTree.build(
+                config.spec.domain,
+                [tuple(c) for c in meta["cliques"]],
+                heuristic="min_fill",
+                max_cells=int(server.options.max_total_cells),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MessageError(f"{path}: malformed server state ({exc!r}).") from None
+        for r in plan.releases(SELECT, plan.all_pairs()):
+            server.ledger.charge(r)
+        return server
+
     def _tables(
-        self, release: str, marginals: list[Marginal], releases: Sequence[SecureRelease]
+        self,
+        release: str,
+        marginals: list[Marginal],
+        releases: Sequence[SecureRelease],
+        noise: NoiseSampler,
     ) -> Tables:
         plan = self.plan
         by_party = {r.party: r for r in releases}
@@ -169,7 +236,7 @@ class SecureServer:
             if any(x is None or x.shape != (total,) for x in parts):
                 raise MessageError(f"the {release} release lacks the shares of {key}.")
             summed = (parts[0] + parts[1]).view(np.int64)
-            noisy = summed + self._noise.discrete_gaussian(s, summed.shape)
+            noisy = summed + noise.discrete_gaussian(s, summed.shape)
             start = 0
             for a, b in blocks:
                 size = plan.sizes[a] * plan.sizes[b]
@@ -178,7 +245,7 @@ class SecureServer:
                 start += size
         return Tables(values, scale)
 
-    def _choose(self, first: Tables) -> list[Marginal]:
+    def _choose(self, first: Tables, rng: np.random.Generator) -> list[Marginal]:
         plan, opts = self.plan, self.options
         sizes, d = plan.sizes, len(plan.sizes)
         scores = pair_scores(first, sizes, self.n_hat)
@@ -188,7 +255,7 @@ class SecureServer:
             max_clique_cells=opts.max_clique_cells,
             max_total_cells=opts.max_total_cells,
             size_penalty=opts.size_penalty,
-            rng=self._rng,
+            rng=rng,
         )
         self.tree = JunctionTree.build(
             self.config.spec.domain,
@@ -203,7 +270,7 @@ class SecureServer:
             sizes,
             graph_phase_max_cells(self.n_hat, sigma_est, opts.theta),
             scores,
-            self._rng,
+            rng,
         )
         edges = {tuple(sorted(e)) for e in found.edges}
         chosen: list[Marginal] = []
@@ -236,7 +303,8 @@ class SecureServer:
             raise MessageError("run select(first releases) before synthesize(releases).")
         for r in self.plan.releases(MEASURE, self._request):
             self.ledger.charge(r)
-        second = self._tables(MEASURE, self._request, releases)
+        noise, rng = self._randomness(MEASURE)
+        second = self._tables(MEASURE, self._request, releases, noise)
         cliques = [set(c) for c in self.tree.cliques]
         measurements = [Measurement(m, v, 1.0 / second.scale[m]) for m, v in second.values.items()]
         measurements += [
@@ -259,7 +327,7 @@ class SecureServer:
         self.model = model
         self._measurements = measurements
         n = round(self.n_hat) if rows is None else int(rows)
-        return TableEncoder(self.config.spec).decode(model.sample(n, self._rng))
+        return TableEncoder(self.config.spec).decode(model.sample(n, rng))
 
     def report(self, **extra: Any) -> ProtocolReport:
         """The run's report: the ledger (the plan's releases) and what was measured."""
