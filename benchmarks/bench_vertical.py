@@ -27,7 +27,8 @@ from vertimrf.io import atomic_write_text
 from vertimrf.metrics import tvd
 
 SPLITS = {"nltcs": 8, "adult": 8}
-LABELS = {"fm": "FM (not DP)", "fo": "FO", "central": "Centralized"}
+LABELS = {"secure": "Secure", "fm": "FM (not DP)", "fo": "FO", "central": "Centralized"}
+METHODS = ("secure", "fm", "fo", "central")
 ABLATIONS = {
     "no_locmrf": {"local_mrf": False},
     "unisam": {"recovery": "unisam"},
@@ -36,10 +37,19 @@ ABLATIONS = {
 }
 
 
-def run_one(dataset: str, method: str, epsilon: float, seed: int, **overrides) -> dict:
+def split(names: list[str], dataset: str, parties: int) -> list[list[str]]:
+    """The paper's two-party split, or ``parties`` contiguous groups of near-equal size."""
+    if parties == 2:
+        k = SPLITS[dataset]
+        return [names[:k], names[k:]]
+    return [list(g) for g in np.array_split(np.array(names, dtype=object), parties)]
+
+
+def run_one(
+    dataset: str, method: str, epsilon: float, seed: int, parties: int = 2, **overrides
+) -> dict:
     df, spec = load_dataset(dataset)
     names = list(spec.names)
-    k = SPLITS[dataset]
     delta = 1.0 / len(df)
     start = time.perf_counter()
     if method == "central":
@@ -49,7 +59,7 @@ def run_one(dataset: str, method: str, epsilon: float, seed: int, **overrides) -
         synth, report = simulate(
             df,
             spec,
-            [names[:k], names[k:]],
+            split(names, dataset, parties),
             epsilon,
             delta,
             method=method,
@@ -102,16 +112,35 @@ def summary(rows: list[dict]) -> str:
         )
     ratio = [
         "",
-        "FM (not DP) / Centralized 3-way TVD ratio:",
+        "3-way TVD ratios (means over seeds; targets: Secure / Centralized <= 1.15, Secure < FM):",
         "",
-        "| dataset | epsilon | ratio |",
-        "|---|---|---|",
+        "| dataset | epsilon | Secure / Centralized | FM / Centralized | Secure / FM |",
+        "|---|---|---|---|---|",
     ]
     for ds in sorted({r["dataset"] for r in rows}):
         for eps in sorted({r["epsilon"] for r in rows if r["dataset"] == ds}):
-            fm, central = (_mean_tvd3(rows, ds, eps, m) for m in ("fm", "central"))
-            ratio.append(f"| {ds} | {eps} | {fm / central:.2f} |")
+            sec, fm, central = (_mean_tvd3(rows, ds, eps, m) for m in ("secure", "fm", "central"))
+            ratio.append(
+                f"| {ds} | {eps} | {sec / central:.2f} | {fm / central:.2f} | {sec / fm:.2f} |"
+            )
     return "\n".join(out + ratio) + f"\n\nMachine: {os.cpu_count()} cores.\n"
+
+
+def party_table(rows: list[dict]) -> str:
+    """Markdown: secure against Centralized for m parties (target <= 1.25)."""
+    out = [
+        "| parties | Secure tvd3 | Centralized tvd3 | ratio | seconds | seeds |",
+        "|---|---|---|---|---|---|",
+    ]
+    central = [r["tvd3"] for r in rows if r["method"] == "central"]
+    for m in sorted({r["parties"] for r in rows if r["method"] == "secure"}):
+        sel = [r for r in rows if r["method"] == "secure" and r["parties"] == m]
+        tv = float(np.mean([r["tvd3"] for r in sel]))
+        out.append(
+            f"| {m} | {tv:.4f} | {np.mean(central):.4f} | {tv / np.mean(central):.2f} | "
+            f"{np.mean([r['seconds'] for r in sel]):.1f} | {len(sel)} |"
+        )
+    return "\n".join(out) + f"\n\nMachine: {os.cpu_count()} cores.\n"
 
 
 def main() -> None:
@@ -127,7 +156,24 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--datasets", default="nltcs,adult")
     ap.add_argument("--epsilons", default="0.4,0.8,1.6,3.2")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument(
+        "--parties",
+        default=None,
+        help="e.g. 2,3,4: the m-party table instead (Adult, epsilon 1.6, secure + Centralized)",
+    )
     args = ap.parse_args()
+    if args.parties:
+        rows = []
+        for seed in range(args.seeds):
+            rows.append({**run_one("adult", "central", 1.6, seed), "parties": 1})
+            for m in (int(x) for x in args.parties.split(",")):
+                rows.append({**run_one("adult", "secure", 1.6, seed, parties=m), "parties": m})
+            atomic_write_text(args.json, json.dumps(rows, indent=1))
+        if args.md:
+            atomic_write_text(args.md, party_table(rows))
+        print(party_table(rows))
+        return
     if args.quick:
         datasets, epsilons, seeds = ["nltcs"], [0.8], 1
     else:
@@ -138,7 +184,7 @@ def main() -> None:
     for ds in datasets:
         for eps in epsilons:
             for seed in range(seeds):
-                for method in ("fm", "fo", "central"):
+                for method in args.methods.split(","):
                     rows.append(run_one(ds, method, eps, seed))
                 atomic_write_text(args.json, json.dumps(rows, indent=1))
     if args.ablations and not args.quick:

@@ -147,7 +147,7 @@ def test_t_auto_is_resolved_once_from_public_max_rows(table):
 
 def test_every_new_config_is_a_new_run(table):
     _, spec = table
-    kw = {"epsilon": 1.0, "delta": 1e-5, "spec": spec, "parties": PARTIES}
+    kw = {"epsilon": 1.0, "delta": 1e-5, "spec": spec, "parties": PARTIES, "max_rows": 50000}
     a = ProtocolConfig.from_preset("default", **kw)
     b = ProtocolConfig.from_preset("default", **kw)
     assert a.run_nonce != b.run_nonce and a.run_context() != b.run_context()

@@ -66,7 +66,7 @@ def test_the_dataclass_defaults_are_the_default_preset():
     `default` preset in every output-changing setting (everything but the run nonce)."""
     spec = load_dataset("nltcs")[1]
     names = list(spec.names)
-    kw = {"epsilon": 1.0, "delta": 1e-5, "spec": spec, "run_nonce": "ab" * 16}
+    kw = {"epsilon": 1.0, "delta": 1e-5, "spec": spec, "run_nonce": "ab" * 16, "max_rows": 50000}
     direct = ProtocolConfig(
         parties=(PartySpec("a", tuple(names[:8])), PartySpec("b", tuple(names[8:]))), **kw
     )

@@ -40,7 +40,7 @@ def simulate(
     parties: list[list[str]] | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
-    method: str = "fo",
+    method: str = "secure",
     seed: int | None = None,
     *,
     config: ProtocolConfig | None = None,

@@ -50,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "cross_edge_fraction": 0.5,
     "cross_weight": 1.0,
     "cross_marginals": 64,
-    "method": "fo",
+    "method": "secure",
     "carest": "containment",
     "accounting": "zcdp",
     "recovery": "hisrec",
@@ -71,6 +71,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # t, and the reference's cross-party edges, cross marginals (int(0.8 d)) and model cap.
     "paper": {
         **DEFAULTS,
+        "method": "fo",
         "t": 2000,
         "cross_edge_fraction": 0.2,
         "cross_marginals": None,
@@ -286,6 +287,12 @@ class ProtocolConfig:
         _require(
             self.max_rows is None or _is_int(self.max_rows, 1),
             f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.",
+        )
+        _require(
+            self.method != "secure" or self.max_rows is not None,
+            "method='secure' needs max_rows: a public upper bound on the number of records, "
+            "to which every party pads its rows so that message sizes reveal nothing about the "
+            "true count (give e.g. max_rows=50000, or --max-rows on the command line).",
         )
         nonce = self.run_nonce
         _require(
