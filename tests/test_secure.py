@@ -76,11 +76,17 @@ def _cross_tab(x, y, u, v):
 def _exact_product(plan, codes, names, p, q):
     """X_p^T X_q from the plain codes."""
     out = np.zeros((plan.widths[p], plan.widths[q]), np.int64)
-    for ja, a in enumerate(plan.attrs[p]):
-        for jb, b in enumerate(plan.attrs[q]):
-            r0, c0 = plan.offsets[p][ja], plan.offsets[q][jb]
-            tab = _cross_tab(codes[names[a]], codes[names[b]], plan.sizes[a], plan.sizes[b])
-            out[r0 : r0 + plan.sizes[a], c0 : c0 + plan.sizes[b]] = tab
+    for g, r0 in zip(plan.groups[p], plan.offsets[p], strict=True):
+        for h, c0 in zip(plan.groups[q], plan.offsets[q], strict=True):
+            tab = _joint(codes, names, plan.sizes, g + h).reshape(plan.cells(g), plan.cells(h))
+            out[r0 : r0 + plan.cells(g), c0 : c0 + plan.cells(h)] = tab
+    return out
+
+
+def _joint(codes, names, sizes, attrs):
+    """The exact marginal over ``attrs`` (C order over them as given)."""
+    out = np.zeros([sizes[a] for a in attrs], np.int64)
+    np.add.at(out, tuple(codes[names[a]] for a in attrs), 1)
     return out
 
 

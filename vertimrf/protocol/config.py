@@ -62,8 +62,9 @@ DEFAULTS: dict[str, Any] = {
     # method="secure": the count, the cheap first release of every 2-way marginal (for the
     # server's selection) and the re-measurement of the chosen marginals, as fractions of rho;
     # and how many marginals beyond the initial set the server re-measures (times d).
-    "secure_shares": {"count": 0.001, "select": 0.2, "measure": 0.799},
+    "secure_shares": {"count": 0.001, "select": 0.5, "measure": 0.499},
     "secure_refine_fraction": 1.6,
+    "secure_feature_width": 256,
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "default": DEFAULTS,
@@ -146,7 +147,9 @@ class ProtocolConfig:
         local_max_clique_cells, local_max_total_cells: the local PrivMRF's model caps.
         secure_shares, secure_refine_fraction: method="secure"'s split of rho (count, the
             first release for selection, the re-measurement) and its number of re-measured
-            marginals beyond the initial set (times d).
+            marginals beyond the initial set (times d); secure_feature_width caps each party's
+            one-hot width (attribute pairs and triples are added within it, so that cross
+            marginals of higher order can be measured).
         allow_non_dp: accept a method that is NOT differentially private (FM sketches, the
             xxh64 hash); without it such a config raises PrivacyError.
         max_rows: a public upper bound on the number of records (never the true count);
@@ -182,6 +185,7 @@ class ProtocolConfig:
     local_max_total_cells: float = DEFAULTS["local_max_total_cells"]
     secure_shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS["secure_shares"]))
     secure_refine_fraction: float = DEFAULTS["secure_refine_fraction"]
+    secure_feature_width: int = DEFAULTS["secure_feature_width"]
     allow_non_dp: bool = False
     max_rows: int | None = None
     run_nonce: str = ""
@@ -347,6 +351,10 @@ class ProtocolConfig:
             isinstance(self.secure_refine_fraction, int | float)
             and 0 <= self.secure_refine_fraction < float("inf"),
             f"secure_refine_fraction must be >= 0; got {self.secure_refine_fraction!r}.",
+        )
+        _require(
+            _is_int(self.secure_feature_width, 1),
+            f"secure_feature_width must be an integer >= 1; got {self.secure_feature_width!r}.",
         )
 
     def _check_privacy(self) -> None:

@@ -1,9 +1,12 @@
 """What every role of method="secure" derives from the config alone.
 
 The secure product measures cross-party marginals as exact counts plus discrete Gaussian
-noise (``secure-cross-marginals.md``). Each party P one-hot encodes its attributes into k_P
-columns; for two parties P < Q the dealer-assisted product gives additive shares of the
-k_P x k_Q matrix X_P^T X_Q, whose (a, b) blocks are the cross 2-way marginals. This module
+noise (``secure-cross-marginals.md``). Each party P one-hot encodes its *feature groups* into
+k_P columns: every single attribute, then its attribute pairs and triples, fewest cells first,
+while the width stays within ``config.secure_feature_width`` (public, from the domain only).
+For two parties P < Q the dealer-assisted product gives additive shares of the k_P x k_Q
+matrix X_P^T X_Q, whose (g, h) block is the cross marginal over group g of P and group h of
+Q: the 2-way ones from single attributes, higher-order ones from tuples. This module
 fixes, from the public config: the feature layout, the padded row count, the labels under
 which seeds and pads are expanded, the budget split and every noise scale, and the ledger
 entries of each release, so that no role trusts another's arithmetic.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import combinations
 
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.ddg import ddg_rho
@@ -40,18 +44,37 @@ _SAFETY = 1.0 + 1e-9  # sigma margin so that the tiny KLS tau terms stay inside 
 Marginal = tuple[int, ...]
 
 
+def feature_groups(
+    attrs: tuple[int, ...], sizes: tuple[int, ...], max_width: int
+) -> tuple[tuple[int, ...], ...]:
+    """A party's feature groups: every single attribute, then pairs and triples of its
+    attributes, fewest cells first (ties in attribute order), each added while the total
+    width stays within ``max_width``. Public: it depends on the domain only."""
+    groups = [(a,) for a in attrs]
+    width = sum(sizes[a] for a in attrs)
+    for arity in (2, 3):
+        for g in sorted(combinations(attrs, arity), key=lambda g: math.prod(sizes[a] for a in g)):
+            cells = math.prod(sizes[a] for a in g)
+            if width + cells <= max_width:
+                groups.append(g)
+                width += cells
+    return tuple(groups)
+
+
 @dataclass(frozen=True)
 class SecurePlan:
     """The public layout and budget of a secure run.
 
-    ``attrs[p]`` are party p's attribute indices (in spec order), ``offsets[p][j]`` the first
-    one-hot column of its j-th attribute and ``widths[p]`` its k_p; ``rows`` is the public
+    ``attrs[p]`` are party p's attribute indices (in spec order), ``groups[p]`` its feature
+    groups (attribute tuples; the singles first, in ``attrs`` order), ``offsets[p][g]`` the
+    first one-hot column of its g-th group and ``widths[p]`` its k_p; ``rows`` is the public
     padded row count (``config.max_rows``).
     """
 
     names: tuple[str, ...]
     sizes: tuple[int, ...]
     attrs: tuple[tuple[int, ...], ...]
+    groups: tuple[tuple[tuple[int, ...], ...], ...]
     offsets: tuple[tuple[int, ...], ...]
     widths: tuple[int, ...]
     rows: int
@@ -76,19 +99,22 @@ class SecurePlan:
         names = config.spec.names
         index = {c: i for i, c in enumerate(names)}
         sizes = tuple(int(s) for s in config.spec.domain.sizes)
-        attrs, offsets, widths = [], [], []
+        attrs, groups, offsets, widths = [], [], [], []
         for p in config.parties:
             own = tuple(sorted(index[c] for c in p.columns))
-            offs = tuple(int(sum(sizes[a] for a in own[:j])) for j in range(len(own)))
+            grp = feature_groups(own, sizes, config.secure_feature_width)
+            cells = [math.prod(sizes[a] for a in g) for g in grp]
             attrs.append(own)
-            offsets.append(offs)
-            widths.append(int(sum(sizes[a] for a in own)))
+            groups.append(grp)
+            offsets.append(tuple(int(sum(cells[:j])) for j in range(len(grp))))
+            widths.append(int(sum(cells)))
         rho = epsilon_to_rho(config.epsilon, config.delta)
         s = config.secure_shares
         return cls(
             names=tuple(p.name for p in config.parties),
             sizes=sizes,
             attrs=tuple(attrs),
+            groups=tuple(groups),
             offsets=tuple(offsets),
             widths=tuple(widths),
             rows=int(config.max_rows),
@@ -121,36 +147,55 @@ class SecurePlan:
         m = len(self.names)
         return [(p, q) for p in range(m) for q in range(p + 1, m)]
 
-    def block(self, a: int, b: int) -> tuple[int, int, int, int]:
-        """Rows and columns (r0, r1, c0, c1) of the cross marginal (a, b) in its pair's
-        k_p x k_q share matrix (a owned by the lower party)."""
-        owner = self.owner
-        p, q = owner[a], owner[b]
-        if not p < q:
-            raise ConfigError(f"({a}, {b}) is not a cross marginal of parties p < q.")
-        r0 = self.offsets[p][self.attrs[p].index(a)]
-        c0 = self.offsets[q][self.attrs[q].index(b)]
-        return r0, r0 + self.sizes[a], c0, c0 + self.sizes[b]
+    def _parts(self, m: Marginal) -> dict[int, Marginal]:
+        """``m``'s attributes by owning party (each part sorted)."""
+        parts: dict[int, list[int]] = {}
+        for a in m:
+            parts.setdefault(self.owner[a], []).append(int(a))
+        return {p: tuple(sorted(v)) for p, v in sorted(parts.items())}
+
+    def measurable(self, m: Marginal) -> bool:
+        """True when one party owns ``m``, or two do and each part is a feature group."""
+        parts = self._parts(m)
+        return len(parts) == 1 or (
+            len(parts) == 2 and all(g in self.groups[p] for p, g in parts.items())
+        )
 
     def kind(self, m: Marginal) -> str:
-        """ "within" (one party), "cross" (a 2-way marginal over two parties) or raise."""
-        parties = {self.owner[a] for a in m}
-        if len(parties) == 1:
+        """ "within" (one party), "cross" (two parties, each part a feature group) or raise."""
+        parts = self._parts(m)
+        if len(parts) == 1:
             return "within"
-        if len(m) == 2:
+        if self.measurable(m):
             return "cross"
         raise MessageError(
-            f"marginal {m} spans parties {sorted(parties)} with more than two attributes; the "
-            "secure product measures only 2-way cross-party marginals."
+            f"marginal {tuple(m)} is not measurable: the secure product measures a marginal "
+            "over two parties whose parts are feature groups of their parties "
+            f"({', '.join(f'{self.names[p]}: {g}' for p, g in parts.items())})."
         )
 
     def canonical(self, m: Marginal) -> Marginal:
-        """A cross marginal ordered (lower party's attribute, higher's); within sorted."""
+        """Within: sorted. Cross: the lower party's group, then the higher party's."""
         m = tuple(int(a) for a in m)
-        if self.kind(m) == "cross":
-            a, b = m
-            return (a, b) if self.owner[a] < self.owner[b] else (b, a)
-        return tuple(sorted(m))
+        self.kind(m)
+        return tuple(a for part in self._parts(m).values() for a in part)
+
+    def pair_of(self, m: Marginal) -> tuple[int, int]:
+        """The two parties (p < q) of a cross marginal."""
+        p, q = self._parts(m)
+        return p, q
+
+    def block(self, m: Marginal) -> tuple[int, int, int, int]:
+        """Rows and columns (r0, r1, c0, c1) of the cross marginal ``m`` in its pair's
+        k_p x k_q share matrix; its cells in C order over ``canonical(m)``."""
+        (p, g), (q, h) = self._parts(m).items()
+        r0 = self.offsets[p][self.groups[p].index(g)]
+        c0 = self.offsets[q][self.groups[q].index(h)]
+        return r0, r0 + self.cells(g), c0, c0 + self.cells(h)
+
+    def cells(self, m: Marginal) -> int:
+        """Number of cells of the marginal ``m``."""
+        return math.prod(self.sizes[a] for a in m)
 
     def all_pairs(self) -> list[Marginal]:
         """The first release: every 2-way marginal, canonical."""
@@ -202,9 +247,9 @@ class SecurePlan:
                 )
         s = sigma / math.sqrt(2.0)
         for p, q in self.pairs():
-            cross = [m for m in marginals if self.kind(m) == "cross" and self._pair(m) == (p, q)]
+            cross = [m for m in marginals if self.kind(m) == "cross" and self.pair_of(m) == (p, q)]
             if cross:
-                cells = sum(self.sizes[a] * self.sizes[b] for a, b in cross)
+                cells = sum(self.cells(m) for m in cross)
                 out.append(
                     Release(
                         CROSS_MECHANISM,
@@ -216,9 +261,6 @@ class SecurePlan:
                     )
                 )
         return out
-
-    def _pair(self, m: Marginal) -> tuple[int, int]:
-        return self.owner[m[0]], self.owner[m[1]]
 
     def check_request(self, marginals: list[Marginal]) -> list[Marginal]:
         """Validate the server's re-measurement request: measurable, distinct, non-empty."""

@@ -22,6 +22,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -224,24 +225,20 @@ class SecureServer:
         s = sigma / math.sqrt(2.0)
         for p, q in plan.pairs():
             key = f"{plan.names[p]}+{plan.names[q]}"
-            blocks = [
-                m
-                for m in marginals
-                if plan.kind(m) == "cross" and (plan.owner[m[0]], plan.owner[m[1]]) == (p, q)
-            ]
+            blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (p, q)]
             if not blocks:
                 continue
-            total = sum(plan.sizes[a] * plan.sizes[b] for a, b in blocks)
+            total = sum(plan.cells(m) for m in blocks)
             parts = [by_party[plan.names[i]].cross.get(key) for i in (p, q)]
             if any(x is None or x.shape != (total,) for x in parts):
                 raise MessageError(f"the {release} release lacks the shares of {key}.")
             summed = (parts[0] + parts[1]).view(np.int64)
             noisy = summed + noise.discrete_gaussian(s, summed.shape)
             start = 0
-            for a, b in blocks:
-                size = plan.sizes[a] * plan.sizes[b]
-                values[a, b] = noisy[start : start + size].astype(np.float64)
-                scale[a, b] = sigma * math.sqrt(1.5)
+            for m in blocks:
+                size = plan.cells(m)
+                values[m] = noisy[start : start + size].astype(np.float64)
+                scale[m] = sigma * math.sqrt(1.5)
                 start += size
         return Tables(values, scale)
 
@@ -288,14 +285,39 @@ class SecureServer:
         return chosen + extra[: int(plan.refine_fraction * d)]
 
     def _measurable(self, m: Marginal, edges: set) -> list[Marginal]:
-        """``m`` if one party owns it or it is 2-way; else its per-party parts and its
-        cross pairs that are graph edges (all its cross pairs if none is)."""
-        owner = self.plan.owner
-        if len({owner[a] for a in m}) == 1 or len(m) == 2:
+        """``m`` if it is measurable (one party, or two parties' feature groups); else its
+        per-party parts plus cross blocks of feature groups, chosen greedily (most newly
+        covered pairs first, then fewest cells) until they cover every cross pair of ``m``
+        that is a graph edge (every cross pair if none is)."""
+        plan = self.plan
+        if plan.measurable(m):
             return [m]
+        owner = plan.owner
         parts = [tuple(a for a in m if owner[a] == p) for p in sorted({owner[a] for a in m})]
         cross = [(a, b) for a in m for b in m if a < b and owner[a] != owner[b]]
-        return parts + ([c for c in cross if c in edges] or cross)
+        todo = {c for c in cross if c in edges} or set(cross)
+        blocks = []
+        for gp, gq in combinations(parts, 2):
+            p, q = owner[gp[0]], owner[gq[0]]
+            options = [
+                (g, h)
+                for g in plan.groups[p]
+                if set(g) <= set(gp)
+                for h in plan.groups[q]
+                if set(h) <= set(gq)
+            ]
+            need = {c for c in todo if {owner[c[0]], owner[c[1]]} == {p, q}}
+            while need:
+                g, h = max(
+                    options,
+                    key=lambda gh: (
+                        len(need & {tuple(sorted((a, b))) for a in gh[0] for b in gh[1]}),
+                        -plan.cells(gh[0] + gh[1]),
+                    ),
+                )
+                need -= {tuple(sorted((a, b))) for a in g for b in h}
+                blocks.append(g + h)
+        return parts + blocks
 
     def synthesize(self, releases: Sequence[SecureRelease], rows: int | None = None) -> np.ndarray:
         """Step 4: fit on every measurement and sample ``rows`` coded rows (default n_hat)."""
@@ -343,7 +365,7 @@ class SecureServer:
             n_hat=round(self.n_hat),
             model=str(self.tree.size),
             cross_edges=(),
-            cross_measured=tuple((names[a], names[b]) for a, b in cross),
+            cross_measured=tuple(tuple(names[a] for a in m) for m in cross),
             n_local_measurements=len(self._request) - len(cross),
             iterations=(),
             **extra,
