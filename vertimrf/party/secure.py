@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.domain import EncodedTable
-from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
+from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
 from vertimrf.mrf.cliques import histogram
 from vertimrf.party.ids import record_fingerprints
@@ -61,10 +61,13 @@ def aligned_columns(
     secret: bytes,
     context: bytes,
     rows: int,
+    groups: tuple[tuple[int, ...], ...],
     offsets: tuple[int, ...],
 ) -> tuple[np.ndarray, bytes]:
-    """One-hot column indices (rows x d, -1 on padding rows) in the parties' common row
-    order, and the record-set digest HMAC(secret, sorted PRF values)."""
+    """One-hot column indices (rows x groups, -1 on padding rows) in the parties' common row
+    order, and the record-set digest HMAC(secret, sorted PRF values). ``groups`` hold column
+    positions in ``table``; a group's column is its offset plus the C-order index of its
+    codes."""
     n = len(table)
     if n > rows:
         raise ConfigError(
@@ -76,8 +79,14 @@ def aligned_columns(
     order = np.argsort(prf, kind="stable")
     mac_key = hkdf_expand(hkdf_extract(_DIGEST_CONTEXT, secret), context, 32)
     digest = hmac.new(mac_key, np.sort(prf).astype("<u8").tobytes(), hashlib.sha256).digest()
-    cols = np.full((rows, len(offsets)), -1, np.int64)
-    cols[:n] = table.codes[order].astype(np.int64) + np.asarray(offsets, np.int64)
+    codes = table.codes[order].astype(np.int64)
+    sizes = table.domain.sizes
+    cols = np.full((rows, len(groups)), -1, np.int64)
+    for j, (group, offset) in enumerate(zip(groups, offsets, strict=True)):
+        index = np.zeros(n, np.int64)
+        for a in group:
+            index = index * sizes[a] + codes[:, a]
+        cols[:n, j] = offset + index
     return cols, digest
 
 
@@ -141,12 +150,14 @@ class SecureParty:
         d = Deal.open(deal, self._keypair, self._context)
         self._once("features")
         plan, p = self.plan, self.index
+        local = {a: j for j, a in enumerate(plan.attrs[p])}
         cols, digest = aligned_columns(
             self._table,
             self._fingerprints,
             self._secret,
             self._context,
             plan.rows,
+            tuple(tuple(local[a] for a in g) for g in plan.groups[p]),
             plan.offsets[p],
         )
         mask = expand(d.seed_u, b"U", plan.rows * plan.widths[p]).reshape(plan.rows, -1)
@@ -216,13 +227,17 @@ class SecureParty:
                     f"relay {peer!r}'s features before this step."
                 )
             shape = (plan.rows, plan.widths[q])
-            theirs, digest = open_features(
-                self._keys[peer], blobs[peer], self._context, peer, self.name, shape
-            )
+            try:
+                theirs, digest = open_features(
+                    self._keys[peer], blobs[peer], self._context, peer, self.name, shape
+                )
+            except ChannelError as exc:
+                raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
             if not hmac.compare_digest(digest, st["digest"]):
                 raise MessageError(
-                    f"parties hold different record sets: {peer!r}'s record-set digest differs "
-                    f"from {self.name!r}'s (both must hold exactly the same record IDs)."
+                    "parties hold different record sets or use different shared secrets: "
+                    f"{peer!r}'s record-set digest differs from {self.name!r}'s (both must hold "
+                    "exactly the same record IDs and the same group secret)."
                 )
             key = f"{plan.names[a]}+{plan.names[b]}"
             if p == a:
@@ -262,11 +277,7 @@ class SecureParty:
             if p not in (a, b):
                 continue
             key = f"{plan.names[a]}+{plan.names[b]}"
-            blocks = [
-                m
-                for m in marginals
-                if plan.kind(m) == "cross" and plan.owner[m[0]] == a and plan.owner[m[1]] == b
-            ]
+            blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (a, b)]
             if not blocks:
                 continue
             peer = plan.names[b if p == a else a]
@@ -278,7 +289,7 @@ class SecureParty:
             share = self._state["shares"][key]
             parts = []
             for m in blocks:
-                r0, r1, c0, c1 = plan.block(*m)
+                r0, r1, c0, c1 = plan.block(m)
                 cells = share[r0:r1, c0:c1].ravel()
                 eta = noise.discrete_gaussian(s, cells.shape).astype(np.uint64)
                 padded = pad[r0:r1, c0:c1].ravel()
