@@ -64,7 +64,8 @@ DEFAULTS: dict[str, Any] = {
     # and how many marginals beyond the initial set the server re-measures (times d).
     "secure_shares": {"count": 0.001, "select": 0.5, "measure": 0.499},
     "secure_refine_fraction": 1.6,
-    "secure_feature_width": 256,
+    "secure_feature_width": 512,
+    "secure_iters": 1000,
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "default": DEFAULTS,
@@ -149,7 +150,8 @@ class ProtocolConfig:
             first release for selection, the re-measurement) and its number of re-measured
             marginals beyond the initial set (times d); secure_feature_width caps each party's
             one-hot width (attribute pairs and triples are added within it, so that cross
-            marginals of higher order can be measured).
+            marginals of higher order can be measured); secure_iters caps each of the
+            server's two mirror-descent fits.
         allow_non_dp: accept a method that is NOT differentially private (FM sketches, the
             xxh64 hash); without it such a config raises PrivacyError.
         max_rows: a public upper bound on the number of records (never the true count);
@@ -186,6 +188,7 @@ class ProtocolConfig:
     secure_shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS["secure_shares"]))
     secure_refine_fraction: float = DEFAULTS["secure_refine_fraction"]
     secure_feature_width: int = DEFAULTS["secure_feature_width"]
+    secure_iters: int = DEFAULTS["secure_iters"]
     allow_non_dp: bool = False
     max_rows: int | None = None
     run_nonce: str = ""
@@ -351,6 +354,10 @@ class ProtocolConfig:
             isinstance(self.secure_refine_fraction, int | float)
             and 0 <= self.secure_refine_fraction < float("inf"),
             f"secure_refine_fraction must be >= 0; got {self.secure_refine_fraction!r}.",
+        )
+        _require(
+            _is_int(self.secure_iters, 1),
+            f"secure_iters must be an integer >= 1; got {self.secure_iters!r}.",
         )
         _require(
             _is_int(self.secure_feature_width, 1),
