@@ -269,3 +269,36 @@ def test_simulate_secure_is_dp_and_within_budget():
     assert report.dp_guarantee and report.total_epsilon <= 1.0 + 1e-9
     assert report.seeded
     assert "distributed_discrete_gaussian" in str(report)
+
+
+def test_messages_hold_only_dp_masked_or_public_values(tmp_path):
+    """Every file that leaves a party: the deal and feature blobs are ciphertext (uniform
+    bytes); a release's manifest holds only public metadata and the noisy count, its int64
+    arrays are noisy marginals (exact + discrete Gaussian, never all exact) and its uint64
+    arrays are padded shares (uniform bytes). Bounds as in test_every_view_is_uniform."""
+    from vertimrf.protocol.container import read_container
+    from vertimrf.protocol.securemsg import RELEASE_KIND, SecureRelease
+
+    cfg, spec, members, server, public, codes = _setup([[64, 3], [64]], 3000, 5, rows=4096)
+    deals = server.deal(public)
+    blobs = {name: m.features(deals[name]) for name, m in members.items()}
+    for data in [*deals.values(), *(b for out in blobs.values() for b in out.values())]:
+        body = np.frombuffer(data[64:], np.uint8)  # past the public headers
+        assert _uniform_bytes(body[: body.size // 8 * 8].view(np.uint64)) > P_REJECT
+    inbox = {n: {q: blobs[q][n] for q in members if q != n} for n in members}
+    for name, m in members.items():
+        path = tmp_path / f"{name}.vmrf"
+        m.release(inbox[name]).save(path)
+        meta, arrays = read_container(path, RELEASE_KIND, array_bytes=lambda _: 1 << 30)
+        assert set(meta) == {"party", "release", "config_hash", "digest", "within", "count"}
+        assert (meta["count"] is not None) == (name == cfg.count_party)
+        plan = server.plan
+        for key, values in arrays.items():
+            if values.dtype == np.uint64:
+                assert key.startswith("x/") and _uniform_bytes(values) > P_REJECT
+            else:
+                assert values.dtype == np.int64 and key.startswith("w")
+                marginal = tuple(meta["within"][int(key[1:])])
+                exact = _joint(codes, spec.names, plan.sizes, marginal).ravel()
+                assert values.shape == exact.shape and np.any(values != exact)
+        assert SecureRelease.load(path, plan).party == name
