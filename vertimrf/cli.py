@@ -3,15 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import os
+import re
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from vertimrf.errors import ConfigError, VertimrfError
+from vertimrf.errors import (
+    ChannelError,
+    ConfigError,
+    KeyMaterialError,
+    MessageError,
+    PrivacyBudgetError,
+    VertimrfError,
+)
+
+if TYPE_CHECKING:
+    from vertimrf.party.secure import SecureParty
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.channels import PublicKey
+    from vertimrf.protocol.secure import SecurePlan
 
 WAYS = (3, 4, 5)
+GROUP_SECRET_CONTEXT = b"vertimrf/group-secret"
+STEPS_FORMAT = "vertimrf-party-steps/1"
+SECURE_OPTIONS = ("keys", "peers", "deal", "blobs", "ledger")
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _write_json(path: str, data: dict) -> None:
@@ -41,6 +64,7 @@ def _read_csv(path: str):
 
 
 DEMO_LABELS = {
+    "secure": "VertiMRF-Secure (DP)",
     "fo": "VertiMRF-FO (DP)",
     "fm": "VertiMRF-FM (NOT DP)",
     "central": "Centralized (DP)",
@@ -87,14 +111,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _demo_runs(args: argparse.Namespace, df, spec) -> tuple[dict, dict, dict]:
-    """FO (and with --fm the FM path) through the protocol, and Centralized PrivMRF: the
-    l-way TVDs, the seconds and the protocol reports of each."""
+    """Secure and FO (and with --fm the FM path) through the protocol, and Centralized
+    PrivMRF: the l-way TVDs, the seconds and the protocol reports of each."""
     from vertimrf import PrivMRF, simulate
     from vertimrf.metrics import tvd
 
     names, delta = list(spec.names), 1.0 / len(df)
     tvds, seconds, reports = {}, {}, {}
-    for method in ["fo", "fm"] if args.fm else ["fo"]:
+    for method in ["secure", "fo", "fm"] if args.fm else ["secure", "fo"]:
         start = time.perf_counter()
         fm = {"allow_non_dp": True, **({"t": args.t} if args.t else {})} if method == "fm" else {}
         synth, reports[method] = simulate(
@@ -121,10 +145,17 @@ def _cmd_secret(args: argparse.Namespace) -> int:
     from vertimrf.io import atomic_open
     from vertimrf.party.keys import new_shared_secret
 
-    with atomic_open(args.out, "w") as fh:
+    if args.legacy_out is None:
+        raise ConfigError(
+            "give --out FILE for a new secret, or use `vertimrf secret share` / `secret open` "
+            "to pass one to the peers through the server."
+        )
+    with atomic_open(args.legacy_out, "w") as fh:
         fh.write(new_shared_secret().hex() + "\n")
-    os.chmod(args.out, 0o600)
-    print(f"wrote a new shared secret to {args.out}; give it to every party, never the server")
+    os.chmod(args.legacy_out, 0o600)
+    print(
+        f"wrote a new shared secret to {args.legacy_out}; give it to every party, never the server"
+    )
     return 0
 
 
@@ -156,7 +187,10 @@ def _cmd_config(args: argparse.Namespace) -> int:
         "count_party": args.count_party,
         "max_rows": args.max_rows,
         "allow_non_dp": args.allow_non_dp or None,
+        "secure_feature_width": args.feature_width,
     }
+    if args.feature_width is not None and args.method != "secure":
+        raise ConfigError("--feature-width is an option of --method secure.")
     cfg = ProtocolConfig.from_preset(
         args.preset,
         epsilon=args.epsilon,
@@ -166,11 +200,19 @@ def _cmd_config(args: argparse.Namespace) -> int:
         method=args.method,
         **{k: v for k, v in given.items() if v is not None},
     )
+    if cfg.method == "secure":
+        for p in cfg.parties:
+            _file_name(p.name)
     cfg.save(args.out)
     label = "" if cfg.dp_guarantee else "; NOT differentially private (allow_non_dp)"
+    size = (
+        f"max_rows {cfg.max_rows}, feature width {cfg.secure_feature_width}"
+        if cfg.method == "secure"
+        else f"t {cfg.t}"
+    )
     print(
-        f"wrote the protocol config to {args.out} (hash {cfg.config_hash()[:16]}, t {cfg.t}, "
-        f"fresh run nonce){label}"
+        f"wrote the protocol config to {args.out} (hash {cfg.config_hash()[:16]}, method "
+        f"{cfg.method}, {size}, fresh run nonce){label}"
     )
     return 0
 
@@ -190,6 +232,13 @@ def _cmd_party_release(args: argparse.Namespace) -> int:
     from vertimrf.protocol import PartyMessage, ProtocolConfig
 
     cfg = ProtocolConfig.load(args.config)
+    if cfg.method == "secure":
+        return _party_release_secure(args, cfg)
+    given = [f"--{k}" for k in SECURE_OPTIONS if getattr(args, k) is not None]
+    if given:
+        raise ConfigError(
+            f"{given} are options of method secure; the config's method is {cfg.method!r}."
+        )
     secret = _read_secret(args.secret_file)
     df = _read_csv(args.data)
     party = Party(
@@ -224,7 +273,14 @@ def _cmd_server_synthesize(args: argparse.Namespace) -> int:
     from vertimrf.server import Server
 
     cfg = ProtocolConfig.load(args.config)
-    messages = [PartyMessage.load(p, cfg) for p in args.messages]
+    files = [*args.messages, *(args.releases or [])]
+    if not files:
+        raise ConfigError("give the parties' message files (or --releases FILE ...).")
+    if cfg.method == "secure":
+        return _server_synthesize_secure(args, cfg, files)
+    if args.state is not None:
+        raise ConfigError(f"--state is for method secure; the config's method is {cfg.method!r}.")
+    messages = [PartyMessage.load(p, cfg) for p in files]
     synth, report = Server(cfg, progress=not args.quiet).synthesize(
         messages, n=args.n, seed=args.seed
     )
@@ -234,6 +290,538 @@ def _cmd_server_synthesize(args: argparse.Namespace) -> int:
         _write_json(args.report, report.to_dict())
     print(report)
     print(f"\nwrote {len(synth)} synthetic rows to {args.out}")
+    return 0
+
+
+# ------------------------------------------------------------------ method="secure"
+# Each role is a separate process: the files it reads and writes are the only state it
+# shares with the others, and the party keeps a private step record so that a rerun cannot
+# release twice.
+
+
+def _file_name(name: str) -> str:
+    """``name`` if it can be part of a file name (party names name keys, deals and blobs)."""
+    if not _FILE_NAME.fullmatch(name):
+        raise ConfigError(
+            f"party name {name!r} cannot name files (A.key, A-to-B.blob): use letters, digits, "
+            "'_', '.' and '-', starting with a letter or digit."
+        )
+    return name
+
+
+@contextlib.contextmanager
+def _staged(*paths: str | os.PathLike) -> Iterator[list[Path]]:
+    """Temporary files next to ``paths``, renamed over them only when the block succeeds, so
+    a failed command leaves no output file, not even part of a set."""
+    targets = [Path(p) for p in paths]
+    if len({t.resolve() for t in targets}) != len(targets):
+        raise ConfigError(f"two outputs of one command share a path: {[str(t) for t in targets]}.")
+    temps: list[Path] = []
+    try:
+        for target in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+            os.close(fd)
+            temps.append(Path(tmp))
+        yield temps
+        for tmp, target in zip(temps, targets, strict=True):
+            os.replace(tmp, target)
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def _write_all(files: dict[Path, bytes]) -> None:
+    """Write every file or none (mode 0600: secrets, deals and blobs are not for others)."""
+    with _staged(*files) as temps:
+        for tmp, data in zip(temps, files.values(), strict=True):
+            tmp.write_bytes(data)
+
+
+def _refuse_existing(paths: Sequence[Path], what: str) -> None:
+    """Key material is never overwritten: a second key or secret would split the group."""
+    for path in paths:
+        if os.path.lexists(path):
+            raise KeyMaterialError(
+                f"{path}: refusing to overwrite an existing {what}; move it away or choose "
+                "another --out-dir."
+            )
+
+
+def _read_bytes(path: str | os.PathLike, limit: int, what: str) -> bytes:
+    """The bytes of ``path``, refused before reading when larger than ``limit``."""
+    try:
+        size = os.path.getsize(path)
+        if size > limit:
+            raise MessageError(
+                f"{path}: {size:,} bytes is more than any {what} of this run ({limit:,} bytes)."
+            )
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise MessageError(f"{path}: cannot read the {what} ({exc.strerror or exc}).") from None
+
+
+def _public_keys(paths: Sequence[str]) -> dict[str, PublicKey]:
+    """Public keys by party name (one per party)."""
+    from vertimrf.protocol.channels import PublicKey
+
+    keys = {}
+    for path in paths:
+        key = PublicKey.load(path)
+        if key.name in keys:
+            raise KeyMaterialError(f"{path}: a second public key of {key.name!r}; give one each.")
+        keys[key.name] = key
+    return keys
+
+
+def _fingerprints(keys: dict[str, PublicKey]) -> str:
+    """One indented line per key: its party and fingerprint, to compare out of band."""
+    return "\n".join(f"  {name}: fingerprint {key.fingerprint}" for name, key in keys.items())
+
+
+class _Phases:
+    """A command's named phases: a progress bar on stderr (on a terminal, unless --quiet)
+    and the seconds of each phase, for the summary line."""
+
+    def __init__(self, desc: str, names: Sequence[str], quiet: bool) -> None:
+        from tqdm.auto import tqdm
+
+        self.seconds: dict[str, float] = {}
+        self._bar = tqdm(
+            total=len(names),
+            desc=desc,
+            unit="step",
+            leave=False,
+            file=sys.stderr,
+            disable=True if quiet else None,
+        )
+
+    def __enter__(self) -> _Phases:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.close()
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        self._bar.set_postfix_str(name)
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = time.perf_counter() - start
+        self._bar.update()
+
+    def summary(self) -> str:
+        """The seconds of each phase, for the command's last line."""
+        return ", ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
+
+
+def _cmd_keys(args: argparse.Namespace) -> int:
+    from vertimrf.protocol.channels import KeyPair
+
+    name = _file_name(args.name)
+    folder = Path(args.out_dir)
+    key_path, pub_path = folder / f"{name}.key", folder / f"{name}.pub"
+    _refuse_existing([key_path, pub_path], "key file")
+    pair = KeyPair.generate(name)
+    folder.mkdir(parents=True, exist_ok=True)
+    pair.save(key_path)
+    try:
+        pair.public().save(pub_path)
+        os.chmod(pub_path, 0o644)
+    except BaseException:
+        key_path.unlink()
+        raise
+    print(f"{name}: fingerprint {pair.public().fingerprint}")
+    print(
+        f"wrote {key_path} (private, mode 0600: never share it) and {pub_path} (give it to the "
+        "server and every peer); compare fingerprints with the peers out of band (in person or "
+        "by phone) before you use their public keys."
+    )
+    return 0
+
+
+def _group_secret_aad(sender: str, receiver: str) -> bytes:
+    """Associated data of the group secret ``sender`` seals for ``receiver``."""
+    return f"group-secret/{sender}->{receiver}".encode()
+
+
+def _cmd_secret_share(args: argparse.Namespace) -> int:
+    from vertimrf.party.keys import new_shared_secret
+    from vertimrf.protocol.channels import KeyPair, encrypt, pairwise_key
+
+    own = KeyPair.load(args.keys)
+    name = _file_name(own.name)
+    peers = _public_keys(args.to)
+    if name in peers:
+        raise KeyMaterialError(f"--to lists {name!r}'s own public key; list the peers only.")
+    folder = Path(args.out_dir)
+    secret = new_shared_secret()
+    files = {folder / f"{name}.secret": (secret.hex() + "\n").encode("ascii")}
+    for peer, key in peers.items():
+        sealed = encrypt(
+            pairwise_key(own, key, GROUP_SECRET_CONTEXT), secret, _group_secret_aad(name, peer)
+        )
+        files[folder / f"secret-{name}-to-{_file_name(peer)}.sealed"] = sealed
+    _refuse_existing(list(files), "secret file")
+    _write_all(files)
+    print(f"{name} (you): fingerprint {own.public().fingerprint}\nsealed for:")
+    print(_fingerprints(peers))
+    print(
+        f"wrote your copy {folder / f'{name}.secret'} (pass it as --secret) and one sealed file "
+        "per peer; the server relays the sealed files (it cannot open them). Each peer runs "
+        f"`vertimrf secret open FILE --keys PEER.key --from {name}.pub --out PEER.secret`."
+    )
+    return 0
+
+
+def _cmd_secret_open(args: argparse.Namespace) -> int:
+    from vertimrf.party.keys import MIN_SECRET_BYTES
+    from vertimrf.protocol.channels import KeyPair, PublicKey, decrypt, pairwise_key
+
+    own, sender = KeyPair.load(args.keys), PublicKey.load(args.sender)
+    out = Path(args.out)
+    _refuse_existing([out], "secret file")
+    sealed = _read_bytes(args.file, 1024, "sealed group secret")
+    key = pairwise_key(own, sender, GROUP_SECRET_CONTEXT)
+    try:
+        secret = decrypt(key, sealed, _group_secret_aad(sender.name, own.name))
+    except ChannelError:
+        raise ChannelError(
+            f"{args.file}: not a group secret sealed by {sender.name!r} for {own.name!r} (another "
+            "sender or recipient, or altered); check --from and compare fingerprints."
+        ) from None
+    if len(secret) != MIN_SECRET_BYTES:
+        raise KeyMaterialError(f"{args.file}: the sealed secret is not {MIN_SECRET_BYTES} bytes.")
+    _write_all({out: (secret.hex() + "\n").encode("ascii")})
+    print(f"{own.name} (you): fingerprint {own.public().fingerprint}")
+    print(f"from {sender.name}: fingerprint {sender.fingerprint}")
+    print(f"wrote the group secret to {out} (pass it as --secret; never give it to the server)")
+    return 0
+
+
+def _secure_config(path: str) -> tuple[ProtocolConfig, SecurePlan]:
+    """The config at ``path`` and its secure plan (method secure only)."""
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.secure import SecurePlan
+
+    cfg = ProtocolConfig.load(path)
+    if cfg.method != "secure":
+        raise ConfigError(
+            f"{path}: this command is for method secure; the config's method is {cfg.method!r}."
+        )
+    return cfg, SecurePlan.from_config(cfg)
+
+
+def _deal_limit(plan: SecurePlan) -> int:
+    """Bytes a deal may take: every Z matrix of the run, plus the archive and the seal."""
+    return 8 * sum(plan.widths[p] * plan.widths[q] for p, q in plan.pairs()) + (1 << 20)
+
+
+class _PeerBlobs(Mapping[str, bytes]):
+    """The peers' feature blobs for ``name`` (``folder/<peer>-to-<name>.blob``): checked up
+    front (present, within the run's size), read when used, so that one blob at a time is
+    in memory (each is rows x width x 8 bytes)."""
+
+    def __init__(self, folder: str, name: str, plan: SecurePlan) -> None:
+        self._files: dict[str, tuple[Path, int]] = {}
+        for q, peer in enumerate(plan.names):
+            if peer == name:
+                continue
+            path = Path(folder) / f"{peer}-to-{name}.blob"
+            if not path.exists():
+                raise MessageError(
+                    f"{path}: no feature blob from {peer!r}; the server must relay every peer's "
+                    "`vertimrf party features` output before this step."
+                )
+            limit = 8 * plan.rows * plan.widths[q] + 4096
+            if path.stat().st_size > limit:
+                raise MessageError(
+                    f"{path}: {path.stat().st_size:,} bytes is more than any feature blob of "
+                    f"this run ({limit:,} bytes)."
+                )
+            self._files[peer] = (path, limit)
+
+    def __getitem__(self, peer: str) -> bytes:
+        path, limit = self._files[peer]
+        return _read_bytes(path, limit, "feature blob")
+
+    def __contains__(self, peer: object) -> bool:
+        return peer in self._files
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+
+def _secure_party(
+    args: argparse.Namespace, cfg: ProtocolConfig, plan: SecurePlan
+) -> tuple[SecureParty, dict[str, bytes], dict[str, PublicKey]]:
+    """This party after ``features(deal)``, its blobs for the peers and the peers' keys. A
+    release or measure command runs it again: the same deal and data give the same state."""
+    from vertimrf.party.secure import SecureParty
+    from vertimrf.protocol.channels import KeyPair
+
+    name = _file_name(args.party)
+    keypair = KeyPair.load(args.keys)
+    peers = _public_keys(args.peers)
+    if name in peers:
+        raise ConfigError(f"--peers lists {name!r}'s own public key; list the other parties'.")
+    unknown = sorted(set(peers) - set(plan.names))
+    if unknown:
+        raise ConfigError(f"--peers holds keys of {unknown}, not parties of {list(plan.names)}.")
+    secret = _read_secret(args.secret_file)
+    deal = _read_bytes(args.deal, _deal_limit(plan), "deal")
+    party = SecureParty(
+        name,
+        _read_csv(args.data),
+        cfg,
+        secret,
+        keypair,
+        peers,
+        id_column=args.id_column,
+        seed=args.seed,
+    )
+    try:
+        return party, party.features(deal), peers
+    except ChannelError as exc:
+        raise ChannelError(f"{args.deal}: {exc}") from None
+
+
+def _require_secure_options(args: argparse.Namespace, names: Sequence[str]) -> None:
+    """ConfigError naming the secure-only options ``party release`` was not given."""
+    missing = [f"--{n}" for n in names if getattr(args, n) is None]
+    if missing:
+        raise ConfigError(f"method secure needs {missing} for this command.")
+
+
+def _inputs_digest(deal: str, data: str) -> str:
+    """SHA-256 over the deal and the data file of a party command."""
+    outer = hashlib.sha256()
+    for path in (deal, data):
+        inner = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                inner.update(chunk)
+        outer.update(inner.digest())
+    return outer.hexdigest()
+
+
+class _StepRecord:
+    """A party's private record of its steps in each run (by config hash), kept between its
+    commands: ``release`` and ``measure`` run once per run (a second one would spend the
+    budget again), and both recompute the state of ``features`` from the very deal and data
+    file it used (others would give shares that do not add up, silently)."""
+
+    def __init__(self, args: argparse.Namespace, config_hash: str, folder: Path) -> None:
+        self.path = Path(args.ledger) if args.ledger else folder / f"{args.party}.steps.json"
+        self.party, self.config_hash = args.party, config_hash
+        self.inputs = _inputs_digest(args.deal, args.data)
+
+    def check(self, step: str) -> dict:
+        """The record; an error when ``step`` may not run now."""
+        from vertimrf.io import read_json
+
+        data = {"format": STEPS_FORMAT, "party": self.party, "runs": {}}
+        if self.path.exists():
+            data = read_json(self.path, ConfigError, "step record")
+        if not (
+            isinstance(data, dict)
+            and data.get("format") == STEPS_FORMAT
+            and isinstance(data.get("runs"), dict)
+        ):
+            raise ConfigError(f"{self.path}: not a vertimrf step record; pass your own --ledger.")
+        if data.get("party") != self.party:
+            raise ConfigError(
+                f"{self.path}: the step record of party {data.get('party')!r}, not "
+                f"{self.party!r}; pass your own --ledger."
+            )
+        run = data["runs"].get(self.config_hash, {})
+        if step != "features" and step in run:
+            raise PrivacyBudgetError(
+                f"party {self.party!r} already ran {step!r} in this run (config "
+                f"{self.config_hash[:12]}, wrote {run[step].get('out')} at {run[step].get('at')}, "
+                f"recorded in {self.path}); a second one would spend the budget again. Make a "
+                "new config for a new run."
+            )
+        features = run.get("features")
+        if step != "features" and features is None:
+            raise ConfigError(
+                f"{self.path} records no `party features` of this run (config "
+                f"{self.config_hash[:12]}): run it first, with the same --ledger."
+            )
+        if features is not None and features.get("inputs") != self.inputs:
+            raise ConfigError(
+                "the deal or the data file differs from the one `party features` used in this "
+                f"run (recorded in {self.path}): pass the same --deal and --data (a new deal "
+                "needs a new config)."
+            )
+        return data
+
+    def record(self, step: str, out: str) -> None:
+        """Mark ``step`` done (checked again: another command may have run meanwhile)."""
+        from vertimrf.io import atomic_write_text
+
+        data = self.check(step)
+        data["runs"].setdefault(self.config_hash, {})[step] = {
+            "out": str(out),
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "inputs": self.inputs,
+        }
+        atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
+
+
+def _cmd_party_features(args: argparse.Namespace) -> int:
+    cfg, plan = _secure_config(args.config)
+    name = _file_name(args.party)
+    steps = _StepRecord(args, cfg.config_hash(), Path(args.out_dir))
+    steps.check("features")
+    with _Phases(f"{name} features", ("features", "write"), args.quiet) as phases:
+        with phases("features"):
+            party, blobs, peers = _secure_party(args, cfg, plan)
+        with phases("write"):
+            files = {Path(args.out_dir) / f"{name}-to-{q}.blob": blob for q, blob in blobs.items()}
+            with _staged(*files) as temps:
+                for tmp, blob in zip(temps, files.values(), strict=True):
+                    tmp.write_bytes(blob)
+                steps.record("features", args.out_dir)
+    print(f"{name}: sealed features for the peers (the server relays them):")
+    print(_fingerprints(peers))
+    size = sum(len(b) for b in blobs.values())
+    print(
+        f"{name}: wrote {len(files)} feature blob(s) to {args.out_dir} ({size:,} bytes); "
+        f"{phases.summary()}"
+    )
+    return 0
+
+
+def _party_release_secure(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
+    """``party release`` of method secure: features again, then the first release."""
+    from vertimrf.protocol.secure import SecurePlan
+
+    plan = SecurePlan.from_config(cfg)
+    _require_secure_options(args, ("keys", "peers", "deal", "blobs"))
+    if args.count_from:
+        raise ConfigError(
+            "method secure takes no --count-from: the count party's noisy count goes to the "
+            "server in its own release."
+        )
+    name = _file_name(args.party)
+    steps = _StepRecord(args, cfg.config_hash(), Path(args.out).parent)
+    steps.check("release")
+    with _Phases(f"{name} release", ("check", "features", "release", "write"), args.quiet) as ph:
+        with ph("check"):
+            blobs = _PeerBlobs(args.blobs, name, plan)
+        with ph("features"):
+            party = _secure_party(args, cfg, plan)[0]  # its own blobs are not kept
+        with ph("release"):
+            try:
+                release = party.release(blobs)
+            except ChannelError as exc:
+                raise ChannelError(f"{args.blobs}: {exc}") from None
+        # Recorded before the file lands: a failed write costs a retry, never budget.
+        with ph("write"), _staged(args.out) as (tmp,):
+            release.save(tmp)
+            steps.record("release", args.out)
+    print(f"{name}: wrote {args.out} ({os.path.getsize(args.out):,} bytes); {ph.summary()}")
+    return 0
+
+
+def _cmd_party_measure(args: argparse.Namespace) -> int:
+    from vertimrf.protocol.securemsg import load_request
+
+    cfg, plan = _secure_config(args.config)
+    name = _file_name(args.party)
+    steps = _StepRecord(args, cfg.config_hash(), Path(args.out).parent)
+    steps.check("measure")
+    request = load_request(args.request, plan, cfg.config_hash())
+    with _Phases(f"{name} measure", ("check", "features", "measure", "write"), args.quiet) as ph:
+        with ph("check"):
+            blobs = _PeerBlobs(args.blobs, name, plan)
+        with ph("features"):
+            party = _secure_party(args, cfg, plan)[0]  # its own blobs are not kept
+        with ph("measure"):
+            try:
+                release = party.measure(request, blobs)
+            except ChannelError as exc:
+                raise ChannelError(f"{args.blobs}: {exc}") from None
+        with ph("write"), _staged(args.out) as (tmp,):
+            release.save(tmp)
+            steps.record("measure", args.out)
+    print(
+        f"{name}: measured {len(request)} marginals; wrote {args.out} "
+        f"({os.path.getsize(args.out):,} bytes); {ph.summary()}"
+    )
+    return 0
+
+
+def _cmd_server_deal(args: argparse.Namespace) -> int:
+    from vertimrf.server.secure import SecureServer
+
+    cfg, plan = _secure_config(args.config)
+    keys = _public_keys(args.keys)
+    unknown = sorted(set(keys) - set(plan.names))
+    if unknown:
+        raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(plan.names)}.")
+    folder = Path(args.out_dir)
+    deals = SecureServer(cfg).deal(keys)
+    _write_all({folder / f"{_file_name(name)}.deal": deal for name, deal in deals.items()})
+    print("dealt to (each party checks its fingerprint):")
+    print(_fingerprints({name: keys[name] for name in plan.names}))
+    print(f"wrote {len(deals)} sealed deals to {folder} ({sum(map(len, deals.values())):,} bytes)")
+    return 0
+
+
+def _cmd_server_select(args: argparse.Namespace) -> int:
+    from vertimrf.protocol.securemsg import SecureRelease, save_request
+    from vertimrf.server.secure import SecureServer
+
+    cfg, plan = _secure_config(args.config)
+    server = SecureServer(cfg, seed=args.seed)
+    with _Phases("server select", ("read", "select", "write"), args.quiet) as ph:
+        with ph("read"):
+            releases = [SecureRelease.load(p, plan) for p in args.releases]
+        with ph("select"):
+            request = server.select(releases)
+        with ph("write"), _staged(args.out, args.state) as (request_tmp, state_tmp):
+            save_request(request_tmp, cfg.config_hash(), request)
+            server.save_state(state_tmp)
+    cross = sum(plan.kind(m) == "cross" for m in request)
+    print(
+        f"server: {len(request)} marginals to re-measure ({cross} across parties); wrote "
+        f"{args.out} (give it to every party) and {args.state} (keep it); {ph.summary()}"
+    )
+    return 0
+
+
+def _server_synthesize_secure(
+    args: argparse.Namespace, cfg: ProtocolConfig, files: list[str]
+) -> int:
+    """``server synthesize`` of method secure: from the state of ``server select``."""
+    from vertimrf.protocol.securemsg import SecureRelease
+    from vertimrf.server.secure import SecureServer
+
+    if args.state is None:
+        raise ConfigError("method secure needs --state (the file `vertimrf server select` wrote).")
+    with _Phases("server synthesize", ("read", "synthesize", "write"), args.quiet) as ph:
+        with ph("read"):
+            server = SecureServer.load_state(cfg, args.state, seed=args.seed)
+            releases = [SecureRelease.load(p, server.plan) for p in files]
+        with ph("synthesize"):
+            synth = server.synthesize(releases, rows=args.n)
+        sizes = {r.party: os.path.getsize(p) for r, p in zip(releases, files, strict=True)}
+        report = server.report(seconds=dict(ph.seconds), message_bytes=sizes)
+        outputs = [args.out, *([args.report] if args.report else [])]
+        with ph("write"), _staged(*outputs) as temps:
+            with open(temps[0], "w", encoding="utf-8") as fh:
+                synth.to_csv(fh, index=False)
+            if args.report:
+                temps[1].write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+    print(report)
+    print(f"\nwrote {len(synth)} synthetic rows to {args.out}; {ph.summary()}")
     return 0
 
 
@@ -282,16 +870,56 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     demo.set_defaults(func=_cmd_demo)
 
 
+def _add_keys(sub: argparse._SubParsersAction) -> None:
+    """The `keys` command."""
+    keys = sub.add_parser(
+        "keys",
+        help="make a party's X25519 key pair (method secure)",
+        description="Write NAME.key (private, mode 0600) and NAME.pub (for the server and the "
+        "peers) and print the fingerprint to compare with the peers out of band. Never "
+        "overwrites a key.",
+    )
+    keys.add_argument("--name", required=True, help="this party's name in the config")
+    keys.add_argument("--out-dir", required=True, help="folder for NAME.key and NAME.pub")
+    keys.set_defaults(func=_cmd_keys)
+
+
 def _add_secret(sub: argparse._SubParsersAction) -> None:
-    """The `secret` command."""
+    """The `secret` command, and `secret share` / `secret open` of the group secret."""
     secret = sub.add_parser(
         "secret",
         help="make a shared secret for the parties",
         description="Write 32 random bytes (hex) to a file; the parties derive their hash keys "
-        "from it. Share it among the parties only, never with the server.",
+        "from it. Share it among the parties only, never with the server. `secret share` and "
+        "`secret open` pass it to the peers through the server, sealed under pairwise keys.",
     )
-    secret.add_argument("--out", required=True, help="file to write")
+    secret.add_argument(
+        "--out", dest="legacy_out", metavar="FILE", default=None, help="file to write"
+    )
     secret.set_defaults(func=_cmd_secret)
+    ssub = secret.add_subparsers(dest="action", metavar="{share,open}")
+    share = ssub.add_parser(
+        "share",
+        help="draw the group secret and seal it for each peer",
+        description="Draw a fresh 32-byte group secret; write your copy to DIR/NAME.secret and, "
+        "for each peer, DIR/secret-NAME-to-PEER.sealed (AES-GCM under your pairwise key, so "
+        "the peer knows it came from you). The server relays the sealed files.",
+    )
+    share.add_argument("--keys", required=True, help="your key pair (NAME.key)")
+    share.add_argument("--to", nargs="+", required=True, help="the peers' public keys (.pub)")
+    share.add_argument("--out-dir", required=True, help="folder for the secret and sealed files")
+    share.set_defaults(func=_cmd_secret_share)
+    opn = ssub.add_parser(
+        "open",
+        help="open a group secret a peer sealed for you",
+        description="Open secret-SENDER-to-YOU.sealed with your key and the sender's public "
+        "key, and write the secret in the format --secret reads.",
+    )
+    opn.add_argument("file", help="the sealed secret file")
+    opn.add_argument("--keys", required=True, help="your key pair (NAME.key)")
+    opn.add_argument("--from", dest="sender", required=True, help="the sender's public key")
+    opn.add_argument("--out", required=True, help="secret file to write")
+    opn.set_defaults(func=_cmd_secret_open)
 
 
 def _add_config(sub: argparse._SubParsersAction) -> None:
@@ -307,58 +935,153 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
     )
     config.add_argument("--epsilon", type=float, required=True)
     config.add_argument("--delta", type=float, required=True)
-    config.add_argument("--method", choices=("fo", "fm"), default="fo")
+    config.add_argument(
+        "--method",
+        choices=("fo", "fm", "secure"),
+        default="fo",
+        help="fo (GRR, DP; default), secure (secure cross-party product, DP; needs "
+        "--max-rows) or fm (the paper's sketches, NOT DP)",
+    )
     config.add_argument("--preset", choices=("default", "paper"), default="default")
     config.add_argument("--t", default=None, help="FM repetitions, or 'auto' (default: preset)")
     config.add_argument(
-        "--max-rows", type=int, default=None, help="public upper bound on the record count"
+        "--max-rows",
+        type=int,
+        default=None,
+        help="public upper bound on the record count (method secure pads every party to it)",
     )
     config.add_argument(
         "--allow-non-dp",
         action="store_true",
         help="accept a method that is NOT differentially private (FM sketches, xxh64)",
     )
+    config.add_argument(
+        "--feature-width",
+        type=int,
+        default=None,
+        help="secure: each party's one-hot width cap (attribute pairs and triples fill it; "
+        "party time and memory grow with it; default: the preset's)",
+    )
     config.add_argument("--count-party", default=None, help="party releasing the noisy count")
     config.add_argument("--out", required=True, help="config JSON to write")
     config.set_defaults(func=_cmd_config)
 
 
+def _party_args(p: argparse.ArgumentParser) -> None:
+    """Options of every party command: config, name, data, secret, seed."""
+    p.add_argument("--config", required=True, help="the shared protocol config")
+    p.add_argument("--party", "--name", dest="party", required=True, help="this party's name")
+    p.add_argument("--data", required=True, help="CSV with the ID column and own columns")
+    p.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
+    p.add_argument(
+        "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"
+    )
+    p.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _secure_args(p: argparse.ArgumentParser, required: bool) -> None:
+    """Options of the party commands of method secure (optional in `party release`)."""
+    p.add_argument("--keys", required=required, default=None, help="this party's NAME.key")
+    p.add_argument(
+        "--peers", nargs="+", required=required, default=None, help="the peers' public keys"
+    )
+    p.add_argument("--deal", required=required, default=None, help="this party's NAME.deal")
+
+
 def _add_party(sub: argparse._SubParsersAction) -> None:
-    """The `party release` command."""
+    """The `party features`, `party release` and `party measure` commands."""
     party = sub.add_parser("party", help="a party's role", description="A party's role.")
     psub = party.add_subparsers(dest="action", required=True)
+    feat = psub.add_parser(
+        "features",
+        help="method secure: masked features for each peer",
+        description="Open the server's deal, order the rows by a keyed PRF of the record IDs, "
+        "pad them to max_rows and write DIR/NAME-to-PEER.blob for each peer (X - U under the "
+        "pairwise key; the server relays them and cannot open them).",
+    )
+    _party_args(feat)
+    _secure_args(feat, required=True)
+    feat.add_argument("--out-dir", required=True, help="folder for the blobs")
+    feat.add_argument(
+        "--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)"
+    )
+    feat.set_defaults(func=_cmd_party_features)
     rel = psub.add_parser(
         "release",
         help="make a party's message (all its DP releases) for the server",
-        description="Run LocMRF, binning and LocEnc on this party's CSV and write its message.",
+        description="Run LocMRF, binning and LocEnc on this party's CSV and write its message. "
+        "Method secure: recompute the features from the same deal, read the peers' blobs "
+        "(--blobs DIR/PEER-to-NAME.blob) and write the first release of every 2-way marginal; "
+        "once per run (the step record refuses a second release).",
     )
-    rel.add_argument("--config", required=True, help="the shared protocol config")
-    rel.add_argument("--party", required=True, help="this party's name in the config")
-    rel.add_argument("--data", required=True, help="CSV with the ID column and own columns")
-    rel.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
-    rel.add_argument("--secret-file", required=True, help="the parties' shared secret")
+    _party_args(rel)
     rel.add_argument("--out", required=True, help="message file to write")
     rel.add_argument(
         "--count-from",
         default=None,
-        help="the count party's message, for its noisy count (every other party needs it)",
+        help="fo/fm: the count party's message, for its noisy count (every other party needs it)",
     )
-    rel.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
-    rel.add_argument("--quiet", action="store_true", help="no progress bars")
+    _secure_args(rel, required=False)
+    rel.add_argument("--blobs", default=None, help="secure: folder with the peers' blobs")
+    rel.add_argument(
+        "--ledger", default=None, help="secure: step record (default OUT_DIR/NAME.steps.json)"
+    )
     rel.set_defaults(func=_cmd_party_release)
+    mea = psub.add_parser(
+        "measure",
+        help="method secure: re-measure the marginals the server requests",
+        description="Recompute the features and shares from the same deal and blobs, check the "
+        "request belongs to this run, and write the re-measurement with fresh noise; once per "
+        "run (the step record refuses a second measure).",
+    )
+    _party_args(mea)
+    _secure_args(mea, required=True)
+    mea.add_argument("--blobs", required=True, help="folder with the peers' blobs")
+    mea.add_argument("--request", required=True, help="the server's request.json")
+    mea.add_argument("--out", required=True, help="release file to write")
+    mea.add_argument("--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)")
+    mea.set_defaults(func=_cmd_party_measure)
 
 
 def _add_server(sub: argparse._SubParsersAction) -> None:
-    """The `server synthesize` command."""
+    """The `server deal`, `server select` and `server synthesize` commands."""
     server = sub.add_parser("server", help="the server's role", description="The server's role.")
     ssub = server.add_subparsers(dest="action", required=True)
+    deal = ssub.add_parser(
+        "deal",
+        help="method secure: seal each party's correlated randomness",
+        description="Write DIR/NAME.deal for each party, sealed to its public key (the deal's "
+        "randomness always comes from the OS; it cannot change the synthetic table).",
+    )
+    deal.add_argument("--config", required=True, help="the shared protocol config")
+    deal.add_argument("--keys", nargs="+", required=True, help="every party's public key")
+    deal.add_argument("--out-dir", required=True, help="folder for the deals")
+    deal.set_defaults(func=_cmd_server_deal)
+    sel = ssub.add_parser(
+        "select",
+        help="method secure: choose the marginals to re-measure",
+        description="Sum the parties' first releases, add the server's noise, choose the model "
+        "and the marginals to re-measure; write the request for the parties and the server's "
+        "private state for `server synthesize`.",
+    )
+    sel.add_argument("--config", required=True, help="the shared protocol config")
+    sel.add_argument("--releases", nargs="+", required=True, help="every party's first release")
+    sel.add_argument("--out", required=True, help="request JSON to write")
+    sel.add_argument("--state", required=True, help="server state to write (keep it)")
+    sel.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
+    sel.add_argument("--quiet", action="store_true", help="no progress bars")
+    sel.set_defaults(func=_cmd_server_select)
     syn = ssub.add_parser(
         "synthesize",
         help="synthesize a table from the parties' messages",
         description="Check the messages, run GraphCom, InitMRF and OptMRF, sample, and write "
-        "the synthetic CSV and the privacy report.",
+        "the synthetic CSV and the privacy report. Method secure: --state from `server select` "
+        "and the parties' re-measurements (--releases).",
     )
-    syn.add_argument("messages", nargs="+", help="the parties' message files")
+    syn.add_argument("messages", nargs="*", help="the parties' message files")
+    syn.add_argument("--releases", nargs="+", default=None, help="the same, as an option")
+    syn.add_argument("--state", default=None, help="secure: the state `server select` wrote")
     syn.add_argument("--config", required=True, help="the shared protocol config")
     syn.add_argument("--out", required=True, help="synthetic CSV to write")
     syn.add_argument("--report", default=None, help="also write the report as JSON")
@@ -392,7 +1115,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Differentially private synthetic data for vertically partitioned tables.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_demo, _add_secret, _add_config, _add_party, _add_server, _add_evaluate):
+    for add in (
+        _add_demo,
+        _add_keys,
+        _add_secret,
+        _add_config,
+        _add_party,
+        _add_server,
+        _add_evaluate,
+    ):
         add(sub)
     return parser
 

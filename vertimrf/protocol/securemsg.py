@@ -8,6 +8,8 @@
   with the run, the direction and the sender's record-set digest as associated data.
 * A **release** holds the noisy within-party marginals, the padded noisy shares of each
   product and (first release, count party) the noisy count.
+* A **request** is the server's choice of marginals to re-measure: JSON
+  ``{"config_hash": ..., "marginals": [[a, b], ...]}`` (public, post-processing of DP values).
 
 Deals are ``np.savez`` archives read with ``allow_pickle=False`` (inside authenticated
 encryption); releases are the bounded message container of :mod:`vertimrf.protocol.container`.
@@ -17,6 +19,7 @@ Nothing here unpickles.
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -24,14 +27,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vertimrf.errors import ChannelError, MessageError
+from vertimrf.io import atomic_write_text, read_json
 from vertimrf.protocol.channels import KeyPair, PublicKey, decrypt, encrypt, open_sealed, seal
 from vertimrf.protocol.container import read_container, write_container
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.secure import Marginal, SecurePlan
 
 DIGEST_BYTES = 32
 SEED_BYTES = 32
 RELEASE_KIND = "vertimrf-secure-release"
 MAX_WITHIN_CELLS = 1 << 24  # a within-party marginal larger than this is never measured
+MAX_REQUEST_BYTES = 1 << 22  # a request lists at most a few thousand short marginals
 
 
 def _pack(arrays: dict[str, np.ndarray]) -> bytes:
@@ -183,3 +188,39 @@ class SecureRelease:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise MessageError(f"{path}: malformed secure release ({exc!r}).") from None
+
+
+def save_request(path: str | os.PathLike, config_hash: str, marginals: list[Marginal]) -> None:
+    """Write the server's re-measurement request for the run ``config_hash`` (atomically)."""
+    data = {"config_hash": config_hash, "marginals": [[int(a) for a in m] for m in marginals]}
+    atomic_write_text(path, json.dumps(data) + "\n")
+
+
+def load_request(path: str | os.PathLike, plan: SecurePlan, config_hash: str) -> list[Marginal]:
+    """The marginals of a request file, checked against this run: MessageError when the file
+    is oversized, malformed, of another run, or asks for marginals the plan cannot measure."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise MessageError(f"{path}: cannot read the request ({exc.strerror or exc}).") from None
+    if size > MAX_REQUEST_BYTES:
+        raise MessageError(f"{path}: {size:,} bytes is too large for a request.")
+    data = read_json(path, MessageError, "request")
+    if not isinstance(data, dict) or set(data) != {"config_hash", "marginals"}:
+        raise MessageError(f'{path}: a request is {{"config_hash": ..., "marginals": [...]}}.')
+    if data["config_hash"] != config_hash:
+        raise MessageError(
+            f"{path}: the request belongs to another run (config hash "
+            f"{str(data['config_hash'])[:12]}, this run {config_hash[:12]}): a replayed or "
+            "foreign request."
+        )
+    raw = data["marginals"]
+    if not isinstance(raw, list) or not all(
+        isinstance(m, list) and all(isinstance(a, int) and not isinstance(a, bool) for a in m)
+        for m in raw
+    ):
+        raise MessageError(f"{path}: the request's marginals must be lists of attribute indices.")
+    try:
+        return plan.check_request([tuple(m) for m in raw])
+    except MessageError as exc:
+        raise MessageError(f"{path}: {exc}") from None

@@ -1,0 +1,357 @@
+"""method="secure" through the command-line roles, each command its own process.
+
+1,000,000 rows x 15 columns over 3 parties (5 columns each; domain sizes 2 to 10, every
+column a noisy function of one latent code, so the columns are correlated), made from a fixed
+seed. The run is the one the commands document: keys, secret share / open, config (--method
+secure --max-rows 1048576), server deal, party features / release / measure for each party,
+server select and server synthesize. The server's relaying is a hard link (no copy).
+Commands run one after another, so no two compete for the cores.
+
+Reported: the wall time and peak memory (max RSS, measured by GNU time) of every command;
+each party's total over its three commands (target <= 60 s) and the server's over deal,
+select and synthesize (target <= 90 s); the bytes each party sends (feature blobs and its
+two releases). The protocol runs unseeded (noise from the cryptographic sampler), as a real
+run would. ``--feature-width W`` (repeatable; ``default`` is the preset's) runs once per width;
+``--profile`` runs the slowest party command of each run again under cProfile (with a copy
+of the party's step record) and reports where its time goes.
+
+    python benchmarks/bench_secure_cli.py --feature-width default --feature-width 48 \
+        --profile --md benchmarks/results/bench_secure_cli.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import machine, write_json  # noqa: E402
+
+from vertimrf.domain import DomainSpec  # noqa: E402
+from vertimrf.io import atomic_write_text  # noqa: E402
+from vertimrf.protocol import ProtocolConfig  # noqa: E402
+from vertimrf.protocol.secure import SecurePlan  # noqa: E402
+
+PARTIES = {"A": range(0, 5), "B": range(5, 10), "C": range(10, 15)}
+SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 8, 6, 4, 3, 2)
+TIME = "/usr/bin/time"  # GNU time: a child forked from here would count this process's memory
+PARTY_TARGET, SERVER_TARGET = 60.0, 90.0
+PARTY_STEPS = ("party features", "party release", "party measure")
+SERVER_STEPS = ("server deal", "server select", "server synthesize")
+
+
+def make_data(folder: Path, rows: int, seed: int) -> None:
+    """Each party's CSV (record ID and its 5 columns, its own row order) and the spec."""
+    rng = np.random.default_rng(seed)
+    latent = rng.integers(0, 10, rows)
+    columns = {}
+    for j, size in enumerate(SIZES):
+        keep = rng.random(rows) < 0.6 - 0.02 * j  # correlation with the latent code
+        columns[f"c{j}"] = np.where(keep, (latent + j) % size, rng.integers(0, size, rows))
+    df = pd.DataFrame(columns).astype(np.uint8)
+    DomainSpec.from_dict({f"c{j}": s for j, s in enumerate(SIZES)}).to_json(folder / "spec.json")
+    for name, cols in PARTIES.items():
+        (folder / name).mkdir()
+        frame = df[[f"c{j}" for j in cols]].assign(id=np.arange(rows))
+        frame.iloc[rng.permutation(rows)].to_csv(folder / name / f"{name}.csv", index=False)
+
+
+def run(args: list[str], cwd: Path, python: list[str] | None = None) -> dict:
+    """One command as a child process: its wall time, peak RSS and the phase timings it
+    prints (raises on error)."""
+    with tempfile.NamedTemporaryFile("r") as rss:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [TIME, "-f", "%M", "-o", rss.name, *(python or [sys.executable]), "-m", "vertimrf",
+             *args],
+            cwd=cwd, capture_output=True, text=True,
+        )  # fmt: skip
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"vertimrf {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+        max_rss_kb = int(rss.read().split()[-1])
+    last = proc.stdout.strip().rpartition("\n")[2]
+    return {
+        "args": args,
+        "wall": wall,
+        "max_rss_mb": max_rss_kb / 1024,
+        "phases": last.rpartition("; ")[2] if args[0] in ("party", "server") else "",
+        "stdout": proc.stdout,
+    }
+
+
+def relay(src: Path, dst_folder: Path) -> None:
+    """The server passes a file on (a hard link: the bytes are not copied)."""
+    dst = dst_folder / src.name
+    if dst.exists():
+        dst.unlink()
+    os.link(src, dst)
+
+
+def party_options(name: str) -> list[str]:
+    peers = [f"{name}/{q}.pub" for q in PARTIES if q != name]
+    return [
+        "--config", "config.json", "--name", name, "--data", f"{name}/{name}.csv",
+        "--secret", f"{name}/{name}.secret", "--keys", f"{name}/{name}.key",
+        "--peers", *peers, "--deal", f"{name}/{name}.deal", "--quiet",
+    ]  # fmt: skip
+
+
+def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
+    """Every command of the run, in order; one record (role, step, wall, RSS, ...) each."""
+    names = list(PARTIES)
+    log: list[dict] = []
+
+    def step(role: str, name: str, args: list[str]) -> None:
+        out = {"role": role, "step": name, **run(args, root)}
+        log.append(out)
+        print(f"{role:>6} {name:<18} {out['wall']:7.2f} s {out['max_rss_mb']:8.0f} MB", flush=True)
+
+    for n in names:
+        step(n, "keys", ["keys", "--name", n, "--out-dir", n])
+    (root / "S").mkdir()
+    for n in names:
+        for other in [*names, "S"]:
+            if other != n:
+                relay(root / n / f"{n}.pub", root / other)
+    step("A", "secret share", ["secret", "share", "--keys", "A/A.key", "--to", "A/B.pub",
+                               "A/C.pub", "--out-dir", "A"])  # fmt: skip
+    for q in names[1:]:
+        relay(root / "A" / f"secret-A-to-{q}.sealed", root / q)
+        step(q, "secret open", ["secret", "open", f"{q}/secret-A-to-{q}.sealed", "--keys",
+                                f"{q}/{q}.key", "--from", f"{q}/A.pub", "--out",
+                                f"{q}/{q}.secret"])  # fmt: skip
+    parties = [f"--party={n}={','.join(f'c{j}' for j in c)}" for n, c in PARTIES.items()]
+    wide = [] if width is None else ["--feature-width", str(width)]
+    step("S", "config", ["config", "--spec", "spec.json", *parties, "--epsilon", "1.0",
+                         "--delta", "1e-6", "--method", "secure", "--max-rows", str(max_rows),
+                         *wide, "--out", "config.json"])  # fmt: skip
+    step("S", "server deal", ["server", "deal", "--config", "config.json", "--keys",
+                              *[f"S/{n}.pub" for n in names], "--out-dir", "S"])  # fmt: skip
+    for n in names:
+        relay(root / "S" / f"{n}.deal", root / n)
+    for n in names:
+        step(n, "party features", ["party", "features", *party_options(n), "--out-dir", n])
+    for n in names:
+        for q in names:
+            if q != n:
+                relay(root / n / f"{n}-to-{q}.blob", root / q)
+    for n in names:
+        step(n, "party release", ["party", "release", *party_options(n), "--blobs", n,
+                                  "--out", f"{n}/{n}.select.vmrf"])  # fmt: skip
+    step("S", "server select", ["server", "select", "--config", "config.json", "--releases",
+                                *[f"{n}/{n}.select.vmrf" for n in names], "--out",
+                                "S/request.json", "--state", "S/server.state",
+                                "--quiet"])  # fmt: skip
+    for n in names:
+        relay(root / "S" / "request.json", root / n)
+        step(n, "party measure", ["party", "measure", *party_options(n), "--blobs", n,
+                                  "--request", f"{n}/request.json", "--out",
+                                  f"{n}/{n}.measure.vmrf"])  # fmt: skip
+    step("S", "server synthesize", ["server", "synthesize", "--config", "config.json",
+                                    "--state", "S/server.state", "--releases",
+                                    *[f"{n}/{n}.measure.vmrf" for n in names], "--out",
+                                    "S/synth.csv", "--report", "S/report.json",
+                                    "--quiet"])  # fmt: skip
+    return log
+
+
+def profile(root: Path, log: list[dict], top: int = 18) -> dict:
+    """The slowest party command again under cProfile: the same inputs, its output and
+    step record redirected (a copy of the record without that step), so the run's own
+    files are untouched. Returns the command, the top functions by their own time, and
+    vertimrf's functions by cumulative time."""
+    slowest = max((r for r in log if r["step"] in PARTY_STEPS), key=lambda r: r["wall"])
+    name, step = slowest["role"], slowest["step"].split()[1]
+    record = json.loads((root / name / f"{name}.steps.json").read_text())
+    for run_steps in record["runs"].values():
+        run_steps.pop(step, None)
+    (root / "profile").mkdir(exist_ok=True)
+    ledger = root / "profile" / f"{name}.steps.json"
+    ledger.write_text(json.dumps(record))
+    args = list(slowest["args"])
+    flag = "--out-dir" if "--out-dir" in args else "--out"
+    args[args.index(flag) + 1] = f"profile/{Path(args[args.index(flag) + 1]).name}"
+    stats_file = root / "profile" / "stats.prof"
+    python = [sys.executable, "-m", "cProfile", "-o", str(stats_file)]
+    again = run([*args, "--ledger", str(ledger)], root, python)
+    tables = []
+    for order, restrict in (("tottime", ()), ("cumulative", (r"vertimrf/(?!__main__)",))):
+        text = io.StringIO()
+        pstats.Stats(str(stats_file), stream=text).sort_stats(order).print_stats(*restrict, top)
+        body = text.getvalue()
+        tables.append(body[body.index("ncalls") :].rstrip())
+    return {
+        "command": f"{name} {slowest['step']}",
+        "wall": again["wall"],
+        "by_self_time": tables[0],
+        "vertimrf_cumulative": tables[1],
+    }
+
+
+def message_bytes(root: Path) -> dict[str, dict[str, int]]:
+    """Bytes each party sends: its feature blobs and its two releases."""
+    out = {}
+    for n in PARTIES:
+        blobs = sum(p.stat().st_size for p in (root / n).glob(f"{n}-to-*.blob"))
+        select = (root / n / f"{n}.select.vmrf").stat().st_size
+        measure = (root / n / f"{n}.measure.vmrf").stat().st_size
+        out[n] = {"blobs": blobs, "select": select, "measure": measure}
+    return out
+
+
+def one_run(args: argparse.Namespace, width: int | None) -> dict:
+    """Data, the whole protocol and (with --profile) the profile, in a fresh folder."""
+    base = Path(args.workdir or tempfile.gettempdir())
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            root = Path(tempfile.mkdtemp(prefix="bench_secure_cli.", dir=base))
+            print(f"the run's folder (kept): {root}")
+        else:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=base)))
+        start = time.perf_counter()
+        make_data(root, args.rows, args.seed)
+        print(f"data: {args.rows:,} rows in {time.perf_counter() - start:.1f} s", flush=True)
+        load = [os.getloadavg()[0]]
+        log = protocol(root, width, args.max_rows)
+        load.append(os.getloadavg()[0])
+        plan = SecurePlan.from_config(ProtocolConfig.load(root / "config.json"))
+        res = {
+            "feature_width": ProtocolConfig.load(root / "config.json").secure_feature_width,
+            "preset_width": width is None,
+            "widths": dict(zip(plan.names, plan.widths, strict=True)),
+            "load_average": load,
+            "commands": [{k: v for k, v in r.items() if k != "stdout"} for r in log],
+            "party_totals": {
+                n: sum(r["wall"] for r in log if r["role"] == n and r["step"] in PARTY_STEPS)
+                for n in PARTIES
+            },
+            "server_total": sum(r["wall"] for r in log if r["step"] in SERVER_STEPS),
+            "message_bytes": message_bytes(root),
+            "report": log[-1]["stdout"].strip(),
+        }
+        if args.profile:
+            res["profile"] = profile(root, log)
+    return res
+
+
+def _met(t: float, target: float) -> str:
+    return "yes" if t <= target else f"**no, {t - target:.1f} s over ({t / target:.1f}x)**"
+
+
+def markdown(head: dict, runs: list[dict]) -> str:
+    """The results as Markdown: one section per feature width."""
+    lines = [
+        '# method="secure" through the command-line roles (`bench_secure_cli.py`)',
+        "",
+        f"{head['rows']:,} rows x {len(SIZES)} columns over 3 parties (5 columns each; domain "
+        f"sizes {list(SIZES)}), max_rows {head['max_rows']:,}, epsilon 1, delta 1e-6, "
+        "unseeded. Every command is its own process, one after another; the relay is a hard "
+        "link.",
+        "",
+        f"Machine: {head['machine']}, `nproc` = {head['nproc']}, {head['memory_gb']:.0f} GB RAM.",
+    ]
+    for res in runs:
+        load = res["load_average"]
+        lines += [
+            "",
+            f"## feature width {res['feature_width']}"
+            f"{' (the preset default)' if res['preset_width'] else ''}: one-hot widths "
+            f"{res['widths']}",
+            "",
+            f"1-minute load average {load[0]:.2f} at the start, {load[1]:.2f} at the end (other "
+            "work shares the 2 cores; above 1 means commands waited for a core).",
+            "",
+            "| role | command | wall (s) | peak RSS (MB) | the command's own phases |",
+            "|---|---|---:|---:|---|",
+        ]
+        lines += [
+            f"| {r['role']} | {r['step']} | {r['wall']:.2f} | {r['max_rss_mb']:,.0f} | "
+            f"{r['phases']} |"
+            for r in res["commands"]
+        ]
+        lines += ["", "| totals | wall (s) | target (s) | met |", "|---|---:|---:|---|"]
+        for n, t in res["party_totals"].items():
+            row = f"| party {n}: features + release + measure | {t:.1f} | {PARTY_TARGET:.0f} |"
+            lines.append(f"{row} {_met(t, PARTY_TARGET)} |")
+        t = res["server_total"]
+        row = f"| server: deal + select + synthesize | {t:.1f} | {SERVER_TARGET:.0f} |"
+        lines.append(f"{row} {_met(t, SERVER_TARGET)} |")
+        lines += [
+            "",
+            "| party sends | feature blobs (B) | first release (B) | re-measure (B) | total (B) |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for n, b in res["message_bytes"].items():
+            total = sum(b.values())
+            lines.append(
+                f"| {n} | {b['blobs']:,} | {b['select']:,} | {b['measure']:,} | {total:,} |"
+            )
+        if "profile" in res:
+            p = res["profile"]
+            lines += [
+                "",
+                f"Profile of the slowest party command, {p['command']}, run again under "
+                f"cProfile ({p['wall']:.1f} s). Top functions by their own time:",
+                "",
+                "```",
+                p["by_self_time"],
+                "```",
+                "",
+                "vertimrf's functions by cumulative time:",
+                "",
+                "```",
+                p["vertimrf_cumulative"],
+                "```",
+            ]
+        lines += ["", "Report of the run:", "", "```", res["report"], "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--max-rows", type=int, default=1 << 20, help="the public max_rows")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data (not the run)")
+    parser.add_argument(
+        "--feature-width",
+        type=lambda v: None if v == "default" else int(v),
+        action="append",
+        help="a width, or 'default' for the preset's; repeat for one run each (default: default)",
+    )
+    parser.add_argument("--profile", action="store_true", help="profile the slowest command")
+    parser.add_argument("--workdir", default=None, help="folder for the runs (default: a temp)")
+    parser.add_argument("--keep", action="store_true", help="keep each run's folder")
+    parser.add_argument("--json", default=None, help="also write the figures as JSON")
+    parser.add_argument("--md", default=None, help="write the results as Markdown")
+    args = parser.parse_args()
+    head = {
+        "rows": args.rows,
+        "max_rows": args.max_rows,
+        "machine": machine(),
+        "nproc": os.cpu_count(),
+        "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9,
+    }
+    print(head, flush=True)
+    runs = [one_run(args, w) for w in (args.feature_width or [None])]
+    for res in runs:
+        print(res["feature_width"], res["party_totals"], res["server_total"])
+    write_json(args.json, {**head, "runs": runs})
+    if args.md:
+        atomic_write_text(args.md, markdown(head, runs))
+
+
+if __name__ == "__main__":
+    main()

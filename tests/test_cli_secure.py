@@ -1,0 +1,299 @@
+"""method="secure" as separate processes: ``vertimrf keys``, ``secret share`` / ``open``,
+``config --method secure``, ``server deal``, ``party features`` / ``release`` / ``measure``,
+``server select`` and ``server synthesize`` exchange only files, write the same synthetic CSV
+as ``simulate``, and refuse every bad input with one line and no output file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vertimrf import simulate
+from vertimrf.domain import DomainSpec
+from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol.channels import KeyPair, PublicKey, pairwise_key
+from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.securemsg import SecureRelease, seal_features
+
+SEED = "5"
+ROWS = 300
+TWO = {"A": ["c0", "c1", "c2"], "B": ["c3", "c4"]}
+THREE = {"A": ["c0", "c3"], "B": ["c1", "c4"], "C": ["c2", "c5"]}
+
+
+def _command(*args: str) -> list[str]:
+    """``python -m vertimrf ARGS``: each role its own process, as on separate machines."""
+    return [sys.executable, "-m", "vertimrf", *args]
+
+
+def _run_all(steps: list[list[str]], cwd: Path) -> list[subprocess.CompletedProcess]:
+    """Run independent commands at once (each its own process); their completed processes."""
+    procs = [
+        subprocess.Popen(
+            _command(*s), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for s in steps
+    ]
+    out = []
+    for step, proc in zip(steps, procs, strict=True):
+        stdout, stderr = proc.communicate(timeout=600)
+        out.append(subprocess.CompletedProcess(step, proc.returncode, stdout, stderr))
+    return out
+
+
+def _ok(steps: list[list[str]], cwd: Path) -> list[subprocess.CompletedProcess]:
+    """Run independent commands at once and require every one to succeed."""
+    done = _run_all(steps, cwd)
+    for proc in done:
+        assert proc.returncode == 0, (proc.args, proc.stderr[-2000:])
+    return done
+
+
+def _table(columns: int, seed: int = 0) -> tuple[pd.DataFrame, DomainSpec]:
+    """A small correlated table: every column is a noisy function of one latent code."""
+    rng = np.random.default_rng(seed)
+    latent = rng.integers(0, 6, ROWS)
+    sizes = [2 + j % 5 for j in range(columns)]
+    df = pd.DataFrame(
+        {
+            f"c{j}": np.where(rng.random(ROWS) < 0.7, latent % u, rng.integers(0, u, ROWS))
+            for j, u in enumerate(sizes)
+        }
+    )
+    return df, DomainSpec.from_dict({f"c{j}": u for j, u in enumerate(sizes)})
+
+
+def _party_args(name: str, parties: dict[str, list[str]]) -> list[str]:
+    """The options every secure party command shares, with this party's files."""
+    peers = [f"{name}/{q}.pub" for q in parties if q != name]
+    return [
+        "--config", "config.json", "--name", name, "--data", f"{name}/{name}.csv",
+        "--id-column", "rid", "--secret", f"{name}/{name}.secret",
+        "--keys", f"{name}/{name}.key", "--peers", *peers, "--deal", f"{name}/{name}.deal",
+        "--seed", SEED, "--quiet",
+    ]  # fmt: skip
+
+
+def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
+    """A whole secure run through the commands, in folders per role (each party's, S for the
+    server, and X for an outsider's key pair); the server's relaying is a file copy.
+    Independent commands run at once. Returns the run's table and folder."""
+    names = list(parties)
+    first, rest = names[0], names[1:]
+    df, spec = _table(sum(len(c) for c in parties.values()))
+    for name, cols in parties.items():
+        (root / name).mkdir(parents=True)
+        frame = df[cols].assign(rid=range(ROWS)).sample(frac=1.0, random_state=len(name))
+        frame.to_csv(root / name / f"{name}.csv", index=False)
+    spec.to_json(root / "spec.json")
+    party_flags = [f"--party={n}={','.join(c)}" for n, c in parties.items()]
+    _ok([["keys", "--name", n, "--out-dir", n] for n in [*names, "X"]]
+        + [["config", "--spec", "spec.json", *party_flags, "--epsilon", "2", "--delta", "1e-5",
+            "--method", "secure", "--max-rows", "512", "--out", "config.json"]], root)  # fmt: skip
+    for n in names:  # public keys go to everyone (fingerprints compared out of band)
+        for other in [*names, "S"]:
+            if other != n:
+                (root / other).mkdir(exist_ok=True)
+                shutil.copy(root / n / f"{n}.pub", root / other)
+    pubs = [f"S/{n}.pub" for n in names]
+    _ok([["secret", "share", "--keys", f"{first}/{first}.key",
+          "--to", *[f"{first}/{q}.pub" for q in rest], "--out-dir", first],
+         ["server", "deal", "--config", "config.json", "--keys", *pubs, "--out-dir", "S"]],
+        root)  # fmt: skip
+    for n in names:
+        shutil.copy(root / "S" / f"{n}.deal", root / n)
+        if n != first:
+            shutil.copy(root / first / f"secret-{first}-to-{n}.sealed", root / n)
+    _ok([["secret", "open", f"{q}/secret-{first}-to-{q}.sealed", "--keys", f"{q}/{q}.key",
+          "--from", f"{q}/{first}.pub", "--out", f"{q}/{q}.secret"] for q in rest]
+        + [["party", "features", *_party_args(first, parties), "--out-dir", first]],
+        root)  # fmt: skip
+    _ok([["party", "features", *_party_args(n, parties), "--out-dir", n] for n in rest], root)
+    for n in names:
+        for q in names:
+            if q != n:
+                shutil.copy(root / n / f"{n}-to-{q}.blob", root / q)
+    _ok([["party", "release", *_party_args(n, parties), "--blobs", n,
+          "--out", f"{n}/{n}.select.vmrf"] for n in names], root)  # fmt: skip
+    selects = [f"{n}/{n}.select.vmrf" for n in names]
+    _ok([["server", "select", "--config", "config.json", "--releases", *selects, "--out",
+          "S/request.json", "--state", "S/server.state", "--seed", SEED]], root)  # fmt: skip
+    for n in names:
+        shutil.copy(root / "S" / "request.json", root / n)
+    _ok([["party", "measure", *_party_args(n, parties), "--blobs", n,
+          "--request", f"{n}/request.json", "--out", f"{n}/{n}.measure.vmrf"]
+         for n in names], root)  # fmt: skip
+    measures = [f"{n}/{n}.measure.vmrf" for n in names]
+    _ok([["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
+          "--releases", *measures, "--out", "S/synth.csv", "--report", "S/report.json",
+          "--seed", SEED, "--quiet"]], root)  # fmt: skip
+    return {"root": root, "df": df, "parties": parties}
+
+
+def _same_as_simulate(run: dict) -> None:
+    """The synthetic CSV is byte-identical to simulate's with the same config, seed, secret."""
+    root = run["root"]
+    config = ProtocolConfig.load(root / "config.json")
+    first = next(iter(run["parties"]))
+    secret = bytes.fromhex((root / first / f"{first}.secret").read_text().strip())
+    synth, report = simulate(run["df"], config=config, seed=int(SEED), secret=secret)
+    assert synth.to_csv(index=False).encode() == (root / "S" / "synth.csv").read_bytes()
+    written = json.loads((root / "S" / "report.json").read_text())
+    assert written["method"] == "secure" and written["dp_guarantee"] and written["seeded"]
+    assert written["total_epsilon"] == pytest.approx(report.total_epsilon)
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory) -> dict:
+    """One two-party run, shared by the tests that read its files (the error cases too)."""
+    return _secure_run(tmp_path_factory.mktemp("secure2"), TWO)
+
+
+def test_two_party_run_writes_the_same_bytes_as_simulate(two):
+    _same_as_simulate(two)
+    root = two["root"]
+    secret = (root / "A" / "A.secret").read_text()
+    assert (root / "B" / "B.secret").read_text() == secret  # share / open round trip
+    assert len(bytes.fromhex(secret.strip())) == 32
+    assert stat.S_IMODE(os.stat(root / "A" / "A.key").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(root / "A" / "A.secret").st_mode) == 0o600
+    request = json.loads((root / "S" / "request.json").read_text())
+    assert set(request) == {"config_hash", "marginals"}
+    assert request["config_hash"] == ProtocolConfig.load(root / "config.json").config_hash()
+    steps = json.loads((root / "A" / "A.steps.json").read_text())
+    assert set(steps["runs"][request["config_hash"]]) == {"features", "release", "measure"}
+
+
+def test_three_party_run_writes_the_same_bytes_as_simulate(tmp_path):
+    run = _secure_run(tmp_path, THREE)
+    _same_as_simulate(run)
+    secrets = {(tmp_path / n / f"{n}.secret").read_text() for n in THREE}
+    assert len(secrets) == 1  # share / open gave every party the one group secret
+
+
+def _one_line_error(proc: subprocess.CompletedProcess, pattern: str) -> None:
+    """Exit 2 and one line on stderr naming the problem: no traceback."""
+    assert proc.returncode == 2, (proc.args, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vertimrf: error:"), proc.stderr
+    assert "Traceback" not in proc.stderr and pattern in lines[0], lines[0]
+
+
+def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
+    root = two["root"]
+    bad = root / "bad"
+    (bad / "empty").mkdir(parents=True)
+    (bad / "renamed").mkdir()
+    (bad / "replayed").mkdir()
+    # A's own blob for B, renamed as if it came from B.
+    shutil.copy(root / "A" / "A-to-B.blob", bad / "renamed" / "B-to-A.blob")
+    # B's blob for A of another run with the same keys (another config: another nonce).
+    config = ProtocolConfig.load(root / "config.json")
+    plan = SecurePlan.from_config(config)
+    other = config.with_changes(run_nonce="ab" * 16).run_context()
+    key = pairwise_key(
+        KeyPair.load(root / "B" / "B.key"), PublicKey.load(root / "B" / "A.pub"), other
+    )
+    digest = (root / "A" / "B-to-A.blob").read_bytes()[:32]
+    words = np.zeros((plan.rows, plan.widths[1]), np.uint64)
+    replayed = seal_features(key, words, other, "B", "A", digest)
+    (bad / "replayed" / "B-to-A.blob").write_bytes(replayed)
+    # A's step record after features only, for the commands that write into bad/.
+    steps = json.loads((root / "A" / "A.steps.json").read_text())
+    for run in steps["runs"].values():
+        del run["release"], run["measure"]
+    (bad / "A.steps.json").write_text(json.dumps(steps))
+    ledger = (bad / "A.steps.json").read_bytes()
+    # A record set without one row: A's features from it (B's blob is from the full set).
+    pd.read_csv(root / "A" / "A.csv").iloc[1:].to_csv(bad / "short.csv", index=False)
+    short = ["--data", "bad/short.csv"]
+    # A request and a release of another run (another config hash).
+    request = json.loads((root / "S" / "request.json").read_text())
+    (bad / "request.json").write_text(json.dumps({**request, "config_hash": "0" * 64}))
+    release = SecureRelease.load(root / "B" / "B.select.vmrf", plan)
+    SecureRelease(**{**release.__dict__, "config_hash": "1" * 64}).save(bad / "B.other.vmrf")
+    _ok([["secret", "--out", "bad/other.secret"],
+         ["party", "features", *_party_args("A", TWO), *short, "--out-dir", "bad/short"]],
+        root)  # fmt: skip
+
+    def release_a(out: str, *override: str) -> list[str]:
+        """A's release into ``out``; a repeated option in ``override`` replaces the usual."""
+        return ["party", "release", *_party_args("A", TWO), "--blobs", "A", "--out", out,
+                *override]  # fmt: skip
+
+    measure_a = ["party", "measure", *_party_args("A", TWO), "--blobs", "A",
+                 "--request", "bad/request.json", "--out", "bad/m.vmrf"]  # fmt: skip
+    cases = [
+        (release_a("bad/secret.vmrf", "--secret", "bad/other.secret"), "bad/secret.vmrf",
+         "different record sets or use different shared secrets"),
+        (release_a("bad/short/short.vmrf", *short), "bad/short/short.vmrf",
+         "different record sets"),
+        (release_a("bad/data.vmrf", *short), "bad/data.vmrf",
+         "the deal or the data file differs from the one `party features` used"),
+        (release_a("bad/deal.vmrf", "--deal", "B/B.deal"), "bad/deal.vmrf",
+         "the deal or the data file differs from the one `party features` used"),
+        (release_a("bad/first.vmrf", "--ledger", "bad/none.steps.json"), "bad/first.vmrf",
+         "records no `party features` of this run"),
+        (release_a("bad/missing.vmrf", "--blobs", "bad/empty"), "bad/missing.vmrf",
+         "no feature blob from 'B'"),
+        (release_a("bad/renamed.vmrf", "--blobs", "bad/renamed"), "bad/renamed.vmrf",
+         "is more than any feature blob of this run"),
+        (release_a("bad/replayed.vmrf", "--blobs", "bad/replayed"), "bad/replayed.vmrf",
+         "not from this peer for this run"),
+        (["party", "features", *_party_args("A", TWO), "--deal", "B/B.deal",
+          "--out-dir", "bad/features"], "bad/features",
+         "not sealed to A's key"),
+        (release_a("A/A.again.vmrf"), "A/A.again.vmrf", "already ran 'release'"),
+        (measure_a, "bad/m.vmrf", "belongs to another run"),
+        (["server", "select", "--config", "config.json", "--releases", "A/A.select.vmrf",
+          "bad/B.other.vmrf", "--out", "bad/request2.json", "--state", "bad/state"],
+         "bad/request2.json", "replayed or foreign"),
+        (["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
+          "--releases", "A/A.measure.vmrf", "B/B.select.vmrf", "--out", "bad/s.csv"],
+         "bad/s.csv", "replayed or foreign"),
+        (["config", "--spec", "spec.json", "--party", "A=c0,c1,c2", "--party", "B=c3,c4",
+          "--epsilon", "1", "--delta", "1e-5", "--method", "secure", "--out", "bad/c.json"],
+         "bad/c.json", "--max-rows"),
+        (["secret", "open", "B/secret-A-to-B.sealed", "--keys", "B/B.key", "--from", "X/X.pub",
+          "--out", "bad/sender.secret"], "bad/sender.secret",
+         "not a group secret sealed by 'X' for 'B'"),
+        (["secret", "open", "B/secret-A-to-B.sealed", "--keys", "X/X.key", "--from", "A/A.pub",
+          "--out", "bad/receiver.secret"], "bad/receiver.secret",
+         "not a group secret sealed by 'A' for 'X'"),
+        (["keys", "--name", "A", "--out-dir", "A"], None, "refusing to overwrite"),
+    ]  # fmt: skip
+    key = (root / "A" / "A.key").read_bytes()
+    done = _run_all([c[0] for c in cases], root)
+    for proc, (_, output, pattern) in zip(done, cases, strict=True):
+        _one_line_error(proc, pattern)
+        assert output is None or not (root / output).exists(), output
+    assert (root / "A" / "A.key").read_bytes() == key
+    assert not list(root.rglob("*.part")), "a failed command left a temporary file"
+    assert (bad / "A.steps.json").read_bytes() == ledger
+    assert not (bad / "none.steps.json").exists()
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["keys"],
+        ["secret", "share"],
+        ["secret", "open"],
+        ["party", "features"],
+        ["party", "measure"],
+        ["server", "deal"],
+        ["server", "select"],
+    ],
+)
+def test_every_secure_command_has_help(cmd):
+    proc = subprocess.run(_command(*cmd, "--help"), capture_output=True, text=True)
+    assert proc.returncode == 0 and "usage: vertimrf" in proc.stdout
