@@ -348,7 +348,6 @@ class SecureServer:
             self._fit(model, measurements, self.options.final_convergence_ratio, cap),
         ]
         self.model = model
-        self._measurements = measurements
         n = round(self.n_hat) if rows is None else int(rows)
         return TableEncoder(self.config.spec).decode(model.sample(n, rng))
 
