@@ -558,10 +558,11 @@ class _PeerBlobs(Mapping[str, bytes]):
 
 
 def _secure_party(
-    args: argparse.Namespace, cfg: ProtocolConfig, plan: SecurePlan
+    args: argparse.Namespace, cfg: ProtocolConfig, plan: SecurePlan, *, seal: bool = False
 ) -> tuple[SecureParty, dict[str, bytes], dict[str, PublicKey]]:
-    """This party after ``features(deal)``, its blobs for the peers and the peers' keys. A
-    release or measure command runs it again: the same deal and data give the same state."""
+    """This party with its deal opened, its blobs for the peers (``seal``: the features
+    command; else none) and the peers' keys. A release or measure command opens the same deal
+    again without sealing: the same deal and data give the same state."""
     from vertimrf.party.secure import SecureParty
     from vertimrf.protocol.channels import KeyPair
 
@@ -586,7 +587,10 @@ def _secure_party(
         seed=args.seed,
     )
     try:
-        return party, party.features(deal), peers
+        if seal:
+            return party, party.features(deal), peers
+        party.open_deal(deal)
+        return party, {}, peers
     except ChannelError as exc:
         raise ChannelError(f"{args.deal}: {exc}") from None
 
@@ -681,7 +685,7 @@ def _cmd_party_features(args: argparse.Namespace) -> int:
     steps.check("features")
     with _Phases(f"{name} features", ("features", "write"), args.quiet) as phases:
         with phases("features"):
-            party, blobs, peers = _secure_party(args, cfg, plan)
+            party, blobs, peers = _secure_party(args, cfg, plan, seal=True)
         with phases("write"):
             files = {Path(args.out_dir) / f"{name}-to-{q}.blob": blob for q, blob in blobs.items()}
             with _staged(*files) as temps:
@@ -716,7 +720,7 @@ def _party_release_secure(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
         with ph("check"):
             blobs = _PeerBlobs(args.blobs, name, plan)
         with ph("features"):
-            party = _secure_party(args, cfg, plan)[0]  # its own blobs are not kept
+            party = _secure_party(args, cfg, plan)[0]
         with ph("release"):
             try:
                 release = party.release(blobs)
@@ -742,7 +746,7 @@ def _cmd_party_measure(args: argparse.Namespace) -> int:
         with ph("check"):
             blobs = _PeerBlobs(args.blobs, name, plan)
         with ph("features"):
-            party = _secure_party(args, cfg, plan)[0]  # its own blobs are not kept
+            party = _secure_party(args, cfg, plan)[0]
         with ph("measure"):
             try:
                 release = party.measure(request, blobs)

@@ -147,8 +147,21 @@ class SecureParty:
 
     def features(self, deal: bytes) -> dict[str, bytes]:
         """Step 1: the masked-feature blob for each peer (relayed by the server)."""
-        d = Deal.open(deal, self._keypair, self._context)
+        self.open_deal(deal)
         self._once("features")
+        st, plan = self._state, self.plan
+        masked = mask_features(st["cols"], st["mask"])
+        return {
+            q: seal_features(self._keys[q], masked, self._context, self.name, q, st["digest"])
+            for q in plan.names
+            if q != self.name
+        }
+
+    def open_deal(self, deal: bytes) -> None:
+        """Open the deal and set up the aligned columns, the mask and the record-set digest:
+        what :meth:`features` does before sealing. A new process that runs release or
+        measure calls this with the same deal and data instead of sealing blobs again."""
+        d = Deal.open(deal, self._keypair, self._context)
         plan, p = self.plan, self.index
         local = {a: j for j, a in enumerate(plan.attrs[p])}
         cols, digest = aligned_columns(
@@ -161,19 +174,13 @@ class SecureParty:
             plan.offsets[p],
         )
         mask = expand(d.seed_u, b"U", plan.rows * plan.widths[p]).reshape(plan.rows, -1)
-        masked = mask_features(cols, mask)
         self._state.update(deal=d, cols=cols, mask=mask, digest=digest)
-        return {
-            q: seal_features(self._keys[q], masked, self._context, self.name, q, digest)
-            for q in plan.names
-            if q != self.name
-        }
 
     def release(self, blobs: Mapping[str, bytes]) -> SecureRelease:
         """Step 2: shares of every product, then the first release of every 2-way marginal
         (with the noisy count at the count party)."""
         if "cols" not in self._state:
-            raise ConfigError("run features(deal) before release(blobs).")
+            raise ConfigError("run features(deal) or open_deal(deal) before release(blobs).")
         shares = self._shares(blobs)  # checks every blob before anything is released
         self._once(SELECT)
         self._state["shares"] = shares
@@ -199,7 +206,7 @@ class SecureParty:
             if blobs is None or "cols" not in self._state:
                 raise ConfigError(
                     "measure(request) needs the shares: run release(blobs) first, or "
-                    "features(deal) and pass the peers' blobs."
+                    "open_deal(deal) and pass the peers' blobs."
                 )
             self._state["shares"] = self._shares(blobs)
         marginals = self.plan.check_request(list(request))

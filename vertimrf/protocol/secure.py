@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 
 from vertimrf.errors import ConfigError, MessageError
@@ -127,7 +128,7 @@ class SecurePlan:
         )
 
     # ------------------------------------------------------------------ layout
-    @property
+    @cached_property
     def owner(self) -> tuple[int, ...]:
         """Party index of every attribute."""
         out = [0] * len(self.sizes)

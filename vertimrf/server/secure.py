@@ -168,7 +168,7 @@ class SecureServer:
         """A server ready to :meth:`synthesize`, from :meth:`save_state`'s file."""
         server = cls(config, seed=seed)
         plan = server.plan
-        cells = max(int(np.prod([plan.sizes[a] for a in m])) for m in plan.all_pairs())
+        cells = max(plan.cells(m) for m in plan.all_pairs())
         meta, arrays = read_container(path, STATE_KIND, array_bytes=lambda name: 8 * cells)
         if meta.get("config_hash") != config.config_hash():
             raise MessageError(f"{path}: the server state belongs to another run.")
@@ -217,7 +217,7 @@ class SecureServer:
         sigma = plan.sigma(release, len(marginals))
         values, scale = {}, {}
         for m in marginals:
-            cells = int(np.prod([plan.sizes[a] for a in m]))
+            cells = plan.cells(m)
             if plan.kind(m) == "within":
                 v = by_party[plan.names[plan.owner[m[0]]]].within.get(m)
                 if v is None or v.shape != (cells,):
