@@ -13,7 +13,7 @@ from scipy import special, stats
 
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec, TableEncoder
-from vertimrf.errors import ChannelError, MessageError, PrivacyBudgetError
+from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.zcdp import rho_to_epsilon
@@ -221,6 +221,53 @@ def test_ledger_is_a_true_bound_and_agrees_with_dp_accounting():
     assert rho_to_epsilon(ledger.total_rho, cfg.delta) == eps
 
 
+def test_report_states_the_guarantee_per_viewer():
+    """Each viewer's rho re-derived by hand from the release parameters: the server and the
+    two parties of a pair face two of its three noise components (Gaussian charge
+    K / (2 * 2 s^2) up to KLS's tau term, below 1e-20 here), a third party faces all three,
+    and the server colluding with a party of the pair faces one (exactly K / (2 s^2)). No
+    single viewer exceeds the ledger's total, and dp-accounting's epsilon of each viewer's
+    events agrees with the report's within 2%."""
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    cfg, spec, members, server, public, codes = _setup([[4, 3], [5], [2, 2]], 300, 1)
+    blobs = _exchange(members, server.deal(public))
+    request = server.select([m.release(blobs[n]) for n, m in members.items()])
+    server.synthesize([m.measure(request) for m in members.values()])
+    report = server.report()
+    ledger = server.ledger
+
+    def by_hand(viewer):
+        who, total = set(viewer.split("+")), 0.0
+        for r in ledger.releases:
+            if r.mechanism != "distributed_discrete_gaussian":
+                total += r.rho
+                continue
+            unknown = 3 - len(who & {"server", *r.party.split("+")})
+            total += r.count / (2.0 * unknown * r.params["component_sigma"] ** 2)
+        return total
+
+    assert set(report.viewers) == {"server", "P0", "P1", "P2", "server+P0", "server+P1",
+                                   "server+P2"}  # fmt: skip
+    for viewer, rho in report.viewers.items():
+        assert rho == pytest.approx(by_hand(viewer), rel=1e-9, abs=1e-20)
+        if "+" not in viewer:
+            assert rho <= ledger.total_rho * (1 + 1e-12)
+    assert report.viewers["server"] == pytest.approx(ledger.total_rho, rel=1e-12)
+    assert report.viewers["server+P0"] > ledger.total_rho
+    for viewer in ("P2", "server+P1"):
+        acc = rdp_privacy_accountant.RdpAccountant(
+            orders=list(np.linspace(1.01, 200, 4000)),
+            neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        )
+        acc.compose(dp_accounting.GaussianDpEvent(math.sqrt(1 / (2 * report.viewers[viewer]))))
+        eps = report.to_dict()["viewers"][viewer]["epsilon"]
+        assert eps == pytest.approx(acc.get_epsilon(cfg.delta), rel=0.02)
+    text = str(report)
+    assert "guarantee per viewer" in text and "server colluding with one party" in text
+
+
 def test_parties_and_server_refuse_bad_inputs():
     """A deal for another party, a blob from another run, a missing blob, different record
     sets, a replayed step and a foreign release raise the documented errors."""
@@ -302,3 +349,13 @@ def test_messages_hold_only_dp_masked_or_public_values(tmp_path):
                 exact = _joint(codes, spec.names, plan.sizes, marginal).ravel()
                 assert values.shape == exact.shape and np.any(values != exact)
         assert SecureRelease.load(path, plan).party == name
+
+
+@pytest.mark.parametrize("name", ["server", "A+B", "", "a b"])
+def test_party_names_that_would_confuse_viewers_or_pairs_are_refused(name):
+    spec = DomainSpec.from_dict({"a": 2, "b": 2})
+    with pytest.raises(ConfigError, match="not allowed"):
+        ProtocolConfig.from_preset(
+            "default", epsilon=1.0, delta=1e-6, spec=spec, parties=[(name, ["a"]), ("Q", ["b"])],
+            max_rows=8,
+        )  # fmt: skip

@@ -189,7 +189,11 @@ class PrivacyLedger:
         delta = self.delta if delta is None else delta
         total = self.total_rho
         lines = ["Privacy ledger (zCDP; privacy unit: one individual, add/remove)"]
-        header = f"{'party':<10} {'mechanism':<16} {'count':>7} {'rho':>11} {'share':>7}  details"
+        wp = max([10, *(len(r.party or "-") for r in self._releases)])
+        wm = max([16, *(len(r.mechanism) for r in self._releases)])
+        header = (
+            f"{'party':<{wp}} {'mechanism':<{wm}} {'count':>7} {'rho':>11} {'share':>7}  details"
+        )
         lines += [header, "-" * len(header)]
         for r in self._releases:
             share = r.rho / total if total > 0 else 0.0
@@ -197,7 +201,7 @@ class PrivacyLedger:
             if r.description:
                 detail = f"{r.description}; {detail}" if detail else r.description
             lines.append(
-                f"{r.party or '-':<10} {r.mechanism:<16} {r.count:>7} {r.rho:>11.4e} "
+                f"{r.party or '-':<{wp}} {r.mechanism:<{wm}} {r.count:>7} {r.rho:>11.4e} "
                 f"{share:>6.1%}  {detail}"
             )
         lines.append("-" * len(header))

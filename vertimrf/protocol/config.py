@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -29,6 +30,9 @@ from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, PrivacyError, VertimrfError
 from vertimrf.io import atomic_write_text, read_json
 from vertimrf.privacy.calibration import ACCOUNTING_MODES
+from vertimrf.protocol.seeds import SERVER
+
+_PARTY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 # The `default` preset names every setting that changes a run's output, and the dataclass's
 # defaults are read from it, so presets are the only source of defaults. Our tuning, measured
@@ -255,6 +259,12 @@ class ProtocolConfig:
                 f"owned twice {dup}, unowned {missing}, not in the spec {extra}."
             )
         names = [p.name for p in self.parties]
+        bad = [n for n in names if not _PARTY_NAME.fullmatch(n) or n == SERVER]
+        if bad:
+            raise ConfigError(
+                f"party names {bad} are not allowed: use letters, digits, '_', '.' or '-' "
+                f"(no '+', which joins pair names), and not {SERVER!r}."
+            )
         if len(set(names)) != len(names):
             raise ConfigError(f"party names must be unique; got {names}.")
         if not self.count_party:

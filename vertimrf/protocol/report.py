@@ -14,6 +14,7 @@ from typing import Any
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
 from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.zcdp import rho_to_epsilon
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 
@@ -81,6 +82,7 @@ class ProtocolReport:
     iterations: tuple[int, ...]
     seconds: dict[str, float] = field(default_factory=dict)
     message_bytes: dict[str, int] = field(default_factory=dict)
+    viewers: dict[str, float] = field(default_factory=dict)
 
     @property
     def dp_guarantee(self) -> bool:
@@ -112,6 +114,10 @@ class ProtocolReport:
             "iterations": list(self.iterations),
             "seconds": dict(self.seconds),
             "message_bytes": dict(self.message_bytes),
+            "viewers": {
+                v: {"rho": rho, "epsilon": self._viewer_epsilon(rho)}
+                for v, rho in self.viewers.items()
+            },
             "releases": self.ledger.to_records(),
         }
 
@@ -133,8 +139,34 @@ class ProtocolReport:
                 f"{b.delta_all:.2g} in all {b.columns} (t = {b.t}, eps' = {b.eps_prime:.4g}, "
                 f"k_p = {b.k_p}, alpha_min = {b.alpha_min}).",
             ]
+            return lines + ([SEEDED_NOTE] if self.seeded else [])
+        lines += self._viewer_lines()
         if self.seeded:
             lines.append(SEEDED_NOTE)
+        return lines
+
+    def _viewer_epsilon(self, rho: float) -> float | None:
+        return rho_to_epsilon(rho, self.delta) if self.dp_guarantee and rho > 0 else None
+
+    def _viewer_lines(self) -> list[str]:
+        """The guarantee against each viewer (server, each party), then against the server
+        colluding with one party, which the threat model excludes."""
+        if not self.viewers:
+            return [
+                "every viewer (the server and each party) faces every release's full noise, "
+                "so the total holds against each"
+            ]
+        solo = {v: r for v, r in self.viewers.items() if "+" not in v}
+        pairs = {v: r for v, r in self.viewers.items() if "+" in v}
+        lines = [
+            "guarantee per viewer (the noise it does not know; epsilon at this delta): "
+            + "; ".join(f"{v} {self._viewer_epsilon(r):.4g}" for v, r in solo.items())
+        ]
+        if pairs:
+            lines.append(
+                "outside the threat model, the server colluding with one party: "
+                + "; ".join(f"{v} {self._viewer_epsilon(r):.4g}" for v, r in pairs.items())
+            )
         return lines
 
     def __str__(self) -> str:

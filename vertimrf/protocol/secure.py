@@ -33,6 +33,7 @@ from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.seeds import SERVER
 
 SELECT = "select"
 MEASURE = "measure"
@@ -261,6 +262,33 @@ class SecurePlan:
                         {"sigma": sigma, "component_sigma": s, "components": 3, "cells": cells},
                     )
                 )
+        return out
+
+    def viewers(self) -> tuple[str, ...]:
+        """Who sees messages: the server and each party (the threat model's viewers), then
+        the server colluding with one party (outside the threat model, reported apart)."""
+        return (SERVER, *self.names, *(f"{SERVER}+{n}" for n in self.names))
+
+    def viewer_rho(self, releases: list[Release]) -> dict[str, float]:
+        """The zCDP rho each of :meth:`viewers` faces over ``releases`` (the plan's ledger
+        entries). A viewer subtracts the noise components it knows: its own. So a cross
+        release of P and Q leaves two of its three components to the server, P and Q, all
+        three to any other party, and one to the server colluding with P or Q. Count and
+        within releases are charged in full to everyone (their one noise is the owner's)."""
+        out = {}
+        for viewer in self.viewers():
+            members = set(viewer.split("+"))
+            total = []
+            for r in releases:
+                if r.mechanism != CROSS_MECHANISM:
+                    total.append(r.rho)
+                    continue
+                known = len(members & {SERVER, *r.party.split("+")})
+                p = r.params
+                total.append(
+                    ddg_rho(p["component_sigma"], 3 - known, r.count, r.count, p["cells"])
+                )
+            out[viewer] = math.fsum(total)
         return out
 
     def check_request(self, marginals: list[Marginal]) -> list[Marginal]:

@@ -383,5 +383,6 @@ class SecureServer:
             cross_measured=tuple(tuple(names[a] for a in m) for m in cross),
             n_local_measurements=len(self._request) - len(cross),
             iterations=tuple(self.iterations),
+            viewers=self.plan.viewer_rho(list(self.ledger.releases)),
             **extra,
         )
