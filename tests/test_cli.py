@@ -149,10 +149,13 @@ def test_bad_input_gives_a_clear_error_and_exit_code_2(tmp_path):
         "1",
         "--delta",
         "1e-5",
+        "--method",
+        "fo",
         "--out",
         "c.json",
         cwd=tmp_path,
     )
+    assert (tmp_path / "c.json").exists()
     proc = _run(
         "server", "synthesize", "junk.vmrf", "--config", "c.json", "--out", "s.csv", cwd=tmp_path
     )
@@ -186,10 +189,27 @@ def test_fm_is_refused_without_allow_non_dp(tmp_path):
     assert json.loads((tmp_path / "c.json").read_text())["allow_non_dp"] is True
 
 
+def test_config_defaults_to_the_secure_method_which_needs_max_rows(tmp_path):
+    df, spec = small_adult(100, 4)
+    spec.to_json(tmp_path / "spec.json")
+    proc = _run(*_config_args("--out", "c.json"), cwd=tmp_path)
+    _one_line_error(proc, "--max-rows")
+    assert not (tmp_path / "c.json").exists()
+    proc = _run(*_config_args("--max-rows", "128", "--out", "c.json"), cwd=tmp_path)
+    assert proc.returncode == 0 and "method secure" in proc.stdout
+    assert json.loads((tmp_path / "c.json").read_text())["method"] == "secure"
+    proc = _run(*_config_args("--preset", "paper", "--out", "p.json"), cwd=tmp_path)
+    assert json.loads((tmp_path / "p.json").read_text())["method"] == "fo"
+    proc = _run(*_config_args("--method", "fo", "--feature-width", "8", "--out", "f.json"),
+                cwd=tmp_path)  # fmt: skip
+    _one_line_error(proc, "--feature-width")
+    assert not (tmp_path / "f.json").exists()
+
+
 def test_every_unreadable_input_is_a_one_line_error(tmp_path):
     df, spec = small_adult(100, 4)
     spec.to_json(tmp_path / "spec.json")
-    assert _run(*_config_args("--out", "c.json"), cwd=tmp_path).returncode == 0
+    assert _run(*_config_args("--method", "fo", "--out", "c.json"), cwd=tmp_path).returncode == 0
     assert _run("secret", "--out", "s.hex", cwd=tmp_path).returncode == 0
     frame = party_frames(df, [["0", "1"], ["2", "3"]], seed=0)[0]
     frame.to_csv(tmp_path / "a.csv", index=False)

@@ -188,18 +188,18 @@ def _cmd_config(args: argparse.Namespace) -> int:
         "max_rows": args.max_rows,
         "allow_non_dp": args.allow_non_dp or None,
         "secure_feature_width": args.feature_width,
+        "method": args.method,
     }
-    if args.feature_width is not None and args.method != "secure":
-        raise ConfigError("--feature-width is an option of --method secure.")
     cfg = ProtocolConfig.from_preset(
         args.preset,
         epsilon=args.epsilon,
         delta=args.delta,
         spec=spec,
         parties=_parse_parties(args.party),
-        method=args.method,
         **{k: v for k, v in given.items() if v is not None},
     )
+    if args.feature_width is not None and cfg.method != "secure":
+        raise ConfigError("--feature-width is an option of --method secure.")
     if cfg.method == "secure":
         for p in cfg.parties:
             _file_name(p.name)
@@ -942,9 +942,9 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
     config.add_argument(
         "--method",
         choices=("fo", "fm", "secure"),
-        default="fo",
-        help="fo (GRR, DP; default), secure (secure cross-party product, DP; needs "
-        "--max-rows) or fm (the paper's sketches, NOT DP)",
+        default=None,
+        help="secure (secure cross-party product, DP; needs --max-rows; the default preset's), "
+        "fo (GRR, DP; the paper preset's) or fm (the paper's sketches, NOT DP)",
     )
     config.add_argument("--preset", choices=("default", "paper"), default="default")
     config.add_argument("--t", default=None, help="FM repetitions, or 'auto' (default: preset)")
