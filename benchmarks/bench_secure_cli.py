@@ -13,10 +13,14 @@ select and synthesize (target <= 90 s); the bytes each party sends (feature blob
 two releases). The protocol runs unseeded (noise from the cryptographic sampler), as a real
 run would. ``--feature-width W`` (repeatable; ``default`` is the preset's) runs once per width;
 ``--profile`` runs the slowest party command of each run again under cProfile (with a copy
-of the party's step record) and reports where its time goes.
+of the party's step record, and of its private state for a measure) and reports where its
+time goes. Numba compiles the kernels on their first use in an installation and caches them
+(``__pycache__``): the first run after an install or a kernel edit includes that one-time
+compilation (about a minute, mostly in ``server synthesize``), so repeat ``--feature-width``
+to see the warm numbers too.
 
-    python benchmarks/bench_secure_cli.py --feature-width default --feature-width 48 \
-        --profile --md benchmarks/results/bench_secure_cli.md
+    python benchmarks/bench_secure_cli.py --feature-width default --feature-width default \
+        --profile --md OUT.md
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import io
 import json
 import os
 import pstats
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,7 +47,7 @@ from _common import machine, write_json  # noqa: E402
 from vertimrf.domain import DomainSpec  # noqa: E402
 from vertimrf.io import atomic_write_text  # noqa: E402
 from vertimrf.protocol import ProtocolConfig  # noqa: E402
-from vertimrf.protocol.secure import SecurePlan  # noqa: E402
+from vertimrf.protocol.secure import SecurePlan, feature_width  # noqa: E402
 
 PARTIES = {"A": range(0, 5), "B": range(5, 10), "C": range(10, 15)}
 SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 8, 6, 4, 3, 2)
@@ -157,7 +162,7 @@ def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
                                 "--quiet"])  # fmt: skip
     for n in names:
         relay(root / "S" / "request.json", root / n)
-        step(n, "party measure", ["party", "measure", *party_options(n), "--blobs", n,
+        step(n, "party measure", ["party", "measure", *party_options(n),
                                   "--request", f"{n}/request.json", "--out",
                                   f"{n}/{n}.measure.vmrf"])  # fmt: skip
     step("S", "server synthesize", ["server", "synthesize", "--config", "config.json",
@@ -181,6 +186,9 @@ def profile(root: Path, log: list[dict], top: int = 18) -> dict:
     (root / "profile").mkdir(exist_ok=True)
     ledger = root / "profile" / f"{name}.steps.json"
     ledger.write_text(json.dumps(record))
+    state = root / name / f"{name}.state.vmrf"  # release's private state, which measure reads
+    if step == "measure" and state.exists():
+        shutil.copy(state, root / "profile" / state.name)
     args = list(slowest["args"])
     flag = "--out-dir" if "--out-dir" in args else "--out"
     args[args.index(flag) + 1] = f"profile/{Path(args[args.index(flag) + 1]).name}"
@@ -227,9 +235,11 @@ def one_run(args: argparse.Namespace, width: int | None) -> dict:
         load = [os.getloadavg()[0]]
         log = protocol(root, width, args.max_rows)
         load.append(os.getloadavg()[0])
-        plan = SecurePlan.from_config(ProtocolConfig.load(root / "config.json"))
+        config = ProtocolConfig.load(root / "config.json")
+        plan = SecurePlan.from_config(config)
         res = {
-            "feature_width": ProtocolConfig.load(root / "config.json").secure_feature_width,
+            "feature_width": config.secure_feature_width,
+            "width_cap": feature_width(config),
             "preset_width": width is None,
             "widths": dict(zip(plan.names, plan.widths, strict=True)),
             "load_average": load,
@@ -241,6 +251,11 @@ def one_run(args: argparse.Namespace, width: int | None) -> dict:
             "server_total": sum(r["wall"] for r in log if r["step"] in SERVER_STEPS),
             "message_bytes": message_bytes(root),
             "report": log[-1]["stdout"].strip(),
+            # the two mirror-descent fits stop at a target loss: their iterations (which vary
+            # from run to run with the noise) drive the synthesize time
+            "server_iterations": json.loads((root / "S" / "report.json").read_text()).get(
+                "iterations"
+            ),
         }
         if args.profile:
             res["profile"] = profile(root, log)
@@ -268,8 +283,8 @@ def markdown(head: dict, runs: list[dict]) -> str:
         lines += [
             "",
             f"## feature width {res['feature_width']}"
-            f"{' (the preset default)' if res['preset_width'] else ''}: one-hot widths "
-            f"{res['widths']}",
+            f"{' (the preset default)' if res['preset_width'] else ''}, cap "
+            f"{res.get('width_cap', res['feature_width'])}: one-hot widths {res['widths']}",
             "",
             f"1-minute load average {load[0]:.2f} at the start, {load[1]:.2f} at the end (other "
             "work shares the 2 cores; above 1 means commands waited for a core).",
@@ -289,6 +304,8 @@ def markdown(head: dict, runs: list[dict]) -> str:
         t = res["server_total"]
         row = f"| server: deal + select + synthesize | {t:.1f} | {SERVER_TARGET:.0f} |"
         lines.append(f"{row} {_met(t, SERVER_TARGET)} |")
+        if res.get("server_iterations") is not None:
+            lines += ["", f"Server fit iterations (warm start, final): {res['server_iterations']}."]
         lines += [
             "",
             "| party sends | feature blobs (B) | first release (B) | re-measure (B) | total (B) |",
@@ -327,9 +344,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the data (not the run)")
     parser.add_argument(
         "--feature-width",
-        type=lambda v: None if v == "default" else int(v),
+        type=lambda v: None if v == "default" else v if v == "auto" else int(v),
         action="append",
-        help="a width, or 'default' for the preset's; repeat for one run each (default: default)",
+        help="a width, 'auto', or 'default' for the preset's ('auto' since the width cap by "
+        "max_rows); repeat for one run each (default: default)",
     )
     parser.add_argument("--profile", action="store_true", help="profile the slowest command")
     parser.add_argument("--workdir", default=None, help="folder for the runs (default: a temp)")

@@ -29,6 +29,7 @@ from vertimrf.metrics import tvd
 SPLITS = {"nltcs": 8, "adult": 8}
 LABELS = {"secure": "Secure", "fm": "FM (not DP)", "fo": "FO", "central": "Centralized"}
 METHODS = ("secure", "fm", "fo", "central")
+PAPER_VARIANT = "paper pipeline"
 ABLATIONS = {
     "no_locmrf": {"local_mrf": False},
     "unisam": {"recovery": "unisam"},
@@ -82,12 +83,14 @@ def run_one(
     return row
 
 
-def _mean_tvd3(rows: list[dict], dataset: str, epsilon: float, method: str) -> float:
+def _mean_tvd3(
+    rows: list[dict], dataset: str, epsilon: float, method: str, variant: str = ""
+) -> float:
     v = [
         r["tvd3"]
         for r in rows
         if (r["dataset"], r["epsilon"], r["method"]) == (dataset, epsilon, method)
-        and not r.get("variant")
+        and r.get("variant", "") == variant
     ]
     return float(np.mean(v)) if v else float("nan")
 
@@ -110,19 +113,30 @@ def summary(rows: list[dict]) -> str:
             f"| {key[0]} | {LABELS[key[1]]} | {key[2] or '-'} | {key[3]} | {mean['tvd3']:.4f} | "
             f"{mean['tvd4']:.4f} | {mean['tvd5']:.4f} | {mean['seconds']:.1f} | {len(sel)} |"
         )
+    columns = [
+        (label, top, bottom)
+        for label, top, bottom in (
+            ("Secure / Centralized", ("secure", ""), ("central", "")),
+            ("FM / Centralized", ("fm", ""), ("central", "")),
+            ("Secure / FM", ("secure", ""), ("fm", "")),
+            ("Secure, paper pipeline / Centralized", ("secure", PAPER_VARIANT), ("central", "")),
+        )
+        if all(any((r["method"], r.get("variant", "")) == k for r in rows) for k in (top, bottom))
+    ]
     ratio = [
         "",
         "3-way TVD ratios (means over seeds; targets: Secure / Centralized <= 1.15, Secure < FM):",
         "",
-        "| dataset | epsilon | Secure / Centralized | FM / Centralized | Secure / FM |",
-        "|---|---|---|---|---|",
+        "| dataset | epsilon | " + " | ".join(c[0] for c in columns) + " |",
+        "|---|---|" + "---|" * len(columns),
     ]
     for ds in sorted({r["dataset"] for r in rows}):
         for eps in sorted({r["epsilon"] for r in rows if r["dataset"] == ds}):
-            sec, fm, central = (_mean_tvd3(rows, ds, eps, m) for m in ("secure", "fm", "central"))
-            ratio.append(
-                f"| {ds} | {eps} | {sec / central:.2f} | {fm / central:.2f} | {sec / fm:.2f} |"
-            )
+            cells = [
+                _mean_tvd3(rows, ds, eps, *top) / _mean_tvd3(rows, ds, eps, *bottom)
+                for _, top, bottom in columns
+            ]
+            ratio.append(f"| {ds} | {eps} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
     return "\n".join(out + ratio) + f"\n\nMachine: {os.cpu_count()} cores.\n"
 
 
@@ -158,6 +172,12 @@ def main() -> None:
     ap.add_argument("--epsilons", default="0.4,0.8,1.6,3.2")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument(
+        "--secure-paper",
+        action="store_true",
+        help="also run secure with the paper's pipeline (secure_pipeline='paper', variant "
+        "'paper pipeline') at every dataset, epsilon and seed",
+    )
+    ap.add_argument(
         "--parties",
         default=None,
         help="e.g. 2,3,4: the m-party table instead (Adult, epsilon 1.6, secure + Centralized)",
@@ -184,8 +204,11 @@ def main() -> None:
     for ds in datasets:
         for eps in epsilons:
             for seed in range(seeds):
-                for method in args.methods.split(","):
+                for method in filter(None, args.methods.split(",")):
                     rows.append(run_one(ds, method, eps, seed))
+                if args.secure_paper:
+                    row = run_one(ds, "secure", eps, seed, secure_pipeline="paper")
+                    rows.append({**row, "variant": PAPER_VARIANT})
                 atomic_write_text(args.json, json.dumps(rows, indent=1))
     if args.ablations and not args.quick:
         for name, overrides in ABLATIONS.items():

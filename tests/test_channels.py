@@ -21,7 +21,9 @@ from vertimrf.protocol.channels import (
     KeyPair,
     PublicKey,
     decrypt,
+    decrypt_into,
     encrypt,
+    encrypt_buffer,
     expand,
     new_seed,
     open_sealed,
@@ -181,6 +183,41 @@ def test_expand_differs_per_label_and_key():
         expand(bytes(range(1, 33)), b"pads", 1000),
     ):
         assert not np.any(base == other)
+
+
+@pytest.mark.parametrize("start", [0, 1, 2, 3, 131_071, 131_072, 131_073, 250_001])
+def test_expand_from_a_start_word_continues_the_same_stream(start):
+    full = expand(FIXED_KEY, b"pads", 300_001)
+    part = expand(FIXED_KEY, b"pads", 300_001 - start, start=start)
+    np.testing.assert_array_equal(part, full[start:])
+    np.testing.assert_array_equal(expand(FIXED_KEY, b"pads", 5, start=start), full[start:][:5])
+    # block by block, blocks of odd sizes (starting mid AES block), gives the whole stream
+    blocks, at = [], 0
+    for size in (7, 1, 64_001, 3, 100_000, 135_989):
+        blocks.append(expand(FIXED_KEY, b"pads", size, start=at))
+        at += size
+    np.testing.assert_array_equal(np.concatenate(blocks), full)
+
+
+@pytest.mark.parametrize("start", [-1, 2.0, True, None])
+def test_expand_refuses_bad_starts(start):
+    with pytest.raises(ConfigError, match="start word >= 0"):
+        expand(FIXED_KEY, b"pads", 3, start=start)
+
+
+def test_encrypt_buffer_and_decrypt_into_read_and_write_in_place(alice, bob):
+    key = pairwise_key(alice, bob.public(), RUN)
+    words = np.arange(1000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    blob = encrypt_buffer(key, words, b"features", prefix=b"D" * 32)
+    assert bytes(blob[:32]) == b"D" * 32
+    assert decrypt(key, bytes(blob[32:]), b"features") == words.tobytes()
+    out = np.empty_like(words)
+    decrypt_into(key, memoryview(blob)[32:], b"features", out)
+    np.testing.assert_array_equal(out, words)
+    with pytest.raises(ChannelError, match="plaintext bytes"):
+        decrypt_into(key, memoryview(blob)[32:], b"features", np.empty(999, np.uint64))
+    with pytest.raises(ChannelError, match="not from this peer"):
+        decrypt_into(key, memoryview(blob)[32:], b"pads", out)
 
 
 @pytest.mark.parametrize("n", [-1, 2.0, True, "3", None])

@@ -297,3 +297,33 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
 def test_every_secure_command_has_help(cmd):
     proc = subprocess.run(_command(*cmd, "--help"), capture_output=True, text=True)
     assert proc.returncode == 0 and "usage: vertimrf" in proc.stdout
+
+
+def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
+    """`party release` keeps the shares in NAME.state.vmrf (mode 0600) next to the step
+    record; `party measure` refuses a missing, swapped or altered state with one line."""
+    root = two["root"]
+    state = root / "A" / "A.state.vmrf"
+    assert stat.S_IMODE(os.stat(state).st_mode) == 0o600
+    steps = json.loads((root / "A" / "A.steps.json").read_text())
+    for run in steps["runs"].values():
+        assert run["release"]["state"]["sha256"]
+        del run["measure"]
+    cases = {"missing": None, "swapped": root / "B" / "B.state.vmrf", "altered": state}
+    for folder, source in cases.items():
+        (root / folder).mkdir()
+        (root / folder / "A.steps.json").write_text(json.dumps(steps))
+        if source is not None:
+            raw = bytearray(source.read_bytes())
+            if folder == "altered":
+                raw[-40] ^= 1
+            (root / folder / "A.state.vmrf").write_bytes(bytes(raw))
+    done = _run_all(
+        [["party", "measure", *_party_args("A", TWO), "--request", "A/request.json",
+          "--out", f"{folder}/m.vmrf"] for folder in cases],
+        root,
+    )  # fmt: skip
+    patterns = ["no private state", "not the one `party release` wrote", "not the one"]
+    for proc, folder, pattern in zip(done, cases, patterns, strict=True):
+        _one_line_error(proc, pattern)
+        assert not (root / folder / "m.vmrf").exists()

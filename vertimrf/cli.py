@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import mmap
 import os
 import re
 import sys
@@ -205,11 +206,14 @@ def _cmd_config(args: argparse.Namespace) -> int:
             _file_name(p.name)
     cfg.save(args.out)
     label = "" if cfg.dp_guarantee else "; NOT differentially private (allow_non_dp)"
-    size = (
-        f"max_rows {cfg.max_rows}, feature width {cfg.secure_feature_width}"
-        if cfg.method == "secure"
-        else f"t {cfg.t}"
-    )
+    if cfg.method == "secure":
+        from vertimrf.protocol.secure import feature_width
+
+        width = cfg.secure_feature_width
+        cap = f" ({feature_width(cfg)})" if width == "auto" else ""
+        size = f"max_rows {cfg.max_rows}, feature width {width}{cap}"
+    else:
+        size = f"t {cfg.t}"
     print(
         f"wrote the protocol config to {args.out} (hash {cfg.config_hash()[:16]}, method "
         f"{cfg.method}, {size}, fresh run nonce){label}"
@@ -543,9 +547,23 @@ class _PeerBlobs(Mapping[str, bytes]):
                 )
             self._files[peer] = (path, limit)
 
-    def __getitem__(self, peer: str) -> bytes:
+    def __getitem__(self, peer: str) -> memoryview:
+        """The blob mapped read-only (decrypted in place: no multi-GB ``bytes`` copy)."""
         path, limit = self._files[peer]
-        return _read_bytes(path, limit, "feature blob")
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size > limit:
+                    raise MessageError(
+                        f"{path}: {size:,} bytes is more than any feature blob of this run "
+                        f"({limit:,} bytes)."
+                    )
+                if size == 0:
+                    return memoryview(b"")
+                return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+        except OSError as exc:
+            msg = f"{path}: cannot read the feature blob ({exc.strerror or exc})."
+            raise MessageError(msg) from None
 
     def __contains__(self, peer: object) -> bool:
         return peer in self._files
@@ -558,11 +576,17 @@ class _PeerBlobs(Mapping[str, bytes]):
 
 
 def _secure_party(
-    args: argparse.Namespace, cfg: ProtocolConfig, plan: SecurePlan, *, seal: bool = False
+    args: argparse.Namespace,
+    cfg: ProtocolConfig,
+    plan: SecurePlan,
+    *,
+    seal: bool = False,
+    open_deal: bool = True,
 ) -> tuple[SecureParty, dict[str, bytes], dict[str, PublicKey]]:
     """This party with its deal opened, its blobs for the peers (``seal``: the features
-    command; else none) and the peers' keys. A release or measure command opens the same deal
-    again without sealing: the same deal and data give the same state."""
+    command; else none) and the peers' keys. A release command opens the same deal again
+    without sealing: the same deal and data give the same state; a measure command
+    (``open_deal=False``) reads the shares from the private state instead."""
     from vertimrf.party.secure import SecureParty
     from vertimrf.protocol.channels import KeyPair
 
@@ -586,6 +610,8 @@ def _secure_party(
         id_column=args.id_column,
         seed=args.seed,
     )
+    if not open_deal:
+        return party, {}, peers
     try:
         if seal:
             return party, party.features(deal), peers
@@ -614,16 +640,29 @@ def _inputs_digest(deal: str, data: str) -> str:
     return outer.hexdigest()
 
 
+def _file_digest(path: str | os.PathLike) -> str:
+    """SHA-256 of one file."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 class _StepRecord:
     """A party's private record of its steps in each run (by config hash), kept between its
     commands: ``release`` and ``measure`` run once per run (a second one would spend the
-    budget again), and both recompute the state of ``features`` from the very deal and data
-    file it used (others would give shares that do not add up, silently)."""
+    budget again); ``release`` recomputes the state of ``features`` from the very deal and
+    data file it used (others would give shares that do not add up, silently) and keeps the
+    shares in the private state file next to the record (``state_path``: NAME.state.vmrf,
+    mode 0600, never sent), whose SHA-256 it records, for ``measure``."""
 
     def __init__(self, args: argparse.Namespace, config_hash: str, folder: Path) -> None:
         self.path = Path(args.ledger) if args.ledger else folder / f"{args.party}.steps.json"
         self.party, self.config_hash = args.party, config_hash
         self.inputs = _inputs_digest(args.deal, args.data)
+        stem = self.path.name.removesuffix(".json").removesuffix(".steps")
+        self.state_path = self.path.with_name(f"{stem}.state.vmrf")
 
     def check(self, step: str) -> dict:
         """The record; an error when ``step`` may not run now."""
@@ -665,17 +704,44 @@ class _StepRecord:
             )
         return data
 
-    def record(self, step: str, out: str) -> None:
-        """Mark ``step`` done (checked again: another command may have run meanwhile)."""
+    def record(self, step: str, out: str, state: str | os.PathLike | None = None) -> None:
+        """Mark ``step`` done (checked again: another command may have run meanwhile), with
+        the SHA-256 of the private ``state`` file it wrote, if any."""
         from vertimrf.io import atomic_write_text
 
         data = self.check(step)
-        data["runs"].setdefault(self.config_hash, {})[step] = {
+        entry = {
             "out": str(out),
             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "inputs": self.inputs,
         }
+        if state is not None:
+            entry["state"] = {"path": str(self.state_path), "sha256": _file_digest(state)}
+        data["runs"].setdefault(self.config_hash, {})[step] = entry
         atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
+
+    def state(self, data: dict) -> Path:
+        """The private state file of this run's ``release``, checked against its recorded
+        SHA-256 (MessageError when missing, or written by another run or command)."""
+        release = data["runs"].get(self.config_hash, {}).get("release")
+        if release is None:
+            raise ConfigError(
+                f"{self.path} records no `party release` of this run (config "
+                f"{self.config_hash[:12]}): run it first, with the same --ledger."
+            )
+        recorded = release.get("state", {}).get("sha256") if isinstance(release, dict) else None
+        if not self.state_path.exists():
+            raise MessageError(
+                f"{self.state_path}: no private state of this party's `party release` (it keeps "
+                "the shares that `party measure` needs); run measure with the --ledger that "
+                "release used."
+            )
+        if recorded is None or _file_digest(self.state_path) != recorded:
+            raise MessageError(
+                f"{self.state_path}: this state file is not the one `party release` wrote in "
+                f"this run (recorded in {self.path}): another run's, another party's or altered."
+            )
+        return self.state_path
 
 
 def _cmd_party_features(args: argparse.Namespace) -> int:
@@ -726,10 +792,12 @@ def _party_release_secure(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
                 release = party.release(blobs)
             except ChannelError as exc:
                 raise ChannelError(f"{args.blobs}: {exc}") from None
-        # Recorded before the file lands: a failed write costs a retry, never budget.
-        with ph("write"), _staged(args.out) as (tmp,):
+        # Recorded before the files land: a failed write costs a retry, never budget. The
+        # private state (the shares, for `party measure`) lands with the release or not at all.
+        with ph("write"), _staged(args.out, steps.state_path) as (tmp, state_tmp):
             release.save(tmp)
-            steps.record("release", args.out)
+            party.save_state(state_tmp, binding=steps.inputs)
+            steps.record("release", args.out, state=state_tmp)
     print(f"{name}: wrote {args.out} ({os.path.getsize(args.out):,} bytes); {ph.summary()}")
     return 0
 
@@ -739,19 +807,18 @@ def _cmd_party_measure(args: argparse.Namespace) -> int:
 
     cfg, plan = _secure_config(args.config)
     name = _file_name(args.party)
-    steps = _StepRecord(args, cfg.config_hash(), Path(args.out).parent)
-    steps.check("measure")
     request = load_request(args.request, plan, cfg.config_hash())
-    with _Phases(f"{name} measure", ("check", "features", "measure", "write"), args.quiet) as ph:
+    steps = _StepRecord(args, cfg.config_hash(), Path(args.out).parent)
+    record = steps.check("measure")
+    with _Phases(f"{name} measure", ("check", "state", "measure", "write"), args.quiet) as ph:
         with ph("check"):
-            blobs = _PeerBlobs(args.blobs, name, plan)
-        with ph("features"):
-            party = _secure_party(args, cfg, plan)[0]
+            state = steps.state(record)
+            deal = _read_bytes(args.deal, _deal_limit(plan), "deal")
+        with ph("state"):
+            party = _secure_party(args, cfg, plan, open_deal=False)[0]
+            party.load_state(state, deal=deal, binding=steps.inputs)
         with ph("measure"):
-            try:
-                release = party.measure(request, blobs)
-            except ChannelError as exc:
-                raise ChannelError(f"{args.blobs}: {exc}") from None
+            release = party.measure(request)
         with ph("write"), _staged(args.out) as (tmp,):
             release.save(tmp)
             steps.record("measure", args.out)
@@ -961,14 +1028,25 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
     )
     config.add_argument(
         "--feature-width",
-        type=int,
+        type=_feature_width,
         default=None,
         help="secure: each party's one-hot width cap (attribute pairs and triples fill it; "
-        "party time and memory grow with it; default: the preset's)",
+        "party time and memory grow with it), an integer or 'auto' (the default: "
+        "min(512, 2^26 / max-rows) as a power of two, at least the widest attribute)",
     )
     config.add_argument("--count-party", default=None, help="party releasing the noisy count")
     config.add_argument("--out", required=True, help="config JSON to write")
     config.set_defaults(func=_cmd_config)
+
+
+def _feature_width(value: str) -> int | str:
+    """``--feature-width``: 'auto' or an integer."""
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'auto' or an integer, not {value!r}") from None
 
 
 def _party_args(p: argparse.ArgumentParser) -> None:
@@ -1017,7 +1095,9 @@ def _add_party(sub: argparse._SubParsersAction) -> None:
         description="Run LocMRF, binning and LocEnc on this party's CSV and write its message. "
         "Method secure: recompute the features from the same deal, read the peers' blobs "
         "(--blobs DIR/PEER-to-NAME.blob) and write the first release of every 2-way marginal; "
-        "once per run (the step record refuses a second release).",
+        "once per run (the step record refuses a second release). The shares are kept for "
+        "`party measure` in a private file next to the step record (NAME.state.vmrf, mode "
+        "0600; never give it to anyone).",
     )
     _party_args(rel)
     rel.add_argument("--out", required=True, help="message file to write")
@@ -1035,13 +1115,17 @@ def _add_party(sub: argparse._SubParsersAction) -> None:
     mea = psub.add_parser(
         "measure",
         help="method secure: re-measure the marginals the server requests",
-        description="Recompute the features and shares from the same deal and blobs, check the "
-        "request belongs to this run, and write the re-measurement with fresh noise; once per "
-        "run (the step record refuses a second measure).",
+        description="Check the request belongs to this run, read the shares from the private "
+        "state that `party release` kept next to the step record (NAME.state.vmrf; checked "
+        "against the record, the run, the deal and the data), and write the re-measurement "
+        "with fresh noise; once per run (the step record refuses a second measure). Neither "
+        "the deal is opened nor the peers' blobs are read again.",
     )
     _party_args(mea)
     _secure_args(mea, required=True)
-    mea.add_argument("--blobs", required=True, help="folder with the peers' blobs")
+    mea.add_argument(
+        "--blobs", default=None, help="ignored (the shares come from release's private state)"
+    )
     mea.add_argument("--request", required=True, help="the server's request.json")
     mea.add_argument("--out", required=True, help="release file to write")
     mea.add_argument("--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)")

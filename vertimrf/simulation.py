@@ -26,6 +26,7 @@ from vertimrf.party import Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
 from vertimrf.protocol.channels import KeyPair
+from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
 from vertimrf.server import Server
@@ -82,7 +83,7 @@ def simulate(
     if secret is None:
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
     frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
-    if cfg.method == "secure":
+    if cfg.method == "secure" and cfg.secure_pipeline == "select":
         return _simulate_secure(frame, cfg, secret, seed)
     members = [
         Party(p.name, frame[[ID_COLUMN, *p.columns]], cfg, secret, id_column=ID_COLUMN,
@@ -90,7 +91,17 @@ def simulate(
         for p in cfg.parties
     ]  # fmt: skip
     messages, sizes = _exchange(members, cfg, message_dir)
-    synth, report = Server(cfg, progress=progress).synthesize(messages, seed=seed)
+    releases = None
+    if cfg.method == "secure":
+        bins = {m.party: m.bins for m in messages}
+        parties, server, inbox, blob_bytes = _secure_setup(frame, cfg, secret, seed, bins)
+        with tempfile.TemporaryDirectory() as tmp:
+            made = {n: m.release(inbox[n]) for n, m in parties.items()}
+            releases = _post(Path(tmp), "cross", made, server.plan, blob_bytes)
+        sizes = {n: sizes[n] + blob_bytes[n] for n in sizes}
+    synth, report = Server(cfg, progress=progress).synthesize(
+        messages, seed=seed, secure_releases=releases
+    )
     party_seconds = {f"{m.name} {phase}": s for m in members for phase, s in m.timings.items()}
     return synth, dataclasses.replace(
         report, seconds={**report.seconds, **party_seconds}, message_bytes=sizes
@@ -103,12 +114,31 @@ def _simulate_secure(
     """method="secure": deal, feature exchange, first release, selection, re-measurement and
     synthesis; deals and blobs pass as bytes, releases through files, as between the roles."""
     start = time.perf_counter()
+    members, server, inbox, sizes = _secure_setup(frame, cfg, secret, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        made = {n: m.release(inbox[n]) for n, m in members.items()}
+        request = server.select(_post(Path(tmp), "select", made, server.plan, sizes))
+        made = {n: m.measure(request) for n, m in members.items()}
+        synth = server.synthesize(_post(Path(tmp), "measure", made, server.plan, sizes))
+    return synth, server.report(seconds={"total": time.perf_counter() - start}, message_bytes=sizes)
+
+
+def _secure_setup(
+    frame: pd.DataFrame,
+    cfg: ProtocolConfig,
+    secret: bytes,
+    seed: int | None,
+    bins: dict[str, Any] | None = None,
+) -> tuple[dict[str, SecureParty], SecureServer, dict[str, dict[str, bytes]], dict[str, int]]:
+    """Keys, the parties' SecureParty objects, the deal and the feature exchange (relayed
+    as bytes): the parties, the server, each party's inbox of blobs and its bytes sent."""
     keys = {p.name: KeyPair.generate(p.name) for p in cfg.parties}
     public = {name: k.public() for name, k in keys.items()}
     members = {
         p.name: SecureParty(
             p.name, frame[[ID_COLUMN, *p.columns]], cfg, secret, keys[p.name],
             {q: k for q, k in public.items() if q != p.name}, id_column=ID_COLUMN, seed=seed,
+            bins=None if bins is None else bins[p.name],
         )
         for p in cfg.parties
     }  # fmt: skip
@@ -117,22 +147,18 @@ def _simulate_secure(
     blobs = {name: m.features(deals[name]) for name, m in members.items()}
     inbox = {n: {q: blobs[q][n] for q in members if q != n} for n in members}
     sizes = {n: sum(len(b) for b in blobs[n].values()) for n in members}
-    with tempfile.TemporaryDirectory() as tmp:
+    return members, server, inbox, sizes
 
-        def post(step: str, made: dict[str, SecureRelease]) -> list[SecureRelease]:
-            paths = {n: Path(tmp) / f"{n}.{step}.vmrf" for n in made}
-            for n, release in made.items():
-                release.save(paths[n])
-                sizes[n] += paths[n].stat().st_size
-            return [SecureRelease.load(path, server.plan) for path in paths.values()]
 
-        request = server.select(
-            post("select", {n: m.release(inbox[n]) for n, m in members.items()})
-        )
-        synth = server.synthesize(
-            post("measure", {n: m.measure(request) for n, m in members.items()})
-        )
-    return synth, server.report(seconds={"total": time.perf_counter() - start}, message_bytes=sizes)
+def _post(
+    folder: Path, step: str, made: dict[str, SecureRelease], plan: SecurePlan, sizes: dict[str, int]
+) -> list[SecureRelease]:
+    """Releases through files, as between the roles; adds each file's size to ``sizes``."""
+    paths = {n: folder / f"{n}.{step}.vmrf" for n in made}
+    for n, release in made.items():
+        release.save(paths[n])
+        sizes[n] += paths[n].stat().st_size
+    return [SecureRelease.load(path, plan) for path in paths.values()]
 
 
 def _exchange(

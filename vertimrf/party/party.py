@@ -7,7 +7,9 @@
    protocol's one noisy count;
 3. binning: discrete-Laplace counts of every value of each binned column, and the bin maps;
 4. LocEnc: GRR rows of the binned columns (FO), or the paper's FM sketches (NOT DP; only
-   with ``allow_non_dp``);
+   with ``allow_non_dp``); none for method="secure" with ``secure_pipeline="paper"``, whose
+   cross-party release is the secure product's (:class:`vertimrf.party.secure.SecureParty`
+   with this message's bin maps);
 
 and returns a :class:`PartyMessage` holding only DP outputs and public metadata. The shared
 secret (the hash keys' source) never leaves the party. The party's ledger is capped at its
@@ -73,6 +75,11 @@ class Party:
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        if config.method == "secure" and config.secure_pipeline != "paper":
+            raise ConfigError(
+                "with method='secure' a party is a SecureParty; Party makes only the local "
+                "message of the paper pipeline (secure_pipeline='paper')."
+            )
         self.name = name
         self.config = config
         self.columns = config.party(name).columns
@@ -143,8 +150,10 @@ class Party:
             else None
         )
         steps = ["LocMRF", "binning", "LocEnc"] if cfg.local_mrf else ["binning", "LocEnc"]
+        if cfg.method == "secure":
+            steps.remove("LocEnc")  # the paper pipeline's cross release is the secure product's
         bar = tqdm(steps, desc=f"{self.name} encode", disable=not self.progress, leave=False)
-        local = None
+        local = enc = None
         for step in bar:
             bar.set_postfix_str(step)
             start = time.perf_counter()
@@ -152,7 +161,7 @@ class Party:
                 local = self._local_model(int(n_hat))
             elif step == "binning":
                 bins = self._bins()
-                binned = self._binned_table(bins)
+                binned = bin_table(self._table, bins)
             else:
                 enc = self._cross_release(binned, int(n_hat))
             self.timings[step] = time.perf_counter() - start
@@ -224,16 +233,6 @@ class Party:
             out[c] = BinMap(frequency_bins(noisy, self.config.bins), noisy)
         return out
 
-    def _binned_table(self, bins: Mapping[str, BinMap]) -> EncodedTable:
-        """The party's table with binned columns replaced by their bins."""
-        codes = self._table.codes
-        out = codes.copy()
-        for c, m in bins.items():
-            j = self.columns.index(c)
-            out[:, j] = m.value_to_bin[codes[:, j]]
-        sizes = [bins[c].n_bins if c in bins else self.spec[c].size for c in self.columns]
-        return EncodedTable(out, Domain(tuple(self.columns), tuple(sizes)))
-
     def _cross_release(self, binned: EncodedTable, n_rows: int) -> Any:
         if self.config.method == "fm":
             return locenc(
@@ -262,6 +261,17 @@ class Party:
             ledger=self.ledger,
             party=self.name,
         ).codes
+
+
+def bin_table(table: EncodedTable, bins: Mapping[str, BinMap]) -> EncodedTable:
+    """``table`` with each binned column's codes replaced by their bins."""
+    names, sizes = table.domain.names, table.domain.sizes
+    out = table.codes.copy()
+    for c, m in bins.items():
+        j = names.index(c)
+        out[:, j] = m.value_to_bin[table.codes[:, j]]
+    new = [bins[c].n_bins if c in bins else u for c, u in zip(names, sizes, strict=True)]
+    return EncodedTable(out, Domain(tuple(names), tuple(new)))
 
 
 def own_table(

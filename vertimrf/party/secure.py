@@ -15,6 +15,12 @@
 3. :meth:`measure`: the same for the marginals the server requests, with fresh noise and a
    fresh pad, from the kept shares.
 
+Between processes (the command-line roles), :meth:`save_state` writes what ``measure`` needs,
+each pair's share (k_p x k_q words) and the record-set digest, to a private file (the
+container format, atomic, mode 0600; never sent) bound to the run, the party, its data and
+its deal, and :meth:`load_state` reads it back, so ``measure`` neither opens the deal again
+nor reads the peers' blobs. A state of another run, party, data set or deal is refused.
+
 Every release is charged, before its noise is drawn, to the party's ledger, capped at the
 protocol's budget; :class:`vertimrf.protocol.secure.SecurePlan` fixes every parameter.
 """
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,19 +42,23 @@ from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
 from vertimrf.mrf.cliques import histogram
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract
-from vertimrf.party.party import own_table
+from vertimrf.party.party import bin_table, own_table
 from vertimrf.party.registers import keyed_prf
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.samplers import NoiseSampler, randomness
+from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.channels import KeyPair, PublicKey, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.secure import MEASURE, SELECT, Marginal, SecurePlan
 from vertimrf.protocol.securemsg import Deal, SecureRelease, open_features, seal_features
 from vertimrf.protocol.seeds import role_seed
 
 _ORDER_CONTEXT = b"vertimrf/secure-order"
 _DIGEST_CONTEXT = b"vertimrf/secure-record-set"
+STATE_KIND = "vertimrf-secure-party-state"
+BLOCK_WORDS = 1 << 22  # words of the mask expanded at once in a block-wise product (32 MiB)
 
 
 def pad_label(release: str, a: str, b: str) -> bytes:
@@ -90,13 +101,25 @@ def aligned_columns(
     return cols, digest
 
 
-def mask_features(cols: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """X - U for the one-hot X given by ``cols`` (uint64, wraps mod 2^64)."""
-    out = np.negative(mask)
-    rows = np.repeat(np.arange(cols.shape[0]), cols.shape[1]).reshape(cols.shape)
-    real = cols >= 0
-    out[rows[real], cols[real]] += np.uint64(1)
+def mask_features(cols: np.ndarray, mask: np.ndarray, *, inplace: bool = False) -> np.ndarray:
+    """X - U for the one-hot X given by ``cols`` (uint64, wraps mod 2^64); ``inplace``
+    overwrites ``mask`` (no second rows x k matrix). A row has one column per group and
+    the groups' columns differ, so each group is one scatter of distinct cells."""
+    out = np.negative(mask, out=mask if inplace else None)
+    flat = out.reshape(-1)
+    k = out.shape[1]
+    for j in range(cols.shape[1]):
+        real = np.flatnonzero(cols[:, j] >= 0)
+        flat[real * k + cols[real, j]] += np.uint64(1)
     return out
+
+
+def _sha256(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
 
 
 class SecureParty:
@@ -107,6 +130,9 @@ class SecureParty:
             :class:`vertimrf.party.party.Party` (``config.method`` must be "secure").
         keypair: this party's X25519 key pair (``vertimrf keys``).
         peers: every other party's public key, by name (fingerprints checked out of band).
+        bins: the paper pipeline (``config.secure_pipeline == "paper"``) only: the bin maps
+            of this party's binned columns, from its own local message
+            (:meth:`vertimrf.party.party.Party.release`); its features are the binned codes.
     """
 
     def __init__(
@@ -121,6 +147,7 @@ class SecureParty:
         id_column: str = "id",
         ids: Any = None,
         seed: int | None = None,
+        bins: Mapping[str, BinMap] | None = None,
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
@@ -134,6 +161,10 @@ class SecureParty:
             raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
         self.spec = config.spec.subset(config.party(name).columns)
         self._table, ids = own_table(name, self.spec, data, id_column, ids)
+        if self.plan.pipeline == "paper":
+            self._table = bin_table(self._table, self._check_bins(bins))
+        elif bins is not None:
+            raise ConfigError("bins are an input of the paper pipeline (secure_pipeline='paper').")
         self._fingerprints = record_fingerprints(ids)
         HashKeys.from_secret(secret, 1)
         self._secret, self._keypair = secret, keypair
@@ -145,12 +176,27 @@ class SecureParty:
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self._state: dict[str, Any] = {}
 
-    def features(self, deal: bytes) -> dict[str, bytes]:
-        """Step 1: the masked-feature blob for each peer (relayed by the server)."""
+    def _check_bins(self, bins: Mapping[str, BinMap] | None) -> Mapping[str, BinMap]:
+        """The bin maps of exactly this party's binned columns, each with the plan's size."""
+        want = sorted(c for c in self.spec.names if c in set(self.config.binned_columns()))
+        got = {} if bins is None else dict(bins)
+        if sorted(got) != want:
+            raise ConfigError(
+                f"party {self.name!r} needs the bin maps of {want} (from its local release); "
+                f"got {sorted(got)}."
+            )
+        for c, m in got.items():
+            if m.n_bins != self.plan.sizes[self.config.spec.names.index(c)]:
+                raise ConfigError(f"the bin map of {c!r} has {m.n_bins} bins, not the plan's.")
+        return got
+
+    def features(self, deal: bytes) -> dict[str, bytearray]:
+        """Step 1: the masked-feature blob for each peer (relayed by the server; a bytearray,
+        written in place by the cipher)."""
         self.open_deal(deal)
         self._once("features")
         st, plan = self._state, self.plan
-        masked = mask_features(st["cols"], st["mask"])
+        masked = mask_features(st["cols"], self._mask_rows(0, plan.rows), inplace=True)
         return {
             q: seal_features(self._keys[q], masked, self._context, self.name, q, st["digest"])
             for q in plan.names
@@ -158,9 +204,10 @@ class SecureParty:
         }
 
     def open_deal(self, deal: bytes) -> None:
-        """Open the deal and set up the aligned columns, the mask and the record-set digest:
-        what :meth:`features` does before sealing. A new process that runs release or
-        measure calls this with the same deal and data instead of sealing blobs again."""
+        """Open the deal and set up the aligned columns and the record-set digest: what
+        :meth:`features` does before sealing (the mask U is expanded from the deal's seed
+        when used, block by block where it can be). A new process that runs release calls
+        this with the same deal and data instead of sealing blobs again."""
         d = Deal.open(deal, self._keypair, self._context)
         plan, p = self.plan, self.index
         local = {a: j for j, a in enumerate(plan.attrs[p])}
@@ -173,8 +220,13 @@ class SecureParty:
             tuple(tuple(local[a] for a in g) for g in plan.groups[p]),
             plan.offsets[p],
         )
-        mask = expand(d.seed_u, b"U", plan.rows * plan.widths[p]).reshape(plan.rows, -1)
-        self._state.update(deal=d, cols=cols, mask=mask, digest=digest)
+        self._state.update(deal=d, deal_hash=_sha256(bytes(deal)), cols=cols, digest=digest)
+
+    def _mask_rows(self, r0: int, r1: int) -> np.ndarray:
+        """Rows r0:r1 of this party's mask U (a block of its AES-CTR stream)."""
+        k = self.plan.widths[self.index]
+        words = expand(self._state["deal"].seed_u, b"U", (r1 - r0) * k, start=r0 * k)
+        return words.reshape(r1 - r0, k)
 
     def release(self, blobs: Mapping[str, bytes]) -> SecureRelease:
         """Step 2: shares of every product, then the first release of every 2-way marginal
@@ -186,7 +238,7 @@ class SecureParty:
         self._state["shares"] = shares
         noise = self._sampler(SELECT)
         count = None
-        if self.name == self.plan.count_party:
+        if self.name == self.plan.count_party and self.plan.rho_count > 0:
             count = discrete_laplace_count(
                 len(self._table),
                 self.plan.count_epsilon,
@@ -200,18 +252,111 @@ class SecureParty:
         self, request: list[Marginal], blobs: Mapping[str, bytes] | None = None
     ) -> SecureRelease:
         """Step 3: the re-measurement of the server's requested marginals, from the shares
-        kept by :meth:`release`, or (in a new process, after :meth:`features` with the same
-        deal) recomputed from the peers' ``blobs``."""
+        kept by :meth:`release` (or read by :meth:`load_state` in a new process), or
+        recomputed from the peers' ``blobs`` after :meth:`open_deal` with the same deal."""
         if "shares" not in self._state:
             if blobs is None or "cols" not in self._state:
                 raise ConfigError(
                     "measure(request) needs the shares: run release(blobs) first, or "
-                    "open_deal(deal) and pass the peers' blobs."
+                    "load_state(path) with the state release saved, or open_deal(deal) and "
+                    "pass the peers' blobs."
                 )
             self._state["shares"] = self._shares(blobs)
         marginals = self.plan.check_request(list(request))
         self._once(MEASURE)
         return self._measure(MEASURE, marginals, None, self._sampler(MEASURE))
+
+    # ------------------------------------------------------------------ private state
+    def _data_hash(self) -> str:
+        """SHA-256 of this party's records: their ID fingerprints and codes, in input order."""
+        codes = np.ascontiguousarray(self._table.codes)
+        return _sha256(
+            np.ascontiguousarray(self._fingerprints, "<u8").tobytes(),
+            str(codes.dtype).encode(),
+            str(codes.shape).encode(),
+            codes.tobytes(),
+        )
+
+    def _state_meta(self, binding: str) -> dict[str, Any]:
+        return {
+            "party": self.name,
+            "config_hash": self.config.config_hash(),
+            "data": self._data_hash(),
+            "binding": binding,
+        }
+
+    def save_state(self, path: str | os.PathLike, *, binding: str = "") -> None:
+        """Write what :meth:`measure` needs after :meth:`release`: each pair's share and the
+        record-set digest, with the run, the party, a hash of its data and of its deal, and
+        the caller's ``binding`` (e.g. a digest of its input files). The file is private (it
+        holds shares, never sent), written atomically with mode 0600; no pickle."""
+        st = self._state
+        if "shares" not in st or "deal_hash" not in st:
+            raise ConfigError("save_state needs the shares: run release(blobs) first.")
+        meta = {
+            **self._state_meta(binding),
+            "deal": st["deal_hash"],
+            "digest": st["digest"].hex(),
+            "done": sorted(st.get("done", ())),
+        }
+        arrays = {f"s/{key}": share for key, share in st["shares"].items()}
+        write_container(path, STATE_KIND, meta, arrays)
+
+    def load_state(
+        self, path: str | os.PathLike, *, deal: bytes | None = None, binding: str = ""
+    ) -> None:
+        """Read a state written by :meth:`save_state` in an earlier process, so that
+        :meth:`measure` runs from the kept shares. MessageError when the file is malformed,
+        oversized, or of another run, party, data set, ``binding`` or (if given) ``deal``."""
+        plan, p = self.plan, self.index
+        keys = {  # every pair's bound: another party's state is refused by name, below
+            f"{plan.names[a]}+{plan.names[b]}": 8 * plan.widths[a] * plan.widths[b]
+            for a, b in plan.pairs()
+        }
+
+        def bound(name: str) -> int | None:
+            return keys.get(name[2:]) if name.startswith("s/") else None
+
+        meta, arrays = read_container(path, STATE_KIND, array_bytes=bound)
+        want = self._state_meta(binding)
+        what = {
+            "party": "another party's",
+            "config_hash": "another run's (config hash)",
+            "data": "made from another data set's",
+            "binding": "made from other input files'",
+        }
+        for field, label in what.items():
+            if not isinstance(meta, dict) or meta.get(field) != want[field]:
+                raise MessageError(
+                    f"{path}: this secure state is {label}, not {self.name!r}'s in this run "
+                    "with this data: pass the state that this party's `release` wrote in this "
+                    "run."
+                )
+        if deal is not None and meta.get("deal") != _sha256(bytes(deal)):
+            raise MessageError(
+                f"{path}: this secure state was made from another deal: pass the state that "
+                "`release` wrote with this deal."
+            )
+        shares = {k[2:]: v for k, v in arrays.items()}
+        try:
+            digest = bytes.fromhex(meta["digest"])
+            done = {str(d) for d in meta["done"]}
+        except (KeyError, TypeError, ValueError):
+            raise MessageError(f"{path}: malformed secure state.") from None
+        shapes = {
+            f"{plan.names[a]}+{plan.names[b]}": (plan.widths[a], plan.widths[b])
+            for a, b in plan.pairs()
+            if p in (a, b)
+        }
+        if set(shares) != set(shapes) or any(
+            v.dtype != np.uint64 or v.shape != shapes[k] for k, v in shares.items()
+        ):
+            raise MessageError(
+                f"{path}: the state's shares do not match this run's pairs and widths."
+            )
+        if SELECT not in done:
+            raise MessageError(f"{path}: the state records no release.")
+        self._state.update(shares=shares, digest=digest, done=done, deal_hash=meta.get("deal"))
 
     # ------------------------------------------------------------------ internals
     def _once(self, step: str) -> None:
@@ -249,11 +394,16 @@ class SecureParty:
             key = f"{plan.names[a]}+{plan.names[b]}"
             if p == a:
                 w = expand(st["deal"].seeds_w[peer], b"W", plan.widths[a] * plan.widths[b])
-                share = matmul_tn_u64(st["mask"], np.ascontiguousarray(theirs))
-                shares[key] = share + w.reshape(share.shape)
+                share = w.reshape(plan.widths[a], plan.widths[b]).copy()
+                step = max(1, BLOCK_WORDS // plan.widths[a])
+                for r0 in range(0, plan.rows, step):  # U_p^T Y' block by block of rows
+                    r1 = min(plan.rows, r0 + step)
+                    share += matmul_tn_u64(self._mask_rows(r0, r1), theirs[r0:r1])
+                shares[key] = share
             else:
                 share = onehot_scatter_u64(np.ascontiguousarray(theirs), st["cols"], plan.widths[b])
                 shares[key] = share + st["deal"].z[peer]
+            del theirs  # one peer's rows x k_q matrix in memory at a time
         return shares
 
     def _sampler(self, step: str) -> NoiseSampler:

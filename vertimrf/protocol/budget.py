@@ -88,6 +88,9 @@ def _pure(mechanism: str, epsilon: float, count: int, party: str, what: str, **p
 def expected_releases(config: ProtocolConfig, party: str) -> list[Release]:
     """Every release ``party`` makes outside its local PrivMRF, with config-derived parameters.
 
+    For method="secure" (the paper pipeline) the cross-party release is the secure
+    product's, charged by :meth:`vertimrf.protocol.secure.SecurePlan.releases`, not here.
+
     The local PrivMRF's releases are data-dependent in number; their total is
     ``ProtocolBudget.rho_locmrf_party`` (see :func:`party_rho`).
     """
@@ -132,7 +135,7 @@ def expected_releases(config: ProtocolConfig, party: str) -> list[Release]:
                 alpha_min=noise.alpha_min,
             )
         )
-    else:
+    elif config.method == "fo":
         out.append(
             _pure(
                 GRR_MECHANISM,

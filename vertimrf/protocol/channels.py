@@ -51,7 +51,7 @@ _BLOB_INFO = b"vertimrf/v1/channel/blob-key"
 _BLOB_AAD = b"vertimrf/v1/channel/blob-aad"
 _PRG_SALT = b"vertimrf/v1/channel/prg-salt"
 _PRG_INFO = b"vertimrf/v1/channel/prg-key"
-_TAG_BYTES = 16
+TAG_BYTES = 16
 _SEAL_HEADER = 1 + KEY_BYTES + NONCE_BYTES
 _PRG_CHUNK_BYTES = 1 << 20
 _AES_BLOCK_BYTES = 16
@@ -243,7 +243,7 @@ def open_sealed(keypair: KeyPair, blob: bytes, aad: bytes) -> bytes:
         "altered: check that the server dealt with the public key you gave it and that you use "
         "this run's config"
     )
-    if not isinstance(blob, bytes) or len(blob) < _SEAL_HEADER + _TAG_BYTES:
+    if not isinstance(blob, bytes) or len(blob) < _SEAL_HEADER + TAG_BYTES:
         size = len(blob) if isinstance(blob, bytes) else type(blob).__name__
         raise ChannelError(f"the sealed deal is truncated or not bytes ({size}); {hint}.")
     if blob[0] != SEAL_VERSION:
@@ -277,23 +277,74 @@ def pairwise_key(own: KeyPair, peer: PublicKey, context: bytes) -> bytes:
     return _hkdf(secret, _PAIR_SALT, _PAIR_INFO + context + first + second)
 
 
+def _buffer(data: object, what: str) -> memoryview:
+    """A flat byte view of ``data`` (bytes, bytearray, memoryview, mmap or a C-contiguous
+    array), without copying; ChannelError for anything else."""
+    try:
+        view = memoryview(data)  # type: ignore[arg-type]
+    except TypeError:
+        raise ChannelError(f"{what} is not bytes ({type(data).__name__}).") from None
+    if not view.c_contiguous:
+        raise ChannelError(f"{what} is not a contiguous buffer.")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
 def encrypt(key: bytes, plaintext: bytes, aad: bytes) -> bytes:
     """AES-256-GCM under a subkey of ``key``; blob: random 12-byte nonce || ciphertext."""
+    return bytes(encrypt_buffer(key, plaintext, aad))
+
+
+def encrypt_buffer(key: bytes, plaintext: object, aad: bytes, prefix: bytes = b"") -> bytearray:
+    """``prefix`` || the blob of :func:`encrypt`, written into one new buffer: the plaintext
+    (any contiguous buffer, e.g. a numpy array) is read in place and the ciphertext is not
+    copied again, so a multi-GB plaintext costs one output buffer."""
     subkey = _hkdf(_check_key(key, "an encryption key"), _BLOB_SALT, _BLOB_INFO)
+    data = _buffer(plaintext, "the plaintext")
     nonce = os.urandom(NONCE_BYTES)
-    return nonce + AESGCM(subkey).encrypt(nonce, plaintext, _BLOB_AAD + aad)
+    head = len(prefix) + NONCE_BYTES
+    out = bytearray(head + len(data) + TAG_BYTES)
+    out[: len(prefix)] = prefix
+    out[len(prefix) : head] = nonce
+    AESGCM(subkey).encrypt_into(nonce, data, _BLOB_AAD + aad, memoryview(out)[head:])
+    return out
 
 
 def decrypt(key: bytes, blob: bytes, aad: bytes) -> bytes:
     """Open a blob made by :func:`encrypt` with the same ``key`` and ``aad``."""
-    subkey = _hkdf(_check_key(key, "a decryption key"), _BLOB_SALT, _BLOB_INFO)
-    if not isinstance(blob, bytes) or len(blob) < NONCE_BYTES + _TAG_BYTES:
-        size = len(blob) if isinstance(blob, bytes) else type(blob).__name__
+    _check_key(key, "a decryption key")
+    view = _blob_view(blob)
+    out = bytearray(len(view) - NONCE_BYTES - TAG_BYTES)
+    decrypt_into(key, view, aad, out)
+    return bytes(out)
+
+
+def _blob_view(blob: object) -> memoryview:
+    try:
+        view = None if isinstance(blob, str) else _buffer(blob, "the blob")
+    except ChannelError:
+        view = None
+    if view is None or len(view) < NONCE_BYTES + TAG_BYTES:
+        size = type(blob).__name__ if view is None else len(view)
         raise ChannelError(
             f"the blob is truncated or not bytes ({size}): ask the peer to send it again."
         )
+    return view
+
+
+def decrypt_into(key: bytes, blob: object, aad: bytes, out: object) -> None:
+    """Open a blob made by :func:`encrypt` (any bytes-like, e.g. a memoryview of a mapped
+    file; never copied) into ``out``, a writable buffer of the plaintext's size (e.g. a numpy
+    array): no intermediate ``bytes``."""
+    subkey = _hkdf(_check_key(key, "a decryption key"), _BLOB_SALT, _BLOB_INFO)
+    view = _blob_view(blob)
+    target = memoryview(out).cast("B")  # type: ignore[arg-type]
+    if len(target) != len(view) - NONCE_BYTES - TAG_BYTES:
+        raise ChannelError(
+            f"the blob holds {len(view) - NONCE_BYTES - TAG_BYTES} plaintext bytes, not the "
+            f"{len(target)} expected: ask the peer to send it again."
+        )
     try:
-        return AESGCM(subkey).decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], _BLOB_AAD + aad)
+        AESGCM(subkey).decrypt_into(view[:NONCE_BYTES], view[NONCE_BYTES:], _BLOB_AAD + aad, target)
     except InvalidTag:
         raise ChannelError(
             "the blob is not from this peer for this run and purpose (replayed, foreign or "
@@ -302,25 +353,31 @@ def decrypt(key: bytes, blob: bytes, aad: bytes) -> bytes:
         ) from None
 
 
-def expand(key: bytes, label: bytes, n: int) -> np.ndarray:
+def expand(key: bytes, label: bytes, n: int, start: int = 0) -> np.ndarray:
     """``n`` pseudo-random uint64 words from ``key`` for ``label``: AES-256-CTR keystream.
 
     The stream's key is HKDF(key, label), unique per label, so the zero nonce never repeats a
-    keystream; words are the stream's bytes read little-endian. Time and memory are linear in n.
+    keystream; words are the stream's bytes read little-endian. ``start`` skips to word
+    ``start`` of the same stream (the CTR counter starts at its block), so a long stream can
+    be expanded block by block: ``expand(k, l, a + b)`` equals ``expand(k, l, a)`` followed by
+    ``expand(k, l, b, start=a)``. Time and memory are linear in n.
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
-        raise ConfigError(f"expand needs a word count n >= 0; got {n!r}.")
+    for value, what in ((n, "a word count n"), (start, "a start word")):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ConfigError(f"expand needs {what} >= 0; got {value!r}.")
     subkey = _hkdf(_check_key(key, "a PRG key"), _PRG_SALT, _PRG_INFO + label)
-    encryptor = Cipher(algorithms.AES(subkey), modes.CTR(bytes(_AES_BLOCK_BYTES))).encryptor()
-    size = int(n) * 8
+    block, skip = divmod(int(start) * 8, _AES_BLOCK_BYTES)
+    counter = block.to_bytes(_AES_BLOCK_BYTES, "big")
+    encryptor = Cipher(algorithms.AES(subkey), modes.CTR(counter)).encryptor()
+    size = int(n) * 8 + skip
     # update_into may ask for block size - 1 spare bytes past the output (older releases do).
     out = np.empty(size + _AES_BLOCK_BYTES - 1, dtype=np.uint8)
     view = memoryview(out)
     zeros = memoryview(bytes(min(size, _PRG_CHUNK_BYTES)))
-    for start in range(0, size, _PRG_CHUNK_BYTES):
-        stop = min(start + _PRG_CHUNK_BYTES, size)
-        encryptor.update_into(zeros[: stop - start], view[start : stop + _AES_BLOCK_BYTES - 1])
-    return out[:size].view("<u8").astype(np.uint64, copy=False)
+    for begin in range(0, size, _PRG_CHUNK_BYTES):
+        stop = min(begin + _PRG_CHUNK_BYTES, size)
+        encryptor.update_into(zeros[: stop - begin], view[begin : stop + _AES_BLOCK_BYTES - 1])
+    return out[skip:size].view("<u8").astype(np.uint64, copy=False)
 
 
 def new_seed() -> bytes:

@@ -68,8 +68,14 @@ DEFAULTS: dict[str, Any] = {
     # and how many marginals beyond the initial set the server re-measures (times d).
     "secure_shares": {"count": 0.001, "select": 0.5, "measure": 0.499},
     "secure_refine_fraction": 1.6,
-    "secure_feature_width": 512,
+    # "auto": min(512, 2^26 / max_rows) as a power of two, at least the widest attribute
+    # (vertimrf.protocol.secure.feature_width): 512 up to max_rows 131072, 64 at 2^20.
+    "secure_feature_width": "auto",
     "secure_iters": 1000,
+    # "select": one budget and PrivMRF's selection over the whole table (the design note);
+    # "paper": the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure estimates of
+    # every binned cross-party 2-way marginal (the "locenc" share), to compare the two.
+    "secure_pipeline": "select",
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "default": DEFAULTS,
@@ -85,6 +91,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 METHODS = ("fo", "fm", "secure")
+SECURE_PIPELINES = ("select", "paper")
 CAREST_METHODS = ("containment", "harmonic", "algorithm4")
 NON_DP_REASON = (
     "the paper's FM sketches are not differentially private: one record's geometric hash value "
@@ -154,8 +161,14 @@ class ProtocolConfig:
             first release for selection, the re-measurement) and its number of re-measured
             marginals beyond the initial set (times d); secure_feature_width caps each party's
             one-hot width (attribute pairs and triples are added within it, so that cross
-            marginals of higher order can be measured); secure_iters caps each of the
-            server's two mirror-descent fits.
+            marginals of higher order can be measured): an integer, or "auto" (the default),
+            min(512, 2^26 / max_rows) rounded down to a power of two and never below the
+            widest attribute's domain, so that a party's work (max_rows x width words) stays
+            bounded at any size (:func:`vertimrf.protocol.secure.feature_width`);
+            secure_iters caps each of the server's two mirror-descent fits.
+            secure_pipeline: "select" (one budget, the server's selection over the whole
+            table) or "paper" (local models, then secure estimates of every binned cross
+            pair in place of FO's GRR rows, with the FO budget split ``shares``).
         allow_non_dp: accept a method that is NOT differentially private (FM sketches, the
             xxh64 hash); without it such a config raises PrivacyError.
         max_rows: a public upper bound on the number of records (never the true count);
@@ -191,8 +204,9 @@ class ProtocolConfig:
     local_max_total_cells: float = DEFAULTS["local_max_total_cells"]
     secure_shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS["secure_shares"]))
     secure_refine_fraction: float = DEFAULTS["secure_refine_fraction"]
-    secure_feature_width: int = DEFAULTS["secure_feature_width"]
+    secure_feature_width: int | str = DEFAULTS["secure_feature_width"]
     secure_iters: int = DEFAULTS["secure_iters"]
+    secure_pipeline: str = DEFAULTS["secure_pipeline"]
     allow_non_dp: bool = False
     max_rows: int | None = None
     run_nonce: str = ""
@@ -366,12 +380,22 @@ class ProtocolConfig:
             f"secure_refine_fraction must be >= 0; got {self.secure_refine_fraction!r}.",
         )
         _require(
+            self.secure_pipeline in SECURE_PIPELINES,
+            f"secure_pipeline must be one of {SECURE_PIPELINES}; got {self.secure_pipeline!r}.",
+        )
+        _require(
+            self.secure_pipeline != "paper" or self.local_mrf,
+            "secure_pipeline='paper' needs local_mrf=True: its secure release measures only "
+            "the cross-party pairs, the local models cover the rest.",
+        )
+        _require(
             _is_int(self.secure_iters, 1),
             f"secure_iters must be an integer >= 1; got {self.secure_iters!r}.",
         )
         _require(
-            _is_int(self.secure_feature_width, 1),
-            f"secure_feature_width must be an integer >= 1; got {self.secure_feature_width!r}.",
+            self.secure_feature_width == "auto" or _is_int(self.secure_feature_width, 1),
+            "secure_feature_width must be 'auto' or an integer >= 1; got "
+            f"{self.secure_feature_width!r}.",
         )
 
     def _check_privacy(self) -> None:

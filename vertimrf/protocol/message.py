@@ -109,6 +109,12 @@ class PartyMessage:
                 )
             if isinstance(config.t, int) and self.sketch.t != config.t:
                 raise MessageError(f"{where} has {self.sketch.t} sketch rows, config t={config.t}.")
+        elif config.method == "secure":
+            if self.grr is not None or self.sketch is not None:
+                raise MessageError(
+                    f"{where}: a secure run's local message holds no GRR rows or sketches (its "
+                    "cross-party release is the secure product's)."
+                )
         else:
             if self.grr is None or self.grr.ndim != 2 or self.grr.shape[1] != len(self.columns):
                 raise MessageError(f"{where} has no GRR rows of shape (N, {len(self.columns)}).")

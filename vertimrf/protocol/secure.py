@@ -3,7 +3,7 @@
 The secure product measures cross-party marginals as exact counts plus discrete Gaussian
 noise (``secure-cross-marginals.md``). Each party P one-hot encodes its *feature groups* into
 k_P columns: every single attribute, then its attribute pairs and triples, fewest cells first,
-while the width stays within ``config.secure_feature_width`` (public, from the domain only).
+while the width stays within :func:`feature_width` (public: from the config only).
 For two parties P < Q the dealer-assisted product gives additive shares of the k_P x k_Q
 matrix X_P^T X_Q, whose (g, h) block is the cross marginal over group g of P and group h of
 Q: the 2-way ones from single attributes, higher-order ones from tuples. This module
@@ -32,6 +32,7 @@ from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
+from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.seeds import SERVER
 
@@ -44,6 +45,28 @@ CROSS_MECHANISM = "distributed_discrete_gaussian"
 _SAFETY = 1.0 + 1e-9  # sigma margin so that the tiny KLS tau terms stay inside the share
 
 Marginal = tuple[int, ...]
+
+
+AUTO_WIDTH_WORDS = 1 << 26  # "auto": max_rows x width words per party (512 MiB of uint64)
+MAX_AUTO_WIDTH = 512
+
+
+def feature_width(config: ProtocolConfig) -> int:
+    """The cap on each party's one-hot width: ``config.secure_feature_width`` when it is an
+    integer; for "auto", min(512, floor(2^26 / max_rows)) rounded down to a power of two,
+    but never below the widest single attribute's domain (a party's singles always fit).
+
+    A party's time, memory and bytes sent are linear in max_rows x k_p (and its products in
+    k_p x k_q), so "auto" bounds them at any size: 512 up to max_rows 131,072 (Adult, NLTCS),
+    256 at 262,144, 64 at 1,048,576. Public: a pure function of the config, which every role
+    re-derives."""
+    width = config.secure_feature_width
+    if width != "auto":
+        return int(width)
+    rows = max(1, int(config.max_rows or 1))
+    cap = min(MAX_AUTO_WIDTH, AUTO_WIDTH_WORDS // rows)
+    cap = 1 << (cap.bit_length() - 1) if cap >= 1 else 0
+    return max(cap, max((int(s) for s in config.spec.domain.sizes), default=1))
 
 
 def feature_groups(
@@ -86,6 +109,7 @@ class SecurePlan:
     rho_select: float
     rho_measure: float
     refine_fraction: float
+    pipeline: str = "select"
 
     @classmethod
     def from_config(cls, config: ProtocolConfig) -> SecurePlan:
@@ -100,11 +124,20 @@ class SecurePlan:
             )
         names = config.spec.names
         index = {c: i for i, c in enumerate(names)}
-        sizes = tuple(int(s) for s in config.spec.domain.sizes)
+        paper = config.secure_pipeline == "paper"
+        binned = set(config.binned_columns()) if paper else set()
+        sizes = tuple(
+            min(int(u), config.bins) if c in binned else int(u)
+            for c, u in zip(names, config.spec.domain.sizes, strict=True)
+        )
         attrs, groups, offsets, widths = [], [], [], []
         for p in config.parties:
             own = tuple(sorted(index[c] for c in p.columns))
-            grp = feature_groups(own, sizes, config.secure_feature_width)
+            grp = (
+                tuple((a,) for a in own)
+                if paper
+                else feature_groups(own, sizes, feature_width(config))
+            )
             cells = [math.prod(sizes[a] for a in g) for g in grp]
             attrs.append(own)
             groups.append(grp)
@@ -122,10 +155,13 @@ class SecurePlan:
             rows=int(config.max_rows),
             count_party=config.count_party,
             rho=rho,
-            rho_count=rho * s["count"],
-            rho_select=rho * s["select"],
-            rho_measure=rho * s["measure"],
+            rho_count=0.0 if paper else rho * s["count"],
+            rho_select=ProtocolBudget.from_config(config).rho_locenc
+            if paper
+            else rho * s["select"],
+            rho_measure=0.0 if paper else rho * s["measure"],
             refine_fraction=float(config.secure_refine_fraction),
+            pipeline=config.secure_pipeline,
         )
 
     # ------------------------------------------------------------------ layout
@@ -202,7 +238,10 @@ class SecurePlan:
     def all_pairs(self) -> list[Marginal]:
         """The first release: every 2-way marginal, canonical."""
         d = len(self.sizes)
-        return [self.canonical((i, j)) for i in range(d) for j in range(i + 1, d)]
+        pairs = [self.canonical((i, j)) for i in range(d) for j in range(i + 1, d)]
+        if self.pipeline == "paper":
+            return [m for m in pairs if self.owner[m[0]] != self.owner[m[1]]]
+        return pairs
 
     # ------------------------------------------------------------------ noise
     def sigma(self, release: str, count: int) -> float:
@@ -210,6 +249,8 @@ class SecurePlan:
         if release not in RELEASES or count < 1:
             raise ConfigError(f"unknown release {release!r} or no marginals ({count}).")
         share = self.rho_select if release == SELECT else self.rho_measure
+        if share <= 0:
+            raise ConfigError(f"this plan ({self.pipeline} pipeline) has no {release} release.")
         return math.sqrt(count / (2.0 * share)) * _SAFETY
 
     @property
@@ -223,7 +264,7 @@ class SecurePlan:
         marginals = [self.canonical(m) for m in marginals]
         sigma = self.sigma(release, len(marginals))
         out = []
-        if release == SELECT:
+        if release == SELECT and self.rho_count > 0:
             out.append(
                 Release(
                     COUNT_MECHANISM,
@@ -285,9 +326,7 @@ class SecurePlan:
                     continue
                 known = len(members & {SERVER, *r.party.split("+")})
                 p = r.params
-                total.append(
-                    ddg_rho(p["component_sigma"], 3 - known, r.count, r.count, p["cells"])
-                )
+                total.append(ddg_rho(p["component_sigma"], 3 - known, r.count, r.count, p["cells"]))
             out[viewer] = math.fsum(total)
         return out
 

@@ -28,7 +28,16 @@ import numpy as np
 
 from vertimrf.errors import ChannelError, MessageError
 from vertimrf.io import atomic_write_text, read_json
-from vertimrf.protocol.channels import KeyPair, PublicKey, decrypt, encrypt, open_sealed, seal
+from vertimrf.protocol.channels import (
+    NONCE_BYTES,
+    TAG_BYTES,
+    KeyPair,
+    PublicKey,
+    decrypt_into,
+    encrypt_buffer,
+    open_sealed,
+    seal,
+)
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.secure import Marginal, SecurePlan
 
@@ -97,30 +106,43 @@ def feature_aad(context: bytes, sender: str, receiver: str, digest: bytes) -> by
 
 def seal_features(
     key: bytes, features: np.ndarray, context: bytes, sender: str, receiver: str, digest: bytes
-) -> bytes:
-    """``sender``'s masked features X - U as a blob only ``receiver`` can open."""
-    body = np.ascontiguousarray(features, np.uint64).tobytes()
-    return digest + encrypt(key, body, feature_aad(context, sender, receiver, digest))
+) -> bytearray:
+    """``sender``'s masked features X - U as a blob only ``receiver`` can open: the digest,
+    then the ciphertext, written into one buffer straight from the array (no ``bytes`` copy
+    of a multi-GB matrix)."""
+    body = np.ascontiguousarray(features, np.uint64)
+    return encrypt_buffer(key, body, feature_aad(context, sender, receiver, digest), digest)
 
 
 def open_features(
-    key: bytes, blob: bytes, context: bytes, sender: str, receiver: str, shape: tuple[int, int]
+    key: bytes, blob: object, context: bytes, sender: str, receiver: str, shape: tuple[int, int]
 ) -> tuple[np.ndarray, bytes]:
-    """The masked features in ``blob`` and the sender's record-set digest.
+    """The masked features in ``blob`` (bytes or any bytes-like, e.g. a memoryview of a
+    mapped file: read in place) and the sender's record-set digest; the plaintext is
+    decrypted straight into the returned array.
 
     Raises ChannelError when the blob is not ``sender``'s for ``receiver`` in this run
     (foreign, replayed from another run, or altered).
     """
-    if len(blob) < DIGEST_BYTES:
+    try:
+        view = memoryview(blob).cast("B")  # type: ignore[arg-type]
+    except TypeError:
+        raise ChannelError(f"the feature blob from {sender!r} is not bytes.") from None
+    if len(view) < DIGEST_BYTES:
         raise ChannelError(f"the feature blob from {sender!r} is truncated.")
-    digest = bytes(blob[:DIGEST_BYTES])
-    body = decrypt(key, blob[DIGEST_BYTES:], feature_aad(context, sender, receiver, digest))
-    if len(body) != 8 * shape[0] * shape[1]:
+    digest = bytes(view[:DIGEST_BYTES])
+    body = view[DIGEST_BYTES:]
+    size = len(body) - NONCE_BYTES - TAG_BYTES
+    if size != 8 * shape[0] * shape[1]:
+        if size < 0:
+            raise ChannelError(f"the feature blob from {sender!r} is truncated.")
         raise MessageError(
-            f"the feature blob from {sender!r} holds {len(body)} bytes, not the "
+            f"the feature blob from {sender!r} holds {size} bytes, not the "
             f"{8 * shape[0] * shape[1]} of a {shape[0]} x {shape[1]} matrix."
         )
-    return np.frombuffer(body, np.uint64).reshape(shape), digest
+    out = np.empty(shape, np.uint64)
+    decrypt_into(key, body, feature_aad(context, sender, receiver, digest), out)
+    return out, digest
 
 
 @dataclass(frozen=True)

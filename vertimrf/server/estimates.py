@@ -1,13 +1,14 @@
-"""The server's cross-party marginal estimates: CarEst (FM) or GRR inversion (FO) on the
-binned domains, then HisRec (or UniSam) back to the original values, then consistency with
-the local models' 1-way marginals. Every stage is cached per marginal; all of it is
+"""The server's cross-party marginal estimates: CarEst (FM), GRR inversion (FO) or the
+secure product's noisy exact counts (method="secure", paper pipeline) on the binned
+domains, then HisRec (or UniSam) back to the original values, then consistency with the
+local models' 1-way marginals. Every stage is cached per marginal; all of it is
 post-processing of the parties' DP releases.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -33,6 +34,8 @@ class CrossEstimates:
         local_marginal: the 1-way marginal (counts) of attribute i under the local models,
             used for consistency when the config asks for it; None (default) disables it.
             :meth:`with_local_marginal` gives a copy with it, sharing the binned estimates.
+        secure_tables: method="secure" only: the noisy binned count table of every
+            cross-party pair (i, j), i < j, from the secure product's release.
     """
 
     def __init__(
@@ -41,6 +44,7 @@ class CrossEstimates:
         config: ProtocolConfig,
         n_hat: float,
         local_marginal: Callable[[int], np.ndarray] | None = None,
+        secure_tables: Mapping[tuple[int, int], np.ndarray] | None = None,
     ) -> None:
         self.config = config
         self._names = config.spec.domain.names
@@ -51,8 +55,13 @@ class CrossEstimates:
         self.bin_domain = Domain(
             tuple(n for d in domains for n in d.names), tuple(u for d in domains for u in d.sizes)
         )
+        self._secure = None
         if config.method == "fm":
             self._carest = CarEst([m.sketch for m in messages], n_hat, method=config.carest)
+        elif config.method == "secure":
+            if secure_tables is None:
+                raise MessageError("method='secure' estimates need the secure product's tables.")
+            self._secure = dict(secure_tables)
         else:
             rows = {m.grr.shape[0] for m in messages}
             if len(rows) != 1:
@@ -78,13 +87,21 @@ class CrossEstimates:
         key = tuple(int(a) for a in attrs)
         if key not in self._binned:
             names = tuple(self._names[a] for a in key)
-            if self.config.method == "fm":
+            if self._secure is not None:
+                est = self._secure_table(key)
+            elif self.config.method == "fm":
                 est = self._carest.marginal(names)
             else:
                 idx = [self.bin_domain.index(a) for a in names]
                 est = grr_marginal(self._rows, self.bin_domain, self._grr_eps, idx)
             self._binned[key] = _scaled(est, self.n_hat)
         return self._binned[key].copy()
+
+    def _secure_table(self, key: tuple[int, ...]) -> np.ndarray:
+        if len(key) == 2 and tuple(sorted(key)) in self._secure:
+            table = self._secure[tuple(sorted(key))]
+            return table if key[0] < key[1] else table.T
+        raise MessageError(f"the secure release measured no cross-party pair {key}.")
 
     def target(self, attrs: Sequence[int]) -> np.ndarray:
         """Counts over the original domains of ``attrs``: recovered, then made consistent."""

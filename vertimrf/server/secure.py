@@ -59,16 +59,30 @@ class Tables:
     scale: dict[Marginal, float]
 
 
+DEAL_BLOCK_WORDS = 1 << 22  # mask words of all parties expanded at once by deal_matrices
+
+
 def deal_matrices(plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: dict) -> dict:
-    """Z_pq = U_p^T U_q - W_pq for every pair (p, q) (the server's one dense product each)."""
-    masks = [
-        expand(s, b"U", plan.rows * w).reshape(plan.rows, w)
-        for s, w in zip(seeds_u, plan.widths, strict=True)
-    ]
-    out = {}
-    for p, q in plan.pairs():
-        w = expand(seeds_w[p, q], b"W", plan.widths[p] * plan.widths[q])
-        out[p, q] = matmul_tn_u64(masks[p], masks[q]) - w.reshape(plan.widths[p], -1)
+    """Z_pq = U_p^T U_q - W_pq for every pair (p, q) (the server's one dense product each).
+
+    The masks are expanded block by block of rows (each block of every party's AES-CTR
+    stream once, about DEAL_BLOCK_WORDS words in all) and the products summed over the
+    blocks, which is exact modulo 2^64: memory stays at one block, not rows x sum(k_p)."""
+    out = {
+        (p, q): -expand(seeds_w[p, q], b"W", plan.widths[p] * plan.widths[q]).reshape(
+            plan.widths[p], plan.widths[q]
+        )
+        for p, q in plan.pairs()
+    }
+    step = max(1, DEAL_BLOCK_WORDS // max(1, sum(plan.widths)))
+    for r0 in range(0, plan.rows, step):
+        r1 = min(plan.rows, r0 + step)
+        masks = [
+            expand(s, b"U", (r1 - r0) * w, start=r0 * w).reshape(r1 - r0, w)
+            for s, w in zip(seeds_u, plan.widths, strict=True)
+        ]
+        for p, q in plan.pairs():
+            out[p, q] += matmul_tn_u64(masks[p], masks[q])
     return out
 
 
@@ -143,6 +157,20 @@ class SecureServer:
         self._first = self._tables(SELECT, marginals, releases, noise)
         self._request = self._choose(self._first, rng)
         return list(self._request)
+
+    def cross_tables(self, releases: Sequence[SecureRelease]) -> dict[Marginal, np.ndarray]:
+        """The paper pipeline's one release (every binned cross-party pair): the summed
+        shares plus the server's noise, charged to this server's ledger; each table in the
+        attribute order of its canonical marginal."""
+        if self.plan.pipeline != "paper" or self._first is not None:
+            raise MessageError("cross_tables is the paper pipeline's one step, run once.")
+        marginals = self.plan.all_pairs()
+        for r in self.plan.releases(SELECT, marginals):
+            self.ledger.charge(r)
+        noise, _ = self._randomness(SELECT)
+        self._first = self._tables(SELECT, marginals, releases, noise)
+        sizes = self.plan.sizes
+        return {m: v.reshape([sizes[a] for a in m]) for m, v in self._first.values.items()}
 
     def save_state(self, path: str | os.PathLike) -> None:
         """Write what :meth:`synthesize` needs after :meth:`select` (server-private: the

@@ -36,10 +36,12 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.report import ProtocolReport, fm_worst_case
+from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.estimates import CrossEstimates
 from vertimrf.server.graphcom import GraphComResult, join_graphs
 from vertimrf.server.optmrf import CrossSource
+from vertimrf.server.secure import SecureServer
 from vertimrf.server.verify import release_rows, verify_arrays, verify_releases
 from vertimrf.synth.refine import refine, round_sizes
 
@@ -218,9 +220,12 @@ class Server:
         n: int | None = None,
         seed: int | None = None,
         callback: PhaseCallback | None = None,
+        secure_releases: Sequence[SecureRelease] | None = None,
     ) -> tuple[pd.DataFrame, ProtocolReport]:
         """Run receive, GraphCom, InitMRF, OptMRF and sampling; return (synthetic frame,
-        report). ``callback(phase, seconds)`` is called after each phase.
+        report). ``callback(phase, seconds)`` is called after each phase. Method "secure"
+        (the paper pipeline) takes its cross-party estimates from ``secure_releases``, the
+        parties' secure-product releases, and the server adds its noise share to them.
 
         ``seed`` is the run seed and fixes only the sampling (the server adds no noise). The
         report's ``seeded`` flag says whether any party's noise came from a seed, which the
@@ -241,7 +246,11 @@ class Server:
                 callback(phase, seconds[phase])
 
         received = self.receive(messages)
-        estimates = CrossEstimates(received.messages, cfg, received.n_hat)
+        secure = None
+        if cfg.method == "secure":
+            secure, estimates = self._secure_estimates(received, secure_releases, seed)
+        else:
+            estimates = CrossEstimates(received.messages, cfg, received.n_hat)
         lap("receive")
         joined = self.graphcom(received, estimates)
         lap("graphcom")
@@ -257,7 +266,7 @@ class Server:
             method=cfg.method,
             ledger=received.ledger,
             fm_bound=fm_worst_case(cfg) if cfg.method == "fm" else None,
-            seeded=any(m.seeded for m in received.messages),
+            seeded=any(m.seeded for m in received.messages) or bool(secure and secure.seeded),
             n_hat=round(received.n_hat),
             model=str(initial.model.tree.size),
             cross_edges=tuple((names[a], names[b]) for a, b in joined.added),
@@ -265,10 +274,32 @@ class Server:
             n_local_measurements=initial.n_local,
             iterations=tuple(iterations),
             seconds=seconds,
+            viewers={} if secure is None else secure.plan.viewer_rho(received.ledger.releases),
         )
         return frame, report
 
     # ------------------------------------------------------------------------ helpers
+    def _secure_estimates(
+        self,
+        received: Received,
+        releases: Sequence[SecureRelease] | None,
+        seed: int | None,
+    ) -> tuple[SecureServer, CrossEstimates]:
+        """The secure product's noisy binned cross tables as the estimates; its releases
+        are charged to the protocol's one ledger (which refuses an overspend)."""
+        if releases is None:
+            raise MessageError(
+                "method='secure' with secure_pipeline='paper' needs the parties' secure "
+                "releases (secure_releases=...)."
+            )
+        secure = SecureServer(self.config, seed=seed)
+        tables = secure.cross_tables(releases)
+        received.ledger.extend(secure.ledger.releases)
+        by_pair = {tuple(sorted(m)): (t if m[0] < m[1] else t.T) for m, t in tables.items()}
+        return secure, CrossEstimates(
+            received.messages, self.config, received.n_hat, secure_tables=by_pair
+        )
+
     def _local_parts(
         self, ordered: Sequence[PartyMessage], n_hat: float
     ) -> tuple[list[Measurement], dict[tuple[int, ...], np.ndarray]]:

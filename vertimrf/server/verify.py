@@ -155,7 +155,7 @@ def verify_arrays(config: ProtocolConfig, message: PartyMessage, rows: int) -> N
     budget = ProtocolBudget.from_config(config)
     if config.method == "fm":
         _verify_sketch(config, message)
-    else:
+    elif config.method == "fo":
         _verify_grr(config, message, budget, rows)
 
 
