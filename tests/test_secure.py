@@ -359,3 +359,55 @@ def test_party_names_that_would_confuse_viewers_or_pairs_are_refused(name):
             "default", epsilon=1.0, delta=1e-6, spec=spec, parties=[(name, ["a"]), ("Q", ["b"])],
             max_rows=8,
         )  # fmt: skip
+
+
+def test_server_post_processing_of_the_first_release_matches_hand_computation():
+    """The server's one-way pooling, record total and scores, on tables small enough to
+    compute by hand: inverse-variance weights (a sum over k cells of noise scale s has
+    variance k s^2), the discrete Laplace count's variance 2 e^-eps / (1 - e^-eps)^2, and a
+    score of 0 for an exactly independent table without noise."""
+    from vertimrf.server.secure import Tables, one_way, pair_scores, record_total
+
+    t01 = np.array([[10.0, 30.0], [20.0, 40.0], [0.0, 0.0]])  # attrs 0 (3 values) x 1 (2)
+    t02 = np.array([[12.0, 18.0], [28.0, 42.0], [1.0, -1.0]])  # attrs 0 x 2 (2 values)
+    t12 = np.array([[8.0, 22.0], [32.0, 38.0]])  # attrs 1 x 2
+    tables = Tables(
+        {(0, 1): t01.ravel(), (0, 2): t02.ravel(), (1, 2): t12.ravel()},
+        {(0, 1): 1.0, (0, 2): 2.0, (1, 2): 3.0},
+    )
+    sizes = (3, 2, 2)
+    ones = one_way(tables, sizes)
+    w01, w02 = 1 / (2 * 1.0), 1 / (2 * 4.0)  # attr 0 from tables over 2 cells each
+    want0 = (t01.sum(1) * w01 + t02.sum(1) * w02) / (w01 + w02)
+    np.testing.assert_allclose(ones[0], np.maximum(want0, 0))
+    w10, w12 = 1 / (3 * 1.0), 1 / (2 * 9.0)
+    np.testing.assert_allclose(ones[1], (t01.sum(0) * w10 + t12.sum(1) * w12) / (w10 + w12))
+
+    eps = 0.5
+    wc = (1 - math.exp(-eps)) ** 2 / (2 * math.exp(-eps))
+    weights = [wc, 1 / 6, 1 / (6 * 4), 1 / (4 * 9)]
+    values = [95.0, t01.sum(), t02.sum(), t12.sum()]
+    assert record_total(95, eps, tables) == pytest.approx(np.dot(weights, values) / sum(weights))
+    assert record_total(-50, eps) == 1.0  # floored at one record
+
+    tiny = 1e-9  # (almost) no noise, so no debiasing
+    independent = Tables({(0, 1): np.outer([30.0, 70.0], [0.4, 0.6]).ravel()}, {(0, 1): tiny})
+    assert pair_scores(independent, (2, 2), 100.0)[0, 1] == pytest.approx(0.0, abs=1e-9)
+    copy = Tables({(0, 1): np.array([50.0, 0.0, 0.0, 50.0])}, {(0, 1): tiny})
+    assert pair_scores(copy, (2, 2), 100.0)[0, 1] == pytest.approx(0.5)  # TVD of a copy
+
+
+def test_model_caps_grow_with_the_precision_within_their_bounds():
+    """The server's model caps: the floor at low precision, the config's ceiling at high
+    precision, and monotone in between."""
+    from vertimrf.server import secure as srv
+
+    caps = []
+    for eps in (0.05, 0.4, 3.2, 50.0):
+        cfg, *_ = _setup([[4, 3], [5]], 50, 0, epsilon=eps)
+        server = SecureServer(cfg)
+        server.n_hat = 20000.0
+        caps.append(server.model_caps())
+    assert caps[0] == (srv.MIN_CLIQUE_CELLS, srv.MIN_TOTAL_CELLS)
+    assert caps[-1] == (cfg.secure_max_clique_cells, cfg.secure_max_total_cells)
+    assert all(a[1] <= b[1] and a[0] <= b[0] for a, b in zip(caps[:-1], caps[1:], strict=True))

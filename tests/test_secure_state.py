@@ -155,7 +155,8 @@ def test_block_wise_products_give_the_exact_cross_counts(monkeypatch):
 
 @pytest.mark.parametrize(
     ("max_rows", "width"),
-    [(1, 512), (32768, 512), (65536, 512), (131072, 512), (131073, 256), (262144, 256),
+    [(1, 576), (32768, 576), (65536, 576), (65537, 512), (131072, 512), (131073, 256),
+     (262144, 256),
      (1 << 20, 64), (1_000_000, 64), (1 << 22, 16), (1 << 23, 10), (1 << 30, 10)],
 )  # fmt: skip
 def test_auto_feature_width_from_max_rows(max_rows, width):

@@ -68,10 +68,14 @@ DEFAULTS: dict[str, Any] = {
     # and how many marginals beyond the initial set the server re-measures (times d).
     "secure_shares": {"count": 0.001, "select": 0.5, "measure": 0.499},
     "secure_refine_fraction": 1.6,
-    # "auto": min(512, 2^26 / max_rows) as a power of two, at least the widest attribute
-    # (vertimrf.protocol.secure.feature_width): 512 up to max_rows 131072, 64 at 2^20.
+    # "auto": min(576, 2^26 / max_rows as a power of two), at least the widest attribute
+    # (vertimrf.protocol.secure.feature_width): 576 up to max_rows 65536, 64 at 2^20.
     "secure_feature_width": "auto",
     "secure_iters": 1000,
+    # The ceilings of the server's model caps, which grow with the measurements' precision
+    # (SecureServer.model_caps).
+    "secure_max_clique_cells": 2e5,
+    "secure_max_total_cells": 1e6,
     # "select": one budget and PrivMRF's selection over the whole table (the design note);
     # "paper": the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure estimates of
     # every binned cross-party 2-way marginal (the "locenc" share), to compare the two.
@@ -108,6 +112,8 @@ POSITIVE_FIELDS = (
     "cross_weight",
     "local_max_clique_cells",
     "local_max_total_cells",
+    "secure_max_clique_cells",
+    "secure_max_total_cells",
 )
 
 
@@ -162,10 +168,12 @@ class ProtocolConfig:
             marginals beyond the initial set (times d); secure_feature_width caps each party's
             one-hot width (attribute pairs and triples are added within it, so that cross
             marginals of higher order can be measured): an integer, or "auto" (the default),
-            min(512, 2^26 / max_rows) rounded down to a power of two and never below the
+            min(576, 2^26 / max_rows rounded down to a power of two), never below the
             widest attribute's domain, so that a party's work (max_rows x width words) stays
             bounded at any size (:func:`vertimrf.protocol.secure.feature_width`);
-            secure_iters caps each of the server's two mirror-descent fits.
+            secure_iters caps each of the server's two mirror-descent fits;
+            secure_max_clique_cells and secure_max_total_cells are the ceilings of the
+            server's model caps (its graph search; the caps grow with the precision).
             secure_pipeline: "select" (one budget, the server's selection over the whole
             table) or "paper" (local models, then secure estimates of every binned cross
             pair in place of FO's GRR rows, with the FO budget split ``shares``).
@@ -206,6 +214,8 @@ class ProtocolConfig:
     secure_refine_fraction: float = DEFAULTS["secure_refine_fraction"]
     secure_feature_width: int | str = DEFAULTS["secure_feature_width"]
     secure_iters: int = DEFAULTS["secure_iters"]
+    secure_max_clique_cells: float = DEFAULTS["secure_max_clique_cells"]
+    secure_max_total_cells: float = DEFAULTS["secure_max_total_cells"]
     secure_pipeline: str = DEFAULTS["secure_pipeline"]
     allow_non_dp: bool = False
     max_rows: int | None = None

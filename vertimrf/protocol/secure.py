@@ -48,24 +48,25 @@ Marginal = tuple[int, ...]
 
 
 AUTO_WIDTH_WORDS = 1 << 26  # "auto": max_rows x width words per party (512 MiB of uint64)
-MAX_AUTO_WIDTH = 512
+# 576 holds every single, pair and triple of 8 binary attributes (NLTCS's parties: 568).
+MAX_AUTO_WIDTH = 576
 
 
 def feature_width(config: ProtocolConfig) -> int:
     """The cap on each party's one-hot width: ``config.secure_feature_width`` when it is an
-    integer; for "auto", min(512, floor(2^26 / max_rows)) rounded down to a power of two,
+    integer; for "auto", min(576, floor(2^26 / max_rows) rounded down to a power of two),
     but never below the widest single attribute's domain (a party's singles always fit).
 
     A party's time, memory and bytes sent are linear in max_rows x k_p (and its products in
-    k_p x k_q), so "auto" bounds them at any size: 512 up to max_rows 131,072 (Adult, NLTCS),
-    256 at 262,144, 64 at 1,048,576. Public: a pure function of the config, which every role
-    re-derives."""
+    k_p x k_q), so "auto" bounds them at any size: 576 up to max_rows 65,536 (Adult, NLTCS),
+    512 at 131,072, 256 at 262,144, 64 at 1,048,576. Public: a pure function of the config,
+    which every role re-derives."""
     width = config.secure_feature_width
     if width != "auto":
         return int(width)
     rows = max(1, int(config.max_rows or 1))
-    cap = min(MAX_AUTO_WIDTH, AUTO_WIDTH_WORDS // rows)
-    cap = 1 << (cap.bit_length() - 1) if cap >= 1 else 0
+    cap = AUTO_WIDTH_WORDS // rows
+    cap = min(MAX_AUTO_WIDTH, 1 << (cap.bit_length() - 1) if cap >= 1 else 0)
     return max(cap, max((int(s) for s in config.spec.domain.sizes), default=1))
 
 

@@ -5,9 +5,12 @@
 2. :meth:`SecureServer.select`: from the first releases (every 2-way marginal, cheap), add
    the two padded shares of each cross block (the pads cancel), add the server's own
    N_Z(0, sigma^2 / 2), and run PrivMRF's selection on the whole table as post-processing:
-   noisy pairwise scores, the greedy graph search under the model caps, the initial marginal
-   set per clique (split into measurable parts: within one party, or 2-way cross), plus the
-   highest-scoring pairs inside the cliques. It returns the request for re-measurement.
+   the record count pooled from the noisy count and every table's sum, noisy pairwise
+   scores against pooled 1-way marginals, the greedy graph search under model caps that
+   grow with the measurements' precision, the initial marginal set per clique (split into
+   measurable parts: within one party, or 2-way cross), plus the highest-scoring pairs
+   inside the cliques whose first release is still noisy. It returns the request for
+   re-measurement.
 3. :meth:`SecureServer.synthesize`: every measurement (the re-measured ones and the first
    release's pairs inside the cliques, each weighted 1 / its noise scale) fits the MRF by
    mirror descent, and n rows are sampled.
@@ -49,6 +52,13 @@ from vertimrf.synth.privmrf.options import PrivMRFOptions
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells
 
 STATE_KIND = "vertimrf-secure-server-state"
+# A 2-way marginal is re-measured only if its first release's noise is above 1/100 of the
+# mean count per cell, i.e. cells > n_hat / (EXTRA_PRECISION * sigma_select).
+EXTRA_PRECISION = 100.0
+# The server's model caps (see SecureServer.model_caps).
+MODEL_CELLS_PER_PRECISION = 2750.0
+MIN_TOTAL_CELLS = 2.5e5
+MIN_CLIQUE_CELLS = 1e5
 
 
 @dataclass(frozen=True)
@@ -86,20 +96,52 @@ def deal_matrices(plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: dict) -> 
     return out
 
 
-def pair_scores(tables: Tables, sizes: Sequence[int], n_hat: float) -> np.ndarray:
-    """Noisy normalised TVDs from independence, debiased for the noise: for a table T with
-    noise scale s, 1/2 sum |T - T_a T_b / N| minus the noise's expected contribution
-    1/2 * cells * s * sqrt(2 / pi), floored at 0 and divided by n_hat."""
-    d = len(sizes)
-    out = np.zeros((d, d))
+def one_way(tables: Tables, sizes: Sequence[int]) -> list[np.ndarray]:
+    """Every attribute's 1-way counts, pooled over the row or column sums of every 2-way
+    table holding it (inverse-variance weighted: a sum over k cells has variance k s^2),
+    floored at 0. Far less noisy than one table's sums, whose noise grows with its width."""
+    num = [np.zeros(int(k)) for k in sizes]
+    den = [0.0] * len(sizes)
     for (i, j), flat in tables.values.items():
         t = flat.reshape(sizes[i], sizes[j])
-        pos = np.maximum(t, 0.0)
-        total = max(pos.sum(), 1.0)
-        indep = np.outer(pos.sum(1), pos.sum(0)) / total
+        s2 = tables.scale[i, j] ** 2
+        for a, sums, k in ((i, t.sum(1), sizes[j]), (j, t.sum(0), sizes[i])):
+            num[a] += sums / (k * s2)
+            den[a] += 1.0 / (k * s2)
+    return [np.maximum(num[a] / den[a], 0.0) if den[a] else num[a] for a in range(len(sizes))]
+
+
+def pair_scores(tables: Tables, sizes: Sequence[int], n_hat: float) -> np.ndarray:
+    """Noisy normalised TVDs from independence, debiased for the noise: for a table T with
+    noise scale s, 1/2 sum |T - n_hat p_a p_b| minus the noise's expected contribution
+    1/2 * cells * s * sqrt(2 / pi), floored at 0 and divided by n_hat. The independence
+    table uses the pooled 1-way marginals (:func:`one_way`), not T's own noisy sums, whose
+    error made wide tables (e.g. Adult's 41-value country) score far above their TVD."""
+    d = len(sizes)
+    out = np.zeros((d, d))
+    ones = one_way(tables, sizes)
+    probs = [v / v.sum() if v.sum() > 0 else np.full(v.size, 1.0 / v.size) for v in ones]
+    for (i, j), flat in tables.values.items():
+        t = flat.reshape(sizes[i], sizes[j])
+        indep = np.outer(probs[i], probs[j]) * n_hat
         bias = 0.5 * t.size * tables.scale[i, j] * math.sqrt(2.0 / math.pi)
         out[i, j] = out[j, i] = max(0.0, 0.5 * float(np.abs(t - indep).sum()) - bias) / n_hat
     return out
+
+
+def record_total(count: float, epsilon: float, *releases: Tables) -> float:
+    """The record count from the noisy count and every noisy table's sum (each sums to the
+    true count plus its noise): the inverse-variance weighted mean, floored at 1. The count
+    has a tiny budget share (discrete Laplace, variance 2 e^-eps / (1 - e^-eps)^2); the
+    tables' sums are far more accurate, so this is post-processing that fixes n_hat's
+    percent-level error at low epsilon."""
+    weights = [(1.0 - math.exp(-epsilon)) ** 2 / (2.0 * math.exp(-epsilon))]
+    values = [float(count)]
+    for tables in releases:
+        for m, v in tables.values.items():
+            weights.append(1.0 / (v.size * tables.scale[m] ** 2))
+            values.append(float(v.sum()))
+    return max(1.0, float(np.dot(weights, values) / np.sum(weights)))
 
 
 class SecureServer:
@@ -108,7 +150,10 @@ class SecureServer:
     def __init__(self, config: ProtocolConfig, *, seed: int | None = None) -> None:
         self.config = config
         self.plan = SecurePlan.from_config(config)
-        self.options = PrivMRFOptions()
+        self.options = PrivMRFOptions(
+            max_clique_cells=config.secure_max_clique_cells,
+            max_total_cells=config.secure_max_total_cells,
+        )
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self.seed = seed
         self._first: Tables | None = None
@@ -152,9 +197,9 @@ class SecureServer:
         count = [r.count for r in releases if r.party == self.plan.count_party]
         if len(count) != 1 or count[0] is None:
             raise MessageError(f"no noisy count from the count party {self.plan.count_party!r}.")
-        self.n_hat = float(max(1, count[0]))
         noise, rng = self._randomness(SELECT)
         self._first = self._tables(SELECT, marginals, releases, noise)
+        self.n_hat = record_total(count[0], self.plan.count_epsilon, self._first)
         self._request = self._choose(self._first, rng)
         return list(self._request)
 
@@ -271,15 +316,30 @@ class SecureServer:
                 start += size
         return Tables(values, scale)
 
+    def model_caps(self) -> tuple[float, float]:
+        """The graph search's (clique, total) cell caps: the total grows with the planned
+        measurements' precision n_hat / sigma^2 (MODEL_CELLS_PER_PRECISION cells per unit),
+        between MIN_TOTAL_CELLS and the config's cap; the clique cap is 0.4 of it, between
+        MIN_CLIQUE_CELLS and the config's. Small models fit several times faster and are as
+        accurate while the noise is large; at high epsilon a larger model pays."""
+        plan, cfg = self.plan, self.config
+        d = len(plan.sizes)
+        sigma2 = d * (1.0 + plan.refine_fraction) / (2.0 * plan.rho_measure)
+        total = MODEL_CELLS_PER_PRECISION * self.n_hat / sigma2
+        total = min(cfg.secure_max_total_cells, max(MIN_TOTAL_CELLS, total))
+        clique = min(cfg.secure_max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))
+        return clique, total
+
     def _choose(self, first: Tables, rng: np.random.Generator) -> list[Marginal]:
         plan, opts = self.plan, self.options
         sizes, d = plan.sizes, len(plan.sizes)
         scores = pair_scores(first, sizes, self.n_hat)
+        max_clique, max_total = self.model_caps()
         found = greedy_graph_search(
             scores,
             sizes,
-            max_clique_cells=opts.max_clique_cells,
-            max_total_cells=opts.max_total_cells,
+            max_clique_cells=max_clique,
+            max_total_cells=max_total,
             size_penalty=opts.size_penalty,
             rng=rng,
         )
@@ -287,8 +347,18 @@ class SecureServer:
             self.config.spec.domain,
             found.cliques,
             heuristic="min_fill",
-            max_cells=int(opts.max_total_cells),
+            max_cells=int(max_total),
         )
+        # A pair whose first release already has little noise per record of a cell gains
+        # little from a re-measurement (its budget goes to the others instead).
+        cliques = [set(c) for c in self.tree.cliques]
+        sigma1 = plan.sigma(SELECT, len(plan.all_pairs()))
+        limit = self.n_hat / (EXTRA_PRECISION * sigma1)
+        eligible = [
+            m
+            for m in plan.all_pairs()
+            if any(set(m) <= c for c in cliques) and plan.cells(m) > limit
+        ]
         planned = d * (1.0 + plan.refine_fraction)
         sigma_est = math.sqrt(planned / (2.0 * plan.rho_measure))
         init = initial_marginals(
@@ -304,12 +374,7 @@ class SecureServer:
             chosen += self._measurable(m, edges)
         chosen = list(dict.fromkeys(plan.canonical(m) for m in chosen))
         chosen = [m for m in chosen if not any(set(m) < set(o) for o in chosen)]
-        cliques = [set(c) for c in self.tree.cliques]
-        extra = [
-            m
-            for m in plan.all_pairs()
-            if any(set(m) <= c for c in cliques) and not any(set(m) <= set(o) for o in chosen)
-        ]
+        extra = [m for m in eligible if not any(set(m) <= set(o) for o in chosen)]
         extra.sort(key=lambda m: -scores[m])
         return chosen + extra[: int(plan.refine_fraction * d)]
 
