@@ -100,12 +100,18 @@ def _joint(codes, names, sizes, attrs):
 def test_shares_sum_to_the_exact_cross_counts(sizes, n, pad, seed):
     """For random tables, parties and row padding, every pair's two shares sum to X^T Y
     exactly (mod 2^64), whatever the row order each party holds."""
-    cfg, spec, members, server, public, codes = _setup(sizes, n, seed, rows=n + pad + 1)
+    assert_shares_sum_to_the_exact_product(sizes, n, seed, rows=n + pad + 1)
+
+
+def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows):
+    """Deal, exchange and compute the shares of a random run; every pair's two shares must
+    sum to X_p^T X_q exactly (mod 2^64)."""
+    cfg, spec, members, server, public, codes = _setup(sizes_by_party, n, seed, rows=rows)
     for name, blobs in _exchange(members, server.deal(public)).items():
         members[name]._state["shares"] = members[name]._shares(blobs)
     plan = server.plan
     for p, q in plan.pairs():
-        key = f"{plan.names[p]}+{plan.names[q]}"
+        key = plan.pair_name(p, q)
         total = (
             members[plan.names[p]]._state["shares"][key]
             + members[plan.names[q]]._state["shares"][key]

@@ -12,7 +12,7 @@ import pytest
 
 import vertimrf.party.secure as party_secure
 import vertimrf.server.secure as server_secure
-from tests.test_secure import SECRET, _exact_product, _exchange, _setup
+from tests.test_secure import SECRET, _exchange, _setup, assert_shares_sum_to_the_exact_product
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol.secure import SELECT, feature_width
@@ -138,19 +138,7 @@ def test_block_wise_products_give_the_exact_cross_counts(monkeypatch):
     pair's shares still sum to X^T Y exactly."""
     monkeypatch.setattr(party_secure, "BLOCK_WORDS", 7)
     monkeypatch.setattr(server_secure, "DEAL_BLOCK_WORDS", 11)
-    cfg, spec, members, server, public, codes = _setup(SIZES, 37, 1, rows=45)
-    for name, blobs in _exchange(members, server.deal(public)).items():
-        members[name]._state["shares"] = members[name]._shares(blobs)
-    plan = server.plan
-    for p, q in plan.pairs():
-        key = f"{plan.names[p]}+{plan.names[q]}"
-        total = (
-            members[plan.names[p]]._state["shares"][key]
-            + members[plan.names[q]]._state["shares"][key]
-        )
-        np.testing.assert_array_equal(
-            total.view(np.int64), _exact_product(plan, codes, spec.names, p, q)
-        )
+    assert_shares_sum_to_the_exact_product(SIZES, 37, 1, rows=45)
 
 
 @pytest.mark.parametrize(

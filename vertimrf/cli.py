@@ -632,11 +632,7 @@ def _inputs_digest(deal: str, data: str) -> str:
     """SHA-256 over the deal and the data file of a party command."""
     outer = hashlib.sha256()
     for path in (deal, data):
-        inner = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                inner.update(chunk)
-        outer.update(inner.digest())
+        outer.update(bytes.fromhex(_file_digest(path)))
     return outer.hexdigest()
 
 

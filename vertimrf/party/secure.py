@@ -178,7 +178,8 @@ class SecureParty:
 
     def _check_bins(self, bins: Mapping[str, BinMap] | None) -> Mapping[str, BinMap]:
         """The bin maps of exactly this party's binned columns, each with the plan's size."""
-        want = sorted(c for c in self.spec.names if c in set(self.config.binned_columns()))
+        binned = set(self.config.binned_columns())
+        want = sorted(c for c in self.spec.names if c in binned)
         got = {} if bins is None else dict(bins)
         if sorted(got) != want:
             raise ConfigError(
@@ -310,8 +311,7 @@ class SecureParty:
         oversized, or of another run, party, data set, ``binding`` or (if given) ``deal``."""
         plan, p = self.plan, self.index
         keys = {  # every pair's bound: another party's state is refused by name, below
-            f"{plan.names[a]}+{plan.names[b]}": 8 * plan.widths[a] * plan.widths[b]
-            for a, b in plan.pairs()
+            plan.pair_name(a, b): 8 * plan.widths[a] * plan.widths[b] for a, b in plan.pairs()
         }
 
         def bound(name: str) -> int | None:
@@ -344,7 +344,7 @@ class SecureParty:
         except (KeyError, TypeError, ValueError):
             raise MessageError(f"{path}: malformed secure state.") from None
         shapes = {
-            f"{plan.names[a]}+{plan.names[b]}": (plan.widths[a], plan.widths[b])
+            plan.pair_name(a, b): (plan.widths[a], plan.widths[b])
             for a, b in plan.pairs()
             if p in (a, b)
         }
@@ -391,7 +391,7 @@ class SecureParty:
                     f"{peer!r}'s record-set digest differs from {self.name!r}'s (both must hold "
                     "exactly the same record IDs and the same group secret)."
                 )
-            key = f"{plan.names[a]}+{plan.names[b]}"
+            key = plan.pair_name(a, b)
             if p == a:
                 w = expand(st["deal"].seeds_w[peer], b"W", plan.widths[a] * plan.widths[b])
                 share = w.reshape(plan.widths[a], plan.widths[b]).copy()
@@ -433,7 +433,7 @@ class SecureParty:
         for a, b in plan.pairs():
             if p not in (a, b):
                 continue
-            key = f"{plan.names[a]}+{plan.names[b]}"
+            key = plan.pair_name(a, b)
             blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (a, b)]
             if not blocks:
                 continue

@@ -186,6 +186,10 @@ class SecurePlan:
         m = len(self.names)
         return [(p, q) for p in range(m) for q in range(p + 1, m)]
 
+    def pair_name(self, p: int, q: int) -> str:
+        """The public name of the pair (p, q), p < q: its shares' key in messages."""
+        return f"{self.names[p]}+{self.names[q]}"
+
     def _parts(self, m: Marginal) -> dict[int, Marginal]:
         """``m``'s attributes by owning party (each part sorted)."""
         parts: dict[int, list[int]] = {}
@@ -300,7 +304,7 @@ class SecurePlan:
                         f"{release}: {len(cross)} cross marginals",
                         ddg_rho(s, 2, len(cross), len(cross), cells),
                         len(cross),
-                        f"{self.names[p]}+{self.names[q]}",
+                        self.pair_name(p, q),
                         {"sigma": sigma, "component_sigma": s, "components": 3, "cells": cells},
                     )
                 )

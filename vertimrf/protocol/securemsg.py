@@ -179,10 +179,7 @@ class SecureRelease:
         malformed, oversized or foreign file)."""
         own = max(math.prod(plan.sizes[a] for a in attrs) for attrs in plan.attrs)
         within_bytes = 8 * min(own, MAX_WITHIN_CELLS)
-        pairs = {
-            f"{plan.names[p]}+{plan.names[q]}": 8 * plan.widths[p] * plan.widths[q]
-            for p, q in plan.pairs()
-        }
+        pairs = {plan.pair_name(p, q): 8 * plan.widths[p] * plan.widths[q] for p, q in plan.pairs()}
 
         def bound(name: str) -> int | None:
             if name.startswith("x/"):

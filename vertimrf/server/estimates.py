@@ -35,7 +35,8 @@ class CrossEstimates:
             used for consistency when the config asks for it; None (default) disables it.
             :meth:`with_local_marginal` gives a copy with it, sharing the binned estimates.
         secure_tables: method="secure" only: the noisy binned count table of every
-            cross-party pair (i, j), i < j, from the secure product's release.
+            cross-party pair, keyed by its attributes in the table's axis order, from the
+            secure product's release.
     """
 
     def __init__(
@@ -44,7 +45,7 @@ class CrossEstimates:
         config: ProtocolConfig,
         n_hat: float,
         local_marginal: Callable[[int], np.ndarray] | None = None,
-        secure_tables: Mapping[tuple[int, int], np.ndarray] | None = None,
+        secure_tables: Mapping[tuple[int, ...], np.ndarray] | None = None,
     ) -> None:
         self.config = config
         self._names = config.spec.domain.names
@@ -98,9 +99,10 @@ class CrossEstimates:
         return self._binned[key].copy()
 
     def _secure_table(self, key: tuple[int, ...]) -> np.ndarray:
-        if len(key) == 2 and tuple(sorted(key)) in self._secure:
-            table = self._secure[tuple(sorted(key))]
-            return table if key[0] < key[1] else table.T
+        if key in self._secure:
+            return self._secure[key]
+        if key[::-1] in self._secure:
+            return self._secure[key[::-1]].T
         raise MessageError(f"the secure release measured no cross-party pair {key}.")
 
     def target(self, attrs: Sequence[int]) -> np.ndarray:

@@ -298,7 +298,7 @@ class SecureServer:
                 values[m], scale[m] = v.astype(np.float64), sigma
         s = sigma / math.sqrt(2.0)
         for p, q in plan.pairs():
-            key = f"{plan.names[p]}+{plan.names[q]}"
+            key = plan.pair_name(p, q)
             blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (p, q)]
             if not blocks:
                 continue

@@ -295,9 +295,8 @@ class Server:
         secure = SecureServer(self.config, seed=seed)
         tables = secure.cross_tables(releases)
         received.ledger.extend(secure.ledger.releases)
-        by_pair = {tuple(sorted(m)): (t if m[0] < m[1] else t.T) for m, t in tables.items()}
         return secure, CrossEstimates(
-            received.messages, self.config, received.n_hat, secure_tables=by_pair
+            received.messages, self.config, received.n_hat, secure_tables=tables
         )
 
     def _local_parts(
