@@ -59,13 +59,17 @@ def _ok(steps: list[list[str]], cwd: Path) -> list[subprocess.CompletedProcess]:
 
 
 def _table(columns: int, seed: int = 0) -> tuple[pd.DataFrame, DomainSpec]:
-    """A small correlated table: every column is a noisy function of one latent code."""
+    """A small correlated table: every column is a noisy function of one latent code. Two
+    columns (c0, c3) have 24 values, 6 per latent block and uniform inside it, so that the
+    server measures some of their pairs on bins."""
     rng = np.random.default_rng(seed)
     latent = rng.integers(0, 6, ROWS)
-    sizes = [2 + j % 5 for j in range(columns)]
+    sizes = [24 if j in (0, 3) else 2 + j % 5 for j in range(columns)]
     df = pd.DataFrame(
         {
             f"c{j}": np.where(rng.random(ROWS) < 0.7, latent % u, rng.integers(0, u, ROWS))
+            if u < 24
+            else (latent % 4) * 6 + rng.integers(0, 6, ROWS)
             for j, u in enumerate(sizes)
         }
     )
@@ -98,7 +102,8 @@ def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
     party_flags = [f"--party={n}={','.join(c)}" for n, c in parties.items()]
     _ok([["keys", "--name", n, "--out-dir", n] for n in [*names, "X"]]
         + [["config", "--spec", "spec.json", *party_flags, "--epsilon", "2", "--delta", "1e-5",
-            "--method", "secure", "--max-rows", "512", "--out", "config.json"]], root)  # fmt: skip
+            "--method", "secure", "--max-rows", "512", "--binning", "auto",
+            "--out", "config.json"]], root)  # fmt: skip
     for n in names:  # public keys go to everyone (fingerprints compared out of band)
         for other in [*names, "S"]:
             if other != n:
@@ -167,7 +172,8 @@ def test_two_party_run_writes_the_same_bytes_as_simulate(two):
     assert stat.S_IMODE(os.stat(root / "A" / "A.key").st_mode) == 0o600
     assert stat.S_IMODE(os.stat(root / "A" / "A.secret").st_mode) == 0o600
     request = json.loads((root / "S" / "request.json").read_text())
-    assert set(request) == {"config_hash", "marginals"}
+    assert set(request) == {"config_hash", "marginals", "bins"}
+    assert request["bins"]  # the 24-value columns' pairs: the request file carries bin maps
     assert request["config_hash"] == ProtocolConfig.load(root / "config.json").config_hash()
     steps = json.loads((root / "A" / "A.steps.json").read_text())
     assert set(steps["runs"][request["config_hash"]]) == {"features", "release", "measure"}

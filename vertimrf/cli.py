@@ -189,6 +189,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
         "max_rows": args.max_rows,
         "allow_non_dp": args.allow_non_dp or None,
         "secure_feature_width": args.feature_width,
+        "secure_binning": args.binning,
         "method": args.method,
     }
     cfg = ProtocolConfig.from_preset(
@@ -199,8 +200,9 @@ def _cmd_config(args: argparse.Namespace) -> int:
         parties=_parse_parties(args.party),
         **{k: v for k, v in given.items() if v is not None},
     )
-    if args.feature_width is not None and cfg.method != "secure":
-        raise ConfigError("--feature-width is an option of --method secure.")
+    for flag, value in (("--feature-width", args.feature_width), ("--binning", args.binning)):
+        if value is not None and cfg.method != "secure":
+            raise ConfigError(f"{flag} is an option of --method secure.")
     if cfg.method == "secure":
         for p in cfg.parties:
             _file_name(p.name)
@@ -211,7 +213,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
         width = cfg.secure_feature_width
         cap = f" ({feature_width(cfg)})" if width == "auto" else ""
-        size = f"max_rows {cfg.max_rows}, feature width {width}{cap}"
+        size = f"max_rows {cfg.max_rows}, feature width {width}{cap}, binning {cfg.secure_binning}"
     else:
         size = f"t {cfg.t}"
     print(
@@ -819,7 +821,8 @@ def _cmd_party_measure(args: argparse.Namespace) -> int:
             release.save(tmp)
             steps.record("measure", args.out)
     print(
-        f"{name}: measured {len(request)} marginals; wrote {args.out} "
+        f"{name}: measured {len(request.marginals)} marginals ({len(request.bins)} on bins); "
+        f"wrote {args.out} "
         f"({os.path.getsize(args.out):,} bytes); {ph.summary()}"
     )
     return 0
@@ -856,9 +859,10 @@ def _cmd_server_select(args: argparse.Namespace) -> int:
         with ph("write"), _staged(args.out, args.state) as (request_tmp, state_tmp):
             save_request(request_tmp, cfg.config_hash(), request)
             server.save_state(state_tmp)
-    cross = sum(plan.kind(m) == "cross" for m in request)
+    cross = sum(plan.kind(m) == "cross" for m in request.marginals)
     print(
-        f"server: {len(request)} marginals to re-measure ({cross} across parties); wrote "
+        f"server: {len(request.marginals)} marginals to re-measure ({cross} across parties, "
+        f"{len(request.bins)} on bins); wrote "
         f"{args.out} (give it to every party) and {args.state} (keep it); {ph.summary()}"
     )
     return 0
@@ -1028,7 +1032,15 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="secure: each party's one-hot width cap (attribute pairs and triples fill it; "
         "party time and memory grow with it), an integer or 'auto' (the default: "
-        "min(512, 2^26 / max-rows) as a power of two, at least the widest attribute)",
+        "min(576, 2^26 / max-rows) as a power of two, at least the widest attribute)",
+    )
+    config.add_argument(
+        "--binning",
+        choices=("auto", "off"),
+        default=None,
+        help="secure: 'off' (the default) measures every marginal at its full domain; 'auto' "
+        "(experimental) re-measures a 2-way marginal on bins, recovered by HisRec, where the "
+        "server estimates a lower raw error",
     )
     config.add_argument("--count-party", default=None, help="party releasing the noisy count")
     config.add_argument("--out", required=True, help="config JSON to write")

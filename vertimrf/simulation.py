@@ -27,7 +27,7 @@ from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.secure import SecurePlan
-from vertimrf.protocol.securemsg import SecureRelease
+from vertimrf.protocol.securemsg import SecureRelease, load_request, save_request
 from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
 from vertimrf.server import Server
 from vertimrf.server.secure import SecureServer
@@ -112,12 +112,16 @@ def _simulate_secure(
     frame: pd.DataFrame, cfg: ProtocolConfig, secret: bytes, seed: int | None
 ) -> tuple[pd.DataFrame, ProtocolReport]:
     """method="secure": deal, feature exchange, first release, selection, re-measurement and
-    synthesis; deals and blobs pass as bytes, releases through files, as between the roles."""
+    synthesis; deals and blobs pass as bytes, releases and the request through files, as
+    between the roles."""
     start = time.perf_counter()
     members, server, inbox, sizes = _secure_setup(frame, cfg, secret, seed)
     with tempfile.TemporaryDirectory() as tmp:
         made = {n: m.release(inbox[n]) for n, m in members.items()}
         request = server.select(_post(Path(tmp), "select", made, server.plan, sizes))
+        path = Path(tmp) / "request.json"  # through a file too, as between the roles
+        save_request(path, cfg.config_hash(), request)
+        request = load_request(path, server.plan, cfg.config_hash())
         made = {n: m.measure(request) for n, m in members.items()}
         synth = server.synthesize(_post(Path(tmp), "measure", made, server.plan, sizes))
     return synth, server.report(seconds={"total": time.perf_counter() - start}, message_bytes=sizes)

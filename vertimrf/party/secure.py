@@ -13,7 +13,8 @@
    ones as share + N_Z(0, sigma^2 / 2) + R, where the pad R (from the pairwise key) is added by
    A and subtracted by B, so the server sees uniform words until it adds both.
 3. :meth:`measure`: the same for the marginals the server requests, with fresh noise and a
-   fresh pad, from the kept shares.
+   fresh pad, from the kept shares; a marginal the request bins is binned (summed over the
+   bins, exact counts or shares mod 2^64) before its noise and pad.
 
 Between processes (the command-line roles), :meth:`save_state` writes what ``measure`` needs,
 each pair's share (k_p x k_q words) and the record-set digest, to a private file (the
@@ -30,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,11 +48,18 @@ from vertimrf.party.registers import keyed_prf
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.samplers import NoiseSampler, randomness
-from vertimrf.protocol.bins import BinMap
+from vertimrf.protocol.bins import BinMap, bin_axes
 from vertimrf.protocol.channels import KeyPair, PublicKey, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
-from vertimrf.protocol.secure import MEASURE, SELECT, Marginal, SecurePlan
+from vertimrf.protocol.secure import (
+    COUNT_MECHANISM,
+    MEASURE,
+    SELECT,
+    Marginal,
+    Request,
+    SecurePlan,
+)
 from vertimrf.protocol.securemsg import Deal, SecureRelease, open_features, seal_features
 from vertimrf.protocol.seeds import role_seed
 
@@ -250,11 +258,13 @@ class SecureParty:
         return self._measure(SELECT, self.plan.all_pairs(), count, noise)
 
     def measure(
-        self, request: list[Marginal], blobs: Mapping[str, bytes] | None = None
+        self, request: Request | Sequence[Marginal], blobs: Mapping[str, bytes] | None = None
     ) -> SecureRelease:
-        """Step 3: the re-measurement of the server's requested marginals, from the shares
-        kept by :meth:`release` (or read by :meth:`load_state` in a new process), or
-        recomputed from the peers' ``blobs`` after :meth:`open_deal` with the same deal."""
+        """Step 3: the re-measurement of the server's requested marginals (a :class:`Request`,
+        whose bin maps are applied to the exact counts and shares before the noise; a plain
+        list means no bins), from the shares kept by :meth:`release` (or read by
+        :meth:`load_state` in a new process), or recomputed from the peers' ``blobs`` after
+        :meth:`open_deal` with the same deal."""
         if "shares" not in self._state:
             if blobs is None or "cols" not in self._state:
                 raise ConfigError(
@@ -263,9 +273,12 @@ class SecureParty:
                     "pass the peers' blobs."
                 )
             self._state["shares"] = self._shares(blobs)
-        marginals = self.plan.check_request(list(request))
+        if isinstance(request, Request):
+            request = self.plan.check_request(request.marginals, request.bins)
+        else:
+            request = self.plan.check_request(list(request))
         self._once(MEASURE)
-        return self._measure(MEASURE, marginals, None, self._sampler(MEASURE))
+        return self._measure(MEASURE, request.marginals, None, self._sampler(MEASURE), request)
 
     # ------------------------------------------------------------------ private state
     def _data_hash(self) -> str:
@@ -413,10 +426,18 @@ class SecureParty:
         return randomness(seed)[0]
 
     def _measure(
-        self, release: str, marginals: list[Marginal], count: int | None, noise: NoiseSampler
+        self,
+        release: str,
+        marginals: Sequence[Marginal],
+        count: int | None,
+        noise: NoiseSampler,
+        request: Request | None = None,
     ) -> SecureRelease:
         plan, p = self.plan, self.index
-        for r in plan.releases(release, marginals):
+        request = request or Request(tuple(marginals))
+        for r in plan.releases(release, marginals, request.bins):
+            if r.mechanism == COUNT_MECHANISM:
+                continue  # charged by discrete_laplace_count as it was drawn
             if r.party == self.name or self.name in (r.party or "").split("+"):
                 self.ledger.charge(r)
         sigma = plan.sigma(release, len(marginals))
@@ -426,7 +447,7 @@ class SecureParty:
         for m in marginals:
             if plan.kind(m) == "within" and plan.owner[m[0]] == p:
                 h = histogram(codes, tuple(local[a] for a in m), self.spec.domain.sizes)
-                exact = np.rint(h).astype(np.int64).ravel()
+                exact = bin_axes(np.rint(h).astype(np.int64), request.maps(m)).ravel()
                 within[m] = exact + noise.discrete_gaussian(sigma, exact.shape)
         cross = {}
         s = sigma / np.sqrt(2.0)
@@ -447,9 +468,10 @@ class SecureParty:
             parts = []
             for m in blocks:
                 r0, r1, c0, c1 = plan.block(m)
-                cells = share[r0:r1, c0:c1].ravel()
+                block = share[r0:r1, c0:c1].reshape(plan.shape(m))
+                cells = bin_axes(block, request.maps(m)).ravel()
                 eta = noise.discrete_gaussian(s, cells.shape).astype(np.uint64)
-                padded = pad[r0:r1, c0:c1].ravel()
+                padded = pad[r0:r1, c0:c1].ravel()[: cells.size]  # the block's own pad words
                 parts.append(cells + eta + padded if p == a else cells + eta - padded)
             cross[key] = np.concatenate(parts)
         return SecureRelease(

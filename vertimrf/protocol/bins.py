@@ -8,6 +8,7 @@ counts, so the server can re-derive the map and check it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,3 +61,19 @@ def frequency_bins(noisy_counts: np.ndarray, b: int) -> np.ndarray:
     out = np.zeros(u, dtype=np.int64)
     out[starts] = 1
     return np.cumsum(out)
+
+
+def bin_axes(table: np.ndarray, maps: Sequence[np.ndarray | None]) -> np.ndarray:
+    """The binned table: T_bin(b_1..b_l) = sum of T(v_1..v_l) over the v with bin_i(v_i) = b_i
+    (axis i of ``table`` is attribute i; a ``None`` map leaves its axis as it is). Linear,
+    so it commutes with additive sharing: on uint64 shares the sums wrap modulo 2^64, and
+    the binned shares of two parties add up to the binned exact counts."""
+    out = np.asarray(table)
+    for axis, m in enumerate(maps):
+        if m is None:
+            continue
+        moved = np.moveaxis(out, axis, 0)
+        acc = np.zeros((int(m.max()) + 1, *moved.shape[1:]), dtype=out.dtype)
+        np.add.at(acc, m, moved)
+        out = np.moveaxis(acc, 0, axis)
+    return out

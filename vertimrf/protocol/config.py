@@ -80,6 +80,12 @@ DEFAULTS: dict[str, Any] = {
     # "paper": the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure estimates of
     # every binned cross-party 2-way marginal (the "locenc" share), to compare the two.
     "secure_pipeline": "select",
+    # "off": every marginal at its full domain. "auto" (experimental): the server re-measures
+    # a 2-way marginal on bins, recovered by HisRec, when its estimated raw error is lower
+    # (vertimrf.server.binning). On Adult it is neutral; on a table with 100-656-value
+    # domains it was 2-3x worse in 2-way TVD (bench_secure_binning.md): the fit denoises a
+    # sparse full-domain table far better than the raw error predicts. So it is off.
+    "secure_binning": "off",
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "default": DEFAULTS,
@@ -96,6 +102,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 METHODS = ("fo", "fm", "secure")
 SECURE_PIPELINES = ("select", "paper")
+SECURE_BINNING = ("auto", "off")
 CAREST_METHODS = ("containment", "harmonic", "algorithm4")
 NON_DP_REASON = (
     "the paper's FM sketches are not differentially private: one record's geometric hash value "
@@ -177,6 +184,10 @@ class ProtocolConfig:
             secure_pipeline: "select" (one budget, the server's selection over the whole
             table) or "paper" (local models, then secure estimates of every binned cross
             pair in place of FO's GRR rows, with the FO budget split ``shares``).
+            secure_binning: "off" (the default: every marginal at its full domain) or "auto"
+            (experimental: the select pipeline's server re-measures a 2-way marginal on bins
+            of its large attributes and recovers it with HisRec when its estimated raw error
+            is lower; measured worse than "off" on large domains, see the README).
         allow_non_dp: accept a method that is NOT differentially private (FM sketches, the
             xxh64 hash); without it such a config raises PrivacyError.
         max_rows: a public upper bound on the number of records (never the true count);
@@ -217,6 +228,7 @@ class ProtocolConfig:
     secure_max_clique_cells: float = DEFAULTS["secure_max_clique_cells"]
     secure_max_total_cells: float = DEFAULTS["secure_max_total_cells"]
     secure_pipeline: str = DEFAULTS["secure_pipeline"]
+    secure_binning: str = DEFAULTS["secure_binning"]
     allow_non_dp: bool = False
     max_rows: int | None = None
     run_nonce: str = ""
@@ -392,6 +404,10 @@ class ProtocolConfig:
         _require(
             self.secure_pipeline in SECURE_PIPELINES,
             f"secure_pipeline must be one of {SECURE_PIPELINES}; got {self.secure_pipeline!r}.",
+        )
+        _require(
+            self.secure_binning in SECURE_BINNING,
+            f"secure_binning must be one of {SECURE_BINNING}; got {self.secure_binning!r}.",
         )
         _require(
             self.secure_pipeline != "paper" or self.local_mrf,

@@ -83,6 +83,7 @@ class ProtocolReport:
     seconds: dict[str, float] = field(default_factory=dict)
     message_bytes: dict[str, int] = field(default_factory=dict)
     viewers: dict[str, float] = field(default_factory=dict)
+    binned: tuple[tuple[str, ...], ...] = ()
 
     @property
     def dp_guarantee(self) -> bool:
@@ -112,6 +113,7 @@ class ProtocolReport:
             "cross_measured": [list(e) for e in self.cross_measured],
             "n_local_measurements": self.n_local_measurements,
             "iterations": list(self.iterations),
+            "binned": [list(m) for m in self.binned],
             "seconds": dict(self.seconds),
             "message_bytes": dict(self.message_bytes),
             "viewers": {
@@ -176,6 +178,13 @@ class ProtocolReport:
             f"cross-party edges added: {len(self.cross_edges)}; cross marginals fitted: "
             f"{len(self.cross_measured)}; local marginals: {self.n_local_measurements}",
         ]
+        if self.binned:
+            shown = ", ".join("x".join(m) for m in self.binned[:8])
+            more = ", ..." if len(self.binned) > 8 else ""
+            lines.append(
+                f"measured on bins, recovered by HisRec: {len(self.binned)} marginals "
+                f"({shown}{more})"
+            )
         if self.seconds:
             lines.append("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in self.seconds.items()))
         if self.message_bytes:

@@ -18,15 +18,22 @@ Noise and accounting. A marginal measured at scale sigma gets:
   other two, which :func:`vertimrf.privacy.ddg.ddg_rho` bounds (about 1 / (2 sigma^2)); the
   published variance is 1.5 sigma^2.
 Each release changes by at most 1 in one cell of each of its marginals, so a batch of K
-marginals has squared L2 sensitivity K.
+marginals has squared L2 sensitivity K. A marginal re-measured on bins (:class:`Request`:
+the server names a bin map for some of its attributes) still has one record in exactly one
+cell, so its sensitivity is the same; only its cell count, and so the KLS tau terms, shrink.
+Parties bin their additive shares linearly (:func:`vertimrf.protocol.bins.bin_axes`) before
+adding noise and pads.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
+
+import numpy as np
 
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.ddg import ddg_rho
@@ -45,6 +52,22 @@ CROSS_MECHANISM = "distributed_discrete_gaussian"
 _SAFETY = 1.0 + 1e-9  # sigma margin so that the tiny KLS tau terms stay inside the share
 
 Marginal = tuple[int, ...]
+BinMaps = tuple[tuple[int, ...] | None, ...]  # per attribute of a marginal: value -> bin
+
+
+@dataclass(frozen=True)
+class Request:
+    """The server's re-measurement request: the marginals (canonical) and, for some of them,
+    a bin map per attribute (``None``: the attribute at its full domain). Public: a function
+    of the first release (post-processing), sent to every party."""
+
+    marginals: tuple[Marginal, ...]
+    bins: Mapping[Marginal, BinMaps] = field(default_factory=dict)
+
+    def maps(self, m: Marginal) -> tuple[np.ndarray | None, ...]:
+        """``m``'s bin maps as arrays (all ``None`` when it is measured at full domain)."""
+        maps = self.bins.get(m, (None,) * len(m))
+        return tuple(None if b is None else np.asarray(b, np.int64) for b in maps)
 
 
 AUTO_WIDTH_WORDS = 1 << 26  # "auto": max_rows x width words per party (512 MiB of uint64)
@@ -240,6 +263,13 @@ class SecurePlan:
         """Number of cells of the marginal ``m``."""
         return math.prod(self.sizes[a] for a in m)
 
+    def shape(self, m: Marginal, bins: BinMaps | None = None) -> tuple[int, ...]:
+        """Axis sizes of ``m`` as measured: an attribute's bin count where ``bins`` maps it."""
+        bins = bins or (None,) * len(m)
+        return tuple(
+            self.sizes[a] if b is None else max(b) + 1 for a, b in zip(m, bins, strict=True)
+        )
+
     def all_pairs(self) -> list[Marginal]:
         """The first release: every 2-way marginal, canonical."""
         d = len(self.sizes)
@@ -263,10 +293,17 @@ class SecurePlan:
         """Epsilon of the discrete Laplace noisy record count."""
         return math.sqrt(2.0 * self.rho_count)
 
-    def releases(self, release: str, marginals: list[Marginal]) -> list[Release]:
+    def releases(
+        self,
+        release: str,
+        marginals: Sequence[Marginal],
+        bins: Mapping[Marginal, BinMaps] | None = None,
+    ) -> list[Release]:
         """The ledger entries of one release of ``marginals`` (and of the count with the
-        first release): one entry per party for its within marginals, one per product."""
+        first release): one entry per party for its within marginals, one per product;
+        ``bins`` (of a :class:`Request`) lower the cell counts of the binned ones."""
         marginals = [self.canonical(m) for m in marginals]
+        bins = bins or {}
         sigma = self.sigma(release, len(marginals))
         out = []
         if release == SELECT and self.rho_count > 0:
@@ -297,7 +334,7 @@ class SecurePlan:
         for p, q in self.pairs():
             cross = [m for m in marginals if self.kind(m) == "cross" and self.pair_of(m) == (p, q)]
             if cross:
-                cells = sum(self.cells(m) for m in cross)
+                cells = sum(math.prod(self.shape(m, bins.get(m))) for m in cross)
                 out.append(
                     Release(
                         CROSS_MECHANISM,
@@ -335,10 +372,14 @@ class SecurePlan:
             out[viewer] = math.fsum(total)
         return out
 
-    def check_request(self, marginals: list[Marginal]) -> list[Marginal]:
-        """Validate the server's re-measurement request: measurable, distinct, non-empty."""
+    def check_request(
+        self, marginals: Sequence[Marginal], bins: Mapping[Marginal, BinMaps] | None = None
+    ) -> Request:
+        """Validate the server's re-measurement request: measurable, distinct, non-empty
+        marginals; each bin map (of a marginal listed in canonical order) sends every value
+        of its attribute to one of 1..size-1 bins, each bin used."""
         if not marginals:
-            raise MessageError("the server's request lists no marginals to measure.")
+            raise MessageError("the request lists no marginals to measure.")
         d = len(self.sizes)
         out = []
         for m in marginals:
@@ -349,4 +390,34 @@ class SecurePlan:
             out.append(self.canonical(m))
         if len(set(out)) != len(out):
             raise MessageError("the request lists a marginal twice.")
-        return out
+        checked = {}
+        for m, maps in (bins or {}).items():
+            m = tuple(m)
+            if m not in out:
+                raise MessageError(
+                    f"the request bins {m!r}, which it does not list in canonical order."
+                )
+            checked[m] = self._check_maps(m, maps)
+        return Request(tuple(out), checked)
+
+    def _check_maps(self, m: Marginal, maps: Sequence) -> BinMaps:
+        if not isinstance(maps, Sequence) or len(maps) != len(m):
+            raise MessageError(f"the bins of {m} must give one map (or null) per attribute.")
+        out = []
+        for a, b in zip(m, maps, strict=True):
+            if b is None:
+                out.append(None)
+                continue
+            b = tuple(b) if isinstance(b, Sequence) else ()
+            ok = len(b) == self.sizes[a] and all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in b
+            )
+            if not ok or set(b) != set(range(max(b) + 1)) or max(b) + 1 >= self.sizes[a]:
+                raise MessageError(
+                    f"the bin map of attribute {a} in {m} must send each of its "
+                    f"{self.sizes[a]} values to a bin 0..k-1 (k < {self.sizes[a]}, each used)."
+                )
+            out.append(b)
+        if all(b is None for b in out):
+            raise MessageError(f"the bins of {m} map no attribute; list it without bins.")
+        return tuple(out)

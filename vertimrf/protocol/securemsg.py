@@ -39,7 +39,7 @@ from vertimrf.protocol.channels import (
     seal,
 )
 from vertimrf.protocol.container import read_container, write_container
-from vertimrf.protocol.secure import Marginal, SecurePlan
+from vertimrf.protocol.secure import Request, SecurePlan
 
 DIGEST_BYTES = 32
 SEED_BYTES = 32
@@ -209,15 +209,25 @@ class SecureRelease:
             raise MessageError(f"{path}: malformed secure release ({exc!r}).") from None
 
 
-def save_request(path: str | os.PathLike, config_hash: str, marginals: list[Marginal]) -> None:
-    """Write the server's re-measurement request for the run ``config_hash`` (atomically)."""
-    data = {"config_hash": config_hash, "marginals": [[int(a) for a in m] for m in marginals]}
+def save_request(path: str | os.PathLike, config_hash: str, request: Request) -> None:
+    """Write the server's re-measurement request for the run ``config_hash`` (atomically):
+    the marginals, and the bin maps of the binned ones as [position, maps] pairs."""
+    position = {m: i for i, m in enumerate(request.marginals)}
+    data = {
+        "config_hash": config_hash,
+        "marginals": [[int(a) for a in m] for m in request.marginals],
+        "bins": [
+            [position[m], [None if b is None else list(b) for b in maps]]
+            for m, maps in request.bins.items()
+        ],
+    }
     atomic_write_text(path, json.dumps(data) + "\n")
 
 
-def load_request(path: str | os.PathLike, plan: SecurePlan, config_hash: str) -> list[Marginal]:
-    """The marginals of a request file, checked against this run: MessageError when the file
-    is oversized, malformed, of another run, or asks for marginals the plan cannot measure."""
+def load_request(path: str | os.PathLike, plan: SecurePlan, config_hash: str) -> Request:
+    """The request in a file, checked against this run: MessageError when the file is
+    oversized, malformed, of another run, or asks for marginals or bins the plan cannot
+    measure."""
     try:
         size = os.path.getsize(path)
     except OSError as exc:
@@ -225,8 +235,10 @@ def load_request(path: str | os.PathLike, plan: SecurePlan, config_hash: str) ->
     if size > MAX_REQUEST_BYTES:
         raise MessageError(f"{path}: {size:,} bytes is too large for a request.")
     data = read_json(path, MessageError, "request")
-    if not isinstance(data, dict) or set(data) != {"config_hash", "marginals"}:
-        raise MessageError(f'{path}: a request is {{"config_hash": ..., "marginals": [...]}}.')
+    if not isinstance(data, dict) or set(data) != {"config_hash", "marginals", "bins"}:
+        raise MessageError(
+            f'{path}: a request is {{"config_hash": ..., "marginals": [...], "bins": [...]}}.'
+        )
     if data["config_hash"] != config_hash:
         raise MessageError(
             f"{path}: the request belongs to another run (config hash "
@@ -239,7 +251,25 @@ def load_request(path: str | os.PathLike, plan: SecurePlan, config_hash: str) ->
         for m in raw
     ):
         raise MessageError(f"{path}: the request's marginals must be lists of attribute indices.")
+    bins = data["bins"]
+    if (
+        not isinstance(bins, list)
+        or not all(
+            isinstance(e, list)
+            and len(e) == 2
+            and isinstance(e[0], int)
+            and not isinstance(e[0], bool)
+            and 0 <= e[0] < len(raw)
+            for e in bins
+        )
+        or len({e[0] for e in bins}) != len(bins)
+    ):
+        raise MessageError(
+            f"{path}: the request's bins must be [position, maps] pairs, one per position."
+        )
     try:
-        return plan.check_request([tuple(m) for m in raw])
+        return plan.check_request(
+            [tuple(m) for m in raw], {tuple(raw[i]): maps for i, maps in bins}
+        )
     except MessageError as exc:
         raise MessageError(f"{path}: {exc}") from None

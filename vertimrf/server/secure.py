@@ -10,10 +10,12 @@
    grow with the measurements' precision, the initial marginal set per clique (split into
    measurable parts: within one party, or 2-way cross), plus the highest-scoring pairs
    inside the cliques whose first release is still noisy. It returns the request for
-   re-measurement.
-3. :meth:`SecureServer.synthesize`: every measurement (the re-measured ones and the first
-   release's pairs inside the cliques, each weighted 1 / its noise scale) fits the MRF by
-   mirror descent, and n rows are sampled.
+   re-measurement, in which a 2-way marginal is binned where its estimated error is lower
+   binned plus HisRec than at its full domain (:mod:`vertimrf.server.binning`).
+3. :meth:`SecureServer.synthesize`: every measurement (the re-measured ones, the binned ones
+   recovered by HisRec, and the first release's pairs inside the cliques, each weighted 1 /
+   its noise scale or estimated error) fits the MRF by mirror descent, and n rows are
+   sampled.
 
 Every noise scale is re-derived from the config (:class:`SecurePlan`); the ledger holds the
 plan's releases, so the report's (epsilon, delta) does not depend on what parties declare.
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -43,9 +45,10 @@ from vertimrf.protocol.channels import PublicKey, expand, new_seed
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.report import ProtocolReport
-from vertimrf.protocol.secure import MEASURE, SELECT, Marginal, SecurePlan
+from vertimrf.protocol.secure import MEASURE, SELECT, BinMaps, Marginal, Request, SecurePlan
 from vertimrf.protocol.securemsg import Deal, SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
+from vertimrf.server.binning import BinChoice, choose_bins, recover
 from vertimrf.synth.privmrf.graph_search import greedy_graph_search
 from vertimrf.synth.privmrf.initial_set import initial_marginals
 from vertimrf.synth.privmrf.options import PrivMRFOptions
@@ -96,10 +99,9 @@ def deal_matrices(plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: dict) -> 
     return out
 
 
-def one_way(tables: Tables, sizes: Sequence[int]) -> list[np.ndarray]:
-    """Every attribute's 1-way counts, pooled over the row or column sums of every 2-way
-    table holding it (inverse-variance weighted: a sum over k cells has variance k s^2),
-    floored at 0. Far less noisy than one table's sums, whose noise grows with its width."""
+def _pooled(tables: Tables, sizes: Sequence[int]) -> tuple[list[np.ndarray], list[float]]:
+    """Inverse-variance sums of every attribute's row or column sums (a sum over k cells of
+    noise scale s has variance k s^2): the weighted numerators and the total weights."""
     num = [np.zeros(int(k)) for k in sizes]
     den = [0.0] * len(sizes)
     for (i, j), flat in tables.values.items():
@@ -108,7 +110,20 @@ def one_way(tables: Tables, sizes: Sequence[int]) -> list[np.ndarray]:
         for a, sums, k in ((i, t.sum(1), sizes[j]), (j, t.sum(0), sizes[i])):
             num[a] += sums / (k * s2)
             den[a] += 1.0 / (k * s2)
+    return num, den
+
+
+def one_way(tables: Tables, sizes: Sequence[int]) -> list[np.ndarray]:
+    """Every attribute's 1-way counts, pooled over the row or column sums of every 2-way
+    table holding it (inverse-variance weighted), floored at 0. Far less noisy than one
+    table's sums, whose noise grows with its width."""
+    num, den = _pooled(tables, sizes)
     return [np.maximum(num[a] / den[a], 0.0) if den[a] else num[a] for a in range(len(sizes))]
+
+
+def one_way_variance(tables: Tables, sizes: Sequence[int]) -> list[float]:
+    """The variance of each pooled 1-way count of every attribute (1 / its total weight)."""
+    return [1.0 / d if d else math.inf for d in _pooled(tables, sizes)[1]]
 
 
 def pair_scores(tables: Tables, sizes: Sequence[int], n_hat: float) -> np.ndarray:
@@ -157,7 +172,8 @@ class SecureServer:
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self.seed = seed
         self._first: Tables | None = None
-        self._request: list[Marginal] | None = None
+        self._request: Request | None = None
+        self._bins: dict[Marginal, BinChoice] = {}
 
     def deal(self, public_keys: dict[str, PublicKey]) -> dict[str, bytes]:
         """Step 0: one sealed deal per party."""
@@ -187,8 +203,9 @@ class SecureServer:
         """The server's noise and generator of one step (its own stream in a seeded run)."""
         return randomness(None if self.seed is None else role_seed(self.seed, f"{SERVER}/{step}"))
 
-    def select(self, releases: Sequence[SecureRelease]) -> list[Marginal]:
-        """Step 2: sum the first releases and choose the marginals to re-measure."""
+    def select(self, releases: Sequence[SecureRelease]) -> Request:
+        """Step 2: sum the first releases and choose the marginals to re-measure (and the
+        ones to measure on bins)."""
         if self._first is not None:
             raise MessageError("this server already ran select; each run selects once.")
         marginals = self.plan.all_pairs()
@@ -200,8 +217,30 @@ class SecureServer:
         noise, rng = self._randomness(SELECT)
         self._first = self._tables(SELECT, marginals, releases, noise)
         self.n_hat = record_total(count[0], self.plan.count_epsilon, self._first)
-        self._request = self._choose(self._first, rng)
-        return list(self._request)
+        chosen = self._choose(self._first, rng)
+        self._bins = self._binning(chosen)
+        self._request = Request(tuple(chosen), {m: c.maps for m, c in self._bins.items()})
+        return self._request
+
+    def _binning(self, marginals: Sequence[Marginal]) -> dict[Marginal, BinChoice]:
+        """The 2-way marginals of the request to measure on bins, with their estimated
+        errors: post-processing of the first release (:func:`choose_bins`)."""
+        if self.config.secure_binning == "off":
+            return {}
+        plan, first = self.plan, self._first
+        ones = one_way(first, plan.sizes)
+        ones_var = one_way_variance(first, plan.sizes)
+        sigma = plan.sigma(MEASURE, len(marginals))
+        out = {}
+        for m in marginals:
+            if len(m) != 2 or m not in first.values:
+                continue
+            scale = sigma * (math.sqrt(1.5) if plan.kind(m) == "cross" else 1.0)
+            shaped = first.values[m].reshape(plan.shape(m))
+            choice = choose_bins(shaped, first.scale[m], scale, ones, ones_var, m)
+            if choice is not None:
+                out[m] = choice
+        return out
 
     def cross_tables(self, releases: Sequence[SecureRelease]) -> dict[Marginal, np.ndarray]:
         """The paper pipeline's one release (every binned cross-party pair): the summed
@@ -226,7 +265,7 @@ class SecureServer:
         meta = {
             "config_hash": self.config.config_hash(),
             "n_hat": self.n_hat,
-            "request": [list(m) for m in self._request],
+            "request": [list(m) for m in self._request.marginals],
             "cliques": [list(c) for c in self.tree.cliques],
             "tables": [list(m) for m in keys],
             "scales": [self._first.scale[m] for m in keys],
@@ -251,7 +290,7 @@ class SecureServer:
                 {m: arrays[f"t{i}"] for i, m in enumerate(keys)},
                 dict(zip(keys, (float(x) for x in meta["scales"]), strict=True)),
             )
-            server._request = plan.check_request([tuple(m) for m in meta["request"]])
+            marginals = [tuple(m) for m in meta["request"]]
             server.n_hat = float(meta["n_hat"])
             server.tree = JunctionTree.build(
                 config.spec.domain,
@@ -261,6 +300,10 @@ class SecureServer:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise MessageError(f"{path}: malformed server state ({exc!r}).") from None
+        server._bins = server._binning(marginals)  # deterministic: as select chose them
+        server._request = plan.check_request(
+            marginals, {m: c.maps for m, c in server._bins.items()}
+        )
         for r in plan.releases(SELECT, plan.all_pairs()):
             server.ledger.charge(r)
         return server
@@ -268,11 +311,17 @@ class SecureServer:
     def _tables(
         self,
         release: str,
-        marginals: list[Marginal],
+        marginals: Sequence[Marginal],
         releases: Sequence[SecureRelease],
         noise: NoiseSampler,
+        bins: Mapping[Marginal, BinMaps] | None = None,
     ) -> Tables:
-        plan = self.plan
+        """The summed, noisy tables of one release (the binned ones at their bins' cells)."""
+        plan, bins = self.plan, bins or {}
+
+        def cells(m: Marginal) -> int:
+            return math.prod(plan.shape(m, bins.get(m)))
+
         by_party = {r.party: r for r in releases}
         if set(by_party) != set(plan.names) or len(releases) != len(plan.names):
             raise MessageError(
@@ -290,10 +339,9 @@ class SecureServer:
         sigma = plan.sigma(release, len(marginals))
         values, scale = {}, {}
         for m in marginals:
-            cells = plan.cells(m)
             if plan.kind(m) == "within":
                 v = by_party[plan.names[plan.owner[m[0]]]].within.get(m)
-                if v is None or v.shape != (cells,):
+                if v is None or v.shape != (cells(m),):
                     raise MessageError(f"the {release} release lacks the marginal {m}.")
                 values[m], scale[m] = v.astype(np.float64), sigma
         s = sigma / math.sqrt(2.0)
@@ -302,7 +350,7 @@ class SecureServer:
             blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (p, q)]
             if not blocks:
                 continue
-            total = sum(plan.cells(m) for m in blocks)
+            total = sum(cells(m) for m in blocks)
             parts = [by_party[plan.names[i]].cross.get(key) for i in (p, q)]
             if any(x is None or x.shape != (total,) for x in parts):
                 raise MessageError(f"the {release} release lacks the shares of {key}.")
@@ -310,7 +358,7 @@ class SecureServer:
             noisy = summed + noise.discrete_gaussian(s, summed.shape)
             start = 0
             for m in blocks:
-                size = plan.cells(m)
+                size = cells(m)
                 values[m] = noisy[start : start + size].astype(np.float64)
                 scale[m] = sigma * math.sqrt(1.5)
                 start += size
@@ -419,10 +467,13 @@ class SecureServer:
         """Step 4: fit on every measurement and sample ``rows`` rows (default n_hat)."""
         if self._first is None or self._request is None:
             raise MessageError("run select(first releases) before synthesize(releases).")
-        for r in self.plan.releases(MEASURE, self._request):
+        request = self._request
+        for r in self.plan.releases(MEASURE, request.marginals, request.bins):
             self.ledger.charge(r)
         noise, rng = self._randomness(MEASURE)
-        second = self._tables(MEASURE, self._request, releases, noise)
+        second = self._recovered(
+            self._tables(MEASURE, request.marginals, releases, noise, request.bins)
+        )
         cliques = [set(c) for c in self.tree.cliques]
         measurements = [Measurement(m, v, 1.0 / second.scale[m]) for m, v in second.values.items()]
         measurements += [
@@ -444,6 +495,19 @@ class SecureServer:
         n = round(self.n_hat) if rows is None else int(rows)
         return TableEncoder(self.config.spec).decode(model.sample(n, rng))
 
+    def _recovered(self, tables: Tables) -> Tables:
+        """The binned tables spread over their full domains by HisRec (each value's share of
+        its bin from the pooled 1-way marginals of the first release), each weighted by its
+        estimated error per cell; the others as they are."""
+        plan = self.plan
+        ones = one_way(self._first, plan.sizes)
+        values, scale = dict(tables.values), dict(tables.scale)
+        for m, choice in self._bins.items():
+            binned = values[m].reshape(plan.shape(m, choice.maps))
+            values[m] = recover(binned, choice.maps, ones, m).ravel()
+            scale[m] = choice.scale(plan.cells(m))
+        return Tables(values, scale)
+
     def _fit(self, model: MarkovRandomField, ms: list[Measurement], ratio: float, cap: int) -> int:
         """Mirror descent (warm-started from the model) until the loss is ``ratio`` times
         the noise's expected loss; returns the iterations."""
@@ -462,7 +526,8 @@ class SecureServer:
     def report(self, **extra: Any) -> ProtocolReport:
         """The run's report: the ledger (the plan's releases) and what was measured."""
         names = self.config.spec.names
-        cross = [m for m in self._request if self.plan.kind(m) == "cross"]
+        marginals = self._request.marginals
+        cross = [m for m in marginals if self.plan.kind(m) == "cross"]
         return ProtocolReport(
             epsilon=self.config.epsilon,
             delta=self.config.delta,
@@ -474,7 +539,8 @@ class SecureServer:
             model=str(self.tree.size),
             cross_edges=(),
             cross_measured=tuple(tuple(names[a] for a in m) for m in cross),
-            n_local_measurements=len(self._request) - len(cross),
+            n_local_measurements=len(marginals) - len(cross),
+            binned=tuple(tuple(names[a] for a in m) for m in self._bins),
             iterations=tuple(self.iterations),
             viewers=self.plan.viewer_rho(list(self.ledger.releases)),
             **extra,
