@@ -85,12 +85,12 @@ def binned_error(
     """The estimated squared error of re-measuring ``m`` on ``maps`` at noise scale
     ``sigma`` and recovering it by HisRec, and the estimate's standard deviation (module
     docstring). ``ones_var[a]`` is the variance of each pooled 1-way count of attribute a."""
-    arrays = [None if b is None else np.asarray(b, np.int64) for b in maps]
-    binned = bin_axes(first, arrays)
-    residual = first - recover(binned, maps, ones, m)
+    bms = _bin_maps(maps, ones, m)
+    binned = bin_axes(first, [None if bm is None else bm.value_to_bin for bm in bms])
+    residual = first - hisrec(binned, bms)
     spread = np.maximum(binned, 0.0)  # each cell's bin count, to be spread by the shares
     axes, block = [], np.ones(first.shape)
-    for axis, bm in enumerate(_bin_maps(maps, ones, m)):
+    for axis, bm in enumerate(bms):
         shape = [1] * first.ndim
         shape[axis] = first.shape[axis]
         if bm is None:

@@ -113,17 +113,19 @@ def _pooled(tables: Tables, sizes: Sequence[int]) -> tuple[list[np.ndarray], lis
     return num, den
 
 
-def one_way(tables: Tables, sizes: Sequence[int]) -> list[np.ndarray]:
+def pooled_one_way(tables: Tables, sizes: Sequence[int]) -> tuple[list[np.ndarray], list[float]]:
     """Every attribute's 1-way counts, pooled over the row or column sums of every 2-way
-    table holding it (inverse-variance weighted), floored at 0. Far less noisy than one
-    table's sums, whose noise grows with its width."""
+    table holding it (inverse-variance weighted), floored at 0, and the variance of each
+    pooled count (1 / its total weight). Far less noisy than one table's sums, whose noise
+    grows with its width."""
     num, den = _pooled(tables, sizes)
-    return [np.maximum(num[a] / den[a], 0.0) if den[a] else num[a] for a in range(len(sizes))]
+    counts = [np.maximum(num[a] / den[a], 0.0) if den[a] else num[a] for a in range(len(sizes))]
+    return counts, [1.0 / d if d else math.inf for d in den]
 
 
-def one_way_variance(tables: Tables, sizes: Sequence[int]) -> list[float]:
-    """The variance of each pooled 1-way count of every attribute (1 / its total weight)."""
-    return [1.0 / d if d else math.inf for d in _pooled(tables, sizes)[1]]
+def one_way(tables: Tables, sizes: Sequence[int]) -> list[np.ndarray]:
+    """The pooled 1-way counts of :func:`pooled_one_way`."""
+    return pooled_one_way(tables, sizes)[0]
 
 
 def pair_scores(tables: Tables, sizes: Sequence[int], n_hat: float) -> np.ndarray:
@@ -228,8 +230,7 @@ class SecureServer:
         if self.config.secure_binning == "off":
             return {}
         plan, first = self.plan, self._first
-        ones = one_way(first, plan.sizes)
-        ones_var = one_way_variance(first, plan.sizes)
+        ones, ones_var = pooled_one_way(first, plan.sizes)
         sigma = plan.sigma(MEASURE, len(marginals))
         out = {}
         for m in marginals:
