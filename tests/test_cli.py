@@ -208,11 +208,17 @@ def test_config_defaults_to_the_secure_method_which_needs_max_rows(tmp_path):
                 cwd=tmp_path)  # fmt: skip
     _one_line_error(proc, "--binning")
     assert not (tmp_path / "f.json").exists()
-    proc = _run(*_config_args("--max-rows", "128", "--binning", "auto", "--out", "o.json"),
+    proc = _run(*_config_args("--method", "fo", "--pipeline", "paper", "--out", "f.json"),
                 cwd=tmp_path)  # fmt: skip
-    assert proc.returncode == 0 and "binning auto" in proc.stdout
-    assert json.loads((tmp_path / "o.json").read_text())["secure_binning"] == "auto"
-    assert json.loads((tmp_path / "c.json").read_text())["secure_binning"] == "off"
+    _one_line_error(proc, "--pipeline")
+    assert not (tmp_path / "f.json").exists()
+    proc = _run(*_config_args("--max-rows", "128", "--binning", "off", "--pipeline", "paper",
+                              "--out", "o.json"), cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0 and "pipeline paper, binning off" in proc.stdout
+    written = json.loads((tmp_path / "o.json").read_text())
+    assert (written["secure_binning"], written["secure_pipeline"]) == ("off", "paper")
+    defaults = json.loads((tmp_path / "c.json").read_text())
+    assert (defaults["secure_binning"], defaults["secure_pipeline"]) == ("auto", "select")
 
 
 def test_every_unreadable_input_is_a_one_line_error(tmp_path):

@@ -87,10 +87,10 @@ def _party_args(name: str, parties: dict[str, list[str]]) -> list[str]:
     ]  # fmt: skip
 
 
-def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
-    """A whole secure run through the commands, in folders per role (each party's, S for the
-    server, and X for an outsider's key pair); the server's relaying is a file copy.
-    Independent commands run at once. Returns the run's table and folder."""
+def _setup(root: Path, parties: dict[str, list[str]], *config_flags: str) -> pd.DataFrame:
+    """Folders per role (each party's, S for the server, and X for an outsider's key pair),
+    the data, the keys, the config, the group secret (share / open) and the deals; the
+    server's relaying is a file copy. Returns the table."""
     names = list(parties)
     first, rest = names[0], names[1:]
     df, spec = _table(sum(len(c) for c in parties.values()))
@@ -102,7 +102,7 @@ def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
     party_flags = [f"--party={n}={','.join(c)}" for n, c in parties.items()]
     _ok([["keys", "--name", n, "--out-dir", n] for n in [*names, "X"]]
         + [["config", "--spec", "spec.json", *party_flags, "--epsilon", "2", "--delta", "1e-5",
-            "--method", "secure", "--max-rows", "512", "--binning", "auto",
+            "--method", "secure", "--max-rows", "512", *config_flags,
             "--out", "config.json"]], root)  # fmt: skip
     for n in names:  # public keys go to everyone (fingerprints compared out of band)
         for other in [*names, "S"]:
@@ -119,14 +119,26 @@ def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
         if n != first:
             shutil.copy(root / first / f"secret-{first}-to-{n}.sealed", root / n)
     _ok([["secret", "open", f"{q}/secret-{first}-to-{q}.sealed", "--keys", f"{q}/{q}.key",
-          "--from", f"{q}/{first}.pub", "--out", f"{q}/{q}.secret"] for q in rest]
-        + [["party", "features", *_party_args(first, parties), "--out-dir", first]],
+          "--from", f"{q}/{first}.pub", "--out", f"{q}/{q}.secret"] for q in rest],
         root)  # fmt: skip
-    _ok([["party", "features", *_party_args(n, parties), "--out-dir", n] for n in rest], root)
+    return df
+
+
+def _relay_blobs(root: Path, names: list[str]) -> None:
+    """The server relays each party's feature blobs to their peers (a file copy)."""
     for n in names:
         for q in names:
             if q != n:
                 shutil.copy(root / n / f"{n}-to-{q}.blob", root / q)
+
+
+def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
+    """A whole secure run (select pipeline, binning auto) through the commands; independent
+    commands run at once. Returns the run's table and folder."""
+    names = list(parties)
+    df = _setup(root, parties, "--binning", "auto")
+    _ok([["party", "features", *_party_args(n, parties), "--out-dir", n] for n in names], root)
+    _relay_blobs(root, names)
     _ok([["party", "release", *_party_args(n, parties), "--blobs", n,
           "--out", f"{n}/{n}.select.vmrf"] for n in names], root)  # fmt: skip
     selects = [f"{n}/{n}.select.vmrf" for n in names]
@@ -141,6 +153,36 @@ def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
     _ok([["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
           "--releases", *measures, "--out", "S/synth.csv", "--report", "S/report.json",
           "--seed", SEED, "--quiet"]], root)  # fmt: skip
+    return {"root": root, "df": df, "parties": parties}
+
+
+def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
+    """A whole secure run of the paper pipeline through the commands: `party local` (the
+    count party first, the others take its noisy count), `party features` and `party
+    release` with --local, and `server synthesize` on the local messages and the releases."""
+    names = list(parties)
+    df = _setup(root, parties, "--pipeline", "paper")
+    count = ProtocolConfig.load(root / "config.json").count_party
+    local = {n: f"{n}/{n}.local.vmrf" for n in names}
+    ids = ["--id-column", "rid", "--seed", SEED, "--quiet", "--config", "config.json"]
+
+    def local_step(n: str, *extra: str) -> list[str]:
+        return ["party", "local", "--name", n, "--data", f"{n}/{n}.csv", "--secret",
+                f"{n}/{n}.secret", *ids, "--out", local[n], *extra]  # fmt: skip
+
+    _ok([local_step(count)], root)
+    for n in names:
+        shutil.copy(root / local[count], root / n / f"count-{count}.vmrf")
+    _ok([local_step(n, "--count-from", f"{n}/count-{count}.vmrf") for n in names if n != count],
+        root)  # fmt: skip
+    _ok([["party", "features", *_party_args(n, parties), "--local", local[n], "--out-dir", n]
+         for n in names], root)  # fmt: skip
+    _relay_blobs(root, names)
+    _ok([["party", "release", *_party_args(n, parties), "--local", local[n], "--blobs", n,
+          "--out", f"{n}/{n}.cross.vmrf"] for n in names], root)  # fmt: skip
+    _ok([["server", "synthesize", "--config", "config.json", *local.values(), "--releases",
+          *[f"{n}/{n}.cross.vmrf" for n in names], "--out", "S/synth.csv", "--report",
+          "S/report.json", "--seed", SEED, "--quiet"]], root)  # fmt: skip
     return {"root": root, "df": df, "parties": parties}
 
 
@@ -177,6 +219,32 @@ def test_two_party_run_writes_the_same_bytes_as_simulate(two):
     assert request["config_hash"] == ProtocolConfig.load(root / "config.json").config_hash()
     steps = json.loads((root / "A" / "A.steps.json").read_text())
     assert set(steps["runs"][request["config_hash"]]) == {"features", "release", "measure"}
+
+
+def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
+    """The paper pipeline's roles (local, features, release; synthesize) as processes."""
+    run = _paper_run(tmp_path, TWO)
+    _same_as_simulate(run)
+    config = ProtocolConfig.load(tmp_path / "config.json")
+    assert config.secure_pipeline == "paper"
+    steps = json.loads((tmp_path / "B" / "B.steps.json").read_text())
+    assert set(steps["runs"][config.config_hash()]) == {"local", "features", "release"}
+    assert not (tmp_path / "B" / "B.state.vmrf").exists()  # no measure step, so no state
+    base = ["--config", "config.json", "--name", "B", "--data", "B/B.csv", "--secret",
+            "B/B.secret", "--id-column", "rid", "--quiet"]  # fmt: skip
+    for cmd, pattern in (
+        (["party", "local", *base, "--out", "B/again.vmrf"], "already ran 'local'"),
+        (["party", "measure", *_party_args("B", TWO), "--request", "x.json", "--out", "B/m"],
+         "a step of the select pipeline"),
+        (["party", "features", *_party_args("B", TWO), "--out-dir", "B/f"], "needs --local"),
+        (["party", "features", *_party_args("B", TWO), "--local", "A/A.local.vmrf",
+          "--out-dir", "B/f"], "the local message of 'A'"),
+        (["server", "select", "--config", "config.json", "--releases", "B/B.cross.vmrf",
+          "--out", "S/r.json", "--state", "S/s"], "a step of the select pipeline"),
+    ):  # fmt: skip
+        proc = subprocess.run(_command(*cmd), cwd=tmp_path, capture_output=True, text=True)
+        _one_line_error(proc, pattern)
+    assert not any((tmp_path / p).exists() for p in ("B/again.vmrf", "B/m", "B/f", "S/r.json"))
 
 
 def test_three_party_run_writes_the_same_bytes_as_simulate(tmp_path):

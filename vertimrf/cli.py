@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import mmap
@@ -26,8 +27,9 @@ from vertimrf.errors import (
 )
 
 if TYPE_CHECKING:
+    from vertimrf.party import Party
     from vertimrf.party.secure import SecureParty
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol import PartyMessage, ProtocolConfig
     from vertimrf.protocol.channels import PublicKey
     from vertimrf.protocol.secure import SecurePlan
 
@@ -190,6 +192,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
         "allow_non_dp": args.allow_non_dp or None,
         "secure_feature_width": args.feature_width,
         "secure_binning": args.binning,
+        "secure_pipeline": args.pipeline,
         "method": args.method,
     }
     cfg = ProtocolConfig.from_preset(
@@ -200,7 +203,12 @@ def _cmd_config(args: argparse.Namespace) -> int:
         parties=_parse_parties(args.party),
         **{k: v for k, v in given.items() if v is not None},
     )
-    for flag, value in (("--feature-width", args.feature_width), ("--binning", args.binning)):
+    secure_flags = (
+        ("--feature-width", args.feature_width),
+        ("--binning", args.binning),
+        ("--pipeline", args.pipeline),
+    )
+    for flag, value in secure_flags:
         if value is not None and cfg.method != "secure":
             raise ConfigError(f"{flag} is an option of --method secure.")
     if cfg.method == "secure":
@@ -213,7 +221,10 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
         width = cfg.secure_feature_width
         cap = f" ({feature_width(cfg)})" if width == "auto" else ""
-        size = f"max_rows {cfg.max_rows}, feature width {width}{cap}, binning {cfg.secure_binning}"
+        size = (
+            f"max_rows {cfg.max_rows}, feature width {width}{cap}, pipeline "
+            f"{cfg.secure_pipeline}, binning {cfg.secure_binning}"
+        )
     else:
         size = f"t {cfg.t}"
     print(
@@ -234,8 +245,7 @@ def _read_secret(path: str) -> bytes:
 
 
 def _cmd_party_release(args: argparse.Namespace) -> int:
-    from vertimrf.party import Party
-    from vertimrf.protocol import PartyMessage, ProtocolConfig
+    from vertimrf.protocol import ProtocolConfig
 
     cfg = ProtocolConfig.load(args.config)
     if cfg.method == "secure":
@@ -245,13 +255,25 @@ def _cmd_party_release(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"{given} are options of method secure; the config's method is {cfg.method!r}."
         )
-    secret = _read_secret(args.secret_file)
-    df = _read_csv(args.data)
+    party, message = _local_message(args, cfg)
+    message.save(args.out)
+    print(
+        f"{args.party}: wrote {args.out} ({os.path.getsize(args.out):,} bytes); "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in party.timings.items())
+    )
+    return 0
+
+
+def _local_message(args: argparse.Namespace, cfg: ProtocolConfig) -> tuple[Party, PartyMessage]:
+    """This party's LocMRF, binning and (fo, fm) LocEnc: the party and its message."""
+    from vertimrf.party import Party
+    from vertimrf.protocol import PartyMessage
+
     party = Party(
         args.party,
-        df,
+        _read_csv(args.data),
         cfg,
-        secret,
+        _read_secret(args.secret_file),
         id_column=args.id_column,
         seed=args.seed,
         progress=not args.quiet,
@@ -264,11 +286,32 @@ def _cmd_party_release(args: argparse.Namespace) -> int:
                 f"{args.count_from} holds no noisy count: pass the message of the count party "
                 f"{cfg.count_party!r}."
             )
-    message = party.release(noisy_count=noisy)
-    message.save(args.out)
+    return party, party.release(noisy_count=noisy)
+
+
+def _cmd_party_local(args: argparse.Namespace) -> int:
+    """``party local``: the paper pipeline's local message (LocMRF and the bin maps)."""
+    from vertimrf.protocol import ProtocolConfig
+
+    cfg = ProtocolConfig.load(args.config)
+    if cfg.method != "secure" or cfg.secure_pipeline != "paper":
+        pipeline = f", pipeline {cfg.secure_pipeline!r}" if cfg.method == "secure" else ""
+        raise ConfigError(
+            f"`party local` is the first step of method secure's paper pipeline; this config "
+            f"is method {cfg.method!r}{pipeline}: run `party features` (secure) or `party "
+            "release` (fo, fm)."
+        )
+    name = _file_name(args.party)
+    steps = _StepRecord(args, cfg.config_hash(), Path(args.out).parent)
+    steps.check("local")
+    party, message = _local_message(args, cfg)
+    with _staged(args.out) as (tmp,):
+        message.save(tmp)
+        steps.record("local", args.out)
     print(
-        f"{args.party}: wrote {args.out} ({os.path.getsize(args.out):,} bytes); "
-        + ", ".join(f"{k} {v:.2f} s" for k, v in party.timings.items())
+        f"{name}: wrote its local message {args.out} ({os.path.getsize(args.out):,} bytes; "
+        "give it to the server, and pass it as --local to `party features` and `party "
+        "release`); " + ", ".join(f"{k} {v:.2f} s" for k, v in party.timings.items())
     )
     return 0
 
@@ -282,6 +325,8 @@ def _cmd_server_synthesize(args: argparse.Namespace) -> int:
     files = [*args.messages, *(args.releases or [])]
     if not files:
         raise ConfigError("give the parties' message files (or --releases FILE ...).")
+    if cfg.method == "secure" and cfg.secure_pipeline == "paper":
+        return _server_synthesize_paper(args, cfg)
     if cfg.method == "secure":
         return _server_synthesize_secure(args, cfg, files)
     if args.state is not None:
@@ -507,8 +552,12 @@ def _cmd_secret_open(args: argparse.Namespace) -> int:
     return 0
 
 
-def _secure_config(path: str) -> tuple[ProtocolConfig, SecurePlan]:
-    """The config at ``path`` and its secure plan (method secure only)."""
+PAPER_STEPS = "server deal, party local, party features, party release, server synthesize"
+
+
+def _secure_config(path: str, *, select_only: bool = False) -> tuple[ProtocolConfig, SecurePlan]:
+    """The config at ``path`` and its secure plan (method secure only; ``select_only``: a
+    step of the select pipeline, which the paper pipeline does not have)."""
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.secure import SecurePlan
 
@@ -516,6 +565,11 @@ def _secure_config(path: str) -> tuple[ProtocolConfig, SecurePlan]:
     if cfg.method != "secure":
         raise ConfigError(
             f"{path}: this command is for method secure; the config's method is {cfg.method!r}."
+        )
+    if select_only and cfg.secure_pipeline != "select":
+        raise ConfigError(
+            f"{path}: this command is a step of the select pipeline; the config's pipeline is "
+            f"{cfg.secure_pipeline!r}, whose steps are: {PAPER_STEPS}."
         )
     return cfg, SecurePlan.from_config(cfg)
 
@@ -611,6 +665,7 @@ def _secure_party(
         peers,
         id_column=args.id_column,
         seed=args.seed,
+        bins=_own_bins(args, cfg, plan),
     )
     if not open_deal:
         return party, {}, peers
@@ -623,6 +678,29 @@ def _secure_party(
         raise ChannelError(f"{args.deal}: {exc}") from None
 
 
+def _own_bins(args: argparse.Namespace, cfg: ProtocolConfig, plan: SecurePlan) -> dict | None:
+    """The paper pipeline: the bin maps in this party's own local message (``--local``, from
+    `party local`); the select pipeline has none."""
+    from vertimrf.protocol import PartyMessage
+
+    if plan.pipeline != "paper":
+        if args.local is not None:
+            raise ConfigError("--local is an input of the paper pipeline (config --pipeline paper)")
+        return None
+    if args.local is None:
+        raise ConfigError(
+            "the paper pipeline needs --local: this party's message from `vertimrf party local` "
+            "(its bin maps decide the features)."
+        )
+    message = PartyMessage.load(args.local, cfg)
+    if message.party != args.party:
+        raise ConfigError(
+            f"{args.local}: the local message of {message.party!r}, not of {args.party!r}; pass "
+            "this party's own."
+        )
+    return dict(message.bins)
+
+
 def _require_secure_options(args: argparse.Namespace, names: Sequence[str]) -> None:
     """ConfigError naming the secure-only options ``party release`` was not given."""
     missing = [f"--{n}" for n in names if getattr(args, n) is None]
@@ -630,11 +708,12 @@ def _require_secure_options(args: argparse.Namespace, names: Sequence[str]) -> N
         raise ConfigError(f"method secure needs {missing} for this command.")
 
 
-def _inputs_digest(deal: str, data: str) -> str:
-    """SHA-256 over the deal and the data file of a party command."""
+def _inputs_digest(deal: str | None, data: str) -> str:
+    """SHA-256 over the deal (if the command has one) and the data file of a party command."""
     outer = hashlib.sha256()
     for path in (deal, data):
-        outer.update(bytes.fromhex(_file_digest(path)))
+        if path is not None:
+            outer.update(bytes.fromhex(_file_digest(path)))
     return outer.hexdigest()
 
 
@@ -649,16 +728,17 @@ def _file_digest(path: str | os.PathLike) -> str:
 
 class _StepRecord:
     """A party's private record of its steps in each run (by config hash), kept between its
-    commands: ``release`` and ``measure`` run once per run (a second one would spend the
-    budget again); ``release`` recomputes the state of ``features`` from the very deal and
-    data file it used (others would give shares that do not add up, silently) and keeps the
-    shares in the private state file next to the record (``state_path``: NAME.state.vmrf,
-    mode 0600, never sent), whose SHA-256 it records, for ``measure``."""
+    commands: ``local`` (the paper pipeline's), ``release`` and ``measure`` run once per run
+    (a second one would spend the budget again); ``release`` recomputes the state of
+    ``features`` from the very deal and data file it used (others would give shares that do
+    not add up, silently) and keeps the shares in the private state file next to the record
+    (``state_path``: NAME.state.vmrf, mode 0600, never sent), whose SHA-256 it records, for
+    ``measure``."""
 
     def __init__(self, args: argparse.Namespace, config_hash: str, folder: Path) -> None:
         self.path = Path(args.ledger) if args.ledger else folder / f"{args.party}.steps.json"
         self.party, self.config_hash = args.party, config_hash
-        self.inputs = _inputs_digest(args.deal, args.data)
+        self.inputs = _inputs_digest(getattr(args, "deal", None), args.data)
         stem = self.path.name.removesuffix(".json").removesuffix(".steps")
         self.state_path = self.path.with_name(f"{stem}.state.vmrf")
 
@@ -688,6 +768,8 @@ class _StepRecord:
                 f"recorded in {self.path}); a second one would spend the budget again. Make a "
                 "new config for a new run."
             )
+        if step == "local":  # before features: it makes the bins the features are made of
+            return data
         features = run.get("features")
         if step != "features" and features is None:
             raise ConfigError(
@@ -791,11 +873,17 @@ def _party_release_secure(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
             except ChannelError as exc:
                 raise ChannelError(f"{args.blobs}: {exc}") from None
         # Recorded before the files land: a failed write costs a retry, never budget. The
-        # private state (the shares, for `party measure`) lands with the release or not at all.
-        with ph("write"), _staged(args.out, steps.state_path) as (tmp, state_tmp):
-            release.save(tmp)
-            party.save_state(state_tmp, binding=steps.inputs)
-            steps.record("release", args.out, state=state_tmp)
+        # private state (the shares, for `party measure`) lands with the release or not at
+        # all; the paper pipeline has no measure step, so no state.
+        paper = plan.pipeline == "paper"
+        outputs = (args.out,) if paper else (args.out, steps.state_path)
+        with ph("write"), _staged(*outputs) as temps:
+            release.save(temps[0])
+            if paper:
+                steps.record("release", args.out)
+            else:
+                party.save_state(temps[1], binding=steps.inputs)
+                steps.record("release", args.out, state=temps[1])
     print(f"{name}: wrote {args.out} ({os.path.getsize(args.out):,} bytes); {ph.summary()}")
     return 0
 
@@ -803,7 +891,7 @@ def _party_release_secure(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
 def _cmd_party_measure(args: argparse.Namespace) -> int:
     from vertimrf.protocol.securemsg import load_request
 
-    cfg, plan = _secure_config(args.config)
+    cfg, plan = _secure_config(args.config, select_only=True)
     name = _file_name(args.party)
     request = load_request(args.request, plan, cfg.config_hash())
     steps = _StepRecord(args, cfg.config_hash(), Path(args.out).parent)
@@ -849,7 +937,7 @@ def _cmd_server_select(args: argparse.Namespace) -> int:
     from vertimrf.protocol.securemsg import SecureRelease, save_request
     from vertimrf.server.secure import SecureServer
 
-    cfg, plan = _secure_config(args.config)
+    cfg, plan = _secure_config(args.config, select_only=True)
     server = SecureServer(cfg, seed=args.seed)
     with _Phases("server select", ("read", "select", "write"), args.quiet) as ph:
         with ph("read"):
@@ -885,6 +973,47 @@ def _server_synthesize_secure(
             synth = server.synthesize(releases, rows=args.n)
         sizes = {r.party: os.path.getsize(p) for r, p in zip(releases, files, strict=True)}
         report = server.report(seconds=dict(ph.seconds), message_bytes=sizes)
+        outputs = [args.out, *([args.report] if args.report else [])]
+        with ph("write"), _staged(*outputs) as temps:
+            with open(temps[0], "w", encoding="utf-8") as fh:
+                synth.to_csv(fh, index=False)
+            if args.report:
+                temps[1].write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+    print(report)
+    print(f"\nwrote {len(synth)} synthetic rows to {args.out}; {ph.summary()}")
+    return 0
+
+
+def _server_synthesize_paper(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
+    """``server synthesize`` of the paper pipeline: the parties' local messages (positional)
+    and their secure releases of the binned cross-party pairs (``--releases``)."""
+    from vertimrf.protocol import PartyMessage
+    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.securemsg import SecureRelease
+    from vertimrf.server import Server
+
+    if args.state is not None:
+        raise ConfigError("the paper pipeline has no --state (it has no `server select`).")
+    if not args.messages or not args.releases:
+        raise ConfigError(
+            "the paper pipeline needs every party's local message (from `party local`, as "
+            "positional files) and its release (from `party release`, after --releases)."
+        )
+    plan = SecurePlan.from_config(cfg)
+    with _Phases("server synthesize", ("read", "synthesize", "write"), args.quiet) as ph:
+        with ph("read"):
+            messages = [PartyMessage.load(p, cfg) for p in args.messages]
+            releases = [SecureRelease.load(p, plan) for p in args.releases]
+        with ph("synthesize"):
+            synth, report = Server(cfg, progress=not args.quiet).synthesize(
+                messages, n=args.n, seed=args.seed, secure_releases=releases
+            )
+        sizes = dict.fromkeys(plan.names, 0)
+        for m, path in zip(messages, args.messages, strict=True):
+            sizes[m.party] += os.path.getsize(path)
+        for r, path in zip(releases, args.releases, strict=True):
+            sizes[r.party] += os.path.getsize(path)
+        report = dataclasses.replace(report, message_bytes=sizes)
         outputs = [args.out, *([args.report] if args.report else [])]
         with ph("write"), _staged(*outputs) as temps:
             with open(temps[0], "w", encoding="utf-8") as fh:
@@ -1038,9 +1167,17 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
         "--binning",
         choices=("auto", "off"),
         default=None,
-        help="secure: 'off' (the default) measures every marginal at its full domain; 'auto' "
-        "(experimental) re-measures a 2-way marginal on bins, recovered by HisRec, where the "
-        "server estimates a lower raw error",
+        help="secure: 'auto' (the default) re-measures a 2-way marginal on bins where the "
+        "server estimates a lower error than at its full domain (fitted as bin sums); 'off' "
+        "measures every marginal at its full domain",
+    )
+    config.add_argument(
+        "--pipeline",
+        choices=("select", "paper"),
+        default=None,
+        help="secure: 'select' (the default: one budget, the server's selection over the whole "
+        "table) or 'paper' (the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure "
+        "estimates of the binned cross-party pairs; its parties run `party local` first)",
     )
     config.add_argument("--count-party", default=None, help="party releasing the noisy count")
     config.add_argument("--out", required=True, help="config JSON to write")
@@ -1077,12 +1214,34 @@ def _secure_args(p: argparse.ArgumentParser, required: bool) -> None:
         "--peers", nargs="+", required=required, default=None, help="the peers' public keys"
     )
     p.add_argument("--deal", required=required, default=None, help="this party's NAME.deal")
+    p.add_argument(
+        "--local",
+        default=None,
+        help="paper pipeline: this party's local message (from `party local`; its bin maps)",
+    )
 
 
 def _add_party(sub: argparse._SubParsersAction) -> None:
-    """The `party features`, `party release` and `party measure` commands."""
+    """The `party local`, `party features`, `party release` and `party measure` commands."""
     party = sub.add_parser("party", help="a party's role", description="A party's role.")
     psub = party.add_subparsers(dest="action", required=True)
+    loc = psub.add_parser(
+        "local",
+        help="method secure, paper pipeline: the local model and bin maps",
+        description="The paper pipeline's first party step: fit the local DP MRF (LocMRF) and "
+        "release the noisy value counts that make the bin maps; write the message for the "
+        "server, which this party also passes as --local to `party features` and `party "
+        "release`. Once per run (the step record refuses a second one).",
+    )
+    _party_args(loc)
+    loc.add_argument("--out", required=True, help="local message file to write")
+    loc.add_argument(
+        "--count-from",
+        default=None,
+        help="the count party's local message, for its noisy count (every other party needs it)",
+    )
+    loc.add_argument("--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)")
+    loc.set_defaults(func=_cmd_party_local)
     feat = psub.add_parser(
         "features",
         help="method secure: masked features for each peer",

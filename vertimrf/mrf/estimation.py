@@ -4,6 +4,9 @@ Loss: ``L(theta) = 1/2 * sum_M || w_M * (mu_M(theta) - y_M) ||^2`` on counts, wh
 model's marginal of measurement ``M`` (scaled to the model's total) and ``w_M = 1/sigma_M``.
 One step: ``theta' = theta - alpha * G`` where ``G`` expands ``g_M = w_M^2 (mu_M - y_M)`` into the
 clique holding ``M`` (the mirror-descent step for the entropy mirror map on the marginals).
+A measurement may be binned (``Measurement.bins``): its targets are sums of the marginal over
+bins of values, a linear query ``B mu_M``; its loss term is ``1/2 w_M^2 ||B mu_M - y_M||^2`` and
+its gradient ``B^T g`` (each bin cell's residual broadcast back to the cells it sums).
 Armijo backtracking as in the reference analysis: accept when
 ``L(theta) - L(theta') >= 1/2 * alpha * <g, mu - mu'>`` (and the loss did not rise), else halve
 ``alpha``. Unlike the reference, ``alpha`` is not reset to ``2 / n^2`` every iteration (a step
@@ -35,11 +38,15 @@ class Measurement:
 
     ``values`` is either shaped with axes in the order of ``attrs``, or flat in C order over
     ``attrs`` as given. Internally measurements are stored over the sorted attributes.
+    ``bins`` (optional, one entry per attribute of ``attrs``) maps each value of an attribute
+    to its bin (``None``: the attribute is not binned); the values are then the counts of
+    the bin cells, shaped by the bins (``n_bins = max + 1`` per binned attribute).
     """
 
     attrs: tuple[int, ...]
     values: np.ndarray
     weight: float = 1.0
+    bins: tuple[np.ndarray | None, ...] | None = None
 
     def __post_init__(self) -> None:
         attrs = tuple(int(a) for a in self.attrs)
@@ -54,10 +61,30 @@ class Measurement:
         object.__setattr__(self, "attrs", attrs)
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "weight", weight)
+        object.__setattr__(self, "bins", _check_bins(attrs, self.bins))
+
+    def shape(self, domain: Domain) -> tuple[int, ...]:
+        """The shape of the measured table, axes in the order of ``attrs`` (bins where binned)."""
+        full = domain.shape(self.attrs)
+        if self.bins is None:
+            return full
+        for a, size, b in zip(self.attrs, full, self.bins, strict=True):
+            if b is not None and b.size != size:
+                raise DomainError(
+                    f"Measurement over {self.attrs}: the bin map of attribute {a} has {b.size} "
+                    f"entries; the domain has {size} values."
+                )
+        return tuple(
+            size if b is None else int(b.max()) + 1 for size, b in zip(full, self.bins, strict=True)
+        )
+
+    def cells(self, domain: Domain) -> int:
+        """The number of measured cells (bin cells where binned)."""
+        return int(np.prod(self.shape(domain), dtype=np.int64))
 
     def sorted_values(self, domain: Domain) -> np.ndarray:
         """Flat target vector in C order over the sorted attributes."""
-        shape = domain.shape(self.attrs)
+        shape = self.shape(domain)
         if self.values.size != int(np.prod(shape, dtype=np.int64)) or (
             self.values.ndim > 1 and self.values.shape != shape
         ):
@@ -67,6 +94,55 @@ class Measurement:
             )
         order = np.argsort(self.attrs)
         return np.transpose(self.values.reshape(shape), order).ravel()
+
+    def bin_index(self, domain: Domain) -> np.ndarray | None:
+        """For each cell of the full marginal (C order over the sorted attributes), the flat
+        index of its bin cell in :meth:`sorted_values`; None for an unbinned measurement."""
+        if self.bins is None:
+            return None
+        shape = self.shape(domain)
+        order = np.argsort(self.attrs)
+        index = np.zeros((), dtype=np.int64)
+        for axis in order:
+            b = self.bins[axis]
+            codes = np.arange(domain.size([self.attrs[axis]])) if b is None else b
+            index = index[..., None] * shape[axis] + codes
+        return index.ravel()
+
+    def block(self, domain: Domain) -> int:
+        """The most full-domain cells one measured cell sums (1 if unbinned)."""
+        index = self.bin_index(domain)
+        return 1 if index is None else int(np.bincount(index).max())
+
+
+def _check_bins(
+    attrs: tuple[int, ...], bins: Sequence[np.ndarray | None] | None
+) -> tuple[np.ndarray | None, ...] | None:
+    """The bin maps as int64 arrays (one per attribute, every bin used), or None."""
+    if bins is None:
+        return None
+    if len(bins) != len(attrs):
+        raise ConfigError(
+            f"Measurement over {attrs} has {len(bins)} bin maps; give one per attribute "
+            "(None for an attribute that is not binned)."
+        )
+    out = []
+    for a, b in zip(attrs, bins, strict=True):
+        if b is None:
+            out.append(None)
+            continue
+        arr = np.asarray(b)
+        if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+            raise ConfigError(f"The bin map of attribute {a} must be a 1-D integer array.")
+        arr = arr.astype(np.int64)
+        if arr.min() < 0 or np.unique(arr).size != int(arr.max()) + 1:
+            raise ConfigError(
+                f"The bin map of attribute {a} must use every bin 0..k-1 and no negative bin."
+            )
+        out.append(arr)
+    if all(b is None for b in out):
+        raise ConfigError(f"Measurement over {attrs}: bins given but no attribute is binned.")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -106,6 +182,8 @@ class _Objective:
     Projections are block sums through shared intermediate tables (``SharedSumOutPlan``):
     measurements of one clique mostly fit in a few unions of 1/16 of its cells, so each
     evaluation reads a clique a few times instead of once per measurement.
+    Binned measurements have zero weight in the flat loss; their bin sums (``bin_of`` maps
+    their cells at positions ``bin_pos`` of the projection to bin cells) are scored apart.
     """
 
     def __init__(self, model: MarkovRandomField, measurements: Sequence[Measurement]) -> None:
@@ -121,10 +199,29 @@ class _Objective:
             pairs.append((home, m.attrs))
         self.model = model
         self.proj = SharedSumOutPlan(layout, pairs, share=16)
-        self.y = np.concatenate([m.sorted_values(model.domain) for m in measurements])
+        domain = model.domain
         sizes = np.diff(self.proj.out_ptr)
-        self.w2 = np.repeat([m.weight**2 for m in measurements], sizes)
-        self.sum_w2 = float(sum(m.weight**2 for m in measurements))
+        self.y, self.w2 = np.zeros(self.proj.out_size), np.zeros(self.proj.out_size)
+        pos, bin_of, yb, w2b = [], [], [], []
+        n_bins = 0
+        for m, start, size in zip(measurements, self.proj.out_ptr[:-1], sizes, strict=True):
+            index = m.bin_index(domain)
+            if index is None:
+                self.y[start : start + size] = m.sorted_values(domain)
+                self.w2[start : start + size] = m.weight**2
+                continue
+            values = m.sorted_values(domain)
+            pos.append(np.arange(start, start + size))
+            bin_of.append(index + n_bins)
+            n_bins += values.size
+            yb.append(values)
+            w2b.append(np.full(values.size, m.weight**2))
+        self.bin_pos = np.concatenate(pos) if pos else np.zeros(0, np.int64)
+        self.bin_of = np.concatenate(bin_of) if bin_of else np.zeros(0, np.int64)
+        self.yb = np.concatenate(yb) if yb else np.zeros(0)
+        self.w2b = np.concatenate(w2b) if w2b else np.zeros(0)
+        # The loss's curvature in a binned measurement's cells is up to w^2 x its block.
+        self.sum_w2 = float(sum(m.weight**2 * m.block(domain) for m in measurements))
         homes = sorted({c for c, _ in pairs})
         self.starts = layout.offsets[homes]
         self.ends = layout.offsets[np.array(homes) + 1]
@@ -145,7 +242,14 @@ class _Objective:
         """
         probs, factor = self.model.scaled_probs(logz)
         self.proj.project(probs, mu)
-        return float(loss_kernel.scaled_loss(mu, factor, self.home, self.y, self.w2))
+        loss = float(loss_kernel.scaled_loss(mu, factor, self.home, self.y, self.w2))
+        if self.yb.size:
+            loss += 0.5 * float(np.dot(self.w2b, self._bin_residual(mu) ** 2))
+        return loss
+
+    def _bin_residual(self, mu: np.ndarray) -> np.ndarray:
+        """B mu - y over the bin cells of the binned measurements."""
+        return np.bincount(self.bin_of, mu[self.bin_pos], self.yb.size) - self.yb
 
     def step(self, out: np.ndarray, theta: np.ndarray, alpha: float, grad: np.ndarray) -> None:
         """out = theta - alpha * grad on the measured cliques (the only place grad is non-zero).
@@ -158,6 +262,8 @@ class _Objective:
     def gradient(self, mu: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Clique-space gradient G (into out) and the measurement-space g = w^2 (mu - y)."""
         g = self.w2 * (mu - self.y)
+        if self.yb.size:
+            g[self.bin_pos] = (self.w2b * self._bin_residual(mu))[self.bin_of]
         for a, b in zip(self.starts, self.ends, strict=True):
             out[a:b] = 0.0
         self.proj.expand_add(out, g)
@@ -167,10 +273,10 @@ class _Objective:
 def theoretic_loss(measurements: Iterable[Measurement], domain: Domain) -> float:
     """Expected loss at the true marginals when each weight is 1/sigma of its Gaussian noise.
 
-    ``1/2 * sum_M |cells of M|``: the reference's convergence yardstick (stop once the loss is
-    below a ratio of it).
+    ``1/2 * sum_M |cells of M|`` (bin cells where binned): the reference's convergence
+    yardstick (stop once the loss is below a ratio of it).
     """
-    return 0.5 * float(sum(domain.size(m.attrs) for m in measurements))
+    return 0.5 * float(sum(m.cells(domain) for m in measurements))
 
 
 def l2_loss(model: MarkovRandomField, measurements: Sequence[Measurement]) -> float:

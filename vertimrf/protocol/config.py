@@ -80,12 +80,12 @@ DEFAULTS: dict[str, Any] = {
     # "paper": the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure estimates of
     # every binned cross-party 2-way marginal (the "locenc" share), to compare the two.
     "secure_pipeline": "select",
-    # "off": every marginal at its full domain. "auto" (experimental): the server re-measures
-    # a 2-way marginal on bins, recovered by HisRec, when its estimated raw error is lower
-    # (vertimrf.server.binning). On Adult it is neutral; on a table with 100-656-value
-    # domains it was 2-3x worse in 2-way TVD (bench_secure_binning.md): the fit denoises a
-    # sparse full-domain table far better than the raw error predicts. So it is off.
-    "secure_binning": "off",
+    # "auto": the select pipeline's server re-measures a 2-way marginal on bins of its large
+    # attributes where its estimated error is lower than at the full domain, and fits the
+    # bin sums as linear queries (vertimrf.server.binning); on Adult with merged columns
+    # (domains up to 656 values) it beat "off" at every epsilon (bench_secure_binning.md).
+    # "off": every marginal at its full domain.
+    "secure_binning": "auto",
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "default": DEFAULTS,
@@ -184,10 +184,10 @@ class ProtocolConfig:
             secure_pipeline: "select" (one budget, the server's selection over the whole
             table) or "paper" (local models, then secure estimates of every binned cross
             pair in place of FO's GRR rows, with the FO budget split ``shares``).
-            secure_binning: "off" (the default: every marginal at its full domain) or "auto"
-            (experimental: the select pipeline's server re-measures a 2-way marginal on bins
-            of its large attributes and recovers it with HisRec when its estimated raw error
-            is lower; measured worse than "off" on large domains, see the README).
+            secure_binning: "auto" (the default: the select pipeline's server re-measures a
+            2-way marginal on bins of its large attributes where its estimated error is lower
+            than at the full domain, and fits the bin sums as linear queries) or "off"
+            (every marginal at its full domain).
         allow_non_dp: accept a method that is NOT differentially private (FM sketches, the
             xxh64 hash); without it such a config raises PrivacyError.
         max_rows: a public upper bound on the number of records (never the true count);

@@ -1,5 +1,13 @@
 """Binning in the select pipeline: which re-measured 2-way marginals to measure on bins.
 
+A binned re-measurement enters the fit as the linear query it is (bin sums of the model's
+marginal, :class:`vertimrf.mrf.estimation.Measurement` with ``bins``), beside the marginal's
+full-domain first release, so the fit takes the bin sums from it and the structure inside
+the bins from the first release. The choice below scores binning by the error of a plainer
+estimator, HisRec's recovery from the binned table alone (the 1-way shares inside each
+bin), as a proxy: on Adult with merged columns (domains up to 656 values) the marginals it
+binned made the fit better (``benchmarks/results/bench_secure_binning.md``).
+
 Errors are squared (L2, the fit's loss). A marginal re-measured at its full domain with
 noise scale sigma per cell has expected squared error cells x sigma^2. Measured on bins and
 spread back with HisRec (a bin cell's count times each value's within-bin weight w_v, the
@@ -35,21 +43,11 @@ from vertimrf.server.recovery import hisrec
 @dataclass(frozen=True)
 class BinChoice:
     """A binned re-measurement: its maps and the estimated squared errors (L2, in counts^2)
-    of the recovered table and of a full-domain re-measurement."""
+    of its HisRec recovery and of a full-domain re-measurement."""
 
     maps: BinMaps
     error: float
     full_error: float
-    sigma: float
-
-    def scale(self, cells: int) -> float:
-        """The recovered table's noise scale in the fit (its weight is the inverse): the
-        per-cell scale equivalent to :attr:`error` on ``cells`` full cells, but never below
-        ``sigma``, the full-domain re-measurement's. A larger weight would let one
-        recovered table (whose small error per cell comes mostly from near-empty cells)
-        set the fit's step size, which is 1 / (n * sum of squared weights): on a table with
-        domains of 100-656 values that stalled the fit and tripled the 2-way TVD."""
-        return max(math.sqrt(self.error / cells), self.sigma)
 
 
 def bin_maps(ones: Sequence[np.ndarray], m: tuple[int, ...], b: int) -> BinMaps:
@@ -145,6 +143,6 @@ def choose_bins(
         maps = bin_maps(ones, m, b)
         error, spread = binned_error(first, first_scale, sigma, maps, ones, ones_var, m)
         if error + MARGIN * spread < full and (best is None or error < best.error):
-            best = BinChoice(maps, error, full, sigma)
+            best = BinChoice(maps, error, full)
         b *= 2
     return best

@@ -11,10 +11,10 @@
    measurable parts: within one party, or 2-way cross), plus the highest-scoring pairs
    inside the cliques whose first release is still noisy. It returns the request for
    re-measurement, in which a 2-way marginal is binned where its estimated error is lower
-   binned plus HisRec than at its full domain (:mod:`vertimrf.server.binning`).
+   binned than at its full domain (``secure_binning="auto"``, :mod:`vertimrf.server.binning`).
 3. :meth:`SecureServer.synthesize`: every measurement (the re-measured ones, the binned ones
-   recovered by HisRec, and the first release's pairs inside the cliques, each weighted 1 /
-   its noise scale or estimated error) fits the MRF by mirror descent, and n rows are
+   as linear queries on their bin sums, and the first release's pairs inside the cliques,
+   each weighted 1 / its noise scale) fits the MRF by mirror descent, and n rows are
    sampled.
 
 Every noise scale is re-derived from the config (:class:`SecurePlan`); the ledger holds the
@@ -48,7 +48,7 @@ from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import MEASURE, SELECT, BinMaps, Marginal, Request, SecurePlan
 from vertimrf.protocol.securemsg import Deal, SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
-from vertimrf.server.binning import BinChoice, choose_bins, recover
+from vertimrf.server.binning import BinChoice, choose_bins
 from vertimrf.synth.privmrf.graph_search import greedy_graph_search
 from vertimrf.synth.privmrf.initial_set import initial_marginals
 from vertimrf.synth.privmrf.options import PrivMRFOptions
@@ -472,11 +472,12 @@ class SecureServer:
         for r in self.plan.releases(MEASURE, request.marginals, request.bins):
             self.ledger.charge(r)
         noise, rng = self._randomness(MEASURE)
-        second = self._recovered(
-            self._tables(MEASURE, request.marginals, releases, noise, request.bins)
-        )
+        second = self._tables(MEASURE, request.marginals, releases, noise, request.bins)
         cliques = [set(c) for c in self.tree.cliques]
-        measurements = [Measurement(m, v, 1.0 / second.scale[m]) for m, v in second.values.items()]
+        measurements = [
+            Measurement(m, v, 1.0 / second.scale[m], bins=request.bins.get(m))
+            for m, v in second.values.items()
+        ]
         measurements += [
             Measurement(m, v, 1.0 / self._first.scale[m])
             for m, v in self._first.values.items()
@@ -495,19 +496,6 @@ class SecureServer:
         self.model = model
         n = round(self.n_hat) if rows is None else int(rows)
         return TableEncoder(self.config.spec).decode(model.sample(n, rng))
-
-    def _recovered(self, tables: Tables) -> Tables:
-        """The binned tables spread over their full domains by HisRec (each value's share of
-        its bin from the pooled 1-way marginals of the first release), each weighted by its
-        estimated error per cell; the others as they are."""
-        plan = self.plan
-        ones = one_way(self._first, plan.sizes)
-        values, scale = dict(tables.values), dict(tables.scale)
-        for m, choice in self._bins.items():
-            binned = values[m].reshape(plan.shape(m, choice.maps))
-            values[m] = recover(binned, choice.maps, ones, m).ravel()
-            scale[m] = choice.scale(plan.cells(m))
-        return Tables(values, scale)
 
     def _fit(self, model: MarkovRandomField, ms: list[Measurement], ratio: float, cap: int) -> int:
         """Mirror descent (warm-started from the model) until the loss is ``ratio`` times
