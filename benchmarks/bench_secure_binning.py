@@ -1,11 +1,12 @@
 """Secure's per-marginal binning against full domains, on a large-domain table from real data.
 
 ProtocolConfig's ``secure_binning`` decides how method="secure" measures each 2-way
-marginal: "auto" (experimental) lets the server bin a marginal when its estimated error
-binned, plus HisRec's recovery, is lower than at the full domain; "off" (the default)
-measures every marginal at its full domain. Bundled Adult has small domains (at most 41
-values), so this benchmark builds "adult-merged": within each party of the paper's split
-(columns 0-7 and 8-14), pairs of columns become one product column (code = a * u_b + b),
+marginal: "auto" (the default) lets the server re-measure a marginal on bins when its
+estimated error binned is lower than at the full domain (the fit then takes the bin sums
+as linear queries); "off" measures every marginal at its full domain. Bundled Adult has
+small domains (at most 41 values), so this benchmark builds "adult-merged": within each
+party of the paper's split (columns 0-7 and 8-14), pairs of columns become one product
+column (code = a * u_b + b),
 giving domains of up to 656 values (see PARTIES). Each method runs on the merged table,
 and its synthetic table is split back into Adult's 15 columns and scored against Adult by
 the mean 2-way TVD (all 105 marginals) and 3-way TVD (300 random marginals, fixed seed).

@@ -1,5 +1,5 @@
 """method="secure": marginals re-measured on bins (the server's rule, the parties' binned
-shares and counts, the request format, the ledger) and recovered by HisRec."""
+shares and counts, the request format, the ledger), fitted as bin sums."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def _large_domain_run(binning: str, epsilon: float = 0.5):
     )
 
 
-def test_large_domain_cross_pair_is_measured_on_bins_and_recovered():
+def test_large_domain_cross_pair_is_measured_on_bins_and_fitted_as_bin_sums():
     """On the 48 x 48 cross pair the full domain is mostly noise at this epsilon: the rule
     bins it, the report says so, the ledger stays within the budget, and the synthetic
     table's 2-way error on (a, b) is lower than with binning off (same seed)."""

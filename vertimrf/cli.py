@@ -27,10 +27,13 @@ from vertimrf.errors import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from vertimrf.party import Party
     from vertimrf.party.secure import SecureParty
     from vertimrf.protocol import PartyMessage, ProtocolConfig
     from vertimrf.protocol.channels import PublicKey
+    from vertimrf.protocol.report import ProtocolReport
     from vertimrf.protocol.secure import SecurePlan
 
 WAYS = (3, 4, 5)
@@ -973,15 +976,22 @@ def _server_synthesize_secure(
             synth = server.synthesize(releases, rows=args.n)
         sizes = {r.party: os.path.getsize(p) for r, p in zip(releases, files, strict=True)}
         report = server.report(seconds=dict(ph.seconds), message_bytes=sizes)
-        outputs = [args.out, *([args.report] if args.report else [])]
-        with ph("write"), _staged(*outputs) as temps:
-            with open(temps[0], "w", encoding="utf-8") as fh:
-                synth.to_csv(fh, index=False)
-            if args.report:
-                temps[1].write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+        _write_synthetic(args, ph, synth, report)
+    return 0
+
+
+def _write_synthetic(
+    args: argparse.Namespace, ph: _Phases, synth: pd.DataFrame, report: ProtocolReport
+) -> None:
+    """The synthetic CSV and (``--report``) the report's JSON, both or neither; then print."""
+    outputs = [args.out, *([args.report] if args.report else [])]
+    with ph("write"), _staged(*outputs) as temps:
+        with open(temps[0], "w", encoding="utf-8") as fh:
+            synth.to_csv(fh, index=False)
+        if args.report:
+            temps[1].write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
     print(report)
     print(f"\nwrote {len(synth)} synthetic rows to {args.out}; {ph.summary()}")
-    return 0
 
 
 def _server_synthesize_paper(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
@@ -1014,14 +1024,7 @@ def _server_synthesize_paper(args: argparse.Namespace, cfg: ProtocolConfig) -> i
         for r, path in zip(releases, args.releases, strict=True):
             sizes[r.party] += os.path.getsize(path)
         report = dataclasses.replace(report, message_bytes=sizes)
-        outputs = [args.out, *([args.report] if args.report else [])]
-        with ph("write"), _staged(*outputs) as temps:
-            with open(temps[0], "w", encoding="utf-8") as fh:
-                synth.to_csv(fh, index=False)
-            if args.report:
-                temps[1].write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
-    print(report)
-    print(f"\nwrote {len(synth)} synthetic rows to {args.out}; {ph.summary()}")
+        _write_synthetic(args, ph, synth, report)
     return 0
 
 
@@ -1264,7 +1267,8 @@ def _add_party(sub: argparse._SubParsersAction) -> None:
         "(--blobs DIR/PEER-to-NAME.blob) and write the first release of every 2-way marginal; "
         "once per run (the step record refuses a second release). The shares are kept for "
         "`party measure` in a private file next to the step record (NAME.state.vmrf, mode "
-        "0600; never give it to anyone).",
+        "0600; never give it to anyone). Paper pipeline (--local from `party local`): the one "
+        "release of every binned cross-party pair, and no state (it has no measure step).",
     )
     _party_args(rel)
     rel.add_argument("--out", required=True, help="message file to write")

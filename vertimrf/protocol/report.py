@@ -182,7 +182,7 @@ class ProtocolReport:
             shown = ", ".join("x".join(m) for m in self.binned[:8])
             more = ", ..." if len(self.binned) > 8 else ""
             lines.append(
-                f"measured on bins, recovered by HisRec: {len(self.binned)} marginals "
+                f"measured on bins (fitted as bin sums): {len(self.binned)} marginals "
                 f"({shown}{more})"
             )
         if self.seconds:
