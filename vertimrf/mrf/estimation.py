@@ -109,11 +109,6 @@ class Measurement:
             index = index[..., None] * shape[axis] + codes
         return index.ravel()
 
-    def block(self, domain: Domain) -> int:
-        """The most full-domain cells one measured cell sums (1 if unbinned)."""
-        index = self.bin_index(domain)
-        return 1 if index is None else int(np.bincount(index).max())
-
 
 def _check_bins(
     attrs: tuple[int, ...], bins: Sequence[np.ndarray | None] | None
@@ -204,24 +199,26 @@ class _Objective:
         self.y, self.w2 = np.zeros(self.proj.out_size), np.zeros(self.proj.out_size)
         pos, bin_of, yb, w2b = [], [], [], []
         n_bins = 0
+        # The loss's curvature in a binned measurement's cells is up to w^2 x the most cells
+        # one bin cell sums (1 unbinned): the initial step size's yardstick.
+        self.sum_w2 = 0.0
         for m, start, size in zip(measurements, self.proj.out_ptr[:-1], sizes, strict=True):
-            index = m.bin_index(domain)
+            values, index = m.sorted_values(domain), m.bin_index(domain)
             if index is None:
-                self.y[start : start + size] = m.sorted_values(domain)
+                self.y[start : start + size] = values
                 self.w2[start : start + size] = m.weight**2
+                self.sum_w2 += m.weight**2
                 continue
-            values = m.sorted_values(domain)
             pos.append(np.arange(start, start + size))
             bin_of.append(index + n_bins)
             n_bins += values.size
             yb.append(values)
             w2b.append(np.full(values.size, m.weight**2))
+            self.sum_w2 += m.weight**2 * int(np.bincount(index).max())
         self.bin_pos = np.concatenate(pos) if pos else np.zeros(0, np.int64)
         self.bin_of = np.concatenate(bin_of) if bin_of else np.zeros(0, np.int64)
         self.yb = np.concatenate(yb) if yb else np.zeros(0)
         self.w2b = np.concatenate(w2b) if w2b else np.zeros(0)
-        # The loss's curvature in a binned measurement's cells is up to w^2 x its block.
-        self.sum_w2 = float(sum(m.weight**2 * m.block(domain) for m in measurements))
         homes = sorted({c for c, _ in pairs})
         self.starts = layout.offsets[homes]
         self.ends = layout.offsets[np.array(homes) + 1]

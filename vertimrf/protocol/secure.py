@@ -259,9 +259,9 @@ class SecurePlan:
         c0 = self.offsets[q][self.groups[q].index(h)]
         return r0, r0 + self.cells(g), c0, c0 + self.cells(h)
 
-    def cells(self, m: Marginal) -> int:
-        """Number of cells of the marginal ``m``."""
-        return math.prod(self.sizes[a] for a in m)
+    def cells(self, m: Marginal, bins: BinMaps | None = None) -> int:
+        """Number of cells of the marginal ``m`` as measured (bin cells where ``bins`` maps)."""
+        return math.prod(self.shape(m, bins))
 
     def shape(self, m: Marginal, bins: BinMaps | None = None) -> tuple[int, ...]:
         """Axis sizes of ``m`` as measured: an attribute's bin count where ``bins`` maps it."""
@@ -334,7 +334,7 @@ class SecurePlan:
         for p, q in self.pairs():
             cross = [m for m in marginals if self.kind(m) == "cross" and self.pair_of(m) == (p, q)]
             if cross:
-                cells = sum(math.prod(self.shape(m, bins.get(m))) for m in cross)
+                cells = sum(self.cells(m, bins.get(m)) for m in cross)
                 out.append(
                     Release(
                         CROSS_MECHANISM,

@@ -319,10 +319,6 @@ class SecureServer:
     ) -> Tables:
         """The summed, noisy tables of one release (the binned ones at their bins' cells)."""
         plan, bins = self.plan, bins or {}
-
-        def cells(m: Marginal) -> int:
-            return math.prod(plan.shape(m, bins.get(m)))
-
         by_party = {r.party: r for r in releases}
         if set(by_party) != set(plan.names) or len(releases) != len(plan.names):
             raise MessageError(
@@ -342,7 +338,7 @@ class SecureServer:
         for m in marginals:
             if plan.kind(m) == "within":
                 v = by_party[plan.names[plan.owner[m[0]]]].within.get(m)
-                if v is None or v.shape != (cells(m),):
+                if v is None or v.shape != (plan.cells(m, bins.get(m)),):
                     raise MessageError(f"the {release} release lacks the marginal {m}.")
                 values[m], scale[m] = v.astype(np.float64), sigma
         s = sigma / math.sqrt(2.0)
@@ -351,7 +347,7 @@ class SecureServer:
             blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (p, q)]
             if not blocks:
                 continue
-            total = sum(cells(m) for m in blocks)
+            total = sum(plan.cells(m, bins.get(m)) for m in blocks)
             parts = [by_party[plan.names[i]].cross.get(key) for i in (p, q)]
             if any(x is None or x.shape != (total,) for x in parts):
                 raise MessageError(f"the {release} release lacks the shares of {key}.")
@@ -359,7 +355,7 @@ class SecureServer:
             noisy = summed + noise.discrete_gaussian(s, summed.shape)
             start = 0
             for m in blocks:
-                size = cells(m)
+                size = plan.cells(m, bins.get(m))
                 values[m] = noisy[start : start + size].astype(np.float64)
                 scale[m] = sigma * math.sqrt(1.5)
                 start += size
