@@ -28,7 +28,10 @@ from _common import machine, write_json  # noqa: E402
 from experiment import cross_marginal_experiment  # noqa: E402
 
 from vertimrf.datasets import load_dataset  # noqa: E402
-from vertimrf.privacy import epsilon_to_rho  # noqa: E402
+from vertimrf.privacy import (
+    DEFAULT_DELTA,  # noqa: E402
+    epsilon_to_rho,  # noqa: E402
+)
 from vertimrf.server import carest  # noqa: E402
 from vertimrf.server.carest import CarEst, invert_containment  # noqa: E402
 
@@ -91,7 +94,7 @@ def nltcs_accuracy(seeds: list[int], t: int) -> dict:
     df, spec = load_dataset("nltcs")
     names = list(spec.names)
     parties = [names[:8], names[8:]]
-    delta = 1.0 / len(df)
+    delta = DEFAULT_DELTA
     out: dict[str, list[float]] = {k: [] for k in VARIANTS}
     for s in seeds:
         for name, variant in VARIANTS.items():

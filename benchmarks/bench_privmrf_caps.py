@@ -1,7 +1,8 @@
 """PrivMRF model-size caps: utility and time on Adult at epsilon = 1.6.
 
 For each cap setting (cells per clique / cells in total) and seed, fit PrivMRF on Adult
-(delta = 1/n), sample n_hat rows and report the model size, the 3-, 4- and 5-way TVD and the
+(delta = 1e-6, public), sample n_hat rows and report the model size, the 3-, 4- and 5-way TVD
+and the
 wall time of fit + sample. Writes the rows as JSON and a markdown table (means over seeds,
 median time), the table quoted in ``PrivMRFOptions`` and the README.
 
@@ -70,7 +71,7 @@ def main() -> None:
     print(md)
     if args.md:
         Path(args.md).write_text(
-            f"# PrivMRF model-size caps on Adult, epsilon = {args.epsilon}, delta = 1/n\n\n"
+            f"# PrivMRF model-size caps on Adult, epsilon = {args.epsilon}, delta = 1e-6\n\n"
             f"`python benchmarks/bench_privmrf_caps.py`, seeds "
             f"{', '.join(map(str, args.seeds))}, on {machine()}.\n\n{md}\n",
             encoding="utf-8",

@@ -126,7 +126,7 @@ def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
 
     for n in names:
         step(n, "keys", ["keys", "--name", n, "--out-dir", n])
-    (root / "S").mkdir()
+    step("S", "keys", ["keys", "--name", "server", "--out-dir", "S"])
     for n in names:
         for other in [*names, "S"]:
             if other != n:
@@ -144,7 +144,8 @@ def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
                          "--delta", "1e-6", "--method", "secure", "--max-rows", str(max_rows),
                          *wide, "--out", "config.json"])  # fmt: skip
     step("S", "server deal", ["server", "deal", "--config", "config.json", "--keys",
-                              *[f"S/{n}.pub" for n in names], "--out-dir", "S"])  # fmt: skip
+                              *[f"S/{n}.pub" for n in names], "--out-dir", "S",
+                              "--server-key", "S/server.key"])  # fmt: skip
     for n in names:
         relay(root / "S" / f"{n}.deal", root / n)
     for n in names:
@@ -159,7 +160,7 @@ def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
     step("S", "server select", ["server", "select", "--config", "config.json", "--releases",
                                 *[f"{n}/{n}.select.vmrf" for n in names], "--out",
                                 "S/request.json", "--state", "S/server.state",
-                                "--quiet"])  # fmt: skip
+                                "--server-key", "S/server.key", "--quiet"])  # fmt: skip
     for n in names:
         relay(root / "S" / "request.json", root / n)
         step(n, "party measure", ["party", "measure", *party_options(n),
@@ -169,7 +170,7 @@ def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
                                     "--state", "S/server.state", "--releases",
                                     *[f"{n}/{n}.measure.vmrf" for n in names], "--out",
                                     "S/synth.csv", "--report", "S/report.json",
-                                    "--quiet"])  # fmt: skip
+                                    "--server-key", "S/server.key", "--quiet"])  # fmt: skip
     return log
 
 

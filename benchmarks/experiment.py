@@ -21,7 +21,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc
-from vertimrf.privacy import PrivacyLedger, sketch_epsilon
+from vertimrf.privacy import DEFAULT_DELTA, PrivacyLedger, sketch_epsilon
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.samplers import noise_sampler
 from vertimrf.protocol.sketchset import SketchSet
@@ -82,7 +82,7 @@ def cross_marginal_experiment(
     if len(parties) < 2:
         raise ConfigError("give at least two parties (lists of column names).")
     n = len(df)
-    delta = 1.0 / n if delta is None else delta
+    delta = DEFAULT_DELTA if delta is None else delta
     rng = np.random.default_rng(seed)
     secret = rng.bytes(32) if seed is not None else os.urandom(32)
     ledger = PrivacyLedger(epsilon, delta)

@@ -35,6 +35,8 @@ def test_roles_run_as_separate_processes(tmp_path, method):
     df.to_csv(tmp_path / "real.csv", index=False)
     steps = [
         ["secret", "--out", "secret.hex"],
+        ["keys", "--name", "alice", "--out-dir", "k"],
+        ["keys", "--name", "bob", "--out-dir", "k"],
         [
             "config",
             "--spec",
@@ -66,6 +68,8 @@ def test_roles_run_as_separate_processes(tmp_path, method):
             "rid",
             "--secret-file",
             "secret.hex",
+            "--keys",
+            "k/alice.key",
             "--out",
             "alice.vmrf",
             "--quiet",
@@ -83,6 +87,8 @@ def test_roles_run_as_separate_processes(tmp_path, method):
             "rid",
             "--secret-file",
             "secret.hex",
+            "--keys",
+            "k/bob.key",
             "--out",
             "bob.vmrf",
             "--quiet",
@@ -233,8 +239,16 @@ def test_every_unreadable_input_is_a_one_line_error(tmp_path):
     (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00garbage")
     (tmp_path / "junk.vmrf").write_bytes(b"not a zip")
 
+    assert _run("keys", "--name", "a", "--out-dir", "k", cwd=tmp_path).returncode == 0
+
     def encode(**over):
-        args = {"--config": "c.json", "--data": "a.csv", "--secret-file": "s.hex", **over}
+        args = {
+            "--config": "c.json",
+            "--data": "a.csv",
+            "--secret-file": "s.hex",
+            "--keys": "k/a.key",
+            **over,
+        }
         flat = [x for kv in args.items() for x in kv]
         return _run("party", "release", "--party", "a", "--id-column", "rid", *flat,
                     "--out", "m.vmrf", "--quiet", cwd=tmp_path)  # fmt: skip

@@ -28,6 +28,7 @@ SEED = "5"
 ROWS = 300
 TWO = {"A": ["c0", "c1", "c2"], "B": ["c3", "c4"]}
 THREE = {"A": ["c0", "c3"], "B": ["c1", "c4"], "C": ["c2", "c5"]}
+SERVER_KEY = ("--server-key", "S/server.key")
 
 
 def _command(*args: str) -> list[str]:
@@ -101,6 +102,7 @@ def _setup(root: Path, parties: dict[str, list[str]], *config_flags: str) -> pd.
     spec.to_json(root / "spec.json")
     party_flags = [f"--party={n}={','.join(c)}" for n, c in parties.items()]
     _ok([["keys", "--name", n, "--out-dir", n] for n in [*names, "X"]]
+        + [["keys", "--name", "server", "--out-dir", "S"]]
         + [["config", "--spec", "spec.json", *party_flags, "--epsilon", "2", "--delta", "1e-5",
             "--method", "secure", "--max-rows", "512", *config_flags,
             "--out", "config.json"]], root)  # fmt: skip
@@ -112,7 +114,8 @@ def _setup(root: Path, parties: dict[str, list[str]], *config_flags: str) -> pd.
     pubs = [f"S/{n}.pub" for n in names]
     _ok([["secret", "share", "--keys", f"{first}/{first}.key",
           "--to", *[f"{first}/{q}.pub" for q in rest], "--out-dir", first],
-         ["server", "deal", "--config", "config.json", "--keys", *pubs, "--out-dir", "S"]],
+         ["server", "deal", "--config", "config.json", "--keys", *pubs, "--out-dir", "S",
+          *SERVER_KEY]],
         root)  # fmt: skip
     for n in names:
         shutil.copy(root / "S" / f"{n}.deal", root / n)
@@ -143,7 +146,8 @@ def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
           "--out", f"{n}/{n}.select.vmrf"] for n in names], root)  # fmt: skip
     selects = [f"{n}/{n}.select.vmrf" for n in names]
     _ok([["server", "select", "--config", "config.json", "--releases", *selects, "--out",
-          "S/request.json", "--state", "S/server.state", "--seed", SEED]], root)  # fmt: skip
+          "S/request.json", "--state", "S/server.state", "--seed", SEED, *SERVER_KEY]],
+        root)  # fmt: skip
     for n in names:
         shutil.copy(root / "S" / "request.json", root / n)
     _ok([["party", "measure", *_party_args(n, parties), "--blobs", n,
@@ -152,7 +156,7 @@ def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
     measures = [f"{n}/{n}.measure.vmrf" for n in names]
     _ok([["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
           "--releases", *measures, "--out", "S/synth.csv", "--report", "S/report.json",
-          "--seed", SEED, "--quiet"]], root)  # fmt: skip
+          "--seed", SEED, "--quiet", *SERVER_KEY]], root)  # fmt: skip
     return {"root": root, "df": df, "parties": parties}
 
 
@@ -168,7 +172,8 @@ def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
 
     def local_step(n: str, *extra: str) -> list[str]:
         return ["party", "local", "--name", n, "--data", f"{n}/{n}.csv", "--secret",
-                f"{n}/{n}.secret", *ids, "--out", local[n], *extra]  # fmt: skip
+                f"{n}/{n}.secret", "--keys", f"{n}/{n}.key", *ids, "--out", local[n],
+                *extra]  # fmt: skip
 
     _ok([local_step(count)], root)
     for n in names:
@@ -182,7 +187,7 @@ def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
           "--out", f"{n}/{n}.cross.vmrf"] for n in names], root)  # fmt: skip
     _ok([["server", "synthesize", "--config", "config.json", *local.values(), "--releases",
           *[f"{n}/{n}.cross.vmrf" for n in names], "--out", "S/synth.csv", "--report",
-          "S/report.json", "--seed", SEED, "--quiet"]], root)  # fmt: skip
+          "S/report.json", "--seed", SEED, "--quiet", *SERVER_KEY]], root)  # fmt: skip
     return {"root": root, "df": df, "parties": parties}
 
 
@@ -231,7 +236,7 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     assert set(steps["runs"][config.config_hash()]) == {"local", "features", "release"}
     assert not (tmp_path / "B" / "B.state.vmrf").exists()  # no measure step, so no state
     base = ["--config", "config.json", "--name", "B", "--data", "B/B.csv", "--secret",
-            "B/B.secret", "--id-column", "rid", "--quiet"]  # fmt: skip
+            "B/B.secret", "--keys", "B/B.key", "--id-column", "rid", "--quiet"]  # fmt: skip
     for cmd, pattern in (
         (["party", "local", *base, "--out", "B/again.vmrf"], "already ran 'local'"),
         (["party", "measure", *_party_args("B", TWO), "--request", "x.json", "--out", "B/m"],
@@ -240,7 +245,7 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
         (["party", "features", *_party_args("B", TWO), "--local", "A/A.local.vmrf",
           "--out-dir", "B/f"], "the local message of 'A'"),
         (["server", "select", "--config", "config.json", "--releases", "B/B.cross.vmrf",
-          "--out", "S/r.json", "--state", "S/s"], "a step of the select pipeline"),
+          "--out", "S/r.json", "--state", "S/s", *SERVER_KEY], "a step of the select pipeline"),
     ):  # fmt: skip
         proc = subprocess.run(_command(*cmd), cwd=tmp_path, capture_output=True, text=True)
         _one_line_error(proc, pattern)
@@ -329,10 +334,12 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
         (release_a("A/A.again.vmrf"), "A/A.again.vmrf", "already ran 'release'"),
         (measure_a, "bad/m.vmrf", "belongs to another run"),
         (["server", "select", "--config", "config.json", "--releases", "A/A.select.vmrf",
-          "bad/B.other.vmrf", "--out", "bad/request2.json", "--state", "bad/state"],
+          "bad/B.other.vmrf", "--out", "bad/request2.json", "--state", "bad/state",
+          *SERVER_KEY],
          "bad/request2.json", "replayed or foreign"),
         (["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
-          "--releases", "A/A.measure.vmrf", "B/B.select.vmrf", "--out", "bad/s.csv"],
+          "--releases", "A/A.measure.vmrf", "B/B.select.vmrf", "--out", "bad/s.csv",
+          *SERVER_KEY],
          "bad/s.csv", "replayed or foreign"),
         (["config", "--spec", "spec.json", "--party", "A=c0,c1,c2", "--party", "B=c3,c4",
           "--epsilon", "1", "--delta", "1e-5", "--method", "secure", "--out", "bad/c.json"],

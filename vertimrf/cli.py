@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 WAYS = (3, 4, 5)
 GROUP_SECRET_CONTEXT = b"vertimrf/group-secret"
 STEPS_FORMAT = "vertimrf-party-steps/1"
-SECURE_OPTIONS = ("keys", "peers", "deal", "blobs", "ledger")
+SECURE_OPTIONS = ("peers", "deal", "blobs", "ledger")
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -79,12 +79,14 @@ DEMO_LABELS = {
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from vertimrf import load_dataset
+    from vertimrf.privacy import DEFAULT_DELTA
 
     df, spec = load_dataset("adult")
     names = list(spec.names)
     print(
         f"VertiMRF demo: bundled Adult (n={len(df)}), 2 parties (columns {names[0]}-{names[7]} "
-        f"and {names[8]}-{names[-1]}), epsilon={args.epsilon}, delta=1/n, {os.cpu_count()} "
+        f"and {names[8]}-{names[-1]}), epsilon={args.epsilon}, delta={DEFAULT_DELTA:g}, "
+        f"{os.cpu_count()} "
         "cores. First use compiles or loads the Numba kernels.",
         flush=True,
     )
@@ -105,7 +107,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             {
                 "dataset": "adult",
                 "epsilon": args.epsilon,
-                "delta": 1.0 / len(df),
+                "delta": DEFAULT_DELTA,
                 "seed": args.seed,
                 "tvd": {DEMO_LABELS[k]: {str(w): v for w, v in t.items()} for k, t in tvds.items()},
                 "seconds": {DEMO_LABELS[k]: v for k, v in seconds.items()},
@@ -121,8 +123,9 @@ def _demo_runs(args: argparse.Namespace, df, spec) -> tuple[dict, dict, dict]:
     PrivMRF: the l-way TVDs, the seconds and the protocol reports of each."""
     from vertimrf import PrivMRF, simulate
     from vertimrf.metrics import tvd
+    from vertimrf.privacy import DEFAULT_DELTA
 
-    names, delta = list(spec.names), 1.0 / len(df)
+    names, delta = list(spec.names), DEFAULT_DELTA
     tvds, seconds, reports = {}, {}, {}
     for method in ["secure", "fo", "fm"] if args.fm else ["secure", "fo"]:
         start = time.perf_counter()
@@ -279,6 +282,7 @@ def _local_message(args: argparse.Namespace, cfg: ProtocolConfig) -> tuple[Party
         _read_secret(args.secret_file),
         id_column=args.id_column,
         seed=args.seed,
+        local_secret=None if args.seed is not None else _own_key(args).local_secret(),
         progress=not args.quiet,
     )
     noisy = None
@@ -290,6 +294,36 @@ def _local_message(args: argparse.Namespace, cfg: ProtocolConfig) -> tuple[Party
                 f"{cfg.count_party!r}."
             )
     return party, party.release(noisy_count=noisy)
+
+
+def _own_key(args: argparse.Namespace):
+    """This party's key pair (``--keys``): its secret makes the party's noise, so that a
+    re-run on the same inputs writes the same release and spends nothing new (a seeded
+    experiment's noise comes from its seed instead)."""
+    from vertimrf.protocol.channels import KeyPair
+
+    if args.keys is None:
+        raise ConfigError(
+            "give --keys NAME.key, this party's private key (make it once with `vertimrf keys "
+            "--name NAME --out-dir DIR`): its noise derives from it, so a re-run writes the "
+            "same release and spends nothing new."
+        )
+    pair = KeyPair.load(args.keys)
+    if pair.name != args.party:
+        raise ConfigError(f"{args.keys} is the key of {pair.name!r}, not of {args.party!r}.")
+    return pair
+
+
+def _server_key(args: argparse.Namespace):
+    """The server's key pair (``--server-key``): its deal and its noise derive from it."""
+    from vertimrf.protocol.channels import KeyPair
+
+    if args.server_key is None:
+        raise ConfigError(
+            "method secure needs --server-key, the server's private key (make it once with "
+            "`vertimrf keys --name server --out-dir DIR`)."
+        )
+    return KeyPair.load(args.server_key)
 
 
 def _cmd_party_local(args: argparse.Namespace) -> int:
@@ -336,7 +370,7 @@ def _cmd_server_synthesize(args: argparse.Namespace) -> int:
         raise ConfigError(f"--state is for method secure; the config's method is {cfg.method!r}.")
     messages = [PartyMessage.load(p, cfg) for p in files]
     synth, report = Server(cfg, progress=not args.quiet).synthesize(
-        messages, n=args.n, seed=args.seed
+        messages, n=args.n, seed=args.seed, sample_seed=args.sample_seed
     )
     with atomic_open(args.out, "w") as fh:
         synth.to_csv(fh, index=False)
@@ -928,7 +962,7 @@ def _cmd_server_deal(args: argparse.Namespace) -> int:
     if unknown:
         raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(plan.names)}.")
     folder = Path(args.out_dir)
-    deals = SecureServer(cfg).deal(keys)
+    deals = SecureServer(cfg, keypair=_server_key(args)).deal(keys)
     _write_all({folder / f"{_file_name(name)}.deal": deal for name, deal in deals.items()})
     print("dealt to (each party checks its fingerprint):")
     print(_fingerprints({name: keys[name] for name in plan.names}))
@@ -941,7 +975,7 @@ def _cmd_server_select(args: argparse.Namespace) -> int:
     from vertimrf.server.secure import SecureServer
 
     cfg, plan = _secure_config(args.config, select_only=True)
-    server = SecureServer(cfg, seed=args.seed)
+    server = SecureServer(cfg, seed=args.seed, keypair=_server_key(args))
     with _Phases("server select", ("read", "select", "write"), args.quiet) as ph:
         with ph("read"):
             releases = [SecureRelease.load(p, plan) for p in args.releases]
@@ -970,10 +1004,12 @@ def _server_synthesize_secure(
         raise ConfigError("method secure needs --state (the file `vertimrf server select` wrote).")
     with _Phases("server synthesize", ("read", "synthesize", "write"), args.quiet) as ph:
         with ph("read"):
-            server = SecureServer.load_state(cfg, args.state, seed=args.seed)
+            server = SecureServer.load_state(
+                cfg, args.state, seed=args.seed, keypair=_server_key(args)
+            )
             releases = [SecureRelease.load(p, server.plan) for p in files]
         with ph("synthesize"):
-            synth = server.synthesize(releases, rows=args.n)
+            synth = server.synthesize(releases, rows=args.n, sample_seed=args.sample_seed)
         sizes = {r.party: os.path.getsize(p) for r, p in zip(releases, files, strict=True)}
         report = server.report(seconds=dict(ph.seconds), message_bytes=sizes)
         _write_synthetic(args, ph, synth, report)
@@ -1015,8 +1051,13 @@ def _server_synthesize_paper(args: argparse.Namespace, cfg: ProtocolConfig) -> i
             messages = [PartyMessage.load(p, cfg) for p in args.messages]
             releases = [SecureRelease.load(p, plan) for p in args.releases]
         with ph("synthesize"):
-            synth, report = Server(cfg, progress=not args.quiet).synthesize(
-                messages, n=args.n, seed=args.seed, secure_releases=releases
+            server = Server(cfg, progress=not args.quiet, keypair=_server_key(args))
+            synth, report = server.synthesize(
+                messages,
+                n=args.n,
+                seed=args.seed,
+                secure_releases=releases,
+                sample_seed=args.sample_seed,
             )
         sizes = dict.fromkeys(plan.names, 0)
         for m, path in zip(messages, args.messages, strict=True):
@@ -1212,7 +1253,12 @@ def _party_args(p: argparse.ArgumentParser) -> None:
 
 def _secure_args(p: argparse.ArgumentParser, required: bool) -> None:
     """Options of the party commands of method secure (optional in `party release`)."""
-    p.add_argument("--keys", required=required, default=None, help="this party's NAME.key")
+    p.add_argument(
+        "--keys",
+        required=required,
+        default=None,
+        help="this party's NAME.key (its noise derives from it; every method needs it)",
+    )
     p.add_argument(
         "--peers", nargs="+", required=required, default=None, help="the peers' public keys"
     )
@@ -1237,6 +1283,9 @@ def _add_party(sub: argparse._SubParsersAction) -> None:
         "release`. Once per run (the step record refuses a second one).",
     )
     _party_args(loc)
+    loc.add_argument(
+        "--keys", required=True, help="this party's NAME.key (its noise derives from it)"
+    )
     loc.add_argument("--out", required=True, help="local message file to write")
     loc.add_argument(
         "--count-from",
@@ -1303,6 +1352,15 @@ def _add_party(sub: argparse._SubParsersAction) -> None:
     mea.set_defaults(func=_cmd_party_measure)
 
 
+def _server_key_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--server-key",
+        required=True,
+        help="the server's NAME.key (`vertimrf keys --name server`): its deal and its noise "
+        "derive from it, so a re-run writes the same bytes",
+    )
+
+
 def _add_server(sub: argparse._SubParsersAction) -> None:
     """The `server deal`, `server select` and `server synthesize` commands."""
     server = sub.add_parser("server", help="the server's role", description="The server's role.")
@@ -1311,10 +1369,12 @@ def _add_server(sub: argparse._SubParsersAction) -> None:
         "deal",
         help="method secure: seal each party's correlated randomness",
         description="Write DIR/NAME.deal for each party, sealed to its public key (the deal's "
-        "randomness always comes from the OS; it cannot change the synthetic table).",
+        "randomness derives from the server's key and the run; it cannot change the synthetic "
+        "table).",
     )
     deal.add_argument("--config", required=True, help="the shared protocol config")
     deal.add_argument("--keys", nargs="+", required=True, help="every party's public key")
+    _server_key_arg(deal)
     deal.add_argument("--out-dir", required=True, help="folder for the deals")
     deal.set_defaults(func=_cmd_server_deal)
     sel = ssub.add_parser(
@@ -1328,7 +1388,10 @@ def _add_server(sub: argparse._SubParsersAction) -> None:
     sel.add_argument("--releases", nargs="+", required=True, help="every party's first release")
     sel.add_argument("--out", required=True, help="request JSON to write")
     sel.add_argument("--state", required=True, help="server state to write (keep it)")
-    sel.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
+    _server_key_arg(sel)
+    sel.add_argument(
+        "--seed", type=int, default=None, help="run seed: seeds the DP noise (experiments only)"
+    )
     sel.add_argument("--quiet", action="store_true", help="no progress bars")
     sel.set_defaults(func=_cmd_server_select)
     syn = ssub.add_parser(
@@ -1345,7 +1408,24 @@ def _add_server(sub: argparse._SubParsersAction) -> None:
     syn.add_argument("--out", required=True, help="synthetic CSV to write")
     syn.add_argument("--report", default=None, help="also write the report as JSON")
     syn.add_argument("--n", type=int, default=None, help="rows (default: the noisy count)")
-    syn.add_argument("--seed", type=int, default=None, help="seed for sampling")
+    syn.add_argument(
+        "--server-key",
+        default=None,
+        help="secure: the server's NAME.key (`vertimrf keys --name server`); its noise "
+        "derives from it",
+    )
+    syn.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="run seed: seeds the DP noise and the sampling (experiments only; the report says so)",
+    )
+    syn.add_argument(
+        "--sample-seed",
+        type=int,
+        default=None,
+        help="seeds the sampling of the synthetic rows only (no effect on the privacy)",
+    )
     syn.add_argument("--quiet", action="store_true", help="no progress bars")
     syn.set_defaults(func=_cmd_server_synthesize)
 

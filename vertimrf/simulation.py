@@ -9,11 +9,12 @@ secret ``b``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import math
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,15 @@ from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, load_request, save_request
-from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
+from vertimrf.protocol.seeds import SERVER, seeded_nonce, seeded_secret
 from vertimrf.server import Server
 from vertimrf.server.secure import SecureServer
 
 ID_COLUMN = "__record_id__"
+# The public bound on the record count that method "secure" pads to when the caller gives
+# none: every bundled data set fits, and it sets every message's size, so it must not be
+# read off the data (a table with more rows needs an explicit, larger max_rows).
+DEFAULT_MAX_ROWS = 1 << 16
 
 
 def simulate(
@@ -58,7 +63,9 @@ def simulate(
     config``) or the pieces to build one: ``spec``, ``parties`` (lists of column names),
     ``epsilon``, ``delta``, ``method``, ``preset`` and ``**fields`` (ProtocolConfig fields).
     ``method="fm"`` is NOT differentially private and needs ``allow_non_dp=True``;
-    ``t="auto"`` needs a public ``max_rows``.
+    ``t="auto"`` needs a public ``max_rows``. Method "secure" pads every party's rows to
+    ``max_rows``, a public bound (never read off the data): give it, or the default
+    :data:`DEFAULT_MAX_ROWS` applies. ``delta`` is public too (e.g. 1e-6), never derived from the row count.
 
     Rows are linked by position (the record ID is the row number). ``seed`` is the run seed
     (experiments only: the report then says the noise is not for release); without
@@ -75,7 +82,7 @@ def simulate(
         config
         if config is not None
         else _build_config(
-            spec, parties, epsilon, delta, method, seed, allow_non_dp, preset, fields, len(df)
+            spec, parties, epsilon, delta, method, seed, allow_non_dp, preset, fields
         )
     )
     if not isinstance(cfg, ProtocolConfig):
@@ -84,7 +91,7 @@ def simulate(
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
     frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
     if cfg.method == "secure" and cfg.secure_pipeline == "select":
-        return _simulate_secure(frame, cfg, secret, seed)
+        return _simulate_secure(frame, cfg, secret, seed, message_dir)
     members = [
         Party(p.name, frame[[ID_COLUMN, *p.columns]], cfg, secret, id_column=ID_COLUMN,
               seed=seed, progress=progress)
@@ -95,11 +102,11 @@ def simulate(
     if cfg.method == "secure":
         bins = {m.party: m.bins for m in messages}
         parties, server, inbox, blob_bytes = _secure_setup(frame, cfg, secret, seed, bins)
-        with tempfile.TemporaryDirectory() as tmp:
+        with _folder(message_dir) as folder:
             made = {n: m.release(inbox[n]) for n, m in parties.items()}
-            releases = _post(Path(tmp), "cross", made, server.plan, blob_bytes)
+            releases = _post(folder, "cross", made, server.plan, blob_bytes)
         sizes = {n: sizes[n] + blob_bytes[n] for n in sizes}
-    synth, report = Server(cfg, progress=progress).synthesize(
+    synth, report = Server(cfg, progress=progress, keypair=KeyPair.generate(SERVER)).synthesize(
         messages, seed=seed, secure_releases=releases
     )
     party_seconds = {f"{m.name} {phase}": s for m in members for phase, s in m.timings.items()}
@@ -109,21 +116,25 @@ def simulate(
 
 
 def _simulate_secure(
-    frame: pd.DataFrame, cfg: ProtocolConfig, secret: bytes, seed: int | None
+    frame: pd.DataFrame,
+    cfg: ProtocolConfig,
+    secret: bytes,
+    seed: int | None,
+    message_dir: str | os.PathLike | None,
 ) -> tuple[pd.DataFrame, ProtocolReport]:
     """method="secure": deal, feature exchange, first release, selection, re-measurement and
-    synthesis; deals and blobs pass as bytes, releases and the request through files, as
-    between the roles."""
+    synthesis; deals and blobs pass as bytes, releases and the request through files (in
+    ``message_dir``, or a temporary folder), as between the roles."""
     start = time.perf_counter()
     members, server, inbox, sizes = _secure_setup(frame, cfg, secret, seed)
-    with tempfile.TemporaryDirectory() as tmp:
+    with _folder(message_dir) as folder:
         made = {n: m.release(inbox[n]) for n, m in members.items()}
-        request = server.select(_post(Path(tmp), "select", made, server.plan, sizes))
-        path = Path(tmp) / "request.json"  # through a file too, as between the roles
+        request = server.select(_post(folder, "select", made, server.plan, sizes))
+        path = folder / "request.json"  # through a file too, as between the roles
         save_request(path, cfg.config_hash(), request)
         request = load_request(path, server.plan, cfg.config_hash())
         made = {n: m.measure(request) for n, m in members.items()}
-        synth = server.synthesize(_post(Path(tmp), "measure", made, server.plan, sizes))
+        synth = server.synthesize(_post(folder, "measure", made, server.plan, sizes))
     return synth, server.report(seconds={"total": time.perf_counter() - start}, message_bytes=sizes)
 
 
@@ -146,7 +157,7 @@ def _secure_setup(
         )
         for p in cfg.parties
     }  # fmt: skip
-    server = SecureServer(cfg, seed=seed)
+    server = SecureServer(cfg, seed=seed, keypair=KeyPair.generate(SERVER))
     deals = server.deal(public)
     blobs = {name: m.features(deals[name]) for name, m in members.items()}
     inbox = {n: {q: blobs[q][n] for q in members if q != n} for n in members}
@@ -172,14 +183,23 @@ def _exchange(
     through files (in ``message_dir``, or a temporary folder) to the server; their sizes."""
     (count_party,) = [m for m in members if m.name == cfg.count_party]
     n_hat = count_party.release_count()
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp if message_dir is None else message_dir)
+    with _folder(message_dir) as folder:
         paths = {}
         for member in members:
             paths[member.name] = folder / f"{member.name}.vmrf"
             member.release(noisy_count=n_hat).save(paths[member.name])
         sizes = {name: path.stat().st_size for name, path in paths.items()}
         return [PartyMessage.load(path, cfg) for path in paths.values()], sizes
+
+
+@contextlib.contextmanager
+def _folder(message_dir: str | os.PathLike | None) -> Iterator[Path]:
+    """``message_dir``, or a temporary folder removed afterwards."""
+    if message_dir is not None:
+        yield Path(message_dir)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        yield Path(tmp)
 
 
 def _build_config(
@@ -192,7 +212,6 @@ def _build_config(
     allow_non_dp: bool,
     preset: str,
     fields: dict[str, Any],
-    n_rows: int,
 ) -> ProtocolConfig:
     if spec is None or parties is None or epsilon is None or delta is None:
         raise ConfigError("give config=..., or spec, parties, epsilon and delta to build one.")
@@ -203,9 +222,7 @@ def _build_config(
     if seed is not None:
         fields.setdefault("run_nonce", seeded_nonce(seed))
     if method == "secure" and fields.get("max_rows") is None:
-        # In a simulation the operator knows the table; the padded size is the next power of
-        # two (a real run takes max_rows from the parties' public agreement).
-        fields["max_rows"] = 1 << max(0, math.ceil(math.log2(max(1, n_rows))))
+        fields["max_rows"] = DEFAULT_MAX_ROWS  # public: never read off the data
     return ProtocolConfig.from_preset(
         preset,
         epsilon=epsilon,

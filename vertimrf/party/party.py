@@ -18,6 +18,8 @@ own share of the budget, derived from the config, and ``encode`` runs once per p
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +37,7 @@ from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count, discrete_laplace_histogram
-from vertimrf.privacy.samplers import randomness
+from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.bins import BinMap, frequency_bins
 from vertimrf.protocol.budget import ProtocolBudget, party_rho
 from vertimrf.protocol.config import ProtocolConfig
@@ -56,8 +58,13 @@ class Party:
         id_column: the DataFrame's record-ID column (int or str; unique, no missing values).
         ids: the record IDs of an EncodedTable's rows.
         seed: the run seed (experiments only: the noise is then reproducible and not for
-            release); the party derives its own from (seed, name). None (default) draws DP
-            noise from a cryptographically secure sampler.
+            release); the party derives its own from (seed, name).
+        local_secret: a secret only this party holds (>= 16 bytes; e.g.
+            ``KeyPair.local_secret()`` of its key file; never the group secret). Without a
+            seed, each step's noise is drawn by exact samplers from a keystream derived from
+            it, the run, the step and this party's data, so a re-run of a step on the same
+            inputs gives the same release and spends nothing new. None: a fresh random one
+            (this object's releases are then its own, once each).
         progress: show a progress bar.
     """
 
@@ -71,6 +78,7 @@ class Party:
         id_column: str = "id",
         ids: Any = None,
         seed: int | None = None,
+        local_secret: bytes | None = None,
         progress: bool = True,
     ) -> None:
         if not isinstance(config, ProtocolConfig):
@@ -88,7 +96,13 @@ class Party:
         self._fingerprints = record_fingerprints(ids)
         HashKeys.from_secret(secret, 1)  # validates the secret now, not at encode time
         self._secret = secret
-        self._noise, self._rng = randomness(None if seed is None else role_seed(seed, name))
+        self._seed = seed
+        self._local = os.urandom(32) if local_secret is None else bytes(local_secret)
+        if len(self._local) < 16:
+            raise ConfigError("local_secret must hold at least 16 bytes (e.g. a key file's).")
+        self._digest: str | None = None
+        if seed is not None:  # one stream for the party (experiments)
+            self._noise, self._rng = randomness(role_seed(seed, name))
         self.progress = progress
         self.budget = ProtocolBudget.from_config(config)
         self.ledger = PrivacyLedger(rho=party_rho(config, name), delta=config.delta)
@@ -111,6 +125,8 @@ class Party:
                 f"party {self.name!r} is not the count party ({self.config.count_party!r})."
             )
         if self._noisy_count is None:
+            if self._seed is None:
+                self._noise, self._rng = self._randomness("count")
             self._noisy_count = discrete_laplace_count(
                 self.n_rows,
                 self.budget.count_epsilon,
@@ -133,6 +149,17 @@ class Party:
                 f"party {self.name!r} has already made its release for this run; a party "
                 "releases once per run. Make a new config (a fresh run nonce) for a new run."
             )
+        counted = self._noisy_count
+        with self.ledger.transaction():
+            try:
+                message = self._release(noisy_count)
+            except BaseException:
+                self._noisy_count = counted  # a failed release leaves no trace
+                raise
+        self._encoded = True
+        return message
+
+    def _release(self, noisy_count: int | None) -> PartyMessage:
         cfg = self.config
         own = self.release_count() if self.name == cfg.count_party else None
         n_hat = own if own is not None else noisy_count
@@ -143,7 +170,8 @@ class Party:
             )
         if isinstance(n_hat, bool) or not isinstance(n_hat, int | np.integer):
             raise ConfigError(f"noisy_count must be an integer; got {n_hat!r}.")
-        self._encoded = True
+        if self._seed is None:
+            self._noise, self._rng = self._randomness("release", str(int(n_hat)))
         self._keys = (
             HashKeys.from_secret(self._secret, cfg.t, context=cfg.run_context())
             if cfg.method == "fm"
@@ -179,10 +207,29 @@ class Party:
             grr_epsilon=self.budget.grr_epsilon if cfg.method == "fo" else None,
             noisy_count=own,
             local=local,
-            seeded=self._noise.seeded,
+            seeded=self._seed is not None,
         )
 
     # ------------------------------------------------------------------------ steps
+    def _randomness(self, step: str, *label: str) -> tuple[NoiseSampler, np.random.Generator]:
+        """The noise and the generator of one step: seeded (experiments), one stream for the
+        party; else exact samplers on a keystream from the local secret, the run, the step,
+        ``label`` and the data (see the class doc)."""
+        if self._seed is not None:
+            return self._noise, self._rng
+        if self._digest is None:
+            self._digest = table_digest(self._table, self._fingerprints)
+        noise = KeyedSampler(
+            self._local,
+            "party-noise",
+            self.config.config_hash(),
+            self.name,
+            step,
+            *label,
+            self._digest,
+        )
+        return noise, noise.generator()
+
     def _local_model(self, n_hat: int) -> LocalModel:
         domain = self.spec.domain
         fit = PrivMRF(
@@ -261,6 +308,26 @@ class Party:
             ledger=self.ledger,
             party=self.name,
         ).codes
+
+
+def sha256_parts(*parts: bytes) -> str:
+    """SHA-256 of length-prefixed ``parts`` (hex)."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
+
+
+def table_digest(table: EncodedTable, fingerprints: np.ndarray) -> str:
+    """SHA-256 of a party's records: their ID fingerprints and codes, in input order."""
+    codes = np.ascontiguousarray(table.codes)
+    return sha256_parts(
+        np.ascontiguousarray(fingerprints, "<u8").tobytes(),
+        str(codes.dtype).encode(),
+        str(codes.shape).encode(),
+        codes.tobytes(),
+    )
 
 
 def bin_table(table: EncodedTable, bins: Mapping[str, BinMap]) -> EncodedTable:

@@ -43,11 +43,11 @@ from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
 from vertimrf.mrf.cliques import histogram
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract
-from vertimrf.party.party import bin_table, own_table
+from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
 from vertimrf.party.registers import keyed_prf
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count
-from vertimrf.privacy.samplers import NoiseSampler, randomness
+from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, randomness
 from vertimrf.protocol.bins import BinMap, bin_axes
 from vertimrf.protocol.channels import KeyPair, PublicKey, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
@@ -122,14 +122,6 @@ def mask_features(cols: np.ndarray, mask: np.ndarray, *, inplace: bool = False) 
     return out
 
 
-def _sha256(*parts: bytes) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.hexdigest()
-
-
 class SecureParty:
     """A data holder in a secure run.
 
@@ -181,6 +173,8 @@ class SecureParty:
             q: pairwise_key(keypair, peers[q], self._context) for q in self.plan.names if q != name
         }
         self._seed = seed
+        self._local = keypair.local_secret()
+        self._digest: str | None = None
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self._state: dict[str, Any] = {}
 
@@ -207,7 +201,15 @@ class SecureParty:
         st, plan = self._state, self.plan
         masked = mask_features(st["cols"], self._mask_rows(0, plan.rows), inplace=True)
         return {
-            q: seal_features(self._keys[q], masked, self._context, self.name, q, st["digest"])
+            q: seal_features(
+                self._keys[q],
+                masked,
+                self._context,
+                self.name,
+                q,
+                st["digest"],
+                nonce=self._label_key("feature-nonce", q)[:12],
+            )
             for q in plan.names
             if q != self.name
         }
@@ -229,7 +231,7 @@ class SecureParty:
             tuple(tuple(local[a] for a in g) for g in plan.groups[p]),
             plan.offsets[p],
         )
-        self._state.update(deal=d, deal_hash=_sha256(bytes(deal)), cols=cols, digest=digest)
+        self._state.update(deal=d, deal_hash=sha256_parts(bytes(deal)), cols=cols, digest=digest)
 
     def _mask_rows(self, r0: int, r1: int) -> np.ndarray:
         """Rows r0:r1 of this party's mask U (a block of its AES-CTR stream)."""
@@ -243,19 +245,23 @@ class SecureParty:
         if "cols" not in self._state:
             raise ConfigError("run features(deal) or open_deal(deal) before release(blobs).")
         shares = self._shares(blobs)  # checks every blob before anything is released
-        self._once(SELECT)
+        self._check_step(SELECT)
+        marginals = self.plan.all_pairs()
+        noise = self._sampler(SELECT, Request(tuple(marginals)))
+        with self.ledger.transaction():
+            count = None
+            if self.name == self.plan.count_party and self.plan.rho_count > 0:
+                count = discrete_laplace_count(
+                    len(self._table),
+                    self.plan.count_epsilon,
+                    noise=noise,
+                    ledger=self.ledger,
+                    party=self.name,
+                )
+            release = self._measure(SELECT, marginals, count, noise, shares=shares)
         self._state["shares"] = shares
-        noise = self._sampler(SELECT)
-        count = None
-        if self.name == self.plan.count_party and self.plan.rho_count > 0:
-            count = discrete_laplace_count(
-                len(self._table),
-                self.plan.count_epsilon,
-                noise=noise,
-                ledger=self.ledger,
-                party=self.name,
-            )
-        return self._measure(SELECT, self.plan.all_pairs(), count, noise)
+        self._state.setdefault("done", set()).add(SELECT)
+        return release
 
     def measure(
         self, request: Request | Sequence[Marginal], blobs: Mapping[str, bytes] | None = None
@@ -265,31 +271,34 @@ class SecureParty:
         list means no bins), from the shares kept by :meth:`release` (or read by
         :meth:`load_state` in a new process), or recomputed from the peers' ``blobs`` after
         :meth:`open_deal` with the same deal."""
-        if "shares" not in self._state:
+        shares = self._state.get("shares")
+        if shares is None:
             if blobs is None or "cols" not in self._state:
                 raise ConfigError(
                     "measure(request) needs the shares: run release(blobs) first, or "
                     "load_state(path) with the state release saved, or open_deal(deal) and "
                     "pass the peers' blobs."
                 )
-            self._state["shares"] = self._shares(blobs)
+            shares = self._shares(blobs)
         if isinstance(request, Request):
             request = self.plan.check_request(request.marginals, request.bins)
         else:
             request = self.plan.check_request(list(request))
-        self._once(MEASURE)
-        return self._measure(MEASURE, request.marginals, None, self._sampler(MEASURE), request)
+        self._check_step(MEASURE)
+        noise = self._sampler(MEASURE, request)
+        with self.ledger.transaction():
+            release = self._measure(MEASURE, request.marginals, None, noise, request, shares)
+        self._state["shares"] = shares
+        self._state.setdefault("done", set()).add(MEASURE)
+        return release
 
     # ------------------------------------------------------------------ private state
     def _data_hash(self) -> str:
-        """SHA-256 of this party's records: their ID fingerprints and codes, in input order."""
-        codes = np.ascontiguousarray(self._table.codes)
-        return _sha256(
-            np.ascontiguousarray(self._fingerprints, "<u8").tobytes(),
-            str(codes.dtype).encode(),
-            str(codes.shape).encode(),
-            codes.tobytes(),
-        )
+        """SHA-256 of this party's records: their ID fingerprints and codes, in input order
+        (computed once)."""
+        if self._digest is None:
+            self._digest = table_digest(self._table, self._fingerprints)
+        return self._digest
 
     def _state_meta(self, binding: str) -> dict[str, Any]:
         return {
@@ -345,7 +354,7 @@ class SecureParty:
                     "with this data: pass the state that this party's `release` wrote in this "
                     "run."
                 )
-        if deal is not None and meta.get("deal") != _sha256(bytes(deal)):
+        if deal is not None and meta.get("deal") != sha256_parts(bytes(deal)):
             raise MessageError(
                 f"{path}: this secure state was made from another deal: pass the state that "
                 "`release` wrote with this deal."
@@ -373,10 +382,12 @@ class SecureParty:
 
     # ------------------------------------------------------------------ internals
     def _once(self, step: str) -> None:
-        done = self._state.setdefault("done", set())
-        if step in done:
+        self._check_step(step)
+        self._state.setdefault("done", set()).add(step)
+
+    def _check_step(self, step: str) -> None:
+        if step in self._state.get("done", ()):
             raise PrivacyBudgetError(f"party {self.name!r} already ran {step!r}; each runs once.")
-        done.add(step)
 
     def _shares(self, blobs: Mapping[str, bytes]) -> dict[str, np.ndarray]:
         plan, p, st = self.plan, self.index, self._state
@@ -419,11 +430,28 @@ class SecureParty:
             del theirs  # one peer's rows x k_q matrix in memory at a time
         return shares
 
-    def _sampler(self, step: str) -> NoiseSampler:
-        """The noise of one step (its own stream in a seeded run, so that the steps give the
-        same output in one process or in separate commands)."""
-        seed = None if self._seed is None else role_seed(self._seed, f"{self.name}/{step}")
-        return randomness(seed)[0]
+    def _label_key(self, what: str, *label: str) -> bytes:
+        """32 bytes from this party's local secret, bound to the run, the party, ``what``,
+        ``label``, its data and its deal: a re-run on the same inputs gets the same bytes."""
+        return derive_key(
+            self._local,
+            what,
+            self.config.config_hash(),
+            self.name,
+            *label,
+            self._data_hash(),
+            self._state.get("deal_hash", ""),
+        )
+
+    def _sampler(self, step: str, request: Request) -> NoiseSampler:
+        """The noise of one step. Unseeded: exact samplers on a keystream derived from this
+        party's local secret, the run, the step, the request and the inputs (data, deal), so
+        a re-run of the step on the same inputs draws the same noise and spends nothing new.
+        Seeded (experiments): its own stream per step, so that the steps give the same output
+        in one process or in separate commands."""
+        if self._seed is None:
+            return KeyedSampler(self._label_key("party-noise", step, request.digest()))
+        return randomness(role_seed(self._seed, f"{self.name}/{step}"))[0]
 
     def _measure(
         self,
@@ -432,8 +460,10 @@ class SecureParty:
         count: int | None,
         noise: NoiseSampler,
         request: Request | None = None,
+        shares: Mapping[str, np.ndarray] | None = None,
     ) -> SecureRelease:
         plan, p = self.plan, self.index
+        shares = self._state["shares"] if shares is None else shares
         request = request or Request(tuple(marginals))
         for r in plan.releases(release, marginals, request.bins):
             if r.mechanism == COUNT_MECHANISM:
@@ -464,7 +494,7 @@ class SecureParty:
                 pad_label(release, plan.names[a], plan.names[b]),
                 plan.widths[a] * plan.widths[b],
             ).reshape(plan.widths[a], plan.widths[b])
-            share = self._state["shares"][key]
+            share = shares[key]
             parts = []
             for m in blocks:
                 r0, r1, c0, c1 = plan.block(m)

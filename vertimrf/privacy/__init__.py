@@ -3,6 +3,7 @@
 from vertimrf.privacy.calibration import ACCOUNTING_MODES, sketch_epsilon
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.zcdp import (
+    DEFAULT_DELTA,
     epsilon_to_rho,
     gaussian_rho,
     gaussian_sigma,
@@ -11,6 +12,7 @@ from vertimrf.privacy.zcdp import (
 )
 
 __all__ = [
+    "DEFAULT_DELTA",
     "ACCOUNTING_MODES",
     "PrivacyLedger",
     "Release",

@@ -16,12 +16,20 @@ randomness and do not compose (``fm-privacy-gap.md``). A ledger holding such a r
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vertimrf.errors import PrivacyBudgetError, PrivacyError
-from vertimrf.privacy.zcdp import epsilon_to_rho, gaussian_rho, pure_to_rho, rho_to_epsilon
+from vertimrf.privacy.zcdp import (
+    epsilon_to_rho,
+    gaussian_rho,
+    pure_to_rho,
+    rho_to_epsilon,
+    round_up,
+)
 
 _SLACK = 1e-9
 # Mechanisms whose charges are bookkeeping only: their releases share randomness, so no
@@ -107,6 +115,17 @@ class PrivacyLedger:
                 "no total (epsilon, delta) to report."
             )
         return rho_to_epsilon(self.total_rho, delta)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[PrivacyLedger]:
+        """Charges made inside are kept only if the block completes: a step that fails
+        part-way leaves the ledger as it was (its outputs are never released)."""
+        mark = len(self._releases)
+        try:
+            yield self
+        except BaseException:
+            del self._releases[mark:]
+            raise
 
     def charge(self, release: Release) -> Release:
         """Record ``release``; refuse it if it would exceed the budget."""
@@ -201,11 +220,11 @@ class PrivacyLedger:
             if r.description:
                 detail = f"{r.description}; {detail}" if detail else r.description
             lines.append(
-                f"{r.party or '-':<{wp}} {r.mechanism:<{wm}} {r.count:>7} {r.rho:>11.4e} "
+                f"{r.party or '-':<{wp}} {r.mechanism:<{wm}} {r.count:>7} {round_up(r.rho):>11} "
                 f"{share:>6.1%}  {detail}"
             )
         lines.append("-" * len(header))
-        lines.append(f"total rho charged = {total:.6g}")
+        lines.append(f"total rho charged = {round_up(total)}")
         if not self.dp_guarantee:
             lines.append(
                 "NOT differentially private: the fm_sketch charges are the paper's claim, which "
@@ -213,17 +232,19 @@ class PrivacyLedger:
             )
         elif delta is not None:
             lines.append(
-                f"total (epsilon, delta) = ({rho_to_epsilon(total, delta):.6g}, {delta:.3g}) "
+                f"total (epsilon, delta) = ({round_up(rho_to_epsilon(total, delta))}, "
+                f"{round_up(delta, 2)}) "
                 "by the Canonne-Kamath-Steinke conversion (a true upper bound)"
             )
         if self.budget_rho is not None:
             budget = (
-                f"budget (epsilon, delta) = ({self.epsilon_budget}, {self.delta:.3g}); "
+                f"budget (epsilon, delta) = ({self.epsilon_budget:.4g}, "
+                f"{round_up(self.delta, 2)}); "
                 if self.epsilon_budget is not None
                 else "budget: "
             )
             lines.append(
-                f"{budget}rho budget = {self.budget_rho:.6g}; used {total / self.budget_rho:.2%}"
+                f"{budget}rho budget = {self.budget_rho:.4g}; used {total / self.budget_rho:.2%}"
             )
         return "\n".join(lines)
 

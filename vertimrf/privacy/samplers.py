@@ -78,7 +78,15 @@ import numpy as np
 
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 
-__all__ = ["NoiseSampler", "SecureSampler", "SeededSampler", "noise_sampler", "randomness"]
+__all__ = [
+    "KeyedSampler",
+    "NoiseSampler",
+    "SecureSampler",
+    "SeededSampler",
+    "derive_key",
+    "noise_sampler",
+    "randomness",
+]
 
 _MAX_NOISE_SCALE = 2.0**40
 _MAX_HIGH = 1 << 63
@@ -388,37 +396,20 @@ class SecureSampler(NoiseSampler):
 # ------------------------------------------------------------------------------ seeded
 
 
-class SeededSampler(NoiseSampler):
-    """Reproducible exact sampler for experiments and tests; never for real releases.
+class _ExactSampler(NoiseSampler):
+    """The exact algorithms of Canonne, Kamath and Steinke (2020) on this sampler's bits:
+    every random value comes from :meth:`_words` and :meth:`_below`."""
 
-    All randomness comes from ``np.random.default_rng(seed)`` or the given Generator (which is
-    then shared, not copied).
-    """
-
-    seeded = True
-
-    def __init__(self, seed: int | np.random.Generator) -> None:
-        if isinstance(seed, np.random.Generator):
-            self._rng = seed
-        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
-            if seed < 0:
-                raise ConfigError(f"seed must be a non-negative int; got {seed!r}.")
-            self._rng = np.random.default_rng(int(seed))
-        else:
-            raise ConfigError(
-                f"seed must be a non-negative int or a numpy Generator; got {seed!r}. "
-                "Use noise_sampler(None) for the secure sampler."
-            )
-
-    def _words(self, n: int) -> np.ndarray:
-        return self._rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
+    @abstractmethod
+    def _below(self, high: int, m: int, dtype: type) -> np.ndarray:
+        """m independent integers uniform on {0, ..., high-1} (1 <= high < 2**63)."""
 
     # -- exact building blocks, each vectorised over a batch ---------------------------------
 
     def _bern_ratio(self, num: np.ndarray, den: int) -> np.ndarray:
         """Bernoulli(num[i] / den) for 0 <= num[i] < den (num int64 or object array)."""
         if den < _INT64_LIMIT and num.dtype != object:
-            return self._rng.integers(0, den, size=len(num), dtype=np.int64) < num
+            return self._below(den, len(num), np.int64) < num
         nums = num.tolist()
         q = [(x << _DIGIT_BITS) // den for x in nums]  # first base-2**64 digit, < 2**64
         w = self._words(len(q))
@@ -481,7 +472,7 @@ class SeededSampler(NoiseSampler):
 
     def _laplace_candidates(self, t: int, s: int, m: int) -> np.ndarray:
         """CKS20 Algorithm 2 on m candidates (scale t/s); returns the accepted draws."""
-        u = self._rng.integers(0, t, size=m, dtype=np.int64)  # t < 2**53 (scale <= 2**40)
+        u = self._below(t, m, np.int64)  # t < 2**53 (scale <= 2**40)
         u = u[self._bern_exp_neg_frac(u, t)]
         v = self._geometric(len(u))
         if not len(u):
@@ -494,7 +485,7 @@ class SeededSampler(NoiseSampler):
             if int(np.max(y)) >= _INT64_LIMIT:
                 raise OverflowError("a discrete Laplace draw does not fit in int64.")
             y = y.astype(np.int64)
-        b = self._rng.integers(0, 2, size=len(y), dtype=np.int8).astype(bool)
+        b = self._below(2, len(y), np.int8).astype(bool)
         keep = ~(b & (y == 0))
         return np.where(b, -y, y)[keep]
 
@@ -525,8 +516,93 @@ class SeededSampler(NoiseSampler):
 
         return _collect(n, draw, rate=0.4)
 
+
+class SeededSampler(_ExactSampler):
+    """Reproducible exact sampler for experiments and tests; never for real releases.
+
+    All randomness comes from ``np.random.default_rng(seed)`` or the given Generator (which is
+    then shared, not copied).
+    """
+
+    seeded = True
+
+    def __init__(self, seed: int | np.random.Generator) -> None:
+        if isinstance(seed, np.random.Generator):
+            self._rng = seed
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+            if seed < 0:
+                raise ConfigError(f"seed must be a non-negative int; got {seed!r}.")
+            self._rng = np.random.default_rng(int(seed))
+        else:
+            raise ConfigError(
+                f"seed must be a non-negative int or a numpy Generator; got {seed!r}. "
+                "Use noise_sampler(None) for the secure sampler."
+            )
+
+    def _words(self, n: int) -> np.ndarray:
+        return self._rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
+
+    def _below(self, high: int, m: int, dtype: type) -> np.ndarray:
+        return self._rng.integers(0, high, size=m, dtype=dtype)
+
     def __repr__(self) -> str:
         return "SeededSampler(<Generator>)"
+
+
+# ------------------------------------------------------------------------------- keyed
+
+
+def derive_key(secret: bytes, *parts: bytes | str) -> bytes:
+    """32 bytes from ``secret`` and the labelled ``parts`` (HKDF-SHA256; each part is
+    length-prefixed, so no two lists of parts give the same input)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    if not isinstance(secret, bytes | bytearray) or len(secret) < 16:
+        raise ConfigError("a keyed sampler needs a secret of at least 16 bytes.")
+    info = b"".join(
+        len(b).to_bytes(8, "little") + b
+        for b in (p.encode("utf-8") if isinstance(p, str) else bytes(p) for p in parts)
+    )
+    hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"vertimrf/keyed-noise", info=info)
+    return hkdf.derive(bytes(secret))
+
+
+class KeyedSampler(_ExactSampler):
+    """Exact noise from an AES-256-CTR keystream under a key derived with :func:`derive_key`
+    from a secret only its holder knows and a label of everything the release depends on.
+
+    The same secret and label give the same draws, so a re-run of a step on the same inputs
+    writes the same bytes and releases nothing new; without the secret the keystream, and so
+    the noise, is unpredictable. Every draw uses the exact algorithms of the seeded sampler
+    (Canonne, Kamath and Steinke 2020) on this keystream.
+    """
+
+    seeded = False
+
+    def __init__(self, secret: bytes, *label: bytes | str) -> None:
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+        key = derive_key(secret, *label)
+        self._keystream = Cipher(algorithms.AES(key), modes.CTR(bytes(16))).encryptor()
+
+    def _words(self, n: int) -> np.ndarray:
+        if n == 0:
+            return np.zeros(0, dtype=np.uint64)
+        raw = self._keystream.update(bytes(8 * n))
+        return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
+
+    def _below(self, high: int, m: int, dtype: type) -> np.ndarray:
+        return self.integers(high, m).astype(dtype)
+
+    def generator(self) -> np.random.Generator:
+        """A numpy Generator seeded from this keystream (256 bits), for the non-DP
+        randomness of the same step (post-processing such as tie-breaking)."""
+        words = self._words(4)
+        return np.random.default_rng([int(w) for w in words])
+
+    def __repr__(self) -> str:
+        return "KeyedSampler(<derived key>)"
 
 
 def noise_sampler(seed: int | np.random.Generator | None) -> NoiseSampler:

@@ -17,6 +17,10 @@ from scipy.optimize import brentq, minimize_scalar
 
 from vertimrf.errors import PrivacyBudgetError
 
+# A public delta for examples, the demo and the benchmarks: fixed, never derived from the
+# data (delta = 1/n would put the record count into the public config).
+DEFAULT_DELTA = 1e-6
+
 
 def _check_delta(delta: float) -> None:
     if not (0.0 < delta < 1.0):
@@ -79,3 +83,16 @@ def gaussian_sigma(sensitivity: float, rho: float) -> float:
     if rho <= 0:
         raise PrivacyBudgetError(f"a Gaussian release needs rho > 0; got {rho!r}.")
     return sensitivity / math.sqrt(2.0 * rho)
+
+
+def round_up(x: float, digits: int = 4) -> str:
+    """``x`` rounded UP to ``digits`` significant digits, as text: a printed privacy loss
+    (epsilon, delta, rho) is then never below the true one and carries no more digits."""
+    if not math.isfinite(x) or x == 0:
+        return f"{x:g}"
+    exponent = math.floor(math.log10(abs(x))) - digits + 1
+    scale = 10.0**exponent
+    value = math.ceil(x / scale) * scale
+    if value < x:  # the float product rounded below x
+        value = math.nextafter(value, math.inf)
+    return f"{value:.{digits}g}"

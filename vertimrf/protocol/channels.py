@@ -187,6 +187,12 @@ class KeyPair:
         """The public half, to give to the server and the peers."""
         return PublicKey(self.name, self.public_bytes)
 
+    def local_secret(self) -> bytes:
+        """32 bytes only this key's holder can compute, for its own keyed noise
+        (:class:`vertimrf.privacy.samplers.KeyedSampler`); never sent, never the group
+        secret."""
+        return _hkdf(self.private_key.private_bytes_raw(), b"", b"vertimrf/local-secret")
+
     def save(self, path: str | os.PathLike) -> None:
         """Write the key pair as JSON to a new file of mode 0600 (atomically; never overwrites)."""
         data = {
@@ -222,16 +228,26 @@ def _exchange(private_key: X25519PrivateKey, peer: X25519PublicKey) -> bytes:
         ) from None
 
 
-def seal(recipient: PublicKey, plaintext: bytes, aad: bytes) -> bytes:
+def seal(
+    recipient: PublicKey, plaintext: bytes, aad: bytes, *, randomness: bytes | None = None
+) -> bytes:
     """Encrypt ``plaintext`` so that only ``recipient`` can open it, bound to ``aad``.
 
     Blob: version byte || ephemeral public key || nonce || AES-256-GCM ciphertext.
+    ``randomness`` (32 secret bytes that determine the plaintext, so that one value never
+    seals two plaintexts) makes the ephemeral key and the nonce, and so the blob,
+    reproducible; without it both are fresh from the OS CSPRNG.
     """
-    ephemeral = X25519PrivateKey.generate()
+    if randomness is None:
+        ephemeral = X25519PrivateKey.generate()
+        nonce = os.urandom(NONCE_BYTES)
+    else:
+        r = _check_key(randomness, "the sealing randomness")
+        ephemeral = X25519PrivateKey.from_private_bytes(_hkdf(r, b"", b"vertimrf/seal-ephemeral"))
+        nonce = _hkdf(r, b"", b"vertimrf/seal-nonce")[:NONCE_BYTES]
     ephemeral_public = ephemeral.public_key().public_bytes_raw()
     secret = _exchange(ephemeral, recipient._x25519())
     key = _hkdf(secret, ephemeral_public + recipient.raw, _SEAL_INFO)
-    nonce = os.urandom(NONCE_BYTES)
     ciphertext = AESGCM(key).encrypt(nonce, plaintext, _SEAL_AAD + aad)
     return bytes([SEAL_VERSION]) + ephemeral_public + nonce + ciphertext
 
@@ -294,13 +310,20 @@ def encrypt(key: bytes, plaintext: bytes, aad: bytes) -> bytes:
     return bytes(encrypt_buffer(key, plaintext, aad))
 
 
-def encrypt_buffer(key: bytes, plaintext: object, aad: bytes, prefix: bytes = b"") -> bytearray:
+def encrypt_buffer(
+    key: bytes, plaintext: object, aad: bytes, prefix: bytes = b"", *, nonce: bytes | None = None
+) -> bytearray:
     """``prefix`` || the blob of :func:`encrypt`, written into one new buffer: the plaintext
     (any contiguous buffer, e.g. a numpy array) is read in place and the ciphertext is not
-    copied again, so a multi-GB plaintext costs one output buffer."""
+    copied again, so a multi-GB plaintext costs one output buffer. ``nonce`` (12 bytes) must
+    be derived from everything that determines the plaintext, so that one nonce never
+    encrypts two plaintexts under one key; by default it is fresh from the OS CSPRNG."""
     subkey = _hkdf(_check_key(key, "an encryption key"), _BLOB_SALT, _BLOB_INFO)
     data = _buffer(plaintext, "the plaintext")
-    nonce = os.urandom(NONCE_BYTES)
+    if nonce is None:
+        nonce = os.urandom(NONCE_BYTES)
+    elif len(nonce) != NONCE_BYTES:
+        raise ChannelError(f"a nonce is {NONCE_BYTES} bytes; got {len(nonce)}.")
     head = len(prefix) + NONCE_BYTES
     out = bytearray(head + len(data) + TAG_BYTES)
     out[: len(prefix)] = prefix

@@ -14,11 +14,16 @@ from typing import Any
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
 from vertimrf.privacy.ledger import PrivacyLedger
-from vertimrf.privacy.zcdp import rho_to_epsilon
+from vertimrf.privacy.zcdp import rho_to_epsilon, round_up
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 
-SEEDED_NOTE = "seeded run: reproducible noise, not for release"
+SEEDED_NOTE = "seeded run: reproducible noise, not for release (a seed is for experiments only)"
+COLLUSION_NOTE = (
+    "the guarantee holds only if the server colludes with no party: the server deals every "
+    "mask, so the server together with any party recovers the tables masked for that party "
+    "exactly; under collusion there is no guarantee"
+)
 
 
 @dataclass(frozen=True)
@@ -128,14 +133,16 @@ class ProtocolReport:
         if self.dp_guarantee:
             lines = [
                 f"{run}: differentially private; budget (epsilon, delta) = "
-                f"({self.epsilon:g}, {self.delta:.3g}); spent epsilon = {self.total_epsilon:.6g}"
+                f"({self.epsilon:.4g}, {round_up(self.delta, 2)}); spent epsilon = "
+                f"{round_up(self.total_epsilon)}"
             ]
         else:
             b = self.fm_bound
             lines = [
                 f"{run}: NOT differentially private. The paper's FM sketches share each "
                 "record's hash value across its attributes' registers, so the claimed "
-                f"(epsilon, delta) = ({self.epsilon:g}, {self.delta:.3g}) does not hold.",
+                f"(epsilon, delta) = ({self.epsilon:.4g}, {round_up(self.delta, 2)}) does not "
+                "hold.",
                 f"Worst case at epsilon = {b.epsilon:g}: delta >= {b.delta_two:.2g} for a "
                 f"record that is the only holder of its values in 2 columns, >= "
                 f"{b.delta_all:.2g} in all {b.columns} (t = {b.t}, eps' = {b.eps_prime:.4g}, "
@@ -151,25 +158,20 @@ class ProtocolReport:
         return rho_to_epsilon(rho, self.delta) if self.dp_guarantee and rho > 0 else None
 
     def _viewer_lines(self) -> list[str]:
-        """The guarantee against each viewer (server, each party), then against the server
-        colluding with one party, which the threat model excludes."""
+        """The guarantee against each viewer (the server, each party) on its own; for the
+        secure method, that it holds only without collusion."""
         if not self.viewers:
             return [
                 "every viewer (the server and each party) faces every release's full noise, "
                 "so the total holds against each"
             ]
-        solo = {v: r for v, r in self.viewers.items() if "+" not in v}
-        pairs = {v: r for v, r in self.viewers.items() if "+" in v}
-        lines = [
+        return [
             "guarantee per viewer (the noise it does not know; epsilon at this delta): "
-            + "; ".join(f"{v} {self._viewer_epsilon(r):.4g}" for v, r in solo.items())
+            + "; ".join(
+                f"{v} {round_up(self._viewer_epsilon(r))}" for v, r in self.viewers.items()
+            ),
+            COLLUSION_NOTE,
         ]
-        if pairs:
-            lines.append(
-                "outside the threat model, the server colluding with one party: "
-                + "; ".join(f"{v} {self._viewer_epsilon(r):.4g}" for v, r in pairs.items())
-            )
-        return lines
 
     def __str__(self) -> str:
         lines = [

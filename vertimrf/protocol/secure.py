@@ -27,6 +27,8 @@ adding noise and pads.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +70,17 @@ class Request:
         """``m``'s bin maps as arrays (all ``None`` when it is measured at full domain)."""
         maps = self.bins.get(m, (None,) * len(m))
         return tuple(None if b is None else np.asarray(b, np.int64) for b in maps)
+
+    def digest(self) -> str:
+        """SHA-256 of the marginals and bin maps (canonical JSON)."""
+        data = {
+            "marginals": [[int(a) for a in m] for m in self.marginals],
+            "bins": sorted(
+                [[int(a) for a in m], [None if b is None else [int(x) for x in b] for b in maps]]
+                for m, maps in self.bins.items()
+            ),
+        }
+        return hashlib.sha256(json.dumps(data, separators=(",", ":")).encode()).hexdigest()
 
 
 AUTO_WIDTH_WORDS = 1 << 26  # "auto": max_rows x width words per party (512 MiB of uint64)
@@ -348,25 +361,25 @@ class SecurePlan:
         return out
 
     def viewers(self) -> tuple[str, ...]:
-        """Who sees messages: the server and each party (the threat model's viewers), then
-        the server colluding with one party (outside the threat model, reported apart)."""
-        return (SERVER, *self.names, *(f"{SERVER}+{n}" for n in self.names))
+        """Who sees messages: the server and each party, each on its own. There is no entry
+        for a coalition: the server deals every mask, so the server with any party that
+        receives a masked table recovers that table exactly (no guarantee at all)."""
+        return (SERVER, *self.names)
 
     def viewer_rho(self, releases: list[Release]) -> dict[str, float]:
         """The zCDP rho each of :meth:`viewers` faces over ``releases`` (the plan's ledger
         entries). A viewer subtracts the noise components it knows: its own. So a cross
         release of P and Q leaves two of its three components to the server, P and Q, all
-        three to any other party, and one to the server colluding with P or Q. Count and
-        within releases are charged in full to everyone (their one noise is the owner's)."""
+        three to any other party. Count and within releases are charged in full to everyone
+        (their one noise is the owner's)."""
         out = {}
         for viewer in self.viewers():
-            members = set(viewer.split("+"))
             total = []
             for r in releases:
                 if r.mechanism != CROSS_MECHANISM:
                     total.append(r.rho)
                     continue
-                known = len(members & {SERVER, *r.party.split("+")})
+                known = len({viewer} & {SERVER, *r.party.split("+")})
                 p = r.params
                 total.append(ddg_rho(p["component_sigma"], 3 - known, r.count, r.count, p["cells"]))
             out[viewer] = math.fsum(total)

@@ -18,6 +18,7 @@ Nothing here unpickles.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -75,12 +76,17 @@ class Deal:
     seeds_w: dict[str, bytes] = field(default_factory=dict)
     z: dict[str, np.ndarray] = field(default_factory=dict)
 
-    def seal(self, recipient: PublicKey, context: bytes) -> bytes:
-        """The deal encrypted to ``recipient`` for this run."""
+    def seal(
+        self, recipient: PublicKey, context: bytes, *, randomness: bytes | None = None
+    ) -> bytes:
+        """The deal encrypted to ``recipient`` for this run (``randomness``: see
+        :func:`vertimrf.protocol.channels.seal`)."""
         arrays = {"u": np.frombuffer(self.seed_u, np.uint8)}
         arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
         arrays.update({f"z/{k}": np.ascontiguousarray(v, np.uint64) for k, v in self.z.items()})
-        return seal(recipient, _pack(arrays), deal_aad(context, recipient.name))
+        return seal(
+            recipient, _pack(arrays), deal_aad(context, recipient.name), randomness=randomness
+        )
 
     @classmethod
     def open(cls, blob: bytes, keypair: KeyPair, context: bytes) -> Deal:
@@ -105,13 +111,21 @@ def feature_aad(context: bytes, sender: str, receiver: str, digest: bytes) -> by
 
 
 def seal_features(
-    key: bytes, features: np.ndarray, context: bytes, sender: str, receiver: str, digest: bytes
+    key: bytes,
+    features: np.ndarray,
+    context: bytes,
+    sender: str,
+    receiver: str,
+    digest: bytes,
+    *,
+    nonce: bytes | None = None,
 ) -> bytearray:
     """``sender``'s masked features X - U as a blob only ``receiver`` can open: the digest,
     then the ciphertext, written into one buffer straight from the array (no ``bytes`` copy
-    of a multi-GB matrix)."""
+    of a multi-GB matrix). ``nonce``: see :func:`vertimrf.protocol.channels.encrypt_buffer`."""
     body = np.ascontiguousarray(features, np.uint64)
-    return encrypt_buffer(key, body, feature_aad(context, sender, receiver, digest), digest)
+    aad = feature_aad(context, sender, receiver, digest)
+    return encrypt_buffer(key, body, aad, digest, nonce=nonce)
 
 
 def open_features(
@@ -157,6 +171,20 @@ class SecureRelease:
     within: dict[tuple[int, ...], np.ndarray]
     cross: dict[str, np.ndarray]
     count: int | None = None
+
+    def fingerprint(self) -> str:
+        """SHA-256 of everything the release holds (what the server's keyed noise of a step
+        depends on: the same releases give the same noise)."""
+        h = hashlib.sha256()
+        head = [self.party, self.release, self.config_hash, self.digest, self.count]
+        h.update(json.dumps(head).encode())
+        for m in sorted(self.within):
+            h.update(json.dumps(list(m)).encode())
+            h.update(np.ascontiguousarray(self.within[m], "<i8").tobytes())
+        for k in sorted(self.cross):
+            h.update(k.encode())
+            h.update(np.ascontiguousarray(self.cross[k], "<u8").tobytes())
+        return h.hexdigest()
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the release (public metadata, DP values and masked values) atomically."""

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from hashlib import sha256
 from itertools import combinations
 from typing import Any
 
@@ -40,8 +42,8 @@ from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import PrivacyLedger
-from vertimrf.privacy.samplers import NoiseSampler, randomness
-from vertimrf.protocol.channels import PublicKey, expand, new_seed
+from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, randomness
+from vertimrf.protocol.channels import KeyPair, PublicKey, expand
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.report import ProtocolReport
@@ -164,8 +166,16 @@ def record_total(count: float, epsilon: float, *releases: Tables) -> float:
 class SecureServer:
     """The untrusted server of a secure run: deals, relays, sums and synthesizes."""
 
-    def __init__(self, config: ProtocolConfig, *, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        config: ProtocolConfig,
+        *,
+        seed: int | None = None,
+        keypair: KeyPair | None = None,
+    ) -> None:
         self.config = config
+        # The server's own secret: its deal and its noise derive from it (see _randomness).
+        self._secret = os.urandom(32) if keypair is None else keypair.local_secret()
         self.plan = SecurePlan.from_config(config)
         self.options = PrivMRFOptions(
             max_clique_cells=config.secure_max_clique_cells,
@@ -183,8 +193,16 @@ class SecureServer:
         missing = sorted(set(plan.names) - set(public_keys))
         if missing:
             raise MessageError(f"the server needs the public keys of {missing} to deal.")
-        seeds_u = [new_seed() for _ in plan.names]
-        seeds_w = {pq: new_seed() for pq in plan.pairs()}
+        keys = sha256()
+        for name in plan.names:
+            keys.update(name.encode() + b"\0" + public_keys[name].raw)
+        label = (self.config.config_hash(), keys.hexdigest())
+
+        def derived(*what: str) -> bytes:
+            return derive_key(self._secret, "server-deal", *label, *what)
+
+        seeds_u = [derived("U", name) for name in plan.names]
+        seeds_w = {(p, q): derived("W", plan.names[p], plan.names[q]) for p, q in plan.pairs()}
         z = deal_matrices(plan, seeds_u, seeds_w)
         deals = {}
         for p, name in enumerate(plan.names):
@@ -193,7 +211,7 @@ class SecureServer:
                 {plan.names[q]: seeds_w[p, q] for (a, q) in plan.pairs() if a == p},
                 {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p},
             )
-            deals[name] = deal.seal(public_keys[name], ctx)
+            deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
         return deals
 
     @property
@@ -201,27 +219,54 @@ class SecureServer:
         """True for a seeded (reproducible, not for release) run."""
         return self.seed is not None
 
-    def _randomness(self, step: str) -> tuple[NoiseSampler, np.random.Generator]:
-        """The server's noise and generator of one step (its own stream in a seeded run)."""
-        return randomness(None if self.seed is None else role_seed(self.seed, f"{SERVER}/{step}"))
+    def _randomness(
+        self, step: str, releases: Sequence[SecureRelease]
+    ) -> tuple[NoiseSampler, np.random.Generator]:
+        """The server's noise and generator of one step. Unseeded: exact samplers on a
+        keystream derived from the server's secret, the run, the step and the releases it
+        sums, so a re-run on the same releases adds the same noise and spends nothing new.
+        Seeded (experiments): its own stream per step."""
+        if self.seed is not None:
+            return randomness(role_seed(self.seed, f"{SERVER}/{step}"))
+        digest = sha256("".join(sorted(r.fingerprint() for r in releases)).encode()).hexdigest()
+        noise = KeyedSampler(self._secret, "server-noise", self.config.config_hash(), step, digest)
+        return noise, noise.generator()
+
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        """A step that fails leaves the server, and its ledger, as they were."""
+        before = dict(self.__dict__)
+        try:
+            with self.ledger.transaction():
+                yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
 
     def select(self, releases: Sequence[SecureRelease]) -> Request:
         """Step 2: sum the first releases and choose the marginals to re-measure (and the
-        ones to measure on bins)."""
+        ones to measure on bins). Every input is checked before anything is charged; a
+        failed call changes nothing."""
         if self._first is not None:
             raise MessageError("this server already ran select; each run selects once.")
         marginals = self.plan.all_pairs()
-        for r in self.plan.releases(SELECT, marginals):
-            self.ledger.charge(r)
+        self._check_releases(SELECT, marginals, releases)
         count = [r.count for r in releases if r.party == self.plan.count_party]
-        if len(count) != 1 or count[0] is None:
-            raise MessageError(f"no noisy count from the count party {self.plan.count_party!r}.")
-        noise, rng = self._randomness(SELECT)
-        self._first = self._tables(SELECT, marginals, releases, noise)
-        self.n_hat = record_total(count[0], self.plan.count_epsilon, self._first)
-        chosen = self._choose(self._first, rng)
-        self._bins = self._binning(chosen)
-        self._request = Request(tuple(chosen), {m: c.maps for m, c in self._bins.items()})
+        if count[0] is None:
+            raise MessageError(
+                f"the first release of the count party {self.plan.count_party!r} holds no "
+                "noisy count."
+            )
+        noise, rng = self._randomness(SELECT, releases)
+        with self._atomic():
+            for r in self.plan.releases(SELECT, marginals):
+                self.ledger.charge(r)
+            self._first = self._tables(SELECT, marginals, releases, noise)
+            self.n_hat = record_total(count[0], self.plan.count_epsilon, self._first)
+            chosen = self._choose(self._first, rng)
+            self._bins = self._binning(chosen)
+            self._request = Request(tuple(chosen), {m: c.maps for m, c in self._bins.items()})
         return self._request
 
     def _binning(self, marginals: Sequence[Marginal]) -> dict[Marginal, BinChoice]:
@@ -250,10 +295,12 @@ class SecureServer:
         if self.plan.pipeline != "paper" or self._first is not None:
             raise MessageError("cross_tables is the paper pipeline's one step, run once.")
         marginals = self.plan.all_pairs()
-        for r in self.plan.releases(SELECT, marginals):
-            self.ledger.charge(r)
-        noise, _ = self._randomness(SELECT)
-        self._first = self._tables(SELECT, marginals, releases, noise)
+        self._check_releases(SELECT, marginals, releases)
+        noise, _ = self._randomness(SELECT, releases)
+        with self._atomic():
+            for r in self.plan.releases(SELECT, marginals):
+                self.ledger.charge(r)
+            self._first = self._tables(SELECT, marginals, releases, noise)
         sizes = self.plan.sizes
         return {m: v.reshape([sizes[a] for a in m]) for m, v in self._first.values.items()}
 
@@ -276,10 +323,15 @@ class SecureServer:
 
     @classmethod
     def load_state(
-        cls, config: ProtocolConfig, path: str | os.PathLike, *, seed: int | None = None
+        cls,
+        config: ProtocolConfig,
+        path: str | os.PathLike,
+        *,
+        seed: int | None = None,
+        keypair: KeyPair | None = None,
     ) -> SecureServer:
         """A server ready to :meth:`synthesize`, from :meth:`save_state`'s file."""
-        server = cls(config, seed=seed)
+        server = cls(config, seed=seed, keypair=keypair)
         plan = server.plan
         cells = max(plan.cells(m) for m in plan.all_pairs())
         meta, arrays = read_container(path, STATE_KIND, array_bytes=lambda name: 8 * cells)
@@ -317,10 +369,51 @@ class SecureServer:
         noise: NoiseSampler,
         bins: Mapping[Marginal, BinMaps] | None = None,
     ) -> Tables:
-        """The summed, noisy tables of one release (the binned ones at their bins' cells)."""
+        """The summed, noisy tables of one release (the binned ones at their bins' cells);
+        the releases were checked by :meth:`_check_releases`."""
         plan, bins = self.plan, bins or {}
         by_party = {r.party: r for r in releases}
-        if set(by_party) != set(plan.names) or len(releases) != len(plan.names):
+        sigma = plan.sigma(release, len(marginals))
+        values, scale = {}, {}
+        for m in marginals:
+            if plan.kind(m) == "within":
+                v = by_party[plan.names[plan.owner[m[0]]]].within[m]
+                values[m], scale[m] = v.astype(np.float64), sigma
+        s = sigma / math.sqrt(2.0)
+        for p, q in plan.pairs():
+            key = plan.pair_name(p, q)
+            blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (p, q)]
+            if not blocks:
+                continue
+            parts = [by_party[plan.names[i]].cross[key] for i in (p, q)]
+            summed = (parts[0] + parts[1]).view(np.int64)
+            noisy = summed + noise.discrete_gaussian(s, summed.shape)
+            start = 0
+            for m in blocks:
+                size = plan.cells(m, bins.get(m))
+                values[m] = noisy[start : start + size].astype(np.float64)
+                scale[m] = sigma * math.sqrt(1.5)
+                start += size
+        return Tables(values, scale)
+
+    def _check_releases(
+        self,
+        release: str,
+        marginals: Sequence[Marginal],
+        releases: Sequence[SecureRelease],
+        bins: Mapping[Marginal, BinMaps] | None = None,
+    ) -> None:
+        """MessageError unless ``releases`` are exactly one ``release`` message of this run
+        from each party, holding every marginal and share of ``marginals`` at its size."""
+        plan, bins = self.plan, bins or {}
+        seen: set[str] = set()
+        for r in releases:
+            if r.party in seen:
+                raise MessageError(
+                    f"two releases from party {r.party}: give each party's {release} release once."
+                )
+            seen.add(r.party)
+        if seen != set(plan.names):
             raise MessageError(
                 f"the {release} release needs one message from each of {list(plan.names)}; got "
                 f"{[r.party for r in releases]}."
@@ -333,15 +426,12 @@ class SecureServer:
                     f"{r.config_hash[:12]}, not the {release!r} release of this run "
                     f"({expected[:12]}): a replayed or foreign message."
                 )
-        sigma = plan.sigma(release, len(marginals))
-        values, scale = {}, {}
+        by_party = {r.party: r for r in releases}
         for m in marginals:
             if plan.kind(m) == "within":
                 v = by_party[plan.names[plan.owner[m[0]]]].within.get(m)
                 if v is None or v.shape != (plan.cells(m, bins.get(m)),):
                     raise MessageError(f"the {release} release lacks the marginal {m}.")
-                values[m], scale[m] = v.astype(np.float64), sigma
-        s = sigma / math.sqrt(2.0)
         for p, q in plan.pairs():
             key = plan.pair_name(p, q)
             blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (p, q)]
@@ -351,15 +441,6 @@ class SecureServer:
             parts = [by_party[plan.names[i]].cross.get(key) for i in (p, q)]
             if any(x is None or x.shape != (total,) for x in parts):
                 raise MessageError(f"the {release} release lacks the shares of {key}.")
-            summed = (parts[0] + parts[1]).view(np.int64)
-            noisy = summed + noise.discrete_gaussian(s, summed.shape)
-            start = 0
-            for m in blocks:
-                size = plan.cells(m, bins.get(m))
-                values[m] = noisy[start : start + size].astype(np.float64)
-                scale[m] = sigma * math.sqrt(1.5)
-                start += size
-        return Tables(values, scale)
 
     def model_caps(self) -> tuple[float, float]:
         """The graph search's (clique, total) cell caps: the total grows with the planned
@@ -459,15 +540,39 @@ class SecureServer:
         return parts + blocks
 
     def synthesize(
-        self, releases: Sequence[SecureRelease], rows: int | None = None
+        self,
+        releases: Sequence[SecureRelease],
+        rows: int | None = None,
+        *,
+        sample_seed: int | None = None,
     ) -> pd.DataFrame:
-        """Step 4: fit on every measurement and sample ``rows`` rows (default n_hat)."""
+        """Step 4: fit on every measurement and sample ``rows`` rows (default n_hat).
+
+        ``sample_seed`` seeds only the sampling of the synthetic rows (post-processing; it
+        does not touch the DP noise). By default the sampling uses the seeded run's stream,
+        or fresh OS entropy in an unseeded run."""
         if self._first is None or self._request is None:
             raise MessageError("run select(first releases) before synthesize(releases).")
         request = self._request
-        for r in self.plan.releases(MEASURE, request.marginals, request.bins):
-            self.ledger.charge(r)
-        noise, rng = self._randomness(MEASURE)
+        self._check_releases(MEASURE, request.marginals, releases, request.bins)
+        noise, rng = self._randomness(MEASURE, releases)
+        if sample_seed is not None:
+            rng = np.random.default_rng(sample_seed)
+        elif self.seed is None:
+            rng = np.random.default_rng()
+        with self._atomic():
+            for r in self.plan.releases(MEASURE, request.marginals, request.bins):
+                self.ledger.charge(r)
+            return self._fit_and_sample(releases, request, noise, rng, rows)
+
+    def _fit_and_sample(
+        self,
+        releases: Sequence[SecureRelease],
+        request: Request,
+        noise: NoiseSampler,
+        rng: np.random.Generator,
+        rows: int | None,
+    ) -> pd.DataFrame:
         second = self._tables(MEASURE, request.marginals, releases, noise, request.bins)
         cliques = [set(c) for c in self.tree.cliques]
         measurements = [

@@ -33,6 +33,7 @@ from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.estimation import Measurement, mirror_descent
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.report import ProtocolReport, fm_worst_case
@@ -81,10 +82,13 @@ class Server:
         progress: show progress bars.
     """
 
-    def __init__(self, config: ProtocolConfig, *, progress: bool = True) -> None:
+    def __init__(
+        self, config: ProtocolConfig, *, progress: bool = True, keypair: KeyPair | None = None
+    ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
         self.config = config
+        self.keypair = keypair  # the secure paper pipeline's noise derives from its secret
         self.progress = progress
         self.domain = config.spec.domain
 
@@ -207,10 +211,15 @@ class Server:
         bar.close()
         return chosen, iterations
 
-    def sample(self, model: MarkovRandomField, rows: int, seed: int | None) -> pd.DataFrame:
-        """``rows`` records from the model, decoded to the spec's values; ``seed`` is the run
-        seed (the server derives its own from it)."""
-        rng = np.random.default_rng(None if seed is None else role_seed(seed, SERVER))
+    def sample(
+        self, model: MarkovRandomField, rows: int, seed: int | None, sample_seed: int | None = None
+    ) -> pd.DataFrame:
+        """``rows`` records from the model, decoded to the spec's values; ``sample_seed``
+        seeds the sampling alone, else ``seed``, the run seed (the server derives its own
+        from it)."""
+        if sample_seed is None and seed is not None:
+            sample_seed = role_seed(seed, SERVER)
+        rng = np.random.default_rng(sample_seed)
         return TableEncoder(self.config.spec).decode(model.sample(rows, rng))
 
     # ------------------------------------------------------------------------ synthesize
@@ -221,15 +230,18 @@ class Server:
         seed: int | None = None,
         callback: PhaseCallback | None = None,
         secure_releases: Sequence[SecureRelease] | None = None,
+        *,
+        sample_seed: int | None = None,
     ) -> tuple[pd.DataFrame, ProtocolReport]:
         """Run receive, GraphCom, InitMRF, OptMRF and sampling; return (synthetic frame,
         report). ``callback(phase, seconds)`` is called after each phase. Method "secure"
         (the paper pipeline) takes its cross-party estimates from ``secure_releases``, the
         parties' secure-product releases, and the server adds its noise share to them.
 
-        ``seed`` is the run seed and fixes only the sampling (the server adds no noise). The
-        report's ``seeded`` flag says whether any party's noise came from a seed, which the
-        parties declare.
+        ``seed`` is the run seed (experiments): it fixes the sampling and, in the secure
+        paper pipeline, the server's noise share (else derived from ``keypair``'s secret and
+        the releases). ``sample_seed`` fixes the sampling alone. The report's ``seeded`` flag
+        says whether any noise came from a seed.
         """
         if n is not None and not (isinstance(n, int | np.integer) and n >= 0):
             raise ConfigError(f"n must be a non-negative integer; got {n!r}.")
@@ -258,7 +270,8 @@ class Server:
         lap("initmrf")
         chosen, iterations = self.optimise(received, joined, initial)
         lap("optmrf")
-        frame = self.sample(initial.model, round(received.n_hat) if n is None else int(n), seed)
+        rows = round(received.n_hat) if n is None else int(n)
+        frame = self.sample(initial.model, rows, seed, sample_seed)
         lap("sample")
         report = ProtocolReport(
             epsilon=cfg.epsilon,
@@ -292,7 +305,7 @@ class Server:
                 "method='secure' with secure_pipeline='paper' needs the parties' secure "
                 "releases (secure_releases=...)."
             )
-        secure = SecureServer(self.config, seed=seed)
+        secure = SecureServer(self.config, seed=seed, keypair=self.keypair)
         tables = secure.cross_tables(releases)
         received.ledger.extend(secure.ledger.releases)
         return secure, CrossEstimates(
