@@ -109,6 +109,25 @@ def test_a_local_model_that_spent_another_share_is_refused(run):
     _refused(cfg, [messages[0], sigma_halved], "privmrf.marginals")
 
 
+def test_local_real_queries_must_be_discrete_and_charged_for_their_scale(run):
+    # The local model's R-scores and error queries are released as round(s q) + discrete
+    # Gaussian noise: their declared sensitivity must be ceil(s Delta) for the declared s,
+    # and a float (continuous Gaussian) sampler is refused.
+    _, _, cfg, _, messages = run
+    m = messages[1]
+    (scores,) = [r for r in m.releases if r.mechanism == "privmrf.r_scores"]
+    scale = scores.params["scale"]
+    assert scores.params["sampler"] == "discrete_gaussian"
+    assert scores.params["sensitivity"] == 2 * scale
+    for forged in (
+        {"sampler": "gaussian"},
+        {"sensitivity": 2.0},  # the real query's, not the rounded one's
+        {"scale": 2 * scale},  # would need sensitivity 4 s
+        {"scale": 0},
+    ):
+        _refused(cfg, [messages[0], _forge_release(m, "privmrf.r_scores", **forged)], "r_scores")
+
+
 def test_encoded_arrays_are_checked_against_the_mechanism(run):
     _, _, cfg, _, messages = run
     m = messages[1]

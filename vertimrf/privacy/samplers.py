@@ -322,18 +322,6 @@ class NoiseSampler(ABC):
         bits = self._words(math.prod(shape)) >> np.uint64(11)
         return (bits.astype(np.float64) * 2.0**-53).reshape(shape)
 
-    def normal(self, loc: float, scale: float, size: Size) -> np.ndarray:
-        """Continuous Gaussian draws (Box-Muller on this sampler's bits), numpy's signature.
-
-        Only for real-valued statistics that never leave a fit (PrivMRF's R-scores and
-        error queries); released values use :meth:`discrete_gaussian`.
-        """
-        s = _noise_param("scale", scale)
-        shape = _shape(size)
-        u1, u2 = self.random(shape), self.random(shape)
-        radius = np.sqrt(-2.0 * np.log1p(-u1))
-        return loc + s * radius * np.cos(2.0 * np.pi * u2)
-
 
 # ------------------------------------------------------------------------------ secure
 

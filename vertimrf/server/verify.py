@@ -30,12 +30,14 @@ from vertimrf.protocol.message import PartyMessage
 from vertimrf.synth.privmrf import budget_split as privmrf_budget
 
 _REL = 1e-12
-# The local PrivMRF's Gaussian releases: (L2 sensitivity, required sampler or None).
+# The local PrivMRF's discrete Gaussian releases and their L2 sensitivity. A release with a
+# "scale" s (a real query released as round(s q) + noise) has sensitivity ceil(s Delta).
 LOCAL_MECHANISMS = {
-    "privmrf.r_scores": (privmrf_budget.R_SCORE_SENSITIVITY, "gaussian"),
-    "privmrf.marginals": (privmrf_budget.MARGINAL_SENSITIVITY, "discrete_gaussian"),
-    "privmrf.error_queries": (privmrf_budget.ERROR_QUERY_SENSITIVITY, "gaussian"),
+    "privmrf.r_scores": privmrf_budget.R_SCORE_SENSITIVITY,
+    "privmrf.marginals": privmrf_budget.MARGINAL_SENSITIVITY,
+    "privmrf.error_queries": privmrf_budget.ERROR_QUERY_SENSITIVITY,
 }
+LOCAL_SAMPLER = "discrete_gaussian"
 
 
 def _close(a: object, b: object) -> bool:
@@ -96,7 +98,10 @@ def _local_releases(config: ProtocolConfig, party: str, local: list[Release]) ->
         return []
     out = []
     for r in local:
-        sensitivity, sampler = LOCAL_MECHANISMS[r.mechanism]
+        scale = r.params.get("scale", 1)
+        if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+            raise _refuse(party, r.mechanism, f"declared scale {scale!r}, not a positive integer")
+        sensitivity = math.ceil(scale * LOCAL_MECHANISMS[r.mechanism])
         sigma = r.params.get("sigma")
         if not (
             isinstance(sigma, int | float)
@@ -106,13 +111,13 @@ def _local_releases(config: ProtocolConfig, party: str, local: list[Release]) ->
             and isinstance(r.count, int)
             and r.count >= 1
             and _close(r.params.get("sensitivity"), sensitivity)
-            and r.params.get("sampler") == sampler
+            and r.params.get("sampler") == LOCAL_SAMPLER
             and r.party == party
         ):
             raise _refuse(
                 party,
                 r.mechanism,
-                f"needs sensitivity {sensitivity}, sampler {sampler!r}, a positive sigma and "
+                f"needs sensitivity {sensitivity}, sampler {LOCAL_SAMPLER!r}, a positive sigma and "
                 f"count; declared {r.params} x {r.count}",
             )
         rho = r.count * gaussian_rho(sensitivity, sigma)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import networkx as nx
 
 from vertimrf.mrf.junction_tree import ModelSize
-from vertimrf.privacy.gdp import gdp_epsilon
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import rho_to_epsilon
 
@@ -26,10 +25,10 @@ class PrivMRFReport:
     """What a fit released and what it built.
 
     ``releases`` are this fit's ledger entries; ``rho`` their total. ``epsilon_zcdp`` is the
-    (epsilon, delta) bound of that rho by the zCDP conversion. ``epsilon_gdp`` is the exact
-    bound for a composition of continuous Gaussian mechanisms (mu-GDP with mu^2 = 2 rho); it
-    is given only when every release used continuous Gaussian noise (paper accounting), and
-    is None otherwise, since the discrete Gaussian's guarantee is stated in zCDP.
+    (epsilon, delta) bound of that rho by the zCDP conversion: every release is a discrete
+    Gaussian, whose guarantee is stated in zCDP. With ``gdp_accounting`` the fit spends the
+    reference's GDP budget, whose exact Gaussian curve holds for continuous noise only, so
+    ``epsilon_zcdp`` then exceeds the requested epsilon.
     ``seeded`` marks a run whose noise came from a seed: reproducible, not for release.
     """
 
@@ -40,7 +39,6 @@ class PrivMRFReport:
     releases: tuple[Release, ...]
     rho: float
     epsilon_zcdp: float
-    epsilon_gdp: float | None
     model_size: ModelSize
     cliques: tuple[tuple[int, ...], ...]
     n_measurements: int
@@ -69,7 +67,6 @@ class PrivMRFReport:
     ) -> PrivMRFReport:
         """Report with the totals computed from ``releases``."""
         rho = sum(r.rho for r in releases)
-        continuous = all(r.params.get("sampler") == "gaussian" for r in releases)
         return cls(
             epsilon=epsilon,
             delta=delta,
@@ -78,7 +75,6 @@ class PrivMRFReport:
             releases=releases,
             rho=rho,
             epsilon_zcdp=rho_to_epsilon(rho, delta),
-            epsilon_gdp=gdp_epsilon((2.0 * rho) ** 0.5, delta) if continuous else None,
             model_size=model_size,
             cliques=cliques,
             n_measurements=n_measurements,
@@ -103,11 +99,8 @@ class PrivMRFReport:
                 f"{r.mechanism:<24} {r.count:>7} {sens:>12.4g} {sigma:>11.4g} {r.rho:>11.4e}"
             )
         total = f"total (epsilon, delta) = ({self.epsilon_zcdp:.6g}, {self.delta:.3g}) by zCDP"
-        if self.epsilon_gdp is not None:
-            total += (
-                f"; ({self.epsilon_gdp:.6g}, {self.delta:.3g}) by the exact Gaussian (GDP) curve "
-                "(continuous Gaussian noise, as in the reference)"
-            )
+        if self.gdp_accounting:
+            total += " (the reference's GDP curve needs continuous noise; this fit's is discrete)"
         if self.seeded:
             lines.append("seeded run: reproducible noise, not for release")
         lines += [

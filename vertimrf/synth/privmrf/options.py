@@ -47,7 +47,8 @@ class PrivMRFOptions:
         convergence_ratio: stop a fit when the loss is below this times the noise's
             expected loss; ``final_convergence_ratio`` in the last round.
         gdp_accounting: spend the reference's GDP budget x(epsilon, delta) / 2 instead of
-            the zCDP conversion (see ``budget.py``).
+            the zCDP conversion (the reference's noise levels; its guarantee is the zCDP
+            one, a larger epsilon, see ``budget_split.py``).
         progress: print short progress lines (no data values) to stderr.
     """
 

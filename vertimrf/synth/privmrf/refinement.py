@@ -6,6 +6,12 @@ cliques that generate it of |C|^2 / (number of candidates from C). Each round qu
 model's L1 error on a weighted sample of candidates with Gaussian noise (sensitivity 1 per
 query: one record changes one cell of the true histogram by one) and measures the ones with
 the largest noisy error.
+
+The errors are released on the 1/s grid of a public scale s, a power of two
+(:mod:`vertimrf.privacy.mechanisms`): round(s ||m - h||_1) is computed exactly from the
+float model marginal m (public: fitted to released measurements) and the integer histogram h,
+and gets discrete Gaussian noise of parameter s sigma. Its sensitivity is ceil(s) = s, so the
+charge s^2 / (2 (s sigma)^2) is the continuous one, 1 / (2 sigma^2).
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from vertimrf.errors import ConfigError
-from vertimrf.privacy.samplers import NoiseSampler
+from vertimrf.synth.privmrf.budget_split import ERROR_QUERY_SENSITIVITY
+from vertimrf.synth.privmrf.noise import FitNoise
 
 
 @dataclass
@@ -78,16 +86,54 @@ def query_set(
     return [items[k] for k in chosen]
 
 
+def rounded_l1_error(model: np.ndarray, truth: np.ndarray, scale: int) -> int:
+    """round(scale * ||model - truth||_1) (half up), exactly, for a float ``model``, an
+    integer-valued ``truth`` and a power-of-two ``scale``.
+
+    With a = scale * model (exact) split as A + f (A = floor(a), f in [0, 1)) and
+    b = scale * truth, each |a - b| is |A - b| + f or |A - b| - f, so the total is an exact
+    integer I plus F = sum(+-f). math.fsum rounds F correctly, so unless it lands on a
+    half-integer (then F is summed in rationals) it rounds like F itself.
+    """
+    s = int(scale)
+    if s < 1 or s & (s - 1):
+        raise ConfigError(f"scale must be a power of two >= 1; got {scale!r}.")
+    a = np.asarray(model, dtype=np.float64).ravel() * s
+    whole = np.floor(a)
+    frac = a - whole
+    big = whole.astype(np.int64)
+    b = np.rint(np.asarray(truth, dtype=np.float64).ravel()).astype(np.int64) * s
+    above = big >= b
+    exact_int = int(np.abs(big - b).sum())
+    signed = np.where(above, frac, -frac).tolist()
+    total = math.fsum(signed)
+    k = math.floor(total)
+    rest = total - k  # exact: k is the integer part of a double
+    if rest == 0.5:
+        return exact_int + math.floor(sum(map(Fraction, signed), Fraction(1, 2)))
+    return exact_int + k + (1 if rest > 0.5 else 0)
+
+
 def noisy_l1_errors(
     queries: Sequence[tuple[int, ...]],
     model_marginal: Callable[[tuple[int, ...]], np.ndarray],
     true_histogram: Callable[[tuple[int, ...]], np.ndarray],
     sigma: float,
-    rng: np.random.Generator | NoiseSampler,
+    noise: FitNoise,
+    what: str = "L1 errors",
 ) -> np.ndarray:
-    """||model - truth||_1 + N(0, sigma^2) for every query (count units)."""
-    exact = np.array([float(np.abs(model_marginal(q) - true_histogram(q)).sum()) for q in queries])
-    return exact + rng.normal(0.0, sigma, size=len(queries))
+    """||model - truth||_1 of every query released with noise std ``sigma`` on the 1/s grid
+    (count units), charged to ``noise``'s ledger as ``privmrf.error_queries``."""
+    return noise.real(
+        "privmrf.error_queries",
+        lambda scale: np.array(
+            [rounded_l1_error(model_marginal(q), true_histogram(q), scale) for q in queries],
+            dtype=np.int64,
+        ),
+        ERROR_QUERY_SENSITIVITY,
+        sigma,
+        what,
+    )
 
 
 def select_and_update(

@@ -6,16 +6,16 @@ size caps and triangulation; 4. the initial marginal set (an inner Bayes net per
 6. refinement rounds: noisy L1 error queries pick more marginals to measure, then
 re-estimation; 7. sampling n_hat rows. Every release is charged to a zCDP ledger.
 
-Noise. The record count and the marginal measurements are integer counts and get exact
-discrete Gaussian noise (Canonne, Kamath and Steinke 2020; the same zCDP charge
-Delta^2 / (2 sigma^2)) from a :class:`~vertimrf.privacy.samplers.NoiseSampler`, which is
-cryptographically secure unless a seed is given. Measured on Adult (eps 1.6, about 10^4
-measured cells) this costs about 0.2 s with OpenDP's sampler against a 20 s fit, well under
-the 25% this project allows. The R-scores and the L1 error queries are real-valued
-statistics that never leave the fit (only the graph and the choice of marginals they steer
-do), so they keep continuous Gaussian noise, drawn from the same sampler's bits.
-``gdp_accounting=True`` reproduces the reference: continuous Gaussian noise everywhere, so
-that its exact Gaussian (GDP) curve applies to the whole fit.
+Noise. Every release gets exact discrete Gaussian noise (Canonne, Kamath and Steinke 2020;
+the zCDP charge Delta^2 / (2 sigma^2)) from a :class:`~vertimrf.privacy.samplers.NoiseSampler`,
+which is cryptographically secure unless a seed is given. The record count and the marginal
+measurements are integer counts; the real-valued R-scores and L1 error queries are rounded
+exactly to the 1/s grid of a public power-of-two scale s with s sigma >= 2**10 and noised
+there, at the same charge (:mod:`vertimrf.privacy.mechanisms`). Measured on Adult (eps 1.6,
+about 10^4 measured cells) the exact sampling costs about 0.2 s with OpenDP's sampler
+against a 20 s fit, well under the 25% this project allows. ``gdp_accounting=True`` spends
+the reference's budget, so its noise levels are the reference's; the reference's exact
+Gaussian (GDP) curve holds for continuous noise only, so its guarantee is the zCDP one.
 """
 
 from __future__ import annotations
@@ -45,10 +45,11 @@ from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult, greedy_graph_search
 from vertimrf.synth.privmrf.histograms import CliqueTables
 from vertimrf.synth.privmrf.initial_set import initial_marginals
+from vertimrf.synth.privmrf.noise import FitNoise
 from vertimrf.synth.privmrf.options import PrivMRFOptions
 from vertimrf.synth.privmrf.refinement import CandidatePool, candidate_pool
 from vertimrf.synth.privmrf.scores import noisy_tvd_scores
-from vertimrf.synth.privmrf.source import FitNoise, GaussianSource, Marginal
+from vertimrf.synth.privmrf.source import GaussianSource, Marginal
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells, refinement_max_cells
 from vertimrf.synth.refine import refine, round_sizes
 
@@ -130,7 +131,7 @@ class PrivMRF:
         if codes.shape[0] == 0:
             raise DomainError("PrivMRF.fit needs at least one row.")
         opts, domain = self.options, codec.domain
-        noise = FitNoise(self._ledger(), self._noise, self.party, not opts.gdp_accounting)
+        noise = FitNoise(self._ledger(), self._noise, self.party)
         shares = self._shares(len(domain))
         self._say(
             f"fit: d={len(domain)}, model caps {opts.max_clique_cells:g} / "
@@ -186,9 +187,7 @@ class PrivMRF:
         if self.noisy_count is not None:
             return float(self.noisy_count)
         sigma_n = bud.sigma_for_share(shares.count, 1, bud.COUNT_SENSITIVITY)
-        noise.charge(
-            "privmrf.count", bud.COUNT_SENSITIVITY, sigma_n, 1, "noisy record count", noise.discrete
-        )
+        noise.charge("privmrf.count", bud.COUNT_SENSITIVITY, sigma_n, 1, "noisy record count")
         return max(1.0, float(noise.gaussian(np.array([codes.shape[0]]), sigma_n)[0]))
 
     def _scores(
@@ -199,16 +198,13 @@ class PrivMRF:
         n_hat: float,
         noise: FitNoise,
     ) -> np.ndarray:
-        """2. Noisy pairwise R-scores (all pairs, one Gaussian release each)."""
+        """2. Noisy pairwise R-scores (all pairs, one discrete Gaussian release each)."""
         d = len(sizes)
         n_pairs = d * (d - 1) // 2
         if not n_pairs:
             return np.zeros((d, d))
         sigma_r = bud.sigma_for_share(shares.scores, n_pairs, bud.R_SCORE_SENSITIVITY)
-        noise.charge(
-            "privmrf.r_scores", bud.R_SCORE_SENSITIVITY, sigma_r, n_pairs, "pair R-scores", False
-        )
-        return noisy_tvd_scores(codes, sizes, sigma_r, n_hat, noise.sampler)
+        return noisy_tvd_scores(codes, sizes, sigma_r, n_hat, noise)
 
     def _structure(self, tvd: np.ndarray, domain: Domain) -> tuple[GraphSearchResult, JunctionTree]:
         """3. Graph search under the size caps and the junction tree."""

@@ -1,0 +1,80 @@
+"""The noise of one PrivMRF fit: every release is charged to the ledger before it is drawn.
+
+Integer counts (the record count, marginal histograms) get exact discrete Gaussian noise.
+Real-valued queries (the R-scores, the L1 error queries) are released on the 1/s grid of a
+public scale s (:func:`vertimrf.privacy.mechanisms.quantum_scale`): the caller computes
+round(s q) exactly and :func:`~vertimrf.privacy.mechanisms.scaled_discrete_gaussian` adds
+discrete Gaussian noise of parameter s sigma, charged for the rounded query's sensitivity
+ceil(s Delta). No release uses floating-point noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vertimrf.privacy.ledger import PrivacyLedger, Release
+from vertimrf.privacy.mechanisms import quantum_scale, scaled_discrete_gaussian
+from vertimrf.privacy.samplers import NoiseSampler
+
+
+@dataclass
+class FitNoise:
+    """The ledger, the sampler and the releases of one fit."""
+
+    ledger: PrivacyLedger
+    sampler: NoiseSampler
+    party: str | None
+    charged: list[Release] = field(default_factory=list)
+
+    def charge(
+        self, mechanism: str, sensitivity: float, sigma: float, count: int, what: str
+    ) -> None:
+        """Charge ``count`` discrete Gaussian releases of integer counts."""
+        self.charged.append(
+            self.ledger.charge_gaussian(
+                mechanism,
+                sensitivity,
+                sigma,
+                count=count,
+                party=self.party,
+                description=what,
+                sampler="discrete_gaussian",
+            )
+        )
+
+    def gaussian(self, counts: np.ndarray, sigma: float) -> np.ndarray:
+        """Integer counts plus exact discrete Gaussian noise (charge them first)."""
+        exact = np.rint(counts).astype(np.int64)
+        return (exact + self.sampler.discrete_gaussian(sigma, exact.shape)).astype(np.float64)
+
+    def real(
+        self,
+        mechanism: str,
+        rounded: Callable[[int], np.ndarray],
+        sensitivity: float,
+        sigma: float,
+        what: str,
+    ) -> np.ndarray:
+        """Real queries of ``sensitivity`` each, released with std ``sigma`` on the 1/s grid.
+
+        ``rounded(s)`` returns the exact integers round(s q_i) for the public scale
+        s = quantum_scale(sigma); they are charged, then noised. Returns the released values
+        k_i / s (exact in float64 while |k_i| < 2**53).
+        """
+        scale = quantum_scale(sigma)
+        noisy, release = scaled_discrete_gaussian(
+            rounded(scale),
+            scale=scale,
+            sensitivity=sensitivity,
+            sigma=sigma,
+            noise=self.sampler,
+            ledger=self.ledger,
+            mechanism=mechanism,
+            party=self.party,
+            description=what,
+        )
+        self.charged.append(release)
+        return noisy.astype(np.float64) / scale
