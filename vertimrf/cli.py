@@ -195,6 +195,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
         "t": None if args.t is None else _parse_t(args.t),
         "count_party": args.count_party,
         "max_rows": args.max_rows,
+        "max_memory_gb": args.max_memory_gb,
         "allow_non_dp": args.allow_non_dp or None,
         "secure_feature_width": args.feature_width,
         "secure_binning": args.binning,
@@ -237,6 +238,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
         f"wrote the protocol config to {args.out} (hash {cfg.config_hash()[:16]}, method "
         f"{cfg.method}, {size}, fresh run nonce){label}"
     )
+    print(cfg.plan().describe())
     return 0
 
 
@@ -1222,6 +1224,13 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
         help="secure: 'select' (the default: one budget, the server's selection over the whole "
         "table) or 'paper' (the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure "
         "estimates of the binned cross-party pairs; its parties run `party local` first)",
+    )
+    config.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=None,
+        help="the memory any one role may need (GB; default 16): a config whose estimated "
+        "peak is larger is refused",
     )
     config.add_argument("--count-party", default=None, help="party releasing the noisy count")
     config.add_argument("--out", required=True, help="config JSON to write")

@@ -39,10 +39,14 @@ class ProtocolBudget:
     binning_epsilon: float
 
     @classmethod
-    def from_config(cls, config: ProtocolConfig, t: int | None = None) -> ProtocolBudget:
-        """Split the config's budget; ``t`` overrides ``config.t`` (to compare candidates)."""
+    def from_config(
+        cls, config: ProtocolConfig, t: int | None = None, *, epsilon: float | None = None
+    ) -> ProtocolBudget:
+        """Split the config's budget; ``t`` and ``epsilon`` override the config's (to
+        compare candidates)."""
         t = config.t if t is None else t
-        rho = epsilon_to_rho(config.epsilon, config.delta)
+        epsilon = config.epsilon if epsilon is None else epsilon
+        rho = epsilon_to_rho(epsilon, config.delta)
         s = config.shares
         d = len(config.spec)
         n_binned = len(config.binned_columns())
@@ -55,7 +59,7 @@ class ProtocolBudget:
         if config.accounting == "theorem2":
             # The paper's Theorem 2 on an (epsilon, delta) share of the same fraction.
             eps_prime = sketch_epsilon(
-                t, d, epsilon=locenc * config.epsilon, delta=config.delta, accounting="theorem2"
+                t, d, epsilon=locenc * epsilon, delta=config.delta, accounting="theorem2"
             )
         else:
             eps_prime = sketch_epsilon(t, d, rho=rho_enc)
@@ -85,16 +89,19 @@ def _pure(mechanism: str, epsilon: float, count: int, party: str, what: str, **p
     return Release(mechanism, what, count * pure_to_rho(epsilon), count, party, params)
 
 
-def expected_releases(config: ProtocolConfig, party: str) -> list[Release]:
+def expected_releases(
+    config: ProtocolConfig, party: str, *, epsilon: float | None = None
+) -> list[Release]:
     """Every release ``party`` makes outside its local PrivMRF, with config-derived parameters.
 
     For method="secure" (the paper pipeline) the cross-party release is the secure
     product's, charged by :meth:`vertimrf.protocol.secure.SecurePlan.releases`, not here.
 
     The local PrivMRF's releases are data-dependent in number; their total is
-    ``ProtocolBudget.rho_locmrf_party`` (see :func:`party_rho`).
+    ``ProtocolBudget.rho_locmrf_party`` (see :func:`party_rho`). ``epsilon`` overrides the
+    config's (to cost a variant).
     """
-    budget = ProtocolBudget.from_config(config)
+    budget = ProtocolBudget.from_config(config, epsilon=epsilon)
     columns = config.party(party).columns
     out = []
     if party == config.count_party:

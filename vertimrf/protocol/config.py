@@ -20,17 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, PrivacyError, VertimrfError
 from vertimrf.io import atomic_write_text, read_json
 from vertimrf.privacy.calibration import ACCOUNTING_MODES
 from vertimrf.protocol.seeds import SERVER
+
+if TYPE_CHECKING:
+    from vertimrf.protocol.plan import RunPlan
 
 _PARTY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -192,6 +196,9 @@ class ProtocolConfig:
             xxh64 hash); without it such a config raises PrivacyError.
         max_rows: a public upper bound on the number of records (never the true count);
             ``t="auto"`` needs it.
+        max_memory_gb: the memory (GB, 10^9 bytes) any one role may need; a config whose
+            estimated peak (:meth:`plan`) is larger is refused. None: 16 GB. Written to
+            the config file only when set, so that configs without it keep their hash.
         run_nonce: fresh random hex per config (made when empty); binds keys to the run.
     """
 
@@ -231,6 +238,7 @@ class ProtocolConfig:
     secure_binning: str = DEFAULTS["secure_binning"]
     allow_non_dp: bool = False
     max_rows: int | None = None
+    max_memory_gb: float | None = None
     run_nonce: str = ""
 
     @classmethod
@@ -279,9 +287,14 @@ class ProtocolConfig:
         return cfg
 
     def __post_init__(self) -> None:
-        if not (self.epsilon > 0) or not (0 < self.delta < 1):
+        numbers = all(
+            isinstance(x, int | float) and not isinstance(x, bool)
+            for x in (self.epsilon, self.delta)
+        )
+        if not numbers or not (0 < self.epsilon < math.inf) or not (0 < self.delta < 1):
             raise ConfigError(
-                f"need epsilon > 0 and 0 < delta < 1; got {self.epsilon}, {self.delta}."
+                f"need a finite epsilon > 0 and 0 < delta < 1; got {self.epsilon!r}, "
+                f"{self.delta!r}."
             )
         if len(self.parties) < 2:
             raise ConfigError("the vertical protocol needs at least two parties.")
@@ -314,6 +327,10 @@ class ProtocolConfig:
         self._check_numbers()
         self._check_shares()
         self._check_privacy()
+        self._check_finite()
+        from vertimrf.protocol.plan import check_plan
+
+        check_plan(self)
 
     def _check_choices(self) -> None:
         for value, allowed, what in (
@@ -377,6 +394,15 @@ class ProtocolConfig:
             f"cross_edge_fraction must be in [0, 1]; got {self.cross_edge_fraction!r}.",
         )
         _require(self.bins >= 2, f"bins must be >= 2; got {self.bins}.")
+        _require(
+            self.max_memory_gb is None
+            or (
+                isinstance(self.max_memory_gb, int | float)
+                and not isinstance(self.max_memory_gb, bool)
+                and 0 < self.max_memory_gb < math.inf
+            ),
+            f"max_memory_gb must be None or a positive number; got {self.max_memory_gb!r}.",
+        )
 
     def _check_shares(self) -> None:
         need = {"locmrf", "locenc", "count", "binning"}
@@ -384,7 +410,7 @@ class ProtocolConfig:
             raise ConfigError(
                 f"shares must name exactly {sorted(need)}; got {sorted(self.shares)}."
             )
-        if any(v < 0 for v in self.shares.values()) or sum(self.shares.values()) > 1 + 1e-12:
+        if any(not (v >= 0) for v in self.shares.values()) or sum(self.shares.values()) > 1 + 1e-12:
             raise ConfigError(f"shares must be >= 0 and sum to at most 1; got {self.shares}.")
         if self.shares["count"] <= 0 or self.shares["locenc"] <= 0:
             raise ConfigError("the count and locenc shares must be positive.")
@@ -442,6 +468,22 @@ class ProtocolConfig:
                 "allow_non_dp=True to accept a run that is NOT differentially private."
             )
 
+    def _check_finite(self) -> None:
+        """Every number of the config is finite (its file is standard JSON)."""
+        for name, value in self.to_dict().items():
+            inner = value.items() if isinstance(value, dict) else [("", value)]
+            for key, v in inner:
+                if isinstance(v, float) and not math.isfinite(v):
+                    where = f"{name}[{key!r}]" if key else name
+                    raise ConfigError(f"{where} must be a finite number; got {v!r}.")
+
+    def plan(self) -> RunPlan:
+        """What this config's run costs: every release, the worst-case ledger total, and each
+        role's bytes and estimated peak memory (:mod:`vertimrf.protocol.plan`)."""
+        from vertimrf.protocol.plan import run_plan
+
+        return run_plan(self)
+
     @property
     def dp_guarantee(self) -> bool:
         """True when every mechanism of this config is differentially private (the hash is
@@ -475,6 +517,8 @@ class ProtocolConfig:
         d["spec"] = self.spec.to_dict()
         d["parties"] = [{"name": p.name, "columns": list(p.columns)} for p in self.parties]
         d["binned"] = None if self.binned is None else list(self.binned)
+        if self.max_memory_gb is None:
+            del d["max_memory_gb"]
         return d
 
     @classmethod

@@ -88,10 +88,11 @@ AUTO_WIDTH_WORDS = 1 << 26  # "auto": max_rows x width words per party (512 MiB 
 MAX_AUTO_WIDTH = 576
 
 
-def feature_width(config: ProtocolConfig) -> int:
+def feature_width(config: ProtocolConfig, sizes: Sequence[int] | None = None) -> int:
     """The cap on each party's one-hot width: ``config.secure_feature_width`` when it is an
     integer; for "auto", min(576, floor(2^26 / max_rows) rounded down to a power of two),
     but never below the widest single attribute's domain (a party's singles always fit).
+    ``sizes`` replaces the domain's sizes (to cost a binned domain).
 
     A party's time, memory and bytes sent are linear in max_rows x k_p (and its products in
     k_p x k_q), so "auto" bounds them at any size: 576 up to max_rows 65,536 (Adult, NLTCS),
@@ -103,7 +104,8 @@ def feature_width(config: ProtocolConfig) -> int:
     rows = max(1, int(config.max_rows or 1))
     cap = AUTO_WIDTH_WORDS // rows
     cap = min(MAX_AUTO_WIDTH, 1 << (cap.bit_length() - 1) if cap >= 1 else 0)
-    return max(cap, max((int(s) for s in config.spec.domain.sizes), default=1))
+    sizes = config.spec.domain.sizes if sizes is None else sizes
+    return max(cap, max((int(s) for s in sizes), default=1))
 
 
 def feature_groups(
@@ -149,8 +151,15 @@ class SecurePlan:
     pipeline: str = "select"
 
     @classmethod
-    def from_config(cls, config: ProtocolConfig) -> SecurePlan:
-        """The plan of ``config`` (which must use method="secure" and give max_rows)."""
+    def from_config(
+        cls,
+        config: ProtocolConfig,
+        *,
+        epsilon: float | None = None,
+        sizes: Sequence[int] | None = None,
+    ) -> SecurePlan:
+        """The plan of ``config`` (which must use method="secure" and give max_rows);
+        ``epsilon`` and ``sizes`` (the domain's) replace the config's, to cost variants."""
         if config.method != "secure":
             raise ConfigError(f"a secure plan needs method='secure'; got {config.method!r}.")
         if config.max_rows is None:
@@ -163,24 +172,23 @@ class SecurePlan:
         index = {c: i for i, c in enumerate(names)}
         paper = config.secure_pipeline == "paper"
         binned = set(config.binned_columns()) if paper else set()
+        domain = config.spec.domain.sizes if sizes is None else sizes
         sizes = tuple(
             min(int(u), config.bins) if c in binned else int(u)
-            for c, u in zip(names, config.spec.domain.sizes, strict=True)
+            for c, u in zip(names, domain, strict=True)
         )
+        width = feature_width(config, domain)
         attrs, groups, offsets, widths = [], [], [], []
         for p in config.parties:
             own = tuple(sorted(index[c] for c in p.columns))
-            grp = (
-                tuple((a,) for a in own)
-                if paper
-                else feature_groups(own, sizes, feature_width(config))
-            )
+            grp = tuple((a,) for a in own) if paper else feature_groups(own, sizes, width)
             cells = [math.prod(sizes[a] for a in g) for g in grp]
             attrs.append(own)
             groups.append(grp)
             offsets.append(tuple(int(sum(cells[:j])) for j in range(len(grp))))
             widths.append(int(sum(cells)))
-        rho = epsilon_to_rho(config.epsilon, config.delta)
+        epsilon = config.epsilon if epsilon is None else epsilon
+        rho = epsilon_to_rho(epsilon, config.delta)
         s = config.secure_shares
         return cls(
             names=tuple(p.name for p in config.parties),
@@ -193,7 +201,7 @@ class SecurePlan:
             count_party=config.count_party,
             rho=rho,
             rho_count=0.0 if paper else rho * s["count"],
-            rho_select=ProtocolBudget.from_config(config).rho_locenc
+            rho_select=ProtocolBudget.from_config(config, epsilon=epsilon).rho_locenc
             if paper
             else rho * s["select"],
             rho_measure=0.0 if paper else rho * s["measure"],
@@ -299,7 +307,27 @@ class SecurePlan:
         share = self.rho_select if release == SELECT else self.rho_measure
         if share <= 0:
             raise ConfigError(f"this plan ({self.pipeline} pipeline) has no {release} release.")
-        return math.sqrt(count / (2.0 * share)) * _SAFETY
+        sigma = math.sqrt(count / (2.0 * share)) * _SAFETY
+        return max(sigma, self.measure_floor) if release == MEASURE else sigma
+
+    @cached_property
+    def measure_floor(self) -> float:
+        """The smallest noise scale of the re-measurement, whatever the server requests.
+
+        A release of K marginals at sigma costs K / (2 sigma^2) plus, for its cross ones,
+        KLS's tau(sigma / sqrt(2)) per measured cell (:func:`ddg_rho`), tau(s) =
+        10 exp(-pi^2 s^2). The first term is the share / _SAFETY^2; the floor keeps the
+        second, over every cell any request can hold (sum of k_p k_q over the pairs), within
+        half of the share's (1 - 1 / _SAFETY^2) margin, and s >= 1/2. So the re-measurement
+        never costs more than its share: without the floor, a request of few marginals at a
+        high epsilon (sigma near 1) overran the budget by the tau term. It binds only when
+        sqrt(K / (2 share)) is below it (about 3; e.g. K < 15 share)."""
+        if self.rho_measure <= 0:
+            return 0.0
+        cells = sum(self.widths[p] * self.widths[q] for p, q in self.pairs())
+        margin = 0.5 * (1.0 - 1.0 / _SAFETY**2) * self.rho_measure
+        s2 = max(0.25, math.log(10.0 * cells / margin) / math.pi**2)
+        return math.sqrt(2.0 * s2)
 
     @property
     def count_epsilon(self) -> float:

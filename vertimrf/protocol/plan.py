@@ -1,0 +1,507 @@
+"""The cost of a run, from its config alone, and the checks that refuse a run that cannot finish.
+
+:func:`run_plan` lists every release the config fixes, bounds the ones chosen at run time, and
+estimates, for each role, the bytes it sends and keeps and its peak memory. :func:`check_plan`
+(called by ``ProtocolConfig.__post_init__``) refuses, with one line saying what to change:
+
+* a noise scale outside the samplers' range: above 2**40 (epsilon too small), or a
+  distributed discrete Gaussian component below 1/2 (KLS's bound; epsilon too large);
+* a worst-case ledger total above the budget, as :class:`PrivacyLedger` checks it (the
+  fixed releases charged one by one, then the bounds of the run-time ones: the
+  re-measurement's is its share, whatever the server requests, by
+  :attr:`SecurePlan.measure_floor`; a local PrivMRF's is its share). The KLS tau
+  term of the cross releases grows as their noise shrinks, so a large epsilon on a wide
+  domain overruns the budget: the hint gives the largest epsilon that fits;
+* a first-release within-party table over the release reader's cell limit;
+* an estimated peak memory of any role above ``max_memory_gb`` (default 16 GB).
+
+The memory model (bytes; R = max_rows, k_p = party p's one-hot width, G_p its feature
+groups, d_p its attributes, Z_p = sum over lower parties q of k_q k_p words dealt to p, S_p
+= sum over p's pairs of k_p k_q share words, BASE = 256 MiB for an idle role process) follows
+the code's large arrays:
+
+* party features: BASE + 8 (4 Z_p + R (G_p + d_p + 4) + m R k_p): the deal opened (blob,
+  plaintext, archive arrays, copies), the aligned columns, the mask X - U and one blob per
+  peer (all held until written);
+* party release: BASE + 8 (2 Z_p + R (G_p + d_p + 4) + 2 R max_q k_q + S_p + 2 max k_p k_q)
+  + 16 MASK_BLOCK_WORDS: one peer's blob mapped and decrypted at a time, the shares, one
+  block of the mask;
+* party measure: BASE + 8 (3 S_p + 2 R d_p);
+* server deal: BASE + 8 (2 sum Z + 2 max Z_p + 2 max k_p k_q) + 16 B, B = min(R sum k,
+  MASK_BLOCK_WORDS + sum k): every Z, the sealed deals, one deal's archive and ciphertext,
+  one block of masks;
+* server select: BASE + 8 (4 C + cap), C the cells of every first-release table and cap the
+  server's model cap; synthesize: BASE + 24 C + MODEL_BYTES_PER_CELL cap +
+  OUTPUT_BYTES_PER_CELL R d (the synthetic table as sampled, decoded and written);
+* the paper pipeline: no measure and no select; a party's `local` step and methods fo / fm
+  cost the local model cap (MODEL_BYTES_PER_CELL local_max_total_cells) plus 32 R d_p, the
+  server the larger of max_model_cells and tau.
+
+Peak RSS (GNU time, GB) measured against the model (in brackets), every role its own
+command: Adult, max_rows 65,536, two parties of widths 561 / 572: party features 0.85 /
+0.87 (0.87 / 0.90), release 0.86 / 0.85 (0.96 / 0.96), measure 0.21 / 0.21 (0.28 / 0.28);
+server deal 0.32 (0.35), select 0.20 (0.28), synthesize 0.29 (0.37). bench_secure_cli
+(1,048,576 rows, three parties of widths 56 / 44 / 61): party features 1.79 / 1.46 / 1.92
+(1.83 / 1.49 / 1.95), release 1.41 / 1.37 / 1.32 (1.51 / 1.48 / 1.43); server deal 0.31
+(0.34), select 0.27 (0.28), synthesize 0.86 (0.96). Every estimate is above the measured
+peak, by at most 40%.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from vertimrf.errors import ConfigError, PrivacyBudgetError
+from vertimrf.privacy.ledger import PrivacyLedger, Release
+from vertimrf.privacy.zcdp import epsilon_to_rho
+from vertimrf.protocol.budget import ProtocolBudget, expected_releases
+from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.secure import MEASURE, SELECT, SecurePlan, feature_width
+from vertimrf.protocol.securemsg import DIGEST_BYTES, MAX_WITHIN_CELLS, SEED_BYTES
+
+DEFAULT_MAX_MEMORY_GB = 16.0
+GB = 1e9
+MAX_NOISE_SCALE = 2.0**40  # the samplers refuse larger scales (vertimrf.privacy.samplers)
+BASE_BYTES = 256 << 20  # an idle role process: Python, numpy, pandas, cryptography (measured)
+# Words of masks expanded at once: party.secure.BLOCK_WORDS, server.secure.DEAL_BLOCK_WORDS.
+MASK_BLOCK_WORDS = 1 << 22
+BLOB_OVERHEAD = DIGEST_BYTES + NONCE_BYTES + TAG_BYTES  # a feature blob beyond 8 R k_p
+SEAL_OVERHEAD = 1 + 32 + NONCE_BYTES + TAG_BYTES  # a sealed deal beyond its archive
+ARCHIVE_ENTRY_BYTES = 512  # upper bound of one array's zip and .npy headers in an archive
+CONTAINER_BYTES = 4096  # a container's manifest, checksum and directory (upper bound)
+MODEL_BYTES_PER_CELL = 64  # a fit: ~6 float64 arrays per model cell (44.9 MiB for 980,592)
+OUTPUT_BYTES_PER_CELL = 40  # a synthetic cell: sampled codes, decoded frame, CSV text
+SEARCH_STEPS = 48  # bisection steps of a hint's boundary
+
+
+@dataclass(frozen=True)
+class RoleCost:
+    """One role's costs: bytes it sends in all, bytes of its private state between steps,
+    and the estimated peak memory of each of its steps (bytes)."""
+
+    role: str
+    sends: int
+    keeps: int
+    steps: Mapping[str, int]
+    note: str = ""
+
+    @property
+    def step(self) -> str:
+        """The step with the largest estimated peak."""
+        return max(self.steps, key=self.steps.__getitem__)
+
+    @property
+    def peak(self) -> int:
+        """The role's estimated peak memory (bytes)."""
+        return self.steps[self.step]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a config costs, from the config alone (see the module doc).
+
+    ``releases`` are the ledger entries the config fixes; ``bounds`` are upper bounds of the
+    ones chosen at run time (the re-measurement, the local PrivMRF models); ``ledger_total``
+    is their sum, the most the ledger can hold, against ``budget_rho``. ``blob_bytes`` is
+    each party's feature blob to each peer and ``deal_bytes`` (an upper bound) its deal
+    (method secure); ``roles`` the per-role costs; ``max_memory`` the limit (bytes).
+    """
+
+    method: str
+    epsilon: float
+    delta: float
+    budget_rho: float
+    releases: tuple[Release, ...]
+    bounds: tuple[Release, ...]
+    rows: int | None
+    blob_bytes: Mapping[str, int] = field(default_factory=dict)
+    deal_bytes: Mapping[str, int] = field(default_factory=dict)
+    roles: tuple[RoleCost, ...] = ()
+    max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
+
+    @property
+    def ledger_total(self) -> float:
+        """The worst-case total rho of the ledger: the fixed releases plus the bounds."""
+        return math.fsum(r.rho for r in (*self.releases, *self.bounds))
+
+    def role(self, name: str) -> RoleCost:
+        """The costs of the role called ``name`` ("server" or a party's name)."""
+        for r in self.roles:
+            if r.role == name:
+                return r
+        raise ConfigError(f"no role {name!r}; roles are {[r.role for r in self.roles]}.")
+
+    def describe(self) -> str:
+        """Human lines: the budget, then one line per role (bytes in kB / MB / GB)."""
+        used = self.ledger_total / self.budget_rho
+        lines = [
+            f"privacy: {len(self.releases)} releases fixed by the config (rho "
+            f"{_rho(self.releases)})"
+            + (f", the run-time ones at most rho {_rho(self.bounds)}" if self.bounds else "")
+            + f"; worst case {used:.2%} of the budget rho {self.budget_rho:.4g}"
+        ]
+        for r in self.roles:
+            blob, deal = self.blob_bytes.get(r.role), self.deal_bytes.get(r.role)
+            parts = []
+            if blob is not None:
+                parts.append(f"sends {size(blob)} to each peer")
+            elif r.sends:
+                parts.append(f"sends {size(r.sends)}" + (" of deals" if self.deal_bytes else ""))
+            if deal is not None:
+                parts.append(f"receives a {size(deal)} deal")
+            if r.keeps:
+                parts.append(f"keeps a {size(r.keeps)} state")
+            parts = [", ".join(parts)] if parts else []
+            note = f"; {r.note}" if r.note else ""
+            parts.append(f"needs about {size(r.peak)} of memory ({r.step}{note})")
+            who = r.role if r.role == "server" else f"party {r.role}"
+            lines.append(f"{who}: {'; '.join(parts)}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def size(n: int) -> str:
+    """Bytes as kB / MB / GB (powers of 1000), two or three significant digits."""
+    for unit, scale in (("GB", GB), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.1f} {unit}" if value < 100 else f"{value:,.0f} {unit}"
+    return f"{n} B"
+
+
+def _rho(releases: tuple[Release, ...]) -> str:
+    return f"{math.fsum(r.rho for r in releases):.4g}"
+
+
+# ---------------------------------------------------------------------------- releases
+
+
+def _releases(
+    config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
+) -> tuple[list[Release], list[Release]]:
+    """The fixed releases and the bounds of the run-time ones at ``epsilon``, in the order
+    the server's ledger charges them. Raises PrivacyBudgetError (from KLS's bound) when a
+    cross release's noise component is below 1/2."""
+    fixed, bounds = [], []
+    select = config.method == "secure" and config.secure_pipeline == "select"
+    if not select:
+        budget = ProtocolBudget.from_config(config, epsilon=epsilon)
+        for p in config.parties:
+            fixed += expected_releases(config, p.name, epsilon=epsilon)
+            if config.local_mrf:
+                what = f"local PrivMRF of {p.name}"
+                bounds.append(Release("bound", what, budget.rho_locmrf_party, 1, p.name))
+    if plan is not None:
+        fixed += plan.releases(SELECT, plan.all_pairs())
+        if select:
+            bounds.append(Release("bound", "re-measurement (any request)", plan.rho_measure))
+    return fixed, bounds
+
+
+def _noise_scales(config: ProtocolConfig, epsilon: float, plan: SecurePlan | None) -> dict:
+    """Every noise scale the config fixes at ``epsilon`` (name -> scale)."""
+    out = {}
+    if plan is not None:
+        if plan.rho_count > 0:
+            out["the noisy count's"] = 1.0 / plan.count_epsilon
+        out["the first release's"] = plan.sigma(SELECT, len(plan.all_pairs()))
+        if plan.rho_measure > 0:
+            planned = len(plan.all_pairs()) + len(plan.sizes) * (1 + plan.refine_fraction)
+            out["the re-measurement's"] = plan.sigma(MEASURE, math.ceil(planned))
+    if plan is None or plan.pipeline == "paper":
+        budget = ProtocolBudget.from_config(config, epsilon=epsilon)
+        out["the noisy count's"] = 1.0 / budget.count_epsilon
+        if budget.binning_epsilon > 0:
+            out["the binning counts'"] = 1.0 / budget.binning_epsilon
+    return out
+
+
+def _budget_problem(config: ProtocolConfig, epsilon: float) -> tuple[str, str] | None:
+    """None when every noise scale is within range and the worst-case ledger fits at
+    ``epsilon``; else (what is wrong, "large" or "small": which way epsilon must move)."""
+    plan = _secure_plan(config, epsilon=epsilon)
+    for name, scale in _noise_scales(config, epsilon, plan).items():
+        if not scale <= MAX_NOISE_SCALE:
+            what = f"{name} noise scale {scale:.3g} would exceed 2**40, the samplers' limit"
+            return what, "small"
+    try:
+        fixed, bounds = _releases(config, epsilon, plan)
+    except PrivacyBudgetError:
+        s = plan.sigma(SELECT, len(plan.all_pairs())) / math.sqrt(2.0)
+        return (
+            f"the first release's noise components (s = {s:.3g}) would be below the 1/2 that "
+            "the distributed discrete Gaussian bound needs",
+            "large",
+        )
+    ledger = PrivacyLedger(rho=epsilon_to_rho(epsilon, config.delta))
+    try:
+        ledger.extend([*fixed, *bounds])
+    except PrivacyBudgetError:
+        over = math.fsum(r.rho for r in (*fixed, *bounds)) - ledger.budget_rho
+        return (
+            f"the worst-case ledger total would exceed the budget rho {ledger.budget_rho:.6g} "
+            f"by {over:.2g} (the KLS tau term of the cross releases grows as their noise "
+            "shrinks)",
+            "large",
+        )
+    return None
+
+
+def _boundary(ok: Callable[[float], bool], bad: float, direction: str) -> float | None:
+    """The epsilon nearest ``bad`` at which ``ok`` holds, on the side ``direction`` says
+    ("large": below ``bad``, "small": above), rounded inwards to 3 significant digits; None
+    when no power-of-2 step within 2**-SEARCH_STEPS .. 2**SEARCH_STEPS of ``bad`` is ok."""
+    factor = 0.5 if direction == "large" else 2.0
+    good = bad
+    for _ in range(SEARCH_STEPS):
+        good *= factor
+        if ok(good):
+            break
+    else:
+        return None
+    lo, hi = (good, good / factor) if direction == "large" else (good / factor, good)
+    for _ in range(SEARCH_STEPS):
+        mid = math.sqrt(lo * hi)
+        if ok(mid) == (direction == "large"):
+            lo = mid
+        else:
+            hi = mid
+    edge = lo if direction == "large" else hi
+    unit = 10.0 ** (math.floor(math.log10(edge)) - 2)
+    rounded = (math.floor if direction == "large" else math.ceil)(edge / unit) * unit
+    return float(f"{rounded:.3g}")
+
+
+def _check_budget(config: ProtocolConfig) -> None:
+    problem = _budget_problem(config, config.epsilon)
+    if problem is None:
+        return
+    what, direction = problem
+    edge = _boundary(lambda e: _budget_problem(config, e) is None, config.epsilon, direction)
+    if direction == "large":
+        fix = f"use epsilon at most {edge:g}" if edge else "use a smaller epsilon"
+    else:
+        fix = f"use epsilon at least {edge:g}" if edge else "use a larger epsilon"
+    raise ConfigError(f"epsilon {config.epsilon:g} cannot run: {what}; {fix}.")
+
+
+# ---------------------------------------------------------------------------- costs
+
+
+def _secure_plan(
+    config: ProtocolConfig, *, epsilon: float | None = None, sizes: tuple[int, ...] | None = None
+) -> SecurePlan | None:
+    if config.method != "secure":
+        return None
+    return SecurePlan.from_config(config, epsilon=epsilon, sizes=sizes)
+
+
+def _pair_cells(plan: SecurePlan) -> int:
+    """Cells of every first-release table."""
+    return sum(plan.cells(m) for m in plan.all_pairs())
+
+
+def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ...]:
+    """Every role's costs in a secure run (the module doc's memory model)."""
+    rows, widths, names = plan.rows, plan.widths, plan.names
+    m = len(names)
+    pairs = plan.pairs()
+    dealt = [sum(widths[a] * widths[q] for a, q in pairs if q == p) for p in range(m)]
+    shares = [sum(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
+    largest = [max(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
+    tables = _pair_cells(plan)
+    cap = config.secure_max_total_cells
+    roles = []
+    for p, name in enumerate(names):
+        d_p, g_p = len(plan.attrs[p]), len(plan.groups[p])
+        columns = rows * (g_p + d_p + 4)
+        peer = max(widths[q] for q in range(m) if q != p)
+        steps = {
+            "features": BASE_BYTES + 8 * (4 * dealt[p] + columns + m * rows * widths[p]),
+            "release": BASE_BYTES
+            + 8 * (2 * dealt[p] + columns + 2 * rows * peer + shares[p] + 2 * largest[p])
+            + 16 * MASK_BLOCK_WORDS,
+        }
+        if plan.pipeline == "select":
+            steps["measure"] = BASE_BYTES + 8 * (3 * shares[p] + 2 * rows * d_p)
+        else:
+            steps["local"] = _local_peak(config, d_p)
+        own = sum(plan.cells(mg) for mg in plan.all_pairs() if p in {plan.owner[a] for a in mg})
+        sends = (m - 1) * (8 * rows * widths[p] + BLOB_OVERHEAD) + 8 * own + CONTAINER_BYTES
+        keeps = _state_bytes(shares[p]) if plan.pipeline == "select" else 0
+        roles.append(RoleCost(name, sends, keeps, steps))
+    total = sum(dealt)
+    block = min(rows * sum(widths), MASK_BLOCK_WORDS + sum(widths))
+    server = {
+        "deal": BASE_BYTES
+        + 8 * (2 * total + 2 * max(dealt) + 2 * max(max(largest), 1))
+        + 16 * block,
+        "synthesize": BASE_BYTES
+        + 24 * tables
+        + MODEL_BYTES_PER_CELL * int(cap if plan.pipeline == "select" else config.max_model_cells)
+        + OUTPUT_BYTES_PER_CELL * rows * len(plan.sizes),
+    }
+    if plan.pipeline == "select":
+        server["select"] = BASE_BYTES + 8 * (4 * tables + int(cap))
+    deals = sum(_deal_bytes(plan).values())
+    keeps = _state_bytes(tables) + 64 * len(plan.all_pairs()) if plan.pipeline == "select" else 0
+    roles.append(RoleCost("server", deals, keeps, server))
+    return tuple(roles)
+
+
+def _state_bytes(words: int) -> int:
+    """Upper bound of a container holding ``words`` 8-byte words (deflate adds at most 5
+    bytes per 64 KiB block of incompressible data)."""
+    return 8 * words + 8 * words // 8192 + CONTAINER_BYTES
+
+
+def _deal_bytes(plan: SecurePlan) -> dict[str, int]:
+    """Upper bound of each party's sealed deal: its mask seed, a W seed per higher peer and
+    a Z matrix per lower peer, each an archive entry."""
+    out = {}
+    for p, name in enumerate(plan.names):
+        higher = [q for a, q in plan.pairs() if a == p]
+        lower = [a for a, q in plan.pairs() if q == p]
+        words = sum(plan.widths[a] * plan.widths[p] for a in lower)
+        entries = 1 + len(higher) + len(lower)
+        out[name] = (
+            8 * words
+            + SEED_BYTES * (1 + len(higher))
+            + ARCHIVE_ENTRY_BYTES * entries
+            + 22
+            + SEAL_OVERHEAD
+        )
+    return out
+
+
+def _local_peak(config: ProtocolConfig, columns: int) -> int:
+    """A party's local PrivMRF and message: its model cap and, with max_rows, its table."""
+    rows = config.max_rows or 0
+    return int(
+        BASE_BYTES + MODEL_BYTES_PER_CELL * config.local_max_total_cells + 8 * 4 * rows * columns
+    )
+
+
+def _local_roles(config: ProtocolConfig) -> tuple[RoleCost, ...]:
+    """Costs of method fo / fm (coarse: the model caps; the table's share needs max_rows)."""
+    rows = config.max_rows
+    note = "" if rows else "plus the data table: give max_rows to count it"
+    roles = []
+    for p in config.parties:
+        d_p = len(p.columns)
+        payload = 8 * d_p * (config.t if config.method == "fm" else rows or 0)
+        sends = payload + int(8 * config.local_max_total_cells) + CONTAINER_BYTES
+        roles.append(RoleCost(p.name, sends, 0, {"release": _local_peak(config, d_p)}, note))
+    cells = max(config.max_model_cells, config.tau)
+    peak = int(
+        BASE_BYTES
+        + MODEL_BYTES_PER_CELL * cells
+        + OUTPUT_BYTES_PER_CELL * (rows or 0) * len(config.spec)
+    )
+    roles.append(RoleCost("server", 0, 0, {"synthesize": peak}, note))
+    return tuple(roles)
+
+
+def run_plan(config: ProtocolConfig) -> RunPlan:
+    """The plan of ``config``: releases, the worst-case ledger, bytes and memory per role.
+
+    Raises PrivacyBudgetError when a cross release's noise is below KLS's range (a config
+    that passed :func:`check_plan` never does)."""
+    plan = _secure_plan(config)
+    fixed, bounds = _releases(config, config.epsilon, plan)
+    limit = config.max_memory_gb or DEFAULT_MAX_MEMORY_GB
+    common = {
+        "method": config.method,
+        "epsilon": config.epsilon,
+        "delta": config.delta,
+        "budget_rho": epsilon_to_rho(config.epsilon, config.delta),
+        "releases": tuple(fixed),
+        "bounds": tuple(bounds),
+        "rows": config.max_rows,
+        "max_memory": int(limit * GB),
+    }
+    if plan is None:
+        return RunPlan(**common, roles=_local_roles(config))
+    return RunPlan(
+        **common,
+        blob_bytes={
+            n: 8 * plan.rows * w + BLOB_OVERHEAD
+            for n, w in zip(plan.names, plan.widths, strict=True)
+        },
+        deal_bytes=_deal_bytes(plan),
+        roles=_secure_roles(config, plan),
+    )
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def _peak(config: ProtocolConfig, sizes: tuple[int, ...] | None = None) -> RoleCost:
+    """The role with the largest estimated peak (with the domain's ``sizes`` replaced)."""
+    plan = _secure_plan(config, sizes=sizes)
+    roles = _local_roles(config) if plan is None else _secure_roles(config, plan)
+    return max(roles, key=lambda r: r.peak)
+
+
+def _check_tables(config: ProtocolConfig) -> None:
+    plan = _secure_plan(config)
+    if plan is None or plan.pipeline != "select":
+        return
+    names = config.spec.names
+    for m in plan.all_pairs():
+        if plan.kind(m) == "within" and plan.cells(m) > MAX_WITHIN_CELLS:
+            a, b = (names[i] for i in m)
+            raise ConfigError(
+                f"attributes {a!r} and {b!r} of one party have {plan.cells(m):,} cells "
+                f"together, more than a release may hold ({MAX_WITHIN_CELLS:,}); bin them to "
+                "fewer values."
+            )
+
+
+def _memory_hint(config: ProtocolConfig, limit: float) -> str:
+    """What to change so that every role fits ``limit`` bytes."""
+    sizes = tuple(int(u) for u in config.spec.domain.sizes)
+    widest = max(range(len(sizes)), key=sizes.__getitem__)
+    name = config.spec.names[widest]
+    if config.method == "secure" and feature_width(config) == sizes[widest] > 2:
+
+        def fits(u: int) -> bool:
+            shrunk = tuple(min(s, u) if i == widest else s for i, s in enumerate(sizes))
+            return _peak(config, shrunk).peak <= limit
+
+        lo, hi = 2, sizes[widest]  # fits(lo) is checked below; hi does not fit
+        if fits(lo):
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+            return (
+                f"attribute {name!r} has {sizes[widest]:,} values and sets every party's "
+                f"feature width: bin it to at most {lo:,} values, or raise max_memory_gb"
+            )
+    if config.method == "secure":
+        return "lower max_rows or the feature width, or raise max_memory_gb"
+    return "lower the model caps, or raise max_memory_gb"
+
+
+def _check_memory(config: ProtocolConfig) -> None:
+    limit = (config.max_memory_gb or DEFAULT_MAX_MEMORY_GB) * GB
+    worst = _peak(config)
+    if worst.peak <= limit:
+        return
+    who = "the server" if worst.role == "server" else f"party {worst.role}"
+    raise ConfigError(
+        f"{who} would need about {size(worst.peak)} of memory ({worst.step}), more than "
+        f"max_memory_gb = {limit / GB:g}: {_memory_hint(config, limit)}."
+    )
+
+
+def check_plan(config: ProtocolConfig) -> None:
+    """Refuse (ConfigError, one line) a config whose run would fail: see the module doc."""
+    _check_budget(config)
+    _check_tables(config)
+    _check_memory(config)
