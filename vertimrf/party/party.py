@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder
+from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder, warn_small_table
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.party.fo import aligned_rows
 from vertimrf.party.grr import grr_perturb
@@ -287,6 +287,7 @@ def own_table(
             )
         if ids is None:
             raise DomainError(f"party {name!r}: an EncodedTable needs ids=....")
+        warn_small_table(len(data), stacklevel=4)
         return data, ids
     if not isinstance(data, pd.DataFrame):
         raise DomainError(
@@ -297,4 +298,5 @@ def own_table(
             f"party {name!r}: no record-ID column {id_column!r}; columns are "
             f"{list(data.columns)}. Pass id_column=... naming it."
         )
+    warn_small_table(len(data), stacklevel=4)
     return TableEncoder(spec).table(data.drop(columns=[id_column])), data[id_column]
