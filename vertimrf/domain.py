@@ -505,9 +505,23 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
                 raise _cell_error(
                     col, values, nan, "is missing (empty, NaN or None)", "add a category for it"
                 )
+            # A value that equals a category as text (1 against '1') is a type mismatch, as
+            # when one bad cell makes a CSV column text: name a truly foreign value first.
+            texts = {str(c) for c in col.categories}
+            as_text = np.fromiter((str(_py(v)) in texts for v in values[bad]), bool, bad.sum())
+            foreign = bad.copy()
+            foreign[bad] = ~as_text
             problem = f"is not one of its categories {_preview(col.categories)}"
-            problem += _type_hint(values, bad, col)
-            raise _cell_error(col, values, bad, problem, "add the value to the column's categories")
+            if not foreign.any():
+                twin = next(c for c in col.categories if str(c) == str(_py(values[bad][0])))
+                problem += f" (the spec's category is {twin!r}: the types differ)"
+            raise _cell_error(
+                col,
+                values,
+                foreign if foreign.any() else bad,
+                problem,
+                "add the value to the column's categories",
+            )
         return codes
     x = _numbers(s, col)
     nan = np.isnan(x)
@@ -566,15 +580,6 @@ def _cell_error(
         f"column {col.name!r}, row {first + 1} (counting from 1 after the header): the value "
         f"{_py(values[first])!r} {problem}{more}; {fix}."
     )
-
-
-def _type_hint(values: np.ndarray, bad: np.ndarray, col: ColumnSpec) -> str:
-    """A note when the first bad value equals a category as text (e.g. 1 against '1')."""
-    value = values[np.flatnonzero(bad)[0]]
-    twin = next((c for c in col.categories if str(c) == str(_py(value))), None)
-    if twin is None:
-        return ""
-    return f" (the spec's category is {twin!r}: the types differ)"
 
 
 def _preview(cats: tuple, k: int = 6) -> str:

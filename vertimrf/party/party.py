@@ -296,7 +296,7 @@ def own_table(
     if id_column not in data.columns:
         raise DomainError(
             f"party {name!r}: no record-ID column {id_column!r}; columns are "
-            f"{list(data.columns)}. Pass id_column=... naming it."
+            f"{list(data.columns)}; name the ID column (--id-column, or id_column in Python)."
         )
     warn_small_table(len(data), stacklevel=4)
     return TableEncoder(spec).table(data.drop(columns=[id_column])), data[id_column]
