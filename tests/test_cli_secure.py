@@ -408,3 +408,13 @@ def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
     for proc, folder, pattern in zip(done, cases, patterns, strict=True):
         _one_line_error(proc, pattern)
         assert not (root / folder / "m.vmrf").exists()
+
+
+def test_the_same_release_twice_names_its_party(two):
+    """`server select` given A's first release twice says so, before any selection."""
+    root = two["root"]
+    cmd = ["server", "select", "--config", "config.json", "--releases", "A/A.select.vmrf",
+           "A/A.select.vmrf", "--out", "S/twice.json", "--state", "S/twice.state"]  # fmt: skip
+    proc = subprocess.run(_command(*cmd), cwd=root, capture_output=True, text=True, timeout=300)
+    _one_line_error(proc, "two releases from party A")
+    assert not (root / "S" / "twice.json").exists() and not (root / "S" / "twice.state").exists()

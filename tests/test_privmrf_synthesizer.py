@@ -221,5 +221,3 @@ def test_errors_are_explained() -> None:
     bad.loc[0, "c"] = 9
     with pytest.raises(DomainError, match="outside"):
         PrivMRF(1.0, 1e-5, **QUIET).fit(bad, DOMAIN)
-    with pytest.raises(DomainError, match="at least one row"):
-        PrivMRF(1.0, 1e-5, **QUIET).fit(_table(0), DOMAIN)

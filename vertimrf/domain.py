@@ -414,6 +414,22 @@ class PrivacyWarning(UserWarning):
     """Warns that an operation is not differentially private."""
 
 
+class SmallTableWarning(UserWarning):
+    """Warns that a table is too small for its synthetic table to carry any signal."""
+
+
+def warn_small_table(rows: int, stacklevel: int = 3) -> None:
+    """Warn (:class:`SmallTableWarning`) when a table to synthesize has 0 or 1 rows: the run
+    goes on, as differential privacy allows, but its output is noise."""
+    if rows <= 1:
+        warnings.warn(
+            f"the table has {rows} row{'' if rows == 1 else 's'}: differential privacy hides "
+            "any single row, so the synthetic table will be noise.",
+            SmallTableWarning,
+            stacklevel=stacklevel,
+        )
+
+
 def _py(v: object) -> object:
     return v.item() if isinstance(v, np.generic) else v
 
@@ -482,40 +498,88 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
     if col.kind == CATEGORICAL:
         values = s.to_numpy(dtype=object)
         codes = pd.Index(list(col.categories)).get_indexer(values)
-        if (codes < 0).any():
-            bad = values[codes < 0]
-            nan = pd.isna(bad)
+        bad = codes < 0
+        if bad.any():
+            nan = pd.isna(values) & bad
             if nan.any():
-                raise DomainError(
-                    f"column {col.name!r} has {int(nan.sum())} missing values (NaN/None); "
-                    "fill them or add a category for them to the spec."
+                raise _cell_error(
+                    col, values, nan, "is missing (empty, NaN or None)", "add a category for it"
                 )
-            shown = ", ".join(repr(_py(v)) for v in pd.unique(bad)[:3])
-            raise DomainError(
-                f"column {col.name!r} (dtype {s.dtype}) has {len(bad)} values outside its "
-                f"categories, e.g. {shown}; allowed: {_preview(col.categories)}. Fix the data "
-                "(check its type) or extend the spec."
+            # A value that equals a category as text (1 against '1') is a type mismatch, as
+            # when one bad cell makes a CSV column text: name a truly foreign value first.
+            texts = {str(c) for c in col.categories}
+            as_text = np.fromiter((str(_py(v)) in texts for v in values[bad]), bool, bad.sum())
+            foreign = bad.copy()
+            foreign[bad] = ~as_text
+            problem = f"is not one of its categories {_preview(col.categories)}"
+            if not foreign.any():
+                twin = next(c for c in col.categories if str(c) == str(_py(values[bad][0])))
+                problem += f" (the spec's category is {twin!r}: the types differ)"
+            raise _cell_error(
+                col,
+                values,
+                foreign if foreign.any() else bad,
+                problem,
+                "add the value to the column's categories",
             )
         return codes
-    if not (pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)):
-        raise DomainError(
-            f"column {col.name!r} is numeric in the spec but has dtype {s.dtype}; convert it "
-            "to numbers (e.g. pd.to_numeric) first."
-        )
-    x = s.to_numpy(dtype=np.float64)
+    x = _numbers(s, col)
     nan = np.isnan(x)
     if nan.any():
-        raise DomainError(
-            f"column {col.name!r} has {int(nan.sum())} missing values (NaN); fill or drop them."
-        )
+        raise _cell_error(col, x, nan, "is missing (empty or NaN)", None)
     out = (x < col.lower) | (x > col.upper)
     if out.any():
-        raise DomainError(
-            f"column {col.name!r} has {int(out.sum())} values outside its public bounds "
-            f"[{col.lower}, {col.upper}], e.g. {x[out][0]!r}; clip the data or widen the bounds."
+        raise _cell_error(
+            col,
+            x,
+            out,
+            f"is outside its public bounds [{col.lower}, {col.upper}]",
+            "widen the bounds",
         )
     b = np.floor((x - col.lower) / (col.upper - col.lower) * col.bins).astype(np.int64)
     return np.minimum(b, col.bins - 1)
+
+
+def _numbers(s: pd.Series, col: ColumnSpec) -> np.ndarray:
+    """The values of numeric column ``col`` as float64 (NaN where missing); a DomainError
+    naming the first value that is not a number."""
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        return s.to_numpy(dtype=np.float64)
+    values = s.to_numpy(dtype=object)
+    missing = pd.isna(values)
+    number = np.fromiter(
+        (isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) for v in values),
+        dtype=bool,
+        count=len(values),
+    )
+    bad = ~(number | missing)
+    if bad.any():
+        problem = "is not a number (the column is numeric in the domain spec)"
+        raise _cell_error(col, values, bad, problem, "make the column categorical")
+    return np.where(missing, np.nan, values).astype(np.float64)
+
+
+def _cell_error(
+    col: ColumnSpec, values: np.ndarray, bad: np.ndarray, problem: str, spec_fix: str | None
+) -> DomainError:
+    """One line naming the column, the first bad value and its row (counting from 1, as in
+    a CSV file after its header), how many rows are bad, and how to fix it: change the data
+    or (``spec_fix``) the domain spec; without ``spec_fix``, fill the value or drop the row."""
+    rows = np.flatnonzero(bad)
+    first = rows[0]
+    more = ""
+    if len(rows) > 1:
+        shown = ", ".join(repr(_py(v)) for v in pd.unique(values[rows[1:]])[:3])
+        more = f"; {len(rows)} bad rows in all (other values: {shown})"
+    fix = (
+        f"change the data, or {spec_fix} in the domain spec"
+        if spec_fix
+        else "fill it or drop the row"
+    )
+    return DomainError(
+        f"column {col.name!r}, row {first + 1} (counting from 1 after the header): the value "
+        f"{_py(values[first])!r} {problem}{more}; {fix}."
+    )
 
 
 def _preview(cats: tuple, k: int = 6) -> str:

@@ -1,4 +1,5 @@
-"""Atomic file writes: a file is either written whole or not at all."""
+"""File safety: atomic writes (a file is written whole or not at all), JSON reading, and
+the checks a command makes on its outputs before it does any work."""
 
 from __future__ import annotations
 
@@ -6,9 +7,24 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
+
+from vertimrf.errors import ConfigError
+
+PathLike = str | os.PathLike
+# Files no command overwrites, even with --force (see protected_kind).
+PROTECTED_SUFFIXES = {
+    ".key": "private key",
+    ".secret": "group secret",
+    ".state.vmrf": "private state file",
+    ".steps.json": "step record",
+}
+_SECRET_BYTES = 4096  # a hex secret file is small
+_JSON_BYTES = 64 << 20  # larger JSON files are not sniffed (configs are far smaller)
+_MANIFEST_BYTES = 1 << 22
 
 
 @contextlib.contextmanager
@@ -51,3 +67,149 @@ def read_json(path: str | os.PathLike, error: type[Exception], what: str) -> Any
         raise error(f"{path}: the {what} is nested too deeply.") from None
     except ValueError as exc:  # json.JSONDecodeError, or an integer with too many digits
         raise error(f"{path}: the {what} is not valid JSON ({exc}).") from None
+
+
+def protected_kind(path: PathLike) -> str | None:
+    """What the existing file ``path`` holds if no command may overwrite it, even with
+    ``--force``; None for any other file.
+
+    The rule, by name or by content (so a renamed file is still recognised):
+
+    * its name ends in ``.key``, ``.secret``, ``.state.vmrf`` or ``.steps.json``;
+    * a group secret: a small file of only hex digits, at least 64 of them;
+    * a key or a step record: a JSON object whose ``"format"`` starts with ``vertimrf-``
+      (key pairs, public keys and party step records carry one);
+    * a protocol config: a JSON object with ``"spec"``, ``"parties"`` and ``"run_nonce"``;
+    * private state: a vertimrf container (zip) whose kind ends in ``-state``.
+    """
+    name = Path(path).name
+    for suffix, kind in PROTECTED_SUFFIXES.items():
+        if name.endswith(suffix):
+            return kind
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(_SECRET_BYTES + 1)
+    except OSError:
+        return None
+    text = head.strip()
+    if (
+        size <= _SECRET_BYTES
+        and len(text) >= 64
+        and all(c in b"0123456789abcdefABCDEF" for c in text)
+    ):
+        return "group secret"
+    if head.startswith(b"PK\x03\x04"):
+        return _container_kind(path)
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and size <= _JSON_BYTES:
+        return _json_kind(path)
+    return None
+
+
+def _json_kind(path: PathLike) -> str | None:
+    """The kind of a vertimrf JSON record or protocol config, else None."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    fmt = data.get("format")
+    if isinstance(fmt, str) and fmt.startswith("vertimrf-"):
+        if "keypair" in fmt:
+            return "private key"
+        return "public key" if "public" in fmt else f"vertimrf record ({fmt})"
+    if {"spec", "parties", "run_nonce"} <= set(data):
+        return "protocol config"
+    return None
+
+
+def _container_kind(path: PathLike) -> str | None:
+    """``private state file`` for a vertimrf container of a state kind, else None."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo("manifest.json")
+            if info.file_size > _MANIFEST_BYTES:
+                return None
+            manifest = json.loads(zf.read(info))
+    except (OSError, KeyError, ValueError, RuntimeError, EOFError, zipfile.BadZipFile):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format") != "vertimrf-container":
+        return None
+    return "private state file" if str(manifest.get("kind")).endswith("-state") else None
+
+
+def check_outputs(
+    outputs: Iterable[PathLike],
+    inputs: Iterable[PathLike] = (),
+    *,
+    force: bool = False,
+    records: Iterable[PathLike] = (),
+    make_dirs: bool = False,
+) -> None:
+    """Refuse, before a command does any work, every output that would lose a file.
+
+    Paths are compared after :func:`os.path.realpath` (a symlink, ``./x`` and ``x`` are one
+    file). ``records`` are files the command updates in place (a party's step record): they
+    may exist, but like the outputs they must not be an input or another output. Refused
+    with a one-line :class:`ConfigError`: two outputs that are one file; an output that is
+    one of ``inputs`` (even with ``force``); an existing file :func:`protected_kind` names
+    (even with ``force``); any other existing file without ``force``; a folder in place of an
+    output file; an output folder that does not exist or is not writable. With
+    ``make_dirs`` a missing folder is fine when its nearest existing parent is writable (the
+    command creates it).
+    """
+    outs = [Path(p) for p in outputs]
+    files = [*outs, *(Path(p) for p in records)]
+    given = {os.path.realpath(p): Path(p) for p in inputs}
+    seen: dict[str, Path] = {}
+    for path in files:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise ConfigError(
+                f"{seen[real]} and {path} are one file, and both are outputs of this command; "
+                "give each its own path."
+            )
+        seen[real] = path
+        if real in given:
+            raise ConfigError(
+                f"{path}: refusing to overwrite {given[real]}, an input of this command (even "
+                "with --force); choose another output path."
+            )
+    for path in outs:
+        if os.path.isdir(path):
+            raise ConfigError(f"{path}: is a folder; give a file name for the output.")
+        if not os.path.lexists(path):
+            continue
+        kind = protected_kind(path)
+        if kind is not None:
+            raise ConfigError(
+                f"{path}: refusing to overwrite a {kind} (never overwritten, even with "
+                "--force); move it away or choose another output path."
+            )
+        if not force:
+            raise ConfigError(
+                f"{path}: refusing to overwrite an existing file; give --force to replace it, "
+                "or choose another output path."
+            )
+    for folder in dict.fromkeys(p.parent for p in files):
+        _check_folder(folder, make_dirs)
+
+
+def _check_folder(folder: Path, make_dirs: bool) -> None:
+    """A ConfigError unless files can be written in ``folder`` (or, with ``make_dirs``, in
+    the nearest existing folder above it, where the command creates it)."""
+    probe = folder
+    while make_dirs and not os.path.lexists(probe) and probe != probe.parent:
+        probe = probe.parent
+    if not os.path.exists(probe):
+        raise ConfigError(
+            f"{folder}: the output folder does not exist; create it first or choose another."
+        )
+    if not os.path.isdir(probe):
+        raise ConfigError(f"{probe}: is not a folder; choose another output path.")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"{probe}: the output folder is not writable; choose another or change its permissions."
+        )

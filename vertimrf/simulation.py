@@ -65,7 +65,8 @@ def simulate(
     ``method="fm"`` is NOT differentially private and needs ``allow_non_dp=True``;
     ``t="auto"`` needs a public ``max_rows``. Method "secure" pads every party's rows to
     ``max_rows``, a public bound (never read off the data): give it, or the default
-    :data:`DEFAULT_MAX_ROWS` applies. ``delta`` is public too (e.g. 1e-6), never derived from the row count.
+    :data:`DEFAULT_MAX_ROWS` applies. ``delta`` is public too (e.g. 1e-6), never derived from
+    the row count.
 
     Rows are linked by position (the record ID is the row number). ``seed`` is the run seed
     (experiments only: the report then says the noise is not for release); without

@@ -81,8 +81,8 @@ def _int_fingerprints(series: pd.Series) -> np.ndarray:
                     values = np.array(values.tolist(), dtype=np.uint64)
                 except OverflowError:
                     raise RecordIDError(
-                        "Integer record IDs must fit in 64 bits (int64 or uint64); convert "
-                        "larger IDs to str."
+                        "Integer record IDs must fit in 64 bits (int64 or uint64); give larger "
+                        "IDs as text (e.g. with a letter prefix)."
                     ) from None
     if values.dtype.kind == "u":
         return values.astype(np.uint64)
@@ -137,8 +137,8 @@ def record_fingerprints(ids: np.ndarray | Sequence | pd.Series) -> np.ndarray:
         inferred = pd.api.types.infer_dtype(values, skipna=False)
         if inferred not in _INT_KINDS | _STR_KINDS:
             raise RecordIDError(
-                f"Record IDs must all be int or all be str; got values of kind {inferred!r}. "
-                "Convert the ID column with .astype(str) or .astype('int64')."
+                f"Record IDs must all be integers or all be text; got values of kind "
+                f"{inferred!r}. Make every value of the ID column an integer, or every one text."
             )
         is_str = inferred in _STR_KINDS
     elif isinstance(dtype, pd.StringDtype) or dtype.kind in "UT":
@@ -147,8 +147,8 @@ def record_fingerprints(ids: np.ndarray | Sequence | pd.Series) -> np.ndarray:
         is_str = False
     else:
         raise RecordIDError(
-            f"Record IDs of dtype {dtype} are not supported; use int or str IDs "
-            "(e.g. .astype('int64') for integral floats, .astype(str) otherwise)."
+            f"Record IDs of type {dtype} are not supported; give the ID column integers "
+            "(written without a decimal point) or text."
         )
     fingerprints = _str_fingerprints(values) if is_str else _int_fingerprints(series)
     _check_unique(fingerprints, values)

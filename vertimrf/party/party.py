@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder
+from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder, warn_small_table
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.party.fo import aligned_rows
 from vertimrf.party.grr import grr_perturb
@@ -354,6 +354,7 @@ def own_table(
             )
         if ids is None:
             raise DomainError(f"party {name!r}: an EncodedTable needs ids=....")
+        warn_small_table(len(data), stacklevel=4)
         return data, ids
     if not isinstance(data, pd.DataFrame):
         raise DomainError(
@@ -362,6 +363,7 @@ def own_table(
     if id_column not in data.columns:
         raise DomainError(
             f"party {name!r}: no record-ID column {id_column!r}; columns are "
-            f"{list(data.columns)}. Pass id_column=... naming it."
+            f"{list(data.columns)}; name the ID column (--id-column, or id_column in Python)."
         )
+    warn_small_table(len(data), stacklevel=4)
     return TableEncoder(spec).table(data.drop(columns=[id_column])), data[id_column]

@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.codec import TableCodec, as_table
-from vertimrf.domain import Domain, EncodedTable
-from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
+from vertimrf.domain import Domain, EncodedTable, warn_small_table
+from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.mrf.cliques import histogram
 from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.junction_tree import JunctionTree
@@ -128,8 +128,7 @@ class PrivMRF:
         start = time.perf_counter()
         table, codec = as_table(data, spec)
         codes = np.ascontiguousarray(table.codes, dtype=np.int64)
-        if codes.shape[0] == 0:
-            raise DomainError("PrivMRF.fit needs at least one row.")
+        warn_small_table(len(codes))
         opts, domain = self.options, codec.domain
         noise = FitNoise(self._ledger(), self._noise, self.party)
         shares = self._shares(len(domain))
