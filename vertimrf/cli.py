@@ -1072,9 +1072,7 @@ def _cmd_server_deal(args: argparse.Namespace) -> int:
         raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(plan.names)}.")
     folder = Path(args.out_dir)
     paths = {name: folder / f"{_file_name(name)}.deal" for name in plan.names}
-    _check_outputs(
-        args, paths.values(), [args.config, args.keys, args.server_key], make_dirs=True
-    )
+    _check_outputs(args, paths.values(), [args.config, args.keys, args.server_key], make_dirs=True)
     deals = SecureServer(cfg, keypair=_server_key(args)).deal(keys)
     _write_all({paths[name]: deal for name, deal in deals.items()})
     print("dealt to (each party checks its fingerprint):")
