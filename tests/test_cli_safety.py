@@ -159,9 +159,10 @@ def test_party_local_refuses_a_missing_folder_before_its_step_record(run, capsys
             "--epsilon", "2", "--delta", "1e-5", "--method", "secure", "--max-rows", "512",
             "--pipeline", "paper", "--out", "paper.json"]  # fmt: skip
     assert _main(run, *args) == 0
+    assert _main(run, "keys", "--name", "alice", "--out-dir", "paper-keys") == 0
     local = ["party", "local", "--config", "paper.json", "--name", "alice", "--data",
              "alice.csv", "--id-column", "rid", "--secret", "s.hex", "--quiet",
-             "--ledger", "alice.paper.steps.json"]  # fmt: skip
+             "--keys", "paper-keys/alice.key", "--ledger", "alice.paper.steps.json"]  # fmt: skip
     capsys.readouterr()
     _one_line_error(_main(run, *local, "--out", "nowhere/l.vmrf"), capsys, "does not exist")
     assert not (run / "alice.paper.steps.json").exists() and not (run / "nowhere").exists()

@@ -414,7 +414,8 @@ def test_the_same_release_twice_names_its_party(two):
     """`server select` given A's first release twice says so, before any selection."""
     root = two["root"]
     cmd = ["server", "select", "--config", "config.json", "--releases", "A/A.select.vmrf",
-           "A/A.select.vmrf", "--out", "S/twice.json", "--state", "S/twice.state"]  # fmt: skip
+           "A/A.select.vmrf", "--out", "S/twice.json", "--state", "S/twice.state",
+           *SERVER_KEY]  # fmt: skip
     proc = subprocess.run(_command(*cmd), cwd=root, capture_output=True, text=True, timeout=300)
     _one_line_error(proc, "two releases from party A")
     assert not (root / "S" / "twice.json").exists() and not (root / "S" / "twice.state").exists()

@@ -170,7 +170,7 @@ def test_binned_release_is_the_exact_binned_counts_plus_the_charged_noise():
         [(0, 2), (0, 1)], {(0, 2): (bins_a, bins_b), (0, 1): (bins_a, None)}
     )
     releases = [m.measure(request) for m in members.values()]
-    noise = server._randomness("test")[0]
+    noise = server._randomness("test", releases)[0]
     tables = server._tables(MEASURE, request.marginals, releases, noise, request.bins)
     sigma = plan.sigma(MEASURE, 2)
     a, b = (np.asarray(x) for x in (bins_a, bins_b))
