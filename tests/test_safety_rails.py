@@ -148,12 +148,11 @@ def test_no_public_value_is_read_off_the_data(tmp_path):
 
 
 def _plan(spec):
-    from vertimrf.protocol.secure import SecurePlan
     from vertimrf.simulation import _build_config
 
     cfg = _build_config(spec, [["a", "b"], ["c", "d"]], 1.0, 1e-6, "secure", 5, False,
                         "default", {})  # fmt: skip
-    return SecurePlan.from_config(cfg)
+    return _plan_of(cfg)
 
 
 def test_no_delta_of_one_over_n_anywhere():

@@ -54,6 +54,7 @@ from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.secure import (
     COUNT_MECHANISM,
+    MASK_BLOCK_WORDS,
     MEASURE,
     SELECT,
     Marginal,
@@ -66,7 +67,7 @@ from vertimrf.protocol.seeds import role_seed
 _ORDER_CONTEXT = b"vertimrf/secure-order"
 _DIGEST_CONTEXT = b"vertimrf/secure-record-set"
 STATE_KIND = "vertimrf-secure-party-state"
-BLOCK_WORDS = 1 << 22  # words of the mask expanded at once in a block-wise product (32 MiB)
+BLOCK_WORDS = MASK_BLOCK_WORDS  # words of the mask expanded at once in a block-wise product
 
 
 def pad_label(release: str, a: str, b: str) -> bytes:
@@ -485,7 +486,7 @@ class SecureParty:
             if p not in (a, b):
                 continue
             key = plan.pair_name(a, b)
-            blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (a, b)]
+            blocks = plan.cross_blocks(marginals, a, b)
             if not blocks:
                 continue
             peer = plan.names[b if p == a else a]

@@ -59,15 +59,19 @@ from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.budget import ProtocolBudget, expected_releases
 from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.secure import MEASURE, SELECT, SecurePlan, feature_width
+from vertimrf.protocol.secure import (
+    MASK_BLOCK_WORDS,
+    MEASURE,
+    SELECT,
+    SecurePlan,
+    feature_width,
+)
 from vertimrf.protocol.securemsg import DIGEST_BYTES, MAX_WITHIN_CELLS, SEED_BYTES
 
 DEFAULT_MAX_MEMORY_GB = 16.0
 GB = 1e9
 MAX_NOISE_SCALE = 2.0**40  # the samplers refuse larger scales (vertimrf.privacy.samplers)
 BASE_BYTES = 256 << 20  # an idle role process: Python, numpy, pandas, cryptography (measured)
-# Words of masks expanded at once: party.secure.BLOCK_WORDS, server.secure.DEAL_BLOCK_WORDS.
-MASK_BLOCK_WORDS = 1 << 22
 BLOB_OVERHEAD = DIGEST_BYTES + NONCE_BYTES + TAG_BYTES  # a feature blob beyond 8 R k_p
 SEAL_OVERHEAD = 1 + 32 + NONCE_BYTES + TAG_BYTES  # a sealed deal beyond its archive
 ARCHIVE_ENTRY_BYTES = 512  # upper bound of one array's zip and .npy headers in an archive

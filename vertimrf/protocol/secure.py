@@ -83,6 +83,9 @@ class Request:
         return hashlib.sha256(json.dumps(data, separators=(",", ":")).encode()).hexdigest()
 
 
+# Words of masks expanded at once in a block-wise product or deal (32 MiB): what bounds a
+# role's mask memory whatever max_rows is (party.secure, server.secure and the plan's model).
+MASK_BLOCK_WORDS = 1 << 22
 AUTO_WIDTH_WORDS = 1 << 26  # "auto": max_rows x width words per party (512 MiB of uint64)
 # 576 holds every single, pair and triple of 8 binary attributes (NLTCS's parties: 568).
 MAX_AUTO_WIDTH = 576
@@ -272,6 +275,11 @@ class SecurePlan:
         p, q = self._parts(m)
         return p, q
 
+    def cross_blocks(self, marginals: Sequence[Marginal], p: int, q: int) -> list[Marginal]:
+        """The cross marginals of ``marginals`` measured by the product of parties p < q, in
+        order (the blocks of that pair's release)."""
+        return [m for m in marginals if self.kind(m) == "cross" and self.pair_of(m) == (p, q)]
+
     def block(self, m: Marginal) -> tuple[int, int, int, int]:
         """Rows and columns (r0, r1, c0, c1) of the cross marginal ``m`` in its pair's
         k_p x k_q share matrix; its cells in C order over ``canonical(m)``."""
@@ -373,7 +381,7 @@ class SecurePlan:
                 )
         s = sigma / math.sqrt(2.0)
         for p, q in self.pairs():
-            cross = [m for m in marginals if self.kind(m) == "cross" and self.pair_of(m) == (p, q)]
+            cross = self.cross_blocks(marginals, p, q)
             if cross:
                 cells = sum(self.cells(m, bins.get(m)) for m in cross)
                 out.append(

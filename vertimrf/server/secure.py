@@ -47,7 +47,15 @@ from vertimrf.protocol.channels import KeyPair, PublicKey, expand
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.report import ProtocolReport
-from vertimrf.protocol.secure import MEASURE, SELECT, BinMaps, Marginal, Request, SecurePlan
+from vertimrf.protocol.secure import (
+    MASK_BLOCK_WORDS,
+    MEASURE,
+    SELECT,
+    BinMaps,
+    Marginal,
+    Request,
+    SecurePlan,
+)
 from vertimrf.protocol.securemsg import Deal, SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice, choose_bins
@@ -74,7 +82,7 @@ class Tables:
     scale: dict[Marginal, float]
 
 
-DEAL_BLOCK_WORDS = 1 << 22  # mask words of all parties expanded at once by deal_matrices
+DEAL_BLOCK_WORDS = MASK_BLOCK_WORDS  # mask words of all parties expanded at once (deal_matrices)
 
 
 def deal_matrices(plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: dict) -> dict:
@@ -382,7 +390,7 @@ class SecureServer:
         s = sigma / math.sqrt(2.0)
         for p, q in plan.pairs():
             key = plan.pair_name(p, q)
-            blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (p, q)]
+            blocks = plan.cross_blocks(marginals, p, q)
             if not blocks:
                 continue
             parts = [by_party[plan.names[i]].cross[key] for i in (p, q)]
@@ -434,7 +442,7 @@ class SecureServer:
                     raise MessageError(f"the {release} release lacks the marginal {m}.")
         for p, q in plan.pairs():
             key = plan.pair_name(p, q)
-            blocks = [m for m in marginals if plan.kind(m) == "cross" and plan.pair_of(m) == (p, q)]
+            blocks = plan.cross_blocks(marginals, p, q)
             if not blocks:
                 continue
             total = sum(plan.cells(m, bins.get(m)) for m in blocks)
