@@ -419,3 +419,35 @@ def test_the_same_release_twice_names_its_party(two):
     proc = subprocess.run(_command(*cmd), cwd=root, capture_output=True, text=True, timeout=300)
     _one_line_error(proc, "two releases from party A")
     assert not (root / "S" / "twice.json").exists() and not (root / "S" / "twice.state").exists()
+
+
+def test_features_and_release_rerun_in_a_fresh_folder_write_identical_bytes(two):
+    """Party A runs `party features` and `party release` unseeded, twice, each time in a
+    fresh folder with no step record (the double-spend route of issue 20): the noise is
+    keyed to A's own key and inputs, so both runs write the same blobs and the same release,
+    and a second release spends nothing new. Another data file gives other bytes."""
+    root = two["root"]
+    inputs = ["A/A.csv", "A/A.key", "A/A.secret", "A/A.deal", "A/B.pub", "A/B-to-A.blob"]
+    runs = {}
+    for run in ("fresh1", "fresh2", "other"):
+        (root / run).mkdir()
+        for name in inputs:
+            shutil.copy(root / name, root / run)
+        if run == "other":  # one cell changed: other data, other bytes
+            frame = pd.read_csv(root / run / "A.csv")
+            frame.loc[0, "c0"] = (frame.loc[0, "c0"] + 1) % 24
+            frame.to_csv(root / run / "A.csv", index=False)
+        args = [
+            "--config", "config.json", "--name", "A", "--data", f"{run}/A.csv",
+            "--id-column", "rid", "--secret", f"{run}/A.secret", "--keys", f"{run}/A.key",
+            "--peers", f"{run}/B.pub", "--deal", f"{run}/A.deal", "--quiet",
+        ]  # fmt: skip
+        _ok([["party", "features", *args, "--out-dir", run]], root)
+        _ok([["party", "release", *args, "--blobs", run, "--out", f"{run}/A.select.vmrf"]], root)
+        runs[run] = {f: (root / run / f).read_bytes() for f in ("A-to-B.blob", "A.select.vmrf")}
+    assert runs["fresh1"] == runs["fresh2"]
+    assert (root / "fresh2" / "A.select.vmrf").read_bytes() != (
+        root / "A" / "A.select.vmrf"
+    ).read_bytes()  # the seeded run of the fixture draws other noise
+    for f in ("A-to-B.blob", "A.select.vmrf"):
+        assert runs["other"][f] != runs["fresh1"][f]

@@ -660,3 +660,15 @@ def test_fuzzed_entries_in_a_valid_zip_read_or_raise_message_error(
             )
     fuzz_path.write_bytes(_zip_bytes(entries, zipfile.ZIP_DEFLATED))
     _read_or_message_error(fuzz_path)
+
+
+def test_the_same_arrays_written_later_give_the_same_bytes(tmp_path, monkeypatch):
+    """No clock in the file: the zip entries carry a fixed time stamp, so a step re-run
+    later writes byte-identical messages (checked with the clock moved by a day)."""
+    arrays = {"x": np.arange(12, dtype=np.int64).reshape(3, 4)}
+    write_container(tmp_path / "a.vmrf", "test", {"k": 1}, arrays)
+    later = time.time() + 86_400
+    monkeypatch.setattr(time, "time", lambda: later)
+    monkeypatch.setattr(time, "localtime", lambda secs=None: time.gmtime(later))
+    write_container(tmp_path / "b.vmrf", "test", {"k": 1}, arrays)
+    assert (tmp_path / "a.vmrf").read_bytes() == (tmp_path / "b.vmrf").read_bytes()

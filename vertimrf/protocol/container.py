@@ -35,6 +35,7 @@ FORMAT = "vertimrf-container"
 VERSION = 1
 _MANIFEST = "manifest.json"
 _MANIFEST_SUM = "manifest.sha256"
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest zip time stamp: no clock in the bytes
 
 _MAX_ENTRIES = 10_000  # entries in one container (two manifest files + the arrays)
 _MAX_DIRECTORY_BYTES = 1 << 21  # zip central directory; a real entry needs ~100 bytes
@@ -91,10 +92,19 @@ def write_container(
     manifest = {"format": FORMAT, "version": VERSION, "kind": kind, "meta": meta, "arrays": index}
     mbytes = json.dumps(manifest, sort_keys=True, indent=1).encode("utf-8")
     with atomic_open(path, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(_MANIFEST, mbytes)
-        zf.writestr(_MANIFEST_SUM, hashlib.sha256(mbytes).hexdigest())
+        zf.writestr(_entry(_MANIFEST), mbytes)
+        zf.writestr(_entry(_MANIFEST_SUM), hashlib.sha256(mbytes).hexdigest())
         for name, blob in blobs.items():
-            zf.writestr(f"{name}.npy", blob)
+            zf.writestr(_entry(f"{name}.npy"), blob)
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    """A zip entry with a fixed time stamp and mode, so that the same arrays always give the
+    same file bytes (a re-run of a step writes what the first run wrote)."""
+    info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    return info
 
 
 def read_container(
