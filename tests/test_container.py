@@ -27,6 +27,7 @@ from vertimrf.protocol.container import (
     FORMAT,
     VERSION,
     _CappedReader,
+    npz_bytes,
     read_container,
     write_container,
 )
@@ -672,3 +673,19 @@ def test_the_same_arrays_written_later_give_the_same_bytes(tmp_path, monkeypatch
     monkeypatch.setattr(time, "localtime", lambda secs=None: time.gmtime(later))
     write_container(tmp_path / "b.vmrf", "test", {"k": 1}, arrays)
     assert (tmp_path / "a.vmrf").read_bytes() == (tmp_path / "b.vmrf").read_bytes()
+
+
+def test_npz_bytes_carry_no_clock_and_load_with_numpy(monkeypatch):
+    """The deals' inner archive: the same arrays later give the same bytes, and np.load
+    (allow_pickle=False) reads them back exactly."""
+    arrays = {"u": np.arange(5, dtype=np.uint64), "z/A+B": np.ones((2, 3), np.uint64)}
+    first = npz_bytes(arrays)
+    later = time.time() + 86_400
+    monkeypatch.setattr(time, "time", lambda: later)
+    monkeypatch.setattr(time, "localtime", lambda secs=None: time.gmtime(later))
+    assert npz_bytes(arrays) == first
+    with np.load(io.BytesIO(first), allow_pickle=False) as z:
+        assert sorted(z.files) == sorted(arrays)
+        for name, arr in arrays.items():
+            np.testing.assert_array_equal(z[name], arr)
+            assert z[name].dtype == arr.dtype

@@ -11,9 +11,9 @@
 * A **request** is the server's choice of marginals to re-measure: JSON
   ``{"config_hash": ..., "marginals": [[a, b], ...]}`` (public, post-processing of DP values).
 
-Deals are ``np.savez`` archives read with ``allow_pickle=False`` (inside authenticated
-encryption); releases are the bounded message container of :mod:`vertimrf.protocol.container`.
-Nothing here unpickles.
+Deals are ``.npz`` archives (:func:`~vertimrf.protocol.container.npz_bytes`: no clock in
+the bytes) read with ``allow_pickle=False`` (inside authenticated encryption); releases are
+the bounded message container of :mod:`vertimrf.protocol.container`. Nothing here unpickles.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from vertimrf.protocol.channels import (
     open_sealed,
     seal,
 )
-from vertimrf.protocol.container import read_container, write_container
+from vertimrf.protocol.container import npz_bytes, read_container, write_container
 from vertimrf.protocol.secure import Request, SecurePlan
 
 DIGEST_BYTES = 32
@@ -47,12 +47,6 @@ SEED_BYTES = 32
 RELEASE_KIND = "vertimrf-secure-release"
 MAX_WITHIN_CELLS = 1 << 24  # a within-party marginal larger than this is never measured
 MAX_REQUEST_BYTES = 1 << 22  # a request lists at most a few thousand short marginals
-
-
-def _pack(arrays: dict[str, np.ndarray]) -> bytes:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
 
 
 def _unpack(data: bytes, what: str) -> dict[str, np.ndarray]:
@@ -85,7 +79,7 @@ class Deal:
         arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
         arrays.update({f"z/{k}": np.ascontiguousarray(v, np.uint64) for k, v in self.z.items()})
         return seal(
-            recipient, _pack(arrays), deal_aad(context, recipient.name), randomness=randomness
+            recipient, npz_bytes(arrays), deal_aad(context, recipient.name), randomness=randomness
         )
 
     @classmethod
