@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import Domain, DomainSpec, TableEncoder
+from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder
 from vertimrf.errors import ConfigError, DomainError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 
@@ -93,3 +93,15 @@ def decoder_from_meta(meta: Any, where: str | os.PathLike) -> Decoder:
         return Domain(tuple(meta["names"]), tuple(meta["sizes"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise MessageError(f"{where}: malformed column description ({exc}).") from None
+
+
+def decoder_for(data: object, spec: object) -> Decoder | None:
+    """The storable decoder of a fit on ``data`` with ``spec`` (see
+    :func:`vertimrf.codec.as_table`); None for a custom encoder, which cannot be stored."""
+    if isinstance(spec, TableEncoder):
+        return spec.spec
+    if isinstance(spec, Domain | DomainSpec):
+        return spec
+    if spec is None and isinstance(data, EncodedTable):
+        return data.domain
+    return None
