@@ -1,4 +1,7 @@
-"""``simulate``: every party and the server in one process, for research and tests.
+"""``fit_vertical`` and ``simulate``: every party and the server in one process.
+
+``fit_vertical`` returns the fitted :class:`~vertimrf.vertical_model.VerticalModel`;
+``simulate`` is ``fit_vertical`` followed by one sample of n_hat rows.
 
 It runs the same path as the separate roles (``vertimrf party release`` per party, then
 ``vertimrf server synthesize``): messages go through files, every role derives its seed
