@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.domain import TableEncoder
-from vertimrf.errors import MessageError
+from vertimrf.errors import ConfigError, MessageError
 from vertimrf.kernels.secure import matmul_tn_u64
 from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.junction_tree import JunctionTree
@@ -559,6 +559,8 @@ class SecureServer:
         ``sample_seed`` seeds only the sampling of the synthetic rows (post-processing; it
         does not touch the DP noise). By default the sampling uses the seeded run's stream,
         or fresh OS entropy in an unseeded run."""
+        if rows is not None and not (isinstance(rows, int | np.integer) and rows >= 0):
+            raise ConfigError(f"rows must be a non-negative integer; got {rows!r}.")
         rng = self.fit(releases)
         if sample_seed is not None:
             rng = np.random.default_rng(sample_seed)
