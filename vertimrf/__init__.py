@@ -24,6 +24,8 @@ _EXPORTS = {
     "Server": "vertimrf.server",
     "PrivMRF": "vertimrf.synth",
     "simulate": "vertimrf.simulation",
+    "fit_vertical": "vertimrf.simulation",
+    "VerticalModel": "vertimrf.vertical_model",
 }
 _MODULES = ("metrics",)
 

@@ -7,7 +7,9 @@ calibrated tree (``vertimrf.mrf.inference``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -274,6 +276,22 @@ class MarkovRandomField:
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` records drawn by junction-tree forward sampling; (n, d) int64 codes."""
         return forward_sample(self, n, rng)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the model (domain, tree, total, log-potentials) to ``path`` in the library's
+        checksummed container; returns the path. :meth:`load` reads it back."""
+        from vertimrf.mrf.store import save_mrf  # store imports this module
+
+        return save_mrf(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, max_cells: int | None = None) -> MarkovRandomField:
+        """The model :meth:`save` wrote. A tampered or truncated file, or one of another
+        format version, raises :class:`~vertimrf.errors.MessageError`; so does a model over
+        ``max_cells`` cells (default :data:`~vertimrf.mrf.junction_tree.DEFAULT_MAX_CELLS`)."""
+        from vertimrf.mrf.store import load_mrf
+
+        return load_mrf(path, max_cells=max_cells)
 
     def copy(self) -> MarkovRandomField:
         """Independent copy (same tree, copied potentials)."""

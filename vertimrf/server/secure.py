@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.domain import TableEncoder
-from vertimrf.errors import MessageError
+from vertimrf.errors import ConfigError, MessageError
 from vertimrf.kernels.secure import matmul_tn_u64
 from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.junction_tree import JunctionTree
@@ -554,33 +554,39 @@ class SecureServer:
         *,
         sample_seed: int | None = None,
     ) -> pd.DataFrame:
-        """Step 4: fit on every measurement and sample ``rows`` rows (default n_hat).
+        """Step 4: :meth:`fit` on every measurement and sample ``rows`` rows (default n_hat).
 
         ``sample_seed`` seeds only the sampling of the synthetic rows (post-processing; it
         does not touch the DP noise). By default the sampling uses the seeded run's stream,
         or fresh OS entropy in an unseeded run."""
+        if rows is not None and not (isinstance(rows, int | np.integer) and rows >= 0):
+            raise ConfigError(f"rows must be a non-negative integer; got {rows!r}.")
+        rng = self.fit(releases)
+        if sample_seed is not None:
+            rng = np.random.default_rng(sample_seed)
+        n = round(self.n_hat) if rows is None else int(rows)
+        return TableEncoder(self.config.spec).decode(self.model.sample(n, rng))
+
+    def fit(self, releases: Sequence[SecureRelease]) -> np.random.Generator:
+        """Step 4 without sampling: charge the re-measurement and fit the MRF on every
+        measurement (``self.model``). Returns the generator the run's sampling draws from:
+        the seeded run's stream, or fresh OS entropy in an unseeded run."""
         if self._first is None or self._request is None:
             raise MessageError("run select(first releases) before synthesize(releases).")
         request = self._request
         self._check_releases(MEASURE, request.marginals, releases, request.bins)
         noise, rng = self._randomness(MEASURE, releases)
-        if sample_seed is not None:
-            rng = np.random.default_rng(sample_seed)
-        elif self.seed is None:
+        if self.seed is None:
             rng = np.random.default_rng()
         with self._atomic():
             for r in self.plan.releases(MEASURE, request.marginals, request.bins):
                 self.ledger.charge(r)
-            return self._fit_and_sample(releases, request, noise, rng, rows)
+            self._fit_model(releases, request, noise)
+        return rng
 
-    def _fit_and_sample(
-        self,
-        releases: Sequence[SecureRelease],
-        request: Request,
-        noise: NoiseSampler,
-        rng: np.random.Generator,
-        rows: int | None,
-    ) -> pd.DataFrame:
+    def _fit_model(
+        self, releases: Sequence[SecureRelease], request: Request, noise: NoiseSampler
+    ) -> None:
         second = self._tables(MEASURE, request.marginals, releases, noise, request.bins)
         cliques = [set(c) for c in self.tree.cliques]
         measurements = [
@@ -603,8 +609,6 @@ class SecureServer:
             self._fit(model, measurements, self.options.final_convergence_ratio, cap),
         ]
         self.model = model
-        n = round(self.n_hat) if rows is None else int(rows)
-        return TableEncoder(self.config.spec).decode(model.sample(n, rng))
 
     def _fit(self, model: MarkovRandomField, ms: list[Measurement], ratio: float, cap: int) -> int:
         """Mirror descent (warm-started from the model) until the loss is ``ratio`` times

@@ -245,6 +245,23 @@ class Server:
         """
         if n is not None and not (isinstance(n, int | np.integer) and n >= 0):
             raise ConfigError(f"n must be a non-negative integer; got {n!r}.")
+        model, report = self.fit(messages, seed, callback, secure_releases)
+        start = time.perf_counter()
+        rows = report.n_hat if n is None else int(n)
+        frame = self.sample(model, rows, seed, sample_seed)
+        report.seconds["sample"] = time.perf_counter() - start
+        if callback is not None:
+            callback("sample", report.seconds["sample"])
+        return frame, report
+
+    def fit(
+        self,
+        messages: Sequence[PartyMessage],
+        seed: int | None = None,
+        callback: PhaseCallback | None = None,
+        secure_releases: Sequence[SecureRelease] | None = None,
+    ) -> tuple[MarkovRandomField, ProtocolReport]:
+        """:meth:`synthesize` without sampling: the fitted global model and the report."""
         cfg, names = self.config, self.domain.names
         seconds: dict[str, float] = {}
         clock = time.perf_counter()
@@ -270,9 +287,6 @@ class Server:
         lap("initmrf")
         chosen, iterations = self.optimise(received, joined, initial)
         lap("optmrf")
-        rows = round(received.n_hat) if n is None else int(n)
-        frame = self.sample(initial.model, rows, seed, sample_seed)
-        lap("sample")
         report = ProtocolReport(
             epsilon=cfg.epsilon,
             delta=cfg.delta,
@@ -289,7 +303,7 @@ class Server:
             seconds=seconds,
             viewers={} if secure is None else secure.plan.viewer_rho(received.ledger.releases),
         )
-        return frame, report
+        return initial.model, report
 
     # ------------------------------------------------------------------------ helpers
     def _secure_estimates(

@@ -21,17 +21,19 @@ Gaussian (GDP) curve holds for continuous noise only, so its guarantee is the zC
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
-from vertimrf.codec import TableCodec, as_table
+from vertimrf.codec import TableCodec, as_table, resolve_codec
 from vertimrf.domain import Domain, EncodedTable, warn_small_table
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.mrf.cliques import histogram
@@ -40,6 +42,13 @@ from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import NoiseSampler, randomness
+from vertimrf.synth.fitted import (
+    Decoder,
+    check_rows,
+    decoder_for,
+    generator,
+    marginal_series,
+)
 from vertimrf.synth.privmrf import budget_split as bud
 from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult, greedy_graph_search
@@ -50,6 +59,7 @@ from vertimrf.synth.privmrf.options import PrivMRFOptions
 from vertimrf.synth.privmrf.refinement import CandidatePool, candidate_pool
 from vertimrf.synth.privmrf.scores import noisy_tvd_scores
 from vertimrf.synth.privmrf.source import GaussianSource, Marginal
+from vertimrf.synth.privmrf.store import FitState, load_fit, save_fit
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells, refinement_max_cells
 from vertimrf.synth.refine import refine, round_sizes
 
@@ -66,6 +76,10 @@ class _Shares:
 
 class PrivMRF:
     """Differentially private synthesizer: ``PrivMRF(epsilon, delta).fit(df, spec).sample()``.
+
+    A fitted PrivMRF draws any number of rows (:meth:`sample`) and reads its marginals
+    (:meth:`marginal`) at no privacy cost, and saves to a file (:meth:`save`,
+    :meth:`PrivMRF.load`).
 
     Args:
         epsilon, delta: the privacy budget this fit spends.
@@ -161,6 +175,7 @@ class PrivMRF:
             "n_hat": n_hat,
             "measurements": tuple(measurements),
             "graph": _graph(len(domain), found),
+            "decoder": decoder_for(data, spec),
         }
         self._report = PrivMRFReport.build(
             epsilon=self.epsilon,
@@ -388,17 +403,72 @@ class PrivMRF:
         return self._state("codec")
 
     def sample(
-        self, n: int | None = None, *, rng: np.random.Generator | None = None
+        self,
+        n: int | None = None,
+        seed: int | np.random.Generator | None = None,
+        *,
+        rng: np.random.Generator | None = None,
     ) -> pd.DataFrame:
         """``n`` synthetic rows (default: round(n_hat)), decoded like the training frame.
 
-        Draws from the synthesizer's own generator unless ``rng`` is given.
+        ``seed`` (or ``rng``, a Generator) fixes the draw; without either, the synthesizer's
+        own generator is used. Sampling costs no privacy budget.
         """
-        n = round(self.n_hat) if n is None else n
-        if not (isinstance(n, (int, np.integer)) and n >= 0):
-            raise ConfigError(f"n must be a non-negative integer; got {n!r}.")
-        codes = self.model.sample(int(n), self._rng if rng is None else rng)
+        if seed is not None and rng is not None:
+            raise ConfigError("give seed or rng to sample(), not both.")
+        n = round(self.n_hat) if n is None else check_rows(n)
+        codes = self.model.sample(n, generator(rng if seed is None else seed, self._rng))
         return self.codec.decode(codes)
+
+    def marginal(self, columns: Sequence[str]) -> pd.Series:
+        """The model's distribution over ``columns`` (probabilities summing to 1) as a Series
+        indexed, in C order over the columns as given, by the values a sample holds: one
+        column gives an Index, several a MultiIndex."""
+        return marginal_series(self.model, self.codec.decode, columns)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the fit (model, columns, measurements, graph, options, report) to ``path``
+        in the library's checksummed container; returns the path. A fit on a custom
+        encoder cannot be saved (fit with a DomainSpec or Domain)."""
+        decoder: Decoder | None = self._state("decoder")
+        if decoder is None:
+            raise ConfigError(
+                "this PrivMRF was fitted with a custom encoder, which cannot be saved; fit "
+                "with a DomainSpec, TableEncoder or Domain to save it."
+            )
+        state = FitState(
+            self.epsilon,
+            self.delta,
+            self.options,
+            decoder,
+            self.model,
+            self.n_hat,
+            self.measurements,
+            self.graph,
+            self.report(),
+        )
+        save_fit(state, path)
+        return Path(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, max_cells: int | None = None) -> PrivMRF:
+        """The fitted PrivMRF :meth:`save` wrote (sampling from OS entropy unless seeded). A
+        tampered or truncated file, one of another format version, or a model over
+        ``max_cells`` cells raises :class:`~vertimrf.errors.MessageError`."""
+        state = load_fit(path, max_cells)
+        options = {f.name: getattr(state.options, f.name) for f in fields(state.options)}
+        fit = cls(state.epsilon, state.delta, **options)
+        fit.rho_budget = state.report.rho_budget
+        fit._fitted = {
+            "codec": resolve_codec(state.decoder),
+            "model": state.model,
+            "n_hat": state.n_hat,
+            "measurements": state.measurements,
+            "graph": state.graph,
+            "decoder": state.decoder,
+        }
+        fit._report = state.report
+        return fit
 
     def report(self) -> PrivMRFReport:
         """The privacy and model report of the fit (``str()`` it for a readable table)."""

@@ -1,0 +1,109 @@
+"""VerticalModel: the global MRF a vertical run fitted, with its spec and privacy report.
+
+:func:`vertimrf.fit_vertical` returns one. Sampling and marginals read the fitted model
+only (post-processing), so they spend no budget and leave the report as it is; the model
+saves to and loads from the library's checksummed container (no pickle).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from vertimrf.domain import DomainSpec
+from vertimrf.errors import MessageError
+from vertimrf.mrf.model import MarkovRandomField
+from vertimrf.mrf.store import mrf_from_state, mrf_state, potentials_bound
+from vertimrf.protocol.container import read_container, write_container
+from vertimrf.protocol.report import ProtocolReport
+from vertimrf.protocol.report_file import report_from_meta, report_meta
+from vertimrf.synth.fitted import (
+    check_rows,
+    decoder_from_meta,
+    decoder_meta,
+    decoder_of,
+    generator,
+    marginal_series,
+)
+
+MODEL_KIND = "vertimrf-vertical-model"
+
+
+class VerticalModel:
+    """A fitted vertical model: ``sample(n)`` rows and ``marginal(columns)`` at no privacy
+    cost; ``save(path)`` and ``VerticalModel.load(path)``.
+
+    Args:
+        model: the fitted global MRF over the spec's columns (marginals scaled to n_hat).
+        spec: the public domain; samples hold its values.
+        report: the run's privacy report (what was released and its total).
+        rng: the generator :meth:`sample` draws from when given no seed (default: seeded
+            from OS entropy).
+    """
+
+    def __init__(
+        self,
+        model: MarkovRandomField,
+        spec: DomainSpec,
+        report: ProtocolReport,
+        *,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        self.model = model
+        self.spec = spec
+        self.report = report
+        self._decode = decoder_of(spec)
+        self._rng = np.random.default_rng() if rng is None else rng
+
+    @property
+    def n_hat(self) -> int:
+        """The noisy record count (the default number of rows)."""
+        return self.report.n_hat
+
+    def sample(
+        self, n: int | None = None, seed: int | np.random.Generator | None = None
+    ) -> pd.DataFrame:
+        """``n`` synthetic rows (default n_hat) with the spec's values. ``seed`` fixes the
+        draw; without one the model's own generator is used (a fitted model continues its
+        run's stream, so ``simulate`` and ``fit_vertical(...).sample()`` agree)."""
+        rows = self.n_hat if n is None else check_rows(n)
+        codes = self.model.sample(rows, generator(seed, self._rng))
+        return self._decode(codes)
+
+    def marginal(self, columns: Sequence[str]) -> pd.Series:
+        """The model's distribution over ``columns`` (probabilities summing to 1) as a Series
+        indexed, in C order over the columns as given, by the values a sample holds
+        (categories or numeric bin midpoints): a MultiIndex for several columns."""
+        return marginal_series(self.model, self._decode, columns)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the model, spec and report to ``path`` (atomically); returns the path."""
+        mrf_meta, arrays = mrf_state(self.model)
+        meta = {
+            "decoder": decoder_meta(self.spec),
+            "report": report_meta(self.report),
+            "mrf": mrf_meta,
+        }
+        write_container(path, MODEL_KIND, meta, arrays)
+        return Path(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, max_cells: int | None = None) -> VerticalModel:
+        """The model :meth:`save` wrote. A tampered or truncated file, one of another format
+        version, or a model over ``max_cells`` cells raises
+        :class:`~vertimrf.errors.MessageError`."""
+        meta, arrays = read_container(path, MODEL_KIND, array_bytes=potentials_bound(max_cells))
+        spec = decoder_from_meta(meta.get("decoder"), path)
+        if not isinstance(spec, DomainSpec):
+            raise MessageError(f"{path}: a vertical model needs a column spec.")
+        model = mrf_from_state(meta.get("mrf"), arrays, path, max_cells)
+        if model.domain != spec.domain:
+            raise MessageError(f"{path}: the model's columns do not match its spec.")
+        return cls(model, spec, report_from_meta(meta.get("report"), path))
+
+    def __repr__(self) -> str:
+        return f"VerticalModel({self.report.method}, n_hat={self.n_hat}, {self.model.tree.size})"
