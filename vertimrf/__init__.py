@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from vertimrf import logs as _logs  # noqa: F401  (the library logger's NullHandler)
+
 _EXPORTS = {
     "ColumnSpec": "vertimrf.domain",
     "Domain": "vertimrf.domain",
@@ -24,6 +26,8 @@ _EXPORTS = {
     "Server": "vertimrf.server",
     "PrivMRF": "vertimrf.synth",
     "simulate": "vertimrf.simulation",
+    "set_num_threads": "vertimrf.threads",
+    "get_num_threads": "vertimrf.threads",
 }
 _MODULES = ("metrics",)
 

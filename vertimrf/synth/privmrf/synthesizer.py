@@ -20,8 +20,8 @@ Gaussian (GDP) curve holds for continuous noise only, so its guarantee is the zC
 
 from __future__ import annotations
 
+import logging
 import math
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +52,8 @@ from vertimrf.synth.privmrf.scores import noisy_tvd_scores
 from vertimrf.synth.privmrf.source import GaussianSource, Marginal
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells, refinement_max_cells
 from vertimrf.synth.refine import refine, round_sizes
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -354,7 +356,7 @@ class PrivMRF:
 
     def _say(self, message: str) -> None:
         if self.options.progress:
-            print(f"[privmrf] {message}", file=sys.stderr, flush=True)
+            _log.info(message)
 
     # ----------------------------------------------------------------------------- outputs
     def _state(self, key: str) -> Any:
