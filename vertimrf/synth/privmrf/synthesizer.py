@@ -70,7 +70,8 @@ class PrivMRF:
     """Differentially private synthesizer: ``PrivMRF(epsilon, delta).fit(df, spec).sample()``.
 
     Args:
-        epsilon, delta: the privacy budget this fit spends.
+        epsilon: the privacy budget this fit spends, with ``delta``.
+        delta: the budget's delta (public; never derived from the data).
         seed: seed for all noise and sampling; None (default) draws DP noise from a
             cryptographically secure sampler. Fixed seeds are for tests and benchmarks only:
             the noise is then reproducible and the report says it is not for release.
