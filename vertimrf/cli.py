@@ -1239,7 +1239,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="VertiMRF on bundled Adult (2 parties) against the FO and Centralized baselines",
         description="Run, in one process, on the bundled Adult data (45,222 rows, 15 columns) "
-        "split over two parties (columns 1-8 and 9-15): VertiMRF-Secure, the secure method "
+        "split over two parties (columns 0-7 and 8-14): VertiMRF-Secure, the secure method "
         "(the default; DP), the VertiMRF-FO baseline (GRR frequency oracle; DP) and the "
         "Centralized baseline (PrivMRF on the whole table, as if one party held it; DP), each "
         "at the same epsilon with the public delta = 1e-6. Print the 3-, 4- and 5-way TVD of each "
@@ -1482,7 +1482,8 @@ def _add_party(sub: argparse._SubParsersAction) -> None:
     rel = psub.add_parser(
         "release",
         help="make a party's message (all its DP releases) for the server",
-        description="Run LocMRF, binning and LocEnc on this party's CSV and write its message. "
+        description="Methods fo and fm: run LocMRF, binning and LocEnc on this party's CSV and "
+        "write its message. "
         "Method secure: recompute the features from the same deal, read the peers' blobs "
         "(--blobs DIR/PEER-to-NAME.blob) and write the first release of every 2-way marginal; "
         "once per run (the step record refuses a second release). The shares are kept for "
