@@ -46,7 +46,8 @@ def test_a_fit_prints_nothing_and_logs_to_the_library_logger(capsys, caplog):
         PrivMRF(1.0, 1e-6, seed=0).fit(df, spec)
     assert capsys.readouterr() == ("", "")
     names = {r.name for r in caplog.records}
-    assert names == {"vertimrf.synth.privmrf.synthesizer"}, names
+    assert "vertimrf.synth.privmrf.synthesizer" in names, names
+    assert all(n.startswith("vertimrf.") for n in names), names
     assert any(r.getMessage().startswith("done in") for r in caplog.records)
 
 
