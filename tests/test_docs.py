@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import logging
 import re
 import shutil
 import subprocess
@@ -45,12 +46,14 @@ def test_the_docs_cover_the_protocol_threat_model_accounting_and_formats():
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_python_examples_in_the_docs_run(page, capsys):
-    before = numba.get_num_threads()
+    threads, handlers, level = numba.get_num_threads(), logging.root.handlers[:], logging.root.level
     try:
         for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
             exec(compile(block, str(page), "exec"), {})
-    finally:
-        numba.set_num_threads(before)
+    finally:  # the examples configure logging and threads; later tests expect the defaults
+        numba.set_num_threads(threads)
+        logging.root.handlers[:] = handlers
+        logging.root.setLevel(level)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
