@@ -25,9 +25,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, write_json  # noqa: E402
-from experiment import cross_marginal_experiment  # noqa: E402
 
 from vertimrf.datasets import load_dataset  # noqa: E402
+from vertimrf.experiment import cross_marginal_experiment  # noqa: E402
 from vertimrf.privacy import (
     DEFAULT_DELTA,  # noqa: E402
     epsilon_to_rho,  # noqa: E402

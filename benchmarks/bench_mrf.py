@@ -33,12 +33,11 @@ from pathlib import Path
 import numba
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the numpy baseline lives with the tests (tests/naive.py)
+from vertimrf.domain import Domain
+from vertimrf.mrf import JunctionTree, MarkovRandomField, Measurement, mirror_descent
+from vertimrf.mrf.reference import NumpyCalibrator
 
-from tests.naive import NumpyCalibrator  # noqa: E402
-from vertimrf.domain import Domain  # noqa: E402
-from vertimrf.mrf import JunctionTree, MarkovRandomField, Measurement, mirror_descent  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 N_ADULT = 45_222
 

@@ -1,9 +1,9 @@
 """Plain numpy and Python references the kernels and the engine are checked against:
-brute-force joint tables and a numpy junction-tree calibration.
+brute-force joint tables and plain versions of each kernel.
 
-These are the ground truth for the tests and the baseline of ``benchmarks/bench_mrf.py``.
-The brute force enumerates the full joint (refused above ``MAX_BRUTE_CELLS``); the numpy
-calibration runs the same two-pass schedule as the Numba kernels with broadcasting.
+These are the ground truth for the tests. The brute force enumerates the full joint (refused
+above ``MAX_BRUTE_CELLS``). The numpy junction-tree calibration, which the benchmarks use too,
+is :class:`vertimrf.mrf.reference.NumpyCalibrator`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
-from vertimrf.mrf.cliques import Clique, CliqueLayout, expand_to
+from vertimrf.mrf.cliques import Clique, expand_to
 from vertimrf.mrf.inference import logsumexp
 from vertimrf.server.carest import _power_table, harmonic_constant
 
@@ -65,53 +65,6 @@ def brute_force_log_marginal(log_joint: np.ndarray, attrs: Sequence[int]) -> np.
     lm = lm - logsumexp(log_joint)
     order = np.argsort(np.argsort(keep))
     return np.transpose(lm, order) if lm.ndim else lm
-
-
-class NumpyCalibrator:
-    """Two-pass log-space calibration in plain numpy, on the same schedule as the kernel.
-
-    Hugin form: the downward message over an edge is divided by that edge's upward message
-    (with -inf kept as -inf); log Z is read off clique ``zclique``. Built once per tree;
-    ``calibrate`` is the timed part.
-    """
-
-    def __init__(
-        self,
-        layout: CliqueLayout,
-        message_order: Sequence[tuple[int, int, int]],
-        separators: Sequence[Clique],
-        zclique: int = 0,
-    ) -> None:
-        self.layout = layout
-        self.zclique = zclique
-        self.steps = []
-        for src, dst, e in message_order:
-            cs, cd = layout.cliques[src], layout.cliques[dst]
-            sep = set(separators[e])
-            axes = tuple(i for i, a in enumerate(cs) if a not in sep)
-            bshape = tuple(layout.shapes[dst][i] if a in sep else 1 for i, a in enumerate(cd))
-            self.steps.append((src, dst, e, axes, bshape))
-
-    def calibrate(self, theta: np.ndarray) -> tuple[np.ndarray, float]:
-        """Beliefs (flat buffer) and log Z for the flat log-potential buffer ``theta``."""
-        lay = self.layout
-        beliefs = theta.copy()
-        views = [beliefs[lay.slice(i)].reshape(lay.shapes[i]) for i in range(len(lay))]
-        up: dict[int, np.ndarray] = {}
-        for src, dst, e, axes, bshape in self.steps:
-            x = views[src]
-            m = np.max(x, axis=axes, keepdims=True)
-            m = np.where(m > -np.inf, m, 0.0)
-            with np.errstate(divide="ignore"):
-                msg = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
-            msg = msg.ravel()
-            if e in up:
-                old = up[e]
-                msg = np.where(old > -np.inf, msg - np.where(old > -np.inf, old, 0.0), -np.inf)
-            else:
-                up[e] = msg
-            views[dst] += msg.reshape(bshape)
-        return beliefs, float(logsumexp(views[self.zclique]))
 
 
 def round_groups_ref(

@@ -126,6 +126,7 @@ def _containment_sd(size, total, t, noise, extra):
     return math.sqrt(max(p * (1 - p), 1 / t) / t) / slope
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["containment", "harmonic"])
 @pytest.mark.parametrize("dp", [False, True])
 def test_carest_estimates_cross_party_marginals(method, dp):

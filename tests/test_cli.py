@@ -25,6 +25,7 @@ def _run(*args, cwd):
     return proc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["fm", "fo"])
 def test_roles_run_as_separate_processes(tmp_path, method):
     df, spec = small_adult(1500, 6)
@@ -195,6 +196,7 @@ def test_fm_is_refused_without_allow_non_dp(tmp_path):
     assert json.loads((tmp_path / "c.json").read_text())["allow_non_dp"] is True
 
 
+@pytest.mark.slow
 def test_config_defaults_to_the_secure_method_which_needs_max_rows(tmp_path):
     df, spec = small_adult(100, 4)
     spec.to_json(tmp_path / "spec.json")
@@ -227,6 +229,7 @@ def test_config_defaults_to_the_secure_method_which_needs_max_rows(tmp_path):
     assert (defaults["secure_binning"], defaults["secure_pipeline"]) == ("auto", "select")
 
 
+@pytest.mark.slow
 def test_every_unreadable_input_is_a_one_line_error(tmp_path):
     df, spec = small_adult(100, 4)
     spec.to_json(tmp_path / "spec.json")

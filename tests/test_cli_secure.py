@@ -210,6 +210,7 @@ def two(tmp_path_factory) -> dict:
     return _secure_run(tmp_path_factory.mktemp("secure2"), TWO)
 
 
+@pytest.mark.slow
 def test_two_party_run_writes_the_same_bytes_as_simulate(two):
     _same_as_simulate(two)
     root = two["root"]
@@ -226,6 +227,7 @@ def test_two_party_run_writes_the_same_bytes_as_simulate(two):
     assert set(steps["runs"][request["config_hash"]]) == {"features", "release", "measure"}
 
 
+@pytest.mark.slow
 def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     """The paper pipeline's roles (local, features, release; synthesize) as processes."""
     run = _paper_run(tmp_path, TWO)
@@ -252,6 +254,7 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     assert not any((tmp_path / p).exists() for p in ("B/again.vmrf", "B/m", "B/f", "S/r.json"))
 
 
+@pytest.mark.slow
 def test_three_party_run_writes_the_same_bytes_as_simulate(tmp_path):
     run = _secure_run(tmp_path, THREE)
     _same_as_simulate(run)
@@ -267,6 +270,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, pattern: str) -> None:
     assert "Traceback" not in proc.stderr and pattern in lines[0], lines[0]
 
 
+@pytest.mark.slow
 def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     root = two["root"]
     bad = root / "bad"
@@ -380,6 +384,7 @@ def test_every_secure_command_has_help(cmd):
     assert proc.returncode == 0 and "usage: vertimrf" in proc.stdout
 
 
+@pytest.mark.slow
 def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
     """`party release` keeps the shares in NAME.state.vmrf (mode 0600) next to the step
     record; `party measure` refuses a missing, swapped or altered state with one line."""
@@ -410,6 +415,7 @@ def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
         assert not (root / folder / "m.vmrf").exists()
 
 
+@pytest.mark.slow
 def test_the_same_release_twice_names_its_party(two):
     """`server select` given A's first release twice says so, before any selection."""
     root = two["root"]

@@ -331,6 +331,7 @@ _NEAR_VALID = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(_JSON | _NEAR_VALID)
 def test_from_dict_on_arbitrary_json_gives_a_spec_or_domain_error(data):

@@ -1,6 +1,6 @@
 """A statistical attack on the library's own LocEnc: the FM path is NOT differentially private.
 
-This test documents the FM privacy gap (``shared/design/fm-privacy-gap.md``). It must keep
+This test documents the FM privacy gap (``docs/fm-privacy-gap.md``). It must keep
 showing that the FM sketches violate (epsilon, delta)-DP at their claimed budget; if it ever
 stops doing so, the mechanism (or this test) changed and the note must be revisited.
 
@@ -28,6 +28,7 @@ import math
 
 import numba
 import numpy as np
+import pytest
 from scipy.stats import beta
 
 from vertimrf.domain import Domain, EncodedTable
@@ -99,6 +100,7 @@ def _predicted_fire_rate(k_p: int, alpha_min: int, threshold: float) -> float:
     return -math.expm1(T * math.log1p(-per_key))
 
 
+@pytest.mark.slow
 def test_fm_sketches_violate_the_claimed_dp_guarantee():
     noise = fm_noise(EPS_PRIME)
     assert (noise.k_p, noise.alpha_min) == (684, 10)

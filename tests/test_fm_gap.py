@@ -1,4 +1,4 @@
-"""The worst-case lower bound on delta of the FM path (design note fm-privacy-gap.md).
+"""The worst-case lower bound on delta of the FM path (docs/fm-privacy-gap.md).
 
 The brute-force tests enumerate every joint output of x's c registers for tiny phantom
 counts and value caps, with the output probabilities summed directly over the shared

@@ -6,11 +6,12 @@ import numba
 import numpy as np
 import pytest
 
-from tests.naive import NumpyCalibrator, expand_add_table, project_table
+from tests.naive import expand_add_table, project_table
 from tests.test_mrf_exactness import random_model
 from vertimrf.domain import Domain
 from vertimrf.kernels import bp
 from vertimrf.mrf.cliques import CliqueLayout, ProjectionSet
+from vertimrf.mrf.reference import NumpyCalibrator
 
 # Small shapes run serially; the large ones cross PAR_MIN_CELLS (log-sum-exp) or also
 # PAR_MIN_CELLS_CHEAP (sums, adds) and exercise the task cuts (subset-only cuts, rest cuts with

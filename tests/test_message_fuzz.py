@@ -97,6 +97,7 @@ def _paths_into(tree):
     return out
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_random_manifests(saved, data):

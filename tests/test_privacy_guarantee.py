@@ -12,6 +12,7 @@ from vertimrf import PrivMRF, simulate
 from vertimrf.errors import PrivacyError, VertimrfError
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
+from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.protocol import ProtocolConfig
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.report import fm_worst_case
@@ -124,11 +125,31 @@ def test_centralized_is_dp_and_seeded_runs_say_so(table):
     assert rep.seeded and "seeded run: reproducible noise, not for release" in str(rep)
 
 
-def test_unseeded_runs_use_the_secure_sampler(table):
+def _spy_on_noise(monkeypatch) -> list[str]:
+    """Record the class of every sampler that draws noise (both public draws of every one)."""
+    drawn: list[str] = []
+    for name in ("discrete_laplace", "discrete_gaussian"):
+        draw = getattr(NoiseSampler, name)
+
+        def spy(self, *args, _draw=draw, **kwargs):
+            drawn.append(type(self).__name__)
+            return _draw(self, *args, **kwargs)
+
+        monkeypatch.setattr(NoiseSampler, name, spy)
+    return drawn
+
+
+def test_unseeded_runs_use_the_secure_sampler(table, monkeypatch):
     df, spec = table
+    drawn = _spy_on_noise(monkeypatch)
     fit = PrivMRF(1.0, 1e-5, progress=False).fit(df.iloc[:300], spec)
     assert not fit.report().seeded and "seeded run" not in str(fit.report())
     assert not math.isnan(fit.n_hat)
+    # Every noisy value (the count and each measurement) came from the OpenDP sampler.
+    assert drawn and set(drawn) == {"SecureSampler"}, drawn
+    drawn.clear()  # the spy sees the other sampler when a seed is given
+    PrivMRF(1.0, 1e-5, seed=0, progress=False).fit(df.iloc[:300], spec)
+    assert drawn and set(drawn) == {"SeededSampler"}, drawn
 
 
 def test_t_auto_is_resolved_once_from_public_max_rows(table):

@@ -24,6 +24,7 @@ def _run(*args, cwd):
     assert proc.returncode == 0, (args, proc.stderr[-2000:])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["fo", "fm"])
 def test_simulate_and_the_roles_write_the_same_bytes(tmp_path, method):
     df, spec = small_adult(1200, 6)

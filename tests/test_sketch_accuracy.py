@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks.experiment import cross_marginal_experiment
 from tests.naive import estimate_cardinality
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import Domain
+from vertimrf.experiment import cross_marginal_experiment
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.registers import compute_registers, merge_registers, registers_to_geometric
 

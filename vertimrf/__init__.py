@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from vertimrf import logs as _logs  # noqa: F401  (the library logger's NullHandler)
+
 _EXPORTS = {
     "ColumnSpec": "vertimrf.domain",
     "Domain": "vertimrf.domain",
@@ -26,6 +28,8 @@ _EXPORTS = {
     "simulate": "vertimrf.simulation",
     "fit_vertical": "vertimrf.simulation",
     "VerticalModel": "vertimrf.vertical_model",
+    "set_num_threads": "vertimrf.threads",
+    "get_num_threads": "vertimrf.threads",
 }
 _MODULES = ("metrics",)
 

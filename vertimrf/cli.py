@@ -186,7 +186,7 @@ def _demo_runs(args: argparse.Namespace, df, spec) -> tuple[dict, dict, dict]:
             delta,
             method=method,
             seed=args.seed,
-            progress=not args.quiet,
+            progress=not args.quiet and sys.stderr.isatty(),
             **fm,
         )
         seconds[method] = time.perf_counter() - start
@@ -341,7 +341,7 @@ def _local_message(args: argparse.Namespace, cfg: ProtocolConfig) -> tuple[Party
         id_column=args.id_column,
         seed=args.seed,
         local_secret=None if args.seed is not None else _own_key(args).local_secret(),
-        progress=not args.quiet,
+        progress=False if args.quiet else None,
     )
     noisy = None
     if args.count_from:
@@ -433,7 +433,7 @@ def _cmd_server_synthesize(args: argparse.Namespace) -> int:
             messages = [PartyMessage.load(p, cfg) for p in files]
             _one_per_party([m.party for m in messages], files, "messages")
         with ph("synthesize"):
-            synth, report = Server(cfg, progress=not args.quiet).synthesize(
+            synth, report = Server(cfg, progress=False if args.quiet else None).synthesize(
                 messages, n=args.n, seed=args.seed, sample_seed=args.sample_seed
             )
         _write_synthetic(args, ph, synth, report)
@@ -1167,7 +1167,7 @@ def _server_synthesize_paper(args: argparse.Namespace, cfg: ProtocolConfig) -> i
             _one_per_party([m.party for m in messages], args.messages, "local messages")
             _one_per_party([r.party for r in releases], args.releases, "releases")
         with ph("synthesize"):
-            server = Server(cfg, progress=not args.quiet, keypair=_server_key(args))
+            server = Server(cfg, progress=False if args.quiet else None, keypair=_server_key(args))
             synth, report = server.synthesize(
                 messages,
                 n=args.n,
@@ -1239,10 +1239,10 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="VertiMRF on bundled Adult (2 parties) against the FO and Centralized baselines",
         description="Run, in one process, on the bundled Adult data (45,222 rows, 15 columns) "
-        "split over two parties (columns 1-8 and 9-15): VertiMRF-Secure, the secure method "
+        "split over two parties (columns 0-7 and 8-14): VertiMRF-Secure, the secure method "
         "(the default; DP), the VertiMRF-FO baseline (GRR frequency oracle; DP) and the "
         "Centralized baseline (PrivMRF on the whole table, as if one party held it; DP), each "
-        "at the same epsilon with delta = 1/n. Print the 3-, 4- and 5-way TVD of each "
+        "at the same epsilon with the public delta = 1e-6. Print the 3-, 4- and 5-way TVD of each "
         "synthetic table against the real one (300 random marginals), the seconds of each, "
         "and for the two protocol runs the seconds per phase, the message sizes and the "
         "privacy report. With --fm, also the paper's FM sketches, labelled NOT differentially "
@@ -1321,7 +1321,8 @@ def _add_config(sub: argparse._SubParsersAction) -> None:
     config = sub.add_parser(
         "config",
         help="write a protocol config every role shares",
-        description="Write the public protocol config (budget, parties, sketch settings).",
+        description="Write the public protocol config (budget, parties, method and its settings) "
+        "and print its plan: every release, the worst-case ledger total, bytes and memory.",
     )
     _spec_args(config)
     config.add_argument(
@@ -1481,7 +1482,8 @@ def _add_party(sub: argparse._SubParsersAction) -> None:
     rel = psub.add_parser(
         "release",
         help="make a party's message (all its DP releases) for the server",
-        description="Run LocMRF, binning and LocEnc on this party's CSV and write its message. "
+        description="Methods fo and fm: run LocMRF, binning and LocEnc on this party's CSV and "
+        "write its message. "
         "Method secure: recompute the features from the same deal, read the peers' blobs "
         "(--blobs DIR/PEER-to-NAME.blob) and write the first release of every 2-way marginal; "
         "once per run (the step record refuses a second release). The shares are kept for "
@@ -1627,6 +1629,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="vertimrf",
         description="Differentially private synthetic data for vertically partitioned tables.",
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="threads for the compiled kernels (default: every core, or NUMBA_NUM_THREADS); "
+        "goes before the command, e.g. vertimrf --threads 2 demo",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         _add_demo,
@@ -1648,6 +1658,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning(set())
+            if args.threads is not None:
+                from vertimrf.threads import set_num_threads
+
+                set_num_threads(args.threads)
             return args.func(args)
     except VertimrfError as exc:
         print(f"vertimrf: error: {exc}", file=sys.stderr)

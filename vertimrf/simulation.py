@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, DomainError
+from vertimrf.logs import progress_bar
 from vertimrf.party import Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
@@ -303,7 +303,7 @@ class _Phases:
 
     def __init__(self, names: Sequence[str], progress: bool) -> None:
         self.seconds: dict[str, float] = {}
-        self._bar = tqdm(total=len(names), desc="vertimrf fit", disable=not progress, leave=False)
+        self._bar = progress_bar(total=len(names), desc="vertimrf fit", progress=progress)
         self._clock = time.perf_counter()
 
     def lap(self, phase: str) -> None:

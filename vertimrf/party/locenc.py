@@ -1,7 +1,7 @@
 """LocEnc: a party's FM sketches of its (possibly binned) columns.
 
 Each sketch alone is eps'-DP, but a record's hash value enters a sketch of every one of its
-attributes, so the set is NOT differentially private (``fm-privacy-gap.md``); the ledger
+attributes, so the set is NOT differentially private (``docs/fm-privacy-gap.md``); the ledger
 marks a charge of ``"fm_sketch"`` as such.
 
 Registers (min keyed hash per attribute value and key) are computed by the kernels and can

@@ -13,7 +13,7 @@
 
 and returns a :class:`PartyMessage` holding only DP outputs and public metadata. The shared
 secret (the hash keys' source) never leaves the party. The party's ledger is capped at its
-own share of the budget, derived from the config, and ``encode`` runs once per party.
+own share of the budget, derived from the config, and ``release`` runs once per party.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder, warn_small_table
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
+from vertimrf.logs import progress_bar
 from vertimrf.party.fo import aligned_rows
 from vertimrf.party.grr import grr_perturb
 from vertimrf.party.ids import record_fingerprints
@@ -65,7 +65,7 @@ class Party:
             it, the run, the step and this party's data, so a re-run of a step on the same
             inputs gives the same release and spends nothing new. None: a fresh random one
             (this object's releases are then its own, once each).
-        progress: show a progress bar.
+        progress: show a progress bar on stderr; None (default): only on a terminal.
     """
 
     def __init__(
@@ -79,7 +79,7 @@ class Party:
         ids: Any = None,
         seed: int | None = None,
         local_secret: bytes | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
@@ -94,7 +94,7 @@ class Party:
         self.spec = config.spec.subset(self.columns)
         self._table, ids = own_table(self.name, self.spec, data, id_column, ids)
         self._fingerprints = record_fingerprints(ids)
-        HashKeys.from_secret(secret, 1)  # validates the secret now, not at encode time
+        HashKeys.from_secret(secret, 1)  # validates the secret now, not at release time
         self._secret = secret
         self._seed = seed
         self._local = os.urandom(32) if local_secret is None else bytes(local_secret)
@@ -166,7 +166,7 @@ class Party:
         if n_hat is None:
             raise ConfigError(
                 f"party {self.name!r} needs the count party's noisy count; pass "
-                f"encode(noisy_count=...) from {cfg.count_party!r}'s message."
+                f"release(noisy_count=...) from {cfg.count_party!r}'s message."
             )
         if isinstance(n_hat, bool) or not isinstance(n_hat, int | np.integer):
             raise ConfigError(f"noisy_count must be an integer; got {n_hat!r}.")
@@ -180,7 +180,7 @@ class Party:
         steps = ["LocMRF", "binning", "LocEnc"] if cfg.local_mrf else ["binning", "LocEnc"]
         if cfg.method == "secure":
             steps.remove("LocEnc")  # the paper pipeline's cross release is the secure product's
-        bar = tqdm(steps, desc=f"{self.name} encode", disable=not self.progress, leave=False)
+        bar = progress_bar(steps, desc=f"{self.name} release", progress=self.progress)
         local = enc = None
         for step in bar:
             bar.set_postfix_str(step)

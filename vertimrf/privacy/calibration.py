@@ -1,6 +1,6 @@
 """Turn a budget share into the FM sketches' per-sketch epsilon'.
 
-The FM path is NOT differentially private (``fm-privacy-gap.md``): each single sketch is
+The FM path is NOT differentially private (``docs/fm-privacy-gap.md``): each single sketch is
 eps'-DP, but the t*d sketches (t repetitions, d attributes over all parties) share each
 record's hash value, so they do not compose and neither mode below gives a true bound. The
 modes only set eps' (hence the phantoms and the floor), to reproduce the paper:

@@ -1,6 +1,6 @@
 """A worst-case lower bound on delta for the FM-sketch path (which is not DP).
 
-Design note: ``shared/design/fm-privacy-gap.md``. Under one hash key a record x gets one
+The finding is explained in ``docs/fm-privacy-gap.md``. Under one hash key a record x gets one
 geometric value G, and G enters the register of x's value in every one of x's attributes, so
 the registers that only x touches are not independent mechanisms and the paper's composition
 (Theorem 2) does not hold. This module computes the delta that the FM path must at least have

@@ -10,7 +10,7 @@ one individual (add/remove one record).
 The paper's FM sketches (mechanism ``"fm_sketch"``) are charged at the cost the paper
 claims so that the budget split stays the paper's, but that claim is false: one record's
 geometric value enters a register of every one of its attributes, so the registers share
-randomness and do not compose (``fm-privacy-gap.md``). A ledger holding such a release has
+randomness and do not compose (``docs/fm-privacy-gap.md``). A ledger holding such a release has
 ``dp_guarantee == False``: it reports no total (epsilon, delta) and its text says so.
 """
 
@@ -56,6 +56,16 @@ class PrivacyLedger:
     party's share of a protocol budget; ``delta`` then only sets the reporting delta). A
     charge that would push the total rho above the budget's rho raises
     :class:`PrivacyBudgetError` and is not recorded.
+
+    >>> ledger = PrivacyLedger(epsilon=1.0, delta=1e-6)
+    >>> _ = ledger.charge_gaussian("discrete_gaussian", sensitivity=1, sigma=10, count=2)
+    >>> round(ledger.total_rho, 12), ledger.total_epsilon() < 1.0
+    (0.01, True)
+    >>> ledger.charge_pure("discrete_laplace", epsilon=1.0)
+    Traceback (most recent call last):
+    vertimrf.errors.PrivacyBudgetError: ...
+    >>> len(ledger.releases)
+    1
     """
 
     def __init__(

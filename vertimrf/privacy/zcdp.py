@@ -24,7 +24,10 @@ DEFAULT_DELTA = 1e-6
 
 def _check_delta(delta: float) -> None:
     if not (0.0 < delta < 1.0):
-        raise PrivacyBudgetError(f"delta must be in (0, 1); got {delta!r}. A common choice is 1/n.")
+        raise PrivacyBudgetError(
+            f"delta must be in (0, 1); got {delta!r}. Use a small public value such as 1e-6 "
+            "(never 1/n, which would reveal the record count)."
+        )
 
 
 def _cks_objective(log_am1: float, rho: float, log_inv_delta: float) -> float:
@@ -54,7 +57,12 @@ def rho_to_epsilon(rho: float, delta: float) -> float:
 
 
 def epsilon_to_rho(epsilon: float, delta: float) -> float:
-    """Largest rho whose zCDP guarantee implies (epsilon, delta)-DP (inverse of the CKS bound)."""
+    """Largest rho whose zCDP guarantee implies (epsilon, delta)-DP (inverse of the CKS bound).
+
+    >>> rho = epsilon_to_rho(1.0, 1e-6)
+    >>> round_up(rho), rho_to_epsilon(rho, 1e-6) <= 1.0
+    ('0.02436', True)
+    """
     _check_delta(delta)
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise PrivacyBudgetError(f"epsilon must be a positive finite number; got {epsilon!r}.")
@@ -69,12 +77,20 @@ def epsilon_to_rho(epsilon: float, delta: float) -> float:
 
 
 def pure_to_rho(epsilon: float) -> float:
-    """zCDP cost of one epsilon-DP release (Bun and Steinke 2016, Prop. 1.4): rho = eps^2 / 2."""
+    """zCDP cost of one epsilon-DP release (Bun and Steinke 2016, Prop. 1.4): rho = eps^2 / 2.
+
+    >>> pure_to_rho(0.5)
+    0.125
+    """
     return 0.5 * epsilon * epsilon
 
 
 def gaussian_rho(sensitivity: float, sigma: float) -> float:
-    """zCDP cost of a Gaussian mechanism with L2 sensitivity Delta and std sigma."""
+    """zCDP cost of a Gaussian mechanism with L2 sensitivity Delta and std sigma.
+
+    >>> gaussian_rho(1, 10)
+    0.005
+    """
     return sensitivity * sensitivity / (2.0 * sigma * sigma)
 
 
@@ -87,7 +103,11 @@ def gaussian_sigma(sensitivity: float, rho: float) -> float:
 
 def round_up(x: float, digits: int = 4) -> str:
     """``x`` rounded UP to ``digits`` significant digits, as text: a printed privacy loss
-    (epsilon, delta, rho) is then never below the true one and carries no more digits."""
+    (epsilon, delta, rho) is then never below the true one and carries no more digits.
+
+    >>> round_up(0.123412, 3), round_up(2.0)
+    ('0.124', '2')
+    """
     if not math.isfinite(x) or x == 0:
         return f"{x:g}"
     exponent = math.floor(math.log10(abs(x))) - digits + 1

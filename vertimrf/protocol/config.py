@@ -12,7 +12,7 @@ config never reuses a person's hash values. ``t="auto"`` is resolved once, when 
 is made, from the public ``max_rows`` only.
 
 ``method="fm"`` (the paper's sketches) and ``hash="xxh64"`` (not a PRF) are NOT
-differentially private (``fm-privacy-gap.md``); a config with either is refused with a
+differentially private (``docs/fm-privacy-gap.md``); a config with either is refused with a
 :class:`~vertimrf.errors.PrivacyError` unless ``allow_non_dp=True``.
 """
 
@@ -80,7 +80,7 @@ DEFAULTS: dict[str, Any] = {
     # (SecureServer.model_caps).
     "secure_max_clique_cells": 2e5,
     "secure_max_total_cells": 1e6,
-    # "select": one budget and PrivMRF's selection over the whole table (the design note);
+    # "select": one budget and PrivMRF's selection over the whole table (docs/protocol.md);
     # "paper": the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure estimates of
     # every binned cross-party 2-way marginal (the "locenc" share), to compare the two.
     "secure_pipeline": "select",

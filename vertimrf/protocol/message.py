@@ -3,7 +3,7 @@
 A message holds only DP outputs and public metadata:
 
 * ``grr``: GRR-perturbed rows (FO path), or ``sketch``: the paper's FM sketch values (FM
-  path, NOT differentially private: see ``fm-privacy-gap.md``);
+  path, NOT differentially private: see ``docs/fm-privacy-gap.md``);
 * ``bins``: discrete-Laplace value counts (integers) of the binned attributes and the bin
   maps computed from them (post-processing; the server re-derives them);
 * ``noisy_count``: the discrete-Laplace record count, an integer (designated party only);

@@ -1,7 +1,7 @@
 """The protocol report: every release of every party, the true total, and what the server did.
 
 For a DP method (FO) the total (epsilon, delta) is the ledger's, a true upper bound. The FM
-path is NOT differentially private (``fm-privacy-gap.md``): its report says so, claims no
+path is NOT differentially private (``docs/fm-privacy-gap.md``): its report says so, claims no
 total, and prints a worst-case lower bound on delta at the requested epsilon
 (:func:`fm_worst_case`).
 """

@@ -1,7 +1,7 @@
 """What every role of method="secure" derives from the config alone.
 
 The secure product measures cross-party marginals as exact counts plus discrete Gaussian
-noise (``secure-cross-marginals.md``). Each party P one-hot encodes its *feature groups* into
+noise (``docs/protocol.md``). Each party P one-hot encodes its *feature groups* into
 k_P columns: every single attribute, then its attribute pairs and triples, fewest cells first,
 while the width stays within :func:`feature_width` (public: from the config only).
 For two parties P < Q the dealer-assisted product gives additive shares of the k_P x k_Q

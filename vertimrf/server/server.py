@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from vertimrf.domain import TableEncoder
 from vertimrf.errors import ConfigError, MessageError
+from vertimrf.logs import progress_bar
 from vertimrf.mrf.estimation import Measurement, mirror_descent
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import PrivacyLedger
@@ -79,11 +79,15 @@ class Server:
     Args:
         config: the protocol config every role shares (it pins every setting, e.g. the
             mirror-descent iterations ``server_iters``).
-        progress: show progress bars.
+        progress: show progress bars on stderr; None (default): only on a terminal.
     """
 
     def __init__(
-        self, config: ProtocolConfig, *, progress: bool = True, keypair: KeyPair | None = None
+        self,
+        config: ProtocolConfig,
+        *,
+        progress: bool | None = None,
+        keypair: KeyPair | None = None,
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
@@ -194,7 +198,7 @@ class Server:
         if not rounds and not cfg.local_mrf:
             rounds = [0]
         source = CrossSource(initial.estimates, pool, initial.cross_weight)
-        bar = tqdm(total=len(rounds), desc="server OptMRF", disable=not self.progress, leave=False)
+        bar = progress_bar(total=len(rounds), desc="server OptMRF", progress=self.progress)
 
         def refit(measurements: list[Measurement], last: bool, history: list[int]) -> int:
             iters = cfg.server_iters * (3 if last else 1)

@@ -49,7 +49,8 @@ class PrivMRFOptions:
         gdp_accounting: spend the reference's GDP budget x(epsilon, delta) / 2 instead of
             the zCDP conversion (the reference's noise levels; its guarantee is the zCDP
             one, a larger epsilon, see ``budget_split.py``).
-        progress: print short progress lines (no data values) to stderr.
+        progress: log short progress lines (no data values) at INFO to the
+            ``vertimrf.synth.privmrf`` logger (see :mod:`vertimrf.logs`).
     """
 
     theta: float = 6.0

@@ -20,9 +20,9 @@ Gaussian (GDP) curve holds for continuous noise only, so its guarantee is the zC
 
 from __future__ import annotations
 
+import logging
 import math
 import os
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -63,6 +63,8 @@ from vertimrf.synth.privmrf.store import FitState, load_fit, save_fit
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells, refinement_max_cells
 from vertimrf.synth.refine import refine, round_sizes
 
+_log = logging.getLogger(__name__)
+
 
 @dataclass
 class _Shares:
@@ -82,7 +84,8 @@ class PrivMRF:
     :meth:`PrivMRF.load`).
 
     Args:
-        epsilon, delta: the privacy budget this fit spends.
+        epsilon: the privacy budget this fit spends, with ``delta``.
+        delta: the budget's delta (public; never derived from the data).
         seed: seed for all noise and sampling; None (default) draws DP noise from a
             cryptographically secure sampler. Fixed seeds are for tests and benchmarks only:
             the noise is then reproducible and the report says it is not for release.
@@ -369,7 +372,7 @@ class PrivMRF:
 
     def _say(self, message: str) -> None:
         if self.options.progress:
-            print(f"[privmrf] {message}", file=sys.stderr, flush=True)
+            _log.info(message)
 
     # ----------------------------------------------------------------------------- outputs
     def _state(self, key: str) -> Any:

@@ -1,8 +1,9 @@
 """A self-contained sketch experiment: encode a table as several parties, estimate every
 cross-party 2-way marginal with CarEst, and measure the error against the real marginals.
 
-This is the research harness behind the sketch demo and ``benchmarks/bench_carest.py``; it
-runs every role in one process, so it may read the real table to score the estimates.
+This is a research harness (used by ``benchmarks/bench_carest.py`` and the sketch accuracy
+tests): it runs every role in one process, so it reads the real table to score the estimates.
+It is not a protocol run, and the FM sketches it measures are not differentially private.
 """
 
 from __future__ import annotations

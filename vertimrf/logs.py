@@ -1,0 +1,56 @@
+"""The library's logger and progress bars.
+
+vertimrf logs through ``logging.getLogger("vertimrf")`` and one child logger per module
+(``logging.getLogger(__name__)``). The package adds only a ``NullHandler``, so nothing is shown
+unless the application configures logging, e.g. ``logging.basicConfig(level=logging.INFO)``.
+Library code prints nothing: the command line (``vertimrf.cli``) is the only module that writes
+to stdout. Progress bars go to stderr, and only when asked for (``progress=True``) or, with
+``progress=None``, when stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["LOGGER_NAME", "progress_bar", "show_progress"]
+
+LOGGER_NAME = "vertimrf"
+
+
+def show_progress(progress: bool | None) -> bool:
+    """Whether to draw a progress bar: ``progress`` itself, or for ``None`` whether stderr is
+    a terminal.
+
+    >>> show_progress(True), show_progress(False)
+    (True, False)
+    """
+    if progress is None:
+        isatty = getattr(sys.stderr, "isatty", None)
+        return bool(isatty is not None and isatty())
+    return bool(progress)
+
+
+def progress_bar(
+    iterable: Iterable[Any] | None = None,
+    *,
+    desc: str,
+    total: int | None = None,
+    progress: bool | None = None,
+) -> Any:
+    """A tqdm bar on stderr, disabled unless :func:`show_progress` says to draw it."""
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        iterable,
+        total=total,
+        desc=desc,
+        leave=False,
+        file=sys.stderr,
+        disable=not show_progress(progress),
+    )
+
+
+logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
