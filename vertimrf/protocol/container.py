@@ -99,20 +99,20 @@ def write_container(
 
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """``arrays`` as the bytes of an ``.npz`` archive (read with ``np.load``), with no clock
-    in them: the same arrays always give the same bytes."""
+    """``arrays`` as the bytes of an uncompressed ``.npz`` archive (read with ``np.load``),
+    with no clock in them: the same arrays always give the same bytes."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
         for name, arr in arrays.items():
-            zf.writestr(_entry(f"{name}.npy"), _npy_bytes(np.asarray(arr)))
+            zf.writestr(_entry(f"{name}.npy", zipfile.ZIP_STORED), _npy_bytes(np.asarray(arr)))
     return buf.getvalue()
 
 
-def _entry(name: str) -> zipfile.ZipInfo:
+def _entry(name: str, compress_type: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
     """A zip entry with a fixed time stamp and mode, so that the same arrays always give the
     same file bytes (a re-run of a step writes what the first run wrote)."""
     info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
-    info.compress_type = zipfile.ZIP_DEFLATED
+    info.compress_type = compress_type
     info.external_attr = 0o644 << 16
     return info
 
