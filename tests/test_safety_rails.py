@@ -15,7 +15,7 @@ import vertimrf.server.secure as server_secure
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import MessageError
-from vertimrf.party import Party
+from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.samplers import KeyedSampler, SecureSampler
 from vertimrf.privacy.zcdp import round_up

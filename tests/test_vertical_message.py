@@ -18,7 +18,7 @@ from vertimrf.privacy.ledger import Release
 from vertimrf.protocol import PartyMessage
 from vertimrf.protocol.bins import frequency_bins
 from vertimrf.protocol.container import write_container
-from vertimrf.server import Server
+from vertimrf.server import PaperServer as Server
 
 PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]
 ALLOWED_ARRAYS = re.compile(r"^(sketch|grr|bin_map_\d+|bin_counts_\d+|potential_\d+|target_\d+)$")

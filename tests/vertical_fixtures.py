@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.datasets import load_dataset
-from vertimrf.party import Party
+from vertimrf.party import LocalParty as Party
 from vertimrf.protocol import ProtocolConfig
 
 SECRET = bytes(range(32))

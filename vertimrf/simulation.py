@@ -23,14 +23,14 @@ import pandas as pd
 
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, DomainError
-from vertimrf.party import Party
+from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, load_request, save_request
 from vertimrf.protocol.seeds import SERVER, seeded_nonce, seeded_secret
-from vertimrf.server import Server
+from vertimrf.server import PaperServer as Server
 from vertimrf.server.secure import SecureServer
 
 ID_COLUMN = "__record_id__"
@@ -91,7 +91,7 @@ def simulate(
     if secret is None:
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
     frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
-    if cfg.method == "secure" and cfg.secure_pipeline == "select":
+    if cfg.method == "secure" and cfg.pipeline == "select":
         return _simulate_secure(frame, cfg, secret, seed, message_dir)
     members = [
         Party(p.name, frame[[ID_COLUMN, *p.columns]], cfg, secret, id_column=ID_COLUMN,

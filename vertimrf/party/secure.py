@@ -131,7 +131,7 @@ class SecureParty:
             :class:`vertimrf.party.party.Party` (``config.method`` must be "secure").
         keypair: this party's X25519 key pair (``vertimrf keys``).
         peers: every other party's public key, by name (fingerprints checked out of band).
-        bins: the paper pipeline (``config.secure_pipeline == "paper"``) only: the bin maps
+        bins: the paper pipeline (``config.pipeline == "paper"``) only: the bin maps
             of this party's binned columns, from its own local message
             (:meth:`vertimrf.party.party.Party.release`); its features are the binned codes.
     """

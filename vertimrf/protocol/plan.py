@@ -59,6 +59,8 @@ from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.budget import ProtocolBudget, expected_releases
 from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import rules
+from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
     MEASURE,
@@ -192,12 +194,12 @@ def _releases(
     the server's ledger charges them. Raises PrivacyBudgetError (from KLS's bound) when a
     cross release's noise component is below 1/2."""
     fixed, bounds = [], []
-    select = config.method == "secure" and config.secure_pipeline == "select"
+    select = isinstance(config.options, SecureOptions)
     if not select:
         budget = ProtocolBudget.from_config(config, epsilon=epsilon)
         for p in config.parties:
             fixed += expected_releases(config, p.name, epsilon=epsilon)
-            if config.local_mrf:
+            if config.options.local_mrf:
                 what = f"local PrivMRF of {p.name}"
                 bounds.append(Release("bound", what, budget.rho_locmrf_party, 1, p.name))
     if plan is not None:
@@ -300,7 +302,7 @@ def _check_budget(config: ProtocolConfig) -> None:
 def _secure_plan(
     config: ProtocolConfig, *, epsilon: float | None = None, sizes: tuple[int, ...] | None = None
 ) -> SecurePlan | None:
-    if config.method != "secure":
+    if not isinstance(config.options, SecureOptions | SecurePaperOptions):
         return None
     return SecurePlan.from_config(config, epsilon=epsilon, sizes=sizes)
 
@@ -319,7 +321,8 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     shares = [sum(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     largest = [max(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     tables = _pair_cells(plan)
-    cap = config.secure_max_total_cells
+    options = config.options
+    cap = options.max_total_cells if isinstance(options, SecureOptions) else 0
     roles = []
     for p, name in enumerate(names):
         d_p, g_p = len(plan.attrs[p]), len(plan.groups[p])
@@ -347,7 +350,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         + 16 * block,
         "synthesize": BASE_BYTES
         + 24 * tables
-        + MODEL_BYTES_PER_CELL * int(cap if plan.pipeline == "select" else config.max_model_cells)
+        + MODEL_BYTES_PER_CELL * int(cap or options.max_model_cells)
         + OUTPUT_BYTES_PER_CELL * rows * len(plan.sizes),
     }
     if plan.pipeline == "select":
@@ -387,7 +390,9 @@ def _local_peak(config: ProtocolConfig, columns: int) -> int:
     """A party's local PrivMRF and message: its model cap and, with max_rows, its table."""
     rows = config.max_rows or 0
     return int(
-        BASE_BYTES + MODEL_BYTES_PER_CELL * config.local_max_total_cells + 8 * 4 * rows * columns
+        BASE_BYTES
+        + MODEL_BYTES_PER_CELL * config.options.local_max_total_cells
+        + 8 * 4 * rows * columns
     )
 
 
@@ -398,10 +403,10 @@ def _local_roles(config: ProtocolConfig) -> tuple[RoleCost, ...]:
     roles = []
     for p in config.parties:
         d_p = len(p.columns)
-        payload = 8 * d_p * (config.t if config.method == "fm" else rows or 0)
-        sends = payload + int(8 * config.local_max_total_cells) + CONTAINER_BYTES
+        payload = 8 * rules(config).payload_words(config, d_p, rows)
+        sends = payload + int(8 * config.options.local_max_total_cells) + CONTAINER_BYTES
         roles.append(RoleCost(p.name, sends, 0, {"release": _local_peak(config, d_p)}, note))
-    cells = max(config.max_model_cells, config.tau)
+    cells = max(config.options.max_model_cells, config.options.tau)
     peak = int(
         BASE_BYTES
         + MODEL_BYTES_PER_CELL * cells
@@ -472,7 +477,7 @@ def _memory_hint(config: ProtocolConfig, limit: float) -> str:
     sizes = tuple(int(u) for u in config.spec.domain.sizes)
     widest = max(range(len(sizes)), key=sizes.__getitem__)
     name = config.spec.names[widest]
-    if config.method == "secure" and feature_width(config) == sizes[widest] > 2:
+    if isinstance(config.options, SecureOptions) and feature_width(config) == sizes[widest] > 2:
 
         def fits(u: int) -> bool:
             shrunk = tuple(min(s, u) if i == widest else s for i, s in enumerate(sizes))
@@ -487,7 +492,7 @@ def _memory_hint(config: ProtocolConfig, limit: float) -> str:
                 f"attribute {name!r} has {sizes[widest]:,} values and sets every party's "
                 f"feature width: bin it to at most {lo:,} values, or raise max_memory_gb"
             )
-    if config.method == "secure":
+    if isinstance(config.options, SecureOptions | SecurePaperOptions):
         return "lower max_rows or the feature width, or raise max_memory_gb"
     return "lower the model caps, or raise max_memory_gb"
 
