@@ -134,7 +134,7 @@ def test_unseeded_runs_use_the_secure_sampler(table):
 def test_t_auto_is_resolved_once_from_public_max_rows(table):
     _, spec = table
     cfg = make_config(spec, PARTIES, t="auto", max_rows=50_000)
-    assert isinstance(cfg.t, int) and cfg.max_rows == 50_000
+    assert isinstance(cfg.options.t, int) and cfg.max_rows == 50_000
     back = ProtocolConfig.from_dict(cfg.to_dict())
     assert back == cfg and back.config_hash() == cfg.config_hash()
     with pytest.raises(VertimrfError, match="max_rows"):

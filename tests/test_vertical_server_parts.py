@@ -40,10 +40,10 @@ def test_budget_parts_add_up_to_the_total(kw):
     d = len(cfg.spec)
     n_binned = len(cfg.binned_columns())
     parts = b.rho_locmrf_party * len(cfg.parties) + b.rho_locenc + b.rho_count + b.rho_binning
-    assert parts == pytest.approx(b.rho_total * sum(cfg.shares.values()), rel=1e-12)
+    assert parts == pytest.approx(b.rho_total * sum(cfg.options.shares.values()), rel=1e-12)
     assert b.rho_total == pytest.approx(epsilon_to_rho(cfg.epsilon, cfg.delta), rel=1e-12)
     # Each mechanism's parameter costs exactly its share in zCDP.
-    assert cfg.t * d * pure_to_rho(b.eps_prime) == pytest.approx(b.rho_locenc, rel=1e-12)
+    assert cfg.options.t * d * pure_to_rho(b.eps_prime) == pytest.approx(b.rho_locenc, rel=1e-12)
     assert d * pure_to_rho(b.grr_epsilon) == pytest.approx(b.rho_locenc, rel=1e-12)
     assert pure_to_rho(b.count_epsilon) == pytest.approx(b.rho_count, rel=1e-12)
     if n_binned:
@@ -59,7 +59,7 @@ def test_auto_t_is_feasible_and_minimises_the_predicted_error():
     assert isinstance(t, int) and t in CANDIDATES
     widest = max(
         sum(
-            min(c.size, cfg.bins) if c.size > cfg.bins else c.size
+            min(c.size, cfg.options.bins) if c.size > cfg.options.bins else c.size
             for c in cfg.spec.columns
             if c.name in p.columns
         )

@@ -336,12 +336,13 @@ class ProtocolConfig:
     def with_changes(self, **changes: Any) -> ProtocolConfig:
         """A copy with some fields changed (validated again): shared fields, ``options``, or
         the method's settings under their flat names (``method="fo"`` switches the method,
-        keeping the settings the new one reads)."""
+        keeping the settings both read, the rest from the config's preset)."""
         shared, settings = _split(changes, "ProtocolConfig.with_changes")
         if settings:
             if "options" in shared:
                 raise ConfigError("give options=... or flat method settings, not both.")
-            base = {**self.options.flat(), "method": self.method}
+            preset = PRESETS.get(self.preset, DEFAULTS)  # what the old method did not read
+            base = {**preset, **self.options.flat(), "method": self.method}
             if self.method == "secure":
                 base["secure_pipeline"] = self.pipeline
             shared["options"] = from_flat(base, settings, where="ProtocolConfig.with_changes")
