@@ -63,6 +63,6 @@ def test_default_method_runs_through_the_public_party_and_server():
     # The report's privacy numbers: the plan's releases fit the budget, and are DP.
     assert report.method == "secure" and report.dp_guarantee
     assert (report.epsilon, report.delta) == (2.0, 1e-6)
-    assert 0 < report.ledger.total_rho
+    assert report.ledger.total_rho > 0
     assert 0 < report.total_epsilon <= 2.0 * (1 + 1e-9)
     assert report.seeded  # a seed was given: the report says the noise is not for release

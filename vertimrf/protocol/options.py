@@ -182,8 +182,8 @@ def _frozen_shares(owner: object, name: str, need: set[str], positive: set[str])
     values = {str(k): shares[k] for k in shares}
     for k, v in values.items():
         _require(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v),
-            f"{name}[{k!r}] must be a finite number; got {v!r}.",
+            isinstance(v, int | float) and not isinstance(v, bool),
+            f"{name}[{k!r}] must be a number; got {v!r}.",
         )
     _require(
         all(v >= 0 for v in values.values()) and math.fsum(values.values()) <= 1 + 1e-12,
