@@ -26,7 +26,7 @@ def table():
 
 @pytest.mark.parametrize(
     "settings",
-    [{"method": "fm"}, {"method": "fo", "hash": "xxh64"}, {"method": "fm", "hash": "xxh64"}],
+    [{"method": "fm"}, {"method": "fm", "hash": "xxh64"}],
 )
 def test_non_dp_settings_are_refused_without_the_opt_in(table, settings):
     _, spec = table
@@ -140,7 +140,7 @@ def test_t_auto_is_resolved_once_from_public_max_rows(table):
     with pytest.raises(VertimrfError, match="max_rows"):
         make_config(spec, PARTIES, t="auto")
     raw = cfg.to_dict()
-    raw["t"] = "auto"
+    raw["options"]["t"] = "auto"
     with pytest.raises(VertimrfError, match="resolved when the config is made"):
         ProtocolConfig.from_dict(raw)
 

@@ -273,13 +273,13 @@ def _cmd_config(args: argparse.Namespace) -> int:
         parties=_parse_parties(args.party),
         **{k: v for k, v in given.items() if v is not None},
     )
-    if cfg.method == "secure":
+    options = cfg.options
+    if options.PADS_ROWS:  # the secure methods: party names name the secure files
         for p in cfg.parties:
             _file_name(p.name)
     with _staged(args.out) as (tmp,):
         cfg.save(tmp)
     label = "" if cfg.dp_guarantee else "; NOT differentially private (allow_non_dp)"
-    options = cfg.options
     if isinstance(options, SecureOptions):
         from vertimrf.protocol.secure import feature_width
 
@@ -315,7 +315,7 @@ def _cmd_party_release(args: argparse.Namespace) -> int:
     from vertimrf.protocol import ProtocolConfig
 
     cfg = ProtocolConfig.load(args.config)
-    if cfg.method == "secure":
+    if cfg.options.PADS_ROWS:  # the secure methods
         return _party_release_secure(args, cfg)
     given = [f"--{k}" for k in SECURE_OPTIONS if getattr(args, k) is not None]
     if given:
@@ -400,13 +400,13 @@ def _server_key(args: argparse.Namespace):
 def _cmd_party_local(args: argparse.Namespace) -> int:
     """``party local``: the paper pipeline's local message (LocMRF and the bin maps)."""
     from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.options import SecurePaperOptions, describe
 
     cfg = ProtocolConfig.load(args.config)
-    if cfg.method != "secure" or cfg.pipeline != "paper":
-        pipeline = f", pipeline {cfg.pipeline!r}" if cfg.method == "secure" else ""
+    if not isinstance(cfg.options, SecurePaperOptions):
         raise ConfigError(
             f"`party local` is the first step of method secure's paper pipeline; this config "
-            f"is method {cfg.method!r}{pipeline}: run `party features` (secure) or `party "
+            f"is {describe(type(cfg.options))}: run `party features` (secure) or `party "
             "release` (fo, fm)."
         )
     name = _file_name(args.party)
@@ -426,6 +426,7 @@ def _cmd_party_local(args: argparse.Namespace) -> int:
 
 def _cmd_server_synthesize(args: argparse.Namespace) -> int:
     from vertimrf.protocol import PartyMessage, ProtocolConfig
+    from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
     from vertimrf.server import PaperServer
 
     cfg = ProtocolConfig.load(args.config)
@@ -435,9 +436,9 @@ def _cmd_server_synthesize(args: argparse.Namespace) -> int:
     _check_outputs(
         args, [args.out, args.report], [args.config, *files, args.state, args.server_key]
     )
-    if cfg.method == "secure" and cfg.pipeline == "paper":
+    if isinstance(cfg.options, SecurePaperOptions):
         return _server_synthesize_paper(args, cfg)
-    if cfg.method == "secure":
+    if isinstance(cfg.options, SecureOptions):
         return _server_synthesize_secure(args, cfg, files)
     if args.state is not None:
         raise ConfigError(f"--state is for method secure; the config's method is {cfg.method!r}.")
@@ -705,14 +706,15 @@ def _secure_config(path: str, *, select_only: bool = False) -> tuple[ProtocolCon
     """The config at ``path`` and its secure plan (method secure only; ``select_only``: a
     step of the select pipeline, which the paper pipeline does not have)."""
     from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.options import SecureOptions
     from vertimrf.protocol.secure import SecurePlan
 
     cfg = ProtocolConfig.load(path)
-    if cfg.method != "secure":
+    if not cfg.options.PADS_ROWS:  # not a secure method
         raise ConfigError(
             f"{path}: this command is for method secure; the config's method is {cfg.method!r}."
         )
-    if select_only and cfg.pipeline != "select":
+    if select_only and not isinstance(cfg.options, SecureOptions):
         raise ConfigError(
             f"{path}: this command is a step of the select pipeline; the config's pipeline is "
             f"{cfg.pipeline!r}, whose steps are: {PAPER_STEPS}."
@@ -829,7 +831,7 @@ def _own_bins(args: argparse.Namespace, cfg: ProtocolConfig, plan: SecurePlan) -
     `party local`); the select pipeline has none."""
     from vertimrf.protocol import PartyMessage
 
-    if plan.pipeline != "paper":
+    if plan.select:
         if args.local is not None:
             raise ConfigError("--local is an input of the paper pipeline (config --pipeline paper)")
         return None
@@ -1013,7 +1015,7 @@ def _party_release_secure(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
         )
     name = _file_name(args.party)
     steps = _StepRecord(args, cfg.config_hash(), Path(args.out).parent)
-    paper = plan.pipeline == "paper"
+    paper = not plan.select
     outputs = (args.out,) if paper else (args.out, steps.state_path)
     blob_files = [Path(args.blobs) / f"{q}-to-{name}.blob" for q in plan.names if q != name]
     steps.check("release")

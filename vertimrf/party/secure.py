@@ -162,7 +162,7 @@ class SecureParty:
             raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
         self.spec = config.spec.subset(config.party(name).columns)
         self._table, ids = own_table(name, self.spec, data, id_column, ids)
-        if self.plan.pipeline == "paper":
+        if not self.plan.select:
             self._table = bin_table(self._table, self._check_bins(bins))
         elif bins is not None:
             raise ConfigError("bins are an input of the paper pipeline (secure_pipeline='paper').")

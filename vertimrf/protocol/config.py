@@ -40,7 +40,6 @@ from vertimrf.protocol.options import (
     DEFAULTS,
     FLAT_NAMES,
     PRESETS,
-    SELECTORS,
     FMOptions,
     Options,
     SecureOptions,
@@ -241,7 +240,7 @@ class ProtocolConfig:
             and self.max_rows >= 1
         ):
             raise ConfigError(f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.")
-        if self.method == "secure" and self.max_rows is None:
+        if self.options.PADS_ROWS and self.max_rows is None:
             raise ConfigError(
                 "method='secure' needs max_rows: a public upper bound on the number of records, "
                 "to which every party pads its rows so that message sizes reveal nothing about "
@@ -269,17 +268,17 @@ class ProtocolConfig:
             raise ConfigError(f"allow_non_dp must be True or False; got {self.allow_non_dp!r}.")
         if self.allow_non_dp:
             return
-        if isinstance(self.options, FMOptions) and self.options.hash == "xxh64":
-            raise PrivacyError(
-                "hash='xxh64' refused: xxh64 is not a keyed pseudorandom function, so hash values "
-                "can leak which records hold which values. Use hash='siphash24', or set "
-                "allow_non_dp=True to accept a run that is NOT differentially private."
-            )
         if not self.options.DP:
             raise PrivacyError(
                 f"method={self.method!r} refused: {NON_DP_REASON}. Use method='fo' (DP), or set "
                 "allow_non_dp=True (--allow-non-dp on the command line) to run the paper's method "
                 "for reproduction; its report will say it is NOT differentially private."
+            )
+        if isinstance(self.options, FMOptions) and self.options.hash == "xxh64":
+            raise PrivacyError(
+                "hash='xxh64' refused: xxh64 is not a keyed pseudorandom function, so hash values "
+                "can leak which records hold which values. Use hash='siphash24', or set "
+                "allow_non_dp=True to accept a run that is NOT differentially private."
             )
 
     def _check_finite(self) -> None:
@@ -342,9 +341,7 @@ class ProtocolConfig:
             if "options" in shared:
                 raise ConfigError("give options=... or flat method settings, not both.")
             preset = PRESETS.get(self.preset, DEFAULTS)  # what the old method did not read
-            base = {**preset, **self.options.flat(), "method": self.method}
-            if self.method == "secure":
-                base["secure_pipeline"] = self.pipeline
+            base = {**preset, **self.options.flat()}
             shared["options"] = from_flat(base, settings, where="ProtocolConfig.with_changes")
         return replace(self, **shared)
 
@@ -359,6 +356,7 @@ class ProtocolConfig:
             "parties": [{"name": p.name, "columns": list(p.columns)} for p in self.parties],
             "count_party": self.count_party,
             "preset": self.preset,
+            "method": self.method,
             "options": self.options.to_dict(),
             "allow_non_dp": self.allow_non_dp,
             "max_rows": self.max_rows,
@@ -385,6 +383,11 @@ class ProtocolConfig:
                 )
             else:
                 d["options"] = options_from_dict(d.get("options"))
+                if d.pop("method", None) != d["options"].METHOD:
+                    raise ConfigError(
+                        f"invalid protocol config: its method {data.get('method')!r} is not its "
+                        f"options' ({d['options'].METHOD!r})."
+                    )
             unknown_fields("a protocol config", d, [f.name for f in fields(cls)])
             d["spec"] = DomainSpec.from_dict(d["spec"])
             d["parties"] = tuple(
@@ -443,8 +446,6 @@ def _from_flat_format(d: dict[str, Any]) -> dict[str, Any]:
     unknown_fields("a protocol config (format 1)", rest, _SHARED)
     if "method" not in flat:
         raise ConfigError("invalid protocol config: no 'method' and no 'options'.")
-    selectors = {k: flat.pop(k) for k in SELECTORS if k in flat}
-    if selectors.get("method") != "secure":
-        selectors.pop("secure_pipeline", None)
-    rest["options"] = from_flat(flat, selectors, where="a protocol config (format 1)")
+    method = {"method": flat.pop("method")}  # the pipeline is read only if it applies
+    rest["options"] = from_flat(flat, method, where="a protocol config (format 1)")
     return rest

@@ -208,6 +208,10 @@ class _Options:
     METHOD: ClassVar[str]
     PIPELINE: ClassVar[str]
     DP: ClassVar[bool] = True
+    # Every party pads its rows to the config's public max_rows (which it then needs).
+    PADS_ROWS: ClassVar[bool] = False
+    # The flat selector values that choose this class.
+    SELECT: ClassVar[Mapping[str, str]]
     # flat name (the first config format) -> field
     FLAT: ClassVar[Mapping[str, str]]
 
@@ -217,8 +221,8 @@ class _Options:
         return {"type": type(self).__name__, **out}
 
     def flat(self) -> dict[str, Any]:
-        """The fields under their flat names."""
-        return {name: getattr(self, f) for name, f in self.FLAT.items()}
+        """The fields under their flat names, with the selectors of the method."""
+        return {**self.SELECT, **{name: getattr(self, f) for name, f in self.FLAT.items()}}
 
 
 @dataclass(frozen=True)
@@ -317,6 +321,7 @@ class FOOptions(PaperOptions):
     """Method "fo": the paper's pipeline with GRR rows as the cross-party release (DP)."""
 
     METHOD: ClassVar[str] = "fo"
+    SELECT: ClassVar[Mapping[str, str]] = MappingProxyType({"method": "fo"})
     FLAT: ClassVar[Mapping[str, str]] = MappingProxyType(_PAPER_FLAT)
 
 
@@ -335,6 +340,7 @@ class FMOptions(PaperOptions):
     """
 
     METHOD: ClassVar[str] = "fm"
+    SELECT: ClassVar[Mapping[str, str]] = MappingProxyType({"method": "fm"})
     DP: ClassVar[bool] = False
     FLAT: ClassVar[Mapping[str, str]] = MappingProxyType(
         {**_PAPER_FLAT, **{k: k for k in ("t", "gamma", "hash", "carest", "accounting")}}
@@ -371,6 +377,10 @@ class SecurePaperOptions(PaperOptions):
     rows. Needs ``local_mrf``: the secure release measures only the cross-party pairs."""
 
     METHOD: ClassVar[str] = "secure"
+    PADS_ROWS: ClassVar[bool] = True
+    SELECT: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"method": "secure", "secure_pipeline": "paper"}
+    )
     FLAT: ClassVar[Mapping[str, str]] = MappingProxyType(_PAPER_FLAT)
 
     def __post_init__(self) -> None:
@@ -407,6 +417,10 @@ class SecureOptions(_Options):
 
     METHOD: ClassVar[str] = "secure"
     PIPELINE: ClassVar[str] = "select"
+    PADS_ROWS: ClassVar[bool] = True
+    SELECT: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"method": "secure", "secure_pipeline": "select"}
+    )
     FLAT: ClassVar[Mapping[str, str]] = MappingProxyType(
         {
             f"secure_{name}": name
@@ -456,26 +470,20 @@ FLAT_NAMES = sorted({name for cls in OPTION_TYPES.values() for name in cls.FLAT}
 
 
 def options_class(method: object, pipeline: object = None) -> type[Options]:
-    """The options class of ``method`` (and, for "secure", ``pipeline``)."""
+    """The options class of ``method`` (and, for "secure", ``pipeline``; None: the default)."""
     _choice(method, METHODS, "method")
-    if method == "fo":
-        cls: type[Options] = FOOptions
-    elif method == "fm":
-        cls = FMOptions
-    else:
-        pipeline = DEFAULTS["secure_pipeline"] if pipeline is None else pipeline
+    if pipeline is not None:
         _choice(pipeline, SECURE_PIPELINES, "secure_pipeline")
-        cls = SecureOptions if pipeline == "select" else SecurePaperOptions
-    if pipeline is not None and method != "secure":
+    want = {"method": method, "secure_pipeline": pipeline or DEFAULTS["secure_pipeline"]}
+    (cls,) = [c for c in OPTION_TYPES.values() if all(want[k] == v for k, v in c.SELECT.items())]
+    if pipeline is not None and "secure_pipeline" not in cls.SELECT:
         raise ConfigError(f"secure_pipeline is an option of method 'secure', not {method!r}.")
     return cls
 
 
 def describe(cls: type[Options]) -> str:
     """The method's name in messages."""
-    if cls.METHOD == "secure":
-        return f"method 'secure' (secure_pipeline={cls.PIPELINE!r})"
-    return f"method {cls.METHOD!r}"
+    return " ".join(f"{k} {v!r}" for k, v in cls.SELECT.items())
 
 
 def from_flat(
@@ -486,10 +494,9 @@ def from_flat(
     ``changes`` must be one the method reads (ConfigError otherwise)."""
     unknown_fields(where, [k for k in changes if k not in FLAT_NAMES], FLAT_NAMES)
     method = changes.get("method", base.get("method", DEFAULTS["method"]))
-    pipeline = changes.get("secure_pipeline")
-    if pipeline is None and method == "secure":
-        pipeline = base.get("secure_pipeline")
-    cls = options_class(method, pipeline)
+    cls = options_class(method, changes.get("secure_pipeline"))
+    if "secure_pipeline" not in changes and "secure_pipeline" in cls.SELECT:
+        cls = options_class(method, base.get("secure_pipeline"))
     for name in changes:
         if name not in SELECTORS and name not in cls.FLAT:
             raise ConfigError(

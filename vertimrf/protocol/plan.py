@@ -219,7 +219,7 @@ def _noise_scales(config: ProtocolConfig, epsilon: float, plan: SecurePlan | Non
         if plan.rho_measure > 0:
             planned = len(plan.all_pairs()) + len(plan.sizes) * (1 + plan.refine_fraction)
             out["the re-measurement's"] = plan.sigma(MEASURE, math.ceil(planned))
-    if plan is None or plan.pipeline == "paper":
+    if plan is None or not plan.select:
         budget = ProtocolBudget.from_config(config, epsilon=epsilon)
         out["the noisy count's"] = 1.0 / budget.count_epsilon
         if budget.binning_epsilon > 0:
@@ -334,13 +334,13 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
             + 8 * (2 * dealt[p] + columns + 2 * rows * peer + shares[p] + 2 * largest[p])
             + 16 * MASK_BLOCK_WORDS,
         }
-        if plan.pipeline == "select":
+        if plan.select:
             steps["measure"] = BASE_BYTES + 8 * (3 * shares[p] + 2 * rows * d_p)
         else:
             steps["local"] = _local_peak(config, d_p)
         own = sum(plan.cells(mg) for mg in plan.all_pairs() if p in {plan.owner[a] for a in mg})
         sends = (m - 1) * (8 * rows * widths[p] + BLOB_OVERHEAD) + 8 * own + CONTAINER_BYTES
-        keeps = _state_bytes(shares[p]) if plan.pipeline == "select" else 0
+        keeps = _state_bytes(shares[p]) if plan.select else 0
         roles.append(RoleCost(name, sends, keeps, steps))
     total = sum(dealt)
     block = min(rows * sum(widths), MASK_BLOCK_WORDS + sum(widths))
@@ -353,10 +353,10 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         + MODEL_BYTES_PER_CELL * int(cap or options.max_model_cells)
         + OUTPUT_BYTES_PER_CELL * rows * len(plan.sizes),
     }
-    if plan.pipeline == "select":
+    if plan.select:
         server["select"] = BASE_BYTES + 8 * (4 * tables + int(cap))
     deals = sum(_deal_bytes(plan).values())
-    keeps = _state_bytes(tables) + 64 * len(plan.all_pairs()) if plan.pipeline == "select" else 0
+    keeps = _state_bytes(tables) + 64 * len(plan.all_pairs()) if plan.select else 0
     roles.append(RoleCost("server", deals, keeps, server))
     return tuple(roles)
 
@@ -459,7 +459,7 @@ def _peak(config: ProtocolConfig, sizes: tuple[int, ...] | None = None) -> RoleC
 
 def _check_tables(config: ProtocolConfig) -> None:
     plan = _secure_plan(config)
-    if plan is None or plan.pipeline != "select":
+    if plan is None or not plan.select:
         return
     names = config.spec.names
     for m in plan.all_pairs():

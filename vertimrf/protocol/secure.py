@@ -223,6 +223,12 @@ class SecurePlan:
             pipeline=options.PIPELINE,
         )
 
+    @property
+    def select(self) -> bool:
+        """True for the select pipeline (its server selects, then requests a
+        re-measurement); False for the paper pipeline (one release of the cross pairs)."""
+        return self.pipeline == "select"
+
     # ------------------------------------------------------------------ layout
     @cached_property
     def owner(self) -> tuple[int, ...]:
@@ -314,9 +320,9 @@ class SecurePlan:
         """The first release: every 2-way marginal, canonical."""
         d = len(self.sizes)
         pairs = [self.canonical((i, j)) for i in range(d) for j in range(i + 1, d)]
-        if self.pipeline == "paper":
-            return [m for m in pairs if self.owner[m[0]] != self.owner[m[1]]]
-        return pairs
+        if self.select:
+            return pairs
+        return [m for m in pairs if self.owner[m[0]] != self.owner[m[1]]]
 
     # ------------------------------------------------------------------ noise
     def sigma(self, release: str, count: int) -> float:

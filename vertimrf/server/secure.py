@@ -46,6 +46,7 @@ from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, ra
 from vertimrf.protocol.channels import KeyPair, PublicKey, expand
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
+from vertimrf.protocol.options import SecureOptions
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
@@ -185,9 +186,14 @@ class SecureServer:
         # The server's own secret: its deal and its noise derive from it (see _randomness).
         self._secret = os.urandom(32) if keypair is None else keypair.local_secret()
         self.plan = SecurePlan.from_config(config)
-        self.options = PrivMRFOptions(
-            max_clique_cells=config.options.max_clique_cells,
-            max_total_cells=config.options.max_total_cells,
+        options = config.options  # the select pipeline's caps; the paper one selects nothing
+        self.options = (
+            PrivMRFOptions(
+                max_clique_cells=options.max_clique_cells,
+                max_total_cells=options.max_total_cells,
+            )
+            if isinstance(options, SecureOptions)
+            else PrivMRFOptions()
         )
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self.seed = seed
@@ -300,7 +306,7 @@ class SecureServer:
         """The paper pipeline's one release (every binned cross-party pair): the summed
         shares plus the server's noise, charged to this server's ledger; each table in the
         attribute order of its canonical marginal."""
-        if self.plan.pipeline != "paper" or self._first is not None:
+        if self.plan.select or self._first is not None:
             raise MessageError("cross_tables is the paper pipeline's one step, run once.")
         marginals = self.plan.all_pairs()
         self._check_releases(SELECT, marginals, releases)
