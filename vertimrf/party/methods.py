@@ -122,7 +122,7 @@ def party_method(config: ProtocolConfig) -> PartyMethod:
     """The local-message strategy of ``config``'s method."""
     if isinstance(config.options, SecureOptions):
         raise ConfigError(
-            "the secure select pipeline has no local message: its parties run the secure "
-            "steps (features, release, measure)."
+            "the secure select pipeline has no local message: its parties are SecureParty "
+            "objects (or Party, which runs features, secure_release and measure)."
         )
     return PARTY_METHODS[type(config.options)]

@@ -128,12 +128,12 @@ class SecureParty:
 
     Args:
         name, data, config, secret, id_column, ids, seed: as for
-            :class:`vertimrf.party.party.Party` (``config.method`` must be "secure").
+            :class:`vertimrf.party.party.LocalParty` (``config.method`` must be "secure").
         keypair: this party's X25519 key pair (``vertimrf keys``).
         peers: every other party's public key, by name (fingerprints checked out of band).
         bins: the paper pipeline (``config.pipeline == "paper"``) only: the bin maps
             of this party's binned columns, from its own local message
-            (:meth:`vertimrf.party.party.Party.release`); its features are the binned codes.
+            (:meth:`vertimrf.party.party.LocalParty.release`); its features are the binned codes.
     """
 
     def __init__(

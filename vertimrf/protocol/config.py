@@ -157,16 +157,13 @@ class ProtocolConfig:
                     "(never the true count), to choose t from public information only."
                 )
             settings["t"] = PRESETS["paper"]["t"]
-        options = from_flat(PRESETS[preset], settings, where=f"preset {preset!r}")
-        cfg = cls(
-            epsilon=epsilon,
-            delta=delta,
-            spec=spec,
-            parties=tuple(specs),
-            options=options,
-            preset=preset,
-            **shared,
+        if "options" in shared and settings:
+            raise ConfigError("give options=... or flat method settings, not both.")
+        shared.setdefault(
+            "options", from_flat(PRESETS[preset], settings, where=f"preset {preset!r}")
         )
+        shared.setdefault("preset", preset)
+        cfg = cls(epsilon=epsilon, delta=delta, spec=spec, parties=tuple(specs), **shared)
         if auto:
             from vertimrf.protocol.autot import choose_t
 
@@ -227,6 +224,9 @@ class ProtocolConfig:
         from vertimrf.protocol.plan import check_plan
 
         check_plan(self)
+
+    def __hash__(self) -> int:
+        return hash(self._hash)  # type: ignore[attr-defined]
 
     def _check_run(self) -> None:
         binned = getattr(self.options, "binned", None)
