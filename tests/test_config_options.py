@@ -83,6 +83,17 @@ def test_unknown_field_in_a_config_file_is_a_config_error():
         ProtocolConfig.from_dict(data)
 
 
+def test_a_config_pickles_and_copies_unchanged():
+    import copy
+    import pickle
+
+    for cfg in (_cfg(), _cfg(method="fo", binned=("b",))):
+        for back in (pickle.loads(pickle.dumps(cfg)), copy.deepcopy(cfg)):
+            assert back == cfg and back.config_hash() == cfg.config_hash()
+            with pytest.raises(TypeError):
+                back.options.shares["count"] = 0.5
+
+
 def test_round_trip_of_every_method(tmp_path):
     for cfg in (
         _cfg(),

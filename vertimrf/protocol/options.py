@@ -220,6 +220,10 @@ class _Options:
         out = {f.name: _json(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
         return {"type": type(self).__name__, **out}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (and copy) through the JSON form: read-only mappings do not pickle."""
+        return (options_from_dict, (self.to_dict(),))
+
     def flat(self) -> dict[str, Any]:
         """The fields under their flat names, with the selectors of the method."""
         return {**self.SELECT, **{name: getattr(self, f) for name, f in self.FLAT.items()}}
