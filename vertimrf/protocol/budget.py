@@ -47,13 +47,14 @@ class ProtocolBudget:
         compare candidates). The paper-pipeline methods read their options' ``shares``."""
         epsilon = config.epsilon if epsilon is None else epsilon
         rho = epsilon_to_rho(epsilon, config.delta)
-        s = config.options.shares
+        paper = config.paper_options()
+        s = paper.shares
         d = len(config.spec)
         n_binned = len(config.binned_columns())
         locenc = s["locenc"]
         binning = s["binning"] if n_binned else 0.0
         locenc += s["binning"] - binning
-        locmrf = s["locmrf"] if config.options.local_mrf else 0.0
+        locmrf = s["locmrf"] if paper.local_mrf else 0.0
         locenc += s["locmrf"] - locmrf
         rho_enc = rho * locenc
         eps_prime = rules(config).eps_prime(config, t, locenc, epsilon, rho_enc)
@@ -120,5 +121,7 @@ def expected_releases(
 
 def party_rho(config: ProtocolConfig, party: str) -> float:
     """The whole zCDP allowance of ``party``: its releases plus its local PrivMRF."""
-    local = ProtocolBudget.from_config(config).rho_locmrf_party if config.options.local_mrf else 0.0
+    local = ProtocolBudget.from_config(config).rho_locmrf_party
+    if not config.paper_options().local_mrf:
+        local = 0.0
     return math.fsum([local, *(r.rho for r in expected_releases(config, party))])

@@ -42,6 +42,7 @@ from vertimrf.protocol.options import (
     PRESETS,
     FMOptions,
     Options,
+    PaperOptions,
     SecureOptions,
     close_names,
     from_flat,
@@ -229,7 +230,7 @@ class ProtocolConfig:
         return hash(self._hash)  # type: ignore[attr-defined]
 
     def _check_run(self) -> None:
-        binned = getattr(self.options, "binned", None)
+        binned = self.options.binned if isinstance(self.options, PaperOptions) else None
         if binned is not None:
             unknown = sorted(set(binned) - set(self.spec.names))
             if unknown:
@@ -322,15 +323,24 @@ class ProtocolConfig:
                 return p
         raise ConfigError(f"no party {name!r}; parties are {[p.name for p in self.parties]}.")
 
+    def paper_options(self) -> PaperOptions:
+        """The paper pipeline's settings (methods "fo", "fm" and the secure paper pipeline);
+        ConfigError for the secure select pipeline, which has none."""
+        if not isinstance(self.options, PaperOptions):
+            raise ConfigError(
+                "the secure select pipeline has no local models, bins or budget shares of the "
+                "paper pipeline (its settings are SecureOptions')."
+            )
+        return self.options
+
     def binned_columns(self) -> tuple[str, ...]:
         """Columns that are binned (paper-pipeline methods): the explicit list, or every
         column with more than b codes; none for the secure select pipeline."""
-        bins = getattr(self.options, "bins", None)
-        if bins is None:
+        if not isinstance(self.options, PaperOptions):
             return ()
         if self.options.binned is not None:
             return self.options.binned
-        return tuple(c.name for c in self.spec.columns if c.size > bins)
+        return tuple(c.name for c in self.spec.columns if c.size > self.options.bins)
 
     def with_changes(self, **changes: Any) -> ProtocolConfig:
         """A copy with some fields changed (validated again): shared fields, ``options``, or

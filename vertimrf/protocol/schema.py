@@ -29,8 +29,8 @@ _ARRAYS_PER_COLUMN = 64
 def array_bounds(config: ProtocolConfig) -> Callable[[str], int | None]:
     """Largest payload (bytes) of each array a message under ``config`` may hold."""
     binned = set(config.binned_columns())
-    bins = getattr(config.options, "bins", 0)
-    cells = getattr(config.options, "max_model_cells", 0)
+    paper = config.paper_options()
+    bins, cells = paper.bins, paper.max_model_cells
     widest_bin = max((config.spec[c].size for c in binned), default=0)
     per_party = [
         (

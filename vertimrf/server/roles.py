@@ -114,5 +114,11 @@ class Server:
         assert self.secure is not None
         if secure_releases is not None:
             raise ConfigError("secure_releases are an input of the secure paper pipeline.")
-        frame = self.secure.synthesize(list(releases), n, sample_seed=sample_seed)  # type: ignore[arg-type]
+        measured = [r for r in releases if isinstance(r, SecureRelease)]
+        if len(measured) != len(releases):
+            raise ConfigError(
+                "the secure select pipeline synthesizes from the parties' re-measurements "
+                "(SecureRelease objects)."
+            )
+        frame = self.secure.synthesize(measured, n, sample_seed=sample_seed)
         return frame, self.secure.report()
