@@ -4,7 +4,7 @@ release is the secure product's). :func:`party_method` gives the strategy of a c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -33,12 +33,12 @@ class ReleaseInputs:
     config: ProtocolConfig
     binned: EncodedTable
     fingerprints: np.ndarray
-    secret: bytes
-    keys: HashKeys | None
-    noise: NoiseSampler
-    budget: ProtocolBudget
-    ledger: PrivacyLedger
-    n_rows: int
+    secret: bytes = field(repr=False)  # the group secret: never printed
+    keys: HashKeys | None = field(repr=False)
+    noise: NoiseSampler = field(repr=False)
+    budget: ProtocolBudget = field(repr=False)
+    ledger: PrivacyLedger = field(repr=False)
+    n_rows: int = 0
 
 
 class PartyMethod:
@@ -52,7 +52,8 @@ class PartyMethod:
         return None
 
     def release(self, x: ReleaseInputs) -> dict[str, Any]:
-        """The message fields of the cross release of ``party``'s binned table."""
+        """The message fields (``grr``, ``sketch``, ...) of the cross release of
+        ``x.binned``; each mechanism charges ``x.ledger`` before its noise is drawn."""
         return {}
 
 
