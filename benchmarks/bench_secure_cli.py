@@ -239,7 +239,7 @@ def one_run(args: argparse.Namespace, width: int | None) -> dict:
         config = ProtocolConfig.load(root / "config.json")
         plan = SecurePlan.from_config(config)
         res = {
-            "feature_width": config.secure_feature_width,
+            "feature_width": config.options.feature_width,
             "width_cap": feature_width(config),
             "preset_width": width is None,
             "widths": dict(zip(plan.names, plan.widths, strict=True)),

@@ -222,11 +222,19 @@ def test_config_defaults_to_the_secure_method_which_needs_max_rows(tmp_path):
     assert not (tmp_path / "f.json").exists()
     proc = _run(*_config_args("--max-rows", "128", "--binning", "off", "--pipeline", "paper",
                               "--out", "o.json"), cwd=tmp_path)  # fmt: skip
-    assert proc.returncode == 0 and "pipeline paper, binning off" in proc.stdout
-    written = json.loads((tmp_path / "o.json").read_text())
-    assert (written["secure_binning"], written["secure_pipeline"]) == ("off", "paper")
-    defaults = json.loads((tmp_path / "c.json").read_text())
-    assert (defaults["secure_binning"], defaults["secure_pipeline"]) == ("auto", "select")
+    _one_line_error(proc, "--binning")  # the paper pipeline does not read it
+    proc = _run(*_config_args("--max-rows", "128", "--binning", "off", "--out", "o.json"),
+                cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0 and "pipeline select, binning off" in proc.stdout
+    written = json.loads((tmp_path / "o.json").read_text())["options"]
+    assert (written["type"], written["binning"]) == ("SecureOptions", "off")
+    proc = _run(*_config_args("--max-rows", "128", "--pipeline", "paper", "--out", "q.json"),
+                cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0 and "pipeline paper" in proc.stdout
+    written = json.loads((tmp_path / "q.json").read_text())["options"]
+    assert written["type"] == "SecurePaperOptions" and "binning" not in written
+    defaults = json.loads((tmp_path / "c.json").read_text())["options"]
+    assert (defaults["type"], defaults["binning"]) == ("SecureOptions", "auto")
 
 
 @pytest.mark.slow

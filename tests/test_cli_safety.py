@@ -23,7 +23,7 @@ from vertimrf import cli as cli_module
 from vertimrf.cli import main
 from vertimrf.domain import ColumnSpec, DomainSpec, SmallTableWarning, TableEncoder
 from vertimrf.errors import DomainError
-from vertimrf.server import Server
+from vertimrf.server import PaperServer as Server
 
 ALICE = ["0", "2"]
 BOB = ["1", "3"]

@@ -233,7 +233,7 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     run = _paper_run(tmp_path, TWO)
     _same_as_simulate(run)
     config = ProtocolConfig.load(tmp_path / "config.json")
-    assert config.secure_pipeline == "paper"
+    assert config.pipeline == "paper"
     steps = json.loads((tmp_path / "B" / "B.steps.json").read_text())
     assert set(steps["runs"][config.config_hash()]) == {"local", "features", "release"}
     assert not (tmp_path / "B" / "B.state.vmrf").exists()  # no measure step, so no state

@@ -68,7 +68,9 @@ REFUSED = {
     "epsilon 1e6 paper": (lambda: _small(1e6, secure_pipeline="paper"), r"at most \d"),
     "epsilon inf": (lambda: _small(math.inf), r"need a finite epsilon > 0"),
     "share nan": (
-        lambda: _small(1.0).with_changes(shares={**_small(1.0).shares, "binning": math.nan}),
+        lambda: _small(1.0, secure_pipeline="paper").with_changes(
+            shares={**_small(1.0, secure_pipeline="paper").options.shares, "binning": math.nan}
+        ),
         r"shares must be >= 0",
     ),
     "max_memory_gb inf": (lambda: _small(1.0, max_memory_gb=math.inf), r"max_memory_gb must"),

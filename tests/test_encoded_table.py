@@ -10,7 +10,7 @@ from tests.vertical_fixtures import SECRET, make_config, small_adult
 from vertimrf import PrivMRF, metrics
 from vertimrf.domain import Domain, EncodedTable, TableEncoder
 from vertimrf.errors import DomainError
-from vertimrf.party import Party
+from vertimrf.party import LocalParty as Party
 
 
 def test_an_encoded_table_checks_its_codes():

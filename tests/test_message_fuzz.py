@@ -20,7 +20,7 @@ from vertimrf.protocol import PartyMessage
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.message import KIND
 from vertimrf.protocol.schema import array_bounds
-from vertimrf.server import Server
+from vertimrf.server import PaperServer as Server
 
 PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]
 FUZZ = settings(

@@ -27,7 +27,7 @@ def table():
 
 @pytest.mark.parametrize(
     "settings",
-    [{"method": "fm"}, {"method": "fo", "hash": "xxh64"}, {"method": "fm", "hash": "xxh64"}],
+    [{"method": "fm"}, {"method": "fm", "hash": "xxh64"}],
 )
 def test_non_dp_settings_are_refused_without_the_opt_in(table, settings):
     _, spec = table
@@ -155,13 +155,13 @@ def test_unseeded_runs_use_the_secure_sampler(table, monkeypatch):
 def test_t_auto_is_resolved_once_from_public_max_rows(table):
     _, spec = table
     cfg = make_config(spec, PARTIES, t="auto", max_rows=50_000)
-    assert isinstance(cfg.t, int) and cfg.max_rows == 50_000
+    assert isinstance(cfg.options.t, int) and cfg.max_rows == 50_000
     back = ProtocolConfig.from_dict(cfg.to_dict())
     assert back == cfg and back.config_hash() == cfg.config_hash()
     with pytest.raises(VertimrfError, match="max_rows"):
         make_config(spec, PARTIES, t="auto")
     raw = cfg.to_dict()
-    raw["t"] = "auto"
+    raw["options"]["t"] = "auto"
     with pytest.raises(VertimrfError, match="resolved when the config is made"):
         ProtocolConfig.from_dict(raw)
 

@@ -441,5 +441,5 @@ def test_model_caps_grow_with_the_precision_within_their_bounds():
         server.n_hat = 20000.0
         caps.append(server.model_caps())
     assert caps[0] == (srv.MIN_CLIQUE_CELLS, srv.MIN_TOTAL_CELLS)
-    assert caps[-1] == (cfg.secure_max_clique_cells, cfg.secure_max_total_cells)
+    assert caps[-1] == (cfg.options.max_clique_cells, cfg.options.max_total_cells)
     assert all(a[1] <= b[1] and a[0] <= b[0] for a, b in zip(caps[:-1], caps[1:], strict=True))

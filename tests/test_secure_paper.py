@@ -12,12 +12,12 @@ import pytest
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError, MessageError
-from vertimrf.party import Party
+from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SELECT
-from vertimrf.server import Server
+from vertimrf.server import PaperServer as Server
 from vertimrf.server.secure import SecureServer
 
 SECRET = bytes(range(32))

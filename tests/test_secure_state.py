@@ -151,6 +151,6 @@ def test_auto_feature_width_from_max_rows(max_rows, width):
     cfg, *_ = _setup([[2, 10], [3]], 5, 0)
     # A memory limit above any of these runs' estimates (2^30 rows need ~100 GB per party).
     cfg = cfg.with_changes(max_rows=max_rows, max_memory_gb=1e4)
-    assert cfg.secure_feature_width == "auto"
+    assert cfg.options.feature_width == "auto"
     assert feature_width(cfg) == width
     assert feature_width(cfg.with_changes(secure_feature_width=48)) == 48

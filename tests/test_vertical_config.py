@@ -5,6 +5,7 @@ import pytest
 from vertimrf.datasets import load_dataset
 from vertimrf.errors import ConfigError
 from vertimrf.protocol.config import PartySpec, ProtocolConfig
+from vertimrf.protocol.options import FMOptions, FOOptions
 
 
 @pytest.fixture(scope="module")
@@ -21,15 +22,17 @@ def _cfg(spec, **kw):
 
 def test_paper_preset_and_round_trip(spec, tmp_path):
     cfg = _cfg(spec)
-    assert cfg.shares == {"locmrf": 0.4, "locenc": 0.36, "count": 0.04, "binning": 0.2}
-    assert cfg.t == 2000 and cfg.gamma == 1.0 and cfg.bins == 4
+    assert cfg.options.shares == {"locmrf": 0.4, "locenc": 0.36, "count": 0.04, "binning": 0.2}
+    assert isinstance(cfg.options, FOOptions) and cfg.method == "fo" and cfg.options.bins == 4
+    fm = cfg.with_changes(method="fm", allow_non_dp=True)  # keeps what FM reads too
+    assert isinstance(fm.options, FMOptions) and fm.options.t == 2000 and fm.options.gamma == 1.0
     assert cfg.count_party == "party0"
     # Adult: every column with more than 4 codes is binned; sex (9) and income (14) are not.
     assert set(cfg.binned_columns()) == set(spec.names) - {"9", "14"}
     cfg.save(tmp_path / "c.json")
     back = ProtocolConfig.load(tmp_path / "c.json")
     assert back == cfg and back.config_hash() == cfg.config_hash()
-    assert cfg.with_changes(t=4000).config_hash() != cfg.config_hash()
+    assert cfg.with_changes(cross_marginals=5).config_hash() != cfg.config_hash()
 
 
 @pytest.mark.parametrize(
@@ -37,8 +40,8 @@ def test_paper_preset_and_round_trip(spec, tmp_path):
     [
         ({"epsilon": 0}, "epsilon"),
         ({"method": "xx"}, "method"),
-        ({"t": 0}, "t must"),
-        ({"gamma": 1.5}, "gamma"),
+        ({"method": "fm", "allow_non_dp": True, "t": 0}, "t must"),
+        ({"method": "fm", "allow_non_dp": True, "gamma": 1.5}, "gamma"),
         ({"shares": {"locmrf": 0.5, "locenc": 0.5, "count": 0.1, "binning": 0}}, "sum"),
         ({"count_party": "nobody"}, "count_party"),
         ({"binned": ("zzz",)}, "binned"),

@@ -18,7 +18,7 @@ from vertimrf.privacy.ledger import Release
 from vertimrf.protocol import PartyMessage
 from vertimrf.protocol.bins import frequency_bins
 from vertimrf.protocol.container import write_container
-from vertimrf.server import Server
+from vertimrf.server import PaperServer as Server
 
 PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]
 ALLOWED_ARRAYS = re.compile(r"^(sketch|grr|bin_map_\d+|bin_counts_\d+|potential_\d+|target_\d+)$")
@@ -115,7 +115,9 @@ def test_message_holds_only_dp_outputs_and_public_metadata(tmp_path, method):
             assert counts.dtype == np.int64  # integers from the discrete Laplace sampler
             exact = np.bincount(df[name].to_numpy(), minlength=spec[name].size)
             assert counts.shape == exact.shape and not np.array_equal(counts, exact)
-            np.testing.assert_array_equal(arrays[f"bin_map_{i}"], frequency_bins(counts, cfg.bins))
+            np.testing.assert_array_equal(
+                arrays[f"bin_map_{i}"], frequency_bins(counts, cfg.options.bins)
+            )
             assert not np.array_equal(counts, other.bins[name].noisy_counts)
         # 6. LocEnc output: sketches floored at alpha_min and re-randomised by the noise, or
         #    GRR rows whose count is the noisy count (not n).

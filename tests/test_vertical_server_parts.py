@@ -16,6 +16,7 @@ from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
 from vertimrf.protocol import ProtocolConfig, choose_t
 from vertimrf.protocol.autot import CANDIDATES, predicted_error
 from vertimrf.protocol.budget import ProtocolBudget
+from vertimrf.server.carest import CarEst
 from vertimrf.server.estimates import CrossEstimates
 from vertimrf.server.graphcom import dependence_score, join_graphs
 
@@ -40,10 +41,14 @@ def test_budget_parts_add_up_to_the_total(kw):
     d = len(cfg.spec)
     n_binned = len(cfg.binned_columns())
     parts = b.rho_locmrf_party * len(cfg.parties) + b.rho_locenc + b.rho_count + b.rho_binning
-    assert parts == pytest.approx(b.rho_total * sum(cfg.shares.values()), rel=1e-12)
+    assert parts == pytest.approx(b.rho_total * sum(cfg.options.shares.values()), rel=1e-12)
     assert b.rho_total == pytest.approx(epsilon_to_rho(cfg.epsilon, cfg.delta), rel=1e-12)
     # Each mechanism's parameter costs exactly its share in zCDP.
-    assert cfg.t * d * pure_to_rho(b.eps_prime) == pytest.approx(b.rho_locenc, rel=1e-12)
+    if cfg.method == "fm":
+        want = cfg.options.t * d * pure_to_rho(b.eps_prime)
+        assert want == pytest.approx(b.rho_locenc, rel=1e-12)
+    else:
+        assert b.eps_prime == 0
     assert d * pure_to_rho(b.grr_epsilon) == pytest.approx(b.rho_locenc, rel=1e-12)
     assert pure_to_rho(b.count_epsilon) == pytest.approx(b.rho_count, rel=1e-12)
     if n_binned:
@@ -59,7 +64,7 @@ def test_auto_t_is_feasible_and_minimises_the_predicted_error():
     assert isinstance(t, int) and t in CANDIDATES
     widest = max(
         sum(
-            min(c.size, cfg.bins) if c.size > cfg.bins else c.size
+            min(c.size, cfg.options.bins) if c.size > cfg.options.bins else c.size
             for c in cfg.spec.columns
             if c.name in p.columns
         )
@@ -73,7 +78,7 @@ def test_auto_t_is_feasible_and_minimises_the_predicted_error():
     # t="auto" resolves once, at config time, with the public max_rows as the hint.
     assert choose_t(cfg, n, seconds=1e-6) == CANDIDATES[0]
     assert choose_t(_config(t=3000), n) == t
-    assert _config(t="auto", max_rows=n).t == t
+    assert _config(t="auto", max_rows=n).options.t == t
     with pytest.raises(ConfigError):
         choose_t(cfg, float("nan"))
 
@@ -131,8 +136,8 @@ def test_carest_results_are_computed_once(monkeypatch):
     cfg, _, messages = release_all(df, spec, [["0", "1", "2"], ["3", "4", "5"]], seed=0)
     est = CrossEstimates(messages, cfg, messages[0].noisy_count)
     calls = []
-    original = est._carest._estimate
-    monkeypatch.setattr(est._carest, "_estimate", lambda a: calls.append(a) or original(a))
+    original = CarEst._estimate
+    monkeypatch.setattr(CarEst, "_estimate", lambda self, a: calls.append(a) or original(self, a))
     first = est.target((0, 3))
     np.testing.assert_array_equal(est.target((0, 3)), first)
     est.binned((0, 3))

@@ -10,10 +10,10 @@ import pytest
 
 from tests.vertical_fixtures import SECRET, make_config, party_frames, release_all, small_adult
 from vertimrf.errors import MessageError, PrivacyBudgetError
-from vertimrf.party import Party
+from vertimrf.party import LocalParty as Party
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.budget import ProtocolBudget, expected_releases, party_rho
-from vertimrf.server import Server
+from vertimrf.server import PaperServer as Server
 
 PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]
 

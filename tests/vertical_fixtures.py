@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.datasets import load_dataset
-from vertimrf.party import Party
+from vertimrf.party import LocalParty as Party
 from vertimrf.protocol import ProtocolConfig
 
 SECRET = bytes(range(32))
@@ -42,6 +42,9 @@ def make_config(spec, parties, *, epsilon=1.6, method="fm", **kw) -> ProtocolCon
     """A config for tests; FM (NOT DP) is accepted here explicitly with allow_non_dp."""
     kw.setdefault("run_nonce", NONCE)
     kw.setdefault("allow_non_dp", method == "fm")
+    t = kw.pop("t", T_SMALL)
+    if method == "fm":  # the sketch repetitions: a setting of FM alone
+        kw["t"] = t
     return ProtocolConfig.from_preset(
         "default",
         epsilon=epsilon,
@@ -49,7 +52,6 @@ def make_config(spec, parties, *, epsilon=1.6, method="fm", **kw) -> ProtocolCon
         spec=spec,
         parties=parties,
         method=method,
-        t=kw.pop("t", T_SMALL),
         **kw,
     )
 

@@ -33,7 +33,7 @@ from vertimrf.errors import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from vertimrf.party import Party
+    from vertimrf.party import LocalParty
     from vertimrf.party.secure import SecureParty
     from vertimrf.protocol import PartyMessage, ProtocolConfig
     from vertimrf.protocol.channels import PublicKey
@@ -235,6 +235,7 @@ def _parse_t(value: str) -> int | str:
 
 def _cmd_config(args: argparse.Namespace) -> int:
     from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.options import PRESETS, FMOptions, SecureOptions
 
     _check_outputs(args, [args.out], [args.spec])
     spec = _load_spec(args)
@@ -249,6 +250,21 @@ def _cmd_config(args: argparse.Namespace) -> int:
         "secure_pipeline": args.pipeline,
         "method": args.method,
     }
+    method = args.method or PRESETS[args.preset]["method"]
+    secure_flags = (
+        ("--feature-width", args.feature_width),
+        ("--binning", args.binning),
+        ("--pipeline", args.pipeline),
+    )
+    for flag, value in secure_flags:
+        if value is not None and method != "secure":
+            raise ConfigError(f"{flag} is an option of --method secure.")
+    if args.pipeline == "paper":
+        for flag, value in secure_flags[:2]:
+            if value is not None:
+                raise ConfigError(f"{flag} is an option of --pipeline select.")
+    if args.t is not None and method != "fm":
+        raise ConfigError("--t is an option of --method fm (the sketch repetitions).")
     cfg = ProtocolConfig.from_preset(
         args.preset,
         epsilon=args.epsilon,
@@ -257,31 +273,26 @@ def _cmd_config(args: argparse.Namespace) -> int:
         parties=_parse_parties(args.party),
         **{k: v for k, v in given.items() if v is not None},
     )
-    secure_flags = (
-        ("--feature-width", args.feature_width),
-        ("--binning", args.binning),
-        ("--pipeline", args.pipeline),
-    )
-    for flag, value in secure_flags:
-        if value is not None and cfg.method != "secure":
-            raise ConfigError(f"{flag} is an option of --method secure.")
-    if cfg.method == "secure":
+    options = cfg.options
+    if options.PADS_ROWS:  # the secure methods: party names name the secure files
         for p in cfg.parties:
             _file_name(p.name)
     with _staged(args.out) as (tmp,):
         cfg.save(tmp)
     label = "" if cfg.dp_guarantee else "; NOT differentially private (allow_non_dp)"
-    if cfg.method == "secure":
+    if isinstance(options, SecureOptions):
         from vertimrf.protocol.secure import feature_width
 
-        width = cfg.secure_feature_width
+        width = options.feature_width
         cap = f" ({feature_width(cfg)})" if width == "auto" else ""
         size = (
-            f"max_rows {cfg.max_rows}, feature width {width}{cap}, pipeline "
-            f"{cfg.secure_pipeline}, binning {cfg.secure_binning}"
+            f"max_rows {cfg.max_rows}, feature width {width}{cap}, pipeline select, "
+            f"binning {options.binning}"
         )
+    elif isinstance(options, FMOptions):
+        size = f"t {options.t}"
     else:
-        size = f"t {cfg.t}"
+        size = f"pipeline {cfg.pipeline}" + (f", max_rows {cfg.max_rows}" if cfg.max_rows else "")
     print(
         f"wrote the protocol config to {args.out} (hash {cfg.config_hash()[:16]}, method "
         f"{cfg.method}, {size}, fresh run nonce){label}"
@@ -304,7 +315,7 @@ def _cmd_party_release(args: argparse.Namespace) -> int:
     from vertimrf.protocol import ProtocolConfig
 
     cfg = ProtocolConfig.load(args.config)
-    if cfg.method == "secure":
+    if cfg.options.PADS_ROWS:  # the secure methods
         return _party_release_secure(args, cfg)
     given = [f"--{k}" for k in SECURE_OPTIONS if getattr(args, k) is not None]
     if given:
@@ -322,9 +333,11 @@ def _cmd_party_release(args: argparse.Namespace) -> int:
     return 0
 
 
-def _local_message(args: argparse.Namespace, cfg: ProtocolConfig) -> tuple[Party, PartyMessage]:
+def _local_message(
+    args: argparse.Namespace, cfg: ProtocolConfig
+) -> tuple[LocalParty, PartyMessage]:
     """This party's LocMRF, binning and (fo, fm) LocEnc: the party and its message."""
-    from vertimrf.party import Party
+    from vertimrf.party import LocalParty
     from vertimrf.protocol import PartyMessage
 
     names = [p.name for p in cfg.parties]
@@ -333,7 +346,7 @@ def _local_message(args: argparse.Namespace, cfg: ProtocolConfig) -> tuple[Party
             f"party {args.party!r} needs the noisy count of the count party "
             f"{cfg.count_party!r}: give --count-from with {cfg.count_party!r}'s message."
         )
-    party = Party(
+    party = LocalParty(
         args.party,
         _read_csv(args.data),
         cfg,
@@ -387,13 +400,13 @@ def _server_key(args: argparse.Namespace):
 def _cmd_party_local(args: argparse.Namespace) -> int:
     """``party local``: the paper pipeline's local message (LocMRF and the bin maps)."""
     from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.options import SecurePaperOptions, describe
 
     cfg = ProtocolConfig.load(args.config)
-    if cfg.method != "secure" or cfg.secure_pipeline != "paper":
-        pipeline = f", pipeline {cfg.secure_pipeline!r}" if cfg.method == "secure" else ""
+    if not isinstance(cfg.options, SecurePaperOptions):
         raise ConfigError(
             f"`party local` is the first step of method secure's paper pipeline; this config "
-            f"is method {cfg.method!r}{pipeline}: run `party features` (secure) or `party "
+            f"is {describe(type(cfg.options))}: run `party features` (secure) or `party "
             "release` (fo, fm)."
         )
     name = _file_name(args.party)
@@ -413,7 +426,8 @@ def _cmd_party_local(args: argparse.Namespace) -> int:
 
 def _cmd_server_synthesize(args: argparse.Namespace) -> int:
     from vertimrf.protocol import PartyMessage, ProtocolConfig
-    from vertimrf.server import Server
+    from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+    from vertimrf.server import PaperServer
 
     cfg = ProtocolConfig.load(args.config)
     files = [*args.messages, *(args.releases or [])]
@@ -422,9 +436,9 @@ def _cmd_server_synthesize(args: argparse.Namespace) -> int:
     _check_outputs(
         args, [args.out, args.report], [args.config, *files, args.state, args.server_key]
     )
-    if cfg.method == "secure" and cfg.secure_pipeline == "paper":
+    if isinstance(cfg.options, SecurePaperOptions):
         return _server_synthesize_paper(args, cfg)
-    if cfg.method == "secure":
+    if isinstance(cfg.options, SecureOptions):
         return _server_synthesize_secure(args, cfg, files)
     if args.state is not None:
         raise ConfigError(f"--state is for method secure; the config's method is {cfg.method!r}.")
@@ -433,7 +447,7 @@ def _cmd_server_synthesize(args: argparse.Namespace) -> int:
             messages = [PartyMessage.load(p, cfg) for p in files]
             _one_per_party([m.party for m in messages], files, "messages")
         with ph("synthesize"):
-            synth, report = Server(cfg, progress=False if args.quiet else None).synthesize(
+            synth, report = PaperServer(cfg, progress=False if args.quiet else None).synthesize(
                 messages, n=args.n, seed=args.seed, sample_seed=args.sample_seed
             )
         _write_synthetic(args, ph, synth, report)
@@ -692,17 +706,18 @@ def _secure_config(path: str, *, select_only: bool = False) -> tuple[ProtocolCon
     """The config at ``path`` and its secure plan (method secure only; ``select_only``: a
     step of the select pipeline, which the paper pipeline does not have)."""
     from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.options import SecureOptions
     from vertimrf.protocol.secure import SecurePlan
 
     cfg = ProtocolConfig.load(path)
-    if cfg.method != "secure":
+    if not cfg.options.PADS_ROWS:  # not a secure method
         raise ConfigError(
             f"{path}: this command is for method secure; the config's method is {cfg.method!r}."
         )
-    if select_only and cfg.secure_pipeline != "select":
+    if select_only and not isinstance(cfg.options, SecureOptions):
         raise ConfigError(
             f"{path}: this command is a step of the select pipeline; the config's pipeline is "
-            f"{cfg.secure_pipeline!r}, whose steps are: {PAPER_STEPS}."
+            f"{cfg.pipeline!r}, whose steps are: {PAPER_STEPS}."
         )
     return cfg, SecurePlan.from_config(cfg)
 
@@ -816,7 +831,7 @@ def _own_bins(args: argparse.Namespace, cfg: ProtocolConfig, plan: SecurePlan) -
     `party local`); the select pipeline has none."""
     from vertimrf.protocol import PartyMessage
 
-    if plan.pipeline != "paper":
+    if plan.select:
         if args.local is not None:
             raise ConfigError("--local is an input of the paper pipeline (config --pipeline paper)")
         return None
@@ -1000,7 +1015,7 @@ def _party_release_secure(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
         )
     name = _file_name(args.party)
     steps = _StepRecord(args, cfg.config_hash(), Path(args.out).parent)
-    paper = plan.pipeline == "paper"
+    paper = not plan.select
     outputs = (args.out,) if paper else (args.out, steps.state_path)
     blob_files = [Path(args.blobs) / f"{q}-to-{name}.blob" for q in plan.names if q != name]
     steps.check("release")
@@ -1150,7 +1165,7 @@ def _server_synthesize_paper(args: argparse.Namespace, cfg: ProtocolConfig) -> i
     from vertimrf.protocol import PartyMessage
     from vertimrf.protocol.secure import SecurePlan
     from vertimrf.protocol.securemsg import SecureRelease
-    from vertimrf.server import Server
+    from vertimrf.server import PaperServer
 
     if args.state is not None:
         raise ConfigError("the paper pipeline has no --state (it has no `server select`).")
@@ -1167,7 +1182,9 @@ def _server_synthesize_paper(args: argparse.Namespace, cfg: ProtocolConfig) -> i
             _one_per_party([m.party for m in messages], args.messages, "local messages")
             _one_per_party([r.party for r in releases], args.releases, "releases")
         with ph("synthesize"):
-            server = Server(cfg, progress=False if args.quiet else None, keypair=_server_key(args))
+            server = PaperServer(
+                cfg, progress=False if args.quiet else None, keypair=_server_key(args)
+            )
             synth, report = server.synthesize(
                 messages,
                 n=args.n,

@@ -27,14 +27,14 @@ import pandas as pd
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.logs import progress_bar
-from vertimrf.party import Party
+from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, load_request, save_request
 from vertimrf.protocol.seeds import SERVER, role_seed, seeded_nonce, seeded_secret
-from vertimrf.server import Server
+from vertimrf.server import PaperServer as Server
 from vertimrf.server.secure import SecureServer
 from vertimrf.vertical_model import VerticalModel
 
@@ -106,7 +106,7 @@ def fit_vertical(
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
     frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
     with _folder(message_dir) as folder:
-        if cfg.method == "secure" and cfg.secure_pipeline == "select":
+        if cfg.method == "secure" and cfg.pipeline == "select":
             with _Phases(SECURE_PHASES, progress) as phases:
                 return _fit_secure(frame, cfg, secret, seed, folder, phases)
         secure = ("deal", "features", "cross release") if cfg.method == "secure" else ()

@@ -1,19 +1,21 @@
-"""Party: one data holder's side of the protocol (runs where the data lives).
+"""LocalParty: one data holder's local message in the paper pipeline (methods "fo", "fm" and
+"secure" with ``secure_pipeline="paper"``; runs where the data lives).
 
-``Party(name, df, config, secret).release()`` runs, in order:
+``LocalParty(name, df, config, secret).release()`` runs, in order:
 
 1. the noisy record count (discrete Laplace), if this party is the config's ``count_party``;
 2. LocMRF: PrivMRF on the party's own columns with its share of the budget, using the
    protocol's one noisy count;
 3. binning: discrete-Laplace counts of every value of each binned column, and the bin maps;
-4. LocEnc: GRR rows of the binned columns (FO), or the paper's FM sketches (NOT DP; only
-   with ``allow_non_dp``); none for method="secure" with ``secure_pipeline="paper"``, whose
-   cross-party release is the secure product's (:class:`vertimrf.party.secure.SecureParty`
-   with this message's bin maps);
+4. LocEnc: the method's cross release (:mod:`vertimrf.party.methods`): GRR rows of the
+   binned columns (FO), or the paper's FM sketches (NOT DP; only with ``allow_non_dp``);
+   none for the secure paper pipeline, whose cross-party release is the secure product's
+   (:class:`vertimrf.party.secure.SecureParty` with this message's bin maps);
 
 and returns a :class:`PartyMessage` holding only DP outputs and public metadata. The shared
 secret (the hash keys' source) never leaves the party. The party's ledger is capped at its
-own share of the budget, derived from the config, and ``release`` runs once per party.
+own share of the budget, derived from the config, and a party releases once per run.
+:class:`vertimrf.party.roles.Party` serves every method behind one signature.
 """
 
 from __future__ import annotations
@@ -30,11 +32,9 @@ import pandas as pd
 from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder, warn_small_table
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.logs import progress_bar
-from vertimrf.party.fo import aligned_rows
-from vertimrf.party.grr import grr_perturb
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
-from vertimrf.party.locenc import locenc
+from vertimrf.party.methods import ReleaseInputs, party_method
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count, discrete_laplace_histogram
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
@@ -42,11 +42,12 @@ from vertimrf.protocol.bins import BinMap, frequency_bins
 from vertimrf.protocol.budget import ProtocolBudget, party_rho
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import LocalModel, PartyMessage
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.seeds import role_seed
 from vertimrf.synth.privmrf import PrivMRF
 
 
-class Party:
+class LocalParty:
     """A data holder: its columns (plus a record-ID column), the config and the shared secret.
 
     Args:
@@ -83,11 +84,7 @@ class Party:
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
-        if config.method == "secure" and config.secure_pipeline != "paper":
-            raise ConfigError(
-                "with method='secure' a party is a SecureParty; Party makes only the local "
-                "message of the paper pipeline (secure_pipeline='paper')."
-            )
+        self.method = party_method(config)
         self.name = name
         self.config = config
         self.columns = config.party(name).columns
@@ -111,7 +108,7 @@ class Party:
         self._encoded = False
 
     def __repr__(self) -> str:
-        return f"Party({self.name!r}, columns={list(self.columns)}, rows={self.n_rows})"
+        return f"LocalParty({self.name!r}, columns={list(self.columns)}, rows={self.n_rows})"
 
     @property
     def n_rows(self) -> int:
@@ -172,16 +169,11 @@ class Party:
             raise ConfigError(f"noisy_count must be an integer; got {n_hat!r}.")
         if self._seed is None:
             self._noise, self._rng = self._randomness("release", str(int(n_hat)))
-        self._keys = (
-            HashKeys.from_secret(self._secret, cfg.t, context=cfg.run_context())
-            if cfg.method == "fm"
-            else None
-        )
-        steps = ["LocMRF", "binning", "LocEnc"] if cfg.local_mrf else ["binning", "LocEnc"]
-        if cfg.method == "secure":
-            steps.remove("LocEnc")  # the paper pipeline's cross release is the secure product's
+        self._keys = self.method.keys(cfg, self._secret)
+        steps = ["LocMRF", "binning"] if cfg.options.local_mrf else ["binning"]
+        steps += self.method.steps
         bar = progress_bar(steps, desc=f"{self.name} release", progress=self.progress)
-        local = enc = None
+        local, cross = None, {}
         for step in bar:
             bar.set_postfix_str(step)
             start = time.perf_counter()
@@ -191,20 +183,31 @@ class Party:
                 bins = self._bins()
                 binned = bin_table(self._table, bins)
             else:
-                enc = self._cross_release(binned, int(n_hat))
+                cross = self.method.release(
+                    ReleaseInputs(
+                        self.name,
+                        cfg,
+                        binned,
+                        self._fingerprints,
+                        self._secret,
+                        self._keys,
+                        self._noise,
+                        self.budget,
+                        self.ledger,
+                        int(n_hat),
+                    )
+                )
             self.timings[step] = time.perf_counter() - start
         return PartyMessage(
             party=self.name,
             config_hash=cfg.config_hash(),
             columns=self.columns,
             method=cfg.method,
-            hash=cfg.hash,
+            hash=rules(cfg).message_hash(cfg),
             key_fingerprint=None if self._keys is None else self._keys.fingerprint(),
             releases=self.ledger.releases,
             bins=bins,
-            sketch=enc if cfg.method == "fm" else None,
-            grr=enc if cfg.method == "fo" else None,
-            grr_epsilon=self.budget.grr_epsilon if cfg.method == "fo" else None,
+            **cross,
             noisy_count=own,
             local=local,
             seeded=self._seed is not None,
@@ -241,8 +244,8 @@ class Party:
             seed=self._rng,
             noise=self._noise,
             noisy_count=max(1, n_hat),
-            max_clique_cells=self.config.local_max_clique_cells,
-            max_total_cells=self.config.local_max_total_cells,
+            max_clique_cells=self.config.options.local_max_clique_cells,
+            max_total_cells=self.config.options.local_max_total_cells,
             progress=False,
         ).fit(self._table)
         names = domain.names
@@ -277,37 +280,8 @@ class Party:
                 party=self.name,
                 description=f"value counts of {c} (for its bin map)",
             )
-            out[c] = BinMap(frequency_bins(noisy, self.config.bins), noisy)
+            out[c] = BinMap(frequency_bins(noisy, self.config.options.bins), noisy)
         return out
-
-    def _cross_release(self, binned: EncodedTable, n_rows: int) -> Any:
-        if self.config.method == "fm":
-            return locenc(
-                binned,
-                self._fingerprints,
-                self._keys,
-                eps_prime=self.budget.eps_prime,
-                rng=self._noise,
-                ledger=self.ledger,
-                gamma=self.config.gamma,
-                party=self.name,
-                hash=self.config.hash,
-            )
-        rows = aligned_rows(
-            binned,
-            self._fingerprints,
-            self._secret,
-            max(1, n_rows),
-            self._noise,
-            context=self.config.run_context(),
-        )
-        return grr_perturb(
-            rows,
-            self.budget.grr_epsilon,
-            noise=self._noise,
-            ledger=self.ledger,
-            party=self.name,
-        ).codes
 
 
 def sha256_parts(*parts: bytes) -> str:

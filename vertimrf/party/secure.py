@@ -128,12 +128,12 @@ class SecureParty:
 
     Args:
         name, data, config, secret, id_column, ids, seed: as for
-            :class:`vertimrf.party.party.Party` (``config.method`` must be "secure").
+            :class:`vertimrf.party.party.LocalParty` (``config.method`` must be "secure").
         keypair: this party's X25519 key pair (``vertimrf keys``).
         peers: every other party's public key, by name (fingerprints checked out of band).
-        bins: the paper pipeline (``config.secure_pipeline == "paper"``) only: the bin maps
+        bins: the paper pipeline (``config.pipeline == "paper"``) only: the bin maps
             of this party's binned columns, from its own local message
-            (:meth:`vertimrf.party.party.Party.release`); its features are the binned codes.
+            (:meth:`vertimrf.party.party.LocalParty.release`); its features are the binned codes.
     """
 
     def __init__(
@@ -162,7 +162,7 @@ class SecureParty:
             raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
         self.spec = config.spec.subset(config.party(name).columns)
         self._table, ids = own_table(name, self.spec, data, id_column, ids)
-        if self.plan.pipeline == "paper":
+        if not self.plan.select:
             self._table = bin_table(self._table, self._check_bins(bins))
         elif bins is not None:
             raise ConfigError("bins are an input of the paper pipeline (secure_pipeline='paper').")

@@ -31,7 +31,7 @@ def predicted_error(config: ProtocolConfig, t: int, n_hint: float) -> float:
     """Predicted relative CarEst cell error (n + k_p * S) / (n sqrt(t)), S = mean over
     cross-party pairs of (u_a - 1) + (u_b - 1) on the binned domains."""
     eps_prime = ProtocolBudget.from_config(config, t=t).eps_prime
-    k_p = fm_noise(eps_prime, config.gamma).k_p
+    k_p = fm_noise(eps_prime, config.options.gamma).k_p
     sizes = _binned_sizes(config)
     owner = {c: p.name for p in config.parties for c in p.columns}
     pairs = [
@@ -68,6 +68,6 @@ def choose_t(
 def _binned_sizes(config: ProtocolConfig) -> dict[str, int]:
     binned = set(config.binned_columns())
     return {
-        c.name: min(c.size, config.bins) if c.name in binned else c.size
+        c.name: min(c.size, config.options.bins) if c.name in binned else c.size
         for c in config.spec.columns
     }

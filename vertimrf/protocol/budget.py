@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vertimrf.privacy.calibration import sketch_epsilon
-from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import Release
-from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
+from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import FM_MECHANISM, GRR_MECHANISM, pure_release, rules
+
+__all__ = ["FM_MECHANISM", "GRR_MECHANISM", "ProtocolBudget", "expected_releases", "party_rho"]
 
 
 @dataclass(frozen=True)
@@ -42,27 +43,21 @@ class ProtocolBudget:
     def from_config(
         cls, config: ProtocolConfig, t: int | None = None, *, epsilon: float | None = None
     ) -> ProtocolBudget:
-        """Split the config's budget; ``t`` and ``epsilon`` override the config's (to
-        compare candidates)."""
-        t = config.t if t is None else t
+        """Split the config's budget; ``t`` (FM's) and ``epsilon`` override the config's (to
+        compare candidates). The paper-pipeline methods read their options' ``shares``."""
         epsilon = config.epsilon if epsilon is None else epsilon
         rho = epsilon_to_rho(epsilon, config.delta)
-        s = config.shares
+        paper = config.paper_options()
+        s = paper.shares
         d = len(config.spec)
         n_binned = len(config.binned_columns())
         locenc = s["locenc"]
         binning = s["binning"] if n_binned else 0.0
         locenc += s["binning"] - binning
-        locmrf = s["locmrf"] if config.local_mrf else 0.0
+        locmrf = s["locmrf"] if paper.local_mrf else 0.0
         locenc += s["locmrf"] - locmrf
         rho_enc = rho * locenc
-        if config.accounting == "theorem2":
-            # The paper's Theorem 2 on an (epsilon, delta) share of the same fraction.
-            eps_prime = sketch_epsilon(
-                t, d, epsilon=locenc * epsilon, delta=config.delta, accounting="theorem2"
-            )
-        else:
-            eps_prime = sketch_epsilon(t, d, rho=rho_enc)
+        eps_prime = rules(config).eps_prime(config, t, locenc, epsilon, rho_enc)
         rho_bin = rho * binning
         return cls(
             rho_total=rho,
@@ -80,13 +75,6 @@ class ProtocolBudget:
 # Mechanism names of a party's releases outside its local PrivMRF.
 COUNT_MECHANISM = "discrete_laplace"
 BINNING_MECHANISM = "discrete_laplace_hist"
-FM_MECHANISM = "fm_sketch"
-GRR_MECHANISM = "grr"
-
-
-def _pure(mechanism: str, epsilon: float, count: int, party: str, what: str, **params) -> Release:
-    params = {"epsilon": epsilon, **params}
-    return Release(mechanism, what, count * pure_to_rho(epsilon), count, party, params)
 
 
 def expected_releases(
@@ -107,7 +95,7 @@ def expected_releases(
     if party == config.count_party:
         eps = budget.count_epsilon
         out.append(
-            _pure(
+            pure_release(
                 COUNT_MECHANISM, eps, 1, party, "noisy record count", sensitivity=1, scale=1 / eps
             )
         )
@@ -116,7 +104,7 @@ def expected_releases(
         if c in binned:
             eps = budget.binning_epsilon
             out.append(
-                _pure(
+                pure_release(
                     BINNING_MECHANISM,
                     eps,
                     1,
@@ -127,35 +115,13 @@ def expected_releases(
                     cells=config.spec[c].size,
                 )
             )
-    d = len(columns)
-    if config.method == "fm":
-        noise = fm_noise(budget.eps_prime, config.gamma)
-        out.append(
-            _pure(
-                FM_MECHANISM,
-                budget.eps_prime,
-                config.t * d,
-                party,
-                f"FM sketches of {d} attributes x {config.t} keys (NOT DP: shared randomness)",
-                gamma=config.gamma,
-                k_p=noise.k_p,
-                alpha_min=noise.alpha_min,
-            )
-        )
-    elif config.method == "fo":
-        out.append(
-            _pure(
-                GRR_MECHANISM,
-                budget.grr_epsilon,
-                d,
-                party,
-                f"GRR of {d} attributes (eps-LDP per report; row count public)",
-            )
-        )
+    out += rules(config).cross_releases(config, budget, party, len(columns))
     return out
 
 
 def party_rho(config: ProtocolConfig, party: str) -> float:
     """The whole zCDP allowance of ``party``: its releases plus its local PrivMRF."""
-    local = ProtocolBudget.from_config(config).rho_locmrf_party if config.local_mrf else 0.0
+    local = ProtocolBudget.from_config(config).rho_locmrf_party
+    if not config.paper_options().local_mrf:
+        local = 0.0
     return math.fsum([local, *(r.rho for r in expected_releases(config, party))])

@@ -1,19 +1,24 @@
 """ProtocolConfig: the public settings every role of the vertical protocol agrees on.
 
-Budget shares are fractions of the zCDP budget rho of (epsilon, delta) and must sum to at
-most 1. ``locmrf`` is split evenly over the parties (each party's local model sees every
-individual), ``locenc`` pays for all t*d sketches (or the GRR reports), ``count`` for the one
-noisy record count, ``binning`` for the noisy value counts of the binned attributes. When no
-attribute is binned, the binning share goes to ``locenc``.
+A config holds the shared settings (the budget, the spec, the parties, the count party, the
+public bounds, the run nonce) and one typed options object for the method
+(:mod:`vertimrf.protocol.options`: :class:`SecureOptions`, :class:`SecurePaperOptions`,
+:class:`FOOptions`, :class:`FMOptions`). It is immutable: its mappings are read-only, and
+its hash is computed once, when it is made.
 
-A config pins one run: ``run_nonce`` is fresh random for every new config, and the hash keys
-and the FO row order are derived from (shared secret, config hash), so a retry under a new
-config never reuses a person's hash values. ``t="auto"`` is resolved once, when the config
-is made, from the public ``max_rows`` only.
+Budget shares are fractions of the zCDP budget rho of (epsilon, delta) and sum to at most 1
+(see the options classes). A config pins one run: ``run_nonce`` is fresh random for every
+new config, and the hash keys and the FO row order are derived from (shared secret, config
+hash), so a retry under a new config never reuses a person's hash values. ``t="auto"`` is
+resolved once, when the config is made, from the public ``max_rows`` only.
 
 ``method="fm"`` (the paper's sketches) and ``hash="xxh64"`` (not a PRF) are NOT
 differentially private (``docs/fm-privacy-gap.md``); a config with either is refused with a
 :class:`~vertimrf.errors.PrivacyError` unless ``allow_non_dp=True``.
+
+Config files of the first (flat) format still load: :meth:`ProtocolConfig.from_dict`
+converts them, keeping the settings their method reads (the converted config has a new
+hash, so messages made under the old file do not match it).
 """
 
 from __future__ import annotations
@@ -24,90 +29,35 @@ import math
 import os
 import re
 import secrets
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, PrivacyError, VertimrfError
 from vertimrf.io import atomic_write_text, read_json
-from vertimrf.privacy.calibration import ACCOUNTING_MODES
+from vertimrf.protocol.options import (
+    DEFAULTS,
+    FLAT_NAMES,
+    PRESETS,
+    FMOptions,
+    Options,
+    PaperOptions,
+    SecureOptions,
+    close_names,
+    from_flat,
+    options_from_dict,
+    strict_fields,
+    unknown_fields,
+)
 from vertimrf.protocol.seeds import SERVER
 
 if TYPE_CHECKING:
     from vertimrf.protocol.plan import RunPlan
 
-_PARTY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+__all__ = ["DEFAULTS", "PRESETS", "PartySpec", "ProtocolConfig"]
 
-# The `default` preset names every setting that changes a run's output, and the dataclass's
-# defaults are read from it, so presets are the only source of defaults. Our tuning, measured
-# on NLTCS at eps 0.8 / 3.2 (mean 3-way TVD of 2 seeds): paper preset 0.025 / 0.025; t=16000
-# alone 0.019 at 3.2; plus more cross edges and cross marginals 0.012 / 0.0085. Cross-party
-# estimates are post-processing, so using more of them is free in privacy; t costs encoding
-# time (seconds at this size). Adult at eps 1.6: a 1e6-cell model gives the same 3-way TVD
-# as 4e6 (0.065) in a third of the server time (35 s instead of 114 s). The local PrivMRF caps
-# are the reference LocMRF's, which keep the local model, and so the message, small.
-DEFAULTS: dict[str, Any] = {
-    "shares": {"locmrf": 0.4, "locenc": 0.36, "count": 0.04, "binning": 0.2},
-    "t": 16000,
-    "gamma": 1.0,
-    "hash": "siphash24",
-    "bins": 4,
-    "binned": None,
-    "tau": 2e6,
-    "max_model_cells": 1e6,
-    "cross_edge_fraction": 0.5,
-    "cross_weight": 1.0,
-    "cross_marginals": 64,
-    "method": "secure",
-    "carest": "containment",
-    "accounting": "zcdp",
-    "recovery": "hisrec",
-    "consistency": True,
-    "local_mrf": True,
-    "server_iters": 100,
-    "local_max_clique_cells": 1e5,
-    "local_max_total_cells": 3e5,
-    # method="secure": the count, the cheap first release of every 2-way marginal (for the
-    # server's selection) and the re-measurement of the chosen marginals, as fractions of rho;
-    # and how many marginals beyond the initial set the server re-measures (times d).
-    "secure_shares": {"count": 0.001, "select": 0.5, "measure": 0.499},
-    "secure_refine_fraction": 1.6,
-    # "auto": min(576, 2^26 / max_rows as a power of two), at least the widest attribute
-    # (vertimrf.protocol.secure.feature_width): 576 up to max_rows 65536, 64 at 2^20.
-    "secure_feature_width": "auto",
-    "secure_iters": 1000,
-    # The ceilings of the server's model caps, which grow with the measurements' precision
-    # (SecureServer.model_caps).
-    "secure_max_clique_cells": 2e5,
-    "secure_max_total_cells": 1e6,
-    # "select": one budget and PrivMRF's selection over the whole table (docs/protocol.md);
-    # "paper": the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure estimates of
-    # every binned cross-party 2-way marginal (the "locenc" share), to compare the two.
-    "secure_pipeline": "select",
-    # "auto": the select pipeline's server re-measures a 2-way marginal on bins of its large
-    # attributes where its estimated error is lower than at the full domain, and fits the
-    # bin sums as linear queries (vertimrf.server.binning); on Adult with merged columns
-    # (domains up to 656 values) it beat "off" at every epsilon (bench_secure_binning.md).
-    # "off": every marginal at its full domain.
-    "secure_binning": "auto",
-}
-PRESETS: dict[str, dict[str, Any]] = {
-    "default": DEFAULTS,
-    # The paper's Section 7.1: 40% LocMRF, 40% LocEnc of which 10% for n, 20% binning; its
-    # t, and the reference's cross-party edges, cross marginals (int(0.8 d)) and model cap.
-    "paper": {
-        **DEFAULTS,
-        "method": "fo",
-        "t": 2000,
-        "cross_edge_fraction": 0.2,
-        "cross_marginals": None,
-        "max_model_cells": 4e6,
-    },
-}
-METHODS = ("fo", "fm", "secure")
-SECURE_PIPELINES = ("select", "paper")
-SECURE_BINNING = ("auto", "off")
-CAREST_METHODS = ("containment", "harmonic", "algorithm4")
+_PARTY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 NON_DP_REASON = (
     "the paper's FM sketches are not differentially private: one record's geometric hash value "
     "enters a register of every one of its attributes under the same key, so the registers "
@@ -117,28 +67,17 @@ NON_DP_REASON = (
     "a claimed 2.2e-5)"
 )
 NONCE_HEX_CHARS = 32
-POSITIVE_FIELDS = (
-    "tau",
-    "max_model_cells",
-    "cross_weight",
-    "local_max_clique_cells",
-    "local_max_total_cells",
-    "secure_max_clique_cells",
-    "secure_max_total_cells",
-)
+# The config file's format: 1 (no "format" key) is the flat one of vertimrf 0.1.0.
+CONFIG_FORMAT = 2
 
 
-def _is_int(value: object, at_least: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= at_least
-
-
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ConfigError(message)
-
-
-HASHES = ("siphash24", "xxh64")
-RECOVERY = ("hisrec", "unisam")
+def _flat_hint(name: str) -> str:
+    if name in FLAT_NAMES:
+        return (
+            f" ({name!r} is a method setting: pass options=..., e.g. SecureOptions(...), or "
+            f"use ProtocolConfig.from_preset / with_changes, which take {name}=...)"
+        )
+    return ""
 
 
 @dataclass(frozen=True)
@@ -148,7 +87,11 @@ class PartySpec:
     name: str
     columns: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(self.columns))
 
+
+@strict_fields(_flat_hint)
 @dataclass(frozen=True)
 class ProtocolConfig:
     """Public protocol settings; identical at every party and the server (checked by hash).
@@ -156,49 +99,16 @@ class ProtocolConfig:
     Attributes:
         epsilon, delta: the budget of the whole protocol (all parties together).
         spec: the public domain of every column; parties: who owns which columns.
+        options: the method and its settings (:class:`SecureOptions`, the default;
+            :class:`SecurePaperOptions`, :class:`FOOptions` or :class:`FMOptions`).
         count_party: the one party that releases the noisy record count (default: first).
-        preset, shares: the budget split (fractions of the zCDP rho; see the module doc).
-        t, gamma, hash: sketch repetitions (an integer; "auto" is resolved by from_preset), the
-            geometric base 1 + gamma, and the keyed hash ("siphash24" or "xxh64").
-        bins, binned: b, and the binned columns (default: every column with more than b
-            values).
-        tau, max_model_cells: GraphCom's limits on the largest clique and on all cliques.
-        cross_edge_fraction: GraphCom adds at most this fraction of the cross-party pairs.
-        cross_marginals: OptMRF fits this many cross-party 2-way marginals (None: the
-            reference's int(0.8 d)); cross_weight scales their weight against the local
-            measurements' median weight.
-        method: "secure" (the secure product of cross counts, DP), "fo" (GRR) or "fm"
-            (sketches, NOT DP); carest: the sketch estimator; accounting:
-            "zcdp" or "theorem2" (the paper's Theorem 2 for the sketches' epsilon').
-        recovery: "hisrec" or "unisam"; consistency: enforce it; local_mrf: run LocMRF
-            (False is the ablation: its share goes to LocEnc).
-        server_iters: mirror-descent iteration cap of each OptMRF round (the last gets 3x).
-        local_max_clique_cells, local_max_total_cells: the local PrivMRF's model caps.
-        secure_shares, secure_refine_fraction: method="secure"'s split of rho (count, the
-            first release for selection, the re-measurement) and its number of re-measured
-            marginals beyond the initial set (times d); secure_feature_width caps each party's
-            one-hot width (attribute pairs and triples are added within it, so that cross
-            marginals of higher order can be measured): an integer, or "auto" (the default),
-            min(576, 2^26 / max_rows rounded down to a power of two), never below the
-            widest attribute's domain, so that a party's work (max_rows x width words) stays
-            bounded at any size (:func:`vertimrf.protocol.secure.feature_width`);
-            secure_iters caps each of the server's two mirror-descent fits;
-            secure_max_clique_cells and secure_max_total_cells are the ceilings of the
-            server's model caps (its graph search; the caps grow with the precision).
-            secure_pipeline: "select" (one budget, the server's selection over the whole
-            table) or "paper" (local models, then secure estimates of every binned cross
-            pair in place of FO's GRR rows, with the FO budget split ``shares``).
-            secure_binning: "auto" (the default: the select pipeline's server re-measures a
-            2-way marginal on bins of its large attributes where its estimated error is lower
-            than at the full domain, and fits the bin sums as linear queries) or "off"
-            (every marginal at its full domain).
+        preset: the preset the config was made from (a label).
         allow_non_dp: accept a method that is NOT differentially private (FM sketches, the
             xxh64 hash); without it such a config raises PrivacyError.
         max_rows: a public upper bound on the number of records (never the true count);
-            ``t="auto"`` needs it.
+            method "secure" pads to it, and FM's ``t="auto"`` needs it.
         max_memory_gb: the memory (GB, 10^9 bytes) any one role may need; a config whose
-            estimated peak (:meth:`plan`) is larger is refused. None: 16 GB. Written to
-            the config file only when set, so that configs without it keep their hash.
+            estimated peak (:meth:`plan`) is larger is refused. None: 16 GB.
         run_nonce: fresh random hex per config (made when empty); binds keys to the run.
     """
 
@@ -206,36 +116,9 @@ class ProtocolConfig:
     delta: float
     spec: DomainSpec
     parties: tuple[PartySpec, ...]
+    options: Options = field(default_factory=SecureOptions)
     count_party: str = ""
     preset: str = "default"
-    shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS["shares"]))
-    t: int | str = DEFAULTS["t"]
-    gamma: float = DEFAULTS["gamma"]
-    hash: str = DEFAULTS["hash"]
-    bins: int = DEFAULTS["bins"]
-    binned: tuple[str, ...] | None = DEFAULTS["binned"]
-    tau: float = DEFAULTS["tau"]
-    max_model_cells: float = DEFAULTS["max_model_cells"]
-    cross_edge_fraction: float = DEFAULTS["cross_edge_fraction"]
-    cross_weight: float = DEFAULTS["cross_weight"]
-    cross_marginals: int | None = DEFAULTS["cross_marginals"]
-    method: str = DEFAULTS["method"]
-    carest: str = DEFAULTS["carest"]
-    accounting: str = DEFAULTS["accounting"]
-    recovery: str = DEFAULTS["recovery"]
-    consistency: bool = DEFAULTS["consistency"]
-    local_mrf: bool = DEFAULTS["local_mrf"]
-    server_iters: int = DEFAULTS["server_iters"]
-    local_max_clique_cells: float = DEFAULTS["local_max_clique_cells"]
-    local_max_total_cells: float = DEFAULTS["local_max_total_cells"]
-    secure_shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULTS["secure_shares"]))
-    secure_refine_fraction: float = DEFAULTS["secure_refine_fraction"]
-    secure_feature_width: int | str = DEFAULTS["secure_feature_width"]
-    secure_iters: int = DEFAULTS["secure_iters"]
-    secure_max_clique_cells: float = DEFAULTS["secure_max_clique_cells"]
-    secure_max_total_cells: float = DEFAULTS["secure_max_total_cells"]
-    secure_pipeline: str = DEFAULTS["secure_pipeline"]
-    secure_binning: str = DEFAULTS["secure_binning"]
     allow_non_dp: bool = False
     max_rows: int | None = None
     max_memory_gb: float | None = None
@@ -250,12 +133,15 @@ class ProtocolConfig:
         delta: float,
         spec: DomainSpec,
         parties: list[tuple[str, list[str]]] | list[list[str]],
-        **overrides: object,
+        **overrides: Any,
     ) -> ProtocolConfig:
         """A config from a named preset; ``parties`` are (name, columns) pairs or column lists.
 
-        ``t="auto"`` is resolved here, once, from the public ``max_rows`` (see
-        :func:`vertimrf.protocol.autot.choose_t`).
+        ``overrides`` are shared fields or the method's settings under their flat names
+        (``method``, ``secure_pipeline``, ``secure_iters``, ``t``, ...; see
+        :data:`vertimrf.protocol.options.FLAT_NAMES`). A setting the chosen method does not
+        read raises ConfigError. FM's ``t="auto"`` is resolved here, once, from the public
+        ``max_rows`` (see :func:`vertimrf.protocol.autot.choose_t`).
         """
         if preset not in PRESETS:
             raise ConfigError(f"unknown preset {preset!r}; use one of {sorted(PRESETS)}.")
@@ -263,23 +149,22 @@ class ProtocolConfig:
         for i, p in enumerate(parties):
             name, cols = p if isinstance(p, tuple) else (f"party{i}", p)
             specs.append(PartySpec(str(name), tuple(str(c) for c in cols)))
-        base = {
-            **PRESETS[preset],
-            "shares": dict(PRESETS[preset]["shares"]),
-            "secure_shares": dict(PRESETS[preset]["secure_shares"]),
-        }
-        base.update(overrides)
-        auto = base.get("t") == "auto"
+        shared, settings = _split(overrides, "ProtocolConfig.from_preset")
+        auto = settings.get("t") == "auto"
         if auto:
-            if base.get("max_rows") is None:
+            if shared.get("max_rows") is None:
                 raise ConfigError(
                     "t='auto' needs max_rows, a public upper bound on the number of records "
                     "(never the true count), to choose t from public information only."
                 )
-            base["t"] = PRESETS["paper"]["t"]
-        cfg = cls(
-            epsilon=epsilon, delta=delta, spec=spec, parties=tuple(specs), preset=preset, **base
+            settings["t"] = PRESETS["paper"]["t"]
+        if "options" in shared and settings:
+            raise ConfigError("give options=... or flat method settings, not both.")
+        shared.setdefault(
+            "options", from_flat(PRESETS[preset], settings, where=f"preset {preset!r}")
         )
+        shared.setdefault("preset", preset)
+        cfg = cls(epsilon=epsilon, delta=delta, spec=spec, parties=tuple(specs), **shared)
         if auto:
             from vertimrf.protocol.autot import choose_t
 
@@ -296,9 +181,20 @@ class ProtocolConfig:
                 f"need a finite epsilon > 0 and 0 < delta < 1; got {self.epsilon!r}, "
                 f"{self.delta!r}."
             )
-        if len(self.parties) < 2:
+        if not isinstance(self.spec, DomainSpec):
+            raise ConfigError(f"spec must be a DomainSpec; got {type(self.spec).__name__}.")
+        if not isinstance(self.options, Options):
+            raise ConfigError(
+                "options must be SecureOptions, SecurePaperOptions, FOOptions or FMOptions; "
+                f"got {type(self.options).__name__}."
+            )
+        parties = tuple(self.parties)
+        if not all(isinstance(p, PartySpec) for p in parties):
+            raise ConfigError("parties must be PartySpec objects (or use from_preset).")
+        object.__setattr__(self, "parties", parties)
+        if len(parties) < 2:
             raise ConfigError("the vertical protocol needs at least two parties.")
-        owned = [c for p in self.parties for c in p.columns]
+        owned = [c for p in parties for c in p.columns]
         if sorted(owned) != sorted(self.spec.names):
             dup = sorted({c for c in owned if owned.count(c) > 1})
             missing = sorted(set(self.spec.names) - set(owned))
@@ -307,7 +203,7 @@ class ProtocolConfig:
                 "every column must belong to exactly one party: "
                 f"owned twice {dup}, unowned {missing}, not in the spec {extra}."
             )
-        names = [p.name for p in self.parties]
+        names = [p.name for p in parties]
         bad = [n for n in names if not _PARTY_NAME.fullmatch(n) or n == SERVER]
         if bad:
             raise ConfigError(
@@ -322,146 +218,64 @@ class ProtocolConfig:
             raise ConfigError(f"count_party {self.count_party!r} is not one of {names}.")
         if not self.run_nonce:
             object.__setattr__(self, "run_nonce", secrets.token_hex(NONCE_HEX_CHARS // 2))
-        self._check_choices()
         self._check_run()
-        self._check_numbers()
-        self._check_shares()
         self._check_privacy()
         self._check_finite()
+        object.__setattr__(self, "_hash", _digest(self.to_dict()))
         from vertimrf.protocol.plan import check_plan
 
         check_plan(self)
 
-    def _check_choices(self) -> None:
-        for value, allowed, what in (
-            (self.method, METHODS, "method"),
-            (self.hash, HASHES, "hash"),
-            (self.accounting, ACCOUNTING_MODES, "accounting"),
-            (self.recovery, RECOVERY, "recovery"),
-            (self.carest, CAREST_METHODS, "carest"),
-        ):
-            if value not in allowed:
-                raise ConfigError(f"{what} must be one of {allowed}; got {value!r}.")
-        if self.binned is not None:
-            unknown = sorted(set(self.binned) - set(self.spec.names))
-            if unknown:
-                raise ConfigError(f"binned columns {unknown} are not in the spec.")
+    def __hash__(self) -> int:
+        return hash(self._hash)  # type: ignore[attr-defined]
 
     def _check_run(self) -> None:
-        if self.t == "auto":
+        binned = self.options.binned if isinstance(self.options, PaperOptions) else None
+        if binned is not None:
+            unknown = sorted(set(binned) - set(self.spec.names))
+            if unknown:
+                raise ConfigError(f"binned columns {unknown} are not in the spec.")
+        if not (
+            self.max_rows is None
+            or (isinstance(self.max_rows, int) and not isinstance(self.max_rows, bool))
+            and self.max_rows >= 1
+        ):
+            raise ConfigError(f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.")
+        if self.options.PADS_ROWS and self.max_rows is None:
             raise ConfigError(
-                "t='auto' is resolved when the config is made: use ProtocolConfig.from_preset("
-                "..., t='auto', max_rows=N) with a public upper bound N on the record count."
+                "method='secure' needs max_rows: a public upper bound on the number of records, "
+                "to which every party pads its rows so that message sizes reveal nothing about "
+                "the true count (give e.g. max_rows=50000, or --max-rows on the command line)."
             )
-        _require(_is_int(self.t, 1), f"t must be a positive integer; got {self.t!r}.")
-        _require(
-            self.max_rows is None or _is_int(self.max_rows, 1),
-            f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.",
-        )
-        _require(
-            self.method != "secure" or self.max_rows is not None,
-            "method='secure' needs max_rows: a public upper bound on the number of records, "
-            "to which every party pads its rows so that message sizes reveal nothing about the "
-            "true count (give e.g. max_rows=50000, or --max-rows on the command line).",
-        )
         nonce = self.run_nonce
-        _require(
+        if not (
             isinstance(nonce, str)
             and len(nonce) >= NONCE_HEX_CHARS
-            and all(ch in "0123456789abcdef" for ch in nonce),
-            f"run_nonce must be at least {NONCE_HEX_CHARS} lowercase hex characters; leave it "
-            "empty to draw a fresh one.",
-        )
-
-    def _check_numbers(self) -> None:
-        _require(0 < self.gamma <= 1, f"gamma must be in (0, 1]; got {self.gamma}.")
-        _require(
-            _is_int(self.server_iters, 1),
-            f"server_iters must be an integer >= 1; got {self.server_iters!r}.",
-        )
-        for name in POSITIVE_FIELDS:
-            value = getattr(self, name)
-            _require(
-                isinstance(value, int | float) and 0 < value < float("inf"),
-                f"{name} must be a positive number; got {value!r}.",
-            )
-        _require(
-            self.cross_marginals is None or _is_int(self.cross_marginals, 0),
-            f"cross_marginals must be None or an integer >= 0; got {self.cross_marginals!r}.",
-        )
-        _require(
-            0 <= self.cross_edge_fraction <= 1,
-            f"cross_edge_fraction must be in [0, 1]; got {self.cross_edge_fraction!r}.",
-        )
-        _require(self.bins >= 2, f"bins must be >= 2; got {self.bins}.")
-        _require(
-            self.max_memory_gb is None
-            or (
-                isinstance(self.max_memory_gb, int | float)
-                and not isinstance(self.max_memory_gb, bool)
-                and 0 < self.max_memory_gb < math.inf
-            ),
-            f"max_memory_gb must be None or a positive number; got {self.max_memory_gb!r}.",
-        )
-
-    def _check_shares(self) -> None:
-        need = {"locmrf", "locenc", "count", "binning"}
-        if set(self.shares) != need:
+            and all(ch in "0123456789abcdef" for ch in nonce)
+        ):
             raise ConfigError(
-                f"shares must name exactly {sorted(need)}; got {sorted(self.shares)}."
+                f"run_nonce must be at least {NONCE_HEX_CHARS} lowercase hex characters; leave "
+                "it empty to draw a fresh one."
             )
-        if any(not (v >= 0) for v in self.shares.values()) or sum(self.shares.values()) > 1 + 1e-12:
-            raise ConfigError(f"shares must be >= 0 and sum to at most 1; got {self.shares}.")
-        if self.shares["count"] <= 0 or self.shares["locenc"] <= 0:
-            raise ConfigError("the count and locenc shares must be positive.")
-        if self.local_mrf and self.shares["locmrf"] <= 0:
-            raise ConfigError("local_mrf needs a positive locmrf share.")
-        secure = self.secure_shares
-        need = {"count", "select", "measure"}
-        if not isinstance(secure, dict) or set(secure) != need:
-            raise ConfigError(f"secure_shares must name exactly {sorted(need)}; got {secure!r}.")
-        if any(not (v > 0) for v in secure.values()) or sum(secure.values()) > 1 + 1e-12:
-            raise ConfigError(f"secure_shares must be positive and sum to at most 1; got {secure}.")
-        _require(
-            isinstance(self.secure_refine_fraction, int | float)
-            and 0 <= self.secure_refine_fraction < float("inf"),
-            f"secure_refine_fraction must be >= 0; got {self.secure_refine_fraction!r}.",
-        )
-        _require(
-            self.secure_pipeline in SECURE_PIPELINES,
-            f"secure_pipeline must be one of {SECURE_PIPELINES}; got {self.secure_pipeline!r}.",
-        )
-        _require(
-            self.secure_binning in SECURE_BINNING,
-            f"secure_binning must be one of {SECURE_BINNING}; got {self.secure_binning!r}.",
-        )
-        _require(
-            self.secure_pipeline != "paper" or self.local_mrf,
-            "secure_pipeline='paper' needs local_mrf=True: its secure release measures only "
-            "the cross-party pairs, the local models cover the rest.",
-        )
-        _require(
-            _is_int(self.secure_iters, 1),
-            f"secure_iters must be an integer >= 1; got {self.secure_iters!r}.",
-        )
-        _require(
-            self.secure_feature_width == "auto" or _is_int(self.secure_feature_width, 1),
-            "secure_feature_width must be 'auto' or an integer >= 1; got "
-            f"{self.secure_feature_width!r}.",
-        )
+        gb = self.max_memory_gb
+        if not (
+            gb is None
+            or (isinstance(gb, int | float) and not isinstance(gb, bool) and 0 < gb < math.inf)
+        ):
+            raise ConfigError(f"max_memory_gb must be None or a positive number; got {gb!r}.")
 
     def _check_privacy(self) -> None:
         if self.allow_non_dp is not True and self.allow_non_dp is not False:
             raise ConfigError(f"allow_non_dp must be True or False; got {self.allow_non_dp!r}.")
         if self.allow_non_dp:
             return
-        if self.method == "fm":
+        if not self.options.DP:
             raise PrivacyError(
-                f"method='fm' refused: {NON_DP_REASON}. Use method='fo' (DP), or set "
+                f"method={self.method!r} refused: {NON_DP_REASON}. Use method='fo' (DP), or set "
                 "allow_non_dp=True (--allow-non-dp on the command line) to run the paper's method "
                 "for reproduction; its report will say it is NOT differentially private."
             )
-        if self.hash == "xxh64":
+        if isinstance(self.options, FMOptions) and self.options.hash == "xxh64":
             raise PrivacyError(
                 "hash='xxh64' refused: xxh64 is not a keyed pseudorandom function, so hash values "
                 "can leak which records hold which values. Use hash='siphash24', or set "
@@ -470,12 +284,26 @@ class ProtocolConfig:
 
     def _check_finite(self) -> None:
         """Every number of the config is finite (its file is standard JSON)."""
-        for name, value in self.to_dict().items():
-            inner = value.items() if isinstance(value, dict) else [("", value)]
-            for key, v in inner:
-                if isinstance(v, float) and not math.isfinite(v):
-                    where = f"{name}[{key!r}]" if key else name
-                    raise ConfigError(f"{where} must be a finite number; got {v!r}.")
+        for name, value in self.options.to_dict().items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{name} must be a finite number; got {value!r}.")
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def method(self) -> str:
+        """The method's name: "secure", "fo" or "fm" (read off the options' type)."""
+        return self.options.METHOD
+
+    @property
+    def pipeline(self) -> str:
+        """ "select" (the secure select pipeline) or "paper" (every other method)."""
+        return self.options.PIPELINE
+
+    @property
+    def dp_guarantee(self) -> bool:
+        """True when every mechanism of this config is differentially private (FM is the
+        one non-DP method; the hash is used only by its sketches)."""
+        return self.options.DP
 
     def plan(self) -> RunPlan:
         """What this config's run costs: every release, the worst-case ledger total, and each
@@ -483,12 +311,6 @@ class ProtocolConfig:
         from vertimrf.protocol.plan import run_plan
 
         return run_plan(self)
-
-    @property
-    def dp_guarantee(self) -> bool:
-        """True when every mechanism of this config is differentially private (the hash is
-        used only by the FM sketches, so FM is the one non-DP path)."""
-        return self.method != "fm"
 
     def run_context(self) -> bytes:
         """Bytes that bind derived keys to this run: the config hash (which covers the nonce)."""
@@ -501,39 +323,86 @@ class ProtocolConfig:
                 return p
         raise ConfigError(f"no party {name!r}; parties are {[p.name for p in self.parties]}.")
 
+    def paper_options(self) -> PaperOptions:
+        """The paper pipeline's settings (methods "fo", "fm" and the secure paper pipeline);
+        ConfigError for the secure select pipeline, which has none."""
+        if not isinstance(self.options, PaperOptions):
+            raise ConfigError(
+                "the secure select pipeline has no local models, bins or budget shares of the "
+                "paper pipeline (its settings are SecureOptions')."
+            )
+        return self.options
+
     def binned_columns(self) -> tuple[str, ...]:
-        """Columns that are binned: the explicit list, or every column with more than b codes."""
-        if self.binned is not None:
-            return self.binned
-        return tuple(c.name for c in self.spec.columns if c.size > self.bins)
+        """Columns that are binned (paper-pipeline methods): the explicit list, or every
+        column with more than b codes; none for the secure select pipeline."""
+        if not isinstance(self.options, PaperOptions):
+            return ()
+        if self.options.binned is not None:
+            return self.options.binned
+        return tuple(c.name for c in self.spec.columns if c.size > self.options.bins)
 
-    def with_changes(self, **changes: object) -> ProtocolConfig:
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)
+    def with_changes(self, **changes: Any) -> ProtocolConfig:
+        """A copy with some fields changed (validated again): shared fields, ``options``, or
+        the method's settings under their flat names (``method="fo"`` switches the method,
+        keeping the settings both read, the rest from the config's preset)."""
+        shared, settings = _split(changes, "ProtocolConfig.with_changes")
+        if settings:
+            if "options" in shared:
+                raise ConfigError("give options=... or flat method settings, not both.")
+            preset = PRESETS.get(self.preset, DEFAULTS)  # what the old method did not read
+            base = {**preset, **self.options.flat()}
+            shared["options"] = from_flat(base, settings, where="ProtocolConfig.with_changes")
+        return replace(self, **shared)
 
-    def to_dict(self) -> dict:
+    # ------------------------------------------------------------------ files
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        d = asdict(self)
-        d["spec"] = self.spec.to_dict()
-        d["parties"] = [{"name": p.name, "columns": list(p.columns)} for p in self.parties]
-        d["binned"] = None if self.binned is None else list(self.binned)
-        if self.max_memory_gb is None:
-            del d["max_memory_gb"]
+        d: dict[str, Any] = {
+            "format": CONFIG_FORMAT,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "spec": self.spec.to_dict(),
+            "parties": [{"name": p.name, "columns": list(p.columns)} for p in self.parties],
+            "count_party": self.count_party,
+            "preset": self.preset,
+            "method": self.method,
+            "options": self.options.to_dict(),
+            "allow_non_dp": self.allow_non_dp,
+            "max_rows": self.max_rows,
+            "run_nonce": self.run_nonce,
+        }
+        if self.max_memory_gb is not None:
+            d["max_memory_gb"] = self.max_memory_gb
         return d
 
     @classmethod
-    def from_dict(cls, data: dict) -> ProtocolConfig:
-        """Inverse of :meth:`to_dict`."""
-        if not isinstance(data, dict):
+    def from_dict(cls, data: Mapping[str, Any]) -> ProtocolConfig:
+        """Inverse of :meth:`to_dict`; a config of the first (flat) format is converted."""
+        if not isinstance(data, Mapping):
             raise ConfigError(f"a protocol config is a JSON object; got {type(data).__name__}.")
         d = dict(data)
         try:
+            if "format" not in d and "options" not in d:
+                d = _from_flat_format(d)
+            elif d.pop("format", None) != CONFIG_FORMAT:
+                raise ConfigError(
+                    f"this config file has format {data.get('format')!r}; this vertimrf reads "
+                    f"format {CONFIG_FORMAT} (and converts format 1): make it again with "
+                    "`vertimrf config`."
+                )
+            else:
+                d["options"] = options_from_dict(d.get("options"))
+                if d.pop("method", None) != d["options"].METHOD:
+                    raise ConfigError(
+                        f"invalid protocol config: its method {data.get('method')!r} is not its "
+                        f"options' ({d['options'].METHOD!r})."
+                    )
+            unknown_fields("a protocol config", d, [f.name for f in fields(cls)])
             d["spec"] = DomainSpec.from_dict(d["spec"])
             d["parties"] = tuple(
                 PartySpec(str(p["name"]), tuple(str(c) for c in p["columns"])) for p in d["parties"]
             )
-            if d.get("binned") is not None:
-                d["binned"] = tuple(d["binned"])
             return cls(**d)
         except VertimrfError:
             raise
@@ -541,9 +410,9 @@ class ProtocolConfig:
             raise ConfigError(f"invalid protocol config: {exc!r}.") from None
 
     def config_hash(self) -> str:
-        """SHA-256 of the canonical JSON form; every message carries it."""
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        """SHA-256 of the canonical JSON form, computed once when the config was made; every
+        message carries it."""
+        return self._hash  # type: ignore[attr-defined,no-any-return]
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the config as JSON (atomically)."""
@@ -551,6 +420,42 @@ class ProtocolConfig:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> ProtocolConfig:
-        """Read a config written by :meth:`save`."""
+        """Read a config written by :meth:`save` (or by vertimrf 0.1.0, converted)."""
         data = read_json(path, ConfigError, "config file")
         return cls.from_dict(data)
+
+
+_SHARED = [f.name for f in fields(ProtocolConfig)]
+
+
+def _digest(data: dict[str, Any]) -> str:
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _split(values: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(shared fields, flat method settings) of ``values``; ConfigError for anything else."""
+    shared, settings = {}, {}
+    for name, value in values.items():
+        if name in _SHARED:
+            shared[name] = value
+        elif name in FLAT_NAMES:
+            settings[name] = value
+        else:
+            raise ConfigError(
+                f"{where}: unknown setting {name!r}{close_names(name, [*_SHARED, *FLAT_NAMES])}."
+            )
+    return shared, settings
+
+
+def _from_flat_format(d: dict[str, Any]) -> dict[str, Any]:
+    """A config of the first format (vertimrf 0.1.0: every method's settings side by side)
+    in the current one: the settings its method reads become its options."""
+    flat = {k: v for k, v in d.items() if k in FLAT_NAMES}
+    rest = {k: v for k, v in d.items() if k not in FLAT_NAMES}
+    unknown_fields("a protocol config (format 1)", rest, _SHARED)
+    if "method" not in flat:
+        raise ConfigError("invalid protocol config: no 'method' and no 'options'.")
+    method = {"method": flat.pop("method")}  # the pipeline is read only if it applies
+    rest["options"] = from_flat(flat, method, where="a protocol config (format 1)")
+    return rest

@@ -32,6 +32,7 @@ from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.schema import Fields, array_bounds
 from vertimrf.protocol.sketchset import SketchSet
 
@@ -88,41 +89,20 @@ class PartyMessage:
         spec = config.party(self.party)
         if tuple(self.columns) != spec.columns:
             raise MessageError(f"{where} has columns {self.columns}, the config {spec.columns}.")
-        if self.method != config.method or self.hash != config.hash:
+        method = rules(config)
+        want_hash = method.message_hash(config)
+        if self.method != config.method or self.hash != want_hash:
             raise MessageError(
                 f"{where} used method {self.method!r} / hash {self.hash!r}; the config says "
-                f"{config.method!r} / {config.hash!r}."
+                f"{config.method!r} / {want_hash!r}."
             )
         if (self.noisy_count is not None) != (self.party == config.count_party):
             raise MessageError(
                 f"{where}: only the count party {config.count_party!r} releases the noisy count."
             )
         self._check_bins(config)
-        bin_domain = self.bin_domain(config)
-        if config.method == "fm":
-            if self.sketch is None or self.key_fingerprint is None:
-                raise MessageError(f"{where} has no FM sketches or no key fingerprint.")
-            if self.sketch.domain != bin_domain:
-                raise MessageError(
-                    f"{where}: sketch domain {self.sketch.domain.sizes} does not match the "
-                    f"binned domain {bin_domain.sizes}."
-                )
-            if isinstance(config.t, int) and self.sketch.t != config.t:
-                raise MessageError(f"{where} has {self.sketch.t} sketch rows, config t={config.t}.")
-        elif config.method == "secure":
-            if self.grr is not None or self.sketch is not None:
-                raise MessageError(
-                    f"{where}: a secure run's local message holds no GRR rows or sketches (its "
-                    "cross-party release is the secure product's)."
-                )
-        else:
-            if self.grr is None or self.grr.ndim != 2 or self.grr.shape[1] != len(self.columns):
-                raise MessageError(f"{where} has no GRR rows of shape (N, {len(self.columns)}).")
-            if ((self.grr < 0) | (self.grr >= np.asarray(bin_domain.sizes))).any():
-                raise MessageError(
-                    f"{where}, mechanism 'grr': GRR codes outside the binned domain."
-                )
-        if config.local_mrf:
+        method.check_message(self, config, where, self.bin_domain(config))
+        if config.options.local_mrf:
             self._check_local(config)
 
     def _check_bins(self, config: ProtocolConfig) -> None:

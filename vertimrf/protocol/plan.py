@@ -59,6 +59,8 @@ from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.budget import ProtocolBudget, expected_releases
 from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import rules
+from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
     MEASURE,
@@ -192,12 +194,12 @@ def _releases(
     the server's ledger charges them. Raises PrivacyBudgetError (from KLS's bound) when a
     cross release's noise component is below 1/2."""
     fixed, bounds = [], []
-    select = config.method == "secure" and config.secure_pipeline == "select"
+    select = isinstance(config.options, SecureOptions)
     if not select:
         budget = ProtocolBudget.from_config(config, epsilon=epsilon)
         for p in config.parties:
             fixed += expected_releases(config, p.name, epsilon=epsilon)
-            if config.local_mrf:
+            if config.options.local_mrf:
                 what = f"local PrivMRF of {p.name}"
                 bounds.append(Release("bound", what, budget.rho_locmrf_party, 1, p.name))
     if plan is not None:
@@ -217,7 +219,7 @@ def _noise_scales(config: ProtocolConfig, epsilon: float, plan: SecurePlan | Non
         if plan.rho_measure > 0:
             planned = len(plan.all_pairs()) + len(plan.sizes) * (1 + plan.refine_fraction)
             out["the re-measurement's"] = plan.sigma(MEASURE, math.ceil(planned))
-    if plan is None or plan.pipeline == "paper":
+    if plan is None or not plan.select:
         budget = ProtocolBudget.from_config(config, epsilon=epsilon)
         out["the noisy count's"] = 1.0 / budget.count_epsilon
         if budget.binning_epsilon > 0:
@@ -300,7 +302,7 @@ def _check_budget(config: ProtocolConfig) -> None:
 def _secure_plan(
     config: ProtocolConfig, *, epsilon: float | None = None, sizes: tuple[int, ...] | None = None
 ) -> SecurePlan | None:
-    if config.method != "secure":
+    if not isinstance(config.options, SecureOptions | SecurePaperOptions):
         return None
     return SecurePlan.from_config(config, epsilon=epsilon, sizes=sizes)
 
@@ -319,7 +321,8 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     shares = [sum(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     largest = [max(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     tables = _pair_cells(plan)
-    cap = config.secure_max_total_cells
+    options = config.options
+    cap = options.max_total_cells if isinstance(options, SecureOptions) else 0
     roles = []
     for p, name in enumerate(names):
         d_p, g_p = len(plan.attrs[p]), len(plan.groups[p])
@@ -331,13 +334,13 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
             + 8 * (2 * dealt[p] + columns + 2 * rows * peer + shares[p] + 2 * largest[p])
             + 16 * MASK_BLOCK_WORDS,
         }
-        if plan.pipeline == "select":
+        if plan.select:
             steps["measure"] = BASE_BYTES + 8 * (3 * shares[p] + 2 * rows * d_p)
         else:
             steps["local"] = _local_peak(config, d_p)
         own = sum(plan.cells(mg) for mg in plan.all_pairs() if p in {plan.owner[a] for a in mg})
         sends = (m - 1) * (8 * rows * widths[p] + BLOB_OVERHEAD) + 8 * own + CONTAINER_BYTES
-        keeps = _state_bytes(shares[p]) if plan.pipeline == "select" else 0
+        keeps = _state_bytes(shares[p]) if plan.select else 0
         roles.append(RoleCost(name, sends, keeps, steps))
     total = sum(dealt)
     block = min(rows * sum(widths), MASK_BLOCK_WORDS + sum(widths))
@@ -347,13 +350,13 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         + 16 * block,
         "synthesize": BASE_BYTES
         + 24 * tables
-        + MODEL_BYTES_PER_CELL * int(cap if plan.pipeline == "select" else config.max_model_cells)
+        + MODEL_BYTES_PER_CELL * int(cap or options.max_model_cells)
         + OUTPUT_BYTES_PER_CELL * rows * len(plan.sizes),
     }
-    if plan.pipeline == "select":
+    if plan.select:
         server["select"] = BASE_BYTES + 8 * (4 * tables + int(cap))
     deals = sum(_deal_bytes(plan).values())
-    keeps = _state_bytes(tables) + 64 * len(plan.all_pairs()) if plan.pipeline == "select" else 0
+    keeps = _state_bytes(tables) + 64 * len(plan.all_pairs()) if plan.select else 0
     roles.append(RoleCost("server", deals, keeps, server))
     return tuple(roles)
 
@@ -387,7 +390,9 @@ def _local_peak(config: ProtocolConfig, columns: int) -> int:
     """A party's local PrivMRF and message: its model cap and, with max_rows, its table."""
     rows = config.max_rows or 0
     return int(
-        BASE_BYTES + MODEL_BYTES_PER_CELL * config.local_max_total_cells + 8 * 4 * rows * columns
+        BASE_BYTES
+        + MODEL_BYTES_PER_CELL * config.options.local_max_total_cells
+        + 8 * 4 * rows * columns
     )
 
 
@@ -398,10 +403,10 @@ def _local_roles(config: ProtocolConfig) -> tuple[RoleCost, ...]:
     roles = []
     for p in config.parties:
         d_p = len(p.columns)
-        payload = 8 * d_p * (config.t if config.method == "fm" else rows or 0)
-        sends = payload + int(8 * config.local_max_total_cells) + CONTAINER_BYTES
+        payload = 8 * rules(config).payload_words(config, d_p, rows)
+        sends = payload + int(8 * config.options.local_max_total_cells) + CONTAINER_BYTES
         roles.append(RoleCost(p.name, sends, 0, {"release": _local_peak(config, d_p)}, note))
-    cells = max(config.max_model_cells, config.tau)
+    cells = max(config.options.max_model_cells, config.options.tau)
     peak = int(
         BASE_BYTES
         + MODEL_BYTES_PER_CELL * cells
@@ -454,7 +459,7 @@ def _peak(config: ProtocolConfig, sizes: tuple[int, ...] | None = None) -> RoleC
 
 def _check_tables(config: ProtocolConfig) -> None:
     plan = _secure_plan(config)
-    if plan is None or plan.pipeline != "select":
+    if plan is None or not plan.select:
         return
     names = config.spec.names
     for m in plan.all_pairs():
@@ -472,7 +477,7 @@ def _memory_hint(config: ProtocolConfig, limit: float) -> str:
     sizes = tuple(int(u) for u in config.spec.domain.sizes)
     widest = max(range(len(sizes)), key=sizes.__getitem__)
     name = config.spec.names[widest]
-    if config.method == "secure" and feature_width(config) == sizes[widest] > 2:
+    if isinstance(config.options, SecureOptions) and feature_width(config) == sizes[widest] > 2:
 
         def fits(u: int) -> bool:
             shrunk = tuple(min(s, u) if i == widest else s for i, s in enumerate(sizes))
@@ -487,7 +492,7 @@ def _memory_hint(config: ProtocolConfig, limit: float) -> str:
                 f"attribute {name!r} has {sizes[widest]:,} values and sets every party's "
                 f"feature width: bin it to at most {lo:,} values, or raise max_memory_gb"
             )
-    if config.method == "secure":
+    if isinstance(config.options, SecureOptions | SecurePaperOptions):
         return "lower max_rows or the feature width, or raise max_memory_gb"
     return "lower the model caps, or raise max_memory_gb"
 

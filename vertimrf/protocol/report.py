@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from vertimrf.errors import ConfigError
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.zcdp import rho_to_epsilon, round_up
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.options import FMOptions
 
 SEEDED_NOTE = "seeded run: reproducible noise, not for release (a seed is for experiments only)"
 COLLUSION_NOTE = (
@@ -48,21 +50,24 @@ class FMBound:
 def fm_worst_case(config: ProtocolConfig) -> FMBound:
     """The FM lower bounds on delta for ``config`` (see :mod:`vertimrf.privacy.fm_gap`)."""
     eps_prime = ProtocolBudget.from_config(config).eps_prime
-    noise = fm_noise(eps_prime, config.gamma)
+    options = config.options
+    if not isinstance(options, FMOptions):
+        raise ConfigError(f"the FM bounds need method 'fm'; the config's is {config.method!r}.")
+    noise = fm_noise(eps_prime, options.gamma)
     d = len(config.spec)
 
     def bound(c: int) -> float:
         return fm_delta_lower_bound(
-            config.t, eps_prime, noise.k_p, noise.alpha_min, config.gamma, c, config.epsilon
+            options.t, eps_prime, noise.k_p, noise.alpha_min, options.gamma, c, config.epsilon
         )
 
     return FMBound(
         config.epsilon,
-        config.t,
+        options.t,
         eps_prime,
         noise.k_p,
         noise.alpha_min,
-        config.gamma,
+        options.gamma,
         d,
         bound(2),
         bound(d),

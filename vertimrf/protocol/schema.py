@@ -18,6 +18,7 @@ from typing import Any
 
 from vertimrf.errors import MessageError
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import rules
 
 # Without a public max_rows, a party may release at most this many GRR rows per message.
 DEFAULT_MAX_ROWS = 10_000_000
@@ -28,11 +29,13 @@ _ARRAYS_PER_COLUMN = 64
 def array_bounds(config: ProtocolConfig) -> Callable[[str], int | None]:
     """Largest payload (bytes) of each array a message under ``config`` may hold."""
     binned = set(config.binned_columns())
+    paper = config.paper_options()
+    bins, cells = paper.bins, paper.max_model_cells
     widest_bin = max((config.spec[c].size for c in binned), default=0)
     per_party = [
         (
             sum(c in binned for c in p.columns),
-            sum(min(config.spec[c].size, config.bins) if c in binned else config.spec[c].size
+            sum(min(config.spec[c].size, bins) if c in binned else config.spec[c].size
                 for c in p.columns),
             len(p.columns),
         )
@@ -43,12 +46,12 @@ def array_bounds(config: ProtocolConfig) -> Callable[[str], int | None]:
     width = max(d for _, _, d in per_party)
     rows = 2 * (config.max_rows or DEFAULT_MAX_ROWS) + 10_000
     tables = _ARRAYS_PER_COLUMN * width
-    fixed = {"sketch": config.t * slots, "grr": rows * width * _CELL_BYTES}
+    fixed = {"sketch": rules(config).sketch_rows(config) * slots, "grr": rows * width * _CELL_BYTES}
     indexed = {
         "bin_map": (n_binned, widest_bin * _CELL_BYTES),
         "bin_counts": (n_binned, widest_bin * _CELL_BYTES),
-        "potential": (tables, int(config.max_model_cells) * _CELL_BYTES),
-        "target": (tables, int(config.max_model_cells) * _CELL_BYTES),
+        "potential": (tables, int(cells) * _CELL_BYTES),
+        "target": (tables, int(cells) * _CELL_BYTES),
     }
 
     def bound(name: str) -> int | None:

@@ -43,6 +43,7 @@ from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
 from vertimrf.protocol.seeds import SERVER
 
 SELECT = "select"
@@ -92,7 +93,7 @@ MAX_AUTO_WIDTH = 576
 
 
 def feature_width(config: ProtocolConfig, sizes: Sequence[int] | None = None) -> int:
-    """The cap on each party's one-hot width: ``config.secure_feature_width`` when it is an
+    """The cap on each party's one-hot width: ``config.options.feature_width`` when it is an
     integer; for "auto", min(576, floor(2^26 / max_rows) rounded down to a power of two),
     but never below the widest single attribute's domain (a party's singles always fit).
     ``sizes`` replaces the domain's sizes (to cost a binned domain).
@@ -101,7 +102,10 @@ def feature_width(config: ProtocolConfig, sizes: Sequence[int] | None = None) ->
     k_p x k_q), so "auto" bounds them at any size: 576 up to max_rows 65,536 (Adult, NLTCS),
     512 at 131,072, 256 at 262,144, 64 at 1,048,576. Public: a pure function of the config,
     which every role re-derives."""
-    width = config.secure_feature_width
+    options = config.options
+    if not isinstance(options, SecureOptions):
+        raise ConfigError("the feature width is a setting of the secure select pipeline.")
+    width = options.feature_width
     if width != "auto":
         return int(width)
     rows = max(1, int(config.max_rows or 1))
@@ -163,7 +167,8 @@ class SecurePlan:
     ) -> SecurePlan:
         """The plan of ``config`` (which must use method="secure" and give max_rows);
         ``epsilon`` and ``sizes`` (the domain's) replace the config's, to cost variants."""
-        if config.method != "secure":
+        options = config.options
+        if not isinstance(options, SecureOptions | SecurePaperOptions):
             raise ConfigError(f"a secure plan needs method='secure'; got {config.method!r}.")
         if config.max_rows is None:
             raise ConfigError(
@@ -173,14 +178,14 @@ class SecurePlan:
             )
         names = config.spec.names
         index = {c: i for i, c in enumerate(names)}
-        paper = config.secure_pipeline == "paper"
+        paper = isinstance(options, SecurePaperOptions)
         binned = set(config.binned_columns()) if paper else set()
         domain = config.spec.domain.sizes if sizes is None else sizes
         sizes = tuple(
-            min(int(u), config.bins) if c in binned else int(u)
+            min(int(u), options.bins) if c in binned else int(u)
             for c, u in zip(names, domain, strict=True)
         )
-        width = feature_width(config, domain)
+        width = 0 if paper else feature_width(config, domain)
         attrs, groups, offsets, widths = [], [], [], []
         for p in config.parties:
             own = tuple(sorted(index[c] for c in p.columns))
@@ -192,7 +197,15 @@ class SecurePlan:
             widths.append(int(sum(cells)))
         epsilon = config.epsilon if epsilon is None else epsilon
         rho = epsilon_to_rho(epsilon, config.delta)
-        s = config.secure_shares
+        if isinstance(options, SecurePaperOptions):
+            rho_count, rho_measure, refine = 0.0, 0.0, 0.0
+            rho_select = ProtocolBudget.from_config(config, epsilon=epsilon).rho_locenc
+        else:
+            s = options.shares
+            rho_count, rho_select, rho_measure = (
+                rho * s[k] for k in ("count", "select", "measure")
+            )
+            refine = float(options.refine_fraction)
         return cls(
             names=tuple(p.name for p in config.parties),
             sizes=sizes,
@@ -203,14 +216,18 @@ class SecurePlan:
             rows=int(config.max_rows),
             count_party=config.count_party,
             rho=rho,
-            rho_count=0.0 if paper else rho * s["count"],
-            rho_select=ProtocolBudget.from_config(config, epsilon=epsilon).rho_locenc
-            if paper
-            else rho * s["select"],
-            rho_measure=0.0 if paper else rho * s["measure"],
-            refine_fraction=float(config.secure_refine_fraction),
-            pipeline=config.secure_pipeline,
+            rho_count=rho_count,
+            rho_select=rho_select,
+            rho_measure=rho_measure,
+            refine_fraction=refine,
+            pipeline=options.PIPELINE,
         )
+
+    @property
+    def select(self) -> bool:
+        """True for the select pipeline (its server selects, then requests a
+        re-measurement); False for the paper pipeline (one release of the cross pairs)."""
+        return self.pipeline == "select"
 
     # ------------------------------------------------------------------ layout
     @cached_property
@@ -303,9 +320,9 @@ class SecurePlan:
         """The first release: every 2-way marginal, canonical."""
         d = len(self.sizes)
         pairs = [self.canonical((i, j)) for i in range(d) for j in range(i + 1, d)]
-        if self.pipeline == "paper":
-            return [m for m in pairs if self.owner[m[0]] != self.owner[m[1]]]
-        return pairs
+        if self.select:
+            return pairs
+        return [m for m in pairs if self.owner[m[0]] != self.owner[m[1]]]
 
     # ------------------------------------------------------------------ noise
     def sigma(self, release: str, count: int) -> float:

@@ -31,7 +31,7 @@ import numpy as np
 
 from vertimrf.errors import ConfigError
 from vertimrf.kernels.carest import union_exceed_counts, union_table_sums
-from vertimrf.protocol.config import CAREST_METHODS as METHODS
+from vertimrf.protocol.options import CAREST_METHODS as METHODS
 from vertimrf.protocol.sketchset import SketchSet
 from vertimrf.server.merge import MergedSketches
 

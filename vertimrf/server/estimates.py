@@ -13,13 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from vertimrf.domain import Domain
-from vertimrf.errors import MessageError
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
-from vertimrf.server.carest import CarEst
 from vertimrf.server.consistency import enforce_consistency
-from vertimrf.server.grr import grr_marginal
+from vertimrf.server.methods import server_method
 from vertimrf.server.recovery import hisrec, unisam
 
 
@@ -51,27 +49,14 @@ class CrossEstimates:
         self._names = config.spec.domain.names
         self.n_hat = float(n_hat)
         self.bins: dict[str, BinMap] = {k: v for m in messages for k, v in m.bins.items()}
-        self.local_marginal = local_marginal if config.consistency else None
+        self.local_marginal = local_marginal if config.options.consistency else None
         domains = [m.bin_domain(config) for m in messages]
         self.bin_domain = Domain(
             tuple(n for d in domains for n in d.names), tuple(u for d in domains for u in d.sizes)
         )
-        self._secure = None
-        if config.method == "fm":
-            self._carest = CarEst([m.sketch for m in messages], n_hat, method=config.carest)
-        elif config.method == "secure":
-            if secure_tables is None:
-                raise MessageError("method='secure' estimates need the secure product's tables.")
-            self._secure = dict(secure_tables)
-        else:
-            rows = {m.grr.shape[0] for m in messages}
-            if len(rows) != 1:
-                raise MessageError(
-                    f"parties sent different numbers of GRR rows {sorted(rows)}; all must use "
-                    "the count party's noisy count."
-                )
-            self._rows = np.concatenate([m.grr for m in messages], axis=1)
-            self._grr_eps = float(messages[0].grr_epsilon)
+        self._source = server_method(config).source(
+            config, messages, self.n_hat, self.bin_domain, secure_tables
+        )
         self._binned: dict[tuple[int, ...], np.ndarray] = {}
         self._targets: dict[tuple[int, ...], np.ndarray] = {}
 
@@ -79,7 +64,7 @@ class CrossEstimates:
         """A copy that enforces consistency with ``local_marginal`` (if the config asks for
         it); the binned estimates already made are shared, recovered targets are not."""
         other = copy.copy(self)
-        other.local_marginal = local_marginal if self.config.consistency else None
+        other.local_marginal = local_marginal if self.config.options.consistency else None
         other._targets = {}
         return other
 
@@ -87,30 +72,16 @@ class CrossEstimates:
         """Counts over the binned domains of ``attrs`` (clipped at 0, scaled to n_hat)."""
         key = tuple(int(a) for a in attrs)
         if key not in self._binned:
-            names = tuple(self._names[a] for a in key)
-            if self._secure is not None:
-                est = self._secure_table(key)
-            elif self.config.method == "fm":
-                est = self._carest.marginal(names)
-            else:
-                idx = [self.bin_domain.index(a) for a in names]
-                est = grr_marginal(self._rows, self.bin_domain, self._grr_eps, idx)
+            est = self._source(key, tuple(self._names[a] for a in key))
             self._binned[key] = _scaled(est, self.n_hat)
         return self._binned[key].copy()
-
-    def _secure_table(self, key: tuple[int, ...]) -> np.ndarray:
-        if key in self._secure:
-            return self._secure[key]
-        if key[::-1] in self._secure:
-            return self._secure[key[::-1]].T
-        raise MessageError(f"the secure release measured no cross-party pair {key}.")
 
     def target(self, attrs: Sequence[int]) -> np.ndarray:
         """Counts over the original domains of ``attrs``: recovered, then made consistent."""
         key = tuple(int(a) for a in attrs)
         if key not in self._targets:
             maps = [self.bins.get(self._names[a]) for a in key]
-            recover = hisrec if self.config.recovery == "hisrec" else unisam
+            recover = hisrec if self.config.options.recovery == "hisrec" else unisam
             table = _scaled(recover(self.binned(key), maps), self.n_hat)
             if self.local_marginal is not None:
                 names = [key] + [(a,) for a in key]

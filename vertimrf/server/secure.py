@@ -46,6 +46,7 @@ from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, ra
 from vertimrf.protocol.channels import KeyPair, PublicKey, expand
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
+from vertimrf.protocol.options import SecureOptions
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
@@ -185,9 +186,14 @@ class SecureServer:
         # The server's own secret: its deal and its noise derive from it (see _randomness).
         self._secret = os.urandom(32) if keypair is None else keypair.local_secret()
         self.plan = SecurePlan.from_config(config)
-        self.options = PrivMRFOptions(
-            max_clique_cells=config.secure_max_clique_cells,
-            max_total_cells=config.secure_max_total_cells,
+        options = config.options  # the select pipeline's caps; the paper one selects nothing
+        self.options = (
+            PrivMRFOptions(
+                max_clique_cells=options.max_clique_cells,
+                max_total_cells=options.max_total_cells,
+            )
+            if isinstance(options, SecureOptions)
+            else PrivMRFOptions()
         )
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self.seed = seed
@@ -280,7 +286,7 @@ class SecureServer:
     def _binning(self, marginals: Sequence[Marginal]) -> dict[Marginal, BinChoice]:
         """The 2-way marginals of the request to measure on bins, with their estimated
         errors: post-processing of the first release (:func:`choose_bins`)."""
-        if self.config.secure_binning == "off":
+        if self.config.options.binning == "off":
             return {}
         plan, first = self.plan, self._first
         ones, ones_var = pooled_one_way(first, plan.sizes)
@@ -300,7 +306,7 @@ class SecureServer:
         """The paper pipeline's one release (every binned cross-party pair): the summed
         shares plus the server's noise, charged to this server's ledger; each table in the
         attribute order of its canonical marginal."""
-        if self.plan.pipeline != "paper" or self._first is not None:
+        if self.plan.select or self._first is not None:
             raise MessageError("cross_tables is the paper pipeline's one step, run once.")
         marginals = self.plan.all_pairs()
         self._check_releases(SELECT, marginals, releases)
@@ -460,8 +466,8 @@ class SecureServer:
         d = len(plan.sizes)
         sigma2 = d * (1.0 + plan.refine_fraction) / (2.0 * plan.rho_measure)
         total = MODEL_CELLS_PER_PRECISION * self.n_hat / sigma2
-        total = min(cfg.secure_max_total_cells, max(MIN_TOTAL_CELLS, total))
-        clique = min(cfg.secure_max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))
+        total = min(cfg.options.max_total_cells, max(MIN_TOTAL_CELLS, total))
+        clique = min(cfg.options.max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))
         return clique, total
 
     def _choose(self, first: Tables, rng: np.random.Generator) -> list[Marginal]:
@@ -603,7 +609,7 @@ class SecureServer:
         # everything; on Adult at eps 1.6 this fits in a third of the iterations of one cold
         # fit at an equal or lower 3-way TVD.
         first = measurements[len(second.values) :]
-        cap = self.config.secure_iters
+        cap = self.config.options.iters
         self.iterations = [
             self._fit(model, first, self.options.convergence_ratio, cap),
             self._fit(model, measurements, self.options.final_convergence_ratio, cap),

@@ -1,6 +1,7 @@
 """Server: the untrusted coordinator's side of the protocol. It sees only party messages.
 
-``Server(config).synthesize(messages)`` runs the paper's phases:
+``PaperServer(config).synthesize(messages)`` (methods "fo", "fm" and the secure paper
+pipeline) runs the paper's phases:
 
 * receive: check every message against the config (hash, columns, shapes, key fingerprints),
   re-derive every mechanism's parameters from the config and refuse a message whose declared
@@ -36,11 +37,12 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
-from vertimrf.protocol.report import ProtocolReport, fm_worst_case
+from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.estimates import CrossEstimates
 from vertimrf.server.graphcom import GraphComResult, join_graphs
+from vertimrf.server.methods import server_method
 from vertimrf.server.optmrf import CrossSource
 from vertimrf.server.secure import SecureServer
 from vertimrf.server.verify import release_rows, verify_arrays, verify_releases
@@ -73,7 +75,7 @@ class Initial:
     cross_weight: float
 
 
-class Server:
+class PaperServer:
     """The coordinator: turns party messages into a synthetic table and a privacy report.
 
     Args:
@@ -92,6 +94,7 @@ class Server:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
         self.config = config
+        self.method = server_method(config)
         self.keypair = keypair  # the secure paper pipeline's noise derives from its secret
         self.progress = progress
         self.domain = config.spec.domain
@@ -112,11 +115,7 @@ class Server:
         if missing:
             raise MessageError(f"no message from parties {missing}; every party must send one.")
         ordered = [by_party[p.name] for p in cfg.parties]
-        if cfg.method == "fm" and len({m.key_fingerprint for m in ordered}) != 1:
-            raise MessageError(
-                "the parties' hash-key fingerprints differ: they did not derive their keys from "
-                "the same shared secret and t. Re-run every party with the same secret."
-            )
+        self.method.check_received(ordered)
         rows = release_rows(ordered, cfg.count_party)
         ledger = PrivacyLedger(cfg.epsilon, cfg.delta)
         for m in ordered:
@@ -132,7 +131,7 @@ class Server:
         return [
             (i, j)
             for i, j in itertools.combinations(range(len(dom)), 2)
-            if not self.config.local_mrf or owner[dom.names[i]] != owner[dom.names[j]]
+            if not self.config.options.local_mrf or owner[dom.names[i]] != owner[dom.names[j]]
         ]
 
     def graphcom(self, received: Received, estimates: CrossEstimates) -> GraphComResult:
@@ -150,9 +149,9 @@ class Server:
             local_edges,
             self.candidate_pairs(received),
             lambda i, j: estimates.binned((i, j)),
-            tau=cfg.tau,
-            max_model_cells=cfg.max_model_cells,
-            edge_fraction=cfg.cross_edge_fraction,
+            tau=cfg.options.tau,
+            max_model_cells=cfg.options.max_model_cells,
+            edge_fraction=cfg.options.cross_edge_fraction,
         )
 
     def init(
@@ -165,14 +164,14 @@ class Server:
         model = MarkovRandomField(dom, joined.cliques, total=received.n_hat, max_cells=None)
         if local_pots:
             model.set_potentials(local_pots)
-        if local_pots and cfg.consistency:
+        if local_pots and cfg.options.consistency:
             local_model = model.copy()
             estimates = estimates.with_local_marginal(lambda i: local_model.marginal((i,)))
-        weight = cfg.cross_weight * (
+        weight = cfg.options.cross_weight * (
             float(np.median([m.weight for m in local_ms])) if local_ms else 1.0
         )
         measurements = list(local_ms)
-        if not cfg.local_mrf:
+        if not cfg.options.local_mrf:
             measurements += [
                 Measurement((i,), estimates.target((i,)), weight) for i in range(len(dom))
             ]
@@ -190,18 +189,18 @@ class Server:
         )
         wanted = (
             int(REFERENCE_CROSS_FRACTION * d)
-            if cfg.cross_marginals is None
-            else cfg.cross_marginals
+            if cfg.options.cross_marginals is None
+            else cfg.options.cross_marginals
         )
         k_total = min(wanted, len(pool))
         rounds = round_sizes(k_total, min(d // 2, MAX_ROUNDS)) if k_total else []
-        if not rounds and not cfg.local_mrf:
+        if not rounds and not cfg.options.local_mrf:
             rounds = [0]
         source = CrossSource(initial.estimates, pool, initial.cross_weight)
         bar = progress_bar(total=len(rounds), desc="server OptMRF", progress=self.progress)
 
         def refit(measurements: list[Measurement], last: bool, history: list[int]) -> int:
-            iters = cfg.server_iters * (3 if last else 1)
+            iters = cfg.options.server_iters * (3 if last else 1)
             return int(mirror_descent(initial.model, measurements, iters=iters).iterations)
 
         _, chosen, iterations = refine(
@@ -280,7 +279,7 @@ class Server:
 
         received = self.receive(messages)
         secure = None
-        if cfg.method == "secure":
+        if self.method.needs_secure_releases:
             secure, estimates = self._secure_estimates(received, secure_releases, seed)
         else:
             estimates = CrossEstimates(received.messages, cfg, received.n_hat)
@@ -296,7 +295,7 @@ class Server:
             delta=cfg.delta,
             method=cfg.method,
             ledger=received.ledger,
-            fm_bound=fm_worst_case(cfg) if cfg.method == "fm" else None,
+            fm_bound=self.method.fm_bound(cfg),
             seeded=any(m.seeded for m in received.messages) or bool(secure and secure.seeded),
             n_hat=round(received.n_hat),
             model=str(initial.model.tree.size),

@@ -27,6 +27,7 @@ from vertimrf.protocol.budget import (
 )
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
+from vertimrf.server.methods import server_method
 from vertimrf.synth.privmrf import budget_split as privmrf_budget
 
 _REL = 1e-12
@@ -92,7 +93,7 @@ def _same_release(party: str, got: Release, want: Release) -> None:
 
 
 def _local_releases(config: ProtocolConfig, party: str, local: list[Release]) -> list[Release]:
-    if not config.local_mrf:
+    if not config.options.local_mrf:
         if local:
             raise _refuse(party, local[0].mechanism, "local model releases with local_mrf off")
         return []
@@ -151,57 +152,14 @@ def verify_arrays(config: ProtocolConfig, message: PartyMessage, rows: int) -> N
             raise _refuse(
                 party, BINNING_MECHANISM, f"the histogram of {name!r} must hold integer counts"
             )
-        if not np.array_equal(value_to_bin, frequency_bins(counts, config.bins)):
+        if not np.array_equal(value_to_bin, frequency_bins(counts, config.options.bins)):
             raise _refuse(
                 party,
                 BINNING_MECHANISM,
                 f"the bin map of {name!r} is not the one its released counts give",
             )
     budget = ProtocolBudget.from_config(config)
-    if config.method == "fm":
-        _verify_sketch(config, message)
-    elif config.method == "fo":
-        _verify_grr(config, message, budget, rows)
-
-
-def _verify_sketch(config: ProtocolConfig, message: PartyMessage) -> None:
-    (want,) = [r for r in expected_releases(config, message.party) if r.mechanism == "fm_sketch"]
-    noise = message.sketch.noise
-    got = {
-        "epsilon": noise.eps_prime,
-        "gamma": noise.gamma,
-        "k_p": noise.k_p,
-        "alpha_min": noise.alpha_min,
-    }
-    for key, value in got.items():
-        if not _close(value, want.params[key]):
-            raise _refuse(
-                message.party,
-                "fm_sketch",
-                f"sketch {key} is {value!r}, the config gives {want.params[key]!r}",
-            )
-    values = message.sketch.values  # uint8, by SketchSet's own check
-    if values.size and int(values.min()) < noise.alpha_min:
-        raise _refuse(message.party, "fm_sketch", "sketch values must be >= alpha_min")
-
-
-def _verify_grr(
-    config: ProtocolConfig, message: PartyMessage, budget: ProtocolBudget, rows: int
-) -> None:
-    if not _close(message.grr_epsilon, budget.grr_epsilon):
-        raise _refuse(
-            message.party,
-            "grr",
-            f"GRR epsilon {message.grr_epsilon!r}, the config gives {budget.grr_epsilon!r}",
-        )
-    grr = message.grr
-    sizes = np.asarray(message.bin_domain(config).sizes)
-    if not np.issubdtype(grr.dtype, np.integer) or grr.shape != (rows, len(sizes)):
-        raise _refuse(
-            message.party,
-            "grr",
-            f"needs {rows} integer rows of {len(sizes)} codes; got {grr.dtype} {grr.shape}",
-        )
+    server_method(config).verify(config, message, budget, rows, _refuse, _close)
 
 
 def release_rows(messages: Sequence[PartyMessage], count_party: str) -> int:

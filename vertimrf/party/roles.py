@@ -1,0 +1,153 @@
+"""Party: a data holder in any method, behind one constructor.
+
+The method's steps, in order (each once):
+
+* methods "fo" and "fm": :meth:`Party.release_count` (the count party), then
+  :meth:`Party.release` (the local message, a :class:`PartyMessage`);
+* method "secure", select pipeline (the default): :meth:`Party.features` (the masked
+  features for the peers, from the server's deal), :meth:`Party.secure_release` (the first
+  release of every 2-way marginal, from the peers' blobs), :meth:`Party.measure` (the
+  server's requested marginals);
+* method "secure", paper pipeline: :meth:`Party.release_count` and :meth:`Party.release`
+  (the local message), then :meth:`Party.features` and :meth:`Party.secure_release` (the
+  secure estimates of the binned cross pairs, on the local message's bins).
+
+The work is done by a :class:`~vertimrf.party.party.LocalParty` (the local message) and a
+:class:`~vertimrf.party.secure.SecureParty` (the secure product); a step the config's
+method does not have raises ConfigError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from vertimrf.domain import EncodedTable
+from vertimrf.errors import ConfigError
+from vertimrf.party.party import LocalParty
+from vertimrf.party.secure import SecureParty
+from vertimrf.protocol.channels import KeyPair, PublicKey
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.message import PartyMessage
+from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.secure import Marginal, Request
+from vertimrf.protocol.securemsg import SecureRelease
+
+
+class Party:
+    """A data holder: its columns (plus a record-ID column), the config and the shared secret.
+
+    Args:
+        name: the party's name in ``config.parties``.
+        data: a DataFrame with ``id_column`` and the party's columns, or an
+            :class:`EncodedTable` of the party's columns with the record IDs in ``ids``.
+        config: the protocol config every role shares.
+        secret: the parties' shared secret (>= 32 random bytes); never sent anywhere.
+        keypair, peers: method "secure" only: this party's key pair (``KeyPair.generate``)
+            and every other party's public key, by name.
+        id_column, ids, seed: as for :class:`~vertimrf.party.party.LocalParty`.
+        local_secret: a secret only this party holds (default: the key pair's, or fresh).
+        progress: show a progress bar (the local message).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        data: pd.DataFrame | EncodedTable,
+        config: ProtocolConfig,
+        secret: bytes,
+        *,
+        keypair: KeyPair | None = None,
+        peers: Mapping[str, PublicKey] | None = None,
+        id_column: str = "id",
+        ids: Any = None,
+        seed: int | None = None,
+        local_secret: bytes | None = None,
+        progress: bool = False,
+    ) -> None:
+        if not isinstance(config, ProtocolConfig):
+            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        secure = isinstance(config.options, SecureOptions | SecurePaperOptions)
+        if secure and (keypair is None or peers is None):
+            raise ConfigError(
+                "method 'secure' needs this party's keypair and its peers' public keys "
+                "(keypair=..., peers={name: public key})."
+            )
+        self.name, self.config = name, config
+        self._secure_args = (name, data, config, secret, keypair, peers)
+        self._secure_kwargs: dict[str, Any] = {"id_column": id_column, "ids": ids, "seed": seed}
+        if local_secret is None and keypair is not None:
+            local_secret = keypair.local_secret()
+        self.local: LocalParty | None = None
+        self.secure: SecureParty | None = None
+        if isinstance(config.options, SecureOptions):
+            self.secure = self._make_secure(None)
+        else:
+            self.local = LocalParty(
+                name, data, config, secret, id_column=id_column, ids=ids, seed=seed,
+                local_secret=local_secret, progress=progress,
+            )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"Party({self.name!r}, method={self.config.method!r})"
+
+    def _make_secure(self, bins: Mapping[str, Any] | None) -> SecureParty:
+        name, data, config, secret, keypair, peers = self._secure_args
+        assert keypair is not None and peers is not None
+        return SecureParty(
+            name, data, config, secret, keypair, peers, bins=bins, **self._secure_kwargs
+        )
+
+    def _step(self, role: object, step: str, how: str) -> Any:
+        if role is None:
+            raise ConfigError(
+                f"{step} is not a step of method {self.config.method!r} (pipeline "
+                f"{self.config.pipeline!r}) here: {how}."
+            )
+        return role
+
+    # ------------------------------------------------------------------ local message
+    def release_count(self) -> int:
+        """The count party's noisy record count (the paper-pipeline methods)."""
+        local = self._step(self.local, "release_count", "the count is in secure_release")
+        return int(local.release_count())
+
+    def release(self, noisy_count: int | None = None) -> PartyMessage:
+        """The local message (the paper-pipeline methods); ``noisy_count`` is the count
+        party's, for every other party."""
+        local = self._step(self.local, "release", "run features, secure_release and measure")
+        message = local.release(noisy_count)
+        if isinstance(self.config.options, SecurePaperOptions):
+            self.secure = self._make_secure(message.bins)
+        return message
+
+    # ------------------------------------------------------------------ secure product
+    def _secure_role(self) -> SecureParty:
+        how = (
+            "run release first (the secure product uses its bins)"
+            if isinstance(self.config.options, SecurePaperOptions)
+            else "this method has no secure product"
+        )
+        return self._step(self.secure, "the secure product", how)
+
+    def features(self, deal: bytes) -> dict[str, bytearray]:
+        """Method "secure": the masked-feature blob for each peer, from the server's deal."""
+        return self._secure_role().features(deal)
+
+    def secure_release(self, blobs: Mapping[str, bytes]) -> SecureRelease:
+        """Method "secure": the first release (select pipeline: every 2-way marginal and,
+        at the count party, the noisy count; paper pipeline: the binned cross pairs)."""
+        return self._secure_role().release(blobs)
+
+    def measure(self, request: Request | Sequence[Marginal]) -> SecureRelease:
+        """The secure select pipeline: the re-measurement the server requests."""
+        if not isinstance(self.config.options, SecureOptions):
+            raise ConfigError("measure is a step of the secure select pipeline only.")
+        return self._secure_role().measure(request)
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Seconds of each step of the local message (empty for the select pipeline)."""
+        return {} if self.local is None else self.local.timings

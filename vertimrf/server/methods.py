@@ -1,0 +1,218 @@
+"""The server's per-method code, in one place per method: what it checks of the received
+messages' cross releases, where its binned cross-party estimates come from, and what its
+report adds. :func:`server_method` gives the strategy of a config's method."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from vertimrf.errors import ConfigError, MessageError
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.message import PartyMessage
+from vertimrf.protocol.options import FMOptions, FOOptions, SecureOptions, SecurePaperOptions
+from vertimrf.protocol.report import FMBound, fm_worst_case
+from vertimrf.server.carest import CarEst
+from vertimrf.server.grr import grr_marginal
+
+if TYPE_CHECKING:
+    from vertimrf.domain import Domain
+    from vertimrf.protocol.budget import ProtocolBudget
+
+# The binned counts of the marginal over the given attribute indices and names.
+CrossSourceFn = Callable[[tuple[int, ...], tuple[str, ...]], np.ndarray]
+
+
+class ServerMethod:
+    """A method's server side (the base: the secure paper pipeline, whose local messages
+    hold no cross release and whose estimates are the secure product's tables)."""
+
+    name: ClassVar[str]
+    needs_secure_releases: ClassVar[bool] = False
+
+    def check_received(self, ordered: Sequence[PartyMessage]) -> None:
+        """Checks across the messages (beyond each message's own)."""
+
+    def verify(
+        self,
+        config: ProtocolConfig,
+        message: PartyMessage,
+        budget: ProtocolBudget,
+        rows: int,
+        refuse: Callable[[str, str, str], Exception],
+        close: Callable[[object, object], bool],
+    ) -> None:
+        """Check the message's cross release against the config-derived mechanism
+        (``refuse`` makes the error, ``close`` compares a declared number)."""
+
+    def source(
+        self,
+        config: ProtocolConfig,
+        messages: Sequence[PartyMessage],
+        n_hat: float,
+        bin_domain: Domain,
+        secure_tables: Mapping[tuple[int, ...], np.ndarray] | None,
+    ) -> CrossSourceFn:
+        """Binned cross-party counts: here the secure product's tables."""
+        if secure_tables is None:
+            raise MessageError("method='secure' estimates need the secure product's tables.")
+        tables = dict(secure_tables)
+
+        def table(key: tuple[int, ...], names: tuple[str, ...]) -> np.ndarray:
+            if key in tables:
+                return tables[key]
+            if key[::-1] in tables:
+                return tables[key[::-1]].T
+            raise MessageError(f"the secure release measured no cross-party pair {key}.")
+
+        return table
+
+    def fm_bound(self, config: ProtocolConfig) -> FMBound | None:
+        """The FM lower bounds on delta (the one non-DP method), else None."""
+        return None
+
+
+class SecurePaperServer(ServerMethod):
+    """Method "secure", the paper pipeline."""
+
+    name = "secure"
+    needs_secure_releases = True
+
+
+class FOServer(ServerMethod):
+    """Method "fo": GRR rows, inverted per marginal."""
+
+    name = "fo"
+
+    def verify(
+        self,
+        config: ProtocolConfig,
+        message: PartyMessage,
+        budget: ProtocolBudget,
+        rows: int,
+        refuse: Callable[[str, str, str], Exception],
+        close: Callable[[object, object], bool],
+    ) -> None:
+        if not close(message.grr_epsilon, budget.grr_epsilon):
+            raise refuse(
+                message.party,
+                "grr",
+                f"GRR epsilon {message.grr_epsilon!r}, the config gives {budget.grr_epsilon!r}",
+            )
+        grr = message.grr
+        assert grr is not None  # PartyMessage.check
+        sizes = np.asarray(message.bin_domain(config).sizes)
+        if not np.issubdtype(grr.dtype, np.integer) or grr.shape != (rows, len(sizes)):
+            raise refuse(
+                message.party,
+                "grr",
+                f"needs {rows} integer rows of {len(sizes)} codes; got {grr.dtype} {grr.shape}",
+            )
+
+    def source(
+        self,
+        config: ProtocolConfig,
+        messages: Sequence[PartyMessage],
+        n_hat: float,
+        bin_domain: Domain,
+        secure_tables: Mapping[tuple[int, ...], np.ndarray] | None,
+    ) -> CrossSourceFn:
+        counts = {m.grr.shape[0] for m in messages if m.grr is not None}
+        if len(counts) != 1:
+            raise MessageError(
+                f"parties sent different numbers of GRR rows {sorted(counts)}; all must use "
+                "the count party's noisy count."
+            )
+        rows = np.concatenate([m.grr for m in messages if m.grr is not None], axis=1)
+        epsilon = float(messages[0].grr_epsilon or 0.0)
+
+        def table(key: tuple[int, ...], names: tuple[str, ...]) -> np.ndarray:
+            idx = [bin_domain.index(a) for a in names]
+            return grr_marginal(rows, bin_domain, epsilon, idx)
+
+        return table
+
+
+class FMServer(ServerMethod):
+    """Method "fm": the paper's FM sketches, estimated by CarEst (NOT DP)."""
+
+    name = "fm"
+
+    def check_received(self, ordered: Sequence[PartyMessage]) -> None:
+        if len({m.key_fingerprint for m in ordered}) != 1:
+            raise MessageError(
+                "the parties' hash-key fingerprints differ: they did not derive their keys from "
+                "the same shared secret and t. Re-run every party with the same secret."
+            )
+
+    def verify(
+        self,
+        config: ProtocolConfig,
+        message: PartyMessage,
+        budget: ProtocolBudget,
+        rows: int,
+        refuse: Callable[[str, str, str], Exception],
+        close: Callable[[object, object], bool],
+    ) -> None:
+        from vertimrf.protocol.budget import FM_MECHANISM, expected_releases
+
+        releases = expected_releases(config, message.party)
+        (want,) = [r for r in releases if r.mechanism == FM_MECHANISM]
+        assert message.sketch is not None  # PartyMessage.check
+        noise = message.sketch.noise
+        got = {
+            "epsilon": noise.eps_prime,
+            "gamma": noise.gamma,
+            "k_p": noise.k_p,
+            "alpha_min": noise.alpha_min,
+        }
+        for key, value in got.items():
+            if not close(value, want.params[key]):
+                raise refuse(
+                    message.party,
+                    FM_MECHANISM,
+                    f"sketch {key} is {value!r}, the config gives {want.params[key]!r}",
+                )
+        values = message.sketch.values  # uint8, by SketchSet's own check
+        if values.size and int(values.min()) < noise.alpha_min:
+            raise refuse(message.party, FM_MECHANISM, "sketch values must be >= alpha_min")
+
+    def source(
+        self,
+        config: ProtocolConfig,
+        messages: Sequence[PartyMessage],
+        n_hat: float,
+        bin_domain: Domain,
+        secure_tables: Mapping[tuple[int, ...], np.ndarray] | None,
+    ) -> CrossSourceFn:
+        options = config.options
+        assert isinstance(options, FMOptions)
+        sketches = [m.sketch for m in messages if m.sketch is not None]
+        carest = CarEst(sketches, n_hat, method=options.carest)
+
+        def table(key: tuple[int, ...], names: tuple[str, ...]) -> np.ndarray:
+            return carest.marginal(names)
+
+        return table
+
+    def fm_bound(self, config: ProtocolConfig) -> FMBound | None:
+        return fm_worst_case(config)
+
+
+SERVER_METHODS: dict[type, ServerMethod] = {
+    SecurePaperOptions: SecurePaperServer(),
+    FOOptions: FOServer(),
+    FMOptions: FMServer(),
+}
+
+
+def server_method(config: ProtocolConfig) -> ServerMethod:
+    """The server strategy of ``config``'s paper-pipeline method (the secure select
+    pipeline's server is :class:`vertimrf.server.secure.SecureServer`)."""
+    if isinstance(config.options, SecureOptions):
+        raise ConfigError(
+            "the secure select pipeline has no local messages: its server is a SecureServer."
+        )
+    return SERVER_METHODS[type(config.options)]

@@ -1,0 +1,124 @@
+"""Server: the coordinator in any method, behind one constructor.
+
+The method's steps, in order:
+
+* methods "fo" and "fm": :meth:`Server.synthesize` on the parties' local messages;
+* method "secure", select pipeline (the default): :meth:`Server.deal` (one sealed deal per
+  party), :meth:`Server.select` (the request, from the parties' first releases), then
+  :meth:`Server.synthesize` on their re-measurements;
+* method "secure", paper pipeline: :meth:`Server.deal`, then :meth:`Server.synthesize` on
+  the local messages and the parties' secure releases.
+
+Every step returns what the next one needs; :meth:`Server.synthesize` returns the synthetic
+frame and the :class:`ProtocolReport`. The work is done by a
+:class:`~vertimrf.server.server.PaperServer` and a :class:`~vertimrf.server.secure.SecureServer`;
+a step the config's method does not have raises ConfigError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from vertimrf.errors import ConfigError
+from vertimrf.protocol.channels import KeyPair, PublicKey
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.message import PartyMessage
+from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.report import ProtocolReport
+from vertimrf.protocol.secure import Request
+from vertimrf.protocol.securemsg import SecureRelease
+from vertimrf.protocol.seeds import SERVER
+from vertimrf.server.secure import SecureServer
+from vertimrf.server.server import PaperServer
+
+
+class Server:
+    """The coordinator: turns the parties' releases into a synthetic table and a report.
+
+    Args:
+        config: the protocol config every role shares.
+        keypair: the server's key pair (method "secure": its deal and noise derive from its
+            secret; default: a fresh one).
+        seed: the run seed (experiments only: the noise is then reproducible and not for
+            release).
+        progress: show progress bars.
+    """
+
+    def __init__(
+        self,
+        config: ProtocolConfig,
+        *,
+        keypair: KeyPair | None = None,
+        seed: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        if not isinstance(config, ProtocolConfig):
+            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        self.config, self.seed = config, seed
+        if keypair is None and isinstance(config.options, SecureOptions | SecurePaperOptions):
+            keypair = KeyPair.generate(SERVER)
+        self.paper: PaperServer | None = None
+        self.secure: SecureServer | None = None
+        if isinstance(config.options, SecureOptions):
+            self.secure = SecureServer(config, seed=seed, keypair=keypair)
+        else:
+            self.paper = PaperServer(config, progress=progress, keypair=keypair)
+            if isinstance(config.options, SecurePaperOptions):
+                self.secure = SecureServer(config, seed=seed, keypair=keypair)
+
+    def __repr__(self) -> str:
+        return f"Server(method={self.config.method!r}, pipeline={self.config.pipeline!r})"
+
+    def deal(self, public_keys: Mapping[str, PublicKey]) -> dict[str, bytes]:
+        """Method "secure": one sealed deal per party, from the parties' public keys."""
+        if self.secure is None:
+            raise ConfigError(f"deal is a step of method 'secure', not {self.config.method!r}.")
+        return self.secure.deal(dict(public_keys))
+
+    def select(self, releases: Sequence[SecureRelease]) -> Request:
+        """The secure select pipeline: the re-measurement request, from the first releases."""
+        if not isinstance(self.config.options, SecureOptions) or self.secure is None:
+            raise ConfigError("select is a step of the secure select pipeline only.")
+        return self.secure.select(releases)
+
+    def synthesize(
+        self,
+        releases: Sequence[PartyMessage] | Sequence[SecureRelease],
+        n: int | None = None,
+        *,
+        secure_releases: Sequence[SecureRelease] | None = None,
+        sample_seed: int | None = None,
+    ) -> tuple[pd.DataFrame, ProtocolReport]:
+        """The synthetic frame (``n`` rows, default the noisy count) and the report.
+
+        ``releases``: the parties' local messages (the paper-pipeline methods; the secure
+        paper pipeline adds the parties' ``secure_releases``), or their re-measurements
+        (the secure select pipeline, after :meth:`select`). ``sample_seed`` seeds the
+        sampling alone."""
+        if self.paper is not None:
+            messages = [m for m in releases if isinstance(m, PartyMessage)]
+            if len(messages) != len(releases):
+                raise ConfigError(
+                    f"method {self.config.method!r} synthesizes from the parties' local "
+                    "messages (PartyMessage objects)."
+                )
+            return self.paper.synthesize(
+                messages,
+                n,
+                seed=self.seed,
+                secure_releases=secure_releases,
+                sample_seed=sample_seed,
+            )
+        assert self.secure is not None
+        if secure_releases is not None:
+            raise ConfigError("secure_releases are an input of the secure paper pipeline.")
+        measured = [r for r in releases if isinstance(r, SecureRelease)]
+        if len(measured) != len(releases):
+            raise ConfigError(
+                "the secure select pipeline synthesizes from the parties' re-measurements "
+                "(SecureRelease objects)."
+            )
+        frame = self.secure.synthesize(measured, n, sample_seed=sample_seed)
+        return frame, self.secure.report()
