@@ -45,9 +45,11 @@ class Party:
             :class:`EncodedTable` of the party's columns with the record IDs in ``ids``.
         config: the protocol config every role shares.
         secret: the parties' shared secret (>= 32 random bytes); never sent anywhere.
-        keypair, peers: method "secure" only: this party's key pair (``KeyPair.generate``)
-            and every other party's public key, by name.
-        id_column, ids, seed: as for :class:`~vertimrf.party.party.LocalParty`.
+        keypair: method "secure" only: this party's key pair (``KeyPair.generate``).
+        peers: method "secure" only: every other party's public key, by name.
+        id_column: the record-ID column of a DataFrame ``data``.
+        ids: the record IDs of an :class:`EncodedTable` ``data``.
+        seed: the run seed (experiments only); None draws noise from a secure sampler.
         local_secret: a secret only this party holds (default: the key pair's, or fresh).
         progress: show a progress bar (the local message).
     """
