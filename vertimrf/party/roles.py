@@ -51,7 +51,8 @@ class Party:
         ids: the record IDs of an :class:`EncodedTable` ``data``.
         seed: the run seed (experiments only); None draws noise from a secure sampler.
         local_secret: a secret only this party holds (default: the key pair's, or fresh).
-        progress: show a progress bar (the local message).
+        progress: show a progress bar on stderr (the local message); None (default): only
+            on a terminal.
     """
 
     def __init__(
@@ -67,7 +68,7 @@ class Party:
         ids: Any = None,
         seed: int | None = None,
         local_secret: bytes | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")

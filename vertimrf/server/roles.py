@@ -43,7 +43,7 @@ class Server:
             secret; default: a fresh one).
         seed: the run seed (experiments only: the noise is then reproducible and not for
             release).
-        progress: show progress bars.
+        progress: show progress bars on stderr; None (default): only on a terminal.
     """
 
     def __init__(
@@ -52,7 +52,7 @@ class Server:
         *,
         keypair: KeyPair | None = None,
         seed: int | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
