@@ -54,7 +54,7 @@ def _write_json(path: str, data: dict) -> None:
 def _check_outputs(
     args: argparse.Namespace,
     outputs: Iterable[str | os.PathLike | None],
-    inputs: Iterable[str | os.PathLike | Sequence[str] | None] = (),
+    inputs: Iterable[str | os.PathLike | Sequence[str | os.PathLike] | None] = (),
     *,
     records: Iterable[str | os.PathLike] = (),
     make_dirs: bool = False,
@@ -522,9 +522,11 @@ def _staged(
     try:
         for target in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+            fd, part = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=".part", dir=target.parent
+            )
             os.close(fd)
-            temps.append(Path(tmp))
+            temps.append(Path(part))
         yield temps
         with _interrupts_held(targets):
             if commit is not None:
@@ -537,7 +539,7 @@ def _staged(
                 tmp.unlink()
 
 
-def _write_all(files: dict[Path, bytes]) -> None:
+def _write_all(files: Mapping[Path, bytes | bytearray]) -> None:
     """Write every file or none (mode 0600: secrets, deals and blobs are not for others)."""
     with _staged(*files) as temps:
         for tmp, data in zip(temps, files.values(), strict=True):
@@ -727,7 +729,7 @@ def _deal_limit(plan: SecurePlan) -> int:
     return 8 * sum(plan.widths[p] * plan.widths[q] for p, q in plan.pairs()) + (1 << 20)
 
 
-class _PeerBlobs(Mapping[str, bytes]):
+class _PeerBlobs(Mapping[str, memoryview]):
     """The peers' feature blobs for ``name`` (``folder/<peer>-to-<name>.blob``): checked up
     front (present, within the run's size), read when used, so that one blob at a time is
     in memory (each is rows x width x 8 bytes)."""
@@ -786,7 +788,7 @@ def _secure_party(
     *,
     seal: bool = False,
     open_deal: bool = True,
-) -> tuple[SecureParty, dict[str, bytes], dict[str, PublicKey]]:
+) -> tuple[SecureParty, dict[str, bytearray], dict[str, PublicKey]]:
     """This party with its deal opened, its blobs for the peers (``seal``: the features
     command; else none) and the peers' keys. A release command opens the same deal again
     without sealing: the same deal and data give the same state; a measure command
@@ -943,7 +945,7 @@ class _StepRecord:
         from vertimrf.io import atomic_write_text
 
         data = self.check(step)
-        entry = {
+        entry: dict[str, object] = {
             "out": str(out),
             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "inputs": self.inputs,
