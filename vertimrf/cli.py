@@ -33,10 +33,11 @@ from vertimrf.errors import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from vertimrf.domain import DomainSpec
     from vertimrf.party import LocalParty
     from vertimrf.party.secure import SecureParty
     from vertimrf.protocol import PartyMessage, ProtocolConfig
-    from vertimrf.protocol.channels import PublicKey
+    from vertimrf.protocol.channels import KeyPair, PublicKey
     from vertimrf.protocol.report import ProtocolReport
     from vertimrf.protocol.secure import SecurePlan
 
@@ -86,7 +87,7 @@ def _party_inputs(args: argparse.Namespace) -> list:
     return [getattr(args, n, None) for n in names] + [getattr(args, "request", None)]
 
 
-def _load_spec(args: argparse.Namespace):
+def _load_spec(args: argparse.Namespace) -> DomainSpec:
     from vertimrf.datasets import load_dataset
     from vertimrf.domain import DomainSpec
 
@@ -95,7 +96,7 @@ def _load_spec(args: argparse.Namespace):
     return load_dataset(args.dataset)[1] if args.dataset else DomainSpec.from_json(args.spec)
 
 
-def _read_csv(path: str):
+def _read_csv(path: str) -> pd.DataFrame:
     import pandas as pd
 
     try:
@@ -166,7 +167,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo_runs(args: argparse.Namespace, df, spec) -> tuple[dict, dict, dict]:
+def _demo_runs(
+    args: argparse.Namespace, df: pd.DataFrame, spec: DomainSpec
+) -> tuple[dict, dict, dict]:
     """Secure and FO (and with --fm the FM path) through the protocol, and Centralized
     PrivMRF: the l-way TVDs, the seconds and the protocol reports of each."""
     from vertimrf import PrivMRF, simulate
@@ -367,7 +370,7 @@ def _local_message(
     return party, party.release(noisy_count=noisy)
 
 
-def _own_key(args: argparse.Namespace):
+def _own_key(args: argparse.Namespace) -> KeyPair:
     """This party's key pair (``--keys``): its secret makes the party's noise, so that a
     re-run on the same inputs writes the same release and spends nothing new (a seeded
     experiment's noise comes from its seed instead)."""
@@ -385,7 +388,7 @@ def _own_key(args: argparse.Namespace):
     return pair
 
 
-def _server_key(args: argparse.Namespace):
+def _server_key(args: argparse.Namespace) -> KeyPair:
     """The server's key pair (``--server-key``): its deal and its noise derive from it."""
     from vertimrf.protocol.channels import KeyPair
 

@@ -30,7 +30,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from hashlib import sha256
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -638,8 +637,14 @@ class SecureServer:
         )
         return int(result.iterations)
 
-    def report(self, **extra: Any) -> ProtocolReport:
-        """The run's report: the ledger (the plan's releases) and what was measured."""
+    def report(
+        self,
+        *,
+        seconds: dict[str, float] | None = None,
+        message_bytes: dict[str, int] | None = None,
+    ) -> ProtocolReport:
+        """The run's report: the ledger (the plan's releases) and what was measured, with
+        the caller's ``seconds`` per phase and ``message_bytes`` per party, if given."""
         if self._request is None:
             raise MessageError("run select and synthesize before report.")
         names = self.config.spec.names
@@ -660,5 +665,6 @@ class SecureServer:
             binned=tuple(tuple(names[a] for a in m) for m in self._bins),
             iterations=tuple(self.iterations),
             viewers=self.plan.viewer_rho(list(self.ledger.releases)),
-            **extra,
+            seconds={} if seconds is None else seconds,
+            message_bytes={} if message_bytes is None else message_bytes,
         )

@@ -204,13 +204,16 @@ class PaperServer:
             iters = options.server_iters * (3 if last else 1)
             return int(mirror_descent(initial.model, measurements, iters=iters).iterations)
 
+        def advance(round_index: int, picked: list[tuple[int, ...]], iters: int) -> None:
+            bar.update()
+
         _, chosen, iterations = refine(
             initial.model,
             initial.measurements,
             rounds,
             source,
             refit,
-            on_round=lambda r, picked, it: bar.update(),
+            on_round=advance,
         )
         bar.close()
         return chosen, iterations
