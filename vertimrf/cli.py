@@ -33,10 +33,11 @@ from vertimrf.errors import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from vertimrf.domain import DomainSpec
     from vertimrf.party import LocalParty
     from vertimrf.party.secure import SecureParty
     from vertimrf.protocol import PartyMessage, ProtocolConfig
-    from vertimrf.protocol.channels import PublicKey
+    from vertimrf.protocol.channels import KeyPair, PublicKey
     from vertimrf.protocol.report import ProtocolReport
     from vertimrf.protocol.secure import SecurePlan
 
@@ -54,7 +55,7 @@ def _write_json(path: str, data: dict) -> None:
 def _check_outputs(
     args: argparse.Namespace,
     outputs: Iterable[str | os.PathLike | None],
-    inputs: Iterable[str | os.PathLike | Sequence[str] | None] = (),
+    inputs: Iterable[str | os.PathLike | Sequence[str | os.PathLike] | None] = (),
     *,
     records: Iterable[str | os.PathLike] = (),
     make_dirs: bool = False,
@@ -86,7 +87,7 @@ def _party_inputs(args: argparse.Namespace) -> list:
     return [getattr(args, n, None) for n in names] + [getattr(args, "request", None)]
 
 
-def _load_spec(args: argparse.Namespace):
+def _load_spec(args: argparse.Namespace) -> DomainSpec:
     from vertimrf.datasets import load_dataset
     from vertimrf.domain import DomainSpec
 
@@ -95,7 +96,7 @@ def _load_spec(args: argparse.Namespace):
     return load_dataset(args.dataset)[1] if args.dataset else DomainSpec.from_json(args.spec)
 
 
-def _read_csv(path: str):
+def _read_csv(path: str) -> pd.DataFrame:
     import pandas as pd
 
     try:
@@ -166,7 +167,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo_runs(args: argparse.Namespace, df, spec) -> tuple[dict, dict, dict]:
+def _demo_runs(
+    args: argparse.Namespace, df: pd.DataFrame, spec: DomainSpec
+) -> tuple[dict, dict, dict]:
     """Secure and FO (and with --fm the FM path) through the protocol, and Centralized
     PrivMRF: the l-way TVDs, the seconds and the protocol reports of each."""
     from vertimrf import PrivMRF, simulate
@@ -367,7 +370,7 @@ def _local_message(
     return party, party.release(noisy_count=noisy)
 
 
-def _own_key(args: argparse.Namespace):
+def _own_key(args: argparse.Namespace) -> KeyPair:
     """This party's key pair (``--keys``): its secret makes the party's noise, so that a
     re-run on the same inputs writes the same release and spends nothing new (a seeded
     experiment's noise comes from its seed instead)."""
@@ -385,7 +388,7 @@ def _own_key(args: argparse.Namespace):
     return pair
 
 
-def _server_key(args: argparse.Namespace):
+def _server_key(args: argparse.Namespace) -> KeyPair:
     """The server's key pair (``--server-key``): its deal and its noise derive from it."""
     from vertimrf.protocol.channels import KeyPair
 
@@ -522,9 +525,11 @@ def _staged(
     try:
         for target in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+            fd, part = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=".part", dir=target.parent
+            )
             os.close(fd)
-            temps.append(Path(tmp))
+            temps.append(Path(part))
         yield temps
         with _interrupts_held(targets):
             if commit is not None:
@@ -537,7 +542,7 @@ def _staged(
                 tmp.unlink()
 
 
-def _write_all(files: dict[Path, bytes]) -> None:
+def _write_all(files: Mapping[Path, bytes | bytearray]) -> None:
     """Write every file or none (mode 0600: secrets, deals and blobs are not for others)."""
     with _staged(*files) as temps:
         for tmp, data in zip(temps, files.values(), strict=True):
@@ -727,7 +732,7 @@ def _deal_limit(plan: SecurePlan) -> int:
     return 8 * sum(plan.widths[p] * plan.widths[q] for p, q in plan.pairs()) + (1 << 20)
 
 
-class _PeerBlobs(Mapping[str, bytes]):
+class _PeerBlobs(Mapping[str, memoryview]):
     """The peers' feature blobs for ``name`` (``folder/<peer>-to-<name>.blob``): checked up
     front (present, within the run's size), read when used, so that one blob at a time is
     in memory (each is rows x width x 8 bytes)."""
@@ -786,7 +791,7 @@ def _secure_party(
     *,
     seal: bool = False,
     open_deal: bool = True,
-) -> tuple[SecureParty, dict[str, bytes], dict[str, PublicKey]]:
+) -> tuple[SecureParty, dict[str, bytearray], dict[str, PublicKey]]:
     """This party with its deal opened, its blobs for the peers (``seal``: the features
     command; else none) and the peers' keys. A release command opens the same deal again
     without sealing: the same deal and data give the same state; a measure command
@@ -943,7 +948,7 @@ class _StepRecord:
         from vertimrf.io import atomic_write_text
 
         data = self.check(step)
-        entry = {
+        entry: dict[str, object] = {
             "out": str(out),
             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "inputs": self.inputs,

@@ -25,6 +25,7 @@ from vertimrf.party.locenc import locenc
 from vertimrf.privacy import DEFAULT_DELTA, PrivacyLedger, sketch_epsilon
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.samplers import noise_sampler
+from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.sketchset import SketchSet
 from vertimrf.server.carest import CarEst
 
@@ -87,11 +88,12 @@ def cross_marginal_experiment(
     rng = np.random.default_rng(seed)
     secret = rng.bytes(32) if seed is not None else os.urandom(32)
     ledger = PrivacyLedger(epsilon, delta)
+    budget_rho = epsilon_to_rho(epsilon, delta)  # the ledger's budget
     d = sum(len(p) for p in parties)
     if sketch_rho is not None:
         eps_prime = sketch_epsilon(t, d, rho=sketch_rho)
     elif accounting == "zcdp":
-        eps_prime = sketch_epsilon(t, d, rho=sketch_share * ledger.budget_rho)
+        eps_prime = sketch_epsilon(t, d, rho=sketch_share * budget_rho)
     else:
         eps_prime = sketch_epsilon(
             t, d, epsilon=sketch_share * epsilon, delta=delta, accounting=accounting
@@ -100,7 +102,7 @@ def cross_marginal_experiment(
     fps = record_fingerprints(np.arange(n))
     n_hat = discrete_laplace_count(
         n,
-        math.sqrt(2.0 * count_share * ledger.budget_rho),
+        math.sqrt(2.0 * count_share * budget_rho),
         noise=noise_sampler(rng if seed is not None else None),
         ledger=ledger,
         party="party0",

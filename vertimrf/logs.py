@@ -12,12 +12,34 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Protocol, TypeVar, overload
 
-__all__ = ["LOGGER_NAME", "progress_bar", "show_progress"]
+__all__ = ["LOGGER_NAME", "ProgressBar", "progress_bar", "show_progress"]
 
 LOGGER_NAME = "vertimrf"
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class ProgressBar(Protocol[T_co]):
+    """What the library uses of a progress bar (a tqdm bar): iterate, advance, label, close."""
+
+    def __iter__(self) -> Iterator[T_co]:
+        """The wrapped iterable's items, advancing the bar."""
+        ...
+
+    def update(self, n: float | None = 1) -> bool | None:
+        """Advance the bar by ``n`` steps."""
+        ...
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        """Show ``s`` after the bar."""
+        ...
+
+    def close(self) -> None:
+        """Remove the bar."""
+        ...
 
 
 def show_progress(progress: bool | None) -> bool:
@@ -33,13 +55,25 @@ def show_progress(progress: bool | None) -> bool:
     return bool(progress)
 
 
+@overload
 def progress_bar(
-    iterable: Iterable[Any] | None = None,
+    iterable: Iterable[T], *, desc: str, total: int | None = None, progress: bool | None = None
+) -> ProgressBar[T]: ...
+
+
+@overload
+def progress_bar(
+    iterable: None = None, *, desc: str, total: int | None = None, progress: bool | None = None
+) -> ProgressBar[object]: ...
+
+
+def progress_bar(
+    iterable: Iterable[T] | None = None,
     *,
     desc: str,
     total: int | None = None,
     progress: bool | None = None,
-) -> Any:
+) -> ProgressBar[T] | ProgressBar[object]:
     """A tqdm bar on stderr, disabled unless :func:`show_progress` says to draw it."""
     from tqdm.auto import tqdm
 

@@ -20,7 +20,8 @@ def max_threads() -> int:
     """The size of Numba's threading layer: the most threads :func:`set_num_threads` allows."""
     from numba import config
 
-    return int(config.NUMBA_NUM_THREADS)
+    # numba.config sets its settings at import time, so their types are unknown to mypy
+    return int(config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
 
 
 def set_num_threads(n: int) -> None:

@@ -17,6 +17,9 @@ import pandas as pd
 
 from vertimrf.errors import RecordIDError
 
+# A column of record IDs, one per row: all integers or all text.
+RecordIds = np.ndarray | pd.Series | pd.Index | Sequence[int] | Sequence[str]
+
 _N_EXAMPLES = 3
 _EXAMPLE_CHARS = 40
 _STRING_HASH_KEY = "0123456789123456"  # pandas' default key, pinned so a pandas change is visible
@@ -35,7 +38,7 @@ def _show(value: object) -> str:
     return text if len(text) <= _EXAMPLE_CHARS else text[: _EXAMPLE_CHARS - 3] + "..."
 
 
-def _as_series(ids: np.ndarray | Sequence | pd.Series) -> pd.Series:
+def _as_series(ids: RecordIds) -> pd.Series:
     if isinstance(ids, pd.Series | pd.Index | pd.api.extensions.ExtensionArray):
         series = pd.Series(ids).reset_index(drop=True)
     elif isinstance(ids, np.ndarray):
@@ -121,7 +124,7 @@ def _check_unique(fingerprints: np.ndarray, values: np.ndarray) -> None:
     )
 
 
-def record_fingerprints(ids: np.ndarray | Sequence | pd.Series) -> np.ndarray:
+def record_fingerprints(ids: RecordIds) -> np.ndarray:
     """Fingerprints (n,) uint64 of a column of unique int or str record IDs.
 
     Raises :class:`RecordIDError` for missing, duplicated or unsupported IDs and for

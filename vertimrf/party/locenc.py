@@ -14,7 +14,7 @@ import numpy as np
 
 from vertimrf.domain import Domain, EncodedTable
 from vertimrf.party.keys import HashKeys
-from vertimrf.party.phantoms import privatize
+from vertimrf.party.phantoms import UniformSource, privatize
 from vertimrf.party.registers import compute_registers, registers_to_geometric
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import PrivacyLedger
@@ -27,7 +27,7 @@ def sketch_from_registers(
     key_fingerprint: str,
     *,
     eps_prime: float,
-    rng: np.random.Generator,
+    rng: UniformSource,
     ledger: PrivacyLedger,
     gamma: float = 1.0,
     party: str | None = None,
@@ -56,7 +56,7 @@ def locenc(
     keys: HashKeys,
     *,
     eps_prime: float,
-    rng: np.random.Generator,
+    rng: UniformSource,
     ledger: PrivacyLedger,
     gamma: float = 1.0,
     party: str | None = None,

@@ -5,7 +5,7 @@ release is the secure product's). :func:`party_method` gives the strategy of a c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 import numpy as np
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from vertimrf.privacy.ledger import PrivacyLedger
     from vertimrf.privacy.samplers import NoiseSampler
     from vertimrf.protocol.budget import ProtocolBudget
+    from vertimrf.protocol.sketchset import SketchSet
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,14 @@ class ReleaseInputs:
     n_rows: int = 0
 
 
+class CrossFields(TypedDict, total=False):
+    """The message fields of a cross release: GRR rows and their epsilon, or sketches."""
+
+    grr: np.ndarray
+    grr_epsilon: float
+    sketch: SketchSet
+
+
 class PartyMethod:
     """A method's cross release in a party's local message (the base: none)."""
 
@@ -51,7 +60,7 @@ class PartyMethod:
         """The hash keys the release needs (their fingerprint goes into the message)."""
         return None
 
-    def release(self, x: ReleaseInputs) -> dict[str, Any]:
+    def release(self, x: ReleaseInputs) -> CrossFields:
         """The message fields (``grr``, ``sketch``, ...) of the cross release of
         ``x.binned``; each mechanism charges ``x.ledger`` before its noise is drawn."""
         return {}
@@ -69,7 +78,7 @@ class FOParty(PartyMethod):
     name = "fo"
     steps = ("LocEnc",)
 
-    def release(self, x: ReleaseInputs) -> dict[str, Any]:
+    def release(self, x: ReleaseInputs) -> CrossFields:
         rows = aligned_rows(
             x.binned,
             x.fingerprints,
@@ -95,7 +104,7 @@ class FMParty(PartyMethod):
         assert isinstance(options, FMOptions)
         return HashKeys.from_secret(secret, options.t, context=config.run_context())
 
-    def release(self, x: ReleaseInputs) -> dict[str, Any]:
+    def release(self, x: ReleaseInputs) -> CrossFields:
         options = x.config.options
         assert isinstance(options, FMOptions) and x.keys is not None
         sketch = locenc(

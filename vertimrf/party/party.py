@@ -24,7 +24,6 @@ import hashlib
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,9 +31,9 @@ import pandas as pd
 from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder, warn_small_table
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.logs import progress_bar
-from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.keys import HashKeys
-from vertimrf.party.methods import ReleaseInputs, party_method
+from vertimrf.party.methods import CrossFields, ReleaseInputs, party_method
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count, discrete_laplace_histogram
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
@@ -77,7 +76,7 @@ class LocalParty:
         secret: bytes,
         *,
         id_column: str = "id",
-        ids: Any = None,
+        ids: RecordIds | None = None,
         seed: int | None = None,
         local_secret: bytes | None = None,
         progress: bool | None = None,
@@ -85,6 +84,7 @@ class LocalParty:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
         self.method = party_method(config)
+        self.options = config.paper_options()
         self.name = name
         self.config = config
         self.columns = config.party(name).columns
@@ -170,10 +170,11 @@ class LocalParty:
         if self._seed is None:
             self._noise, self._rng = self._randomness("release", str(int(n_hat)))
         self._keys = self.method.keys(cfg, self._secret)
-        steps = ["LocMRF", "binning"] if cfg.options.local_mrf else ["binning"]
+        steps = ["LocMRF", "binning"] if self.options.local_mrf else ["binning"]
         steps += self.method.steps
         bar = progress_bar(steps, desc=f"{self.name} release", progress=self.progress)
-        local, cross = None, {}
+        local: LocalModel | None = None
+        cross: CrossFields = {}
         for step in bar:
             bar.set_postfix_str(step)
             start = time.perf_counter()
@@ -244,8 +245,8 @@ class LocalParty:
             seed=self._rng,
             noise=self._noise,
             noisy_count=max(1, n_hat),
-            max_clique_cells=self.config.options.local_max_clique_cells,
-            max_total_cells=self.config.options.local_max_total_cells,
+            max_clique_cells=self.options.local_max_clique_cells,
+            max_total_cells=self.options.local_max_total_cells,
             progress=False,
         ).fit(self._table)
         names = domain.names
@@ -255,7 +256,7 @@ class LocalParty:
             return tuple(names[a] for a in attrs)
 
         return LocalModel(
-            chordal_edges=tuple(named(e) for e in fit.graph.chordal.edges),
+            chordal_edges=tuple((names[a], names[b]) for a, b in fit.graph.chordal.edges),
             cliques=tuple(named(c) for c in model.cliques),
             potentials=tuple(model.potentials.table(c).copy() for c in model.cliques),
             measured=tuple(named(m.attrs) for m in fit.measurements),
@@ -280,7 +281,7 @@ class LocalParty:
                 party=self.name,
                 description=f"value counts of {c} (for its bin map)",
             )
-            out[c] = BinMap(frequency_bins(noisy, self.config.options.bins), noisy)
+            out[c] = BinMap(frequency_bins(noisy, self.options.bins), noisy)
         return out
 
 
@@ -316,8 +317,12 @@ def bin_table(table: EncodedTable, bins: Mapping[str, BinMap]) -> EncodedTable:
 
 
 def own_table(
-    name: str, spec: DomainSpec, data: Any, id_column: str, ids: Any
-) -> tuple[EncodedTable, Any]:
+    name: str,
+    spec: DomainSpec,
+    data: pd.DataFrame | EncodedTable,
+    id_column: str,
+    ids: RecordIds | None,
+) -> tuple[EncodedTable, RecordIds]:
     """Party ``name``'s columns as an EncodedTable over ``spec``, and its rows' record IDs
     (from ``ids`` for an EncodedTable, from ``id_column`` for a DataFrame)."""
     domain = spec.domain

@@ -12,6 +12,7 @@ is eps'-DP alone; the set of a record's sketches is NOT (:mod:`vertimrf.privacy.
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import numpy as np
 
@@ -19,8 +20,17 @@ from vertimrf.errors import ConfigError
 from vertimrf.privacy.fm import FMNoise
 
 
+class UniformSource(Protocol):
+    """Draws uniform floats on [0, 1): a :class:`~vertimrf.privacy.samplers.NoiseSampler`
+    (a party's releases) or a numpy Generator (simulations and tests)."""
+
+    def random(self, size: int | tuple[int, ...]) -> np.ndarray:
+        """``size`` i.i.d. uniform draws."""
+        ...
+
+
 def sample_max_geometric(
-    k: int, gamma: float, size: int | tuple[int, ...], rng: np.random.Generator
+    k: int, gamma: float, size: int | tuple[int, ...], rng: UniformSource
 ) -> np.ndarray:
     """Draws of the max of ``k`` i.i.d. Geometric(gamma/(1+gamma)) values, by inverse CDF.
 
@@ -36,7 +46,7 @@ def sample_max_geometric(
     return np.clip(j, 1, 255).astype(np.uint8)
 
 
-def privatize(values: np.ndarray, noise: FMNoise, rng: np.random.Generator) -> np.ndarray:
+def privatize(values: np.ndarray, noise: FMNoise, rng: UniformSource) -> np.ndarray:
     """DP sketch values: ``max(values, phantom max, floor)`` element-wise, as uint8."""
     phantom = sample_max_geometric(noise.k_p, noise.gamma, values.shape, rng)
     out = np.maximum(values, phantom)

@@ -20,20 +20,24 @@ method does not have raises ConfigError.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypeVar
 
 import pandas as pd
 
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError
+from vertimrf.party.ids import RecordIds
 from vertimrf.party.party import LocalParty
-from vertimrf.party.secure import SecureParty
+from vertimrf.party.secure import Blob, SecureParty
+from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.channels import KeyPair, PublicKey
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
 from vertimrf.protocol.secure import Marginal, Request
 from vertimrf.protocol.securemsg import SecureRelease
+
+R = TypeVar("R", LocalParty, SecureParty)
 
 
 class Party:
@@ -65,7 +69,7 @@ class Party:
         keypair: KeyPair | None = None,
         peers: Mapping[str, PublicKey] | None = None,
         id_column: str = "id",
-        ids: Any = None,
+        ids: RecordIds | None = None,
         seed: int | None = None,
         local_secret: bytes | None = None,
         progress: bool | None = None,
@@ -79,8 +83,9 @@ class Party:
                 "(keypair=..., peers={name: public key})."
             )
         self.name, self.config = name, config
-        self._secure_args = (name, data, config, secret, keypair, peers)
-        self._secure_kwargs: dict[str, Any] = {"id_column": id_column, "ids": ids, "seed": seed}
+        self._data, self._secret = data, secret
+        self._keypair, self._peers = keypair, peers
+        self._id_column, self._ids, self._seed = id_column, ids, seed
         if local_secret is None and keypair is not None:
             local_secret = keypair.local_secret()
         self.local: LocalParty | None = None
@@ -96,14 +101,22 @@ class Party:
     def __repr__(self) -> str:
         return f"Party({self.name!r}, method={self.config.method!r})"
 
-    def _make_secure(self, bins: Mapping[str, Any] | None) -> SecureParty:
-        name, data, config, secret, keypair, peers = self._secure_args
-        assert keypair is not None and peers is not None
+    def _make_secure(self, bins: Mapping[str, BinMap] | None) -> SecureParty:
+        assert self._keypair is not None and self._peers is not None  # checked in __init__
         return SecureParty(
-            name, data, config, secret, keypair, peers, bins=bins, **self._secure_kwargs
+            self.name,
+            self._data,
+            self.config,
+            self._secret,
+            self._keypair,
+            self._peers,
+            id_column=self._id_column,
+            ids=self._ids,
+            seed=self._seed,
+            bins=bins,
         )
 
-    def _step(self, role: object, step: str, how: str) -> Any:
+    def _step(self, role: R | None, step: str, how: str) -> R:
         if role is None:
             raise ConfigError(
                 f"{step} is not a step of method {self.config.method!r} (pipeline "
@@ -139,7 +152,7 @@ class Party:
         """Method "secure": the masked-feature blob for each peer, from the server's deal."""
         return self._secure_role().features(deal)
 
-    def secure_release(self, blobs: Mapping[str, bytes]) -> SecureRelease:
+    def secure_release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
         """Method "secure": the first release (select pipeline: every 2-way marginal and,
         at the count party, the noisy count; paper pipeline: the binned cross pairs)."""
         return self._secure_role().release(blobs)

@@ -41,7 +41,7 @@ from vertimrf.domain import EncodedTable
 from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
 from vertimrf.mrf.cliques import histogram
-from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract
 from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
 from vertimrf.party.registers import keyed_prf
@@ -123,6 +123,10 @@ def mask_features(cols: np.ndarray, mask: np.ndarray, *, inplace: bool = False) 
     return out
 
 
+# A peer's feature blob: any bytes-like (the command line maps each file read-only).
+Blob = bytes | bytearray | memoryview
+
+
 class SecureParty:
     """A data holder in a secure run.
 
@@ -146,7 +150,7 @@ class SecureParty:
         peers: Mapping[str, PublicKey],
         *,
         id_column: str = "id",
-        ids: Any = None,
+        ids: RecordIds | None = None,
         seed: int | None = None,
         bins: Mapping[str, BinMap] | None = None,
     ) -> None:
@@ -240,7 +244,7 @@ class SecureParty:
         words = expand(self._state["deal"].seed_u, b"U", (r1 - r0) * k, start=r0 * k)
         return words.reshape(r1 - r0, k)
 
-    def release(self, blobs: Mapping[str, bytes]) -> SecureRelease:
+    def release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
         """Step 2: shares of every product, then the first release of every 2-way marginal
         (with the noisy count at the count party)."""
         if "cols" not in self._state:
@@ -265,7 +269,7 @@ class SecureParty:
         return release
 
     def measure(
-        self, request: Request | Sequence[Marginal], blobs: Mapping[str, bytes] | None = None
+        self, request: Request | Sequence[Marginal], blobs: Mapping[str, Blob] | None = None
     ) -> SecureRelease:
         """Step 3: the re-measurement of the server's requested marginals (a :class:`Request`,
         whose bin maps are applied to the exact counts and shares before the noise; a plain
@@ -390,7 +394,7 @@ class SecureParty:
         if step in self._state.get("done", ()):
             raise PrivacyBudgetError(f"party {self.name!r} already ran {step!r}; each runs once.")
 
-    def _shares(self, blobs: Mapping[str, bytes]) -> dict[str, np.ndarray]:
+    def _shares(self, blobs: Mapping[str, Blob]) -> dict[str, np.ndarray]:
         plan, p, st = self.plan, self.index, self._state
         shares = {}
         for a, b in plan.pairs():

@@ -21,6 +21,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.options import FMOptions
 
 CANDIDATES = (1000, 2000, 4000, 8000, 16000, 32000, 64000)
 # Measured on the 2-core machine: 45,222 rows x 2000 keys with SipHash in 0.31 s.
@@ -30,8 +31,11 @@ HASHES_PER_SECOND = 2.9e8
 def predicted_error(config: ProtocolConfig, t: int, n_hint: float) -> float:
     """Predicted relative CarEst cell error (n + k_p * S) / (n sqrt(t)), S = mean over
     cross-party pairs of (u_a - 1) + (u_b - 1) on the binned domains."""
+    options = config.options
+    if not isinstance(options, FMOptions):
+        raise ConfigError(f"t is a setting of method='fm' (its sketches); got {config.method!r}.")
     eps_prime = ProtocolBudget.from_config(config, t=t).eps_prime
-    k_p = fm_noise(eps_prime, config.options.gamma).k_p
+    k_p = fm_noise(eps_prime, options.gamma).k_p
     sizes = _binned_sizes(config)
     owner = {c: p.name for p in config.parties for c in p.columns}
     pairs = [
@@ -67,7 +71,5 @@ def choose_t(
 
 def _binned_sizes(config: ProtocolConfig) -> dict[str, int]:
     binned = set(config.binned_columns())
-    return {
-        c.name: min(c.size, config.options.bins) if c.name in binned else c.size
-        for c in config.spec.columns
-    }
+    bins = config.paper_options().bins if binned else 0
+    return {c.name: min(c.size, bins) if c.name in binned else c.size for c in config.spec.columns}

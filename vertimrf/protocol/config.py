@@ -168,6 +168,7 @@ class ProtocolConfig:
         if auto:
             from vertimrf.protocol.autot import choose_t
 
+            assert cfg.max_rows is not None  # checked above
             cfg = cfg.with_changes(t=choose_t(cfg, cfg.max_rows))
         return cfg
 
@@ -330,6 +331,15 @@ class ProtocolConfig:
             raise ConfigError(
                 "the secure select pipeline has no local models, bins or budget shares of the "
                 "paper pipeline (its settings are SecureOptions')."
+            )
+        return self.options
+
+    def secure_options(self) -> SecureOptions:
+        """The secure select pipeline's settings; ConfigError for every other method."""
+        if not isinstance(self.options, SecureOptions):
+            raise ConfigError(
+                "only the secure select pipeline has SecureOptions (feature width, iterations, "
+                f"model caps, binning); this config's method is {self.method!r}."
             )
         return self.options
 

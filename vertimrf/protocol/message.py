@@ -102,7 +102,7 @@ class PartyMessage:
             )
         self._check_bins(config)
         method.check_message(self, config, where, self.bin_domain(config))
-        if config.options.local_mrf:
+        if config.paper_options().local_mrf:
             self._check_local(config)
 
     def _check_bins(self, config: ProtocolConfig) -> None:
@@ -151,7 +151,7 @@ class PartyMessage:
     # ------------------------------------------------------------------------ file I/O
     def save(self, path: str | os.PathLike) -> None:
         """Write the message to ``path`` (atomically; a failed write leaves nothing)."""
-        meta = {
+        meta: dict[str, object] = {
             "party": self.party,
             "config_hash": self.config_hash,
             "columns": list(self.columns),
@@ -283,7 +283,7 @@ def _pairs(fields: Fields, key: str, path: str) -> tuple[tuple[str, str], ...]:
     pairs = fields.text_lists(key)
     if not all(len(p) == 2 for p in pairs):
         raise MessageError(f"{path}: every entry of {key!r} must be a pair of column names.")
-    return pairs
+    return tuple((a, b) for a, b in pairs)
 
 
 def _release(fields: Fields) -> Release:

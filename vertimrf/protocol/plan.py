@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
@@ -197,9 +197,10 @@ def _releases(
     select = isinstance(config.options, SecureOptions)
     if not select:
         budget = ProtocolBudget.from_config(config, epsilon=epsilon)
+        local_mrf = config.paper_options().local_mrf
         for p in config.parties:
             fixed += expected_releases(config, p.name, epsilon=epsilon)
-            if config.options.local_mrf:
+            if local_mrf:
                 what = f"local PrivMRF of {p.name}"
                 bounds.append(Release("bound", what, budget.rho_locmrf_party, 1, p.name))
     if plan is not None:
@@ -209,7 +210,9 @@ def _releases(
     return fixed, bounds
 
 
-def _noise_scales(config: ProtocolConfig, epsilon: float, plan: SecurePlan | None) -> dict:
+def _noise_scales(
+    config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
+) -> dict[str, float]:
     """Every noise scale the config fixes at ``epsilon`` (name -> scale)."""
     out = {}
     if plan is not None:
@@ -238,19 +241,22 @@ def _budget_problem(config: ProtocolConfig, epsilon: float) -> tuple[str, str] |
     try:
         fixed, bounds = _releases(config, epsilon, plan)
     except PrivacyBudgetError:
+        if plan is None:  # only a cross release's bound raises
+            raise
         s = plan.sigma(SELECT, len(plan.all_pairs())) / math.sqrt(2.0)
         return (
             f"the first release's noise components (s = {s:.3g}) would be below the 1/2 that "
             "the distributed discrete Gaussian bound needs",
             "large",
         )
-    ledger = PrivacyLedger(rho=epsilon_to_rho(epsilon, config.delta))
+    budget_rho = epsilon_to_rho(epsilon, config.delta)
+    ledger = PrivacyLedger(rho=budget_rho)
     try:
         ledger.extend([*fixed, *bounds])
     except PrivacyBudgetError:
-        over = math.fsum(r.rho for r in (*fixed, *bounds)) - ledger.budget_rho
+        over = math.fsum(r.rho for r in (*fixed, *bounds)) - budget_rho
         return (
-            f"the worst-case ledger total would exceed the budget rho {ledger.budget_rho:.6g} "
+            f"the worst-case ledger total would exceed the budget rho {budget_rho:.6g} "
             f"by {over:.2g} (the KLS tau term of the cross releases grows as their noise "
             "shrinks)",
             "large",
@@ -321,8 +327,9 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     shares = [sum(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     largest = [max(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     tables = _pair_cells(plan)
+    # the server's model cap: the select pipeline's ceiling, else GraphCom's limit
     options = config.options
-    cap = options.max_total_cells if isinstance(options, SecureOptions) else 0
+    cap = options.max_total_cells if isinstance(options, SecureOptions) else options.max_model_cells
     roles = []
     for p, name in enumerate(names):
         d_p, g_p = len(plan.attrs[p]), len(plan.groups[p])
@@ -350,7 +357,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         + 16 * block,
         "synthesize": BASE_BYTES
         + 24 * tables
-        + MODEL_BYTES_PER_CELL * int(cap or options.max_model_cells)
+        + MODEL_BYTES_PER_CELL * int(cap)
         + OUTPUT_BYTES_PER_CELL * rows * len(plan.sizes),
     }
     if plan.select:
@@ -391,7 +398,7 @@ def _local_peak(config: ProtocolConfig, columns: int) -> int:
     rows = config.max_rows or 0
     return int(
         BASE_BYTES
-        + MODEL_BYTES_PER_CELL * config.options.local_max_total_cells
+        + MODEL_BYTES_PER_CELL * config.paper_options().local_max_total_cells
         + 8 * 4 * rows * columns
     )
 
@@ -400,13 +407,14 @@ def _local_roles(config: ProtocolConfig) -> tuple[RoleCost, ...]:
     """Costs of method fo / fm (coarse: the model caps; the table's share needs max_rows)."""
     rows = config.max_rows
     note = "" if rows else "plus the data table: give max_rows to count it"
+    options = config.paper_options()
     roles = []
     for p in config.parties:
         d_p = len(p.columns)
         payload = 8 * rules(config).payload_words(config, d_p, rows)
-        sends = payload + int(8 * config.options.local_max_total_cells) + CONTAINER_BYTES
+        sends = payload + int(8 * options.local_max_total_cells) + CONTAINER_BYTES
         roles.append(RoleCost(p.name, sends, 0, {"release": _local_peak(config, d_p)}, note))
-    cells = max(config.options.max_model_cells, config.options.tau)
+    cells = max(options.max_model_cells, options.tau)
     peak = int(
         BASE_BYTES
         + MODEL_BYTES_PER_CELL * cells
@@ -424,20 +432,20 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
     plan = _secure_plan(config)
     fixed, bounds = _releases(config, config.epsilon, plan)
     limit = config.max_memory_gb or DEFAULT_MAX_MEMORY_GB
-    common = {
-        "method": config.method,
-        "epsilon": config.epsilon,
-        "delta": config.delta,
-        "budget_rho": epsilon_to_rho(config.epsilon, config.delta),
-        "releases": tuple(fixed),
-        "bounds": tuple(bounds),
-        "rows": config.max_rows,
-        "max_memory": int(limit * GB),
-    }
+    common = RunPlan(
+        method=config.method,
+        epsilon=config.epsilon,
+        delta=config.delta,
+        budget_rho=epsilon_to_rho(config.epsilon, config.delta),
+        releases=tuple(fixed),
+        bounds=tuple(bounds),
+        rows=config.max_rows,
+        max_memory=int(limit * GB),
+    )
     if plan is None:
-        return RunPlan(**common, roles=_local_roles(config))
-    return RunPlan(
-        **common,
+        return replace(common, roles=_local_roles(config))
+    return replace(
+        common,
         blob_bytes={
             n: 8 * plan.rows * w + BLOB_OVERHEAD
             for n, w in zip(plan.names, plan.widths, strict=True)

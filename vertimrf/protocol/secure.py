@@ -121,7 +121,7 @@ def feature_groups(
     """A party's feature groups: every single attribute, then pairs and triples of its
     attributes, fewest cells first (ties in attribute order), each added while the total
     width stays within ``max_width``. Public: it depends on the domain only."""
-    groups = [(a,) for a in attrs]
+    groups: list[tuple[int, ...]] = [(a,) for a in attrs]
     width = sum(sizes[a] for a in attrs)
     for arity in (2, 3):
         for g in sorted(combinations(attrs, arity), key=lambda g: math.prod(sizes[a] for a in g)):
@@ -179,11 +179,11 @@ class SecurePlan:
         names = config.spec.names
         index = {c: i for i, c in enumerate(names)}
         paper = isinstance(options, SecurePaperOptions)
+        bins = options.bins if isinstance(options, SecurePaperOptions) else 0
         binned = set(config.binned_columns()) if paper else set()
         domain = config.spec.domain.sizes if sizes is None else sizes
         sizes = tuple(
-            min(int(u), options.bins) if c in binned else int(u)
-            for c, u in zip(names, domain, strict=True)
+            min(int(u), bins) if c in binned else int(u) for c, u in zip(names, domain, strict=True)
         )
         width = 0 if paper else feature_width(config, domain)
         attrs, groups, offsets, widths = [], [], [], []
@@ -419,7 +419,7 @@ class SecurePlan:
         receives a masked table recovers that table exactly (no guarantee at all)."""
         return (SERVER, *self.names)
 
-    def viewer_rho(self, releases: list[Release]) -> dict[str, float]:
+    def viewer_rho(self, releases: Sequence[Release]) -> dict[str, float]:
         """The zCDP rho each of :meth:`viewers` faces over ``releases`` (the plan's ledger
         entries). A viewer subtracts the noise components it knows: its own. So a cross
         release of P and Q leaves two of its three components to the server, P and Q, all
@@ -432,7 +432,8 @@ class SecurePlan:
                 if r.mechanism != CROSS_MECHANISM:
                     total.append(r.rho)
                     continue
-                known = len({viewer} & {SERVER, *r.party.split("+")})
+                owners = r.party.split("+") if r.party else []
+                known = len({viewer} & {SERVER, *owners})
                 p = r.params
                 total.append(ddg_rho(p["component_sigma"], 3 - known, r.count, r.count, p["cells"]))
             out[viewer] = math.fsum(total)
@@ -469,7 +470,7 @@ class SecurePlan:
     def _check_maps(self, m: Marginal, maps: Sequence) -> BinMaps:
         if not isinstance(maps, Sequence) or len(maps) != len(m):
             raise MessageError(f"the bins of {m} must give one map (or null) per attribute.")
-        out = []
+        out: list[tuple[int, ...] | None] = []
         for a, b in zip(m, maps, strict=True):
             if b is None:
                 out.append(None)

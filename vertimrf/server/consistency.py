@@ -9,7 +9,7 @@ change falls below ``tol`` (relative to the total) or ``max_iter`` is reached.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
@@ -22,7 +22,7 @@ def _projection(table: np.ndarray, axis: int) -> np.ndarray:
 
 
 def enforce_consistency(
-    attrs: Sequence[Sequence[str]],
+    attrs: Sequence[Sequence[Hashable]],
     tables: Sequence[np.ndarray],
     total: float,
     *,
@@ -39,7 +39,7 @@ def enforce_consistency(
             raise ConfigError(f"table over {tuple(a)} has {t.ndim} axes.")
         s = t.sum()
         out.append(t * (total / s) if s > 0 else np.full(t.shape, total / t.size))
-    shared: dict[str, list[tuple[int, int]]] = {}
+    shared: dict[Hashable, list[tuple[int, int]]] = {}
     for k, a in enumerate(attrs):
         for axis, name in enumerate(a):
             shared.setdefault(name, []).append((k, axis))

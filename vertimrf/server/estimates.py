@@ -49,7 +49,8 @@ class CrossEstimates:
         self._names = config.spec.domain.names
         self.n_hat = float(n_hat)
         self.bins: dict[str, BinMap] = {k: v for m in messages for k, v in m.bins.items()}
-        self.local_marginal = local_marginal if config.options.consistency else None
+        self.options = config.paper_options()
+        self.local_marginal = local_marginal if self.options.consistency else None
         domains = [m.bin_domain(config) for m in messages]
         self.bin_domain = Domain(
             tuple(n for d in domains for n in d.names), tuple(u for d in domains for u in d.sizes)
@@ -64,7 +65,7 @@ class CrossEstimates:
         """A copy that enforces consistency with ``local_marginal`` (if the config asks for
         it); the binned estimates already made are shared, recovered targets are not."""
         other = copy.copy(self)
-        other.local_marginal = local_marginal if self.config.options.consistency else None
+        other.local_marginal = local_marginal if self.options.consistency else None
         other._targets = {}
         return other
 
@@ -81,7 +82,7 @@ class CrossEstimates:
         key = tuple(int(a) for a in attrs)
         if key not in self._targets:
             maps = [self.bins.get(self._names[a]) for a in key]
-            recover = hisrec if self.config.options.recovery == "hisrec" else unisam
+            recover = hisrec if self.options.recovery == "hisrec" else unisam
             table = _scaled(recover(self.binned(key), maps), self.n_hat)
             if self.local_marginal is not None:
                 names = [key] + [(a,) for a in key]

@@ -7,6 +7,7 @@ that the model fits worst are measured with the cross-party weight.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +24,7 @@ class CrossSource:
     """Candidate pairs (attribute indices) and their cross-party estimates."""
 
     estimates: CrossEstimates
-    pool: list[Pair]
+    pool: Sequence[Pair]
     weight: float
     chosen: set[Pair] = field(default_factory=set)
 

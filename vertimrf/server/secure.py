@@ -30,7 +30,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from hashlib import sha256
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -276,22 +275,22 @@ class SecureServer:
         with self._atomic():
             for r in self.plan.releases(SELECT, marginals):
                 self.ledger.charge(r)
-            self._first = self._tables(SELECT, marginals, releases, noise)
-            self.n_hat = record_total(count[0], self.plan.count_epsilon, self._first)
-            chosen = self._choose(self._first, rng)
-            self._bins = self._binning(chosen)
+            first = self._first = self._tables(SELECT, marginals, releases, noise)
+            self.n_hat = record_total(count[0], self.plan.count_epsilon, first)
+            chosen = self._choose(first, rng)
+            self._bins = self._binning(first, chosen)
             self._request = Request(tuple(chosen), {m: c.maps for m, c in self._bins.items()})
         return self._request
 
-    def _binning(self, marginals: Sequence[Marginal]) -> dict[Marginal, BinChoice]:
+    def _binning(self, first: Tables, marginals: Sequence[Marginal]) -> dict[Marginal, BinChoice]:
         """The 2-way marginals of the request to measure on bins, with their estimated
-        errors: post-processing of the first release (:func:`choose_bins`)."""
-        if self.config.options.binning == "off":
+        errors: post-processing of the ``first`` release (:func:`choose_bins`)."""
+        if self.config.secure_options().binning == "off":
             return {}
-        plan, first = self.plan, self._first
+        plan = self.plan
         ones, ones_var = pooled_one_way(first, plan.sizes)
         sigma = plan.sigma(MEASURE, len(marginals))
-        out = {}
+        out: dict[Marginal, BinChoice] = {}
         for m in marginals:
             if len(m) != 2 or m not in first.values:
                 continue
@@ -321,7 +320,7 @@ class SecureServer:
     def save_state(self, path: str | os.PathLike) -> None:
         """Write what :meth:`synthesize` needs after :meth:`select` (server-private: the
         noisy first release with the server's noise, n_hat, the cliques and the request)."""
-        if self._first is None:
+        if self._first is None or self._request is None:
             raise MessageError("run select(first releases) before save_state.")
         keys = list(self._first.values)
         meta = {
@@ -353,7 +352,7 @@ class SecureServer:
             raise MessageError(f"{path}: the server state belongs to another run.")
         try:
             keys = [tuple(int(a) for a in m) for m in meta["tables"]]
-            server._first = Tables(
+            first = server._first = Tables(
                 {m: arrays[f"t{i}"] for i, m in enumerate(keys)},
                 dict(zip(keys, (float(x) for x in meta["scales"]), strict=True)),
             )
@@ -367,7 +366,7 @@ class SecureServer:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise MessageError(f"{path}: malformed server state ({exc!r}).") from None
-        server._bins = server._binning(marginals)  # deterministic: as select chose them
+        server._bins = server._binning(first, marginals)  # deterministic: as select chose them
         server._request = plan.check_request(
             marginals, {m: c.maps for m, c in server._bins.items()}
         )
@@ -466,8 +465,9 @@ class SecureServer:
         d = len(plan.sizes)
         sigma2 = d * (1.0 + plan.refine_fraction) / (2.0 * plan.rho_measure)
         total = MODEL_CELLS_PER_PRECISION * self.n_hat / sigma2
-        total = min(cfg.options.max_total_cells, max(MIN_TOTAL_CELLS, total))
-        clique = min(cfg.options.max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))
+        options = cfg.secure_options()
+        total = min(options.max_total_cells, max(MIN_TOTAL_CELLS, total))
+        clique = min(options.max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))
         return clique, total
 
     def _choose(self, first: Tables, rng: np.random.Generator) -> list[Marginal]:
@@ -587,21 +587,27 @@ class SecureServer:
         with self._atomic():
             for r in self.plan.releases(MEASURE, request.marginals, request.bins):
                 self.ledger.charge(r)
-            self._fit_model(releases, request, noise)
+            self._fit_model(releases, self._first, request, noise)
         return rng
 
     def _fit_model(
-        self, releases: Sequence[SecureRelease], request: Request, noise: NoiseSampler
+        self,
+        releases: Sequence[SecureRelease],
+        first_release: Tables,
+        request: Request,
+        noise: NoiseSampler,
     ) -> None:
         second = self._tables(MEASURE, request.marginals, releases, noise, request.bins)
         cliques = [set(c) for c in self.tree.cliques]
         measurements = [
-            Measurement(m, v, 1.0 / second.scale[m], bins=request.bins.get(m))
+            Measurement(
+                m, v, 1.0 / second.scale[m], bins=request.maps(m) if m in request.bins else None
+            )
             for m, v in second.values.items()
         ]
         measurements += [
-            Measurement(m, v, 1.0 / self._first.scale[m])
-            for m, v in self._first.values.items()
+            Measurement(m, v, 1.0 / first_release.scale[m])
+            for m, v in first_release.values.items()
             if any(set(m) <= c for c in cliques)
         ]
         model = MarkovRandomField(self.config.spec.domain, self.tree, total=self.n_hat)
@@ -609,7 +615,7 @@ class SecureServer:
         # everything; on Adult at eps 1.6 this fits in a third of the iterations of one cold
         # fit at an equal or lower 3-way TVD.
         first = measurements[len(second.values) :]
-        cap = self.config.options.iters
+        cap = self.config.secure_options().iters
         self.iterations = [
             self._fit(model, first, self.options.convergence_ratio, cap),
             self._fit(model, measurements, self.options.final_convergence_ratio, cap),
@@ -631,8 +637,16 @@ class SecureServer:
         )
         return int(result.iterations)
 
-    def report(self, **extra: Any) -> ProtocolReport:
-        """The run's report: the ledger (the plan's releases) and what was measured."""
+    def report(
+        self,
+        *,
+        seconds: dict[str, float] | None = None,
+        message_bytes: dict[str, int] | None = None,
+    ) -> ProtocolReport:
+        """The run's report: the ledger (the plan's releases) and what was measured, with
+        the caller's ``seconds`` per phase and ``message_bytes`` per party, if given."""
+        if self._request is None:
+            raise MessageError("run select and synthesize before report.")
         names = self.config.spec.names
         marginals = self._request.marginals
         cross = [m for m in marginals if self.plan.kind(m) == "cross"]
@@ -651,5 +665,6 @@ class SecureServer:
             binned=tuple(tuple(names[a] for a in m) for m in self._bins),
             iterations=tuple(self.iterations),
             viewers=self.plan.viewer_rho(list(self.ledger.releases)),
-            **extra,
+            seconds={} if seconds is None else seconds,
+            message_bytes={} if message_bytes is None else message_bytes,
         )

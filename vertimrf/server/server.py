@@ -95,6 +95,7 @@ class PaperServer:
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
         self.config = config
         self.method = server_method(config)
+        self.options = config.paper_options()
         self.keypair = keypair  # the secure paper pipeline's noise derives from its secret
         self.progress = progress
         self.domain = config.spec.domain
@@ -131,12 +132,12 @@ class PaperServer:
         return [
             (i, j)
             for i, j in itertools.combinations(range(len(dom)), 2)
-            if not self.config.options.local_mrf or owner[dom.names[i]] != owner[dom.names[j]]
+            if not self.options.local_mrf or owner[dom.names[i]] != owner[dom.names[j]]
         ]
 
     def graphcom(self, received: Received, estimates: CrossEstimates) -> GraphComResult:
         """Join the triangulated local graphs with cross-party edges under the limits."""
-        cfg, dom = self.config, self.domain
+        options, dom = self.options, self.domain
         # The triangulated local graphs contain the searched ones, so their edges suffice.
         local_edges = [
             (dom.index(a), dom.index(b))
@@ -149,9 +150,9 @@ class PaperServer:
             local_edges,
             self.candidate_pairs(received),
             lambda i, j: estimates.binned((i, j)),
-            tau=cfg.options.tau,
-            max_model_cells=cfg.options.max_model_cells,
-            edge_fraction=cfg.options.cross_edge_fraction,
+            tau=options.tau,
+            max_model_cells=options.max_model_cells,
+            edge_fraction=options.cross_edge_fraction,
         )
 
     def init(
@@ -159,19 +160,19 @@ class PaperServer:
     ) -> Initial:
         """The product of the local models, and the local measurements (targets read off
         the local models); without LocMRF, the cross-party 1-way estimates instead."""
-        cfg, dom = self.config, self.domain
+        options, dom = self.options, self.domain
         local_ms, local_pots = self._local_parts(received.messages, received.n_hat)
         model = MarkovRandomField(dom, joined.cliques, total=received.n_hat, max_cells=None)
         if local_pots:
             model.set_potentials(local_pots)
-        if local_pots and cfg.options.consistency:
+        if local_pots and options.consistency:
             local_model = model.copy()
             estimates = estimates.with_local_marginal(lambda i: local_model.marginal((i,)))
-        weight = cfg.options.cross_weight * (
+        weight = options.cross_weight * (
             float(np.median([m.weight for m in local_ms])) if local_ms else 1.0
         )
         measurements = list(local_ms)
-        if not cfg.options.local_mrf:
+        if not options.local_mrf:
             measurements += [
                 Measurement((i,), estimates.target((i,)), weight) for i in range(len(dom))
             ]
@@ -182,26 +183,29 @@ class PaperServer:
     ) -> tuple[list[tuple[int, ...]], list[int]]:
         """OptMRF: rounds adding the cross-party pairs the model fits worst; returns the
         chosen pairs and the mirror-descent iterations of each round."""
-        cfg, d = self.config, len(self.domain)
+        options, d = self.options, len(self.domain)
         candidates = set(self.candidate_pairs(received))
         pool = sorted(
             {p for c in joined.cliques for p in itertools.combinations(c, 2) if p in candidates}
         )
         wanted = (
             int(REFERENCE_CROSS_FRACTION * d)
-            if cfg.options.cross_marginals is None
-            else cfg.options.cross_marginals
+            if options.cross_marginals is None
+            else options.cross_marginals
         )
         k_total = min(wanted, len(pool))
         rounds = round_sizes(k_total, min(d // 2, MAX_ROUNDS)) if k_total else []
-        if not rounds and not cfg.options.local_mrf:
+        if not rounds and not options.local_mrf:
             rounds = [0]
         source = CrossSource(initial.estimates, pool, initial.cross_weight)
         bar = progress_bar(total=len(rounds), desc="server OptMRF", progress=self.progress)
 
         def refit(measurements: list[Measurement], last: bool, history: list[int]) -> int:
-            iters = cfg.options.server_iters * (3 if last else 1)
+            iters = options.server_iters * (3 if last else 1)
             return int(mirror_descent(initial.model, measurements, iters=iters).iterations)
+
+        def advance(round_index: int, picked: list[tuple[int, ...]], iters: int) -> None:
+            bar.update()
 
         _, chosen, iterations = refine(
             initial.model,
@@ -209,7 +213,7 @@ class PaperServer:
             rounds,
             source,
             refit,
-            on_round=lambda r, picked, it: bar.update(),
+            on_round=advance,
         )
         bar.close()
         return chosen, iterations

@@ -81,7 +81,10 @@ def verify_releases(config: ProtocolConfig, message: PartyMessage) -> list[Relea
 
 
 def _same_release(party: str, got: Release, want: Release) -> None:
-    fields = {"count": (got.count, want.count), "party": (got.party, want.party)}
+    fields: dict[str, tuple[object, object]] = {
+        "count": (got.count, want.count),
+        "party": (got.party, want.party),
+    }
     if set(got.params) != set(want.params):
         fields["parameter names"] = (sorted(got.params), sorted(want.params))
     else:
@@ -93,7 +96,7 @@ def _same_release(party: str, got: Release, want: Release) -> None:
 
 
 def _local_releases(config: ProtocolConfig, party: str, local: list[Release]) -> list[Release]:
-    if not config.options.local_mrf:
+    if not config.paper_options().local_mrf:
         if local:
             raise _refuse(party, local[0].mechanism, "local model releases with local_mrf off")
         return []
@@ -152,7 +155,7 @@ def verify_arrays(config: ProtocolConfig, message: PartyMessage, rows: int) -> N
             raise _refuse(
                 party, BINNING_MECHANISM, f"the histogram of {name!r} must hold integer counts"
             )
-        if not np.array_equal(value_to_bin, frequency_bins(counts, config.options.bins)):
+        if not np.array_equal(value_to_bin, frequency_bins(counts, config.paper_options().bins)):
             raise _refuse(
                 party,
                 BINNING_MECHANISM,
@@ -165,4 +168,6 @@ def verify_arrays(config: ProtocolConfig, message: PartyMessage, rows: int) -> N
 def release_rows(messages: Sequence[PartyMessage], count_party: str) -> int:
     """The number of GRR rows every party releases: max(1, the count party's noisy count)."""
     (count,) = [m.noisy_count for m in messages if m.party == count_party]
+    if count is None:
+        raise MessageError(f"the count party {count_party!r}'s message holds no noisy count.")
     return max(1, int(count))
