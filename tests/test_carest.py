@@ -9,6 +9,7 @@ import pytest
 
 from tests.naive import estimate_cardinality
 from vertimrf.domain import Domain
+from vertimrf.errors import MessageError
 from vertimrf.kernels.carest import union_exceed_counts, union_table_sums
 from vertimrf.party.phantoms import privatize, sample_max_geometric
 from vertimrf.privacy.fm import FMNoise, fm_noise
@@ -18,7 +19,7 @@ from vertimrf.server.carest import (
     containment_probability,
     harmonic_constant,
 )
-from vertimrf.server.merge import complement_sketches
+from vertimrf.server.merge import MergedSketches, complement_sketches
 
 
 def _reference_union(comp_t, rows, sizes):
@@ -223,3 +224,14 @@ def test_paper_method_matches_formula_and_cache():
         assert got[a, b] == pytest.approx(expect, rel=1e-10)
     got[0, 0] = -1
     assert est.marginal(["0", "1"])[0, 0] != -1  # callers get a copy of the cached result
+
+
+def test_parties_with_different_sketch_noise_are_refused_with_a_message_error():
+    """Two parties whose sketches carry different noise parameters: a MessageError naming
+    both (sorting the unorderable FMNoise values used to raise a TypeError instead)."""
+    domain = Domain(["a"], [2])
+    sets = [
+        SketchSet(np.zeros((4, 2), np.uint8), domain, FMNoise(0.5, 1.0, k, 1), "fp") for k in (1, 2)
+    ]
+    with pytest.raises(MessageError, match="sketch noise"):
+        MergedSketches(sets)

@@ -7,9 +7,41 @@ The public names below are loaded on first use, so that importing one layer (for
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertimrf import logs as _logs  # noqa: F401  (the library logger's NullHandler)
+
+if TYPE_CHECKING:  # the lazy names below, typed for type checkers
+    from vertimrf.datasets import load_dataset as load_dataset
+    from vertimrf.domain import ColumnSpec as ColumnSpec
+    from vertimrf.domain import Domain as Domain
+    from vertimrf.domain import DomainSpec as DomainSpec
+    from vertimrf.domain import EncodedTable as EncodedTable
+    from vertimrf.domain import TableEncoder as TableEncoder
+    from vertimrf.domain import infer_spec as infer_spec
+    from vertimrf.party import LocalParty as LocalParty
+    from vertimrf.party import Party as Party
+    from vertimrf.party import SecureParty as SecureParty
+    from vertimrf.privacy import PrivacyLedger as PrivacyLedger
+    from vertimrf.protocol import FMOptions as FMOptions
+    from vertimrf.protocol import FOOptions as FOOptions
+    from vertimrf.protocol import KeyPair as KeyPair
+    from vertimrf.protocol import PartyMessage as PartyMessage
+    from vertimrf.protocol import PartySpec as PartySpec
+    from vertimrf.protocol import ProtocolConfig as ProtocolConfig
+    from vertimrf.protocol import ProtocolReport as ProtocolReport
+    from vertimrf.protocol import SecureOptions as SecureOptions
+    from vertimrf.protocol import SecurePaperOptions as SecurePaperOptions
+    from vertimrf.protocol import SecureRelease as SecureRelease
+    from vertimrf.server import PaperServer as PaperServer
+    from vertimrf.server import SecureServer as SecureServer
+    from vertimrf.server import Server as Server
+    from vertimrf.simulation import fit_vertical as fit_vertical
+    from vertimrf.simulation import simulate as simulate
+    from vertimrf.synth import PrivMRF as PrivMRF
+    from vertimrf.threads import get_num_threads as get_num_threads
+    from vertimrf.threads import set_num_threads as set_num_threads
+    from vertimrf.vertical_model import VerticalModel as VerticalModel
 
 _EXPORTS = {
     "ColumnSpec": "vertimrf.domain",

@@ -16,6 +16,7 @@ import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -177,12 +178,26 @@ class ColumnSpec:
     @property
     def size(self) -> int:
         """Number of codes of this column."""
-        return len(self.categories) if self.kind == CATEGORICAL else int(self.bins)
+        return len(self.values) if self.kind == CATEGORICAL else self.bounds[2]
+
+    @property
+    def values(self) -> tuple[Any, ...]:
+        """The categories of a categorical column (DomainError for a numeric one)."""
+        if self.categories is None:
+            raise DomainError(f"column {self.name!r} is numeric: it has no categories.")
+        return self.categories
+
+    @property
+    def bounds(self) -> tuple[float, float, int]:
+        """(lower, upper, bins) of a numeric column (DomainError for a categorical one)."""
+        if self.lower is None or self.upper is None or self.bins is None:
+            raise DomainError(f"column {self.name!r} is categorical: it has no bounds.")
+        return self.lower, self.upper, self.bins
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
         if self.kind == CATEGORICAL:
-            return {"name": self.name, "type": CATEGORICAL, "categories": list(self.categories)}
+            return {"name": self.name, "type": CATEGORICAL, "categories": list(self.values)}
         return {
             "name": self.name,
             "type": NUMERIC,
@@ -304,7 +319,7 @@ def _brief(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -336,7 +351,7 @@ def _discrete_column(name: object, c: dict) -> ColumnSpec:
         raise _format_error(
             f"column {_brief(name)}: expected {{'type': 'discrete', 'domain': u}}, got {_brief(c)}."
         )
-    return ColumnSpec(name, CATEGORICAL, tuple(range(_size(name, c["domain"], "'domain'"))))
+    return ColumnSpec(str(name), CATEGORICAL, tuple(range(_size(name, c["domain"], "'domain'"))))
 
 
 def _column_from_dict(i: int, c: object) -> ColumnSpec:
@@ -486,18 +501,19 @@ class TableEncoder:
         for j, col in enumerate(self.spec.columns):
             c = codes[:, j].astype(np.int64)
             if col.kind == CATEGORICAL:
-                data[col.name] = pd.Index(list(col.categories))[c]
+                data[col.name] = pd.Index(list(col.values))[c]
             else:
-                width = (col.upper - col.lower) / col.bins
+                lower, upper, bins = col.bounds
                 offset = 0.5 if rng is None else rng.random(len(c))
-                data[col.name] = np.minimum(col.lower + (c + offset) * width, col.upper)
+                width = (upper - lower) / bins
+                data[col.name] = np.minimum(lower + (c + offset) * width, upper)
         return pd.DataFrame(data)
 
 
 def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
     if col.kind == CATEGORICAL:
         values = s.to_numpy(dtype=object)
-        codes = pd.Index(list(col.categories)).get_indexer(values)
+        codes = pd.Index(list(col.values)).get_indexer(pd.Index(values))
         bad = codes < 0
         if bad.any():
             nan = pd.isna(values) & bad
@@ -507,13 +523,13 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
                 )
             # A value that equals a category as text (1 against '1') is a type mismatch, as
             # when one bad cell makes a CSV column text: name a truly foreign value first.
-            texts = {str(c) for c in col.categories}
+            texts = {str(c) for c in col.values}
             as_text = np.fromiter((str(_py(v)) in texts for v in values[bad]), bool, bad.sum())
             foreign = bad.copy()
             foreign[bad] = ~as_text
-            problem = f"is not one of its categories {_preview(col.categories)}"
+            problem = f"is not one of its categories {_preview(col.values)}"
             if not foreign.any():
-                twin = next(c for c in col.categories if str(c) == str(_py(values[bad][0])))
+                twin = next(c for c in col.values if str(c) == str(_py(values[bad][0])))
                 problem += f" (the spec's category is {twin!r}: the types differ)"
             raise _cell_error(
                 col,
@@ -527,17 +543,18 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
     nan = np.isnan(x)
     if nan.any():
         raise _cell_error(col, x, nan, "is missing (empty or NaN)", None)
-    out = (x < col.lower) | (x > col.upper)
+    lower, upper, bins = col.bounds
+    out = (x < lower) | (x > upper)
     if out.any():
         raise _cell_error(
             col,
             x,
             out,
-            f"is outside its public bounds [{col.lower}, {col.upper}]",
+            f"is outside its public bounds [{lower}, {upper}]",
             "widen the bounds",
         )
-    b = np.floor((x - col.lower) / (col.upper - col.lower) * col.bins).astype(np.int64)
-    return np.minimum(b, col.bins - 1)
+    b = np.floor((x - lower) / (upper - lower) * bins).astype(np.int64)
+    return np.minimum(b, bins - 1)
 
 
 def _numbers(s: pd.Series, col: ColumnSpec) -> np.ndarray:

@@ -34,7 +34,8 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

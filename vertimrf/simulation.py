@@ -17,7 +17,7 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,10 @@ from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.logs import progress_bar
 from vertimrf.party import LocalParty as Party
-from vertimrf.party.secure import SecureParty
+from vertimrf.party.secure import Blob, SecureParty
 from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
 from vertimrf.protocol.channels import KeyPair
+from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, load_request, save_request
 from vertimrf.protocol.seeds import SERVER, role_seed, seeded_nonce, seeded_secret
@@ -106,10 +107,11 @@ def fit_vertical(
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
     frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
     with _folder(message_dir) as folder:
-        if cfg.method == "secure" and cfg.pipeline == "select":
+        if isinstance(cfg.options, SecureOptions):
             with _Phases(SECURE_PHASES, progress) as phases:
                 return _fit_secure(frame, cfg, secret, seed, folder, phases)
-        secure = ("deal", "features", "cross release") if cfg.method == "secure" else ()
+        paper = isinstance(cfg.options, SecurePaperOptions)
+        secure = ("deal", "features", "cross release") if paper else ()
         with _Phases(("release", *secure, *SERVER_PHASES), progress) as phases:
             return _fit_messages(frame, cfg, secret, seed, folder, phases, progress)
 
@@ -164,7 +166,7 @@ def _fit_messages(
     messages, sizes = _exchange(members, cfg, folder)
     phases.lap("release")
     releases = None
-    if cfg.method == "secure":
+    if isinstance(cfg.options, SecurePaperOptions):
         bins = {m.party: m.bins for m in messages}
         parties, server, inbox, blob_bytes = _secure_setup(
             frame, cfg, secret, seed, folder, phases, bins
@@ -222,7 +224,7 @@ def _secure_setup(
     folder: Path,
     phases: _Phases,
     bins: dict[str, Any] | None = None,
-) -> tuple[dict[str, SecureParty], SecureServer, dict[str, dict[str, bytes]], dict[str, int]]:
+) -> tuple[dict[str, SecureParty], SecureServer, dict[str, dict[str, Blob]], dict[str, int]]:
     """Keys, the parties' SecureParty objects, the deal and the feature exchange (through
     files in ``folder``): the parties, the server, each party's inbox of blobs and its bytes
     sent."""
@@ -241,7 +243,8 @@ def _secure_setup(
         {folder / f"{name}.deal": deal for name, deal in server.deal(public).items()}
     )
     phases.lap("deal")
-    sizes, inbox = {}, {n: {} for n in members}
+    sizes: dict[str, int] = {}
+    inbox: dict[str, dict[str, Blob]] = {n: {} for n in members}
     for name, member in members.items():
         blobs = member.features(deals[folder / f"{name}.deal"])
         sizes[name] = sum(len(b) for b in blobs.values())
@@ -254,7 +257,9 @@ def _secure_setup(
     return members, server, inbox, sizes
 
 
-def _through_files(messages: dict[Path, bytes], kind: type = bytes) -> dict[Path, Any]:
+def _through_files(
+    messages: Mapping[Path, bytes | bytearray], kind: type = bytes
+) -> dict[Path, Any]:
     """Each message written to its file and read back as ``kind`` (feature blobs as a
     bytearray: they are decrypted in place)."""
     for path, data in messages.items():

@@ -61,6 +61,7 @@ class DPSynthesizer:
 
     def fit(self, df: pd.DataFrame, y: None = None) -> DPSynthesizer:
         """Fit on ``df`` (spending the budget once); returns self."""
+        self.model_: vertimrf.PrivMRF | vertimrf.VerticalModel
         if self.parties is None:
             fit = vertimrf.PrivMRF(self.epsilon, self.delta, seed=self.seed, progress=False)
             self.model_ = fit.fit(df, self.spec)

@@ -127,7 +127,7 @@ def matmul_tn_u64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     One party's (ka, kb) share product; each thread computes its own block of output rows.
     """
     out = np.empty((a.shape[1], b.shape[1]), np.uint64)
-    bounds = _split(a.shape[1], ROW_TILE, _num_threads())
+    bounds = _split(a.shape[1], ROW_TILE, _num_threads())  # type: ignore[call-arg]  # intrinsic
     for t in prange(bounds.shape[0] - 1):
         _matmul_rows(a, b, bounds[t], bounds[t + 1], out)
     return out
@@ -175,7 +175,7 @@ def onehot_scatter_u64(a: np.ndarray, cols: np.ndarray, kb: int) -> np.ndarray:
     materialised ``Y``. Each thread computes its own block of output rows.
     """
     out = np.empty((a.shape[1], kb), np.uint64)
-    bounds = _split(a.shape[1], COL_UNIT, _num_threads())
+    bounds = _split(a.shape[1], COL_UNIT, _num_threads())  # type: ignore[call-arg]  # intrinsic
     for t in prange(bounds.shape[0] - 1):
         _scatter_rows(a, cols, bounds[t], bounds[t + 1], out)
     return out

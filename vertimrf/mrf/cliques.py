@@ -195,7 +195,7 @@ def sumout_steps(shape: Sequence[int], keep: Sequence[bool]) -> list[tuple[int, 
             blocks[-1][0] *= int(size)
         else:
             blocks.append([int(size), bool(kept)])
-    steps = []
+    steps: list[tuple[int, int, int]] = []
     while True:
         summed = [j for j, (_, kept) in enumerate(blocks) if not kept]
         if not summed:
@@ -389,7 +389,7 @@ class CliquePotentials:
 
     @classmethod
     def from_factors(
-        cls, layout: CliqueLayout, factors: Mapping[Iterable[int], np.ndarray]
+        cls, layout: CliqueLayout, factors: Mapping[tuple[int, ...], np.ndarray]
     ) -> CliquePotentials:
         """Sum log-factors over attribute subsets into the smallest clique containing each.
 

@@ -121,7 +121,7 @@ def _check_bins(
             f"Measurement over {attrs} has {len(bins)} bin maps; give one per attribute "
             "(None for an attribute that is not binned)."
         )
-    out = []
+    out: list[np.ndarray | None] = []
     for a, b in zip(attrs, bins, strict=True):
         if b is None:
             out.append(None)

@@ -267,8 +267,8 @@ def elimination_order(graph: nx.Graph, domain: Domain, heuristic: str) -> list[i
     graph (stable, so ties keep node order).
     """
     if heuristic == "static_min_degree":
-        adj, nodes = _masks(graph)
-        return [nodes[i] for i in static_min_degree_order(adj)]
+        masks, nodes = _masks(graph)
+        return [nodes[i] for i in static_min_degree_order(masks)]
     adj = {v: set(graph.adj[v]) for v in graph.nodes}
     order: list[int] = []
     scratch: list[tuple[int, int]] = []

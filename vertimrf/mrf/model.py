@@ -22,7 +22,7 @@ from vertimrf.mrf.inference import query_log_marginal
 from vertimrf.mrf.junction_tree import JunctionTree, check_model_size
 from vertimrf.mrf.sampling import forward_sample
 
-PotentialsLike = CliquePotentials | np.ndarray | Mapping[Iterable[int], np.ndarray]
+PotentialsLike = CliquePotentials | np.ndarray | Mapping[tuple[int, ...], np.ndarray]
 
 
 def _check_values(values: np.ndarray) -> None:

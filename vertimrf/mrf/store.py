@@ -50,7 +50,7 @@ def mrf_state(model: MarkovRandomField) -> tuple[dict[str, Any], dict[str, np.nd
 
 
 def mrf_from_state(
-    meta: dict[str, Any],
+    meta: object,
     arrays: dict[str, np.ndarray],
     where: str | os.PathLike,
     max_cells: int | None = None,
@@ -67,14 +67,14 @@ def mrf_from_state(
         domain = Domain(tuple(_strs(meta["names"])), tuple(_ints(meta["sizes"])))
         d = len(domain)
         cliques = [tuple(_ints(c, d)) for c in meta["cliques"]]
-        edges = [tuple(_ints(e, len(cliques))) for e in meta["tree_edges"]]
+        edges = [_pair(_ints(e, len(cliques))) for e in meta["tree_edges"]]
         chordal = nx.Graph()
         chordal.add_nodes_from(range(d))
         chordal.add_edges_from(tuple(_ints(e, d)) for e in meta["chordal_edges"])
         total = float(meta["total"])
         if any(list(c) != sorted(set(c)) or not c for c in cliques):
             raise ValueError("a clique is empty or not sorted")
-        if len(edges) != max(len(cliques) - 1, 0) or any(len(e) != 2 for e in edges):
+        if len(edges) != max(len(cliques) - 1, 0):
             raise ValueError("the tree edges do not join the cliques")
         check_model_size(model_size(domain, cliques), max_cells)
         tree = JunctionTree(domain, chordal, cliques, edges)
@@ -106,6 +106,13 @@ def potentials_bound(max_cells: int | None) -> Callable[[str], int | None]:
     """The container's ``array_bytes`` bound for a model's arrays (float64 potentials)."""
     limit = 8 * (DEFAULT_MAX_CELLS if max_cells is None else int(max_cells))
     return lambda name: limit if name == POTENTIALS else None
+
+
+def _pair(values: list[int]) -> tuple[int, int]:
+    """A tree edge: exactly two clique indices."""
+    if len(values) != 2:
+        raise ValueError("the tree edges do not join the cliques")
+    return values[0], values[1]
 
 
 def _ints(values: Any, bound: int | None = None) -> list[int]:

@@ -66,8 +66,11 @@ def _positive_int(value: object, name: str, minimum: int = 1) -> int:
 
 
 def _finite(value: object, name: str, *, positive: bool) -> float:
-    ok = isinstance(value, int | float | np.floating | np.integer) and not isinstance(value, bool)
-    number = float(value) if ok else math.nan
+    number = (
+        float(value)
+        if isinstance(value, int | float | np.floating | np.integer) and not isinstance(value, bool)
+        else math.nan
+    )
     if not (math.isfinite(number) and (number > 0 if positive else number >= 0)):
         bound = "> 0" if positive else ">= 0"
         raise PrivacyBudgetError(f"{name} must be a finite number {bound}; got {value!r}.")

@@ -84,7 +84,9 @@ class PrivacyLedger:
             raise PrivacyBudgetError("give both epsilon and delta for a budget, or neither.")
         self.epsilon_budget = epsilon
         self.delta = delta
-        self.budget_rho = rho if epsilon is None else epsilon_to_rho(epsilon, delta)
+        self.budget_rho = (
+            rho if epsilon is None or delta is None else epsilon_to_rho(epsilon, delta)
+        )
         self._releases: list[Release] = []
 
     @property
@@ -250,7 +252,7 @@ class PrivacyLedger:
             budget = (
                 f"budget (epsilon, delta) = ({self.epsilon_budget:.4g}, "
                 f"{round_up(self.delta, 2)}); "
-                if self.epsilon_budget is not None
+                if self.epsilon_budget is not None and self.delta is not None
                 else "budget: "
             )
             lines.append(

@@ -395,7 +395,7 @@ def expand(key: bytes, label: bytes, n: int, start: int = 0) -> np.ndarray:
     size = int(n) * 8 + skip
     # update_into may ask for block size - 1 spare bytes past the output (older releases do).
     out = np.empty(size + _AES_BLOCK_BYTES - 1, dtype=np.uint8)
-    view = memoryview(out)
+    view = out.data
     zeros = memoryview(bytes(min(size, _PRG_CHUNK_BYTES)))
     for begin in range(0, size, _PRG_CHUNK_BYTES):
         stop = min(begin + _PRG_CHUNK_BYTES, size)

@@ -31,7 +31,7 @@ import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, PrivacyError, VertimrfError
@@ -123,6 +123,8 @@ class ProtocolConfig:
     max_rows: int | None = None
     max_memory_gb: float | None = None
     run_nonce: str = ""
+    if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
+        _hash: ClassVar[str]
 
     @classmethod
     def from_preset(
@@ -228,7 +230,7 @@ class ProtocolConfig:
         check_plan(self)
 
     def __hash__(self) -> int:
-        return hash(self._hash)  # type: ignore[attr-defined]
+        return hash(self._hash)
 
     def _check_run(self) -> None:
         binned = self.options.binned if isinstance(self.options, PaperOptions) else None
@@ -422,7 +424,7 @@ class ProtocolConfig:
     def config_hash(self) -> str:
         """SHA-256 of the canonical JSON form, computed once when the config was made; every
         message carries it."""
-        return self._hash  # type: ignore[attr-defined,no-any-return]
+        return self._hash
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the config as JSON (atomically)."""

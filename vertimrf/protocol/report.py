@@ -87,7 +87,7 @@ class ProtocolReport:
     n_hat: int
     model: str
     cross_edges: tuple[tuple[str, str], ...]
-    cross_measured: tuple[tuple[str, str], ...]
+    cross_measured: tuple[tuple[str, ...], ...]
     n_local_measurements: int
     iterations: tuple[int, ...]
     seconds: dict[str, float] = field(default_factory=dict)
@@ -135,25 +135,28 @@ class ProtocolReport:
 
     def _privacy_lines(self) -> list[str]:
         run = f"VertiMRF-{self.method.upper()} run"
-        if self.dp_guarantee:
-            lines = [
-                f"{run}: differentially private; budget (epsilon, delta) = "
-                f"({self.epsilon:.4g}, {round_up(self.delta, 2)}); spent epsilon = "
-                f"{round_up(self.total_epsilon)}"
-            ]
-        else:
-            b = self.fm_bound
+        spent = self.total_epsilon
+        if spent is None:
             lines = [
                 f"{run}: NOT differentially private. The paper's FM sketches share each "
                 "record's hash value across its attributes' registers, so the claimed "
                 f"(epsilon, delta) = ({self.epsilon:.4g}, {round_up(self.delta, 2)}) does not "
-                "hold.",
-                f"Worst case at epsilon = {b.epsilon:g}: delta >= {b.delta_two:.2g} for a "
-                f"record that is the only holder of its values in 2 columns, >= "
-                f"{b.delta_all:.2g} in all {b.columns} (t = {b.t}, eps' = {b.eps_prime:.4g}, "
-                f"k_p = {b.k_p}, alpha_min = {b.alpha_min}).",
+                "hold."
             ]
+            b = self.fm_bound
+            if b is not None:
+                lines.append(
+                    f"Worst case at epsilon = {b.epsilon:g}: delta >= {b.delta_two:.2g} for a "
+                    f"record that is the only holder of its values in 2 columns, >= "
+                    f"{b.delta_all:.2g} in all {b.columns} (t = {b.t}, "
+                    f"eps' = {b.eps_prime:.4g}, k_p = {b.k_p}, alpha_min = {b.alpha_min})."
+                )
             return lines + ([SEEDED_NOTE] if self.seeded else [])
+        lines = [
+            f"{run}: differentially private; budget (epsilon, delta) = "
+            f"({self.epsilon:.4g}, {round_up(self.delta, 2)}); spent epsilon = "
+            f"{round_up(spent)}"
+        ]
         lines += self._viewer_lines()
         if self.seeded:
             lines.append(SEEDED_NOTE)
@@ -173,7 +176,8 @@ class ProtocolReport:
         return [
             "guarantee per viewer (the noise it does not know; epsilon at this delta): "
             + "; ".join(
-                f"{v} {round_up(self._viewer_epsilon(r))}" for v, r in self.viewers.items()
+                f"{v} {round_up(rho_to_epsilon(r, self.delta)) if r > 0 else 0}"
+                for v, r in self.viewers.items()
             ),
             COLLUSION_NOTE,
         ]

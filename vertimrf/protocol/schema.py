@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from vertimrf.errors import MessageError
 from vertimrf.protocol.config import ProtocolConfig
@@ -84,6 +84,10 @@ class Fields:
         value = repr(self._data[key])[:80]
         return MessageError(f"{self.where}: field {key!r} must be {want}; got {value}.")
 
+    @overload
+    def text(self, key: str) -> str: ...
+    @overload
+    def text(self, key: str, *, optional: bool) -> str | None: ...
     def text(self, key: str, *, optional: bool = False) -> str | None:
         value = self._get(key)
         if value is None and optional:
@@ -98,6 +102,10 @@ class Fields:
             raise self._bad(key, "true or false")
         return value
 
+    @overload
+    def integer(self, key: str) -> int: ...
+    @overload
+    def integer(self, key: str, *, optional: bool) -> int | None: ...
     def integer(self, key: str, *, optional: bool = False) -> int | None:
         value = self._get(key)
         if value is None and optional:
@@ -106,6 +114,10 @@ class Fields:
             raise self._bad(key, "an integer")
         return value
 
+    @overload
+    def number(self, key: str) -> float: ...
+    @overload
+    def number(self, key: str, *, optional: bool) -> float | None: ...
     def number(self, key: str, *, optional: bool = False) -> float | None:
         value = self._get(key)
         if value is None and optional:
@@ -145,6 +157,10 @@ class Fields:
             raise self._bad(key, "a list of objects")
         return [Fields(v, f"{self.where}: {key}[{i}]") for i, v in enumerate(value)]
 
+    @overload
+    def object(self, key: str) -> Fields: ...
+    @overload
+    def object(self, key: str, *, optional: bool) -> Fields | None: ...
     def object(self, key: str, *, optional: bool = False) -> Fields | None:
         value = self._get(key)
         if value is None and optional:

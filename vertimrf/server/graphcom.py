@@ -62,7 +62,8 @@ def join_graphs(
     chordal = triangulate(graph, domain)
     scores = {p: dependence_score(pair_table(*p)) for p in cross_pairs}
     limit = math.ceil(edge_fraction * len(cross_pairs))
-    added, rejected = [], []
+    added: list[tuple[int, int]] = []
+    rejected: list[tuple[int, int]] = []
     for pair in sorted(scores, key=lambda p: (-scores[p], p)):
         if len(added) >= limit:
             break

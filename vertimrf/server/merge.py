@@ -32,7 +32,8 @@ class MergedSketches:
         noises = {s.noise for s in sketches}
         if len(ts) != 1 or len(noises) != 1:
             raise MessageError(
-                f"parties disagree on t {sorted(ts)} or on the sketch noise {sorted(noises)}; "
+                f"parties disagree on t {sorted(ts)} or on the sketch noise "
+                f"{sorted(map(str, noises))}; "
                 "all parties must use the protocol's t, gamma and per-sketch epsilon."
             )
         names = [n for s in sketches for n in s.domain.names]

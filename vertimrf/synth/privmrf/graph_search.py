@@ -122,8 +122,8 @@ def greedy_graph_search(
         adj[i] |= 1 << j
         adj[j] |= 1 << i
         base += w[i][j]
-    chordal = _edges(triangulate_masks(adj)[0])
+    chordal_edges = _edges(triangulate_masks(adj)[0])
     graph = nx.Graph()
     graph.add_nodes_from(range(d))
-    graph.add_edges_from(chordal)
-    return GraphSearchResult(_edges(adj), chordal, tuple(sorted(maximal_cliques(graph))))
+    graph.add_edges_from(chordal_edges)
+    return GraphSearchResult(_edges(adj), chordal_edges, tuple(sorted(maximal_cliques(graph))))

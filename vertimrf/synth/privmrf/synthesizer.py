@@ -476,6 +476,8 @@ class PrivMRF:
     def report(self) -> PrivMRFReport:
         """The privacy and model report of the fit (``str()`` it for a readable table)."""
         self._state("model")
+        if self._report is None:
+            raise ConfigError("this PrivMRF is not fitted; call fit(df, spec) first.")
         return self._report
 
 
