@@ -14,13 +14,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder
 from vertimrf.errors import ConfigError, DomainError
+
+
+class Encoder(Protocol):
+    """A user's encoder: ``encode(df)`` gives (n, d) codes over ``domain`` (``decode(codes)``
+    is used when present)."""
+
+    @property
+    def domain(self) -> Domain: ...
+
+    def encode(self, df: pd.DataFrame) -> np.ndarray: ...
+
+
+SpecLike = Domain | DomainSpec | TableEncoder | Encoder
 
 
 @dataclass(frozen=True)
@@ -65,7 +78,9 @@ def resolve_codec(spec: Any) -> TableCodec:
     return TableCodec(domain, encode, decode)
 
 
-def as_table(data: Any, spec: Any = None) -> tuple[EncodedTable, TableCodec]:
+def as_table(
+    data: pd.DataFrame | EncodedTable, spec: SpecLike | None = None
+) -> tuple[EncodedTable, TableCodec]:
     """``data`` (an EncodedTable, or a frame described by ``spec``) as an EncodedTable, and
     the codec that decodes codes of its domain back to frames."""
     if isinstance(data, EncodedTable):

@@ -33,7 +33,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from vertimrf.codec import TableCodec, as_table, resolve_codec
+from vertimrf.codec import SpecLike, TableCodec, as_table, resolve_codec
 from vertimrf.domain import Domain, EncodedTable, warn_small_table
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.mrf.cliques import histogram
@@ -138,7 +138,7 @@ class PrivMRF:
         self._report: PrivMRFReport | None = None
 
     # ----------------------------------------------------------------------------- fitting
-    def fit(self, data: pd.DataFrame | EncodedTable, spec: Any = None) -> PrivMRF:
+    def fit(self, data: pd.DataFrame | EncodedTable, spec: SpecLike | None = None) -> PrivMRF:
         """Fit on ``data``: an :class:`EncodedTable`, or a frame whose columns ``spec``
         describes (a Domain for integer-coded frames, a DomainSpec, or a TableEncoder);
         returns self."""
