@@ -16,12 +16,11 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from vertimrf.codec import as_table, resolve_codec
+from vertimrf.codec import SpecLike, as_table, resolve_codec
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError, DomainError
 
@@ -72,7 +71,7 @@ def _subset_tvd(a: np.ndarray, b: np.ndarray, shape: tuple[int, ...]) -> float:
 def tvd(
     real: pd.DataFrame | EncodedTable,
     synth: pd.DataFrame | EncodedTable,
-    spec: Any = None,
+    spec: SpecLike | None = None,
     ways: int = 3,
     n_marginals: int = 300,
     seed: int | None = 0,
@@ -109,7 +108,7 @@ class SVMResult:
 def svm_misclassification(
     real: pd.DataFrame,
     synthesizer_factory: Callable[[pd.DataFrame], pd.DataFrame],
-    spec: Any,
+    spec: SpecLike,
     label: str | int,
     folds: int = 5,
     seed: int | None = 0,
