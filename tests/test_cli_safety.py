@@ -174,13 +174,16 @@ def test_party_local_refuses_a_missing_folder_before_its_step_record(run, capsys
 
 
 def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
-    """SIGINT while the demo computes: one line, exit 130, no traceback, no output file."""
+    """SIGINT while the demo computes: one line, exit 130, no traceback, no output file.
+    The child gets SIGINT's default disposition back: a runner started in the background
+    (nohup, `&`) passes SIGINT on as ignored, and Python then installs no handler."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "vertimrf", "demo", "--quiet", "--json", "d.json"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout.readline().startswith("VertiMRF demo")  # it is computing now
