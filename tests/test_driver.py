@@ -22,7 +22,7 @@ from vertimrf.driver import (
     Message,
     MissingMessageError,
     PartyDriver,
-    ServerDriver,
+    local_run,
     run_in_process,
 )
 from vertimrf.errors import ConfigError, MessageError
@@ -113,26 +113,12 @@ def test_a_stuck_in_process_run_names_the_missing_message():
 # ------------------------------------------------------------------ resuming
 
 
-def _drivers(frame, cfg, keys, transport, state):
-    public = {n: k.public() for n, k in keys.items()}
-    server = ServerDriver(cfg, transport("server"), public_keys=public, seed=SEED)
-    parties = {
-        n: PartyDriver(
-            Party(
-                n,
-                frame[["id", *cols]],
-                cfg,
-                SECRET,
-                keypair=keys[n],
-                peers={q: k for q, k in public.items() if q != n},
-                seed=SEED,
-            ),
-            transport(n),
-            state_dir=state / n,
-        )  # fmt: skip
-        for n, cols in PARTIES.items()
-    }
-    return server, parties
+def _drivers(frame, cfg, keys, state, message_dir=None):
+    data = {n: frame[["id", *cols]] for n, cols in PARTIES.items()}
+    run = local_run(
+        data, cfg, SECRET, seed=SEED, message_dir=message_dir, state_dir=state, keys=keys
+    )
+    return run.server, {d.name: d for d in run.parties}
 
 
 @pytest.mark.parametrize("pipeline", ["select", "paper"])
@@ -147,11 +133,7 @@ def test_a_party_resumed_from_its_state_writes_the_same_bytes_and_releases_nothi
     keys = {n: KeyPair.generate(n) for n in PARTIES}
     frame = df.assign(id=np.arange(len(df)))
     mail = tmp_path / "mail"
-
-    def transport(role):
-        return DirectoryTransport(mail / role, mail)
-
-    server, parties = _drivers(frame, cfg, keys, transport, tmp_path / "state")
+    server, parties = _drivers(frame, cfg, keys, tmp_path / "state", mail)
     first = "release" if pipeline == "select" else "cross release"
     while any(first not in d.done for d in parties.values()):
         for role in [server, *parties.values()]:
@@ -167,7 +149,7 @@ def test_a_party_resumed_from_its_state_writes_the_same_bytes_and_releases_nothi
 
     monkeypatch.setattr(SecureParty, "release", refuse)
     monkeypatch.setattr(SecureParty, "features", refuse)
-    _, again = _drivers(frame, cfg, keys, transport, tmp_path / "state")
+    _, again = _drivers(frame, cfg, keys, tmp_path / "state", mail)
     run_in_process([server, *again.values()])
     for path, data in sent.items():
         assert (mail / path).read_bytes() == data
@@ -182,12 +164,11 @@ def test_a_state_folder_of_another_data_set_is_refused(tmp_path):
     cfg = _config(spec)
     keys = {n: KeyPair.generate(n) for n in PARTIES}
     frame = df.assign(id=np.arange(len(df)))
-    transport = InProcessTransport()
-    server, parties = _drivers(frame, cfg, keys, lambda role: transport, tmp_path)
+    server, parties = _drivers(frame, cfg, keys, tmp_path)
     run_in_process([server, *parties.values()])
     other = frame.assign(c0=(frame["c0"] + 1) % 6)
     with pytest.raises(MessageError, match="another party's, run's or data set's"):
-        _drivers(other, cfg, keys, lambda role: InProcessTransport(), tmp_path)
+        _drivers(other, cfg, keys, tmp_path)
 
 
 # ------------------------------------------------------------------ separate processes

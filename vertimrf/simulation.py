@@ -15,27 +15,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from vertimrf.domain import DomainSpec
-from vertimrf.driver import (
-    DirectoryTransport,
-    InProcessTransport,
-    PartyDriver,
-    ServerDriver,
-    Transport,
-    run_in_process,
-)
+from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, DomainError
-from vertimrf.party.roles import Party
 from vertimrf.protocol import ProtocolConfig, ProtocolReport
-from vertimrf.protocol.channels import KeyPair
-from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
-from vertimrf.protocol.seeds import SERVER, seeded_nonce, seeded_secret
+from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
 from vertimrf.vertical_model import VerticalModel
 
 ID_COLUMN = "__record_id__"
@@ -147,35 +136,12 @@ def _fit(
 ) -> VerticalModel:
     """Every party's and the server's driver, run in this process over one transport (files
     in ``message_dir`` when given); the server's fitted model."""
-    secure = isinstance(cfg.options, SecureOptions | SecurePaperOptions)
-    keys = {p.name: KeyPair.generate(p.name) for p in cfg.parties} if secure else {}
-    public = {name: k.public() for name, k in keys.items()}
-    shared = InProcessTransport()
-
-    def transport(role: str) -> Transport:
-        if message_dir is None:
-            return shared
-        return DirectoryTransport(Path(message_dir) / role, message_dir)
-
-    server = ServerDriver(
-        cfg, transport(SERVER), public_keys=public if secure else None, seed=seed,
+    data = {p.name: frame[[ID_COLUMN, *p.columns]] for p in cfg.parties}
+    run = local_run(
+        data, cfg, secret, seed=seed, id_column=ID_COLUMN, message_dir=message_dir,
         progress=progress,
     )  # fmt: skip
-    parties = [
-        PartyDriver(
-            Party(
-                p.name, frame[[ID_COLUMN, *p.columns]], cfg, secret, keypair=keys.get(p.name),
-                peers={q: k for q, k in public.items() if q != p.name} if secure else None,
-                id_column=ID_COLUMN, seed=seed, progress=progress,
-            ),
-            transport(p.name),
-        )
-        for p in cfg.parties
-    ]  # fmt: skip
-    seconds = run_in_process([server, *parties], progress=progress)
-    for driver in parties:
-        seconds.update({f"{driver.name} {k}": v for k, v in driver.party.timings.items()})
-    return server.fitted(seconds=seconds, message_bytes={d.name: d.sent_bytes for d in parties})
+    return run.fitted(run.run(progress=progress))
 
 
 def _build_config(

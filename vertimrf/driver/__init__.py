@@ -2,7 +2,7 @@
 protocol steps, run over a :class:`Transport` (in one process, or through inbox and outbox
 folders). ``simulate`` and the separate processes run the same steps."""
 
-from vertimrf.driver.inprocess import run_in_process
+from vertimrf.driver.inprocess import LocalRun, local_run, run_in_process
 from vertimrf.driver.party import PartyDriver
 from vertimrf.driver.role import RoleDriver, Step
 from vertimrf.driver.server import ServerDriver
@@ -17,6 +17,7 @@ from vertimrf.driver.transport import (
 __all__ = [
     "DirectoryTransport",
     "InProcessTransport",
+    "LocalRun",
     "Message",
     "MissingMessageError",
     "PartyDriver",
@@ -24,5 +25,6 @@ __all__ = [
     "ServerDriver",
     "Step",
     "Transport",
+    "local_run",
     "run_in_process",
 ]
