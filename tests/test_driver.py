@@ -6,6 +6,7 @@ simulate writes; a party resumed from its state folder spends nothing new."""
 from __future__ import annotations
 
 import contextlib
+import stat
 import subprocess
 import sys
 import time
@@ -153,6 +154,8 @@ def test_a_party_resumed_from_its_state_writes_the_same_bytes_and_releases_nothi
     run_in_process([server, *again.values()])
     for path, data in sent.items():
         assert (mail / path).read_bytes() == data
+    folder = next((tmp_path / "state" / "A").iterdir())
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700  # the party's private state
     assert all(d.done == parties[n].done + [s.name for s in d.steps()][len(parties[n].done) :]
                for n, d in again.items())  # fmt: skip
     synth = server.fitted().sample()
@@ -218,3 +221,20 @@ def test_two_parties_and_a_server_in_separate_processes_write_simulates_bytes(tm
     assert {p.name for p in mail.iterdir()} == {"server", *PARTIES}
     want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
     assert (tmp_path / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
+
+
+def test_a_server_whose_parties_never_join_stops_after_its_timeout(tmp_path):
+    """No party runs: the server process waits its bounded time for the first message,
+    then exits with one line naming the missing message, and writes nothing."""
+    df, spec = _table(50)
+    _config(spec, method="fo").save(tmp_path / "config.json")
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "vertimrf.driver", "server", "--config", "config.json",
+         "--inbox", "mail/server", "--outbox", "mail", "--timeout", "1", "--out", "synth.csv"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "the local from A to server did not arrive within 1 s" in lines[0]
+    assert time.monotonic() - start < 60 and not (tmp_path / "synth.csv").exists()

@@ -47,6 +47,8 @@ class PartyState:
             if not isinstance(steps, dict):
                 raise MessageError(f"{self._record}: malformed party state record.")
             self.steps = steps
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)  # private: the shares live here
 
     @property
     def shares(self) -> Path:
@@ -64,7 +66,6 @@ class PartyState:
                 fh.write(data)
             digests[f"{message.receiver}.{message.kind}"] = hashlib.sha256(data).hexdigest()
         self.steps[step] = digests
-        os.chmod(self.folder, 0o700)
         atomic_write_text(self._record, json.dumps({**self._head, "steps": self.steps}) + "\n")
 
     def sent(self, step: str, sender: str) -> dict[Message, bytes]:

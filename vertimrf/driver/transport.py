@@ -141,9 +141,8 @@ class DirectoryTransport:
         are already there)."""
         path = self.outbox / message.receiver / message.file_name
         if path.exists():
-            if path.stat().st_size != len(memoryview(data).cast("B")) or _digest(
-                path.read_bytes()
-            ) != _digest(data):
+            same = path.stat().st_size == memoryview(data).nbytes
+            if not same or _digest(path.read_bytes()) != _digest(data):
                 raise _refuse_other(message)
             return
         with atomic_open(path, "wb") as fh:
