@@ -18,7 +18,7 @@ recorded messages are resent; a later step in a new process reads what it needs 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from vertimrf.driver import codec
 from vertimrf.driver.role import Outputs, RoleDriver, Step
@@ -94,33 +94,16 @@ class PartyDriver(RoleDriver):
         return (*blobs, self._from_server("deal"))
 
     # ------------------------------------------------------------------ running
-    def gather(self, step: Step) -> dict[Message, bytes]:
-        """The step's inputs; none for a step the state records as done."""
-        if self.state is not None and step.name in self.state.steps:
-            return {}
-        return super().gather(step)
+    def recorded(self, step: Step) -> Mapping[Message, bytes] | None:
+        """What ``step`` sent, if the state records it as done."""
+        if self.state is None or step.name not in self.state.steps:
+            return None
+        return self.state.sent(step.name, self.name)
 
-    def execute(
-        self,
-        step: Step,
-        inputs: Mapping[Message, bytes],
-        keep: Callable[[Outputs], None] | None = None,
-    ) -> None:
-        """Run ``step``, keep its outputs in the state before they leave, and send them;
-        a step the state records as done is not run again: what it sent is resent."""
-        state = self.state
-        if state is not None and step.name in state.steps:
-            self.send(state.sent(step.name, self.name))
-            self.done.append(step.name)
-            return
-
-        def record(outputs: Outputs) -> None:
-            if state is not None:
-                state.record(step.name, outputs)
-            if keep is not None:
-                keep(outputs)
-
-        super().execute(step, inputs, keep=record)
+    def keep(self, step: Step, outputs: Outputs) -> None:
+        """Record ``step`` and its outputs in the state before they leave."""
+        if self.state is not None:
+            self.state.record(step.name, outputs)
         self._computed.add(step.name)
 
     # ------------------------------------------------------------------ step bodies

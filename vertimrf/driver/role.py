@@ -52,22 +52,33 @@ class RoleDriver:
                 return step
         return None
 
+    def recorded(self, step: Step) -> Mapping[Message, bytes] | None:
+        """What ``step`` sent in an earlier run of this role, if it is recorded as done
+        (then it is resent, not run again); None here (a role that keeps no state)."""
+        return None
+
+    def keep(self, step: Step, outputs: Outputs) -> None:
+        """Called with ``step``'s outputs before they are sent (a role that keeps no state
+        does nothing)."""
+
     def gather(self, step: Step) -> dict[Message, bytes]:
-        """The step's input messages (MissingMessageError if one has not arrived)."""
+        """The step's input messages (MissingMessageError if one has not arrived); none for
+        a step already recorded."""
+        if self.recorded(step) is not None:
+            return {}
         return {m: self.transport.receive(m) for m in step.inputs}
 
-    def execute(
-        self,
-        step: Step,
-        inputs: Mapping[Message, bytes],
-        keep: Callable[[Outputs], None] | None = None,
-    ) -> None:
-        """Run the step on its inputs and send its outputs (after ``keep(outputs)``)."""
+    def execute(self, step: Step, inputs: Mapping[Message, bytes]) -> None:
+        """Run the step on its inputs, :meth:`keep` its outputs and send them; a recorded
+        step is not run again: what it sent is resent."""
         start = time.perf_counter()
-        outputs = step.body(inputs)
-        if keep is not None:
-            keep(outputs)
-        self.send(outputs)
+        resent = self.recorded(step)
+        if resent is None:
+            outputs = step.body(inputs)
+            self.keep(step, outputs)
+            self.send(outputs)
+        else:
+            self.send(resent)
         self.done.append(step.name)
         self.seconds[step.name] = self.seconds.get(step.name, 0.0) + time.perf_counter() - start
 
