@@ -14,6 +14,7 @@ from scipy import special, stats
 
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.driver import local_run
 from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.ddg import ddg_rho
@@ -30,8 +31,8 @@ SECRET = bytes(range(32))
 P_REJECT = 1e-6
 
 
-def _setup(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=True):
-    """A random table split over parties, their SecureParty objects and the server."""
+def _split(sizes_by_party, n, seed, *, epsilon=1.0, rows=None):
+    """A random table over the parties' columns, the config and each party's columns."""
     rng = np.random.default_rng(seed)
     spec_dict, parties, cols = {}, [], {}
     for p, sizes in enumerate(sizes_by_party):
@@ -41,11 +42,16 @@ def _setup(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=True):
             cols[name] = rng.integers(0, u, n)
         parties.append((f"P{p}", names))
     spec = DomainSpec.from_dict(spec_dict)
-    frame = pd.DataFrame(cols)
     cfg = ProtocolConfig.from_preset(
         "default", epsilon=epsilon, delta=1e-6, spec=spec, parties=parties, method="secure",
         max_rows=rows or max(1, n),
     )  # fmt: skip
+    return cfg, spec, pd.DataFrame(cols), parties
+
+
+def _setup(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=True):
+    """A random table split over parties, their SecureParty objects and the server."""
+    cfg, spec, frame, parties = _split(sizes_by_party, n, seed, epsilon=epsilon, rows=rows)
     keys = {name: KeyPair.generate(name) for name, _ in parties}
     public = {name: k.public() for name, k in keys.items()}
     members = {}
@@ -61,6 +67,23 @@ def _setup(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=True):
     table = TableEncoder(spec).table(frame).codes
     codes = {c: table[:, i].astype(np.int64) for i, c in enumerate(spec.names)}
     return cfg, spec, members, server, public, codes
+
+
+def _driven(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, before=None):
+    """A seeded run of the drivers in one process (each party's rows in its own order),
+    up to the step ``before`` (default: to the end); the config, the server's SecureServer
+    and the exact codes."""
+    cfg, spec, frame, parties = _split(sizes_by_party, n, seed, epsilon=epsilon, rows=rows)
+    data = {
+        name: frame[names].assign(id=np.arange(n)).sample(frac=1.0, random_state=seed)
+        for name, names in parties
+    }
+    run = local_run(data, cfg, SECRET, seed=seed)
+    run.run(before=before)
+    table = TableEncoder(spec).table(frame).codes
+    codes = {c: table[:, i].astype(np.int64) for i, c in enumerate(spec.names)}
+    assert run.server.server.secure is not None
+    return cfg, spec, run.server.server.secure, codes
 
 
 def _exchange(members, deals):
@@ -163,12 +186,7 @@ def test_released_noise_has_the_charged_variance():
     variance 1.5 sigma^2 per cell (a discrete Gaussian's variance is within 1e-10 of its
     sigma^2 at sigma >= 2). Own marginals carry N_Z(0, sigma^2). With m cells the sample
     variance has relative standard error sqrt(2 / m); the bounds are 6 standard errors."""
-    cfg, spec, members, server, public, codes = _setup(
-        [[40, 30], [50]], 2000, 3, epsilon=0.5, rows=2048
-    )
-    blobs = _exchange(members, server.deal(public))
-    releases = [m.release(blobs[n]) for n, m in members.items()]
-    server.select(releases)
+    cfg, spec, server, codes = _driven([[40, 30], [50]], 2000, 3, epsilon=0.5, rows=2048)
     plan, first = server.plan, server._first
     sigma = plan.sigma(SELECT, len(plan.all_pairs()))
     names = spec.names
@@ -209,10 +227,7 @@ def test_ledger_is_a_true_bound_and_agrees_with_dp_accounting():
     dp_accounting = pytest.importorskip("dp_accounting")
     from dp_accounting.rdp import rdp_privacy_accountant
 
-    cfg, spec, members, server, public, codes = _setup([[4, 3], [5], [2, 2]], 300, 1)
-    blobs = _exchange(members, server.deal(public))
-    request = server.select([m.release(blobs[n]) for n, m in members.items()])
-    server.synthesize([m.measure(request) for m in members.values()])
+    cfg, spec, server, codes = _driven([[4, 3], [5], [2, 2]], 300, 1)
     ledger = server.ledger
     assert ledger.total_rho <= ledger.budget_rho * (1 + 1e-9)
     eps = ledger.total_epsilon(cfg.delta)
@@ -238,10 +253,7 @@ def test_report_states_the_guarantee_per_viewer():
     dp_accounting = pytest.importorskip("dp_accounting")
     from dp_accounting.rdp import rdp_privacy_accountant
 
-    cfg, spec, members, server, public, codes = _setup([[4, 3], [5], [2, 2]], 300, 1)
-    blobs = _exchange(members, server.deal(public))
-    request = server.select([m.release(blobs[n]) for n, m in members.items()])
-    server.synthesize([m.measure(request) for m in members.values()])
+    cfg, spec, server, codes = _driven([[4, 3], [5], [2, 2]], 300, 1)
     report = server.report()
     ledger = server.ledger
 

@@ -11,6 +11,7 @@ import pytest
 
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.driver import Message, codec, local_run
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
@@ -45,29 +46,25 @@ def _config(spec: DomainSpec, n: int, epsilon: float = 2.0, **fields) -> Protoco
 
 
 def _run_parts(frame: pd.DataFrame, cfg: ProtocolConfig, seed: int):
-    """The local messages, the secure releases and the server of one paper-pipeline run."""
-    data = frame.assign(id=np.arange(len(frame)))
-    local = {
-        p.name: Party(p.name, data[["id", *p.columns]], cfg, SECRET, seed=seed, progress=False)
-        for p in cfg.parties
+    """The local messages and the secure releases that reach the server in one
+    paper-pipeline run of the drivers (each party's rows in its own order), and a server."""
+    data = {
+        p.name: frame[list(p.columns)]
+        .assign(id=np.arange(len(frame)))
+        .sample(frac=1.0, random_state=i)
+        for i, p in enumerate(cfg.parties)
     }
-    n_hat = local[cfg.count_party].release_count()
-    messages = {name: party.release(noisy_count=n_hat) for name, party in local.items()}
-    keys = {name: KeyPair.generate(name) for name in local}
-    public = {name: k.public() for name, k in keys.items()}
-    members = {
-        name: SecureParty(
-            name, data[["id", *cfg.party(name).columns]].sample(frac=1.0, random_state=seed),
-            cfg, SECRET, keys[name], {q: k for q, k in public.items() if q != name},
-            seed=seed, bins=messages[name].bins,
-        )
-        for name in local
-    }  # fmt: skip
+    run = local_run(data, cfg, SECRET, seed=seed)
+    run.run(before="fit")  # every step but the server's last
+    inbox = run.server.transport
     server = SecureServer(cfg, seed=seed)
-    deals = server.deal(public)
-    blobs = {name: m.features(deals[name]) for name, m in members.items()}
-    releases = [m.release({q: blobs[q][n] for q in members if q != n}) for n, m in members.items()]
-    return messages, members, releases, server
+    messages = {
+        n: codec.read_message(inbox.receive(Message(n, "server", "local")), cfg) for n in SIZES
+    }
+    releases = [
+        codec.read_release(inbox.receive(Message(n, "server", "cross")), server.plan) for n in SIZES
+    ]
+    return messages, releases, server
 
 
 def test_the_secure_estimates_are_the_exact_binned_cross_counts_plus_the_charged_noise():
@@ -77,7 +74,7 @@ def test_the_secure_estimates_are_the_exact_binned_cross_counts_plus_the_charged
     with probability below 2e-9; 24 + 8 + ... cells), and the noise is not all zero."""
     frame, spec = _frame(3000, 0)
     cfg = _config(spec, 4096)
-    messages, members, releases, server = _run_parts(frame, cfg, 3)
+    messages, releases, server = _run_parts(frame, cfg, 3)
     tables = server.cross_tables(releases)
     plan = server.plan
     codes = TableEncoder(spec).table(frame).codes
@@ -122,7 +119,7 @@ def test_messages_of_the_paper_pipeline_hold_no_raw_values():
     within-party marginals and no count (the count is the local message's), only the
     padded shares of the cross pairs."""
     frame, spec = _frame(800, 2)
-    messages, members, releases, server = _run_parts(frame, _config(spec, 1024), 5)
+    messages, releases, server = _run_parts(frame, _config(spec, 1024), 5)
     for msg in messages.values():
         assert msg.grr is None and msg.sketch is None
     for release in releases:
@@ -137,7 +134,7 @@ def test_the_paper_pipeline_is_reproducible_and_refuses_bad_inputs():
     first, _ = simulate(frame, config=cfg, seed=7)
     again, _ = simulate(frame, config=cfg, seed=7)
     pd.testing.assert_frame_equal(first, again)
-    messages, members, releases, server = _run_parts(frame, cfg, 6)
+    messages, releases, server = _run_parts(frame, cfg, 6)
     with pytest.raises(MessageError, match="secure releases"):
         Server(cfg, progress=False).synthesize(list(messages.values()))
     with pytest.raises(ConfigError, match="bin maps"):

@@ -1,6 +1,6 @@
 """Every argument of ``simulate`` / ``fit_vertical`` is honoured on every path: messages go
-through files in ``message_dir``, ``progress`` shows a bar, and the report times each
-phase."""
+through files in ``message_dir`` (the directory transport), ``progress`` shows a bar, and
+the report times each phase."""
 
 from __future__ import annotations
 
@@ -24,21 +24,22 @@ PATHS = {
     "fo": ({"method": "fo"}, {"release", *SERVER_PHASES}),
     "fm": ({"method": "fm", "allow_non_dp": True, "t": 64}, {"release", *SERVER_PHASES}),
 }
-# The files of each path: deals, feature blobs, releases and the request (secure), the
-# party messages (every other path) and the paper pipeline's cross releases.
+# The files of each path, as <receiver>/<sender>.<kind> (the directory transport): deals,
+# feature blobs, releases and the request (secure), the count and the party messages (every
+# other path) and the paper pipeline's cross releases.
+LOCAL = {"server/party0.local", "server/party1.local", "party1/party0.count"}
 FILES = {
     "secure": {
-        "party0.deal", "party1.deal", "party0-to-party1.blob", "party1-to-party0.blob",
-        "party0.select.vmrf", "party1.select.vmrf", "request.json",
-        "party0.measure.vmrf", "party1.measure.vmrf",
+        "party0/server.deal", "party1/server.deal", "party1/party0.blob", "party0/party1.blob",
+        "server/party0.select", "server/party1.select", "party0/server.request",
+        "party1/server.request", "server/party0.measure", "server/party1.measure",
     },
     "paper": {
-        "party0.vmrf", "party1.vmrf", "party0.deal", "party1.deal",
-        "party0-to-party1.blob", "party1-to-party0.blob", "party0.cross.vmrf",
-        "party1.cross.vmrf",
+        *LOCAL, "party0/server.deal", "party1/server.deal", "party1/party0.blob",
+        "party0/party1.blob", "server/party0.cross", "server/party1.cross",
     },
-    "fo": {"party0.vmrf", "party1.vmrf"},
-    "fm": {"party0.vmrf", "party1.vmrf"},
+    "fo": LOCAL,
+    "fm": LOCAL,
 }  # fmt: skip
 
 
@@ -57,7 +58,8 @@ def test_every_path_honours_message_dir_progress_and_times_each_phase(path, tmp_
         progress=True, **extra,
     )  # fmt: skip
     assert len(synth) == report.n_hat
-    assert {p.name for p in tmp_path.iterdir()} == FILES[path]
+    files = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert files == FILES[path]
     party = {k for k in report.seconds if k.startswith(NAMES)}
     assert set(report.seconds) - party == phases | {"sample"}
     assert all(v >= 0 for v in report.seconds.values())

@@ -221,8 +221,6 @@ class LocalParty:
         ``label`` and the data (see the class doc)."""
         if self._seed is not None:
             return self._noise, self._rng
-        if self._digest is None:
-            self._digest = table_digest(self._table, self._fingerprints)
         noise = KeyedSampler(
             self._local,
             "party-noise",
@@ -230,9 +228,16 @@ class LocalParty:
             self.name,
             step,
             *label,
-            self._digest,
+            self.data_digest(),
         )
         return noise, noise.generator()
+
+    def data_digest(self) -> str:
+        """SHA-256 of this party's records: their ID fingerprints and codes, in input order
+        (computed once)."""
+        if self._digest is None:
+            self._digest = table_digest(self._table, self._fingerprints)
+        return self._digest
 
     def _local_model(self, n_hat: int) -> LocalModel:
         domain = self.spec.domain

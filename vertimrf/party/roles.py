@@ -139,6 +139,22 @@ class Party:
             self.secure = self._make_secure(message.bins)
         return message
 
+    def resume_release(self, message: PartyMessage) -> None:
+        """The secure paper pipeline in a new process: set up the secure product on the bins
+        of this party's own local ``message`` (released by an earlier process), instead of
+        releasing again."""
+        if not isinstance(self.config.options, SecurePaperOptions) or message.party != self.name:
+            raise ConfigError(
+                "resume_release takes this party's own local message, in the secure paper pipeline."
+            )
+        self.secure = self._make_secure(message.bins)
+
+    def data_digest(self) -> str:
+        """SHA-256 of this party's records (their ID fingerprints and codes)."""
+        role = self.local if self.local is not None else self.secure
+        assert role is not None  # one of the two is made in __init__
+        return role.data_digest()
+
     # ------------------------------------------------------------------ secure product
     def _secure_role(self) -> SecureParty:
         how = (

@@ -298,9 +298,9 @@ class SecureParty:
         return release
 
     # ------------------------------------------------------------------ private state
-    def _data_hash(self) -> str:
+    def data_digest(self) -> str:
         """SHA-256 of this party's records: their ID fingerprints and codes, in input order
-        (computed once)."""
+        (computed once; its private state is bound to it)."""
         if self._digest is None:
             self._digest = table_digest(self._table, self._fingerprints)
         return self._digest
@@ -309,7 +309,7 @@ class SecureParty:
         return {
             "party": self.name,
             "config_hash": self.config.config_hash(),
-            "data": self._data_hash(),
+            "data": self.data_digest(),
             "binding": binding,
         }
 
@@ -444,7 +444,7 @@ class SecureParty:
             self.config.config_hash(),
             self.name,
             *label,
-            self._data_hash(),
+            self.data_digest(),
             self._state.get("deal_hash", ""),
         )
 

@@ -1,0 +1,163 @@
+"""PartyDriver: one data holder's steps over a transport, with its private state.
+
+The steps by method (see :class:`vertimrf.party.roles.Party`):
+
+* "fo" and "fm": ``release`` (the count party first sends its noisy count to the others;
+  every party sends its local message to the server);
+* "secure", select pipeline: ``features`` (the deal in, a masked-feature blob out to each
+  peer), ``release`` (the peers' blobs in, the first release out), ``measure`` (the
+  server's request in, the re-measurement out);
+* "secure", paper pipeline: ``release`` (as for "fo"), ``features``, ``cross release``.
+
+With a ``state_dir``, the party's private state for the run lives there
+(:class:`~vertimrf.driver.state.PartyState`): a step already done is not run again, its
+recorded messages are resent; a later step in a new process reads what it needs back
+(the deal, the kept shares, its own local message).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from vertimrf.driver import codec
+from vertimrf.driver.role import Outputs, RoleDriver, Step
+from vertimrf.driver.state import PartyState
+from vertimrf.driver.transport import Message, Transport
+from vertimrf.party.roles import Party
+from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.seeds import SERVER
+
+
+class PartyDriver(RoleDriver):
+    """Runs ``party``'s steps over ``transport``; its private state in ``state_dir``
+    (default: this object only)."""
+
+    def __init__(
+        self,
+        party: Party,
+        transport: Transport,
+        *,
+        state_dir: str | os.PathLike | None = None,
+    ) -> None:
+        super().__init__(transport)
+        self.party, self.name = party, party.name
+        cfg = party.config
+        self._hash = cfg.config_hash()
+        self._names = [p.name for p in cfg.parties]
+        self._peers = [q for q in self._names if q != self.name]
+        secure = isinstance(cfg.options, SecureOptions | SecurePaperOptions)
+        self._plan = SecurePlan.from_config(cfg) if secure else None
+        self.state = (
+            None
+            if state_dir is None
+            else PartyState(state_dir, self.name, self._hash, party.data_digest())
+        )
+        self._steps = self._make_steps()
+        self._computed: set[str] = set()  # the steps run in this process (not resent)
+
+    def __repr__(self) -> str:
+        return f"PartyDriver({self.name!r}, done={self.done})"
+
+    def steps(self) -> tuple[Step, ...]:
+        return self._steps
+
+    def _make_steps(self) -> tuple[Step, ...]:
+        options = self.party.config.options
+        if isinstance(options, SecureOptions):
+            return (
+                Step("features", (self._from_server("deal"),), self._features),
+                Step("release", self._secure_inputs(), self._select),
+                Step("measure", (self._from_server("request"),), self._measure),
+            )
+        count = self.party.config.count_party
+        inputs = () if self.name == count else (Message(count, self.name, "count"),)
+        local = Step("release", inputs, self._local)
+        if not isinstance(options, SecurePaperOptions):
+            return (local,)
+        return (
+            local,
+            Step("features", (self._from_server("deal"),), self._features),
+            Step("cross release", self._secure_inputs(), self._cross),
+        )
+
+    def _from_server(self, kind: str) -> Message:
+        return Message(SERVER, self.name, kind)
+
+    def _to_server(self, kind: str, data: bytes) -> Outputs:
+        return {Message(self.name, SERVER, kind): data}
+
+    def _secure_inputs(self) -> tuple[Message, ...]:
+        """The peers' blobs, and the deal (to reopen it in a new process)."""
+        blobs = tuple(Message(q, self.name, "blob") for q in self._peers)
+        return (*blobs, self._from_server("deal"))
+
+    # ------------------------------------------------------------------ running
+    def recorded(self, step: Step) -> Mapping[Message, bytes] | None:
+        """What ``step`` sent, if the state records it as done."""
+        if self.state is None or step.name not in self.state.steps:
+            return None
+        return self.state.sent(step.name, self.name)
+
+    def keep(self, step: Step, outputs: Outputs) -> None:
+        """Record ``step`` and its outputs in the state before they leave."""
+        if self.state is not None:
+            self.state.record(step.name, outputs)
+        self._computed.add(step.name)
+
+    # ------------------------------------------------------------------ step bodies
+    def _local(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        party, count = self.party, None
+        out: Outputs = {}
+        if inputs:
+            (data,) = inputs.values()
+            count = codec.read_count(data, self._hash)
+        else:
+            count = party.release_count()
+            for q in self._peers:
+                out[Message(self.name, q, "count")] = codec.count_bytes(count, self._hash)
+        message = party.release(noisy_count=count)
+        return {**out, **self._to_server("local", codec.message_bytes(message))}
+
+    def _features(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        if self.party.secure is None:  # the paper pipeline, its local release resent
+            self._resume_local()
+        (deal,) = inputs.values()
+        blobs = self.party.features(deal)
+        return {Message(self.name, q, "blob"): blob for q, blob in blobs.items()}
+
+    def _resume_local(self) -> None:
+        """Set up the secure product on the bins of the local message the state keeps."""
+        assert self.state is not None
+        local = self.state.sent("release", self.name)[Message(self.name, SERVER, "local")]
+        self.party.resume_release(codec.read_message(local, self.party.config))
+
+    def _blobs(self, inputs: Mapping[Message, bytes]) -> dict[str, bytearray]:
+        """The peers' blobs (the release decrypts them in place); when the features were
+        sent by an earlier process, the deal is reopened first."""
+        if "features" not in self._computed:
+            if self.party.secure is None:
+                self._resume_local()
+            assert self.party.secure is not None
+            self.party.secure.open_deal(inputs[self._from_server("deal")])
+        return {m.sender: bytearray(data) for m, data in inputs.items() if m.kind == "blob"}
+
+    def _select(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        release = self.party.secure_release(self._blobs(inputs))
+        if self.state is not None:
+            assert self.party.secure is not None
+            self.party.secure.save_state(self.state.shares)
+        return self._to_server("select", codec.release_bytes(release))
+
+    def _cross(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        release = self.party.secure_release(self._blobs(inputs))
+        return self._to_server("cross", codec.release_bytes(release))
+
+    def _measure(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        assert self._plan is not None and self.party.secure is not None
+        if "release" not in self._computed and self.state is not None:  # a new process
+            self.party.secure.load_state(self.state.shares)
+        (data,) = inputs.values()
+        request = codec.read_request(data, self._plan, self._hash)
+        return self._to_server("measure", codec.release_bytes(self.party.measure(request)))

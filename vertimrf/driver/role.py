@@ -1,0 +1,94 @@
+"""A role as a state machine over its protocol steps, each step reading its input messages
+from a transport, computing, and sending its output messages."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from vertimrf.driver.transport import Message, Transport
+
+# A step's outputs: the messages to send, and its sub-phases' seconds if it times them.
+Outputs = dict[Message, bytes | bytearray]
+Body = Callable[[Mapping[Message, bytes]], Outputs]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One protocol step: its name, the messages it needs and what it does with them."""
+
+    name: str
+    inputs: tuple[Message, ...]
+    body: Body
+
+
+class RoleDriver:
+    """Runs one role's steps in order over a transport (subclasses define the steps).
+
+    ``sent_bytes`` counts what the role sent; ``seconds`` holds each step's time (or the
+    sub-phases a step timed itself, in ``phase_seconds``, for the steps in
+    ``timed_inside``).
+    """
+
+    name: str
+    timed_inside: frozenset[str] = frozenset()
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self.done: list[str] = []
+        self.sent_bytes = 0
+        self.seconds: dict[str, float] = {}
+        self.phase_seconds: dict[str, float] = {}
+
+    def steps(self) -> tuple[Step, ...]:
+        """The role's steps, in order."""
+        raise NotImplementedError
+
+    def next_step(self) -> Step | None:
+        """The first step not yet run, or None when the role is done."""
+        for step in self.steps():
+            if step.name not in self.done:
+                return step
+        return None
+
+    def recorded(self, step: Step) -> Mapping[Message, bytes] | None:
+        """What ``step`` sent in an earlier run of this role, if it is recorded as done
+        (then it is resent, not run again); None here (a role that keeps no state)."""
+        return None
+
+    def keep(self, step: Step, outputs: Outputs) -> None:
+        """Called with ``step``'s outputs before they are sent (a role that keeps no state
+        does nothing)."""
+
+    def gather(self, step: Step) -> dict[Message, bytes]:
+        """The step's input messages (MissingMessageError if one has not arrived); none for
+        a step already recorded."""
+        if self.recorded(step) is not None:
+            return {}
+        return {m: self.transport.receive(m) for m in step.inputs}
+
+    def execute(self, step: Step, inputs: Mapping[Message, bytes]) -> None:
+        """Run the step on its inputs, :meth:`keep` its outputs and send them; a recorded
+        step is not run again: what it sent is resent."""
+        start = time.perf_counter()
+        resent = self.recorded(step)
+        if resent is None:
+            outputs = step.body(inputs)
+            self.keep(step, outputs)
+            self.send(outputs)
+        else:
+            self.send(resent)
+        self.done.append(step.name)
+        self.seconds[step.name] = self.seconds.get(step.name, 0.0) + time.perf_counter() - start
+
+    def send(self, outputs: Mapping[Message, bytes | bytearray]) -> None:
+        """Send each output message, counting its bytes."""
+        for message, data in outputs.items():
+            self.transport.send(message, data)
+            self.sent_bytes += len(data)
+
+    def run(self) -> None:
+        """Run every remaining step, each waiting for its inputs as the transport allows."""
+        while (step := self.next_step()) is not None:
+            self.execute(step, self.gather(step))

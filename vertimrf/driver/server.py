@@ -1,0 +1,161 @@
+"""ServerDriver: the coordinator's steps over a transport.
+
+The steps by method (see :class:`vertimrf.server.roles.Server`):
+
+* "fo" and "fm": ``fit`` (every party's local message in);
+* "secure", select pipeline: ``deal`` (one sealed deal out to each party), ``select`` (the
+  first releases in, the request out to each party), ``fit`` (the re-measurements in);
+* "secure", paper pipeline: ``deal``, then ``fit`` (the local messages and the parties'
+  cross releases in).
+
+After ``fit``, :meth:`ServerDriver.fitted` is the fitted model, its report and the
+generator the run's sampling continues from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from vertimrf.driver import codec
+from vertimrf.driver.role import Outputs, RoleDriver, Step
+from vertimrf.driver.transport import Message, Transport
+from vertimrf.errors import ConfigError, MessageError
+from vertimrf.mrf.model import MarkovRandomField
+from vertimrf.protocol.channels import KeyPair, PublicKey
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.report import ProtocolReport
+from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.seeds import SERVER, role_seed
+from vertimrf.server.roles import Server
+from vertimrf.vertical_model import VerticalModel
+
+
+class ServerDriver(RoleDriver):
+    """Runs the server's steps over ``transport``.
+
+    Args:
+        config: the run's config.
+        transport: the server's transport.
+        public_keys: method "secure": every party's public key (fingerprints compared out of
+            band), by name.
+        keypair: the server's key pair (default: a fresh one).
+        seed: the run seed (experiments only).
+        progress: show the fit's progress bars; None: only on a terminal.
+    """
+
+    name = SERVER
+    timed_inside = frozenset({"fit"})
+
+    def __init__(
+        self,
+        config: ProtocolConfig,
+        transport: Transport,
+        *,
+        public_keys: Mapping[str, PublicKey] | None = None,
+        keypair: KeyPair | None = None,
+        seed: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        super().__init__(transport)
+        secure = isinstance(config.options, SecureOptions | SecurePaperOptions)
+        if secure and public_keys is None:
+            raise ConfigError("method 'secure' needs every party's public key (public_keys=...).")
+        if keypair is None:
+            keypair = KeyPair.generate(SERVER)
+        self.config, self.seed = config, seed
+        self.server = Server(config, keypair=keypair, seed=seed, progress=progress)
+        self._keys = dict(public_keys or {})
+        self._names = [p.name for p in config.parties]
+        self._hash = config.config_hash()
+        self._plan = SecurePlan.from_config(config) if secure else None
+        self._fitted: tuple[MarkovRandomField, ProtocolReport, np.random.Generator] | None = None
+        self._steps = self._make_steps()
+
+    def __repr__(self) -> str:
+        return f"ServerDriver(method={self.config.method!r}, done={self.done})"
+
+    def steps(self) -> tuple[Step, ...]:
+        return self._steps
+
+    def _from_parties(self, kind: str) -> tuple[Message, ...]:
+        return tuple(Message(n, SERVER, kind) for n in self._names)
+
+    def _to_parties(self, kind: str, data: Mapping[str, bytes]) -> Outputs:
+        return {Message(SERVER, n, kind): data[n] for n in self._names}
+
+    def _make_steps(self) -> tuple[Step, ...]:
+        options = self.config.options
+        if isinstance(options, SecureOptions):
+            return (
+                Step("deal", (), self._deal),
+                Step("select", self._from_parties("select"), self._select),
+                Step("fit", self._from_parties("measure"), self._fit_secure),
+            )
+        local = self._from_parties("local")
+        if isinstance(options, SecurePaperOptions):
+            cross = self._from_parties("cross")
+            return (
+                Step("deal", (), self._deal),
+                Step("fit", (*local, *cross), self._fit_paper),
+            )
+        return (Step("fit", local, self._fit_paper),)
+
+    def fitted(
+        self,
+        *,
+        seconds: dict[str, float] | None = None,
+        message_bytes: dict[str, int] | None = None,
+    ) -> VerticalModel:
+        """The fitted model, with ``seconds`` and ``message_bytes`` added to its report."""
+        if self._fitted is None:
+            raise MessageError("the server has not fitted yet: run its steps first.")
+        model, report, rng = self._fitted
+        report = dataclasses.replace(
+            report,
+            seconds={**(seconds or {}), **report.seconds},
+            message_bytes=dict(message_bytes or {}),
+        )
+        return VerticalModel(model, self.config.spec, report, rng=rng)
+
+    # ------------------------------------------------------------------ step bodies
+    def _deal(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        return self._to_parties("deal", self.server.deal(self._keys))
+
+    def _releases(self, inputs: Mapping[Message, bytes], kind: str) -> list:
+        assert self._plan is not None
+        return [codec.read_release(d, self._plan) for m, d in inputs.items() if m.kind == kind]
+
+    def _select(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        request = self.server.select(self._releases(inputs, "select"))
+        data = codec.request_bytes(request, self._hash)
+        return self._to_parties("request", dict.fromkeys(self._names, data))
+
+    def _fit_secure(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        secure = self.server.secure
+        assert secure is not None
+        start = time.perf_counter()
+        rng = secure.fit(self._releases(inputs, "measure"))
+        self.phase_seconds["fit"] = time.perf_counter() - start
+        self._fitted = secure.model, secure.report(), rng
+        return {}
+
+    def _fit_paper(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        paper = self.server.paper
+        assert paper is not None
+        messages = [
+            codec.read_message(d, self.config) for m, d in inputs.items() if m.kind == "local"
+        ]
+        cross = self._releases(inputs, "cross") if self._plan is not None else None
+
+        def lap(phase: str, seconds: float) -> None:
+            self.phase_seconds[phase] = seconds
+
+        model, report = paper.fit(messages, seed=self.seed, callback=lap, secure_releases=cross)
+        rng = np.random.default_rng(None if self.seed is None else role_seed(self.seed, SERVER))
+        self._fitted = model, report, rng
+        return {}

@@ -1,0 +1,84 @@
+"""A party's private state for one run, in one folder: the step record (each step done,
+with the digest of every message it sent), a copy of what it sent, and the secure
+product's shares. A step re-run resends the recorded bytes and spends nothing new.
+
+The folder is ``state_dir/<first 16 hex digits of the config hash>``; its record names the
+party and a digest of its data, and a state of another party or data set is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from vertimrf.driver.transport import Message
+from vertimrf.errors import MessageError
+from vertimrf.io import atomic_open, atomic_write_text, read_json
+
+STATE_FORMAT = "vertimrf-party-driver-state/1"
+
+
+class PartyState:
+    """The private state of ``party`` in the run ``config_hash`` with data ``data_digest``."""
+
+    def __init__(
+        self, state_dir: str | os.PathLike, party: str, config_hash: str, data_digest: str
+    ) -> None:
+        self.folder = Path(state_dir) / config_hash[:16]
+        self._record = self.folder / "steps.json"
+        self._head = {
+            "format": STATE_FORMAT,
+            "party": party,
+            "config_hash": config_hash,
+            "data": data_digest,
+        }
+        self.steps: dict[str, dict[str, str]] = {}
+        if self._record.exists():
+            data = read_json(self._record, MessageError, "party state record")
+            if not isinstance(data, dict) or {k: data.get(k) for k in self._head} != self._head:
+                raise MessageError(
+                    f"{self._record}: this state is another party's, run's or data set's; "
+                    f"give {party!r}'s own state folder for this run and data."
+                )
+            steps = data.get("steps")
+            if not isinstance(steps, dict):
+                raise MessageError(f"{self._record}: malformed party state record.")
+            self.steps = steps
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)  # private: the shares live here
+
+    @property
+    def shares(self) -> Path:
+        """The secure product's private state file (shares and record-set digest)."""
+        return self.folder / "secure.state.vmrf"
+
+    def _copy(self, message: Message) -> Path:
+        return self.folder / "sent" / f"{message.receiver}.{message.kind}"
+
+    def record(self, step: str, outputs: Mapping[Message, bytes | bytearray]) -> None:
+        """Keep a copy of ``step``'s outputs, then record it as done."""
+        digests = {}
+        for message, data in outputs.items():
+            with atomic_open(self._copy(message), "wb") as fh:
+                fh.write(data)
+            digests[f"{message.receiver}.{message.kind}"] = hashlib.sha256(data).hexdigest()
+        self.steps[step] = digests
+        atomic_write_text(self._record, json.dumps({**self._head, "steps": self.steps}) + "\n")
+
+    def sent(self, step: str, sender: str) -> dict[Message, bytes]:
+        """The messages ``step`` sent, read back and checked against the record."""
+        out = {}
+        for key, digest in self.steps[step].items():
+            receiver, kind = key.split(".", 1)
+            message = Message(sender, receiver, kind)
+            data = self._copy(message).read_bytes()
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise MessageError(
+                    f"{self._copy(message)}: the kept copy of the {message} was altered; "
+                    "restore it or start the run afresh."
+                )
+            out[message] = data
+        return out

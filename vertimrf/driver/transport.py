@@ -1,0 +1,170 @@
+"""The seam between the roles: named messages, as bytes, from one role to another.
+
+A :class:`Message` names its sender, its receiver and its kind (``deal``, ``blob``,
+``select``, ...). A :class:`Transport` delivers it; how (a dictionary in one process, files
+carried between folders, later a network service) is the transport's business, so one
+driver serves every setting:
+
+* :class:`InProcessTransport`: one object shared by every role of a run in one process;
+* :class:`DirectoryTransport`: an inbox and an outbox folder per role, for air-gapped sites
+  (an operator carries ``outbox/<receiver>/`` to the receiver's inbox, or the folders are
+  shared).
+
+Sending the same message twice is harmless (a re-run of a step writes the same bytes);
+sending other bytes under a name already used is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from vertimrf.errors import ConfigError, MessageError
+from vertimrf.io import atomic_open
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+# Polling a folder: the first wait, and the longest (the wait doubles up to it).
+FIRST_POLL = 0.01
+MAX_POLL = 0.5
+
+
+class MissingMessageError(MessageError):
+    """A message a role needs has not arrived (yet)."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """The name of one message: who sends it, who receives it and what it is."""
+
+    sender: str
+    receiver: str
+    kind: str
+
+    def __post_init__(self) -> None:
+        for field in (self.sender, self.receiver, self.kind):
+            if not isinstance(field, str) or not _NAME.fullmatch(field):
+                raise ConfigError(
+                    f"{field!r} cannot name a message's role or kind: use letters, digits, "
+                    "'_' and '-' (starting with a letter or digit)."
+                )
+
+    def __str__(self) -> str:
+        return f"{self.kind} from {self.sender} to {self.receiver}"
+
+    @property
+    def file_name(self) -> str:
+        """The message's file name in its receiver's inbox."""
+        return f"{self.sender}.{self.kind}"
+
+
+class Transport(Protocol):
+    """Delivers named messages between the roles of one run."""
+
+    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+        """Deliver ``data`` as ``message`` (again: a no-op if the bytes are the same)."""
+        ...
+
+    def receive(self, message: Message) -> bytes:
+        """The bytes of ``message``; :class:`MissingMessageError` if it does not arrive in time."""
+        ...
+
+
+def _digest(data: bytes | bytearray | memoryview) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def _refuse_other(message: Message) -> MessageError:
+    return MessageError(
+        f"the {message} was already sent with other bytes; a step re-run must send what it "
+        "sent first (remove the run's messages and state to start the run afresh)."
+    )
+
+
+class InProcessTransport:
+    """Every role of a run in one process: messages are held in memory. A message that
+    has not been sent raises :class:`MissingMessageError` at once (the in-process runner then runs
+    another role's step first)."""
+
+    def __init__(self) -> None:
+        self._messages: dict[Message, bytes] = {}
+
+    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+        """Hold ``data`` for ``message``'s receiver."""
+        old = self._messages.get(message)
+        if old is not None:
+            if _digest(old) != _digest(data):
+                raise _refuse_other(message)
+            return
+        self._messages[message] = bytes(data)
+
+    def receive(self, message: Message) -> bytes:
+        """The bytes sent as ``message``."""
+        try:
+            return self._messages[message]
+        except KeyError:
+            raise MissingMessageError(f"the {message} has not been sent yet.") from None
+
+
+class DirectoryTransport:
+    """One role's inbox and outbox folders.
+
+    ``send`` writes ``outbox/<receiver>/<sender>.<kind>`` atomically (whole or not at all);
+    ``receive`` reads ``inbox/<sender>.<kind>``, polling until it appears or ``timeout``
+    seconds pass (then :class:`MissingMessageError`). When every role's outbox is one shared folder
+    and its inbox that folder's subfolder of its name, the roles need no courier.
+    ``max_bytes`` bounds a message read.
+    """
+
+    def __init__(
+        self,
+        inbox: str | os.PathLike,
+        outbox: str | os.PathLike,
+        *,
+        timeout: float = 0.0,
+        max_bytes: int = 1 << 40,
+    ) -> None:
+        if not timeout >= 0:
+            raise ConfigError(f"timeout must be a non-negative number of seconds; got {timeout}.")
+        self.inbox, self.outbox = Path(inbox), Path(outbox)
+        self.timeout, self.max_bytes = float(timeout), int(max_bytes)
+
+    def __repr__(self) -> str:
+        return f"DirectoryTransport(inbox={str(self.inbox)!r}, outbox={str(self.outbox)!r})"
+
+    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+        """Write ``data`` to the receiver's folder in the outbox (unless those very bytes
+        are already there)."""
+        path = self.outbox / message.receiver / message.file_name
+        if path.exists():
+            same = path.stat().st_size == memoryview(data).nbytes
+            if not same or _digest(path.read_bytes()) != _digest(data):
+                raise _refuse_other(message)
+            return
+        with atomic_open(path, "wb") as fh:
+            fh.write(data)
+
+    def receive(self, message: Message) -> bytes:
+        """The message's bytes from the inbox, waiting up to ``timeout`` seconds."""
+        path = self.inbox / message.file_name
+        deadline = time.monotonic() + self.timeout
+        wait = FIRST_POLL
+        while not path.exists():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise MissingMessageError(
+                    f"{path}: the {message} did not arrive within {self.timeout:g} s; check "
+                    f"that {message.sender} runs and that its outbox reaches this inbox."
+                )
+            time.sleep(min(wait, left))
+            wait = min(2 * wait, MAX_POLL)
+        size = path.stat().st_size
+        if size > self.max_bytes:
+            raise MessageError(
+                f"{path}: {size:,} bytes is more than the {self.max_bytes:,} a message may hold."
+            )
+        return path.read_bytes()
