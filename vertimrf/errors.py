@@ -45,5 +45,9 @@ class MessageError(VertimrfError, ValueError):
     """A party message file is corrupt, tampered with or inconsistent."""
 
 
+class MissingMessageError(MessageError):
+    """A message a role needs has not arrived (yet)."""
+
+
 class ChannelError(MessageError):
     """A deal or blob cannot be opened: wrong recipient, wrong run, replayed, foreign or altered."""

@@ -24,17 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from vertimrf.errors import ConfigError, MessageError
+from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.io import atomic_open
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Polling a folder: the first wait, and the longest (the wait doubles up to it).
 FIRST_POLL = 0.01
 MAX_POLL = 0.5
-
-
-class MissingMessageError(MessageError):
-    """A message a role needs has not arrived (yet)."""
 
 
 @dataclass(frozen=True)
