@@ -31,7 +31,7 @@ from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import Blob, SecureParty
 from vertimrf.protocol import PartyMessage, ProtocolConfig, ProtocolReport
 from vertimrf.protocol.channels import KeyPair
-from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, load_request, save_request
 from vertimrf.protocol.seeds import SERVER, role_seed, seeded_nonce, seeded_secret
@@ -107,11 +107,11 @@ def fit_vertical(
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
     frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
     with _folder(message_dir) as folder:
-        if isinstance(cfg.options, SecureOptions):
+        kind = rules(cfg)
+        if kind.selects:
             with _Phases(SECURE_PHASES, progress) as phases:
                 return _fit_secure(frame, cfg, secret, seed, folder, phases)
-        paper = isinstance(cfg.options, SecurePaperOptions)
-        secure = ("deal", "features", "cross release") if paper else ()
+        secure = ("deal", "features", "cross release") if kind.secure_product else ()
         with _Phases(("release", *secure, *SERVER_PHASES), progress) as phases:
             return _fit_messages(frame, cfg, secret, seed, folder, phases, progress)
 
@@ -166,7 +166,7 @@ def _fit_messages(
     messages, sizes = _exchange(members, cfg, folder)
     phases.lap("release")
     releases = None
-    if isinstance(cfg.options, SecurePaperOptions):
+    if rules(cfg).secure_product:  # the secure paper pipeline's cross release
         bins = {m.party: m.bins for m in messages}
         parties, server, inbox, blob_bytes = _secure_setup(
             frame, cfg, secret, seed, folder, phases, bins
