@@ -105,7 +105,6 @@ class MethodRules:
         return "lower the model caps, or raise max_memory_gb"
 
     # ------------------------------------------------------------------ messages
-
     def eps_prime(
         self, config: ProtocolConfig, t: int | None, locenc: float, epsilon: float, rho_enc: float
     ) -> float:
