@@ -23,7 +23,7 @@ from vertimrf.logs import progress_bar
 from vertimrf.party.roles import Party
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.vertical_model import VerticalModel
 
@@ -108,7 +108,7 @@ def local_run(
     transport, or over the directory transport in ``message_dir`` (``message_dir/<role>``
     is each role's inbox). With ``state_dir``, each party's private state lives in
     ``state_dir/<party>``."""
-    secure = isinstance(config.options, SecureOptions | SecurePaperOptions)
+    secure = rules(config).secure_product
     if keys is None:
         keys = {p.name: KeyPair.generate(p.name) for p in config.parties} if secure else {}
     public = {name: k.public() for name, k in keys.items()}

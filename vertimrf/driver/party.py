@@ -25,7 +25,7 @@ from vertimrf.driver.role import Outputs, RoleDriver, Step
 from vertimrf.driver.state import PartyState
 from vertimrf.driver.transport import Message, Transport
 from vertimrf.party.roles import Party
-from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.seeds import SERVER
 
@@ -47,7 +47,7 @@ class PartyDriver(RoleDriver):
         self._hash = cfg.config_hash()
         self._names = [p.name for p in cfg.parties]
         self._peers = [q for q in self._names if q != self.name]
-        secure = isinstance(cfg.options, SecureOptions | SecurePaperOptions)
+        secure = rules(cfg).secure_product
         self._plan = SecurePlan.from_config(cfg) if secure else None
         self.state = (
             None
@@ -64,8 +64,8 @@ class PartyDriver(RoleDriver):
         return self._steps
 
     def _make_steps(self) -> tuple[Step, ...]:
-        options = self.party.config.options
-        if isinstance(options, SecureOptions):
+        kind = rules(self.party.config)
+        if kind.selects:
             return (
                 Step("features", (self._from_server("deal"),), self._features),
                 Step("release", self._secure_inputs(), self._select),
@@ -74,7 +74,7 @@ class PartyDriver(RoleDriver):
         count = self.party.config.count_party
         inputs = () if self.name == count else (Message(count, self.name, "count"),)
         local = Step("release", inputs, self._local)
-        if not isinstance(options, SecurePaperOptions):
+        if not kind.secure_product:
             return (local,)
         return (
             local,

@@ -27,7 +27,7 @@ from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.protocol.channels import KeyPair, PublicKey
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.seeds import SERVER, role_seed
@@ -62,7 +62,7 @@ class ServerDriver(RoleDriver):
         progress: bool | None = None,
     ) -> None:
         super().__init__(transport)
-        secure = isinstance(config.options, SecureOptions | SecurePaperOptions)
+        secure = rules(config).secure_product
         if secure and public_keys is None:
             raise ConfigError("method 'secure' needs every party's public key (public_keys=...).")
         if keypair is None:
@@ -89,15 +89,15 @@ class ServerDriver(RoleDriver):
         return {Message(SERVER, n, kind): data[n] for n in self._names}
 
     def _make_steps(self) -> tuple[Step, ...]:
-        options = self.config.options
-        if isinstance(options, SecureOptions):
+        kind = rules(self.config)
+        if kind.selects:
             return (
                 Step("deal", (), self._deal),
                 Step("select", self._from_parties("select"), self._select),
                 Step("fit", self._from_parties("measure"), self._fit_secure),
             )
         local = self._from_parties("local")
-        if isinstance(options, SecurePaperOptions):
+        if kind.secure_product:
             cross = self._from_parties("cross")
             return (
                 Step("deal", (), self._deal),

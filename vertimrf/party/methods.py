@@ -15,7 +15,8 @@ from vertimrf.party.grr import grr_perturb
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.options import FMOptions, FOOptions, SecureOptions, SecurePaperOptions
+from vertimrf.protocol.methods import rules
+from vertimrf.protocol.options import FMOptions, FOOptions, SecurePaperOptions
 
 if TYPE_CHECKING:
     from vertimrf.domain import EncodedTable
@@ -130,7 +131,7 @@ PARTY_METHODS: dict[type, PartyMethod] = {
 
 def party_method(config: ProtocolConfig) -> PartyMethod:
     """The local-message strategy of ``config``'s method."""
-    if isinstance(config.options, SecureOptions):
+    if not rules(config).local_message:
         raise ConfigError(
             "the secure select pipeline has no local message: its parties are SecureParty "
             "objects (or Party, which runs features, secure_release and measure)."

@@ -33,7 +33,7 @@ from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.channels import KeyPair, PublicKey
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
-from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure import Marginal, Request
 from vertimrf.protocol.securemsg import SecureRelease
 
@@ -76,8 +76,8 @@ class Party:
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
-        secure = isinstance(config.options, SecureOptions | SecurePaperOptions)
-        if secure and (keypair is None or peers is None):
+        self._rules = rules(config)
+        if self._rules.secure_product and (keypair is None or peers is None):
             raise ConfigError(
                 "method 'secure' needs this party's keypair and its peers' public keys "
                 "(keypair=..., peers={name: public key})."
@@ -90,13 +90,13 @@ class Party:
             local_secret = keypair.local_secret()
         self.local: LocalParty | None = None
         self.secure: SecureParty | None = None
-        if isinstance(config.options, SecureOptions):
-            self.secure = self._make_secure(None)
-        else:
+        if self._rules.local_message:
             self.local = LocalParty(
                 name, data, config, secret, id_column=id_column, ids=ids, seed=seed,
                 local_secret=local_secret, progress=progress,
             )  # fmt: skip
+        elif self._rules.secure_product:  # the secure product starts at once
+            self.secure = self._make_secure(None)
 
     def __repr__(self) -> str:
         return f"Party({self.name!r}, method={self.config.method!r})"
@@ -135,7 +135,7 @@ class Party:
         party's, for every other party."""
         local = self._step(self.local, "release", "run features, secure_release and measure")
         message = local.release(noisy_count)
-        if isinstance(self.config.options, SecurePaperOptions):
+        if self._rules.secure_product:  # on the local message's bins
             self.secure = self._make_secure(message.bins)
         return message
 
@@ -143,7 +143,8 @@ class Party:
         """The secure paper pipeline in a new process: set up the secure product on the bins
         of this party's own local ``message`` (released by an earlier process), instead of
         releasing again."""
-        if not isinstance(self.config.options, SecurePaperOptions) or message.party != self.name:
+        paper = self._rules.local_message and self._rules.secure_product
+        if not paper or message.party != self.name:
             raise ConfigError(
                 "resume_release takes this party's own local message, in the secure paper pipeline."
             )
@@ -159,7 +160,7 @@ class Party:
     def _secure_role(self) -> SecureParty:
         how = (
             "run release first (the secure product uses its bins)"
-            if isinstance(self.config.options, SecurePaperOptions)
+            if self._rules.secure_product
             else "this method has no secure product"
         )
         return self._step(self.secure, "the secure product", how)
@@ -175,7 +176,7 @@ class Party:
 
     def measure(self, request: Request | Sequence[Marginal]) -> SecureRelease:
         """The secure select pipeline: the re-measurement the server requests."""
-        if not isinstance(self.config.options, SecureOptions):
+        if not self._rules.selects:
             raise ConfigError("measure is a step of the secure select pipeline only.")
         return self._secure_role().measure(request)
 

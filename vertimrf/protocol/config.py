@@ -40,7 +40,6 @@ from vertimrf.protocol.options import (
     DEFAULTS,
     FLAT_NAMES,
     PRESETS,
-    FMOptions,
     Options,
     PaperOptions,
     SecureOptions,
@@ -277,12 +276,6 @@ class ProtocolConfig:
                 f"method={self.method!r} refused: {NON_DP_REASON}. Use method='fo' (DP), or set "
                 "allow_non_dp=True (--allow-non-dp on the command line) to run the paper's method "
                 "for reproduction; its report will say it is NOT differentially private."
-            )
-        if isinstance(self.options, FMOptions) and self.options.hash == "xxh64":
-            raise PrivacyError(
-                "hash='xxh64' refused: xxh64 is not a keyed pseudorandom function, so hash values "
-                "can leak which records hold which values. Use hash='siphash24', or set "
-                "allow_non_dp=True to accept a run that is NOT differentially private."
             )
 
     def _check_finite(self) -> None:

@@ -1,13 +1,16 @@
 """What each method means to the protocol, in one place per method: its cross-party release
-(the budget's list of releases, the sketch epsilon'), and what a local message of it holds.
+(the budget's list of releases, the sketch epsilon'), what a local message of it holds, the
+secure product's layout and budget, and what its plan charges and costs.
 
 :func:`rules` gives the :class:`MethodRules` of a config, from the type of its options; the
 party's and the server's per-method code is in :mod:`vertimrf.party.methods` and
-:mod:`vertimrf.server.methods`. Importing this module imports no Numba code.
+:mod:`vertimrf.server.methods`. Importing this module imports no Numba code. The budget and
+the secure plan import this module, so the rules that use them import them when called.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -29,6 +32,10 @@ if TYPE_CHECKING:
     from vertimrf.protocol.budget import ProtocolBudget
     from vertimrf.protocol.config import ProtocolConfig
     from vertimrf.protocol.message import PartyMessage
+    from vertimrf.protocol.secure import SecurePlan
+
+# A role's estimated peak memory (bytes) with the domain's sizes replaced (see plan.py).
+PeakFn = Callable[[tuple[int, ...]], int]
 
 FM_MECHANISM = "fm_sketch"
 GRR_MECHANISM = "grr"
@@ -45,11 +52,59 @@ def pure_release(
 
 
 class MethodRules:
-    """A method's protocol rules; the base is a method whose local message holds no cross
-    release (the secure ones: their cross release is the secure product's)."""
+    """A method's protocol rules. The base's local message holds no cross release (the
+    secure ones: their cross release is the secure product's); the base has no secure
+    product, and its plan is the paper pipeline's (methods fo and fm)."""
 
     name: ClassVar[str]
+    # The method's steps: a local message (release_count, release), the secure product
+    # (a key pair per role, the deal, features and a secure release), the select step
+    # (the server's selection and the parties' re-measurement).
+    local_message: ClassVar[bool] = True
+    secure_product: ClassVar[bool] = False
+    selects: ClassVar[bool] = False
 
+    # ------------------------------------------------------------------ the plan
+    def secure_plan(
+        self,
+        config: ProtocolConfig,
+        *,
+        epsilon: float | None = None,
+        sizes: Sequence[int] | None = None,
+    ) -> SecurePlan | None:
+        """The secure product's plan (``epsilon`` and the domain's ``sizes`` replaced), or
+        None for a method without one."""
+        return None
+
+    def plan_releases(
+        self, config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
+    ) -> tuple[list[Release], list[Release]]:
+        """The fixed releases and the bounds of the run-time ones at ``epsilon``, in the order
+        the server's ledger charges them: here every party's local message and the bound of
+        its local PrivMRF (when it has one)."""
+        from vertimrf.protocol.budget import ProtocolBudget, expected_releases
+
+        fixed: list[Release] = []
+        bounds: list[Release] = []
+        budget = ProtocolBudget.from_config(config, epsilon=epsilon)
+        local_mrf = config.paper_options().local_mrf
+        for p in config.parties:
+            fixed += expected_releases(config, p.name, epsilon=epsilon)
+            if local_mrf:
+                what = f"local PrivMRF of {p.name}"
+                bounds.append(Release("bound", what, budget.rho_locmrf_party, 1, p.name))
+        return fixed, bounds
+
+    def model_cap(self, config: ProtocolConfig) -> float:
+        """The server's model cap: GraphCom's limit on all cliques."""
+        return config.paper_options().max_model_cells
+
+    def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
+        """What to change so that every role's peak fits ``limit`` bytes (``peak`` gives the
+        largest with the domain's sizes replaced)."""
+        return "lower the model caps, or raise max_memory_gb"
+
+    # ------------------------------------------------------------------ messages
     def eps_prime(
         self, config: ProtocolConfig, t: int | None, locenc: float, epsilon: float, rho_enc: float
     ) -> float:
@@ -86,13 +141,138 @@ class MethodRules:
 
 
 class SecureRules(MethodRules):
-    """Method "secure", the paper pipeline: local messages without a cross release."""
+    """Method "secure", the paper pipeline: local messages without a cross release, then
+    the secure product of the binned cross pairs (one feature group per attribute)."""
 
     name = "secure"
+    secure_product = True
+
+    def secure_plan(
+        self,
+        config: ProtocolConfig,
+        *,
+        epsilon: float | None = None,
+        sizes: Sequence[int] | None = None,
+    ) -> SecurePlan | None:
+        from vertimrf.protocol.secure import SecurePlan
+
+        return SecurePlan.from_config(config, epsilon=epsilon, sizes=sizes)
+
+    def plan_releases(
+        self, config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
+    ) -> tuple[list[Release], list[Release]]:
+        """The local messages' releases and bounds, then the secure product's release."""
+        from vertimrf.protocol.secure import SELECT
+
+        fixed, bounds = super().plan_releases(config, epsilon, plan)
+        assert plan is not None  # secure_plan gives one
+        fixed += plan.releases(SELECT, plan.all_pairs())
+        return fixed, bounds
+
+    def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
+        return "lower max_rows or the feature width, or raise max_memory_gb"
+
+    def plan_bins(self, config: ProtocolConfig) -> dict[str, int]:
+        """The secure product's bin count of each binned column: the local message's bins."""
+        bins = config.paper_options().bins
+        return {c: bins for c in config.binned_columns()}
+
+    def plan_groups(
+        self,
+        config: ProtocolConfig,
+        attrs: tuple[int, ...],
+        sizes: tuple[int, ...],
+        domain: Sequence[int],
+    ) -> tuple[tuple[int, ...], ...]:
+        """A party's feature groups (``attrs`` its attributes, ``sizes`` the measured
+        sizes, ``domain`` the domain's): here every attribute alone."""
+        return tuple((a,) for a in attrs)
+
+    def plan_shares(
+        self, config: ProtocolConfig, epsilon: float, rho: float
+    ) -> tuple[float, float, float, float]:
+        """The secure product's rho of the count, the first release and the re-measurement,
+        and the refine fraction: here only the first release, on the LocEnc share."""
+        from vertimrf.protocol.budget import ProtocolBudget
+
+        rho_select = ProtocolBudget.from_config(config, epsilon=epsilon).rho_locenc
+        return 0.0, rho_select, 0.0, 0.0
 
 
 class SecureSelectRules(SecureRules):
-    """Method "secure", the select pipeline: no local messages at all."""
+    """Method "secure", the select pipeline: no local messages at all; the secure product
+    releases every 2-way marginal and the count, then re-measures what the server selects."""
+
+    local_message = False
+    selects = True
+
+    def plan_releases(
+        self, config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
+    ) -> tuple[list[Release], list[Release]]:
+        """The first release; the re-measurement's bound is its share, whatever the request."""
+        from vertimrf.protocol.secure import SELECT
+
+        assert plan is not None  # secure_plan gives one
+        fixed = list(plan.releases(SELECT, plan.all_pairs()))
+        return fixed, [Release("bound", "re-measurement (any request)", plan.rho_measure)]
+
+    def model_cap(self, config: ProtocolConfig) -> float:
+        """The select pipeline's ceiling on the model's cells."""
+        return config.secure_options().max_total_cells
+
+    def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
+        """Bin the widest attribute when it alone sets the feature width and binning it fits."""
+        from vertimrf.protocol.secure import feature_width
+
+        sizes = tuple(int(u) for u in config.spec.domain.sizes)
+        widest = max(range(len(sizes)), key=sizes.__getitem__)
+        if feature_width(config) == sizes[widest] > 2:
+
+            def fits(u: int) -> bool:
+                return (
+                    peak(tuple(min(s, u) if i == widest else s for i, s in enumerate(sizes)))
+                    <= limit
+                )
+
+            lo, hi = 2, sizes[widest]  # fits(lo) is checked below; hi does not fit
+            if fits(lo):
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+                return (
+                    f"attribute {config.spec.names[widest]!r} has {sizes[widest]:,} values and "
+                    f"sets every party's feature width: bin it to at most {lo:,} values, or "
+                    "raise max_memory_gb"
+                )
+        return super().memory_hint(config, limit, peak)
+
+    def plan_bins(self, config: ProtocolConfig) -> dict[str, int]:
+        return {}
+
+    def plan_groups(
+        self,
+        config: ProtocolConfig,
+        attrs: tuple[int, ...],
+        sizes: tuple[int, ...],
+        domain: Sequence[int],
+    ) -> tuple[tuple[int, ...], ...]:
+        """Singles, then pairs and triples within the feature width."""
+        from vertimrf.protocol.secure import feature_groups, feature_width
+
+        return feature_groups(attrs, sizes, feature_width(config, domain))
+
+    def plan_shares(
+        self, config: ProtocolConfig, epsilon: float, rho: float
+    ) -> tuple[float, float, float, float]:
+        """The options' shares of rho, and their refine fraction."""
+        options = config.secure_options()
+        s = options.shares
+        return (
+            rho * s["count"],
+            rho * s["select"],
+            rho * s["measure"],
+            float(options.refine_fraction),
+        )
 
     def check_message(
         self, message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain

@@ -56,17 +56,15 @@ from dataclasses import dataclass, field, replace
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.zcdp import epsilon_to_rho
-from vertimrf.protocol.budget import ProtocolBudget, expected_releases
+from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
-from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
     MEASURE,
     SELECT,
     SecurePlan,
-    feature_width,
 )
 from vertimrf.protocol.securemsg import DIGEST_BYTES, MAX_WITHIN_CELLS, SEED_BYTES
 
@@ -193,21 +191,7 @@ def _releases(
     """The fixed releases and the bounds of the run-time ones at ``epsilon``, in the order
     the server's ledger charges them. Raises PrivacyBudgetError (from KLS's bound) when a
     cross release's noise component is below 1/2."""
-    fixed, bounds = [], []
-    select = isinstance(config.options, SecureOptions)
-    if not select:
-        budget = ProtocolBudget.from_config(config, epsilon=epsilon)
-        local_mrf = config.paper_options().local_mrf
-        for p in config.parties:
-            fixed += expected_releases(config, p.name, epsilon=epsilon)
-            if local_mrf:
-                what = f"local PrivMRF of {p.name}"
-                bounds.append(Release("bound", what, budget.rho_locmrf_party, 1, p.name))
-    if plan is not None:
-        fixed += plan.releases(SELECT, plan.all_pairs())
-        if select:
-            bounds.append(Release("bound", "re-measurement (any request)", plan.rho_measure))
-    return fixed, bounds
+    return rules(config).plan_releases(config, epsilon, plan)
 
 
 def _noise_scales(
@@ -308,9 +292,7 @@ def _check_budget(config: ProtocolConfig) -> None:
 def _secure_plan(
     config: ProtocolConfig, *, epsilon: float | None = None, sizes: tuple[int, ...] | None = None
 ) -> SecurePlan | None:
-    if not isinstance(config.options, SecureOptions | SecurePaperOptions):
-        return None
-    return SecurePlan.from_config(config, epsilon=epsilon, sizes=sizes)
+    return rules(config).secure_plan(config, epsilon=epsilon, sizes=sizes)
 
 
 def _pair_cells(plan: SecurePlan) -> int:
@@ -327,9 +309,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     shares = [sum(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     largest = [max(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     tables = _pair_cells(plan)
-    # the server's model cap: the select pipeline's ceiling, else GraphCom's limit
-    options = config.options
-    cap = options.max_total_cells if isinstance(options, SecureOptions) else options.max_model_cells
+    cap = rules(config).model_cap(config)
     roles = []
     for p, name in enumerate(names):
         d_p, g_p = len(plan.attrs[p]), len(plan.groups[p])
@@ -482,27 +462,7 @@ def _check_tables(config: ProtocolConfig) -> None:
 
 def _memory_hint(config: ProtocolConfig, limit: float) -> str:
     """What to change so that every role fits ``limit`` bytes."""
-    sizes = tuple(int(u) for u in config.spec.domain.sizes)
-    widest = max(range(len(sizes)), key=sizes.__getitem__)
-    name = config.spec.names[widest]
-    if isinstance(config.options, SecureOptions) and feature_width(config) == sizes[widest] > 2:
-
-        def fits(u: int) -> bool:
-            shrunk = tuple(min(s, u) if i == widest else s for i, s in enumerate(sizes))
-            return _peak(config, shrunk).peak <= limit
-
-        lo, hi = 2, sizes[widest]  # fits(lo) is checked below; hi does not fit
-        if fits(lo):
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-            return (
-                f"attribute {name!r} has {sizes[widest]:,} values and sets every party's "
-                f"feature width: bin it to at most {lo:,} values, or raise max_memory_gb"
-            )
-    if isinstance(config.options, SecureOptions | SecurePaperOptions):
-        return "lower max_rows or the feature width, or raise max_memory_gb"
-    return "lower the model caps, or raise max_memory_gb"
+    return rules(config).memory_hint(config, limit, lambda sizes: _peak(config, sizes).peak)
 
 
 def _check_memory(config: ProtocolConfig) -> None:

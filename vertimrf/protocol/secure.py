@@ -41,9 +41,9 @@ from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
-from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.methods import SecureRules, rules
+from vertimrf.protocol.options import SecureOptions
 from vertimrf.protocol.seeds import SERVER
 
 SELECT = "select"
@@ -167,8 +167,8 @@ class SecurePlan:
     ) -> SecurePlan:
         """The plan of ``config`` (which must use method="secure" and give max_rows);
         ``epsilon`` and ``sizes`` (the domain's) replace the config's, to cost variants."""
-        options = config.options
-        if not isinstance(options, SecureOptions | SecurePaperOptions):
+        method = rules(config)
+        if not isinstance(method, SecureRules):
             raise ConfigError(f"a secure plan needs method='secure'; got {config.method!r}.")
         if config.max_rows is None:
             raise ConfigError(
@@ -178,18 +178,16 @@ class SecurePlan:
             )
         names = config.spec.names
         index = {c: i for i, c in enumerate(names)}
-        paper = isinstance(options, SecurePaperOptions)
-        bins = options.bins if isinstance(options, SecurePaperOptions) else 0
-        binned = set(config.binned_columns()) if paper else set()
+        bins = method.plan_bins(config)
         domain = config.spec.domain.sizes if sizes is None else sizes
         sizes = tuple(
-            min(int(u), bins) if c in binned else int(u) for c, u in zip(names, domain, strict=True)
+            min(int(u), bins[c]) if c in bins else int(u)
+            for c, u in zip(names, domain, strict=True)
         )
-        width = 0 if paper else feature_width(config, domain)
         attrs, groups, offsets, widths = [], [], [], []
         for p in config.parties:
             own = tuple(sorted(index[c] for c in p.columns))
-            grp = tuple((a,) for a in own) if paper else feature_groups(own, sizes, width)
+            grp = method.plan_groups(config, own, sizes, domain)
             cells = [math.prod(sizes[a] for a in g) for g in grp]
             attrs.append(own)
             groups.append(grp)
@@ -197,15 +195,7 @@ class SecurePlan:
             widths.append(int(sum(cells)))
         epsilon = config.epsilon if epsilon is None else epsilon
         rho = epsilon_to_rho(epsilon, config.delta)
-        if isinstance(options, SecurePaperOptions):
-            rho_count, rho_measure, refine = 0.0, 0.0, 0.0
-            rho_select = ProtocolBudget.from_config(config, epsilon=epsilon).rho_locenc
-        else:
-            s = options.shares
-            rho_count, rho_select, rho_measure = (
-                rho * s[k] for k in ("count", "select", "measure")
-            )
-            refine = float(options.refine_fraction)
+        rho_count, rho_select, rho_measure, refine = method.plan_shares(config, epsilon, rho)
         return cls(
             names=tuple(p.name for p in config.parties),
             sizes=sizes,
@@ -220,7 +210,7 @@ class SecurePlan:
             rho_select=rho_select,
             rho_measure=rho_measure,
             refine_fraction=refine,
-            pipeline=options.PIPELINE,
+            pipeline=config.pipeline,
         )
 
     @property

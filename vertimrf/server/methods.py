@@ -12,10 +12,12 @@ import numpy as np
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.options import FMOptions, FOOptions, SecureOptions, SecurePaperOptions
 from vertimrf.protocol.report import FMBound, fm_worst_case
 from vertimrf.server.carest import CarEst
 from vertimrf.server.grr import grr_marginal
+from vertimrf.synth.privmrf.options import PrivMRFOptions
 
 if TYPE_CHECKING:
     from vertimrf.domain import Domain
@@ -72,6 +74,11 @@ class ServerMethod:
     def fm_bound(self, config: ProtocolConfig) -> FMBound | None:
         """The FM lower bounds on delta (the one non-DP method), else None."""
         return None
+
+    def search_options(self, config: ProtocolConfig) -> PrivMRFOptions:
+        """The secure server's model-search settings: here PrivMRF's defaults (the paper
+        pipeline's secure server selects nothing)."""
+        return PrivMRFOptions()
 
 
 class SecurePaperServer(ServerMethod):
@@ -201,18 +208,38 @@ class FMServer(ServerMethod):
         return fm_worst_case(config)
 
 
+class SecureSelectServer(ServerMethod):
+    """Method "secure", the select pipeline: no local messages (its server is a
+    :class:`~vertimrf.server.secure.SecureServer`); its model search has the options' caps."""
+
+    name = "secure"
+
+    def search_options(self, config: ProtocolConfig) -> PrivMRFOptions:
+        options = config.secure_options()
+        return PrivMRFOptions(
+            max_clique_cells=options.max_clique_cells,
+            max_total_cells=options.max_total_cells,
+        )
+
+
 SERVER_METHODS: dict[type, ServerMethod] = {
+    SecureOptions: SecureSelectServer(),
     SecurePaperOptions: SecurePaperServer(),
     FOOptions: FOServer(),
     FMOptions: FMServer(),
 }
 
 
+def server_strategy(config: ProtocolConfig) -> ServerMethod:
+    """The server strategy of ``config``'s method."""
+    return SERVER_METHODS[type(config.options)]
+
+
 def server_method(config: ProtocolConfig) -> ServerMethod:
-    """The server strategy of ``config``'s paper-pipeline method (the secure select
-    pipeline's server is :class:`vertimrf.server.secure.SecureServer`)."""
-    if isinstance(config.options, SecureOptions):
+    """The server strategy of ``config``'s method, which must have local messages (the
+    secure select pipeline's server is :class:`vertimrf.server.secure.SecureServer`)."""
+    if not rules(config).local_message:
         raise ConfigError(
             "the secure select pipeline has no local messages: its server is a SecureServer."
         )
-    return SERVER_METHODS[type(config.options)]
+    return server_strategy(config)

@@ -25,7 +25,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.protocol.channels import KeyPair, PublicKey
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
-from vertimrf.protocol.options import SecureOptions, SecurePaperOptions
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import Request
 from vertimrf.protocol.securemsg import SecureRelease
@@ -57,16 +57,15 @@ class Server:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
         self.config, self.seed = config, seed
-        if keypair is None and isinstance(config.options, SecureOptions | SecurePaperOptions):
+        self._rules = rules(config)
+        if keypair is None and self._rules.secure_product:
             keypair = KeyPair.generate(SERVER)
         self.paper: PaperServer | None = None
         self.secure: SecureServer | None = None
-        if isinstance(config.options, SecureOptions):
-            self.secure = SecureServer(config, seed=seed, keypair=keypair)
-        else:
+        if self._rules.local_message:
             self.paper = PaperServer(config, progress=progress, keypair=keypair)
-            if isinstance(config.options, SecurePaperOptions):
-                self.secure = SecureServer(config, seed=seed, keypair=keypair)
+        if self._rules.secure_product:
+            self.secure = SecureServer(config, seed=seed, keypair=keypair)
 
     def __repr__(self) -> str:
         return f"Server(method={self.config.method!r}, pipeline={self.config.pipeline!r})"
@@ -79,7 +78,7 @@ class Server:
 
     def select(self, releases: Sequence[SecureRelease]) -> Request:
         """The secure select pipeline: the re-measurement request, from the first releases."""
-        if not isinstance(self.config.options, SecureOptions) or self.secure is None:
+        if not self._rules.selects or self.secure is None:
             raise ConfigError("select is a step of the secure select pipeline only.")
         return self.secure.select(releases)
 

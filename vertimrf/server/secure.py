@@ -45,7 +45,6 @@ from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, ra
 from vertimrf.protocol.channels import KeyPair, PublicKey, expand
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
-from vertimrf.protocol.options import SecureOptions
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
@@ -59,9 +58,9 @@ from vertimrf.protocol.secure import (
 from vertimrf.protocol.securemsg import Deal, SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice, choose_bins
+from vertimrf.server.methods import server_strategy
 from vertimrf.synth.privmrf.graph_search import greedy_graph_search
 from vertimrf.synth.privmrf.initial_set import initial_marginals
-from vertimrf.synth.privmrf.options import PrivMRFOptions
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells
 
 STATE_KIND = "vertimrf-secure-server-state"
@@ -185,15 +184,7 @@ class SecureServer:
         # The server's own secret: its deal and its noise derive from it (see _randomness).
         self._secret = os.urandom(32) if keypair is None else keypair.local_secret()
         self.plan = SecurePlan.from_config(config)
-        options = config.options  # the select pipeline's caps; the paper one selects nothing
-        self.options = (
-            PrivMRFOptions(
-                max_clique_cells=options.max_clique_cells,
-                max_total_cells=options.max_total_cells,
-            )
-            if isinstance(options, SecureOptions)
-            else PrivMRFOptions()
-        )
+        self.options = server_strategy(config).search_options(config)
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self.seed = seed
         self._first: Tables | None = None
