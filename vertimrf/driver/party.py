@@ -133,15 +133,16 @@ class PartyDriver(RoleDriver):
         local = self.state.sent("release", self.name)[Message(self.name, SERVER, "local")]
         self.party.resume_release(codec.read_message(local, self.party.config))
 
-    def _blobs(self, inputs: Mapping[Message, bytes]) -> dict[str, bytearray]:
-        """The peers' blobs (the release decrypts them in place); when the features were
-        sent by an earlier process, the deal is reopened first."""
+    def _blobs(self, inputs: Mapping[Message, bytes]) -> dict[str, bytes]:
+        """The peers' blobs, as received (the release decrypts them into fresh arrays, so
+        they are not copied); when the features were sent by an earlier process, the deal
+        is reopened first."""
         if "features" not in self._computed:
             if self.party.secure is None:
                 self._resume_local()
             assert self.party.secure is not None
             self.party.secure.open_deal(inputs[self._from_server("deal")])
-        return {m.sender: bytearray(data) for m, data in inputs.items() if m.kind == "blob"}
+        return {m.sender: data for m, data in inputs.items() if m.kind == "blob"}
 
     def _select(self, inputs: Mapping[Message, bytes]) -> Outputs:
         release = self.party.secure_release(self._blobs(inputs))
