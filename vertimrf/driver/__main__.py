@@ -8,6 +8,7 @@ drivers; each role waits up to ``--timeout`` seconds for each message it needs.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 
@@ -54,10 +55,13 @@ def _server(args: argparse.Namespace, transport: DirectoryTransport) -> None:
     keypair = None if args.server_key is None else KeyPair.load(args.server_key)
     driver = ServerDriver(
         cfg, transport, public_keys=_public_keys(args.keys) if args.keys else None,
-        keypair=keypair, seed=args.seed, progress=False,
+        keypair=keypair, seed=args.seed, progress=False, state_dir=args.state,
     )  # fmt: skip
     driver.run()
-    atomic_write_text(args.out, driver.fitted().sample().to_csv(index=False))
+    model = driver.fitted()
+    atomic_write_text(args.out, model.sample().to_csv(index=False))
+    if args.report is not None:
+        atomic_write_text(args.report, json.dumps(model.report.to_dict(), indent=2) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--keys", nargs="*", default=[], help="every party's public key")
     server.add_argument("--server-key", help="the server's key pair")
     server.add_argument("--out", required=True, help="the synthetic CSV")
+    server.add_argument("--report", help="the report's JSON")
+    server.add_argument("--state", help="the server's run state folder (a restart resumes)")
     return parser
 
 

@@ -10,18 +10,28 @@ The steps by method (see :class:`vertimrf.server.roles.Server`):
 
 After ``fit``, :meth:`ServerDriver.fitted` is the fitted model, its report and the
 generator the run's sampling continues from.
+
+With a ``state_dir``, the server's run state lives there
+(:class:`~vertimrf.driver.server_state.ServerState`): a step already done (``deal``,
+``select``) is not run again, its recorded messages are resent; ``fit`` in a new process
+starts from the secure server's state kept with ``select``. ``fit`` sends nothing and is
+not recorded: a restarted server fits again from the messages in its inbox.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import tempfile
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 
 from vertimrf.driver import codec
 from vertimrf.driver.role import Outputs, RoleDriver, Step
+from vertimrf.driver.server_state import ServerState
 from vertimrf.driver.transport import Message, Transport
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
@@ -32,6 +42,7 @@ from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.roles import Server
+from vertimrf.server.secure import SecureServer
 from vertimrf.vertical_model import VerticalModel
 
 
@@ -46,6 +57,8 @@ class ServerDriver(RoleDriver):
         keypair: the server's key pair (default: a fresh one).
         seed: the run seed (experiments only).
         progress: show the fit's progress bars; None: only on a terminal.
+        state_dir: the server's run state folder (default: this object only); a restart
+            resumes from it with the same key pair and seed.
     """
 
     name = SERVER
@@ -60,6 +73,7 @@ class ServerDriver(RoleDriver):
         keypair: KeyPair | None = None,
         seed: int | None = None,
         progress: bool | None = None,
+        state_dir: str | os.PathLike | None = None,
     ) -> None:
         super().__init__(transport)
         secure = rules(config).secure_product
@@ -67,7 +81,7 @@ class ServerDriver(RoleDriver):
             raise ConfigError("method 'secure' needs every party's public key (public_keys=...).")
         if keypair is None:
             keypair = KeyPair.generate(SERVER)
-        self.config, self.seed = config, seed
+        self.config, self.seed, self._keypair = config, seed, keypair
         self.server = Server(config, keypair=keypair, seed=seed, progress=progress)
         self._keys = dict(public_keys or {})
         self._names = [p.name for p in config.parties]
@@ -75,6 +89,9 @@ class ServerDriver(RoleDriver):
         self._plan = SecurePlan.from_config(config) if secure else None
         self._fitted: tuple[MarkovRandomField, ProtocolReport, np.random.Generator] | None = None
         self._steps = self._make_steps()
+        self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)
+        self._inputs: Mapping[Message, bytes] = {}
+        self._computed: set[str] = set()  # the steps run in this process (not resent)
 
     def __repr__(self) -> str:
         return f"ServerDriver(method={self.config.method!r}, done={self.done})"
@@ -122,6 +139,49 @@ class ServerDriver(RoleDriver):
         )
         return VerticalModel(model, self.config.spec, report, rng=rng)
 
+    # ------------------------------------------------------------------ running
+    def recorded(self, step: Step) -> Mapping[Message, bytes] | None:
+        """What ``step`` sent, if the state records it as done."""
+        if self.state is None or step.name not in self.state.steps:
+            return None
+        return self.state.sent(step.name)
+
+    def execute(self, step: Step, inputs: Mapping[Message, bytes]) -> None:
+        """Run (or resend) ``step``, its inputs kept for :meth:`keep`."""
+        self._inputs = inputs
+        try:
+            super().execute(step, inputs)
+        finally:
+            self._inputs = {}
+
+    def keep(self, step: Step, outputs: Outputs) -> None:
+        """Record ``step`` (but ``fit``), what it received and sent, and after ``select``
+        the secure server's state, in one transaction before the outputs leave."""
+        self._computed.add(step.name)
+        if self.state is None or step.name == "fit":
+            return
+        kept = None
+        if step.name == "select":
+            assert self.server.secure is not None
+            with tempfile.TemporaryDirectory(dir=self.state.path.parent) as tmp:
+                path = Path(tmp) / "secure.state.vmrf"
+                self.server.secure.save_state(path)
+                kept = path.read_bytes()
+        self.state.record(step.name, self._inputs, outputs, secure_state=kept)
+
+    def _resume_select(self) -> None:
+        """In a new process after ``select``: the secure server from the state kept."""
+        assert self.state is not None
+        kept = self.state.secure_state("select")
+        if kept is None:
+            raise MessageError(f"{self.state.path}: the state lacks the server's select state.")
+        with tempfile.TemporaryDirectory(dir=self.state.path.parent) as tmp:
+            path = Path(tmp) / "secure.state.vmrf"
+            path.write_bytes(kept)
+            self.server.secure = SecureServer.load_state(
+                self.config, path, seed=self.seed, keypair=self._keypair
+            )
+
     # ------------------------------------------------------------------ step bodies
     def _deal(self, inputs: Mapping[Message, bytes]) -> Outputs:
         return self._to_parties("deal", self.server.deal(self._keys))
@@ -136,6 +196,8 @@ class ServerDriver(RoleDriver):
         return self._to_parties("request", dict.fromkeys(self._names, data))
 
     def _fit_secure(self, inputs: Mapping[Message, bytes]) -> Outputs:
+        if "select" not in self._computed and self.state is not None:  # a new process
+            self._resume_select()
         secure = self.server.secure
         assert secure is not None
         start = time.perf_counter()
