@@ -62,6 +62,8 @@ def _server(args: argparse.Namespace, transport: DirectoryTransport) -> None:
     atomic_write_text(args.out, model.sample().to_csv(index=False))
     if args.report is not None:
         atomic_write_text(args.report, json.dumps(model.report.to_dict(), indent=2) + "\n")
+    if driver.state is not None:
+        driver.state.close()
 
 
 def build_parser() -> argparse.ArgumentParser:
