@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -177,40 +178,47 @@ def test_a_state_folder_of_another_data_set_is_refused(tmp_path):
 # ------------------------------------------------------------------ separate processes
 
 
+def _role_files(tmp_path: Path, df: pd.DataFrame, cfg: ProtocolConfig) -> tuple[list, list]:
+    """The config, the group secret, every key pair (the server's too), the public keys and
+    each party's rows (shuffled, linked by ``rid``) as files in ``tmp_path``; the server's
+    and each party's arguments to ``python -m vertimrf.driver``, sharing the mail folder."""
+    cfg.save(tmp_path / "config.json")
+    (tmp_path / "secret.hex").write_text(SECRET.hex())
+    KeyPair.generate("server").save(tmp_path / "server.key")
+    for n, cols in PARTIES.items():
+        KeyPair.generate(n).save(tmp_path / f"{n}.key")
+        KeyPair.load(tmp_path / f"{n}.key").public().save(tmp_path / f"{n}.pub")
+        frame = df[cols].assign(rid=range(len(df))).sample(frac=1.0, random_state=len(n))
+        frame.to_csv(tmp_path / f"{n}.csv", index=False)
+    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
+              "--seed", str(SEED)]  # fmt: skip
+    server = ["server", *common, "--inbox", "mail/server", "--keys", "A.pub", "B.pub",
+              "--out", "synth.csv"]  # fmt: skip
+    parties = [
+        ["party", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}.csv",
+         "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
+         "--peers", *[f"{q}.pub" for q in PARTIES if q != n], "--state", f"state-{n}"]
+        for n in PARTIES
+    ]  # fmt: skip
+    return server, parties
+
+
+def _start(tmp_path: Path, args: list[str]) -> subprocess.Popen:
+    """One role's process, in ``tmp_path``."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "vertimrf.driver", *args], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 def test_two_parties_and_a_server_in_separate_processes_write_simulates_bytes(tmp_path):
     """Each role its own process (``python -m vertimrf.driver``), exchanging only files:
     every role's outbox is the shared mail folder, its inbox the subfolder of its name."""
     df, spec = _table()
     cfg = _config(spec, secure_binning="auto")
-    cfg.save(tmp_path / "config.json")
-    (tmp_path / "secret.hex").write_text(SECRET.hex())
-    for n, cols in PARTIES.items():
-        KeyPair.generate(n).save(tmp_path / f"{n}.key")
-        frame = df[cols].assign(rid=range(len(df))).sample(frac=1.0, random_state=len(n))
-        frame.to_csv(tmp_path / f"{n}.csv", index=False)
-    for n in PARTIES:
-        KeyPair.load(tmp_path / f"{n}.key").public().save(tmp_path / f"{n}.pub")
+    server, parties = _role_files(tmp_path, df, cfg)
     mail = tmp_path / "mail"
-    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
-              "--seed", str(SEED)]  # fmt: skip
-    commands = [
-        ["server", *common, "--inbox", "mail/server", "--keys", "A.pub", "B.pub",
-         "--out", "synth.csv"],
-        *(["party", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}.csv",
-           "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
-           "--peers", *[f"{q}.pub" for q in PARTIES if q != n], "--state", f"state-{n}"]
-          for n in PARTIES),
-    ]  # fmt: skip
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "vertimrf.driver", *c],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for c in commands
-    ]
+    procs = [_start(tmp_path, args) for args in [server, *parties]]
     try:
         for proc in procs:
             _, err = proc.communicate(timeout=600)

@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 import vertimrf.server.secure as server_secure
+from tests.test_secure import _split
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import MessageError
@@ -32,20 +33,8 @@ SECRET = bytes(range(32))
 def _secure_run(sizes_by_party, n, *, seed=None, rows=64, data_seed=0):
     """A random table split over parties; unseeded SecureParty objects with their keys, the
     server with its key, and the plain frame."""
-    rng = np.random.default_rng(data_seed)
-    spec_dict, parties, cols = {}, [], {}
-    for p, sizes in enumerate(sizes_by_party):
-        names = [f"p{p}c{j}" for j in range(len(sizes))]
-        for name, u in zip(names, sizes, strict=True):
-            spec_dict[name] = u
-            cols[name] = rng.integers(0, u, n)
-        parties.append((f"P{p}", names))
-    spec = DomainSpec.from_dict(spec_dict)
-    frame = pd.DataFrame(cols).assign(id=np.arange(n))
-    cfg = ProtocolConfig.from_preset(
-        "default", epsilon=1.0, delta=1e-6, spec=spec, parties=parties, max_rows=rows,
-        run_nonce="ab" * 16,
-    )  # fmt: skip
+    cfg, _, table, parties = _split(sizes_by_party, n, data_seed, rows=rows, run_nonce="ab" * 16)
+    frame = table.assign(id=np.arange(n))
     keys = {name: KeyPair.generate(name) for name, _ in parties}
     return cfg, frame, parties, keys, KeyPair.generate("server")
 

@@ -31,8 +31,9 @@ SECRET = bytes(range(32))
 P_REJECT = 1e-6
 
 
-def _split(sizes_by_party, n, seed, *, epsilon=1.0, rows=None):
-    """A random table over the parties' columns, the config and each party's columns."""
+def _split(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, **fields):
+    """A random table over the parties' columns, the config (with any other ``fields``) and
+    each party's columns."""
     rng = np.random.default_rng(seed)
     spec_dict, parties, cols = {}, [], {}
     for p, sizes in enumerate(sizes_by_party):
@@ -44,7 +45,7 @@ def _split(sizes_by_party, n, seed, *, epsilon=1.0, rows=None):
     spec = DomainSpec.from_dict(spec_dict)
     cfg = ProtocolConfig.from_preset(
         "default", epsilon=epsilon, delta=1e-6, spec=spec, parties=parties, method="secure",
-        max_rows=rows or max(1, n),
+        max_rows=rows or max(1, n), **fields,
     )  # fmt: skip
     return cfg, spec, pd.DataFrame(cols), parties
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_driver import PARTIES, SECRET, SEED, _config, _table
+from tests.test_driver import PARTIES, SECRET, SEED, _config, _role_files, _start, _table
 from vertimrf import simulate
 from vertimrf.driver import DirectoryTransport, Message, ServerDriver, local_run, run_in_process
 from vertimrf.driver.server_state import FILE_NAME, ServerState
@@ -149,30 +149,11 @@ def test_a_server_killed_after_its_deal_and_after_its_request_resumes_the_run(tm
     synthetic CSV and report, byte for byte and release for release."""
     df, spec = _table()
     cfg = _config(spec)
-    cfg.save(tmp_path / "config.json")
-    (tmp_path / "secret.hex").write_text(SECRET.hex())
-    KeyPair.generate("server").save(tmp_path / "server.key")
-    for n, cols in PARTIES.items():
-        KeyPair.generate(n).save(tmp_path / f"{n}.key")
-        KeyPair.load(tmp_path / f"{n}.key").public().save(tmp_path / f"{n}.pub")
-        df[cols].assign(rid=range(len(df))).to_csv(tmp_path / f"{n}.csv", index=False)
-    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
-              "--seed", str(SEED)]  # fmt: skip
-    server = ["server", *common, "--inbox", "mail/server", "--keys", "A.pub", "B.pub",
-              "--server-key", "server.key", "--state", "server-state", "--out", "synth.csv",
-              "--report", "report.json"]  # fmt: skip
-    parties = [
-        ["party", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}.csv",
-         "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
-         "--peers", *[f"{q}.pub" for q in PARTIES if q != n], "--state", f"state-{n}"]
-        for n in PARTIES
-    ]  # fmt: skip
+    server, parties = _role_files(tmp_path, df, cfg)
+    server += ["--server-key", "server.key", "--state", "server-state", "--report", "report.json"]
 
     def start(args: list[str]) -> subprocess.Popen:
-        return subprocess.Popen(
-            [sys.executable, "-m", "vertimrf.driver", *args], cwd=tmp_path,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        return _start(tmp_path, args)
 
     procs = [start(server)]
     try:

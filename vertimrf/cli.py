@@ -29,6 +29,7 @@ from vertimrf.errors import (
     PrivacyBudgetError,
     VertimrfError,
 )
+from vertimrf.io import read_hex_secret
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -304,16 +305,6 @@ def _cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_secret(path: str) -> bytes:
-    try:
-        with open(path, encoding="ascii") as fh:
-            return bytes.fromhex(fh.read().strip())
-    except OSError as exc:
-        raise ConfigError(f"cannot read the secret file {path}: {exc.strerror}.") from None
-    except ValueError:
-        raise ConfigError(f"{path}: not a hex secret (make one with `vertimrf secret`).") from None
-
-
 def _cmd_party_release(args: argparse.Namespace) -> int:
     from vertimrf.protocol import ProtocolConfig
 
@@ -353,7 +344,7 @@ def _local_message(
         args.party,
         _read_csv(args.data),
         cfg,
-        _read_secret(args.secret_file),
+        read_hex_secret(args.secret_file),
         id_column=args.id_column,
         seed=args.seed,
         local_secret=None if args.seed is not None else _own_key(args).local_secret(),
@@ -563,19 +554,6 @@ def _read_bytes(path: str | os.PathLike, limit: int, what: str) -> bytes:
         raise MessageError(f"{path}: cannot read the {what} ({exc.strerror or exc}).") from None
 
 
-def _public_keys(paths: Sequence[str]) -> dict[str, PublicKey]:
-    """Public keys by party name (one per party)."""
-    from vertimrf.protocol.channels import PublicKey
-
-    keys = {}
-    for path in paths:
-        key = PublicKey.load(path)
-        if key.name in keys:
-            raise KeyMaterialError(f"{path}: a second public key of {key.name!r}; give one each.")
-        keys[key.name] = key
-    return keys
-
-
 def _fingerprints(keys: dict[str, PublicKey]) -> str:
     """One indented line per key: its party and fingerprint, to compare out of band."""
     return "\n".join(f"  {name}: fingerprint {key.fingerprint}" for name, key in keys.items())
@@ -650,11 +628,11 @@ def _group_secret_aad(sender: str, receiver: str) -> bytes:
 
 def _cmd_secret_share(args: argparse.Namespace) -> int:
     from vertimrf.party.keys import new_shared_secret
-    from vertimrf.protocol.channels import KeyPair, encrypt, pairwise_key
+    from vertimrf.protocol.channels import KeyPair, encrypt, load_public_keys, pairwise_key
 
     own = KeyPair.load(args.keys)
     name = _file_name(own.name)
-    peers = _public_keys(args.to)
+    peers = load_public_keys(args.to)
     if name in peers:
         raise KeyMaterialError(f"--to lists {name!r}'s own public key; list the peers only.")
     folder = Path(args.out_dir)
@@ -797,17 +775,17 @@ def _secure_party(
     without sealing: the same deal and data give the same state; a measure command
     (``open_deal=False``) reads the shares from the private state instead."""
     from vertimrf.party.secure import SecureParty
-    from vertimrf.protocol.channels import KeyPair
+    from vertimrf.protocol.channels import KeyPair, load_public_keys
 
     name = _file_name(args.party)
     keypair = KeyPair.load(args.keys)
-    peers = _public_keys(args.peers)
+    peers = load_public_keys(args.peers)
     if name in peers:
         raise ConfigError(f"--peers lists {name!r}'s own public key; list the other parties'.")
     unknown = sorted(set(peers) - set(plan.names))
     if unknown:
         raise ConfigError(f"--peers holds keys of {unknown}, not parties of {list(plan.names)}.")
-    secret = _read_secret(args.secret_file)
+    secret = read_hex_secret(args.secret_file)
     deal = _read_bytes(args.deal, _deal_limit(plan), "deal")
     party = SecureParty(
         name,
@@ -1083,10 +1061,11 @@ def _cmd_party_measure(args: argparse.Namespace) -> int:
 
 
 def _cmd_server_deal(args: argparse.Namespace) -> int:
+    from vertimrf.protocol.channels import load_public_keys
     from vertimrf.server.secure import SecureServer
 
     cfg, plan = _secure_config(args.config)
-    keys = _public_keys(args.keys)
+    keys = load_public_keys(args.keys)
     unknown = sorted(set(keys) - set(plan.names))
     if unknown:
         raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(plan.names)}.")

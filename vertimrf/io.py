@@ -214,3 +214,15 @@ def _check_folder(folder: Path, make_dirs: bool) -> None:
         raise ConfigError(
             f"{probe}: the output folder is not writable; choose another or change its permissions."
         )
+
+
+def read_hex_secret(path: str | os.PathLike) -> bytes:
+    """A secret kept as hex text in ``path`` (``vertimrf secret``); ConfigError naming the
+    file when it cannot be read or is not hex."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            return bytes.fromhex(fh.read().strip())
+    except OSError as exc:
+        raise ConfigError(f"cannot read the secret file {path}: {exc.strerror}.") from None
+    except ValueError:
+        raise ConfigError(f"{path}: not a hex secret (make one with `vertimrf secret`).") from None

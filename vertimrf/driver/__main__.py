@@ -17,24 +17,11 @@ import pandas as pd
 from vertimrf.driver.party import PartyDriver
 from vertimrf.driver.server import ServerDriver
 from vertimrf.driver.transport import DirectoryTransport
-from vertimrf.errors import ConfigError, VertimrfError
-from vertimrf.io import atomic_write_text
+from vertimrf.errors import VertimrfError
+from vertimrf.io import atomic_write_text, read_hex_secret
 from vertimrf.party.roles import Party
-from vertimrf.protocol.channels import KeyPair, PublicKey
+from vertimrf.protocol.channels import KeyPair, load_public_keys
 from vertimrf.protocol.config import ProtocolConfig
-
-
-def _secret(path: str) -> bytes:
-    try:
-        with open(path, encoding="ascii") as fh:
-            return bytes.fromhex(fh.read().strip())
-    except (OSError, ValueError):
-        raise ConfigError(f"{path}: cannot read a hex group secret from this file.") from None
-
-
-def _public_keys(paths: Sequence[str]) -> dict[str, PublicKey]:
-    keys = [PublicKey.load(p) for p in paths]
-    return {k.name: k for k in keys}
 
 
 def _party(args: argparse.Namespace, transport: DirectoryTransport) -> None:
@@ -43,8 +30,8 @@ def _party(args: argparse.Namespace, transport: DirectoryTransport) -> None:
     data = pd.read_csv(args.data)
     data.columns = [str(c) for c in data.columns]
     party = Party(
-        args.name, data, cfg, _secret(args.secret), keypair=keypair,
-        peers=_public_keys(args.peers) if args.peers else None, id_column=args.id_column,
+        args.name, data, cfg, read_hex_secret(args.secret), keypair=keypair,
+        peers=load_public_keys(args.peers) if args.peers else None, id_column=args.id_column,
         seed=args.seed, progress=False,
     )  # fmt: skip
     PartyDriver(party, transport, state_dir=args.state).run()
@@ -54,7 +41,7 @@ def _server(args: argparse.Namespace, transport: DirectoryTransport) -> None:
     cfg = ProtocolConfig.load(args.config)
     keypair = None if args.server_key is None else KeyPair.load(args.server_key)
     driver = ServerDriver(
-        cfg, transport, public_keys=_public_keys(args.keys) if args.keys else None,
+        cfg, transport, public_keys=load_public_keys(args.keys) if args.keys else None,
         keypair=keypair, seed=args.seed, progress=False, state_dir=args.state,
     )  # fmt: skip
     driver.run()

@@ -3,64 +3,61 @@ party messages, secure releases, the request, and the count party's noisy count)
 
 from __future__ import annotations
 
+import io
 import json
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
-from typing import TypeVar
 
 from vertimrf.errors import MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.secure import Request, SecurePlan
-from vertimrf.protocol.securemsg import SecureRelease, load_request, save_request
+from vertimrf.protocol.securemsg import (
+    MAX_REQUEST_BYTES,
+    SecureRelease,
+    parse_request,
+    request_text,
+)
 
-T = TypeVar("T")
 _COUNT_BYTES = 1024
-
-
-def _through_file(write: Callable[[Path], None]) -> bytes:
-    with tempfile.TemporaryDirectory(prefix="vertimrf-msg-") as tmp:
-        path = Path(tmp) / "message"
-        write(path)
-        return path.read_bytes()
-
-
-def _from_file(data: bytes, read: Callable[[Path], T]) -> T:
-    with tempfile.TemporaryDirectory(prefix="vertimrf-msg-") as tmp:
-        path = Path(tmp) / "message"
-        path.write_bytes(data)
-        return read(path)
 
 
 def message_bytes(message: PartyMessage) -> bytes:
     """A party's local message (its file's bytes)."""
-    return _through_file(message.save)
+    buf = io.BytesIO()
+    message.save(buf)
+    return buf.getvalue()
 
 
 def read_message(data: bytes, config: ProtocolConfig) -> PartyMessage:
     """A local message, checked against the config."""
-    return _from_file(data, lambda path: PartyMessage.load(path, config))
+    return PartyMessage.load(io.BytesIO(data), config)
 
 
 def release_bytes(release: SecureRelease) -> bytes:
     """A secure release (its file's bytes)."""
-    return _through_file(release.save)
+    buf = io.BytesIO()
+    release.save(buf)
+    return buf.getvalue()
 
 
 def read_release(data: bytes, plan: SecurePlan) -> SecureRelease:
     """A secure release, its arrays bounded by the plan."""
-    return _from_file(data, lambda path: SecureRelease.load(path, plan))
+    return SecureRelease.load(io.BytesIO(data), plan)
 
 
 def request_bytes(request: Request, config_hash: str) -> bytes:
     """The server's re-measurement request of the run ``config_hash``."""
-    return _through_file(lambda path: save_request(path, config_hash, request))
+    return request_text(config_hash, request).encode("utf-8")
 
 
 def read_request(data: bytes, plan: SecurePlan, config_hash: str) -> Request:
     """A request, checked against this run's plan."""
-    return _from_file(data, lambda path: load_request(path, plan, config_hash))
+    if len(data) > MAX_REQUEST_BYTES:
+        raise MessageError(f"the request: {len(data):,} bytes is too large for a request.")
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):
+        raise MessageError("the request: not valid JSON.") from None
+    return parse_request(parsed, plan, config_hash, "the request")
 
 
 def count_bytes(noisy_count: int, config_hash: str) -> bytes:

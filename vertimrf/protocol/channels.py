@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -406,3 +407,14 @@ def expand(key: bytes, label: bytes, n: int, start: int = 0) -> np.ndarray:
 def new_seed() -> bytes:
     """A fresh 32-byte seed from the OS CSPRNG."""
     return secrets.token_bytes(KEY_BYTES)
+
+
+def load_public_keys(paths: Iterable[str | os.PathLike]) -> dict[str, PublicKey]:
+    """Public key files by party name; a second key of one name raises KeyMaterialError."""
+    keys: dict[str, PublicKey] = {}
+    for path in paths:
+        key = PublicKey.load(path)
+        if key.name in keys:
+            raise KeyMaterialError(f"{path}: a second public key of {key.name!r}; give one each.")
+        keys[key.name] = key
+    return keys

@@ -73,10 +73,19 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+Target = str | os.PathLike | IO[bytes]
+
+
+def source_name(target: Target) -> str:
+    """How errors name a container: its path, or "the message" for bytes in memory."""
+    return str(target) if isinstance(target, str | os.PathLike) else "the message"
+
+
 def write_container(
-    path: str | os.PathLike, kind: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]
+    path: Target, kind: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]
 ) -> None:
-    """Write ``meta`` and ``arrays`` to ``path`` atomically; object arrays are refused."""
+    """Write ``meta`` and ``arrays`` to ``path`` atomically (or into a binary file object,
+    e.g. ``io.BytesIO``, with the same bytes); object arrays are refused."""
     blobs, index = {}, {}
     for name, arr in arrays.items():
         arr = np.ascontiguousarray(arr).reshape(np.shape(arr))  # C order; keeps 0-d shape
@@ -91,7 +100,15 @@ def write_container(
         }
     manifest = {"format": FORMAT, "version": VERSION, "kind": kind, "meta": meta, "arrays": index}
     mbytes = json.dumps(manifest, sort_keys=True, indent=1).encode("utf-8")
-    with atomic_open(path, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
+    if isinstance(path, str | os.PathLike):
+        with atomic_open(path, "wb") as fh:
+            _write_zip(fh, mbytes, blobs)
+    else:
+        _write_zip(path, mbytes, blobs)
+
+
+def _write_zip(fh: IO[bytes], mbytes: bytes, blobs: dict[str, bytes]) -> None:
+    with zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(_entry(_MANIFEST), mbytes)
         zf.writestr(_entry(_MANIFEST_SUM), hashlib.sha256(mbytes).hexdigest())
         for name, blob in blobs.items():
@@ -118,7 +135,7 @@ def _entry(name: str, compress_type: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipI
 
 
 def read_container(
-    path: str | os.PathLike,
+    source: Target,
     kind: str,
     *,
     array_bytes: Callable[[str], int | None],
@@ -129,23 +146,37 @@ def read_container(
     ``array_bytes(name)`` is the largest data payload (bytes) allowed for the array
     ``name``, or None if no such array may appear; ``manifest_bytes`` bounds the manifest.
     Returns ``(meta, arrays)``; raises :class:`MessageError` on any problem with the file.
+    ``source`` is a path or a binary file object (read from its start, left open).
     """
+    path = source_name(source)
+    if not isinstance(source, str | os.PathLike):
+        return _read_zip(path, source, kind, array_bytes, manifest_bytes)
     try:
-        fh = open(path, "rb")  # noqa: SIM115 (closed below, after the error translation)
+        fh = open(source, "rb")  # noqa: SIM115 (closed below, after the error translation)
     except OSError as exc:
         raise MessageError(f"{path}: cannot open the file ({exc.strerror or exc}).") from exc
+    with fh:
+        return _read_zip(path, fh, kind, array_bytes, manifest_bytes)
+
+
+def _read_zip(
+    path: str,
+    fh: IO[bytes],
+    kind: str,
+    array_bytes: Callable[[str], int | None],
+    manifest_bytes: int,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     try:
-        with fh:
-            _check_directory(path, fh)
-            with zipfile.ZipFile(fh) as zf:
-                infos, bounds = _check_entries(path, zf, array_bytes, manifest_bytes)
-                manifest = _read_manifest(path, zf, infos, manifest_bytes)
-                _check_header(path, manifest, kind)
-                index = _check_index(path, manifest, bounds, array_bytes)
-                arrays = {
-                    name: _read_array(path, zf, infos[f"{name}.npy"], name, spec, bounds[name])
-                    for name, spec in index.items()
-                }
+        _check_directory(path, fh)
+        with zipfile.ZipFile(fh) as zf:
+            infos, bounds = _check_entries(path, zf, array_bytes, manifest_bytes)
+            manifest = _read_manifest(path, zf, infos, manifest_bytes)
+            _check_header(path, manifest, kind)
+            index = _check_index(path, manifest, bounds, array_bytes)
+            arrays = {
+                name: _read_array(path, zf, infos[f"{name}.npy"], name, spec, bounds[name])
+                for name, spec in index.items()
+            }
     except MessageError:
         raise
     except _FILE_ERRORS as exc:

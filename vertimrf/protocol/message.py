@@ -20,7 +20,6 @@ written atomically and read with ``allow_pickle=False``.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -31,7 +30,7 @@ from vertimrf.privacy.fm import FMNoise
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.container import read_container, write_container
+from vertimrf.protocol.container import Target, read_container, source_name, write_container
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.schema import Fields, array_bounds
 from vertimrf.protocol.sketchset import SketchSet
@@ -149,8 +148,9 @@ class PartyMessage:
         return led
 
     # ------------------------------------------------------------------------ file I/O
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the message to ``path`` (atomically; a failed write leaves nothing)."""
+    def save(self, path: Target) -> None:
+        """Write the message to ``path`` (atomically; a failed write leaves nothing), or into
+        a binary file object."""
         meta: dict[str, object] = {
             "party": self.party,
             "config_hash": self.config_hash,
@@ -204,7 +204,7 @@ class PartyMessage:
         write_container(path, KIND, meta, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, config: ProtocolConfig) -> PartyMessage:
+    def load(cls, path: Target, config: ProtocolConfig) -> PartyMessage:
         """Read a message file made under ``config`` and check it against the config.
 
         Every array's size is bounded from the config before it is decompressed, and every
@@ -213,7 +213,8 @@ class PartyMessage:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
         meta, arrays = read_container(path, KIND, array_bytes=array_bounds(config))
-        message = cls._from_parts(Fields(meta, f"{path}: manifest meta"), arrays, str(path))
+        where = source_name(path)
+        message = cls._from_parts(Fields(meta, f"{where}: manifest meta"), arrays, where)
         message.check(config)
         return message
 

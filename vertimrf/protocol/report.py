@@ -176,8 +176,7 @@ class ProtocolReport:
         return [
             "guarantee per viewer (the noise it does not know; epsilon at this delta): "
             + "; ".join(
-                f"{v} {round_up(rho_to_epsilon(r, self.delta)) if r > 0 else 0}"
-                for v, r in self.viewers.items()
+                f"{v} {_printed(self._viewer_epsilon(r))}" for v, r in self.viewers.items()
             ),
             COLLUSION_NOTE,
         ]
@@ -203,3 +202,8 @@ class ProtocolReport:
                 "message bytes: " + ", ".join(f"{k} {v:,}" for k, v in self.message_bytes.items())
             )
         return "\n".join(lines) + "\n\n" + self.ledger.report(self.delta)
+
+
+def _printed(epsilon: float | None) -> str:
+    """A viewer's epsilon as printed: rounded up, 0 for a viewer charged nothing."""
+    return "0" if epsilon is None else round_up(epsilon)

@@ -39,7 +39,13 @@ from vertimrf.protocol.channels import (
     open_sealed,
     seal,
 )
-from vertimrf.protocol.container import npz_bytes, read_container, write_container
+from vertimrf.protocol.container import (
+    Target,
+    npz_bytes,
+    read_container,
+    source_name,
+    write_container,
+)
 from vertimrf.protocol.secure import Request, SecurePlan
 
 DIGEST_BYTES = 32
@@ -180,8 +186,9 @@ class SecureRelease:
             h.update(np.ascontiguousarray(self.cross[k], "<u8").tobytes())
         return h.hexdigest()
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the release (public metadata, DP values and masked values) atomically."""
+    def save(self, path: Target) -> None:
+        """Write the release (public metadata, DP values and masked values) atomically, or
+        into a binary file object."""
         marginals = list(self.within)
         meta = {
             "party": self.party,
@@ -196,7 +203,7 @@ class SecureRelease:
         write_container(path, RELEASE_KIND, meta, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, plan: SecurePlan) -> SecureRelease:
+    def load(cls, path: Target, plan: SecurePlan) -> SecureRelease:
         """Read a release with every array bounded by the plan's shapes (MessageError on a
         malformed, oversized or foreign file)."""
         own = max(math.prod(plan.sizes[a] for a in attrs) for attrs in plan.attrs)
@@ -228,12 +235,18 @@ class SecureRelease:
                 count,
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise MessageError(f"{path}: malformed secure release ({exc!r}).") from None
+            where = source_name(path)
+            raise MessageError(f"{where}: malformed secure release ({exc!r}).") from None
 
 
 def save_request(path: str | os.PathLike, config_hash: str, request: Request) -> None:
-    """Write the server's re-measurement request for the run ``config_hash`` (atomically):
-    the marginals, and the bin maps of the binned ones as [position, maps] pairs."""
+    """Write the server's re-measurement request for the run ``config_hash`` (atomically)."""
+    atomic_write_text(path, request_text(config_hash, request))
+
+
+def request_text(config_hash: str, request: Request) -> str:
+    """The request's JSON text: the marginals, and the bin maps of the binned ones as
+    [position, maps] pairs."""
     position = {m: i for i, m in enumerate(request.marginals)}
     data = {
         "config_hash": config_hash,
@@ -243,7 +256,7 @@ def save_request(path: str | os.PathLike, config_hash: str, request: Request) ->
             for m, maps in request.bins.items()
         ],
     }
-    atomic_write_text(path, json.dumps(data) + "\n")
+    return json.dumps(data) + "\n"
 
 
 def load_request(path: str | os.PathLike, plan: SecurePlan, config_hash: str) -> Request:
@@ -256,7 +269,12 @@ def load_request(path: str | os.PathLike, plan: SecurePlan, config_hash: str) ->
         raise MessageError(f"{path}: cannot read the request ({exc.strerror or exc}).") from None
     if size > MAX_REQUEST_BYTES:
         raise MessageError(f"{path}: {size:,} bytes is too large for a request.")
-    data = read_json(path, MessageError, "request")
+    return parse_request(read_json(path, MessageError, "request"), plan, config_hash, str(path))
+
+
+def parse_request(data: object, plan: SecurePlan, config_hash: str, path: str) -> Request:
+    """A request's parsed JSON ``data`` (read from ``path``, which errors name), checked
+    against this run as :func:`load_request` says."""
     if not isinstance(data, dict) or set(data) != {"config_hash", "marginals", "bins"}:
         raise MessageError(
             f'{path}: a request is {{"config_hash": ..., "marginals": [...], "bins": [...]}}.'
