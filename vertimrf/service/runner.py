@@ -99,9 +99,10 @@ class ServiceRun:
             self.finished.set()
 
     def _fit(self, synthetic: Path) -> None:
+        names = [p.name for p in self.config.parties]
         driver = ServerDriver(
-            self.config, StoreTransport(self.store, self.party_timeout), keypair=self.keypair,
-            seed=self.seed, progress=False, state_dir=self.state_dir,
+            self.config, StoreTransport(self.store, self.party_timeout, names),
+            keypair=self.keypair, seed=self.seed, progress=False, state_dir=self.state_dir,
         )  # fmt: skip
         try:
             driver.run()

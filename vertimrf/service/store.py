@@ -134,11 +134,12 @@ class MessageStore:
 class StoreTransport(DirectoryTransport):
     """The server's transport over the store: its inbox is the store's ``server`` folder,
     its outbox the store (messages it sends are logged); a message that does not arrive
-    within ``timeout`` names the party that did not send it."""
+    within ``timeout`` names the party that did not send it, or the parties (of
+    ``parties``) that sent nothing at all, who block the others."""
 
-    def __init__(self, store: MessageStore, timeout: float) -> None:
+    def __init__(self, store: MessageStore, timeout: float, parties: list[str]) -> None:
         super().__init__(store.root / "server", store.root, timeout=timeout)
-        self.store = store
+        self.store, self.parties = store, parties
 
     def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
         """Write the message into the store and log it."""
@@ -150,6 +151,13 @@ class StoreTransport(DirectoryTransport):
         try:
             return super().receive(message)
         except MissingMessageError:
+            senders = {row["sender"] for row in self.store.rows()}
+            silent = [p for p in self.parties if p not in senders]
+            if silent:  # the party that blocks the others
+                raise MissingMessageError(
+                    f"party {', '.join(silent)} sent no message within {self.timeout:g} s "
+                    "(never joined)."
+                ) from None
             raise MissingMessageError(
                 f"party {message.sender} sent no {message.kind} within {self.timeout:g} s."
             ) from None
