@@ -128,8 +128,11 @@ def _directory_run(tmp_path: Path, cfg: ProtocolConfig) -> bytes:
     ]  # fmt: skip
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "vertimrf.driver", *a], cwd=tmp_path,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "vertimrf.driver", *a],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         for a in args
     ]

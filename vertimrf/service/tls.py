@@ -71,6 +71,7 @@ def _pinned(config: ProtocolConfig) -> Mapping[str, str]:
 
 
 def _context(protocol: int, config: ProtocolConfig, keypair: KeyPair) -> ssl.SSLContext:
+    _tls_identity(keypair)  # an old key file: say so first
     config.check_keypair(keypair)
     context = ssl.SSLContext(protocol)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
