@@ -100,7 +100,7 @@ class MessageStore:
     def new_upload(self) -> tuple[Path, BinaryIO]:
         """A fresh partial file for an upload, open for writing."""
         path = self.partial / uuid.uuid4().hex
-        return path, open(path, "xb")  # noqa: SIM115 (closed by the caller)
+        return path, open(path, "xb", buffering=0)  # noqa: SIM115 (closed by the caller)
 
     def commit(self, message: Message, partial: Path, digest: str) -> bool:
         """Hold the whole upload ``partial`` as ``message``: True if new, False if the same
