@@ -295,6 +295,8 @@ def test_keypair_file_round_trip(tmp_path, alice, bob):
         "name": "alice",
         "private": alice.private_key.private_bytes_raw().hex(),
         "public": alice.public_bytes.hex(),
+        "tls_key": alice.tls_key,  # the TLS identity of the network service
+        "tls_certificate": alice.tls_certificate,
     }
     loaded = KeyPair.load(path)
     assert loaded.name == "alice"
@@ -310,8 +312,10 @@ def test_public_key_file_round_trip(tmp_path, alice):
         "format": "vertimrf-x25519-public/1",
         "name": "alice",
         "public": alice.public_bytes.hex(),
+        "certificate": alice.tls_certificate,
     }
     assert PublicKey.load(path) == alice.public()
+    assert PublicKey.load(path).certificate == alice.tls_certificate
 
 
 def test_key_files_are_never_overwritten(tmp_path, alice, bob):

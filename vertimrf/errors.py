@@ -51,3 +51,7 @@ class MissingMessageError(MessageError):
 
 class ChannelError(MessageError):
     """A deal or blob cannot be opened: wrong recipient, wrong run, replayed, foreign or altered."""
+
+
+class ServiceError(VertimrfError):
+    """The network service refused a request, or could not be reached in time."""

@@ -27,11 +27,15 @@ from vertimrf.protocol.config import ProtocolConfig
 def _party(args: argparse.Namespace, transport: DirectoryTransport) -> None:
     cfg = ProtocolConfig.load(args.config)
     keypair = None if args.keys is None else KeyPair.load(args.keys)
+    peers = load_public_keys(args.peers) if args.peers else None
+    if cfg.identities is not None and keypair is not None:  # pinned: the peers' keys too
+        cfg.check_keypair(keypair)
+        peers = {n: k for n, k in cfg.public_keys().items() if n not in (args.name, "server")}
     data = pd.read_csv(args.data)
     data.columns = [str(c) for c in data.columns]
     party = Party(
         args.name, data, cfg, read_hex_secret(args.secret), keypair=keypair,
-        peers=load_public_keys(args.peers) if args.peers else None, id_column=args.id_column,
+        peers=peers, id_column=args.id_column,
         seed=args.seed, progress=False,
     )  # fmt: skip
     PartyDriver(party, transport, state_dir=args.state).run()

@@ -53,7 +53,7 @@ class ServerDriver(RoleDriver):
         config: the run's config.
         transport: the server's transport.
         public_keys: method "secure": every party's public key (fingerprints compared out of
-            band), by name.
+            band), by name; taken from the config when it pins identities.
         keypair: the server's key pair (default: a fresh one).
         seed: the run seed (experiments only).
         progress: show the fit's progress bars; None: only on a terminal.
@@ -77,6 +77,10 @@ class ServerDriver(RoleDriver):
     ) -> None:
         super().__init__(transport)
         secure = rules(config).secure_product
+        if config.identities is not None and keypair is not None:  # pinned: keys from the config
+            config.check_keypair(keypair)
+            pinned = config.public_keys()
+            public_keys = {p.name: pinned[p.name] for p in config.parties}
         if secure and public_keys is None:
             raise ConfigError("method 'secure' needs every party's public key (public_keys=...).")
         if keypair is None:

@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from vertimrf.errors import ChannelError, ConfigError, KeyMaterialError
 from vertimrf.io import atomic_write_text, read_json
+from vertimrf.protocol.identity import check_tls_pair, load_certificate, make_tls_identity
 
 KEYPAIR_FORMAT = "vertimrf-x25519-keypair/1"
 PUBLIC_FORMAT = "vertimrf-x25519-public/1"
@@ -91,7 +92,11 @@ def _write_new(path: str | os.PathLike, data: dict[str, str], what: str) -> None
 
 
 def _read_fields(
-    path: str | os.PathLike, fmt: str, what: str, keys: tuple[str, ...]
+    path: str | os.PathLike,
+    fmt: str,
+    what: str,
+    keys: tuple[str, ...],
+    optional: tuple[str, ...] = (),
 ) -> dict[str, str]:
     data: Any = read_json(path, KeyMaterialError, what)
     if not isinstance(data, dict) or data.get("format") != fmt:
@@ -101,7 +106,8 @@ def _read_fields(
             "passed the right file."
         )
     bad = [k for k in keys if not isinstance(data.get(k), str)]
-    extra = sorted(set(data) - {"format", *keys})
+    bad += [k for k in optional if k in data and not isinstance(data[k], str)]
+    extra = sorted(set(data) - {"format", *keys, *optional})
     if bad or extra:
         raise KeyMaterialError(
             f"{path}: the {what} is corrupt (missing or non-string: {bad}, unknown: {extra}); "
@@ -125,10 +131,12 @@ def _hex_key(path: str | os.PathLike, data: dict[str, str], key: str) -> bytes:
 
 @dataclass(frozen=True)
 class PublicKey:
-    """A party's X25519 public key (32 raw bytes) under the party's name."""
+    """A party's X25519 public key (32 raw bytes) under the party's name, and its TLS
+    certificate (PEM; None in key files made before the network service)."""
 
     name: str
     raw: bytes
+    certificate: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _check_name(self.name, "PublicKey")
@@ -147,13 +155,21 @@ class PublicKey:
     def save(self, path: str | os.PathLike) -> None:
         """Write the key as JSON to a new file (atomically; never overwrites)."""
         data = {"format": PUBLIC_FORMAT, "name": self.name, "public": self.raw.hex()}
+        if self.certificate is not None:
+            data["certificate"] = self.certificate
         _write_new(path, data, "public key file")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> PublicKey:
         """Read a file written by :meth:`save`."""
-        data = _read_fields(path, PUBLIC_FORMAT, "public key file", ("name", "public"))
-        return cls(_check_name(data["name"], str(path)), _hex_key(path, data, "public"))
+        data = _read_fields(
+            path, PUBLIC_FORMAT, "public key file", ("name", "public"), ("certificate",)
+        )
+        certificate = data.get("certificate")
+        if certificate is not None:
+            load_certificate(certificate, str(path))
+        name = _check_name(data["name"], str(path))
+        return cls(name, _hex_key(path, data, "public"), certificate)
 
     def _x25519(self) -> X25519PublicKey:
         return X25519PublicKey.from_public_bytes(self.raw)
@@ -161,10 +177,16 @@ class PublicKey:
 
 @dataclass(frozen=True, eq=False)
 class KeyPair:
-    """A party's X25519 key pair under the party's name; the private key is never shown."""
+    """A party's X25519 key pair under the party's name; the private key is never shown.
+
+    ``tls_key`` and ``tls_certificate`` (PEM) are the role's TLS identity for the network
+    service (:mod:`vertimrf.protocol.identity`); None in key files made before it.
+    """
 
     name: str
     private_key: X25519PrivateKey = field(repr=False)
+    tls_key: str | None = field(default=None, repr=False)
+    tls_certificate: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _check_name(self.name, "KeyPair")
@@ -175,9 +197,12 @@ class KeyPair:
             )
 
     @classmethod
-    def generate(cls, name: str) -> KeyPair:
-        """A fresh key pair for the party ``name``, from the OS CSPRNG."""
-        return cls(name, X25519PrivateKey.generate())
+    def generate(cls, name: str, hosts: Iterable[str] = ()) -> KeyPair:
+        """A fresh key pair for the party ``name``, from the OS CSPRNG, with a TLS identity
+        whose certificate names ``hosts`` (beside localhost and 127.0.0.1)."""
+        _check_name(name, "KeyPair")
+        tls_key, tls_certificate = make_tls_identity(name, hosts)
+        return cls(name, X25519PrivateKey.generate(), tls_key, tls_certificate)
 
     @property
     def public_bytes(self) -> bytes:
@@ -185,8 +210,8 @@ class KeyPair:
         return self.private_key.public_key().public_bytes_raw()
 
     def public(self) -> PublicKey:
-        """The public half, to give to the server and the peers."""
-        return PublicKey(self.name, self.public_bytes)
+        """The public half (and the TLS certificate), to give to the server and the peers."""
+        return PublicKey(self.name, self.public_bytes, self.tls_certificate)
 
     def local_secret(self) -> bytes:
         """32 bytes only this key's holder can compute, for its own keyed noise
@@ -202,14 +227,30 @@ class KeyPair:
             "private": self.private_key.private_bytes_raw().hex(),
             "public": self.public_bytes.hex(),
         }
+        if self.tls_key is not None and self.tls_certificate is not None:
+            data["tls_key"], data["tls_certificate"] = self.tls_key, self.tls_certificate
         _write_new(path, data, "key pair file")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> KeyPair:
         """Read a file written by :meth:`save`, checking that its two halves match."""
-        data = _read_fields(path, KEYPAIR_FORMAT, "key pair file", ("name", "private", "public"))
+        data = _read_fields(
+            path,
+            KEYPAIR_FORMAT,
+            "key pair file",
+            ("name", "private", "public"),
+            ("tls_key", "tls_certificate"),
+        )
         name = _check_name(data["name"], str(path))
-        pair = cls(name, X25519PrivateKey.from_private_bytes(_hex_key(path, data, "private")))
+        tls_key, tls_certificate = data.get("tls_key"), data.get("tls_certificate")
+        if (tls_key is None) != (tls_certificate is None):
+            raise KeyMaterialError(
+                f"{path}: the TLS identity is half missing; the file is corrupt."
+            )
+        if tls_key is not None and tls_certificate is not None:
+            check_tls_pair(tls_key, tls_certificate, str(path))
+        private = X25519PrivateKey.from_private_bytes(_hex_key(path, data, "private"))
+        pair = cls(name, private, tls_key, tls_certificate)
         if pair.public_bytes != _hex_key(path, data, "public"):
             raise KeyMaterialError(
                 f"{path}: the public key does not belong to the private key; the file is "

@@ -29,13 +29,16 @@ import math
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from vertimrf.domain import DomainSpec
-from vertimrf.errors import ConfigError, PrivacyError, VertimrfError
+from vertimrf.errors import ConfigError, KeyMaterialError, PrivacyError, VertimrfError
 from vertimrf.io import atomic_write_text, read_json
+from vertimrf.protocol.channels import KeyPair, PublicKey
+from vertimrf.protocol.identity import REMAKE, Identity
 from vertimrf.protocol.options import (
     DEFAULTS,
     FLAT_NAMES,
@@ -109,6 +112,10 @@ class ProtocolConfig:
         max_memory_gb: the memory (GB, 10^9 bytes) any one role may need; a config whose
             estimated peak (:meth:`plan`) is larger is refused. None: 16 GB.
         run_nonce: fresh random hex per config (made when empty); binds keys to the run.
+        identities: every role's pinned identity (its X25519 public key and TLS
+            certificate; :class:`~vertimrf.protocol.identity.Identity`), by name: every
+            party and "server" (see :meth:`with_identities`). None: not pinned (omitted from
+            the file and the hash).
     """
 
     epsilon: float
@@ -122,6 +129,7 @@ class ProtocolConfig:
     max_rows: int | None = None
     max_memory_gb: float | None = None
     run_nonce: str = ""
+    identities: Mapping[str, Identity] | None = None
     if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
         _hash: ClassVar[str]
 
@@ -221,6 +229,7 @@ class ProtocolConfig:
         if not self.run_nonce:
             object.__setattr__(self, "run_nonce", secrets.token_hex(NONCE_HEX_CHARS // 2))
         self._check_run()
+        self._check_identities(names)
         self._check_privacy()
         self._check_finite()
         object.__setattr__(self, "_hash", _digest(self.to_dict()))
@@ -265,6 +274,68 @@ class ProtocolConfig:
             or (isinstance(gb, int | float) and not isinstance(gb, bool) and 0 < gb < math.inf)
         ):
             raise ConfigError(f"max_memory_gb must be None or a positive number; got {gb!r}.")
+
+    def _check_identities(self, names: list[str]) -> None:
+        """The identities, if any, name every party and the server, once each."""
+        if self.identities is None:
+            return
+        if not isinstance(self.identities, Mapping) or not all(
+            isinstance(v, Identity) for v in self.identities.values()
+        ):
+            raise ConfigError("identities must map role names to Identity objects.")
+        want = [*names, SERVER]
+        if sorted(self.identities) != sorted(want):
+            raise ConfigError(
+                f"the identities name {sorted(self.identities)}, not every role {want}: pin "
+                "every party's and the server's public key file."
+            )
+        publics = [i.public for i in self.identities.values()]
+        certs = [i.fingerprint for i in self.identities.values()]
+        if len(set(publics)) != len(publics) or len(set(certs)) != len(certs):
+            raise ConfigError("two roles have the same pinned key: each role makes its own keys.")
+        ordered = {n: self.identities[n] for n in want}
+        object.__setattr__(self, "identities", MappingProxyType(ordered))
+
+    def with_identities(self, keys: Iterable[PublicKey]) -> ProtocolConfig:
+        """A copy that pins ``keys`` (every party's and the server's public key, each with
+        its TLS certificate) as the roles' identities (a new config hash)."""
+        pinned: dict[str, Identity] = {}
+        for key in keys:
+            if key.certificate is None:
+                raise ConfigError(
+                    f"the public key of {key.name!r} has no TLS certificate; {REMAKE}."
+                )
+            if key.name in pinned:
+                raise ConfigError(f"a second public key of {key.name!r}; give one each.")
+            pinned[key.name] = Identity(key.raw.hex(), key.certificate)
+        return replace(self, identities=pinned)
+
+    def public_keys(self) -> dict[str, PublicKey]:
+        """Every pinned role's public key (with its certificate), by name; ConfigError when
+        the config pins none."""
+        if self.identities is None:
+            raise ConfigError(
+                "this config pins no identities: pin every role's public key file into it "
+                "(`vertimrf config --pin`)."
+            )
+        return {
+            n: PublicKey(n, bytes.fromhex(i.public), i.certificate)
+            for n, i in self.identities.items()
+        }
+
+    def check_keypair(self, keypair: KeyPair) -> None:
+        """KeyMaterialError unless ``keypair`` (with its TLS identity) is the one the config
+        pins for its role."""
+        pinned = self.public_keys().get(keypair.name)
+        if pinned is None:
+            raise KeyMaterialError(
+                f"the key pair is {keypair.name!r}'s, a role this config does not name."
+            )
+        if pinned.raw != keypair.public_bytes or pinned.certificate != keypair.tls_certificate:
+            raise KeyMaterialError(
+                f"{keypair.name!r}'s key pair is not the one this config pins for it: use "
+                "that key file, or pin this key's public file into the config again."
+            )
 
     def _check_privacy(self) -> None:
         if self.allow_non_dp is not True and self.allow_non_dp is not False:
@@ -379,6 +450,8 @@ class ProtocolConfig:
         }
         if self.max_memory_gb is not None:
             d["max_memory_gb"] = self.max_memory_gb
+        if self.identities is not None:
+            d["identities"] = {n: i.to_dict() for n, i in self.identities.items()}
         return d
 
     @classmethod
@@ -405,6 +478,8 @@ class ProtocolConfig:
                     )
             unknown_fields("a protocol config", d, [f.name for f in fields(cls)])
             d["spec"] = DomainSpec.from_dict(d["spec"])
+            if d.get("identities") is not None:
+                d["identities"] = {n: Identity.from_dict(i) for n, i in d["identities"].items()}
             d["parties"] = tuple(
                 PartySpec(str(p["name"]), tuple(str(c) for c in p["columns"])) for p in d["parties"]
             )

@@ -1,0 +1,385 @@
+"""The network service: three parties and a server, each its own process on loopback,
+over mutual TLS with the identities the config pins. A networked run writes the synthetic
+CSV simulate and the directory transport write, byte for byte; the service survives a
+party killed mid-upload and a server killed mid-run; it reports a party that never joins;
+it refuses strangers, impostors, replays, another run's messages, oversized and garbage
+uploads."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import sqlite3
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import requests
+
+from tests.test_driver import SECRET, SEED
+from vertimrf import simulate
+from vertimrf.domain import DomainSpec
+from vertimrf.errors import KeyMaterialError
+from vertimrf.protocol.channels import KeyPair
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.service.client import STALL_ENV, _PinnedAdapter
+from vertimrf.service.tls import client_context
+
+PARTIES = {"A": ["c0", "c1"], "B": ["c2", "c3"], "C": ["c4"]}
+
+
+def _table(rows: int = 300) -> tuple[pd.DataFrame, DomainSpec]:
+    """A small correlated table: every column a noisy function of one latent code."""
+    rng = np.random.default_rng(0)
+    latent = rng.integers(0, 6, rows)
+    sizes = [6, 2, 3, 4, 5]
+    df = pd.DataFrame(
+        {
+            f"c{j}": np.where(rng.random(rows) < 0.7, latent % u, rng.integers(0, u, rows))
+            for j, u in enumerate(sizes)
+        }
+    )
+    return df, DomainSpec.from_dict({f"c{j}": u for j, u in enumerate(sizes)})
+
+
+def _pinned(tmp_path: Path, df: pd.DataFrame, spec: DomainSpec, **fields) -> ProtocolConfig:
+    """Key files of every role, the config pinning them, the secret and each party's rows
+    (shuffled, linked by ``rid``) in ``tmp_path``."""
+    base = ProtocolConfig.from_preset(
+        "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(PARTIES.items()),
+        max_rows=512, run_nonce="ef" * 16, **fields,
+    )  # fmt: skip
+    publics = []
+    for name in [*PARTIES, "server"]:
+        KeyPair.generate(name).save(tmp_path / f"{name}.key")
+        publics.append(KeyPair.load(tmp_path / f"{name}.key").public())
+    cfg = base.with_identities(publics)
+    cfg.save(tmp_path / "config.json")
+    (tmp_path / "secret.hex").write_text(SECRET.hex())
+    for n, cols in PARTIES.items():
+        frame = df[cols].assign(rid=range(len(df))).sample(frac=1.0, random_state=len(n) + 7)
+        frame.to_csv(tmp_path / f"{n}.csv", index=False)
+    return cfg
+
+
+def _service(tmp_path: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "vertimrf.service", *args], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def _server(tmp_path: Path, *extra: str, timeout: float = 300) -> tuple[subprocess.Popen, str]:
+    """The server process on an ephemeral port, and its URL once it listens."""
+    port_file = tmp_path / "port"
+    port_file.unlink(missing_ok=True)
+    proc = _service(
+        tmp_path, "server", "run", "--config", "config.json", "--listen", "127.0.0.1:0",
+        "--state-dir", "server-state", "--keys", "server.key", "--party-timeout", str(timeout),
+        "--port-file", "port", "--seed", str(SEED), *extra,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not port_file.exists():
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, "the server never listened"
+        time.sleep(0.05)
+    return proc, f"https://127.0.0.1:{port_file.read_text().strip()}"
+
+
+def _party(tmp_path: Path, name: str, url: str, env: dict | None = None) -> subprocess.Popen:
+    return _service(
+        tmp_path, "party", "run", "--server", url, "--config", "config.json",
+        "--data", f"{name}.csv", "--keys", f"{name}.key", "--secret", "secret.hex",
+        "--state-dir", f"state-{name}", "--id-column", "rid", "--timeout", "300",
+        "--seed", str(SEED), env=env,
+    )  # fmt: skip
+
+
+def _finish(procs: list[subprocess.Popen], code: int = 0) -> None:
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=600)
+            assert proc.returncode == code, err[-3000:]
+    finally:
+        for proc in procs:
+            proc.kill()
+
+
+def _directory_run(tmp_path: Path, cfg: ProtocolConfig) -> bytes:
+    """The same run over the directory transport (``python -m vertimrf.driver``)."""
+    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
+              "--seed", str(SEED)]  # fmt: skip
+    args = [
+        ["server", *common, "--inbox", "mail/server", "--server-key", "server.key",
+         "--out", "dir-synth.csv"],
+        *[["party", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}.csv",
+           "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
+           "--state", f"dir-state-{n}"] for n in PARTIES],
+    ]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "vertimrf.driver", *a],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for a in args
+    ]
+    _finish(procs)
+    return (tmp_path / "dir-synth.csv").read_bytes()
+
+
+def test_three_parties_and_a_server_over_https_write_simulates_bytes(tmp_path):
+    """Each role its own process; the parties connect out to the service over mutual TLS:
+    the synthetic CSV is simulate's and the directory transport's, byte for byte."""
+    df, spec = _table()
+    cfg = _pinned(tmp_path, df, spec)
+    server, url = _server(tmp_path, "--out", "synth.csv", "--exit-when-done")
+    _finish([server, *(_party(tmp_path, n, url) for n in PARTIES)])
+    want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
+    got = (tmp_path / "synth.csv").read_bytes()
+    assert got == want.to_csv(index=False).encode()
+    assert (tmp_path / "server-state" / "synthetic.csv").read_bytes() == got
+    assert _directory_run(tmp_path, cfg) == got
+
+
+# ------------------------------------------------------------------ faults
+
+
+def _held(tmp_path: Path) -> list[tuple]:
+    """The messages the service's log holds: (sender, receiver, kind, sha256)."""
+    with sqlite3.connect(tmp_path / "server-state" / "messages.sqlite") as db:
+        return db.execute("SELECT sender, receiver, kind, sha256 FROM messages").fetchall()
+
+
+def _wait(condition, proc: subprocess.Popen, what: str, seconds: float = 300.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, f"{what} never happened"
+        time.sleep(0.02)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+
+
+def test_a_party_killed_mid_upload_resumes_and_releases_once(tmp_path):
+    """Party A's first release stalls after half its body (test hook) and A is killed
+    (SIGKILL) while the server holds the partial upload; restarted on its state folder, A
+    resends the release it recorded: the service holds one select from A, with the digest
+    A recorded before the kill, and the run writes simulate's bytes."""
+    df, spec = _table()
+    cfg = _pinned(tmp_path, df, spec)
+    server, url = _server(tmp_path, "--out", "synth.csv", "--exit-when-done")
+    others = [_party(tmp_path, n, url) for n in ("B", "C")]
+    stalled = _party(tmp_path, "A", url, env={STALL_ENV: "select"})
+    partial = tmp_path / "server-state" / "messages" / ".partial"
+    record = tmp_path / "state-A" / cfg.config_hash()[:16] / "steps.json"
+
+    def mid_upload() -> bool:
+        return any(p.stat().st_size > 0 for p in partial.iterdir()) and record.exists()
+
+    try:
+        _wait(mid_upload, stalled, "A's stalled upload")
+        steps = json.loads(record.read_text())["steps"]
+        assert "release" in steps  # recorded before it left
+        _kill(stalled)
+        assert ("A", "server", "select") not in [row[:3] for row in _held(tmp_path)]
+        digest = steps["release"]["server.select"]
+        _finish([server, *others, _party(tmp_path, "A", url)])
+    finally:
+        for proc in [server, stalled, *others]:
+            proc.kill()
+    selects = [row for row in _held(tmp_path) if row[:3] == ("A", "server", "select")]
+    assert selects == [("A", "server", "select", digest)]
+    assert not list(partial.iterdir())
+    want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
+    assert (tmp_path / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_server_killed_mid_run_resumes_on_its_state_folder(tmp_path):
+    """The server is killed (SIGKILL) once its select request is out and restarted on the
+    same port and state folder; the parties retry meanwhile; the run finishes with
+    simulate's bytes."""
+    df, spec = _table()
+    cfg = _pinned(tmp_path, df, spec)
+    listen = ["--listen", f"127.0.0.1:{_free_port()}"]
+    server, url = _server(tmp_path, "--out", "synth.csv", "--exit-when-done", *listen)
+    parties = [_party(tmp_path, n, url) for n in PARTIES]
+    request = tmp_path / "server-state" / "messages" / "A" / "server.request"
+    try:
+        _wait(request.exists, server, "the select request")
+        _kill(server)
+        assert not (tmp_path / "synth.csv").exists()
+        server, again = _server(tmp_path, "--out", "synth.csv", "--exit-when-done", *listen)
+        assert again == url
+        _finish([server, *parties])
+    finally:
+        for proc in [server, *parties]:
+            proc.kill()
+    want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
+    assert (tmp_path / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
+
+
+def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_path):
+    """C never runs: `status` shows it has sent nothing; the server fails the run after
+    its --party-timeout naming C; A and B sent their feature blobs and no release (the
+    release needs C's blob)."""
+    df, spec = _table(60)
+    _pinned(tmp_path, df, spec)
+    server, url = _server(tmp_path, "--exit-when-done", timeout=6)
+    parties = [_party(tmp_path, n, url) for n in ("A", "B")]
+    try:
+        blobs = {("A", "B", "blob"), ("A", "C", "blob"), ("B", "A", "blob"), ("B", "C", "blob")}
+        _wait(lambda: blobs <= {r[:3] for r in _held(tmp_path)}, server, "the blobs")
+        status = subprocess.run(
+            [sys.executable, "-m", "vertimrf.service", "status", "--server", url,
+             "--config", "config.json", "--keys", "A.key"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert status.returncode == 0, status.stderr
+        assert "running" in status.stdout and "C: 0 messages, 0 bytes" in status.stdout
+        _, err = server.communicate(timeout=120)
+        assert server.returncode == 2
+        assert "party C sent no message within 6 s (never joined)" in err.splitlines()[-1]
+    finally:
+        for proc in [server, *parties]:
+            proc.kill()
+    deals = {("server", n, "deal") for n in PARTIES}
+    assert {r[:3] for r in _held(tmp_path)} == deals | blobs
+    assert not (tmp_path / "server-state" / "synthetic.csv").exists()
+
+
+# ------------------------------------------------------------------ refusals
+
+
+@pytest.fixture
+def fo_service(tmp_path):
+    """A service of a method-fo run (A counts for B and C), its URL and config."""
+    df, spec = _table(40)
+    cfg = _pinned(tmp_path, df, spec, method="fo")
+    server, url = _server(tmp_path)
+    yield tmp_path, url, cfg
+    server.send_signal(signal.SIGTERM)
+    _, err = server.communicate(timeout=60)
+    assert server.returncode == 0, err
+
+
+def _session(cfg: ProtocolConfig, keys: KeyPair) -> requests.Session:
+    session = requests.Session()
+    session.mount("https://", _PinnedAdapter(client_context(cfg, keys)))
+    return session
+
+
+def _count(run: str, value: int) -> bytes:
+    return json.dumps({"config_hash": run, "noisy_count": value}).encode()
+
+
+def _put(session, url, run, route, body: bytes, **headers) -> requests.Response:
+    headers = {"X-Content-SHA256": hashlib.sha256(body).hexdigest(), **headers}
+    return session.put(f"{url}/v1/runs/{run}/messages/{route}", data=body, headers=headers)
+
+
+def test_strangers_impostors_replays_and_other_runs_are_refused(fo_service):
+    tmp_path, url, cfg = fo_service
+    run = cfg.config_hash()
+    a = _session(cfg, KeyPair.load(tmp_path / "A.key"))
+    b = _session(cfg, KeyPair.load(tmp_path / "B.key"))
+    count = _count(run, 41)
+    assert _put(b, url, run, "A/B/count", count).status_code == 403  # B posing as A
+    assert _put(a, url, run, "A/B/count", count).status_code == 201
+    assert _put(a, url, run, "A/B/count", count).status_code == 200  # the same bytes: resent
+    replay = _put(a, url, run, "A/B/count", _count(run, 40))
+    assert replay.status_code == 409 and "other bytes" in replay.json()["error"]
+    assert _put(a, url, run, "A/C/count", _count("0" * 64, 41)).status_code == 409  # other run
+    assert _put(a, url, "0" * 64, "A/C/count", count).status_code == 404
+    assert _put(a, url, run, "A/server/deal", count).status_code == 400  # never A's
+    assert _put(a, url, run, "A/C/..", count).status_code in (400, 404)
+    assert a.get(f"{url}/v1/runs/{run}/messages/A/B/count").status_code == 403  # B's mail
+    got = b.get(f"{url}/v1/runs/{run}/messages/A/B/count", params={"wait": "1"})
+    assert got.status_code == 200 and got.content == count
+    assert got.headers["X-Content-SHA256"] == hashlib.sha256(count).hexdigest()
+    assert b.get(f"{url}/v1/runs/{run}/messages/A/C/count").status_code == 403
+    stranger = KeyPair.generate("A")  # A's name, a key the config does not pin
+    with pytest.raises(KeyMaterialError, match="not the one this config pins"):
+        client_context(cfg, stranger)
+    forged = _stranger_session(cfg, stranger)
+    with pytest.raises(requests.exceptions.ConnectionError):
+        forged.put(f"{url}/v1/runs/{run}/messages/A/C/count", data=count)
+    assert [r[:3] for r in _held(tmp_path)] == [("A", "B", "count")]
+
+
+def _stranger_session(cfg: ProtocolConfig, stranger: KeyPair) -> requests.Session:
+    """A client that trusts the server's pinned certificate but presents its own."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_verify_locations(cadata=cfg.identities["server"].certificate)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "k").write_text(stranger.tls_key)
+        (Path(tmp) / "c").write_text(stranger.tls_certificate)
+        context.load_cert_chain(Path(tmp) / "c", Path(tmp) / "k")
+    session = requests.Session()
+    session.mount("https://", _PinnedAdapter(context))
+    return session
+
+
+def _raw(cfg: ProtocolConfig, keys: KeyPair, url: str, head: bytes, body: bytes = b"") -> str:
+    """Send raw request bytes over mutual TLS; the response's status line and body."""
+    host, port = url.removeprefix("https://").split(":")
+    context = client_context(cfg, keys)
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    with context.wrap_socket(sock, server_hostname=host) as tls:
+        tls.sendall(head + body)
+        data = b""
+        while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+            chunk = tls.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode()
+
+
+def test_oversized_and_garbage_uploads_are_refused_before_they_are_buffered(fo_service):
+    """A 10 GB Content-Length is refused (413) with no body sent at all: the limit is
+    checked before any read; a body without a length is refused (411); a garbage body is
+    refused after its first chunk; the store holds nothing."""
+    tmp_path, url, cfg = fo_service
+    run = cfg.config_hash()
+    keys = KeyPair.load(tmp_path / "A.key")
+    path = f"/v1/runs/{run}/messages/A/B/count"
+    digest = "0" * 64
+    head = (
+        f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {10**10}\r\n"
+        f"X-Content-SHA256: {digest}\r\n\r\n"
+    ).encode()
+    answer = _raw(cfg, keys, url, head)
+    assert answer.startswith("HTTP/1.1 413") and "1,024 a count may hold" in answer
+    a = _session(cfg, keys)
+    streamed = a.put(
+        f"{url}{path}", data=iter([b"{}"]), headers={"X-Content-SHA256": digest}
+    )  # a generator body goes chunked: no length
+    assert streamed.status_code == 411
+    garbage = _put(a, url, run, "A/B/count", b"garbage" * 100)
+    assert garbage.status_code == 400 and "not a count message" in garbage.json()["error"]
+    assert _put(a, url, run, "A/B/count", b"{not json}").status_code == 400
+    assert _held(tmp_path) == []
+    store = tmp_path / "server-state" / "messages"
+    assert [p for p in store.rglob("*") if p.is_file()] == []

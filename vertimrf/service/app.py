@@ -1,0 +1,210 @@
+"""The service's HTTP routes (aiohttp), behind mutual TLS (:mod:`vertimrf.service.tls`).
+
+Wire protocol (``<run>`` is the config hash; every request presents a party's pinned
+certificate, and the authenticated party is the one it pins):
+
+* ``PUT /v1/runs/<run>/messages/<sender>/<receiver>/<kind>``: upload a message. Headers
+  ``Content-Length`` (required) and ``X-Content-SHA256`` (hex digest of the body). The
+  sender, the kind and the length are checked before any body byte is read; the body is
+  streamed in chunks to a partial file with a running SHA-256, its first bytes checked
+  against its format, and renamed into the store only when whole and matching its digest
+  (and, for a container or count, naming this run's config hash). 201 stored; 200 the
+  same bytes were held already (a resumed party resends); 409 other bytes are held.
+* ``GET /v1/runs/<run>/messages/<sender>/<receiver>/<kind>?wait=SECONDS``: download a
+  message addressed to the authenticated party, waiting up to ``wait`` seconds (at most
+  :data:`MAX_WAIT`) for it; 200 with the body streamed and its ``X-Content-SHA256``, or
+  204 if it has not arrived yet.
+* ``GET /v1/status``: the run's state (``waiting``, ``running``, ``done``, ``failed``
+  and why), every message held (sender, receiver, kind, SHA-256, bytes, time) and each
+  party's last step and bytes sent, as JSON.
+
+Refusals (JSON ``{"error": ...}``): 400 a malformed name, header or body, or a kind the
+sender never sends to that receiver; 403 the sender (PUT) or receiver (GET) is not the
+authenticated party; 404 another run; 409 a message held with other bytes, or a body of
+another run (its config hash); 411 no length; 413 over the kind's size limit
+(:mod:`vertimrf.service.rules`). A client without a pinned certificate fails the TLS
+handshake and gets no status at all. A chunk that does not arrive within
+:data:`READ_TIMEOUT` seconds ends its upload (a slow client never blocks the others).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from vertimrf.driver.transport import Message
+from vertimrf.errors import ConfigError, MessageError
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.service.rules import CONTAINER_KINDS, COUNT_BYTES, uploads
+from vertimrf.service.store import CHUNK, MessageStore
+from vertimrf.service.tls import party_fingerprints, party_of
+
+MAX_WAIT = 30.0
+READ_TIMEOUT = 60.0
+POLL = 0.05
+_MANIFEST_BYTES = 1 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _refuse(status: int, text: str) -> web.Response:
+    return web.json_response({"error": text}, status=status)
+
+
+def body_run(kind: str, path: Any) -> str | None:
+    """The config hash a container or count body names (None if it names none)."""
+    try:
+        if kind == "count":
+            with open(path, "rb") as fh:
+                data = json.loads(fh.read(COUNT_BYTES + 1))
+            return str(data["config_hash"])
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo("manifest.json")
+            if info.file_size > _MANIFEST_BYTES:
+                return None
+            manifest = json.loads(zf.read(info))
+        return str(manifest["meta"]["config_hash"])
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, RecursionError):
+        return None
+
+
+def make_app(
+    config: ProtocolConfig, store: MessageStore, status: Callable[[], dict]
+) -> web.Application:
+    """The service's routes over ``store``; ``status()`` gives the run's state for
+    ``/v1/status``."""
+    run = config.config_hash()
+    allowed = uploads(config)
+    fingerprints = party_fingerprints(config)
+    app = web.Application()
+
+    def peer(request: web.Request) -> str | None:
+        transport = request.transport
+        tls = None if transport is None else transport.get_extra_info("ssl_object")
+        return party_of(fingerprints, None if tls is None else tls.getpeercert(binary_form=True))
+
+    def message_of(request: web.Request) -> Message | web.Response:
+        info = request.match_info
+        if info["run"] != run:
+            return _refuse(404, f"no run {info['run'][:16]}: this service runs {run[:16]}.")
+        try:
+            return Message(info["sender"], info["receiver"], info["kind"])
+        except ConfigError as exc:
+            return _refuse(400, str(exc))
+
+    async def put(request: web.Request) -> web.StreamResponse:
+        party = peer(request)
+        message = message_of(request)
+        if isinstance(message, web.Response):
+            return message
+        if party is None or message.sender != party:
+            return _refuse(403, f"{party} may not upload as {message.sender}.")
+        upload = allowed.get((message.sender, message.receiver, message.kind))
+        if upload is None:
+            return _refuse(
+                400, f"{message.sender} never sends a {message.kind} to {message.receiver}."
+            )
+        length = request.content_length
+        if length is None:
+            return _refuse(411, "Content-Length is required.")
+        if length > upload.limit:
+            return _refuse(
+                413, f"{length:,} bytes is over the {upload.limit:,} a {message.kind} may hold."
+            )
+        declared = request.headers.get("X-Content-SHA256", "")
+        if not _SHA256.fullmatch(declared):
+            return _refuse(400, "X-Content-SHA256 (64 lowercase hex digits) is required.")
+        held = store.digest(message)
+        if held is not None:  # decided without reading the body
+            if held == declared:
+                return web.json_response({"stored": False, "sha256": held}, status=200)
+            return _refuse(409, f"the {message} is already held with other bytes.")
+        return await _receive(request, message, upload.magic, length, declared)
+
+    async def _receive(
+        request: web.Request, message: Message, magic: bytes, length: int, declared: str
+    ) -> web.StreamResponse:
+        path, fh = store.new_upload()
+        digest, size, head = hashlib.sha256(), 0, b""
+        try:
+            with fh:
+                while True:
+                    try:
+                        chunk = await asyncio.wait_for(request.content.read(CHUNK), READ_TIMEOUT)
+                    except asyncio.TimeoutError:
+                        return _refuse(408, f"no body bytes within {READ_TIMEOUT:g} s.")
+                    if not chunk:
+                        break
+                    if len(head) < len(magic):
+                        head += chunk[: len(magic) - len(head)]
+                        if not magic.startswith(head):
+                            return _refuse(400, f"the body is not a {message.kind} message.")
+                    size += len(chunk)
+                    if size > length:
+                        return _refuse(400, "the body is longer than its Content-Length.")
+                    digest.update(chunk)
+                    fh.write(chunk)
+            if size != length or head != magic:
+                return _refuse(400, f"the body ended after {size:,} of {length:,} bytes.")
+            if digest.hexdigest() != declared:
+                return _refuse(400, "the body does not match its X-Content-SHA256.")
+            if message.kind in CONTAINER_KINDS or message.kind == "count":
+                named = body_run(message.kind, path)
+                if named is None:
+                    return _refuse(400, f"the body is not a {message.kind} message.")
+                if named != run:
+                    return _refuse(409, "the body is another run's message (its config hash).")
+            try:
+                stored = store.commit(message, path, declared)
+            except MessageError as exc:
+                return _refuse(409, str(exc))
+            return web.json_response(
+                {"stored": stored, "sha256": declared}, status=201 if stored else 200
+            )
+        finally:
+            path.unlink(missing_ok=True)
+
+    async def get(request: web.Request) -> web.StreamResponse:
+        party = peer(request)
+        message = message_of(request)
+        if isinstance(message, web.Response):
+            return message
+        if party is None or message.receiver != party:
+            return _refuse(403, f"{party} may not read {message.receiver}'s messages.")
+        try:
+            wait = min(max(float(request.query.get("wait", "0")), 0.0), MAX_WAIT)
+        except ValueError:
+            return _refuse(400, "wait is a number of seconds.")
+        deadline = asyncio.get_running_loop().time() + wait
+        while (digest := store.digest(message)) is None:
+            if asyncio.get_running_loop().time() >= deadline:
+                return web.Response(status=204)
+            await asyncio.sleep(POLL)
+        path = store.path(message)
+        response = web.StreamResponse(
+            headers={"X-Content-SHA256": digest, "Content-Type": "application/octet-stream"}
+        )
+        response.content_length = path.stat().st_size
+        await response.prepare(request)
+        with open(path, "rb") as fh:
+            while chunk := fh.read(CHUNK):
+                await response.write(chunk)
+        await response.write_eof()
+        return response
+
+    async def get_status(request: web.Request) -> web.StreamResponse:
+        if peer(request) is None:
+            return _refuse(403, "only the run's parties may read its status.")
+        return web.json_response(status())
+
+    route = "/v1/runs/{run}/messages/{sender}/{receiver}/{kind}"
+    app.router.add_put(route, put)
+    app.router.add_get(route, get)
+    app.router.add_get("/v1/status", get_status)
+    return app

@@ -1,0 +1,183 @@
+"""HttpTransport: a party's transport over the service (:mod:`vertimrf.service.app`).
+
+It connects out only, over mutual TLS (:func:`vertimrf.service.tls.client_context`):
+``send`` uploads a message (streamed from memory with its length and SHA-256), ``receive``
+long-polls for one. Connection errors and 5xx answers are retried with exponential
+backoff (0.5 s doubling to 10 s) until the transport's ``timeout``; a refusal (4xx) stops
+the party with the server's one-line reason. Transfers show progress bars on a terminal.
+
+Test hook: with ``VERTIMRF_TEST_STALL_UPLOAD=<kind>`` in the environment, an upload of that
+kind stops after half its body and hangs (a test kills the party there).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import ssl
+import time
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from vertimrf.driver.transport import Message
+from vertimrf.errors import MissingMessageError, ServiceError
+from vertimrf.logs import progress_bar
+
+FIRST_BACKOFF = 0.5
+MAX_BACKOFF = 10.0
+POLL_WAIT = 20.0
+CHUNK = 1 << 16
+STALL_ENV = "VERTIMRF_TEST_STALL_UPLOAD"
+
+
+class _PinnedAdapter(HTTPAdapter):
+    """Connections made with one SSL context (the pinned identities)."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self._context = context
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["ssl_context"] = self._context
+        super().init_poolmanager(*args, **kwargs)
+
+
+class _Body:
+    """A message's bytes as a file-like body of known length, read in chunks (with a
+    progress bar, and the stall test hook)."""
+
+    def __init__(self, data: bytes | bytearray | memoryview, bar: Any, stall: bool) -> None:
+        self._view, self._at, self._bar = memoryview(data).cast("B"), 0, bar
+        self._stall = len(self._view) // 2 if stall else -1
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+    def read(self, n: int = -1) -> bytes:
+        if self._at == self._stall:
+            time.sleep(3600)
+        stop = len(self._view) if n < 0 else min(self._at + min(n, CHUNK), len(self._view))
+        if self._stall > self._at:
+            stop = min(stop, self._stall)
+        chunk = bytes(self._view[self._at : stop])
+        self._at = stop
+        self._bar.update(len(chunk))
+        return chunk
+
+
+class HttpTransport:
+    """A party's transport to the service at ``url`` for the run ``run``; ``timeout``
+    bounds each message's wait and each retried request."""
+
+    def __init__(
+        self,
+        url: str,
+        run: str,
+        context: ssl.SSLContext,
+        *,
+        timeout: float = 600.0,
+        progress: bool | None = None,
+    ) -> None:
+        self.url, self.run, self.timeout, self.progress = url.rstrip("/"), run, timeout, progress
+        self.session = requests.Session()
+        self.session.mount("https://", _PinnedAdapter(context))
+
+    def __repr__(self) -> str:
+        return f"HttpTransport({self.url!r})"
+
+    def _message_url(self, message: Message) -> str:
+        return (
+            f"{self.url}/v1/runs/{self.run}/messages/"
+            f"{message.sender}/{message.receiver}/{message.kind}"
+        )
+
+    def request(self, method: str, url: str, what: str, **kwargs: Any) -> requests.Response:
+        """One request, retried on connection errors and 5xx with backoff until the
+        timeout; ServiceError for a refusal or when time runs out."""
+        deadline = time.monotonic() + self.timeout
+        backoff = FIRST_BACKOFF
+        while True:
+            body = kwargs.pop("make_body", None)
+            try:
+                extra = {"data": body()} if body is not None else {}
+                response = self.session.request(method, url, timeout=(10, 120), **kwargs, **extra)
+                if response.status_code < 500:
+                    break
+                reason = f"the server answered {response.status_code}"
+            except requests.RequestException as exc:
+                reason = f"cannot reach the server ({type(exc).__name__})"
+            finally:
+                if body is not None:
+                    kwargs["make_body"] = body
+            if time.monotonic() + backoff > deadline:
+                raise ServiceError(
+                    f"{what}: {reason} for {self.timeout:g} s; check the --server URL and that "
+                    "the server runs."
+                )
+            time.sleep(backoff)
+            backoff = min(2 * backoff, MAX_BACKOFF)
+        if response.status_code >= 400:
+            try:
+                error = response.json()["error"]
+            except (ValueError, KeyError, TypeError):
+                error = response.text[:200]
+            raise ServiceError(f"{what}: the server refused it ({response.status_code}): {error}")
+        return response
+
+    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+        """Upload ``data`` as ``message`` (again: accepted if the bytes are the same)."""
+        size = memoryview(data).nbytes
+        headers = {
+            "X-Content-SHA256": hashlib.sha256(data).hexdigest(),
+            "Content-Length": str(size),
+            "Content-Type": "application/octet-stream",
+        }
+        stall = os.environ.get(STALL_ENV) == message.kind
+
+        bar = progress_bar(desc=f"sending {message}", total=size, progress=self.progress)
+        try:
+            self.request(
+                "PUT", self._message_url(message), f"sending the {message}", headers=headers,
+                make_body=lambda: _Body(data, bar, stall),
+            )  # fmt: skip
+        finally:
+            bar.close()
+
+    def receive(self, message: Message) -> bytes:
+        """The message's bytes, long-polling up to ``timeout`` seconds for them."""
+        deadline = time.monotonic() + self.timeout
+        url = self._message_url(message)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise MissingMessageError(
+                    f"the {message} did not arrive within {self.timeout:g} s; check that "
+                    f"{message.sender} runs (`vertimrf status`)."
+                )
+            wait = min(left, POLL_WAIT)
+            response = self.request(
+                "GET", url, f"receiving the {message}", params={"wait": f"{wait:.3f}"}, stream=True
+            )
+            if response.status_code == 200:
+                try:
+                    return self._read(message, response)
+                except requests.RequestException:  # cut off mid-body: ask again
+                    time.sleep(FIRST_BACKOFF)
+            response.close()
+
+    def _read(self, message: Message, response: requests.Response) -> bytes:
+        size = int(response.headers.get("Content-Length", "0"))
+        digest, out = hashlib.sha256(), bytearray()
+        bar = progress_bar(desc=f"receiving {message}", total=size, progress=self.progress)
+        try:
+            for chunk in response.iter_content(CHUNK):
+                digest.update(chunk)
+                out += chunk
+                bar.update(len(chunk))
+        finally:
+            bar.close()
+        if len(out) != size or digest.hexdigest() != response.headers.get("X-Content-SHA256"):
+            raise ServiceError(f"the {message} arrived cut or altered: run the party again.")
+        return bytes(out)

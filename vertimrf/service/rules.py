@@ -1,0 +1,58 @@
+"""Which messages a party may upload, and how large each may be, from the config alone.
+
+A party uploads only the messages its steps send (``count`` and ``blob`` to its peers;
+``local``, ``select``, ``cross`` and ``measure`` to the server, by method); the server's
+own messages (``deal``, ``request``) are written by the server's run, never uploaded. The
+size limits come from the config's plan (:meth:`ProtocolConfig.plan`): a feature blob is
+exactly its plan size; a release or local message at most everything its sender sends in
+the run, plus 1 MiB of container headers; a count message 1 KiB. The first bytes of a
+body must be its format's (a zip container, or a JSON object for a count): a garbage body
+is refused after its first chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import rules
+from vertimrf.protocol.seeds import SERVER
+
+COUNT_BYTES = 1024
+HEADER_SLACK = 1 << 20
+ZIP_MAGIC = b"PK\x03\x04"
+CONTAINER_KINDS = frozenset({"local", "select", "cross", "measure"})
+SERVER_KINDS = frozenset({"deal", "request"})
+
+
+@dataclass(frozen=True)
+class Upload:
+    """What a party may upload as one message: its size limit and its first bytes."""
+
+    limit: int
+    magic: bytes = b""
+
+
+def uploads(config: ProtocolConfig) -> dict[tuple[str, str, str], Upload]:
+    """Every message a party may upload, as (sender, receiver, kind), with its limit."""
+    plan = config.plan()
+    kind = rules(config)
+    names = [p.name for p in config.parties]
+    out: dict[tuple[str, str, str], Upload] = {}
+    for sender in names:
+        peers = [q for q in names if q != sender]
+        sends = plan.role(sender).sends or int(plan.max_memory)
+        release = Upload(sends + HEADER_SLACK, ZIP_MAGIC)
+        if kind.selects:
+            to_server = ("select", "measure")
+        else:
+            to_server = ("local", "cross") if kind.secure_product else ("local",)
+            if sender == config.count_party:
+                for q in peers:
+                    out[sender, q, "count"] = Upload(COUNT_BYTES, b"{")
+        for k in to_server:
+            out[sender, SERVER, k] = release
+        if kind.secure_product:
+            for q in peers:
+                out[sender, q, "blob"] = Upload(plan.blob_bytes[sender])
+    return out

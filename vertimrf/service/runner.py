@@ -1,0 +1,120 @@
+"""The server's run inside the service: the :class:`~vertimrf.driver.ServerDriver` over the
+message store, in a worker thread.
+
+Its run state lives in the service's state folder (``server.sqlite``,
+:class:`~vertimrf.driver.server_state.ServerState`), so a restarted service resumes the
+run. The server waits ``party_timeout`` seconds for each message it needs; a party that
+sends nothing in that time fails the run ("party C sent no local within 60 s"). When the
+run ends, the synthetic CSV and the report are written to the state folder
+(``synthetic.csv``, ``report.json``) and copied to ``out`` / ``report`` if given; a state
+folder that already holds the synthetic CSV is a finished run and is not run again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+from vertimrf.driver.server import ServerDriver
+from vertimrf.errors import VertimrfError
+from vertimrf.io import atomic_write_text
+from vertimrf.protocol.channels import KeyPair
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.service.store import MessageStore, StoreTransport
+
+SYNTHETIC = "synthetic.csv"
+REPORT = "report.json"
+
+
+class ServiceRun:
+    """The server's run of ``config`` over ``store``, its state in ``state_dir``."""
+
+    def __init__(
+        self,
+        config: ProtocolConfig,
+        keypair: KeyPair,
+        store: MessageStore,
+        state_dir: str | Path,
+        *,
+        party_timeout: float,
+        seed: int | None = None,
+        out: str | Path | None = None,
+        report: str | Path | None = None,
+    ) -> None:
+        self.config, self.keypair, self.store = config, keypair, store
+        self.state_dir = Path(state_dir)
+        self.party_timeout, self.seed = party_timeout, seed
+        self.out = None if out is None else Path(out)
+        self.report = None if report is None else Path(report)
+        self.state, self.error = "waiting", ""
+        self.finished = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="vertimrf-server-run", daemon=True)
+
+    def start(self) -> None:
+        """Run the server's steps in the worker thread."""
+        self._thread.start()
+
+    def status(self) -> dict[str, Any]:
+        """The run's state, every message held and each party's last step and bytes."""
+        rows = self.store.rows()
+        parties: dict[str, dict[str, Any]] = {
+            p.name: {"last": None, "sent_bytes": 0, "messages": 0} for p in self.config.parties
+        }
+        for row in rows:
+            entry = parties.get(row["sender"])
+            if entry is not None:
+                entry["last"] = row["kind"]
+                entry["sent_bytes"] += row["bytes"]
+                entry["messages"] += 1
+        return {
+            "run": self.config.config_hash(),
+            "state": self.state,
+            "error": self.error,
+            "parties": parties,
+            "messages": rows,
+        }
+
+    def _run(self) -> None:
+        try:
+            self.state = "running"
+            synthetic = self.state_dir / SYNTHETIC
+            if not synthetic.exists():
+                self._fit(synthetic)
+            self._copy(synthetic, self.out)
+            self._copy(self.state_dir / REPORT, self.report)
+            self.state = "done"
+            print("vertimrf server: the run is done.", file=sys.stderr)
+        except VertimrfError as exc:
+            self.state, self.error = "failed", str(exc)
+            print(f"vertimrf server: the run failed: {exc}", file=sys.stderr)
+        except Exception as exc:  # a bug: the service reports it and stops
+            self.state, self.error = "failed", f"internal error: {exc!r}"
+            traceback.print_exc()
+        finally:
+            self.finished.set()
+
+    def _fit(self, synthetic: Path) -> None:
+        names = [p.name for p in self.config.parties]
+        driver = ServerDriver(
+            self.config, StoreTransport(self.store, self.party_timeout, names),
+            keypair=self.keypair, seed=self.seed, progress=False, state_dir=self.state_dir,
+        )  # fmt: skip
+        try:
+            driver.run()
+            model = driver.fitted()
+            report = json.dumps(model.report.to_dict(), indent=2) + "\n"
+            atomic_write_text(self.state_dir / REPORT, report)
+            atomic_write_text(synthetic, model.sample().to_csv(index=False))
+        finally:
+            if driver.state is not None:
+                driver.state.close()
+
+    @staticmethod
+    def _copy(source: Path, target: Path | None) -> None:
+        if target is not None and not target.exists():
+            shutil.copyfile(source, target)

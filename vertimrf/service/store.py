@@ -1,0 +1,163 @@
+"""The service's message store: every message of the run as a file, and a SQLite log of
+them for ``/status``.
+
+Layout (inside the service's state folder): ``messages/<receiver>/<sender>.<kind>``, the
+directory transport's (the server's own run reads its inbox ``messages/server/`` and
+writes its messages there too); ``messages/.partial/`` holds uploads in progress, each
+renamed into place only once whole and checked; ``messages.sqlite`` logs each message held
+(run, sender, receiver, kind, SHA-256, bytes, time). A message is held once: the same bytes
+again are accepted (a resumed party resends what it sent), other bytes are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from vertimrf.driver.transport import DirectoryTransport, Message
+from vertimrf.errors import MessageError, MissingMessageError
+
+LOG_FILE = "messages.sqlite"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    run TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    receiver TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    time REAL NOT NULL,
+    PRIMARY KEY (run, sender, receiver, kind)
+)
+"""
+CHUNK = 1 << 16
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class MessageStore:
+    """The messages of the run ``run`` (its config hash) in ``state_dir``."""
+
+    def __init__(self, state_dir: str | os.PathLike, run: str) -> None:
+        self.folder = Path(state_dir)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.root = self.folder / "messages"
+        self.partial = self.root / ".partial"
+        self.partial.mkdir(parents=True, exist_ok=True)
+        for leftover in self.partial.iterdir():  # uploads cut off by a restart
+            leftover.unlink()
+        self.run = run
+        self._lock = threading.Lock()
+        with self._db() as db:
+            db.execute(_SCHEMA)
+
+    def _db(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.folder / LOG_FILE, timeout=30)
+
+    def path(self, message: Message) -> Path:
+        """Where ``message`` is held."""
+        return self.root / message.receiver / message.file_name
+
+    def digest(self, message: Message) -> str | None:
+        """The SHA-256 of ``message`` if it is held, else None."""
+        path = self.path(message)
+        if not path.exists():
+            return None
+        with self._db() as db:
+            row = db.execute(
+                "SELECT sha256 FROM messages WHERE run = ? AND sender = ? AND receiver = ? "
+                "AND kind = ?",
+                (self.run, message.sender, message.receiver, message.kind),
+            ).fetchone()
+        if row is not None:
+            return str(row[0])
+        digest = file_digest(path)  # held but not logged: a restart between the two
+        self.log(message, digest, path.stat().st_size)
+        return digest
+
+    def log(self, message: Message, digest: str, size: int) -> None:
+        """Log ``message`` as held (once)."""
+        with self._db() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (self.run, message.sender, message.receiver, message.kind, digest, size,
+                 time.time()),
+            )  # fmt: skip
+
+    def new_upload(self) -> tuple[Path, BinaryIO]:
+        """A fresh partial file for an upload, open for writing."""
+        path = self.partial / uuid.uuid4().hex
+        return path, open(path, "xb", buffering=0)  # noqa: SIM115 (closed by the caller)
+
+    def commit(self, message: Message, partial: Path, digest: str) -> bool:
+        """Hold the whole upload ``partial`` as ``message``: True if new, False if the same
+        bytes were held already; MessageError if other bytes are."""
+        with self._lock:
+            held = self.digest(message)
+            if held is not None:
+                partial.unlink()
+                if held != digest:
+                    raise MessageError(f"the {message} is already held with other bytes.")
+                return False
+            target = self.path(message)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            size = partial.stat().st_size
+            os.replace(partial, target)
+            self.log(message, digest, size)
+            return True
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every message logged, oldest first."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT sender, receiver, kind, sha256, bytes, time FROM messages WHERE run = ? "
+                "ORDER BY time",
+                (self.run,),
+            ).fetchall()
+        keys = ("sender", "receiver", "kind", "sha256", "bytes", "time")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+class StoreTransport(DirectoryTransport):
+    """The server's transport over the store: its inbox is the store's ``server`` folder,
+    its outbox the store (messages it sends are logged); a message that does not arrive
+    within ``timeout`` names the party that did not send it, or the parties (of
+    ``parties``) that sent nothing at all, who block the others."""
+
+    def __init__(self, store: MessageStore, timeout: float, parties: list[str]) -> None:
+        super().__init__(store.root / "server", store.root, timeout=timeout)
+        self.store, self.parties = store, parties
+
+    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+        """Write the message into the store and log it."""
+        super().send(message, data)
+        self.store.log(message, hashlib.sha256(data).hexdigest(), memoryview(data).nbytes)
+
+    def receive(self, message: Message) -> bytes:
+        """The message's bytes, waiting up to ``timeout``."""
+        try:
+            return super().receive(message)
+        except MissingMessageError:
+            senders = {row["sender"] for row in self.store.rows()}
+            silent = [p for p in self.parties if p not in senders]
+            if silent:  # the party that blocks the others
+                raise MissingMessageError(
+                    f"party {', '.join(silent)} sent no message within {self.timeout:g} s "
+                    "(never joined)."
+                ) from None
+            raise MissingMessageError(
+                f"party {message.sender} sent no {message.kind} within {self.timeout:g} s."
+            ) from None
