@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -114,16 +115,22 @@ def party_options(name: str) -> list[str]:
     ]  # fmt: skip
 
 
-def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
-    """Every command of the run, in order; one record (role, step, wall, RSS, ...) each."""
-    names = list(PARTIES)
-    log: list[dict] = []
+def stepper(root: Path, log: list[dict]) -> Callable[[str, str, list[str]], None]:
+    """``step(role, name, args)``: run one command in ``root``, append its record (role,
+    step, wall, RSS, ...) to ``log`` and print a line."""
 
     def step(role: str, name: str, args: list[str]) -> None:
         out = {"role": role, "step": name, **run(args, root)}
         log.append(out)
         print(f"{role:>6} {name:<18} {out['wall']:7.2f} s {out['max_rss_mb']:8.0f} MB", flush=True)
 
+    return step
+
+
+def setup(root: Path, width: int | None, max_rows: int, step: Callable) -> None:
+    """The commands before the protocol: every role's keys (public keys relayed to every
+    other role), the group secret (A shares, B and C open) and the config."""
+    names = list(PARTIES)
     for n in names:
         step(n, "keys", ["keys", "--name", n, "--out-dir", n])
     step("S", "keys", ["keys", "--name", "server", "--out-dir", "S"])
@@ -143,6 +150,21 @@ def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
     step("S", "config", ["config", "--spec", "spec.json", *parties, "--epsilon", "1.0",
                          "--delta", "1e-6", "--method", "secure", "--max-rows", str(max_rows),
                          *wide, "--out", "config.json"])  # fmt: skip
+
+
+def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
+    """Every command of the run, in order; one record (role, step, wall, RSS, ...) each."""
+    log: list[dict] = []
+    step = stepper(root, log)
+    setup(root, width, max_rows, step)
+    secure_steps(root, step)
+    return log
+
+
+def secure_steps(root: Path, step: Callable) -> None:
+    """The protocol's commands after :func:`setup`: deal, features, release, select,
+    measure and synthesize, the files relayed between them."""
+    names = list(PARTIES)
     step("S", "server deal", ["server", "deal", "--config", "config.json", "--keys",
                               *[f"S/{n}.pub" for n in names], "--out-dir", "S",
                               "--server-key", "S/server.key"])  # fmt: skip
@@ -171,7 +193,6 @@ def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
                                     *[f"{n}/{n}.measure.vmrf" for n in names], "--out",
                                     "S/synth.csv", "--report", "S/report.json",
                                     "--server-key", "S/server.key", "--quiet"])  # fmt: skip
-    return log
 
 
 def profile(root: Path, log: list[dict], top: int = 18) -> dict:
