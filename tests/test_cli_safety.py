@@ -20,8 +20,8 @@ import pytest
 from tests.vertical_fixtures import party_frames, small_adult
 from vertimrf import PrivMRF, simulate
 from vertimrf.cli import common as cli_common
-from vertimrf.cli import secret as cli_secret
 from vertimrf.cli import main
+from vertimrf.cli import secret as cli_secret
 from vertimrf.domain import ColumnSpec, DomainSpec, SmallTableWarning, TableEncoder
 from vertimrf.errors import DomainError
 from vertimrf.server import PaperServer as Server
