@@ -12,6 +12,7 @@ from vertimrf.cli.common import (
 )
 from vertimrf.cli.party_release import cmd_party_local, cmd_party_release
 from vertimrf.cli.party_secure import cmd_party_features, cmd_party_measure
+from vertimrf.cli.run import add_party_run
 
 
 def party_args(p: argparse.ArgumentParser) -> None:
@@ -51,6 +52,7 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     """The `party local`, `party features`, `party release` and `party measure` commands."""
     party = sub.add_parser("party", help="a party's role", description="A party's role.")
     psub = party.add_subparsers(dest="action", required=True)
+    add_party_run(psub)
     loc = psub.add_parser(
         "local",
         help="method secure, paper pipeline: the local model and bin maps",

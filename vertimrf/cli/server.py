@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 from vertimrf.cli.common import (
     force_arg,
 )
+from vertimrf.cli.run import add_server_run
 from vertimrf.cli.server_steps import cmd_server_deal, cmd_server_select
 from vertimrf.cli.server_synth import cmd_server_synthesize
 
@@ -28,6 +29,7 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     """The `server deal`, `server select` and `server synthesize` commands."""
     server = sub.add_parser("server", help="the server's role", description="The server's role.")
     ssub = server.add_subparsers(dest="action", required=True)
+    add_server_run(ssub)
     deal = ssub.add_parser(
         "deal",
         help="method secure: seal each party's correlated randomness",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from vertimrf.driver.transport import Message, Transport
+from vertimrf.logs import progress_bar
 
 # A step's outputs: the messages to send, and its sub-phases' seconds if it times them.
 Outputs = dict[Message, bytes | bytearray]
@@ -88,7 +89,15 @@ class RoleDriver:
             self.transport.send(message, data)
             self.sent_bytes += len(data)
 
-    def run(self) -> None:
-        """Run every remaining step, each waiting for its inputs as the transport allows."""
-        while (step := self.next_step()) is not None:
-            self.execute(step, self.gather(step))
+    def run(self, *, progress: bool | None = False) -> None:
+        """Run every remaining step, each waiting for its inputs as the transport allows;
+        ``progress`` shows a bar over the steps (None: only on a terminal)."""
+        bar = progress_bar(total=len(self.steps()), desc=f"vertimrf {self.name}", progress=progress)
+        bar.update(len(self.done))
+        try:
+            while (step := self.next_step()) is not None:
+                bar.set_postfix_str(step.name)
+                self.execute(step, self.gather(step))
+                bar.update()
+        finally:
+            bar.close()
