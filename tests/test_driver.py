@@ -25,6 +25,7 @@ from vertimrf.driver import (
     Message,
     MissingMessageError,
     PartyDriver,
+    ServerDriver,
     local_run,
     run_in_process,
 )
@@ -254,3 +255,20 @@ def test_a_server_whose_parties_never_join_stops_after_its_timeout(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "the local from A to server did not arrive within 1 s" in lines[0]
     assert time.monotonic() - start < 60 and not (tmp_path / "synth.csv").exists()
+
+
+def test_run_step_runs_one_named_step_or_names_the_steps(tmp_path):
+    """``run_step`` runs the step it names and no other (the server's deal: one deal out to
+    each party, nothing else); a step the method lacks is one error naming the steps."""
+    df, spec = _table(50)
+    cfg = _config(spec)
+    keys = {n: KeyPair.generate(n).public() for n in PARTIES}
+    transport = InProcessTransport()
+    server = ServerDriver(cfg, transport, public_keys=keys)
+    server.run_step("deal")
+    assert server.done == ["deal"]
+    assert all(transport.receive(Message("server", n, "deal")) for n in PARTIES)
+    with pytest.raises(MissingMessageError):
+        transport.receive(Message("server", "A", "request"))
+    with pytest.raises(ConfigError, match=r"no step 'measure'.*\['deal', 'select', 'fit'\]"):
+        server.run_step("measure")

@@ -28,8 +28,9 @@ from vertimrf.cli.common import (
 
 
 def cmd_server_deal(args: argparse.Namespace) -> int:
+    from vertimrf.driver import InProcessTransport, Message, ServerDriver
     from vertimrf.protocol.channels import load_public_keys
-    from vertimrf.server.secure import SecureServer
+    from vertimrf.protocol.seeds import SERVER
 
     cfg, plan = secure_config(args.config)
     keys = load_public_keys(args.keys)
@@ -39,7 +40,10 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
     folder = Path(args.out_dir)
     paths = {name: folder / f"{file_name(name)}.deal" for name in plan.names}
     check_outputs(args, paths.values(), [args.config, args.keys, args.server_key], make_dirs=True)
-    deals = SecureServer(cfg, keypair=server_key(args)).deal(keys)
+    transport = InProcessTransport()
+    driver = ServerDriver(cfg, transport, public_keys=keys, keypair=server_key(args))
+    driver.run_step("deal")
+    deals = {name: transport.receive(Message(SERVER, name, "deal")) for name in plan.names}
     write_all({paths[name]: deal for name, deal in deals.items()})
     print("dealt to (each party checks its fingerprint):")
     print(fingerprints({name: keys[name] for name in plan.names}))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from vertimrf.driver.transport import Message, Transport
+from vertimrf.errors import ConfigError
 from vertimrf.logs import progress_bar
 
 # A step's outputs: the messages to send, and its sub-phases' seconds if it times them.
@@ -88,6 +89,16 @@ class RoleDriver:
         for message, data in outputs.items():
             self.transport.send(message, data)
             self.sent_bytes += len(data)
+
+    def run_step(self, name: str) -> None:
+        """Run the step ``name`` alone over the transport (or resend it, if recorded): a
+        step command's one step; the steps before it are the caller's (or the state's)."""
+        for step in self.steps():
+            if step.name == name:
+                self.execute(step, self.gather(step))
+                return
+        names = [s.name for s in self.steps()]
+        raise ConfigError(f"{self.name} has no step {name!r} in this method; its steps: {names}.")
 
     def run(self, *, progress: bool | None = False) -> None:
         """Run every remaining step, each waiting for its inputs as the transport allows;
