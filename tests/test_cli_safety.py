@@ -19,8 +19,9 @@ import pytest
 
 from tests.vertical_fixtures import party_frames, small_adult
 from vertimrf import PrivMRF, simulate
-from vertimrf import cli as cli_module
+from vertimrf.cli import common as cli_common
 from vertimrf.cli import main
+from vertimrf.cli import secret as cli_secret
 from vertimrf.domain import ColumnSpec, DomainSpec, SmallTableWarning, TableEncoder
 from vertimrf.errors import DomainError
 from vertimrf.server import PaperServer as Server
@@ -202,7 +203,7 @@ def test_ctrl_c_in_main_and_during_a_commit(tmp_path, capsys, monkeypatch):
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_module, "_cmd_secret", interrupted)
+    monkeypatch.setattr(cli_secret, "cmd_secret", interrupted)
     assert _main(tmp_path, "secret", "--out", "s.hex") == 130
     err = capsys.readouterr().err
     assert err == "vertimrf: interrupted; nothing was written; safe to re-run\n"
@@ -210,7 +211,7 @@ def test_ctrl_c_in_main_and_during_a_commit(tmp_path, capsys, monkeypatch):
     outs = [tmp_path / "a.txt", tmp_path / "b.txt"]
     with pytest.raises(KeyboardInterrupt) as caught:
         commit = lambda temps: os.kill(os.getpid(), signal.SIGINT)  # noqa: E731
-        with cli_module._staged(*outs, commit=commit) as temps:
+        with cli_common.staged(*outs, commit=commit) as temps:
             for tmp in temps:
                 tmp.write_text("whole")
     assert [p.read_text() for p in outs] == ["whole", "whole"]

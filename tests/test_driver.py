@@ -6,6 +6,7 @@ simulate writes; a party resumed from its state folder spends nothing new."""
 from __future__ import annotations
 
 import contextlib
+import os
 import stat
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from vertimrf.driver import (
     Message,
     MissingMessageError,
     PartyDriver,
+    ServerDriver,
     local_run,
     run_in_process,
 )
@@ -181,7 +183,8 @@ def test_a_state_folder_of_another_data_set_is_refused(tmp_path):
 def _role_files(tmp_path: Path, df: pd.DataFrame, cfg: ProtocolConfig) -> tuple[list, list]:
     """The config, the group secret, every key pair (the server's too), the public keys and
     each party's rows (shuffled, linked by ``rid``) as files in ``tmp_path``; the server's
-    and each party's arguments to ``python -m vertimrf.driver``, sharing the mail folder."""
+    and each party's arguments to ``vertimrf server run`` / ``party run``, sharing the mail
+    folder."""
     cfg.save(tmp_path / "config.json")
     (tmp_path / "secret.hex").write_text(SECRET.hex())
     KeyPair.generate("server").save(tmp_path / "server.key")
@@ -192,28 +195,34 @@ def _role_files(tmp_path: Path, df: pd.DataFrame, cfg: ProtocolConfig) -> tuple[
         frame.to_csv(tmp_path / f"{n}.csv", index=False)
     common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
               "--seed", str(SEED)]  # fmt: skip
-    server = ["server", *common, "--inbox", "mail/server", "--keys", "A.pub", "B.pub",
-              "--out", "synth.csv"]  # fmt: skip
+    server = ["server", "run", *common, "--inbox", "mail/server", "--keys", "A.pub", "B.pub",
+              "--server-key", "server.key", "--out", "synth.csv"]  # fmt: skip
     parties = [
-        ["party", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}.csv",
+        ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}.csv",
          "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
-         "--peers", *[f"{q}.pub" for q in PARTIES if q != n], "--state", f"state-{n}"]
+         "--peers", *[f"{q}.pub" for q in PARTIES if q != n], "--state-dir", f"state-{n}"]
         for n in PARTIES
     ]  # fmt: skip
     return server, parties
 
 
 def _start(tmp_path: Path, args: list[str]) -> subprocess.Popen:
-    """One role's process, in ``tmp_path``."""
+    """One role's process (``vertimrf ARGS``), in ``tmp_path``; the default state folder
+    under ``tmp_path/xdg``."""
     return subprocess.Popen(
-        [sys.executable, "-m", "vertimrf.driver", *args], cwd=tmp_path,
+        [sys.executable, "-m", "vertimrf", *args], cwd=tmp_path, env=_env(tmp_path),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
+def _env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a role's process: the per-user state folder under ``tmp_path``."""
+    return {**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg")}
+
+
 def test_two_parties_and_a_server_in_separate_processes_write_simulates_bytes(tmp_path):
-    """Each role its own process (``python -m vertimrf.driver``), exchanging only files:
-    every role's outbox is the shared mail folder, its inbox the subfolder of its name."""
+    """Each role its own process (``vertimrf server run`` / ``party run``), exchanging only
+    files: every role's outbox is the shared mail folder, its inbox the subfolder of its name."""
     df, spec = _table()
     cfg = _config(spec, secure_binning="auto")
     server, parties = _role_files(tmp_path, df, cfg)
@@ -238,11 +247,28 @@ def test_a_server_whose_parties_never_join_stops_after_its_timeout(tmp_path):
     _config(spec, method="fo").save(tmp_path / "config.json")
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "vertimrf.driver", "server", "--config", "config.json",
+        [sys.executable, "-m", "vertimrf", "server", "run", "--config", "config.json",
          "--inbox", "mail/server", "--outbox", "mail", "--timeout", "1", "--out", "synth.csv"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "the local from A to server did not arrive within 1 s" in lines[0]
     assert time.monotonic() - start < 60 and not (tmp_path / "synth.csv").exists()
+
+
+def test_run_step_runs_one_named_step_or_names_the_steps(tmp_path):
+    """``run_step`` runs the step it names and no other (the server's deal: one deal out to
+    each party, nothing else); a step the method lacks is one error naming the steps."""
+    df, spec = _table(50)
+    cfg = _config(spec)
+    keys = {n: KeyPair.generate(n).public() for n in PARTIES}
+    transport = InProcessTransport()
+    server = ServerDriver(cfg, transport, public_keys=keys)
+    server.run_step("deal")
+    assert server.done == ["deal"]
+    assert all(transport.receive(Message("server", n, "deal")) for n in PARTIES)
+    with pytest.raises(MissingMessageError):
+        transport.receive(Message("server", "A", "request"))
+    with pytest.raises(ConfigError, match=r"no step 'measure'.*\['deal', 'select', 'fit'\]"):
+        server.run_step("measure")

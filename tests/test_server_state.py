@@ -150,7 +150,7 @@ def test_a_server_killed_after_its_deal_and_after_its_request_resumes_the_run(tm
     df, spec = _table()
     cfg = _config(spec)
     server, parties = _role_files(tmp_path, df, cfg)
-    server += ["--server-key", "server.key", "--state", "server-state", "--report", "report.json"]
+    server += ["--state-dir", "server-state", "--report", "report.json"]
 
     def start(args: list[str]) -> subprocess.Popen:
         return _start(tmp_path, args)
@@ -183,9 +183,9 @@ def test_a_server_process_refuses_a_state_of_another_run(tmp_path):
     ServerState(tmp_path / "server-state", HASH, list(PARTIES)).close()
     _config(spec, method="fo").save(tmp_path / "config.json")
     proc = subprocess.run(
-        [sys.executable, "-m", "vertimrf.driver", "server", "--config", "config.json",
+        [sys.executable, "-m", "vertimrf", "server", "run", "--config", "config.json",
          "--inbox", "mail/server", "--outbox", "mail", "--timeout", "1", "--out", "synth.csv",
-         "--state", "server-state"],
+         "--state-dir", "server-state"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr

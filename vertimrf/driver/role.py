@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from vertimrf.driver.transport import Message, Transport
+from vertimrf.errors import ConfigError
+from vertimrf.logs import progress_bar
 
 # A step's outputs: the messages to send, and its sub-phases' seconds if it times them.
 Outputs = dict[Message, bytes | bytearray]
@@ -88,7 +90,25 @@ class RoleDriver:
             self.transport.send(message, data)
             self.sent_bytes += len(data)
 
-    def run(self) -> None:
-        """Run every remaining step, each waiting for its inputs as the transport allows."""
-        while (step := self.next_step()) is not None:
-            self.execute(step, self.gather(step))
+    def run_step(self, name: str) -> None:
+        """Run the step ``name`` alone over the transport (or resend it, if recorded): a
+        step command's one step; the steps before it are the caller's (or the state's)."""
+        for step in self.steps():
+            if step.name == name:
+                self.execute(step, self.gather(step))
+                return
+        names = [s.name for s in self.steps()]
+        raise ConfigError(f"{self.name} has no step {name!r} in this method; its steps: {names}.")
+
+    def run(self, *, progress: bool | None = False) -> None:
+        """Run every remaining step, each waiting for its inputs as the transport allows;
+        ``progress`` shows a bar over the steps (None: only on a terminal)."""
+        bar = progress_bar(total=len(self.steps()), desc=f"vertimrf {self.name}", progress=progress)
+        bar.update(len(self.done))
+        try:
+            while (step := self.next_step()) is not None:
+                bar.set_postfix_str(step.name)
+                self.execute(step, self.gather(step))
+                bar.update()
+        finally:
+            bar.close()

@@ -21,6 +21,16 @@ from vertimrf.io import atomic_open, atomic_write_text, read_json
 STATE_FORMAT = "vertimrf-party-driver-state/1"
 
 
+def default_state_dir(role: str) -> Path:
+    """The per-user folder of ``role``'s private state (``$XDG_STATE_HOME/vertimrf/<role>``,
+    else ``~/.local/state/vertimrf/<role>``), so that no command depends on the folder it
+    was started in."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "vertimrf" / role
+
+
 class PartyState:
     """The private state of ``party`` in the run ``config_hash`` with data ``data_digest``."""
 

@@ -1,94 +1,88 @@
-"""The network commands, each an ``add_arguments(parser)`` and a ``run(args) -> int``:
+"""The service's entry points, for the command line (``vertimrf server run --listen``,
+``vertimrf party run --server``, ``vertimrf status``):
 
-* ``server run --config C --listen HOST:PORT --state-dir DIR --keys server.key
-  [--party-timeout S] [--out synth.csv] [--report r.json] [--exit-when-done]
-  [--port-file F] [--seed N]``: the service (port 0: an ephemeral port, written to
-  ``--port-file``);
-* ``party run --server URL --config C --data A.csv --keys A.key --secret A.secret
-  [--state-dir DIR] [--id-column id] [--timeout S] [--seed N]``: all of a party's steps
-  over the service (its private state in ``--state-dir``, by default
-  ``$XDG_STATE_HOME/vertimrf/<party>``, i.e. ``~/.local/state/vertimrf/<party>``);
-* ``status --server URL --config C --keys A.key``: the run's state and each party's bytes
-  (any pinned party's key file: the service serves only the run's parties).
+* :func:`serve`: the service of one run, until it ends (``exit_when_done``) or a signal
+  stops it (port 0: an ephemeral port, written to ``port_file``);
+* :func:`party_transport`: a party's transport to the service;
+* :func:`fetch_status` and :func:`format_status`: the run's state and each party's bytes.
 
 The config must pin every role's identity (:mod:`vertimrf.service.tls` says how keys are
-made and compared); ``--seed`` is for experiments only.
+made and compared).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import signal
+import ssl
 import sys
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
 from aiohttp import web
 
-from vertimrf.driver.party import PartyDriver
 from vertimrf.errors import ConfigError, ServiceError
-from vertimrf.io import atomic_write_text, read_hex_secret
-from vertimrf.party.roles import Party
+from vertimrf.io import atomic_write_text
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.seeds import SERVER
 from vertimrf.service.app import make_app
 from vertimrf.service.client import HttpTransport
 from vertimrf.service.runner import ServiceRun
 from vertimrf.service.store import MessageStore
 from vertimrf.service.tls import client_context, server_context
 
-GRACE = 1.0  # seconds the service keeps serving after the run ends (--exit-when-done)
+GRACE = 1.0  # seconds the service keeps serving after the run ends (exit_when_done)
 
 
-def _listen(text: str) -> tuple[str, int]:
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` as a host and a port."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not host or int(port) > 65535:
         raise ConfigError(f"--listen {text!r}: give HOST:PORT, e.g. 0.0.0.0:8443 (port 0: any).")
     return host.strip("[]"), int(port)
 
 
-# ------------------------------------------------------------------ server run
-def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    """``server run``'s arguments."""
-    parser.add_argument("--config", required=True, help="the run's config (identities pinned)")
-    parser.add_argument("--listen", required=True, help="HOST:PORT (port 0: any free port)")
-    parser.add_argument(
-        "--state-dir", required=True, help="the service's state (a restart resumes)"
-    )
-    parser.add_argument("--keys", required=True, help="the server's key file")
-    parser.add_argument("--party-timeout", type=float, default=3600.0,
-                        help="seconds to wait for each party's message")  # fmt: skip
-    parser.add_argument("--out", help="also write the synthetic CSV here (never overwritten)")
-    parser.add_argument("--report", help="also write the report's JSON here (never overwritten)")
-    parser.add_argument("--exit-when-done", action="store_true", help="stop when the run ends")
-    parser.add_argument("--port-file", help="write the port listened on to this file")
-    parser.add_argument("--seed", type=int, default=None, help="experiments only")
-
-
-def run_server(args: argparse.Namespace) -> int:
-    """Serve the run until it ends (with --exit-when-done) or a signal stops it."""
-    cfg = ProtocolConfig.load(args.config)
-    keypair = KeyPair.load(args.keys)
-    context = server_context(cfg, keypair)
-    host, port = _listen(args.listen)
-    if not args.party_timeout > 0:
-        raise ConfigError("--party-timeout must be a positive number of seconds.")
-    for path in (args.out, args.report):
+def serve(
+    config: ProtocolConfig,
+    keypair: KeyPair,
+    state_dir: str | os.PathLike,
+    listen: str,
+    *,
+    party_timeout: float = 3600.0,
+    seed: int | None = None,
+    out: str | os.PathLike | None = None,
+    report: str | os.PathLike | None = None,
+    exit_when_done: bool = False,
+    port_file: str | os.PathLike | None = None,
+) -> int:
+    """Serve the run of ``config`` on ``listen`` (HOST:PORT); 0 when it ends done (or a
+    signal stops the service), 2 when it failed (the reason printed)."""
+    context = server_context(config, keypair)
+    host, port = parse_listen(listen)
+    if not party_timeout > 0:
+        raise ConfigError("--timeout must be a positive number of seconds.")
+    for path in (out, report):
         if path is not None and Path(path).exists():
             raise ServiceError(f"{path} exists; refusing to overwrite it: give a new path.")
-    store = MessageStore(args.state_dir, cfg.config_hash())
+    store = MessageStore(state_dir, config.config_hash())
     run = ServiceRun(
-        cfg, keypair, store, args.state_dir, party_timeout=args.party_timeout, seed=args.seed,
-        out=args.out, report=args.report,
+        config, keypair, store, state_dir, party_timeout=party_timeout, seed=seed, out=out,
+        report=report,
     )  # fmt: skip
-    app = make_app(cfg, store, run.status)
-    return asyncio.run(_serve(app, context, host, port, run, args))
+    app = make_app(config, store, run.status)
+    return asyncio.run(_serve(app, context, host, port, run, exit_when_done, port_file))
 
 
-async def _serve(app: web.Application, context, host, port, run: ServiceRun, args) -> int:  # noqa: ANN001
+async def _serve(
+    app: web.Application,
+    context: ssl.SSLContext,
+    host: str,
+    port: int,
+    run: ServiceRun,
+    exit_when_done: bool,
+    port_file: str | os.PathLike | None,
+) -> int:
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()
     stop = asyncio.Event()
@@ -99,15 +93,16 @@ async def _serve(app: web.Application, context, host, port, run: ServiceRun, arg
         site = web.TCPSite(runner, host, port, ssl_context=context)
         await site.start()
         bound = runner.addresses[0][1]
-        if args.port_file:
-            atomic_write_text(args.port_file, f"{bound}\n")
+        if port_file:
+            atomic_write_text(port_file, f"{bound}\n")
         print(f"vertimrf server: run {run.config.config_hash()[:16]} on https://{host}:{bound}",
               file=sys.stderr)  # fmt: skip
         run.start()
-        if args.exit_when_done:
+        if exit_when_done:
             finished = loop.run_in_executor(None, run.finished.wait)
             waiting = asyncio.ensure_future(stop.wait())
-            await asyncio.wait([finished, waiting], return_when=asyncio.FIRST_COMPLETED)
+            either: list[asyncio.Future[Any]] = [finished, waiting]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
             waiting.cancel()
             await asyncio.sleep(GRACE)
         else:
@@ -120,75 +115,36 @@ async def _serve(app: web.Application, context, host, port, run: ServiceRun, arg
     return 0
 
 
-# ------------------------------------------------------------------ party run
-def add_party_arguments(parser: argparse.ArgumentParser) -> None:
-    """``party run``'s arguments."""
-    parser.add_argument("--server", required=True, help="the service's URL, https://HOST:PORT")
-    parser.add_argument("--config", required=True, help="the run's config (identities pinned)")
-    parser.add_argument("--data", required=True, help="this party's CSV")
-    parser.add_argument("--keys", required=True, help="this party's key file")
-    parser.add_argument("--secret", required=True, help="the group secret (hex file)")
-    parser.add_argument("--state-dir", help="this party's private state folder")
-    parser.add_argument("--id-column", default="id")
-    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per message")
-    parser.add_argument("--seed", type=int, default=None, help="experiments only")
-
-
-def default_state_dir(party: str) -> Path:
-    """The per-user state folder of ``party``: ``$XDG_STATE_HOME/vertimrf/<party>``."""
-    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    return Path(base) / "vertimrf" / party
-
-
-def run_party(args: argparse.Namespace) -> int:
-    """Run all of the party's steps over the service."""
-    cfg = ProtocolConfig.load(args.config)
-    keypair = KeyPair.load(args.keys)
-    context = client_context(cfg, keypair)
-    if keypair.name == SERVER:
-        raise ConfigError("party run needs a party's key file, not the server's.")
-    peers = {n: k for n, k in cfg.public_keys().items() if n not in (keypair.name, SERVER)}
-    data = pd.read_csv(args.data)
-    data.columns = [str(c) for c in data.columns]
-    party = Party(
-        keypair.name, data, cfg, read_hex_secret(args.secret), keypair=keypair, peers=peers,
-        id_column=args.id_column, seed=args.seed,
+def party_transport(
+    url: str,
+    config: ProtocolConfig,
+    keypair: KeyPair,
+    *,
+    timeout: float = 3600.0,
+    progress: bool | None = None,
+) -> HttpTransport:
+    """A party's transport to the service at ``url``, over mutual TLS with the identities
+    the config pins (``keypair``'s own checked against its entry)."""
+    config.check_keypair(keypair)
+    return HttpTransport(
+        url, config.config_hash(), client_context(config, keypair), timeout=timeout,
+        progress=progress,
     )  # fmt: skip
-    transport = HttpTransport(args.server, cfg.config_hash(), context, timeout=args.timeout)
-    state = args.state_dir or default_state_dir(keypair.name)
-    driver = PartyDriver(party, transport, state_dir=state)
-    driver.run()
-    print(f"vertimrf party {keypair.name}: done ({driver.sent_bytes:,} bytes sent).",
-          file=sys.stderr)  # fmt: skip
-    return 0
 
 
-# ------------------------------------------------------------------ status
-def add_status_arguments(parser: argparse.ArgumentParser) -> None:
-    """``status``'s arguments."""
-    parser.add_argument("--server", required=True, help="the service's URL, https://HOST:PORT")
-    parser.add_argument("--config", required=True, help="the run's config (identities pinned)")
-    parser.add_argument("--keys", required=True, help="a party's key file (to authenticate)")
+def fetch_status(url: str, config: ProtocolConfig, keypair: KeyPair) -> dict[str, Any]:
+    """The service's ``/v1/status`` (as any pinned role)."""
+    transport = party_transport(url, config, keypair, timeout=30.0, progress=False)
+    return transport.request("GET", f"{transport.url}/v1/status", "the status").json()
 
 
-def run_status(args: argparse.Namespace) -> int:
-    """Print the run's state and each party's messages and bytes."""
-    cfg = ProtocolConfig.load(args.config)
-    keypair = KeyPair.load(args.keys)
-    transport = HttpTransport(
-        args.server, cfg.config_hash(), client_context(cfg, keypair), timeout=30.0
-    )
-    status = transport.request("GET", f"{transport.url}/v1/status", "the status").json()
+def format_status(status: dict[str, Any]) -> str:
+    """The status as lines a person reads: the run's state, then each party's messages."""
     line = f"run {status['run'][:16]}: {status['state']}"
-    print(line + (f" ({status['error']})" if status["error"] else ""))
+    lines = [line + (f" ({status['error']})" if status["error"] else "")]
     for name, party in status["parties"].items():
-        print(f"  {name}: {party['messages']} messages, {party['sent_bytes']:,} bytes, "
-              f"last {party['last'] or '-'}")  # fmt: skip
-    return 0
-
-
-COMMANDS = {
-    ("server", "run"): (add_server_arguments, run_server),
-    ("party", "run"): (add_party_arguments, run_party),
-    ("status",): (add_status_arguments, run_status),
-}
+        lines.append(
+            f"  {name}: {party['messages']} messages, {party['sent_bytes']:,} bytes, "
+            f"last {party['last'] or '-'}"
+        )
+    return "\n".join(lines)

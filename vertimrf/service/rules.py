@@ -43,6 +43,7 @@ def uploads(config: ProtocolConfig) -> dict[tuple[str, str, str], Upload]:
         peers = [q for q in names if q != sender]
         sends = plan.role(sender).sends or int(plan.max_memory)
         release = Upload(sends + HEADER_SLACK, ZIP_MAGIC)
+        to_server: tuple[str, ...]
         if kind.selects:
             to_server = ("select", "measure")
         else:

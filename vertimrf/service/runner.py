@@ -13,6 +13,7 @@ folder that already holds the synthetic CSV is a finished run and is not run aga
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import threading
@@ -39,12 +40,12 @@ class ServiceRun:
         config: ProtocolConfig,
         keypair: KeyPair,
         store: MessageStore,
-        state_dir: str | Path,
+        state_dir: str | os.PathLike,
         *,
         party_timeout: float,
         seed: int | None = None,
-        out: str | Path | None = None,
-        report: str | Path | None = None,
+        out: str | os.PathLike | None = None,
+        report: str | os.PathLike | None = None,
     ) -> None:
         self.config, self.keypair, self.store = config, keypair, store
         self.state_dir = Path(state_dir)

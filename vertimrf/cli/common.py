@@ -1,0 +1,334 @@
+"""Shared pieces of the commands: output checks, staged (all-or-none) writes, Ctrl-C
+handling, progress phases and the readers of the command's input files."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vertimrf.errors import (
+    ConfigError,
+    MessageError,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vertimrf.domain import DomainSpec
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.channels import KeyPair, PublicKey
+    from vertimrf.protocol.report import ProtocolReport
+    from vertimrf.protocol.secure import SecurePlan
+
+
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def write_json(path: str, data: dict) -> None:
+    write_all({Path(path): json.dumps(data, indent=2).encode("utf-8")})
+
+
+def check_outputs(
+    args: argparse.Namespace,
+    outputs: Iterable[str | os.PathLike | None],
+    inputs: Iterable[str | os.PathLike | Sequence[str | os.PathLike] | None] = (),
+    *,
+    records: Iterable[str | os.PathLike] = (),
+    make_dirs: bool = False,
+) -> None:
+    """The command's outputs checked before it does any work (``vertimrf.io.check_outputs``:
+    no output is an input, a key, a secret, a state, a step record or a config; none exists
+    unless ``--force``; every output folder exists and is writable). ``inputs`` may hold
+    None (an option not given) and lists (an option given several files)."""
+    from vertimrf.io import check_outputs
+
+    flat: list[str | os.PathLike] = []
+    for item in inputs:
+        if isinstance(item, str | os.PathLike):
+            flat.append(item)
+        elif item is not None:
+            flat.extend(item)
+    check_outputs(
+        [p for p in outputs if p is not None],
+        flat,
+        force=args.force,
+        records=records,
+        make_dirs=make_dirs,
+    )
+
+
+def load_spec(args: argparse.Namespace) -> DomainSpec:
+    from vertimrf.datasets import load_dataset
+    from vertimrf.domain import DomainSpec
+
+    if bool(args.dataset) == bool(args.spec):
+        raise ConfigError("give exactly one of --dataset NAME or --spec SPEC.json.")
+    return load_dataset(args.dataset)[1] if args.dataset else DomainSpec.from_json(args.spec)
+
+
+def read_csv(path: str) -> pd.DataFrame:
+    import pandas as pd
+
+    try:
+        with open(path, "rb") as fh:
+            parquet = fh.read(4) == b"PAR1"
+    except OSError as exc:
+        raise ConfigError(f"cannot read CSV {path}: {exc.strerror or exc}.") from None
+    if parquet:
+        raise ConfigError(
+            f"{path} is a Parquet file; Parquet input is not supported as CSV: convert it to "
+            "CSV (a header row, then one row per record)."
+        )
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read CSV {path}: {exc}") from None
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def server_key(args: argparse.Namespace) -> KeyPair:
+    """The server's key pair (``--server-key``): its deal and its noise derive from it."""
+    from vertimrf.protocol.channels import KeyPair
+
+    if args.server_key is None:
+        raise ConfigError(
+            "method secure needs --server-key, the server's private key (make it once with "
+            "`vertimrf keys --name server --out-dir DIR`)."
+        )
+    return KeyPair.load(args.server_key)
+
+
+def one_per_party(parties: Sequence[str], files: Sequence[str], what: str) -> None:
+    """A ConfigError naming the party when two of ``files`` (its ``what``) are from one."""
+    first: dict[str, str] = {}
+    for party, path in zip(parties, files, strict=True):
+        if party in first:
+            raise ConfigError(
+                f"two {what} from party {party} ({first[party]} and {path}); give each "
+                f"party's {what.removesuffix('s')} once."
+            )
+        first[party] = path
+
+
+# ------------------------------------------------------------------ method="secure"
+# Each role is a separate process: the files it reads and writes are the only state it
+# shares with the others, and the party keeps a private step record so that a rerun cannot
+# release twice.
+
+
+def file_name(name: str) -> str:
+    """``name`` if it can be part of a file name (party names name keys, deals and blobs)."""
+    if not _FILE_NAME.fullmatch(name):
+        raise ConfigError(
+            f"party name {name!r} cannot name files (A.key, A-to-B.blob): use letters, digits, "
+            "'_', '.' and '-', starting with a letter or digit."
+        )
+    return name
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C held back while a command committed its outputs: they are complete."""
+
+    def __init__(self, written: Sequence[Path]) -> None:
+        super().__init__()
+        self.written = list(written)
+
+
+@contextlib.contextmanager
+def interrupts_held(written: Sequence[Path]) -> Iterator[None]:
+    """Hold back Ctrl-C while the block commits ``written`` (the step record, then the
+    renames), so that a command's outputs land all or none; a Ctrl-C held back is raised
+    after the block as :class:`Interrupted`, which names them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise Interrupted(written)
+
+
+@contextlib.contextmanager
+def staged(
+    *paths: str | os.PathLike, commit: Callable[[list[Path]], None] | None = None
+) -> Iterator[list[Path]]:
+    """Temporary files next to ``paths``, renamed over them only when the block succeeds, so
+    a failed command leaves no output file, not even part of a set. ``commit(temps)`` (e.g.
+    the step record) runs just before the renames; Ctrl-C waits until both are done."""
+    targets = [Path(p) for p in paths]
+    if len({t.resolve() for t in targets}) != len(targets):
+        raise ConfigError(f"two outputs of one command share a path: {[str(t) for t in targets]}.")
+    temps: list[Path] = []
+    try:
+        for target in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, part = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=".part", dir=target.parent
+            )
+            os.close(fd)
+            temps.append(Path(part))
+        yield temps
+        with interrupts_held(targets):
+            if commit is not None:
+                commit(temps)
+            for tmp, target in zip(temps, targets, strict=True):
+                os.replace(tmp, target)
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def write_all(files: Mapping[Path, bytes | bytearray]) -> None:
+    """Write every file or none (mode 0600: secrets, deals and blobs are not for others)."""
+    with staged(*files) as temps:
+        for tmp, data in zip(temps, files.values(), strict=True):
+            tmp.write_bytes(data)
+
+
+def read_bytes(path: str | os.PathLike, limit: int, what: str) -> bytes:
+    """The bytes of ``path``, refused before reading when larger than ``limit``."""
+    try:
+        size = os.path.getsize(path)
+        if size > limit:
+            raise MessageError(
+                f"{path}: {size:,} bytes is more than any {what} of this run ({limit:,} bytes)."
+            )
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise MessageError(f"{path}: cannot read the {what} ({exc.strerror or exc}).") from None
+
+
+def fingerprints(keys: dict[str, PublicKey]) -> str:
+    """One indented line per key: its party and fingerprint, to compare out of band."""
+    return "\n".join(f"  {name}: fingerprint {key.fingerprint}" for name, key in keys.items())
+
+
+class Phases:
+    """A command's named phases: a progress bar on stderr (on a terminal, unless --quiet)
+    and the seconds of each phase, for the summary line."""
+
+    def __init__(self, desc: str, names: Sequence[str], quiet: bool) -> None:
+        from tqdm.auto import tqdm
+
+        self.seconds: dict[str, float] = {}
+        self._bar = tqdm(
+            total=len(names),
+            desc=desc,
+            unit="step",
+            leave=False,
+            file=sys.stderr,
+            disable=True if quiet else None,
+        )
+
+    def __enter__(self) -> Phases:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.close()
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        self._bar.set_postfix_str(name)
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = time.perf_counter() - start
+        self._bar.update()
+
+    def summary(self) -> str:
+        """The seconds of each phase, for the command's last line."""
+        return ", ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
+
+
+PAPER_STEPS = "server deal, party local, party features, party release, server synthesize"
+
+
+def secure_config(path: str, *, select_only: bool = False) -> tuple[ProtocolConfig, SecurePlan]:
+    """The config at ``path`` and its secure plan (method secure only; ``select_only``: a
+    step of the select pipeline, which the paper pipeline does not have)."""
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.options import SecureOptions
+    from vertimrf.protocol.secure import SecurePlan
+
+    cfg = ProtocolConfig.load(path)
+    if not cfg.options.PADS_ROWS:  # not a secure method
+        raise ConfigError(
+            f"{path}: this command is for method secure; the config's method is {cfg.method!r}."
+        )
+    if select_only and not isinstance(cfg.options, SecureOptions):
+        raise ConfigError(
+            f"{path}: this command is a step of the select pipeline; the config's pipeline is "
+            f"{cfg.pipeline!r}, whose steps are: {PAPER_STEPS}."
+        )
+    return cfg, SecurePlan.from_config(cfg)
+
+
+def spec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default=None, help="a bundled dataset's spec (adult, nltcs)")
+    p.add_argument("--spec", default=None, help="a DomainSpec JSON file")
+
+
+def force_arg(p: argparse.ArgumentParser) -> None:
+    """``--force``: replace an existing output file (never an input, a key, a secret, a
+    private state, a step record or a config)."""
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace existing output files (never an input, a key, a secret, a private "
+        "state, a step record or a config)",
+    )
+
+
+def party_inputs(args: argparse.Namespace) -> list:
+    """The files a party command reads (options it was not given are None)."""
+    names = ("config", "data", "secret_file", "keys", "peers", "deal", "local", "count_from")
+    return [getattr(args, n, None) for n in names] + [getattr(args, "request", None)]
+
+
+def own_key(args: argparse.Namespace) -> KeyPair:
+    """This party's key pair (``--keys``): its secret makes the party's noise, so that a
+    re-run on the same inputs writes the same release and spends nothing new (a seeded
+    experiment's noise comes from its seed instead)."""
+    from vertimrf.protocol.channels import KeyPair
+
+    if args.keys is None:
+        raise ConfigError(
+            "give --keys NAME.key, this party's private key (make it once with `vertimrf keys "
+            "--name NAME --out-dir DIR`): its noise derives from it, so a re-run writes the "
+            "same release and spends nothing new."
+        )
+    pair = KeyPair.load(args.keys)
+    if pair.name != args.party:
+        raise ConfigError(f"{args.keys} is the key of {pair.name!r}, not of {args.party!r}.")
+    return pair
+
+
+def write_synthetic(
+    args: argparse.Namespace, ph: Phases, synth: pd.DataFrame, report: ProtocolReport
+) -> None:
+    """The synthetic CSV and (``--report``) the report's JSON, both or neither; then print."""
+    outputs = [args.out, *([args.report] if args.report else [])]
+    with ph("write"), staged(*outputs) as temps:
+        with open(temps[0], "w", encoding="utf-8") as fh:
+            synth.to_csv(fh, index=False)
+        if args.report:
+            temps[1].write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+    print(report)
+    print(f"\nwrote {len(synth)} synthetic rows to {args.out}; {ph.summary()}")

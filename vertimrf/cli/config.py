@@ -1,0 +1,204 @@
+"""``vertimrf config``: the protocol config every role shares."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from vertimrf.cli.common import (
+    check_outputs,
+    file_name,
+    force_arg,
+    load_spec,
+    spec_args,
+    staged,
+)
+from vertimrf.errors import (
+    ConfigError,
+)
+
+
+def parse_parties(items: Sequence[str]) -> list[tuple[str, list[str]]]:
+    out = []
+    for item in items:
+        name, sep, cols = item.partition("=")
+        if not sep or not name or not cols:
+            raise ConfigError(f"--party needs NAME=col1,col2,...; got {item!r}.")
+        out.append((name, [c for c in cols.split(",") if c]))
+    return out
+
+
+def _parse_t(value: str) -> int | str:
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"--t must be a positive integer or 'auto'; got {value!r}.") from None
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.options import PRESETS, FMOptions, SecureOptions
+
+    check_outputs(args, [args.out], [args.spec, *(args.pin or [])])
+    spec = load_spec(args)
+    given = {
+        "t": None if args.t is None else _parse_t(args.t),
+        "count_party": args.count_party,
+        "max_rows": args.max_rows,
+        "max_memory_gb": args.max_memory_gb,
+        "allow_non_dp": args.allow_non_dp or None,
+        "secure_feature_width": args.feature_width,
+        "secure_binning": args.binning,
+        "secure_pipeline": args.pipeline,
+        "method": args.method,
+    }
+    method = args.method or PRESETS[args.preset]["method"]
+    secure_flags = (
+        ("--feature-width", args.feature_width),
+        ("--binning", args.binning),
+        ("--pipeline", args.pipeline),
+    )
+    for flag, value in secure_flags:
+        if value is not None and method != "secure":
+            raise ConfigError(f"{flag} is an option of --method secure.")
+    if args.pipeline == "paper":
+        for flag, value in secure_flags[:2]:
+            if value is not None:
+                raise ConfigError(f"{flag} is an option of --pipeline select.")
+    if args.t is not None and method != "fm":
+        raise ConfigError("--t is an option of --method fm (the sketch repetitions).")
+    cfg = ProtocolConfig.from_preset(
+        args.preset,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        spec=spec,
+        parties=parse_parties(args.party),
+        **{k: v for k, v in given.items() if v is not None},
+    )
+    if args.pin:
+        from vertimrf.protocol.channels import load_public_keys
+
+        cfg = cfg.with_identities(load_public_keys(args.pin).values())
+    options = cfg.options
+    if options.PADS_ROWS:  # the secure methods: party names name the secure files
+        for p in cfg.parties:
+            file_name(p.name)
+    with staged(args.out) as (tmp,):
+        cfg.save(tmp)
+    label = "" if cfg.dp_guarantee else "; NOT differentially private (allow_non_dp)"
+    if isinstance(options, SecureOptions):
+        from vertimrf.protocol.secure import feature_width
+
+        width = options.feature_width
+        cap = f" ({feature_width(cfg)})" if width == "auto" else ""
+        size = (
+            f"max_rows {cfg.max_rows}, feature width {width}{cap}, pipeline select, "
+            f"binning {options.binning}"
+        )
+    elif isinstance(options, FMOptions):
+        size = f"t {options.t}"
+    else:
+        size = f"pipeline {cfg.pipeline}" + (f", max_rows {cfg.max_rows}" if cfg.max_rows else "")
+    print(
+        f"wrote the protocol config to {args.out} (hash {cfg.config_hash()[:16]}, method "
+        f"{cfg.method}, {size}, fresh run nonce){label}"
+    )
+    if cfg.identities is not None:
+        print("pinned identities (each role compares its own, and every role the config hash):")
+        for name, key in cfg.public_keys().items():
+            print(
+                f"  {name}: key {key.fingerprint}; certificate {cfg.identities[name].fingerprint}"
+            )
+    print(cfg.plan().describe())
+    return 0
+
+
+def add_config(sub: argparse._SubParsersAction) -> None:
+    """The `config` command."""
+    config = sub.add_parser(
+        "config",
+        help="write a protocol config every role shares",
+        description="Write the public protocol config (budget, parties, method and its settings) "
+        "and print its plan: every release, the worst-case ledger total, bytes and memory.",
+    )
+    spec_args(config)
+    config.add_argument(
+        "--party", action="append", required=True, help="NAME=col1,col2,... (repeat once per party)"
+    )
+    config.add_argument("--epsilon", type=float, required=True)
+    config.add_argument("--delta", type=float, required=True)
+    config.add_argument(
+        "--method",
+        choices=("fo", "fm", "secure"),
+        default=None,
+        help="secure (secure cross-party product, DP; needs --max-rows; the default preset's), "
+        "fo (GRR, DP; the paper preset's) or fm (the paper's sketches, NOT DP)",
+    )
+    config.add_argument("--preset", choices=("default", "paper"), default="default")
+    config.add_argument("--t", default=None, help="FM repetitions, or 'auto' (default: preset)")
+    config.add_argument(
+        "--max-rows",
+        type=int,
+        default=None,
+        help="public upper bound on the record count (method secure pads every party to it)",
+    )
+    config.add_argument(
+        "--allow-non-dp",
+        action="store_true",
+        help="accept a method that is NOT differentially private (FM sketches, xxh64)",
+    )
+    config.add_argument(
+        "--feature-width",
+        type=_feature_width,
+        default=None,
+        help="secure: each party's one-hot width cap (attribute pairs and triples fill it; "
+        "party time and memory grow with it), an integer or 'auto' (the default: "
+        "min(576, 2^26 / max-rows) as a power of two, at least the widest attribute)",
+    )
+    config.add_argument(
+        "--binning",
+        choices=("auto", "off"),
+        default=None,
+        help="secure: 'auto' (the default) re-measures a 2-way marginal on bins where the "
+        "server estimates a lower error than at its full domain (fitted as bin sums); 'off' "
+        "measures every marginal at its full domain",
+    )
+    config.add_argument(
+        "--pipeline",
+        choices=("select", "paper"),
+        default=None,
+        help="secure: 'select' (the default: one budget, the server's selection over the whole "
+        "table) or 'paper' (the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure "
+        "estimates of the binned cross-party pairs; its parties run `party local` first)",
+    )
+    config.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=None,
+        help="the memory any one role may need (GB; default 16): a config whose estimated "
+        "peak is larger is refused",
+    )
+    config.add_argument("--count-party", default=None, help="party releasing the noisy count")
+    config.add_argument(
+        "--pin",
+        nargs="+",
+        default=None,
+        metavar="NAME.pub",
+        help="pin every party's and the server's public key file (key and TLS certificate) "
+        "into the config, for the network service",
+    )
+    config.add_argument("--out", required=True, help="config JSON to write")
+    force_arg(config)
+    config.set_defaults(func=cmd_config)
+
+
+def _feature_width(value: str) -> int | str:
+    """``--feature-width``: 'auto' or an integer."""
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'auto' or an integer, not {value!r}") from None

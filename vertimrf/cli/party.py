@@ -1,0 +1,129 @@
+"""``vertimrf party``: a party's commands (the parser, and ``release`` of methods fo and fm)."""
+
+from __future__ import annotations
+
+import argparse
+
+from vertimrf.cli.common import (
+    force_arg,
+)
+from vertimrf.cli.party_release import cmd_party_local, cmd_party_release
+from vertimrf.cli.party_secure import cmd_party_features, cmd_party_measure
+from vertimrf.cli.run import add_party_run
+
+
+def party_args(p: argparse.ArgumentParser) -> None:
+    """Options of every party command: config, name, data, secret, seed."""
+    p.add_argument("--config", required=True, help="the shared protocol config")
+    p.add_argument("--party", "--name", dest="party", required=True, help="this party's name")
+    p.add_argument("--data", required=True, help="CSV with the ID column and own columns")
+    p.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
+    p.add_argument(
+        "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"
+    )
+    p.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    force_arg(p)
+
+
+def secure_args(p: argparse.ArgumentParser, required: bool) -> None:
+    """Options of the party commands of method secure (optional in `party release`)."""
+    p.add_argument(
+        "--keys",
+        required=required,
+        default=None,
+        help="this party's NAME.key (its noise derives from it; every method needs it)",
+    )
+    p.add_argument(
+        "--peers", nargs="+", required=required, default=None, help="the peers' public keys"
+    )
+    p.add_argument("--deal", required=required, default=None, help="this party's NAME.deal")
+    p.add_argument(
+        "--local",
+        default=None,
+        help="paper pipeline: this party's local message (from `party local`; its bin maps)",
+    )
+
+
+def add_party(sub: argparse._SubParsersAction) -> None:
+    """The `party local`, `party features`, `party release` and `party measure` commands."""
+    party = sub.add_parser("party", help="a party's role", description="A party's role.")
+    psub = party.add_subparsers(dest="action", required=True)
+    add_party_run(psub)
+    loc = psub.add_parser(
+        "local",
+        help="method secure, paper pipeline: the local model and bin maps",
+        description="The paper pipeline's first party step: fit the local DP MRF (LocMRF) and "
+        "release the noisy value counts that make the bin maps; write the message for the "
+        "server, which this party also passes as --local to `party features` and `party "
+        "release`. Once per run (the step record refuses a second one).",
+    )
+    party_args(loc)
+    loc.add_argument(
+        "--keys", required=True, help="this party's NAME.key (its noise derives from it)"
+    )
+    loc.add_argument("--out", required=True, help="local message file to write")
+    loc.add_argument(
+        "--count-from",
+        default=None,
+        help="the count party's local message, for its noisy count (every other party needs it)",
+    )
+    loc.add_argument("--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)")
+    loc.set_defaults(func=cmd_party_local)
+    feat = psub.add_parser(
+        "features",
+        help="method secure: masked features for each peer",
+        description="Open the server's deal, order the rows by a keyed PRF of the record IDs, "
+        "pad them to max_rows and write DIR/NAME-to-PEER.blob for each peer (X - U under the "
+        "pairwise key; the server relays them and cannot open them).",
+    )
+    party_args(feat)
+    secure_args(feat, required=True)
+    feat.add_argument("--out-dir", required=True, help="folder for the blobs")
+    feat.add_argument(
+        "--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)"
+    )
+    feat.set_defaults(func=cmd_party_features)
+    rel = psub.add_parser(
+        "release",
+        help="make a party's message (all its DP releases) for the server",
+        description="Methods fo and fm: run LocMRF, binning and LocEnc on this party's CSV and "
+        "write its message. "
+        "Method secure: recompute the features from the same deal, read the peers' blobs "
+        "(--blobs DIR/PEER-to-NAME.blob) and write the first release of every 2-way marginal; "
+        "once per run (the step record refuses a second release). The shares are kept for "
+        "`party measure` in a private file next to the step record (NAME.state.vmrf, mode "
+        "0600; never give it to anyone). Paper pipeline (--local from `party local`): the one "
+        "release of every binned cross-party pair, and no state (it has no measure step).",
+    )
+    party_args(rel)
+    rel.add_argument("--out", required=True, help="message file to write")
+    rel.add_argument(
+        "--count-from",
+        default=None,
+        help="fo/fm: the count party's message, for its noisy count (every other party needs it)",
+    )
+    secure_args(rel, required=False)
+    rel.add_argument("--blobs", default=None, help="secure: folder with the peers' blobs")
+    rel.add_argument(
+        "--ledger", default=None, help="secure: step record (default OUT_DIR/NAME.steps.json)"
+    )
+    rel.set_defaults(func=cmd_party_release)
+    mea = psub.add_parser(
+        "measure",
+        help="method secure: re-measure the marginals the server requests",
+        description="Check the request belongs to this run, read the shares from the private "
+        "state that `party release` kept next to the step record (NAME.state.vmrf; checked "
+        "against the record, the run, the deal and the data), and write the re-measurement "
+        "with fresh noise; once per run (the step record refuses a second measure). Neither "
+        "the deal is opened nor the peers' blobs are read again.",
+    )
+    party_args(mea)
+    secure_args(mea, required=True)
+    mea.add_argument(
+        "--blobs", default=None, help="ignored (the shares come from release's private state)"
+    )
+    mea.add_argument("--request", required=True, help="the server's request.json")
+    mea.add_argument("--out", required=True, help="release file to write")
+    mea.add_argument("--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)")
+    mea.set_defaults(func=cmd_party_measure)

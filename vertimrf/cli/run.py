@@ -1,0 +1,331 @@
+"""``vertimrf party run``, ``vertimrf server run`` and ``vertimrf status``: all of a role's
+steps in one command.
+
+The role's driver runs over a transport built from the command's options: the network
+service (``party run --server URL``, ``server run --listen HOST:PORT``:
+:mod:`vertimrf.service`) or the directory transport (``--inbox``/``--outbox`` folders, for
+air-gapped sites); everything else is shared by both.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vertimrf.cli.common import (
+    Phases,
+    check_outputs,
+    file_name,
+    force_arg,
+    own_key,
+    read_csv,
+    server_key,
+    write_synthetic,
+)
+from vertimrf.driver.transport import DirectoryTransport, Transport
+from vertimrf.errors import ConfigError
+from vertimrf.io import read_hex_secret
+
+if TYPE_CHECKING:
+    from vertimrf.protocol.channels import KeyPair, PublicKey
+    from vertimrf.protocol.config import ProtocolConfig
+
+
+def _directory_transport(args: argparse.Namespace, network: str) -> Transport:
+    """The directory transport of ``--inbox`` and ``--outbox``."""
+    if args.inbox is None or args.outbox is None:
+        raise ConfigError(
+            f"give {network}, or --inbox DIR (this role's inbox) and --outbox DIR (a folder "
+            "per receiver) for the directory transport."
+        )
+    return DirectoryTransport(args.inbox, args.outbox, timeout=args.timeout)
+
+
+def _network_or_folders(args: argparse.Namespace, option: str, value: object) -> bool:
+    """True for the network, False for folders; both at once are refused."""
+    if value is not None and (args.inbox is not None or args.outbox is not None):
+        raise ConfigError(f"give {option} or --inbox/--outbox, not both.")
+    return value is not None
+
+
+def party_transport(
+    args: argparse.Namespace, cfg: ProtocolConfig, keypair: KeyPair | None
+) -> Transport:
+    """The party's transport, from its options."""
+    if not _network_or_folders(args, "--server URL", args.server):
+        return _directory_transport(args, "--server URL")
+    from vertimrf.service.commands import party_transport as network
+
+    if keypair is None:
+        raise ConfigError("party run --server needs --keys (this party's key file).")
+    return network(args.server, cfg, keypair, timeout=args.timeout, progress=_progress(args))
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    """Progress bars on a terminal, unless --quiet."""
+    return False if args.quiet else None
+
+
+def _party_name(args: argparse.Namespace) -> str:
+    """``--name``, or the name in ``--keys``."""
+    from vertimrf.protocol.channels import KeyPair
+
+    if args.party is None:
+        if args.keys is None:
+            raise ConfigError("give --name (this party's name in the config) or --keys.")
+        args.party = KeyPair.load(args.keys).name
+    return args.party
+
+
+def cmd_party_run(args: argparse.Namespace) -> int:
+    from vertimrf.driver.party import PartyDriver
+    from vertimrf.driver.state import default_state_dir
+    from vertimrf.party.roles import Party
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.channels import load_public_keys
+
+    cfg = ProtocolConfig.load(args.config)
+    names = [p.name for p in cfg.parties]
+    if _party_name(args) not in names:
+        raise ConfigError(f"--name {args.party!r} is not a party of the config ({names}).")
+    name = file_name(args.party)
+    keypair = own_key(args) if args.keys is not None or args.server is not None else None
+    peers: dict[str, PublicKey] | None
+    if cfg.identities is not None:  # pinned: the peers' keys come from the config
+        if args.peers:
+            raise ConfigError("the config pins every public key: give no --peers.")
+        if keypair is not None:
+            cfg.check_keypair(keypair)
+        pinned = cfg.public_keys()
+        peers = {q: pinned[q] for q in names if q != name}
+    else:
+        peers = load_public_keys(args.peers) if args.peers else None
+    if peers is not None and name in peers:
+        raise ConfigError(f"--peers lists {name!r}'s own public key; list the other parties'.")
+    transport = party_transport(args, cfg, keypair)
+    party = Party(
+        name, read_csv(args.data), cfg, read_hex_secret(args.secret_file), keypair=keypair,
+        peers=peers, id_column=args.id_column, seed=args.seed, progress=_progress(args),
+    )  # fmt: skip
+    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir(name)
+    driver = PartyDriver(party, transport, state_dir=state_dir)
+    driver.run(progress=_progress(args))
+    print(
+        f"{name}: ran {', '.join(driver.done)}; sent {driver.sent_bytes:,} bytes; its private "
+        f"state is in {state_dir}"
+    )
+    return 0
+
+
+def _public_keys(args: argparse.Namespace, names: list[str]) -> dict:
+    """Every party's public key: ``--keys`` files, or ``--keys-dir DIR/NAME.pub``."""
+    from vertimrf.protocol.channels import load_public_keys
+
+    if args.keys and args.keys_dir:
+        raise ConfigError("give --keys FILE ... or --keys-dir DIR, not both.")
+    paths = args.keys or [Path(args.keys_dir) / f"{file_name(n)}.pub" for n in names]
+    keys = load_public_keys(paths)
+    missing = sorted(set(names) - set(keys))
+    unknown = sorted(set(keys) - set(names))
+    if missing or unknown:
+        raise ConfigError(
+            f"give one public key of each party {names} (missing {missing}, not parties {unknown})."
+        )
+    return keys
+
+
+def cmd_server_run(args: argparse.Namespace) -> int:
+    from vertimrf.protocol import ProtocolConfig
+
+    cfg = ProtocolConfig.load(args.config)
+    if _network_or_folders(args, "--listen HOST:PORT", args.listen):
+        return _serve(args, cfg)
+    if args.out is None:
+        raise ConfigError("give --out FILE, the synthetic CSV to write.")
+    return _server_over_folders(args, cfg)
+
+
+def _serve(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
+    """``server run --listen``: the network service of the run."""
+    from vertimrf.driver.state import default_state_dir
+    from vertimrf.service.commands import serve
+
+    if args.keys or args.keys_dir:
+        raise ConfigError("the service takes every public key from the config: give no --keys.")
+    if args.server_key is None:
+        raise ConfigError("give --server-key, the server's key file pinned in the config.")
+    check_outputs(args, [args.out, args.report], [args.config, args.server_key])
+    state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
+    return serve(
+        cfg, server_key(args), state_dir, args.listen, party_timeout=args.timeout,
+        seed=args.seed, out=args.out, report=args.report, exit_when_done=args.exit_when_done,
+        port_file=args.port_file,
+    )  # fmt: skip
+
+
+def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
+    """``server run --inbox/--outbox``: the server's steps over the directory transport."""
+    from vertimrf.driver.server import ServerDriver
+    from vertimrf.driver.state import default_state_dir
+    from vertimrf.protocol.methods import rules
+
+    names = [p.name for p in cfg.parties]
+    check_outputs(
+        args, [args.out, args.report], [args.config, args.server_key, args.keys, args.keys_dir]
+    )
+    secure = rules(cfg).secure_product
+    pinned = cfg.identities is not None
+    keys = (
+        _public_keys(args, names) if not pinned and (secure or args.keys or args.keys_dir) else None
+    )
+    keypair = server_key(args) if secure or args.server_key else None
+    state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
+    transport = _directory_transport(args, "--listen HOST:PORT")
+    driver = ServerDriver(
+        cfg, transport, public_keys=keys, keypair=keypair, seed=args.seed,
+        progress=_progress(args), state_dir=state_dir,
+    )  # fmt: skip
+    try:
+        driver.run(progress=_progress(args))
+    finally:
+        if driver.state is not None:
+            driver.state.close()
+    with Phases("server run", ("sample", "write"), args.quiet) as ph:
+        with ph("sample"):
+            model = driver.fitted()
+            synth = model.sample()
+        write_synthetic(args, ph, synth, model.report)
+    return 0
+
+
+def _transport_args(p: argparse.ArgumentParser) -> None:
+    """The directory transport's options, and the wait for each message."""
+    p.add_argument("--inbox", default=None, help="folders: this role's inbox folder")
+    p.add_argument("--outbox", default=None, help="folders: the outbox (a folder per receiver)")
+    p.add_argument(
+        "--timeout",
+        "--party-timeout",
+        dest="timeout",
+        type=float,
+        default=3600.0,
+        help="seconds to wait for each message (default 3600); the server then reports the "
+        "role that sent nothing",
+    )
+
+
+def _state_arg(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument(
+        "--state-dir",
+        default=None,
+        help=f"this role's private run state (default: {default}; a re-run resumes from it "
+        "and resends what it sent)",
+    )
+
+
+def add_party_run(psub: argparse._SubParsersAction) -> None:
+    """The `party run` command."""
+    run = psub.add_parser(
+        "run",
+        help="run all of a party's steps",
+        description="Run every step of this party in the run the config names, waiting for "
+        "each message it needs (--timeout seconds). With --server it connects out to the "
+        "service over mutual TLS (the config pins every role's key and certificate) and "
+        "retries with backoff; with --inbox/--outbox it reads its inbox folder and writes what "
+        "it sends to the outbox (OUTBOX/RECEIVER/). Its private state (the step record, a "
+        "copy of what it sent, the shares) lives in --state-dir: a re-run resumes, resends "
+        "the very bytes and spends nothing new; another data file in the same run is refused.",
+    )
+    run.add_argument("--config", required=True, help="the shared protocol config")
+    run.add_argument(
+        "--server", default=None, help="the service's URL, https://HOST:PORT (or --inbox/--outbox)"
+    )
+    run.add_argument(
+        "--party", "--name", dest="party", default=None, help="this party's name (default: --keys')"
+    )
+    run.add_argument("--data", required=True, help="CSV with the ID column and own columns")
+    run.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
+    run.add_argument(
+        "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"
+    )
+    run.add_argument(
+        "--keys", default=None, help="this party's NAME.key (its noise derives from it)"
+    )
+    run.add_argument(
+        "--peers", nargs="+", default=None, help="secure, unpinned config: the peers' public keys"
+    )
+    _transport_args(run)
+    _state_arg(run, "$XDG_STATE_HOME/vertimrf/NAME, else ~/.local/state/vertimrf/NAME")
+    run.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.set_defaults(func=cmd_party_run)
+
+
+def add_server_run(ssub: argparse._SubParsersAction) -> None:
+    """The `server run` command."""
+    run = ssub.add_parser(
+        "run",
+        help="run all of the server's steps and write the synthetic CSV",
+        description="Run every step of the server (deal, select, fit, as the method has), "
+        "then write the synthetic CSV and the report. With --listen it is an HTTPS service "
+        "(mutual TLS with the identities the config pins) that relays the parties' messages "
+        "(the feature blobs stay encrypted between the parties) and shows the run at "
+        "/v1/status (`vertimrf status`); with --inbox/--outbox it reads its inbox folder and "
+        "writes to the outbox (OUTBOX/PARTY/). Its run state (what each step received and "
+        "sent, in SQLite) lives in --state-dir: a restarted server resumes.",
+    )
+    run.add_argument("--config", required=True, help="the shared protocol config")
+    run.add_argument(
+        "--listen", default=None, help="serve the run on HOST:PORT (or --inbox/--outbox)"
+    )
+    run.add_argument(
+        "--keys", nargs="+", default=None, help="folders, unpinned config: every party's public key"
+    )
+    run.add_argument("--keys-dir", default=None, help="secure: a folder with NAME.pub per party")
+    run.add_argument(
+        "--server-key",
+        default=None,
+        help="the server's NAME.key (secure: its deal and noise derive from it)",
+    )
+    run.add_argument(
+        "--out", default=None, help="synthetic CSV to write (--listen: also in --state-dir)"
+    )
+    run.add_argument("--report", default=None, help="also write the report as JSON")
+    run.add_argument(
+        "--exit-when-done", action="store_true", help="--listen: stop when the run ends"
+    )
+    run.add_argument(
+        "--port-file", default=None, help="--listen: write the port listened on here (port 0)"
+    )
+    _transport_args(run)
+    _state_arg(run, "$XDG_STATE_HOME/vertimrf/server/HASH, else ~/.local/state/...")
+    run.add_argument(
+        "--seed", type=int, default=None, help="run seed: seeds the DP noise (experiments only)"
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    force_arg(run)
+    run.set_defaults(func=cmd_server_run)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.channels import KeyPair
+    from vertimrf.service.commands import fetch_status, format_status
+
+    cfg = ProtocolConfig.load(args.config)
+    print(format_status(fetch_status(args.server, cfg, KeyPair.load(args.keys))))
+    return 0
+
+
+def add_status(sub: argparse._SubParsersAction) -> None:
+    """The `status` command."""
+    status = sub.add_parser(
+        "status",
+        help="show a networked run's state and each party's step and bytes",
+        description="Ask the service for the run's state (waiting, running, done, failed and "
+        "why) and each party's messages, bytes and last step.",
+    )
+    status.add_argument("--server", required=True, help="the service's URL, https://HOST:PORT")
+    status.add_argument("--config", required=True, help="the run's config (identities pinned)")
+    status.add_argument("--keys", required=True, help="a party's key file (to authenticate)")
+    status.set_defaults(func=cmd_status)

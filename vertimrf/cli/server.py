@@ -1,0 +1,95 @@
+"""``vertimrf server``: the server's commands (the parser, and ``synthesize`` of fo, fm
+and the paper pipeline)."""
+
+from __future__ import annotations
+
+import argparse
+
+from vertimrf.cli.common import (
+    force_arg,
+)
+from vertimrf.cli.run import add_server_run
+from vertimrf.cli.server_steps import cmd_server_deal, cmd_server_select
+from vertimrf.cli.server_synth import cmd_server_synthesize
+
+
+def server_key_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--server-key",
+        required=True,
+        help="the server's NAME.key (`vertimrf keys --name server`): its deal and its noise "
+        "derive from it, so a re-run writes the same bytes",
+    )
+
+
+def add_server(sub: argparse._SubParsersAction) -> None:
+    """The `server deal`, `server select` and `server synthesize` commands."""
+    server = sub.add_parser("server", help="the server's role", description="The server's role.")
+    ssub = server.add_subparsers(dest="action", required=True)
+    add_server_run(ssub)
+    deal = ssub.add_parser(
+        "deal",
+        help="method secure: seal each party's correlated randomness",
+        description="Write DIR/NAME.deal for each party, sealed to its public key (the deal's "
+        "randomness derives from the server's key and the run; it cannot change the synthetic "
+        "table).",
+    )
+    deal.add_argument("--config", required=True, help="the shared protocol config")
+    deal.add_argument("--keys", nargs="+", required=True, help="every party's public key")
+    server_key_arg(deal)
+    deal.add_argument("--out-dir", required=True, help="folder for the deals")
+    force_arg(deal)
+    deal.set_defaults(func=cmd_server_deal)
+    sel = ssub.add_parser(
+        "select",
+        help="method secure: choose the marginals to re-measure",
+        description="Sum the parties' first releases, add the server's noise, choose the model "
+        "and the marginals to re-measure; write the request for the parties and the server's "
+        "private state for `server synthesize`.",
+    )
+    sel.add_argument("--config", required=True, help="the shared protocol config")
+    sel.add_argument("--releases", nargs="+", required=True, help="every party's first release")
+    sel.add_argument("--out", required=True, help="request JSON to write")
+    sel.add_argument("--state", required=True, help="server state to write (keep it)")
+    server_key_arg(sel)
+    sel.add_argument(
+        "--seed", type=int, default=None, help="run seed: seeds the DP noise (experiments only)"
+    )
+    sel.add_argument("--quiet", action="store_true", help="no progress bars")
+    force_arg(sel)
+    sel.set_defaults(func=cmd_server_select)
+    syn = ssub.add_parser(
+        "synthesize",
+        help="synthesize a table from the parties' messages",
+        description="Check the messages, run GraphCom, InitMRF and OptMRF, sample, and write "
+        "the synthetic CSV and the privacy report. Method secure: --state from `server select` "
+        "and the parties' re-measurements (--releases).",
+    )
+    syn.add_argument("messages", nargs="*", help="the parties' message files")
+    syn.add_argument("--releases", nargs="+", default=None, help="the same, as an option")
+    syn.add_argument("--state", default=None, help="secure: the state `server select` wrote")
+    syn.add_argument("--config", required=True, help="the shared protocol config")
+    syn.add_argument("--out", required=True, help="synthetic CSV to write")
+    syn.add_argument("--report", default=None, help="also write the report as JSON")
+    syn.add_argument("--n", type=int, default=None, help="rows (default: the noisy count)")
+    syn.add_argument(
+        "--server-key",
+        default=None,
+        help="secure: the server's NAME.key (`vertimrf keys --name server`); its noise "
+        "derives from it",
+    )
+    syn.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="run seed: seeds the DP noise and the sampling (experiments only; the report says so)",
+    )
+    syn.add_argument(
+        "--sample-seed",
+        type=int,
+        default=None,
+        help="seeds the sampling of the synthetic rows only (no effect on the privacy)",
+    )
+    syn.add_argument("--quiet", action="store_true", help="no progress bars")
+    force_arg(syn)
+    syn.set_defaults(func=cmd_server_synthesize)
