@@ -157,11 +157,23 @@ def _serve(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
         raise ConfigError("give --server-key, the server's key file pinned in the config.")
     check_outputs(args, [args.out, args.report], [args.config, args.server_key])
     state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
+    _show_service_log()
     return serve(
         cfg, server_key(args), state_dir, args.listen, party_timeout=args.timeout,
         seed=args.seed, out=args.out, report=args.report, exit_when_done=args.exit_when_done,
         port_file=args.port_file,
     )  # fmt: skip
+
+
+def _show_service_log() -> None:
+    """The service's log lines (start, done, failed and why) on stderr."""
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("vertimrf server: %(message)s"))
+    service = logging.getLogger("vertimrf.service")
+    service.addHandler(handler)
+    service.setLevel(logging.INFO)
 
 
 def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:

@@ -13,10 +13,10 @@ made and compared).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import ssl
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ from vertimrf.service.client import HttpTransport
 from vertimrf.service.runner import ServiceRun
 from vertimrf.service.store import MessageStore
 from vertimrf.service.tls import client_context, server_context
+
+log = logging.getLogger(__name__)
 
 GRACE = 1.0  # seconds the service keeps serving after the run ends (exit_when_done)
 
@@ -57,7 +59,7 @@ def serve(
     port_file: str | os.PathLike | None = None,
 ) -> int:
     """Serve the run of ``config`` on ``listen`` (HOST:PORT); 0 when it ends done (or a
-    signal stops the service), 2 when it failed (the reason printed)."""
+    signal stops the service), 2 when it failed (the reason logged to ``vertimrf.service``)."""
     context = server_context(config, keypair)
     host, port = parse_listen(listen)
     if not party_timeout > 0:
@@ -95,8 +97,7 @@ async def _serve(
         bound = runner.addresses[0][1]
         if port_file:
             atomic_write_text(port_file, f"{bound}\n")
-        print(f"vertimrf server: run {run.config.config_hash()[:16]} on https://{host}:{bound}",
-              file=sys.stderr)  # fmt: skip
+        log.info("run %s on https://%s:%d", run.config.config_hash()[:16], host, bound)
         run.start()
         if exit_when_done:
             finished = loop.run_in_executor(None, run.finished.wait)
@@ -109,10 +110,7 @@ async def _serve(
             await stop.wait()
     finally:
         await runner.cleanup()
-    if run.state == "failed":
-        print(f"vertimrf server: error: {run.error}", file=sys.stderr)
-        return 2
-    return 0
+    return 2 if run.state == "failed" else 0
 
 
 def party_transport(

@@ -13,11 +13,10 @@ folder that already holds the synthetic CSV is a finished run and is not run aga
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
-import sys
 import threading
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,8 @@ from vertimrf.io import atomic_write_text
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.store import MessageStore, StoreTransport
+
+log = logging.getLogger(__name__)
 
 SYNTHETIC = "synthetic.csv"
 REPORT = "report.json"
@@ -89,13 +90,13 @@ class ServiceRun:
             self._copy(synthetic, self.out)
             self._copy(self.state_dir / REPORT, self.report)
             self.state = "done"
-            print("vertimrf server: the run is done.", file=sys.stderr)
+            log.info("the run is done.")
         except VertimrfError as exc:
             self.state, self.error = "failed", str(exc)
-            print(f"vertimrf server: the run failed: {exc}", file=sys.stderr)
+            log.error("the run failed: %s", exc)
         except Exception as exc:  # a bug: the service reports it and stops
             self.state, self.error = "failed", f"internal error: {exc!r}"
-            traceback.print_exc()
+            log.exception("internal error")
         finally:
             self.finished.set()
 
