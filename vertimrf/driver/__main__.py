@@ -12,9 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-import pandas as pd
-
-from vertimrf.driver.party import PartyDriver
+from vertimrf.driver.party import PartyDriver, read_table
 from vertimrf.driver.server import ServerDriver
 from vertimrf.driver.transport import DirectoryTransport
 from vertimrf.errors import VertimrfError
@@ -31,10 +29,8 @@ def _party(args: argparse.Namespace, transport: DirectoryTransport) -> None:
     if cfg.identities is not None and keypair is not None:  # pinned: the peers' keys too
         cfg.check_keypair(keypair)
         peers = {n: k for n, k in cfg.public_keys().items() if n not in (args.name, "server")}
-    data = pd.read_csv(args.data)
-    data.columns = [str(c) for c in data.columns]
-    party = Party(
-        args.name, data, cfg, read_hex_secret(args.secret), keypair=keypair,
+    party = Party(  # the table is not kept here: the party keeps only what it needs
+        args.name, read_table(args.data), cfg, read_hex_secret(args.secret), keypair=keypair,
         peers=peers, id_column=args.id_column,
         seed=args.seed, progress=False,
     )  # fmt: skip

@@ -24,10 +24,9 @@ import signal
 import sys
 from pathlib import Path
 
-import pandas as pd
 from aiohttp import web
 
-from vertimrf.driver.party import PartyDriver
+from vertimrf.driver.party import PartyDriver, read_table
 from vertimrf.errors import ConfigError, ServiceError
 from vertimrf.io import atomic_write_text, read_hex_secret
 from vertimrf.party.roles import Party
@@ -148,14 +147,15 @@ def run_party(args: argparse.Namespace) -> int:
     if keypair.name == SERVER:
         raise ConfigError("party run needs a party's key file, not the server's.")
     peers = {n: k for n, k in cfg.public_keys().items() if n not in (keypair.name, SERVER)}
-    data = pd.read_csv(args.data)
-    data.columns = [str(c) for c in data.columns]
-    party = Party(
-        keypair.name, data, cfg, read_hex_secret(args.secret), keypair=keypair, peers=peers,
-        id_column=args.id_column, seed=args.seed,
+    party = Party(  # the table is not kept here: the party keeps only what it needs
+        keypair.name, read_table(args.data), cfg, read_hex_secret(args.secret),
+        keypair=keypair, peers=peers, id_column=args.id_column, seed=args.seed,
     )  # fmt: skip
-    transport = HttpTransport(args.server, cfg.config_hash(), context, timeout=args.timeout)
-    state = args.state_dir or default_state_dir(keypair.name)
+    state = Path(args.state_dir or default_state_dir(keypair.name))
+    transport = HttpTransport(
+        args.server, cfg.config_hash(), context, timeout=args.timeout,
+        spool=state / cfg.config_hash()[:16] / "received",
+    )  # fmt: skip
     driver = PartyDriver(party, transport, state_dir=state)
     driver.run()
     print(f"vertimrf party {keypair.name}: done ({driver.sent_bytes:,} bytes sent).",
