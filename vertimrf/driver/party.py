@@ -133,7 +133,7 @@ class PartyDriver(RoleDriver):
         if self.party.secure is None:  # the paper pipeline, its local release resent
             self._resume_local()
         (deal,) = inputs.values()
-        blobs = self.party.features(deal)
+        blobs = self.party.features(bytes(deal))  # a large deal arrives mapped
         return {Message(self.name, q, "blob"): blob for q, blob in blobs.items()}
 
     def _resume_local(self) -> None:
@@ -151,7 +151,7 @@ class PartyDriver(RoleDriver):
             if self.party.secure is None:
                 self._resume_local()
             assert self.party.secure is not None
-            self.party.secure.open_deal(inputs[self._from_server("deal")])
+            self.party.secure.open_deal(bytes(inputs[self._from_server("deal")]))
         return _Blobs(inputs)
 
     def _select(self, inputs: Mapping[Message, Payload]) -> Outputs:
