@@ -1,4 +1,4 @@
-"""method="secure" with one process per role: the directory transport, later loopback HTTPS.
+"""method="secure" with one process per role: the directory transport and loopback HTTPS.
 
 Issue 22's benchmark. The table is bench_secure_cli's (1,000,000 rows x 15 columns over 3
 parties by default, from a fixed seed), and so are the keys, the group secret and the config
@@ -7,30 +7,35 @@ parties by default, from a fixed seed), and so are the keys, the group secret an
 * today's baseline (``--baseline``, the default): bench_secure_cli's step commands, one
   after another, each its own process; the peak memory of a party's commands is the
   "no higher than today" mark;
-* ``--transport directory``: ``python -m vertimrf.driver party|server``, the server and the
-  three parties started together, each its own process, exchanging files through a shared
+* ``--transport directory``: ``vertimrf server run`` and ``vertimrf party run`` with
+  ``--inbox``/``--outbox``, the server and the three parties started together, each its own process, exchanging files through a shared
   mail folder (every role's outbox; its inbox the subfolder of its name);
-* ``--transport https``: the same roles over loopback HTTPS (``party run --server URL``,
-  ``server run --listen``), once ``vertimrf.service`` exists; ``both`` runs the two.
+* ``--transport https``: the same roles over loopback HTTPS, ``vertimrf server run
+  --listen 127.0.0.1:0 --exit-when-done`` and three ``vertimrf party run --server URL``
+  on a copy of the config with every role's key and TLS certificate pinned
+  (``with_identities``); ``both`` runs the two, directory first.
 
 Reported: the wall time of the whole run and of every process, every process's peak RSS
 (GNU time's maximum resident set size, so the benchmark's own memory is not counted), and
-the bytes each role sends, by message kind. The runs are unseeded, as a real run would be.
+the bytes each role sends, by message kind (HTTPS: the messages the service holds). The
+targets of issue 22 are checked at the end: HTTPS time <= 1.25x directory time, the HTTPS
+server's peak <= 1 GB, each party's peak no higher than today's. The runs are unseeded,
+as a real run would be.
 ``--quick`` is a smoke run on a small table (seconds, not minutes).
 
-    python benchmarks/bench_service.py --transport directory --json OUT.json --md OUT.md
+    python benchmarks/bench_service.py --transport both --json OUT.json --md OUT.md
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,62 +53,85 @@ from bench_secure_cli import (  # noqa: E402
 )
 
 from vertimrf.io import atomic_write_text  # noqa: E402
+from vertimrf.protocol.channels import PublicKey  # noqa: E402
+from vertimrf.protocol.config import ProtocolConfig  # noqa: E402
 
 SERVER = "server"  # the server's role name in the driver's messages
 QUICK_ROWS, QUICK_MAX_ROWS = 3_000, 4_096
 TIMEOUT = 3600  # seconds a role waits for one message
 SERVER_MEMORY_TARGET_MB = 1024
-
-
-def https_available() -> bool:
-    """Whether the HTTPS service (``vertimrf.service``) is installed."""
-    return importlib.util.find_spec("vertimrf.service") is not None
+NETWORK_TIME_TARGET = 1.25  # network time over directory time
+PINNED = "config-pinned.json"  # the config with every role's identity pinned
 
 
 def driver_commands(root: Path) -> dict[str, list[str]]:
-    """Each role's arguments to ``python -m vertimrf.driver``, run in ``root`` on the keys,
+    """Each role's arguments to ``vertimrf`` over folders, run in ``root`` on the keys,
     secret and config that :func:`bench_secure_cli.setup` made; one mail folder for all."""
     common = ["--config", "config.json", "--outbox", "mail", "--timeout", str(TIMEOUT)]
     names = list(PARTIES)
     roles = {
-        SERVER: ["server", *common, "--inbox", f"mail/{SERVER}",
+        SERVER: ["server", "run", *common, "--inbox", f"mail/{SERVER}",
                  "--keys", *[f"S/{n}.pub" for n in names], "--server-key", "S/server.key",
-                 "--state", "driver/server", "--out", "driver/synth.csv",
-                 "--report", "driver/report.json"],
+                 "--state-dir", "driver/server", "--out", "driver/synth.csv",
+                 "--report", "driver/report.json", "--quiet"],
     }  # fmt: skip
     for n in names:
         roles[n] = [
-            "party", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}/{n}.csv",
-            "--secret", f"{n}/{n}.secret", "--keys", f"{n}/{n}.key",
-            "--peers", *[f"{n}/{q}.pub" for q in names if q != n], "--state", f"driver/{n}",
+            "party", "run", *common, "--inbox", f"mail/{n}", "--name", n,
+            "--data", f"{n}/{n}.csv", "--secret", f"{n}/{n}.secret", "--keys", f"{n}/{n}.key",
+            "--peers", *[f"{n}/{q}.pub" for q in names if q != n],
+            "--state-dir", f"driver/{n}", "--quiet",
         ]  # fmt: skip
     return roles
 
 
-def run_together(root: Path, commands: dict[str, list[str]]) -> dict:
-    """Start every role's process at once (each under GNU time) and wait for all: the
-    whole run's wall time and each process's wall time and peak RSS. A failed role stops
-    the others and raises with its error output."""
-    logs = root / "logs"
-    logs.mkdir(exist_ok=True)
+def _start(root: Path, logs: Path, role: str, module: str, args: list[str]) -> subprocess.Popen:
+    """One role's process in ``root`` under GNU time, its output in ``logs/<role>.*``."""
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / f"{role}.out", "wb") as out, open(logs / f"{role}.err", "wb") as err:
+        return subprocess.Popen(
+            [TIME, "-f", "%M", "-o", str(logs / f"{role}.rss"), sys.executable, "-m", module,
+             *args],
+            cwd=root, stdout=out, stderr=err,
+        )  # fmt: skip
+
+
+def _check(logs: Path, role: str, proc: subprocess.Popen) -> bool:
+    """Whether ``role``'s process has ended; RuntimeError with its error output if it failed."""
+    if proc.poll() is None:
+        return False
+    if proc.returncode != 0:
+        error = (logs / f"{role}.err").read_text()[-3000:]
+        raise RuntimeError(f"the {role} process failed:\n{error}")
+    return True
+
+
+def run_together(
+    root: Path,
+    name: str,
+    module: str,
+    commands: dict[str, list[str]],
+    then: Callable[[], dict[str, list[str]]] | None = None,
+) -> dict:
+    """Start every role's ``python -m module`` process in ``commands`` at once (each under
+    GNU time, its output in ``logs/<name>/``), then those ``then()`` names once it returns
+    (it may wait, e.g. for the server's port), and wait for all: the whole run's wall time
+    and each process's wall time and peak RSS. A failed role stops the others and raises
+    with its error output."""
+    logs = root / "logs" / name
     procs: dict[str, subprocess.Popen] = {}
     ended: dict[str, float] = {}
     start = time.perf_counter()
     try:
         for role, args in commands.items():
-            with open(logs / f"{role}.out", "wb") as out, open(logs / f"{role}.err", "wb") as err:
-                procs[role] = subprocess.Popen(
-                    [TIME, "-f", "%M", "-o", str(logs / f"{role}.rss"), sys.executable, "-m",
-                     "vertimrf.driver", *args],
-                    cwd=root, stdout=out, stderr=err,
-                )  # fmt: skip
+            procs[role] = _start(root, logs, role, module, args)
+        if then is not None:
+            for role, args in then().items():
+                procs[role] = _start(root, logs, role, module, args)
         while len(ended) < len(procs):
             for role, proc in procs.items():
-                if role not in ended and proc.poll() is not None:
+                if role not in ended and _check(logs, role, proc):
                     ended[role] = time.perf_counter() - start
-                    if proc.returncode != 0:
-                        error = (logs / f"{role}.err").read_text()[-3000:]
-                        raise RuntimeError(f"the {role} process failed:\n{error}")
             time.sleep(0.05)
     finally:
         for proc in procs.values():
@@ -116,7 +144,7 @@ def run_together(root: Path, commands: dict[str, list[str]]) -> dict:
             "wall": ended[role],
             "max_rss_mb": int((logs / f"{role}.rss").read_text().split()[-1]) / 1024,
         }
-        for role in commands
+        for role in procs
     }
     return {"wall": wall, "roles": roles}
 
@@ -126,6 +154,8 @@ def sent_bytes(mail: Path) -> dict[str, dict[str, int]]:
     ``mail/<receiver>/<sender>.<kind>``)."""
     out: dict[str, dict[str, int]] = {}
     for path in sorted(mail.glob("*/*")):
+        if path.parent.name.startswith("."):  # the service's uploads in progress
+            continue
         sender, _, kind = path.name.partition(".")
         by_kind = out.setdefault(sender, {})
         by_kind[kind] = by_kind.get(kind, 0) + path.stat().st_size
@@ -135,9 +165,61 @@ def sent_bytes(mail: Path) -> dict[str, dict[str, int]]:
 def directory_run(root: Path) -> dict:
     """The four roles over the directory transport, started together."""
     (root / "driver").mkdir()
-    res = run_together(root, driver_commands(root))
+    res = run_together(root, "directory", "vertimrf", driver_commands(root))
     res["bytes"] = sent_bytes(root / "mail")
     with open(root / "driver" / "synth.csv", "rb") as fh:
+        res["synthetic_rows"] = sum(1 for _ in fh) - 1
+    return res
+
+
+def pin_identities(root: Path) -> None:
+    """``config-pinned.json``: the run's config with every role's public key (each with its
+    TLS certificate, from ``vertimrf keys``) pinned, as the service requires. The server's
+    folder holds every party's public key (relayed in :func:`bench_secure_cli.setup`)."""
+    keys = [PublicKey.load(root / "S" / f"{n}.pub") for n in [*PARTIES, SERVER]]
+    ProtocolConfig.load(root / "config.json").with_identities(keys).save(root / PINNED)
+
+
+def https_commands(root: Path) -> tuple[list[str], Callable[[str], dict[str, list[str]]]]:
+    """The server's arguments to ``vertimrf server run --listen`` (an ephemeral port written
+    to ``https/port``), and each party's, given the server's URL."""
+    server = [
+        "server", "run", "--config", PINNED, "--listen", "127.0.0.1:0", "--state-dir",
+        "https/server", "--server-key", "S/server.key", "--timeout", str(TIMEOUT),
+        "--out", "https/synth.csv", "--report", "https/report.json", "--exit-when-done",
+        "--port-file", "https/port",
+    ]  # fmt: skip
+
+    def parties(url: str) -> dict[str, list[str]]:
+        return {
+            n: ["party", "run", "--server", url, "--config", PINNED, "--data", f"{n}/{n}.csv",
+                "--keys", f"{n}/{n}.key", "--secret", f"{n}/{n}.secret", "--state-dir",
+                f"https/{n}", "--timeout", str(TIMEOUT)]
+            for n in PARTIES
+        }  # fmt: skip
+
+    return server, parties
+
+
+def https_run(root: Path) -> dict:
+    """The server over loopback HTTPS, then the three parties once it listens (its start-up
+    counts in the whole run's time)."""
+    (root / "https").mkdir()
+    pin_identities(root)
+    server, parties = https_commands(root)
+    port = root / "https" / "port"
+
+    def after_server() -> dict[str, list[str]]:
+        deadline = time.monotonic() + 300
+        while not port.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the HTTPS server did not listen within 300 s.")
+            time.sleep(0.02)
+        return parties(f"https://127.0.0.1:{port.read_text().strip()}")
+
+    res = run_together(root, "https", "vertimrf", {SERVER: server}, after_server)
+    res["bytes"] = sent_bytes(root / "https" / "server" / "messages")
+    with open(root / "https" / "synth.csv", "rb") as fh:
         res["synthetic_rows"] = sum(1 for _ in fh) - 1
     return res
 
@@ -188,11 +270,47 @@ def one_run(args: argparse.Namespace) -> dict:
             res["directory"] = directory_run(root)
             res["load_average"]["after directory"] = os.getloadavg()[0]
             print(f"directory: {res['directory']['wall']:.1f} s", flush=True)
+        if args.transport in ("https", "both"):
+            res["https"] = https_run(root)
+            res["load_average"]["after https"] = os.getloadavg()[0]
+            print(f"https: {res['https']['wall']:.1f} s", flush=True)
     return res
 
 
 def _mb(x: float) -> str:
     return f"{x:,.0f}"
+
+
+TRANSPORTS = ("directory", "https")
+
+
+def targets(res: dict) -> list[str]:
+    """Issue 22's targets, one line each: party peaks against today's, the HTTPS server's
+    peak, network time against directory time."""
+    lines = []
+    for kind in [t for t in TRANSPORTS if t in res and "baseline" in res]:
+        for n in PARTIES:
+            now = res[kind]["roles"][n]["max_rss_mb"]
+            today = res["baseline"]["roles"][n]["max_rss_mb"]
+            met = "yes" if now <= today else "**no**"
+            lines.append(
+                f"- Party {n} peak memory, {kind} {_mb(now)} MB vs today {_mb(today)} MB "
+                f"({now / today:.2f}x): {met}."
+            )
+    if "https" in res:
+        server = res["https"]["roles"][SERVER]["max_rss_mb"]
+        met = "yes" if server <= SERVER_MEMORY_TARGET_MB else "**no**"
+        lines.append(
+            f"- HTTPS server peak memory {_mb(server)} MB <= {SERVER_MEMORY_TARGET_MB} MB: {met}."
+        )
+    if "https" in res and "directory" in res:
+        ratio = res["https"]["wall"] / res["directory"]["wall"]
+        met = "yes" if ratio <= NETWORK_TIME_TARGET else "**no**"
+        lines.append(
+            f"- Network time {res['https']['wall']:.1f} s / directory time "
+            f"{res['directory']['wall']:.1f} s = {ratio:.2f} <= {NETWORK_TIME_TARGET}: {met}."
+        )
+    return lines
 
 
 def markdown(head: dict, res: dict) -> str:
@@ -212,7 +330,7 @@ def markdown(head: dict, res: dict) -> str:
         + " (above 2 means processes waited for a core).",
     ]
     roles = [*PARTIES, SERVER]
-    runs = [(k, res[k]) for k in ("baseline", "directory") if k in res]
+    runs = [(k, res[k]) for k in ("baseline", *TRANSPORTS) if k in res]
     if runs:
         lines += [
             "",
@@ -228,17 +346,21 @@ def markdown(head: dict, res: dict) -> str:
             "",
             "Baseline: the sum of a role's step commands (features, release, measure; deal, "
             "select, synthesize), run one after another, and the largest peak RSS among them. "
-            "Directory: each role one process for the whole run, all four started together; "
-            "a role's wall time is from the start to its exit (it includes waiting for the "
-            "others), the whole run's until the last exit.",
+            "Directory: each role one process for the whole run (`vertimrf party run` and "
+            "`server run` with --inbox/--outbox), "
+            "all four started together. HTTPS: `vertimrf server run --listen` on "
+            "127.0.0.1 (mutual TLS, identities pinned in the config), then the three `party "
+            "run --server` processes once it listens. A role's wall time is from the run's "
+            "start to its exit (it includes waiting for the others), the whole run's until "
+            "the last exit.",
         ]
-    if "directory" in res:
-        d = res["directory"]
-        lines += ["", "| role sends (directory) | kind: bytes | total (B) |", "|---|---|---:|"]
+    for kind in [t for t in TRANSPORTS if t in res]:
+        d = res[kind]
+        lines += ["", f"| role sends ({kind}) | kind: bytes | total (B) |", "|---|---|---:|"]
         for role, kinds in d["bytes"].items():
             text = ", ".join(f"{k}: {v:,}" for k, v in kinds.items())
             lines.append(f"| {role} | {text} | {sum(kinds.values()):,} |")
-        lines += ["", f"The directory run wrote {d['synthetic_rows']:,} synthetic rows."]
+        lines += ["", f"The {kind} run wrote {d['synthetic_rows']:,} synthetic rows."]
     if "baseline" in res:
         lines += ["", "| party sends (baseline) | blobs (B) | select (B) | measure (B) |",
                   "|---|---:|---:|---:|"]  # fmt: skip
@@ -248,23 +370,7 @@ def markdown(head: dict, res: dict) -> str:
         lines.append(
             f"\nThe server sends {sb['deal']:,} B of deals, {sb['request']:,} B of requests."
         )
-    lines += ["", "## Targets", ""]
-    if "directory" in res and "baseline" in res:
-        for n in PARTIES:
-            now = res["directory"]["roles"][n]["max_rss_mb"]
-            today = res["baseline"]["roles"][n]["max_rss_mb"]
-            met = "yes" if now <= today else f"**no, {now / today:.2f}x**"
-            lines.append(
-                f"- Party {n} peak memory, directory {_mb(now)} MB vs today {_mb(today)} MB: {met}."
-            )
-    if "directory" in res:
-        server = res["directory"]["roles"][SERVER]["max_rss_mb"]
-        lines.append(
-            f"- Server peak memory, directory transport: {_mb(server)} MB "
-            f"(the <= {SERVER_MEMORY_TARGET_MB} MB target is the HTTPS server's)."
-        )
-    lines.append("- Network time <= 1.25x directory time: not measured yet (no HTTPS run).")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", "## Targets (issue 22)", "", *targets(res)]) + "\n"
 
 
 def main() -> None:
@@ -284,10 +390,6 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="also write the figures as JSON")
     parser.add_argument("--md", default=None, help="write the results as Markdown")
     args = parser.parse_args()
-    if args.transport in ("https", "both"):
-        where = "this script" if https_available() else "this installation (no vertimrf.service)"
-        parser.error(f"the HTTPS transport is not available yet in {where}; use --transport "
-                     "directory.")  # fmt: skip
     if args.quick:
         args.rows, args.max_rows = QUICK_ROWS, QUICK_MAX_ROWS
     head = {

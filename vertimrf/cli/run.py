@@ -59,12 +59,22 @@ def party_transport(
 
     if keypair is None:
         raise ConfigError("party run --server needs --keys (this party's key file).")
-    return network(args.server, cfg, keypair, timeout=args.timeout, progress=_progress(args))
+    spool = _state_dir(args) / cfg.config_hash()[:16] / "received"
+    return network(
+        args.server, cfg, keypair, timeout=args.timeout, progress=_progress(args), spool=spool
+    )
 
 
 def _progress(args: argparse.Namespace) -> bool | None:
     """Progress bars on a terminal, unless --quiet."""
     return False if args.quiet else None
+
+
+def _state_dir(args: argparse.Namespace) -> Path:
+    """The party's private state folder: ``--state-dir``, or the per-user default."""
+    from vertimrf.driver.state import default_state_dir
+
+    return Path(args.state_dir) if args.state_dir else default_state_dir(args.party)
 
 
 def _party_name(args: argparse.Namespace) -> str:
@@ -80,7 +90,6 @@ def _party_name(args: argparse.Namespace) -> str:
 
 def cmd_party_run(args: argparse.Namespace) -> int:
     from vertimrf.driver.party import PartyDriver
-    from vertimrf.driver.state import default_state_dir
     from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.channels import load_public_keys
@@ -108,7 +117,7 @@ def cmd_party_run(args: argparse.Namespace) -> int:
         name, read_csv(args.data), cfg, read_hex_secret(args.secret_file), keypair=keypair,
         peers=peers, id_column=args.id_column, seed=args.seed, progress=_progress(args),
     )  # fmt: skip
-    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir(name)
+    state_dir = _state_dir(args)
     driver = PartyDriver(party, transport, state_dir=state_dir)
     driver.run(progress=_progress(args))
     print(

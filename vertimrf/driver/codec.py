@@ -49,12 +49,12 @@ def request_bytes(request: Request, config_hash: str) -> bytes:
     return request_text(config_hash, request).encode("utf-8")
 
 
-def read_request(data: bytes, plan: SecurePlan, config_hash: str) -> Request:
-    """A request, checked against this run's plan."""
+def read_request(data: bytes | memoryview, plan: SecurePlan, config_hash: str) -> Request:
+    """A request (bytes, or a large message's mapped view), checked against this run's plan."""
     if len(data) > MAX_REQUEST_BYTES:
         raise MessageError(f"the request: {len(data):,} bytes is too large for a request.")
     try:
-        parsed = json.loads(data)
+        parsed = json.loads(bytes(data))
     except (ValueError, RecursionError):
         raise MessageError("the request: not valid JSON.") from None
     return parse_request(parsed, plan, config_hash, "the request")

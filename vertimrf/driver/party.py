@@ -18,12 +18,12 @@ recorded messages are resent; a later step in a new process reads what it needs 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from vertimrf.driver import codec
 from vertimrf.driver.role import Outputs, RoleDriver, Step
 from vertimrf.driver.state import PartyState
-from vertimrf.driver.transport import Message, Transport
+from vertimrf.driver.transport import Message, Payload, Transport
 from vertimrf.party.roles import Party
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure import SecurePlan
@@ -94,7 +94,7 @@ class PartyDriver(RoleDriver):
         return (*blobs, self._from_server("deal"))
 
     # ------------------------------------------------------------------ running
-    def recorded(self, step: Step) -> Mapping[Message, bytes] | None:
+    def recorded(self, step: Step) -> Mapping[Message, Payload] | None:
         """What ``step`` sent, if the state records it as done."""
         if self.state is None or step.name not in self.state.steps:
             return None
@@ -107,7 +107,7 @@ class PartyDriver(RoleDriver):
         self._computed.add(step.name)
 
     # ------------------------------------------------------------------ step bodies
-    def _local(self, inputs: Mapping[Message, bytes]) -> Outputs:
+    def _local(self, inputs: Mapping[Message, Payload]) -> Outputs:
         party, count = self.party, None
         out: Outputs = {}
         if inputs:
@@ -120,11 +120,11 @@ class PartyDriver(RoleDriver):
         message = party.release(noisy_count=count)
         return {**out, **self._to_server("local", codec.message_bytes(message))}
 
-    def _features(self, inputs: Mapping[Message, bytes]) -> Outputs:
+    def _features(self, inputs: Mapping[Message, Payload]) -> Outputs:
         if self.party.secure is None:  # the paper pipeline, its local release resent
             self._resume_local()
         (deal,) = inputs.values()
-        blobs = self.party.features(deal)
+        blobs = self.party.features(bytes(deal))  # a large deal arrives mapped
         return {Message(self.name, q, "blob"): blob for q, blob in blobs.items()}
 
     def _resume_local(self) -> None:
@@ -133,32 +133,50 @@ class PartyDriver(RoleDriver):
         local = self.state.sent("release", self.name)[Message(self.name, SERVER, "local")]
         self.party.resume_release(codec.read_message(local, self.party.config))
 
-    def _blobs(self, inputs: Mapping[Message, bytes]) -> dict[str, bytes]:
-        """The peers' blobs, as received (the release decrypts them into fresh arrays, so
-        they are not copied); when the features were sent by an earlier process, the deal
-        is reopened first."""
+    def _blobs(self, inputs: Mapping[Message, Payload]) -> Mapping[str, Payload]:
+        """The peers' blobs by sender, read from ``inputs`` on each access (the release
+        decrypts one at a time into a fresh array, so a mapped blob is neither copied nor
+        kept); when the features were sent by an earlier process, the deal is reopened
+        first."""
         if "features" not in self._computed:
             if self.party.secure is None:
                 self._resume_local()
             assert self.party.secure is not None
-            self.party.secure.open_deal(inputs[self._from_server("deal")])
-        return {m.sender: data for m, data in inputs.items() if m.kind == "blob"}
+            self.party.secure.open_deal(bytes(inputs[self._from_server("deal")]))
+        return _Blobs(inputs)
 
-    def _select(self, inputs: Mapping[Message, bytes]) -> Outputs:
+    def _select(self, inputs: Mapping[Message, Payload]) -> Outputs:
         release = self.party.secure_release(self._blobs(inputs))
         if self.state is not None:
             assert self.party.secure is not None
             self.party.secure.save_state(self.state.shares)
         return self._to_server("select", codec.release_bytes(release))
 
-    def _cross(self, inputs: Mapping[Message, bytes]) -> Outputs:
+    def _cross(self, inputs: Mapping[Message, Payload]) -> Outputs:
         release = self.party.secure_release(self._blobs(inputs))
         return self._to_server("cross", codec.release_bytes(release))
 
-    def _measure(self, inputs: Mapping[Message, bytes]) -> Outputs:
+    def _measure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         assert self._plan is not None and self.party.secure is not None
         if "release" not in self._computed and self.state is not None:  # a new process
             self.party.secure.load_state(self.state.shares)
         (data,) = inputs.values()
         request = codec.read_request(data, self._plan, self._hash)
         return self._to_server("measure", codec.release_bytes(self.party.measure(request)))
+
+
+class _Blobs(Mapping[str, Payload]):
+    """The "blob" messages of a step's inputs, by sender, each read when used."""
+
+    def __init__(self, inputs: Mapping[Message, Payload]) -> None:
+        self._inputs = inputs
+        self._messages = {m.sender: m for m in inputs if m.kind == "blob"}
+
+    def __getitem__(self, sender: str) -> Payload:
+        return self._inputs[self._messages[sender]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)

@@ -4,16 +4,40 @@ from a transport, computing, and sending its output messages."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from vertimrf.driver.transport import Message, Transport
+from vertimrf.driver.transport import Message, Payload, Transport
 from vertimrf.errors import ConfigError
 from vertimrf.logs import progress_bar
 
 # A step's outputs: the messages to send, and its sub-phases' seconds if it times them.
 Outputs = dict[Message, bytes | bytearray]
-Body = Callable[[Mapping[Message, bytes]], Outputs]
+Body = Callable[[Mapping[Message, Payload]], Outputs]
+
+
+class Inputs(Mapping[Message, Payload]):
+    """A step's input messages, each received once up front (so a missing one raises
+    before the step runs). A message the transport hands out as a mapped view is not kept:
+    it is received (mapped) again on each access, so that a step reading several large
+    messages in turn holds one at a time, as a separate command per step would."""
+
+    def __init__(self, transport: Transport, messages: tuple[Message, ...]) -> None:
+        self._transport = transport
+        self._held: dict[Message, bytes | None] = {}
+        for m in messages:
+            data = transport.receive(m)
+            self._held[m] = data if isinstance(data, bytes) else None
+
+    def __getitem__(self, message: Message) -> Payload:
+        data = self._held[message]
+        return self._transport.receive(message) if data is None else data
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
 
 
 @dataclass(frozen=True)
@@ -63,14 +87,14 @@ class RoleDriver:
         """Called with ``step``'s outputs before they are sent (a role that keeps no state
         does nothing)."""
 
-    def gather(self, step: Step) -> dict[Message, bytes]:
-        """The step's input messages (MissingMessageError if one has not arrived); none for
-        a step already recorded."""
+    def gather(self, step: Step) -> Mapping[Message, Payload]:
+        """The step's input messages (MissingMessageError if one has not arrived; see
+        :class:`Inputs`); none for a step already recorded."""
         if self.recorded(step) is not None:
             return {}
-        return {m: self.transport.receive(m) for m in step.inputs}
+        return Inputs(self.transport, step.inputs)
 
-    def execute(self, step: Step, inputs: Mapping[Message, bytes]) -> None:
+    def execute(self, step: Step, inputs: Mapping[Message, Payload]) -> None:
         """Run the step on its inputs, :meth:`keep` its outputs and send them; a recorded
         step is not run again: what it sent is resent."""
         start = time.perf_counter()

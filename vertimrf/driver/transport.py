@@ -17,6 +17,7 @@ sending other bytes under a name already used is refused.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import re
 import time
@@ -31,6 +32,10 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Polling a folder: the first wait, and the longest (the wait doubles up to it).
 FIRST_POLL = 0.01
 MAX_POLL = 0.5
+# A received message of at least this many bytes is a read-only view of its mapped file.
+MAP_BYTES = 1 << 20
+# A received message: bytes, or a read-only view of a mapped file (see map_file).
+Payload = bytes | memoryview
 
 
 @dataclass(frozen=True)
@@ -65,9 +70,21 @@ class Transport(Protocol):
         """Deliver ``data`` as ``message`` (again: a no-op if the bytes are the same)."""
         ...
 
-    def receive(self, message: Message) -> bytes:
-        """The bytes of ``message``; :class:`MissingMessageError` if it does not arrive in time."""
+    def receive(self, message: Message) -> Payload:
+        """The bytes of ``message`` (a large one may be a read-only view of a mapped file,
+        unmapped when the view is dropped; receiving it again maps it again, reading
+        nothing new); :class:`MissingMessageError` if it does not arrive in time."""
         ...
+
+
+def map_file(path: Path) -> Payload:
+    """A file's bytes: read whole below :data:`MAP_BYTES`, else a read-only view of the
+    file mapped (its pages read when touched, released when the view is dropped)."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < MAP_BYTES:
+            return fh.read()
+        return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
 
 
 def _digest(data: bytes | bytearray | memoryview) -> bytes:
@@ -144,8 +161,9 @@ class DirectoryTransport:
         with atomic_open(path, "wb") as fh:
             fh.write(data)
 
-    def receive(self, message: Message) -> bytes:
-        """The message's bytes from the inbox, waiting up to ``timeout`` seconds."""
+    def receive(self, message: Message) -> Payload:
+        """The message's bytes from the inbox (a large message mapped, see
+        :func:`map_file`), waiting up to ``timeout`` seconds."""
         path = self.inbox / message.file_name
         deadline = time.monotonic() + self.timeout
         wait = FIRST_POLL
@@ -163,4 +181,4 @@ class DirectoryTransport:
             raise MessageError(
                 f"{path}: {size:,} bytes is more than the {self.max_bytes:,} a message may hold."
             )
-        return path.read_bytes()
+        return map_file(path)

@@ -83,7 +83,8 @@ class Party:
                 "(keypair=..., peers={name: public key})."
             )
         self.name, self.config = name, config
-        self._data, self._secret = data, secret
+        self._data: pd.DataFrame | EncodedTable | None = data
+        self._secret = secret
         self._keypair, self._peers = keypair, peers
         self._id_column, self._ids, self._seed = id_column, ids, seed
         if local_secret is None and keypair is not None:
@@ -97,12 +98,14 @@ class Party:
             )  # fmt: skip
         elif self._rules.secure_product:  # the secure product starts at once
             self.secure = self._make_secure(None)
+            self._data = None  # encoded by now: the input table is not kept alive
 
     def __repr__(self) -> str:
         return f"Party({self.name!r}, method={self.config.method!r})"
 
     def _make_secure(self, bins: Mapping[str, BinMap] | None) -> SecureParty:
         assert self._keypair is not None and self._peers is not None  # checked in __init__
+        assert self._data is not None  # dropped only once the secure role is made
         return SecureParty(
             self.name,
             self._data,

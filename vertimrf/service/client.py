@@ -2,7 +2,10 @@
 
 It connects out only, over mutual TLS (:func:`vertimrf.service.tls.client_context`):
 ``send`` uploads a message (streamed from memory with its length and SHA-256), ``receive``
-long-polls for one. Connection errors and 5xx answers are retried with exponential
+long-polls for one; with a ``spool`` folder, a large message (at least
+:data:`~vertimrf.driver.transport.MAP_BYTES`) is streamed to a file there, checked, and
+handed out mapped (received again, it is mapped again without a download), so a party holds
+no multi-GB download in memory. Connection errors and 5xx answers are retried with exponential
 backoff (0.5 s doubling to 10 s) until the transport's ``timeout``; a refusal (4xx) stops
 the party with the server's one-line reason. Transfers show progress bars on a terminal.
 
@@ -16,13 +19,16 @@ import hashlib
 import os
 import ssl
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
 
-from vertimrf.driver.transport import Message
+from vertimrf.driver.transport import MAP_BYTES, Message, Payload, map_file
 from vertimrf.errors import MissingMessageError, ServiceError
+from vertimrf.io import atomic_open
 from vertimrf.logs import progress_bar
 
 FIRST_BACKOFF = 0.5
@@ -69,7 +75,8 @@ class _Body:
 
 class HttpTransport:
     """A party's transport to the service at ``url`` for the run ``run``; ``timeout``
-    bounds each message's wait and each retried request."""
+    bounds each message's wait and each retried request; large messages received go to
+    files in ``spool`` (private to the party: its state folder), if given."""
 
     def __init__(
         self,
@@ -79,8 +86,10 @@ class HttpTransport:
         *,
         timeout: float = 600.0,
         progress: bool | None = None,
+        spool: str | os.PathLike | None = None,
     ) -> None:
         self.url, self.run, self.timeout, self.progress = url.rstrip("/"), run, timeout, progress
+        self.spool = None if spool is None else Path(spool)
         self.session = requests.Session()
         self.session.mount("https://", _PinnedAdapter(context))
 
@@ -145,8 +154,17 @@ class HttpTransport:
         finally:
             bar.close()
 
-    def receive(self, message: Message) -> bytes:
-        """The message's bytes, long-polling up to ``timeout`` seconds for them."""
+    def _spooled(self, message: Message) -> Path | None:
+        if self.spool is None:
+            return None
+        return self.spool / f"{message.sender}.{message.receiver}.{message.kind}"
+
+    def receive(self, message: Message) -> Payload:
+        """The message's bytes (a large one spooled and mapped, see the module), long-polling
+        up to ``timeout`` seconds for them."""
+        spooled = self._spooled(message)
+        if spooled is not None and spooled.exists():  # whole and checked when written
+            return map_file(spooled)
         deadline = time.monotonic() + self.timeout
         url = self._message_url(message)
         while True:
@@ -167,17 +185,38 @@ class HttpTransport:
                     time.sleep(FIRST_BACKOFF)
             response.close()
 
-    def _read(self, message: Message, response: requests.Response) -> bytes:
+    def _read(self, message: Message, response: requests.Response) -> Payload:
+        """The response's body, checked against its length and SHA-256: in memory, or for a
+        large message with a spool folder, in a file there (renamed into place only whole
+        and checked), mapped."""
         size = int(response.headers.get("Content-Length", "0"))
-        digest, out = hashlib.sha256(), bytearray()
+        spooled = self._spooled(message) if size >= MAP_BYTES else None
+        if spooled is None:
+            out = bytearray()
+            self._download(message, response, size, out.extend)
+            return bytes(out)
+        with atomic_open(spooled, "wb") as fh:
+            self._download(message, response, size, fh.write)
+        return map_file(spooled)
+
+    def _download(
+        self,
+        message: Message,
+        response: requests.Response,
+        size: int,
+        write: Callable[[bytes], object],
+    ) -> None:
+        """Stream the body to ``write`` in chunks; ServiceError (nothing kept) when it is cut
+        or altered."""
+        digest, got = hashlib.sha256(), 0
         bar = progress_bar(desc=f"receiving {message}", total=size, progress=self.progress)
         try:
             for chunk in response.iter_content(CHUNK):
                 digest.update(chunk)
-                out += chunk
+                write(chunk)
+                got += len(chunk)
                 bar.update(len(chunk))
         finally:
             bar.close()
-        if len(out) != size or digest.hexdigest() != response.headers.get("X-Content-SHA256"):
+        if got != size or digest.hexdigest() != response.headers.get("X-Content-SHA256"):
             raise ServiceError(f"the {message} arrived cut or altered: run the party again.")
-        return bytes(out)

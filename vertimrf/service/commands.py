@@ -120,13 +120,15 @@ def party_transport(
     *,
     timeout: float = 3600.0,
     progress: bool | None = None,
+    spool: str | os.PathLike | None = None,
 ) -> HttpTransport:
     """A party's transport to the service at ``url``, over mutual TLS with the identities
-    the config pins (``keypair``'s own checked against its entry)."""
+    the config pins (``keypair``'s own checked against its entry); large downloads are
+    streamed to files in ``spool`` (a private folder) and mapped."""
     config.check_keypair(keypair)
     return HttpTransport(
         url, config.config_hash(), client_context(config, keypair), timeout=timeout,
-        progress=progress,
+        progress=progress, spool=spool,
     )  # fmt: skip
 
 

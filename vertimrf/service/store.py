@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from vertimrf.driver.transport import DirectoryTransport, Message
+from vertimrf.driver.transport import DirectoryTransport, Message, Payload
 from vertimrf.errors import MessageError, MissingMessageError
 
 LOG_FILE = "messages.sqlite"
@@ -146,8 +146,8 @@ class StoreTransport(DirectoryTransport):
         super().send(message, data)
         self.store.log(message, hashlib.sha256(data).hexdigest(), memoryview(data).nbytes)
 
-    def receive(self, message: Message) -> bytes:
-        """The message's bytes, waiting up to ``timeout``."""
+    def receive(self, message: Message) -> Payload:
+        """The message's bytes (a large one mapped), waiting up to ``timeout``."""
         try:
             return super().receive(message)
         except MissingMessageError:
