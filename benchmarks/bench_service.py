@@ -8,8 +8,9 @@ parties by default, from a fixed seed), and so are the keys, the group secret an
   after another, each its own process; the peak memory of a party's commands is the
   "no higher than today" mark;
 * ``--transport directory``: ``vertimrf server run`` and ``vertimrf party run`` with
-  ``--inbox``/``--outbox``, the server and the three parties started together, each its own process, exchanging files through a shared
-  mail folder (every role's outbox; its inbox the subfolder of its name);
+  ``--inbox``/``--outbox``, the server and the three parties started together, each its
+  own process, exchanging files through a shared mail folder (every role's outbox; its
+  inbox the subfolder of its name);
 * ``--transport https``: the same roles over loopback HTTPS, ``vertimrf server run
   --listen 127.0.0.1:0 --exit-when-done`` and three ``vertimrf party run --server URL``
   on a copy of the config with every role's key and TLS certificate pinned

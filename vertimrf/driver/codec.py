@@ -27,7 +27,7 @@ def message_bytes(message: PartyMessage) -> bytes:
     return buf.getvalue()
 
 
-def read_message(data: bytes, config: ProtocolConfig) -> PartyMessage:
+def read_message(data: bytes | memoryview, config: ProtocolConfig) -> PartyMessage:
     """A local message, checked against the config."""
     return PartyMessage.load(io.BytesIO(data), config)
 
@@ -39,7 +39,7 @@ def release_bytes(release: SecureRelease) -> bytes:
     return buf.getvalue()
 
 
-def read_release(data: bytes, plan: SecurePlan) -> SecureRelease:
+def read_release(data: bytes | memoryview, plan: SecurePlan) -> SecureRelease:
     """A secure release, its arrays bounded by the plan."""
     return SecureRelease.load(io.BytesIO(data), plan)
 
@@ -65,12 +65,12 @@ def count_bytes(noisy_count: int, config_hash: str) -> bytes:
     return json.dumps({"config_hash": config_hash, "noisy_count": int(noisy_count)}).encode()
 
 
-def read_count(data: bytes, config_hash: str) -> int:
+def read_count(data: bytes | memoryview, config_hash: str) -> int:
     """The noisy count in a count message of this run."""
     try:
         if len(data) > _COUNT_BYTES:
             raise ValueError("too large")
-        fields = json.loads(data)
+        fields = json.loads(bytes(data))
         count = fields["noisy_count"]
         if set(fields) != {"config_hash", "noisy_count"} or type(count) is not int:
             raise ValueError("fields")

@@ -78,7 +78,7 @@ class RoleDriver:
                 return step
         return None
 
-    def recorded(self, step: Step) -> Mapping[Message, bytes] | None:
+    def recorded(self, step: Step) -> Mapping[Message, Payload] | None:
         """What ``step`` sent in an earlier run of this role, if it is recorded as done
         (then it is resent, not run again); None here (a role that keeps no state)."""
         return None
@@ -108,7 +108,7 @@ class RoleDriver:
         self.done.append(step.name)
         self.seconds[step.name] = self.seconds.get(step.name, 0.0) + time.perf_counter() - start
 
-    def send(self, outputs: Mapping[Message, bytes | bytearray]) -> None:
+    def send(self, outputs: Mapping[Message, bytes | bytearray | memoryview]) -> None:
         """Send each output message, counting its bytes."""
         for message, data in outputs.items():
             self.transport.send(message, data)

@@ -32,7 +32,7 @@ import numpy as np
 from vertimrf.driver import codec
 from vertimrf.driver.role import Outputs, RoleDriver, Step
 from vertimrf.driver.server_state import ServerState
-from vertimrf.driver.transport import Message, Transport
+from vertimrf.driver.transport import Message, Payload, Transport
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.protocol.channels import KeyPair, PublicKey
@@ -94,7 +94,7 @@ class ServerDriver(RoleDriver):
         self._fitted: tuple[MarkovRandomField, ProtocolReport, np.random.Generator] | None = None
         self._steps = self._make_steps()
         self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)
-        self._inputs: Mapping[Message, bytes] = {}
+        self._inputs: Mapping[Message, Payload] = {}
         self._computed: set[str] = set()  # the steps run in this process (not resent)
 
     def __repr__(self) -> str:
@@ -144,13 +144,13 @@ class ServerDriver(RoleDriver):
         return VerticalModel(model, self.config.spec, report, rng=rng)
 
     # ------------------------------------------------------------------ running
-    def recorded(self, step: Step) -> Mapping[Message, bytes] | None:
+    def recorded(self, step: Step) -> Mapping[Message, Payload] | None:
         """What ``step`` sent, if the state records it as done."""
         if self.state is None or step.name not in self.state.steps:
             return None
         return self.state.sent(step.name)
 
-    def execute(self, step: Step, inputs: Mapping[Message, bytes]) -> None:
+    def execute(self, step: Step, inputs: Mapping[Message, Payload]) -> None:
         """Run (or resend) ``step``, its inputs kept for :meth:`keep`."""
         self._inputs = inputs
         try:
@@ -187,19 +187,19 @@ class ServerDriver(RoleDriver):
             )
 
     # ------------------------------------------------------------------ step bodies
-    def _deal(self, inputs: Mapping[Message, bytes]) -> Outputs:
+    def _deal(self, inputs: Mapping[Message, Payload]) -> Outputs:
         return self._to_parties("deal", self.server.deal(self._keys))
 
-    def _releases(self, inputs: Mapping[Message, bytes], kind: str) -> list:
+    def _releases(self, inputs: Mapping[Message, Payload], kind: str) -> list:
         assert self._plan is not None
         return [codec.read_release(d, self._plan) for m, d in inputs.items() if m.kind == kind]
 
-    def _select(self, inputs: Mapping[Message, bytes]) -> Outputs:
+    def _select(self, inputs: Mapping[Message, Payload]) -> Outputs:
         request = self.server.select(self._releases(inputs, "select"))
         data = codec.request_bytes(request, self._hash)
         return self._to_parties("request", dict.fromkeys(self._names, data))
 
-    def _fit_secure(self, inputs: Mapping[Message, bytes]) -> Outputs:
+    def _fit_secure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         if "select" not in self._computed and self.state is not None:  # a new process
             self._resume_select()
         secure = self.server.secure
@@ -210,7 +210,7 @@ class ServerDriver(RoleDriver):
         self._fitted = secure.model, secure.report(), rng
         return {}
 
-    def _fit_paper(self, inputs: Mapping[Message, bytes]) -> Outputs:
+    def _fit_paper(self, inputs: Mapping[Message, Payload]) -> Outputs:
         paper = self.server.paper
         assert paper is not None
         messages = [

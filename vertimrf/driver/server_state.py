@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from vertimrf.driver.transport import Message
+from vertimrf.driver.transport import Message, Payload
 from vertimrf.errors import MessageError
 
 STATE_FORMAT = "vertimrf-server-driver-state/1"
@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS messages (
 """
 
 
-def _digest(data: bytes | bytearray) -> str:
+def _digest(data: bytes | bytearray | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
@@ -105,7 +105,7 @@ class ServerState:
     def record(
         self,
         step: str,
-        received: Mapping[Message, bytes],
+        received: Mapping[Message, Payload],
         sent: Mapping[Message, bytes | bytearray],
         secure_state: bytes | None = None,
     ) -> None:
