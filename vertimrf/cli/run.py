@@ -55,7 +55,7 @@ def party_transport(
     """The party's transport, from its options."""
     if not _network_or_folders(args, "--server URL", args.server):
         return _directory_transport(args, "--server URL")
-    from vertimrf.service.commands import party_transport as network
+    from vertimrf.service.client import party_transport as network
 
     if keypair is None:
         raise ConfigError("party run --server needs --keys (this party's key file).")
@@ -331,7 +331,7 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.channels import KeyPair
-    from vertimrf.service.commands import fetch_status, format_status
+    from vertimrf.service.client import fetch_status, format_status
 
     cfg = ProtocolConfig.load(args.config)
     print(format_status(fetch_status(args.server, cfg, KeyPair.load(args.keys))))

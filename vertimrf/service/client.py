@@ -30,11 +30,14 @@ from vertimrf.driver.transport import MAP_BYTES, Message, Payload, map_file
 from vertimrf.errors import MissingMessageError, ServiceError
 from vertimrf.io import atomic_open
 from vertimrf.logs import progress_bar
+from vertimrf.protocol.channels import KeyPair
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.service.tls import client_context
 
 FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 10.0
 POLL_WAIT = 20.0
-CHUNK = 1 << 16
+CHUNK = 1 << 20  # bytes per read and write of a transfer (and per TLS write)
 STALL_ENV = "VERTIMRF_TEST_STALL_UPLOAD"
 
 
@@ -47,6 +50,7 @@ class _PinnedAdapter(HTTPAdapter):
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         kwargs["ssl_context"] = self._context
+        kwargs["blocksize"] = CHUNK  # urllib3 sends a body in blocks of this size
         super().init_poolmanager(*args, **kwargs)
 
 
@@ -220,3 +224,40 @@ class HttpTransport:
             bar.close()
         if got != size or digest.hexdigest() != response.headers.get("X-Content-SHA256"):
             raise ServiceError(f"the {message} arrived cut or altered: run the party again.")
+
+
+def party_transport(
+    url: str,
+    config: ProtocolConfig,
+    keypair: KeyPair,
+    *,
+    timeout: float = 3600.0,
+    progress: bool | None = None,
+    spool: str | os.PathLike | None = None,
+) -> HttpTransport:
+    """A party's transport to the service at ``url``, over mutual TLS with the identities
+    the config pins (``keypair``'s own checked against its entry); large downloads are
+    streamed to files in ``spool`` (a private folder) and mapped."""
+    config.check_keypair(keypair)
+    return HttpTransport(
+        url, config.config_hash(), client_context(config, keypair), timeout=timeout,
+        progress=progress, spool=spool,
+    )  # fmt: skip
+
+
+def fetch_status(url: str, config: ProtocolConfig, keypair: KeyPair) -> dict[str, Any]:
+    """The service's ``/v1/status`` (as any pinned role)."""
+    transport = party_transport(url, config, keypair, timeout=30.0, progress=False)
+    return transport.request("GET", f"{transport.url}/v1/status", "the status").json()
+
+
+def format_status(status: dict[str, Any]) -> str:
+    """The status as lines a person reads: the run's state, then each party's messages."""
+    line = f"run {status['run'][:16]}: {status['state']}"
+    lines = [line + (f" ({status['error']})" if status["error"] else "")]
+    for name, party in status["parties"].items():
+        lines.append(
+            f"  {name}: {party['messages']} messages, {party['sent_bytes']:,} bytes, "
+            f"last {party['last'] or '-'}"
+        )
+    return "\n".join(lines)

@@ -3,8 +3,9 @@
 
 * :func:`serve`: the service of one run, until it ends (``exit_when_done``) or a signal
   stops it (port 0: an ephemeral port, written to ``port_file``);
-* :func:`party_transport`: a party's transport to the service;
-* :func:`fetch_status` and :func:`format_status`: the run's state and each party's bytes.
+* the parties' side, :func:`~vertimrf.service.client.party_transport` and
+  :func:`~vertimrf.service.client.fetch_status`, is in :mod:`vertimrf.service.client`, so a
+  party never loads the server's framework.
 
 The config must pin every role's identity (:mod:`vertimrf.service.tls` says how keys are
 made and compared).
@@ -27,10 +28,9 @@ from vertimrf.io import atomic_write_text
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.app import make_app
-from vertimrf.service.client import HttpTransport
 from vertimrf.service.runner import ServiceRun
 from vertimrf.service.store import MessageStore
-from vertimrf.service.tls import client_context, server_context
+from vertimrf.service.tls import server_context
 
 log = logging.getLogger(__name__)
 
@@ -111,40 +111,3 @@ async def _serve(
     finally:
         await runner.cleanup()
     return 2 if run.state == "failed" else 0
-
-
-def party_transport(
-    url: str,
-    config: ProtocolConfig,
-    keypair: KeyPair,
-    *,
-    timeout: float = 3600.0,
-    progress: bool | None = None,
-    spool: str | os.PathLike | None = None,
-) -> HttpTransport:
-    """A party's transport to the service at ``url``, over mutual TLS with the identities
-    the config pins (``keypair``'s own checked against its entry); large downloads are
-    streamed to files in ``spool`` (a private folder) and mapped."""
-    config.check_keypair(keypair)
-    return HttpTransport(
-        url, config.config_hash(), client_context(config, keypair), timeout=timeout,
-        progress=progress, spool=spool,
-    )  # fmt: skip
-
-
-def fetch_status(url: str, config: ProtocolConfig, keypair: KeyPair) -> dict[str, Any]:
-    """The service's ``/v1/status`` (as any pinned role)."""
-    transport = party_transport(url, config, keypair, timeout=30.0, progress=False)
-    return transport.request("GET", f"{transport.url}/v1/status", "the status").json()
-
-
-def format_status(status: dict[str, Any]) -> str:
-    """The status as lines a person reads: the run's state, then each party's messages."""
-    line = f"run {status['run'][:16]}: {status['state']}"
-    lines = [line + (f" ({status['error']})" if status["error"] else "")]
-    for name, party in status["parties"].items():
-        lines.append(
-            f"  {name}: {party['messages']} messages, {party['sent_bytes']:,} bytes, "
-            f"last {party['last'] or '-'}"
-        )
-    return "\n".join(lines)

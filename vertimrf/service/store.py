@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS messages (
     PRIMARY KEY (run, sender, receiver, kind)
 )
 """
-CHUNK = 1 << 16
+CHUNK = 1 << 20
 
 
 def file_digest(path: Path) -> str:
