@@ -28,8 +28,9 @@ _MANIFEST_BYTES = 1 << 22
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
-    """Open a temporary file next to ``path``; rename it over ``path`` only on success."""
+def atomic_open(path: str | os.PathLike, mode: str = "wb", *, sync: bool = True) -> Iterator[IO]:
+    """Open a temporary file next to ``path``; rename it over ``path`` only on success
+    (flushed to the disk first, unless ``sync`` is False: for a copy that can be had again)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -38,7 +39,8 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
         with os.fdopen(fd, mode, encoding=encoding) as fh:
             yield fh
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -199,7 +199,7 @@ class HttpTransport:
             out = bytearray()
             self._download(message, response, size, out.extend)
             return bytes(out)
-        with atomic_open(spooled, "wb") as fh:
+        with atomic_open(spooled, "wb", sync=False) as fh:  # a cache: fetched again if lost
             self._download(message, response, size, fh.write)
         return map_file(spooled)
 
