@@ -46,6 +46,7 @@ class PartyState:
             "data": data_digest,
         }
         self.steps: dict[str, dict[str, str]] = {}
+        self.pinned: dict[str, str] = {}  # the digest of each input that must not change
         if self._record.exists():
             data = read_json(self._record, MessageError, "party state record")
             if not isinstance(data, dict) or {k: data.get(k) for k in self._head} != self._head:
@@ -53,10 +54,11 @@ class PartyState:
                     f"{self._record}: this state is another party's, run's or data set's; "
                     f"give {party!r}'s own state folder for this run and data."
                 )
-            steps = data.get("steps")
-            if not isinstance(steps, dict):
+            steps, pinned = data.get("steps"), data.get("pinned", {})
+            if not isinstance(steps, dict) or not isinstance(pinned, dict):
                 raise MessageError(f"{self._record}: malformed party state record.")
             self.steps = steps
+            self.pinned = pinned
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.folder, 0o700)  # private: the shares live here
 
@@ -76,7 +78,19 @@ class PartyState:
                 fh.write(data)
             digests[f"{message.receiver}.{message.kind}"] = hashlib.sha256(data).hexdigest()
         self.steps[step] = digests
-        atomic_write_text(self._record, json.dumps({**self._head, "steps": self.steps}) + "\n")
+        record = {**self._head, "steps": self.steps, "pinned": self.pinned}
+        atomic_write_text(self._record, json.dumps(record) + "\n")
+
+    def pin(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+        """Keep the digest of ``message`` (written with the next step recorded); MessageError
+        when it was received before in this run with other bytes (another deal)."""
+        key, digest = str(message), hashlib.sha256(data).hexdigest()
+        if self.pinned.get(key, digest) != digest:
+            raise MessageError(
+                f"the {message} differs from the one this party used earlier in this run "
+                f"(recorded in {self._record}): give the same one (a new one needs a new config)."
+            )
+        self.pinned[key] = digest
 
     def sent(self, step: str, sender: str) -> dict[Message, bytes]:
         """The messages ``step`` sent, read back and checked against the record."""
