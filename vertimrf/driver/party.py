@@ -187,7 +187,7 @@ class PartyDriver(RoleDriver):
     def _measure(self, inputs: Mapping[Message, bytes]) -> Outputs:
         assert self._plan is not None and self.party.secure is not None
         if "release" not in self._computed and self.state is not None:  # a new process
-            self.party.secure.load_state(self.state.shares)
+            self.party.secure.load_state(self.state.checked_shares())
         (data,) = inputs.values()
         request = codec.read_request(data, self._plan, self._hash)
         return self._to_server("measure", codec.release_bytes(self.party.measure(request)))
