@@ -13,7 +13,7 @@ select and synthesize (target <= 90 s); the bytes each party sends (feature blob
 two releases). The protocol runs unseeded (noise from the cryptographic sampler), as a real
 run would. ``--feature-width W`` (repeatable; ``default`` is the preset's) runs once per width;
 ``--profile`` runs the slowest party command of each run again under cProfile (with a copy
-of the party's step record, and of its private state for a measure) and reports where its
+of the party's state folder, its step record without that step) and reports where its
 time goes. Numba compiles the kernels on their first use in an installation and caches them
 (``__pycache__``): the first run after an install or a kernel edit includes that one-time
 compilation (about a minute, mostly in ``server synthesize``), so repeat ``--feature-width``
@@ -111,7 +111,8 @@ def party_options(name: str) -> list[str]:
     return [
         "--config", "config.json", "--name", name, "--data", f"{name}/{name}.csv",
         "--secret", f"{name}/{name}.secret", "--keys", f"{name}/{name}.key",
-        "--peers", *peers, "--deal", f"{name}/{name}.deal", "--quiet",
+        "--peers", *peers, "--deal", f"{name}/{name}.deal", "--state-dir", f"{name}/state",
+        "--quiet",
     ]  # fmt: skip
 
 
@@ -197,26 +198,23 @@ def secure_steps(root: Path, step: Callable) -> None:
 
 def profile(root: Path, log: list[dict], top: int = 18) -> dict:
     """The slowest party command again under cProfile: the same inputs, its output and
-    step record redirected (a copy of the record without that step), so the run's own
-    files are untouched. Returns the command, the top functions by their own time, and
-    vertimrf's functions by cumulative time."""
+    state redirected (a copy of the party's state folder whose record lacks that step), so
+    the run's own files are untouched. Returns the command, the top functions by their own
+    time, and vertimrf's functions by cumulative time."""
     slowest = max((r for r in log if r["step"] in PARTY_STEPS), key=lambda r: r["wall"])
     name, step = slowest["role"], slowest["step"].split()[1]
-    record = json.loads((root / name / f"{name}.steps.json").read_text())
-    for run_steps in record["runs"].values():
-        run_steps.pop(step, None)
-    (root / "profile").mkdir(exist_ok=True)
-    ledger = root / "profile" / f"{name}.steps.json"
-    ledger.write_text(json.dumps(record))
-    state = root / name / f"{name}.state.vmrf"  # release's private state, which measure reads
-    if step == "measure" and state.exists():
-        shutil.copy(state, root / "profile" / state.name)
+    state = root / "profile" / "state"
+    shutil.copytree(root / name / "state", state)
+    (record_path,) = state.glob("*/steps.json")
+    record = json.loads(record_path.read_text())
+    record["steps"].pop(step, None)
+    record_path.write_text(json.dumps(record))
     args = list(slowest["args"])
     flag = "--out-dir" if "--out-dir" in args else "--out"
     args[args.index(flag) + 1] = f"profile/{Path(args[args.index(flag) + 1]).name}"
     stats_file = root / "profile" / "stats.prof"
     python = [sys.executable, "-m", "cProfile", "-o", str(stats_file)]
-    again = run([*args, "--ledger", str(ledger)], root, python)
+    again = run([*args, "--state-dir", str(state)], root, python)
     tables = []
     for order, restrict in (("tottime", ()), ("cumulative", (r"vertimrf/(?!__main__)",))):
         text = io.StringIO()

@@ -155,20 +155,22 @@ def test_a_missing_or_unwritable_output_folder_is_refused_before_any_work(run, c
 
 def test_party_local_refuses_a_missing_folder_before_its_step_record(run, capsys):
     """The paper pipeline's `party local` (config, data and secret only): a missing output
-    folder is refused before the party spends budget or writes its step record."""
+    folder is refused before the party spends budget or writes its private state."""
     args = ["config", "--spec", "spec.json", "--party", "alice=0,2", "--party", "bob=1,3",
             "--epsilon", "2", "--delta", "1e-5", "--method", "secure", "--max-rows", "512",
             "--pipeline", "paper", "--out", "paper.json"]  # fmt: skip
     assert _main(run, *args) == 0
-    assert _main(run, "keys", "--name", "alice", "--out-dir", "paper-keys") == 0
+    for name in ("alice", "bob"):
+        assert _main(run, "keys", "--name", name, "--out-dir", "paper-keys") == 0
     local = ["party", "local", "--config", "paper.json", "--name", "alice", "--data",
              "alice.csv", "--id-column", "rid", "--secret", "s.hex", "--quiet",
-             "--keys", "paper-keys/alice.key", "--ledger", "alice.paper.steps.json"]  # fmt: skip
+             "--keys", "paper-keys/alice.key", "--peers", "paper-keys/bob.pub",
+             "--state-dir", "alice-state"]  # fmt: skip
     capsys.readouterr()
     _one_line_error(_main(run, *local, "--out", "nowhere/l.vmrf"), capsys, "does not exist")
-    assert not (run / "alice.paper.steps.json").exists() and not (run / "nowhere").exists()
+    assert not (run / "alice-state").exists() and not (run / "nowhere").exists()
     assert _main(run, *local, "--out", "l.vmrf") == 0
-    assert (run / "alice.paper.steps.json").exists()
+    assert list((run / "alice-state").glob("*/steps.json"))
 
 
 # --------------------------------------------------------------------------- item 9

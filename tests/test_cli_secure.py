@@ -84,7 +84,7 @@ def _party_args(name: str, parties: dict[str, list[str]]) -> list[str]:
         "--config", "config.json", "--name", name, "--data", f"{name}/{name}.csv",
         "--id-column", "rid", "--secret", f"{name}/{name}.secret",
         "--keys", f"{name}/{name}.key", "--peers", *peers, "--deal", f"{name}/{name}.deal",
-        "--seed", SEED, "--quiet",
+        "--state-dir", f"{name}/state", "--seed", SEED, "--quiet",
     ]  # fmt: skip
 
 
@@ -163,7 +163,8 @@ def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
 def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
     """A whole secure run of the paper pipeline through the commands: `party local` (the
     count party first, the others take its noisy count), `party features` and `party
-    release` with --local, and `server synthesize` on the local messages and the releases."""
+    release` (the local message's bins from the party's state), and `server synthesize` on
+    the local messages and the releases."""
     names = list(parties)
     df = _setup(root, parties, "--pipeline", "paper")
     count = ProtocolConfig.load(root / "config.json").count_party
@@ -172,18 +173,18 @@ def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
 
     def local_step(n: str, *extra: str) -> list[str]:
         return ["party", "local", "--name", n, "--data", f"{n}/{n}.csv", "--secret",
-                f"{n}/{n}.secret", "--keys", f"{n}/{n}.key", *ids, "--out", local[n],
-                *extra]  # fmt: skip
+                f"{n}/{n}.secret", "--keys", f"{n}/{n}.key", "--peers",
+                *[f"{n}/{q}.pub" for q in names if q != n], "--state-dir", f"{n}/state", *ids,
+                "--out", local[n], *extra]  # fmt: skip
 
     _ok([local_step(count)], root)
     for n in names:
         shutil.copy(root / local[count], root / n / f"count-{count}.vmrf")
     _ok([local_step(n, "--count-from", f"{n}/count-{count}.vmrf") for n in names if n != count],
         root)  # fmt: skip
-    _ok([["party", "features", *_party_args(n, parties), "--local", local[n], "--out-dir", n]
-         for n in names], root)  # fmt: skip
+    _ok([["party", "features", *_party_args(n, parties), "--out-dir", n] for n in names], root)
     _relay_blobs(root, names)
-    _ok([["party", "release", *_party_args(n, parties), "--local", local[n], "--blobs", n,
+    _ok([["party", "release", *_party_args(n, parties), "--blobs", n,
           "--out", f"{n}/{n}.cross.vmrf"] for n in names], root)  # fmt: skip
     _ok([["server", "synthesize", "--config", "config.json", *local.values(), "--releases",
           *[f"{n}/{n}.cross.vmrf" for n in names], "--out", "S/synth.csv", "--report",
@@ -223,8 +224,9 @@ def test_two_party_run_writes_the_same_bytes_as_simulate(two):
     assert set(request) == {"config_hash", "marginals", "bins"}
     assert request["bins"]  # the 24-value columns' pairs: the request file carries bin maps
     assert request["config_hash"] == ProtocolConfig.load(root / "config.json").config_hash()
-    steps = json.loads((root / "A" / "A.steps.json").read_text())
-    assert set(steps["runs"][request["config_hash"]]) == {"features", "release", "measure"}
+    steps = json.loads((_state(root, "A") / "steps.json").read_text())
+    assert steps["config_hash"] == request["config_hash"]
+    assert set(steps["steps"]) == {"features", "release", "measure"}
 
 
 @pytest.mark.slow
@@ -234,24 +236,30 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     _same_as_simulate(run)
     config = ProtocolConfig.load(tmp_path / "config.json")
     assert config.pipeline == "paper"
-    steps = json.loads((tmp_path / "B" / "B.steps.json").read_text())
-    assert set(steps["runs"][config.config_hash()]) == {"local", "features", "release"}
-    assert not (tmp_path / "B" / "B.state.vmrf").exists()  # no measure step, so no state
+    state = _state(tmp_path, "B")
+    steps = json.loads((state / "steps.json").read_text())
+    assert steps["config_hash"] == config.config_hash()
+    assert set(steps["steps"]) == {"release", "features", "cross release"}
+    assert not (state / "secure.state.vmrf").exists()  # no measure step, so no shares kept
+    # A second `party local` spends nothing new: it writes the recorded message again.
     base = ["--config", "config.json", "--name", "B", "--data", "B/B.csv", "--secret",
-            "B/B.secret", "--keys", "B/B.key", "--id-column", "rid", "--quiet"]  # fmt: skip
+            "B/B.secret", "--keys", "B/B.key", "--peers", "B/A.pub", "--state-dir", "B/state",
+            "--id-column", "rid", "--quiet"]  # fmt: skip
+    count = config.count_party
+    extra = [] if count == "B" else ["--count-from", f"B/count-{count}.vmrf"]
+    _ok([["party", "local", *base, *extra, "--out", "B/again.vmrf"]], tmp_path)
+    assert (tmp_path / "B" / "again.vmrf").read_bytes() == (
+        tmp_path / "B/B.local.vmrf"
+    ).read_bytes()
     for cmd, pattern in (
-        (["party", "local", *base, "--out", "B/again.vmrf"], "already ran 'local'"),
         (["party", "measure", *_party_args("B", TWO), "--request", "x.json", "--out", "B/m"],
          "a step of the select pipeline"),
-        (["party", "features", *_party_args("B", TWO), "--out-dir", "B/f"], "needs --local"),
-        (["party", "features", *_party_args("B", TWO), "--local", "A/A.local.vmrf",
-          "--out-dir", "B/f"], "the local message of 'A'"),
         (["server", "select", "--config", "config.json", "--releases", "B/B.cross.vmrf",
           "--out", "S/r.json", "--state", "S/s", *SERVER_KEY], "a step of the select pipeline"),
     ):  # fmt: skip
         proc = subprocess.run(_command(*cmd), cwd=tmp_path, capture_output=True, text=True)
         _one_line_error(proc, pattern)
-    assert not any((tmp_path / p).exists() for p in ("B/again.vmrf", "B/m", "B/f", "S/r.json"))
+    assert not any((tmp_path / p).exists() for p in ("B/m", "S/r.json", "S/s"))
 
 
 @pytest.mark.slow
@@ -260,6 +268,23 @@ def test_three_party_run_writes_the_same_bytes_as_simulate(tmp_path):
     _same_as_simulate(run)
     secrets = {(tmp_path / n / f"{n}.secret").read_text() for n in THREE}
     assert len(secrets) == 1  # share / open gave every party the one group secret
+
+
+def _state(root: Path, name: str) -> Path:
+    """``name``'s private state folder of the run (``NAME/state/<config hash>``)."""
+    (folder,) = (root / name / "state").iterdir()
+    return folder
+
+
+def _copy_state(root: Path, name: str, folder: str, keep: set[str]) -> str:
+    """A copy of ``name``'s state in ``folder`` recording only the steps in ``keep``."""
+    source = _state(root, name)
+    target = root / folder / source.name
+    shutil.copytree(source, target)
+    record = json.loads((target / "steps.json").read_text())
+    record["steps"] = {k: v for k, v in record["steps"].items() if k in keep}
+    (target / "steps.json").write_text(json.dumps(record))
+    return folder
 
 
 def _one_line_error(proc: subprocess.CompletedProcess, pattern: str) -> None:
@@ -290,12 +315,11 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     words = np.zeros((plan.rows, plan.widths[1]), np.uint64)
     replayed = seal_features(key, words, other, "B", "A", digest)
     (bad / "replayed" / "B-to-A.blob").write_bytes(replayed)
-    # A's step record after features only, for the commands that write into bad/.
-    steps = json.loads((root / "A" / "A.steps.json").read_text())
-    for run in steps["runs"].values():
-        del run["release"], run["measure"]
-    (bad / "A.steps.json").write_text(json.dumps(steps))
-    ledger = (bad / "A.steps.json").read_bytes()
+    # Copies of A's state after features only, and after release (for measure).
+    features_only = _copy_state(root, "A", "bad/fstate", {"features"})
+    released = _copy_state(root, "A", "bad/rstate", {"features", "release"})
+    (ledger_path,) = (root / features_only).glob("*/steps.json")
+    ledger = ledger_path.read_bytes()
     # A record set without one row: A's features from it (B's blob is from the full set).
     pd.read_csv(root / "A" / "A.csv").iloc[1:].to_csv(bad / "short.csv", index=False)
     short = ["--data", "bad/short.csv"]
@@ -304,38 +328,41 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     (bad / "request.json").write_text(json.dumps({**request, "config_hash": "0" * 64}))
     release = SecureRelease.load(root / "B" / "B.select.vmrf", plan)
     SecureRelease(**{**release.__dict__, "config_hash": "1" * 64}).save(bad / "B.other.vmrf")
-    _ok([["secret", "--out", "bad/other.secret"],
-         ["party", "features", *_party_args("A", TWO), *short, "--out-dir", "bad/short"]],
-        root)  # fmt: skip
+    _ok([["secret", "--out", "bad/other.secret"]], root)
+    _ok([["party", "features", *_party_args("A", TWO), *short, "--out-dir", "bad/short",
+          "--state-dir", "bad/short-state"],
+         ["party", "features", *_party_args("A", TWO), "--secret", "bad/other.secret",
+          "--out-dir", "bad/secret", "--state-dir", "bad/secret-state"]], root)  # fmt: skip
 
     def release_a(out: str, *override: str) -> list[str]:
-        """A's release into ``out``; a repeated option in ``override`` replaces the usual."""
+        """A's release into ``out`` after features only; a repeated option in ``override``
+        replaces the usual."""
         return ["party", "release", *_party_args("A", TWO), "--blobs", "A", "--out", out,
-                *override]  # fmt: skip
+                "--state-dir", features_only, *override]  # fmt: skip
 
-    measure_a = ["party", "measure", *_party_args("A", TWO), "--blobs", "A",
+    measure_a = ["party", "measure", *_party_args("A", TWO), "--state-dir", released,
                  "--request", "bad/request.json", "--out", "bad/m.vmrf"]  # fmt: skip
     cases = [
-        (release_a("bad/secret.vmrf", "--secret", "bad/other.secret"), "bad/secret.vmrf",
+        (release_a("bad/secret.vmrf", "--secret", "bad/other.secret", "--state-dir",
+                   "bad/secret-state"), "bad/secret.vmrf",
          "different record sets or use different shared secrets"),
-        (release_a("bad/short/short.vmrf", *short), "bad/short/short.vmrf",
-         "different record sets"),
+        (release_a("bad/short/short.vmrf", *short, "--state-dir", "bad/short-state"),
+         "bad/short/short.vmrf", "different record sets"),
         (release_a("bad/data.vmrf", *short), "bad/data.vmrf",
-         "the deal or the data file differs from the one `party features` used"),
+         "this state is another party's, run's or data set's"),
         (release_a("bad/deal.vmrf", "--deal", "B/B.deal"), "bad/deal.vmrf",
-         "the deal or the data file differs from the one `party features` used"),
-        (release_a("bad/first.vmrf", "--ledger", "bad/none.steps.json"), "bad/first.vmrf",
-         "records no `party features` of this run"),
+         "differs from the one this party used earlier in this run"),
+        (release_a("bad/first.vmrf", "--state-dir", "bad/none"), "bad/first.vmrf",
+         "records no 'features' step of party 'A' in this run"),
         (release_a("bad/missing.vmrf", "--blobs", "bad/empty"), "bad/missing.vmrf",
-         "no feature blob from 'B'"),
+         "no such file (the blob from B to A)"),
         (release_a("bad/renamed.vmrf", "--blobs", "bad/renamed"), "bad/renamed.vmrf",
-         "is more than any feature blob of this run"),
+         "is more than any blob of this run"),
         (release_a("bad/replayed.vmrf", "--blobs", "bad/replayed"), "bad/replayed.vmrf",
          "not from this peer for this run"),
         (["party", "features", *_party_args("A", TWO), "--deal", "B/B.deal",
-          "--out-dir", "bad/features"], "bad/features",
+          "--state-dir", "bad/fresh", "--out-dir", "bad/features"], "bad/features",
          "not sealed to A's key"),
-        (release_a("A/A.again.vmrf"), "A/A.again.vmrf", "already ran 'release'"),
         (measure_a, "bad/m.vmrf", "belongs to another run"),
         (["server", "select", "--config", "config.json", "--releases", "A/A.select.vmrf",
           "bad/B.other.vmrf", "--out", "bad/request2.json", "--state", "bad/state",
@@ -363,8 +390,8 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
         assert output is None or not (root / output).exists(), output
     assert (root / "A" / "A.key").read_bytes() == key
     assert not list(root.rglob("*.part")), "a failed command left a temporary file"
-    assert (bad / "A.steps.json").read_bytes() == ledger
-    assert not (bad / "none.steps.json").exists()
+    assert ledger_path.read_bytes() == ledger  # no failed step was recorded
+    assert not list((bad / "none").glob("*/steps.json"))
 
 
 @pytest.mark.parametrize(
@@ -386,33 +413,45 @@ def test_every_secure_command_has_help(cmd):
 
 @pytest.mark.slow
 def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
-    """`party release` keeps the shares in NAME.state.vmrf (mode 0600) next to the step
-    record; `party measure` refuses a missing, swapped or altered state with one line."""
+    """`party release` keeps the shares in the party's state folder (mode 0700); `party
+    measure` refuses missing, swapped or altered shares with one line."""
     root = two["root"]
-    state = root / "A" / "A.state.vmrf"
-    assert stat.S_IMODE(os.stat(state).st_mode) == 0o600
-    steps = json.loads((root / "A" / "A.steps.json").read_text())
-    for run in steps["runs"].values():
-        assert run["release"]["state"]["sha256"]
-        del run["measure"]
-    cases = {"missing": None, "swapped": root / "B" / "B.state.vmrf", "altered": state}
+    shares = _state(root, "A") / "secure.state.vmrf"
+    assert stat.S_IMODE(os.stat(shares.parent).st_mode) == 0o700
+    cases = {"missing": None, "swapped": _state(root, "B") / shares.name, "altered": shares}
     for folder, source in cases.items():
-        (root / folder).mkdir()
-        (root / folder / "A.steps.json").write_text(json.dumps(steps))
+        copy = root / _copy_state(root, "A", f"{folder}-state", {"features", "release"})
+        kept = next(copy.iterdir()) / shares.name
+        kept.unlink()
         if source is not None:
             raw = bytearray(source.read_bytes())
             if folder == "altered":
                 raw[-40] ^= 1
-            (root / folder / "A.state.vmrf").write_bytes(bytes(raw))
+            kept.write_bytes(bytes(raw))
     done = _run_all(
         [["party", "measure", *_party_args("A", TWO), "--request", "A/request.json",
-          "--out", f"{folder}/m.vmrf"] for folder in cases],
+          "--state-dir", f"{folder}-state", "--out", f"{folder}.m.vmrf"] for folder in cases],
         root,
     )  # fmt: skip
-    patterns = ["no private state", "not the one `party release` wrote", "not the one"]
+    patterns = ["no shares of this party's release", "not the shares", "not the shares"]
     for proc, folder, pattern in zip(done, cases, patterns, strict=True):
         _one_line_error(proc, pattern)
-        assert not (root / folder / "m.vmrf").exists()
+        assert not (root / f"{folder}.m.vmrf").exists()
+
+
+@pytest.mark.slow
+def test_a_second_release_writes_the_recorded_bytes_and_spends_nothing(two):
+    """A second `party release` in the same run is not computed again: the driver resends
+    what its state recorded, so the file is byte-identical and the state holds one release."""
+    root = two["root"]
+    before = (_state(root, "A") / "steps.json").read_bytes()
+    _ok([["party", "release", *_party_args("A", TWO), "--blobs", "A",
+          "--out", "A/A.again.vmrf"]], root)  # fmt: skip
+    again = (root / "A" / "A.again.vmrf").read_bytes()
+    assert again == (root / "A" / "A.select.vmrf").read_bytes()
+    assert (_state(root, "A") / "steps.json").read_bytes() == before
+    steps = json.loads(before)["steps"]
+    assert list(steps).count("release") == 1 and set(steps["release"]) == {"server.select"}
 
 
 @pytest.mark.slow
@@ -429,7 +468,7 @@ def test_the_same_release_twice_names_its_party(two):
 
 def test_features_and_release_rerun_in_a_fresh_folder_write_identical_bytes(two):
     """Party A runs `party features` and `party release` unseeded, twice, each time in a
-    fresh folder with no step record (the double-spend route of issue 20): the noise is
+    fresh folder with a fresh state (the double-spend route of issue 20): the noise is
     keyed to A's own key and inputs, so both runs write the same blobs and the same release,
     and a second release spends nothing new. Another data file gives other bytes."""
     root = two["root"]
@@ -446,7 +485,8 @@ def test_features_and_release_rerun_in_a_fresh_folder_write_identical_bytes(two)
         args = [
             "--config", "config.json", "--name", "A", "--data", f"{run}/A.csv",
             "--id-column", "rid", "--secret", f"{run}/A.secret", "--keys", f"{run}/A.key",
-            "--peers", f"{run}/B.pub", "--deal", f"{run}/A.deal", "--quiet",
+            "--peers", f"{run}/B.pub", "--deal", f"{run}/A.deal", "--state-dir",
+            f"{run}/state", "--quiet",
         ]  # fmt: skip
         _ok([["party", "features", *args, "--out-dir", run]], root)
         _ok([["party", "release", *args, "--blobs", run, "--out", f"{run}/A.select.vmrf"]], root)

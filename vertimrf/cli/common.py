@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from vertimrf.domain import DomainSpec
+    from vertimrf.driver.files import FileTransport
+    from vertimrf.driver.role import RoleDriver
+    from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.channels import KeyPair, PublicKey
     from vertimrf.protocol.report import ProtocolReport
@@ -195,6 +198,18 @@ def staged(
                 tmp.unlink()
 
 
+def run_file_step(
+    driver: RoleDriver, transport: FileTransport, step: str, ph: Phases
+) -> list[Path]:
+    """Run ``driver``'s ``step`` over the command's files: its outputs land together once it
+    succeeds (Ctrl-C waits for them), or none does. The files written."""
+    with transport:
+        with ph(step):
+            driver.run_step(step)
+        with ph("write"), interrupts_held(transport.targets):
+            return transport.commit()
+
+
 def write_all(files: Mapping[Path, bytes | bytearray]) -> None:
     """Write every file or none (mode 0600: secrets, deals and blobs are not for others)."""
     with staged(*files) as temps:
@@ -298,7 +313,7 @@ def force_arg(p: argparse.ArgumentParser) -> None:
 
 def party_inputs(args: argparse.Namespace) -> list:
     """The files a party command reads (options it was not given are None)."""
-    names = ("config", "data", "secret_file", "keys", "peers", "deal", "local", "count_from")
+    names = ("config", "data", "secret_file", "keys", "peers", "deal", "count_from")
     return [getattr(args, n, None) for n in names] + [getattr(args, "request", None)]
 
 
@@ -318,6 +333,46 @@ def own_key(args: argparse.Namespace) -> KeyPair:
     if pair.name != args.party:
         raise ConfigError(f"{args.keys} is the key of {pair.name!r}, not of {args.party!r}.")
     return pair
+
+
+def party_role(
+    args: argparse.Namespace,
+    cfg: ProtocolConfig,
+    keypair: KeyPair | None,
+    *,
+    progress: bool | None,
+) -> Party:
+    """This party (``--name``, ``--data``, ``--secret``), its peers' public keys pinned in the
+    config or given as ``--peers``."""
+    from vertimrf.io import read_hex_secret
+    from vertimrf.party.roles import Party
+    from vertimrf.protocol.channels import load_public_keys
+    from vertimrf.protocol.methods import rules
+
+    name = file_name(args.party)
+    peers: dict[str, PublicKey] | None
+    if cfg.identities is not None:  # pinned: the peers' keys come from the config
+        if args.peers:
+            raise ConfigError("the config pins every public key: give no --peers.")
+        if keypair is not None:
+            cfg.check_keypair(keypair)
+        pinned = cfg.public_keys()
+        peers = {p.name: pinned[p.name] for p in cfg.parties if p.name != name}
+    else:
+        peers = load_public_keys(args.peers) if args.peers else None
+    if peers is None and rules(cfg).secure_product:
+        raise ConfigError("method secure needs --peers: the other parties' public keys.")
+    if peers is not None:
+        names = [p.name for p in cfg.parties]
+        if name in peers:
+            raise ConfigError(f"--peers lists {name!r}'s own public key; list the other parties'.")
+        unknown = sorted(set(peers) - set(names))
+        if unknown:
+            raise ConfigError(f"--peers holds keys of {unknown}, not parties of {names}.")
+    return Party(
+        name, read_csv(args.data), cfg, read_hex_secret(args.secret_file), keypair=keypair,
+        peers=peers, id_column=args.id_column, seed=args.seed, progress=progress,
+    )  # fmt: skip
 
 
 def write_synthetic(

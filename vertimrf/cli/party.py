@@ -7,8 +7,12 @@ import argparse
 from vertimrf.cli.common import (
     force_arg,
 )
-from vertimrf.cli.party_release import cmd_party_local, cmd_party_release
-from vertimrf.cli.party_secure import cmd_party_features, cmd_party_measure
+from vertimrf.cli.party_steps import (
+    cmd_party_features,
+    cmd_party_local,
+    cmd_party_measure,
+    cmd_party_release,
+)
 from vertimrf.cli.run import add_party_run
 
 
@@ -22,11 +26,18 @@ def party_args(p: argparse.ArgumentParser) -> None:
         "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"
     )
     p.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
+    p.add_argument(
+        "--state-dir",
+        default=None,
+        help="this party's private state for the run: its step record, a copy of what it sent "
+        "and its shares (default: $XDG_STATE_HOME/vertimrf/NAME, else "
+        "~/.local/state/vertimrf/NAME, as `party run`)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     force_arg(p)
 
 
-def secure_args(p: argparse.ArgumentParser, required: bool) -> None:
+def secure_args(p: argparse.ArgumentParser, required: bool, deal: bool = True) -> None:
     """Options of the party commands of method secure (optional in `party release`)."""
     p.add_argument(
         "--keys",
@@ -37,11 +48,11 @@ def secure_args(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument(
         "--peers", nargs="+", required=required, default=None, help="the peers' public keys"
     )
-    p.add_argument("--deal", required=required, default=None, help="this party's NAME.deal")
     p.add_argument(
-        "--local",
+        "--deal",
+        required=required and deal,
         default=None,
-        help="paper pipeline: this party's local message (from `party local`; its bin maps)",
+        help="this party's NAME.deal" if deal else "ignored (the shares come from the state)",
     )
 
 
@@ -55,12 +66,15 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         help="method secure, paper pipeline: the local model and bin maps",
         description="The paper pipeline's first party step: fit the local DP MRF (LocMRF) and "
         "release the noisy value counts that make the bin maps; write the message for the "
-        "server, which this party also passes as --local to `party features` and `party "
-        "release`. Once per run (the step record refuses a second one).",
+        "server (the state keeps a copy, for `party features` and `party release`). Once per "
+        "run: a re-run writes the recorded bytes again and spends nothing new.",
     )
     party_args(loc)
     loc.add_argument(
         "--keys", required=True, help="this party's NAME.key (its noise derives from it)"
+    )
+    loc.add_argument(
+        "--peers", nargs="+", default=None, help="the peers' public keys (unless pinned)"
     )
     loc.add_argument("--out", required=True, help="local message file to write")
     loc.add_argument(
@@ -68,7 +82,6 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="the count party's local message, for its noisy count (every other party needs it)",
     )
-    loc.add_argument("--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)")
     loc.set_defaults(func=cmd_party_local)
     feat = psub.add_parser(
         "features",
@@ -80,21 +93,18 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     party_args(feat)
     secure_args(feat, required=True)
     feat.add_argument("--out-dir", required=True, help="folder for the blobs")
-    feat.add_argument(
-        "--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)"
-    )
     feat.set_defaults(func=cmd_party_features)
     rel = psub.add_parser(
         "release",
         help="make a party's message (all its DP releases) for the server",
         description="Methods fo and fm: run LocMRF, binning and LocEnc on this party's CSV and "
         "write its message. "
-        "Method secure: recompute the features from the same deal, read the peers' blobs "
-        "(--blobs DIR/PEER-to-NAME.blob) and write the first release of every 2-way marginal; "
-        "once per run (the step record refuses a second release). The shares are kept for "
-        "`party measure` in a private file next to the step record (NAME.state.vmrf, mode "
-        "0600; never give it to anyone). Paper pipeline (--local from `party local`): the one "
-        "release of every binned cross-party pair, and no state (it has no measure step).",
+        "Method secure: after `party features` (recorded in --state-dir, with the same deal "
+        "and data), read the peers' blobs (--blobs DIR/PEER-to-NAME.blob) and write the first "
+        "release of every 2-way marginal; once per run: a re-run writes the recorded release "
+        "again and spends nothing new. The shares are kept for `party measure` in the private "
+        "state (never give it to anyone). Paper pipeline: the one release of every binned "
+        "cross-party pair.",
     )
     party_args(rel)
     rel.add_argument("--out", required=True, help="message file to write")
@@ -105,25 +115,21 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     )
     secure_args(rel, required=False)
     rel.add_argument("--blobs", default=None, help="secure: folder with the peers' blobs")
-    rel.add_argument(
-        "--ledger", default=None, help="secure: step record (default OUT_DIR/NAME.steps.json)"
-    )
     rel.set_defaults(func=cmd_party_release)
     mea = psub.add_parser(
         "measure",
         help="method secure: re-measure the marginals the server requests",
         description="Check the request belongs to this run, read the shares from the private "
-        "state that `party release` kept next to the step record (NAME.state.vmrf; checked "
-        "against the record, the run, the deal and the data), and write the re-measurement "
-        "with fresh noise; once per run (the step record refuses a second measure). Neither "
-        "the deal is opened nor the peers' blobs are read again.",
+        "state that `party release` kept in --state-dir (checked against the run, the party "
+        "and the data), and write the re-measurement with fresh noise; once per run: a re-run "
+        "writes the recorded bytes again. Neither the deal is opened nor the peers' blobs are "
+        "read again.",
     )
     party_args(mea)
-    secure_args(mea, required=True)
+    secure_args(mea, required=True, deal=False)
     mea.add_argument(
         "--blobs", default=None, help="ignored (the shares come from release's private state)"
     )
     mea.add_argument("--request", required=True, help="the server's request.json")
     mea.add_argument("--out", required=True, help="release file to write")
-    mea.add_argument("--ledger", default=None, help="step record (default OUT_DIR/NAME.steps.json)")
     mea.set_defaults(func=cmd_party_measure)

@@ -19,16 +19,15 @@ from vertimrf.cli.common import (
     file_name,
     force_arg,
     own_key,
-    read_csv,
+    party_role,
     server_key,
     write_synthetic,
 )
 from vertimrf.driver.transport import DirectoryTransport, Transport
 from vertimrf.errors import ConfigError
-from vertimrf.io import read_hex_secret
 
 if TYPE_CHECKING:
-    from vertimrf.protocol.channels import KeyPair, PublicKey
+    from vertimrf.protocol.channels import KeyPair
     from vertimrf.protocol.config import ProtocolConfig
 
 
@@ -90,9 +89,7 @@ def _party_name(args: argparse.Namespace) -> str:
 
 def cmd_party_run(args: argparse.Namespace) -> int:
     from vertimrf.driver.party import PartyDriver
-    from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
-    from vertimrf.protocol.channels import load_public_keys
 
     cfg = ProtocolConfig.load(args.config)
     names = [p.name for p in cfg.parties]
@@ -100,23 +97,8 @@ def cmd_party_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--name {args.party!r} is not a party of the config ({names}).")
     name = file_name(args.party)
     keypair = own_key(args) if args.keys is not None or args.server is not None else None
-    peers: dict[str, PublicKey] | None
-    if cfg.identities is not None:  # pinned: the peers' keys come from the config
-        if args.peers:
-            raise ConfigError("the config pins every public key: give no --peers.")
-        if keypair is not None:
-            cfg.check_keypair(keypair)
-        pinned = cfg.public_keys()
-        peers = {q: pinned[q] for q in names if q != name}
-    else:
-        peers = load_public_keys(args.peers) if args.peers else None
-    if peers is not None and name in peers:
-        raise ConfigError(f"--peers lists {name!r}'s own public key; list the other parties'.")
+    party = party_role(args, cfg, keypair, progress=_progress(args))
     transport = party_transport(args, cfg, keypair)
-    party = Party(
-        name, read_csv(args.data), cfg, read_hex_secret(args.secret_file), keypair=keypair,
-        peers=peers, id_column=args.id_column, seed=args.seed, progress=_progress(args),
-    )  # fmt: skip
     state_dir = _state_dir(args)
     driver = PartyDriver(party, transport, state_dir=state_dir)
     driver.run(progress=_progress(args))

@@ -9,8 +9,11 @@ from vertimrf.cli.common import (
     force_arg,
 )
 from vertimrf.cli.run import add_server_run
-from vertimrf.cli.server_steps import cmd_server_deal, cmd_server_select
-from vertimrf.cli.server_synth import cmd_server_synthesize
+from vertimrf.cli.server_steps import (
+    cmd_server_deal,
+    cmd_server_select,
+    cmd_server_synthesize,
+)
 
 
 def server_key_arg(p: argparse.ArgumentParser) -> None:
@@ -19,6 +22,18 @@ def server_key_arg(p: argparse.ArgumentParser) -> None:
         required=True,
         help="the server's NAME.key (`vertimrf keys --name server`): its deal and its noise "
         "derive from it, so a re-run writes the same bytes",
+    )
+
+
+def _state_dir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--state-dir",
+        "--state",
+        dest="state_dir",
+        default=None,
+        help="secure: the server's run state folder, where `server select` keeps its state "
+        "for `server synthesize` (default: $XDG_STATE_HOME/vertimrf/server/HASH, else "
+        "~/.local/state/..., as `server run`)",
     )
 
 
@@ -44,13 +59,14 @@ def add_server(sub: argparse._SubParsersAction) -> None:
         "select",
         help="method secure: choose the marginals to re-measure",
         description="Sum the parties' first releases, add the server's noise, choose the model "
-        "and the marginals to re-measure; write the request for the parties and the server's "
-        "private state for `server synthesize`.",
+        "and the marginals to re-measure; write the request for the parties, and keep the "
+        "server's select state in --state-dir for `server synthesize`. Once per run: a re-run "
+        "writes the recorded request again.",
     )
     sel.add_argument("--config", required=True, help="the shared protocol config")
     sel.add_argument("--releases", nargs="+", required=True, help="every party's first release")
     sel.add_argument("--out", required=True, help="request JSON to write")
-    sel.add_argument("--state", required=True, help="server state to write (keep it)")
+    _state_dir_arg(sel)
     server_key_arg(sel)
     sel.add_argument(
         "--seed", type=int, default=None, help="run seed: seeds the DP noise (experiments only)"
@@ -67,7 +83,7 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     )
     syn.add_argument("messages", nargs="*", help="the parties' message files")
     syn.add_argument("--releases", nargs="+", default=None, help="the same, as an option")
-    syn.add_argument("--state", default=None, help="secure: the state `server select` wrote")
+    _state_dir_arg(syn)
     syn.add_argument("--config", required=True, help="the shared protocol config")
     syn.add_argument("--out", required=True, help="synthetic CSV to write")
     syn.add_argument("--report", default=None, help="also write the report as JSON")

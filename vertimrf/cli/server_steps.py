@@ -1,36 +1,69 @@
-"""The secure step commands of the server: ``server deal``, ``select``, and ``synthesize``."""
+"""The server's step commands (``server deal``, ``select``, ``synthesize``): each runs one
+step of the server's driver, its input and output messages being the command's files; the
+select state is the driver's, in ``--state-dir``."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vertimrf.errors import (
-    ConfigError,
-)
-
-if TYPE_CHECKING:
-    from vertimrf.protocol import ProtocolConfig
 from vertimrf.cli.common import (
     Phases,
     check_outputs,
     file_name,
     fingerprints,
-    one_per_party,
+    run_file_step,
     secure_config,
     server_key,
-    staged,
-    write_all,
     write_synthetic,
 )
+from vertimrf.driver.transport import Message
+from vertimrf.errors import ConfigError
+from vertimrf.protocol.seeds import SERVER
+
+if TYPE_CHECKING:
+    from vertimrf.driver.files import FileTransport, PathLike
+    from vertimrf.driver.server import ServerDriver
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.channels import KeyPair, PublicKey
+
+
+def _driver(
+    args: argparse.Namespace,
+    cfg: ProtocolConfig,
+    inputs: Mapping[Message, PathLike],
+    outputs: Mapping[Message, PathLike],
+    *,
+    keypair: KeyPair | None,
+    public_keys: Mapping[str, PublicKey] | None = None,
+    state: bool = False,
+) -> tuple[ServerDriver, FileTransport]:
+    """The server's driver over the command's files (its state in --state-dir when
+    ``state``), and the transport."""
+    from vertimrf.driver.files import FileTransport
+    from vertimrf.driver.server import ServerDriver
+    from vertimrf.driver.state import default_state_dir
+    from vertimrf.protocol.methods import rules
+
+    transport = FileTransport(inputs, outputs, force=args.force)
+    state_dir = None
+    if state:
+        state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
+    if public_keys is None and rules(cfg).secure_product:
+        public_keys = {}  # select and fit read no party key (the deal does)
+    driver = ServerDriver(
+        cfg, transport, public_keys=public_keys, keypair=keypair,
+        seed=getattr(args, "seed", None), progress=False if getattr(args, "quiet", False) else None,
+        state_dir=state_dir,
+    )  # fmt: skip
+    return driver, transport
 
 
 def cmd_server_deal(args: argparse.Namespace) -> int:
-    from vertimrf.driver import InProcessTransport, Message, ServerDriver
     from vertimrf.protocol.channels import load_public_keys
-    from vertimrf.protocol.seeds import SERVER
 
     cfg, plan = secure_config(args.config)
     keys = load_public_keys(args.keys)
@@ -38,61 +71,91 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
     if unknown:
         raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(plan.names)}.")
     folder = Path(args.out_dir)
-    paths = {name: folder / f"{file_name(name)}.deal" for name in plan.names}
-    check_outputs(args, paths.values(), [args.config, args.keys, args.server_key], make_dirs=True)
-    transport = InProcessTransport()
-    driver = ServerDriver(cfg, transport, public_keys=keys, keypair=server_key(args))
-    driver.run_step("deal")
-    deals = {name: transport.receive(Message(SERVER, name, "deal")) for name in plan.names}
-    write_all({paths[name]: deal for name, deal in deals.items()})
+    deals = {Message(SERVER, n, "deal"): folder / f"{file_name(n)}.deal" for n in plan.names}
+    check_outputs(args, deals.values(), [args.config, args.keys, args.server_key], make_dirs=True)
+    driver, transport = _driver(args, cfg, {}, deals, keypair=server_key(args), public_keys=keys)
+    with Phases("server deal", ("deal", "write"), True) as ph:
+        run_file_step(driver, transport, "deal", ph)
     print("dealt to (each party checks its fingerprint):")
     print(fingerprints({name: keys[name] for name in plan.names}))
-    print(f"wrote {len(deals)} sealed deals to {folder} ({sum(map(len, deals.values())):,} bytes)")
+    size = sum(os.path.getsize(p) for p in deals.values())
+    print(f"wrote {len(deals)} sealed deals to {folder} ({size:,} bytes)")
     return 0
 
 
 def cmd_server_select(args: argparse.Namespace) -> int:
-    from vertimrf.protocol.securemsg import SecureRelease, save_request
-    from vertimrf.server.secure import SecureServer
+    from vertimrf.driver.files import route
 
     cfg, plan = secure_config(args.config, select_only=True)
-    check_outputs(args, [args.out, args.state], [args.config, args.releases, args.server_key])
-    server = SecureServer(cfg, seed=args.seed, keypair=server_key(args))
-    with Phases("server select", ("read", "select", "write"), args.quiet) as ph:
-        with ph("read"):
-            releases = [SecureRelease.load(p, plan) for p in args.releases]
-            one_per_party([r.party for r in releases], args.releases, "releases")
-        with ph("select"):
-            request = server.select(releases)
-        with ph("write"), staged(args.out, args.state) as (request_tmp, state_tmp):
-            save_request(request_tmp, cfg.config_hash(), request)
-            server.save_state(state_tmp)
-    cross = sum(plan.kind(m) == "cross" for m in request.marginals)
+    check_outputs(args, [args.out], [args.config, args.releases, args.server_key])
+    releases = route(args.releases, "select", cfg, what="releases")
+    requests = {Message(SERVER, n, "request"): args.out for n in plan.names}
+    driver, transport = _driver(args, cfg, releases, requests, keypair=server_key(args), state=True)
+    try:
+        with Phases("server select", ("select", "write"), args.quiet) as ph:
+            run_file_step(driver, transport, "select", ph)
+    finally:
+        _close(driver)
+    assert driver.state is not None
     print(
-        f"server: {len(request.marginals)} marginals to re-measure ({cross} across parties, "
-        f"{len(request.bins)} on bins); wrote "
-        f"{args.out} (give it to every party) and {args.state} (keep it); {ph.summary()}"
+        f"server: wrote {args.out} (the marginals to re-measure: give it to every party); its "
+        f"select state is in {driver.state.path.parent}; {ph.summary()}"
     )
     return 0
 
 
-def synthesize_secure(args: argparse.Namespace, cfg: ProtocolConfig, files: list[str]) -> int:
-    """``server synthesize`` of method secure: from the state of ``server select``."""
-    from vertimrf.protocol.securemsg import SecureRelease
-    from vertimrf.server.secure import SecureServer
+def _close(driver: ServerDriver) -> None:
+    if driver.state is not None:
+        driver.state.close()
 
-    if args.state is None:
-        raise ConfigError("method secure needs --state (the file `vertimrf server select` wrote).")
-    with Phases("server synthesize", ("read", "synthesize", "write"), args.quiet) as ph:
-        with ph("read"):
-            server = SecureServer.load_state(
-                cfg, args.state, seed=args.seed, keypair=server_key(args)
+
+def cmd_server_synthesize(args: argparse.Namespace) -> int:
+    """``server synthesize``: the server's fit on the parties' messages, then the sample."""
+    from vertimrf.driver.files import route
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.methods import rules
+    from vertimrf.protocol.options import SecurePaperOptions
+
+    cfg = ProtocolConfig.load(args.config)
+    kind = rules(cfg)
+    check_outputs(args, [args.out, args.report],
+                  [args.config, *args.messages, args.releases, args.server_key])  # fmt: skip
+    if kind.selects:  # the re-measurements, from the state of `server select`
+        if args.messages and args.releases:
+            raise ConfigError("give the parties' re-measurements once (--releases FILE ...).")
+        files = list(args.messages or args.releases or [])
+        inputs = route(files, "measure", cfg, what="releases")
+    elif isinstance(cfg.options, SecurePaperOptions):
+        if args.state_dir is not None:
+            raise ConfigError("the paper pipeline has no --state (it has no `server select`).")
+        if not args.messages or not args.releases:
+            raise ConfigError(
+                "the paper pipeline needs every party's local message (from `party local`, as "
+                "positional files) and its release (from `party release`, after --releases)."
             )
-            releases = [SecureRelease.load(p, server.plan) for p in files]
-            one_per_party([r.party for r in releases], files, "releases")
-        with ph("synthesize"):
-            synth = server.synthesize(releases, rows=args.n, sample_seed=args.sample_seed)
-        sizes = {r.party: os.path.getsize(p) for r, p in zip(releases, files, strict=True)}
-        report = server.report(seconds=dict(ph.seconds), message_bytes=sizes)
-        write_synthetic(args, ph, synth, report)
+        inputs = {**route(args.messages, "local", cfg, what="local messages"),
+                  **route(args.releases, "cross", cfg, what="releases")}  # fmt: skip
+    else:
+        if args.state_dir is not None:
+            raise ConfigError(
+                f"--state is for method secure; the config's method is {cfg.method!r}."
+            )
+        files = [*args.messages, *(args.releases or [])]
+        inputs = route(files, "local", cfg, what="messages")
+    if not inputs:
+        raise ConfigError("give the parties' message files (or --releases FILE ...).")
+    keypair = server_key(args) if kind.secure_product or args.server_key else None
+    driver, transport = _driver(args, cfg, inputs, {}, keypair=keypair, state=kind.selects)
+    try:
+        with Phases("server synthesize", ("synthesize", "write", "sample"), args.quiet) as ph:
+            run_file_step(driver, transport, "fit", ph)
+            with ph("sample"):
+                sizes = dict.fromkeys((p.name for p in cfg.parties), 0)
+                for message, path in inputs.items():
+                    sizes[message.sender] += os.path.getsize(path)
+                model = driver.fitted(seconds=dict(ph.seconds), message_bytes=sizes)
+                synth = model.sample(args.n, seed=args.sample_seed)
+            write_synthetic(args, ph, synth, model.report)
+    finally:
+        _close(driver)
     return 0

@@ -24,10 +24,15 @@ from vertimrf.driver import codec
 from vertimrf.driver.role import Outputs, RoleDriver, Step
 from vertimrf.driver.state import PartyState
 from vertimrf.driver.transport import Message, Payload, Transport
+from vertimrf.errors import ConfigError
 from vertimrf.party.roles import Party
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.seeds import SERVER
+
+# Inputs that must be the same in every step of a run (another deal gives shares that do
+# not add up, silently).
+_PINNED = frozenset({"deal"})
 
 
 class PartyDriver(RoleDriver):
@@ -106,6 +111,30 @@ class PartyDriver(RoleDriver):
             self.state.record(step.name, outputs)
         self._computed.add(step.name)
 
+    def gather(self, step: Step) -> Mapping[Message, Payload]:
+        """The step's inputs; the deal must be the one this party's state recorded first
+        (it is recorded with the step)."""
+        inputs = super().gather(step)
+        if self.state is not None:
+            for message, data in inputs.items():
+                if message.kind in _PINNED:
+                    self.state.pin(message, data)
+        return inputs
+
+    def run_step(self, name: str) -> None:
+        """Run the step ``name`` alone (a step command's); with a state, after the steps
+        before it are recorded there."""
+        if self.state is not None:
+            for step in self.steps():
+                if step.name == name:
+                    break
+                if step.name not in self.state.steps:
+                    raise ConfigError(
+                        f"{self.state.folder} records no {step.name!r} step of party "
+                        f"{self.name!r} in this run: run it first, with the same state folder."
+                    )
+        super().run_step(name)
+
     # ------------------------------------------------------------------ step bodies
     def _local(self, inputs: Mapping[Message, Payload]) -> Outputs:
         party, count = self.party, None
@@ -159,7 +188,7 @@ class PartyDriver(RoleDriver):
     def _measure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         assert self._plan is not None and self.party.secure is not None
         if "release" not in self._computed and self.state is not None:  # a new process
-            self.party.secure.load_state(self.state.shares)
+            self.party.secure.load_state(self.state.checked_shares())
         (data,) = inputs.values()
         request = codec.read_request(data, self._plan, self._hash)
         return self._to_server("measure", codec.release_bytes(self.party.measure(request)))

@@ -46,6 +46,8 @@ class PartyState:
             "data": data_digest,
         }
         self.steps: dict[str, dict[str, str]] = {}
+        self.pinned: dict[str, str] = {}  # the digest of each input that must not change
+        self.shares_digest: str | None = None
         if self._record.exists():
             data = read_json(self._record, MessageError, "party state record")
             if not isinstance(data, dict) or {k: data.get(k) for k in self._head} != self._head:
@@ -53,10 +55,12 @@ class PartyState:
                     f"{self._record}: this state is another party's, run's or data set's; "
                     f"give {party!r}'s own state folder for this run and data."
                 )
-            steps = data.get("steps")
-            if not isinstance(steps, dict):
+            steps, pinned = data.get("steps"), data.get("pinned", {})
+            if not isinstance(steps, dict) or not isinstance(pinned, dict):
                 raise MessageError(f"{self._record}: malformed party state record.")
             self.steps = steps
+            self.pinned = pinned
+            self.shares_digest = data.get("shares")
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.folder, 0o700)  # private: the shares live here
 
@@ -64,6 +68,21 @@ class PartyState:
     def shares(self) -> Path:
         """The secure product's private state file (shares and record-set digest)."""
         return self.folder / "secure.state.vmrf"
+
+    def checked_shares(self) -> Path:
+        """The shares file, checked against the digest recorded with it (MessageError when
+        missing, swapped or altered)."""
+        if self.shares_digest is None or not self.shares.exists():
+            raise MessageError(
+                f"{self.shares}: no shares of this party's release in its state; run "
+                "`release` first, with the same state folder."
+            )
+        if hashlib.sha256(self.shares.read_bytes()).hexdigest() != self.shares_digest:
+            raise MessageError(
+                f"{self.shares}: not the shares this party's release kept (another party's "
+                "or altered); restore them or start the run afresh."
+            )
+        return self.shares
 
     def _copy(self, message: Message) -> Path:
         return self.folder / "sent" / f"{message.receiver}.{message.kind}"
@@ -76,7 +95,23 @@ class PartyState:
                 fh.write(data)
             digests[f"{message.receiver}.{message.kind}"] = hashlib.sha256(data).hexdigest()
         self.steps[step] = digests
-        atomic_write_text(self._record, json.dumps({**self._head, "steps": self.steps}) + "\n")
+        if self.shares.exists():
+            self.shares_digest = hashlib.sha256(self.shares.read_bytes()).hexdigest()
+        record = {
+            **self._head, "steps": self.steps, "pinned": self.pinned, "shares": self.shares_digest
+        }  # fmt: skip
+        atomic_write_text(self._record, json.dumps(record) + "\n")
+
+    def pin(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+        """Keep the digest of ``message`` (written with the next step recorded); MessageError
+        when it was received before in this run with other bytes (another deal)."""
+        key, digest = str(message), hashlib.sha256(data).hexdigest()
+        if self.pinned.get(key, digest) != digest:
+            raise MessageError(
+                f"the {message} differs from the one this party used earlier in this run "
+                f"(recorded in {self._record}): give the same one (a new one needs a new config)."
+            )
+        self.pinned[key] = digest
 
     def sent(self, step: str, sender: str) -> dict[Message, bytes]:
         """The messages ``step`` sent, read back and checked against the record."""
