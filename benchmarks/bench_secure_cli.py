@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -240,18 +240,26 @@ def message_bytes(root: Path) -> dict[str, dict[str, int]]:
     return out
 
 
-def one_run(args: argparse.Namespace, width: int | None) -> dict:
-    """Data, the whole protocol and (with --profile) the profile, in a fresh folder."""
+@contextlib.contextmanager
+def run_folder(args: argparse.Namespace, prefix: str) -> Iterator[Path]:
+    """A fresh folder (kept with --keep, in --workdir if given) holding the benchmark's
+    table (``make_data``)."""
     base = Path(args.workdir or tempfile.gettempdir())
     with contextlib.ExitStack() as stack:
         if args.keep:
-            root = Path(tempfile.mkdtemp(prefix="bench_secure_cli.", dir=base))
+            root = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
             print(f"the run's folder (kept): {root}")
         else:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=base)))
         start = time.perf_counter()
         make_data(root, args.rows, args.seed)
         print(f"data: {args.rows:,} rows in {time.perf_counter() - start:.1f} s", flush=True)
+        yield root
+
+
+def one_run(args: argparse.Namespace, width: int | None) -> dict:
+    """Data, the whole protocol and (with --profile) the profile, in a fresh folder."""
+    with run_folder(args, "bench_secure_cli.") as root:
         load = [os.getloadavg()[0]]
         log = protocol(root, width, args.max_rows)
         load.append(os.getloadavg()[0])

@@ -30,11 +30,9 @@ as a real run would be.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,8 +44,8 @@ from bench_secure_cli import (  # noqa: E402
     PARTY_STEPS,
     SERVER_STEPS,
     TIME,
-    make_data,
     message_bytes,
+    run_folder,
     secure_steps,
     setup,
     stepper,
@@ -249,16 +247,7 @@ def baseline_summary(log: list[dict], root: Path) -> dict:
 
 def one_run(args: argparse.Namespace) -> dict:
     """Data, keys, secret and config; the baseline; each transport's run; in a fresh folder."""
-    base = Path(args.workdir or tempfile.gettempdir())
-    with contextlib.ExitStack() as stack:
-        if args.keep:
-            root = Path(tempfile.mkdtemp(prefix="bench_service.", dir=base))
-            print(f"the run's folder (kept): {root}")
-        else:
-            root = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=base)))
-        start = time.perf_counter()
-        make_data(root, args.rows, args.seed)
-        print(f"data: {args.rows:,} rows in {time.perf_counter() - start:.1f} s", flush=True)
+    with run_folder(args, "bench_service.") as root:
         res: dict = {"load_average": {"start": os.getloadavg()[0]}}
         log: list[dict] = []
         step = stepper(root, log)

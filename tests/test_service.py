@@ -20,12 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import requests
 
-from tests.test_driver import SECRET, SEED
+from tests.test_driver import SECRET, SEED, _table
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import KeyMaterialError
@@ -35,20 +34,6 @@ from vertimrf.service.client import STALL_ENV, _PinnedAdapter
 from vertimrf.service.tls import client_context
 
 PARTIES = {"A": ["c0", "c1"], "B": ["c2", "c3"], "C": ["c4"]}
-
-
-def _table(rows: int = 300) -> tuple[pd.DataFrame, DomainSpec]:
-    """A small correlated table: every column a noisy function of one latent code."""
-    rng = np.random.default_rng(0)
-    latent = rng.integers(0, 6, rows)
-    sizes = [6, 2, 3, 4, 5]
-    df = pd.DataFrame(
-        {
-            f"c{j}": np.where(rng.random(rows) < 0.7, latent % u, rng.integers(0, u, rows))
-            for j, u in enumerate(sizes)
-        }
-    )
-    return df, DomainSpec.from_dict({f"c{j}": u for j, u in enumerate(sizes)})
 
 
 def _pinned(tmp_path: Path, df: pd.DataFrame, spec: DomainSpec, **fields) -> ProtocolConfig:
