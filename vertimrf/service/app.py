@@ -74,6 +74,12 @@ def body_run(kind: str, path: Any) -> str | None:
         return None
 
 
+def _absorb(digest: Any, fh: Any, chunk: bytes) -> None:
+    """One chunk of an upload into its running digest and its partial file."""
+    digest.update(chunk)
+    fh.write(chunk)
+
+
 def make_app(
     config: ProtocolConfig, store: MessageStore, status: Callable[[], dict]
 ) -> web.Application:
@@ -132,6 +138,7 @@ def make_app(
     ) -> web.StreamResponse:
         path, fh = store.new_upload()
         digest, size, head = hashlib.sha256(), 0, b""
+        loop = asyncio.get_running_loop()
         try:
             with fh:
                 while True:
@@ -148,8 +155,8 @@ def make_app(
                     size += len(chunk)
                     if size > length:
                         return _refuse(400, "the body is longer than its Content-Length.")
-                    digest.update(chunk)
-                    fh.write(chunk)
+                    # hashing and writing release the GIL: in a thread, beside the TLS work
+                    await loop.run_in_executor(None, _absorb, digest, fh, chunk)
             if size != length or head != magic:
                 return _refuse(400, f"the body ended after {size:,} of {length:,} bytes.")
             if digest.hexdigest() != declared:
