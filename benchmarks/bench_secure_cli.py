@@ -116,12 +116,15 @@ def party_options(name: str) -> list[str]:
     ]  # fmt: skip
 
 
-def stepper(root: Path, log: list[dict]) -> Callable[[str, str, list[str]], None]:
-    """``step(role, name, args)``: run one command in ``root``, append its record (role,
-    step, wall, RSS, ...) to ``log`` and print a line."""
+def stepper(
+    root: Path, log: list[dict], python: list[str] | None = None
+) -> Callable[[str, str, list[str]], None]:
+    """``step(role, name, args)``: run one command in ``root`` (with ``python``, see
+    :func:`run`), append its record (role, step, wall, RSS, ...) to ``log`` and print a
+    line."""
 
     def step(role: str, name: str, args: list[str]) -> None:
-        out = {"role": role, "step": name, **run(args, root)}
+        out = {"role": role, "step": name, **run(args, root, python)}
         log.append(out)
         print(f"{role:>6} {name:<18} {out['wall']:7.2f} s {out['max_rss_mb']:8.0f} MB", flush=True)
 

@@ -6,13 +6,16 @@ parties by default, from a fixed seed), and so are the keys, the group secret an
 
 * today's baseline (``--baseline``, the default): bench_secure_cli's step commands, one
   after another, each its own process; the peak memory of a party's commands is the
-  "no higher than today" mark;
+  "no higher than today" mark. ``--baseline-tree DIR`` runs them on the package in DIR,
+  a checkout of today's code (e.g. ``git worktree add --detach DIR <commit>``; run it once
+  first so that its Numba kernels are compiled), and the results name its commit;
 * ``--transport directory``: ``vertimrf server run`` and ``vertimrf party run`` with
   ``--inbox``/``--outbox``, the server and the three parties started together, each its
   own process, exchanging files through a shared mail folder (every role's outbox; its
   inbox the subfolder of its name);
 * ``--transport https``: the same roles over loopback HTTPS, ``vertimrf server run
-  --listen 127.0.0.1:0 --exit-when-done`` and three ``vertimrf party run --server URL``
+  --listen 127.0.0.1:PORT --exit-when-done`` (a free port) and three ``vertimrf party run
+  --server URL``, all four started together (a party retries until the server listens),
   on a copy of the config with every role's key and TLS certificate pinned
   (``with_identities``); ``both`` runs the two, directory first.
 
@@ -20,8 +23,12 @@ Reported: the wall time of the whole run and of every process, every process's p
 (GNU time's maximum resident set size, so the benchmark's own memory is not counted), and
 the bytes each role sends, by message kind (HTTPS: the messages the service holds). The
 targets of issue 22 are checked at the end: HTTPS time <= 1.25x directory time, the HTTPS
-server's peak <= 1 GB, each party's peak no higher than today's. The runs are unseeded,
-as a real run would be.
+server's peak <= 1 GB, each party's peak no higher than today's. Both transports' runs use
+one seed (``--run-seed``), so they do the same computation and write the same synthetic CSV
+(checked): the time between them is the transport's, not a different fit (an unseeded
+run's fit takes from 3.6 to 7.2 s on this table, by how many iterations its noisy
+marginals need). ``--repeat N`` runs each transport N times, alternately, and reports the
+median run of each.
 ``--quick`` is a smoke run on a small table (seconds, not minutes).
 
     python benchmarks/bench_service.py --transport both --json OUT.json --md OUT.md
@@ -30,7 +37,11 @@ as a real run would be.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import shutil
+import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -63,10 +74,11 @@ NETWORK_TIME_TARGET = 1.25  # network time over directory time
 PINNED = "config-pinned.json"  # the config with every role's identity pinned
 
 
-def driver_commands(root: Path) -> dict[str, list[str]]:
+def driver_commands(root: Path, seed: int) -> dict[str, list[str]]:
     """Each role's arguments to ``vertimrf`` over folders, run in ``root`` on the keys,
     secret and config that :func:`bench_secure_cli.setup` made; one mail folder for all."""
-    common = ["--config", "config.json", "--outbox", "mail", "--timeout", str(TIMEOUT)]
+    common = ["--config", "config.json", "--outbox", "mail", "--timeout", str(TIMEOUT),
+              "--seed", str(seed)]  # fmt: skip
     names = list(PARTIES)
     roles = {
         SERVER: ["server", "run", *common, "--inbox", f"mail/{SERVER}",
@@ -161,14 +173,20 @@ def sent_bytes(mail: Path) -> dict[str, dict[str, int]]:
     return {role: out[role] for role in [*PARTIES, SERVER] if role in out}
 
 
-def directory_run(root: Path) -> dict:
-    """The four roles over the directory transport, started together."""
+def synthetic(path: Path) -> dict:
+    """The synthetic CSV's rows and SHA-256."""
+    data = path.read_bytes()
+    return {"synthetic_rows": data.count(b"\n") - 1, "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def directory_run(root: Path, seed: int, name: str = "directory") -> dict:
+    """The four roles over the directory transport, started together (in fresh folders)."""
+    for folder in ("driver", "mail"):
+        shutil.rmtree(root / folder, ignore_errors=True)
     (root / "driver").mkdir()
-    res = run_together(root, "directory", "vertimrf", driver_commands(root))
+    res = run_together(root, name, "vertimrf", driver_commands(root, seed))
     res["bytes"] = sent_bytes(root / "mail")
-    with open(root / "driver" / "synth.csv", "rb") as fh:
-        res["synthetic_rows"] = sum(1 for _ in fh) - 1
-    return res
+    return {**res, **synthetic(root / "driver" / "synth.csv")}
 
 
 def pin_identities(root: Path) -> None:
@@ -179,48 +197,50 @@ def pin_identities(root: Path) -> None:
     ProtocolConfig.load(root / "config.json").with_identities(keys).save(root / PINNED)
 
 
-def https_commands(root: Path) -> tuple[list[str], Callable[[str], dict[str, list[str]]]]:
-    """The server's arguments to ``vertimrf server run --listen`` (an ephemeral port written
-    to ``https/port``), and each party's, given the server's URL."""
+def https_commands(
+    root: Path, seed: int, port: int
+) -> tuple[list[str], Callable[[str], dict[str, list[str]]]]:
+    """The server's arguments to ``vertimrf server run --listen 127.0.0.1:PORT``, and each
+    party's, given the server's URL."""
     server = [
-        "server", "run", "--config", PINNED, "--listen", "127.0.0.1:0", "--state-dir",
+        "server", "run", "--config", PINNED, "--listen", f"127.0.0.1:{port}", "--state-dir",
         "https/server", "--server-key", "S/server.key", "--timeout", str(TIMEOUT),
         "--out", "https/synth.csv", "--report", "https/report.json", "--exit-when-done",
-        "--port-file", "https/port",
+        "--seed", str(seed),
     ]  # fmt: skip
 
     def parties(url: str) -> dict[str, list[str]]:
         return {
             n: ["party", "run", "--server", url, "--config", PINNED, "--data", f"{n}/{n}.csv",
                 "--keys", f"{n}/{n}.key", "--secret", f"{n}/{n}.secret", "--state-dir",
-                f"https/{n}", "--timeout", str(TIMEOUT)]
+                f"https/{n}", "--timeout", str(TIMEOUT), "--seed", str(seed)]
             for n in PARTIES
         }  # fmt: skip
 
     return server, parties
 
 
-def https_run(root: Path) -> dict:
-    """The server over loopback HTTPS, then the three parties once it listens (its start-up
-    counts in the whole run's time)."""
+def _free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def https_run(root: Path, seed: int, name: str = "https") -> dict:
+    """The server over loopback HTTPS and the three parties, all four started together as
+    in the directory run (the parties retry until the server listens on its free port), in
+    a fresh folder."""
+    shutil.rmtree(root / "https", ignore_errors=True)
     (root / "https").mkdir()
     pin_identities(root)
-    server, parties = https_commands(root)
-    port = root / "https" / "port"
-
-    def after_server() -> dict[str, list[str]]:
-        deadline = time.monotonic() + 300
-        while not port.exists():
-            if time.monotonic() > deadline:
-                raise RuntimeError("the HTTPS server did not listen within 300 s.")
-            time.sleep(0.02)
-        return parties(f"https://127.0.0.1:{port.read_text().strip()}")
-
-    res = run_together(root, "https", "vertimrf", {SERVER: server}, after_server)
+    port = _free_port()
+    server, parties = https_commands(root, seed, port)
+    res = run_together(
+        root, name, "vertimrf", {SERVER: server, **parties(f"https://127.0.0.1:{port}")}
+    )
     res["bytes"] = sent_bytes(root / "https" / "server" / "messages")
-    with open(root / "https" / "synth.csv", "rb") as fh:
-        res["synthetic_rows"] = sum(1 for _ in fh) - 1
-    return res
+    return {**res, **synthetic(root / "https" / "synth.csv")}
 
 
 def baseline_summary(log: list[dict], root: Path) -> dict:
@@ -253,18 +273,38 @@ def one_run(args: argparse.Namespace) -> dict:
         step = stepper(root, log)
         setup(root, None, args.max_rows, step)
         if args.baseline:
-            secure_steps(root, step)
+            tree = args.baseline_tree
+            python = None if tree is None else ["env", f"PYTHONPATH={tree}", sys.executable]
+            secure_steps(root, stepper(root, log, python))
             res["baseline"] = baseline_summary(log, root)
             res["load_average"]["after baseline"] = os.getloadavg()[0]
-        if args.transport in ("directory", "both"):
-            res["directory"] = directory_run(root)
-            res["load_average"]["after directory"] = os.getloadavg()[0]
-            print(f"directory: {res['directory']['wall']:.1f} s", flush=True)
-        if args.transport in ("https", "both"):
-            res["https"] = https_run(root)
-            res["load_average"]["after https"] = os.getloadavg()[0]
-            print(f"https: {res['https']['wall']:.1f} s", flush=True)
+        kinds = [k for k in TRANSPORTS if args.transport in (k, "both")]
+        runs: dict[str, list[dict]] = {k: [] for k in kinds}
+        for i in range(args.repeat):
+            for kind in kinds:
+                run = RUNS[kind](root, args.run_seed, f"{kind}-{i + 1}")
+                runs[kind].append(run)
+                res["load_average"][f"after {kind} {i + 1}"] = os.getloadavg()[0]
+                print(f"{kind} {i + 1}: {run['wall']:.1f} s", flush=True)
+        for kind in kinds:
+            res[kind] = median_run(runs[kind])
+            res[kind]["walls"] = [r["wall"] for r in runs[kind]]
+        digests = {r["sha256"] for kind in kinds for r in runs[kind]}
+        if len(digests) != 1:
+            raise RuntimeError("the runs wrote different synthetic CSVs with one seed.")
     return res
+
+
+RUNS: dict[str, Callable[[Path, int, str], dict]] = {
+    "directory": directory_run,
+    "https": https_run,
+}
+
+
+def median_run(runs: list[dict]) -> dict:
+    """The run of median whole-run wall time (the lower middle one of an even number)."""
+    walls = [r["wall"] for r in runs]
+    return dict(runs[walls.index(statistics.median_low(walls))])
 
 
 def _mb(x: float) -> str:
@@ -309,8 +349,10 @@ def markdown(head: dict, res: dict) -> str:
         '# method="secure", one process per role (`bench_service.py`)',
         "",
         f"{head['rows']:,} rows x 15 columns over 3 parties (bench_secure_cli's table), "
-        f"max_rows {head['max_rows']:,}, epsilon 1, delta 1e-6, the preset's feature width, "
-        "unseeded.",
+        f"max_rows {head['max_rows']:,}, epsilon 1, delta 1e-6, the preset's feature width. "
+        f"Both transports' runs use seed {head['run_seed']} (the baseline's step commands "
+        "are unseeded) and wrote the same synthetic CSV, byte for byte; each transport ran "
+        f"{head['repeat']} time(s), alternately, and the tables show its median run.",
         "",
         f"Machine: {head['machine']}, `nproc` = {head['nproc']}, "
         f"{head['memory_gb']:.0f} GB RAM. {head['note']}",
@@ -319,6 +361,9 @@ def markdown(head: dict, res: dict) -> str:
         + ", ".join(f"{v:.2f} {k}" for k, v in res["load_average"].items())
         + " (above 2 means processes waited for a core).",
     ]
+    for kind in [t for t in TRANSPORTS if t in res]:
+        walls = ", ".join(f"{w:.1f}" for w in res[kind]["walls"])
+        lines += ["", f"Whole-run wall times of the {kind} runs: {walls} s."]
     roles = [*PARTIES, SERVER]
     runs = [(k, res[k]) for k in ("baseline", *TRANSPORTS) if k in res]
     if runs:
@@ -339,10 +384,11 @@ def markdown(head: dict, res: dict) -> str:
             "Directory: each role one process for the whole run (`vertimrf party run` and "
             "`server run` with --inbox/--outbox), "
             "all four started together. HTTPS: `vertimrf server run --listen` on "
-            "127.0.0.1 (mutual TLS, identities pinned in the config), then the three `party "
-            "run --server` processes once it listens. A role's wall time is from the run's "
-            "start to its exit (it includes waiting for the others), the whole run's until "
-            "the last exit.",
+            "127.0.0.1 (mutual TLS, identities pinned in the config) and the three `party "
+            "run --server` processes, all four started together. A role's wall time is from "
+            "the run's start to its exit (it includes waiting for the others), the whole "
+            "run's until the last exit. The baseline ran on the code of commit "
+            f"{head['baseline_commit'] or head['commit']}; the transports on {head['commit']}.",
         ]
     for kind in [t for t in TRANSPORTS if t in res]:
         d = res[kind]
@@ -363,6 +409,16 @@ def markdown(head: dict, res: dict) -> str:
     return "\n".join([*lines, "", "## Targets (issue 22)", "", *targets(res)]) + "\n"
 
 
+def _commit(folder: str | None) -> str | None:
+    """The git commit checked out in ``folder`` (None without one)."""
+    if folder is None:
+        return None
+    proc = subprocess.run(
+        ["git", "-C", folder, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return proc.stdout.strip() or None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--transport", choices=("directory", "https", "both"),
@@ -373,7 +429,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=True,
                         help="run today's step commands first (default: yes)")  # fmt: skip
+    parser.add_argument("--baseline-tree", default=None,
+                        help="run the baseline's commands on the package in this folder (a "
+                        "checkout of today's code; default: this code)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="seed of the data (not the run)")
+    parser.add_argument("--run-seed", type=int, default=1, help="the transports' runs' seed")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each transport")
     parser.add_argument("--workdir", default=None, help="folder for the run (default: a temp)")
     parser.add_argument("--keep", action="store_true", help="keep the run's folder")
     parser.add_argument("--note", default="", help="a sentence on the machine's other load")
@@ -390,6 +451,11 @@ def main() -> None:
         "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9,
         "note": args.note,
         "transport": args.transport,
+        "baseline_tree": args.baseline_tree,
+        "baseline_commit": _commit(args.baseline_tree),
+        "commit": _commit(str(Path(__file__).resolve().parent)),
+        "run_seed": args.run_seed,
+        "repeat": args.repeat,
     }
     print(head, flush=True)
     res = one_run(args)

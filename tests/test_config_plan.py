@@ -208,8 +208,9 @@ def test_the_plans_bytes_are_the_real_sizes(tmp_path):
 
 
 def test_the_memory_model_bounds_the_large_arrays():
-    """tracemalloc counts numpy's and Python's allocations: the peak of `features` and of
-    the server's `deal` stays below the model's estimate without its idle-process base.
+    """tracemalloc counts numpy's and Python's allocations: the peak of `features` (each
+    peer's blob read, and dropped, in turn) and of the server's `deal` stays below the
+    model's estimate without its idle-process base, and above half of it.
     (Measured with GNU time on the command-line roles, Adult at max_rows 65,536, two
     parties: features 846 / 869 MB, release 857 / 854 MB, measure 213 / 215 MB; server deal
     320 MB, select 204 MB, synthesize 286 MB; the model said 869 / 897, 955 / 956, 283 /
@@ -227,7 +228,9 @@ def test_the_memory_model_bounds_the_large_arrays():
             tracemalloc.reset_peak()
             before = tracemalloc.get_traced_memory()[0]
             blobs = party.features(deals[name])
+            sizes = [len(blobs[q]) for q in blobs]  # each sealed when read, one at a time
             peak = tracemalloc.get_traced_memory()[1] - before
+            assert sizes == [cfg.plan().blob_bytes[name]] * len(sizes)
             assert 0.5 * (roles[name]["features"] - base) <= peak, name  # not loose either
             assert peak <= roles[name]["features"] - base, name
             del blobs

@@ -12,15 +12,24 @@ that holds other bytes unless the command was given ``force``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 
 from vertimrf.driver import codec
-from vertimrf.driver.transport import Message, Payload, map_file
+from vertimrf.driver.transport import (
+    CHUNK,
+    Message,
+    Outgoing,
+    Payload,
+    Stored,
+    file_sha256,
+    map_file,
+    sha256_hex,
+)
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SecurePlan
@@ -57,7 +66,7 @@ class FileTransport:
         self.inputs = dict(inputs)
         self.outputs = {m: None if p is None else Path(p) for m, p in outputs.items()}
         self.force, self._limits = force, limits
-        self._staged: dict[Path, tuple[Path, bytes]] = {}  # target: (temporary, digest)
+        self._staged: dict[Path, tuple[Path, str]] = {}  # target: (temporary, digest)
 
     def __enter__(self) -> FileTransport:
         return self
@@ -93,26 +102,30 @@ class FileTransport:
         except OSError as exc:
             raise MessageError(f"{source}: cannot read the {message} ({exc.strerror}).") from None
 
-    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+    def send(self, message: Message, data: Outgoing) -> None:
         """Stage ``data`` for ``message``'s output file (once per file: another message to
-        the same file must carry the same bytes)."""
+        the same file must carry the same bytes; a Stored file is copied)."""
         if message not in self.outputs:
             raise ConfigError(f"this command has no output file for the {message}.")
         target = self.outputs[message]
         if target is None:
             return
-        digest = hashlib.sha256(data).digest()
+        digest = sha256_hex(data)
         if target in self._staged:
             if self._staged[target][1] != digest:
                 raise MessageError(f"{target}: two messages of this step differ.")
             return
-        if target.exists() and not self.force and _file_digest(target) != digest:
+        if target.exists() and not self.force and file_sha256(target) != digest:
             raise MessageError(f"{target} exists with other bytes; give --force to replace it.")
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
         self._staged[target] = (Path(tmp), digest)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, Stored):
+                with open(data.path, "rb") as source:
+                    shutil.copyfileobj(source, fh, CHUNK)
+            else:
+                fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -131,14 +144,6 @@ class FileTransport:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
         self._staged.clear()
-
-
-def _file_digest(path: Path) -> bytes:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.digest()
 
 
 def route(

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from vertimrf.driver import codec
 from vertimrf.driver.role import Outputs, RoleDriver, Step
 from vertimrf.driver.state import PartyState
-from vertimrf.driver.transport import Message, Payload, Transport
+from vertimrf.driver.transport import Message, Outgoing, Payload, Transport
 from vertimrf.errors import ConfigError
 from vertimrf.party.roles import Party
 from vertimrf.protocol.methods import rules
@@ -99,17 +99,19 @@ class PartyDriver(RoleDriver):
         return (*blobs, self._from_server("deal"))
 
     # ------------------------------------------------------------------ running
-    def recorded(self, step: Step) -> Mapping[Message, Payload] | None:
-        """What ``step`` sent, if the state records it as done."""
+    def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
+        """What ``step`` sent (the kept copies), if the state records it as done."""
         if self.state is None or step.name not in self.state.steps:
             return None
         return self.state.sent(step.name, self.name)
 
-    def keep(self, step: Step, outputs: Outputs) -> None:
-        """Record ``step`` and its outputs in the state before they leave."""
-        if self.state is not None:
-            self.state.record(step.name, outputs)
+    def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
+        """Record ``step`` and its outputs in the state before they leave: what is sent is
+        then the kept copies, read in chunks (so the features step holds one blob at a time)."""
         self._computed.add(step.name)
+        if self.state is None:
+            return outputs
+        return self.state.record(step.name, outputs)
 
     def gather(self, step: Step) -> Mapping[Message, Payload]:
         """The step's inputs; the deal must be the one this party's state recorded first
@@ -138,7 +140,7 @@ class PartyDriver(RoleDriver):
     # ------------------------------------------------------------------ step bodies
     def _local(self, inputs: Mapping[Message, Payload]) -> Outputs:
         party, count = self.party, None
-        out: Outputs = {}
+        out: dict[Message, bytes | bytearray] = {}
         if inputs:
             (data,) = inputs.values()
             count = codec.read_count(data, self._hash)
@@ -154,12 +156,12 @@ class PartyDriver(RoleDriver):
             self._resume_local()
         (deal,) = inputs.values()
         blobs = self.party.features(bytes(deal))  # a large deal arrives mapped
-        return {Message(self.name, q, "blob"): blob for q, blob in blobs.items()}
+        return _Renamed(blobs, {Message(self.name, q, "blob"): q for q in blobs})
 
     def _resume_local(self) -> None:
         """Set up the secure product on the bins of the local message the state keeps."""
         assert self.state is not None
-        local = self.state.sent("release", self.name)[Message(self.name, SERVER, "local")]
+        local = self.state.sent("release", self.name)[Message(self.name, SERVER, "local")].read()
         self.party.resume_release(codec.read_message(local, self.party.config))
 
     def _blobs(self, inputs: Mapping[Message, Payload]) -> Mapping[str, Payload]:
@@ -192,6 +194,22 @@ class PartyDriver(RoleDriver):
         (data,) = inputs.values()
         request = codec.read_request(data, self._plan, self._hash)
         return self._to_server("measure", codec.release_bytes(self.party.measure(request)))
+
+
+class _Renamed(Mapping[Message, bytearray]):
+    """The features' blobs by message, each made when read (not kept)."""
+
+    def __init__(self, blobs: Mapping[str, bytearray], names: dict[Message, str]) -> None:
+        self._blobs, self._names = blobs, names
+
+    def __getitem__(self, message: Message) -> bytearray:
+        return self._blobs[self._names[message]]
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 class _Blobs(Mapping[str, Payload]):

@@ -7,12 +7,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from vertimrf.driver.transport import Message, Payload, Transport
+from vertimrf.driver.transport import Message, Outgoing, Payload, Transport, nbytes
 from vertimrf.errors import ConfigError
 from vertimrf.logs import progress_bar
 
-# A step's outputs: the messages to send, and its sub-phases' seconds if it times them.
-Outputs = dict[Message, bytes | bytearray]
+# A step's outputs: the messages to send (a mapping may make a large one when it is read).
+Outputs = Mapping[Message, bytes | bytearray]
 Body = Callable[[Mapping[Message, Payload]], Outputs]
 
 
@@ -78,14 +78,15 @@ class RoleDriver:
                 return step
         return None
 
-    def recorded(self, step: Step) -> Mapping[Message, Payload] | None:
+    def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
         """What ``step`` sent in an earlier run of this role, if it is recorded as done
         (then it is resent, not run again); None here (a role that keeps no state)."""
         return None
 
-    def keep(self, step: Step, outputs: Outputs) -> None:
-        """Called with ``step``'s outputs before they are sent (a role that keeps no state
-        does nothing)."""
+    def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
+        """Called with ``step``'s outputs before they are sent; what to send (here the
+        outputs themselves: a role that keeps no state)."""
+        return outputs
 
     def gather(self, step: Step) -> Mapping[Message, Payload]:
         """The step's input messages (MissingMessageError if one has not arrived; see
@@ -100,19 +101,18 @@ class RoleDriver:
         start = time.perf_counter()
         resent = self.recorded(step)
         if resent is None:
-            outputs = step.body(inputs)
-            self.keep(step, outputs)
-            self.send(outputs)
+            self.send(self.keep(step, step.body(inputs)))  # the outputs dropped once kept
         else:
             self.send(resent)
         self.done.append(step.name)
         self.seconds[step.name] = self.seconds.get(step.name, 0.0) + time.perf_counter() - start
 
-    def send(self, outputs: Mapping[Message, bytes | bytearray | memoryview]) -> None:
+    def send(self, outputs: Mapping[Message, Outgoing]) -> None:
         """Send each output message, counting its bytes."""
         for message, data in outputs.items():
             self.transport.send(message, data)
-            self.sent_bytes += len(data)
+            self.sent_bytes += nbytes(data)
+            del data
 
     def run_step(self, name: str) -> None:
         """Run the step ``name`` alone over the transport (or resend it, if recorded): a

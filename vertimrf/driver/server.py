@@ -158,12 +158,13 @@ class ServerDriver(RoleDriver):
         finally:
             self._inputs = {}
 
-    def keep(self, step: Step, outputs: Outputs) -> None:
+    def keep(self, step: Step, outputs: Outputs) -> Outputs:
         """Record ``step`` (but ``fit``), what it received and sent, and after ``select``
-        the secure server's state, in one transaction before the outputs leave."""
+        the secure server's state, in one transaction before the outputs leave; the
+        outputs, to be sent."""
         self._computed.add(step.name)
         if self.state is None or step.name == "fit":
-            return
+            return outputs
         kept = None
         if step.name == "select":
             assert self.server.secure is not None
@@ -172,6 +173,7 @@ class ServerDriver(RoleDriver):
                 self.server.secure.save_state(path)
                 kept = path.read_bytes()
         self.state.record(step.name, self._inputs, outputs, secure_state=kept)
+        return outputs
 
     def _resume_select(self) -> None:
         """In a new process after ``select``: the secure server from the state kept."""

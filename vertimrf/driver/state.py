@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from vertimrf.driver.transport import Message
+from vertimrf.driver.transport import Message, Stored, file_sha256
 from vertimrf.errors import MessageError
 from vertimrf.io import atomic_open, atomic_write_text, read_json
 
@@ -87,13 +87,20 @@ class PartyState:
     def _copy(self, message: Message) -> Path:
         return self.folder / "sent" / f"{message.receiver}.{message.kind}"
 
-    def record(self, step: str, outputs: Mapping[Message, bytes | bytearray]) -> None:
-        """Keep a copy of ``step``'s outputs, then record it as done."""
-        digests = {}
+    def record(
+        self, step: str, outputs: Mapping[Message, bytes | bytearray]
+    ) -> dict[Message, Stored]:
+        """Keep a copy of ``step``'s outputs, each read from ``outputs`` once (a large one
+        may be made when read, and is dropped once written), then record the step as done;
+        the copies, to be sent."""
+        digests, kept = {}, {}
         for message, data in outputs.items():
-            with atomic_open(self._copy(message), "wb") as fh:
+            path = self._copy(message)
+            with atomic_open(path, "wb") as fh:
                 fh.write(data)
-            digests[f"{message.receiver}.{message.kind}"] = hashlib.sha256(data).hexdigest()
+            kept[message] = Stored(path, hashlib.sha256(data).hexdigest(), memoryview(data).nbytes)
+            digests[f"{message.receiver}.{message.kind}"] = kept[message].sha256
+            del data
         self.steps[step] = digests
         if self.shares.exists():
             self.shares_digest = hashlib.sha256(self.shares.read_bytes()).hexdigest()
@@ -101,6 +108,7 @@ class PartyState:
             **self._head, "steps": self.steps, "pinned": self.pinned, "shares": self.shares_digest
         }  # fmt: skip
         atomic_write_text(self._record, json.dumps(record) + "\n")
+        return kept
 
     def pin(self, message: Message, data: bytes | bytearray | memoryview) -> None:
         """Keep the digest of ``message`` (written with the next step recorded); MessageError
@@ -113,17 +121,17 @@ class PartyState:
             )
         self.pinned[key] = digest
 
-    def sent(self, step: str, sender: str) -> dict[Message, bytes]:
-        """The messages ``step`` sent, read back and checked against the record."""
+    def sent(self, step: str, sender: str) -> dict[Message, Stored]:
+        """The kept copies of the messages ``step`` sent, checked against the record."""
         out = {}
         for key, digest in self.steps[step].items():
             receiver, kind = key.split(".", 1)
             message = Message(sender, receiver, kind)
-            data = self._copy(message).read_bytes()
-            if hashlib.sha256(data).hexdigest() != digest:
+            path = self._copy(message)
+            if not path.exists() or file_sha256(path) != digest:
                 raise MessageError(
-                    f"{self._copy(message)}: the kept copy of the {message} was altered; "
+                    f"{path}: the kept copy of the {message} was altered or lost; "
                     "restore it or start the run afresh."
                 )
-            out[message] = data
+            out[message] = Stored(path, digest, path.stat().st_size)
         return out

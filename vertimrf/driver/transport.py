@@ -11,7 +11,9 @@ driver serves every setting:
   shared).
 
 Sending the same message twice is harmless (a re-run of a step writes the same bytes);
-sending other bytes under a name already used is refused.
+sending other bytes under a name already used is refused. What is sent is bytes, or a
+:class:`Stored` file (a party's kept copy of what it sent), which a transport reads in
+chunks and never holds whole.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import hashlib
 import mmap
 import os
 import re
+import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -36,6 +40,50 @@ MAX_POLL = 0.5
 MAP_BYTES = 1 << 20
 # A received message: bytes, or a read-only view of a mapped file (see map_file).
 Payload = bytes | memoryview
+CHUNK = 1 << 20  # bytes per read of a Stored file
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A message's bytes kept in a file, with their SHA-256 (hex) and length: sent from
+    the file in chunks, so a sender never holds a large message whole."""
+
+    path: Path
+    sha256: str
+    size: int
+
+    def chunks(self) -> Iterator[bytes]:
+        """The file's bytes, :data:`CHUNK` at a time."""
+        with open(self.path, "rb") as fh:
+            while chunk := fh.read(CHUNK):
+                yield chunk
+
+    def read(self) -> bytes:
+        """The file's bytes, whole."""
+        return self.path.read_bytes()
+
+
+# What a role sends: bytes, or a Stored file.
+Outgoing = bytes | bytearray | memoryview | Stored
+
+
+def nbytes(data: Outgoing) -> int:
+    """The length of what is sent."""
+    return data.size if isinstance(data, Stored) else memoryview(data).nbytes
+
+
+def sha256_hex(data: Outgoing) -> str:
+    """The SHA-256 (hex) of what is sent (a Stored file's, as recorded)."""
+    return data.sha256 if isinstance(data, Stored) else hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) of a file, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -66,7 +114,7 @@ class Message:
 class Transport(Protocol):
     """Delivers named messages between the roles of one run."""
 
-    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+    def send(self, message: Message, data: Outgoing) -> None:
         """Deliver ``data`` as ``message`` (again: a no-op if the bytes are the same)."""
         ...
 
@@ -87,10 +135,6 @@ def map_file(path: Path) -> Payload:
         return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
 
 
-def _digest(data: bytes | bytearray | memoryview) -> bytes:
-    return hashlib.sha256(data).digest()
-
-
 def _refuse_other(message: Message) -> MessageError:
     return MessageError(
         f"the {message} was already sent with other bytes; a step re-run must send what it "
@@ -106,14 +150,14 @@ class InProcessTransport:
     def __init__(self) -> None:
         self._messages: dict[Message, bytes] = {}
 
-    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+    def send(self, message: Message, data: Outgoing) -> None:
         """Hold ``data`` for ``message``'s receiver."""
         old = self._messages.get(message)
         if old is not None:
-            if _digest(old) != _digest(data):
+            if sha256_hex(old) != sha256_hex(data):
                 raise _refuse_other(message)
             return
-        self._messages[message] = bytes(data)
+        self._messages[message] = data.read() if isinstance(data, Stored) else bytes(data)
 
     def receive(self, message: Message) -> bytes:
         """The bytes sent as ``message``."""
@@ -149,17 +193,21 @@ class DirectoryTransport:
     def __repr__(self) -> str:
         return f"DirectoryTransport(inbox={str(self.inbox)!r}, outbox={str(self.outbox)!r})"
 
-    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+    def send(self, message: Message, data: Outgoing) -> None:
         """Write ``data`` to the receiver's folder in the outbox (unless those very bytes
-        are already there)."""
+        are already there; a Stored file is copied)."""
         path = self.outbox / message.receiver / message.file_name
         if path.exists():
-            same = path.stat().st_size == memoryview(data).nbytes
-            if not same or _digest(path.read_bytes()) != _digest(data):
+            same = path.stat().st_size == nbytes(data)
+            if not same or file_sha256(path) != sha256_hex(data):
                 raise _refuse_other(message)
             return
         with atomic_open(path, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, Stored):
+                with open(data.path, "rb") as source:
+                    shutil.copyfileobj(source, fh, CHUNK)
+            else:
+                fh.write(data)
 
     def receive(self, message: Message) -> Payload:
         """The message's bytes from the inbox (a large message mapped, see

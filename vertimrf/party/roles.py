@@ -168,8 +168,9 @@ class Party:
         )
         return self._step(self.secure, "the secure product", how)
 
-    def features(self, deal: bytes) -> dict[str, bytearray]:
-        """Method "secure": the masked-feature blob for each peer, from the server's deal."""
+    def features(self, deal: bytes) -> Mapping[str, bytearray]:
+        """Method "secure": the masked-feature blob for each peer, from the server's deal
+        (each sealed when read, so that one is held at a time)."""
         return self._secure_role().features(deal)
 
     def secure_release(self, blobs: Mapping[str, Blob]) -> SecureRelease:

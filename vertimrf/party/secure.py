@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -198,26 +198,24 @@ class SecureParty:
                 raise ConfigError(f"the bin map of {c!r} has {m.n_bins} bins, not the plan's.")
         return got
 
-    def features(self, deal: bytes) -> dict[str, bytearray]:
-        """Step 1: the masked-feature blob for each peer (relayed by the server; a bytearray,
-        written in place by the cipher)."""
+    def features(self, deal: bytes) -> Mapping[str, bytearray]:
+        """Step 1: the masked-feature blob for each peer (relayed by the server): a mapping
+        that seals a peer's blob (a bytearray, written in place by the cipher) each time it
+        is read, the same bytes every time, so a caller holds one blob at a time."""
         self.open_deal(deal)
         self._once("features")
-        st, plan = self._state, self.plan
-        masked = mask_features(st["cols"], self._mask_rows(0, plan.rows), inplace=True)
-        return {
-            q: seal_features(
-                self._keys[q],
-                masked,
-                self._context,
-                self.name,
-                q,
-                st["digest"],
-                nonce=self._label_key("feature-nonce", q)[:12],
-            )
-            for q in plan.names
-            if q != self.name
-        }
+        masked = mask_features(
+            self._state["cols"], self._mask_rows(0, self.plan.rows), inplace=True
+        )
+        return _SealedBlobs(self, masked)
+
+    def _seal(self, masked: np.ndarray, peer: str) -> bytearray:
+        """The masked features sealed for ``peer``."""
+        nonce = self._label_key("feature-nonce", peer)[:12]
+        return seal_features(
+            self._keys[peer], masked, self._context, self.name, peer, self._state["digest"],
+            nonce=nonce,
+        )  # fmt: skip
 
     def open_deal(self, deal: bytes) -> None:
         """Open the deal and set up the aligned columns and the record-set digest: what
@@ -518,3 +516,22 @@ class SecureParty:
             cross,
             count,
         )
+
+
+class _SealedBlobs(Mapping[str, bytearray]):
+    """A party's blob for each peer, sealed from its masked features when read."""
+
+    def __init__(self, party: SecureParty, masked: np.ndarray) -> None:
+        self._party, self._masked = party, masked
+        self._peers = [q for q in party.plan.names if q != party.name]
+
+    def __getitem__(self, peer: str) -> bytearray:
+        if peer not in self._peers:
+            raise KeyError(peer)
+        return self._party._seal(self._masked, peer)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._peers)
+
+    def __len__(self) -> int:
+        return len(self._peers)

@@ -20,9 +20,9 @@ groups, d_p its attributes, Z_p = sum over lower parties q of k_q k_p words deal
 = sum over p's pairs of k_p k_q share words, BASE = 256 MiB for an idle role process) follows
 the code's large arrays:
 
-* party features: BASE + 8 (4 Z_p + R (G_p + d_p + 4) + m R k_p): the deal opened (blob,
-  plaintext, archive arrays, copies), the aligned columns, the mask X - U and one blob per
-  peer (all held until written);
+* party features: BASE + 8 (4 Z_p + R (G_p + d_p + 4) + 2 R k_p): the deal opened (blob,
+  plaintext, archive arrays, copies), the aligned columns, the mask X - U and one peer's
+  blob (each blob is sealed when it is written, and dropped before the next);
 * party release: BASE + 8 (2 Z_p + R (G_p + d_p + 4) + 2 R max_q k_q + S_p + 2 max k_p k_q)
   + 16 MASK_BLOCK_WORDS: one peer's blob mapped and decrypted at a time, the shares, one
   block of the mask;
@@ -316,7 +316,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         columns = rows * (g_p + d_p + 4)
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
-            "features": BASE_BYTES + 8 * (4 * dealt[p] + columns + m * rows * widths[p]),
+            "features": BASE_BYTES + 8 * (4 * dealt[p] + columns + 2 * rows * widths[p]),
             "release": BASE_BYTES
             + 8 * (2 * dealt[p] + columns + 2 * rows * peer + shares[p] + 2 * largest[p])
             + 16 * MASK_BLOCK_WORDS,

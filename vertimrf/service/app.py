@@ -42,7 +42,7 @@ from aiohttp import web
 from vertimrf.driver.transport import Message
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.service.rules import CONTAINER_KINDS, COUNT_BYTES, uploads
+from vertimrf.service.rules import CONTAINER_KINDS, COUNT_BYTES, SEALED_KINDS, uploads
 from vertimrf.service.store import CHUNK, MessageStore
 from vertimrf.service.tls import party_fingerprints, party_of
 
@@ -75,8 +75,9 @@ def body_run(kind: str, path: Any) -> str | None:
 
 
 def _absorb(digest: Any, fh: Any, chunk: bytes) -> None:
-    """One chunk of an upload into its running digest and its partial file."""
-    digest.update(chunk)
+    """One chunk of an upload into its running digest (if any) and its partial file."""
+    if digest is not None:
+        digest.update(chunk)
     fh.write(chunk)
 
 
@@ -137,7 +138,8 @@ def make_app(
         request: web.Request, message: Message, magic: bytes, length: int, declared: str
     ) -> web.StreamResponse:
         path, fh = store.new_upload()
-        digest, size, head = hashlib.sha256(), 0, b""
+        digest = None if message.kind in SEALED_KINDS else hashlib.sha256()
+        size, head = 0, b""
         loop = asyncio.get_running_loop()
         try:
             with fh:
@@ -159,7 +161,7 @@ def make_app(
                     await loop.run_in_executor(None, _absorb, digest, fh, chunk)
             if size != length or head != magic:
                 return _refuse(400, f"the body ended after {size:,} of {length:,} bytes.")
-            if digest.hexdigest() != declared:
+            if digest is not None and digest.hexdigest() != declared:
                 return _refuse(400, "the body does not match its X-Content-SHA256.")
             if message.kind in CONTAINER_KINDS or message.kind == "count":
                 named = body_run(message.kind, path)

@@ -1,13 +1,17 @@
 """HttpTransport: a party's transport over the service (:mod:`vertimrf.service.app`).
 
 It connects out only, over mutual TLS (:func:`vertimrf.service.tls.client_context`):
-``send`` uploads a message (streamed from memory with its length and SHA-256), ``receive``
-long-polls for one; with a ``spool`` folder, a large message (at least
-:data:`~vertimrf.driver.transport.MAP_BYTES`) is streamed to a file there, checked, and
-handed out mapped (received again, it is mapped again without a download), so a party holds
-no multi-GB download in memory. Connection errors and 5xx answers are retried with exponential
-backoff (0.5 s doubling to 10 s) until the transport's ``timeout``; a refusal (4xx) stops
-the party with the server's one-line reason. Transfers show progress bars on a terminal.
+``send`` uploads a message (streamed with its length and SHA-256; a
+:class:`~vertimrf.driver.transport.Stored` file, a party's kept copy of a large message, is
+uploaded in the background, so that the party goes on, e.g. to download its peers' blobs,
+meanwhile; any other message after every upload before it; :meth:`HttpTransport.flush`
+waits for them), ``receive`` long-polls for one; with a ``spool`` folder, a large message
+(at least :data:`~vertimrf.driver.transport.MAP_BYTES`) is streamed to a file there,
+checked, and handed out mapped (received again, it is mapped again without a download), so
+a party holds no multi-GB download in memory. Connection errors and 5xx answers are
+retried with exponential backoff (0.5 s doubling to 10 s) until the transport's
+``timeout``; a refusal (4xx) stops the party with the server's one-line reason. Transfers
+show progress bars on a terminal.
 
 Test hook: with ``VERTIMRF_TEST_STALL_UPLOAD=<kind>`` in the environment, an upload of that
 kind stops after half its body and hangs (a test kills the party there).
@@ -20,18 +24,29 @@ import os
 import ssl
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
 
-from vertimrf.driver.transport import MAP_BYTES, Message, Payload, map_file
+from vertimrf.driver.transport import (
+    MAP_BYTES,
+    Message,
+    Outgoing,
+    Payload,
+    Stored,
+    map_file,
+    nbytes,
+    sha256_hex,
+)
 from vertimrf.errors import MissingMessageError, ServiceError
 from vertimrf.io import atomic_open
 from vertimrf.logs import progress_bar
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.service.rules import SEALED_KINDS
 from vertimrf.service.tls import client_context
 
 FIRST_BACKOFF = 0.5
@@ -56,25 +71,39 @@ class _PinnedAdapter(HTTPAdapter):
 
 class _Body:
     """A message's bytes as a file-like body of known length, read in chunks (with a
-    progress bar, and the stall test hook)."""
+    progress bar, and the stall test hook): from memory, or from a Stored file."""
 
-    def __init__(self, data: bytes | bytearray | memoryview, bar: Any, stall: bool) -> None:
-        self._view, self._at, self._bar = memoryview(data).cast("B"), 0, bar
-        self._stall = len(self._view) // 2 if stall else -1
+    def __init__(self, data: Outgoing, bar: Any, stall: bool) -> None:
+        self._size, self._at, self._bar = nbytes(data), 0, bar
+        if isinstance(data, Stored):
+            self._file: Any = open(data.path, "rb")  # noqa: SIM115 (closed at the end)
+            self._view = None
+        else:
+            self._file, self._view = None, memoryview(data).cast("B")
+        self._stall = self._size // 2 if stall else -1
 
     def __len__(self) -> int:
-        return len(self._view)
+        return self._size
 
-    def read(self, n: int = -1) -> bytes:
+    def read(self, n: int = -1) -> bytes | memoryview:
         if self._at == self._stall:
             time.sleep(3600)
-        stop = len(self._view) if n < 0 else min(self._at + min(n, CHUNK), len(self._view))
+        stop = self._size if n < 0 else min(self._at + min(n, CHUNK), self._size)
         if self._stall > self._at:
             stop = min(stop, self._stall)
-        chunk = bytes(self._view[self._at : stop])
-        self._at = stop
+        if self._view is not None:
+            chunk: bytes | memoryview = self._view[self._at : stop]  # sent without a copy
+        else:
+            chunk = self._file.read(stop - self._at)
+            if not chunk:
+                self._file.close()
+        self._at += len(chunk)
         self._bar.update(len(chunk))
         return chunk
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 class HttpTransport:
@@ -94,8 +123,15 @@ class HttpTransport:
     ) -> None:
         self.url, self.run, self.timeout, self.progress = url.rstrip("/"), run, timeout, progress
         self.spool = None if spool is None else Path(spool)
-        self.session = requests.Session()
-        self.session.mount("https://", _PinnedAdapter(context))
+        self._context = context
+        self.session = self._session()
+        self._uploader: tuple[ThreadPoolExecutor, requests.Session] | None = None
+        self._uploads: list[Future[None]] = []
+
+    def _session(self) -> requests.Session:
+        session = requests.Session()
+        session.mount("https://", _PinnedAdapter(self._context))
+        return session
 
     def __repr__(self) -> str:
         return f"HttpTransport({self.url!r})"
@@ -106,16 +142,25 @@ class HttpTransport:
             f"{message.sender}/{message.receiver}/{message.kind}"
         )
 
-    def request(self, method: str, url: str, what: str, **kwargs: Any) -> requests.Response:
-        """One request, retried on connection errors and 5xx with backoff until the
-        timeout; ServiceError for a refusal or when time runs out."""
+    def request(
+        self,
+        method: str,
+        url: str,
+        what: str,
+        session: requests.Session | None = None,
+        **kwargs: Any,
+    ) -> requests.Response:
+        """One request (on ``session``, default the transport's), retried on connection
+        errors and 5xx with backoff until the timeout; ServiceError for a refusal or when
+        time runs out."""
+        session = self.session if session is None else session
         deadline = time.monotonic() + self.timeout
         backoff = FIRST_BACKOFF
         while True:
             body = kwargs.pop("make_body", None)
             try:
                 extra = {"data": body()} if body is not None else {}
-                response = self.session.request(method, url, timeout=(10, 120), **kwargs, **extra)
+                response = session.request(method, url, timeout=(10, 120), **kwargs, **extra)
                 if response.status_code < 500:
                     break
                 reason = f"the server answered {response.status_code}"
@@ -139,23 +184,56 @@ class HttpTransport:
             raise ServiceError(f"{what}: the server refused it ({response.status_code}): {error}")
         return response
 
-    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
-        """Upload ``data`` as ``message`` (again: accepted if the bytes are the same)."""
-        size = memoryview(data).nbytes
+    def send(self, message: Message, data: Outgoing) -> None:
+        """Upload ``data`` as ``message`` (again: accepted if the bytes are the same): a
+        Stored file in the background (its recorded SHA-256 not recomputed), anything else
+        at once, after every earlier upload."""
+        self._check_uploads()
+        if isinstance(data, Stored):
+            if self._uploader is None:
+                pool = ThreadPoolExecutor(1, thread_name_prefix="vertimrf-upload")
+                self._uploader = pool, self._session()
+            pool, session = self._uploader
+            self._uploads.append(pool.submit(self._upload, message, data, session))
+            return
+        self.flush()
+        self._upload(message, data, self.session)
+
+    def flush(self) -> None:
+        """Wait for every background upload; ServiceError of the first that failed."""
+        uploads, self._uploads = self._uploads, []
+        for upload in uploads:
+            upload.result()
+
+    def _check_uploads(self) -> None:
+        """Raise the error of a background upload that failed, at once."""
+        for upload in self._uploads:
+            if upload.done() and upload.exception() is not None:
+                self.flush()
+
+    def _upload(self, message: Message, data: Outgoing, session: requests.Session) -> None:
+        size = nbytes(data)
         headers = {
-            "X-Content-SHA256": hashlib.sha256(data).hexdigest(),
+            "X-Content-SHA256": sha256_hex(data),
             "Content-Length": str(size),
             "Content-Type": "application/octet-stream",
         }
         stall = os.environ.get(STALL_ENV) == message.kind
+        bodies: list[_Body] = []
+
+        def body() -> _Body:
+            bodies.append(_Body(data, bar, stall))
+            return bodies[-1]
 
         bar = progress_bar(desc=f"sending {message}", total=size, progress=self.progress)
         try:
             self.request(
-                "PUT", self._message_url(message), f"sending the {message}", headers=headers,
-                make_body=lambda: _Body(data, bar, stall),
+                "PUT", self._message_url(message), f"sending the {message}", session,
+                headers=headers, make_body=body,
             )  # fmt: skip
         finally:
+            for each in bodies:
+                each.close()
             bar.close()
 
     def _spooled(self, message: Message) -> Path | None:
@@ -172,6 +250,7 @@ class HttpTransport:
         deadline = time.monotonic() + self.timeout
         url = self._message_url(message)
         while True:
+            self._check_uploads()
             left = deadline - time.monotonic()
             if left <= 0:
                 raise MissingMessageError(
@@ -190,7 +269,8 @@ class HttpTransport:
             response.close()
 
     def _read(self, message: Message, response: requests.Response) -> Payload:
-        """The response's body, checked against its length and SHA-256: in memory, or for a
+        """The response's body, checked against its length and (but a sealed blob, see
+        :data:`~vertimrf.service.rules.SEALED_KINDS`) its SHA-256: in memory, or for a
         large message with a spool folder, in a file there (renamed into place only whole
         and checked), mapped."""
         size = int(response.headers.get("Content-Length", "0"))
@@ -212,17 +292,22 @@ class HttpTransport:
     ) -> None:
         """Stream the body to ``write`` in chunks; ServiceError (nothing kept) when it is cut
         or altered."""
-        digest, got = hashlib.sha256(), 0
+        digest = None if message.kind in SEALED_KINDS else hashlib.sha256()
+        got = 0
         bar = progress_bar(desc=f"receiving {message}", total=size, progress=self.progress)
         try:
             for chunk in response.iter_content(CHUNK):
-                digest.update(chunk)
+                if digest is not None:
+                    digest.update(chunk)
                 write(chunk)
                 got += len(chunk)
                 bar.update(len(chunk))
         finally:
             bar.close()
-        if got != size or digest.hexdigest() != response.headers.get("X-Content-SHA256"):
+        altered = digest is not None and digest.hexdigest() != response.headers.get(
+            "X-Content-SHA256"
+        )
+        if got != size or altered:
             raise ServiceError(f"the {message} arrived cut or altered: run the party again.")
 
 

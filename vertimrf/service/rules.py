@@ -22,6 +22,10 @@ COUNT_BYTES = 1024
 HEADER_SLACK = 1 << 20
 ZIP_MAGIC = b"PK\x03\x04"
 CONTAINER_KINDS = frozenset({"local", "select", "cross", "measure"})
+# Sealed by their sender for their receiver (AES-GCM; the receiver checks the seal when it
+# opens them): the service relays them unread, and their bytes are not hashed again on the
+# way (TLS guards each hop, the length a cut body); their X-Content-SHA256 is the sender's.
+SEALED_KINDS = frozenset({"blob"})
 SERVER_KINDS = frozenset({"deal", "request"})
 
 

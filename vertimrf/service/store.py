@@ -11,7 +11,6 @@ again are accepted (a resumed party resends what it sent), other bytes are refus
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import threading
@@ -20,7 +19,15 @@ import uuid
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from vertimrf.driver.transport import DirectoryTransport, Message, Payload
+from vertimrf.driver.transport import (
+    DirectoryTransport,
+    Message,
+    Outgoing,
+    Payload,
+    file_sha256,
+    nbytes,
+    sha256_hex,
+)
 from vertimrf.errors import MessageError, MissingMessageError
 
 LOG_FILE = "messages.sqlite"
@@ -37,15 +44,6 @@ CREATE TABLE IF NOT EXISTS messages (
 )
 """
 CHUNK = 1 << 20
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class MessageStore:
@@ -84,7 +82,7 @@ class MessageStore:
             ).fetchone()
         if row is not None:
             return str(row[0])
-        digest = file_digest(path)  # held but not logged: a restart between the two
+        digest = file_sha256(path)  # held but not logged: a restart between the two
         self.log(message, digest, path.stat().st_size)
         return digest
 
@@ -141,10 +139,10 @@ class StoreTransport(DirectoryTransport):
         super().__init__(store.root / "server", store.root, timeout=timeout)
         self.store, self.parties = store, parties
 
-    def send(self, message: Message, data: bytes | bytearray | memoryview) -> None:
+    def send(self, message: Message, data: Outgoing) -> None:
         """Write the message into the store and log it."""
         super().send(message, data)
-        self.store.log(message, hashlib.sha256(data).hexdigest(), memoryview(data).nbytes)
+        self.store.log(message, sha256_hex(data), nbytes(data))
 
     def receive(self, message: Message) -> Payload:
         """The message's bytes (a large one mapped), waiting up to ``timeout``."""
