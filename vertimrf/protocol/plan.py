@@ -41,8 +41,8 @@ Peak RSS (GNU time, GB) measured against the model (in brackets), every role its
 command: Adult, max_rows 65,536, two parties of widths 561 / 572: party features 0.85 /
 0.87 (0.87 / 0.90), release 0.86 / 0.85 (0.96 / 0.96), measure 0.21 / 0.21 (0.28 / 0.28);
 server deal 0.32 (0.35), select 0.20 (0.28), synthesize 0.29 (0.37). bench_secure_cli
-(1,048,576 rows, three parties of widths 56 / 44 / 61): party features 1.79 / 1.46 / 1.92
-(1.83 / 1.49 / 1.95), release 1.41 / 1.37 / 1.32 (1.51 / 1.48 / 1.43); server deal 0.31
+(1,048,576 rows, three parties of widths 56 / 44 / 61): party features 1.33 / 1.09 / 1.41
+(1.36 / 1.12 / 1.44), release 1.41 / 1.38 / 1.33 (1.51 / 1.48 / 1.43); server deal 0.31
 (0.34), select 0.27 (0.28), synthesize 0.86 (0.96). Every estimate is above the measured
 peak, by at most 40%.
 """
