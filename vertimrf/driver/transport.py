@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -51,12 +50,6 @@ class Stored:
     path: Path
     sha256: str
     size: int
-
-    def chunks(self) -> Iterator[bytes]:
-        """The file's bytes, :data:`CHUNK` at a time."""
-        with open(self.path, "rb") as fh:
-            while chunk := fh.read(CHUNK):
-                yield chunk
 
     def read(self) -> bytes:
         """The file's bytes, whole."""
