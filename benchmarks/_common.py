@@ -22,6 +22,17 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {model}"
 
 
+def table_head(rows: int, max_rows: int) -> dict:
+    """The head of a results file: the table's size and the machine it ran on."""
+    return {
+        "rows": rows,
+        "max_rows": max_rows,
+        "machine": machine(),
+        "nproc": os.cpu_count(),
+        "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9,
+    }
+
+
 def write_json(path: str | None, data: dict | list) -> None:
     """Write ``data`` as JSON to ``path`` (creating folders) if a path is given."""
     if path:

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, write_json  # noqa: E402
+from _common import table_head, write_json  # noqa: E402
 
 from vertimrf.domain import DomainSpec  # noqa: E402
 from vertimrf.io import atomic_write_text  # noqa: E402
@@ -386,13 +386,7 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="also write the figures as JSON")
     parser.add_argument("--md", default=None, help="write the results as Markdown")
     args = parser.parse_args()
-    head = {
-        "rows": args.rows,
-        "max_rows": args.max_rows,
-        "machine": machine(),
-        "nproc": os.cpu_count(),
-        "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9,
-    }
+    head = table_head(args.rows, args.max_rows)
     print(head, flush=True)
     runs = [one_run(args, w) for w in (args.feature_width or [None])]
     for res in runs:

@@ -49,7 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, write_json  # noqa: E402
+from _common import table_head, write_json  # noqa: E402
 from bench_secure_cli import (  # noqa: E402
     PARTIES,
     PARTY_STEPS,
@@ -444,14 +444,9 @@ def main() -> None:
     if args.quick:
         args.rows, args.max_rows = QUICK_ROWS, QUICK_MAX_ROWS
     head = {
-        "rows": args.rows,
-        "max_rows": args.max_rows,
-        "machine": machine(),
-        "nproc": os.cpu_count(),
-        "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9,
+        **table_head(args.rows, args.max_rows),
         "note": args.note,
         "transport": args.transport,
-        "baseline_tree": args.baseline_tree,
         "baseline_commit": _commit(args.baseline_tree),
         "commit": _commit(str(Path(__file__).resolve().parent)),
         "run_seed": args.run_seed,

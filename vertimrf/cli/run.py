@@ -102,9 +102,6 @@ def cmd_party_run(args: argparse.Namespace) -> int:
     state_dir = _state_dir(args)
     driver = PartyDriver(party, transport, state_dir=state_dir)
     driver.run(progress=_progress(args))
-    flush = getattr(transport, "flush", None)
-    if flush is not None:
-        flush()  # the network's background uploads
     print(
         f"{name}: ran {', '.join(driver.done)}; sent {driver.sent_bytes:,} bytes; its private "
         f"state is in {state_dir}"

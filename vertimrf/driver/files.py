@@ -129,6 +129,9 @@ class FileTransport:
             fh.flush()
             os.fsync(fh.fileno())
 
+    def flush(self) -> None:
+        """Nothing to wait for: ``send`` staged the file (:meth:`commit` renames it)."""
+
     def commit(self) -> list[Path]:
         """Rename every staged file into place; the files written."""
         written = []

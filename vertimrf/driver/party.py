@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
 
 from vertimrf.driver import codec
 from vertimrf.driver.role import Outputs, RoleDriver, Step
@@ -33,6 +34,8 @@ from vertimrf.protocol.seeds import SERVER
 # Inputs that must be the same in every step of a run (another deal gives shares that do
 # not add up, silently).
 _PINNED = frozenset({"deal"})
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class PartyDriver(RoleDriver):
@@ -156,7 +159,7 @@ class PartyDriver(RoleDriver):
             self._resume_local()
         (deal,) = inputs.values()
         blobs = self.party.features(bytes(deal))  # a large deal arrives mapped
-        return _Renamed(blobs, {Message(self.name, q, "blob"): q for q in blobs})
+        return _Rekeyed(blobs, {Message(self.name, q, "blob"): q for q in blobs})
 
     def _resume_local(self) -> None:
         """Set up the secure product on the bins of the local message the state keeps."""
@@ -174,7 +177,7 @@ class PartyDriver(RoleDriver):
                 self._resume_local()
             assert self.party.secure is not None
             self.party.secure.open_deal(bytes(inputs[self._from_server("deal")]))
-        return _Blobs(inputs)
+        return _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == "blob"})
 
     def _select(self, inputs: Mapping[Message, Payload]) -> Outputs:
         release = self.party.secure_release(self._blobs(inputs))
@@ -196,34 +199,18 @@ class PartyDriver(RoleDriver):
         return self._to_server("measure", codec.release_bytes(self.party.measure(request)))
 
 
-class _Renamed(Mapping[Message, bytearray]):
-    """The features' blobs by message, each made when read (not kept)."""
+class _Rekeyed(Mapping[K, V]):
+    """``inner``'s values under other keys (``keys`` maps each key to ``inner``'s), each
+    read from ``inner`` when used, so that nothing large is made or kept before then."""
 
-    def __init__(self, blobs: Mapping[str, bytearray], names: dict[Message, str]) -> None:
-        self._blobs, self._names = blobs, names
+    def __init__(self, inner: Mapping[Any, V], keys: dict[K, Any]) -> None:
+        self._inner, self._keys = inner, keys
 
-    def __getitem__(self, message: Message) -> bytearray:
-        return self._blobs[self._names[message]]
+    def __getitem__(self, key: K) -> V:
+        return self._inner[self._keys[key]]
 
-    def __iter__(self) -> Iterator[Message]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-
-class _Blobs(Mapping[str, Payload]):
-    """The "blob" messages of a step's inputs, by sender, each read when used."""
-
-    def __init__(self, inputs: Mapping[Message, Payload]) -> None:
-        self._inputs = inputs
-        self._messages = {m.sender: m for m in inputs if m.kind == "blob"}
-
-    def __getitem__(self, sender: str) -> Payload:
-        return self._inputs[self._messages[sender]]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._messages)
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._keys)
 
     def __len__(self) -> int:
-        return len(self._messages)
+        return len(self._keys)

@@ -125,8 +125,9 @@ class RoleDriver:
         raise ConfigError(f"{self.name} has no step {name!r} in this method; its steps: {names}.")
 
     def run(self, *, progress: bool | None = False) -> None:
-        """Run every remaining step, each waiting for its inputs as the transport allows;
-        ``progress`` shows a bar over the steps (None: only on a terminal)."""
+        """Run every remaining step, each waiting for its inputs as the transport allows,
+        then wait until everything sent is delivered; ``progress`` shows a bar over the
+        steps (None: only on a terminal)."""
         bar = progress_bar(total=len(self.steps()), desc=f"vertimrf {self.name}", progress=progress)
         bar.update(len(self.done))
         try:
@@ -134,5 +135,6 @@ class RoleDriver:
                 bar.set_postfix_str(step.name)
                 self.execute(step, self.gather(step))
                 bar.update()
+            self.transport.flush()
         finally:
             bar.close()

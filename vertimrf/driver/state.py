@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from vertimrf.driver.transport import Message, Stored, file_sha256
+from vertimrf.driver.transport import Message, Stored, file_sha256, nbytes, sha256_hex
 from vertimrf.errors import MessageError
 from vertimrf.io import atomic_open, atomic_write_text, read_json
 
@@ -98,7 +98,7 @@ class PartyState:
             path = self._copy(message)
             with atomic_open(path, "wb") as fh:
                 fh.write(data)
-            kept[message] = Stored(path, hashlib.sha256(data).hexdigest(), memoryview(data).nbytes)
+            kept[message] = Stored(path, sha256_hex(data), nbytes(data))
             digests[f"{message.receiver}.{message.kind}"] = kept[message].sha256
             del data
         self.steps[step] = digests

@@ -117,6 +117,11 @@ class Transport(Protocol):
         nothing new); :class:`MissingMessageError` if it does not arrive in time."""
         ...
 
+    def flush(self) -> None:
+        """Wait until every message sent is delivered (a transport that delivers in
+        ``send`` has nothing to wait for)."""
+        ...
+
 
 def map_file(path: Path) -> Payload:
     """A file's bytes: read whole below :data:`MAP_BYTES`, else a read-only view of the
@@ -151,6 +156,9 @@ class InProcessTransport:
                 raise _refuse_other(message)
             return
         self._messages[message] = data.read() if isinstance(data, Stored) else bytes(data)
+
+    def flush(self) -> None:
+        """Nothing to wait for: ``send`` delivered."""
 
     def receive(self, message: Message) -> bytes:
         """The bytes sent as ``message``."""
@@ -201,6 +209,9 @@ class DirectoryTransport:
                     shutil.copyfileobj(source, fh, CHUNK)
             else:
                 fh.write(data)
+
+    def flush(self) -> None:
+        """Nothing to wait for: ``send`` wrote the file."""
 
     def receive(self, message: Message) -> Payload:
         """The message's bytes from the inbox (a large message mapped, see

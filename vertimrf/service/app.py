@@ -96,22 +96,27 @@ def make_app(
         tls = None if transport is None else transport.get_extra_info("ssl_object")
         return party_of(fingerprints, None if tls is None else tls.getpeercert(binary_form=True))
 
-    def message_of(request: web.Request) -> Message | web.Response:
+    def message_of(request: web.Request, upload: bool) -> Message | web.Response:
+        """The message the route names, if the authenticated party is its sender (an
+        upload) or its receiver (a download); else the refusal."""
         info = request.match_info
         if info["run"] != run:
             return _refuse(404, f"no run {info['run'][:16]}: this service runs {run[:16]}.")
         try:
-            return Message(info["sender"], info["receiver"], info["kind"])
+            message = Message(info["sender"], info["receiver"], info["kind"])
         except ConfigError as exc:
             return _refuse(400, str(exc))
+        party = peer(request)
+        if upload and (party is None or message.sender != party):
+            return _refuse(403, f"{party} may not upload as {message.sender}.")
+        if not upload and (party is None or message.receiver != party):
+            return _refuse(403, f"{party} may not read {message.receiver}'s messages.")
+        return message
 
     async def put(request: web.Request) -> web.StreamResponse:
-        party = peer(request)
-        message = message_of(request)
+        message = message_of(request, upload=True)
         if isinstance(message, web.Response):
             return message
-        if party is None or message.sender != party:
-            return _refuse(403, f"{party} may not upload as {message.sender}.")
         upload = allowed.get((message.sender, message.receiver, message.kind))
         if upload is None:
             return _refuse(
@@ -180,12 +185,9 @@ def make_app(
             path.unlink(missing_ok=True)
 
     async def get(request: web.Request) -> web.StreamResponse:
-        party = peer(request)
-        message = message_of(request)
+        message = message_of(request, upload=False)
         if isinstance(message, web.Response):
             return message
-        if party is None or message.receiver != party:
-            return _refuse(403, f"{party} may not read {message.receiver}'s messages.")
         try:
             wait = min(max(float(request.query.get("wait", "0")), 0.0), MAX_WAIT)
         except ValueError:
