@@ -54,7 +54,7 @@ PARTIES = {"A": range(0, 5), "B": range(5, 10), "C": range(10, 15)}
 SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 8, 6, 4, 3, 2)
 TIME = "/usr/bin/time"  # GNU time: a child forked from here would count this process's memory
 PARTY_TARGET, SERVER_TARGET = 60.0, 90.0
-PARTY_STEPS = ("party features", "party release", "party measure")
+PARTY_STEPS = ("party features", "party release", "party groups", "party measure")
 SERVER_STEPS = ("server deal", "server select", "server synthesize")
 
 
@@ -185,13 +185,23 @@ def secure_steps(root: Path, step: Callable) -> None:
                                   "--out", f"{n}/{n}.select.vmrf"])  # fmt: skip
     step("S", "server select", ["server", "select", "--config", "config.json", "--releases",
                                 *[f"{n}/{n}.select.vmrf" for n in names], "--out",
-                                "S/request.json", "--state", "S/server.state",
+                                "S/request.json", "--keys", *[f"S/{n}.pub" for n in names],
+                                "--group-deals", "S", "--state", "S/server.state",
                                 "--server-key", "S/server.key", "--quiet"])  # fmt: skip
+    round2 = {n: ["--request", f"{n}/request.json", "--group-deal", f"{n}/{n}.group-deal"]
+              for n in names}  # fmt: skip
     for n in names:
         relay(root / "S" / "request.json", root / n)
-        step(n, "party measure", ["party", "measure", *party_options(n),
-                                  "--request", f"{n}/request.json", "--out",
-                                  f"{n}/{n}.measure.vmrf"])  # fmt: skip
+        relay(root / "S" / f"{n}.group-deal", root / n)
+        step(n, "party groups", ["party", "groups", *party_options(n), *round2[n],
+                                 "--out-dir", n])  # fmt: skip
+    for n in names:
+        for q in names:
+            if q != n:
+                relay(root / n / f"{n}-to-{q}.group-blob", root / q)
+    for n in names:
+        step(n, "party measure", ["party", "measure", *party_options(n), *round2[n],
+                                  "--blobs", n, "--out", f"{n}/{n}.measure.vmrf"])  # fmt: skip
     step("S", "server synthesize", ["server", "synthesize", "--config", "config.json",
                                     "--state", "S/server.state", "--releases",
                                     *[f"{n}/{n}.measure.vmrf" for n in names], "--out",
@@ -233,13 +243,14 @@ def profile(root: Path, log: list[dict], top: int = 18) -> dict:
 
 
 def message_bytes(root: Path) -> dict[str, dict[str, int]]:
-    """Bytes each party sends: its feature blobs and its two releases."""
+    """Bytes each party sends: its feature blobs of both rounds and its two releases."""
     out = {}
     for n in PARTIES:
         blobs = sum(p.stat().st_size for p in (root / n).glob(f"{n}-to-*.blob"))
+        groups = sum(p.stat().st_size for p in (root / n).glob(f"{n}-to-*.group-blob"))
         select = (root / n / f"{n}.select.vmrf").stat().st_size
         measure = (root / n / f"{n}.measure.vmrf").stat().st_size
-        out[n] = {"blobs": blobs, "select": select, "measure": measure}
+        out[n] = {"blobs": blobs, "group_blobs": groups, "select": select, "measure": measure}
     return out
 
 

@@ -93,7 +93,7 @@ def test_three_parties_and_a_server_write_simulates_bytes(three_party_run):
     assert (root / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
     # Each party's state is in the per-user folder, by party and run; it says what it sent.
     assert {p.name for p in (root / "xdg" / "vertimrf").iterdir()} == {"server", *THREE}
-    assert "A: ran features, release, measure; sent" in three_party_run["out"][1]
+    assert "A: ran features, release, groups, measure; sent" in three_party_run["out"][1]
 
 
 def test_a_party_rerun_resends_its_bytes_and_another_data_file_is_refused(three_party_run):
@@ -102,7 +102,7 @@ def test_a_party_rerun_resends_its_bytes_and_another_data_file_is_refused(three_
     drawn); A with other data in the same run is refused before it sends anything."""
     root = three_party_run["root"]
     sent = {p: p.read_bytes() for p in (root / "mail").glob("*/A.*")}
-    assert {p.name for p in sent} == {"A.blob", "A.select", "A.measure"}
+    assert {p.name for p in sent} == {"A.blob", "A.group-blob", "A.select", "A.measure"}
     [(code, _, err)] = _finish([_vertimrf(root, *_party("A"))])
     assert code == 0, err
     assert {p: p.read_bytes() for p in (root / "mail").glob("*/A.*")} == sent

@@ -31,6 +31,10 @@ THREE = {"A": ["c0", "c3"], "B": ["c1", "c4"], "C": ["c2", "c5"]}
 SERVER_KEY = ("--server-key", "S/server.key")
 
 
+# `server select` of the two-party run: the parties' keys and the round-2 deals' folder.
+SELECT_ARGS = ["--keys", "S/A.pub", "S/B.pub", "--group-deals", "S/round2"]
+
+
 def _command(*args: str) -> list[str]:
     """``python -m vertimrf ARGS``: each role its own process, as on separate machines."""
     return [sys.executable, "-m", "vertimrf", *args]
@@ -145,14 +149,23 @@ def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
     _ok([["party", "release", *_party_args(n, parties), "--blobs", n,
           "--out", f"{n}/{n}.select.vmrf"] for n in names], root)  # fmt: skip
     selects = [f"{n}/{n}.select.vmrf" for n in names]
-    _ok([["server", "select", "--config", "config.json", "--releases", *selects, "--out",
-          "S/request.json", "--state", "S/server.state", "--seed", SEED, *SERVER_KEY]],
-        root)  # fmt: skip
+    keys = ["--keys", *(f"S/{n}.pub" for n in names)]
+    _ok([["server", "select", "--config", "config.json", *keys, "--releases", *selects, "--out",
+          "S/request.json", "--group-deals", "S", "--state", "S/server.state", "--seed", SEED,
+          *SERVER_KEY]], root)  # fmt: skip
     for n in names:
         shutil.copy(root / "S" / "request.json", root / n)
+        shutil.copy(root / "S" / f"{n}.group-deal", root / n)
+    _ok([["party", "groups", *_party_args(n, parties), "--out-dir", n, "--request",
+          f"{n}/request.json", "--group-deal", f"{n}/{n}.group-deal"] for n in names],
+        root)  # fmt: skip
+    for n in names:
+        for q in names:
+            if q != n:
+                shutil.copy(root / n / f"{n}-to-{q}.group-blob", root / q)
     _ok([["party", "measure", *_party_args(n, parties), "--blobs", n,
-          "--request", f"{n}/request.json", "--out", f"{n}/{n}.measure.vmrf"]
-         for n in names], root)  # fmt: skip
+          "--request", f"{n}/request.json", "--group-deal", f"{n}/{n}.group-deal",
+          "--out", f"{n}/{n}.measure.vmrf"] for n in names], root)  # fmt: skip
     measures = [f"{n}/{n}.measure.vmrf" for n in names]
     _ok([["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
           "--releases", *measures, "--out", "S/synth.csv", "--report", "S/report.json",
@@ -226,7 +239,7 @@ def test_two_party_run_writes_the_same_bytes_as_simulate(two):
     assert request["config_hash"] == ProtocolConfig.load(root / "config.json").config_hash()
     steps = json.loads((_state(root, "A") / "steps.json").read_text())
     assert steps["config_hash"] == request["config_hash"]
-    assert set(steps["steps"]) == {"features", "release", "measure"}
+    assert set(steps["steps"]) == {"features", "release", "groups", "measure"}
 
 
 @pytest.mark.slow
@@ -254,7 +267,8 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     for cmd, pattern in (
         (["party", "measure", *_party_args("B", TWO), "--request", "x.json", "--out", "B/m"],
          "a step of the select pipeline"),
-        (["server", "select", "--config", "config.json", "--releases", "B/B.cross.vmrf",
+        (["server", "select", "--config", "config.json", *SELECT_ARGS, "--releases",
+          "B/B.cross.vmrf",
           "--out", "S/r.json", "--state", "S/s", *SERVER_KEY], "a step of the select pipeline"),
     ):  # fmt: skip
         proc = subprocess.run(_command(*cmd), cwd=tmp_path, capture_output=True, text=True)
@@ -312,12 +326,12 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
         KeyPair.load(root / "B" / "B.key"), PublicKey.load(root / "B" / "A.pub"), other
     )
     digest = (root / "A" / "B-to-A.blob").read_bytes()[:32]
-    words = np.zeros((plan.rows, plan.widths[1]), np.uint64)
+    words = np.zeros((plan.rows, plan.widths[1]), plan.word)
     replayed = seal_features(key, words, other, "B", "A", digest)
     (bad / "replayed" / "B-to-A.blob").write_bytes(replayed)
     # Copies of A's state after features only, and after release (for measure).
     features_only = _copy_state(root, "A", "bad/fstate", {"features"})
-    released = _copy_state(root, "A", "bad/rstate", {"features", "release"})
+    released = _copy_state(root, "A", "bad/rstate", {"features", "release", "groups"})
     (ledger_path,) = (root / features_only).glob("*/steps.json")
     ledger = ledger_path.read_bytes()
     # A record set without one row: A's features from it (B's blob is from the full set).
@@ -341,7 +355,8 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
                 "--state-dir", features_only, *override]  # fmt: skip
 
     measure_a = ["party", "measure", *_party_args("A", TWO), "--state-dir", released,
-                 "--request", "bad/request.json", "--out", "bad/m.vmrf"]  # fmt: skip
+                 "--request", "bad/request.json", "--blobs", "A", "--group-deal",
+                 "A/A.group-deal", "--out", "bad/m.vmrf"]  # fmt: skip
     cases = [
         (release_a("bad/secret.vmrf", "--secret", "bad/other.secret", "--state-dir",
                    "bad/secret-state"), "bad/secret.vmrf",
@@ -357,14 +372,15 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
         (release_a("bad/missing.vmrf", "--blobs", "bad/empty"), "bad/missing.vmrf",
          "no such file (the blob from B to A)"),
         (release_a("bad/renamed.vmrf", "--blobs", "bad/renamed"), "bad/renamed.vmrf",
-         "is more than any blob of this run"),
+         "bytes, not the"),
         (release_a("bad/replayed.vmrf", "--blobs", "bad/replayed"), "bad/replayed.vmrf",
          "not from this peer for this run"),
         (["party", "features", *_party_args("A", TWO), "--deal", "B/B.deal",
           "--state-dir", "bad/fresh", "--out-dir", "bad/features"], "bad/features",
          "not sealed to A's key"),
         (measure_a, "bad/m.vmrf", "belongs to another run"),
-        (["server", "select", "--config", "config.json", "--releases", "A/A.select.vmrf",
+        (["server", "select", "--config", "config.json", *SELECT_ARGS, "--releases",
+          "A/A.select.vmrf",
           "bad/B.other.vmrf", "--out", "bad/request2.json", "--state", "bad/state",
           *SERVER_KEY],
          "bad/request2.json", "replayed or foreign"),
@@ -420,7 +436,7 @@ def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
     assert stat.S_IMODE(os.stat(shares.parent).st_mode) == 0o700
     cases = {"missing": None, "swapped": _state(root, "B") / shares.name, "altered": shares}
     for folder, source in cases.items():
-        copy = root / _copy_state(root, "A", f"{folder}-state", {"features", "release"})
+        copy = root / _copy_state(root, "A", f"{folder}-state", {"features", "release", "groups"})
         kept = next(copy.iterdir()) / shares.name
         kept.unlink()
         if source is not None:
@@ -430,6 +446,7 @@ def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
             kept.write_bytes(bytes(raw))
     done = _run_all(
         [["party", "measure", *_party_args("A", TWO), "--request", "A/request.json",
+          "--blobs", "A", "--group-deal", "A/A.group-deal",
           "--state-dir", f"{folder}-state", "--out", f"{folder}.m.vmrf"] for folder in cases],
         root,
     )  # fmt: skip
@@ -458,7 +475,8 @@ def test_a_second_release_writes_the_recorded_bytes_and_spends_nothing(two):
 def test_the_same_release_twice_names_its_party(two):
     """`server select` given A's first release twice says so, before any selection."""
     root = two["root"]
-    cmd = ["server", "select", "--config", "config.json", "--releases", "A/A.select.vmrf",
+    cmd = ["server", "select", "--config", "config.json", *SELECT_ARGS, "--releases",
+           "A/A.select.vmrf",
            "A/A.select.vmrf", "--out", "S/twice.json", "--state", "S/twice.state",
            *SERVER_KEY]  # fmt: skip
     proc = subprocess.run(_command(*cmd), cwd=root, capture_output=True, text=True, timeout=300)

@@ -197,14 +197,15 @@ def test_the_plans_bytes_are_the_real_sizes(tmp_path):
     blobs = {n: p.features(deals[n]) for n, p in parties.items()}
     for p, name in enumerate(layout.names):
         assert {len(b) for b in blobs[name].values()} == {plan.blob_bytes[name]}
-        assert plan.blob_bytes[name] == 8 * 1024 * layout.widths[p] + 60
+        assert plan.blob_bytes[name] == layout.word_bytes * 1024 * layout.widths[p] + 60
         z = 8 * sum(layout.widths[a] * layout.widths[p] for a, q in layout.pairs() if q == p)
         assert z < len(deals[name]) <= plan.deal_bytes[name] <= len(deals[name]) + 2048
     for name, party in parties.items():
         party.release({q: blobs[q][name] for q in parties if q != name})
         party.save_state(tmp_path / f"{name}.state")
         size = (tmp_path / f"{name}.state").stat().st_size
-        assert 0.99 * plan.role(name).keeps <= size <= plan.role(name).keeps
+        # ring words (below 2^32) in 8-byte cells deflate a little: within 10% of the bound
+        assert 0.9 * plan.role(name).keeps <= size <= plan.role(name).keeps
 
 
 def test_the_memory_model_bounds_the_large_arrays():
@@ -279,6 +280,12 @@ def test_the_config_command_prints_the_cost(tmp_path, capsys):
     plan = ProtocolConfig.load(out).plan()
     blob = plan_module.size(plan.blob_bytes["A"])
     assert lines[1].startswith("privacy: ") and "of the budget rho" in lines[1]
-    assert lines[2].startswith(f"party A: sends {blob} to each peer, receives a ")
-    assert re.search(r"needs about [\d.]+ MB of memory \((features|release|measure)\)", lines[2])
-    assert lines[4].startswith("server: sends ") and len(lines) == 5
+    assert lines[2].startswith("ring: Z_2^32 (masked values in 4-byte words")
+    group = plan_module.size(plan.group_blob_bytes["A"])
+    assert lines[3].startswith(
+        f"party A: sends {blob} to each peer, then at most {group} of groups, receives a "
+    )
+    assert re.search(
+        r"needs about [\d.]+ MB of memory \((features|release|groups|measure)\)", lines[3]
+    )
+    assert lines[5].startswith("server: sends ") and len(lines) == 6

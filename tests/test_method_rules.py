@@ -77,7 +77,8 @@ def test_select_pipeline_plan_groups_pairs_on_its_shares():
     assert plan is not None and plan.select
     assert plan.sizes == (3, 40, 2, 5)
     # Width 64: A's singles (43) plus the pair (a, b) (120 cells) do not fit; B's pair (10) does.
-    assert plan.groups == (((0,), (1,)), ((2,), (3,), (2, 3)))
+    assert plan.groups == (((0,), (1,)), ((2,), (3,)))  # round 1: the singles
+    assert plan.group_caps == (64 - 43, 64 - 7)  # round 2: the width less the singles
     rho, shares = epsilon_to_rho(1.0, 1e-6), cfg.secure_options().shares
     assert plan.rho_count == rho * shares["count"]
     assert plan.rho_measure == rho * shares["measure"]

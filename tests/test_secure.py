@@ -124,13 +124,13 @@ def _joint(codes, names, sizes, attrs):
 )
 def test_shares_sum_to_the_exact_cross_counts(sizes, n, pad, seed):
     """For random tables, parties and row padding, every pair's two shares sum to X^T Y
-    exactly (mod 2^64), whatever the row order each party holds."""
+    exactly (in the ring), whatever the row order each party holds."""
     assert_shares_sum_to_the_exact_product(sizes, n, seed, rows=n + pad + 1)
 
 
 def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows):
     """Deal, exchange and compute the shares of a random run; every pair's two shares must
-    sum to X_p^T X_q exactly (mod 2^64)."""
+    sum to X_p^T X_q exactly (in the ring: read as signed words)."""
     cfg, spec, members, server, public, codes = _setup(sizes_by_party, n, seed, rows=rows)
     for name, blobs in _exchange(members, server.deal(public)).items():
         members[name]._state["shares"] = members[name]._shares(blobs)
@@ -142,7 +142,7 @@ def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows):
             + members[plan.names[q]]._state["shares"][key]
         )
         exact = _exact_product(plan, codes, spec.names, p, q)
-        np.testing.assert_array_equal(total.view(np.int64), exact)
+        np.testing.assert_array_equal(plan.signed(total), exact)
 
 
 def _uniform_bytes(words: np.ndarray) -> float:
@@ -169,17 +169,19 @@ def test_every_view_is_uniform():
                 shape = (plan.rows, plan.widths[plan.party_index(sender)])
                 features, _ = open_features(
                     m._keys[sender], blobs[sender][receiver], m._context, sender, receiver,
-                    shape,
+                    shape, word=plan.word,
                 )  # fmt: skip
                 assert _uniform_bytes(features) > P_REJECT
     releases = [m.release({q: blobs[q][n] for q in members if q != n}) for n, m in members.items()]
+    word = members["P0"].plan.word  # the ring's words: nothing is released above them
     for r in releases:
         for words in r.cross.values():
             assert words.size >= 64 * 64
-            assert _uniform_bytes(words) > P_REJECT
+            assert (words >> np.uint64(8 * np.dtype(word).itemsize) == 0).all()
+            assert _uniform_bytes(words.astype(word)) > P_REJECT
     # ... while the sum of the two shares is the noisy count, which is far from uniform.
     pair = releases[0].cross["P0+P1"] + releases[1].cross["P0+P1"]
-    assert _uniform_bytes(pair) < P_REJECT
+    assert _uniform_bytes(pair.astype(word)) < P_REJECT
 
 
 def test_released_noise_has_the_charged_variance():
@@ -384,8 +386,9 @@ def test_messages_hold_only_dp_masked_or_public_values(tmp_path):
         assert (meta["count"] is not None) == (name == cfg.count_party)
         plan = server.plan
         for key, values in arrays.items():
-            if values.dtype == np.uint64:
-                assert key.startswith("x/") and _uniform_bytes(values) > P_REJECT
+            if values.dtype == np.uint64:  # ring words: uniform, nothing above the ring
+                assert key.startswith("x/") and (values <= plan.ring_mask).all()
+                assert _uniform_bytes(values.astype(plan.word)) > P_REJECT
             else:
                 assert values.dtype == np.int64 and key.startswith("w")
                 marginal = tuple(meta["within"][int(key[1:])])

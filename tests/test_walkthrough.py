@@ -51,7 +51,9 @@ def test_the_readme_walkthrough_runs(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     for name in ("A", "B"):  # each party ran all of its steps and says what it sent
-        assert re.search(rf"^{name}: ran features, release, measure; sent [\d,]+ bytes", out, re.M)
+        assert re.search(
+            rf"^{name}: ran features, release, groups, measure; sent [\d,]+ bytes", out, re.M
+        )
     assert "pinned identities" in out
     real, spec = load_dataset("adult")
     synth = pd.read_csv(tmp_path / "synth.csv")

@@ -9,6 +9,7 @@ from vertimrf.cli.common import (
 )
 from vertimrf.cli.party_steps import (
     cmd_party_features,
+    cmd_party_groups,
     cmd_party_local,
     cmd_party_measure,
     cmd_party_release,
@@ -57,7 +58,7 @@ def secure_args(p: argparse.ArgumentParser, required: bool, deal: bool = True) -
 
 
 def add_party(sub: argparse._SubParsersAction) -> None:
-    """The `party local`, `party features`, `party release` and `party measure` commands."""
+    """The `party local`, `features`, `release`, `groups` and `measure` commands."""
     party = sub.add_parser("party", help="a party's role", description="A party's role.")
     psub = party.add_subparsers(dest="action", required=True)
     add_party_run(psub)
@@ -116,20 +117,37 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     secure_args(rel, required=False)
     rel.add_argument("--blobs", default=None, help="secure: folder with the peers' blobs")
     rel.set_defaults(func=cmd_party_release)
+    grp = psub.add_parser(
+        "groups",
+        help="method secure: round 2, the attribute groups the request needs, for each peer",
+        description="Check the request belongs to this run, open the round-2 deal "
+        "(--group-deal) and write DIR/NAME-to-PEER.group-blob for each peer: the attribute "
+        "groups that the request's cross marginals with that peer need, masked with fresh "
+        "randomness (an empty blob where none). Once per run: a re-run writes the same bytes.",
+    )
+    party_args(grp)
+    secure_args(grp, required=True)
+    grp.add_argument("--request", required=True, help="the server's request.json")
+    grp.add_argument("--group-deal", required=True, help="this party's NAME.group-deal")
+    grp.add_argument("--out-dir", required=True, help="folder for the round-2 blobs")
+    grp.set_defaults(func=cmd_party_groups)
     mea = psub.add_parser(
         "measure",
         help="method secure: re-measure the marginals the server requests",
         description="Check the request belongs to this run, read the shares from the private "
         "state that `party release` kept in --state-dir (checked against the run, the party "
-        "and the data), and write the re-measurement with fresh noise; once per run: a re-run "
-        "writes the recorded bytes again. Neither the deal is opened nor the peers' blobs are "
-        "read again.",
+        "and the data), add the blocks of the round-2 groups (from the peers' blobs of both "
+        "rounds in --blobs), and write the re-measurement with fresh noise; once per run: a "
+        "re-run writes the recorded bytes again.",
     )
     party_args(mea)
-    secure_args(mea, required=True, deal=False)
+    secure_args(mea, required=True)
     mea.add_argument(
-        "--blobs", default=None, help="ignored (the shares come from release's private state)"
+        "--blobs",
+        default=None,
+        help="folder with the peers' blobs of both rounds (PEER-to-NAME.blob, .group-blob)",
     )
     mea.add_argument("--request", required=True, help="the server's request.json")
+    mea.add_argument("--group-deal", default=None, help="this party's NAME.group-deal")
     mea.add_argument("--out", required=True, help="release file to write")
     mea.set_defaults(func=cmd_party_measure)

@@ -153,11 +153,44 @@ def _release_secure(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     return 0
 
 
-def cmd_party_measure(args: argparse.Namespace) -> int:
-    cfg, _ = secure_config(args.config, select_only=True)
+def _round2_inputs(args: argparse.Namespace, name: str) -> dict[Message, Path]:
+    return {
+        Message(SERVER, name, "request"): Path(args.request),
+        Message(SERVER, name, "group-deal"): Path(args.group_deal),
+        Message(SERVER, name, "deal"): Path(args.deal),
+    }
+
+
+def cmd_party_groups(args: argparse.Namespace) -> int:
+    cfg, plan = secure_config(args.config, select_only=True)
     name = file_name(args.party)
-    check_outputs(args, [args.out], party_inputs(args))
-    inputs = {Message(SERVER, name, "request"): args.request}
+    blobs = {Message(name, q, "group-blob"): Path(args.out_dir) / f"{name}-to-{q}.group-blob"
+             for q in plan.names if q != name}  # fmt: skip
+    inputs = _round2_inputs(args, name)
+    check_outputs(args, blobs.values(), [*party_inputs(args), args.group_deal], make_dirs=True)
+    ph = _run(args, cfg, "groups", inputs, blobs)
+    what = f"{len(blobs)} round-2 blob(s) to {args.out_dir} (the server relays them)"
+    _report(args, ph, what, list(blobs.values()))
+    return 0
+
+
+def cmd_party_measure(args: argparse.Namespace) -> int:
+    cfg, plan = secure_config(args.config, select_only=True)
+    missing = [
+        f"--{n.replace('_', '-')}" for n in ("blobs", "group_deal") if getattr(args, n) is None
+    ]
+    if missing:
+        raise ConfigError(f"party measure needs {missing}.")
+    name = file_name(args.party)
+    folder = Path(args.blobs)
+    blobs = {
+        Message(q, name, kind): folder / f"{q}-to-{name}.{kind}"
+        for q in plan.names
+        if q != name
+        for kind in ("blob", "group-blob")
+    }
+    check_outputs(args, [args.out], [*party_inputs(args), args.group_deal, list(blobs.values())])
+    inputs = {**_round2_inputs(args, name), **blobs}
     ph = _run(args, cfg, "measure", inputs, {Message(name, SERVER, "measure"): args.out})
     _report(args, ph, f"its re-measurement {args.out}", [Path(args.out)])
     return 0

@@ -59,13 +59,25 @@ def add_server(sub: argparse._SubParsersAction) -> None:
         "select",
         help="method secure: choose the marginals to re-measure",
         description="Sum the parties' first releases, add the server's noise, choose the model "
-        "and the marginals to re-measure; write the request for the parties, and keep the "
+        "and the marginals to re-measure; write the request for the parties and each party's "
+        "round-2 deal (for the attribute groups the request needs), and keep the "
         "server's select state in --state-dir for `server synthesize`. Once per run: a re-run "
         "writes the recorded request again.",
     )
     sel.add_argument("--config", required=True, help="the shared protocol config")
     sel.add_argument("--releases", nargs="+", required=True, help="every party's first release")
     sel.add_argument("--out", required=True, help="request JSON to write")
+    sel.add_argument(
+        "--keys",
+        nargs="+",
+        default=None,
+        help="every party's public key: the round-2 deals are sealed to them (unless pinned)",
+    )
+    sel.add_argument(
+        "--group-deals",
+        required=True,
+        help="folder for the round-2 deals, NAME.group-deal (one per party, sealed to it)",
+    )
     _state_dir_arg(sel)
     server_key_arg(sel)
     sel.add_argument(

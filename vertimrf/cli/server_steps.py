@@ -87,10 +87,26 @@ def cmd_server_select(args: argparse.Namespace) -> int:
     from vertimrf.driver.files import route
 
     cfg, plan = secure_config(args.config, select_only=True)
-    check_outputs(args, [args.out], [args.config, args.releases, args.server_key])
+    folder = Path(args.group_deals)
+    deals = {
+        Message(SERVER, n, "group-deal"): folder / f"{file_name(n)}.group-deal" for n in plan.names
+    }
+    outputs = [args.out, *deals.values()]
+    inputs = [args.config, args.releases, args.server_key, args.keys]
+    check_outputs(args, outputs, inputs, make_dirs=True)
     releases = route(args.releases, "select", cfg, what="releases")
     requests = {Message(SERVER, n, "request"): args.out for n in plan.names}
-    driver, transport = _driver(args, cfg, releases, requests, keypair=server_key(args), state=True)
+    keys = None
+    if args.keys:
+        from vertimrf.protocol.channels import load_public_keys
+
+        keys = load_public_keys(args.keys)
+    elif cfg.identities is not None:
+        keys = cfg.public_keys()
+    driver, transport = _driver(
+        args, cfg, releases, {**requests, **deals}, keypair=server_key(args),
+        public_keys=keys, state=True,
+    )  # fmt: skip
     try:
         with Phases("server select", ("select", "write"), args.quiet) as ph:
             run_file_step(driver, transport, "select", ph)
@@ -98,7 +114,8 @@ def cmd_server_select(args: argparse.Namespace) -> int:
         _close(driver)
     assert driver.state is not None
     print(
-        f"server: wrote {args.out} (the marginals to re-measure: give it to every party); its "
+        f"server: wrote {args.out} (the marginals to re-measure: give it to every party) and "
+        f"the round-2 deals in {folder} (each to its party); its "
         f"select state is in {driver.state.path.parent}; {ph.summary()}"
     )
     return 0

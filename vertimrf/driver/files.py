@@ -182,15 +182,22 @@ def route(
 
 
 def secure_limits(plan: SecurePlan) -> Callable[[Message], int | None]:
-    """The most bytes of a deal (every Z matrix of the run, the archive and the seal) and
-    of a feature blob from each party (its rows x width words and the seal)."""
-    deal = 8 * sum(plan.widths[p] * plan.widths[q] for p, q in plan.pairs()) + (1 << 20)
-    blob = {name: 8 * plan.rows * plan.widths[q] + 4096 for q, name in enumerate(plan.names)}
+    """The most bytes of a deal of either round (every Z matrix of the run at the widest,
+    the archive and the seal) and of a feature blob of either round from each party (its
+    rows x width ring words and the seal)."""
+    deal = 8 * sum(plan.max_cells(p, q) for p, q in plan.pairs()) + (1 << 20)
+    words = plan.word_bytes * plan.rows
+    blob = {
+        "blob": {name: words * plan.widths[q] + 4096 for q, name in enumerate(plan.names)},
+        "group-blob": {
+            name: words * plan.group_caps[q] + 4096 for q, name in enumerate(plan.names)
+        },
+    }
 
     def limit(message: Message) -> int | None:
-        if message.kind == "deal":
+        if message.kind in ("deal", "group-deal"):
             return deal
-        return blob.get(message.sender) if message.kind == "blob" else None
+        return blob[message.kind].get(message.sender) if message.kind in blob else None
 
     return limit
 

@@ -5,8 +5,10 @@ The steps by method (see :class:`vertimrf.party.roles.Party`):
 * "fo" and "fm": ``release`` (the count party first sends its noisy count to the others;
   every party sends its local message to the server);
 * "secure", select pipeline: ``features`` (the deal in, a masked-feature blob out to each
-  peer), ``release`` (the peers' blobs in, the first release out), ``measure`` (the
-  server's request in, the re-measurement out);
+  peer), ``release`` (the peers' blobs in, the first release out), ``groups`` (the
+  server's request and round-2 deal in, a blob of the request's attribute groups out to
+  each peer), ``measure`` (the peers' round-2 blobs in, and their round-1 blobs where the
+  request measures groups; the re-measurement out);
 * "secure", paper pipeline: ``release`` (as for "fo"), ``features``, ``cross release``.
 
 With a ``state_dir``, the party's private state for the run lives there
@@ -28,12 +30,12 @@ from vertimrf.driver.transport import Message, Outgoing, Payload, Transport
 from vertimrf.errors import ConfigError
 from vertimrf.party.roles import Party
 from vertimrf.protocol.methods import rules
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.secure import Request, SecurePlan
 from vertimrf.protocol.seeds import SERVER
 
 # Inputs that must be the same in every step of a run (another deal gives shares that do
 # not add up, silently).
-_PINNED = frozenset({"deal"})
+_PINNED = frozenset({"deal", "group-deal"})
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -77,7 +79,13 @@ class PartyDriver(RoleDriver):
             return (
                 Step("features", (self._from_server("deal"),), self._features),
                 Step("release", self._secure_inputs(), self._select),
-                Step("measure", (self._from_server("request"),), self._measure),
+                Step("groups", self._round2(), self._groups),
+                Step(
+                    "measure",
+                    (*self._round2(), *(Message(q, self.name, "group-blob") for q in self._peers)),
+                    self._measure,
+                    lazy=tuple(Message(q, self.name, "blob") for q in self._peers),
+                ),
             )
         count = self.party.config.count_party
         inputs = () if self.name == count else (Message(count, self.name, "count"),)
@@ -95,6 +103,10 @@ class PartyDriver(RoleDriver):
 
     def _to_server(self, kind: str, data: bytes) -> Outputs:
         return {Message(self.name, SERVER, kind): data}
+
+    def _round2(self) -> tuple[Message, ...]:
+        """The request, the round-2 deal and the deal (to reopen it in a new process)."""
+        return tuple(self._from_server(k) for k in ("request", "group-deal", "deal"))
 
     def _secure_inputs(self) -> tuple[Message, ...]:
         """The peers' blobs, and the deal (to reopen it in a new process)."""
@@ -175,9 +187,14 @@ class PartyDriver(RoleDriver):
         if "features" not in self._computed:
             if self.party.secure is None:
                 self._resume_local()
-            assert self.party.secure is not None
-            self.party.secure.open_deal(bytes(inputs[self._from_server("deal")]))
+            self._open_deal(inputs)
         return _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == "blob"})
+
+    def _open_deal(self, inputs: Mapping[Message, Payload]) -> None:
+        """Reopen the deal, unless a step of this process has."""
+        assert self.party.secure is not None
+        if not self._computed & {"features", "release", "groups"}:
+            self.party.secure.open_deal(bytes(inputs[self._from_server("deal")]))
 
     def _select(self, inputs: Mapping[Message, Payload]) -> Outputs:
         release = self.party.secure_release(self._blobs(inputs))
@@ -190,13 +207,34 @@ class PartyDriver(RoleDriver):
         release = self.party.secure_release(self._blobs(inputs))
         return self._to_server("cross", codec.release_bytes(release))
 
+    def _request(self, inputs: Mapping[Message, Payload]) -> Request:
+        assert self._plan is not None
+        return codec.read_request(inputs[self._from_server("request")], self._plan, self._hash)
+
+    def _groups(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        self._open_deal(inputs)
+        deal = bytes(inputs[self._from_server("group-deal")])
+        blobs = self.party.groups(deal, self._request(inputs))
+        return _Rekeyed(blobs, {Message(self.name, q, "group-blob"): q for q in blobs})
+
     def _measure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         assert self._plan is not None and self.party.secure is not None
+        secure = self.party.secure
         if "release" not in self._computed and self.state is not None:  # a new process
-            self.party.secure.load_state(self.state.checked_shares())
-        (data,) = inputs.values()
-        request = codec.read_request(data, self._plan, self._hash)
-        return self._to_server("measure", codec.release_bytes(self.party.measure(request)))
+            secure.load_state(self.state.checked_shares())
+        request = self._request(inputs)
+        layout = self._plan.layout(request.marginals)
+        p = self._plan.party_index(self.name)
+        grows = any(layout.grows(a, b) for a, b in self._plan.pairs() if p in (a, b))
+        if grows and "groups" not in self._computed:  # a new process
+            self._open_deal(inputs)
+            secure.open_group_deal(bytes(inputs[self._from_server("group-deal")]), request)
+        blobs, group_blobs = (
+            _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == kind})
+            for kind in ("blob", "group-blob")
+        )
+        release = self.party.measure(request, blobs, group_blobs)
+        return self._to_server("measure", codec.release_bytes(release))
 
 
 class _Rekeyed(Mapping[K, V]):
@@ -214,3 +252,6 @@ class _Rekeyed(Mapping[K, V]):
 
     def __len__(self) -> int:
         return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys  # without reading the value

@@ -20,14 +20,18 @@ class Inputs(Mapping[Message, Payload]):
     """A step's input messages, each received once up front (so a missing one raises
     before the step runs). A message the transport hands out as a mapped view is not kept:
     it is received (mapped) again on each access, so that a step reading several large
-    messages in turn holds one at a time, as a separate command per step would."""
+    messages in turn holds one at a time, as a separate command per step would. The step's
+    ``lazy`` messages are not received up front, only when (and each time) they are read."""
 
-    def __init__(self, transport: Transport, messages: tuple[Message, ...]) -> None:
+    def __init__(
+        self, transport: Transport, messages: tuple[Message, ...], lazy: tuple[Message, ...] = ()
+    ) -> None:
         self._transport = transport
         self._held: dict[Message, bytes | None] = {}
         for m in messages:
             data = transport.receive(m)
             self._held[m] = data if isinstance(data, bytes) else None
+        self._held.update(dict.fromkeys(lazy))  # received only if the step reads them
 
     def __getitem__(self, message: Message) -> Payload:
         data = self._held[message]
@@ -47,6 +51,7 @@ class Step:
     name: str
     inputs: tuple[Message, ...]
     body: Body
+    lazy: tuple[Message, ...] = ()  # inputs the body may not read: received when read
 
 
 class RoleDriver:
@@ -93,7 +98,7 @@ class RoleDriver:
         :class:`Inputs`); none for a step already recorded."""
         if self.recorded(step) is not None:
             return {}
-        return Inputs(self.transport, step.inputs)
+        return Inputs(self.transport, step.inputs, step.lazy)
 
     def execute(self, step: Step, inputs: Mapping[Message, Payload]) -> None:
         """Run the step on its inputs, :meth:`keep` its outputs and send them; a recorded

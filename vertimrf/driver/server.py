@@ -4,7 +4,8 @@ The steps by method (see :class:`vertimrf.server.roles.Server`):
 
 * "fo" and "fm": ``fit`` (every party's local message in);
 * "secure", select pipeline: ``deal`` (one sealed deal out to each party), ``select`` (the
-  first releases in, the request out to each party), ``fit`` (the re-measurements in);
+  first releases in; the request and a sealed round-2 deal out to each party), ``fit``
+  (the re-measurements in);
 * "secure", paper pipeline: ``deal``, then ``fit`` (the local messages and the parties'
   cross releases in).
 
@@ -197,9 +198,19 @@ class ServerDriver(RoleDriver):
         return [codec.read_release(d, self._plan) for m, d in inputs.items() if m.kind == kind]
 
     def _select(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        missing = sorted(set(self._names) - set(self._keys))
+        if missing:  # before anything is charged: the round-2 deals are sealed to them
+            raise ConfigError(
+                f"the server's select step needs the public keys of {missing} (it seals each "
+                "party's round-2 deal to its key): give every party's public key."
+            )
         request = self.server.select(self._releases(inputs, "select"))
         data = codec.request_bytes(request, self._hash)
-        return self._to_parties("request", dict.fromkeys(self._names, data))
+        deals = self.server.group_deals(self._keys)
+        return {
+            **self._to_parties("request", dict.fromkeys(self._names, data)),
+            **self._to_parties("group-deal", deals),
+        }
 
     def _fit_secure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         if "select" not in self._computed and self.state is not None:  # a new process

@@ -6,8 +6,9 @@ The method's steps, in order (each once):
   :meth:`Party.release` (the local message, a :class:`PartyMessage`);
 * method "secure", select pipeline (the default): :meth:`Party.features` (the masked
   features for the peers, from the server's deal), :meth:`Party.secure_release` (the first
-  release of every 2-way marginal, from the peers' blobs), :meth:`Party.measure` (the
-  server's requested marginals);
+  release of every 2-way marginal, from the peers' blobs), :meth:`Party.groups` (round 2:
+  the masked attribute groups the server's request needs, from its round-2 deal),
+  :meth:`Party.measure` (the server's requested marginals);
 * method "secure", paper pipeline: :meth:`Party.release_count` and :meth:`Party.release`
   (the local message), then :meth:`Party.features` and :meth:`Party.secure_release` (the
   secure estimates of the binned cross pairs, on the local message's bins).
@@ -178,11 +179,26 @@ class Party:
         at the count party, the noisy count; paper pipeline: the binned cross pairs)."""
         return self._secure_role().release(blobs)
 
-    def measure(self, request: Request | Sequence[Marginal]) -> SecureRelease:
-        """The secure select pipeline: the re-measurement the server requests."""
+    def groups(
+        self, group_deal: bytes, request: Request | Sequence[Marginal]
+    ) -> Mapping[str, bytearray]:
+        """The secure select pipeline, round 2: the blob for each peer holding the attribute
+        groups the request's cross marginals with it need (each sealed when read)."""
+        if not self._rules.selects:
+            raise ConfigError("groups is a step of the secure select pipeline only.")
+        return self._secure_role().groups(group_deal, request)
+
+    def measure(
+        self,
+        request: Request | Sequence[Marginal],
+        blobs: Mapping[str, Blob] | None = None,
+        group_blobs: Mapping[str, Blob] | None = None,
+    ) -> SecureRelease:
+        """The secure select pipeline: the re-measurement the server requests (the peers'
+        feature ``blobs`` of both rounds where the request measures round-2 groups)."""
         if not self._rules.selects:
             raise ConfigError("measure is a step of the secure select pipeline only.")
-        return self._secure_role().measure(request)
+        return self._secure_role().measure(request, blobs, group_blobs)
 
     @property
     def timings(self) -> dict[str, float]:

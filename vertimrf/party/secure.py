@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,11 +58,18 @@ from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
     MEASURE,
     SELECT,
+    Layout,
     Marginal,
     Request,
     SecurePlan,
 )
-from vertimrf.protocol.securemsg import Deal, SecureRelease, open_features, seal_features
+from vertimrf.protocol.securemsg import (
+    Deal,
+    GroupDeal,
+    SecureRelease,
+    open_features,
+    seal_features,
+)
 from vertimrf.protocol.seeds import role_seed
 
 _ORDER_CONTEXT = b"vertimrf/secure-order"
@@ -111,15 +119,37 @@ def aligned_columns(
 
 
 def mask_features(cols: np.ndarray, mask: np.ndarray, *, inplace: bool = False) -> np.ndarray:
-    """X - U for the one-hot X given by ``cols`` (uint64, wraps mod 2^64); ``inplace``
-    overwrites ``mask`` (no second rows x k matrix). A row has one column per group and
-    the groups' columns differ, so each group is one scatter of distinct cells."""
+    """X - U for the one-hot X given by ``cols`` (in the ring of ``mask``'s words, uint32
+    or uint64, which wrap); ``inplace`` overwrites ``mask`` (no second rows x k matrix). A
+    row has one column per group and the groups' columns differ, so each group is one
+    scatter of distinct cells."""
     out = np.negative(mask, out=mask if inplace else None)
     flat = out.reshape(-1)
     k = out.shape[1]
+    one = out.dtype.type(1)
     for j in range(cols.shape[1]):
         real = np.flatnonzero(cols[:, j] >= 0)
-        flat[real * k + cols[real, j]] += np.uint64(1)
+        flat[real * k + cols[real, j]] += one
+    return out
+
+
+def group_columns(
+    cols: np.ndarray, offsets: Sequence[int], sizes: Sequence[int], groups: Sequence[Marginal]
+) -> np.ndarray:
+    """One-hot column indices (rows x groups, -1 on padding rows) of attribute ``groups``
+    laid out one after another from column 0, from a party's single-attribute ``cols``
+    (the j-th single's column is ``offsets[j]`` plus its code). ``groups`` hold positions
+    in the party's singles; a group's column is its offset plus the C-order index of its
+    codes."""
+    out = np.full((cols.shape[0], len(groups)), -1, np.int64)
+    real = cols[:, 0] >= 0 if cols.shape[1] else np.zeros(cols.shape[0], bool)
+    start = 0
+    for j, group in enumerate(groups):
+        index = np.zeros(int(real.sum()), np.int64)
+        for a in group:
+            index = index * sizes[a] + (cols[real, a] - offsets[a])
+        out[real, j] = start + index
+        start += math.prod(sizes[a] for a in group)
     return out
 
 
@@ -207,14 +237,18 @@ class SecureParty:
         masked = mask_features(
             self._state["cols"], self._mask_rows(0, self.plan.rows), inplace=True
         )
-        return _SealedBlobs(self, masked)
+        return _SealedBlobs(self, lambda peer: self._seal(masked, peer))
 
-    def _seal(self, masked: np.ndarray, peer: str) -> bytearray:
-        """The masked features sealed for ``peer``."""
-        nonce = self._label_key("feature-nonce", peer)[:12]
+    def _seal(self, masked: np.ndarray, peer: str, round_: int = 1) -> bytearray:
+        """The masked features of round ``round_`` sealed for ``peer`` (the nonce is bound
+        to everything the plaintext depends on: the inputs, and in round 2 its deal)."""
+        if round_ == 1:
+            nonce = self._label_key("feature-nonce", peer)[:12]
+        else:
+            nonce = self._label_key("group-nonce", peer, self._state["group_deal_hash"])[:12]
         return seal_features(
             self._keys[peer], masked, self._context, self.name, peer, self._state["digest"],
-            nonce=nonce,
+            nonce=nonce, round_=round_,
         )  # fmt: skip
 
     def open_deal(self, deal: bytes) -> None:
@@ -239,7 +273,8 @@ class SecureParty:
     def _mask_rows(self, r0: int, r1: int) -> np.ndarray:
         """Rows r0:r1 of this party's mask U (a block of its AES-CTR stream)."""
         k = self.plan.widths[self.index]
-        words = expand(self._state["deal"].seed_u, b"U", (r1 - r0) * k, start=r0 * k)
+        seed = self._state["deal"].seed_u
+        words = expand(seed, b"U", (r1 - r0) * k, start=r0 * k, word=self.plan.word)
         return words.reshape(r1 - r0, k)
 
     def release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
@@ -266,14 +301,85 @@ class SecureParty:
         self._state.setdefault("done", set()).add(SELECT)
         return release
 
+    def groups(
+        self, group_deal: bytes, request: Request | Sequence[Marginal]
+    ) -> Mapping[str, bytearray]:
+        """Step 3 (round 2, after the server's request): the blob for each peer holding the
+        attribute groups that the request's cross marginals with that peer need, masked with
+        this party's fresh mask from ``group_deal`` (an empty blob where it needs none): a
+        mapping that seals a peer's blob when it is read, the same bytes every time."""
+        if "cols" not in self._state:
+            raise ConfigError("run features(deal) or open_deal(deal) before groups(...).")
+        self.open_group_deal(group_deal, request)
+        self._once("groups")
+        return _SealedBlobs(self, self._group_blob)
+
+    def open_group_deal(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> None:
+        """Open the round-2 deal of ``request`` (what :meth:`groups` does before sealing; a
+        new process that runs measure calls this with the same deal and request).
+        MessageError when the deal lacks what the request's layout needs."""
+        plan, p = self.plan, self.index
+        request = self._request(request)
+        layout = plan.layout(request.marginals)
+        deal = GroupDeal.open(group_deal, self._keypair, self._context)
+        for q, peer in enumerate(plan.names):
+            if q == p:
+                continue
+            a, b = min(p, q), max(p, q)
+            need = peer in deal.seeds_u and (
+                not layout.grows(a, b)
+                or (peer in deal.seeds_w if p == a else self._dealt_z(deal, layout, a, b))
+            )
+            if not need:
+                raise MessageError(
+                    f"the round-2 deal lacks party {self.name!r}'s randomness for {peer!r}: "
+                    "use the round-2 deal the server made with this request."
+                )
+        self._state.update(
+            group_deal=deal,
+            group_deal_hash=sha256_parts(bytes(group_deal)),
+            layout=layout,
+            request=request.digest(),
+        )
+
+    def _dealt_z(self, deal: GroupDeal, layout: Layout, a: int, b: int) -> bool:
+        """True when ``deal`` holds the pair (a, b)'s Z_A and Z_B at their shapes."""
+        plan, peer = self.plan, self.plan.names[a]
+        wa, wb = layout.width(a, b), layout.width(b, a)
+        shapes = {"a": (wa, plan.widths[b] + wb), "b": (plan.widths[a], wb)}
+        got = {"a": deal.z_a.get(peer), "b": deal.z_b.get(peer)}
+        return all(v is not None and v.shape == shapes[k] for k, v in got.items())
+
+    def _group_blob(self, peer: str) -> bytearray:
+        """This party's round-2 groups toward ``peer``, masked and sealed."""
+        plan, st = self.plan, self._state
+        q = plan.names.index(peer)
+        k = st["layout"].width(self.index, q)
+        mask = expand(st["group_deal"].seeds_u[peer], b"U2", plan.rows * k, word=plan.word)
+        masked = mask_features(self._group_features(q), mask.reshape(plan.rows, k), inplace=True)
+        return self._seal(masked, peer, 2)
+
+    def _group_features(self, q: int) -> np.ndarray:
+        """The one-hot column indices of this party's round-2 groups toward party q."""
+        plan, p = self.plan, self.index
+        local = {a: j for j, a in enumerate(plan.attrs[p])}
+        sizes = [plan.sizes[a] for a in plan.attrs[p]]
+        groups = [tuple(local[a] for a in g) for g in self._state["layout"].groups(p, q)]
+        return group_columns(self._state["cols"], plan.offsets[p], sizes, groups)
+
     def measure(
-        self, request: Request | Sequence[Marginal], blobs: Mapping[str, Blob] | None = None
+        self,
+        request: Request | Sequence[Marginal],
+        blobs: Mapping[str, Blob] | None = None,
+        group_blobs: Mapping[str, Blob] | None = None,
     ) -> SecureRelease:
-        """Step 3: the re-measurement of the server's requested marginals (a :class:`Request`,
+        """Step 4: the re-measurement of the server's requested marginals (a :class:`Request`,
         whose bin maps are applied to the exact counts and shares before the noise; a plain
         list means no bins), from the shares kept by :meth:`release` (or read by
         :meth:`load_state` in a new process), or recomputed from the peers' ``blobs`` after
-        :meth:`open_deal` with the same deal."""
+        :meth:`open_deal` with the same deal. A pair whose layout grows (round-2 groups)
+        needs the peer's round-1 ``blobs`` and its ``group_blobs``, after :meth:`groups`
+        (or :meth:`open_group_deal`) with this request."""
         shares = self._state.get("shares")
         if shares is None:
             if blobs is None or "cols" not in self._state:
@@ -283,17 +389,117 @@ class SecureParty:
                     "pass the peers' blobs."
                 )
             shares = self._shares(blobs)
-        if isinstance(request, Request):
-            request = self.plan.check_request(request.marginals, request.bins)
-        else:
-            request = self.plan.check_request(list(request))
+        request = self._request(request)
         self._check_step(MEASURE)
+        layout = self.plan.layout(request.marginals)
+        grown = self._grow(shares, layout, request, blobs, group_blobs)
         noise = self._sampler(MEASURE, request)
         with self.ledger.transaction():
-            release = self._measure(MEASURE, request.marginals, None, noise, request, shares)
+            release = self._measure(MEASURE, request.marginals, None, noise, request, grown, layout)
         self._state["shares"] = shares
         self._state.setdefault("done", set()).add(MEASURE)
         return release
+
+    def _request(self, request: Request | Sequence[Marginal]) -> Request:
+        if isinstance(request, Request):
+            return self.plan.check_request(request.marginals, request.bins)
+        return self.plan.check_request(list(request))
+
+    def _grow(
+        self,
+        shares: Mapping[str, np.ndarray],
+        layout: Layout,
+        request: Request,
+        blobs: Mapping[str, Blob] | None,
+        group_blobs: Mapping[str, Blob] | None,
+    ) -> dict[str, np.ndarray]:
+        """Each pair's share matrix in ``layout``: the round-1 share, with the blocks of the
+        round-2 groups added where the pair grows."""
+        plan, p, st = self.plan, self.index, self._state
+        out = dict(shares)
+        growing = [(a, b) for a, b in plan.pairs() if p in (a, b) and layout.grows(a, b)]
+        if not growing:
+            return out
+        if st.get("request") != request.digest() or "cols" not in st:
+            raise ConfigError(
+                "this request measures round-2 groups: run groups(group_deal, request) first, "
+                "or open_deal(deal) and open_group_deal(group_deal, request) in a new process."
+            )
+        for a, b in growing:
+            q = b if p == a else a
+            peer = plan.names[q]
+            if blobs is None or group_blobs is None or peer not in blobs or peer not in group_blobs:
+                raise MessageError(
+                    f"party {self.name!r} needs {peer!r}'s feature blobs of both rounds to "
+                    "measure the request's groups; the server must relay them first."
+                )
+            first = self._open(peer, blobs[peer], plan.widths[q], 1)
+            second = self._open(peer, group_blobs[peer], layout.width(q, p), 2)
+            full = np.empty(layout.shape(a, b), np.uint64)
+            ka, kb = plan.widths[a], plan.widths[b]
+            full[:ka, :kb] = shares[plan.pair_name(a, b)]
+            if p == a:
+                block_a, block_b = self._left_blocks(layout, b, first, second)
+            else:
+                block_a, block_b = self._right_blocks(layout, a, first, second)
+            full[ka:, :], full[:ka, kb:] = block_a, block_b
+            out[plan.pair_name(a, b)] = full
+            del first, second
+        return out
+
+    def _open(self, peer: str, blob: Blob, width: int, round_: int) -> np.ndarray:
+        """A peer's masked features of one round, checked against this party's record set."""
+        plan = self.plan
+        try:
+            theirs, digest = open_features(
+                self._keys[peer], blob, self._context, peer, self.name, (plan.rows, width),
+                word=plan.word, round_=round_,
+            )  # fmt: skip
+        except ChannelError as exc:
+            raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
+        if not hmac.compare_digest(digest, self._state["digest"]):
+            raise MessageError(
+                "parties hold different record sets or use different shared secrets: "
+                f"{peer!r}'s record-set digest differs from {self.name!r}'s (both must hold "
+                "exactly the same record IDs and the same group secret)."
+            )
+        return theirs
+
+    def _left_blocks(
+        self, layout: Layout, b: int, first: np.ndarray, second: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The lower party's shares of the pair's new blocks: A = U2^T [Y' | Y2'] + W_A
+        (its groups' rows) and B = U^T Y2' + W_B (its singles against the peer's groups)."""
+        plan, p = self.plan, self.index
+        peer, deal = plan.names[b], self._state["group_deal"]
+        wa, wb = layout.width(p, b), layout.width(b, p)
+        cols = plan.widths[b] + wb
+        block_a = expand(deal.seeds_w[peer], b"WA", wa * cols).reshape(wa, cols)
+        block_b = expand(deal.seeds_w[peer], b"WB", plan.widths[p] * wb).reshape(plan.widths[p], wb)
+        step = max(1, BLOCK_WORDS // max(1, plan.widths[p] + wa))
+        for r0 in range(0, plan.rows, step):
+            r1 = min(plan.rows, r0 + step)
+            mask = expand(
+                deal.seeds_u[peer], b"U2", (r1 - r0) * wa, start=r0 * wa, word=plan.word
+            ).reshape(r1 - r0, wa)
+            block_a += matmul_tn_u64(mask, np.hstack((first[r0:r1], second[r0:r1])))
+            block_b += matmul_tn_u64(self._mask_rows(r0, r1), np.ascontiguousarray(second[r0:r1]))
+        return block_a, block_b
+
+    def _right_blocks(
+        self, layout: Layout, a: int, first: np.ndarray, second: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The higher party's shares of the pair's new blocks: A = X2'^T [Y | Y2] + Z_A and
+        B = X'^T Y2 + Z_B, one-hot sums of the lower party's masked rows."""
+        plan, p, st = self.plan, self.index, self._state
+        peer, deal = plan.names[a], st["group_deal"]
+        mine = self._group_features(a)
+        width = layout.width(p, a)
+        shifted = np.where(mine >= 0, mine + plan.widths[p], -1)
+        both = np.hstack((st["cols"], shifted))
+        block_a = onehot_scatter_u64(second, both, plan.widths[p] + width) + deal.z_a[peer]
+        block_b = onehot_scatter_u64(first, mine, width) + deal.z_b[peer]
+        return block_a, block_b
 
     # ------------------------------------------------------------------ private state
     def data_digest(self) -> str:
@@ -405,19 +611,7 @@ class SecureParty:
                     f"party {self.name!r} has no feature blob from {peer!r}; the server must "
                     f"relay {peer!r}'s features before this step."
                 )
-            shape = (plan.rows, plan.widths[q])
-            try:
-                theirs, digest = open_features(
-                    self._keys[peer], blobs[peer], self._context, peer, self.name, shape
-                )
-            except ChannelError as exc:
-                raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
-            if not hmac.compare_digest(digest, st["digest"]):
-                raise MessageError(
-                    "parties hold different record sets or use different shared secrets: "
-                    f"{peer!r}'s record-set digest differs from {self.name!r}'s (both must hold "
-                    "exactly the same record IDs and the same group secret)."
-                )
+            theirs = self._open(peer, blobs[peer], plan.widths[q], 1)
             key = plan.pair_name(a, b)
             if p == a:
                 w = expand(st["deal"].seeds_w[peer], b"W", plan.widths[a] * plan.widths[b])
@@ -464,10 +658,12 @@ class SecureParty:
         noise: NoiseSampler,
         request: Request | None = None,
         shares: Mapping[str, np.ndarray] | None = None,
+        layout: Layout | None = None,
     ) -> SecureRelease:
         plan, p = self.plan, self.index
         shares = self._state["shares"] if shares is None else shares
         request = request or Request(tuple(marginals))
+        layout = layout or plan.layout()
         for r in plan.releases(release, marginals, request.bins):
             if r.mechanism == COUNT_MECHANISM:
                 continue  # charged by discrete_laplace_count as it was drawn
@@ -492,20 +688,19 @@ class SecureParty:
             if not blocks:
                 continue
             peer = plan.names[b if p == a else a]
-            pad = expand(
-                self._keys[peer],
-                pad_label(release, plan.names[a], plan.names[b]),
-                plan.widths[a] * plan.widths[b],
-            ).reshape(plan.widths[a], plan.widths[b])
+            shape = layout.shape(a, b)
+            label = pad_label(release, plan.names[a], plan.names[b])
+            pad = expand(self._keys[peer], label, shape[0] * shape[1]).reshape(shape)
             share = shares[key]
             parts = []
             for m in blocks:
-                r0, r1, c0, c1 = plan.block(m)
+                r0, r1, c0, c1 = layout.block(m)
                 block = share[r0:r1, c0:c1].reshape(plan.shape(m))
                 cells = bin_axes(block, request.maps(m)).ravel()
                 eta = noise.discrete_gaussian(s, cells.shape).astype(np.uint64)
                 padded = pad[r0:r1, c0:c1].ravel()[: cells.size]  # the block's own pad words
-                parts.append(cells + eta + padded if p == a else cells + eta - padded)
+                out = cells + eta + padded if p == a else cells + eta - padded
+                parts.append(out & plan.ring_mask)  # uniform in the ring, nothing above it
             cross[key] = np.concatenate(parts)
         return SecureRelease(
             self.name,
@@ -519,16 +714,16 @@ class SecureParty:
 
 
 class _SealedBlobs(Mapping[str, bytearray]):
-    """A party's blob for each peer, sealed from its masked features when read."""
+    """A party's blob for each peer, made by ``seal(peer)`` when read."""
 
-    def __init__(self, party: SecureParty, masked: np.ndarray) -> None:
-        self._party, self._masked = party, masked
+    def __init__(self, party: SecureParty, seal: Callable[[str], bytearray]) -> None:
+        self._seal = seal
         self._peers = [q for q in party.plan.names if q != party.name]
 
     def __getitem__(self, peer: str) -> bytearray:
         if peer not in self._peers:
             raise KeyError(peer)
-        return self._party._seal(self._masked, peer)
+        return self._seal(peer)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._peers)

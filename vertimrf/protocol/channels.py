@@ -418,8 +418,11 @@ def decrypt_into(key: bytes, blob: object, aad: bytes, out: object) -> None:
         ) from None
 
 
-def expand(key: bytes, label: bytes, n: int, start: int = 0) -> np.ndarray:
-    """``n`` pseudo-random uint64 words from ``key`` for ``label``: AES-256-CTR keystream.
+def expand(
+    key: bytes, label: bytes, n: int, start: int = 0, *, word: type = np.uint64
+) -> np.ndarray:
+    """``n`` pseudo-random words (``word``: np.uint64 or np.uint32) from ``key`` for
+    ``label``: AES-256-CTR keystream.
 
     The stream's key is HKDF(key, label), unique per label, so the zero nonce never repeats a
     keystream; words are the stream's bytes read little-endian. ``start`` skips to word
@@ -430,11 +433,14 @@ def expand(key: bytes, label: bytes, n: int, start: int = 0) -> np.ndarray:
     for value, what in ((n, "a word count n"), (start, "a start word")):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
             raise ConfigError(f"expand needs {what} >= 0; got {value!r}.")
+    if word not in (np.uint64, np.uint32):
+        raise ConfigError(f"expand makes np.uint64 or np.uint32 words; got {word!r}.")
+    size_of = np.dtype(word).itemsize
     subkey = _hkdf(_check_key(key, "a PRG key"), _PRG_SALT, _PRG_INFO + label)
-    block, skip = divmod(int(start) * 8, _AES_BLOCK_BYTES)
+    block, skip = divmod(int(start) * size_of, _AES_BLOCK_BYTES)
     counter = block.to_bytes(_AES_BLOCK_BYTES, "big")
     encryptor = Cipher(algorithms.AES(subkey), modes.CTR(counter)).encryptor()
-    size = int(n) * 8 + skip
+    size = int(n) * size_of + skip
     # update_into may ask for block size - 1 spare bytes past the output (older releases do).
     out = np.empty(size + _AES_BLOCK_BYTES - 1, dtype=np.uint8)
     view = out.data
@@ -442,7 +448,8 @@ def expand(key: bytes, label: bytes, n: int, start: int = 0) -> np.ndarray:
     for begin in range(0, size, _PRG_CHUNK_BYTES):
         stop = min(begin + _PRG_CHUNK_BYTES, size)
         encryptor.update_into(zeros[: stop - begin], view[begin : stop + _AES_BLOCK_BYTES - 1])
-    return out[skip:size].view("<u8").astype(np.uint64, copy=False)
+    little = "<u8" if size_of == 8 else "<u4"
+    return out[skip:size].view(little).astype(word, copy=False)
 
 
 def new_seed() -> bytes:

@@ -177,16 +177,12 @@ class SecureRules(MethodRules):
         bins = config.paper_options().bins
         return {c: bins for c in config.binned_columns()}
 
-    def plan_groups(
-        self,
-        config: ProtocolConfig,
-        attrs: tuple[int, ...],
-        sizes: tuple[int, ...],
-        domain: Sequence[int],
-    ) -> tuple[tuple[int, ...], ...]:
-        """A party's feature groups (``attrs`` its attributes, ``sizes`` the measured
-        sizes, ``domain`` the domain's): here every attribute alone."""
-        return tuple((a,) for a in attrs)
+    def plan_group_caps(
+        self, config: ProtocolConfig, widths: tuple[int, ...], domain: Sequence[int]
+    ) -> tuple[int, ...]:
+        """Each party's cap on round-2 columns toward one peer (``widths`` its round-1
+        widths, ``domain`` the domain's sizes): here none (one release of the pairs)."""
+        return (0,) * len(widths)
 
     def plan_shares(
         self, config: ProtocolConfig, epsilon: float, rho: float
@@ -249,17 +245,14 @@ class SecureSelectRules(SecureRules):
     def plan_bins(self, config: ProtocolConfig) -> dict[str, int]:
         return {}
 
-    def plan_groups(
-        self,
-        config: ProtocolConfig,
-        attrs: tuple[int, ...],
-        sizes: tuple[int, ...],
-        domain: Sequence[int],
-    ) -> tuple[tuple[int, ...], ...]:
-        """Singles, then pairs and triples within the feature width."""
-        from vertimrf.protocol.secure import feature_groups, feature_width
+    def plan_group_caps(
+        self, config: ProtocolConfig, widths: tuple[int, ...], domain: Sequence[int]
+    ) -> tuple[int, ...]:
+        """What each party's singles leave of the feature width."""
+        from vertimrf.protocol.secure import feature_width, group_width
 
-        return feature_groups(attrs, sizes, feature_width(config, domain))
+        width = feature_width(config, domain)
+        return tuple(group_width(width, k) for k in widths)
 
     def plan_shares(
         self, config: ProtocolConfig, epsilon: float, rho: float

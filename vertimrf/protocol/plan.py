@@ -15,36 +15,38 @@ estimates, for each role, the bytes it sends and keeps and its peak memory. :fun
 * a first-release within-party table over the release reader's cell limit;
 * an estimated peak memory of any role above ``max_memory_gb`` (default 16 GB).
 
-The memory model (bytes; R = max_rows, k_p = party p's one-hot width, G_p its feature
-groups, d_p its attributes, Z_p = sum over lower parties q of k_q k_p words dealt to p, S_p
-= sum over p's pairs of k_p k_q share words, BASE = 256 MiB for an idle role process) follows
-the code's large arrays:
+The memory model (bytes; R = max_rows, k_p = party p's round-1 width (its singles), c_p its
+round-2 cap toward one peer, f_p = k_p + c_p, d_p its attributes, w the ring's word bytes (4
+or 8), Z_p = sum over lower parties q of k_q k_p words dealt to p, S_p = sum over p's pairs
+of k_p k_q share words, S'_p the same at f_p f_q, BASE = 256 MiB for an idle role process)
+follows the code's large arrays:
 
-* party features: BASE + 8 (4 Z_p + R (G_p + d_p + 4) + 2 R k_p): the deal opened (blob,
-  plaintext, archive arrays, copies), the aligned columns, the mask X - U and one peer's
-  blob (each blob is sealed when it is written, and dropped before the next);
-* party release: BASE + 8 (2 Z_p + R (G_p + d_p + 4) + 2 R max_q k_q + S_p + 2 max k_p k_q)
+* party features: BASE + 8 (4 Z_p + R (2 d_p + 4)) + 2 w R k_p: the deal opened, the aligned
+  columns, the mask X - U and one peer's blob (each sealed when written, dropped before the
+  next);
+* party release: BASE + 8 (2 Z_p + R (2 d_p + 4) + S_p + 2 max k_p k_q) + 2 w R max_q k_q
   + 16 MASK_BLOCK_WORDS: one peer's blob mapped and decrypted at a time, the shares, one
   block of the mask;
-* party measure: BASE + 8 (3 S_p + 2 R d_p);
+* party groups: BASE + 8 (R (2 d_p + 4) + R c_p) + 2 w R c_p: the columns, one peer's
+  round-2 mask and blob;
+* party measure: BASE + 8 (3 S'_p + 2 R d_p + R (2 d_p + 4) + 2 R f_p) + 2 w R max_q f_q
+  + 16 MASK_BLOCK_WORDS: the grown shares, the columns, one peer's blobs of both rounds;
 * server deal: BASE + 8 (2 sum Z + 2 max Z_p + 2 max k_p k_q) + 16 B, B = min(R sum k,
   MASK_BLOCK_WORDS + sum k): every Z, the sealed deals, one deal's archive and ciphertext,
   one block of masks;
-* server select: BASE + 8 (4 C + cap), C the cells of every first-release table and cap the
-  server's model cap; synthesize: BASE + 24 C + MODEL_BYTES_PER_CELL cap +
+* server select: BASE + 8 (4 C + cap + 3 sum f_p f_q) + 24 B, C the cells of every
+  first-release table and cap the server's model cap (the round-2 deals: every Z and one
+  block of masks); synthesize: BASE + 24 C + MODEL_BYTES_PER_CELL cap +
   OUTPUT_BYTES_PER_CELL R d (the synthetic table as sampled, decoded and written);
 * the paper pipeline: no measure and no select; a party's `local` step and methods fo / fm
   cost the local model cap (MODEL_BYTES_PER_CELL local_max_total_cells) plus 32 R d_p, the
   server the larger of max_model_cells and tau.
 
-Peak RSS (GNU time, GB) measured against the model (in brackets), every role its own
-command: Adult, max_rows 65,536, two parties of widths 561 / 572: party features 0.85 /
-0.87 (0.87 / 0.90), release 0.86 / 0.85 (0.96 / 0.96), measure 0.21 / 0.21 (0.28 / 0.28);
-server deal 0.32 (0.35), select 0.20 (0.28), synthesize 0.29 (0.37). bench_secure_cli
-(1,048,576 rows, three parties of widths 56 / 44 / 61): party features 1.33 / 1.09 / 1.41
-(1.36 / 1.12 / 1.44), release 1.41 / 1.38 / 1.33 (1.51 / 1.48 / 1.43); server deal 0.31
-(0.34), select 0.27 (0.28), synthesize 0.86 (0.96). Every estimate is above the measured
-peak, by at most 40%.
+Peak RSS (GNU time) was measured against the model, every role its own command, on the code
+before two rounds and the 32-bit ring (one round of k_p = 561 / 572 on Adult and 56 / 44 / 61
+on bench_secure_cli's 1,048,576 rows; every estimate was above the measured peak, by at most
+40%). The model above keeps the same terms with the smaller widths and word; it has not been
+measured again on the two-round code.
 """
 
 from __future__ import annotations
@@ -110,8 +112,10 @@ class RunPlan:
     ``releases`` are the ledger entries the config fixes; ``bounds`` are upper bounds of the
     ones chosen at run time (the re-measurement, the local PrivMRF models); ``ledger_total``
     is their sum, the most the ledger can hold, against ``budget_rho``. ``blob_bytes`` is
-    each party's feature blob to each peer and ``deal_bytes`` (an upper bound) its deal
-    (method secure); ``roles`` the per-role costs; ``max_memory`` the limit (bytes).
+    each party's round-1 feature blob to each peer, ``group_blob_bytes`` the most its
+    round-2 blob to a peer may hold, ``deal_bytes`` (an upper bound) its deal and
+    ``ring_bits`` the ring of the masked values (method secure); ``roles`` the per-role
+    costs; ``max_memory`` the limit (bytes).
     """
 
     method: str
@@ -122,7 +126,9 @@ class RunPlan:
     bounds: tuple[Release, ...]
     rows: int | None
     blob_bytes: Mapping[str, int] = field(default_factory=dict)
+    group_blob_bytes: Mapping[str, int] = field(default_factory=dict)
     deal_bytes: Mapping[str, int] = field(default_factory=dict)
+    ring_bits: int | None = None
     roles: tuple[RoleCost, ...] = ()
     max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
 
@@ -147,11 +153,24 @@ class RunPlan:
             + (f", the run-time ones at most rho {_rho(self.bounds)}" if self.bounds else "")
             + f"; worst case {used:.2%} of the budget rho {self.budget_rho:.4g}"
         ]
+        if self.ring_bits is not None:
+            lines.append(
+                f"ring: Z_2^{self.ring_bits} (masked values in {self.ring_bits // 8}-byte words; "
+                + (
+                    "every count plus its noise fits)"
+                    if self.ring_bits == 32
+                    else "a count plus its noise may exceed 32 bits)"
+                )
+            )
         for r in self.roles:
             blob, deal = self.blob_bytes.get(r.role), self.deal_bytes.get(r.role)
+            group = self.group_blob_bytes.get(r.role)
             parts = []
             if blob is not None:
-                parts.append(f"sends {size(blob)} to each peer")
+                parts.append(
+                    f"sends {size(blob)} to each peer"
+                    + ("" if group is None else f", then at most {size(group)} of groups")
+                )
             elif r.sends:
                 parts.append(f"sends {size(r.sends)}" + (" of deals" if self.deal_bytes else ""))
             if deal is not None:
@@ -302,35 +321,49 @@ def _pair_cells(plan: SecurePlan) -> int:
 
 def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ...]:
     """Every role's costs in a secure run (the module doc's memory model)."""
-    rows, widths, names = plan.rows, plan.widths, plan.names
+    rows, widths, caps, names = plan.rows, plan.widths, plan.group_caps, plan.names
+    word = plan.word_bytes
     m = len(names)
     pairs = plan.pairs()
+    full = [k + c for k, c in zip(widths, caps, strict=True)]
     dealt = [sum(widths[a] * widths[q] for a, q in pairs if q == p) for p in range(m)]
     shares = [sum(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
+    grown = [sum(plan.max_cells(a, b) for a, b in pairs if p in (a, b)) for p in range(m)]
     largest = [max(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     tables = _pair_cells(plan)
     cap = rules(config).model_cap(config)
     roles = []
     for p, name in enumerate(names):
-        d_p, g_p = len(plan.attrs[p]), len(plan.groups[p])
-        columns = rows * (g_p + d_p + 4)
+        d_p = len(plan.attrs[p])
+        columns = rows * (2 * d_p + 4)
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
-            "features": BASE_BYTES + 8 * (4 * dealt[p] + columns + 2 * rows * widths[p]),
+            "features": BASE_BYTES + 8 * (4 * dealt[p] + columns) + 2 * word * rows * widths[p],
             "release": BASE_BYTES
-            + 8 * (2 * dealt[p] + columns + 2 * rows * peer + shares[p] + 2 * largest[p])
+            + 8 * (2 * dealt[p] + columns + shares[p] + 2 * largest[p])
+            + 2 * word * rows * peer
             + 16 * MASK_BLOCK_WORDS,
         }
         if plan.select:
-            steps["measure"] = BASE_BYTES + 8 * (3 * shares[p] + 2 * rows * d_p)
+            steps["groups"] = (
+                BASE_BYTES + 8 * (columns + rows * caps[p]) + 2 * word * rows * caps[p]
+            )
+            steps["measure"] = (
+                BASE_BYTES
+                + 8 * (3 * grown[p] + 2 * rows * d_p + columns + 2 * rows * full[p])
+                + 2 * word * rows * max(full[q] for q in range(m) if q != p)
+                + 16 * MASK_BLOCK_WORDS
+            )
         else:
             steps["local"] = _local_peak(config, d_p)
         own = sum(plan.cells(mg) for mg in plan.all_pairs() if p in {plan.owner[a] for a in mg})
-        sends = (m - 1) * (8 * rows * widths[p] + BLOB_OVERHEAD) + 8 * own + CONTAINER_BYTES
+        blobs = word * rows * (widths[p] + caps[p]) + 2 * BLOB_OVERHEAD
+        sends = (m - 1) * blobs + 8 * (own + grown[p]) + 2 * CONTAINER_BYTES
         keeps = _state_bytes(shares[p]) if plan.select else 0
         roles.append(RoleCost(name, sends, keeps, steps))
     total = sum(dealt)
-    block = min(rows * sum(widths), MASK_BLOCK_WORDS + sum(widths))
+    block = min(rows * sum(full), MASK_BLOCK_WORDS + sum(full))
+    max_cells = sum(plan.max_cells(a, b) for a, b in pairs)
     server = {
         "deal": BASE_BYTES
         + 8 * (2 * total + 2 * max(dealt) + 2 * max(max(largest), 1))
@@ -341,7 +374,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         + OUTPUT_BYTES_PER_CELL * rows * len(plan.sizes),
     }
     if plan.select:
-        server["select"] = BASE_BYTES + 8 * (4 * tables + int(cap))
+        server["select"] = BASE_BYTES + 8 * (4 * tables + int(cap) + 3 * max_cells) + 24 * block
     deals = sum(_deal_bytes(plan).values())
     keeps = _state_bytes(tables) + 64 * len(plan.all_pairs()) if plan.select else 0
     roles.append(RoleCost("server", deals, keeps, server))
@@ -426,9 +459,15 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
         return replace(common, roles=_local_roles(config))
     return replace(
         common,
+        ring_bits=plan.ring_bits,
         blob_bytes={
-            n: 8 * plan.rows * w + BLOB_OVERHEAD
+            n: plan.word_bytes * plan.rows * w + BLOB_OVERHEAD
             for n, w in zip(plan.names, plan.widths, strict=True)
+        },
+        group_blob_bytes={
+            n: plan.word_bytes * plan.rows * c + BLOB_OVERHEAD
+            for n, c in zip(plan.names, plan.group_caps, strict=True)
+            if plan.select
         },
         deal_bytes=_deal_bytes(plan),
         roles=_secure_roles(config, plan),

@@ -1,15 +1,26 @@
 """What every role of method="secure" derives from the config alone.
 
 The secure product measures cross-party marginals as exact counts plus discrete Gaussian
-noise (``docs/protocol.md``). Each party P one-hot encodes its *feature groups* into
-k_P columns: every single attribute, then its attribute pairs and triples, fewest cells first,
-while the width stays within :func:`feature_width` (public: from the config only).
-For two parties P < Q the dealer-assisted product gives additive shares of the k_P x k_Q
-matrix X_P^T X_Q, whose (g, h) block is the cross marginal over group g of P and group h of
-Q: the 2-way ones from single attributes, higher-order ones from tuples. This module
-fixes, from the public config: the feature layout, the padded row count, the labels under
-which seeds and pads are expanded, the budget split and every noise scale, and the ledger
-entries of each release, so that no role trusts another's arithmetic.
+noise (``docs/protocol.md``), in two rounds of masked features:
+
+1. Each party P one-hot encodes its single attributes into k_P columns. For two parties
+   P < Q the dealer-assisted product gives additive shares of the k_P x k_Q matrix
+   X_P^T X_Q, whose (a, b) block is the 2-way cross marginal of a and b: all the first
+   release needs.
+2. After the server's request (public: post-processing of the first release), P one-hot
+   encodes, for each peer Q, only the attribute groups (pairs, triples, ...) that the
+   requested cross marginals of P and Q need (:class:`Layout`), masks them with fresh dealt
+   randomness and sends them to Q alone. The pair's share matrix grows to
+   [X_P | G_PQ]^T [X_Q | G_QP]; its new blocks are computed from the round-2 blobs and the
+   round-1 ones. The groups toward one peer hold at most :func:`group_width` columns.
+
+Arithmetic is in the ring Z_{2^r}, r = :attr:`SecurePlan.ring_bits`: 32 when the largest
+count plus the noise's tail bound fits a signed 32-bit word, else 64 (a wrap would only
+cost accuracy, never privacy: the server's sum is post-processing of DP values).
+
+This module fixes, from the public config: the feature layout, the padded row count, the
+ring, the labels under which seeds and pads are expanded, the budget split and every noise
+scale, and the ledger entries of each release, so that no role trusts another's arithmetic.
 
 Noise and accounting. A marginal measured at scale sigma gets:
 * within one party: N_Z(0, sigma^2) from its owner (charge 1 / (2 sigma^2), exact);
@@ -33,7 +44,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import combinations
 
 import numpy as np
 
@@ -93,15 +103,16 @@ MAX_AUTO_WIDTH = 576
 
 
 def feature_width(config: ProtocolConfig, sizes: Sequence[int] | None = None) -> int:
-    """The cap on each party's one-hot width: ``config.options.feature_width`` when it is an
-    integer; for "auto", min(576, floor(2^26 / max_rows) rounded down to a power of two),
-    but never below the widest single attribute's domain (a party's singles always fit).
-    ``sizes`` replaces the domain's sizes (to cost a binned domain).
+    """The cap on each party's one-hot width toward one peer, over both rounds:
+    ``config.options.feature_width`` when it is an integer; for "auto", min(576,
+    floor(2^26 / max_rows) rounded down to a power of two), but never below the widest
+    single attribute's domain. ``sizes`` replaces the domain's sizes (to cost a binned
+    domain). A party's singles always fit (:func:`group_width` may be 0).
 
-    A party's time, memory and bytes sent are linear in max_rows x k_p (and its products in
-    k_p x k_q), so "auto" bounds them at any size: 576 up to max_rows 65,536 (Adult, NLTCS),
-    512 at 131,072, 256 at 262,144, 64 at 1,048,576. Public: a pure function of the config,
-    which every role re-derives."""
+    A party's time, memory and bytes sent are linear in max_rows x its width (and its
+    products in k_p x k_q), so "auto" bounds them at any size: 576 up to max_rows 65,536
+    (Adult, NLTCS), 512 at 131,072, 256 at 262,144, 64 at 1,048,576. Public: a pure function
+    of the config, which every role re-derives."""
     options = config.options
     if not isinstance(options, SecureOptions):
         raise ConfigError("the feature width is a setting of the secure select pipeline.")
@@ -115,31 +126,29 @@ def feature_width(config: ProtocolConfig, sizes: Sequence[int] | None = None) ->
     return max(cap, max((int(s) for s in sizes), default=1))
 
 
-def feature_groups(
-    attrs: tuple[int, ...], sizes: tuple[int, ...], max_width: int
-) -> tuple[tuple[int, ...], ...]:
-    """A party's feature groups: every single attribute, then pairs and triples of its
-    attributes, fewest cells first (ties in attribute order), each added while the total
-    width stays within ``max_width``. Public: it depends on the domain only."""
-    groups: list[tuple[int, ...]] = [(a,) for a in attrs]
-    width = sum(sizes[a] for a in attrs)
-    for arity in (2, 3):
-        for g in sorted(combinations(attrs, arity), key=lambda g: math.prod(sizes[a] for a in g)):
-            cells = math.prod(sizes[a] for a in g)
-            if width + cells <= max_width:
-                groups.append(g)
-                width += cells
-    return tuple(groups)
+def group_width(width: int, singles: int) -> int:
+    """A party's cap on round-2 columns toward one peer: what its ``singles`` (its round-1
+    width) leave of the feature ``width`` (:func:`feature_width`)."""
+    return max(0, int(width) - int(singles))
+
+
+# A count plus noise is read back correctly from Z_{2^r} when it lies in [-2^(r-1), 2^(r-1)).
+# The noise of a cross cell is the sum of three N_Z(0, sigma^2 / 2), which is
+# 1.5 sigma^2-subgaussian (Canonne, Kamath & Steinke 2020, each discrete Gaussian is
+# subgaussian with its parameter), so P(|noise| >= t) <= 2 exp(-t^2 / (3 sigma^2)):
+# t = RING_TAIL * sigma leaves a probability below 2^-128 per cell.
+RING_TAIL = math.sqrt(3.0 * 129.0 * math.log(2.0))
 
 
 @dataclass(frozen=True)
 class SecurePlan:
     """The public layout and budget of a secure run.
 
-    ``attrs[p]`` are party p's attribute indices (in spec order), ``groups[p]`` its feature
-    groups (attribute tuples; the singles first, in ``attrs`` order), ``offsets[p][g]`` the
-    first one-hot column of its g-th group and ``widths[p]`` its k_p; ``rows`` is the public
-    padded row count (``config.max_rows``).
+    ``attrs[p]`` are party p's attribute indices (in spec order), ``groups[p]`` its round-1
+    feature groups (its single attributes, in ``attrs`` order), ``offsets[p][g]`` the first
+    one-hot column of its g-th group, ``widths[p]`` its k_p and ``group_caps[p]`` its cap on
+    round-2 columns toward one peer; ``rows`` is the public padded row count
+    (``config.max_rows``).
     """
 
     names: tuple[str, ...]
@@ -148,6 +157,7 @@ class SecurePlan:
     groups: tuple[tuple[tuple[int, ...], ...], ...]
     offsets: tuple[tuple[int, ...], ...]
     widths: tuple[int, ...]
+    group_caps: tuple[int, ...]
     rows: int
     count_party: str
     rho: float
@@ -187,12 +197,12 @@ class SecurePlan:
         attrs, groups, offsets, widths = [], [], [], []
         for p in config.parties:
             own = tuple(sorted(index[c] for c in p.columns))
-            grp = method.plan_groups(config, own, sizes, domain)
-            cells = [math.prod(sizes[a] for a in g) for g in grp]
+            cells = [sizes[a] for a in own]
             attrs.append(own)
-            groups.append(grp)
-            offsets.append(tuple(int(sum(cells[:j])) for j in range(len(grp))))
+            groups.append(tuple((a,) for a in own))
+            offsets.append(tuple(int(sum(cells[:j])) for j in range(len(own))))
             widths.append(int(sum(cells)))
+        caps = method.plan_group_caps(config, tuple(widths), domain)
         epsilon = config.epsilon if epsilon is None else epsilon
         rho = epsilon_to_rho(epsilon, config.delta)
         rho_count, rho_select, rho_measure, refine = method.plan_shares(config, epsilon, rho)
@@ -203,6 +213,7 @@ class SecurePlan:
             groups=tuple(groups),
             offsets=tuple(offsets),
             widths=tuple(widths),
+            group_caps=caps,
             rows=int(config.max_rows),
             count_party=config.count_party,
             rho=rho,
@@ -212,6 +223,56 @@ class SecurePlan:
             refine_fraction=refine,
             pipeline=config.pipeline,
         )
+
+    @cached_property
+    def ring_bits(self) -> int:
+        """The ring Z_{2^r} of the masks, shares and cross releases: 32 when every count
+        (at most ``rows``) plus the first release's noise tail bound (:data:`RING_TAIL`)
+        lies inside a signed 32-bit word, else 64. :attr:`max_request` keeps the
+        re-measurement's noise inside it too. Public: from the config only."""
+        if self._ring_sigma(32) >= self._select_sigma():
+            return 32
+        return 64
+
+    def _select_sigma(self) -> float:
+        count = len(self.all_pairs())
+        return self.sigma(SELECT, count) if self.rho_select > 0 and count else 0.0
+
+    def _ring_sigma(self, bits: int) -> float:
+        """The largest noise scale whose tail bound, added to ``rows``, fits ``bits``."""
+        return max(0.0, (2.0 ** (bits - 1) - 1 - self.rows) / RING_TAIL)
+
+    @property
+    def word(self) -> type[np.unsignedinteger]:
+        """The numpy type of one ring word (what a feature blob holds)."""
+        return np.uint32 if self.ring_bits == 32 else np.uint64
+
+    @property
+    def word_bytes(self) -> int:
+        """Bytes of one ring word."""
+        return self.ring_bits // 8
+
+    @property
+    def ring_mask(self) -> np.uint64:
+        """2^r - 1: a uint64 value reduced into the ring."""
+        return np.uint64((1 << self.ring_bits) - 1)
+
+    def signed(self, words: np.ndarray) -> np.ndarray:
+        """uint64 ring elements read as signed integers in [-2^(r-1), 2^(r-1)) (int64)."""
+        r = self.ring_bits
+        if r == 64:
+            return words.view(np.int64)
+        low = (words & self.ring_mask).astype(np.int64)
+        return np.where(low >= 1 << (r - 1), low - (1 << r), low)
+
+    @cached_property
+    def max_request(self) -> int | None:
+        """The most marginals a re-measurement may hold, so that its noise stays inside the
+        ring (None: no bound). At 32 bits it is far above any request the server makes."""
+        if self.ring_bits == 64 or self.rho_measure <= 0:
+            return None
+        limit = self._ring_sigma(32) / _SAFETY
+        return max(1, int(2.0 * self.rho_measure * limit * limit))
 
     @property
     def select(self) -> bool:
@@ -252,27 +313,25 @@ class SecurePlan:
         return {p: tuple(sorted(v)) for p, v in sorted(parts.items())}
 
     def measurable(self, m: Marginal) -> bool:
-        """True when one party owns ``m``, or two do and each part is a feature group."""
-        parts = self._parts(m)
-        return len(parts) == 1 or (
-            len(parts) == 2 and all(g in self.groups[p] for p, g in parts.items())
-        )
+        """True when one or two parties own ``m`` (a cross marginal's parts that are not
+        single attributes are round-2 groups)."""
+        return len(self._parts(m)) <= 2
 
     def kind(self, m: Marginal) -> str:
-        """ "within" (one party), "cross" (two parties, each part a feature group) or raise."""
+        """ "within" (one party), "cross" (two parties) or raise."""
         parts = self._parts(m)
         if len(parts) == 1:
             return "within"
-        if self.measurable(m):
+        if len(parts) == 2:
             return "cross"
         raise MessageError(
             f"marginal {tuple(m)} is not measurable: the secure product measures a marginal "
-            "over two parties whose parts are feature groups of their parties "
+            "of one party or of two "
             f"({', '.join(f'{self.names[p]}: {g}' for p, g in parts.items())})."
         )
 
     def canonical(self, m: Marginal) -> Marginal:
-        """Within: sorted. Cross: the lower party's group, then the higher party's."""
+        """Within: sorted. Cross: the lower party's part, then the higher party's."""
         m = tuple(int(a) for a in m)
         self.kind(m)
         return tuple(a for part in self._parts(m).values() for a in part)
@@ -282,18 +341,46 @@ class SecurePlan:
         p, q = self._parts(m)
         return p, q
 
+    def split(self, m: Marginal) -> tuple[Marginal, Marginal]:
+        """The lower and the higher party's parts of a cross marginal."""
+        g, h = self._parts(m).values()
+        return g, h
+
     def cross_blocks(self, marginals: Sequence[Marginal], p: int, q: int) -> list[Marginal]:
         """The cross marginals of ``marginals`` measured by the product of parties p < q, in
         order (the blocks of that pair's release)."""
         return [m for m in marginals if self.kind(m) == "cross" and self.pair_of(m) == (p, q)]
 
+    def layout(self, marginals: Sequence[Marginal] = ()) -> Layout:
+        """The share layout that measures ``marginals`` (canonical): for each pair, each
+        side's round-2 groups in order of first use. MessageError when a side's groups
+        exceed its :attr:`group_caps`."""
+        extra: dict[tuple[int, int], list[Marginal]] = {}
+        for m in marginals:
+            if self.kind(m) != "cross":
+                continue
+            (p, g), (q, h) = self._parts(m).items()
+            for side, peer, part in ((p, q, g), (q, p, h)):
+                if len(part) > 1 and part not in extra.setdefault((side, peer), []):
+                    extra[side, peer].append(part)
+        out = Layout(self, {k: tuple(v) for k, v in extra.items() if v})
+        for p, q in out.extra:
+            if out.width(p, q) > self.group_caps[p]:
+                raise MessageError(
+                    f"the request needs {out.width(p, q)} round-2 columns of party "
+                    f"{self.names[p]!r} toward {self.names[q]!r}, more than its cap "
+                    f"{self.group_caps[p]} (the feature width less its singles)."
+                )
+        return out
+
+    def max_cells(self, p: int, q: int) -> int:
+        """The most cells of the pair p < q's share matrix (both sides at their caps)."""
+        return (self.widths[p] + self.group_caps[p]) * (self.widths[q] + self.group_caps[q])
+
     def block(self, m: Marginal) -> tuple[int, int, int, int]:
-        """Rows and columns (r0, r1, c0, c1) of the cross marginal ``m`` in its pair's
-        k_p x k_q share matrix; its cells in C order over ``canonical(m)``."""
-        (p, g), (q, h) = self._parts(m).items()
-        r0 = self.offsets[p][self.groups[p].index(g)]
-        c0 = self.offsets[q][self.groups[q].index(h)]
-        return r0, r0 + self.cells(g), c0, c0 + self.cells(h)
+        """Rows and columns (r0, r1, c0, c1) of the cross 2-way marginal ``m`` in its pair's
+        round-1 k_p x k_q share matrix (:meth:`Layout.block` places any cross marginal)."""
+        return self.layout().block(m)
 
     def cells(self, m: Marginal, bins: BinMaps | None = None) -> int:
         """Number of cells of the marginal ``m`` as measured (bin cells where ``bins`` maps)."""
@@ -332,14 +419,16 @@ class SecurePlan:
         A release of K marginals at sigma costs K / (2 sigma^2) plus, for its cross ones,
         KLS's tau(sigma / sqrt(2)) per measured cell (:func:`ddg_rho`), tau(s) =
         10 exp(-pi^2 s^2). The first term is the share / _SAFETY^2; the floor keeps the
-        second, over every cell any request can hold (sum of k_p k_q over the pairs), within
+        second, over every cell any request can hold (over the pairs, the product of each
+        side's singles and round-2 cap), within
         half of the share's (1 - 1 / _SAFETY^2) margin, and s >= 1/2. So the re-measurement
         never costs more than its share: without the floor, a request of few marginals at a
         high epsilon (sigma near 1) overran the budget by the tau term. It binds only when
         sqrt(K / (2 share)) is below it (about 3; e.g. K < 15 share)."""
         if self.rho_measure <= 0:
             return 0.0
-        cells = sum(self.widths[p] * self.widths[q] for p, q in self.pairs())
+        full = [w + c for w, c in zip(self.widths, self.group_caps, strict=True)]
+        cells = sum(full[p] * full[q] for p, q in self.pairs())
         margin = 0.5 * (1.0 - 1.0 / _SAFETY**2) * self.rho_measure
         s2 = max(0.25, math.log(10.0 * cells / margin) / math.pi**2)
         return math.sqrt(2.0 * s2)
@@ -433,8 +522,9 @@ class SecurePlan:
         self, marginals: Sequence[Marginal], bins: Mapping[Marginal, BinMaps] | None = None
     ) -> Request:
         """Validate the server's re-measurement request: measurable, distinct, non-empty
-        marginals; each bin map (of a marginal listed in canonical order) sends every value
-        of its attribute to one of 1..size-1 bins, each bin used."""
+        marginals, within :attr:`max_request` and every party's round-2 cap; each bin map
+        (of a marginal listed in canonical order) sends every value of its attribute to one
+        of 1..size-1 bins, each bin used."""
         if not marginals:
             raise MessageError("the request lists no marginals to measure.")
         d = len(self.sizes)
@@ -447,6 +537,12 @@ class SecurePlan:
             out.append(self.canonical(m))
         if len(set(out)) != len(out):
             raise MessageError("the request lists a marginal twice.")
+        if self.max_request is not None and len(out) > self.max_request:
+            raise MessageError(
+                f"the request lists {len(out):,} marginals; this run's {self.ring_bits}-bit "
+                f"ring holds the noise of at most {self.max_request:,}."
+            )
+        self.layout(out)  # its round-2 groups fit every party's cap
         checked = {}
         for m, maps in (bins or {}).items():
             m = tuple(m)
@@ -478,3 +574,54 @@ class SecurePlan:
         if all(b is None for b in out):
             raise MessageError(f"the bins of {m} map no attribute; list it without bins.")
         return tuple(out)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The share layout of a release. For a pair p < q the share matrix is
+    [X_p | G_pq]^T [X_q | G_qp]: p's single attributes (round 1), then ``extra[p, q]``,
+    the attribute groups of p that the release's cross marginals with q need (round 2, in
+    order of first use), against the same for q. A pair with no groups keeps its round-1
+    k_p x k_q matrix. Public: a function of the plan and the request."""
+
+    plan: SecurePlan
+    extra: Mapping[tuple[int, int], tuple[Marginal, ...]] = field(default_factory=dict)
+
+    def groups(self, p: int, q: int) -> tuple[Marginal, ...]:
+        """Party p's round-2 groups toward q."""
+        return self.extra.get((p, q), ())
+
+    def width(self, p: int, q: int) -> int:
+        """Party p's round-2 columns toward q."""
+        return sum(self.plan.cells(g) for g in self.groups(p, q))
+
+    def grows(self, p: int, q: int) -> bool:
+        """True when the pair p < q has round-2 groups on either side."""
+        return bool(self.groups(p, q) or self.groups(q, p))
+
+    def shape(self, p: int, q: int) -> tuple[int, int]:
+        """The pair p < q's share matrix shape."""
+        widths = self.plan.widths
+        return widths[p] + self.width(p, q), widths[q] + self.width(q, p)
+
+    def offset(self, p: int, q: int, part: Marginal) -> int:
+        """The first column of ``part`` (a single attribute of p, or one of its groups
+        toward q) in p's side of the pair's matrix."""
+        plan = self.plan
+        if len(part) == 1:
+            return plan.offsets[p][plan.attrs[p].index(part[0])]
+        start = plan.widths[p]
+        for g in self.groups(p, q):
+            if g == part:
+                return start
+            start += plan.cells(g)
+        raise MessageError(f"the layout has no group {part} of party {plan.names[p]!r}.")
+
+    def block(self, m: Marginal) -> tuple[int, int, int, int]:
+        """Rows and columns (r0, r1, c0, c1) of the cross marginal ``m`` in its pair's share
+        matrix; its cells in C order over its canonical attributes."""
+        plan = self.plan
+        p, q = plan.pair_of(m)
+        g, h = plan.split(m)
+        r0, c0 = self.offset(p, q, g), self.offset(q, p, h)
+        return r0, r0 + plan.cells(g), c0, c0 + plan.cells(h)

@@ -5,7 +5,9 @@
   data: the seed of the party's mask U, the seed of W for each pair where it is the lower
   party, and Z = U_p^T U_q - W for each pair where it is the higher one.
 * A **feature blob** is X - U for one peer, encrypted under the two parties' pairwise key
-  with the run, the direction and the sender's record-set digest as associated data.
+  with the run, the round, the direction and the sender's record-set digest as associated
+  data; round 2 holds the groups the request needs, with fresh masks (a **round-2 deal**,
+  :class:`GroupDeal`).
 * A **release** holds the noisy within-party marginals, the padded noisy shares of each
   product and (first release, count party) the noisy count.
 * A **request** is the server's choice of marginals to re-measure: JSON
@@ -103,11 +105,57 @@ class Deal:
         return cls(seed_u, seeds_w, z)
 
 
-def feature_aad(context: bytes, sender: str, receiver: str, digest: bytes) -> bytes:
-    """Associated data of ``sender``'s masked features for ``receiver`` in this run."""
-    return b"".join(
-        (context, b"/secure-features/", sender.encode(), b"->", receiver.encode(), b"/", digest)
-    )
+def group_deal_aad(context: bytes, party: str) -> bytes:
+    """Associated data of the round-2 deal for ``party`` in the run ``context``."""
+    return context + b"/secure-group-deal/" + party.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class GroupDeal:
+    """One party's round-2 randomness, for the groups of the request (secret from everyone
+    else): the seed of its fresh mask toward each peer; where it is the lower party of a
+    pair that grows, the seed of that pair's W (its blocks A and B); where it is the higher
+    one, Z_A = U2_p^T [V_q | V2_q] - W_A and Z_B = U_p^T V2_q - W_B."""
+
+    seeds_u: dict[str, bytes] = field(default_factory=dict)
+    seeds_w: dict[str, bytes] = field(default_factory=dict)
+    z_a: dict[str, np.ndarray] = field(default_factory=dict)
+    z_b: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def seal(
+        self, recipient: PublicKey, context: bytes, *, randomness: bytes | None = None
+    ) -> bytes:
+        """The deal encrypted to ``recipient`` for this run."""
+        arrays = {f"u/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_u.items()}
+        arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
+        for name, z in (("a", self.z_a), ("b", self.z_b)):
+            arrays.update({f"{name}/{k}": np.ascontiguousarray(v, np.uint64) for k, v in z.items()})
+        aad = group_deal_aad(context, recipient.name)
+        return seal(recipient, npz_bytes(arrays), aad, randomness=randomness)
+
+    @classmethod
+    def open(cls, blob: bytes, keypair: KeyPair, context: bytes) -> GroupDeal:
+        """Open a round-2 deal sealed to ``keypair`` for this run (ChannelError otherwise)."""
+        aad = group_deal_aad(context, keypair.name)
+        arrays = _unpack(open_sealed(keypair, blob, aad), "the round-2 deal")
+        parts: dict[str, dict] = {"u": {}, "w": {}, "a": {}, "b": {}}
+        for key, value in arrays.items():
+            kind, _, peer = key.partition("/")
+            if kind not in parts or not peer:
+                raise MessageError(f"the round-2 deal holds an unknown entry {key!r}.")
+            parts[kind][peer] = value.tobytes() if kind in "uw" else value.astype(np.uint64)
+        if any(len(v) != SEED_BYTES for k in "uw" for v in parts[k].values()):
+            raise MessageError("the round-2 deal's seeds are not 32 bytes.")
+        return cls(parts["u"], parts["w"], parts["a"], parts["b"])
+
+
+def feature_aad(
+    context: bytes, sender: str, receiver: str, digest: bytes, round_: int = 1
+) -> bytes:
+    """Associated data of ``sender``'s masked features of round ``round_`` for
+    ``receiver`` in this run."""
+    what = b"/secure-features/" if round_ == 1 else b"/secure-groups/"
+    return b"".join((context, what, sender.encode(), b"->", receiver.encode(), b"/", digest))
 
 
 def seal_features(
@@ -119,21 +167,33 @@ def seal_features(
     digest: bytes,
     *,
     nonce: bytes | None = None,
+    round_: int = 1,
 ) -> bytearray:
-    """``sender``'s masked features X - U as a blob only ``receiver`` can open: the digest,
-    then the ciphertext, written into one buffer straight from the array (no ``bytes`` copy
-    of a multi-GB matrix). ``nonce``: see :func:`vertimrf.protocol.channels.encrypt_buffer`."""
-    body = np.ascontiguousarray(features, np.uint64)
-    aad = feature_aad(context, sender, receiver, digest)
+    """``sender``'s masked features X - U (ring words, uint32 or uint64) of round
+    ``round_`` as a blob only ``receiver`` can open: the digest, then the ciphertext,
+    written into one buffer straight from the array (no ``bytes`` copy of a multi-GB
+    matrix). ``nonce``: see :func:`vertimrf.protocol.channels.encrypt_buffer`."""
+    if features.dtype not in (np.uint32, np.uint64):
+        raise MessageError(f"masked features are ring words, not {features.dtype}.")
+    body = np.ascontiguousarray(features).reshape(-1)  # flat: an empty one casts too
+    aad = feature_aad(context, sender, receiver, digest, round_)
     return encrypt_buffer(key, body, aad, digest, nonce=nonce)
 
 
 def open_features(
-    key: bytes, blob: object, context: bytes, sender: str, receiver: str, shape: tuple[int, int]
+    key: bytes,
+    blob: object,
+    context: bytes,
+    sender: str,
+    receiver: str,
+    shape: tuple[int, int],
+    *,
+    word: type = np.uint64,
+    round_: int = 1,
 ) -> tuple[np.ndarray, bytes]:
-    """The masked features in ``blob`` (bytes or any bytes-like, e.g. a memoryview of a
-    mapped file: read in place) and the sender's record-set digest; the plaintext is
-    decrypted straight into the returned array.
+    """The masked features (``word``s) of round ``round_`` in ``blob`` (bytes or any
+    bytes-like, e.g. a memoryview of a mapped file: read in place) and the sender's
+    record-set digest; the plaintext is decrypted straight into the returned array.
 
     Raises ChannelError when the blob is not ``sender``'s for ``receiver`` in this run
     (foreign, replayed from another run, or altered).
@@ -147,15 +207,17 @@ def open_features(
     digest = bytes(view[:DIGEST_BYTES])
     body = view[DIGEST_BYTES:]
     size = len(body) - NONCE_BYTES - TAG_BYTES
-    if size != 8 * shape[0] * shape[1]:
+    want = np.dtype(word).itemsize * shape[0] * shape[1]
+    if size != want:
         if size < 0:
             raise ChannelError(f"the feature blob from {sender!r} is truncated.")
         raise MessageError(
             f"the feature blob from {sender!r} holds {size} bytes, not the "
-            f"{8 * shape[0] * shape[1]} of a {shape[0]} x {shape[1]} matrix."
+            f"{want} of a {shape[0]} x {shape[1]} matrix."
         )
-    out = np.empty(shape, np.uint64)
-    decrypt_into(key, body, feature_aad(context, sender, receiver, digest), out)
+    out = np.empty(shape, word)
+    aad = feature_aad(context, sender, receiver, digest, round_)
+    decrypt_into(key, body, aad, out.reshape(-1))
     return out, digest
 
 
@@ -208,7 +270,7 @@ class SecureRelease:
         malformed, oversized or foreign file)."""
         own = max(math.prod(plan.sizes[a] for a in attrs) for attrs in plan.attrs)
         within_bytes = 8 * min(own, MAX_WITHIN_CELLS)
-        pairs = {plan.pair_name(p, q): 8 * plan.widths[p] * plan.widths[q] for p, q in plan.pairs()}
+        pairs = {plan.pair_name(p, q): 8 * plan.max_cells(p, q) for p, q in plan.pairs()}
 
         def bound(name: str) -> int | None:
             if name.startswith("x/"):

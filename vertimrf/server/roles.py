@@ -4,8 +4,9 @@ The method's steps, in order:
 
 * methods "fo" and "fm": :meth:`Server.synthesize` on the parties' local messages;
 * method "secure", select pipeline (the default): :meth:`Server.deal` (one sealed deal per
-  party), :meth:`Server.select` (the request, from the parties' first releases), then
-  :meth:`Server.synthesize` on their re-measurements;
+  party), :meth:`Server.select` (the request, from the parties' first releases),
+  :meth:`Server.group_deals` (round 2: one sealed deal per party for the request's groups),
+  then :meth:`Server.synthesize` on their re-measurements;
 * method "secure", paper pipeline: :meth:`Server.deal`, then :meth:`Server.synthesize` on
   the local messages and the parties' secure releases.
 
@@ -81,6 +82,14 @@ class Server:
         if not self._rules.selects or self.secure is None:
             raise ConfigError("select is a step of the secure select pipeline only.")
         return self.secure.select(releases)
+
+    def group_deals(self, public_keys: Mapping[str, PublicKey] | None = None) -> dict[str, bytes]:
+        """The secure select pipeline, after :meth:`select`: one sealed round-2 deal per
+        party, for the request's groups (``public_keys``: default those given to
+        :meth:`deal`)."""
+        if not self._rules.selects or self.secure is None:
+            raise ConfigError("group_deals is a step of the secure select pipeline only.")
+        return self.secure.group_deals(public_keys)
 
     def synthesize(
         self,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from hashlib import sha256
@@ -51,11 +51,12 @@ from vertimrf.protocol.secure import (
     MEASURE,
     SELECT,
     BinMaps,
+    Layout,
     Marginal,
     Request,
     SecurePlan,
 )
-from vertimrf.protocol.securemsg import Deal, SecureRelease
+from vertimrf.protocol.securemsg import Deal, GroupDeal, SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice, choose_bins
 from vertimrf.server.methods import server_strategy
@@ -84,27 +85,62 @@ class Tables:
 DEAL_BLOCK_WORDS = MASK_BLOCK_WORDS  # mask words of all parties expanded at once (deal_matrices)
 
 
+def _masks(
+    plan: SecurePlan, seeds: Sequence[bytes], labels: Sequence[bytes], widths: Sequence[int]
+) -> Iterator[list[np.ndarray]]:
+    """Row blocks of the masks expanded from ``seeds`` under ``labels`` (each block: every
+    mask's next rows, of its ``widths`` columns), about DEAL_BLOCK_WORDS words at a time."""
+    step = max(1, DEAL_BLOCK_WORDS // max(1, sum(widths)))
+    for r0 in range(0, plan.rows, step):
+        r1 = min(plan.rows, r0 + step)
+        yield [
+            expand(s, label, (r1 - r0) * w, start=r0 * w, word=plan.word).reshape(r1 - r0, w)
+            for s, label, w in zip(seeds, labels, widths, strict=True)
+        ]
+
+
 def deal_matrices(plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: dict) -> dict:
     """Z_pq = U_p^T U_q - W_pq for every pair (p, q) (the server's one dense product each).
 
     The masks are expanded block by block of rows (each block of every party's AES-CTR
     stream once, about DEAL_BLOCK_WORDS words in all) and the products summed over the
-    blocks, which is exact modulo 2^64: memory stays at one block, not rows x sum(k_p)."""
+    blocks, which is exact in the ring: memory stays at one block, not rows x sum(k_p)."""
     out = {
         (p, q): -expand(seeds_w[p, q], b"W", plan.widths[p] * plan.widths[q]).reshape(
             plan.widths[p], plan.widths[q]
         )
         for p, q in plan.pairs()
     }
-    step = max(1, DEAL_BLOCK_WORDS // max(1, sum(plan.widths)))
-    for r0 in range(0, plan.rows, step):
-        r1 = min(plan.rows, r0 + step)
-        masks = [
-            expand(s, b"U", (r1 - r0) * w, start=r0 * w).reshape(r1 - r0, w)
-            for s, w in zip(seeds_u, plan.widths, strict=True)
-        ]
+    for masks in _masks(plan, seeds_u, [b"U"] * len(seeds_u), plan.widths):
         for p, q in plan.pairs():
             out[p, q] += matmul_tn_u64(masks[p], masks[q])
+    return out
+
+
+def group_matrices(
+    plan: SecurePlan, layout: Layout, seeds_u: Sequence[bytes], seeds_u2: dict, seeds_w2: dict
+) -> dict:
+    """For each pair p < q that grows in ``layout``: Z_A = U2_pq^T [U_q | U2_qp] - W_A and
+    Z_B = U_p^T U2_qp - W_B (U2: the round-2 masks, from ``seeds_u2[p, q]``; W from
+    ``seeds_w2[p, q]``), the masks expanded block by block of rows as in deal_matrices."""
+    pairs = [(p, q) for p, q in plan.pairs() if layout.grows(p, q)]
+    out = {}
+    for p, q in pairs:
+        a, b = layout.width(p, q), layout.width(q, p)
+        wa = expand(seeds_w2[p, q], b"WA", a * (plan.widths[q] + b))
+        wb = expand(seeds_w2[p, q], b"WB", plan.widths[p] * b)
+        out[p, q] = (-wa.reshape(a, plan.widths[q] + b), -wb.reshape(plan.widths[p], b))
+    if not pairs:
+        return out
+    seeds = list(seeds_u) + [seeds_u2[key] for p, q in pairs for key in ((p, q), (q, p))]
+    m = len(plan.names)
+    widths = list(plan.widths) + [layout.width(*key) for p, q in pairs for key in ((p, q), (q, p))]
+    labels = [b"U"] * m + [b"U2"] * (2 * len(pairs))
+    for masks in _masks(plan, seeds, labels, widths):
+        for i, (p, q) in enumerate(pairs):
+            g_p, g_q = masks[m + 2 * i], masks[m + 2 * i + 1]
+            out[p, q][0][...] += matmul_tn_u64(g_p, np.hstack((masks[q], g_q)))
+            out[p, q][1][...] += matmul_tn_u64(masks[p], g_q)
     return out
 
 
@@ -190,21 +226,29 @@ class SecureServer:
         self._first: Tables | None = None
         self._request: Request | None = None
         self._bins: dict[Marginal, BinChoice] = {}
+        self._public_keys: dict[str, PublicKey] | None = None
 
-    def deal(self, public_keys: dict[str, PublicKey]) -> dict[str, bytes]:
-        """Step 0: one sealed deal per party."""
-        plan, ctx = self.plan, self.config.run_context()
-        missing = sorted(set(plan.names) - set(public_keys))
+    def _dealer(self, public_keys: Mapping[str, PublicKey]) -> Callable[..., bytes]:
+        """The server's deal keys for this run and these parties' keys: 32 bytes per
+        label, derived from its own secret (a re-run deals the same bytes)."""
+        missing = sorted(set(self.plan.names) - set(public_keys))
         if missing:
             raise MessageError(f"the server needs the public keys of {missing} to deal.")
         keys = sha256()
-        for name in plan.names:
+        for name in self.plan.names:
             keys.update(name.encode() + b"\0" + public_keys[name].raw)
         label = (self.config.config_hash(), keys.hexdigest())
 
         def derived(*what: str) -> bytes:
             return derive_key(self._secret, "server-deal", *label, *what)
 
+        return derived
+
+    def deal(self, public_keys: Mapping[str, PublicKey]) -> dict[str, bytes]:
+        """Step 0: one sealed deal per party."""
+        plan, ctx = self.plan, self.config.run_context()
+        derived = self._dealer(public_keys)
+        self._public_keys = dict(public_keys)
         seeds_u = [derived("U", name) for name in plan.names]
         seeds_w = {(p, q): derived("W", plan.names[p], plan.names[q]) for p, q in plan.pairs()}
         z = deal_matrices(plan, seeds_u, seeds_w)
@@ -216,6 +260,37 @@ class SecureServer:
                 {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p},
             )
             deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
+        return deals
+
+    def group_deals(self, public_keys: Mapping[str, PublicKey] | None = None) -> dict[str, bytes]:
+        """Step 2, after :meth:`select`: one sealed round-2 deal per party, for the groups
+        of the request (fresh masks, bound to the request); ``public_keys`` default to
+        those :meth:`deal` used."""
+        if self._request is None:
+            raise MessageError("run select(first releases) before group_deals.")
+        if public_keys is None:
+            if self._public_keys is None:
+                raise MessageError("group_deals needs every party's public key.")
+            public_keys = self._public_keys
+        plan, ctx, names = self.plan, self.config.run_context(), self.plan.names
+        derived = self._dealer(public_keys)
+        digest = self._request.digest()
+        layout = plan.layout(self._request.marginals)
+        seeds_u = [derived("U", name) for name in names]
+        ends = [(p, q) for p in range(len(names)) for q in range(len(names)) if p != q]
+        seeds_u2 = {(p, q): derived("U2", names[p], names[q], digest) for p, q in ends}
+        seeds_w2 = {(p, q): derived("W2", names[p], names[q], digest) for p, q in plan.pairs()}
+        z = group_matrices(plan, layout, seeds_u, seeds_u2, seeds_w2)
+        deals = {}
+        for p, name in enumerate(names):
+            deal = GroupDeal(
+                {names[q]: seeds_u2[p, q] for q in range(len(names)) if q != p},
+                {names[q]: seeds_w2[p, q] for (a, q) in z if a == p},
+                {names[a]: z[a, q][0] for (a, q) in z if q == p},
+                {names[a]: z[a, q][1] for (a, q) in z if q == p},
+            )
+            seal = derived("seal2", name, digest)
+            deals[name] = deal.seal(public_keys[name], ctx, randomness=seal)
         return deals
 
     @property
@@ -390,7 +465,7 @@ class SecureServer:
             if not blocks:
                 continue
             parts = [by_party[plan.names[i]].cross[key] for i in (p, q)]
-            summed = (parts[0] + parts[1]).view(np.int64)
+            summed = plan.signed(parts[0] + parts[1])
             noisy = summed + noise.discrete_gaussian(s, summed.shape)
             start = 0
             for m in blocks:
@@ -501,38 +576,65 @@ class SecureServer:
         )
         edges = {tuple(sorted(e)) for e in found.edges}
         chosen: list[Marginal] = []
+        extra: dict[tuple[int, int], set[Marginal]] = {}
         for m in init:
-            chosen += self._measurable(m, edges)
+            chosen += self._measurable(m, edges, extra)
         chosen = list(dict.fromkeys(plan.canonical(m) for m in chosen))
         chosen = [m for m in chosen if not any(set(m) < set(o) for o in chosen)]
-        extra = [m for m in eligible if not any(set(m) <= set(o) for o in chosen)]
-        extra.sort(key=lambda m: -scores[m])
-        return chosen + extra[: int(plan.refine_fraction * d)]
+        extra_pairs = [m for m in eligible if not any(set(m) <= set(o) for o in chosen)]
+        extra_pairs.sort(key=lambda m: -scores[m])
+        return chosen + extra_pairs[: int(plan.refine_fraction * d)]
 
-    def _measurable(self, m: Marginal, edges: set) -> list[Marginal]:
-        """``m`` if it is measurable (one party, or two parties' feature groups); else its
-        per-party parts plus cross blocks of feature groups, chosen greedily (most newly
+    def _fits(
+        self, extra: dict[tuple[int, int], set[Marginal]], p: int, q: int, g: Marginal
+    ) -> bool:
+        """True when party p's round-2 groups toward q, with ``g``, stay within its cap."""
+        plan = self.plan
+        if len(g) == 1 or g in extra.get((p, q), ()):
+            return True
+        used = sum(plan.cells(h) for h in extra.get((p, q), ()))
+        return used + plan.cells(g) <= plan.group_caps[p]
+
+    def _measurable(
+        self, m: Marginal, edges: set, extra: dict[tuple[int, int], set[Marginal]]
+    ) -> list[Marginal]:
+        """``m`` if one party owns it, or two do and each side's part fits its round-2 cap
+        (``extra``: the groups taken so far, by (party, peer); updated). Else its per-party
+        parts plus cross blocks of singles or groups that fit, chosen greedily (most newly
         covered pairs first, then fewest cells) until they cover every cross pair of ``m``
         that is a graph edge (every cross pair if none is)."""
         plan = self.plan
-        if plan.measurable(m):
-            return [m]
         owner = plan.owner
         parts = [tuple(a for a in m if owner[a] == p) for p in sorted({owner[a] for a in m})]
+        if len(parts) == 1:
+            return [m]
+        if len(parts) == 2:
+            (p, g), (q, h) = ((owner[part[0]], part) for part in parts)
+            if self._fits(extra, p, q, g) and self._fits(extra, q, p, h):
+                for side, peer, part in ((p, q, g), (q, p, h)):
+                    if len(part) > 1:
+                        extra.setdefault((side, peer), set()).add(part)
+                return [m]
         cross = [(a, b) for a in m for b in m if a < b and owner[a] != owner[b]]
         todo = {c for c in cross if c in edges} or set(cross)
         blocks = []
         for gp, gq in combinations(parts, 2):
             p, q = owner[gp[0]], owner[gq[0]]
-            options = [
-                (g, h)
-                for g in plan.groups[p]
-                if set(g) <= set(gp)
-                for h in plan.groups[q]
-                if set(h) <= set(gq)
+            sides = [
+                [(a,) for a in gp] + [g for g in extra.get((p, q), ()) if set(g) <= set(gp)],
+                [(a,) for a in gq] + [h for h in extra.get((q, p), ()) if set(h) <= set(gq)],
             ]
+            for side, (who, peer, part) in zip(sides, ((p, q, gp), (q, p, gq)), strict=True):
+                if len(part) > 1 and part not in side and self._fits(extra, who, peer, part):
+                    side.append(part)
             need = {c for c in todo if {owner[c[0]], owner[c[1]]} == {p, q}}
             while need:
+                options = [  # singles always fit; two new groups may not fit together
+                    (g, h)
+                    for g in sides[0]
+                    for h in sides[1]
+                    if self._fits(extra, p, q, g) and self._fits(extra, q, p, h)
+                ]
                 g, h = max(
                     options,
                     key=lambda gh: (
@@ -541,6 +643,9 @@ class SecureServer:
                     ),
                 )
                 need -= {tuple(sorted((a, b))) for a in g for b in h}
+                for side, peer, part in ((p, q, g), (q, p, h)):
+                    if len(part) > 1 and self._fits(extra, side, peer, part):
+                        extra.setdefault((side, peer), set()).add(part)
                 blocks.append(g + h)
         return parts + blocks
 

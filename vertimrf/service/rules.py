@@ -1,13 +1,14 @@
 """Which messages a party may upload, and how large each may be, from the config alone.
 
-A party uploads only the messages its steps send (``count`` and ``blob`` to its peers;
-``local``, ``select``, ``cross`` and ``measure`` to the server, by method); the server's
-own messages (``deal``, ``request``) are written by the server's run, never uploaded. The
-size limits come from the config's plan (:meth:`ProtocolConfig.plan`): a feature blob is
-exactly its plan size; a release or local message at most everything its sender sends in
-the run, plus 1 MiB of container headers; a count message 1 KiB. The first bytes of a
-body must be its format's (a zip container, or a JSON object for a count): a garbage body
-is refused after its first chunk.
+A party uploads only the messages its steps send (``count``, ``blob`` and ``group-blob`` to
+its peers; ``local``, ``select``, ``cross`` and ``measure`` to the server, by method); the
+server's own messages (``deal``, ``request``, ``group-deal``) are written by the server's
+run, never uploaded. The size limits come from the config's plan
+(:meth:`ProtocolConfig.plan`): a round-1 feature blob is exactly its plan size, a round-2
+one at most its cap's; a release or local message at most everything its sender sends in
+the run, plus 1 MiB of container headers; a count message 1 KiB. The first bytes of a body
+must be its format's (a zip container, or a JSON object for a count): a garbage body is
+refused after its first chunk.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ CONTAINER_KINDS = frozenset({"local", "select", "cross", "measure"})
 # Sealed by their sender for their receiver (AES-GCM; the receiver checks the seal when it
 # opens them): the service relays them unread, and their bytes are not hashed again on the
 # way (TLS guards each hop, the length a cut body); their X-Content-SHA256 is the sender's.
-SEALED_KINDS = frozenset({"blob"})
-SERVER_KINDS = frozenset({"deal", "request"})
+SEALED_KINDS = frozenset({"blob", "group-blob"})
+SERVER_KINDS = frozenset({"deal", "request", "group-deal"})
 
 
 @dataclass(frozen=True)
@@ -60,4 +61,6 @@ def uploads(config: ProtocolConfig) -> dict[tuple[str, str, str], Upload]:
         if kind.secure_product:
             for q in peers:
                 out[sender, q, "blob"] = Upload(plan.blob_bytes[sender])
+                if kind.selects:
+                    out[sender, q, "group-blob"] = Upload(plan.group_blob_bytes[sender])
     return out
