@@ -215,7 +215,7 @@ def open_features(
             f"the feature blob from {sender!r} holds {size} bytes, not the "
             f"{want} of a {shape[0]} x {shape[1]} matrix."
         )
-    out = np.empty(shape, word)
+    out: np.ndarray = np.empty(shape, word)
     aad = feature_aad(context, sender, receiver, digest, round_)
     decrypt_into(key, body, aad, out.reshape(-1))
     return out, digest

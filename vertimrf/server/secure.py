@@ -620,13 +620,13 @@ class SecureServer:
         blocks = []
         for gp, gq in combinations(parts, 2):
             p, q = owner[gp[0]], owner[gq[0]]
-            sides = [
+            sides: list[list[Marginal]] = [
                 [(a,) for a in gp] + [g for g in extra.get((p, q), ()) if set(g) <= set(gp)],
                 [(a,) for a in gq] + [h for h in extra.get((q, p), ()) if set(h) <= set(gq)],
             ]
-            for side, (who, peer, part) in zip(sides, ((p, q, gp), (q, p, gq)), strict=True):
-                if len(part) > 1 and part not in side and self._fits(extra, who, peer, part):
-                    side.append(part)
+            for known, (who, peer, part) in zip(sides, ((p, q, gp), (q, p, gq)), strict=True):
+                if len(part) > 1 and part not in known and self._fits(extra, who, peer, part):
+                    known.append(part)
             need = {c for c in todo if {owner[c[0]], owner[c[1]]} == {p, q}}
             while need:
                 options = [  # singles always fit; two new groups may not fit together
