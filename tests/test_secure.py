@@ -98,11 +98,16 @@ def _cross_tab(x, y, u, v):
     return out
 
 
-def _exact_product(plan, codes, names, p, q):
-    """X_p^T X_q from the plain codes."""
-    out = np.zeros((plan.widths[p], plan.widths[q]), np.int64)
-    for g, r0 in zip(plan.groups[p], plan.offsets[p], strict=True):
-        for h, c0 in zip(plan.groups[q], plan.offsets[q], strict=True):
+def _exact_product(plan, layout, codes, names, p, q):
+    """[X_p | G_pq]^T [X_q | G_qp] from the plain codes, block by block (``layout``: the
+    round-2 groups; ``plan.layout()`` for round 1's X_p^T X_q)."""
+    out = np.zeros(layout.shape(p, q), np.int64)
+    left = [(a,) for a in plan.attrs[p]] + list(layout.groups(p, q))
+    right = [(b,) for b in plan.attrs[q]] + list(layout.groups(q, p))
+    for g in left:
+        r0 = layout.offset(p, q, g)
+        for h in right:
+            c0 = layout.offset(q, p, h)
             tab = _joint(codes, names, plan.sizes, g + h).reshape(plan.cells(g), plan.cells(h))
             out[r0 : r0 + plan.cells(g), c0 : c0 + plan.cells(h)] = tab
     return out
@@ -141,7 +146,7 @@ def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows):
             members[plan.names[p]]._state["shares"][key]
             + members[plan.names[q]]._state["shares"][key]
         )
-        exact = _exact_product(plan, codes, spec.names, p, q)
+        exact = _exact_product(plan, plan.layout(), codes, spec.names, p, q)
         np.testing.assert_array_equal(plan.signed(total), exact)
 
 

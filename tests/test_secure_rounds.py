@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_secure import P_REJECT, _exchange, _joint, _setup, _split, _uniform_bytes
+from tests.test_secure import (
+    P_REJECT,
+    _exact_product,
+    _exchange,
+    _joint,
+    _setup,
+    _split,
+    _uniform_bytes,
+)
 from vertimrf.errors import MessageError
 from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.secure import RING_TAIL, SecurePlan
@@ -31,20 +39,6 @@ def _round_two(sizes_by_party, n, seed, marginals, *, rows):
     sent = {name: m.groups(deals[name], request) for name, m in members.items()}
     groups = {n_: {q: sent[q][n_] for q in members if q != n_} for n_ in members}
     return members, server, codes, spec, request, inbox, groups
-
-
-def _exact_full(plan, layout, codes, names, p, q):
-    """[X_p | G_pq]^T [X_q | G_qp] from the plain codes, block by block."""
-    out = np.zeros(layout.shape(p, q), np.int64)
-    left = [(a,) for a in plan.attrs[p]] + list(layout.groups(p, q))
-    right = [(b,) for b in plan.attrs[q]] + list(layout.groups(q, p))
-    for g in left:
-        r0 = layout.offset(p, q, g)
-        for h in right:
-            c0 = layout.offset(q, p, h)
-            tab = _joint(codes, names, plan.sizes, g + h).reshape(plan.cells(g), plan.cells(h))
-            out[r0 : r0 + plan.cells(g), c0 : c0 + plan.cells(h)] = tab
-    return out
 
 
 @settings(max_examples=12, deadline=None, derandomize=True)
@@ -77,7 +71,7 @@ def test_grown_shares_sum_to_the_exact_product(sizes, n, pad, seed, shape):
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)
         total = grown[plan.names[p]][key] + grown[plan.names[q]][key]
-        exact = _exact_full(plan, layout, codes, spec.names, p, q)
+        exact = _exact_product(plan, layout, codes, spec.names, p, q)
         np.testing.assert_array_equal(plan.signed(total), exact)
 
 

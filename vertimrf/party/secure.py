@@ -111,11 +111,19 @@ def aligned_columns(
     sizes = table.domain.sizes
     cols = np.full((rows, len(groups)), -1, np.int64)
     for j, (group, offset) in enumerate(zip(groups, offsets, strict=True)):
-        index = np.zeros(n, np.int64)
-        for a in group:
-            index = index * sizes[a] + codes[:, a]
-        cols[:n, j] = offset + index
+        cols[:n, j] = offset + c_order_index(
+            [codes[:, a] for a in group], [sizes[a] for a in group]
+        )
     return cols, digest
+
+
+def c_order_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
+    """The C-order cell index of each row's ``codes`` (one array per attribute, in order)
+    over attributes of ``sizes``: a group's one-hot column within the group."""
+    index = np.zeros(len(codes[0]) if codes else 0, np.int64)
+    for c, u in zip(codes, sizes, strict=True):
+        index = index * u + c
+    return index
 
 
 def mask_features(cols: np.ndarray, mask: np.ndarray, *, inplace: bool = False) -> np.ndarray:
@@ -145,10 +153,8 @@ def group_columns(
     real = cols[:, 0] >= 0 if cols.shape[1] else np.zeros(cols.shape[0], bool)
     start = 0
     for j, group in enumerate(groups):
-        index = np.zeros(int(real.sum()), np.int64)
-        for a in group:
-            index = index * sizes[a] + (cols[real, a] - offsets[a])
-        out[real, j] = start + index
+        codes = [cols[real, a] - offsets[a] for a in group]
+        out[real, j] = start + c_order_index(codes, [sizes[a] for a in group])
         start += math.prod(sizes[a] for a in group)
     return out
 
@@ -483,7 +489,7 @@ class SecureParty:
                 deal.seeds_u[peer], b"U2", (r1 - r0) * wa, start=r0 * wa, word=plan.word
             ).reshape(r1 - r0, wa)
             block_a += matmul_tn_u64(mask, np.hstack((first[r0:r1], second[r0:r1])))
-            block_b += matmul_tn_u64(self._mask_rows(r0, r1), np.ascontiguousarray(second[r0:r1]))
+            block_b += matmul_tn_u64(self._mask_rows(r0, r1), second[r0:r1])
         return block_a, block_b
 
     def _right_blocks(
