@@ -126,7 +126,6 @@ def test_server_run_never_overwrites_its_output(three_party_run):
 def test_server_run_writes_parquet_by_the_suffix(three_party_run):
     """A finished run's server, run again with --out x.parquet, resumes from its state and
     writes simulate's rows as Parquet (the same values and column types)."""
-    pytest.importorskip("pyarrow")  # the [parquet] extra (in [test])
     root = three_party_run["root"]
     server = SERVER.copy()
     server[server.index("synth.csv")] = "synth.parquet"

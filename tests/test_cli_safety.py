@@ -156,7 +156,6 @@ def test_a_missing_or_unwritable_output_folder_is_refused_before_any_work(run, c
 def test_server_synthesize_writes_parquet_by_the_suffix(run, capsys):
     """--out x.parquet: the rows --out x.csv writes (same seeds), as Parquet; any other
     suffix is one line before any work, and writes nothing."""
-    pytest.importorskip("pyarrow")  # the [parquet] extra (in [test])
     seeds = ["--seed", "3", "--sample-seed", "4"]
     assert _main(run, *SYNTHESIZE, *seeds, "--out", "pq.csv") == 0
     assert _main(run, *SYNTHESIZE, *seeds, "--out", "pq.parquet", "--report", "pq.json") == 0

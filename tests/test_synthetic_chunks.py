@@ -9,15 +9,14 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import vertimrf.mrf.sampling as sampling
 from vertimrf import VerticalModel, fit_vertical
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
-
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
 
 COLUMNS = [
     {"name": "c0", "type": "categorical", "categories": ["a", "b", "c"]},

@@ -14,6 +14,8 @@ from typing import IO, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError
@@ -86,9 +88,6 @@ def _write_csv(fh: IO[bytes], chunks: Iterable[pd.DataFrame], spec: DomainSpec) 
 
 
 def _write_parquet(fh: IO[bytes], chunks: Iterable[pd.DataFrame], spec: DomainSpec) -> int:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     schema = _parquet_schema(spec)
     rows = 0
     with pq.ParquetWriter(fh, schema) as writer:
@@ -102,13 +101,6 @@ def _write_parquet(fh: IO[bytes], chunks: Iterable[pd.DataFrame], spec: DomainSp
 
 def _parquet_schema(spec: DomainSpec) -> Any:
     """The Arrow schema of ``spec``'s sampled columns."""
-    try:
-        import pyarrow as pa
-    except ImportError:
-        raise ConfigError(
-            "writing Parquet needs the pyarrow package (pip install 'vertimrf[parquet]'); "
-            "or write a .csv file."
-        ) from None
     values = _values(spec)
     for name in values.columns:
         try:
