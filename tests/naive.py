@@ -156,20 +156,23 @@ def estimate_cardinality(values: np.ndarray, gamma: float = 1.0) -> float:
     return harmonic_constant(gamma, t) * t / float(np.sum(_power_table(gamma)[values]))
 
 
-def matmul_tn_u64_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def matmul_tn_u64_ref(a: np.ndarray, b: np.ndarray, ring_bits: int = 64) -> np.ndarray:
     """Reference of kernels.secure.matmul_tn_u64: ``a.T @ b`` over Python integers, then
-    reduced modulo 2**64 (no reliance on uint64 wrap-around)."""
+    reduced modulo 2**ring_bits (no reliance on uint64 or uint32 wrap-around); uint64."""
     exact = np.asarray(a).astype(object).T @ np.asarray(b).astype(object)
-    return (exact % 2**64).astype(np.uint64)
+    return (exact % 2**ring_bits).astype(np.uint64)
 
 
-def onehot_scatter_u64_ref(a: np.ndarray, cols: np.ndarray, kb: int) -> np.ndarray:
+def onehot_scatter_u64_ref(
+    a: np.ndarray, cols: np.ndarray, kb: int, ring_bits: int = 64
+) -> np.ndarray:
     """Reference of kernels.secure.onehot_scatter_u64: for every ``cols[r, j] >= 0``, add row
-    ``r`` of ``a`` to output column ``cols[r, j]``, over Python integers, modulo 2**64."""
+    ``r`` of ``a`` to output column ``cols[r, j]``, over Python integers, modulo
+    2**ring_bits; uint64."""
     rows = np.asarray(a).astype(object)
     exact = np.zeros((rows.shape[1], kb), dtype=object)
     for r in range(rows.shape[0]):
         for c in cols[r]:
             if c >= 0:
                 exact[:, c] += rows[r]
-    return (exact % 2**64).astype(np.uint64)
+    return (exact % 2**ring_bits).astype(np.uint64)

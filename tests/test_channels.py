@@ -21,9 +21,11 @@ from vertimrf.protocol.channels import (
     KeyPair,
     PublicKey,
     decrypt,
+    decrypt_chunks,
     decrypt_into,
     encrypt,
     encrypt_buffer,
+    encrypt_chunks,
     expand,
     new_seed,
     open_sealed,
@@ -218,6 +220,30 @@ def test_encrypt_buffer_and_decrypt_into_read_and_write_in_place(alice, bob):
         decrypt_into(key, memoryview(blob)[32:], b"features", np.empty(999, np.uint64))
     with pytest.raises(ChannelError, match="not from this peer"):
         decrypt_into(key, memoryview(blob)[32:], b"pads", out)
+
+
+@pytest.mark.parametrize("cuts", [(), (0,), (1, 7), (16, 17, 500), (999,)])
+def test_a_plaintext_in_chunks_is_sealed_and_opened_as_one_buffer(alice, bob, cuts):
+    """encrypt_chunks of any split equals encrypt_buffer of the whole (same nonce), which
+    the one-shot decrypt opens; decrypt_chunks returns the plaintext piece by piece and
+    checks the tag after the last piece."""
+    key = pairwise_key(alice, bob.public(), RUN)
+    data = np.random.default_rng(3).integers(0, 256, 1000, dtype=np.uint8)
+    nonce = bytes(12)
+    whole = encrypt_buffer(key, data, b"aad", b"P" * 5, nonce=nonce)
+    pieces = np.split(data, list(cuts))
+    assert encrypt_chunks(key, pieces, data.size, b"aad", b"P" * 5, nonce=nonce) == whole
+    assert decrypt(key, bytes(whole[5:]), b"aad") == data.tobytes()
+    for chunk in (1, 64, 1000, 4096):
+        got = b"".join(bytes(p) for p in decrypt_chunks(key, whole[5:], b"aad", chunk))
+        assert got == data.tobytes()
+    for bad_aad, blob in ((b"other", whole[5:]), (b"aad", whole[5:-1] + b"x")):
+        with pytest.raises(ChannelError, match="not from this peer"):
+            list(decrypt_chunks(key, blob, bad_aad, 64))
+    with pytest.raises(ChannelError, match="stated 999 bytes"):
+        encrypt_chunks(key, pieces, 999, b"aad")
+    with pytest.raises(ChannelError, match="not its stated 1001"):
+        encrypt_chunks(key, pieces, 1001, b"aad")
 
 
 @pytest.mark.parametrize("n", [-1, 2.0, True, "3", None])

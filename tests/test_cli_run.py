@@ -121,3 +121,16 @@ def test_server_run_never_overwrites_its_output(three_party_run):
     [(code, _, err)] = _finish([_vertimrf(root, *SERVER)])
     assert code == 2 and "synth.csv" in err and "--force" in err, err
     assert (root / "synth.csv").read_bytes() == before
+
+
+def test_server_run_writes_parquet_by_the_suffix(three_party_run):
+    """A finished run's server, run again with --out x.parquet, resumes from its state and
+    writes simulate's rows as Parquet (the same values and column types)."""
+    root = three_party_run["root"]
+    server = SERVER.copy()
+    server[server.index("synth.csv")] = "synth.parquet"
+    [(code, _, err)] = _finish([_vertimrf(root, *server)])
+    assert code == 0, err[-2000:]
+    want, _ = simulate(three_party_run["df"], config=three_party_run["config"], seed=SEED,
+                       secret=SECRET)  # fmt: skip
+    pd.testing.assert_frame_equal(pd.read_parquet(root / "synth.parquet"), want)

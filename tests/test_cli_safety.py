@@ -153,6 +153,23 @@ def test_a_missing_or_unwritable_output_folder_is_refused_before_any_work(run, c
         assert not (run / "y.csv").exists()
 
 
+def test_server_synthesize_writes_parquet_by_the_suffix(run, capsys):
+    """--out x.parquet: the rows --out x.csv writes (same seeds), as Parquet; any other
+    suffix is one line before any work, and writes nothing."""
+    seeds = ["--seed", "3", "--sample-seed", "4"]
+    assert _main(run, *SYNTHESIZE, *seeds, "--out", "pq.csv") == 0
+    assert _main(run, *SYNTHESIZE, *seeds, "--out", "pq.parquet", "--report", "pq.json") == 0
+    want = pd.read_csv(run / "pq.csv")
+    want.columns = [str(c) for c in want.columns]
+    pd.testing.assert_frame_equal(pd.read_parquet(run / "pq.parquet"), want)
+    assert (run / "pq.json").exists()
+    capsys.readouterr()
+    _one_line_error(
+        _main(run, *SYNTHESIZE, "--out", "pq.txt", "--report", "pq2.json"), capsys, ".parquet"
+    )
+    assert not (run / "pq.txt").exists() and not (run / "pq2.json").exists()
+
+
 def test_party_local_refuses_a_missing_folder_before_its_step_record(run, capsys):
     """The paper pipeline's `party local` (config, data and secret only): a missing output
     folder is refused before the party spends budget or writes its private state."""

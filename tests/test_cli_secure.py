@@ -327,7 +327,7 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     )
     digest = (root / "A" / "B-to-A.blob").read_bytes()[:32]
     words = np.zeros((plan.rows, plan.widths[1]), plan.word)
-    replayed = seal_features(key, words, other, "B", "A", digest)
+    replayed = seal_features(key, words, other, "B", "A", digest, word_bytes=plan.word_bytes)
     (bad / "replayed" / "B-to-A.blob").write_bytes(replayed)
     # Copies of A's state after features only, and after release (for measure).
     features_only = _copy_state(root, "A", "bad/fstate", {"features"})

@@ -280,7 +280,7 @@ def test_the_config_command_prints_the_cost(tmp_path, capsys):
     plan = ProtocolConfig.load(out).plan()
     blob = plan_module.size(plan.blob_bytes["A"])
     assert lines[1].startswith("privacy: ") and "of the budget rho" in lines[1]
-    assert lines[2].startswith("ring: Z_2^32 (masked values in 4-byte words")
+    assert lines[2].startswith("ring: Z_2^16 (masked values in 2-byte words")
     group = plan_module.size(plan.group_blob_bytes["A"])
     assert lines[3].startswith(
         f"party A: sends {blob} to each peer, then at most {group} of groups, receives a "

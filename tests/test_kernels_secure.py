@@ -1,4 +1,7 @@
-"""The ring Z_{2^64} share-product kernels against their exact Python-integer references."""
+"""The share-product kernels against their exact Python-integer references, on the ring
+words of both rings: uint64 (Z_{2^64}) and uint32 (Z_{2^32})."""
+
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -11,6 +14,12 @@ from tests.naive import matmul_tn_u64_ref, onehot_scatter_u64_ref
 from vertimrf.kernels import secure
 
 TOP = 2**64
+MASK32 = np.uint64(2**32 - 1)
+
+# The ring words the kernels get: a SecurePlan's ``word``. Party and server pass both operands
+# of matmul_tn_u64, and the rows onehot_scatter_u64 adds, in that one word (masks expanded with
+# word=plan.word, blobs opened with word=plan.word, hstacks of those), never a mix of the two.
+WORDS = [np.uint64, np.uint32]
 
 # (n, ka, kb): empty and single-column operands, column counts that are not multiples of the
 # row tile or of the per-thread cut, several streamed record blocks with a partial last one,
@@ -30,11 +39,24 @@ SHAPES = [
 ]
 
 
-def shares(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
-    """Uniform uint64 values with about half the entries within 16 of 2**64 (wrap-around)."""
-    x = rng.integers(0, TOP, size=(n, k), dtype=np.uint64, endpoint=False)
-    near = rng.integers(TOP - 16, TOP, size=(n, k), dtype=np.uint64, endpoint=False)
+def shares(rng: np.random.Generator, n: int, k: int, word: type = np.uint64) -> np.ndarray:
+    """Uniform ``word`` values with about half the entries within 16 of 2**bits (the word's
+    wrap-around: products and sums of them overflow the word)."""
+    top = 2 ** (8 * np.dtype(word).itemsize)
+    x = rng.integers(0, top, size=(n, k), dtype=word, endpoint=False)
+    near = rng.integers(top - 16, top, size=(n, k), dtype=word, endpoint=False)
     return np.where(rng.random((n, k)) < 0.5, near, x)
+
+
+def check_product(got: np.ndarray, reference: Callable[[int], np.ndarray], word: type) -> None:
+    """``got`` is uint64 and equals ``reference(64)``, the exact product modulo 2^64 (each
+    word is widened to uint64 before it is multiplied or added); for uint32 words its low 32
+    bits equal ``reference(32)``, the product in Z_{2^32}: what the party and server code keep
+    after reducing with ``SecurePlan.ring_mask``."""
+    assert got.dtype == np.uint64
+    assert np.array_equal(got, reference(64))
+    if word is np.uint32:
+        assert np.array_equal(got & MASK32, reference(32))
 
 
 def active_columns(rng: np.random.Generator, n: int, g: int, kb: int) -> np.ndarray:
@@ -44,25 +66,27 @@ def active_columns(rng: np.random.Generator, n: int, g: int, kb: int) -> np.ndar
     return cols
 
 
+@pytest.mark.parametrize("word", WORDS)
 @pytest.mark.parametrize("shape", SHAPES)
-def test_matmul_tn_matches_reference(shape: tuple[int, int, int]) -> None:
+def test_matmul_tn_matches_reference(shape: tuple[int, int, int], word: type) -> None:
     n, ka, kb = shape
     rng = np.random.default_rng(n + 7 * ka + 13 * kb)
-    a, b = shares(rng, n, ka), shares(rng, n, kb)
+    a, b = shares(rng, n, ka, word), shares(rng, n, kb, word)
     got = secure.matmul_tn_u64(a, b)
-    assert got.dtype == np.uint64 and got.shape == (ka, kb)
-    assert np.array_equal(got, matmul_tn_u64_ref(a, b))
+    assert got.shape == (ka, kb)
+    check_product(got, lambda bits: matmul_tn_u64_ref(a, b, bits), word)
 
 
+@pytest.mark.parametrize("word", WORDS)
 @pytest.mark.parametrize("g", [1, 3])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_onehot_scatter_matches_reference(shape: tuple[int, int, int], g: int) -> None:
+def test_onehot_scatter_matches_reference(shape: tuple[int, int, int], g: int, word: type) -> None:
     n, ka, kb = shape
     rng = np.random.default_rng(n + 7 * ka + 13 * kb + g)
-    a, cols = shares(rng, n, ka), active_columns(rng, n, g, kb)
+    a, cols = shares(rng, n, ka, word), active_columns(rng, n, g, kb)
     got = secure.onehot_scatter_u64(a, cols, kb)
-    assert got.dtype == np.uint64 and got.shape == (ka, kb)
-    assert np.array_equal(got, onehot_scatter_u64_ref(a, cols, kb))
+    assert got.shape == (ka, kb)
+    check_product(got, lambda bits: onehot_scatter_u64_ref(a, cols, kb, bits), word)
 
 
 def test_onehot_scatter_of_padding_rows_is_zero() -> None:
@@ -105,41 +129,45 @@ def test_results_do_not_depend_on_thread_count() -> None:
     assert np.array_equal(results[0][1], results[1][1])
 
 
-_U64 = st.integers(0, TOP - 1)
+def words(word: type) -> st.SearchStrategy[int]:
+    """Any value of ``word``, often one of the 16 largest (sums and products wrap)."""
+    top = 2 ** (8 * np.dtype(word).itemsize)
+    return st.integers(0, top - 1) | st.integers(top - 16, top - 1)
 
 
 @st.composite
-def matmul_case(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+def matmul_case(draw: st.DrawFn, word: type) -> tuple[np.ndarray, np.ndarray]:
     n, ka, kb = draw(st.integers(0, 40)), draw(st.integers(0, 12)), draw(st.integers(0, 12))
-    a = draw(hnp.arrays(np.uint64, (n, ka), elements=_U64))
-    b = draw(hnp.arrays(np.uint64, (n, kb), elements=_U64))
+    a = draw(hnp.arrays(word, (n, ka), elements=words(word)))
+    b = draw(hnp.arrays(word, (n, kb), elements=words(word)))
     return a, b
 
 
 @st.composite
-def scatter_case(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int]:
+def scatter_case(draw: st.DrawFn, word: type) -> tuple[np.ndarray, np.ndarray, int]:
     n, ka, kb, g = (
         draw(st.integers(0, 40)),
         draw(st.integers(0, 12)),
         draw(st.integers(0, 12)),
         draw(st.integers(0, 4)),
     )
-    a = draw(hnp.arrays(np.uint64, (n, ka), elements=_U64))
+    a = draw(hnp.arrays(word, (n, ka), elements=words(word)))
     cols = draw(hnp.arrays(np.int64, (n, g), elements=st.integers(-1, kb - 1)))
     return a, cols, kb
 
 
+@pytest.mark.parametrize("word", WORDS)
 @settings(max_examples=100, deadline=None, derandomize=True)
-@given(matmul_case())
-def test_matmul_tn_property(case: tuple[np.ndarray, np.ndarray]) -> None:
-    a, b = case
-    assert np.array_equal(secure.matmul_tn_u64(a, b), matmul_tn_u64_ref(a, b))
+@given(data=st.data())
+def test_matmul_tn_property(word: type, data: st.DataObject) -> None:
+    a, b = data.draw(matmul_case(word))
+    check_product(secure.matmul_tn_u64(a, b), lambda bits: matmul_tn_u64_ref(a, b, bits), word)
 
 
+@pytest.mark.parametrize("word", WORDS)
 @settings(max_examples=100, deadline=None, derandomize=True)
-@given(scatter_case())
-def test_onehot_scatter_property(case: tuple[np.ndarray, np.ndarray, int]) -> None:
-    a, cols, kb = case
-    assert np.array_equal(
-        secure.onehot_scatter_u64(a, cols, kb), onehot_scatter_u64_ref(a, cols, kb)
-    )
+@given(data=st.data())
+def test_onehot_scatter_property(word: type, data: st.DataObject) -> None:
+    a, cols, kb = data.draw(scatter_case(word))
+    got = secure.onehot_scatter_u64(a, cols, kb)
+    check_product(got, lambda bits: onehot_scatter_u64_ref(a, cols, kb, bits), word)

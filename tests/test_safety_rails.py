@@ -71,11 +71,12 @@ def test_server_and_one_party_recover_a_masked_table_exactly(monkeypatch, sizes)
         # The receiving party opens the blob with its pairwise key; the server adds U_0.
         key = pairwise_key(keys[receiver], keys["P0"].public(), ctx)
         masked, _ = open_features(
-            key, blobs[receiver], ctx, "P0", receiver, (plan.rows, plan.widths[0]), word=plan.word
-        )
+            key, blobs[receiver], ctx, "P0", receiver, (plan.rows, plan.widths[0]),
+            word=plan.word, word_bytes=plan.word_bytes,
+        )  # fmt: skip
         words = plan.rows * plan.widths[0]
         u = expand(dealt["u"][0], b"U", words, word=plan.word).reshape(masked.shape)
-        x = masked + u
+        x = (masked + u) & plan.word(plan.ring_mask)
         assert set(np.unique(x)) <= {0, 1}
         real_rows = x[: len(frame)]
         assert not x[len(frame) :].any()  # padding rows

@@ -22,8 +22,13 @@ from tests.test_secure import (
 )
 from vertimrf.errors import MessageError
 from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
-from vertimrf.protocol.secure import RING_TAIL, SecurePlan
-from vertimrf.protocol.securemsg import DIGEST_BYTES, open_features
+from vertimrf.protocol.secure import RING_MIN_REQUEST, RING_TAIL, SecurePlan
+from vertimrf.protocol.securemsg import (
+    DIGEST_BYTES,
+    PACK_WORDS,
+    open_features,
+    seal_features,
+)
 
 
 def _round_two(sizes_by_party, n, seed, marginals, *, rows):
@@ -93,9 +98,9 @@ def test_a_round_two_blob_holds_only_the_requested_groups_and_looks_uniform():
     m = members["P1"]
     words, _ = open_features(
         m._keys["P0"], groups["P1"]["P0"], m._context, "P0", "P1", (4096, 6),
-        word=plan.word, round_=2,
+        word=plan.word, round_=2, word_bytes=plan.word_bytes,
     )  # fmt: skip
-    assert _uniform_bytes(words) > P_REJECT
+    assert _uniform_bytes(words, plan.word_bytes) > P_REJECT
 
 
 def test_a_round_one_blob_is_not_accepted_as_a_round_two_blob():
@@ -109,7 +114,7 @@ def test_a_round_one_blob_is_not_accepted_as_a_round_two_blob():
     with pytest.raises(Exception, match="not from this peer"):
         open_features(
             m._keys["P0"], inbox["P1"]["P0"], m._context, "P0", "P1", (64, 5),
-            word=plan.word, round_=2,
+            word=plan.word, round_=2, word_bytes=plan.word_bytes,
         )  # fmt: skip
 
 
@@ -145,20 +150,53 @@ def test_measure_without_the_peers_round_two_blobs_names_what_is_missing():
     assert list(members["P0"].ledger.releases) == before  # nothing charged
 
 
-def test_the_ring_is_32_bits_exactly_when_no_count_plus_noise_can_leave_it():
-    """32 bits while max_rows plus RING_TAIL sigma of the first release stays below 2^31;
-    64 at max_rows 2^31 (no room at all). The tail bound: three N_Z(0, sigma^2 / 2) sum to a
+@pytest.mark.parametrize(
+    ("word", "word_bytes"), [(np.uint32, 2), (np.uint32, 3), (np.uint32, 4), (np.uint64, 5)]
+)
+def test_a_blob_holds_each_value_in_the_rings_bytes(word, word_bytes):
+    """A blob packs each value's low ``word_bytes`` bytes (little-endian) and nothing else:
+    its size is exact, and it opens to the values reduced into Z_2^(8 word_bytes), over
+    several packing blocks with a partial last one. Another width or a flipped byte is
+    refused."""
+    rows, k = PACK_WORDS // 3 + 5, 7
+    top = np.iinfo(word).max
+    values = np.random.default_rng(word_bytes).integers(0, top, (rows, k), word, endpoint=True)
+    key, digest = bytes(range(32)), b"d" * DIGEST_BYTES
+    args = (b"ctx", "P0", "P1")
+    blob = seal_features(key, values, *args, digest, nonce=bytes(12), word_bytes=word_bytes)
+    assert len(blob) == DIGEST_BYTES + NONCE_BYTES + word_bytes * rows * k + TAG_BYTES
+    out, got = open_features(key, blob, *args, (rows, k), word=word, word_bytes=word_bytes)
+    ring = word((1 << (8 * word_bytes)) - 1)
+    assert out.dtype == word and got == digest
+    np.testing.assert_array_equal(out, values & ring)
+    with pytest.raises(MessageError, match="holds"):
+        open_features(key, blob, *args, (rows, k), word=word, word_bytes=word_bytes - 1)
+    blob[DIGEST_BYTES + NONCE_BYTES + 5] ^= 1
+    with pytest.raises(Exception, match="not from this peer"):
+        open_features(key, blob, *args, (rows, k), word=word, word_bytes=word_bytes)
+
+
+@pytest.mark.parametrize(
+    ("rows", "bits"), [(1000, 16), (1 << 20, 24), (1 << 24, 32), ((1 << 31) - 1, 40)]
+)
+def test_the_ring_is_the_fewest_bytes_that_hold_every_count_plus_its_noise(rows, bits):
+    """r is the smallest of 16, 24, ..., 64 with max_rows + RING_TAIL sigma < 2^(r-1), sigma
+    the larger of the first release's and a re-measurement's of RING_MIN_REQUEST marginals
+    (so one byte less would not hold it). The tail bound: three N_Z(0, sigma^2 / 2) sum to a
     1.5 sigma^2-subgaussian, P(|noise| >= t) <= 2 exp(-t^2 / (3 sigma^2)) <= 2^-128 at
     t = RING_TAIL sigma."""
     assert 2 * math.exp(-(RING_TAIL**2) / 3) <= 2.0**-128 * (1 + 1e-9)
-    small, *_ = _split([[3, 4], [5]], 1, 0, rows=1 << 20)
-    huge, *_ = _split([[3, 4], [5]], 1, 0, rows=(1 << 31) - 1, max_memory_gb=1e6)
-    plan32, plan64 = SecurePlan.from_config(small), SecurePlan.from_config(huge)
-    assert plan32.ring_bits == 32 and plan32.word is np.uint32
-    assert plan64.ring_bits == 64 and plan64.max_request is None
-    sigma = plan32.sigma("select", len(plan32.all_pairs()))
-    assert (1 << 20) + RING_TAIL * sigma < 2**31
-    assert "ring: Z_2^32" in str(small.plan()) and "ring: Z_2^64" in str(huge.plan())
+    cfg, *_ = _split([[3, 4], [5]], 1, 0, rows=rows, max_memory_gb=1e6)
+    plan = SecurePlan.from_config(cfg)
+    sigma = max(
+        plan.sigma("select", len(plan.all_pairs())), plan.sigma("measure", RING_MIN_REQUEST)
+    )
+    need = rows + RING_TAIL * sigma
+    assert plan.ring_bits == bits and need < 2 ** (bits - 1)
+    assert bits == 16 or need >= 2 ** (bits - 9)
+    assert plan.word is (np.uint32 if bits <= 32 else np.uint64) and plan.word_bytes == bits // 8
+    assert plan.max_request is not None and plan.max_request >= RING_MIN_REQUEST - 1
+    assert f"ring: Z_2^{bits} (masked values in {bits // 8}-byte words" in str(cfg.plan())
 
 
 def test_a_request_past_a_cap_is_refused_and_the_selection_keeps_within_the_caps():
@@ -171,7 +209,7 @@ def test_a_request_past_a_cap_is_refused_and_the_selection_keeps_within_the_caps
     with pytest.raises(MessageError, match="round-2 columns of party 'P0'"):
         plan.check_request([(0, 1, 3)])
     assert plan.layout(plan.check_request([(0, 3, 4)]).marginals).width(1, 0) == 12
-    assert plan.max_request is not None and plan.max_request > 10**6
+    assert plan.max_request is not None and plan.max_request >= RING_MIN_REQUEST - 1
     extra: dict = {}
     server = _setup([[3, 4, 5], [6, 2]], 10, 0, rows=1 << 10)[3]
     server.plan = plan

@@ -262,6 +262,24 @@ def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_p
 # ------------------------------------------------------------------ refusals
 
 
+def test_an_out_of_another_suffix_is_refused_before_the_service_starts(tmp_path):
+    """--out picks CSV or Parquet by its suffix; any other is one line, exit 2, and nothing
+    starts (no state folder, no file)."""
+    df, spec = _table(40)
+    _pinned(tmp_path, df, spec)
+    proc = _service(
+        tmp_path, "server", "run", "--config", "config.json", "--listen", "127.0.0.1:0",
+        "--state-dir", "server-state", "--server-key", "server.key", "--out", "synth.txt",
+    )  # fmt: skip
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, err
+    assert ".parquet" in err and not (tmp_path / "server-state").exists()
+    assert not (tmp_path / "server-state").exists() and not (tmp_path / "synth.txt").exists()
+
+
 @pytest.fixture
 def fo_service(tmp_path):
     """A service of a method-fo run (A counts for B and C), its URL and config."""

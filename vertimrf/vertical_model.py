@@ -8,7 +8,7 @@ saves to and loads from the library's checksummed container (no pickle).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,13 +29,15 @@ from vertimrf.synth.fitted import (
     generator,
     marginal_series,
 )
+from vertimrf.synth.table_file import save_table
 
 MODEL_KIND = "vertimrf-vertical-model"
 
 
 class VerticalModel:
-    """A fitted vertical model: ``sample(n)`` rows and ``marginal(columns)`` at no privacy
-    cost; ``save(path)`` and ``VerticalModel.load(path)``.
+    """A fitted vertical model: ``sample(n)`` rows (or ``write_sample(path, n)`` to a CSV or
+    Parquet file) and ``marginal(columns)`` at no privacy cost; ``save(path)`` and
+    ``VerticalModel.load(path)``.
 
     Args:
         model: the fitted global MRF over the spec's columns (marginals scaled to n_hat).
@@ -69,10 +71,42 @@ class VerticalModel:
     ) -> pd.DataFrame:
         """``n`` synthetic rows (default n_hat) with the spec's values. ``seed`` fixes the
         draw; without one the model's own generator is used (a fitted model continues its
-        run's stream, so ``simulate`` and ``fit_vertical(...).sample()`` agree)."""
+        run's stream, so ``simulate`` and ``fit_vertical(...).sample()`` agree). The rows
+        are those of :meth:`sample_chunks`, concatenated."""
         rows = self.n_hat if n is None else check_rows(n)
         codes = self.model.sample(rows, generator(seed, self._rng))
         return self._decode(codes)
+
+    def sample_chunks(
+        self, n: int | None = None, seed: int | np.random.Generator | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """The rows of :meth:`sample` (same ``n`` and ``seed``: the same rows, in order) as
+        frames of at most :data:`~vertimrf.mrf.sampling.SAMPLE_CHUNK` rows, each drawn as
+        the iterator reaches it; none for n = 0."""
+        rows = self.n_hat if n is None else check_rows(n)
+        return self._decoded(self.model.sample_chunks(rows, generator(seed, self._rng)))
+
+    def _decoded(self, chunks: Iterator[np.ndarray]) -> Iterator[pd.DataFrame]:
+        for codes in chunks:
+            yield self._decode(codes)
+            del codes  # the next chunk is drawn without holding this one
+
+    def write_sample(
+        self,
+        path: str | os.PathLike,
+        n: int | None = None,
+        seed: int | np.random.Generator | None = None,
+        *,
+        overwrite: bool = False,
+    ) -> Path:
+        """Write the rows of :meth:`sample` to ``path``, CSV or Parquet by its suffix
+        (``.csv``: the bytes of ``sample(n, seed).to_csv(index=False)``; ``.parquet``: one
+        row group per chunk), one chunk at a time, so memory does not grow with ``n``. The
+        file appears complete or not at all; an existing one is refused unless
+        ``overwrite``. Returns the path."""
+        chunks = self.sample_chunks(n, seed)
+        save_table(path, chunks, self.spec, overwrite=overwrite)
+        return Path(path)
 
     def marginal(self, columns: Sequence[str]) -> pd.Series:
         """The model's distribution over ``columns`` (probabilities summing to 1) as a Series

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.channels import KeyPair, PublicKey
-    from vertimrf.protocol.report import ProtocolReport
     from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.vertical_model import VerticalModel
 
 
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -376,14 +376,22 @@ def party_role(
 
 
 def write_synthetic(
-    args: argparse.Namespace, ph: Phases, synth: pd.DataFrame, report: ProtocolReport
+    args: argparse.Namespace,
+    ph: Phases,
+    model: VerticalModel,
+    n: int | None = None,
+    seed: int | None = None,
 ) -> None:
-    """The synthetic CSV and (``--report``) the report's JSON, both or neither; then print."""
+    """The synthetic table (``--out``: CSV or Parquet by its suffix, sampled and written chunk
+    by chunk) and (``--report``) the report's JSON, both or neither; then print."""
+    from vertimrf.synth.table_file import check_table_file, write_table
+
+    fmt = check_table_file(args.out, model.spec)
     outputs = [args.out, *([args.report] if args.report else [])]
-    with ph("write"), staged(*outputs) as temps:
-        with open(temps[0], "w", encoding="utf-8") as fh:
-            synth.to_csv(fh, index=False)
+    with ph("sample"), staged(*outputs) as temps:
+        with open(temps[0], "wb") as fh:
+            rows = write_table(fh, fmt, model.sample_chunks(n, seed), model.spec)
         if args.report:
-            temps[1].write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
-    print(report)
-    print(f"\nwrote {len(synth)} synthetic rows to {args.out}; {ph.summary()}")
+            temps[1].write_text(json.dumps(model.report.to_dict(), indent=2), encoding="utf-8")
+    print(model.report)
+    print(f"\nwrote {rows} synthetic rows to {args.out}; {ph.summary()}")

@@ -133,7 +133,7 @@ def cmd_server_run(args: argparse.Namespace) -> int:
     if _network_or_folders(args, "--listen HOST:PORT", args.listen):
         return _serve(args, cfg)
     if args.out is None:
-        raise ConfigError("give --out FILE, the synthetic CSV to write.")
+        raise ConfigError("give --out FILE, the synthetic table to write (.csv or .parquet).")
     return _server_over_folders(args, cfg)
 
 
@@ -172,11 +172,13 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     from vertimrf.driver.server import ServerDriver
     from vertimrf.driver.state import default_state_dir
     from vertimrf.protocol.methods import rules
+    from vertimrf.synth.table_file import check_table_file
 
     names = [p.name for p in cfg.parties]
     check_outputs(
         args, [args.out, args.report], [args.config, args.server_key, args.keys, args.keys_dir]
     )
+    check_table_file(args.out, cfg.spec)
     secure = rules(cfg).secure_product
     pinned = cfg.identities is not None
     keys = (
@@ -194,11 +196,8 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     finally:
         if driver.state is not None:
             driver.state.close()
-    with Phases("server run", ("sample", "write"), args.quiet) as ph:
-        with ph("sample"):
-            model = driver.fitted()
-            synth = model.sample()
-        write_synthetic(args, ph, synth, model.report)
+    with Phases("server run", ("sample",), args.quiet) as ph:
+        write_synthetic(args, ph, driver.fitted())
     return 0
 
 
@@ -268,14 +267,14 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
     """The `server run` command."""
     run = ssub.add_parser(
         "run",
-        help="run all of the server's steps and write the synthetic CSV",
+        help="run all of the server's steps and write the synthetic table",
         description="Run every step of the server (deal, select, fit, as the method has), "
-        "then write the synthetic CSV and the report. With --listen it is an HTTPS service "
-        "(mutual TLS with the identities the config pins) that relays the parties' messages "
-        "(the feature blobs stay encrypted between the parties) and shows the run at "
-        "/v1/status (`vertimrf status`); with --inbox/--outbox it reads its inbox folder and "
-        "writes to the outbox (OUTBOX/PARTY/). Its run state (what each step received and "
-        "sent, in SQLite) lives in --state-dir: a restarted server resumes.",
+        "then write the synthetic table (CSV or Parquet) and the report. With --listen it is "
+        "an HTTPS service (mutual TLS with the identities the config pins) that relays the "
+        "parties' messages (the feature blobs stay encrypted between the parties) and shows "
+        "the run at /v1/status (`vertimrf status`); with --inbox/--outbox it reads its inbox "
+        "folder and writes to the outbox (OUTBOX/PARTY/). Its run state (what each step "
+        "received and sent, in SQLite) lives in --state-dir: a restarted server resumes.",
     )
     run.add_argument("--config", required=True, help="the shared protocol config")
     run.add_argument(
@@ -291,7 +290,10 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
         help="the server's NAME.key (secure: its deal and noise derive from it)",
     )
     run.add_argument(
-        "--out", default=None, help="synthetic CSV to write (--listen: also in --state-dir)"
+        "--out",
+        default=None,
+        help="synthetic table to write, CSV or Parquet by its suffix (.csv, .parquet; "
+        "--listen: also in --state-dir)",
     )
     run.add_argument("--report", default=None, help="also write the report as JSON")
     run.add_argument(

@@ -90,14 +90,18 @@ def add_server(sub: argparse._SubParsersAction) -> None:
         "synthesize",
         help="synthesize a table from the parties' messages",
         description="Check the messages, run GraphCom, InitMRF and OptMRF, sample, and write "
-        "the synthetic CSV and the privacy report. Method secure: --state from `server select` "
-        "and the parties' re-measurements (--releases).",
+        "the synthetic table (CSV or Parquet) and the privacy report. Method secure: --state "
+        "from `server select` and the parties' re-measurements (--releases).",
     )
     syn.add_argument("messages", nargs="*", help="the parties' message files")
     syn.add_argument("--releases", nargs="+", default=None, help="the same, as an option")
     _state_dir_arg(syn)
     syn.add_argument("--config", required=True, help="the shared protocol config")
-    syn.add_argument("--out", required=True, help="synthetic CSV to write")
+    syn.add_argument(
+        "--out",
+        required=True,
+        help="synthetic table to write, CSV or Parquet by its suffix (.csv, .parquet)",
+    )
     syn.add_argument("--report", default=None, help="also write the report as JSON")
     syn.add_argument("--n", type=int, default=None, help="rows (default: the noisy count)")
     syn.add_argument(

@@ -132,11 +132,13 @@ def cmd_server_synthesize(args: argparse.Namespace) -> int:
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.methods import rules
     from vertimrf.protocol.options import SecurePaperOptions
+    from vertimrf.synth.table_file import check_table_file
 
     cfg = ProtocolConfig.load(args.config)
     kind = rules(cfg)
     check_outputs(args, [args.out, args.report],
                   [args.config, *args.messages, args.releases, args.server_key])  # fmt: skip
+    check_table_file(args.out, cfg.spec)
     if kind.selects:  # the re-measurements, from the state of `server select`
         if args.messages and args.releases:
             raise ConfigError("give the parties' re-measurements once (--releases FILE ...).")
@@ -166,13 +168,11 @@ def cmd_server_synthesize(args: argparse.Namespace) -> int:
     try:
         with Phases("server synthesize", ("synthesize", "write", "sample"), args.quiet) as ph:
             run_file_step(driver, transport, "fit", ph)
-            with ph("sample"):
-                sizes = dict.fromkeys((p.name for p in cfg.parties), 0)
-                for message, path in inputs.items():
-                    sizes[message.sender] += os.path.getsize(path)
-                model = driver.fitted(seconds=dict(ph.seconds), message_bytes=sizes)
-                synth = model.sample(args.n, seed=args.sample_seed)
-            write_synthetic(args, ph, synth, model.report)
+            sizes = dict.fromkeys((p.name for p in cfg.parties), 0)
+            for message, path in inputs.items():
+                sizes[message.sender] += os.path.getsize(path)
+            model = driver.fitted(seconds=dict(ph.seconds), message_bytes=sizes)
+            write_synthetic(args, ph, model, args.n, args.sample_seed)
     finally:
         _close(driver)
     return 0

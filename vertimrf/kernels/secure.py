@@ -1,10 +1,14 @@
 """Numba kernels for the local products of a dealer-assisted secure matrix product.
 
-Secret shares live in the ring Z_{2^64}: numpy ``uint64`` arithmetic wraps modulo 2^64
-exactly, so a product of shares is an ordinary integer matrix product with the overflow
-dropped. Each party multiplies ``X^T Y``-shaped operands whose row count is the number of
-records (tens of thousands to millions) and whose column counts are small, so both kernels
-are built for tall, narrow operands:
+Secret shares live in the ring Z_{2^64} or Z_{2^32}, as ``uint64`` or ``uint32`` words. Both
+kernels take either word and always return ``uint64``: each word is widened to 64 bits before
+it is multiplied or added (Numba types ``uint32 * uint32`` as ``uint64``), and uint64
+arithmetic wraps modulo 2^64 exactly, so the result is the integer matrix product modulo 2^64,
+hence also modulo 2^32 (callers in Z_{2^32} reduce it with the plan's ring mask).
+
+Each party multiplies ``X^T Y``-shaped operands whose row count is the number of records (tens
+of thousands to millions) and whose column counts are small, so both kernels are built for
+tall, narrow operands:
 
 * :func:`matmul_tn_u64` computes ``a.T @ b`` for ``a`` (n, ka) and ``b`` (n, kb);
 * :func:`onehot_scatter_u64` computes the same product when ``b`` is a one-hot matrix given
@@ -122,7 +126,8 @@ def _matmul_rows(a, b, i0, i1, out):
 
 @njit(cache=True, parallel=True)
 def matmul_tn_u64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a.T @ b`` modulo 2^64 for C-contiguous uint64 ``a`` (n, ka) and ``b`` (n, kb).
+    """``a.T @ b`` modulo 2^64 (uint64) for C-contiguous ``a`` (n, ka) and ``b`` (n, kb) of
+    uint64 or uint32 words.
 
     One party's (ka, kb) share product; each thread computes its own block of output rows.
     """
@@ -167,9 +172,10 @@ def _scatter_rows(a, cols, i0, i1, out):
 
 @njit(cache=True, parallel=True)
 def onehot_scatter_u64(a: np.ndarray, cols: np.ndarray, kb: int) -> np.ndarray:
-    """``a.T @ Y`` modulo 2^64 for C-contiguous uint64 ``a`` (n, ka) and the one-hot (n, kb)
-    matrix ``Y`` with ones at (r, cols[r, j]) for each ``cols[r, j] >= 0`` of the int64
-    (n, g) ``cols`` (-1: no column, e.g. a padding row; a repeated column counts twice).
+    """``a.T @ Y`` modulo 2^64 (uint64) for C-contiguous ``a`` (n, ka) of uint64 or uint32
+    words and the one-hot (n, kb) matrix ``Y`` with ones at (r, cols[r, j]) for each
+    ``cols[r, j] >= 0`` of the int64 (n, g) ``cols`` (-1: no column, e.g. a padding row; a
+    repeated column counts twice).
 
     Adds each row of ``a`` into its active output columns: no multiplications and no
     materialised ``Y``. Each thread computes its own block of output rows.

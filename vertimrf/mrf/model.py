@@ -8,7 +8,7 @@ calibrated tree (``vertimrf.mrf.inference``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import networkx as nx
@@ -20,7 +20,7 @@ from vertimrf.kernels import bp
 from vertimrf.mrf.cliques import Clique, CliqueLayout, CliquePotentials, ProjectionSet
 from vertimrf.mrf.inference import query_log_marginal
 from vertimrf.mrf.junction_tree import JunctionTree, check_model_size
-from vertimrf.mrf.sampling import forward_sample
+from vertimrf.mrf.sampling import forward_sample, sample_chunks
 
 PotentialsLike = CliquePotentials | np.ndarray | Mapping[tuple[int, ...], np.ndarray]
 
@@ -274,8 +274,14 @@ class MarkovRandomField:
         return self.total * np.exp(self.log_marginal(attrs))
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` records drawn by junction-tree forward sampling; (n, d) int64 codes."""
+        """``n`` records drawn by junction-tree forward sampling; (n, d) int64 codes: the
+        chunks of :meth:`sample_chunks` for the same generator, in order."""
         return forward_sample(self, n, rng)
+
+    def sample_chunks(self, n: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """The rows of :meth:`sample` as code matrices of at most
+        :data:`~vertimrf.mrf.sampling.SAMPLE_CHUNK` rows, drawn as the iterator advances."""
+        return sample_chunks(self, n, rng)
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the model (domain, tree, total, log-potentials) to ``path`` in the library's

@@ -254,7 +254,7 @@ class SecureParty:
             nonce = self._label_key("group-nonce", peer, self._state["group_deal_hash"])[:12]
         return seal_features(
             self._keys[peer], masked, self._context, self.name, peer, self._state["digest"],
-            nonce=nonce, round_=round_,
+            nonce=nonce, round_=round_, word_bytes=self.plan.word_bytes,
         )  # fmt: skip
 
     def open_deal(self, deal: bytes) -> None:
@@ -459,7 +459,7 @@ class SecureParty:
         try:
             theirs, digest = open_features(
                 self._keys[peer], blob, self._context, peer, self.name, (plan.rows, width),
-                word=plan.word, round_=round_,
+                word=plan.word, round_=round_, word_bytes=plan.word_bytes,
             )  # fmt: skip
         except ChannelError as exc:
             raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None

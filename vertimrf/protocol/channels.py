@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,11 @@ TAG_BYTES = 16
 _SEAL_HEADER = 1 + KEY_BYTES + NONCE_BYTES
 _PRG_CHUNK_BYTES = 1 << 20
 _AES_BLOCK_BYTES = 16
+_NOT_THIS_PEERS = (
+    "the blob is not from this peer for this run and purpose (replayed, foreign or altered): "
+    "check that both parties use this run's config and each other's public keys (compare "
+    "fingerprints)."
+)
 
 
 def _hkdf(ikm: bytes, salt: bytes, info: bytes) -> bytes:
@@ -360,17 +365,47 @@ def encrypt_buffer(
     copied again, so a multi-GB plaintext costs one output buffer. ``nonce`` (12 bytes) must
     be derived from everything that determines the plaintext, so that one nonce never
     encrypts two plaintexts under one key; by default it is fresh from the OS CSPRNG."""
-    subkey = _hkdf(_check_key(key, "an encryption key"), _BLOB_SALT, _BLOB_INFO)
     data = _buffer(plaintext, "the plaintext")
+    return encrypt_chunks(key, [data], len(data), aad, prefix, nonce=nonce)
+
+
+def encrypt_chunks(
+    key: bytes,
+    chunks: Iterable[object],
+    size: int,
+    aad: bytes,
+    prefix: bytes = b"",
+    *,
+    nonce: bytes | None = None,
+) -> bytearray:
+    """:func:`encrypt_buffer` of a plaintext of ``size`` bytes given as consecutive
+    ``chunks`` (contiguous buffers): each is encrypted straight into the output, so the
+    whole plaintext never exists at once. The same bytes as one buffer of their join."""
+    subkey = _hkdf(_check_key(key, "an encryption key"), _BLOB_SALT, _BLOB_INFO)
     if nonce is None:
         nonce = os.urandom(NONCE_BYTES)
     elif len(nonce) != NONCE_BYTES:
         raise ChannelError(f"a nonce is {NONCE_BYTES} bytes; got {len(nonce)}.")
     head = len(prefix) + NONCE_BYTES
-    out = bytearray(head + len(data) + TAG_BYTES)
+    end = head + size
+    out = bytearray(end + TAG_BYTES)
     out[: len(prefix)] = prefix
     out[len(prefix) : head] = nonce
-    AESGCM(subkey).encrypt_into(nonce, data, _BLOB_AAD + aad, memoryview(out)[head:])
+    view = memoryview(out)
+    encryptor = Cipher(algorithms.AES(subkey), modes.GCM(nonce)).encryptor()
+    encryptor.authenticate_additional_data(_BLOB_AAD + aad)
+    pos = head
+    for chunk in chunks:
+        data = _buffer(chunk, "the plaintext")
+        if pos + len(data) > end:
+            raise ChannelError(f"the plaintext is longer than its stated {size} bytes.")
+        # update_into may ask for block size - 1 spare bytes past its output: the tag's room
+        encryptor.update_into(data, view[pos : pos + len(data) + _AES_BLOCK_BYTES - 1])
+        pos += len(data)
+    if pos != end:
+        raise ChannelError(f"the plaintext holds {pos - head} bytes, not its stated {size}.")
+    encryptor.finalize()
+    view[end:] = encryptor.tag
     return out
 
 
@@ -411,11 +446,29 @@ def decrypt_into(key: bytes, blob: object, aad: bytes, out: object) -> None:
     try:
         AESGCM(subkey).decrypt_into(view[:NONCE_BYTES], view[NONCE_BYTES:], _BLOB_AAD + aad, target)
     except InvalidTag:
-        raise ChannelError(
-            "the blob is not from this peer for this run and purpose (replayed, foreign or "
-            "altered): check that both parties use this run's config and each other's public "
-            "keys (compare fingerprints)."
-        ) from None
+        raise ChannelError(_NOT_THIS_PEERS) from None
+
+
+def decrypt_chunks(key: bytes, blob: object, aad: bytes, chunk_bytes: int) -> Iterator[memoryview]:
+    """The plaintext of a blob made by :func:`encrypt` (any bytes-like, read in place) as
+    consecutive pieces of at most ``chunk_bytes``, each valid until the next is read. The
+    tag is checked after the last piece: a caller must discard what it made of the pieces
+    when the iteration raises ChannelError."""
+    subkey = _hkdf(_check_key(key, "a decryption key"), _BLOB_SALT, _BLOB_INFO)
+    view = _blob_view(blob)
+    body, tag = view[NONCE_BYTES:-TAG_BYTES], bytes(view[-TAG_BYTES:])
+    decryptor = Cipher(
+        algorithms.AES(subkey), modes.GCM(bytes(view[:NONCE_BYTES]), tag)
+    ).decryptor()
+    decryptor.authenticate_additional_data(_BLOB_AAD + aad)
+    scratch = memoryview(bytearray(chunk_bytes + _AES_BLOCK_BYTES - 1))
+    for start in range(0, len(body), chunk_bytes):
+        n = decryptor.update_into(body[start : start + chunk_bytes], scratch)
+        yield scratch[:n]
+    try:
+        decryptor.finalize()
+    except InvalidTag:
+        raise ChannelError(_NOT_THIS_PEERS) from None
 
 
 def expand(

@@ -16,20 +16,22 @@ estimates, for each role, the bytes it sends and keeps and its peak memory. :fun
 * an estimated peak memory of any role above ``max_memory_gb`` (default 16 GB).
 
 The memory model (bytes; R = max_rows, k_p = party p's round-1 width (its singles), c_p its
-round-2 cap toward one peer, f_p = k_p + c_p, d_p its attributes, w the ring's word bytes (4
-or 8), Z_p = sum over lower parties q of k_q k_p words dealt to p, S_p = sum over p's pairs
-of k_p k_q share words, S'_p the same at f_p f_q, BASE = 256 MiB for an idle role process)
+round-2 cap toward one peer, f_p = k_p + c_p, d_p its attributes, w the bytes of a ring
+value in memory (4 or 8) plus in a blob (r / 8), Z_p = sum over lower parties q of k_q k_p
+words dealt to p, S_p = sum over p's pairs of k_p k_q share words, S'_p the same at f_p f_q,
+BASE = 256 MiB for an idle role process; each party step also holds P = 8 PACK_WORDS where
+a blob packs fewer bytes than a word, one block packed or unpacked)
 follows the code's large arrays:
 
-* party features: BASE + 8 (4 Z_p + R (2 d_p + 4)) + 2 w R k_p: the deal opened, the aligned
+* party features: BASE + 8 (4 Z_p + R (2 d_p + 4)) + w R k_p: the deal opened, the aligned
   columns, the mask X - U and one peer's blob (each sealed when written, dropped before the
   next);
-* party release: BASE + 8 (2 Z_p + R (2 d_p + 4) + S_p + 2 max k_p k_q) + 2 w R max_q k_q
+* party release: BASE + 8 (2 Z_p + R (2 d_p + 4) + S_p + 2 max k_p k_q) + w R max_q k_q
   + 16 MASK_BLOCK_WORDS: one peer's blob mapped and decrypted at a time, the shares, one
   block of the mask;
-* party groups: BASE + 8 (R (2 d_p + 4) + R c_p) + 2 w R c_p: the columns, one peer's
+* party groups: BASE + 8 (R (2 d_p + 4) + R c_p) + w R c_p: the columns, one peer's
   round-2 mask and blob;
-* party measure: BASE + 8 (3 S'_p + 2 R d_p + R (2 d_p + 4) + 2 R f_p) + 2 w R max_q f_q
+* party measure: BASE + 8 (3 S'_p + 2 R d_p + R (2 d_p + 4) + 2 R f_p) + w R max_q f_q
   + 16 MASK_BLOCK_WORDS: the grown shares, the columns, one peer's blobs of both rounds;
 * server deal: BASE + 8 (2 sum Z + 2 max Z_p + 2 max k_p k_q) + 16 B, B = min(R sum k,
   MASK_BLOCK_WORDS + sum k): every Z, the sealed deals, one deal's archive and ciphertext,
@@ -43,10 +45,10 @@ follows the code's large arrays:
   server the larger of max_model_cells and tau.
 
 Peak RSS (GNU time) was measured against the model, every role its own command, on the code
-before two rounds and the 32-bit ring (one round of k_p = 561 / 572 on Adult and 56 / 44 / 61
+before two rounds and the smaller ring (one round of k_p = 561 / 572 on Adult and 56 / 44 / 61
 on bench_secure_cli's 1,048,576 rows; every estimate was above the measured peak, by at most
-40%). The model above keeps the same terms with the smaller widths and word; it has not been
-measured again on the two-round code.
+40%). The model above keeps the same terms with the smaller widths and words; it has not
+been measured again on the two-round code.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ from vertimrf.protocol.secure import (
     SELECT,
     SecurePlan,
 )
-from vertimrf.protocol.securemsg import DIGEST_BYTES, MAX_WITHIN_CELLS, SEED_BYTES
+from vertimrf.protocol.securemsg import DIGEST_BYTES, MAX_WITHIN_CELLS, PACK_WORDS, SEED_BYTES
 
 DEFAULT_MAX_MEMORY_GB = 16.0
 GB = 1e9
@@ -158,8 +160,8 @@ class RunPlan:
                 f"ring: Z_2^{self.ring_bits} (masked values in {self.ring_bits // 8}-byte words; "
                 + (
                     "every count plus its noise fits)"
-                    if self.ring_bits == 32
-                    else "a count plus its noise may exceed 32 bits)"
+                    if self.ring_bits < 64
+                    else "a count plus its noise may need all 64 bits)"
                 )
             )
         for r in self.roles:
@@ -322,7 +324,9 @@ def _pair_cells(plan: SecurePlan) -> int:
 def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ...]:
     """Every role's costs in a secure run (the module doc's memory model)."""
     rows, widths, caps, names = plan.rows, plan.widths, plan.group_caps, plan.names
-    word = plan.word_bytes
+    wire, held = plan.word_bytes, 8 if plan.ring_bits > 32 else 4  # in a blob, in memory
+    word = wire + held  # a matrix of ring values and its blob
+    pack = 8 * PACK_WORDS if wire < held else 0  # one block packed or unpacked
     m = len(names)
     pairs = plan.pairs()
     full = [k + c for k, c in zip(widths, caps, strict=True)]
@@ -338,26 +342,28 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         columns = rows * (2 * d_p + 4)
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
-            "features": BASE_BYTES + 8 * (4 * dealt[p] + columns) + 2 * word * rows * widths[p],
+            "features": BASE_BYTES + 8 * (4 * dealt[p] + columns) + word * rows * widths[p] + pack,
             "release": BASE_BYTES
+            + pack
             + 8 * (2 * dealt[p] + columns + shares[p] + 2 * largest[p])
-            + 2 * word * rows * peer
+            + word * rows * peer
             + 16 * MASK_BLOCK_WORDS,
         }
         if plan.select:
             steps["groups"] = (
-                BASE_BYTES + 8 * (columns + rows * caps[p]) + 2 * word * rows * caps[p]
+                BASE_BYTES + 8 * (columns + rows * caps[p]) + word * rows * caps[p] + pack
             )
             steps["measure"] = (
                 BASE_BYTES
+                + pack
                 + 8 * (3 * grown[p] + 2 * rows * d_p + columns + 2 * rows * full[p])
-                + 2 * word * rows * max(full[q] for q in range(m) if q != p)
+                + word * rows * max(full[q] for q in range(m) if q != p)
                 + 16 * MASK_BLOCK_WORDS
             )
         else:
             steps["local"] = _local_peak(config, d_p)
         own = sum(plan.cells(mg) for mg in plan.all_pairs() if p in {plan.owner[a] for a in mg})
-        blobs = word * rows * (widths[p] + caps[p]) + 2 * BLOB_OVERHEAD
+        blobs = wire * rows * (widths[p] + caps[p]) + 2 * BLOB_OVERHEAD
         sends = (m - 1) * blobs + 8 * (own + grown[p]) + 2 * CONTAINER_BYTES
         keeps = _state_bytes(shares[p]) if plan.select else 0
         roles.append(RoleCost(name, sends, keeps, steps))

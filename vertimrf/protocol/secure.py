@@ -14,9 +14,11 @@ noise (``docs/protocol.md``), in two rounds of masked features:
    [X_P | G_PQ]^T [X_Q | G_QP]; its new blocks are computed from the round-2 blobs and the
    round-1 ones. The groups toward one peer hold at most :func:`group_width` columns.
 
-Arithmetic is in the ring Z_{2^r}, r = :attr:`SecurePlan.ring_bits`: 32 when the largest
-count plus the noise's tail bound fits a signed 32-bit word, else 64 (a wrap would only
-cost accuracy, never privacy: the server's sum is post-processing of DP values).
+Arithmetic is in the ring Z_{2^r}, r = :attr:`SecurePlan.ring_bits`: the fewest whole bytes
+(16 to 64 bits) whose signed range holds the largest count plus the noise's tail bound (a
+wrap would only cost accuracy, never privacy: the server's sum is post-processing of DP
+values). Masks and shares are computed in 32- or 64-bit words and reduced into the ring; a
+feature blob carries r / 8 bytes per value.
 
 This module fixes, from the public config: the feature layout, the padded row count, the
 ring, the labels under which seeds and pads are expanded, the budget split and every noise
@@ -138,6 +140,11 @@ def group_width(width: int, singles: int) -> int:
 # subgaussian with its parameter), so P(|noise| >= t) <= 2 exp(-t^2 / (3 sigma^2)):
 # t = RING_TAIL * sigma leaves a probability below 2^-128 per cell.
 RING_TAIL = math.sqrt(3.0 * 129.0 * math.log(2.0))
+# The ring widths a plan may choose (whole bytes, so a blob packs r / 8 bytes per value).
+RING_WIDTHS = (16, 24, 32, 40, 48, 56, 64)
+# The chosen ring also holds the tail of a re-measurement of this many marginals (far more
+# than a selection requests), so :attr:`SecurePlan.max_request` never binds in practice.
+RING_MIN_REQUEST = 10_000
 
 
 @dataclass(frozen=True)
@@ -226,13 +233,14 @@ class SecurePlan:
 
     @cached_property
     def ring_bits(self) -> int:
-        """The ring Z_{2^r} of the masks, shares and cross releases: 32 when every count
-        (at most ``rows``) plus the first release's noise tail bound (:data:`RING_TAIL`)
-        lies inside a signed 32-bit word, else 64. :attr:`max_request` keeps the
-        re-measurement's noise inside it too. Public: from the config only."""
-        if self._ring_sigma(32) >= self._select_sigma():
-            return 32
-        return 64
+        """The ring Z_{2^r} of the masks, shares and cross releases: the smallest of
+        :data:`RING_WIDTHS` in whose signed range every count (at most ``rows``) plus the
+        noise tail bound (:data:`RING_TAIL`) of the first release, and of a re-measurement
+        of :data:`RING_MIN_REQUEST` marginals, lies. Public: from the config only."""
+        sigma = self._select_sigma()
+        if self.rho_measure > 0:
+            sigma = max(sigma, self.sigma(MEASURE, RING_MIN_REQUEST))
+        return next((b for b in RING_WIDTHS[:-1] if self._ring_sigma(b) >= sigma), 64)
 
     def _select_sigma(self) -> float:
         count = len(self.all_pairs())
@@ -244,12 +252,12 @@ class SecurePlan:
 
     @property
     def word(self) -> type[np.unsignedinteger]:
-        """The numpy type of one ring word (what a feature blob holds)."""
-        return np.uint32 if self.ring_bits == 32 else np.uint64
+        """The numpy type that holds one ring value in memory (32 or 64 bits)."""
+        return np.uint32 if self.ring_bits <= 32 else np.uint64
 
     @property
     def word_bytes(self) -> int:
-        """Bytes of one ring word."""
+        """Bytes of one ring value in a feature blob."""
         return self.ring_bits // 8
 
     @property
@@ -268,10 +276,11 @@ class SecurePlan:
     @cached_property
     def max_request(self) -> int | None:
         """The most marginals a re-measurement may hold, so that its noise stays inside the
-        ring (None: no bound). At 32 bits it is far above any request the server makes."""
+        ring (None: no bound); the ring is chosen so that it is about
+        :data:`RING_MIN_REQUEST` or more."""
         if self.ring_bits == 64 or self.rho_measure <= 0:
             return None
-        limit = self._ring_sigma(32) / _SAFETY
+        limit = self._ring_sigma(self.ring_bits) / _SAFETY
         return max(1, int(2.0 * self.rho_measure * limit * limit))
 
     @property

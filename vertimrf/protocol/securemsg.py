@@ -25,6 +25,7 @@ import io
 import json
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,8 +37,10 @@ from vertimrf.protocol.channels import (
     TAG_BYTES,
     KeyPair,
     PublicKey,
+    decrypt_chunks,
     decrypt_into,
     encrypt_buffer,
+    encrypt_chunks,
     open_sealed,
     seal,
 )
@@ -55,6 +58,7 @@ SEED_BYTES = 32
 RELEASE_KIND = "vertimrf-secure-release"
 MAX_WITHIN_CELLS = 1 << 24  # a within-party marginal larger than this is never measured
 MAX_REQUEST_BYTES = 1 << 22  # a request lists at most a few thousand short marginals
+PACK_WORDS = 1 << 16  # ring values packed or unpacked per block of a feature blob
 
 
 def _unpack(data: bytes, what: str) -> dict[str, np.ndarray]:
@@ -168,16 +172,38 @@ def seal_features(
     *,
     nonce: bytes | None = None,
     round_: int = 1,
+    word_bytes: int | None = None,
 ) -> bytearray:
     """``sender``'s masked features X - U (ring words, uint32 or uint64) of round
-    ``round_`` as a blob only ``receiver`` can open: the digest, then the ciphertext,
-    written into one buffer straight from the array (no ``bytes`` copy of a multi-GB
-    matrix). ``nonce``: see :func:`vertimrf.protocol.channels.encrypt_buffer`."""
+    ``round_`` as a blob only ``receiver`` can open: the digest, then the ciphertext of
+    each value's low ``word_bytes`` bytes, little-endian (default: the whole word, i.e. a
+    ring of 2^(8 word_bytes)), encrypted straight from the array in blocks (no copy of a
+    multi-GB matrix). ``nonce``: see :func:`vertimrf.protocol.channels.encrypt_buffer`."""
     if features.dtype not in (np.uint32, np.uint64):
         raise MessageError(f"masked features are ring words, not {features.dtype}.")
     body = np.ascontiguousarray(features).reshape(-1)  # flat: an empty one casts too
+    size = _word_bytes(body.dtype, word_bytes)
     aad = feature_aad(context, sender, receiver, digest, round_)
-    return encrypt_buffer(key, body, aad, digest, nonce=nonce)
+    if size == body.dtype.itemsize:
+        return encrypt_buffer(key, body.astype(body.dtype.newbyteorder("<"), copy=False), aad,
+                              digest, nonce=nonce)  # fmt: skip
+    return encrypt_chunks(key, _packed(body, size), body.size * size, aad, digest, nonce=nonce)
+
+
+def _word_bytes(word: np.dtype, word_bytes: int | None) -> int:
+    if word_bytes is None:
+        return word.itemsize
+    if not 1 <= word_bytes <= word.itemsize:
+        raise MessageError(f"a {word} value has 1 to {word.itemsize} bytes, not {word_bytes}.")
+    return word_bytes
+
+
+def _packed(body: np.ndarray, size: int) -> Iterator[np.ndarray]:
+    """The low ``size`` bytes of each value of ``body``, little-endian, in blocks."""
+    little = body.dtype.newbyteorder("<")
+    for start in range(0, body.size, PACK_WORDS):
+        block = body[start : start + PACK_WORDS].astype(little, copy=False)
+        yield np.ascontiguousarray(block.view(np.uint8).reshape(-1, body.dtype.itemsize)[:, :size])
 
 
 def open_features(
@@ -190,10 +216,12 @@ def open_features(
     *,
     word: type = np.uint64,
     round_: int = 1,
+    word_bytes: int | None = None,
 ) -> tuple[np.ndarray, bytes]:
-    """The masked features (``word``s) of round ``round_`` in ``blob`` (bytes or any
-    bytes-like, e.g. a memoryview of a mapped file: read in place) and the sender's
-    record-set digest; the plaintext is decrypted straight into the returned array.
+    """The masked features (``word``s; the blob holds each one's low ``word_bytes`` bytes,
+    see :func:`seal_features`) of round ``round_`` in ``blob`` (bytes or any bytes-like,
+    e.g. a memoryview of a mapped file: read in place) and the sender's record-set digest;
+    the plaintext is decrypted straight into the returned array.
 
     Raises ChannelError when the blob is not ``sender``'s for ``receiver`` in this run
     (foreign, replayed from another run, or altered).
@@ -207,7 +235,9 @@ def open_features(
     digest = bytes(view[:DIGEST_BYTES])
     body = view[DIGEST_BYTES:]
     size = len(body) - NONCE_BYTES - TAG_BYTES
-    want = np.dtype(word).itemsize * shape[0] * shape[1]
+    little = np.dtype(word).newbyteorder("<")
+    each = _word_bytes(little, word_bytes)
+    want = each * shape[0] * shape[1]
     if size != want:
         if size < 0:
             raise ChannelError(f"the feature blob from {sender!r} is truncated.")
@@ -215,10 +245,19 @@ def open_features(
             f"the feature blob from {sender!r} holds {size} bytes, not the "
             f"{want} of a {shape[0]} x {shape[1]} matrix."
         )
-    out: np.ndarray = np.empty(shape, word)
     aad = feature_aad(context, sender, receiver, digest, round_)
-    decrypt_into(key, body, aad, out.reshape(-1))
-    return out, digest
+    if each == little.itemsize:
+        out: np.ndarray = np.empty(shape, little)
+        decrypt_into(key, body, aad, out.reshape(-1))
+        return out.astype(word, copy=False), digest
+    out = np.zeros(shape, little)
+    cells = out.reshape(-1).view(np.uint8).reshape(-1, little.itemsize)
+    start = 0
+    for piece in decrypt_chunks(key, body, aad, PACK_WORDS * each):
+        count = len(piece) // each
+        cells[start : start + count, :each] = np.frombuffer(piece, np.uint8).reshape(count, each)
+        start += count
+    return out.astype(word, copy=False), digest
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from vertimrf.service.app import make_app
 from vertimrf.service.runner import ServiceRun
 from vertimrf.service.store import MessageStore
 from vertimrf.service.tls import server_context
+from vertimrf.synth.table_file import check_table_file
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,8 @@ def serve(
     for path in (out, report):
         if path is not None and Path(path).exists():
             raise ServiceError(f"{path} exists; refusing to overwrite it: give a new path.")
+    if out is not None:
+        check_table_file(out, config.spec)
     store = MessageStore(state_dir, config.config_hash())
     run = ServiceRun(
         config, keypair, store, state_dir, party_timeout=party_timeout, seed=seed, out=out,

@@ -5,9 +5,10 @@ Its run state lives in the service's state folder (``server.sqlite``,
 :class:`~vertimrf.driver.server_state.ServerState`), so a restarted service resumes the
 run. The server waits ``party_timeout`` seconds for each message it needs; a party that
 sends nothing in that time fails the run ("party C sent no local within 60 s"). When the
-run ends, the synthetic CSV and the report are written to the state folder
-(``synthetic.csv``, ``report.json``) and copied to ``out`` / ``report`` if given; a state
-folder that already holds the synthetic CSV is a finished run and is not run again.
+run ends, the synthetic table (sampled and written chunk by chunk) and the report are
+written to the state folder (``synthetic.csv``, or ``synthetic.parquet`` when ``out`` ends in
+``.parquet``; ``report.json``) and copied to ``out`` / ``report`` if given; a state folder
+that already holds that table is a finished run and is not run again.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from vertimrf.io import atomic_write_text
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.store import MessageStore, StoreTransport
+from vertimrf.synth.table_file import table_format
 
 log = logging.getLogger(__name__)
 
-SYNTHETIC = "synthetic.csv"
+SYNTHETIC = "synthetic"  # .csv, or .parquet when ``out`` is a Parquet file
 REPORT = "report.json"
 
 
@@ -52,6 +54,8 @@ class ServiceRun:
         self.state_dir = Path(state_dir)
         self.party_timeout, self.seed = party_timeout, seed
         self.out = None if out is None else Path(out)
+        fmt = "csv" if out is None else table_format(out)
+        self.synthetic = self.state_dir / f"{SYNTHETIC}.{fmt}"
         self.report = None if report is None else Path(report)
         self.state, self.error = "waiting", ""
         self.finished = threading.Event()
@@ -84,10 +88,9 @@ class ServiceRun:
     def _run(self) -> None:
         try:
             self.state = "running"
-            synthetic = self.state_dir / SYNTHETIC
-            if not synthetic.exists():
-                self._fit(synthetic)
-            self._copy(synthetic, self.out)
+            if not self.synthetic.exists():
+                self._fit()
+            self._copy(self.synthetic, self.out)
             self._copy(self.state_dir / REPORT, self.report)
             self.state = "done"
             log.info("the run is done.")
@@ -100,7 +103,7 @@ class ServiceRun:
         finally:
             self.finished.set()
 
-    def _fit(self, synthetic: Path) -> None:
+    def _fit(self) -> None:
         names = [p.name for p in self.config.parties]
         driver = ServerDriver(
             self.config, StoreTransport(self.store, self.party_timeout, names),
@@ -111,7 +114,7 @@ class ServiceRun:
             model = driver.fitted()
             report = json.dumps(model.report.to_dict(), indent=2) + "\n"
             atomic_write_text(self.state_dir / REPORT, report)
-            atomic_write_text(synthetic, model.sample().to_csv(index=False))
+            model.write_sample(self.synthetic, overwrite=True)
         finally:
             if driver.state is not None:
                 driver.state.close()
