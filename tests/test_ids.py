@@ -112,7 +112,7 @@ def test_fingerprint_collision_is_reported(monkeypatch):
     def colliding(values: np.ndarray) -> np.ndarray:
         return np.array([7, 8, 7], dtype=np.uint64)
 
-    monkeypatch.setattr(ids_module, "_str_fingerprints", colliding)
+    monkeypatch.setattr(ids_module, "text_fingerprints", colliding)
     with pytest.raises(RecordIDError, match="share a 64-bit fingerprint") as err:
         record_fingerprints(["x", "y", "z"])
     assert "rows 0, 2" in str(err.value)

@@ -469,18 +469,22 @@ class TableEncoder:
         if not isinstance(df, pd.DataFrame):
             raise DomainError(f"encode needs a pandas DataFrame, got {type(df).__name__}.")
         cols = [str(c) for c in df.columns]
-        unknown = [c for c in cols if c not in self.spec.names]
-        missing = [c for c in self.spec.names if c not in cols]
-        if unknown or missing:
-            raise DomainError(
-                f"DataFrame columns do not match the spec: unknown {unknown}, missing {missing}. "
-                "Drop or rename columns (e.g. the record-ID column) so they equal the spec's."
-            )
+        self.check_columns(cols)
         frame = df.set_axis(cols, axis=1)
         out = np.empty((len(df), len(self.spec)), dtype=self.dtype)
         for j, col in enumerate(self.spec.columns):
             out[:, j] = _encode_column(frame[col.name], col)
         return out
+
+    def check_columns(self, columns: Sequence[str]) -> None:
+        """DomainError unless ``columns`` are the spec's (in any order)."""
+        unknown = [c for c in columns if c not in self.spec.names]
+        missing = [c for c in self.spec.names if c not in columns]
+        if unknown or missing:
+            raise DomainError(
+                f"DataFrame columns do not match the spec: unknown {unknown}, missing {missing}. "
+                "Drop or rename columns (e.g. the record-ID column) so they equal the spec's."
+            )
 
     def table(self, df: pd.DataFrame) -> EncodedTable:
         """``df`` as an :class:`EncodedTable` over the spec's domain."""

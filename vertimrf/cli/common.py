@@ -80,25 +80,11 @@ def load_spec(args: argparse.Namespace) -> DomainSpec:
     return load_dataset(args.dataset)[1] if args.dataset else DomainSpec.from_json(args.spec)
 
 
-def read_csv(path: str) -> pd.DataFrame:
-    import pandas as pd
+def read_table(path: str) -> pd.DataFrame:
+    """The whole table at ``path``: a CSV file, or a Parquet file or dataset directory."""
+    from vertimrf.party.table_input import read_frame
 
-    try:
-        with open(path, "rb") as fh:
-            parquet = fh.read(4) == b"PAR1"
-    except OSError as exc:
-        raise ConfigError(f"cannot read CSV {path}: {exc.strerror or exc}.") from None
-    if parquet:
-        raise ConfigError(
-            f"{path} is a Parquet file; Parquet input is not supported as CSV: convert it to "
-            "CSV (a header row, then one row per record)."
-        )
-    try:
-        df = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read CSV {path}: {exc}") from None
-    df.columns = [str(c) for c in df.columns]
-    return df
+    return read_frame(path)
 
 
 def server_key(args: argparse.Namespace) -> KeyPair:
@@ -342,10 +328,11 @@ def party_role(
     *,
     progress: bool | None,
 ) -> Party:
-    """This party (``--name``, ``--data``, ``--secret``), its peers' public keys pinned in the
-    config or given as ``--peers``."""
+    """This party (``--name``, ``--data``: a CSV or Parquet file read in batches, ``--secret``),
+    its peers' public keys pinned in the config or given as ``--peers``."""
     from vertimrf.io import read_hex_secret
     from vertimrf.party.roles import Party
+    from vertimrf.party.table_input import read_party_table
     from vertimrf.protocol.channels import load_public_keys
     from vertimrf.protocol.methods import rules
 
@@ -369,9 +356,11 @@ def party_role(
         unknown = sorted(set(peers) - set(names))
         if unknown:
             raise ConfigError(f"--peers holds keys of {unknown}, not parties of {names}.")
+    spec = cfg.spec.subset(cfg.party(name).columns)
+    table, ids = read_party_table(args.data, spec, args.id_column, party=name)
     return Party(
-        name, read_csv(args.data), cfg, read_hex_secret(args.secret_file), keypair=keypair,
-        peers=peers, id_column=args.id_column, seed=args.seed, progress=progress,
+        name, table, cfg, read_hex_secret(args.secret_file), keypair=keypair, peers=peers,
+        id_column=args.id_column, ids=ids, seed=args.seed, progress=progress,
     )  # fmt: skip
 
 

@@ -8,7 +8,7 @@ from vertimrf.cli.common import (
     check_outputs,
     force_arg,
     load_spec,
-    read_csv,
+    read_table,
     spec_args,
     write_json,
 )
@@ -25,12 +25,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     ways = _parse_ways(args.ways, len(spec))
     if args.label is not None and args.label not in spec.names:
         raise ConfigError(f"--label {args.label!r} is not a column of the spec {list(spec.names)}.")
-    real, synth = read_csv(args.real), read_csv(args.synth)
+    real, synth = read_table(args.real), read_table(args.synth)
     for path, frame in ((args.real, real), (args.synth, synth)):
         missing = [c for c in spec.names if c not in frame.columns]
         if missing:
             raise ConfigError(
-                f"{path} lacks the spec's columns {missing}; give a CSV with every column of "
+                f"{path} lacks the spec's columns {missing}; give a table with every column of "
                 "the spec (others are ignored)."
             )
     real, synth = real[list(spec.names)], synth[list(spec.names)]
@@ -69,8 +69,8 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         "rate of an RBF SVM trained on the synthetic rows and tested on real folds.",
     )
     spec_args(ev)
-    ev.add_argument("--real", required=True, help="real CSV")
-    ev.add_argument("--synth", required=True, help="synthetic CSV")
+    ev.add_argument("--real", required=True, help="real table (CSV or Parquet)")
+    ev.add_argument("--synth", required=True, help="synthetic table (CSV or Parquet)")
     ev.add_argument("--ways", default="3,4,5", help="marginal sizes (default 3,4,5)")
     ev.add_argument("--label", default=None, help="label column for the SVM metric")
     ev.add_argument("--json", default=None, help="also write the figures as JSON")

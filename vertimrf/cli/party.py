@@ -21,7 +21,11 @@ def party_args(p: argparse.ArgumentParser) -> None:
     """Options of every party command: config, name, data, secret, seed."""
     p.add_argument("--config", required=True, help="the shared protocol config")
     p.add_argument("--party", "--name", dest="party", required=True, help="this party's name")
-    p.add_argument("--data", required=True, help="CSV with the ID column and own columns")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="CSV or Parquet file (or Parquet folder) with the ID column and own columns",
+    )
     p.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
     p.add_argument(
         "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"

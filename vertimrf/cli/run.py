@@ -245,7 +245,11 @@ def add_party_run(psub: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--party", "--name", dest="party", default=None, help="this party's name (default: --keys')"
     )
-    run.add_argument("--data", required=True, help="CSV with the ID column and own columns")
+    run.add_argument(
+        "--data",
+        required=True,
+        help="CSV or Parquet file (or Parquet folder) with the ID column and own columns",
+    )
     run.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
     run.add_argument(
         "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"

@@ -87,12 +87,18 @@ def _int_fingerprints(series: pd.Series) -> np.ndarray:
                         "Integer record IDs must fit in 64 bits (int64 or uint64); give larger "
                         "IDs as text (e.g. with a letter prefix)."
                     ) from None
+    return int_fingerprints(values)
+
+
+def int_fingerprints(values: np.ndarray) -> np.ndarray:
+    """Fingerprints (n,) uint64 of integer record IDs: each ID modulo 2**64 (no checks)."""
     if values.dtype.kind == "u":
         return values.astype(np.uint64)
     return values.astype(np.int64).view(np.uint64)
 
 
-def _str_fingerprints(values: np.ndarray) -> np.ndarray:
+def text_fingerprints(values: np.ndarray) -> np.ndarray:
+    """Fingerprints (n,) uint64 of text record IDs (no checks)."""
     objects = values if values.dtype == object else values.astype(object)
     return pd.util.hash_array(
         objects, encoding="utf8", hash_key=_STRING_HASH_KEY, categorize=False
@@ -153,6 +159,6 @@ def record_fingerprints(ids: RecordIds) -> np.ndarray:
             f"Record IDs of type {dtype} are not supported; give the ID column integers "
             "(written without a decimal point) or text."
         )
-    fingerprints = _str_fingerprints(values) if is_str else _int_fingerprints(series)
+    fingerprints = text_fingerprints(values) if is_str else _int_fingerprints(series)
     _check_unique(fingerprints, values)
     return fingerprints

@@ -344,10 +344,24 @@ def own_table(
         raise DomainError(
             f"data must be a DataFrame or an EncodedTable; got {type(data).__name__}."
         )
-    if id_column not in data.columns:
+    check_id_column(name, list(data.columns), id_column)
+    warn_small_table(len(data), stacklevel=4)
+    return frame_table(name, spec, data, id_column)
+
+
+def check_id_column(name: str, columns: list, id_column: str) -> None:
+    """DomainError naming party ``name``'s ``columns`` unless ``id_column`` is one of them."""
+    if id_column not in columns:
         raise DomainError(
             f"party {name!r}: no record-ID column {id_column!r}; columns are "
-            f"{list(data.columns)}; name the ID column (--id-column, or id_column in Python)."
+            f"{columns}; name the ID column (--id-column, or id_column in Python)."
         )
-    warn_small_table(len(data), stacklevel=4)
+
+
+def frame_table(
+    name: str, spec: DomainSpec, data: pd.DataFrame, id_column: str
+) -> tuple[EncodedTable, pd.Series]:
+    """Party ``name``'s DataFrame ``data`` as an EncodedTable over ``spec``, and its
+    ``id_column``."""
+    check_id_column(name, list(data.columns), id_column)
     return TableEncoder(spec).table(data.drop(columns=[id_column])), data[id_column]

@@ -1,0 +1,438 @@
+"""A party's table read from a CSV or Parquet file in batches of rows, each batch encoded to
+codes at once, so that the party never holds its table as a DataFrame.
+
+:func:`read_party_table` gives exactly what reading the whole file with pandas
+(:func:`read_frame`) and encoding it (:func:`~vertimrf.party.party.frame_table` and
+:func:`~vertimrf.party.ids.record_fingerprints`) gives, whatever the batch size: the same
+codes, the same record-ID fingerprints in the same order, the same error.
+
+Parquet columns carry their types, so each batch converts as the whole table would. A CSV
+file has none: pandas gives each column one type inferred from all of its values, which a
+batch alone may not show. So a CSV column is read as text, and a batch is converted only
+where its text settles the column's pandas type: every value a plain integer in int64's range
+(a column of integer categories, or the IDs), every value a plain decimal number (a numeric
+column), or text categories and text IDs once any value anywhere is text that no number
+parser takes. A column that a batch cannot settle, or that holds a value off the spec, is read
+again alone by pandas at the end, which gives pandas' codes or its error; so are IDs that are
+missing or repeated. A CSV file that pyarrow cannot parse is read whole by pandas.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.dataset as ds
+
+from vertimrf.domain import CATEGORICAL, ColumnSpec, DomainSpec, EncodedTable, TableEncoder
+from vertimrf.errors import ConfigError, DomainError
+from vertimrf.party.ids import int_fingerprints, record_fingerprints, text_fingerprints
+from vertimrf.party.party import check_id_column, frame_table
+
+BATCH_ROWS = 65_536
+# pyarrow parses a CSV file in blocks of this many bytes (its memory grows with them); a
+# longer row makes the file unreadable to it, and pandas reads it whole.
+_BLOCK_BYTES = 1 << 16
+PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
+# pandas.read_csv's default missing-value strings.
+NA_STRINGS = (
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+)  # fmt: skip
+_INTEGER = r"^-?[0-9]{1,19}$"  # int64 for pandas and pyarrow, when in range
+_NUMBER = r"^-?(?:[0-9]{1,18}|(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
+_SPACE = r"[ \t\n\v\f\r]*"
+# Text that a number or boolean parser might take: anything else makes a CSV column text.
+_NUMBER_LIKE = rf"(?i)^{_SPACE}[-+]?(?:[0-9.e+-]*|inf|infinity|nan|true|false){_SPACE}$"
+
+
+class _UnreadableError(Exception):
+    """pyarrow cannot read the CSV file as pandas does: pandas reads it whole."""
+
+
+def input_format(path: str | os.PathLike) -> str:
+    """``"parquet"`` for a directory (a Parquet dataset), a file named .parquet, .parq or .pq,
+    or a file that starts with Parquet's magic bytes; else ``"csv"``."""
+    p = Path(path)
+    if p.is_dir():
+        return "parquet"
+    named = "parquet" if p.suffix.lower() in PARQUET_SUFFIXES else "csv"
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        what = "Parquet" if named == "parquet" else "CSV"
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}.") from None
+    return "parquet" if magic == b"PAR1" else named
+
+
+def read_frame(path: str | os.PathLike) -> pd.DataFrame:
+    """The whole table at ``path`` (CSV or Parquet, see :func:`input_format`), its column
+    names as text; ConfigError for a file that cannot be read."""
+    if input_format(path) == "parquet":
+        with _parquet_errors(path):
+            frame = _dataset(path).to_table().to_pandas()
+    else:
+        frame = _pandas_csv(path)
+    frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def read_party_table(
+    path: str | os.PathLike,
+    spec: DomainSpec,
+    id_column: str,
+    *,
+    party: str,
+    batch_rows: int = BATCH_ROWS,
+) -> tuple[EncodedTable, np.ndarray]:
+    """Party ``party``'s table at ``path`` (``id_column`` and ``spec``'s columns), read and
+    encoded ``batch_rows`` rows at a time: the EncodedTable over ``spec`` and the record IDs'
+    fingerprints (:func:`~vertimrf.party.ids.record_fingerprints`; a party takes them as its
+    ``ids``, since an unsigned 64-bit ID is its own fingerprint). The result and any error are
+    those of :func:`read_frame` and :func:`~vertimrf.party.party.frame_table`."""
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise ConfigError(f"batch_rows must be a positive integer; got {batch_rows!r}.")
+    source: _Csv | _Parquet = _Parquet(path) if input_format(path) == "parquet" else _Csv(path)
+    try:
+        return _read(source, spec, id_column, party, batch_rows)
+    except _UnreadableError:
+        table, ids = frame_table(party, spec, read_frame(path), id_column)
+        return table, record_fingerprints(ids)
+
+
+def _read(
+    source: _Csv | _Parquet, spec: DomainSpec, id_column: str, party: str, rows: int
+) -> tuple[EncodedTable, np.ndarray]:
+    names = source.columns()
+    encoder = TableEncoder(spec)
+    try:
+        check_id_column(party, names, id_column)
+        encoder.check_columns([c for c in names if c != id_column])
+    except DomainError:
+        source.check_rows()  # as pandas, a file it cannot read says so first
+        raise
+    columns = [_Column(c, source.typed) for c in spec.columns]
+    ids = _Ids(source.typed)
+    rows_out = _Rows(len(spec), encoder.dtype)
+    for batch in source.batches([id_column, *spec.names], rows):
+        block = np.zeros((batch.num_rows, len(spec)), dtype=encoder.dtype)
+        for j, column in enumerate(columns):
+            codes = column.encode(batch.column(column.name))
+            if codes is not None:
+                block[:, j] = codes
+        ids.add(batch.column(id_column))
+        rows_out.append(block)
+    codes = rows_out.array()
+    redo = [column for column in columns if not column.settled()]
+    if redo:  # pandas reads these columns alone: its codes, or its error (in spec order)
+        frame = source.pandas_columns([column.name for column in redo], len(codes))
+        for column in redo:
+            redone = column.encoder.encode(frame[[column.name]])
+            codes[:, spec.names.index(column.name)] = redone[:, 0]
+    fingerprints = ids.fingerprints()
+    if fingerprints is None:  # pandas reads the IDs: their fingerprints, or its error
+        fingerprints = record_fingerprints(
+            source.pandas_columns([id_column], len(codes))[id_column]
+        )
+    return EncodedTable(codes, spec.domain), fingerprints
+
+
+class _Column:
+    """One spec column's batches: each converted and encoded while the batches settle the
+    column's pandas type and hold only values of the spec."""
+
+    def __init__(self, spec: ColumnSpec, typed: bool) -> None:
+        self.name = spec.name
+        self.encoder = TableEncoder(DomainSpec([spec]))
+        self.typed = typed
+        self.kind = "number"
+        if spec.kind == CATEGORICAL:
+            values = [v for v in spec.values if v is not None]
+            if all(isinstance(v, str) for v in values):
+                self.kind = "text"
+            elif all(_is_int(v) for v in spec.values):
+                self.kind = "integer"
+            else:  # mixed categories: pandas settles their matches
+                self.kind = "mixed"
+        self.ok = typed or self.kind != "mixed"
+        self.text_seen = False  # a CSV column of text categories: pandas reads it as text
+
+    def settled(self) -> bool:
+        """Every batch was encoded as pandas encodes the whole column."""
+        return self.ok and (self.typed or self.kind != "text" or self.text_seen)
+
+    def encode(self, values: pa.ChunkedArray) -> np.ndarray | None:
+        """The codes of one batch of the column, or None once the column is to be redone."""
+        if not self.ok:
+            return None
+        series = self._series(values)
+        if series is None:
+            self.ok = False
+            return None
+        try:
+            return self.encoder.encode(pd.DataFrame({self.name: series}))[:, 0]
+        except DomainError:
+            self.ok = False
+            return None
+
+    def _series(self, values: pa.ChunkedArray) -> pd.Series | None:
+        if self.typed:
+            if values.null_count and not _is_text(values.type):
+                return None  # a null turns a whole pandas column of numbers to floats
+            return values.to_pandas()
+        if self.kind == "text":
+            self.text_seen = self.text_seen or _has_text(values)
+            return values.to_pandas()
+        if values.null_count:
+            return None
+        if self.kind == "integer":
+            array = _cast(values, _INTEGER, pa.int64())
+        else:
+            array = _cast(values, _NUMBER, pa.float64())
+        return None if array is None else pd.Series(array)
+
+
+class _Ids:
+    """The record IDs' fingerprints, batch by batch; None where pandas is to read them."""
+
+    def __init__(self, typed: bool) -> None:
+        self.typed = typed
+        self.ok = True
+        self.integers = True  # every CSV batch so far holds integers only
+        self.text_seen = False
+        self.pending: list[pa.ChunkedArray] = []  # the CSV text while it may be integers
+        self.done = _Rows(None, np.uint64)
+
+    def add(self, values: pa.ChunkedArray) -> None:
+        if values.null_count or not self.ok:
+            self.ok = False
+        elif self.typed:
+            self._add_typed(values)
+        else:
+            self.text_seen = self.text_seen or _has_text(values)
+            if self.integers and _cast(values, _INTEGER, pa.int64()) is not None:
+                self.pending.append(values)
+                return
+            self.integers = False
+            self.pending.append(values)
+            self._flush(_text_fingerprints)
+
+    def _flush(self, fingerprints: Callable[[pa.ChunkedArray], np.ndarray]) -> None:
+        """The pending text's fingerprints, the text let go batch by batch."""
+        self.pending.reverse()
+        while self.pending:
+            self.done.append(fingerprints(self.pending.pop()))
+
+    def _add_typed(self, values: pa.ChunkedArray) -> None:
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        if pa.types.is_integer(values.type):
+            self.done.append(int_fingerprints(values.to_numpy()))
+        elif _is_text(values.type):
+            self.done.append(_text_fingerprints(values))
+        else:  # pandas says what is wrong with these IDs
+            self.ok = False
+
+    def fingerprints(self) -> np.ndarray | None:
+        if not self.ok:
+            return None
+        if not self.typed:
+            if self.integers:
+                self._flush(lambda v: int_fingerprints(pc.cast(v, pa.int64()).to_numpy()))
+            elif not self.text_seen:
+                return None  # numbers that are not all integers: pandas' type
+        fingerprints = self.done.array()
+        ordered = np.sort(fingerprints)
+        if (ordered[1:] == ordered[:-1]).any():
+            return None  # pandas names the duplicated IDs
+        return fingerprints
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+
+
+def _matches(values: pa.ChunkedArray, pattern: str) -> bool:
+    """Every value of ``values`` matches ``pattern``."""
+    return bool(pc.all(pc.match_substring_regex(values, pattern), min_count=0).as_py())
+
+
+def _has_text(values: pa.ChunkedArray) -> bool:
+    """Some value of ``values`` is text that no number or boolean parser takes."""
+    number_like = pc.match_substring_regex(values, _NUMBER_LIKE)
+    return bool(pc.any(pc.invert(number_like)).as_py())
+
+
+def _cast(values: pa.ChunkedArray, pattern: str, to: pa.DataType) -> np.ndarray | None:
+    """``values`` as ``to`` if every one matches ``pattern`` and converts (an integer in
+    range, a number whose exponent fits); else None, for pandas to say what it makes of them."""
+    if not _matches(values, pattern):
+        return None
+    try:
+        return pc.cast(values, to).to_numpy()
+    except pa.ArrowInvalid:
+        return None
+
+
+def _text_fingerprints(values: pa.ChunkedArray) -> np.ndarray:
+    return text_fingerprints(values.to_numpy(zero_copy_only=False).astype(object, copy=False))
+
+
+class _Rows:
+    """Rows appended to one array that grows in place, so that the rows are never held
+    twice (as batches and as their concatenation)."""
+
+    def __init__(self, width: int | None, dtype: type | np.dtype) -> None:
+        self._tail = () if width is None else (width,)
+        self._rows = np.empty((0, *self._tail), dtype=dtype)
+        self._n = 0
+
+    def append(self, rows: np.ndarray) -> None:
+        end = self._n + len(rows)
+        if end > len(self._rows):  # a quarter more: the new space is zeroed, so touched
+            self._rows.resize((max(end, len(self._rows) * 5 // 4), *self._tail), refcheck=False)
+        self._rows[self._n : end] = rows
+        self._n = end
+
+    def array(self) -> np.ndarray:
+        """The rows appended (the object takes no more)."""
+        self._rows.resize((self._n, *self._tail), refcheck=False)
+        return self._rows
+
+
+def _exact(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """``batches`` cut and joined into tables of ``rows`` rows (the last may be shorter)."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        while batch.num_rows:
+            take = min(rows - count, batch.num_rows)
+            pending.append(batch.slice(0, take))
+            batch = batch.slice(take)
+            count += take
+            if count == rows:
+                yield pa.Table.from_batches(pending)
+                pending, count = [], 0
+    if count:
+        yield pa.Table.from_batches(pending)
+
+
+def _line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _pandas_csv(
+    path: str | os.PathLike, *, nrows: int | None = None, usecols: list[str] | None = None
+) -> pd.DataFrame:
+    """pandas.read_csv, each column's type inferred from all of its values."""
+    try:
+        return pd.read_csv(path, low_memory=False, nrows=nrows, usecols=usecols)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read CSV {path}: {_line(exc)}") from None
+
+
+class _Csv:
+    """A CSV file, read by pyarrow as text, batch by batch."""
+
+    typed = False
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = path
+        self._names: list[str] = []
+
+    def columns(self) -> list[str]:
+        try:
+            header = _pandas_csv(self.path, nrows=0)
+        except ConfigError:
+            raise _UnreadableError from None
+        self._names = [str(c) for c in header.columns]
+        return self._names
+
+    def batches(self, names: Sequence[str], rows: int) -> Iterator[pa.Table]:
+        convert = pa_csv.ConvertOptions(
+            column_types={name: pa.string() for name in self._names},
+            null_values=list(NA_STRINGS),
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=True,
+        )
+        parse = pa_csv.ParseOptions(newlines_in_values=True)
+        try:
+            read = pa_csv.ReadOptions(block_size=_BLOCK_BYTES)
+            reader = pa_csv.open_csv(self.path, read, parse, convert)
+            if reader.schema.names != self._names:  # a header pandas reads otherwise
+                raise _UnreadableError
+            yield from _exact(reader, rows)
+        except (pa.ArrowException, OSError, ValueError):
+            raise _UnreadableError from None
+
+    def check_rows(self) -> None:
+        """_UnreadableError unless pyarrow parses every row."""
+        for _ in self.batches(self._names, BATCH_ROWS):
+            pass
+
+    def pandas_columns(self, names: list[str], rows: int) -> pd.DataFrame:
+        frame = _pandas_csv(self.path, usecols=names)
+        if len(frame) != rows:  # pyarrow and pandas split the rows otherwise
+            raise _UnreadableError
+        return frame
+
+
+def _dataset(path: str | os.PathLike) -> ds.Dataset:
+    """The Parquet file or dataset directory at ``path``, as pandas.read_parquet opens it."""
+    partitioning = ds.HivePartitioning.discover(infer_dictionary=True)
+    return ds.dataset(path, format="parquet", partitioning=partitioning)
+
+
+@contextlib.contextmanager
+def _parquet_errors(path: str | os.PathLike) -> Iterator[None]:
+    try:
+        yield
+    except (pa.ArrowException, OSError) as exc:
+        raise ConfigError(
+            f"cannot read Parquet {path} ({_line(exc)}); give a whole Parquet file, a folder "
+            "of them, or a CSV file."
+        ) from None
+
+
+class _Parquet:
+    """A Parquet file or dataset directory, read by pyarrow batch by batch."""
+
+    typed = True
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = path
+        with _parquet_errors(path):
+            self.dataset = _dataset(path)
+
+    def columns(self) -> list[str]:
+        with _parquet_errors(self.path):
+            frame = self.dataset.schema.empty_table().to_pandas()
+        return [str(c) for c in frame.columns]
+
+    def batches(self, names: Sequence[str], rows: int) -> Iterator[pa.Table]:
+        with _parquet_errors(self.path):
+            scanner = self.dataset.scanner(columns=list(names), batch_size=rows, use_threads=False)
+            yield from _exact(scanner.to_batches(), rows)
+
+    def check_rows(self) -> None:
+        """Nothing: a Parquet file's columns are read from its footer, its rows when read."""
+
+    def pandas_columns(self, names: list[str], rows: int) -> pd.DataFrame:
+        with _parquet_errors(self.path):
+            frame = self.dataset.to_table(columns=names).to_pandas()
+        frame.columns = [str(c) for c in frame.columns]
+        return frame
