@@ -76,7 +76,7 @@ REFUSED = {
     "max_memory_gb inf": (lambda: _small(1.0, max_memory_gb=math.inf), r"max_memory_gb must"),
     "65,536 values": (
         lambda: _adult(1.6, _wide_adult()),
-        r"party \w would need about \d+ GB of memory .* more than max_memory_gb = 16: "
+        r"party \w would need about [\d.]+ GB of memory .* more than max_memory_gb = 16: "
         r"attribute 'big' has 65,536 values .* bin it to at most [\d,]+ values",
     ),
 }
