@@ -32,7 +32,8 @@ import hashlib
 import hmac
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import zip_longest
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,6 @@ from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.secure import (
     COUNT_MECHANISM,
-    MASK_BLOCK_WORDS,
     MEASURE,
     SELECT,
     Layout,
@@ -67,15 +67,15 @@ from vertimrf.protocol.securemsg import (
     Deal,
     GroupDeal,
     SecureRelease,
-    open_features,
-    seal_features,
+    block_rows,
+    open_feature_blocks,
+    seal_feature_blocks,
 )
 from vertimrf.protocol.seeds import role_seed
 
 _ORDER_CONTEXT = b"vertimrf/secure-order"
 _DIGEST_CONTEXT = b"vertimrf/secure-record-set"
 STATE_KIND = "vertimrf-secure-party-state"
-BLOCK_WORDS = MASK_BLOCK_WORDS  # words of the mask expanded at once in a block-wise product
 
 
 def pad_label(release: str, a: str, b: str) -> bytes:
@@ -237,24 +237,36 @@ class SecureParty:
     def features(self, deal: bytes) -> Mapping[str, bytearray]:
         """Step 1: the masked-feature blob for each peer (relayed by the server): a mapping
         that seals a peer's blob (a bytearray, written in place by the cipher) each time it
-        is read, the same bytes every time, so a caller holds one blob at a time."""
+        is read, the same bytes every time, so a caller holds one blob at a time. X - U is
+        made and sealed by blocks of rows (the mask expanded again for each peer), so the
+        rows x k matrix never exists."""
         self.open_deal(deal)
         self._once("features")
-        masked = mask_features(
-            self._state["cols"], self._mask_rows(0, self.plan.rows), inplace=True
-        )
-        return _SealedBlobs(self, lambda peer: self._seal(masked, peer))
+        return _SealedBlobs(self, lambda peer: self._seal(self._masked_rows(), peer))
 
-    def _seal(self, masked: np.ndarray, peer: str, round_: int = 1) -> bytearray:
-        """The masked features of round ``round_`` sealed for ``peer`` (the nonce is bound
-        to everything the plaintext depends on: the inputs, and in round 2 its deal)."""
+    def _masked_rows(self) -> Iterator[np.ndarray]:
+        """X - U by blocks of whole rows."""
+        plan, cols = self.plan, self._state["cols"]
+        step = block_rows(plan.widths[self.index])
+        for r0 in range(0, plan.rows, step):
+            r1 = min(plan.rows, r0 + step)
+            yield mask_features(cols[r0:r1], self._mask_rows(r0, r1), inplace=True)
+
+    def _seal(
+        self, blocks: Iterable[np.ndarray], peer: str, round_: int = 1, width: int | None = None
+    ) -> bytearray:
+        """The masked features of round ``round_`` (``width`` values a row; default this
+        party's round-1 width), given by row ``blocks``, sealed for ``peer`` (the nonce is
+        bound to everything the plaintext depends on: the inputs, and in round 2 its deal)."""
         if round_ == 1:
             nonce = self._label_key("feature-nonce", peer)[:12]
         else:
             nonce = self._label_key("group-nonce", peer, self._state["group_deal_hash"])[:12]
-        return seal_features(
-            self._keys[peer], masked, self._context, self.name, peer, self._state["digest"],
-            nonce=nonce, round_=round_, word_bytes=self.plan.word_bytes,
+        width = self.plan.widths[self.index] if width is None else width
+        return seal_feature_blocks(
+            self._keys[peer], blocks, (self.plan.rows, width), self._context, self.name, peer,
+            self._state["digest"], word=self.plan.word, nonce=nonce, round_=round_,
+            word_bytes=self.plan.word_bytes,
         )  # fmt: skip
 
     def open_deal(self, deal: bytes) -> None:
@@ -357,21 +369,29 @@ class SecureParty:
         return all(v is not None and v.shape == shapes[k] for k, v in got.items())
 
     def _group_blob(self, peer: str) -> bytearray:
-        """This party's round-2 groups toward ``peer``, masked and sealed."""
-        plan, st = self.plan, self._state
-        q = plan.names.index(peer)
-        k = st["layout"].width(self.index, q)
-        mask = expand(st["group_deal"].seeds_u[peer], b"U2", plan.rows * k, word=plan.word)
-        masked = mask_features(self._group_features(q), mask.reshape(plan.rows, k), inplace=True)
-        return self._seal(masked, peer, 2)
+        """This party's round-2 groups toward ``peer``, masked and sealed by row blocks."""
+        q = self.plan.names.index(peer)
+        k = self._state["layout"].width(self.index, q)
+        return self._seal(self._masked_groups(peer, q, k), peer, 2, k)
 
-    def _group_features(self, q: int) -> np.ndarray:
-        """The one-hot column indices of this party's round-2 groups toward party q."""
+    def _masked_groups(self, peer: str, q: int, k: int) -> Iterator[np.ndarray]:
+        """G - U2 toward party q (``k`` values a row) by blocks of whole rows."""
+        plan, seed = self.plan, self._state["group_deal"].seeds_u[peer]
+        step = block_rows(k)
+        for r0 in range(0, plan.rows, step):
+            r1 = min(plan.rows, r0 + step)
+            mask = expand(seed, b"U2", (r1 - r0) * k, start=r0 * k, word=plan.word)
+            cols = self._group_features(q, r0, r1)
+            yield mask_features(cols, mask.reshape(r1 - r0, k), inplace=True)
+
+    def _group_features(self, q: int, r0: int, r1: int) -> np.ndarray:
+        """The one-hot column indices of this party's round-2 groups toward party q, in
+        rows r0:r1."""
         plan, p = self.plan, self.index
         local = {a: j for j, a in enumerate(plan.attrs[p])}
         sizes = [plan.sizes[a] for a in plan.attrs[p]]
         groups = [tuple(local[a] for a in g) for g in self._state["layout"].groups(p, q)]
-        return group_columns(self._state["cols"], plan.offsets[p], sizes, groups)
+        return group_columns(self._state["cols"][r0:r1], plan.offsets[p], sizes, groups)
 
     def measure(
         self,
@@ -439,28 +459,31 @@ class SecureParty:
                     f"party {self.name!r} needs {peer!r}'s feature blobs of both rounds to "
                     "measure the request's groups; the server must relay them first."
                 )
-            first = self._open(peer, blobs[peer], plan.widths[q], 1)
-            second = self._open(peer, group_blobs[peer], layout.width(q, p), 2)
             full = np.empty(layout.shape(a, b), np.uint64)
             ka, kb = plan.widths[a], plan.widths[b]
             full[:ka, :kb] = shares[plan.pair_name(a, b)]
             if p == a:
-                block_a, block_b = self._left_blocks(layout, b, first, second)
+                block_a, block_b = self._left_blocks(layout, b, blobs[peer], group_blobs[peer])
             else:
-                block_a, block_b = self._right_blocks(layout, a, first, second)
+                block_a, block_b = self._right_blocks(layout, a, blobs[peer], group_blobs[peer])
             full[ka:, :], full[:ka, kb:] = block_a, block_b
             out[plan.pair_name(a, b)] = full
-            del first, second
         return out
 
-    def _open(self, peer: str, blob: Blob, width: int, round_: int) -> np.ndarray:
-        """A peer's masked features of one round, checked against this party's record set."""
+    def _read(
+        self, peer: str, blob: Blob, width: int, round_: int, step: int
+    ) -> Iterator[tuple[int, int, np.ndarray]]:
+        """A peer's masked features of one round by blocks of ``step`` rows: (r0, r1, rows
+        r0:r1), each valid until the next is read. The blob's tag and its record-set digest
+        are checked when the iteration ends, so a caller keeps nothing it made of the
+        blocks unless the loop over them finished."""
         plan = self.plan
         try:
-            theirs, digest = open_features(
+            digest, blocks = open_feature_blocks(
                 self._keys[peer], blob, self._context, peer, self.name, (plan.rows, width),
-                word=plan.word, round_=round_, word_bytes=plan.word_bytes,
+                step, word=plan.word, round_=round_, word_bytes=plan.word_bytes,
             )  # fmt: skip
+            yield from blocks
         except ChannelError as exc:
             raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
         if not hmac.compare_digest(digest, self._state["digest"]):
@@ -469,42 +492,58 @@ class SecureParty:
                 f"{peer!r}'s record-set digest differs from {self.name!r}'s (both must hold "
                 "exactly the same record IDs and the same group secret)."
             )
-        return theirs
+
+    def _read_both(
+        self, peer: str, first: Blob, second: Blob, widths: tuple[int, int], step: int
+    ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+        """A peer's rounds 1 and 2 by the same blocks of ``step`` rows: (r0, r1, round-1
+        rows, round-2 rows); both blobs are checked when the iteration ends."""
+        pairs = zip_longest(
+            self._read(peer, first, widths[0], 1, step),
+            self._read(peer, second, widths[1], 2, step),
+        )
+        for (r0, r1, one), (_, _, two) in pairs:
+            yield r0, r1, one, two
 
     def _left_blocks(
-        self, layout: Layout, b: int, first: np.ndarray, second: np.ndarray
+        self, layout: Layout, b: int, first: Blob, second: Blob
     ) -> tuple[np.ndarray, np.ndarray]:
         """The lower party's shares of the pair's new blocks: A = U2^T [Y' | Y2'] + W_A
-        (its groups' rows) and B = U^T Y2' + W_B (its singles against the peer's groups)."""
+        (its groups' rows) and B = U^T Y2' + W_B (its singles against the peer's groups),
+        from the peer's blobs of both rounds, block by block of rows."""
         plan, p = self.plan, self.index
         peer, deal = plan.names[b], self._state["group_deal"]
         wa, wb = layout.width(p, b), layout.width(b, p)
         cols = plan.widths[b] + wb
         block_a = expand(deal.seeds_w[peer], b"WA", wa * cols).reshape(wa, cols)
         block_b = expand(deal.seeds_w[peer], b"WB", plan.widths[p] * wb).reshape(plan.widths[p], wb)
-        step = max(1, BLOCK_WORDS // max(1, plan.widths[p] + wa))
-        for r0 in range(0, plan.rows, step):
-            r1 = min(plan.rows, r0 + step)
+        step = block_rows(max(cols, wa, plan.widths[p]))
+        for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[b], wb), step):
             mask = expand(
                 deal.seeds_u[peer], b"U2", (r1 - r0) * wa, start=r0 * wa, word=plan.word
             ).reshape(r1 - r0, wa)
-            block_a += matmul_tn_u64(mask, np.hstack((first[r0:r1], second[r0:r1])))
-            block_b += matmul_tn_u64(self._mask_rows(r0, r1), second[r0:r1])
+            block_a += matmul_tn_u64(mask, np.hstack((one, two)))
+            block_b += matmul_tn_u64(self._mask_rows(r0, r1), two)
         return block_a, block_b
 
     def _right_blocks(
-        self, layout: Layout, a: int, first: np.ndarray, second: np.ndarray
+        self, layout: Layout, a: int, first: Blob, second: Blob
     ) -> tuple[np.ndarray, np.ndarray]:
         """The higher party's shares of the pair's new blocks: A = X2'^T [Y | Y2] + Z_A and
-        B = X'^T Y2 + Z_B, one-hot sums of the lower party's masked rows."""
+        B = X'^T Y2 + Z_B, one-hot sums of the lower party's masked rows of both rounds,
+        block by block of rows."""
         plan, p, st = self.plan, self.index, self._state
         peer, deal = plan.names[a], st["group_deal"]
-        mine = self._group_features(a)
-        width = layout.width(p, a)
-        shifted = np.where(mine >= 0, mine + plan.widths[p], -1)
-        both = np.hstack((st["cols"], shifted))
-        block_a = onehot_scatter_u64(second, both, plan.widths[p] + width) + deal.z_a[peer]
-        block_b = onehot_scatter_u64(first, mine, width) + deal.z_b[peer]
+        width, wq = layout.width(p, a), layout.width(a, p)
+        block_a = deal.z_a[peer].copy()
+        block_b = deal.z_b[peer].copy()
+        step = block_rows(max(plan.widths[a], wq))
+        for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[a], wq), step):
+            mine = self._group_features(a, r0, r1)
+            shifted = np.where(mine >= 0, mine + plan.widths[p], -1)
+            both = np.hstack((st["cols"][r0:r1], shifted))
+            block_a += onehot_scatter_u64(two, both, plan.widths[p] + width)
+            block_b += onehot_scatter_u64(one, mine, width)
         return block_a, block_b
 
     # ------------------------------------------------------------------ private state
@@ -617,20 +656,19 @@ class SecureParty:
                     f"party {self.name!r} has no feature blob from {peer!r}; the server must "
                     f"relay {peer!r}'s features before this step."
                 )
-            theirs = self._open(peer, blobs[peer], plan.widths[q], 1)
             key = plan.pair_name(a, b)
-            if p == a:
+            if p == a:  # U_p^T Y' + W, block by block of rows
                 w = expand(st["deal"].seeds_w[peer], b"W", plan.widths[a] * plan.widths[b])
                 share = w.reshape(plan.widths[a], plan.widths[b]).copy()
-                step = max(1, BLOCK_WORDS // plan.widths[a])
-                for r0 in range(0, plan.rows, step):  # U_p^T Y' block by block of rows
-                    r1 = min(plan.rows, r0 + step)
-                    share += matmul_tn_u64(self._mask_rows(r0, r1), theirs[r0:r1])
-                shares[key] = share
-            else:
-                share = onehot_scatter_u64(np.ascontiguousarray(theirs), st["cols"], plan.widths[b])
-                shares[key] = share + st["deal"].z[peer]
-            del theirs  # one peer's rows x k_q matrix in memory at a time
+                step = block_rows(max(plan.widths[a], plan.widths[b]))
+                for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
+                    share += matmul_tn_u64(self._mask_rows(r0, r1), theirs)
+            else:  # X_p'^T Y + Z, block by block of rows
+                share = st["deal"].z[peer].copy()
+                step = block_rows(plan.widths[a])
+                for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
+                    share += onehot_scatter_u64(theirs, st["cols"][r0:r1], plan.widths[b])
+            shares[key] = share  # only once the whole blob is read and checked
         return shares
 
     def _label_key(self, what: str, *label: str) -> bytes:
