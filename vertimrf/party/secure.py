@@ -68,8 +68,10 @@ from vertimrf.protocol.securemsg import (
     GroupDeal,
     SecureRelease,
     block_rows,
+    feature_blob_bytes,
     open_feature_blocks,
     seal_feature_blocks,
+    write_feature_blocks,
 )
 from vertimrf.protocol.seeds import role_seed
 
@@ -234,7 +236,7 @@ class SecureParty:
                 raise ConfigError(f"the bin map of {c!r} has {m.n_bins} bins, not the plan's.")
         return got
 
-    def features(self, deal: bytes) -> Mapping[str, bytearray]:
+    def features(self, deal: bytes) -> SealedBlobs:
         """Step 1: the masked-feature blob for each peer (relayed by the server): a mapping
         that seals a peer's blob (a bytearray, written in place by the cipher) each time it
         is read, the same bytes every time, so a caller holds one blob at a time. X - U is
@@ -242,7 +244,9 @@ class SecureParty:
         rows x k matrix never exists."""
         self.open_deal(deal)
         self._once("features")
-        return _SealedBlobs(self, lambda peer: self._seal(self._masked_rows(), peer))
+        width = self.plan.widths[self.index]
+        return SealedBlobs(self, lambda peer, out: self._seal(self._masked_rows(), peer, out),
+                            lambda peer: width)  # fmt: skip
 
     def _masked_rows(self) -> Iterator[np.ndarray]:
         """X - U by blocks of whole rows."""
@@ -253,21 +257,34 @@ class SecureParty:
             yield mask_features(cols[r0:r1], self._mask_rows(r0, r1), inplace=True)
 
     def _seal(
-        self, blocks: Iterable[np.ndarray], peer: str, round_: int = 1, width: int | None = None
-    ) -> bytearray:
+        self,
+        blocks: Iterable[np.ndarray],
+        peer: str,
+        out: Any = None,
+        round_: int = 1,
+        width: int | None = None,
+    ) -> bytearray | None:
         """The masked features of round ``round_`` (``width`` values a row; default this
         party's round-1 width), given by row ``blocks``, sealed for ``peer`` (the nonce is
-        bound to everything the plaintext depends on: the inputs, and in round 2 its deal)."""
+        bound to everything the plaintext depends on: the inputs, and in round 2 its deal):
+        the blob, or None once it is written to ``out`` (a binary file) as it is made."""
         if round_ == 1:
             nonce = self._label_key("feature-nonce", peer)[:12]
         else:
             nonce = self._label_key("group-nonce", peer, self._state["group_deal_hash"])[:12]
         width = self.plan.widths[self.index] if width is None else width
-        return seal_feature_blocks(
-            self._keys[peer], blocks, (self.plan.rows, width), self._context, self.name, peer,
-            self._state["digest"], word=self.plan.word, nonce=nonce, round_=round_,
-            word_bytes=self.plan.word_bytes,
+        key, shape, digest = self._keys[peer], (self.plan.rows, width), self._state["digest"]
+        word, size = self.plan.word, self.plan.word_bytes
+        if out is None:
+            return seal_feature_blocks(
+                key, blocks, shape, self._context, self.name, peer, digest,
+                word=word, nonce=nonce, round_=round_, word_bytes=size,
+            )  # fmt: skip
+        write_feature_blocks(
+            out, key, blocks, shape, self._context, self.name, peer, digest,
+            word=word, nonce=nonce, round_=round_, word_bytes=size,
         )  # fmt: skip
+        return None
 
     def open_deal(self, deal: bytes) -> None:
         """Open the deal and set up the aligned columns and the record-set digest: what
@@ -319,9 +336,7 @@ class SecureParty:
         self._state.setdefault("done", set()).add(SELECT)
         return release
 
-    def groups(
-        self, group_deal: bytes, request: Request | Sequence[Marginal]
-    ) -> Mapping[str, bytearray]:
+    def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:
         """Step 3 (round 2, after the server's request): the blob for each peer holding the
         attribute groups that the request's cross marginals with that peer need, masked with
         this party's fresh mask from ``group_deal`` (an empty blob where it needs none): a
@@ -330,7 +345,11 @@ class SecureParty:
             raise ConfigError("run features(deal) or open_deal(deal) before groups(...).")
         self.open_group_deal(group_deal, request)
         self._once("groups")
-        return _SealedBlobs(self, self._group_blob)
+        return SealedBlobs(self, self._group_blob, self._group_width)
+
+    def _group_width(self, peer: str) -> int:
+        """The values a row of this party's round-2 blob toward ``peer``."""
+        return self._state["layout"].width(self.index, self.plan.names.index(peer))
 
     def open_group_deal(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> None:
         """Open the round-2 deal of ``request`` (what :meth:`groups` does before sealing; a
@@ -368,11 +387,11 @@ class SecureParty:
         got = {"a": deal.z_a.get(peer), "b": deal.z_b.get(peer)}
         return all(v is not None and v.shape == shapes[k] for k, v in got.items())
 
-    def _group_blob(self, peer: str) -> bytearray:
-        """This party's round-2 groups toward ``peer``, masked and sealed by row blocks."""
-        q = self.plan.names.index(peer)
-        k = self._state["layout"].width(self.index, q)
-        return self._seal(self._masked_groups(peer, q, k), peer, 2, k)
+    def _group_blob(self, peer: str, out: Any = None) -> bytearray | None:
+        """This party's round-2 groups toward ``peer``, masked and sealed by row blocks
+        (written to ``out`` when given, as for :meth:`_seal`)."""
+        q, k = self.plan.names.index(peer), self._group_width(peer)
+        return self._seal(self._masked_groups(peer, q, k), peer, out, 2, k)
 
     def _masked_groups(self, peer: str, q: int, k: int) -> Iterator[np.ndarray]:
         """G - U2 toward party q (``k`` values a row) by blocks of whole rows."""
@@ -757,17 +776,41 @@ class SecureParty:
         )
 
 
-class _SealedBlobs(Mapping[str, bytearray]):
-    """A party's blob for each peer, made by ``seal(peer)`` when read."""
+class SealedBlobs(Mapping[str, bytearray]):
+    """A party's blob for each peer, made by ``seal(peer, None)`` when read, or written to a
+    binary file by :meth:`write` as it is made; ``width(peer)``: its values a row."""
 
-    def __init__(self, party: SecureParty, seal: Callable[[str], bytearray]) -> None:
-        self._seal = seal
+    def __init__(
+        self,
+        party: SecureParty,
+        seal: Callable[[str, Any], bytearray | None],
+        width: Callable[[str], int],
+    ) -> None:
+        self._seal, self._width = seal, width
+        self._plan = party.plan
         self._peers = [q for q in party.plan.names if q != party.name]
 
     def __getitem__(self, peer: str) -> bytearray:
         if peer not in self._peers:
             raise KeyError(peer)
-        return self._seal(peer)
+        blob = self._seal(peer, None)
+        if blob is None:
+            raise TypeError("sealing without a file returns the blob.")
+        return blob
+
+    def nbytes(self, peer: str) -> int:
+        """The length of ``peer``'s blob (public: from the plan and the widths)."""
+        if peer not in self._peers:
+            raise KeyError(peer)
+        rows, word, size = self._plan.rows, self._plan.word, self._plan.word_bytes
+        return feature_blob_bytes((rows, self._width(peer)), word, size)
+
+    def write(self, peer: str, out: Any) -> None:
+        """Write ``peer``'s blob (the bytes of ``self[peer]``) to the binary file ``out``
+        as it is sealed, block by block."""
+        if peer not in self._peers:
+            raise KeyError(peer)
+        self._seal(peer, out)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._peers)

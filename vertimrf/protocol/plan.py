@@ -26,8 +26,9 @@ a block's int64 column indices and the mask's zero input count as one or two L e
 follows the code's large arrays:
 
 * party features: BASE + 8 (4 Z_p + R (2 d_p + 4)) + w R k_p + 3 L: the deal opened, the
-  aligned columns, one peer's blob (sealed from blocks of X - U, dropped before the next),
-  a block of the mask, its zero input and its packed values;
+  aligned columns, one peer's blob (sealed from blocks of X - U, dropped before the next;
+  a driver with a state folder writes it to its kept copy as it is sealed, and holds
+  none), a block of the mask, its zero input and its packed values;
 * party release: BASE + 8 (2 Z_p + R (2 d_p + 4) + S_p + 3 max k_p k_q) + w R max_q k_q
   + 4 L: one peer's blob mapped and read by blocks, the shares and one block's product, a
   block of the mask and of the blob's values;

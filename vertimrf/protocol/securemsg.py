@@ -27,6 +27,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,7 @@ from vertimrf.protocol.channels import (
     decrypt_chunks,
     encrypt_buffer,
     encrypt_chunks,
+    encrypt_chunks_to,
     open_sealed,
     seal,
 )
@@ -207,12 +209,57 @@ def seal_feature_blocks(
     """:func:`seal_features` of the ``shape`` matrix of ``word``s given as consecutive
     ``blocks`` of whole rows: each is packed and encrypted as it comes, so the matrix never
     exists at once. The same bytes as :func:`seal_features` of the rows stacked."""
-    little = np.dtype(word).newbyteorder("<")
-    size = _word_bytes(little, word_bytes)
-    rows, width = shape
+    size, aad, chunks = _sealing(blocks, shape, context, sender, receiver, digest, word,
+                                 round_, word_bytes)  # fmt: skip
+    return encrypt_chunks(key, chunks, size, aad, digest, nonce=nonce)
+
+
+def write_feature_blocks(
+    out: Any,
+    key: bytes,
+    blocks: Iterable[np.ndarray],
+    shape: tuple[int, int],
+    context: bytes,
+    sender: str,
+    receiver: str,
+    digest: bytes,
+    *,
+    word: type = np.uint64,
+    nonce: bytes | None = None,
+    round_: int = 1,
+    word_bytes: int | None = None,
+) -> None:
+    """The bytes of :func:`seal_feature_blocks`, written to ``out`` (anything with a binary
+    ``write``, e.g. a file) as they are made: the blob never exists whole either (its
+    length is :func:`feature_blob_bytes`)."""
+    size, aad, chunks = _sealing(blocks, shape, context, sender, receiver, digest, word,
+                                 round_, word_bytes)  # fmt: skip
+    encrypt_chunks_to(out, key, chunks, size, aad, digest, nonce=nonce)
+
+
+def _sealing(
+    blocks: Iterable[np.ndarray],
+    shape: tuple[int, int],
+    context: bytes,
+    sender: str,
+    receiver: str,
+    digest: bytes,
+    word: type,
+    round_: int,
+    word_bytes: int | None,
+) -> tuple[int, bytes, Iterator[np.ndarray]]:
+    """The plaintext bytes, the associated data and the packed chunks of a feature blob."""
+    size = _word_bytes(np.dtype(word).newbyteorder("<"), word_bytes)
     aad = feature_aad(context, sender, receiver, digest, round_)
-    chunks = _packed_rows(blocks, width, np.dtype(word), size)
-    return encrypt_chunks(key, chunks, rows * width * size, aad, digest, nonce=nonce)
+    chunks = _packed_rows(blocks, shape[1], np.dtype(word), size)
+    return shape[0] * shape[1] * size, aad, chunks
+
+
+def feature_blob_bytes(shape: tuple[int, int], word: type, word_bytes: int | None = None) -> int:
+    """The length of a feature blob of a ``shape`` matrix of ``word``s (see
+    :func:`seal_features`)."""
+    size = _word_bytes(np.dtype(word), word_bytes)
+    return DIGEST_BYTES + NONCE_BYTES + shape[0] * shape[1] * size + TAG_BYTES
 
 
 def _packed_rows(
