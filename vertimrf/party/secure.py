@@ -245,8 +245,12 @@ class SecureParty:
         self.open_deal(deal)
         self._once("features")
         width = self.plan.widths[self.index]
-        return SealedBlobs(self, lambda peer, out: self._seal(self._masked_rows(), peer, out),
-                            lambda peer: width)  # fmt: skip
+        return SealedBlobs(self, self._feature_blob, lambda peer: width)
+
+    def _feature_blob(self, peer: str, out: Any = None) -> bytearray | None:
+        """This party's X - U sealed for ``peer`` by row blocks (written to ``out`` when
+        given, as for :meth:`_seal`)."""
+        return self._seal(self._masked_rows(), peer, out)
 
     def _masked_rows(self) -> Iterator[np.ndarray]:
         """X - U by blocks of whole rows."""

@@ -19,22 +19,23 @@ The memory model (bytes; R = max_rows, k_p = party p's round-1 width (its single
 round-2 cap toward one peer, f_p = k_p + c_p, d_p its attributes, w the bytes of a ring
 value in a blob (r / 8), Z_p = sum over lower parties q of k_q k_p words dealt to p, S_p =
 sum over p's pairs of k_p k_q share words, S'_p the same at f_p f_q, BASE = 256 MiB for an
-idle role process, and L = h max(ROW_BLOCK_WORDS, max f) one row block of ring values in
-memory (h = 4 or 8 bytes each): a party streams every feature blob in and out by blocks
-of whole rows of at most ROW_BLOCK_WORDS values, so no R x k matrix of ring values exists;
-a block's int64 column indices and the mask's zero input count as one or two L each)
+idle role process, and L(x) = h min(R x, max(ROW_BLOCK_WORDS, x)) one row block of ring
+values x wide in memory (h = 4 or 8 bytes each): a party streams every feature blob in and
+out by blocks of whole rows of at most ROW_BLOCK_WORDS values, so no R x k matrix of ring
+values exists; a block's int64 column indices and the mask's zero input count as one or
+two L each)
 follows the code's large arrays:
 
-* party features: BASE + 8 (4 Z_p + R (2 d_p + 4)) + w R k_p + 3 L: the deal opened, the
-  aligned columns, one peer's blob (sealed from blocks of X - U, dropped before the next;
-  a driver with a state folder writes it to its kept copy as it is sealed, and holds
-  none), a block of the mask, its zero input and its packed values;
+* party features: BASE + 8 (4 Z_p + R (2 d_p + 4)) + w R k_p + 3 L(k_p): the deal opened,
+  the aligned columns, one peer's blob (sealed from blocks of X - U, dropped before the
+  next; a driver with a state folder writes it to its kept copy as it is sealed, and
+  holds none), a block of the mask, its zero input and its packed values;
 * party release: BASE + 8 (2 Z_p + R (2 d_p + 4) + S_p + 3 max k_p k_q) + w R max_q k_q
-  + 4 L: one peer's blob mapped and read by blocks, the shares and one block's product, a
-  block of the mask and of the blob's values;
-* party groups: BASE + 8 R (2 d_p + 4) + w R c_p + 6 L: the columns, one peer's round-2
-  blob, a block of its group columns and mask;
-* party measure: BASE + 8 (3 S'_p + R (2 d_p + 4)) + w R max_q f_q + 10 L: the grown
+  + 4 L(max k): one peer's blob mapped and read by blocks, the shares and one block's
+  product, a block of the mask and of the blob's values;
+* party groups: BASE + 8 R (2 d_p + 4) + w R c_p + 6 L(c_p): the columns, one peer's
+  round-2 blob, a block of its group columns and mask;
+* party measure: BASE + 8 (3 S'_p + R (2 d_p + 4)) + w R max_q f_q + 10 L(max f): the grown
   shares, the columns, one peer's blobs of both rounds mapped and read by the same row
   blocks (their values side by side, the masks of both rounds, the group columns);
 * server deal: BASE + 8 (2 sum Z + 2 max Z_p + 2 max k_p k_q) + 16 B, B = min(R sum k,
@@ -338,7 +339,10 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     m = len(names)
     pairs = plan.pairs()
     full = [k + c for k, c in zip(widths, caps, strict=True)]
-    block = held * max(ROW_BLOCK_WORDS, *full)  # one row block of values streamed in or out
+
+    def row_block(width: int) -> int:  # a row block of values streamed in or out
+        return held * min(rows * width, max(ROW_BLOCK_WORDS, width))
+
     dealt = [sum(widths[a] * widths[q] for a, q in pairs if q == p) for p in range(m)]
     shares = [sum(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     grown = [sum(plan.max_cells(a, b) for a, b in pairs if p in (a, b)) for p in range(m)]
@@ -354,19 +358,21 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
             "features": BASE_BYTES
             + 8 * (4 * dealt[p] + columns)
             + wire * rows * widths[p]
-            + 3 * block,
+            + 3 * row_block(widths[p]),
             "release": BASE_BYTES
             + 8 * (2 * dealt[p] + columns + shares[p] + 3 * largest[p])
             + wire * rows * peer
-            + 4 * block,
+            + 4 * row_block(max(widths[p], peer)),
         }
         if plan.select:
-            steps["groups"] = BASE_BYTES + 8 * columns + wire * rows * caps[p] + 6 * block
+            steps["groups"] = (
+                BASE_BYTES + 8 * columns + wire * rows * caps[p] + 6 * row_block(caps[p])
+            )
             steps["measure"] = (
                 BASE_BYTES
                 + 8 * (3 * grown[p] + columns)
                 + wire * rows * max(full[q] for q in range(m) if q != p)
-                + 10 * block
+                + 10 * row_block(max(full))
             )
         else:
             steps["local"] = _local_peak(config, d_p)

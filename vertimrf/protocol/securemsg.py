@@ -60,7 +60,7 @@ RELEASE_KIND = "vertimrf-secure-release"
 MAX_WITHIN_CELLS = 1 << 24  # a within-party marginal larger than this is never measured
 MAX_REQUEST_BYTES = 1 << 22  # a request lists at most a few thousand short marginals
 PACK_WORDS = 1 << 16  # ring values packed or unpacked per block of a feature blob
-ROW_BLOCK_WORDS = 1 << 18  # ring values per row block of a feature blob streamed in or out
+ROW_BLOCK_WORDS = 1 << 20  # ring values per row block of a feature blob streamed in or out
 
 
 def _unpack(data: bytes, what: str) -> dict[str, np.ndarray]:
