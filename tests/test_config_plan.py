@@ -15,10 +15,9 @@ from tests.vertical_fixtures import SECRET, small_adult
 from vertimrf.cli import main
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
-from vertimrf.party import secure as party_secure
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.ddg import ddg_rho
-from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol import ProtocolConfig, securemsg
 from vertimrf.protocol import plan as plan_module
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.secure import MEASURE, SecurePlan
@@ -240,7 +239,7 @@ def test_the_memory_model_bounds_the_large_arrays():
 
 
 def test_the_models_block_sizes_are_the_codes():
-    assert plan_module.MASK_BLOCK_WORDS == party_secure.BLOCK_WORDS
+    assert plan_module.ROW_BLOCK_WORDS == securemsg.ROW_BLOCK_WORDS
     assert plan_module.MASK_BLOCK_WORDS == server_secure.DEAL_BLOCK_WORDS
 
 

@@ -10,7 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 
-import vertimrf.party.secure as party_secure
+import vertimrf.protocol.securemsg as securemsg
 import vertimrf.server.secure as server_secure
 from tests.test_secure import SECRET, _exchange, _setup, assert_shares_sum_to_the_exact_product
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
@@ -136,7 +136,7 @@ def test_save_state_needs_the_release(run, tmp_path):
 def test_block_wise_products_give_the_exact_cross_counts(monkeypatch):
     """With tiny blocks (many partial ones, and blocks that start mid AES block), every
     pair's shares still sum to X^T Y exactly."""
-    monkeypatch.setattr(party_secure, "BLOCK_WORDS", 7)
+    monkeypatch.setattr(securemsg, "ROW_BLOCK_WORDS", 7)
     monkeypatch.setattr(server_secure, "DEAL_BLOCK_WORDS", 11)
     assert_shares_sum_to_the_exact_product(SIZES, 37, 1, rows=45)
 

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any, TypeVar
 
 from vertimrf.driver import codec
-from vertimrf.driver.role import Outputs, RoleDriver, Step
+from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.state import PartyState
-from vertimrf.driver.transport import Message, Outgoing, Payload, Transport
+from vertimrf.driver.transport import Message, Outgoing, Payload, Streamed, Transport
 from vertimrf.errors import ConfigError
 from vertimrf.party.roles import Party
+from vertimrf.party.secure import SealedBlobs
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure import Request, SecurePlan
 from vertimrf.protocol.seeds import SERVER
@@ -122,10 +124,12 @@ class PartyDriver(RoleDriver):
 
     def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
         """Record ``step`` and its outputs in the state before they leave: what is sent is
-        then the kept copies, read in chunks (so the features step holds one blob at a time)."""
+        then the kept copies, read in chunks (a blob is written to its copy as it is sealed, so
+        the features and groups steps never hold one whole); without a state, the outputs
+        made in memory."""
         self._computed.add(step.name)
         if self.state is None:
-            return outputs
+            return Materialised(outputs)
         return self.state.record(step.name, outputs)
 
     def gather(self, step: Step) -> Mapping[Message, Payload]:
@@ -171,7 +175,7 @@ class PartyDriver(RoleDriver):
             self._resume_local()
         (deal,) = inputs.values()
         blobs = self.party.features(bytes(deal))  # a large deal arrives mapped
-        return _Rekeyed(blobs, {Message(self.name, q, "blob"): q for q in blobs})
+        return _streamed(blobs, self.name, "blob")
 
     def _resume_local(self) -> None:
         """Set up the secure product on the bins of the local message the state keeps."""
@@ -215,7 +219,7 @@ class PartyDriver(RoleDriver):
         self._open_deal(inputs)
         deal = bytes(inputs[self._from_server("group-deal")])
         blobs = self.party.groups(deal, self._request(inputs))
-        return _Rekeyed(blobs, {Message(self.name, q, "group-blob"): q for q in blobs})
+        return _streamed(blobs, self.name, "group-blob")
 
     def _measure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         assert self._plan is not None and self.party.secure is not None
@@ -235,6 +239,13 @@ class PartyDriver(RoleDriver):
         )
         release = self.party.measure(request, blobs, group_blobs)
         return self._to_server("measure", codec.release_bytes(release))
+
+
+def _streamed(blobs: SealedBlobs, sender: str, kind: str) -> Outputs:
+    """Each peer's blob as a Streamed message, sealed as it is written."""
+    return {
+        Message(sender, q, kind): Streamed(blobs.nbytes(q), partial(blobs.write, q)) for q in blobs
+    }
 
 
 class _Rekeyed(Mapping[K, V]):

@@ -7,13 +7,32 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from vertimrf.driver.transport import Message, Outgoing, Payload, Transport, nbytes
+from vertimrf.driver.transport import Message, Outgoing, Payload, Streamed, Transport, nbytes
 from vertimrf.errors import ConfigError
 from vertimrf.logs import progress_bar
 
-# A step's outputs: the messages to send (a mapping may make a large one when it is read).
-Outputs = Mapping[Message, bytes | bytearray]
+# A step's outputs: the messages to send (a mapping may make a large one when it is read;
+# a Streamed one is written to a party's kept copy as it is made, see materialised).
+Outputs = Mapping[Message, bytes | bytearray | Streamed]
 Body = Callable[[Mapping[Message, Payload]], Outputs]
+
+
+class Materialised(Mapping[Message, bytes | bytearray]):
+    """A step's outputs with each Streamed one made in memory when it is read (for a role
+    that keeps no copy: a transport is never handed a Streamed message)."""
+
+    def __init__(self, outputs: Outputs) -> None:
+        self._outputs = outputs
+
+    def __getitem__(self, message: Message) -> bytes | bytearray:
+        data = self._outputs[message]
+        return data.read() if isinstance(data, Streamed) else data
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._outputs)
+
+    def __len__(self) -> int:
+        return len(self._outputs)
 
 
 class Inputs(Mapping[Message, Payload]):
@@ -90,8 +109,8 @@ class RoleDriver:
 
     def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
         """Called with ``step``'s outputs before they are sent; what to send (here the
-        outputs themselves: a role that keeps no state)."""
-        return outputs
+        outputs themselves, made in memory: a role that keeps no state)."""
+        return Materialised(outputs)
 
     def gather(self, step: Step) -> Mapping[Message, Payload]:
         """The step's input messages (MissingMessageError if one has not arrived; see

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from vertimrf.driver import codec
-from vertimrf.driver.role import Outputs, RoleDriver, Step
+from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.server_state import ServerState
 from vertimrf.driver.transport import Message, Payload, Transport
 from vertimrf.errors import ConfigError, MessageError
@@ -159,11 +159,12 @@ class ServerDriver(RoleDriver):
         finally:
             self._inputs = {}
 
-    def keep(self, step: Step, outputs: Outputs) -> Outputs:
+    def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, bytes | bytearray]:
         """Record ``step`` (but ``fit``), what it received and sent, and after ``select``
         the secure server's state, in one transaction before the outputs leave; the
         outputs, to be sent."""
         self._computed.add(step.name)
+        outputs = Materialised(outputs)
         if self.state is None or step.name == "fit":
             return outputs
         kept = None

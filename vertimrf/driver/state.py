@@ -13,8 +13,16 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 
-from vertimrf.driver.transport import Message, Stored, file_sha256, nbytes, sha256_hex
+from vertimrf.driver.transport import (
+    Message,
+    Stored,
+    Streamed,
+    file_sha256,
+    nbytes,
+    sha256_hex,
+)
 from vertimrf.errors import MessageError
 from vertimrf.io import atomic_open, atomic_write_text, read_json
 
@@ -29,6 +37,19 @@ def default_state_dir(role: str) -> Path:
         os.path.expanduser("~"), ".local", "state"
     )
     return Path(base) / "vertimrf" / role
+
+
+class _Hashing:
+    """A binary ``write`` to ``fh`` that hashes and counts what passes."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._fh, self.sha256, self.size = fh, hashlib.sha256(), 0
+
+    def write(self, data: bytes) -> int:
+        self._fh.write(data)
+        self.sha256.update(data)
+        self.size += len(data)
+        return len(data)
 
 
 class PartyState:
@@ -88,18 +109,28 @@ class PartyState:
         return self.folder / "sent" / f"{message.receiver}.{message.kind}"
 
     def record(
-        self, step: str, outputs: Mapping[Message, bytes | bytearray]
+        self, step: str, outputs: Mapping[Message, bytes | bytearray | Streamed]
     ) -> dict[Message, Stored]:
         """Keep a copy of ``step``'s outputs, each read from ``outputs`` once (a large one
-        may be made when read, and is dropped once written), then record the step as done;
-        the copies, to be sent."""
+        may be made when read, and is dropped once written; a Streamed one is written as it
+        is made, hashed on the way), then record the step as done; the copies, to be sent."""
         digests, kept = {}, {}
         for message, data in outputs.items():
             path = self._copy(message)
             with atomic_open(path, "wb") as fh:
-                fh.write(data)
-            kept[message] = Stored(path, sha256_hex(data), nbytes(data))
-            digests[f"{message.receiver}.{message.kind}"] = kept[message].sha256
+                if isinstance(data, Streamed):
+                    sink = _Hashing(fh)
+                    data.write_to(sink)
+                    if sink.size != data.size:
+                        raise MessageError(
+                            f"the {message} wrote {sink.size} bytes, not its stated {data.size}."
+                        )
+                    digest, size = sink.sha256.hexdigest(), sink.size
+                else:
+                    fh.write(data)
+                    digest, size = sha256_hex(data), nbytes(data)
+            kept[message] = Stored(path, digest, size)
+            digests[f"{message.receiver}.{message.kind}"] = digest
             del data
         self.steps[step] = digests
         if self.shares.exists():

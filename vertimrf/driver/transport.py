@@ -13,7 +13,8 @@ driver serves every setting:
 Sending the same message twice is harmless (a re-run of a step writes the same bytes);
 sending other bytes under a name already used is refused. What is sent is bytes, or a
 :class:`Stored` file (a party's kept copy of what it sent), which a transport reads in
-chunks and never holds whole.
+chunks and never holds whole. A step may output a :class:`Streamed` message, written to
+the party's kept copy as it is made (or made in memory by a role that keeps none).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.io import atomic_open
@@ -54,6 +56,44 @@ class Stored:
     def read(self) -> bytes:
         """The file's bytes, whole."""
         return self.path.read_bytes()
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A step's output of ``size`` bytes that ``write_to(out)`` writes to a binary file as
+    it is made (a feature blob sealed block by block): a party with a state writes it to its
+    kept copy while hashing it, so that it never exists whole; :meth:`read` makes it in
+    memory, for a role that keeps no copy. Never handed to a transport."""
+
+    size: int
+    write_to: Callable[[Any], None]
+
+    def read(self) -> bytearray:
+        """The bytes, whole."""
+        out = bytearray(self.size)
+        sink = _Filling(memoryview(out))
+        self.write_to(sink)
+        sink.check(self.size)
+        return out
+
+
+class _Filling:
+    """A binary ``write`` into a buffer of known size, from its start."""
+
+    def __init__(self, view: memoryview) -> None:
+        self._view, self.written = view, 0
+
+    def write(self, data: bytes) -> int:
+        n = len(data)
+        if self.written + n > len(self._view):
+            raise MessageError(f"a streamed message ran past its stated {len(self._view)} bytes.")
+        self._view[self.written : self.written + n] = data
+        self.written += n
+        return n
+
+    def check(self, size: int) -> None:
+        if self.written != size:
+            raise MessageError(f"a streamed message wrote {self.written} bytes, not {size}.")
 
 
 # What a role sends: bytes, or a Stored file.

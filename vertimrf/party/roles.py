@@ -29,7 +29,7 @@ from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError
 from vertimrf.party.ids import RecordIds
 from vertimrf.party.party import LocalParty
-from vertimrf.party.secure import Blob, SecureParty
+from vertimrf.party.secure import Blob, SealedBlobs, SecureParty
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.channels import KeyPair, PublicKey
 from vertimrf.protocol.config import ProtocolConfig
@@ -169,7 +169,7 @@ class Party:
         )
         return self._step(self.secure, "the secure product", how)
 
-    def features(self, deal: bytes) -> Mapping[str, bytearray]:
+    def features(self, deal: bytes) -> SealedBlobs:
         """Method "secure": the masked-feature blob for each peer, from the server's deal
         (each sealed when read, so that one is held at a time)."""
         return self._secure_role().features(deal)
@@ -179,9 +179,7 @@ class Party:
         at the count party, the noisy count; paper pipeline: the binned cross pairs)."""
         return self._secure_role().release(blobs)
 
-    def groups(
-        self, group_deal: bytes, request: Request | Sequence[Marginal]
-    ) -> Mapping[str, bytearray]:
+    def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:
         """The secure select pipeline, round 2: the blob for each peer holding the attribute
         groups the request's cross marginals with it need (each sealed when read)."""
         if not self._rules.selects:

@@ -32,7 +32,8 @@ import hashlib
 import hmac
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import zip_longest
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,6 @@ from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.secure import (
     COUNT_MECHANISM,
-    MASK_BLOCK_WORDS,
     MEASURE,
     SELECT,
     Layout,
@@ -67,15 +67,17 @@ from vertimrf.protocol.securemsg import (
     Deal,
     GroupDeal,
     SecureRelease,
-    open_features,
-    seal_features,
+    block_rows,
+    feature_blob_bytes,
+    open_feature_blocks,
+    seal_feature_blocks,
+    write_feature_blocks,
 )
 from vertimrf.protocol.seeds import role_seed
 
 _ORDER_CONTEXT = b"vertimrf/secure-order"
 _DIGEST_CONTEXT = b"vertimrf/secure-record-set"
 STATE_KIND = "vertimrf-secure-party-state"
-BLOCK_WORDS = MASK_BLOCK_WORDS  # words of the mask expanded at once in a block-wise product
 
 
 def pad_label(release: str, a: str, b: str) -> bytes:
@@ -234,28 +236,59 @@ class SecureParty:
                 raise ConfigError(f"the bin map of {c!r} has {m.n_bins} bins, not the plan's.")
         return got
 
-    def features(self, deal: bytes) -> Mapping[str, bytearray]:
+    def features(self, deal: bytes) -> SealedBlobs:
         """Step 1: the masked-feature blob for each peer (relayed by the server): a mapping
         that seals a peer's blob (a bytearray, written in place by the cipher) each time it
-        is read, the same bytes every time, so a caller holds one blob at a time."""
+        is read, the same bytes every time, so a caller holds one blob at a time. X - U is
+        made and sealed by blocks of rows (the mask expanded again for each peer), so the
+        rows x k matrix never exists."""
         self.open_deal(deal)
         self._once("features")
-        masked = mask_features(
-            self._state["cols"], self._mask_rows(0, self.plan.rows), inplace=True
-        )
-        return _SealedBlobs(self, lambda peer: self._seal(masked, peer))
+        width = self.plan.widths[self.index]
+        return SealedBlobs(self, self._feature_blob, lambda peer: width)
 
-    def _seal(self, masked: np.ndarray, peer: str, round_: int = 1) -> bytearray:
-        """The masked features of round ``round_`` sealed for ``peer`` (the nonce is bound
-        to everything the plaintext depends on: the inputs, and in round 2 its deal)."""
+    def _feature_blob(self, peer: str, out: Any = None) -> bytearray | None:
+        """This party's X - U sealed for ``peer`` by row blocks (written to ``out`` when
+        given, as for :meth:`_seal`)."""
+        return self._seal(self._masked_rows(), peer, out)
+
+    def _masked_rows(self) -> Iterator[np.ndarray]:
+        """X - U by blocks of whole rows."""
+        plan, cols = self.plan, self._state["cols"]
+        step = block_rows(plan.widths[self.index])
+        for r0 in range(0, plan.rows, step):
+            r1 = min(plan.rows, r0 + step)
+            yield mask_features(cols[r0:r1], self._mask_rows(r0, r1), inplace=True)
+
+    def _seal(
+        self,
+        blocks: Iterable[np.ndarray],
+        peer: str,
+        out: Any = None,
+        round_: int = 1,
+        width: int | None = None,
+    ) -> bytearray | None:
+        """The masked features of round ``round_`` (``width`` values a row; default this
+        party's round-1 width), given by row ``blocks``, sealed for ``peer`` (the nonce is
+        bound to everything the plaintext depends on: the inputs, and in round 2 its deal):
+        the blob, or None once it is written to ``out`` (a binary file) as it is made."""
         if round_ == 1:
             nonce = self._label_key("feature-nonce", peer)[:12]
         else:
             nonce = self._label_key("group-nonce", peer, self._state["group_deal_hash"])[:12]
-        return seal_features(
-            self._keys[peer], masked, self._context, self.name, peer, self._state["digest"],
-            nonce=nonce, round_=round_, word_bytes=self.plan.word_bytes,
+        width = self.plan.widths[self.index] if width is None else width
+        key, shape, digest = self._keys[peer], (self.plan.rows, width), self._state["digest"]
+        word, size = self.plan.word, self.plan.word_bytes
+        if out is None:
+            return seal_feature_blocks(
+                key, blocks, shape, self._context, self.name, peer, digest,
+                word=word, nonce=nonce, round_=round_, word_bytes=size,
+            )  # fmt: skip
+        write_feature_blocks(
+            out, key, blocks, shape, self._context, self.name, peer, digest,
+            word=word, nonce=nonce, round_=round_, word_bytes=size,
         )  # fmt: skip
+        return None
 
     def open_deal(self, deal: bytes) -> None:
         """Open the deal and set up the aligned columns and the record-set digest: what
@@ -307,9 +340,7 @@ class SecureParty:
         self._state.setdefault("done", set()).add(SELECT)
         return release
 
-    def groups(
-        self, group_deal: bytes, request: Request | Sequence[Marginal]
-    ) -> Mapping[str, bytearray]:
+    def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:
         """Step 3 (round 2, after the server's request): the blob for each peer holding the
         attribute groups that the request's cross marginals with that peer need, masked with
         this party's fresh mask from ``group_deal`` (an empty blob where it needs none): a
@@ -318,7 +349,11 @@ class SecureParty:
             raise ConfigError("run features(deal) or open_deal(deal) before groups(...).")
         self.open_group_deal(group_deal, request)
         self._once("groups")
-        return _SealedBlobs(self, self._group_blob)
+        return SealedBlobs(self, self._group_blob, self._group_width)
+
+    def _group_width(self, peer: str) -> int:
+        """The values a row of this party's round-2 blob toward ``peer``."""
+        return self._state["layout"].width(self.index, self.plan.names.index(peer))
 
     def open_group_deal(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> None:
         """Open the round-2 deal of ``request`` (what :meth:`groups` does before sealing; a
@@ -356,22 +391,30 @@ class SecureParty:
         got = {"a": deal.z_a.get(peer), "b": deal.z_b.get(peer)}
         return all(v is not None and v.shape == shapes[k] for k, v in got.items())
 
-    def _group_blob(self, peer: str) -> bytearray:
-        """This party's round-2 groups toward ``peer``, masked and sealed."""
-        plan, st = self.plan, self._state
-        q = plan.names.index(peer)
-        k = st["layout"].width(self.index, q)
-        mask = expand(st["group_deal"].seeds_u[peer], b"U2", plan.rows * k, word=plan.word)
-        masked = mask_features(self._group_features(q), mask.reshape(plan.rows, k), inplace=True)
-        return self._seal(masked, peer, 2)
+    def _group_blob(self, peer: str, out: Any = None) -> bytearray | None:
+        """This party's round-2 groups toward ``peer``, masked and sealed by row blocks
+        (written to ``out`` when given, as for :meth:`_seal`)."""
+        q, k = self.plan.names.index(peer), self._group_width(peer)
+        return self._seal(self._masked_groups(peer, q, k), peer, out, 2, k)
 
-    def _group_features(self, q: int) -> np.ndarray:
-        """The one-hot column indices of this party's round-2 groups toward party q."""
+    def _masked_groups(self, peer: str, q: int, k: int) -> Iterator[np.ndarray]:
+        """G - U2 toward party q (``k`` values a row) by blocks of whole rows."""
+        plan, seed = self.plan, self._state["group_deal"].seeds_u[peer]
+        step = block_rows(k)
+        for r0 in range(0, plan.rows, step):
+            r1 = min(plan.rows, r0 + step)
+            mask = expand(seed, b"U2", (r1 - r0) * k, start=r0 * k, word=plan.word)
+            cols = self._group_features(q, r0, r1)
+            yield mask_features(cols, mask.reshape(r1 - r0, k), inplace=True)
+
+    def _group_features(self, q: int, r0: int, r1: int) -> np.ndarray:
+        """The one-hot column indices of this party's round-2 groups toward party q, in
+        rows r0:r1."""
         plan, p = self.plan, self.index
         local = {a: j for j, a in enumerate(plan.attrs[p])}
         sizes = [plan.sizes[a] for a in plan.attrs[p]]
         groups = [tuple(local[a] for a in g) for g in self._state["layout"].groups(p, q)]
-        return group_columns(self._state["cols"], plan.offsets[p], sizes, groups)
+        return group_columns(self._state["cols"][r0:r1], plan.offsets[p], sizes, groups)
 
     def measure(
         self,
@@ -439,28 +482,31 @@ class SecureParty:
                     f"party {self.name!r} needs {peer!r}'s feature blobs of both rounds to "
                     "measure the request's groups; the server must relay them first."
                 )
-            first = self._open(peer, blobs[peer], plan.widths[q], 1)
-            second = self._open(peer, group_blobs[peer], layout.width(q, p), 2)
             full = np.empty(layout.shape(a, b), np.uint64)
             ka, kb = plan.widths[a], plan.widths[b]
             full[:ka, :kb] = shares[plan.pair_name(a, b)]
             if p == a:
-                block_a, block_b = self._left_blocks(layout, b, first, second)
+                block_a, block_b = self._left_blocks(layout, b, blobs[peer], group_blobs[peer])
             else:
-                block_a, block_b = self._right_blocks(layout, a, first, second)
+                block_a, block_b = self._right_blocks(layout, a, blobs[peer], group_blobs[peer])
             full[ka:, :], full[:ka, kb:] = block_a, block_b
             out[plan.pair_name(a, b)] = full
-            del first, second
         return out
 
-    def _open(self, peer: str, blob: Blob, width: int, round_: int) -> np.ndarray:
-        """A peer's masked features of one round, checked against this party's record set."""
+    def _read(
+        self, peer: str, blob: Blob, width: int, round_: int, step: int
+    ) -> Iterator[tuple[int, int, np.ndarray]]:
+        """A peer's masked features of one round by blocks of ``step`` rows: (r0, r1, rows
+        r0:r1), each valid until the next is read. The blob's tag and its record-set digest
+        are checked when the iteration ends, so a caller keeps nothing it made of the
+        blocks unless the loop over them finished."""
         plan = self.plan
         try:
-            theirs, digest = open_features(
+            digest, blocks = open_feature_blocks(
                 self._keys[peer], blob, self._context, peer, self.name, (plan.rows, width),
-                word=plan.word, round_=round_, word_bytes=plan.word_bytes,
+                step, word=plan.word, round_=round_, word_bytes=plan.word_bytes,
             )  # fmt: skip
+            yield from blocks
         except ChannelError as exc:
             raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
         if not hmac.compare_digest(digest, self._state["digest"]):
@@ -469,42 +515,58 @@ class SecureParty:
                 f"{peer!r}'s record-set digest differs from {self.name!r}'s (both must hold "
                 "exactly the same record IDs and the same group secret)."
             )
-        return theirs
+
+    def _read_both(
+        self, peer: str, first: Blob, second: Blob, widths: tuple[int, int], step: int
+    ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+        """A peer's rounds 1 and 2 by the same blocks of ``step`` rows: (r0, r1, round-1
+        rows, round-2 rows); both blobs are checked when the iteration ends."""
+        pairs = zip_longest(
+            self._read(peer, first, widths[0], 1, step),
+            self._read(peer, second, widths[1], 2, step),
+        )
+        for (r0, r1, one), (_, _, two) in pairs:
+            yield r0, r1, one, two
 
     def _left_blocks(
-        self, layout: Layout, b: int, first: np.ndarray, second: np.ndarray
+        self, layout: Layout, b: int, first: Blob, second: Blob
     ) -> tuple[np.ndarray, np.ndarray]:
         """The lower party's shares of the pair's new blocks: A = U2^T [Y' | Y2'] + W_A
-        (its groups' rows) and B = U^T Y2' + W_B (its singles against the peer's groups)."""
+        (its groups' rows) and B = U^T Y2' + W_B (its singles against the peer's groups),
+        from the peer's blobs of both rounds, block by block of rows."""
         plan, p = self.plan, self.index
         peer, deal = plan.names[b], self._state["group_deal"]
         wa, wb = layout.width(p, b), layout.width(b, p)
         cols = plan.widths[b] + wb
         block_a = expand(deal.seeds_w[peer], b"WA", wa * cols).reshape(wa, cols)
         block_b = expand(deal.seeds_w[peer], b"WB", plan.widths[p] * wb).reshape(plan.widths[p], wb)
-        step = max(1, BLOCK_WORDS // max(1, plan.widths[p] + wa))
-        for r0 in range(0, plan.rows, step):
-            r1 = min(plan.rows, r0 + step)
+        step = block_rows(max(cols, wa, plan.widths[p]))
+        for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[b], wb), step):
             mask = expand(
                 deal.seeds_u[peer], b"U2", (r1 - r0) * wa, start=r0 * wa, word=plan.word
             ).reshape(r1 - r0, wa)
-            block_a += matmul_tn_u64(mask, np.hstack((first[r0:r1], second[r0:r1])))
-            block_b += matmul_tn_u64(self._mask_rows(r0, r1), second[r0:r1])
+            block_a += matmul_tn_u64(mask, np.hstack((one, two)))
+            block_b += matmul_tn_u64(self._mask_rows(r0, r1), two)
         return block_a, block_b
 
     def _right_blocks(
-        self, layout: Layout, a: int, first: np.ndarray, second: np.ndarray
+        self, layout: Layout, a: int, first: Blob, second: Blob
     ) -> tuple[np.ndarray, np.ndarray]:
         """The higher party's shares of the pair's new blocks: A = X2'^T [Y | Y2] + Z_A and
-        B = X'^T Y2 + Z_B, one-hot sums of the lower party's masked rows."""
+        B = X'^T Y2 + Z_B, one-hot sums of the lower party's masked rows of both rounds,
+        block by block of rows."""
         plan, p, st = self.plan, self.index, self._state
         peer, deal = plan.names[a], st["group_deal"]
-        mine = self._group_features(a)
-        width = layout.width(p, a)
-        shifted = np.where(mine >= 0, mine + plan.widths[p], -1)
-        both = np.hstack((st["cols"], shifted))
-        block_a = onehot_scatter_u64(second, both, plan.widths[p] + width) + deal.z_a[peer]
-        block_b = onehot_scatter_u64(first, mine, width) + deal.z_b[peer]
+        width, wq = layout.width(p, a), layout.width(a, p)
+        block_a = deal.z_a[peer].copy()
+        block_b = deal.z_b[peer].copy()
+        step = block_rows(max(plan.widths[a], wq))
+        for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[a], wq), step):
+            mine = self._group_features(a, r0, r1)
+            shifted = np.where(mine >= 0, mine + plan.widths[p], -1)
+            both = np.hstack((st["cols"][r0:r1], shifted))
+            block_a += onehot_scatter_u64(two, both, plan.widths[p] + width)
+            block_b += onehot_scatter_u64(one, mine, width)
         return block_a, block_b
 
     # ------------------------------------------------------------------ private state
@@ -617,20 +679,19 @@ class SecureParty:
                     f"party {self.name!r} has no feature blob from {peer!r}; the server must "
                     f"relay {peer!r}'s features before this step."
                 )
-            theirs = self._open(peer, blobs[peer], plan.widths[q], 1)
             key = plan.pair_name(a, b)
-            if p == a:
+            if p == a:  # U_p^T Y' + W, block by block of rows
                 w = expand(st["deal"].seeds_w[peer], b"W", plan.widths[a] * plan.widths[b])
                 share = w.reshape(plan.widths[a], plan.widths[b]).copy()
-                step = max(1, BLOCK_WORDS // plan.widths[a])
-                for r0 in range(0, plan.rows, step):  # U_p^T Y' block by block of rows
-                    r1 = min(plan.rows, r0 + step)
-                    share += matmul_tn_u64(self._mask_rows(r0, r1), theirs[r0:r1])
-                shares[key] = share
-            else:
-                share = onehot_scatter_u64(np.ascontiguousarray(theirs), st["cols"], plan.widths[b])
-                shares[key] = share + st["deal"].z[peer]
-            del theirs  # one peer's rows x k_q matrix in memory at a time
+                step = block_rows(max(plan.widths[a], plan.widths[b]))
+                for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
+                    share += matmul_tn_u64(self._mask_rows(r0, r1), theirs)
+            else:  # X_p'^T Y + Z, block by block of rows
+                share = st["deal"].z[peer].copy()
+                step = block_rows(plan.widths[a])
+                for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
+                    share += onehot_scatter_u64(theirs, st["cols"][r0:r1], plan.widths[b])
+            shares[key] = share  # only once the whole blob is read and checked
         return shares
 
     def _label_key(self, what: str, *label: str) -> bytes:
@@ -719,17 +780,41 @@ class SecureParty:
         )
 
 
-class _SealedBlobs(Mapping[str, bytearray]):
-    """A party's blob for each peer, made by ``seal(peer)`` when read."""
+class SealedBlobs(Mapping[str, bytearray]):
+    """A party's blob for each peer, made by ``seal(peer, None)`` when read, or written to a
+    binary file by :meth:`write` as it is made; ``width(peer)``: its values a row."""
 
-    def __init__(self, party: SecureParty, seal: Callable[[str], bytearray]) -> None:
-        self._seal = seal
+    def __init__(
+        self,
+        party: SecureParty,
+        seal: Callable[[str, Any], bytearray | None],
+        width: Callable[[str], int],
+    ) -> None:
+        self._seal, self._width = seal, width
+        self._plan = party.plan
         self._peers = [q for q in party.plan.names if q != party.name]
 
     def __getitem__(self, peer: str) -> bytearray:
         if peer not in self._peers:
             raise KeyError(peer)
-        return self._seal(peer)
+        blob = self._seal(peer, None)
+        if blob is None:
+            raise TypeError("sealing without a file returns the blob.")
+        return blob
+
+    def nbytes(self, peer: str) -> int:
+        """The length of ``peer``'s blob (public: from the plan and the widths)."""
+        if peer not in self._peers:
+            raise KeyError(peer)
+        rows, word, size = self._plan.rows, self._plan.word, self._plan.word_bytes
+        return feature_blob_bytes((rows, self._width(peer)), word, size)
+
+    def write(self, peer: str, out: Any) -> None:
+        """Write ``peer``'s blob (the bytes of ``self[peer]``) to the binary file ``out``
+        as it is sealed, block by block."""
+        if peer not in self._peers:
+            raise KeyError(peer)
+        self._seal(peer, out)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._peers)

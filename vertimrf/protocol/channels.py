@@ -369,6 +369,19 @@ def encrypt_buffer(
     return encrypt_chunks(key, [data], len(data), aad, prefix, nonce=nonce)
 
 
+def _encryptor(key: bytes, nonce: bytes | None, aad: bytes) -> tuple[bytes, Any]:
+    """The nonce (fresh unless given) and an AES-256-GCM encryptor of a blob under ``key``
+    with ``aad``."""
+    subkey = _hkdf(_check_key(key, "an encryption key"), _BLOB_SALT, _BLOB_INFO)
+    if nonce is None:
+        nonce = os.urandom(NONCE_BYTES)
+    elif len(nonce) != NONCE_BYTES:
+        raise ChannelError(f"a nonce is {NONCE_BYTES} bytes; got {len(nonce)}.")
+    encryptor = Cipher(algorithms.AES(subkey), modes.GCM(nonce)).encryptor()
+    encryptor.authenticate_additional_data(_BLOB_AAD + aad)
+    return nonce, encryptor
+
+
 def encrypt_chunks(
     key: bytes,
     chunks: Iterable[object],
@@ -381,19 +394,13 @@ def encrypt_chunks(
     """:func:`encrypt_buffer` of a plaintext of ``size`` bytes given as consecutive
     ``chunks`` (contiguous buffers): each is encrypted straight into the output, so the
     whole plaintext never exists at once. The same bytes as one buffer of their join."""
-    subkey = _hkdf(_check_key(key, "an encryption key"), _BLOB_SALT, _BLOB_INFO)
-    if nonce is None:
-        nonce = os.urandom(NONCE_BYTES)
-    elif len(nonce) != NONCE_BYTES:
-        raise ChannelError(f"a nonce is {NONCE_BYTES} bytes; got {len(nonce)}.")
+    nonce, encryptor = _encryptor(key, nonce, aad)
     head = len(prefix) + NONCE_BYTES
     end = head + size
     out = bytearray(end + TAG_BYTES)
     out[: len(prefix)] = prefix
     out[len(prefix) : head] = nonce
     view = memoryview(out)
-    encryptor = Cipher(algorithms.AES(subkey), modes.GCM(nonce)).encryptor()
-    encryptor.authenticate_additional_data(_BLOB_AAD + aad)
     pos = head
     for chunk in chunks:
         data = _buffer(chunk, "the plaintext")
@@ -407,6 +414,34 @@ def encrypt_chunks(
     encryptor.finalize()
     view[end:] = encryptor.tag
     return out
+
+
+def encrypt_chunks_to(
+    out: Any,
+    key: bytes,
+    chunks: Iterable[object],
+    size: int,
+    aad: bytes,
+    prefix: bytes = b"",
+    *,
+    nonce: bytes | None = None,
+) -> None:
+    """The bytes of :func:`encrypt_chunks`, written to ``out`` (anything with a binary
+    ``write``, e.g. a file) as each chunk is encrypted: the blob never exists whole."""
+    nonce, encryptor = _encryptor(key, nonce, aad)
+    out.write(prefix)
+    out.write(nonce)
+    written = 0
+    for chunk in chunks:
+        data = _buffer(chunk, "the plaintext")
+        if written + len(data) > size:
+            raise ChannelError(f"the plaintext is longer than its stated {size} bytes.")
+        out.write(encryptor.update(data))
+        written += len(data)
+    if written != size:
+        raise ChannelError(f"the plaintext holds {written} bytes, not its stated {size}.")
+    out.write(encryptor.finalize())
+    out.write(encryptor.tag)
 
 
 def decrypt(key: bytes, blob: bytes, aad: bytes) -> bytes:

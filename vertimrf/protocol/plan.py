@@ -17,22 +17,27 @@ estimates, for each role, the bytes it sends and keeps and its peak memory. :fun
 
 The memory model (bytes; R = max_rows, k_p = party p's round-1 width (its singles), c_p its
 round-2 cap toward one peer, f_p = k_p + c_p, d_p its attributes, w the bytes of a ring
-value in memory (4 or 8) plus in a blob (r / 8), Z_p = sum over lower parties q of k_q k_p
-words dealt to p, S_p = sum over p's pairs of k_p k_q share words, S'_p the same at f_p f_q,
-BASE = 256 MiB for an idle role process; each party step also holds P = 8 PACK_WORDS where
-a blob packs fewer bytes than a word, one block packed or unpacked)
+value in a blob (r / 8), Z_p = sum over lower parties q of k_q k_p words dealt to p, S_p =
+sum over p's pairs of k_p k_q share words, S'_p the same at f_p f_q, BASE = 256 MiB for an
+idle role process, and L(x) = h min(R x, max(ROW_BLOCK_WORDS, x)) one row block of ring
+values x wide in memory (h = 4 or 8 bytes each): a party streams every feature blob in and
+out by blocks of whole rows of at most ROW_BLOCK_WORDS values, so no R x k matrix of ring
+values exists; a block's int64 column indices and the mask's zero input count as one or
+two L each)
 follows the code's large arrays:
 
-* party features: BASE + 8 (4 Z_p + R (2 d_p + 4)) + w R k_p: the deal opened, the aligned
-  columns, the mask X - U and one peer's blob (each sealed when written, dropped before the
-  next);
-* party release: BASE + 8 (2 Z_p + R (2 d_p + 4) + S_p + 2 max k_p k_q) + w R max_q k_q
-  + 16 MASK_BLOCK_WORDS: one peer's blob mapped and decrypted at a time, the shares, one
-  block of the mask;
-* party groups: BASE + 8 (R (2 d_p + 4) + R c_p) + w R c_p: the columns, one peer's
-  round-2 mask and blob;
-* party measure: BASE + 8 (3 S'_p + 2 R d_p + R (2 d_p + 4) + 2 R f_p) + w R max_q f_q
-  + 16 MASK_BLOCK_WORDS: the grown shares, the columns, one peer's blobs of both rounds;
+* party features: BASE + 8 (4 Z_p + R (2 d_p + 4)) + w R k_p + 3 L(k_p): the deal opened,
+  the aligned columns, one peer's blob (sealed from blocks of X - U, dropped before the
+  next; a driver with a state folder writes it to its kept copy as it is sealed, and
+  holds none), a block of the mask, its zero input and its packed values;
+* party release: BASE + 8 (2 Z_p + R (2 d_p + 4) + S_p + 3 max k_p k_q) + w R max_q k_q
+  + 4 L(max k): one peer's blob mapped and read by blocks, the shares and one block's
+  product, a block of the mask and of the blob's values;
+* party groups: BASE + 8 R (2 d_p + 4) + w R c_p + 6 L(c_p): the columns, one peer's
+  round-2 blob, a block of its group columns and mask;
+* party measure: BASE + 8 (3 S'_p + R (2 d_p + 4)) + w R max_q f_q + 10 L(max f): the grown
+  shares, the columns, one peer's blobs of both rounds mapped and read by the same row
+  blocks (their values side by side, the masks of both rounds, the group columns);
 * server deal: BASE + 8 (2 sum Z + 2 max Z_p + 2 max k_p k_q) + 16 B, B = min(R sum k,
   MASK_BLOCK_WORDS + sum k): every Z, the sealed deals, one deal's archive and ciphertext,
   one block of masks;
@@ -47,8 +52,9 @@ follows the code's large arrays:
 Peak RSS (GNU time) was measured against the model, every role its own command, on the code
 before two rounds and the smaller ring (one round of k_p = 561 / 572 on Adult and 56 / 44 / 61
 on bench_secure_cli's 1,048,576 rows; every estimate was above the measured peak, by at most
-40%). The model above keeps the same terms with the smaller widths and words; it has not
-been measured again on the two-round code.
+40%). The party terms have since lost their R x k matrices of words (the blobs are streamed by
+row blocks); tracemalloc tests hold them above the traced peaks, GNU time has not measured
+them again.
 """
 
 from __future__ import annotations
@@ -70,7 +76,12 @@ from vertimrf.protocol.secure import (
     SELECT,
     SecurePlan,
 )
-from vertimrf.protocol.securemsg import DIGEST_BYTES, MAX_WITHIN_CELLS, PACK_WORDS, SEED_BYTES
+from vertimrf.protocol.securemsg import (
+    DIGEST_BYTES,
+    MAX_WITHIN_CELLS,
+    ROW_BLOCK_WORDS,
+    SEED_BYTES,
+)
 
 DEFAULT_MAX_MEMORY_GB = 16.0
 GB = 1e9
@@ -325,11 +336,13 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     """Every role's costs in a secure run (the module doc's memory model)."""
     rows, widths, caps, names = plan.rows, plan.widths, plan.group_caps, plan.names
     wire, held = plan.word_bytes, 8 if plan.ring_bits > 32 else 4  # in a blob, in memory
-    word = wire + held  # a matrix of ring values and its blob
-    pack = 8 * PACK_WORDS if wire < held else 0  # one block packed or unpacked
     m = len(names)
     pairs = plan.pairs()
     full = [k + c for k, c in zip(widths, caps, strict=True)]
+
+    def row_block(width: int) -> int:  # a row block of values streamed in or out
+        return held * min(rows * width, max(ROW_BLOCK_WORDS, width))
+
     dealt = [sum(widths[a] * widths[q] for a, q in pairs if q == p) for p in range(m)]
     shares = [sum(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     grown = [sum(plan.max_cells(a, b) for a, b in pairs if p in (a, b)) for p in range(m)]
@@ -342,23 +355,24 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         columns = rows * (2 * d_p + 4)
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
-            "features": BASE_BYTES + 8 * (4 * dealt[p] + columns) + word * rows * widths[p] + pack,
+            "features": BASE_BYTES
+            + 8 * (4 * dealt[p] + columns)
+            + wire * rows * widths[p]
+            + 3 * row_block(widths[p]),
             "release": BASE_BYTES
-            + pack
-            + 8 * (2 * dealt[p] + columns + shares[p] + 2 * largest[p])
-            + word * rows * peer
-            + 16 * MASK_BLOCK_WORDS,
+            + 8 * (2 * dealt[p] + columns + shares[p] + 3 * largest[p])
+            + wire * rows * peer
+            + 4 * row_block(max(widths[p], peer)),
         }
         if plan.select:
             steps["groups"] = (
-                BASE_BYTES + 8 * (columns + rows * caps[p]) + word * rows * caps[p] + pack
+                BASE_BYTES + 8 * columns + wire * rows * caps[p] + 6 * row_block(caps[p])
             )
             steps["measure"] = (
                 BASE_BYTES
-                + pack
-                + 8 * (3 * grown[p] + 2 * rows * d_p + columns + 2 * rows * full[p])
-                + word * rows * max(full[q] for q in range(m) if q != p)
-                + 16 * MASK_BLOCK_WORDS
+                + 8 * (3 * grown[p] + columns)
+                + wire * rows * max(full[q] for q in range(m) if q != p)
+                + 10 * row_block(max(full))
             )
         else:
             steps["local"] = _local_peak(config, d_p)

@@ -25,8 +25,9 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -38,9 +39,9 @@ from vertimrf.protocol.channels import (
     KeyPair,
     PublicKey,
     decrypt_chunks,
-    decrypt_into,
     encrypt_buffer,
     encrypt_chunks,
+    encrypt_chunks_to,
     open_sealed,
     seal,
 )
@@ -59,6 +60,7 @@ RELEASE_KIND = "vertimrf-secure-release"
 MAX_WITHIN_CELLS = 1 << 24  # a within-party marginal larger than this is never measured
 MAX_REQUEST_BYTES = 1 << 22  # a request lists at most a few thousand short marginals
 PACK_WORDS = 1 << 16  # ring values packed or unpacked per block of a feature blob
+ROW_BLOCK_WORDS = 1 << 20  # ring values per row block of a feature blob streamed in or out
 
 
 def _unpack(data: bytes, what: str) -> dict[str, np.ndarray]:
@@ -190,6 +192,89 @@ def seal_features(
     return encrypt_chunks(key, _packed(body, size), body.size * size, aad, digest, nonce=nonce)
 
 
+def seal_feature_blocks(
+    key: bytes,
+    blocks: Iterable[np.ndarray],
+    shape: tuple[int, int],
+    context: bytes,
+    sender: str,
+    receiver: str,
+    digest: bytes,
+    *,
+    word: type = np.uint64,
+    nonce: bytes | None = None,
+    round_: int = 1,
+    word_bytes: int | None = None,
+) -> bytearray:
+    """:func:`seal_features` of the ``shape`` matrix of ``word``s given as consecutive
+    ``blocks`` of whole rows: each is packed and encrypted as it comes, so the matrix never
+    exists at once. The same bytes as :func:`seal_features` of the rows stacked."""
+    size, aad, chunks = _sealing(blocks, shape, context, sender, receiver, digest, word,
+                                 round_, word_bytes)  # fmt: skip
+    return encrypt_chunks(key, chunks, size, aad, digest, nonce=nonce)
+
+
+def write_feature_blocks(
+    out: Any,
+    key: bytes,
+    blocks: Iterable[np.ndarray],
+    shape: tuple[int, int],
+    context: bytes,
+    sender: str,
+    receiver: str,
+    digest: bytes,
+    *,
+    word: type = np.uint64,
+    nonce: bytes | None = None,
+    round_: int = 1,
+    word_bytes: int | None = None,
+) -> None:
+    """The bytes of :func:`seal_feature_blocks`, written to ``out`` (anything with a binary
+    ``write``, e.g. a file) as they are made: the blob never exists whole either (its
+    length is :func:`feature_blob_bytes`)."""
+    size, aad, chunks = _sealing(blocks, shape, context, sender, receiver, digest, word,
+                                 round_, word_bytes)  # fmt: skip
+    encrypt_chunks_to(out, key, chunks, size, aad, digest, nonce=nonce)
+
+
+def _sealing(
+    blocks: Iterable[np.ndarray],
+    shape: tuple[int, int],
+    context: bytes,
+    sender: str,
+    receiver: str,
+    digest: bytes,
+    word: type,
+    round_: int,
+    word_bytes: int | None,
+) -> tuple[int, bytes, Iterator[np.ndarray]]:
+    """The plaintext bytes, the associated data and the packed chunks of a feature blob."""
+    size = _word_bytes(np.dtype(word).newbyteorder("<"), word_bytes)
+    aad = feature_aad(context, sender, receiver, digest, round_)
+    chunks = _packed_rows(blocks, shape[1], np.dtype(word), size)
+    return shape[0] * shape[1] * size, aad, chunks
+
+
+def feature_blob_bytes(shape: tuple[int, int], word: type, word_bytes: int | None = None) -> int:
+    """The length of a feature blob of a ``shape`` matrix of ``word``s (see
+    :func:`seal_features`)."""
+    size = _word_bytes(np.dtype(word), word_bytes)
+    return DIGEST_BYTES + NONCE_BYTES + shape[0] * shape[1] * size + TAG_BYTES
+
+
+def _packed_rows(
+    blocks: Iterable[np.ndarray], width: int, word: np.dtype, size: int
+) -> Iterator[np.ndarray]:
+    """The packed values of row ``blocks``, each checked to be ``width`` ``word``s wide."""
+    for block in blocks:
+        if block.dtype != word or block.ndim != 2 or block.shape[1] != width:
+            raise MessageError(
+                f"a block of masked features is {block.dtype} {block.shape}, not rows of "
+                f"{width} {word} values."
+            )
+        yield from _packed(np.ascontiguousarray(block).reshape(-1), size)
+
+
 def _word_bytes(word: np.dtype, word_bytes: int | None) -> int:
     if word_bytes is None:
         return word.itemsize
@@ -206,6 +291,81 @@ def _packed(body: np.ndarray, size: int) -> Iterator[np.ndarray]:
         yield np.ascontiguousarray(block.view(np.uint8).reshape(-1, body.dtype.itemsize)[:, :size])
 
 
+def block_rows(width: int) -> int:
+    """Rows per block of a feature blob ``width`` values wide, streamed in or out: whole
+    rows, about ROW_BLOCK_WORDS values (public: it depends on the width alone)."""
+    return max(1, ROW_BLOCK_WORDS // max(1, width))
+
+
+def open_feature_blocks(
+    key: bytes,
+    blob: object,
+    context: bytes,
+    sender: str,
+    receiver: str,
+    shape: tuple[int, int],
+    step: int,
+    *,
+    word: type = np.uint64,
+    round_: int = 1,
+    word_bytes: int | None = None,
+) -> tuple[bytes, Iterator[tuple[int, int, np.ndarray]]]:
+    """The sender's record-set digest in ``blob`` and an iterator of its masked features
+    (see :func:`open_features`) by blocks of ``step`` whole rows: (r0, r1, rows r0:r1 as
+    ``word``s), each valid until the next is read. The size is checked at once; the GCM
+    tag only when the iteration ends, which raises ChannelError when the blob is not
+    ``sender``'s for ``receiver`` in this run: a caller must discard everything it made of
+    the blocks unless the iteration finished."""
+    try:
+        view = memoryview(blob).cast("B")  # type: ignore[arg-type]
+    except TypeError:
+        raise ChannelError(f"the feature blob from {sender!r} is not bytes.") from None
+    if len(view) < DIGEST_BYTES:
+        raise ChannelError(f"the feature blob from {sender!r} is truncated.")
+    digest = bytes(view[:DIGEST_BYTES])
+    body = view[DIGEST_BYTES:]
+    size = len(body) - NONCE_BYTES - TAG_BYTES
+    little = np.dtype(word).newbyteorder("<")
+    each = _word_bytes(little, word_bytes)
+    rows, width = shape
+    want = each * rows * width
+    if size != want:
+        if size < 0:
+            raise ChannelError(f"the feature blob from {sender!r} is truncated.")
+        raise MessageError(
+            f"the feature blob from {sender!r} holds {size} bytes, not the "
+            f"{want} of a {rows} x {width} matrix."
+        )
+    aad = feature_aad(context, sender, receiver, digest, round_)
+    return digest, _blocks(key, body, aad, rows, width, max(1, step), little, each, word)
+
+
+def _blocks(
+    key: bytes,
+    body: memoryview,
+    aad: bytes,
+    rows: int,
+    width: int,
+    step: int,
+    little: np.dtype,
+    each: int,
+    word: type,
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """The row blocks of :func:`open_feature_blocks` (the tag checked after the last)."""
+    pieces = decrypt_chunks(key, body, aad, max(1, step * width * each))
+    out = np.zeros((min(step, rows), width), little)
+    cells = out.reshape(-1).view(np.uint8).reshape(-1, little.itemsize)
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        count = (r1 - r0) * width
+        if count:
+            piece = next(pieces)
+            cells[:count, :each] = np.frombuffer(piece, np.uint8).reshape(count, each)
+        yield r0, r1, out[: r1 - r0].astype(word, copy=False)
+    for _ in pieces:  # runs to the end: the tag is checked here
+        raise ChannelError("the feature blob holds more than its rows.")
+
+
 def open_features(
     key: bytes,
     blob: object,
@@ -220,44 +380,20 @@ def open_features(
 ) -> tuple[np.ndarray, bytes]:
     """The masked features (``word``s; the blob holds each one's low ``word_bytes`` bytes,
     see :func:`seal_features`) of round ``round_`` in ``blob`` (bytes or any bytes-like,
-    e.g. a memoryview of a mapped file: read in place) and the sender's record-set digest;
-    the plaintext is decrypted straight into the returned array.
+    e.g. a memoryview of a mapped file: read in place) and the sender's record-set digest,
+    as one array (:func:`open_feature_blocks` reads them by row blocks).
 
     Raises ChannelError when the blob is not ``sender``'s for ``receiver`` in this run
     (foreign, replayed from another run, or altered).
     """
-    try:
-        view = memoryview(blob).cast("B")  # type: ignore[arg-type]
-    except TypeError:
-        raise ChannelError(f"the feature blob from {sender!r} is not bytes.") from None
-    if len(view) < DIGEST_BYTES:
-        raise ChannelError(f"the feature blob from {sender!r} is truncated.")
-    digest = bytes(view[:DIGEST_BYTES])
-    body = view[DIGEST_BYTES:]
-    size = len(body) - NONCE_BYTES - TAG_BYTES
-    little = np.dtype(word).newbyteorder("<")
-    each = _word_bytes(little, word_bytes)
-    want = each * shape[0] * shape[1]
-    if size != want:
-        if size < 0:
-            raise ChannelError(f"the feature blob from {sender!r} is truncated.")
-        raise MessageError(
-            f"the feature blob from {sender!r} holds {size} bytes, not the "
-            f"{want} of a {shape[0]} x {shape[1]} matrix."
-        )
-    aad = feature_aad(context, sender, receiver, digest, round_)
-    if each == little.itemsize:
-        out: np.ndarray = np.empty(shape, little)
-        decrypt_into(key, body, aad, out.reshape(-1))
-        return out.astype(word, copy=False), digest
-    out = np.zeros(shape, little)
-    cells = out.reshape(-1).view(np.uint8).reshape(-1, little.itemsize)
-    start = 0
-    for piece in decrypt_chunks(key, body, aad, PACK_WORDS * each):
-        count = len(piece) // each
-        cells[start : start + count, :each] = np.frombuffer(piece, np.uint8).reshape(count, each)
-        start += count
-    return out.astype(word, copy=False), digest
+    digest, blocks = open_feature_blocks(
+        key, blob, context, sender, receiver, shape, block_rows(shape[1]),
+        word=word, round_=round_, word_bytes=word_bytes,
+    )  # fmt: skip
+    out: np.ndarray = np.empty(shape, word)
+    for r0, r1, block in blocks:
+        out[r0:r1] = block
+    return out, digest
 
 
 @dataclass(frozen=True)
