@@ -74,8 +74,8 @@ REFUSED = {
     ),
     "max_memory_gb inf": (lambda: _small(1.0, max_memory_gb=math.inf), r"max_memory_gb must"),
     "65,536 values": (
-        lambda: _adult(1.6, _wide_adult()),
-        r"party \w would need about [\d.]+ GB of memory .* more than max_memory_gb = 16: "
+        lambda: _adult(1.6, _wide_adult(), max_memory_gb=8),
+        r"party \w would need about [\d.]+ GB of memory .* more than max_memory_gb = 8: "
         r"attribute 'big' has 65,536 values .* bin it to at most [\d,]+ values",
     ),
 }
@@ -95,7 +95,11 @@ def test_a_config_that_cannot_run_is_refused_with_one_line(case):
         ("50", [], r"use epsilon at most 15\.7"),
         ("1e6", [], r"use epsilon at most 15\.7"),
         ("inf", [], r"need a finite epsilon"),
-        ("1.6", ["--max-rows", "65536", "--spec", "wide.json"], r"bin it to at most"),
+        (
+            "1.6",
+            ["--max-rows", "65536", "--spec", "wide.json", "--max-memory-gb", "8"],
+            r"bin it to at most",
+        ),
     ],
 )
 def test_the_config_command_refuses_with_one_line_and_no_file(
@@ -245,15 +249,15 @@ def test_the_models_block_sizes_are_the_codes():
 
 def test_binning_the_wide_attribute_as_the_message_says_is_accepted():
     with pytest.raises(ConfigError) as err:
-        _adult(1.6, _wide_adult())
+        _adult(1.6, _wide_adult(), max_memory_gb=8)
     most = int(re.search(r"at most ([\d,]+) values", str(err.value)).group(1).replace(",", ""))
     spec = _wide_adult()
     binned = DomainSpec.from_dict({**{c.name: c.size for c in spec.columns}, "big": most})
-    peak = max(r.peak for r in _adult(1.6, binned).plan().roles)
-    assert peak <= 16e9
+    peak = max(r.peak for r in _adult(1.6, binned, max_memory_gb=8).plan().roles)
+    assert peak <= 8e9
     # Or keep the column and raise the limit: accepted, and the plan says what it needs.
     plan = _adult(1.6, _wide_adult(), max_memory_gb=1e4).plan()
-    assert max(r.peak for r in plan.roles) > 16e9
+    assert max(r.peak for r in plan.roles) > 8e9
 
 
 def test_max_memory_gb_keeps_old_configs_hashes_and_round_trips(tmp_path):
