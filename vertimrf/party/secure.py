@@ -85,6 +85,11 @@ def pad_label(release: str, a: str, b: str) -> bytes:
     return f"pad/{release}/{a}/{b}".encode()
 
 
+# The one-hot column indices of the aligned rows: a 4-byte integer per row and group holds
+# any feature width the plan allows (the widest domain is below 2^31).
+COLUMN_DTYPE = np.int32
+
+
 def aligned_columns(
     table: EncodedTable,
     fingerprints: np.ndarray,
@@ -108,13 +113,13 @@ def aligned_columns(
     prf = keyed_prf(keys, fingerprints)
     order = np.argsort(prf, kind="stable")
     mac_key = hkdf_expand(hkdf_extract(_DIGEST_CONTEXT, secret), context, 32)
-    digest = hmac.new(mac_key, np.sort(prf).astype("<u8").tobytes(), hashlib.sha256).digest()
-    codes = table.codes[order].astype(np.int64)
+    digest = hmac.new(mac_key, prf[order].astype("<u8").tobytes(), hashlib.sha256).digest()
+    del prf
     sizes = table.domain.sizes
-    cols = np.full((rows, len(groups)), -1, np.int64)
+    cols = np.full((rows, len(groups)), -1, COLUMN_DTYPE)
     for j, (group, offset) in enumerate(zip(groups, offsets, strict=True)):
         cols[:n, j] = offset + c_order_index(
-            [codes[:, a] for a in group], [sizes[a] for a in group]
+            [table.codes[order, a] for a in group], [sizes[a] for a in group]
         )
     return cols, digest
 
@@ -738,7 +743,7 @@ class SecureParty:
                 self.ledger.charge(r)
         sigma = plan.sigma(release, len(marginals))
         local = {a: j for j, a in enumerate(plan.attrs[p])}
-        codes = np.ascontiguousarray(self._table.codes, dtype=np.int64)
+        codes = self._table.codes  # any integer type: histogram indexes with it
         within = {}
         for m in marginals:
             if plan.kind(m) == "within" and plan.owner[m[0]] == p:

@@ -23,19 +23,20 @@ idle role process, and L(x) = h min(R x, max(ROW_BLOCK_WORDS, x)) one row block 
 values x wide in memory (h = 4 or 8 bytes each): a party streams every feature blob in and
 out by blocks of whole rows of at most ROW_BLOCK_WORDS values, so no R x k matrix of ring
 values exists; a block's int64 column indices and the mask's zero input count as one or
-two L each)
+two L each; C_p = R (5 d_p + 40) bytes for the party's codes, record IDs, 4-byte aligned
+column indices and, while they are made, the PRF values and their order)
 follows the code's large arrays:
 
-* party features: BASE + 8 (4 Z_p + R (2 d_p + 4)) + w R k_p + 3 L(k_p): the deal opened,
+* party features: BASE + 32 Z_p + C_p + w R k_p + 3 L(k_p): the deal opened,
   the aligned columns, one peer's blob (sealed from blocks of X - U, dropped before the
   next; a driver with a state folder writes it to its kept copy as it is sealed, and
   holds none), a block of the mask, its zero input and its packed values;
-* party release: BASE + 8 (2 Z_p + R (2 d_p + 4) + S_p + 3 max k_p k_q) + w R max_q k_q
+* party release: BASE + 8 (2 Z_p + S_p + 3 max k_p k_q) + C_p + w R max_q k_q
   + 4 L(max k): one peer's blob mapped and read by blocks, the shares and one block's
   product, a block of the mask and of the blob's values;
-* party groups: BASE + 8 R (2 d_p + 4) + w R c_p + 6 L(c_p): the columns, one peer's
+* party groups: BASE + C_p + w R c_p + 6 L(c_p): the columns, one peer's
   round-2 blob, a block of its group columns and mask;
-* party measure: BASE + 8 (3 S'_p + R (2 d_p + 4)) + w R max_q f_q + 10 L(max f): the grown
+* party measure: BASE + 24 S'_p + C_p + w R max_q f_q + 10 L(max f): the grown
   shares, the columns, one peer's blobs of both rounds mapped and read by the same row
   blocks (their values side by side, the masks of both rounds, the group columns);
 * server deal: BASE + 8 (2 sum Z + 2 max Z_p + 2 max k_p k_q) + 16 B, B = min(R sum k,
@@ -352,25 +353,26 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     roles = []
     for p, name in enumerate(names):
         d_p = len(plan.attrs[p])
-        columns = rows * (2 * d_p + 4)
+        columns = rows * (5 * d_p + 40)  # bytes: codes, IDs, 4-byte columns, the PRF order
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
             "features": BASE_BYTES
-            + 8 * (4 * dealt[p] + columns)
+            + 8 * 4 * dealt[p]
+            + columns
             + wire * rows * widths[p]
             + 3 * row_block(widths[p]),
             "release": BASE_BYTES
-            + 8 * (2 * dealt[p] + columns + shares[p] + 3 * largest[p])
+            + 8 * (2 * dealt[p] + shares[p] + 3 * largest[p])
+            + columns
             + wire * rows * peer
             + 4 * row_block(max(widths[p], peer)),
         }
         if plan.select:
-            steps["groups"] = (
-                BASE_BYTES + 8 * columns + wire * rows * caps[p] + 6 * row_block(caps[p])
-            )
+            steps["groups"] = BASE_BYTES + columns + wire * rows * caps[p] + 6 * row_block(caps[p])
             steps["measure"] = (
                 BASE_BYTES
-                + 8 * (3 * grown[p] + columns)
+                + 8 * 3 * grown[p]
+                + columns
                 + wire * rows * max(full[q] for q in range(m) if q != p)
                 + 10 * row_block(max(full))
             )
