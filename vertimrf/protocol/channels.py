@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import secrets
 from collections.abc import Iterable, Iterator
@@ -497,13 +498,38 @@ def decrypt_chunks(key: bytes, blob: object, aad: bytes, chunk_bytes: int) -> It
     ).decryptor()
     decryptor.authenticate_additional_data(_BLOB_AAD + aad)
     scratch = memoryview(bytearray(chunk_bytes + _AES_BLOCK_BYTES - 1))
+    read = _ReadOnce(body)
     for start in range(0, len(body), chunk_bytes):
         n = decryptor.update_into(body[start : start + chunk_bytes], scratch)
         yield scratch[:n]
+        read.done(start + chunk_bytes)
     try:
         decryptor.finalize()
     except InvalidTag:
         raise ChannelError(_NOT_THIS_PEERS) from None
+
+
+class _ReadOnce:
+    """Where ``view`` lies in a read-only file mapping (mmap), drops the pages already read
+    from this process's memory (MADV_DONTNEED: the file's bytes stay in the page cache and a
+    later read maps them again), so reading a blob once in blocks does not keep it resident."""
+
+    def __init__(self, view: memoryview) -> None:
+        source = view.obj
+        self._map = source if isinstance(source, mmap.mmap) and view.readonly else None
+        self._offset = self._dropped = 0
+        if self._map is not None and len(view):
+            base = np.frombuffer(self._map, np.uint8).ctypes.data
+            self._offset = np.frombuffer(view, np.uint8).ctypes.data - base
+
+    def done(self, end: int) -> None:
+        """Bytes ``[0, end)`` of the view are read."""
+        if self._map is None:
+            return
+        upto = (self._offset + end) // mmap.PAGESIZE * mmap.PAGESIZE
+        if upto > self._dropped:
+            self._map.madvise(mmap.MADV_DONTNEED, self._dropped, upto - self._dropped)
+            self._dropped = upto
 
 
 def expand(
