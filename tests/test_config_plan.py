@@ -243,6 +243,9 @@ def test_the_memory_model_bounds_the_large_arrays():
 
 
 def test_the_models_block_sizes_are_the_codes():
+    from vertimrf.mrf.sampling import SAMPLE_CHUNK
+
+    assert plan_module.OUTPUT_CHUNK_ROWS == SAMPLE_CHUNK
     assert plan_module.ROW_BLOCK_WORDS == securemsg.ROW_BLOCK_WORDS
     assert plan_module.MASK_BLOCK_WORDS == server_secure.DEAL_BLOCK_WORDS
 

@@ -31,21 +31,22 @@ follows the code's large arrays:
   the aligned columns, one peer's blob (sealed from blocks of X - U, dropped before the
   next; a driver with a state folder writes it to its kept copy as it is sealed, and
   holds none), a block of the mask, its zero input and its packed values;
-* party release: BASE + 8 (2 Z_p + S_p + 3 max k_p k_q) + C_p + w R max_q k_q
-  + 4 L(max k): one peer's blob mapped and read by blocks, the shares and one block's
+* party release: BASE + 8 (2 Z_p + S_p + 3 max k_p k_q) + C_p + 4 L(max k): one peer's
+  blob mapped and read by blocks (the pages read are dropped), the shares and one block's
   product, a block of the mask and of the blob's values;
 * party groups: BASE + C_p + w R c_p + 6 L(c_p): the columns, one peer's
   round-2 blob, a block of its group columns and mask;
-* party measure: BASE + 24 S'_p + C_p + w R max_q f_q + 10 L(max f): the grown
-  shares, the columns, one peer's blobs of both rounds mapped and read by the same row
-  blocks (their values side by side, the masks of both rounds, the group columns);
+* party measure: BASE + 24 S'_p + C_p + 10 L(max f): the grown shares, the columns, one
+  peer's blobs of both rounds mapped and read by the same row blocks (pages dropped as
+  read; their values side by side, the masks of both rounds, the group columns);
 * server deal: BASE + 8 (2 sum Z + 2 max Z_p + 2 max k_p k_q) + 16 B, B = min(R sum k,
   MASK_BLOCK_WORDS + sum k): every Z, the sealed deals, one deal's archive and ciphertext,
   one block of masks;
 * server select: BASE + 8 (4 C + cap + 3 sum f_p f_q) + 24 B, C the cells of every
   first-release table and cap the server's model cap (the round-2 deals: every Z and one
   block of masks); synthesize: BASE + 24 C + MODEL_BYTES_PER_CELL cap +
-  OUTPUT_BYTES_PER_CELL R d (the synthetic table as sampled, decoded and written);
+  OUTPUT_BYTES_PER_CELL min(R, OUTPUT_CHUNK_ROWS) d (one chunk of the synthetic table as
+  sampled, decoded and written);
 * the paper pipeline: no measure and no select; a party's `local` step and methods fo / fm
   cost the local model cap (MODEL_BYTES_PER_CELL local_max_total_cells) plus 32 R d_p, the
   server the larger of max_model_cells and tau.
@@ -94,6 +95,7 @@ ARCHIVE_ENTRY_BYTES = 512  # upper bound of one array's zip and .npy headers in 
 CONTAINER_BYTES = 4096  # a container's manifest, checksum and directory (upper bound)
 MODEL_BYTES_PER_CELL = 64  # a fit: ~6 float64 arrays per model cell (44.9 MiB for 980,592)
 OUTPUT_BYTES_PER_CELL = 40  # a synthetic cell: sampled codes, decoded frame, CSV text
+OUTPUT_CHUNK_ROWS = 65_536  # synthetic rows sampled and written at once (mrf SAMPLE_CHUNK)
 SEARCH_STEPS = 48  # bisection steps of a hint's boundary
 
 
@@ -364,18 +366,11 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
             "release": BASE_BYTES
             + 8 * (2 * dealt[p] + shares[p] + 3 * largest[p])
             + columns
-            + wire * rows * peer
             + 4 * row_block(max(widths[p], peer)),
         }
         if plan.select:
             steps["groups"] = BASE_BYTES + columns + wire * rows * caps[p] + 6 * row_block(caps[p])
-            steps["measure"] = (
-                BASE_BYTES
-                + 8 * 3 * grown[p]
-                + columns
-                + wire * rows * max(full[q] for q in range(m) if q != p)
-                + 10 * row_block(max(full))
-            )
+            steps["measure"] = BASE_BYTES + 8 * 3 * grown[p] + columns + 10 * row_block(max(full))
         else:
             steps["local"] = _local_peak(config, d_p)
         own = sum(plan.cells(mg) for mg in plan.all_pairs() if p in {plan.owner[a] for a in mg})
@@ -393,7 +388,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         "synthesize": BASE_BYTES
         + 24 * tables
         + MODEL_BYTES_PER_CELL * int(cap)
-        + OUTPUT_BYTES_PER_CELL * rows * len(plan.sizes),
+        + OUTPUT_BYTES_PER_CELL * min(rows, OUTPUT_CHUNK_ROWS) * len(plan.sizes),
     }
     if plan.select:
         server["select"] = BASE_BYTES + 8 * (4 * tables + int(cap) + 3 * max_cells) + 24 * block
@@ -453,7 +448,7 @@ def _local_roles(config: ProtocolConfig) -> tuple[RoleCost, ...]:
     peak = int(
         BASE_BYTES
         + MODEL_BYTES_PER_CELL * cells
-        + OUTPUT_BYTES_PER_CELL * (rows or 0) * len(config.spec)
+        + OUTPUT_BYTES_PER_CELL * min(rows or 0, OUTPUT_CHUNK_ROWS) * len(config.spec)
     )
     roles.append(RoleCost("server", 0, 0, {"synthesize": peak}, note))
     return tuple(roles)
