@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 from pathlib import Path
 
 
@@ -38,3 +39,11 @@ def write_json(path: str | None, data: dict | list) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def git_commit(tree: str | os.PathLike) -> str:
+    """The short hash of the commit checked out in ``tree`` ("unknown" outside git)."""
+    proc = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return proc.stdout.strip() or "unknown"

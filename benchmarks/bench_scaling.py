@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, write_json  # noqa: E402
+from _common import git_commit, machine, write_json  # noqa: E402
 from bench_secure_cli import PARTIES, PARTY_STEPS, SIZES  # noqa: E402
 
 from vertimrf.domain import DomainSpec  # noqa: E402
@@ -139,9 +139,7 @@ def main() -> None:
         "--keep", default=None, help="a results JSON whose runs of other sizes to keep"
     )
     args = parser.parse_args()
-    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()  # fmt: skip
-    head = {"machine": machine(), "commit": commit}
+    head = {"machine": machine(), "commit": git_commit(HERE)}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         runs = [one(int(n), Path(tmp)) for n in args.rows.split(",")]
     if args.keep:

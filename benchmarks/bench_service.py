@@ -49,7 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import table_head, write_json  # noqa: E402
+from _common import git_commit, table_head, write_json  # noqa: E402
 from bench_secure_cli import (  # noqa: E402
     PARTIES,
     PARTY_STEPS,
@@ -413,10 +413,8 @@ def _commit(folder: str | None) -> str | None:
     """The git commit checked out in ``folder`` (None without one)."""
     if folder is None:
         return None
-    proc = subprocess.run(
-        ["git", "-C", folder, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    )
-    return proc.stdout.strip() or None
+    commit = git_commit(folder)
+    return None if commit == "unknown" else commit
 
 
 def main() -> None:

@@ -31,20 +31,13 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import table_head, write_json  # noqa: E402
+from _common import git_commit, table_head, write_json  # noqa: E402
 
 from vertimrf.domain import DomainSpec  # noqa: E402
 from vertimrf.io import atomic_write_text  # noqa: E402
 from vertimrf.metrics import tvd  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[1]
-
-
-def commit(tree: Path) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    )
-    return out.stdout.strip() or "unknown"
 
 
 def three_way_tvd(root: Path) -> float:
@@ -159,8 +152,8 @@ def main() -> None:
     baseline = Path(args.baseline).resolve()
     head = {
         **table_head(args.rows, args.max_rows),
-        "baseline_commit": commit(baseline),
-        "current_commit": commit(HERE),
+        "baseline_commit": git_commit(baseline),
+        "current_commit": git_commit(HERE),
     }
     print(head, flush=True)
     rows = []

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, write_json  # noqa: E402
+from _common import git_commit, machine, write_json  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[1]
 EPSILON, DELTA, MAX_ROWS = 1.6, 1e-6, 65_536
@@ -111,12 +111,6 @@ def markdown(head: dict, rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def commit(tree: Path) -> str:
-    out = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
-                         capture_output=True, text=True)  # fmt: skip
-    return out.stdout.strip() or "unknown"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--baseline", help="a checkout of the baseline commit")
@@ -133,8 +127,8 @@ def main() -> None:
     if not args.baseline:
         parser.error("--baseline is required")
     baseline = Path(args.baseline).resolve()
-    head = {"machine": machine(), "seeds": args.seeds, "baseline_commit": commit(baseline),
-            "current_commit": commit(HERE)}  # fmt: skip
+    head = {"machine": machine(), "seeds": args.seeds, "baseline_commit": git_commit(baseline),
+            "current_commit": git_commit(HERE)}  # fmt: skip
     rows = []
     for ds in args.datasets.split(","):
         for seed in range(args.seeds):

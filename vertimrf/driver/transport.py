@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.io import atomic_open
+from vertimrf.protocol.channels import BufferWriter
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Polling a folder: the first wait, and the longest (the wait doubles up to it).
@@ -70,30 +71,9 @@ class Streamed:
 
     def read(self) -> bytearray:
         """The bytes, whole."""
-        out = bytearray(self.size)
-        sink = _Filling(memoryview(out))
+        sink = BufferWriter(self.size)
         self.write_to(sink)
-        sink.check(self.size)
-        return out
-
-
-class _Filling:
-    """A binary ``write`` into a buffer of known size, from its start."""
-
-    def __init__(self, view: memoryview) -> None:
-        self._view, self.written = view, 0
-
-    def write(self, data: bytes) -> int:
-        n = len(data)
-        if self.written + n > len(self._view):
-            raise MessageError(f"a streamed message ran past its stated {len(self._view)} bytes.")
-        self._view[self.written : self.written + n] = data
-        self.written += n
-        return n
-
-    def check(self, size: int) -> None:
-        if self.written != size:
-            raise MessageError(f"a streamed message wrote {self.written} bytes, not {size}.")
+        return sink.result()
 
 
 # What a role sends: bytes, or a Stored file.

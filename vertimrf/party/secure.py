@@ -51,7 +51,7 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, randomness
 from vertimrf.protocol.bins import BinMap, bin_axes
-from vertimrf.protocol.channels import KeyPair, PublicKey, expand, pairwise_key
+from vertimrf.protocol.channels import BufferWriter, KeyPair, PublicKey, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.secure import (
@@ -70,7 +70,6 @@ from vertimrf.protocol.securemsg import (
     block_rows,
     feature_blob_bytes,
     open_feature_blocks,
-    seal_feature_blocks,
     write_feature_blocks,
 )
 from vertimrf.protocol.seeds import role_seed
@@ -252,10 +251,9 @@ class SecureParty:
         width = self.plan.widths[self.index]
         return SealedBlobs(self, self._feature_blob, lambda peer: width)
 
-    def _feature_blob(self, peer: str, out: Any = None) -> bytearray | None:
-        """This party's X - U sealed for ``peer`` by row blocks (written to ``out`` when
-        given, as for :meth:`_seal`)."""
-        return self._seal(self._masked_rows(), peer, out)
+    def _feature_blob(self, peer: str, out: Any) -> None:
+        """This party's X - U sealed for ``peer`` by row blocks, written to ``out``."""
+        self._seal(self._masked_rows(), peer, out)
 
     def _masked_rows(self) -> Iterator[np.ndarray]:
         """X - U by blocks of whole rows."""
@@ -269,14 +267,14 @@ class SecureParty:
         self,
         blocks: Iterable[np.ndarray],
         peer: str,
-        out: Any = None,
+        out: Any,
         round_: int = 1,
         width: int | None = None,
-    ) -> bytearray | None:
+    ) -> None:
         """The masked features of round ``round_`` (``width`` values a row; default this
         party's round-1 width), given by row ``blocks``, sealed for ``peer`` (the nonce is
-        bound to everything the plaintext depends on: the inputs, and in round 2 its deal):
-        the blob, or None once it is written to ``out`` (a binary file) as it is made."""
+        bound to everything the plaintext depends on: the inputs, and in round 2 its deal)
+        and written to ``out`` (anything with a binary ``write``) as it is made."""
         if round_ == 1:
             nonce = self._label_key("feature-nonce", peer)[:12]
         else:
@@ -284,16 +282,10 @@ class SecureParty:
         width = self.plan.widths[self.index] if width is None else width
         key, shape, digest = self._keys[peer], (self.plan.rows, width), self._state["digest"]
         word, size = self.plan.word, self.plan.word_bytes
-        if out is None:
-            return seal_feature_blocks(
-                key, blocks, shape, self._context, self.name, peer, digest,
-                word=word, nonce=nonce, round_=round_, word_bytes=size,
-            )  # fmt: skip
         write_feature_blocks(
             out, key, blocks, shape, self._context, self.name, peer, digest,
             word=word, nonce=nonce, round_=round_, word_bytes=size,
         )  # fmt: skip
-        return None
 
     def open_deal(self, deal: bytes) -> None:
         """Open the deal and set up the aligned columns and the record-set digest: what
@@ -396,11 +388,11 @@ class SecureParty:
         got = {"a": deal.z_a.get(peer), "b": deal.z_b.get(peer)}
         return all(v is not None and v.shape == shapes[k] for k, v in got.items())
 
-    def _group_blob(self, peer: str, out: Any = None) -> bytearray | None:
-        """This party's round-2 groups toward ``peer``, masked and sealed by row blocks
-        (written to ``out`` when given, as for :meth:`_seal`)."""
+    def _group_blob(self, peer: str, out: Any) -> None:
+        """This party's round-2 groups toward ``peer``, masked and sealed by row blocks,
+        written to ``out``."""
         q, k = self.plan.names.index(peer), self._group_width(peer)
-        return self._seal(self._masked_groups(peer, q, k), peer, out, 2, k)
+        self._seal(self._masked_groups(peer, q, k), peer, out, 2, k)
 
     def _masked_groups(self, peer: str, q: int, k: int) -> Iterator[np.ndarray]:
         """G - U2 toward party q (``k`` values a row) by blocks of whole rows."""
@@ -786,13 +778,14 @@ class SecureParty:
 
 
 class SealedBlobs(Mapping[str, bytearray]):
-    """A party's blob for each peer, made by ``seal(peer, None)`` when read, or written to a
-    binary file by :meth:`write` as it is made; ``width(peer)``: its values a row."""
+    """A party's blob for each peer, written by ``seal(peer, out)`` to a binary file
+    (:meth:`write`) as it is made, or into a new buffer when read; ``width(peer)``: its
+    values a row."""
 
     def __init__(
         self,
         party: SecureParty,
-        seal: Callable[[str, Any], bytearray | None],
+        seal: Callable[[str, Any], None],
         width: Callable[[str], int],
     ) -> None:
         self._seal, self._width = seal, width
@@ -800,12 +793,9 @@ class SealedBlobs(Mapping[str, bytearray]):
         self._peers = [q for q in party.plan.names if q != party.name]
 
     def __getitem__(self, peer: str) -> bytearray:
-        if peer not in self._peers:
-            raise KeyError(peer)
-        blob = self._seal(peer, None)
-        if blob is None:
-            raise TypeError("sealing without a file returns the blob.")
-        return blob
+        out = BufferWriter(self.nbytes(peer))
+        self.write(peer, out)
+        return out.result()
 
     def nbytes(self, peer: str) -> int:
         """The length of ``peer``'s blob (public: from the plan and the widths)."""

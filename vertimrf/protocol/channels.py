@@ -367,7 +367,8 @@ def encrypt_buffer(
     be derived from everything that determines the plaintext, so that one nonce never
     encrypts two plaintexts under one key; by default it is fresh from the OS CSPRNG."""
     data = _buffer(plaintext, "the plaintext")
-    return encrypt_chunks(key, [data], len(data), aad, prefix, nonce=nonce)
+    pieces = (data[i : i + _PRG_CHUNK_BYTES] for i in range(0, len(data), _PRG_CHUNK_BYTES))
+    return encrypt_chunks(key, pieces, len(data), aad, prefix, nonce=nonce)
 
 
 def _encryptor(key: bytes, nonce: bytes | None, aad: bytes) -> tuple[bytes, Any]:
@@ -383,6 +384,31 @@ def _encryptor(key: bytes, nonce: bytes | None, aad: bytes) -> tuple[bytes, Any]
     return nonce, encryptor
 
 
+class BufferWriter:
+    """A binary file's ``write`` into a new buffer of a known size: what a streamed writer
+    (e.g. :func:`encrypt_chunks_to`) makes, whole in memory, in one allocation."""
+
+    def __init__(self, size: int) -> None:
+        self._buffer = bytearray(size)
+        self._view = memoryview(self._buffer)
+        self._written = 0
+
+    def write(self, data: object) -> int:
+        piece = _buffer(data, "the data")
+        end = self._written + len(piece)
+        if end > len(self._buffer):
+            raise ChannelError(f"a stream ran past its stated {len(self._buffer)} bytes.")
+        self._view[self._written : end] = piece
+        self._written = end
+        return len(piece)
+
+    def result(self) -> bytearray:
+        """The buffer, once exactly its size was written."""
+        if self._written != len(self._buffer):
+            raise ChannelError(f"a stream wrote {self._written} bytes, not {len(self._buffer)}.")
+        return self._buffer
+
+
 def encrypt_chunks(
     key: bytes,
     chunks: Iterable[object],
@@ -395,26 +421,9 @@ def encrypt_chunks(
     """:func:`encrypt_buffer` of a plaintext of ``size`` bytes given as consecutive
     ``chunks`` (contiguous buffers): each is encrypted straight into the output, so the
     whole plaintext never exists at once. The same bytes as one buffer of their join."""
-    nonce, encryptor = _encryptor(key, nonce, aad)
-    head = len(prefix) + NONCE_BYTES
-    end = head + size
-    out = bytearray(end + TAG_BYTES)
-    out[: len(prefix)] = prefix
-    out[len(prefix) : head] = nonce
-    view = memoryview(out)
-    pos = head
-    for chunk in chunks:
-        data = _buffer(chunk, "the plaintext")
-        if pos + len(data) > end:
-            raise ChannelError(f"the plaintext is longer than its stated {size} bytes.")
-        # update_into may ask for block size - 1 spare bytes past its output: the tag's room
-        encryptor.update_into(data, view[pos : pos + len(data) + _AES_BLOCK_BYTES - 1])
-        pos += len(data)
-    if pos != end:
-        raise ChannelError(f"the plaintext holds {pos - head} bytes, not its stated {size}.")
-    encryptor.finalize()
-    view[end:] = encryptor.tag
-    return out
+    out = BufferWriter(len(prefix) + NONCE_BYTES + size + TAG_BYTES)
+    encrypt_chunks_to(out, key, chunks, size, aad, prefix, nonce=nonce)
+    return out.result()
 
 
 def encrypt_chunks_to(

@@ -36,11 +36,10 @@ from vertimrf.io import atomic_write_text, read_json
 from vertimrf.protocol.channels import (
     NONCE_BYTES,
     TAG_BYTES,
+    BufferWriter,
     KeyPair,
     PublicKey,
     decrypt_chunks,
-    encrypt_buffer,
-    encrypt_chunks,
     encrypt_chunks_to,
     open_sealed,
     seal,
@@ -183,13 +182,11 @@ def seal_features(
     multi-GB matrix). ``nonce``: see :func:`vertimrf.protocol.channels.encrypt_buffer`."""
     if features.dtype not in (np.uint32, np.uint64):
         raise MessageError(f"masked features are ring words, not {features.dtype}.")
-    body = np.ascontiguousarray(features).reshape(-1)  # flat: an empty one casts too
-    size = _word_bytes(body.dtype, word_bytes)
-    aad = feature_aad(context, sender, receiver, digest, round_)
-    if size == body.dtype.itemsize:
-        return encrypt_buffer(key, body.astype(body.dtype.newbyteorder("<"), copy=False), aad,
-                              digest, nonce=nonce)  # fmt: skip
-    return encrypt_chunks(key, _packed(body, size), body.size * size, aad, digest, nonce=nonce)
+    body = np.ascontiguousarray(features).reshape(1, -1)  # one row: an empty one casts too
+    return seal_feature_blocks(
+        key, [body], body.shape, context, sender, receiver, digest,
+        word=body.dtype.type, nonce=nonce, round_=round_, word_bytes=word_bytes,
+    )  # fmt: skip
 
 
 def seal_feature_blocks(
@@ -209,9 +206,12 @@ def seal_feature_blocks(
     """:func:`seal_features` of the ``shape`` matrix of ``word``s given as consecutive
     ``blocks`` of whole rows: each is packed and encrypted as it comes, so the matrix never
     exists at once. The same bytes as :func:`seal_features` of the rows stacked."""
-    size, aad, chunks = _sealing(blocks, shape, context, sender, receiver, digest, word,
-                                 round_, word_bytes)  # fmt: skip
-    return encrypt_chunks(key, chunks, size, aad, digest, nonce=nonce)
+    out = BufferWriter(feature_blob_bytes(shape, word, word_bytes))
+    write_feature_blocks(
+        out, key, blocks, shape, context, sender, receiver, digest,
+        word=word, nonce=nonce, round_=round_, word_bytes=word_bytes,
+    )  # fmt: skip
+    return out.result()
 
 
 def write_feature_blocks(
@@ -232,27 +232,10 @@ def write_feature_blocks(
     """The bytes of :func:`seal_feature_blocks`, written to ``out`` (anything with a binary
     ``write``, e.g. a file) as they are made: the blob never exists whole either (its
     length is :func:`feature_blob_bytes`)."""
-    size, aad, chunks = _sealing(blocks, shape, context, sender, receiver, digest, word,
-                                 round_, word_bytes)  # fmt: skip
-    encrypt_chunks_to(out, key, chunks, size, aad, digest, nonce=nonce)
-
-
-def _sealing(
-    blocks: Iterable[np.ndarray],
-    shape: tuple[int, int],
-    context: bytes,
-    sender: str,
-    receiver: str,
-    digest: bytes,
-    word: type,
-    round_: int,
-    word_bytes: int | None,
-) -> tuple[int, bytes, Iterator[np.ndarray]]:
-    """The plaintext bytes, the associated data and the packed chunks of a feature blob."""
     size = _word_bytes(np.dtype(word).newbyteorder("<"), word_bytes)
     aad = feature_aad(context, sender, receiver, digest, round_)
     chunks = _packed_rows(blocks, shape[1], np.dtype(word), size)
-    return shape[0] * shape[1] * size, aad, chunks
+    encrypt_chunks_to(out, key, chunks, shape[0] * shape[1] * size, aad, digest, nonce=nonce)
 
 
 def feature_blob_bytes(shape: tuple[int, int], word: type, word_bytes: int | None = None) -> int:
