@@ -25,9 +25,10 @@ from vertimrf.errors import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from vertimrf.domain import DomainSpec
+    from vertimrf.domain import DomainSpec, EncodedTable
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.role import RoleDriver
+    from vertimrf.party.dask_table import DaskTable
     from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.channels import KeyPair, PublicKey
@@ -321,15 +322,69 @@ def own_key(args: argparse.Namespace) -> KeyPair:
     return pair
 
 
+def add_dask_args(p: argparse.ArgumentParser) -> None:
+    """``--scheduler`` / ``--workers``: run the party's table on a Dask cluster."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="align and stream --data (a Parquet dataset) on this party's Dask cluster at "
+        "ADDRESS (method secure; needs vertimrf[dask])",
+    )
+    group.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the same on a local Dask cluster of N worker processes",
+    )
+
+
+@contextlib.contextmanager
+def dask_client(args: argparse.Namespace) -> Iterator[object | None]:
+    """The Dask client of ``--scheduler`` or of a local cluster of ``--workers`` processes
+    (closed on exit), or None without either."""
+    scheduler, workers = getattr(args, "scheduler", None), getattr(args, "workers", None)
+    if scheduler is None and workers is None:
+        yield None
+        return
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be at least 1; got {workers}.")
+    try:
+        import distributed
+    except ImportError:
+        raise ConfigError("--scheduler and --workers need Dask: install vertimrf[dask].") from None
+    with contextlib.ExitStack() as stack:
+        if scheduler is not None:
+            try:
+                client = stack.enter_context(distributed.Client(scheduler, timeout=30))
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot reach the Dask scheduler at {scheduler}: {exc}."
+                ) from None
+        else:
+            cluster = stack.enter_context(
+                distributed.LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address=None, silence_logs=40,
+                )
+            )  # fmt: skip
+            client = stack.enter_context(distributed.Client(cluster))
+        yield client
+
+
 def party_role(
     args: argparse.Namespace,
     cfg: ProtocolConfig,
     keypair: KeyPair | None,
     *,
     progress: bool | None,
+    client: object | None = None,
 ) -> Party:
-    """This party (``--name``, ``--data``: a CSV or Parquet file read in batches, ``--secret``),
-    its peers' public keys pinned in the config or given as ``--peers``."""
+    """This party (``--name``, ``--data``: a CSV or Parquet file read in batches, or with a
+    Dask ``client`` a Parquet dataset on its cluster; ``--secret``), its peers' public keys
+    pinned in the config or given as ``--peers``."""
     from vertimrf.io import read_hex_secret
     from vertimrf.party.roles import Party
     from vertimrf.party.table_input import read_party_table
@@ -357,9 +412,21 @@ def party_role(
         if unknown:
             raise ConfigError(f"--peers holds keys of {unknown}, not parties of {names}.")
     spec = cfg.spec.subset(cfg.party(name).columns)
-    table, ids = read_party_table(args.data, spec, args.id_column, party=name)
+    if client is not None:
+        from vertimrf.party.dask_table import DaskTable
+        from vertimrf.party.table_input import input_format
+
+        if not rules(cfg).secure_product or input_format(args.data) != "parquet":
+            raise ConfigError(
+                "--scheduler and --workers run method secure on a Parquet dataset (a folder or "
+                "a .parquet file): convert the CSV to Parquet first."
+            )
+        data: EncodedTable | DaskTable = DaskTable(args.data, client)
+        ids = None
+    else:
+        data, ids = read_party_table(args.data, spec, args.id_column, party=name)
     return Party(
-        name, table, cfg, read_hex_secret(args.secret_file), keypair=keypair, peers=peers,
+        name, data, cfg, read_hex_secret(args.secret_file), keypair=keypair, peers=peers,
         id_column=args.id_column, ids=ids, seed=args.seed, progress=progress,
     )  # fmt: skip
 

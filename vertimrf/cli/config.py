@@ -51,6 +51,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         "allow_non_dp": args.allow_non_dp or None,
         "secure_feature_width": args.feature_width,
         "secure_binning": args.binning,
+        "secure_buckets": args.buckets,
         "secure_pipeline": args.pipeline,
         "method": args.method,
     }
@@ -58,13 +59,14 @@ def cmd_config(args: argparse.Namespace) -> int:
     secure_flags = (
         ("--feature-width", args.feature_width),
         ("--binning", args.binning),
+        ("--buckets", args.buckets),
         ("--pipeline", args.pipeline),
     )
     for flag, value in secure_flags:
         if value is not None and method != "secure":
             raise ConfigError(f"{flag} is an option of --method secure.")
     if args.pipeline == "paper":
-        for flag, value in secure_flags[:2]:
+        for flag, value in secure_flags[:3]:
             if value is not None:
                 raise ConfigError(f"{flag} is an option of --pipeline select.")
     if args.t is not None and method != "fm":
@@ -95,7 +97,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         cap = f" ({feature_width(cfg)})" if width == "auto" else ""
         size = (
             f"max_rows {cfg.max_rows}, feature width {width}{cap}, pipeline select, "
-            f"binning {options.binning}"
+            f"binning {options.binning}, buckets {options.buckets}"
         )
     elif isinstance(options, FMOptions):
         size = f"t {options.t}"
@@ -164,6 +166,13 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         help="secure: 'auto' (the default) re-measures a 2-way marginal on bins where the "
         "server estimates a lower error than at its full domain (fitted as bin sums); 'off' "
         "measures every marginal at its full domain",
+    )
+    config.add_argument(
+        "--buckets",
+        type=int,
+        default=None,
+        help="secure: PRF buckets of the aligned rows, a power of two (default 1); a party "
+        "on Dask (--workers, --scheduler) aligns and streams its rows bucket by bucket",
     )
     config.add_argument(
         "--pipeline",

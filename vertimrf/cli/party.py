@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vertimrf.cli.common import (
-    force_arg,
-)
+from vertimrf.cli.common import add_dask_args, force_arg
 from vertimrf.cli.party_steps import (
     cmd_party_features,
     cmd_party_groups,
@@ -27,6 +25,7 @@ def party_args(p: argparse.ArgumentParser) -> None:
         help="CSV or Parquet file (or Parquet folder) with the ID column and own columns",
     )
     p.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
+    add_dask_args(p)
     p.add_argument(
         "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"
     )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from vertimrf.cli.common import (
     Phases,
     check_outputs,
+    dask_client,
     file_name,
     own_key,
     party_inputs,
@@ -54,10 +55,14 @@ def _run(
         state_dir: Path | None = Path(args.state_dir)
     else:
         state_dir = None if stateless else default_state_dir(name)
-    with Phases(f"{name} {step}", ("read", step, "write"), args.quiet) as ph:
+    with (
+        Phases(f"{name} {step}", ("read", step, "write"), args.quiet) as ph,
+        dask_client(args) as client,
+    ):
         with ph("read"):
             keypair = own_key(args) if args.keys is not None or args.seed is None else None
-            party = party_role(args, cfg, keypair, progress=False if args.quiet else None)
+            quiet = False if args.quiet else None
+            party = party_role(args, cfg, keypair, progress=quiet, client=client)
             driver = PartyDriver(party, transport, state_dir=state_dir)
         run_file_step(driver, transport, step, ph)
     return ph

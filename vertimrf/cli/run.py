@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 from vertimrf.cli.common import (
     Phases,
+    add_dask_args,
     check_outputs,
+    dask_client,
     file_name,
     force_arg,
     own_key,
@@ -97,11 +99,12 @@ def cmd_party_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--name {args.party!r} is not a party of the config ({names}).")
     name = file_name(args.party)
     keypair = own_key(args) if args.keys is not None or args.server is not None else None
-    party = party_role(args, cfg, keypair, progress=_progress(args))
-    transport = party_transport(args, cfg, keypair)
-    state_dir = _state_dir(args)
-    driver = PartyDriver(party, transport, state_dir=state_dir)
-    driver.run(progress=_progress(args))
+    with dask_client(args) as client:
+        party = party_role(args, cfg, keypair, progress=_progress(args), client=client)
+        transport = party_transport(args, cfg, keypair)
+        state_dir = _state_dir(args)
+        driver = PartyDriver(party, transport, state_dir=state_dir)
+        driver.run(progress=_progress(args))
     print(
         f"{name}: ran {', '.join(driver.done)}; sent {driver.sent_bytes:,} bytes; its private "
         f"state is in {state_dir}"
@@ -251,6 +254,7 @@ def add_party_run(psub: argparse._SubParsersAction) -> None:
         help="CSV or Parquet file (or Parquet folder) with the ID column and own columns",
     )
     run.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
+    add_dask_args(run)
     run.add_argument(
         "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"
     )

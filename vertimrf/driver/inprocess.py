@@ -101,13 +101,15 @@ def local_run(
     message_dir: str | os.PathLike | None = None,
     state_dir: str | os.PathLike | None = None,
     keys: Mapping[str, KeyPair] | None = None,
+    server_key: KeyPair | None = None,
     progress: bool = False,
 ) -> LocalRun:
     """The drivers of every role, each party with its ``data`` (its ID column and its
     columns) and its key pair in ``keys`` (default: fresh ones), over one in-process
     transport, or over the directory transport in ``message_dir`` (``message_dir/<role>``
     is each role's inbox). With ``state_dir``, each party's private state lives in
-    ``state_dir/<party>``."""
+    ``state_dir/<party>``. The server's deal derives from ``server_key`` (default: a fresh
+    secret), so a re-run with the same keys and seed writes the same bytes."""
     secure = rules(config).secure_product
     if keys is None:
         keys = {p.name: KeyPair.generate(p.name) for p in config.parties} if secure else {}
@@ -120,8 +122,8 @@ def local_run(
         return DirectoryTransport(Path(message_dir) / role, message_dir)
 
     server = ServerDriver(
-        config, transport(SERVER), public_keys=public if secure else None, seed=seed,
-        progress=progress,
+        config, transport(SERVER), public_keys=public if secure else None, keypair=server_key,
+        seed=seed, progress=progress,
     )  # fmt: skip
     parties = [
         PartyDriver(

@@ -27,6 +27,7 @@ import pandas as pd
 
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError
+from vertimrf.party.dask_table import DaskTable
 from vertimrf.party.ids import RecordIds
 from vertimrf.party.party import LocalParty
 from vertimrf.party.secure import Blob, SealedBlobs, SecureParty
@@ -63,7 +64,7 @@ class Party:
     def __init__(
         self,
         name: str,
-        data: pd.DataFrame | EncodedTable,
+        data: pd.DataFrame | EncodedTable | DaskTable,
         config: ProtocolConfig,
         secret: bytes,
         *,
@@ -84,7 +85,7 @@ class Party:
                 "(keypair=..., peers={name: public key})."
             )
         self.name, self.config = name, config
-        self._data: pd.DataFrame | EncodedTable | None = data
+        self._data: pd.DataFrame | EncodedTable | DaskTable | None = data
         self._secret = secret
         self._keypair, self._peers = keypair, peers
         self._id_column, self._ids, self._seed = id_column, ids, seed
@@ -93,6 +94,11 @@ class Party:
         self.local: LocalParty | None = None
         self.secure: SecureParty | None = None
         if self._rules.local_message:
+            if isinstance(data, DaskTable):
+                raise ConfigError(
+                    "a table on Dask runs method secure's select pipeline only; read the table "
+                    "into memory for this method."
+                )
             self.local = LocalParty(
                 name, data, config, secret, id_column=id_column, ids=ids, seed=seed,
                 local_secret=local_secret, progress=progress,

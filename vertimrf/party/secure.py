@@ -3,10 +3,10 @@
 ``SecureParty`` runs three steps, each once:
 
 1. :meth:`features`: open the server's deal, order the rows by a PRF of the record IDs
-   (keyed by the group secret and the run), pad them with all-zero rows to the public
-   ``max_rows``, and send X - U to every peer under the pairwise key. U is uniform and the
-   peer does not know it, so the peer's view of X is uniform (its simulator draws uniform
-   words); the server knows U but cannot open the blob.
+   (keyed by the group secret and the run) in PRF buckets padded with all-zero rows to the
+   public capacity (:mod:`vertimrf.party.aligned`), and send X - U to every peer under the
+   pairwise key. U is uniform and the peer does not know it, so the peer's view of X is
+   uniform (its simulator draws uniform words); the server knows U but cannot open it.
 2. :meth:`release`: check each peer's record-set digest, compute the share of every product
    (the lower party A: U_A^T Y' + W; the higher B: X'^T Y + Z; A + B = X^T Y), and release
    the first, cheap measurement of every 2-way marginal: own ones with N_Z(0, sigma^2), cross
@@ -28,7 +28,6 @@ protocol's budget; :class:`vertimrf.protocol.secure.SecurePlan` fixes every para
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import math
 import os
@@ -42,11 +41,11 @@ import pandas as pd
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
-from vertimrf.mrf.cliques import histogram
+from vertimrf.party.aligned import Aligned, AlignedTable
+from vertimrf.party.dask_table import DaskTable
 from vertimrf.party.ids import RecordIds, record_fingerprints
-from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract
-from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
-from vertimrf.party.registers import keyed_prf
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.party import bin_table, own_table, sha256_parts
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, randomness
@@ -74,53 +73,12 @@ from vertimrf.protocol.securemsg import (
 )
 from vertimrf.protocol.seeds import role_seed
 
-_ORDER_CONTEXT = b"vertimrf/secure-order"
-_DIGEST_CONTEXT = b"vertimrf/secure-record-set"
 STATE_KIND = "vertimrf-secure-party-state"
 
 
 def pad_label(release: str, a: str, b: str) -> bytes:
     """Label of the pad that hides the (a, b) shares of ``release`` from the server."""
     return f"pad/{release}/{a}/{b}".encode()
-
-
-# The one-hot column indices of the aligned rows: a 4-byte integer per row and group holds
-# any feature width the plan allows (the widest domain is below 2^31).
-COLUMN_DTYPE = np.int32
-
-
-def aligned_columns(
-    table: EncodedTable,
-    fingerprints: np.ndarray,
-    secret: bytes,
-    context: bytes,
-    rows: int,
-    groups: tuple[tuple[int, ...], ...],
-    offsets: tuple[int, ...],
-) -> tuple[np.ndarray, bytes]:
-    """One-hot column indices (rows x groups, -1 on padding rows) in the parties' common row
-    order, and the record-set digest HMAC(secret, sorted PRF values). ``groups`` hold column
-    positions in ``table``; a group's column is its offset plus the C-order index of its
-    codes."""
-    n = len(table)
-    if n > rows:
-        raise ConfigError(
-            f"this party holds {n} records but the config's max_rows is {rows}; make a new "
-            "config with a larger public max_rows."
-        )
-    keys = HashKeys.from_secret(secret, 1, context=_ORDER_CONTEXT + context)
-    prf = keyed_prf(keys, fingerprints)
-    order = np.argsort(prf, kind="stable")
-    mac_key = hkdf_expand(hkdf_extract(_DIGEST_CONTEXT, secret), context, 32)
-    digest = hmac.new(mac_key, prf[order].astype("<u8").tobytes(), hashlib.sha256).digest()
-    del prf
-    sizes = table.domain.sizes
-    cols = np.full((rows, len(groups)), -1, COLUMN_DTYPE)
-    for j, (group, offset) in enumerate(zip(groups, offsets, strict=True)):
-        cols[:n, j] = offset + c_order_index(
-            [table.codes[order, a] for a in group], [sizes[a] for a in group]
-        )
-    return cols, digest
 
 
 def c_order_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
@@ -174,7 +132,9 @@ class SecureParty:
 
     Args:
         name, data, config, secret, id_column, ids, seed: as for
-            :class:`vertimrf.party.party.LocalParty` (``config.method`` must be "secure").
+            :class:`vertimrf.party.party.LocalParty` (``config.method`` must be "secure");
+            ``data`` may also be a :class:`vertimrf.party.dask_table.DaskTable`, a table on
+            this party's Dask cluster (the select pipeline only).
         keypair: this party's X25519 key pair (``vertimrf keys``).
         peers: every other party's public key, by name (fingerprints checked out of band).
         bins: the paper pipeline (``config.pipeline == "paper"``) only: the bin maps
@@ -185,7 +145,7 @@ class SecureParty:
     def __init__(
         self,
         name: str,
-        data: pd.DataFrame | EncodedTable,
+        data: pd.DataFrame | EncodedTable | DaskTable,
         config: ProtocolConfig,
         secret: bytes,
         keypair: KeyPair,
@@ -207,12 +167,25 @@ class SecureParty:
         if missing:
             raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
         self.spec = config.spec.subset(config.party(name).columns)
-        self._table, ids = own_table(name, self.spec, data, id_column, ids)
-        if not self.plan.select:
-            self._table = bin_table(self._table, self._check_bins(bins))
-        elif bins is not None:
-            raise ConfigError("bins are an input of the paper pipeline (secure_pipeline='paper').")
-        self._fingerprints = record_fingerprints(ids)
+        self._table: EncodedTable | DaskTable | None
+        self._fingerprints: np.ndarray | None = None
+        if isinstance(data, DaskTable):
+            if not self.plan.select or bins is not None:
+                raise ConfigError(
+                    "a table on Dask runs the select pipeline only (secure_pipeline='select')."
+                )
+            self._table = data.check(name, self.spec, id_column)
+        else:
+            self._table, ids = own_table(name, self.spec, data, id_column, ids)
+            if not self.plan.select:
+                self._table = bin_table(self._table, self._check_bins(bins))
+            elif bins is not None:
+                raise ConfigError(
+                    "bins are an input of the paper pipeline (secure_pipeline='paper')."
+                )
+            self._fingerprints = record_fingerprints(ids)
+        self._aligned: Aligned | None = None
+        self._offsets = np.asarray(self.plan.offsets[self.index], np.int64)
         HashKeys.from_secret(secret, 1)
         self._secret, self._keypair = secret, keypair
         self._context = config.run_context()
@@ -221,7 +194,6 @@ class SecureParty:
         }
         self._seed = seed
         self._local = keypair.local_secret()
-        self._digest: str | None = None
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self._state: dict[str, Any] = {}
 
@@ -257,11 +229,31 @@ class SecureParty:
 
     def _masked_rows(self) -> Iterator[np.ndarray]:
         """X - U by blocks of whole rows."""
-        plan, cols = self.plan, self._state["cols"]
+        plan = self.plan
         step = block_rows(plan.widths[self.index])
         for r0 in range(0, plan.rows, step):
             r1 = min(plan.rows, r0 + step)
-            yield mask_features(cols[r0:r1], self._mask_rows(r0, r1), inplace=True)
+            yield mask_features(self._columns(r0, r1), self._mask_rows(r0, r1), inplace=True)
+
+    def _columns(self, r0: int, r1: int) -> np.ndarray:
+        """The one-hot columns of this party's singles in padded rows r0:r1 (-1: padding)."""
+        return self.aligned().columns(r0, r1, self._offsets)
+
+    def aligned(self) -> Aligned:
+        """This party's records in the common row order (aligned on first use; the input
+        table is then dropped). ConfigError when it holds more than max_rows records."""
+        if self._aligned is None:
+            plan, table = self.plan, self._table
+            if isinstance(table, DaskTable):
+                self._aligned = table.align(self.spec, self._secret, self._context, plan)
+            else:
+                assert table is not None and self._fingerprints is not None
+                self._aligned = AlignedTable(
+                    table.codes, self._fingerprints, self._secret, self._context,
+                    plan.buckets, plan.capacity, plan.max_rows,
+                )  # fmt: skip
+            self._table = self._fingerprints = None
+        return self._aligned
 
     def _seal(
         self,
@@ -293,18 +285,8 @@ class SecureParty:
         when used, block by block where it can be). A new process that runs release calls
         this with the same deal and data instead of sealing blobs again."""
         d = Deal.open(deal, self._keypair, self._context)
-        plan, p = self.plan, self.index
-        local = {a: j for j, a in enumerate(plan.attrs[p])}
-        cols, digest = aligned_columns(
-            self._table,
-            self._fingerprints,
-            self._secret,
-            self._context,
-            plan.rows,
-            tuple(tuple(local[a] for a in g) for g in plan.groups[p]),
-            plan.offsets[p],
-        )
-        self._state.update(deal=d, deal_hash=sha256_parts(bytes(deal)), cols=cols, digest=digest)
+        digest = self.aligned().record_digest
+        self._state.update(deal=d, deal_hash=sha256_parts(bytes(deal)), digest=digest)
 
     def _mask_rows(self, r0: int, r1: int) -> np.ndarray:
         """Rows r0:r1 of this party's mask U (a block of its AES-CTR stream)."""
@@ -316,7 +298,7 @@ class SecureParty:
     def release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
         """Step 2: shares of every product, then the first release of every 2-way marginal
         (with the noisy count at the count party)."""
-        if "cols" not in self._state:
+        if "deal" not in self._state:
             raise ConfigError("run features(deal) or open_deal(deal) before release(blobs).")
         shares = self._shares(blobs)  # checks every blob before anything is released
         self._check_step(SELECT)
@@ -326,7 +308,7 @@ class SecureParty:
             count = None
             if self.name == self.plan.count_party and self.plan.rho_count > 0:
                 count = discrete_laplace_count(
-                    len(self._table),
+                    self.aligned().n,
                     self.plan.count_epsilon,
                     noise=noise,
                     ledger=self.ledger,
@@ -342,7 +324,7 @@ class SecureParty:
         attribute groups that the request's cross marginals with that peer need, masked with
         this party's fresh mask from ``group_deal`` (an empty blob where it needs none): a
         mapping that seals a peer's blob when it is read, the same bytes every time."""
-        if "cols" not in self._state:
+        if "deal" not in self._state:
             raise ConfigError("run features(deal) or open_deal(deal) before groups(...).")
         self.open_group_deal(group_deal, request)
         self._once("groups")
@@ -411,7 +393,7 @@ class SecureParty:
         local = {a: j for j, a in enumerate(plan.attrs[p])}
         sizes = [plan.sizes[a] for a in plan.attrs[p]]
         groups = [tuple(local[a] for a in g) for g in self._state["layout"].groups(p, q)]
-        return group_columns(self._state["cols"][r0:r1], plan.offsets[p], sizes, groups)
+        return group_columns(self._columns(r0, r1), plan.offsets[p], sizes, groups)
 
     def measure(
         self,
@@ -428,7 +410,7 @@ class SecureParty:
         (or :meth:`open_group_deal`) with this request."""
         shares = self._state.get("shares")
         if shares is None:
-            if blobs is None or "cols" not in self._state:
+            if blobs is None or "deal" not in self._state:
                 raise ConfigError(
                     "measure(request) needs the shares: run release(blobs) first, or "
                     "load_state(path) with the state release saved, or open_deal(deal) and "
@@ -466,7 +448,7 @@ class SecureParty:
         growing = [(a, b) for a, b in plan.pairs() if p in (a, b) and layout.grows(a, b)]
         if not growing:
             return out
-        if st.get("request") != request.digest() or "cols" not in st:
+        if st.get("request") != request.digest() or "deal" not in st:
             raise ConfigError(
                 "this request measures round-2 groups: run groups(group_deal, request) first, "
                 "or open_deal(deal) and open_group_deal(group_deal, request) in a new process."
@@ -561,18 +543,17 @@ class SecureParty:
         for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[a], wq), step):
             mine = self._group_features(a, r0, r1)
             shifted = np.where(mine >= 0, mine + plan.widths[p], -1)
-            both = np.hstack((st["cols"][r0:r1], shifted))
+            both = np.hstack((self._columns(r0, r1), shifted))
             block_a += onehot_scatter_u64(two, both, plan.widths[p] + width)
             block_b += onehot_scatter_u64(one, mine, width)
         return block_a, block_b
 
     # ------------------------------------------------------------------ private state
     def data_digest(self) -> str:
-        """SHA-256 of this party's records: their ID fingerprints and codes, in input order
-        (computed once; its private state is bound to it)."""
-        if self._digest is None:
-            self._digest = table_digest(self._table, self._fingerprints)
-        return self._digest
+        """SHA-256 of this party's records: their ID fingerprints and codes, bucket by
+        bucket in row order (:mod:`vertimrf.party.aligned`; its private state and derived
+        keys are bound to it)."""
+        return self.aligned().data_digest
 
     def _state_meta(self, binding: str) -> dict[str, Any]:
         return {
@@ -687,7 +668,7 @@ class SecureParty:
                 share = st["deal"].z[peer].copy()
                 step = block_rows(plan.widths[a])
                 for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
-                    share += onehot_scatter_u64(theirs, st["cols"][r0:r1], plan.widths[b])
+                    share += onehot_scatter_u64(theirs, self._columns(r0, r1), plan.widths[b])
             shares[key] = share  # only once the whole blob is read and checked
         return shares
 
@@ -735,13 +716,14 @@ class SecureParty:
                 self.ledger.charge(r)
         sigma = plan.sigma(release, len(marginals))
         local = {a: j for j, a in enumerate(plan.attrs[p])}
-        codes = self._table.codes  # any integer type: histogram indexes with it
+        own = [m for m in marginals if plan.kind(m) == "within" and plan.owner[m[0]] == p]
+        counts = self.aligned().histograms(
+            [tuple(local[a] for a in m) for m in own], tuple(self.spec.domain.sizes)
+        )
         within = {}
-        for m in marginals:
-            if plan.kind(m) == "within" and plan.owner[m[0]] == p:
-                h = histogram(codes, tuple(local[a] for a in m), self.spec.domain.sizes)
-                exact = bin_axes(np.rint(h).astype(np.int64), request.maps(m)).ravel()
-                within[m] = exact + noise.discrete_gaussian(sigma, exact.shape)
+        for m, h in zip(own, counts, strict=True):
+            exact = bin_axes(h, request.maps(m)).ravel()
+            within[m] = exact + noise.discrete_gaussian(sigma, exact.shape)
         cross = {}
         s = sigma / np.sqrt(2.0)
         for a, b in plan.pairs():

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, TypeVar
 
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.calibration import ACCOUNTING_MODES
+from vertimrf.protocol.buckets import check_buckets
 
 # The `default` preset names every setting that changes a run's output (in the flat names),
 # and the options' defaults are read from it, so presets are the only source of defaults.
@@ -84,6 +85,9 @@ DEFAULTS: dict[str, Any] = {
     # (domains up to 656 values) it beat "off" at every epsilon (bench_secure_binning.md).
     # "off": every marginal at its full domain.
     "secure_binning": "auto",
+    # PRF buckets of the secure rows (a power of two; vertimrf.protocol.buckets): each holds
+    # about max_rows / buckets records, so a party on Dask works bucket by bucket.
+    "secure_buckets": 1,
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "default": DEFAULTS,
@@ -417,6 +421,9 @@ class SecureOptions(_Options):
         binning: "auto" (the server re-measures a 2-way marginal on bins of its large
             attributes where its estimated error is lower than at the full domain, and fits
             the bin sums as linear queries) or "off" (every marginal at its full domain).
+        buckets: the PRF buckets of the aligned rows, a power of two
+            (:mod:`vertimrf.protocol.buckets`): a party on Dask aligns and streams its rows
+            bucket by bucket. The padded rows grow from max_rows to buckets x capacity.
     """
 
     METHOD: ClassVar[str] = "secure"
@@ -436,6 +443,7 @@ class SecureOptions(_Options):
                 "max_clique_cells",
                 "max_total_cells",
                 "binning",
+                "buckets",
             )
         }
     )
@@ -447,6 +455,7 @@ class SecureOptions(_Options):
     max_clique_cells: float = DEFAULTS["secure_max_clique_cells"]
     max_total_cells: float = DEFAULTS["secure_max_total_cells"]
     binning: str = DEFAULTS["secure_binning"]
+    buckets: int = DEFAULTS["secure_buckets"]
 
     def __post_init__(self) -> None:
         need = {"count", "select", "measure"}
@@ -464,6 +473,7 @@ class SecureOptions(_Options):
         _require(_is_int(self.iters, 1), f"iters must be an integer >= 1; got {self.iters!r}.")
         _positive(self, "max_clique_cells", "max_total_cells")
         _choice(self.binning, SECURE_BINNING, "binning")
+        check_buckets(self.buckets)
 
 
 Options = SecureOptions | SecurePaperOptions | FOOptions | FMOptions

@@ -68,6 +68,7 @@ from dataclasses import dataclass, field, replace
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.zcdp import epsilon_to_rho
+from vertimrf.protocol.buckets import BALANCE_TAIL_BITS
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.config import ProtocolConfig
@@ -130,7 +131,8 @@ class RunPlan:
     is their sum, the most the ledger can hold, against ``budget_rho``. ``blob_bytes`` is
     each party's round-1 feature blob to each peer, ``group_blob_bytes`` the most its
     round-2 blob to a peer may hold, ``deal_bytes`` (an upper bound) its deal and
-    ``ring_bits`` the ring of the masked values (method secure); ``roles`` the per-role
+    ``ring_bits`` the ring of the masked values and ``buckets`` the PRF buckets and their
+    capacity in rows (method secure); ``roles`` the per-role
     costs; ``max_memory`` the limit (bytes).
     """
 
@@ -145,6 +147,7 @@ class RunPlan:
     group_blob_bytes: Mapping[str, int] = field(default_factory=dict)
     deal_bytes: Mapping[str, int] = field(default_factory=dict)
     ring_bits: int | None = None
+    buckets: tuple[int, int] | None = None
     roles: tuple[RoleCost, ...] = ()
     max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
 
@@ -177,6 +180,13 @@ class RunPlan:
                     if self.ring_bits < 64
                     else "a count plus its noise may need all 64 bits)"
                 )
+            )
+        if self.buckets is not None and self.buckets[0] > 1:
+            count, capacity = self.buckets
+            lines.append(
+                f"rows: {count} PRF buckets of {capacity:,} rows ({count * capacity:,} padded "
+                f"rows for max_rows {self.rows:,}); a bucket overflows with probability at most "
+                f"2^-{BALANCE_TAIL_BITS}, into free rows that no message reveals"
             )
         for r in self.roles:
             blob, deal = self.blob_bytes.get(r.role), self.deal_bytes.get(r.role)
@@ -477,6 +487,7 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
     return replace(
         common,
         ring_bits=plan.ring_bits,
+        buckets=(plan.buckets, plan.capacity),
         blob_bytes={
             n: plan.word_bytes * plan.rows * w + BLOB_OVERHEAD
             for n, w in zip(plan.names, plan.widths, strict=True)

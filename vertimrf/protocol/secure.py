@@ -53,6 +53,7 @@ from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
+from vertimrf.protocol.buckets import bucket_capacity, check_buckets
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import SecureRules, rules
 from vertimrf.protocol.options import SecureOptions
@@ -165,8 +166,9 @@ class SecurePlan:
     ``attrs[p]`` are party p's attribute indices (in spec order), ``groups[p]`` its round-1
     feature groups (its single attributes, in ``attrs`` order), ``offsets[p][g]`` the first
     one-hot column of its g-th group, ``widths[p]`` its k_p and ``group_caps[p]`` its cap on
-    round-2 columns toward one peer; ``rows`` is the public padded row count
-    (``config.max_rows``).
+    round-2 columns toward one peer; ``rows`` is the public padded row count, ``buckets``
+    PRF buckets of ``capacity`` rows each (:mod:`vertimrf.protocol.buckets`; one bucket of
+    ``max_rows`` rows by default), which hold at most ``max_rows`` records in all.
     """
 
     names: tuple[str, ...]
@@ -177,6 +179,7 @@ class SecurePlan:
     widths: tuple[int, ...]
     group_caps: tuple[int, ...]
     rows: int
+    max_rows: int
     count_party: str
     rho: float
     rho_count: float
@@ -184,6 +187,7 @@ class SecurePlan:
     rho_measure: float
     refine_fraction: float
     pipeline: str = "select"
+    buckets: int = 1
 
     @classmethod
     def from_config(
@@ -221,6 +225,8 @@ class SecurePlan:
             offsets.append(tuple(int(sum(cells[:j])) for j in range(len(own))))
             widths.append(int(sum(cells)))
         caps = method.plan_group_caps(config, tuple(widths), domain)
+        buckets = check_buckets(getattr(config.options, "buckets", 1))
+        capacity = bucket_capacity(int(config.max_rows), buckets)
         epsilon = config.epsilon if epsilon is None else epsilon
         rho = epsilon_to_rho(epsilon, config.delta)
         rho_count, rho_select, rho_measure, refine = method.plan_shares(config, epsilon, rho)
@@ -232,7 +238,8 @@ class SecurePlan:
             offsets=tuple(offsets),
             widths=tuple(widths),
             group_caps=caps,
-            rows=int(config.max_rows),
+            rows=buckets * capacity,
+            max_rows=int(config.max_rows),
             count_party=config.count_party,
             rho=rho,
             rho_count=rho_count,
@@ -240,12 +247,18 @@ class SecurePlan:
             rho_measure=rho_measure,
             refine_fraction=refine,
             pipeline=config.pipeline,
+            buckets=buckets,
         )
+
+    @property
+    def capacity(self) -> int:
+        """The padded rows of one bucket."""
+        return self.rows // self.buckets
 
     @cached_property
     def ring_bits(self) -> int:
         """The ring Z_{2^r} of the masks, shares and cross releases: the smallest of
-        :data:`RING_WIDTHS` in whose signed range every count (at most ``rows``) plus the
+        :data:`RING_WIDTHS` in whose signed range every count (at most ``max_rows``) plus the
         noise tail bound (:data:`RING_TAIL`) of the first release, and of a re-measurement
         of :data:`RING_MIN_REQUEST` marginals, lies. Public: from the config only."""
         sigma = self._select_sigma()
@@ -258,8 +271,9 @@ class SecurePlan:
         return self.sigma(SELECT, count) if self.rho_select > 0 and count else 0.0
 
     def _ring_sigma(self, bits: int) -> float:
-        """The largest noise scale whose tail bound, added to ``rows``, fits ``bits``."""
-        return max(0.0, (2.0 ** (bits - 1) - 1 - self.rows) / RING_TAIL)
+        """The largest noise scale whose tail bound, added to ``max_rows`` (no count is
+        larger), fits ``bits``."""
+        return max(0.0, (2.0 ** (bits - 1) - 1 - self.max_rows) / RING_TAIL)
 
     @property
     def word(self) -> type[np.unsignedinteger]:

@@ -1,0 +1,204 @@
+"""A party's records in the common row order of a secure run, bucket by bucket.
+
+Every party orders its records by a PRF of their IDs (keyed by the group secret and the
+run) and lays them out in PRF buckets of the plan's capacity
+(:mod:`vertimrf.protocol.buckets`), so row r holds the same person at every party.
+:func:`align_buckets` does this for any set of whole buckets, so the table in memory
+(:class:`AlignedTable`) and a table on Dask (:mod:`vertimrf.party.dask_table`, one call per
+partition) get the same rows, the same digests and so the same messages.
+
+The digests are made bucket by bucket: the record-set digest is HMAC(secret, the SHA-256 of
+each bucket's sorted PRF values, in bucket order), which two parties compare to check that
+they hold the same records; the data digest is the SHA-256 of each bucket's ID fingerprints
+and codes in row order, which binds the party's private state and derived keys to its data
+(whatever the input's row order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from vertimrf.errors import ConfigError, RecordIDError
+from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract
+from vertimrf.party.registers import keyed_prf
+from vertimrf.protocol.buckets import bucket_of, record_slots
+
+_ORDER_CONTEXT = b"vertimrf/secure-order"
+_DIGEST_CONTEXT = b"vertimrf/secure-record-set"
+# The codes are hashed as 4-byte little-endian integers, whatever type holds them.
+_CODE_BYTES = "<i4"
+_HASH_ROWS = 1 << 16
+
+
+def order_keys(secret: bytes, context: bytes) -> HashKeys:
+    """The PRF key of the row order (from the group secret and the run)."""
+    return HashKeys.from_secret(secret, 1, context=_ORDER_CONTEXT + context)
+
+
+def record_set_key(secret: bytes, context: bytes) -> bytes:
+    """The HMAC key of the record-set digest."""
+    return hkdf_expand(hkdf_extract(_DIGEST_CONTEXT, secret), context, 32)
+
+
+@dataclass(frozen=True)
+class BucketRows:
+    """The records of some whole buckets: their padded ``slots`` (ascending), ``codes``
+    (one row per record, in slot order) and whether each ``spilled`` into another bucket's
+    rows, with each bucket's ``record_hashes`` (SHA-256 of its sorted PRF values) and
+    ``data_hashes`` (of its fingerprints and codes in PRF order), keyed by bucket."""
+
+    slots: np.ndarray
+    codes: np.ndarray
+    spilled: np.ndarray
+    record_hashes: dict[int, bytes]
+    data_hashes: dict[int, bytes]
+
+
+def _hash(h: Any, values: np.ndarray, dtype: str) -> Any:
+    """``h`` updated with ``values`` as ``dtype`` bytes (C order), a block of rows at a
+    time (no whole copy)."""
+    for r0 in range(0, values.shape[0], _HASH_ROWS):
+        h.update(np.ascontiguousarray(values[r0 : r0 + _HASH_ROWS], dtype).data)
+    return h
+
+
+def bucket_counts(prf: np.ndarray, buckets: int) -> np.ndarray:
+    """The number of records in each bucket (int64, one entry per bucket)."""
+    return np.bincount(bucket_of(prf, buckets), minlength=buckets).astype(np.int64)
+
+
+def align_buckets(
+    prf: np.ndarray,
+    fingerprints: np.ndarray,
+    codes: np.ndarray,
+    counts: np.ndarray,
+    capacity: int,
+) -> BucketRows:
+    """The aligned rows of records that fill whole buckets (any subset of them): ``prf``,
+    ``fingerprints`` and ``codes`` per record in any order, ``counts`` every bucket's record
+    count over the whole table. RecordIDError when two records share an ID (they share a
+    PRF value)."""
+    buckets = counts.size
+    order = np.argsort(prf, kind="stable")
+    prf, fingerprints = prf[order], fingerprints[order]
+    codes = np.ascontiguousarray(codes[order])
+    del order
+    same = np.flatnonzero(prf[1:] == prf[:-1])
+    if same.size:
+        repeated = fingerprints[same] == fingerprints[same + 1]
+        what = "carry duplicated record IDs" if repeated.any() else "collide in the row PRF"
+        raise RecordIDError(
+            f"{same.size + 1} rows {what}: each record must have exactly one row; "
+            "deduplicate these rows first."
+        )
+    bucket = bucket_of(prf, buckets)
+    bounds = np.searchsorted(bucket, np.arange(buckets + 1))
+    record_hashes, data_hashes = {}, {}
+    for b in np.unique(bucket):
+        lo, hi = int(bounds[b]), int(bounds[b + 1])
+        record_hashes[int(b)] = _hash(hashlib.sha256(), prf[lo:hi], "<u8").digest()
+        h = _hash(hashlib.sha256(), fingerprints[lo:hi], "<u8")
+        data_hashes[int(b)] = _hash(h, codes[lo:hi], _CODE_BYTES).digest()
+    del prf, fingerprints
+    slots = record_slots(bucket, counts, capacity)
+    spilled = slots // capacity != bucket
+    del bucket
+    if spilled.any():  # spill rows lie elsewhere: put the records in row order
+        by_slot = np.argsort(slots, kind="stable")
+        slots, codes, spilled = slots[by_slot], codes[by_slot], spilled[by_slot]
+    return BucketRows(slots, codes, spilled, record_hashes, data_hashes)
+
+
+def combine_digests(
+    record_hashes: dict[int, bytes], data_hashes: dict[int, bytes], buckets: int, mac_key: bytes
+) -> tuple[bytes, str]:
+    """The record-set digest (HMAC over every bucket's record hash, in bucket order; an empty
+    bucket's is SHA-256 of nothing) and the data digest (SHA-256 of every bucket's data
+    hash, hex)."""
+    empty = hashlib.sha256(b"").digest()
+    records = b"".join(record_hashes.get(b, empty) for b in range(buckets))
+    data = b"".join(data_hashes.get(b, empty) for b in range(buckets))
+    return hmac.new(mac_key, records, hashlib.sha256).digest(), hashlib.sha256(data).hexdigest()
+
+
+def check_count(n: int, max_rows: int) -> None:
+    """ConfigError when a party holds more records than the config's public max_rows."""
+    if n > max_rows:
+        raise ConfigError(
+            f"this party holds {n} records but the config's max_rows is {max_rows}; make a new "
+            "config with a larger public max_rows."
+        )
+
+
+def slot_columns(
+    slots: np.ndarray, codes: np.ndarray, r0: int, r1: int, offsets: np.ndarray
+) -> np.ndarray:
+    """The one-hot columns (int32, (r1 - r0) x attributes, -1 on padding rows) of padded
+    rows r0:r1, from records at ascending ``slots`` with ``codes``: attribute j's column is
+    ``offsets[j]`` plus its code."""
+    i0, i1 = np.searchsorted(slots, (r0, r1))
+    out = np.full((r1 - r0, codes.shape[1]), -1, np.int32)
+    out[slots[i0:i1] - r0] = codes[i0:i1] + offsets
+    return out
+
+
+def code_histogram(codes: np.ndarray, attrs: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarray:
+    """Exact counts (int64, shape ``sizes[attrs]``) of the records' codes on ``attrs``."""
+    shape = tuple(int(sizes[a]) for a in attrs)
+    flat = np.zeros(codes.shape[0], np.int64)
+    for a, u in zip(attrs, shape, strict=True):
+        flat = flat * u + codes[:, a]
+    return np.bincount(flat, minlength=int(np.prod(shape, dtype=np.int64))).reshape(shape)
+
+
+class Aligned(Protocol):
+    """A party's records in the common row order, wherever they are held."""
+
+    n: int
+    record_digest: bytes
+    data_digest: str
+
+    def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
+        """The one-hot columns of padded rows r0:r1 (see :func:`slot_columns`)."""
+        ...
+
+    def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
+        """Exact counts on each attribute set of ``attrs`` (see :func:`code_histogram`)."""
+        ...
+
+
+class AlignedTable:
+    """A party's records aligned in memory (one call of :func:`align_buckets` over all)."""
+
+    def __init__(
+        self,
+        codes: np.ndarray,
+        fingerprints: np.ndarray,
+        secret: bytes,
+        context: bytes,
+        buckets: int,
+        capacity: int,
+        max_rows: int,
+    ) -> None:
+        self.n = int(codes.shape[0])
+        check_count(self.n, max_rows)
+        prf = keyed_prf(order_keys(secret, context), fingerprints)
+        counts = bucket_counts(prf, buckets)
+        rows = align_buckets(prf, fingerprints, codes, counts, capacity)
+        self._slots, self._codes = rows.slots, rows.codes
+        self.record_digest, self.data_digest = combine_digests(
+            rows.record_hashes, rows.data_hashes, buckets, record_set_key(secret, context)
+        )
+
+    def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
+        """The one-hot columns of padded rows r0:r1 (see :func:`slot_columns`)."""
+        return slot_columns(self._slots, self._codes, r0, r1, offsets)
+
+    def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
+        """Exact counts on each attribute set of ``attrs`` (see :func:`code_histogram`)."""
+        return [code_histogram(self._codes, a, sizes) for a in attrs]

@@ -1,0 +1,250 @@
+"""A party's table on a Dask ``distributed`` cluster (the optional extra ``vertimrf[dask]``).
+
+The workers encode the table partition by partition, compute each record's PRF value and
+bucket, and shuffle the records so that every bucket sits whole in one partition (bucket b
+holds the same people at every party). Each partition then aligns its buckets with
+:func:`vertimrf.party.aligned.align_buckets`, the very function the in-memory table uses, so
+the rows, the digests and every message are the same bytes as in memory. The party's
+process then streams its features and products row block by row block as it does in
+memory, fetching one bucket's codes at a time; the within-party count tables are summed over
+the partitions (exact counts: the noise is added once, after the merge, by the party).
+
+The cluster must be this party's own: its workers see the party's raw rows and the PRF key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from vertimrf.domain import DomainSpec
+from vertimrf.errors import ConfigError
+from vertimrf.party.aligned import (
+    BucketRows,
+    align_buckets,
+    bucket_counts,
+    check_count,
+    code_histogram,
+    combine_digests,
+    order_keys,
+    record_set_key,
+    slot_columns,
+)
+from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.party import check_id_column, frame_table
+from vertimrf.party.registers import keyed_prf
+from vertimrf.protocol.buckets import bucket_of
+
+if TYPE_CHECKING:
+    from vertimrf.protocol.secure import SecurePlan
+
+_INSTALL = "install the Dask extra (pip install 'vertimrf[dask]')"
+
+
+def _dask() -> Any:
+    try:
+        import dask.dataframe as dd
+    except ImportError:
+        raise ConfigError(f"a table on Dask needs dask and distributed: {_INSTALL}.") from None
+    return dd
+
+
+class DaskTable:
+    """A party's table on a Dask cluster.
+
+    Args:
+        data: a Parquet dataset (a folder or a file) or a ``dask.dataframe.DataFrame``.
+        client: the ``distributed.Client`` of this party's cluster.
+    """
+
+    def __init__(self, data: str | os.PathLike | Any, client: Any) -> None:
+        dd = _dask()
+        if isinstance(data, str | os.PathLike):
+            if not os.path.exists(data):
+                raise ConfigError(f"no Parquet dataset at {data}; give a folder or a file.")
+            data = dd.read_parquet(os.fspath(data))
+        elif not isinstance(data, dd.DataFrame):
+            raise ConfigError(
+                f"a table on Dask is a Parquet dataset or a Dask DataFrame; got "
+                f"{type(data).__name__}."
+            )
+        self._frame, self._client = data, client
+        self._name, self._id_column = "", ""
+
+    def check(self, name: str, spec: DomainSpec, id_column: str) -> DaskTable:
+        """This table as party ``name``'s over ``spec``: DomainError or ConfigError unless it
+        has ``id_column`` and every column of ``spec``."""
+        columns = [str(c) for c in self._frame.columns]
+        check_id_column(name, columns, id_column)
+        missing = [c for c in spec.names if c not in columns]
+        if missing:
+            raise ConfigError(f"party {name!r}: the table on Dask lacks the columns {missing}.")
+        self._name, self._id_column = name, id_column
+        return self
+
+    def align(
+        self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan
+    ) -> DaskAligned:
+        """The records in the common row order: encoded, bucketed and aligned on the cluster
+        (ConfigError when there are more than max_rows of them)."""
+        dask = __import__("dask")
+        keys = order_keys(secret, context)
+        frame = self._frame[[self._id_column, *spec.names]]
+        width = len(spec.names)
+        meta = pd.DataFrame(
+            {
+                "prf": np.empty(0, np.uint64),
+                "fp": np.empty(0, np.uint64),
+                "bucket": np.empty(0, np.int64),
+            }
+            | {f"c{j}": np.empty(0, np.int32) for j in range(width)}
+        )
+        encoded = frame.map_partitions(
+            _encode, self._name, spec, self._id_column, keys.k0, keys.k1, plan.buckets, meta=meta
+        )
+        shuffled = encoded.shuffle(on="bucket", npartitions=plan.buckets).persist()
+        parts = shuffled.to_delayed()
+        delayed = dask.delayed
+        counts = sum(dask.compute(*[delayed(_counts)(p, plan.buckets) for p in parts]))
+        check_count(int(counts.sum()), plan.max_rows)
+        aligned = [delayed(_align)(p, counts, plan.capacity, width) for p in parts]
+        futures = self._client.compute(aligned)
+        summaries = self._client.gather(self._client.map(_summary, futures))
+        del shuffled, parts
+        return DaskAligned(self._client, futures, summaries, counts, plan, secret, context)
+
+
+def _encode(
+    frame: pd.DataFrame,
+    name: str,
+    spec: DomainSpec,
+    id_column: str,
+    k0: np.ndarray,
+    k1: np.ndarray,
+    buckets: int,
+) -> pd.DataFrame:
+    """One partition's codes, ID fingerprints, PRF values and buckets."""
+    table, ids = frame_table(name, spec, frame, id_column)
+    fp = record_fingerprints(ids)
+    prf = keyed_prf(HashKeys(k0, k1), fp)
+    out = {"prf": prf, "fp": fp, "bucket": bucket_of(prf, buckets)}
+    out |= {f"c{j}": table.codes[:, j].astype(np.int32) for j in range(table.codes.shape[1])}
+    return pd.DataFrame(out)
+
+
+def _counts(frame: pd.DataFrame, buckets: int) -> np.ndarray:
+    return bucket_counts(frame["prf"].to_numpy(np.uint64), buckets)
+
+
+def _align(frame: pd.DataFrame, counts: np.ndarray, capacity: int, width: int) -> BucketRows:
+    codes = frame[[f"c{j}" for j in range(width)]].to_numpy(np.int32)
+    prf, fp = frame["prf"].to_numpy(np.uint64), frame["fp"].to_numpy(np.uint64)
+    return align_buckets(prf, fp, codes.reshape(len(frame), width), counts, capacity)
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """What the party's process keeps of one aligned partition: its buckets' hashes, and
+    its records that spilled past their bucket's capacity (rare)."""
+
+    record_hashes: dict[int, bytes]
+    data_hashes: dict[int, bytes]
+    spill_slots: np.ndarray
+    spill_codes: np.ndarray
+
+
+def _summary(rows: BucketRows) -> _Summary:
+    spilled = rows.spilled
+    return _Summary(rows.record_hashes, rows.data_hashes, rows.slots[spilled], rows.codes[spilled])
+
+
+def _bucket(rows: BucketRows, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The partition's records at home in padded rows lo:hi (slots, codes)."""
+    home = ~rows.spilled
+    slots, codes = rows.slots[home], rows.codes[home]
+    i0, i1 = np.searchsorted(slots, (lo, hi))
+    return slots[i0:i1], codes[i0:i1]
+
+
+def _histograms(
+    rows: BucketRows, attrs: Sequence[tuple[int, ...]], sizes: tuple[int, ...]
+) -> list[np.ndarray]:
+    return [code_histogram(rows.codes, a, sizes) for a in attrs]
+
+
+class DaskAligned:
+    """A party's aligned records held by its Dask workers, one partition per future; a
+    bucket's codes are fetched when its rows are streamed (one bucket held at a time)."""
+
+    def __init__(
+        self,
+        client: Any,
+        futures: list[Any],
+        summaries: list[_Summary],
+        counts: np.ndarray,
+        plan: SecurePlan,
+        secret: bytes,
+        context: bytes,
+    ) -> None:
+        self._client, self._futures = client, futures
+        self._capacity = plan.capacity
+        self.n = int(counts.sum())
+        self._owner = {b: j for j, s in enumerate(summaries) for b in s.record_hashes}
+        spills = [s for s in summaries if s.spill_slots.size]
+        width = summaries[0].spill_codes.shape[1] if summaries else 0
+        slots = np.concatenate([s.spill_slots for s in spills]) if spills else np.empty(0, np.int64)
+        codes = (
+            np.concatenate([s.spill_codes for s in spills])
+            if spills
+            else np.empty((0, width), np.int32)
+        )
+        order = np.argsort(slots, kind="stable")
+        self._spill_slots, self._spill_codes = slots[order], codes[order]
+        records = {b: h for s in summaries for b, h in s.record_hashes.items()}
+        data = {b: h for s in summaries for b, h in s.data_hashes.items()}
+        self.record_digest, self.data_digest = combine_digests(
+            records, data, plan.buckets, record_set_key(secret, context)
+        )
+        self._held: tuple[int, np.ndarray, np.ndarray] | None = None
+
+    def _rows(self, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bucket b's records (slots, codes), with those that spilled into its rows."""
+        if self._held is None or self._held[0] != b:
+            lo, hi = b * self._capacity, (b + 1) * self._capacity
+            if b in self._owner:
+                future = self._client.submit(_bucket, self._futures[self._owner[b]], lo, hi)
+                slots, codes = future.result()
+            else:
+                slots, codes = np.empty(0, np.int64), self._spill_codes[:0]
+            i0, i1 = np.searchsorted(self._spill_slots, (lo, hi))
+            if i1 > i0:
+                slots = np.concatenate((slots, self._spill_slots[i0:i1]))
+                codes = np.concatenate((codes, self._spill_codes[i0:i1]))
+                order = np.argsort(slots, kind="stable")
+                slots, codes = slots[order], codes[order]
+            self._held = (b, slots, codes)
+        return self._held[1], self._held[2]
+
+    def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
+        """The one-hot columns of padded rows r0:r1 (see
+        :func:`vertimrf.party.aligned.slot_columns`)."""
+        c, parts = self._capacity, []
+        for b in range(r0 // c, (r1 - 1) // c + 1):
+            slots, codes = self._rows(b)
+            parts.append(slot_columns(slots, codes, max(r0, b * c), min(r1, (b + 1) * c), offsets))
+        return np.concatenate(parts) if len(parts) != 1 else parts[0]
+
+    def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
+        """Exact counts on each attribute set of ``attrs``, summed over the partitions."""
+        if not attrs:
+            return []
+        parts = self._client.gather(
+            [self._client.submit(_histograms, f, attrs, sizes) for f in self._futures]
+        )
+        return [sum(p[i] for p in parts) for i in range(len(attrs))]
