@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -106,13 +106,14 @@ def relay(src: Path, dst_folder: Path) -> None:
     os.link(src, dst)
 
 
-def party_options(name: str) -> list[str]:
+def party_command(name: str, extra: Sequence[str] = ()) -> list[str]:
+    """A party command's options; ``extra`` come last (a later --data replaces the CSV)."""
     peers = [f"{name}/{q}.pub" for q in PARTIES if q != name]
     return [
         "--config", "config.json", "--name", name, "--data", f"{name}/{name}.csv",
         "--secret", f"{name}/{name}.secret", "--keys", f"{name}/{name}.key",
         "--peers", *peers, "--deal", f"{name}/{name}.deal", "--state-dir", f"{name}/state",
-        "--quiet",
+        "--quiet", *extra,
     ]  # fmt: skip
 
 
@@ -131,9 +132,12 @@ def stepper(
     return step
 
 
-def setup(root: Path, width: int | None, max_rows: int, step: Callable) -> None:
+def setup(
+    root: Path, width: int | None, max_rows: int, step: Callable, config: Sequence[str] = ()
+) -> None:
     """The commands before the protocol: every role's keys (public keys relayed to every
-    other role), the group secret (A shares, B and C open) and the config."""
+    other role), the group secret (A shares, B and C open) and the config (with the further
+    options ``config``)."""
     names = list(PARTIES)
     for n in names:
         step(n, "keys", ["keys", "--name", n, "--out-dir", n])
@@ -153,7 +157,7 @@ def setup(root: Path, width: int | None, max_rows: int, step: Callable) -> None:
     wide = [] if width is None else ["--feature-width", str(width)]
     step("S", "config", ["config", "--spec", "spec.json", *parties, "--epsilon", "1.0",
                          "--delta", "1e-6", "--method", "secure", "--max-rows", str(max_rows),
-                         *wide, "--out", "config.json"])  # fmt: skip
+                         *wide, *config, "--out", "config.json"])  # fmt: skip
 
 
 def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
@@ -165,10 +169,18 @@ def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
     return log
 
 
-def secure_steps(root: Path, step: Callable) -> None:
+def secure_steps(
+    root: Path, step: Callable, extra: Mapping[str, Sequence[str]] | None = None
+) -> None:
     """The protocol's commands after :func:`setup`: deal, features, release, select,
-    measure and synthesize, the files relayed between them."""
+    measure and synthesize, the files relayed between them; ``extra[name]``: further options
+    of that party's commands (``extra["S"]``: of server synthesize)."""
     names = list(PARTIES)
+    more = extra or {}
+
+    def party_options(n: str) -> list[str]:
+        return party_command(n, more.get(n, ()))
+
     step("S", "server deal", ["server", "deal", "--config", "config.json", "--keys",
                               *[f"S/{n}.pub" for n in names], "--out-dir", "S",
                               "--server-key", "S/server.key"])  # fmt: skip
@@ -206,7 +218,8 @@ def secure_steps(root: Path, step: Callable) -> None:
                                     "--state", "S/server.state", "--releases",
                                     *[f"{n}/{n}.measure.vmrf" for n in names], "--out",
                                     "S/synth.csv", "--report", "S/report.json",
-                                    "--server-key", "S/server.key", "--quiet"])  # fmt: skip
+                                    "--server-key", "S/server.key", "--quiet",
+                                    *more.get("S", ())])  # fmt: skip
 
 
 def profile(root: Path, log: list[dict], top: int = 18) -> dict:
