@@ -23,8 +23,9 @@ idle role process, and L(x) = h min(R x, max(ROW_BLOCK_WORDS, x)) one row block 
 values x wide in memory (h = 4 or 8 bytes each): a party streams every feature blob in and
 out by blocks of whole rows of at most ROW_BLOCK_WORDS values, so no R x k matrix of ring
 values exists; a block's int64 column indices and the mask's zero input count as one or
-two L each; C_p = R (5 d_p + 40) bytes for the party's codes, record IDs, 4-byte aligned
-column indices and, while they are made, the PRF values and their order)
+two L each; C_p = R (2 d_p + 80) bytes for the party's codes (twice while they are put in
+row order) and row slots and, while the rows are aligned, the record IDs' fingerprints,
+their PRF values, their order and the buckets' ranks: :mod:`vertimrf.party.aligned`)
 follows the code's large arrays:
 
 * party features: BASE + 32 Z_p + C_p + w R k_p + 3 L(k_p): the deal opened,
@@ -365,7 +366,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     roles = []
     for p, name in enumerate(names):
         d_p = len(plan.attrs[p])
-        columns = rows * (5 * d_p + 40)  # bytes: codes, IDs, 4-byte columns, the PRF order
+        columns = rows * (2 * d_p + 80)  # bytes: codes, slots, IDs, PRF values and order
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
             "features": BASE_BYTES
