@@ -161,3 +161,13 @@ def test_the_buckets_and_an_overflow_change_no_released_value():
     assert one._request == eight._request
     for a, b in zip(one.model.potentials, eight.model.potentials, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_buckets_are_kept_in_the_config_and_one_bucket_hashes_as_before(tmp_path):
+    """A config file keeps B; at B = 1 the field is left out, so older configs keep their
+    hash."""
+    eight, one = _config(8, 64), _config(1, 64)
+    eight.save(tmp_path / "eight.json")
+    assert ProtocolConfig.load(tmp_path / "eight.json").options.buckets == 8
+    assert "buckets" not in one.to_dict()["options"]
+    assert eight.config_hash() != one.config_hash()

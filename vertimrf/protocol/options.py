@@ -214,14 +214,20 @@ class _Options:
     DP: ClassVar[bool] = True
     # Every party pads its rows to the config's public max_rows (which it then needs).
     PADS_ROWS: ClassVar[bool] = False
+    LATER: ClassVar[frozenset[str]] = frozenset()
     # The flat selector values that choose this class.
     SELECT: ClassVar[Mapping[str, str]]
     # flat name (the first config format) -> field
     FLAT: ClassVar[Mapping[str, str]]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, tagged with the class name."""
-        out = {f.name: _json(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+        """JSON-ready form, tagged with the class name. A field added later is left out at
+        its default (``LATER``), so a config made before it keeps its hash."""
+        out = {
+            f.name: _json(getattr(self, f.name))
+            for f in fields(self)  # type: ignore[arg-type]
+            if not (f.name in self.LATER and getattr(self, f.name) == f.default)
+        }
         return {"type": type(self).__name__, **out}
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -429,6 +435,7 @@ class SecureOptions(_Options):
     METHOD: ClassVar[str] = "secure"
     PIPELINE: ClassVar[str] = "select"
     PADS_ROWS: ClassVar[bool] = True
+    LATER: ClassVar[frozenset[str]] = frozenset({"buckets"})
     SELECT: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"method": "secure", "secure_pipeline": "select"}
     )
