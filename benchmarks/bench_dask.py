@@ -18,6 +18,7 @@ Dask run, the largest process among A's command and its workers, not their sum.
 from __future__ import annotations
 
 import argparse
+import filecmp
 import os
 import shutil
 import sys
@@ -55,16 +56,6 @@ def messages(root: Path) -> dict[str, Path]:
     return found | {"S/synth.csv": root / "S" / "synth.csv"}
 
 
-def same_bytes(a: Path, b: Path) -> bool:
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        while True:
-            x, y = fa.read(1 << 24), fb.read(1 << 24)
-            if x != y:
-                return False
-            if not x:
-                return True
-
-
 def run(args: argparse.Namespace, root: Path) -> dict:
     root.mkdir()
     start = time.perf_counter()
@@ -89,7 +80,7 @@ def run(args: argparse.Namespace, root: Path) -> dict:
             "commands": [{k: c[k] for k in ("role", "step", "wall", "max_rss_mb")} for c in steps],
         }
     want, got = messages(root), messages(dask_root)
-    compared = {k: same_bytes(p, got[k]) for k, p in want.items() if k in got}
+    compared = {k: filecmp.cmp(p, got[k], shallow=False) for k, p in want.items() if k in got}
     return {
         "rows": args.rows,
         "max_rows": args.max_rows,

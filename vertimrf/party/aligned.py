@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from vertimrf.errors import ConfigError, RecordIDError
+from vertimrf.mrf.cliques import histogram
 from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract
 from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of, record_slots
@@ -149,11 +150,7 @@ def slot_columns(
 
 def code_histogram(codes: np.ndarray, attrs: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarray:
     """Exact counts (int64, shape ``sizes[attrs]``) of the records' codes on ``attrs``."""
-    shape = tuple(int(sizes[a]) for a in attrs)
-    flat = np.zeros(codes.shape[0], np.int64)
-    for a, u in zip(attrs, shape, strict=True):
-        flat = flat * u + codes[:, a]
-    return np.bincount(flat, minlength=int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    return np.rint(histogram(codes, attrs, sizes)).astype(np.int64)
 
 
 class Aligned(Protocol):

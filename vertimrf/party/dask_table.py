@@ -47,12 +47,14 @@ if TYPE_CHECKING:
 _INSTALL = "install the Dask extra (pip install 'vertimrf[dask]')"
 
 
-def _dask() -> Any:
+def _dask() -> tuple[Any, Any]:
+    """The modules dask and dask.dataframe (ConfigError when not installed)."""
     try:
+        import dask
         import dask.dataframe as dd
     except ImportError:
         raise ConfigError(f"a table on Dask needs dask and distributed: {_INSTALL}.") from None
-    return dd
+    return dask, dd
 
 
 class DaskTable:
@@ -64,7 +66,7 @@ class DaskTable:
     """
 
     def __init__(self, data: str | os.PathLike | Any, client: Any) -> None:
-        dd = _dask()
+        _, dd = _dask()
         if isinstance(data, str | os.PathLike):
             if not os.path.exists(data):
                 raise ConfigError(f"no Parquet dataset at {data}; give a folder or a file.")
@@ -93,7 +95,7 @@ class DaskTable:
     ) -> DaskAligned:
         """The records in the common row order: encoded, bucketed and aligned on the cluster
         (ConfigError when there are more than max_rows of them)."""
-        dask = __import__("dask")
+        dask, _ = _dask()
         keys = order_keys(secret, context)
         frame = self._frame[[self._id_column, *spec.names]]
         width = len(spec.names)
@@ -116,7 +118,6 @@ class DaskTable:
         aligned = [delayed(_align)(p, counts, plan.capacity, width) for p in parts]
         futures = self._client.compute(aligned)
         summaries = self._client.gather(self._client.map(_summary, futures))
-        del shuffled, parts
         return DaskAligned(self._client, futures, summaries, counts, plan, secret, context)
 
 
@@ -166,10 +167,9 @@ def _summary(rows: BucketRows) -> _Summary:
 
 def _bucket(rows: BucketRows, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """The partition's records at home in padded rows lo:hi (slots, codes)."""
-    home = ~rows.spilled
-    slots, codes = rows.slots[home], rows.codes[home]
-    i0, i1 = np.searchsorted(slots, (lo, hi))
-    return slots[i0:i1], codes[i0:i1]
+    i0, i1 = np.searchsorted(rows.slots, (lo, hi))
+    home = ~rows.spilled[i0:i1]
+    return rows.slots[i0:i1][home], rows.codes[i0:i1][home]
 
 
 def _histograms(

@@ -383,17 +383,17 @@ class SecureParty:
         for r0 in range(0, plan.rows, step):
             r1 = min(plan.rows, r0 + step)
             mask = expand(seed, b"U2", (r1 - r0) * k, start=r0 * k, word=plan.word)
-            cols = self._group_features(q, r0, r1)
+            cols = self._group_features(q, self._columns(r0, r1))
             yield mask_features(cols, mask.reshape(r1 - r0, k), inplace=True)
 
-    def _group_features(self, q: int, r0: int, r1: int) -> np.ndarray:
-        """The one-hot column indices of this party's round-2 groups toward party q, in
-        rows r0:r1."""
+    def _group_features(self, q: int, singles: np.ndarray) -> np.ndarray:
+        """The one-hot column indices of this party's round-2 groups toward party q, in the
+        rows whose single-attribute columns are ``singles``."""
         plan, p = self.plan, self.index
         local = {a: j for j, a in enumerate(plan.attrs[p])}
         sizes = [plan.sizes[a] for a in plan.attrs[p]]
         groups = [tuple(local[a] for a in g) for g in self._state["layout"].groups(p, q)]
-        return group_columns(self._columns(r0, r1), plan.offsets[p], sizes, groups)
+        return group_columns(singles, plan.offsets[p], sizes, groups)
 
     def measure(
         self,
@@ -541,9 +541,10 @@ class SecureParty:
         block_b = deal.z_b[peer].copy()
         step = block_rows(max(plan.widths[a], wq))
         for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[a], wq), step):
-            mine = self._group_features(a, r0, r1)
+            singles = self._columns(r0, r1)
+            mine = self._group_features(a, singles)
             shifted = np.where(mine >= 0, mine + plan.widths[p], -1)
-            both = np.hstack((self._columns(r0, r1), shifted))
+            both = np.hstack((singles, shifted))
             block_a += onehot_scatter_u64(two, both, plan.widths[p] + width)
             block_b += onehot_scatter_u64(one, mine, width)
         return block_a, block_b

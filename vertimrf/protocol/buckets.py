@@ -76,9 +76,9 @@ def bucket_capacity(max_rows: int, buckets: int) -> int:
 
 def bucket_of(prf: np.ndarray, buckets: int) -> np.ndarray:
     """The bucket (int64) of each PRF value: its top log2(``buckets``) bits."""
-    shift = np.uint64(_PRF_BITS - (buckets.bit_length() - 1))
     if buckets == 1:
         return np.zeros(prf.shape, np.int64)
+    shift = np.uint64(_PRF_BITS - (buckets.bit_length() - 1))
     return (prf >> shift).astype(np.int64)
 
 
