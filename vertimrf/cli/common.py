@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from vertimrf.domain import DomainSpec, EncodedTable
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.role import RoleDriver
-    from vertimrf.party.dask_table import DaskTable
+    from vertimrf.party.aligned import HeldTable
     from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.channels import KeyPair, PublicKey
@@ -421,8 +421,12 @@ def party_role(
                 "--scheduler and --workers run method secure on a Parquet dataset (a folder or "
                 "a .parquet file): convert the CSV to Parquet first."
             )
-        data: EncodedTable | DaskTable = DaskTable(args.data, client)
+        data: EncodedTable | HeldTable = DaskTable(args.data, client)
         ids = None
+    elif rules(cfg).secure_product and cfg.pipeline == "select":
+        from vertimrf.party.file_table import FileTable
+
+        data, ids = FileTable(args.data), None
     else:
         data, ids = read_party_table(args.data, spec, args.id_column, party=name)
     return Party(

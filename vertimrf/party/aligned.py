@@ -18,16 +18,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, RecordIDError
 from vertimrf.mrf.cliques import histogram
 from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract
 from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of, record_slots
+
+if TYPE_CHECKING:
+    from vertimrf.protocol.secure import SecurePlan
 
 _ORDER_CONTEXT = b"vertimrf/secure-order"
 _DIGEST_CONTEXT = b"vertimrf/secure-record-set"
@@ -73,6 +78,22 @@ def bucket_counts(prf: np.ndarray, buckets: int) -> np.ndarray:
     return np.bincount(bucket_of(prf, buckets), minlength=buckets).astype(np.int64)
 
 
+def repeated_prf(prf: np.ndarray, fingerprints: np.ndarray) -> tuple[int, bool]:
+    """How many neighbours of the sorted ``prf`` repeat a PRF value, and whether some of
+    them also repeat the fingerprint (a duplicated record ID, not a PRF collision)."""
+    same = np.flatnonzero(prf[1:] == prf[:-1])
+    return same.size, bool((fingerprints[same] == fingerprints[same + 1]).any())
+
+
+def duplicate_error(same: int, repeated: bool) -> RecordIDError:
+    """The error of ``same`` repeated PRF values (see :func:`repeated_prf`)."""
+    what = "carry duplicated record IDs" if repeated else "collide in the row PRF"
+    return RecordIDError(
+        f"{same + 1} rows {what}: each record must have exactly one row; "
+        "deduplicate these rows first."
+    )
+
+
 def align_buckets(
     prf: np.ndarray,
     fingerprints: np.ndarray,
@@ -89,14 +110,9 @@ def align_buckets(
     prf, fingerprints = prf[order], fingerprints[order]
     codes = np.ascontiguousarray(codes[order])
     del order
-    same = np.flatnonzero(prf[1:] == prf[:-1])
-    if same.size:
-        repeated = fingerprints[same] == fingerprints[same + 1]
-        what = "carry duplicated record IDs" if repeated.any() else "collide in the row PRF"
-        raise RecordIDError(
-            f"{same.size + 1} rows {what}: each record must have exactly one row; "
-            "deduplicate these rows first."
-        )
+    same, repeated = repeated_prf(prf, fingerprints)
+    if same:
+        raise duplicate_error(same, repeated)
     bucket = bucket_of(prf, buckets)
     bounds = np.searchsorted(bucket, np.arange(buckets + 1))
     record_hashes, data_hashes = {}, {}
@@ -127,12 +143,13 @@ def combine_digests(
     return hmac.new(mac_key, records, hashlib.sha256).digest(), hashlib.sha256(data).hexdigest()
 
 
-def check_count(n: int, max_rows: int) -> None:
-    """ConfigError when a party holds more records than the config's public max_rows."""
+def check_count(n: int, max_rows: int, *, so_far: bool = False) -> None:
+    """ConfigError when a party holds more records than the config's public max_rows (``n``
+    counted ``so_far``: the party holds at least ``n``)."""
     if n > max_rows:
         raise ConfigError(
-            f"this party holds {n} records but the config's max_rows is {max_rows}; make a new "
-            "config with a larger public max_rows."
+            f"this party holds {'at least ' if so_far else ''}{n} records but the config's "
+            f"max_rows is {max_rows}; make a new config with a larger public max_rows."
         )
 
 
@@ -199,3 +216,17 @@ class AlignedTable:
     def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
         """Exact counts on each attribute set of ``attrs`` (see :func:`code_histogram`)."""
         return [code_histogram(self._codes, a, sizes) for a in attrs]
+
+
+class HeldTable(ABC):
+    """A party's table held outside this process's memory (a file, a Dask cluster), which
+    aligns its records where it is held."""
+
+    @abstractmethod
+    def check(self, name: str, spec: DomainSpec, id_column: str) -> HeldTable:
+        """This table as party ``name``'s over ``spec`` (DomainError or ConfigError unless it
+        has ``id_column`` and every column of ``spec``)."""
+
+    @abstractmethod
+    def align(self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan) -> Aligned:
+        """The records in the common row order (ConfigError past max_rows)."""

@@ -26,6 +26,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
 from vertimrf.party.aligned import (
     BucketRows,
+    HeldTable,
     align_buckets,
     bucket_counts,
     check_count,
@@ -57,7 +58,7 @@ def _dask() -> tuple[Any, Any]:
     return dask, dd
 
 
-class DaskTable:
+class DaskTable(HeldTable):
     """A party's table on a Dask cluster.
 
     Args:

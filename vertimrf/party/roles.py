@@ -27,7 +27,7 @@ import pandas as pd
 
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError
-from vertimrf.party.dask_table import DaskTable
+from vertimrf.party.aligned import HeldTable
 from vertimrf.party.ids import RecordIds
 from vertimrf.party.party import LocalParty
 from vertimrf.party.secure import Blob, SealedBlobs, SecureParty
@@ -48,7 +48,10 @@ class Party:
     Args:
         name: the party's name in ``config.parties``.
         data: a DataFrame with ``id_column`` and the party's columns, or an
-            :class:`EncodedTable` of the party's columns with the record IDs in ``ids``.
+            :class:`EncodedTable` of the party's columns with the record IDs in ``ids``;
+            for method "secure" (select pipeline) also a table aligned where it is held: a
+            :class:`~vertimrf.party.file_table.FileTable` (a CSV or Parquet file, memory
+            set by a part size) or a :class:`~vertimrf.party.dask_table.DaskTable`.
         config: the protocol config every role shares.
         secret: the parties' shared secret (>= 32 random bytes); never sent anywhere.
         keypair: method "secure" only: this party's key pair (``KeyPair.generate``).
@@ -64,7 +67,7 @@ class Party:
     def __init__(
         self,
         name: str,
-        data: pd.DataFrame | EncodedTable | DaskTable,
+        data: pd.DataFrame | EncodedTable | HeldTable,
         config: ProtocolConfig,
         secret: bytes,
         *,
@@ -85,7 +88,7 @@ class Party:
                 "(keypair=..., peers={name: public key})."
             )
         self.name, self.config = name, config
-        self._data: pd.DataFrame | EncodedTable | DaskTable | None = data
+        self._data: pd.DataFrame | EncodedTable | HeldTable | None = data
         self._secret = secret
         self._keypair, self._peers = keypair, peers
         self._id_column, self._ids, self._seed = id_column, ids, seed
@@ -94,10 +97,10 @@ class Party:
         self.local: LocalParty | None = None
         self.secure: SecureParty | None = None
         if self._rules.local_message:
-            if isinstance(data, DaskTable):
+            if isinstance(data, HeldTable):
                 raise ConfigError(
-                    "a table on Dask runs method secure's select pipeline only; read the table "
-                    "into memory for this method."
+                    f"a {type(data).__name__} runs method secure's select pipeline only; read "
+                    "the table into memory for this method."
                 )
             self.local = LocalParty(
                 name, data, config, secret, id_column=id_column, ids=ids, seed=seed,

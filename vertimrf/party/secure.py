@@ -41,8 +41,7 @@ import pandas as pd
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
-from vertimrf.party.aligned import Aligned, AlignedTable
-from vertimrf.party.dask_table import DaskTable
+from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
 from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import bin_table, own_table, sha256_parts
@@ -133,8 +132,10 @@ class SecureParty:
     Args:
         name, data, config, secret, id_column, ids, seed: as for
             :class:`vertimrf.party.party.LocalParty` (``config.method`` must be "secure");
-            ``data`` may also be a :class:`vertimrf.party.dask_table.DaskTable`, a table on
-            this party's Dask cluster (the select pipeline only).
+            ``data`` may also be a table aligned where it is held (the select pipeline only):
+            a :class:`vertimrf.party.file_table.FileTable`, a CSV or Parquet file aligned
+            through temporary files, or a :class:`vertimrf.party.dask_table.DaskTable`, a
+            table on this party's Dask cluster.
         keypair: this party's X25519 key pair (``vertimrf keys``).
         peers: every other party's public key, by name (fingerprints checked out of band).
         bins: the paper pipeline (``config.pipeline == "paper"``) only: the bin maps
@@ -145,7 +146,7 @@ class SecureParty:
     def __init__(
         self,
         name: str,
-        data: pd.DataFrame | EncodedTable | DaskTable,
+        data: pd.DataFrame | EncodedTable | HeldTable,
         config: ProtocolConfig,
         secret: bytes,
         keypair: KeyPair,
@@ -167,12 +168,13 @@ class SecureParty:
         if missing:
             raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
         self.spec = config.spec.subset(config.party(name).columns)
-        self._table: EncodedTable | DaskTable | None
+        self._table: EncodedTable | HeldTable | None
         self._fingerprints: np.ndarray | None = None
-        if isinstance(data, DaskTable):
+        if isinstance(data, HeldTable):
             if not self.plan.select or bins is not None:
                 raise ConfigError(
-                    "a table on Dask runs the select pipeline only (secure_pipeline='select')."
+                    f"a {type(data).__name__} runs the select pipeline only "
+                    "(secure_pipeline='select')."
                 )
             self._table = data.check(name, self.spec, id_column)
         else:
@@ -244,7 +246,7 @@ class SecureParty:
         table is then dropped). ConfigError when it holds more than max_rows records."""
         if self._aligned is None:
             plan, table = self.plan, self._table
-            if isinstance(table, DaskTable):
+            if isinstance(table, HeldTable):
                 self._aligned = table.align(self.spec, self._secret, self._context, plan)
             else:
                 assert table is not None and self._fingerprints is not None

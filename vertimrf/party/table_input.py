@@ -108,30 +108,53 @@ def read_party_table(
         return table, record_fingerprints(ids)
 
 
+class WholeTableNeededError(Exception):
+    """The file's batches do not settle how pandas reads some column or the IDs: read the
+    table whole (:func:`read_party_table`) to get pandas' codes or its error."""
+
+
+class _Reader:
+    """A party's table in ``source``, its columns checked at once and its batches encoded
+    one at a time."""
+
+    def __init__(self, source: _Csv | _Parquet, spec: DomainSpec, id_column: str, party: str):
+        names = source.columns()
+        encoder = TableEncoder(spec)
+        try:
+            check_id_column(party, names, id_column)
+            encoder.check_columns([c for c in names if c != id_column])
+        except DomainError:
+            source.check_rows()  # as pandas, a file it cannot read says so first
+            raise
+        self.source, self.spec, self.id_column = source, spec, id_column
+        self.dtype = encoder.dtype
+        self.columns = [_Column(c, source.typed) for c in spec.columns]
+
+    def batches(self, rows: int) -> Iterator[tuple[np.ndarray, pa.ChunkedArray]]:
+        """Each batch's codes (a column being redone is left 0) and its raw IDs."""
+        for batch in self.source.batches([self.id_column, *self.spec.names], rows):
+            block = np.zeros((batch.num_rows, len(self.spec)), dtype=self.dtype)
+            for j, column in enumerate(self.columns):
+                codes = column.encode(batch.column(column.name))
+                if codes is not None:
+                    block[:, j] = codes
+            yield block, batch.column(self.id_column)
+
+    def unsettled(self) -> list[_Column]:
+        return [column for column in self.columns if not column.settled()]
+
+
 def _read(
     source: _Csv | _Parquet, spec: DomainSpec, id_column: str, party: str, rows: int
 ) -> tuple[EncodedTable, np.ndarray]:
-    names = source.columns()
-    encoder = TableEncoder(spec)
-    try:
-        check_id_column(party, names, id_column)
-        encoder.check_columns([c for c in names if c != id_column])
-    except DomainError:
-        source.check_rows()  # as pandas, a file it cannot read says so first
-        raise
-    columns = [_Column(c, source.typed) for c in spec.columns]
+    reader = _Reader(source, spec, id_column, party)
     ids = _Ids(source.typed)
-    rows_out = _Rows(len(spec), encoder.dtype)
-    for batch in source.batches([id_column, *spec.names], rows):
-        block = np.zeros((batch.num_rows, len(spec)), dtype=encoder.dtype)
-        for j, column in enumerate(columns):
-            codes = column.encode(batch.column(column.name))
-            if codes is not None:
-                block[:, j] = codes
-        ids.add(batch.column(id_column))
+    rows_out = _Rows(len(spec), reader.dtype)
+    for block, id_values in reader.batches(rows):
+        ids.add(id_values)
         rows_out.append(block)
     codes = rows_out.array()
-    redo = [column for column in columns if not column.settled()]
+    redo = reader.unsettled()
     if redo:  # pandas reads these columns alone: its codes, or its error (in spec order)
         frame = source.pandas_columns([column.name for column in redo], len(codes))
         for column in redo:
@@ -143,6 +166,50 @@ def _read(
             source.pandas_columns([id_column], len(codes))[id_column]
         )
     return EncodedTable(codes, spec.domain), fingerprints
+
+
+def check_party_columns(
+    path: str | os.PathLike, spec: DomainSpec, id_column: str, *, party: str
+) -> None:
+    """DomainError or ConfigError unless the table at ``path`` has ``id_column`` and every
+    column of ``spec``, as :func:`read_party_table` says it (the header alone is read; a
+    file that pyarrow cannot read is left to :func:`read_party_table`)."""
+    source: _Csv | _Parquet = _Parquet(path) if input_format(path) == "parquet" else _Csv(path)
+    with contextlib.suppress(_UnreadableError):
+        _Reader(source, spec, id_column, party)
+
+
+def stream_party_table(
+    path: str | os.PathLike,
+    spec: DomainSpec,
+    id_column: str,
+    *,
+    party: str,
+    batch_rows: int = BATCH_ROWS,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Party ``party``'s table at ``path`` one batch at a time: each batch's codes and its
+    record IDs' fingerprints, as :func:`read_party_table` gives them for those rows. The
+    columns are checked before the first batch. WholeTableNeededError (possibly after some
+    batches) when a batch does not settle how pandas reads a column or the IDs, or the IDs
+    hold a missing value; then :func:`read_party_table` gives the codes or pandas' error.
+    IDs repeated across batches are not caught here."""
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise ConfigError(f"batch_rows must be a positive integer; got {batch_rows!r}.")
+    source: _Csv | _Parquet = _Parquet(path) if input_format(path) == "parquet" else _Csv(path)
+    try:
+        reader = _Reader(source, spec, id_column, party)
+    except _UnreadableError:
+        raise WholeTableNeededError from None
+    ids = _StreamIds(source.typed)
+    try:
+        for block, id_values in reader.batches(batch_rows):
+            if not all(column.ok for column in reader.columns):
+                raise WholeTableNeededError
+            yield block, ids.fingerprints(id_values)
+    except _UnreadableError:
+        raise WholeTableNeededError from None
+    if reader.unsettled() or not ids.settled():
+        raise WholeTableNeededError
 
 
 class _Column:
@@ -232,14 +299,11 @@ class _Ids:
             self.done.append(fingerprints(self.pending.pop()))
 
     def _add_typed(self, values: pa.ChunkedArray) -> None:
-        if pa.types.is_dictionary(values.type):
-            values = values.cast(values.type.value_type)
-        if pa.types.is_integer(values.type):
-            self.done.append(int_fingerprints(values.to_numpy()))
-        elif _is_text(values.type):
-            self.done.append(_text_fingerprints(values))
-        else:  # pandas says what is wrong with these IDs
+        fingerprints = _typed_fingerprints(values)
+        if fingerprints is None:  # pandas says what is wrong with these IDs
             self.ok = False
+        else:
+            self.done.append(fingerprints)
 
     def fingerprints(self) -> np.ndarray | None:
         if not self.ok:
@@ -254,6 +318,51 @@ class _Ids:
         if (ordered[1:] == ordered[:-1]).any():
             return None  # pandas names the duplicated IDs
         return fingerprints
+
+
+class _StreamIds:
+    """The record IDs' fingerprints batch by batch, as :class:`_Ids` gives them for the whole
+    column; WholeTableNeededError once a batch shows that pandas reads them otherwise."""
+
+    def __init__(self, typed: bool) -> None:
+        self.typed = typed
+        self.integers: bool | None = None  # every CSV batch so far holds integers only
+        self.text_seen = False
+
+    def fingerprints(self, values: pa.ChunkedArray) -> np.ndarray:
+        if values.null_count:
+            raise WholeTableNeededError
+        if self.typed:
+            fingerprints = _typed_fingerprints(values)
+            if fingerprints is None:
+                raise WholeTableNeededError
+            return fingerprints
+        self.text_seen = self.text_seen or _has_text(values)
+        if self.integers is not False:
+            integers = _cast(values, _INTEGER, pa.int64())
+            if integers is not None:
+                self.integers = True
+                return int_fingerprints(integers)
+            if self.integers:  # integers before, not now: pandas reads every ID as text
+                raise WholeTableNeededError
+            self.integers = False
+        return _text_fingerprints(values)
+
+    def settled(self) -> bool:
+        """The batches' fingerprints are those of the whole column (integers, or text that
+        pandas reads as text)."""
+        return self.typed or self.integers is not False or self.text_seen
+
+
+def _typed_fingerprints(values: pa.ChunkedArray) -> np.ndarray | None:
+    """The fingerprints of typed IDs (integers or text); None for any other type."""
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    if pa.types.is_integer(values.type):
+        return int_fingerprints(values.to_numpy())
+    if _is_text(values.type):
+        return _text_fingerprints(values)
+    return None
 
 
 def _is_int(value: object) -> bool:

@@ -23,20 +23,23 @@ idle role process, and L(x) = h min(R x, max(ROW_BLOCK_WORDS, x)) one row block 
 values x wide in memory (h = 4 or 8 bytes each): a party streams every feature blob in and
 out by blocks of whole rows of at most ROW_BLOCK_WORDS values, so no R x k matrix of ring
 values exists; a block's int64 column indices and the mask's zero input count as one or
-two L each; C_p = R (2 d_p + 80) bytes for the party's codes (twice while they are put in
-row order) and row slots and, while the rows are aligned, the record IDs' fingerprints,
-their PRF values, their order and the buckets' ranks: :mod:`vertimrf.party.aligned`)
-follows the code's large arrays:
+two L each; C_p = min(R, PART) (3 d_p + 80) bytes for aligning the party's table from its
+file, PART = ALIGN_PART_ROWS records at a time (:mod:`vertimrf.party.file_table`: a part's
+records, their sorted copy, order and PRF values; a batch of the input in the pass before
+weighs less) follows the code's large arrays. It is the cost of a role command (a driver
+with a state folder, the table in a file). Through the Python API, a table given in memory
+costs R (2 d_p + 80) instead of C_p (its codes and row slots, and while they are aligned the
+IDs' fingerprints, PRF values, order and ranks), and a caller that holds a sealed blob adds
+w R k_p (round 2: w R c_p).
 
-* party features: BASE + 32 Z_p + C_p + w R k_p + 3 L(k_p): the deal opened,
-  the aligned columns, one peer's blob (sealed from blocks of X - U, dropped before the
-  next; a driver with a state folder writes it to its kept copy as it is sealed, and
-  holds none), a block of the mask, its zero input and its packed values;
+* party features: BASE + 32 Z_p + C_p + 3 L(k_p): the deal opened, the aligned rows' part
+  being sorted, a block of the mask, its zero input and its packed values (each peer's blob
+  is sealed from blocks of X - U into its kept copy as it is made);
 * party release: BASE + 8 (2 Z_p + S_p + 3 max k_p k_q) + C_p + 4 L(max k): one peer's
   blob mapped and read by blocks (the pages read are dropped), the shares and one block's
   product, a block of the mask and of the blob's values;
-* party groups: BASE + C_p + w R c_p + 6 L(c_p): the columns, one peer's
-  round-2 blob, a block of its group columns and mask;
+* party groups: BASE + C_p + 6 L(c_p): the aligned rows, a block of the round-2 blob's
+  group columns and mask;
 * party measure: BASE + 24 S'_p + C_p + 10 L(max f): the grown shares, the columns, one
   peer's blobs of both rounds mapped and read by the same row blocks (pages dropped as
   read; their values side by side, the masks of both rounds, the group columns);
@@ -99,6 +102,7 @@ MODEL_BYTES_PER_CELL = 64  # a fit: ~6 float64 arrays per model cell (44.9 MiB f
 OUTPUT_BYTES_PER_CELL = 40  # a synthetic cell: sampled codes, decoded frame, CSV text
 OUTPUT_CHUNK_ROWS = 65_536  # synthetic rows sampled and written at once (mrf SAMPLE_CHUNK)
 SEARCH_STEPS = 48  # bisection steps of a hint's boundary
+ALIGN_PART_ROWS = 1 << 20  # records a party aligns at once from its file (party.file_table)
 
 
 @dataclass(frozen=True)
@@ -366,13 +370,12 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     roles = []
     for p, name in enumerate(names):
         d_p = len(plan.attrs[p])
-        columns = rows * (2 * d_p + 80)  # bytes: codes, slots, IDs, PRF values and order
+        columns = min(rows, ALIGN_PART_ROWS) * (3 * d_p + 80)  # a part of the rows aligned
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
             "features": BASE_BYTES
             + 8 * 4 * dealt[p]
             + columns
-            + wire * rows * widths[p]
             + 3 * row_block(widths[p]),
             "release": BASE_BYTES
             + 8 * (2 * dealt[p] + shares[p] + 3 * largest[p])
@@ -380,7 +383,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
             + 4 * row_block(max(widths[p], peer)),
         }
         if plan.select:
-            steps["groups"] = BASE_BYTES + columns + wire * rows * caps[p] + 6 * row_block(caps[p])
+            steps["groups"] = BASE_BYTES + columns + 6 * row_block(caps[p])
             steps["measure"] = BASE_BYTES + 8 * 3 * grown[p] + columns + 10 * row_block(max(full))
         else:
             steps["local"] = _local_peak(config, d_p)

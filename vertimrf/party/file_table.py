@@ -1,0 +1,309 @@
+"""A party's table in a CSV or Parquet file, aligned through temporary files a part at a time,
+so that the party's memory is set by the batch and part sizes, not by its number of rows.
+
+Pass 1 reads the file in batches (:func:`~vertimrf.party.table_input.stream_party_table`),
+computes each record's PRF value and appends the record (PRF value, ID fingerprint, codes) to
+one of F part files by the top log2 F bits of that value; so part i holds a contiguous range
+of the row order (F, at most 512, is set by the public max_rows and the part size). Pass 2
+sorts each part alone and writes the fingerprints and codes in row order to two files, hashing the
+sorted PRF values bucket by bucket on the way; pass 3 hashes each bucket's fingerprints and
+codes. Bucket b's records are then the rows [first_b, first_b + count_b) of the codes file,
+its first C at home in padded rows b C onward and the rest spilled
+(:func:`vertimrf.protocol.buckets.spill_slots`), so the rows, the digests and every message are
+those of :class:`vertimrf.party.aligned.AlignedTable` over the whole table.
+
+A file whose batches do not settle how pandas reads it (a CSV column of mixed types, say) is
+read whole instead, as :func:`~vertimrf.party.table_input.read_party_table` reads it. The
+temporary files (about n (d + 24) bytes for n records of d columns) go to ``temp_dir`` (by
+default the system's, ``TMPDIR``), readable by this user only, and are removed when the
+aligned table is let go or the process ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.errors import ConfigError
+from vertimrf.party.aligned import (
+    Aligned,
+    AlignedTable,
+    HeldTable,
+    bucket_counts,
+    check_count,
+    code_histogram,
+    combine_digests,
+    duplicate_error,
+    order_keys,
+    record_set_key,
+    repeated_prf,
+)
+from vertimrf.party.registers import keyed_prf
+from vertimrf.party.table_input import (
+    BATCH_ROWS,
+    WholeTableNeededError,
+    check_party_columns,
+    input_format,
+    read_party_table,
+    stream_party_table,
+)
+from vertimrf.protocol.buckets import bucket_of, spill_slots
+from vertimrf.protocol.plan import ALIGN_PART_ROWS
+
+if TYPE_CHECKING:
+    from vertimrf.protocol.secure import SecurePlan
+
+# Records sorted at once in pass 2 (about 2 (d + 16) + 24 bytes each while sorted), and read
+# at once from the row-order files (hashing, count tables): the plan's memory model's.
+PART_ROWS = ALIGN_PART_ROWS
+_MAX_PARTS = 1 << 9  # files open at once in pass 1
+
+
+class FileTable(HeldTable):
+    """A party's table in a CSV or Parquet file (or a folder of Parquet files), read in
+    batches of ``batch_rows`` rows and aligned through temporary files in ``temp_dir``,
+    sorting ``part_rows`` records at a time (the number of parts is a power of two set by the
+    public max_rows, so a part holds about ``part_rows`` records or fewer)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        batch_rows: int = BATCH_ROWS,
+        part_rows: int = PART_ROWS,
+        temp_dir: str | os.PathLike | None = None,
+    ) -> None:
+        for what, value in (("batch_rows", batch_rows), ("part_rows", part_rows)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{what} must be a positive integer; got {value!r}.")
+        input_format(path)  # ConfigError for a file that cannot be opened
+        if temp_dir is not None and not Path(temp_dir).is_dir():
+            raise ConfigError(f"no folder {temp_dir} for the temporary files; create it first.")
+        self.path, self.batch_rows, self.part_rows = path, batch_rows, part_rows
+        self.temp_dir = temp_dir
+        self._name, self._id_column = "", ""
+
+    def check(self, name: str, spec: DomainSpec, id_column: str) -> FileTable:
+        """This table as party ``name``'s over ``spec``: DomainError or ConfigError unless the
+        file has ``id_column`` and every column of ``spec`` (its header alone is read)."""
+        check_party_columns(self.path, spec, id_column, party=name)
+        self._name, self._id_column = name, id_column
+        return self
+
+    def align(self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan) -> Aligned:
+        """The records in the common row order (ConfigError past max_rows; RecordIDError
+        for a repeated ID)."""
+        folder = tempfile.TemporaryDirectory(prefix="vertimrf-rows-", dir=self.temp_dir)
+        try:
+            return self._align(Path(folder.name), folder, spec, secret, context, plan)
+        except WholeTableNeededError:
+            folder.cleanup()
+            table, fingerprints = read_party_table(
+                self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
+            )
+            return AlignedTable(
+                table.codes, fingerprints, secret, context, plan.buckets, plan.capacity,
+                plan.max_rows,
+            )  # fmt: skip
+        except BaseException:
+            folder.cleanup()
+            raise
+
+    def _align(
+        self,
+        where: Path,
+        folder: tempfile.TemporaryDirectory[str],
+        spec: DomainSpec,
+        secret: bytes,
+        context: bytes,
+        plan: SecurePlan,
+    ) -> FileAligned:
+        parts = _part_count(plan.max_rows, self.part_rows)
+        batches = stream_party_table(
+            self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
+        )
+        keys = order_keys(secret, context)
+        counts = np.zeros(plan.buckets, np.int64)
+        dtype, width = TableEncoder(spec).dtype, len(spec.names)
+        record = np.dtype([("prf", "<u8"), ("fp", "<u8"), ("c", dtype, (width,))])
+        with ExitStack() as stack:
+            files = [  # unbuffered: a batch writes each part's records at once
+                stack.enter_context(open(where / f"part{i}", "wb", buffering=0))
+                for i in range(parts)
+            ]
+            for codes, fingerprints in batches:
+                prf = keyed_prf(keys, fingerprints)
+                counts += bucket_counts(prf, plan.buckets)
+                check_count(int(counts.sum()), plan.max_rows, so_far=True)
+                _scatter(prf, fingerprints, codes, record, parts, files)
+        record_hashes = _sort_parts(where, record, parts, plan.buckets)
+        data_hashes = _data_hashes(where, dtype, width, counts, self.part_rows)
+        record_digest, data_digest = combine_digests(
+            record_hashes, data_hashes, plan.buckets, record_set_key(secret, context)
+        )
+        return FileAligned(
+            folder, dtype, width, counts, plan.capacity, record_digest, data_digest,
+            self.part_rows,
+        )  # fmt: skip
+
+
+def _part_count(max_rows: int, part_rows: int) -> int:
+    """The number of parts F: the least power of two with max_rows / F <= part_rows, at
+    most 512."""
+    parts = 1
+    while parts < _MAX_PARTS and parts * part_rows < max_rows:
+        parts *= 2
+    return parts
+
+
+def _scatter(
+    prf: np.ndarray,
+    fingerprints: np.ndarray,
+    codes: np.ndarray,
+    record: np.dtype,
+    parts: int,
+    files: Sequence[IO[bytes]],
+) -> None:
+    """Append one batch's records to their part files (part: the top bits of the PRF)."""
+    part = bucket_of(prf, parts)
+    order = np.argsort(part, kind="stable")
+    rows = np.empty(prf.size, record)
+    rows["prf"], rows["fp"], rows["c"] = prf[order], fingerprints[order], codes[order]
+    bounds = np.searchsorted(part[order], np.arange(parts + 1))
+    for i in np.flatnonzero(np.diff(bounds)):
+        rows[bounds[i] : bounds[i + 1]].tofile(files[int(i)])
+
+
+def _sort_parts(where: Path, record: np.dtype, parts: int, buckets: int) -> dict[int, bytes]:
+    """Pass 2: each part sorted by PRF value, its fingerprints and codes appended to the
+    files ``fp`` and ``codes`` (each part removed once read); the SHA-256 of each bucket's
+    sorted PRF values. RecordIDError for repeated PRF values (in all the parts)."""
+    hashes: dict[int, Any] = {}
+    same, repeated = 0, False
+    with open(where / "fp", "wb") as fp_out, open(where / "codes", "wb") as codes_out:
+        for i in range(parts):
+            path = where / f"part{i}"
+            rows = np.fromfile(path, record)
+            path.unlink()
+            rows = rows[np.argsort(rows["prf"], kind="stable")]
+            prf = np.ascontiguousarray(rows["prf"])
+            s, r = repeated_prf(prf, rows["fp"])
+            same, repeated = same + s, repeated or r
+            bucket = bucket_of(prf, buckets)
+            bounds = np.searchsorted(bucket, np.arange(buckets + 1))
+            for b in np.unique(bucket):
+                h = hashes.setdefault(int(b), hashlib.sha256())
+                h.update(prf[bounds[b] : bounds[b + 1]].astype("<u8").data)
+            np.ascontiguousarray(rows["fp"], "<u8").tofile(fp_out)
+            np.ascontiguousarray(rows["c"]).tofile(codes_out)
+    if same:
+        raise duplicate_error(same, repeated)
+    return {b: h.digest() for b, h in hashes.items()}
+
+
+def _chunks(
+    path: Path, dtype: np.dtype, width: int, i0: int, i1: int, rows: int
+) -> Iterator[np.ndarray]:
+    """Records i0:i1 of a row-order file (``width`` values of ``dtype`` each), ``rows`` at a
+    time."""
+    with open(path, "rb") as fh:
+        for j in range(i0, i1, rows):
+            yield _read_rows(fh, dtype, width, j, min(i1, j + rows))
+
+
+def _read_rows(fh: io.BufferedReader, dtype: np.dtype, width: int, i0: int, i1: int) -> np.ndarray:
+    """Records i0:i1 of an open row-order file, as an (i1 - i0) x ``width`` array."""
+    fh.seek(i0 * width * dtype.itemsize)
+    out = np.empty((i1 - i0, width), dtype)
+    if fh.readinto(out.data.cast("B")) != out.nbytes:
+        raise ConfigError("a temporary file of the aligned rows was cut short; run the step again.")
+    return out
+
+
+def _data_hashes(
+    where: Path, dtype: np.dtype, width: int, counts: np.ndarray, rows: int
+) -> dict[int, bytes]:
+    """Pass 3: the SHA-256 of each bucket's fingerprints and then its codes (as 4-byte
+    little-endian integers), in row order, read ``rows`` records at a time."""
+    first = np.concatenate(([0], np.cumsum(counts)))
+    out = {}
+    for b in np.flatnonzero(counts):
+        h = hashlib.sha256()
+        for chunk in _chunks(where / "fp", np.dtype("<u8"), 1, first[b], first[b + 1], rows):
+            h.update(chunk.data)
+        for chunk in _chunks(where / "codes", dtype, width, first[b], first[b + 1], rows):
+            h.update(np.ascontiguousarray(chunk, "<i4").data)
+        out[int(b)] = h.digest()
+    return out
+
+
+class FileAligned:
+    """A party's records in row order in a temporary file: bucket b's are records
+    [first_b, first_b + count_b), the first C of them in padded rows b C onward and the rest
+    in the spill rows (held in memory: there are none but with probability 2^-40)."""
+
+    def __init__(
+        self,
+        folder: tempfile.TemporaryDirectory[str],
+        dtype: np.dtype,
+        width: int,
+        counts: np.ndarray,
+        capacity: int,
+        record_digest: bytes,
+        data_digest: str,
+        chunk_rows: int,
+    ) -> None:
+        self._folder = folder  # removed with this object
+        self._chunk_rows = chunk_rows
+        self._path = Path(folder.name) / "codes"
+        self._dtype, self._width, self._capacity = dtype, width, capacity
+        self.n = int(counts.sum())
+        self.record_digest, self.data_digest = record_digest, data_digest
+        self._first = np.concatenate(([0], np.cumsum(counts)))
+        self._home = np.minimum(counts, capacity)
+        over = [
+            np.arange(self._first[b] + capacity, self._first[b + 1], dtype=np.int64)
+            for b in np.flatnonzero(counts > capacity)
+        ]
+        self._spill_slots = spill_slots(counts, capacity)
+        with open(self._path, "rb") as fh:
+            self._spill_codes = np.concatenate(
+                [_read_rows(fh, dtype, width, int(r[0]), int(r[-1]) + 1) for r in over]
+                or [np.empty((0, width), dtype)]
+            )
+
+    def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
+        """The one-hot columns of padded rows r0:r1 (see
+        :func:`vertimrf.party.aligned.slot_columns`)."""
+        c = self._capacity
+        out = np.full((r1 - r0, self._width), -1, np.int32)
+        with open(self._path, "rb") as fh:
+            for b in range(r0 // c, (r1 - 1) // c + 1):
+                lo = max(r0, b * c)
+                t0, t1 = lo - b * c, min(min(r1, (b + 1) * c) - b * c, int(self._home[b]))
+                if t1 > t0:
+                    i0 = int(self._first[b]) + t0
+                    out[lo - r0 : lo - r0 + t1 - t0] = (
+                        _read_rows(fh, self._dtype, self._width, i0, i0 + t1 - t0) + offsets
+                    )
+        i0, i1 = np.searchsorted(self._spill_slots, (r0, r1))
+        out[self._spill_slots[i0:i1] - r0] = self._spill_codes[i0:i1] + offsets
+        return out
+
+    def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
+        """Exact counts on each attribute set of ``attrs``, summed chunk by chunk."""
+        totals = [np.zeros(tuple(sizes[a] for a in attr), np.int64) for attr in attrs]
+        if attrs:
+            for chunk in _chunks(self._path, self._dtype, self._width, 0, self.n, self._chunk_rows):
+                for total, attr in zip(totals, attrs, strict=True):
+                    total += code_histogram(chunk, attr, sizes)
+        return totals
