@@ -373,10 +373,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
         columns = min(rows, ALIGN_PART_ROWS) * (3 * d_p + 80)  # a part of the rows aligned
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
-            "features": BASE_BYTES
-            + 8 * 4 * dealt[p]
-            + columns
-            + 3 * row_block(widths[p]),
+            "features": BASE_BYTES + 8 * 4 * dealt[p] + columns + 3 * row_block(widths[p]),
             "release": BASE_BYTES
             + 8 * (2 * dealt[p] + shares[p] + 3 * largest[p])
             + columns
