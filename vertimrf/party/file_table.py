@@ -12,8 +12,9 @@ its first C at home in padded rows b C onward and the rest spilled
 (:func:`vertimrf.protocol.buckets.spill_slots`), so the rows, the digests and every message are
 those of :class:`vertimrf.party.aligned.AlignedTable` over the whole table.
 
-A file whose batches do not settle how pandas reads it (a CSV column of mixed types, say) is
-read whole instead, as :func:`~vertimrf.party.table_input.read_party_table` reads it. The
+A table whose public max_rows fits one part is read whole and aligned in memory, which holds
+no more than a part; so is a file whose batches do not settle how pandas reads it (a CSV
+column of mixed types, say), as :func:`~vertimrf.party.table_input.read_party_table` reads it. The
 temporary files (about n (d + 24) bytes for n records of d columns) go to ``temp_dir`` (by
 default the system's, ``TMPDIR``), readable by this user only, and are removed when the
 aligned table is let go or the process ends.
@@ -101,22 +102,24 @@ class FileTable(HeldTable):
 
     def align(self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan) -> Aligned:
         """The records in the common row order (ConfigError past max_rows; RecordIDError
-        for a repeated ID)."""
-        folder = tempfile.TemporaryDirectory(prefix="vertimrf-rows-", dir=self.temp_dir)
-        try:
-            return self._align(Path(folder.name), folder, spec, secret, context, plan)
-        except WholeTableNeededError:
-            folder.cleanup()
-            table, fingerprints = read_party_table(
-                self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
-            )
-            return AlignedTable(
-                table.codes, fingerprints, secret, context, plan.buckets, plan.capacity,
-                plan.max_rows,
-            )  # fmt: skip
-        except BaseException:
-            folder.cleanup()
-            raise
+        for a repeated ID). When the public max_rows fits one part, the table is read and
+        aligned in memory: that holds no more than a part."""
+        if plan.max_rows > self.part_rows:
+            folder = tempfile.TemporaryDirectory(prefix="vertimrf-rows-", dir=self.temp_dir)
+            try:
+                return self._align(Path(folder.name), folder, spec, secret, context, plan)
+            except WholeTableNeededError:
+                folder.cleanup()
+            except BaseException:
+                folder.cleanup()
+                raise
+        table, fingerprints = read_party_table(
+            self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
+        )
+        return AlignedTable(
+            table.codes, fingerprints, secret, context, plan.buckets, plan.capacity,
+            plan.max_rows,
+        )  # fmt: skip
 
     def _align(
         self,
