@@ -55,12 +55,12 @@ w R k_p (round 2: w R c_p).
   cost the local model cap (MODEL_BYTES_PER_CELL local_max_total_cells) plus 32 R d_p, the
   server the larger of max_model_cells and tau.
 
-Peak RSS (GNU time) was measured against the model, every role its own command, on the code
-before two rounds and the smaller ring (one round of k_p = 561 / 572 on Adult and 56 / 44 / 61
-on bench_secure_cli's 1,048,576 rows; every estimate was above the measured peak, by at most
-40%). The party terms have since lost their R x k matrices of words (the blobs are streamed by
-row blocks); tracemalloc tests hold them above the traced peaks, GNU time has not measured
-them again.
+Peak RSS (GNU time) against the model, every role its own command (``bench_scaling.md``,
+15 columns x 3 parties, commit 0623609): at max_rows 2^22 and 2^24 every party step peaked
+at 366-381 MB, under the model's 391 MB; at 2^20, where the table is read whole, two parties'
+groups steps peaked at 416 MB, 6% over it (the other steps at 369-372 MB). The server
+peaked at 374 MB at every size, 4% over its model's 360 MB. So the model is an estimate
+within about 6% either way, not a bound.
 """
 
 from __future__ import annotations
