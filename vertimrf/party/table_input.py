@@ -534,7 +534,10 @@ class _Parquet:
 
     def batches(self, names: Sequence[str], rows: int) -> Iterator[pa.Table]:
         with _parquet_errors(self.path):
-            scanner = self.dataset.scanner(columns=list(names), batch_size=rows, use_threads=False)
+            scanner = self.dataset.scanner(  # no read-ahead: one row group held at a time
+                columns=list(names), batch_size=rows, use_threads=False, batch_readahead=0,
+                fragment_readahead=0,
+            )  # fmt: skip
             yield from _exact(scanner.to_batches(), rows)
 
     def check_rows(self) -> None:
