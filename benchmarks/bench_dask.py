@@ -4,7 +4,8 @@ data, same keys, same config: A's time per step and that every message is the sa
 The table is ``bench_secure_cli.py``'s (15 columns x 3 parties, ``--rows`` rows). A's table is
 a Parquet dataset of 8 files, read by both runs; B and C read their CSV files. The config
 has ``--buckets`` PRF buckets. The run's commands go once with every party in its own
-process reading its table in batches (streamed), then again in a copy of the folder made
+process reading its table in batches and aligning it through temporary files (streamed:
+``FileTable``, since max_rows is past one part), then again in a copy of the folder made
 before the deal, with A's four commands given ``--workers 2`` (a LocalCluster of 2 worker
 processes started by each command). The run is unseeded (noise from the keys and secrets, as
 in a real run); only the sampling of the synthetic rows is seeded (``--sample-seed 0``).

@@ -13,14 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.test_buckets import _ids_overflowing as ids_overflowing
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, DomainError, RecordIDError
-from vertimrf.party.aligned import AlignedTable, order_keys
+from vertimrf.party.aligned import AlignedTable
 from vertimrf.party.file_table import FileAligned, FileTable
-from vertimrf.party.registers import keyed_prf
 from vertimrf.party.table_input import read_party_table
-from vertimrf.protocol.buckets import bucket_of
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SecurePlan
@@ -104,19 +103,9 @@ def test_a_file_table_is_aligned_as_in_memory(tmp_path, suffix, buckets, part_ro
     _same(held, memory, plan, np.random.default_rng(buckets))
 
 
-def _ids_overflowing(cfg, n, bucket, extra):
-    """n record IDs of which capacity + ``extra`` fall in ``bucket`` (by the run's PRF)."""
-    plan = SecurePlan.from_config(cfg)
-    candidates = np.arange(200 * n, dtype=np.int64)
-    prf = keyed_prf(order_keys(SECRET, cfg.run_context()), candidates.view(np.uint64))
-    inside = bucket_of(prf, plan.buckets) == bucket
-    want = plan.capacity + extra
-    return np.concatenate((candidates[inside][:want], candidates[~inside][: n - want]))
-
-
 def test_an_overflowing_bucket_spills_as_in_memory(tmp_path):
     cfg = _config(64, 8)
-    ids = _ids_overflowing(cfg, 64, 2, 3)
+    ids, _ = ids_overflowing(cfg, 64, 2, 3)
     path = _write(_frame(64, 5, ids)[["id", "a0", "a1"]], tmp_path / "a.parquet")
     held, memory, plan = _pair(path, cfg, part_rows=5, batch_rows=10)
     assert held._spill_slots.size == 3  # the three records past bucket 2's capacity

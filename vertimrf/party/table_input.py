@@ -100,7 +100,7 @@ def read_party_table(
     those of :func:`read_frame` and :func:`~vertimrf.party.party.frame_table`."""
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ConfigError(f"batch_rows must be a positive integer; got {batch_rows!r}.")
-    source: _Csv | _Parquet = _Parquet(path) if input_format(path) == "parquet" else _Csv(path)
+    source = _source(path)
     try:
         return _read(source, spec, id_column, party, batch_rows)
     except _UnreadableError:
@@ -174,7 +174,7 @@ def check_party_columns(
     """DomainError or ConfigError unless the table at ``path`` has ``id_column`` and every
     column of ``spec``, as :func:`read_party_table` says it (the header alone is read; a
     file that pyarrow cannot read is left to :func:`read_party_table`)."""
-    source: _Csv | _Parquet = _Parquet(path) if input_format(path) == "parquet" else _Csv(path)
+    source = _source(path)
     with contextlib.suppress(_UnreadableError):
         _Reader(source, spec, id_column, party)
 
@@ -195,7 +195,7 @@ def stream_party_table(
     IDs repeated across batches are not caught here."""
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ConfigError(f"batch_rows must be a positive integer; got {batch_rows!r}.")
-    source: _Csv | _Parquet = _Parquet(path) if input_format(path) == "parquet" else _Csv(path)
+    source = _source(path)
     try:
         reader = _Reader(source, spec, id_column, party)
     except _UnreadableError:
@@ -498,6 +498,11 @@ class _Csv:
         if len(frame) != rows:  # pyarrow and pandas split the rows otherwise
             raise _UnreadableError
         return frame
+
+
+def _source(path: str | os.PathLike) -> _Csv | _Parquet:
+    """The file at ``path``, read by pyarrow batch by batch."""
+    return _Parquet(path) if input_format(path) == "parquet" else _Csv(path)
 
 
 def _dataset(path: str | os.PathLike) -> ds.Dataset:
