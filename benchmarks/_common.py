@@ -41,6 +41,19 @@ def write_json(path: str | None, data: dict | list) -> None:
         Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
+def command_line(script: str, argv: list[str]) -> str:
+    """The command that ran ``script`` with ``argv``, no path of this machine in it: a path
+    inside the repository is given relative to it, any other by its last part alone."""
+    repo = Path(__file__).resolve().parent.parent
+    shown = []
+    for arg in argv:
+        if os.path.isabs(arg):
+            path = Path(arg).resolve()
+            arg = str(path.relative_to(repo)) if path.is_relative_to(repo) else path.name
+        shown.append(arg)
+    return " ".join(["python", script, *shown])
+
+
 def git_commit(tree: str | os.PathLike) -> str:
     """The short hash of the commit checked out in ``tree`` ("unknown" outside git)."""
     proc = subprocess.run(

@@ -31,7 +31,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import git_commit, machine, write_json  # noqa: E402
+from _common import command_line, git_commit, machine, write_json  # noqa: E402
 from bench_secure_cli import PARTY_STEPS, make_data, secure_steps, setup, stepper  # noqa: E402
 
 from vertimrf.io import atomic_write_text  # noqa: E402
@@ -153,7 +153,7 @@ def main() -> None:
     args = parser.parse_args()
     args.max_rows = args.max_rows or 1 << (args.rows - 1).bit_length()
     head = {
-        "command": "python benchmarks/bench_dask.py " + " ".join(sys.argv[1:]),
+        "command": command_line("benchmarks/bench_dask.py", sys.argv[1:]),
         "machine": machine(),
         "commit": git_commit(HERE.parent),
     }

@@ -53,6 +53,7 @@ from vertimrf.party.table_input import (
     BATCH_ROWS,
     WholeTableNeededError,
     check_party_columns,
+    check_row_count,
     input_format,
     read_party_table,
     stream_party_table,
@@ -83,9 +84,8 @@ class FileTable(HeldTable):
         part_rows: int = PART_ROWS,
         temp_dir: str | os.PathLike | None = None,
     ) -> None:
-        for what, value in (("batch_rows", batch_rows), ("part_rows", part_rows)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{what} must be a positive integer; got {value!r}.")
+        check_row_count("batch_rows", batch_rows)
+        check_row_count("part_rows", part_rows)
         input_format(path)  # ConfigError for a file that cannot be opened
         if temp_dir is not None and not Path(temp_dir).is_dir():
             raise ConfigError(f"no folder {temp_dir} for the temporary files; create it first.")
@@ -205,7 +205,7 @@ def _sort_parts(where: Path, record: np.dtype, parts: int, buckets: int) -> dict
             bounds = np.searchsorted(bucket, np.arange(buckets + 1))
             for b in np.unique(bucket):
                 h = hashes.setdefault(int(b), hashlib.sha256())
-                h.update(prf[bounds[b] : bounds[b + 1]].astype("<u8").data)
+                h.update(prf[bounds[b] : bounds[b + 1]].data)  # little-endian uint64
             np.ascontiguousarray(rows["fp"], "<u8").tofile(fp_out)
             np.ascontiguousarray(rows["c"]).tofile(codes_out)
     if same:

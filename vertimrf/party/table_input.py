@@ -57,6 +57,13 @@ class _UnreadableError(Exception):
     """pyarrow cannot read the CSV file as pandas does: pandas reads it whole."""
 
 
+def check_row_count(what: str, value: object) -> None:
+    """ConfigError unless ``value`` (the option ``what``, a number of rows) is a positive
+    integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{what} must be a positive integer; got {value!r}.")
+
+
 def input_format(path: str | os.PathLike) -> str:
     """``"parquet"`` for a directory (a Parquet dataset), a file named .parquet, .parq or .pq,
     or a file that starts with Parquet's magic bytes; else ``"csv"``."""
@@ -98,8 +105,7 @@ def read_party_table(
     fingerprints (:func:`~vertimrf.party.ids.record_fingerprints`; a party takes them as its
     ``ids``, since an unsigned 64-bit ID is its own fingerprint). The result and any error are
     those of :func:`read_frame` and :func:`~vertimrf.party.party.frame_table`."""
-    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-        raise ConfigError(f"batch_rows must be a positive integer; got {batch_rows!r}.")
+    check_row_count("batch_rows", batch_rows)
     source = _source(path)
     try:
         return _read(source, spec, id_column, party, batch_rows)
@@ -193,8 +199,7 @@ def stream_party_table(
     batches) when a batch does not settle how pandas reads a column or the IDs, or the IDs
     hold a missing value; then :func:`read_party_table` gives the codes or pandas' error.
     IDs repeated across batches are not caught here."""
-    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-        raise ConfigError(f"batch_rows must be a positive integer; got {batch_rows!r}.")
+    check_row_count("batch_rows", batch_rows)
     source = _source(path)
     try:
         reader = _Reader(source, spec, id_column, party)
