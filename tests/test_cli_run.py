@@ -93,7 +93,7 @@ def test_three_parties_and_a_server_write_simulates_bytes(three_party_run):
     assert (root / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
     # Each party's state is in the per-user folder, by party and run; it says what it sent.
     assert {p.name for p in (root / "xdg" / "vertimrf").iterdir()} == {"server", *THREE}
-    assert "A: ran features, release, groups, measure; sent" in three_party_run["out"][1]
+    assert "A: ran commit, features, release, groups, measure; sent" in three_party_run["out"][1]
 
 
 def test_a_party_rerun_resends_its_bytes_and_another_data_file_is_refused(three_party_run):
@@ -102,7 +102,7 @@ def test_a_party_rerun_resends_its_bytes_and_another_data_file_is_refused(three_
     drawn); A with other data in the same run is refused before it sends anything."""
     root = three_party_run["root"]
     sent = {p: p.read_bytes() for p in (root / "mail").glob("*/A.*")}
-    assert {p.name for p in sent} == {"A.blob", "A.group-blob", "A.select", "A.measure"}
+    assert {p.name for p in sent} == {"A.commit", "A.blob", "A.group-blob", "A.select", "A.measure"}
     [(code, _, err)] = _finish([_vertimrf(root, *_party("A"))])
     assert code == 0, err
     assert {p: p.read_bytes() for p in (root / "mail").glob("*/A.*")} == sent
@@ -111,7 +111,7 @@ def test_a_party_rerun_resends_its_bytes_and_another_data_file_is_refused(three_
     other.to_csv(root / "A-other.csv", index=False)
     [(code, _, err)] = _finish([_vertimrf(root, *_party("A", "A-other.csv"))])
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "another party's, run's or data set's" in err
+    assert "this run has released; a corrected table needs a new config (a new run)" in err
     assert {p: p.read_bytes() for p in (root / "mail").glob("*/A.*")} == sent
 
 

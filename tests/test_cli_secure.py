@@ -92,10 +92,32 @@ def _party_args(name: str, parties: dict[str, list[str]]) -> list[str]:
     ]  # fmt: skip
 
 
-def _setup(root: Path, parties: dict[str, list[str]], *config_flags: str) -> pd.DataFrame:
+def _commit_args(name: str, parties: dict[str, list[str]]) -> list[str]:
+    """The party options of `party commit` (no deal yet)."""
+    args = _party_args(name, parties)
+    at = args.index("--deal")
+    return args[:at] + args[at + 2 :]
+
+
+def _deal(root: Path, parties: dict[str, list[str]]) -> None:
+    """Every party commits to its data; the server deals on the commitments; each party
+    takes its deal (the server's relaying is a file copy)."""
+    names = list(parties)
+    _ok([["party", "commit", *_commit_args(n, parties), "--out", f"S/{n}.commit"]
+         for n in names], root)  # fmt: skip
+    _ok([["server", "deal", "--config", "config.json", "--keys", *[f"S/{n}.pub" for n in names],
+          "--commits", *[f"S/{n}.commit" for n in names], "--out-dir", "S", *SERVER_KEY]],
+        root)  # fmt: skip
+    for n in names:
+        shutil.copy(root / "S" / f"{n}.deal", root / n)
+
+
+def _setup(
+    root: Path, parties: dict[str, list[str]], *config_flags: str, deal: bool = True
+) -> pd.DataFrame:
     """Folders per role (each party's, S for the server, and X for an outsider's key pair),
-    the data, the keys, the config, the group secret (share / open) and the deals; the
-    server's relaying is a file copy. Returns the table."""
+    the data, the keys, the config, the group secret (share / open) and, with ``deal``, the
+    commitments and the deals; the server's relaying is a file copy. Returns the table."""
     names = list(parties)
     first, rest = names[0], names[1:]
     df, spec = _table(sum(len(c) for c in parties.values()))
@@ -115,19 +137,15 @@ def _setup(root: Path, parties: dict[str, list[str]], *config_flags: str) -> pd.
             if other != n:
                 (root / other).mkdir(exist_ok=True)
                 shutil.copy(root / n / f"{n}.pub", root / other)
-    pubs = [f"S/{n}.pub" for n in names]
     _ok([["secret", "share", "--keys", f"{first}/{first}.key",
-          "--to", *[f"{first}/{q}.pub" for q in rest], "--out-dir", first],
-         ["server", "deal", "--config", "config.json", "--keys", *pubs, "--out-dir", "S",
-          *SERVER_KEY]],
-        root)  # fmt: skip
-    for n in names:
-        shutil.copy(root / "S" / f"{n}.deal", root / n)
-        if n != first:
-            shutil.copy(root / first / f"secret-{first}-to-{n}.sealed", root / n)
+          "--to", *[f"{first}/{q}.pub" for q in rest], "--out-dir", first]], root)  # fmt: skip
+    for n in rest:
+        shutil.copy(root / first / f"secret-{first}-to-{n}.sealed", root / n)
     _ok([["secret", "open", f"{q}/secret-{first}-to-{q}.sealed", "--keys", f"{q}/{q}.key",
           "--from", f"{q}/{first}.pub", "--out", f"{q}/{q}.secret"] for q in rest],
         root)  # fmt: skip
+    if deal:
+        _deal(root, parties)
     return df
 
 
@@ -179,7 +197,7 @@ def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
     release` (the local message's bins from the party's state), and `server synthesize` on
     the local messages and the releases."""
     names = list(parties)
-    df = _setup(root, parties, "--pipeline", "paper")
+    df = _setup(root, parties, "--pipeline", "paper", deal=False)
     count = ProtocolConfig.load(root / "config.json").count_party
     local = {n: f"{n}/{n}.local.vmrf" for n in names}
     ids = ["--id-column", "rid", "--seed", SEED, "--quiet", "--config", "config.json"]
@@ -195,6 +213,7 @@ def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
         shutil.copy(root / local[count], root / n / f"count-{count}.vmrf")
     _ok([local_step(n, "--count-from", f"{n}/count-{count}.vmrf") for n in names if n != count],
         root)  # fmt: skip
+    _deal(root, parties)
     _ok([["party", "features", *_party_args(n, parties), "--out-dir", n] for n in names], root)
     _relay_blobs(root, names)
     _ok([["party", "release", *_party_args(n, parties), "--blobs", n,
@@ -239,7 +258,7 @@ def test_two_party_run_writes_the_same_bytes_as_simulate(two):
     assert request["config_hash"] == ProtocolConfig.load(root / "config.json").config_hash()
     steps = json.loads((_state(root, "A") / "steps.json").read_text())
     assert steps["config_hash"] == request["config_hash"]
-    assert set(steps["steps"]) == {"features", "release", "groups", "measure"}
+    assert set(steps["steps"]) == {"commit", "features", "release", "groups", "measure"}
 
 
 @pytest.mark.slow
@@ -252,7 +271,7 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     state = _state(tmp_path, "B")
     steps = json.loads((state / "steps.json").read_text())
     assert steps["config_hash"] == config.config_hash()
-    assert set(steps["steps"]) == {"release", "features", "cross release"}
+    assert set(steps["steps"]) == {"release", "commit", "features", "cross release"}
     assert not (state / "secure.state.vmrf").exists()  # no measure step, so no shares kept
     # A second `party local` spends nothing new: it writes the recorded message again.
     base = ["--config", "config.json", "--name", "B", "--data", "B/B.csv", "--secret",
@@ -330,8 +349,8 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     replayed = seal_features(key, words, other, "B", "A", digest, word_bytes=plan.word_bytes)
     (bad / "replayed" / "B-to-A.blob").write_bytes(replayed)
     # Copies of A's state after features only, and after release (for measure).
-    features_only = _copy_state(root, "A", "bad/fstate", {"features"})
-    released = _copy_state(root, "A", "bad/rstate", {"features", "release", "groups"})
+    features_only = _copy_state(root, "A", "bad/fstate", {"commit", "features"})
+    released = _copy_state(root, "A", "bad/rstate", {"commit", "features", "release", "groups"})
     (ledger_path,) = (root / features_only).glob("*/steps.json")
     ledger = ledger_path.read_bytes()
     # A record set without one row: A's features from it (B's blob is from the full set).
@@ -343,10 +362,6 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     release = SecureRelease.load(root / "B" / "B.select.vmrf", plan)
     SecureRelease(**{**release.__dict__, "config_hash": "1" * 64}).save(bad / "B.other.vmrf")
     _ok([["secret", "--out", "bad/other.secret"]], root)
-    _ok([["party", "features", *_party_args("A", TWO), *short, "--out-dir", "bad/short",
-          "--state-dir", "bad/short-state"],
-         ["party", "features", *_party_args("A", TWO), "--secret", "bad/other.secret",
-          "--out-dir", "bad/secret", "--state-dir", "bad/secret-state"]], root)  # fmt: skip
 
     def release_a(out: str, *override: str) -> list[str]:
         """A's release into ``out`` after features only; a repeated option in ``override``
@@ -357,14 +372,13 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     measure_a = ["party", "measure", *_party_args("A", TWO), "--state-dir", released,
                  "--request", "bad/request.json", "--blobs", "A", "--group-deal",
                  "A/A.group-deal", "--out", "bad/m.vmrf"]  # fmt: skip
+    corrected = "a corrected table needs a new config"  # the deal was made for other data
     cases = [
-        (release_a("bad/secret.vmrf", "--secret", "bad/other.secret", "--state-dir",
-                   "bad/secret-state"), "bad/secret.vmrf",
-         "different record sets or use different shared secrets"),
-        (release_a("bad/short/short.vmrf", *short, "--state-dir", "bad/short-state"),
-         "bad/short/short.vmrf", "different record sets"),
-        (release_a("bad/data.vmrf", *short), "bad/data.vmrf",
-         "this state is another party's, run's or data set's"),
+        (["party", "features", *_party_args("A", TWO), *short, "--out-dir", "bad/short",
+          "--state-dir", "bad/short-state"], "bad/short", corrected),
+        (["party", "features", *_party_args("A", TWO), "--secret", "bad/other.secret",
+          "--out-dir", "bad/secret", "--state-dir", "bad/secret-state"], "bad/secret", corrected),
+        (release_a("bad/data.vmrf", *short), "bad/data.vmrf", corrected),
         (release_a("bad/deal.vmrf", "--deal", "B/B.deal"), "bad/deal.vmrf",
          "differs from the one this party used earlier in this run"),
         (release_a("bad/first.vmrf", "--state-dir", "bad/none"), "bad/first.vmrf",

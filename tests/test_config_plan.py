@@ -183,7 +183,8 @@ def _secure_roles(cfg: ProtocolConfig) -> tuple[dict, SecureServer, dict, dict]:
         for p in cfg.parties
     }  # fmt: skip
     server = SecureServer(cfg, seed=0)
-    return parties, server, public, server.deal(public)
+    commitments = {n: p.commitment() for n, p in parties.items()}
+    return parties, server, public, server.deal(public, commitments)
 
 
 def test_the_plans_bytes_are_the_real_sizes(tmp_path):
@@ -227,7 +228,7 @@ def test_the_memory_model_bounds_the_large_arrays():
     try:
         parties, server, public, _ = _secure_roles(cfg)
         tracemalloc.reset_peak()
-        deals = server.deal(public)
+        deals = server.deal(public, {n: p.commitment() for n, p in parties.items()})
         assert tracemalloc.get_traced_memory()[1] <= roles["server"]["deal"] - base
         for name, party in parties.items():
             tracemalloc.reset_peak()

@@ -25,11 +25,10 @@ from vertimrf.driver import (
     Message,
     MissingMessageError,
     PartyDriver,
-    ServerDriver,
     local_run,
     run_in_process,
 )
-from vertimrf.errors import ConfigError, MessageError
+from vertimrf.errors import ConfigError, MessageError, RunChangedError
 from vertimrf.party.roles import Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol.channels import KeyPair
@@ -173,7 +172,7 @@ def test_a_state_folder_of_another_data_set_is_refused(tmp_path):
     server, parties = _drivers(frame, cfg, keys, tmp_path)
     run_in_process([server, *parties.values()])
     other = frame.assign(c0=(frame["c0"] + 1) % 6)
-    with pytest.raises(MessageError, match="another party's, run's or data set's"):
+    with pytest.raises(RunChangedError, match="a corrected table needs a new config"):
         _drivers(other, cfg, keys, tmp_path)
 
 
@@ -258,13 +257,20 @@ def test_a_server_whose_parties_never_join_stops_after_its_timeout(tmp_path):
 
 
 def test_run_step_runs_one_named_step_or_names_the_steps(tmp_path):
-    """``run_step`` runs the step it names and no other (the server's deal: one deal out to
-    each party, nothing else); a step the method lacks is one error naming the steps."""
+    """``run_step`` runs the step it names and no other (the server's deal, on the parties'
+    commitments: one deal out to each party, nothing else); a step the method lacks is one
+    error naming the steps."""
     df, spec = _table(50)
     cfg = _config(spec)
-    keys = {n: KeyPair.generate(n).public() for n in PARTIES}
-    transport = InProcessTransport()
-    server = ServerDriver(cfg, transport, public_keys=keys)
+    run = local_run(
+        {n: df[c].assign(id=np.arange(len(df))) for n, c in PARTIES.items()}, cfg, SECRET
+    )
+    server, transport = run.server, run.server.transport
+    with pytest.raises(MissingMessageError, match="commit from A to server"):
+        server.run_step("deal")  # no commitment yet
+    for party in run.parties:
+        party.run_step("commit")
+        assert party.done == ["commit"]
     server.run_step("deal")
     assert server.done == ["deal"]
     assert all(transport.receive(Message("server", n, "deal")) for n in PARTIES)

@@ -137,6 +137,8 @@ def test_the_features_step_seals_one_blob_at_a_time_and_sends_the_kept_copies(tm
     run = local_run(
         data, cfg, SECRET, seed=SEED, message_dir=mail, state_dir=tmp_path / "state", keys=keys
     )
+    for driver in run.parties:
+        driver.run_step("commit")
     run.server.run_step("deal")
     (party,) = [d for d in run.parties if d.name == "A"]
     blob = cfg.plan().blob_bytes["A"]

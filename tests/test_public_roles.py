@@ -51,7 +51,7 @@ def test_default_method_runs_through_the_public_party_and_server():
         for name in keys
     }
     server = vertimrf.Server(cfg, seed=1)
-    deals = server.deal(public)
+    deals = server.deal(public, {name: p.commit() for name, p in parties.items()})
     blobs = {name: p.features(deals[name]) for name, p in parties.items()}
     inbox = {name: {q: blobs[q][name] for q in parties if q != name} for name in parties}
     request = server.select([p.secure_release(inbox[name]) for name, p in parties.items()])

@@ -45,13 +45,13 @@ def test_party_and_server_serve_the_paper_pipeline_methods(pipeline):
     messages = [p.release(noisy_count=count) for p in parties]
     releases = None
     if secure:
-        deals = server.deal(public)
+        deals = server.deal(public, {p.name: p.commit() for p in parties})
         blobs = {p.name: p.features(deals[p.name]) for p in parties}
         releases = [p.secure_release({q: blobs[q][p.name] for q in blobs if q != p.name})
                     for p in parties]  # fmt: skip
     else:
         with pytest.raises(ConfigError, match="'secure'"):
-            server.deal(public)
+            server.deal(public, {})
     frame, report = server.synthesize(messages, 100, secure_releases=releases)
     assert list(frame.columns) == list("abcd") and len(frame) == 100
     assert report.method == cfg.method and report.dp_guarantee

@@ -15,7 +15,7 @@ import vertimrf.server.secure as server_secure
 from tests.test_secure import _split
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec
-from vertimrf.errors import MessageError
+from vertimrf.errors import MessageError, RunChangedError
 from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.samplers import KeyedSampler, SecureSampler
@@ -45,6 +45,13 @@ def _party(cfg, frame, parties, keys, name, seed=None):
     return SecureParty(name, frame[["id", *cols]], cfg, SECRET, keys[name], public, seed=seed)
 
 
+def _deal(server, cfg, frame, parties, keys):
+    """The server's deal on every party's public key and data commitment."""
+    public = {n: k.public() for n, k in keys.items()}
+    commitments = {n: _party(cfg, frame, parties, keys, n).commitment() for n, _ in parties}
+    return server.deal(public, commitments)
+
+
 # ------------------------------------------------------------------ 1. collusion
 
 
@@ -63,7 +70,7 @@ def test_server_and_one_party_recover_a_masked_table_exactly(monkeypatch, sizes)
 
     monkeypatch.setattr(server_secure, "deal_matrices", spy)
     server = SecureServer(cfg, keypair=server_key)
-    deals = server.deal({n: k.public() for n, k in keys.items()})
+    deals = _deal(server, cfg, frame, parties, keys)
     owner = _party(cfg, frame, parties, keys, "P0")
     blobs = owner.features(deals["P0"])
     plan, ctx = server.plan, cfg.run_context()
@@ -187,17 +194,20 @@ def test_rerunning_features_and_release_writes_identical_bytes(tmp_path):
     runs again on the same inputs (fresh objects, as from a fresh folder), so nothing new is
     spent; other data gives other noise."""
     cfg, frame, parties, keys, server_key = _secure_run([[3, 2], [4]], 50)
-    public = {n: k.public() for n, k in keys.items()}
-    deals = SecureServer(cfg, keypair=server_key).deal(public)
-    assert deals == SecureServer(cfg, keypair=server_key).deal(public)
+    deals = _deal(SecureServer(cfg, keypair=server_key), cfg, frame, parties, keys)
+    assert deals == _deal(SecureServer(cfg, keypair=server_key), cfg, frame, parties, keys)
     first, members, inbox = _release_bytes(tmp_path, cfg, frame, parties, keys, deals, "a")
     again, _, _ = _release_bytes(tmp_path, cfg, frame, parties, keys, deals, "b")
     assert first == again
     assert isinstance(members["P0"]._sampler(SELECT, Request(())), KeyedSampler)
     changed = frame.copy()
     changed.loc[0, "p0c0"] = (changed.loc[0, "p0c0"] + 1) % 3
-    other, _, _ = _release_bytes(tmp_path, cfg, changed, parties, keys, deals, "c")
-    assert other["P0"][1] != first["P0"][1]
+    with pytest.raises(RunChangedError, match="a corrected table needs a new config"):
+        _release_bytes(tmp_path, cfg, changed, parties, keys, deals, "c")  # the old deal
+    fresh = _deal(SecureServer(cfg, keypair=server_key), cfg, changed, parties, keys)
+    assert fresh != deals  # another commitment, another deal: no mask is used twice
+    other, _, _ = _release_bytes(tmp_path, cfg, changed, parties, keys, fresh, "c")
+    assert other["P0"][1] != first["P0"][1] and other["P1"][1] != first["P1"][1]
     # The server: the same releases give the same request and the same state.
     releases = [SecureRelease.load(tmp_path / f"a-{n}.vmrf", _plan_of(cfg)) for n in keys]
     states = []
@@ -268,7 +278,7 @@ def test_sample_seed_touches_the_sampling_only(tmp_path):
     same key fit the same model (the same noisy measurements) whatever the sample seed, and
     the report says the run is unseeded."""
     cfg, frame, parties, keys, server_key = _secure_run([[3, 2], [4]], 60)
-    deals = SecureServer(cfg, keypair=server_key).deal({n: k.public() for n, k in keys.items()})
+    deals = _deal(SecureServer(cfg, keypair=server_key), cfg, frame, parties, keys)
     _, _, inbox = _release_bytes(tmp_path, cfg, frame, parties, keys, deals, "s")
     releases = [SecureRelease.load(tmp_path / f"s-{n}.vmrf", _plan_of(cfg)) for n in keys]
     out = []
@@ -293,7 +303,7 @@ def test_sample_seed_touches_the_sampling_only(tmp_path):
 
 def test_a_failed_select_leaves_the_ledger_and_state_unchanged(tmp_path):
     cfg, frame, parties, keys, server_key = _secure_run([[3, 2], [4]], 50)
-    deals = SecureServer(cfg, keypair=server_key).deal({n: k.public() for n, k in keys.items()})
+    deals = _deal(SecureServer(cfg, keypair=server_key), cfg, frame, parties, keys)
     _release_bytes(tmp_path, cfg, frame, parties, keys, deals, "f")
     releases = [SecureRelease.load(tmp_path / f"f-{n}.vmrf", _plan_of(cfg)) for n in keys]
     server = SecureServer(cfg, keypair=server_key)

@@ -87,6 +87,11 @@ def _driven(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, before=None):
     return cfg, spec, run.server.server.secure, codes
 
 
+def commitments(members):
+    """Each member's data commitment, by name (what its commit message carries)."""
+    return {name: m.commitment() for name, m in members.items()}
+
+
 def _exchange(members, deals):
     blobs = {name: m.features(deals[name]) for name, m in members.items()}
     return {n: {q: blobs[q][n] for q in members if q != n} for n in members}
@@ -137,7 +142,7 @@ def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows):
     """Deal, exchange and compute the shares of a random run; every pair's two shares must
     sum to X_p^T X_q exactly (in the ring: read as signed words)."""
     cfg, spec, members, server, public, codes = _setup(sizes_by_party, n, seed, rows=rows)
-    for name, blobs in _exchange(members, server.deal(public)).items():
+    for name, blobs in _exchange(members, server.deal(public, commitments(members))).items():
         members[name]._state["shares"] = members[name]._shares(blobs)
     plan = server.plan
     for p, q in plan.pairs():
@@ -168,7 +173,7 @@ def test_every_view_is_uniform():
     bytes, i.e. on the rings Z_{2^8} that the words reduce to, with 64-value domains so each
     view has thousands of bytes (expected count per byte value >= 100)."""
     cfg, spec, members, server, public, codes = _setup([[64], [64, 2]], 3000, 7, rows=4096)
-    deals = server.deal(public)
+    deals = server.deal(public, commitments(members))
     blobs = {name: m.features(deals[name]) for name, m in members.items()}
     for sender in members:
         for receiver in members:
@@ -301,7 +306,7 @@ def test_parties_and_server_refuse_bad_inputs():
     """A deal for another party, a blob from another run, a missing blob, different record
     sets, a replayed step and a foreign release raise the documented errors."""
     cfg, spec, members, server, public, codes = _setup([[3], [4]], 50, 2)
-    deals = server.deal(public)
+    deals = server.deal(public, commitments(members))
     with pytest.raises(ChannelError):
         members["P0"].features(deals["P1"])
     _exchange(members, deals)
@@ -311,15 +316,15 @@ def test_parties_and_server_refuse_bad_inputs():
         members["P0"].release({})
     # P1's blob for another run (a new config: a new nonce) cannot be opened in this one.
     other_cfg, _, others, other_server, other_public, _ = _setup([[3], [4]], 50, 2)
-    other_blobs = _exchange(others, other_server.deal(other_public))
+    other_blobs = _exchange(others, other_server.deal(other_public, commitments(others)))
     with pytest.raises(ChannelError):
         members["P0"].release({"P1": other_blobs["P0"]["P1"]})
 
 
 def test_different_record_sets_are_refused():
     _, _, members, server, public, _ = _setup([[3], [4]], 50, 2)
-    deals = server.deal(public)
     members["P1"]._fingerprints = members["P1"]._fingerprints + np.uint64(1)
+    deals = server.deal(public, commitments(members))
     blobs = _exchange(members, deals)
     with pytest.raises(MessageError, match="different record sets"):
         members["P0"].release(blobs["P0"])
@@ -327,7 +332,7 @@ def test_different_record_sets_are_refused():
 
 def test_server_refuses_a_release_of_another_run():
     _, _, members, server, public, _ = _setup([[3], [4]], 50, 2)
-    blobs = _exchange(members, server.deal(public))
+    blobs = _exchange(members, server.deal(public, commitments(members)))
     releases = [m.release(blobs[n]) for n, m in members.items()]
     bad = releases[1].__class__(**{**releases[1].__dict__, "config_hash": "0" * 64})
     with pytest.raises(MessageError, match="replayed or foreign"):
@@ -381,7 +386,7 @@ def test_messages_hold_only_dp_masked_or_public_values(tmp_path):
     from vertimrf.protocol.securemsg import RELEASE_KIND, SecureRelease
 
     cfg, spec, members, server, public, codes = _setup([[64, 3], [64]], 3000, 5, rows=4096)
-    deals = server.deal(public)
+    deals = server.deal(public, commitments(members))
     blobs = {name: m.features(deals[name]) for name, m in members.items()}
     for data in [*deals.values(), *(b for out in blobs.values() for b in out.values())]:
         body = np.frombuffer(data[64:], np.uint8)  # past the public headers
@@ -391,7 +396,8 @@ def test_messages_hold_only_dp_masked_or_public_values(tmp_path):
         path = tmp_path / f"{name}.vmrf"
         m.release(inbox[name]).save(path)
         meta, arrays = read_container(path, RELEASE_KIND, array_bytes=lambda _: 1 << 30)
-        assert set(meta) == {"party", "release", "config_hash", "digest", "within", "count"}
+        public = {"party", "release", "config_hash", "digest", "within", "count", "commit_set"}
+        assert set(meta) == public
         assert (meta["count"] is not None) == (name == cfg.count_party)
         plan = server.plan
         for key, values in arrays.items():

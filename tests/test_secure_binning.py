@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_secure import _cross_tab, _exchange, _setup
+from tests.test_secure import _cross_tab, _exchange, _setup, commitments
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import MessageError
@@ -160,7 +160,7 @@ def test_binned_release_is_the_exact_binned_counts_plus_the_charged_noise():
     cfg, spec, members, server, public, codes = _setup(
         [[20, 6], [30]], 1500, 2, epsilon=2.0, rows=1600
     )
-    blobs = _exchange(members, server.deal(public))
+    blobs = _exchange(members, server.deal(public, commitments(members)))
     server.select([m.release(blobs[n]) for n, m in members.items()])
     plan = server.plan
     names = spec.names

@@ -19,6 +19,7 @@ from tests.test_secure import (
     _setup,
     _split,
     _uniform_bytes,
+    commitments,
 )
 from vertimrf.errors import MessageError
 from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
@@ -35,7 +36,7 @@ def _round_two(sizes_by_party, n, seed, marginals, *, rows):
     """A run up to the round-2 exchange for ``marginals``: the members, the server, the
     codes, the request, the round-1 blobs and the round-2 blobs by receiver."""
     cfg, spec, members, server, public, codes = _setup(sizes_by_party, n, seed, rows=rows)
-    inbox = _exchange(members, server.deal(public))
+    inbox = _exchange(members, server.deal(public, commitments(members)))
     for name, m in members.items():
         m.release(inbox[name])
     request = server.plan.check_request(marginals)

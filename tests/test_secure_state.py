@@ -12,7 +12,13 @@ import pytest
 
 import vertimrf.protocol.securemsg as securemsg
 import vertimrf.server.secure as server_secure
-from tests.test_secure import SECRET, _exchange, _setup, assert_shares_sum_to_the_exact_product
+from tests.test_secure import (
+    SECRET,
+    _exchange,
+    _setup,
+    assert_shares_sum_to_the_exact_product,
+    commitments,
+)
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol.secure import SELECT, feature_width
@@ -23,7 +29,7 @@ SIZES = [[2, 3, 4], [3, 2], [4, 2]]
 def _released(n=60, seed=3, **kwargs):
     """A 3-party run up to the first release: config, members, server, deals, blobs."""
     cfg, spec, members, server, public, codes = _setup(SIZES, n, seed, rows=n + 5, **kwargs)
-    deals = server.deal(public)
+    deals = server.deal(public, commitments(members))
     blobs = _exchange(members, deals)
     firsts = [m.release(blobs[name]) for name, m in members.items()]
     request = server.select(firsts)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_secure import SECRET, _split
+from tests.test_secure import SECRET, _split, commitments
 from vertimrf.domain import SmallTableWarning
 from vertimrf.driver import local_run
 from vertimrf.errors import ChannelError
@@ -68,7 +68,7 @@ class _Run:
                     name, part, cfg, SECRET, self.keys[name], others, seed=SEED
                 )
         server = SecureServer(cfg, seed=SEED)
-        self.deals = server.deal(public) if like is None else like.deals
+        self.deals = server.deal(public, commitments(self.members)) if like is None else like.deals
         p0, p1 = self.plan.attrs
         self.request = self.plan.check_request([p0[2:4] + p1[1:3], (p0[0], p1[0])])
         server._request = self.request  # the server's selection, fixed by the test
@@ -225,6 +225,8 @@ def _driven_features(tmp_path, rows: int, *, state: bool) -> tuple[int, int]:
             data, cfg, SECRET, seed=SEED, message_dir=where / "mail",
             state_dir=where / "state" if state else None,
         )  # fmt: skip
+    for driver in run.parties:
+        driver.run_step("commit")
     run.server.run_step("deal")
     (party,) = [d for d in run.parties if d.name == "P0"]
     tracemalloc.start()

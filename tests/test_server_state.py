@@ -155,12 +155,12 @@ def test_a_server_killed_after_its_deal_and_after_its_request_resumes_the_run(tm
     def start(args: list[str]) -> subprocess.Popen:
         return _start(tmp_path, args)
 
-    procs = [start(server)]
+    procs = [start(server), *map(start, parties)]
     try:
         _wait_for(tmp_path / "mail" / "A" / "server.deal", procs[0])
         procs[0].send_signal(signal.SIGKILL)
         assert procs[0].wait(timeout=60) == -signal.SIGKILL
-        procs = [start(server), *map(start, parties)]
+        procs[0] = start(server)
         _wait_for(tmp_path / "mail" / "A" / "server.request", procs[0])
         procs[0].send_signal(signal.SIGKILL)
         assert procs[0].wait(timeout=60) == -signal.SIGKILL

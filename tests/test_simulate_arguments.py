@@ -16,10 +16,10 @@ NAMES = ("party0", "party1")
 SERVER_PHASES = {"receive", "graphcom", "initmrf", "optmrf"}
 # method -> (extra arguments, the phases the report times besides each party's own)
 PATHS = {
-    "secure": ({}, {"deal", "features", "release", "select", "groups", "measure", "fit"}),
+    "secure": ({}, {"commit", "deal", "features", "release", "select", "groups", "measure", "fit"}),
     "paper": (
         {"method": "secure", "secure_pipeline": "paper"},
-        {"release", "deal", "features", "cross release", *SERVER_PHASES},
+        {"release", "commit", "deal", "features", "cross release", *SERVER_PHASES},
     ),
     "fo": ({"method": "fo"}, {"release", *SERVER_PHASES}),
     "fm": ({"method": "fm", "allow_non_dp": True, "t": 64}, {"release", *SERVER_PHASES}),
@@ -30,14 +30,16 @@ PATHS = {
 LOCAL = {"server/party0.local", "server/party1.local", "party1/party0.count"}
 FILES = {
     "secure": {
-        "party0/server.deal", "party1/server.deal", "party1/party0.blob", "party0/party1.blob",
+        "server/party0.commit", "server/party1.commit", "party0/server.deal",
+        "party1/server.deal", "party1/party0.blob", "party0/party1.blob",
         "server/party0.select", "server/party1.select", "party0/server.request",
         "party1/server.request", "server/party0.measure", "server/party1.measure",
         "party0/server.group-deal", "party1/server.group-deal", "party0/party1.group-blob",
         "party1/party0.group-blob",
     },
     "paper": {
-        *LOCAL, "party0/server.deal", "party1/server.deal", "party1/party0.blob",
+        *LOCAL, "server/party0.commit", "server/party1.commit", "party0/server.deal",
+        "party1/server.deal", "party1/party0.blob",
         "party0/party1.blob", "server/party0.cross", "server/party1.cross",
     },
     "fo": LOCAL,

@@ -52,7 +52,9 @@ def test_the_readme_walkthrough_runs(tmp_path):
     out = done.stdout
     for name in ("A", "B"):  # each party ran all of its steps and says what it sent
         assert re.search(
-            rf"^{name}: ran features, release, groups, measure; sent [\d,]+ bytes", out, re.M
+            rf"^{name}: ran commit, features, release, groups, measure; sent [\d,]+ bytes",
+            out,
+            re.M,
         )
     assert "pinned identities" in out
     real, spec = load_dataset("adult")

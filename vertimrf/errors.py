@@ -55,3 +55,17 @@ class ChannelError(MessageError):
 
 class ServiceError(VertimrfError):
     """The network service refused a request, or could not be reached in time."""
+
+
+RUN_CHANGED = (
+    "this run has released; a corrected table needs a new config (a new run), which spends a "
+    "new budget"
+)
+
+
+class RunChangedError(PrivacyBudgetError):
+    """An input of a run (a party's data, a deal, a request) changed after the run used it:
+    the same run on other data would publish the difference, so it is refused."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what}: {RUN_CHANGED}.")

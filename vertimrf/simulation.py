@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import time
 from typing import Any
 
@@ -22,7 +23,7 @@ import pandas as pd
 
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
-from vertimrf.errors import ConfigError, DomainError
+from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.protocol import ProtocolConfig, ProtocolReport
 from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
 from vertimrf.vertical_model import VerticalModel
@@ -32,6 +33,32 @@ ID_COLUMN = "__record_id__"
 # none: every bundled data set fits, and it sets every message's size, so it must not be
 # read off the data (a table with more rows needs an explicit, larger max_rows).
 DEFAULT_MAX_ROWS = 1 << 16
+
+
+class _SpentRuns:
+    """The runs fitted unseeded in this process, by config hash: a second unseeded fit of
+    the same run would draw fresh noise under one config (fresh role keys), so two releases
+    charged as one; it is refused instead (a new run: ``config.new_run()``)."""
+
+    def __init__(self) -> None:
+        self._hashes: set[str] = set()
+        self._lock = threading.Lock()
+
+    def check(self, cfg: ProtocolConfig) -> None:
+        with self._lock:
+            if cfg.config_hash() in self._hashes:
+                raise PrivacyBudgetError(
+                    "this config's run was already fitted in this process and spent its "
+                    "budget; a run spends it once: fit with config.new_run() (a new run, which "
+                    "spends a new budget), or give a seed for a reproducible experiment."
+                )
+
+    def add(self, cfg: ProtocolConfig) -> None:
+        with self._lock:
+            self._hashes.add(cfg.config_hash())
+
+
+_SPENT = _SpentRuns()
 
 
 def fit_vertical(
@@ -71,6 +98,11 @@ def fit_vertical(
     directory transport: ``message_dir/<receiver>/<sender>.<kind>``); the bytes each party
     sends are reported.
     ``progress`` shows a progress bar. The report's ``seconds`` holds each phase's time.
+
+    Each run spends its budget: a config (its run nonce) is one run. Fitted unseeded, it
+    cannot be fitted again in the same process (PrivacyBudgetError): fresh role keys would
+    draw fresh noise, a second release charged as the first. Use ``config.new_run()`` for a
+    new run, which spends a new budget. A seeded run (experiments) reproduces its bytes.
 
     The model's :meth:`~VerticalModel.sample` then draws any number of rows at no privacy
     cost; without a seed it continues the run's stream, so a seeded ``fit_vertical`` then
@@ -114,7 +146,8 @@ def simulate(
 ) -> tuple[pd.DataFrame, ProtocolReport]:
     """:func:`fit_vertical`, then n_hat rows from the model; returns the synthetic frame and
     the report (whose ``seconds`` include the sampling). Same arguments as
-    :func:`fit_vertical`."""
+    :func:`fit_vertical`; each run spends its budget, so an unseeded config is simulated
+    once per process (``config.new_run()`` for another run)."""
     fitted = fit_vertical(
         df, spec, parties, epsilon, delta, method, seed, config=config, secret=secret,
         allow_non_dp=allow_non_dp, preset=preset, progress=progress, message_dir=message_dir,
@@ -137,11 +170,17 @@ def _fit(
     """Every party's and the server's driver, run in this process over one transport (files
     in ``message_dir`` when given); the server's fitted model."""
     data = {p.name: frame[[ID_COLUMN, *p.columns]] for p in cfg.parties}
+    if seed is None:
+        _SPENT.check(cfg)
     run = local_run(
         data, cfg, secret, seed=seed, id_column=ID_COLUMN, message_dir=message_dir,
         progress=progress,
     )  # fmt: skip
-    return run.fitted(run.run(progress=progress))
+    try:
+        return run.fitted(run.run(progress=progress))
+    finally:
+        if seed is None and (message_dir is not None or any(d.done for d in run.parties)):
+            _SPENT.add(cfg)  # released: files written, or a party has run a step
 
 
 def _build_config(

@@ -6,6 +6,7 @@ import argparse
 
 from vertimrf.cli.common import add_dask_args, force_arg
 from vertimrf.cli.party_steps import (
+    cmd_party_commit,
     cmd_party_features,
     cmd_party_groups,
     cmd_party_local,
@@ -61,7 +62,8 @@ def secure_args(p: argparse.ArgumentParser, required: bool, deal: bool = True) -
 
 
 def add_party(sub: argparse._SubParsersAction) -> None:
-    """The `party local`, `features`, `release`, `groups` and `measure` commands."""
+    """The `party local`, `commit`, `features`, `release`, `groups` and `measure`
+    commands."""
     party = sub.add_parser("party", help="a party's role", description="A party's role.")
     psub = party.add_subparsers(dest="action", required=True)
     add_party_run(psub)
@@ -87,6 +89,24 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         help="the count party's local message, for its noisy count (every other party needs it)",
     )
     loc.set_defaults(func=cmd_party_local)
+    com = psub.add_parser(
+        "commit",
+        help="method secure: commit to this party's data (the server deals on it)",
+        description="Write this party's data commitment for the server: an HMAC of a digest "
+        "of its records under a key derived from its own key (it reveals nothing of the "
+        "data). The server's deal is made for every party's commitment, so other data gets "
+        "other masks. Run it before `party features` (after `party local` in the paper "
+        "pipeline).",
+    )
+    party_args(com)
+    com.add_argument(
+        "--keys", required=True, help="this party's NAME.key (the commitment's key derives from it)"
+    )
+    com.add_argument(
+        "--peers", nargs="+", default=None, help="the peers' public keys (unless pinned)"
+    )
+    com.add_argument("--out", required=True, help="commit file to write (give it to the server)")
+    com.set_defaults(func=cmd_party_commit)
     feat = psub.add_parser(
         "features",
         help="method secure: masked features for each peer",

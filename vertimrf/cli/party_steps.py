@@ -1,4 +1,5 @@
-"""A party's step commands (``party local``, ``features``, ``release``, ``measure``): each
+"""A party's step commands (``party local``, ``commit``, ``features``, ``release``,
+``groups``, ``measure``): each
 runs one step of the party's driver, its input and output messages being the command's
 files; the party's private state (step record, a copy of what it sent, the shares) is the
 driver's, in ``--state-dir``."""
@@ -118,6 +119,16 @@ def cmd_party_local(args: argparse.Namespace) -> int:
         )
     ph = _local_step(args, cfg, stateless=False)
     _report(args, ph, f"its local message {args.out} (give it to the server)", [Path(args.out)])
+    return 0
+
+
+def cmd_party_commit(args: argparse.Namespace) -> int:
+    """``party commit``: this party's data commitment, for the server's deal."""
+    cfg, _ = secure_config(args.config)
+    name = file_name(args.party)
+    check_outputs(args, [args.out], party_inputs(args))
+    ph = _run(args, cfg, "commit", {}, {Message(name, SERVER, "commit"): args.out})
+    _report(args, ph, f"its commitment {args.out} (give it to the server)", [Path(args.out)])
     return 0
 
 

@@ -46,11 +46,18 @@ def add_server(sub: argparse._SubParsersAction) -> None:
         "deal",
         help="method secure: seal each party's correlated randomness",
         description="Write DIR/NAME.deal for each party, sealed to its public key (the deal's "
-        "randomness derives from the server's key and the run; it cannot change the synthetic "
+        "randomness derives from the server's key, the run and every party's data commitment, "
+        "so a party whose data changed gets other masks; it cannot change the synthetic "
         "table).",
     )
     deal.add_argument("--config", required=True, help="the shared protocol config")
     deal.add_argument("--keys", nargs="+", required=True, help="every party's public key")
+    deal.add_argument(
+        "--commits",
+        nargs="+",
+        required=True,
+        help="every party's commit file (from `party commit`); the deal is made for them",
+    )
     server_key_arg(deal)
     deal.add_argument("--out-dir", required=True, help="folder for the deals")
     force_arg(deal)

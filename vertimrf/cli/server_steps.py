@@ -63,6 +63,7 @@ def _driver(
 
 
 def cmd_server_deal(args: argparse.Namespace) -> int:
+    from vertimrf.driver.files import route
     from vertimrf.protocol.channels import load_public_keys
 
     cfg, plan = secure_config(args.config)
@@ -72,8 +73,12 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
         raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(plan.names)}.")
     folder = Path(args.out_dir)
     deals = {Message(SERVER, n, "deal"): folder / f"{file_name(n)}.deal" for n in plan.names}
-    check_outputs(args, deals.values(), [args.config, args.keys, args.server_key], make_dirs=True)
-    driver, transport = _driver(args, cfg, {}, deals, keypair=server_key(args), public_keys=keys)
+    inputs = [args.config, args.keys, args.commits, args.server_key]
+    check_outputs(args, deals.values(), inputs, make_dirs=True)
+    commits = route(args.commits, "commit", cfg, what="commits")
+    driver, transport = _driver(
+        args, cfg, commits, deals, keypair=server_key(args), public_keys=keys
+    )
     with Phases("server deal", ("deal", "write"), True) as ph:
         run_file_step(driver, transport, "deal", ph)
     print("dealt to (each party checks its fingerprint):")

@@ -33,6 +33,7 @@ from vertimrf.driver.transport import (
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES, commit_sender
 from vertimrf.protocol.seeds import SERVER
 
 PathLike = str | os.PathLike
@@ -152,11 +153,14 @@ class FileTransport:
 def route(
     files: Iterable[PathLike], kind: str, config: ProtocolConfig, *, what: str
 ) -> dict[Message, Path]:
-    """The files of the parties' ``kind`` messages to the server (``local``: local
-    messages; else secure releases), each named by the sender its content names; two
-    files of one party are refused (``what`` names the files in the message)."""
+    """The files of the parties' ``kind`` messages to the server (``commit``: data
+    commitments; ``local``: local messages; else secure releases), each named by the
+    sender its content names; two files of one party are refused (``what`` names the files
+    in the message)."""
     read: Callable[[bytes], str]
-    if kind in _LOCAL_KINDS:
+    if kind == "commit":
+        read = lambda data: commit_sender(data, config.config_hash())  # noqa: E731
+    elif kind in _LOCAL_KINDS:
         read = lambda data: codec.read_message(data, config).party  # noqa: E731
     else:
         plan = SecurePlan.from_config(config)
@@ -197,6 +201,8 @@ def secure_limits(plan: SecurePlan) -> Callable[[Message], int | None]:
     def limit(message: Message) -> int | None:
         if message.kind in ("deal", "group-deal"):
             return deal
+        if message.kind == "commit":
+            return MAX_COMMIT_BYTES
         return blob[message.kind].get(message.sender) if message.kind in blob else None
 
     return limit

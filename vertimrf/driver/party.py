@@ -4,12 +4,14 @@ The steps by method (see :class:`vertimrf.party.roles.Party`):
 
 * "fo" and "fm": ``release`` (the count party first sends its noisy count to the others;
   every party sends its local message to the server);
-* "secure", select pipeline: ``features`` (the deal in, a masked-feature blob out to each
-  peer), ``release`` (the peers' blobs in, the first release out), ``groups`` (the
-  server's request and round-2 deal in, a blob of the request's attribute groups out to
+* "secure", select pipeline: ``commit`` (the party's data commitment out to the server,
+  which deals on it), ``features`` (the deal in, a masked-feature blob out to each peer),
+  ``release`` (the peers' blobs in, the first release out), ``groups`` (the server's
+  request and round-2 deal in, a blob of the request's attribute groups out to
   each peer), ``measure`` (the peers' round-2 blobs in, and their round-1 blobs where the
   request measures groups; the re-measurement out);
-* "secure", paper pipeline: ``release`` (as for "fo"), ``features``, ``cross release``.
+* "secure", paper pipeline: ``release`` (as for "fo"), ``commit``, ``features``,
+  ``cross release``.
 
 With a ``state_dir``, the party's private state for the run lives there
 (:class:`~vertimrf.driver.state.PartyState`): a step already done is not run again, its
@@ -38,6 +40,9 @@ from vertimrf.protocol.seeds import SERVER
 # Inputs that must be the same in every step of a run (another deal gives shares that do
 # not add up, silently).
 _PINNED = frozenset({"deal", "group-deal"})
+# Steps a later step command does not need recorded first: the deal carries the party's
+# commitment, which the features step checks against its data.
+_UNRECORDED = frozenset({"commit"})
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -77,8 +82,10 @@ class PartyDriver(RoleDriver):
 
     def _make_steps(self) -> tuple[Step, ...]:
         kind = rules(self.party.config)
+        commit = Step("commit", (), self._commit)
         if kind.selects:
             return (
+                commit,
                 Step("features", (self._from_server("deal"),), self._features),
                 Step("release", self._secure_inputs(), self._select),
                 Step("groups", self._round2(), self._groups),
@@ -96,6 +103,7 @@ class PartyDriver(RoleDriver):
             return (local,)
         return (
             local,
+            commit,
             Step("features", (self._from_server("deal"),), self._features),
             Step("cross release", self._secure_inputs(), self._cross),
         )
@@ -149,7 +157,7 @@ class PartyDriver(RoleDriver):
             for step in self.steps():
                 if step.name == name:
                     break
-                if step.name not in self.state.steps:
+                if step.name not in self.state.steps and step.name not in _UNRECORDED:
                     raise ConfigError(
                         f"{self.state.folder} records no {step.name!r} step of party "
                         f"{self.name!r} in this run: run it first, with the same state folder."
@@ -169,6 +177,11 @@ class PartyDriver(RoleDriver):
                 out[Message(self.name, q, "count")] = codec.count_bytes(count, self._hash)
         message = party.release(noisy_count=count)
         return {**out, **self._to_server("local", codec.message_bytes(message))}
+
+    def _commit(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        if self.party.secure is None:  # the paper pipeline, its local release resent
+            self._resume_local()
+        return self._to_server("commit", self.party.commit())
 
     def _features(self, inputs: Mapping[Message, Payload]) -> Outputs:
         if self.party.secure is None:  # the paper pipeline, its local release resent
@@ -230,8 +243,9 @@ class PartyDriver(RoleDriver):
         layout = self._plan.layout(request.marginals)
         p = self._plan.party_index(self.name)
         grows = any(layout.grows(a, b) for a, b in self._plan.pairs() if p in (a, b))
-        if grows and "groups" not in self._computed:  # a new process
-            self._open_deal(inputs)
+        if "groups" not in self._computed:  # a new process: the round-2 deal keys the noise
+            if grows:
+                self._open_deal(inputs)
             secure.open_group_deal(bytes(inputs[self._from_server("group-deal")]), request)
         blobs, group_blobs = (
             _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == kind})

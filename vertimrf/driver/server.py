@@ -3,7 +3,8 @@
 The steps by method (see :class:`vertimrf.server.roles.Server`):
 
 * "fo" and "fm": ``fit`` (every party's local message in);
-* "secure", select pipeline: ``deal`` (one sealed deal out to each party), ``select`` (the
+* "secure", select pipeline: ``deal`` (every party's data commitment in, one sealed deal
+  out to each party), ``select`` (the
   first releases in; the request and a sealed round-2 deal out to each party), ``fit``
   (the re-measurements in);
 * "secure", paper pipeline: ``deal``, then ``fit`` (the local messages and the parties'
@@ -114,7 +115,7 @@ class ServerDriver(RoleDriver):
         kind = rules(self.config)
         if kind.selects:
             return (
-                Step("deal", (), self._deal),
+                Step("deal", self._from_parties("commit"), self._deal),
                 Step("select", self._from_parties("select"), self._select),
                 Step("fit", self._from_parties("measure"), self._fit_secure),
             )
@@ -122,7 +123,7 @@ class ServerDriver(RoleDriver):
         if kind.secure_product:
             cross = self._from_parties("cross")
             return (
-                Step("deal", (), self._deal),
+                Step("deal", self._from_parties("commit"), self._deal),
                 Step("fit", (*local, *cross), self._fit_paper),
             )
         return (Step("fit", local, self._fit_paper),)
@@ -192,7 +193,8 @@ class ServerDriver(RoleDriver):
 
     # ------------------------------------------------------------------ step bodies
     def _deal(self, inputs: Mapping[Message, Payload]) -> Outputs:
-        return self._to_parties("deal", self.server.deal(self._keys))
+        commits = {m.sender: bytes(data) for m, data in inputs.items()}
+        return self._to_parties("deal", self.server.deal(self._keys, commits))
 
     def _releases(self, inputs: Mapping[Message, Payload], kind: str) -> list:
         assert self._plan is not None

@@ -23,7 +23,7 @@ from vertimrf.driver.transport import (
     nbytes,
     sha256_hex,
 )
-from vertimrf.errors import MessageError
+from vertimrf.errors import MessageError, RunChangedError
 from vertimrf.io import atomic_open, atomic_write_text, read_json
 
 STATE_FORMAT = "vertimrf-party-driver-state/1"
@@ -72,9 +72,14 @@ class PartyState:
         if self._record.exists():
             data = read_json(self._record, MessageError, "party state record")
             if not isinstance(data, dict) or {k: data.get(k) for k in self._head} != self._head:
+                same_run = isinstance(data, dict) and all(
+                    data.get(k) == self._head[k] for k in ("format", "party", "config_hash")
+                )
+                if same_run:  # this party's data changed within the run
+                    raise RunChangedError(f"{self._record}: party {party!r}'s data changed")
                 raise MessageError(
-                    f"{self._record}: this state is another party's, run's or data set's; "
-                    f"give {party!r}'s own state folder for this run and data."
+                    f"{self._record}: this state is another party's or another run's; give "
+                    f"{party!r}'s own state folder for this run."
                 )
             steps, pinned = data.get("steps"), data.get("pinned", {})
             if not isinstance(steps, dict) or not isinstance(pinned, dict):

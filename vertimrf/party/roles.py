@@ -37,7 +37,7 @@ from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure import Marginal, Request
-from vertimrf.protocol.securemsg import SecureRelease
+from vertimrf.protocol.securemsg import SecureRelease, commit_bytes
 
 R = TypeVar("R", LocalParty, SecureParty)
 
@@ -177,6 +177,12 @@ class Party:
             else "this method has no secure product"
         )
         return self._step(self.secure, "the secure product", how)
+
+    def commit(self) -> bytes:
+        """Method "secure": the commit message to the server, this party's data commitment
+        (:meth:`SecureParty.commitment`), which the server's deal is made for."""
+        secure = self._secure_role()
+        return commit_bytes(self.config.config_hash(), self.name, secure.commitment())
 
     def features(self, deal: bytes) -> SealedBlobs:
         """Method "secure": the masked-feature blob for each peer, from the server's deal

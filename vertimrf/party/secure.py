@@ -28,7 +28,9 @@ protocol's budget; :class:`vertimrf.protocol.secure.SecurePlan` fixes every para
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import json
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -39,7 +41,14 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.domain import EncodedTable
-from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudgetError
+from vertimrf.errors import (
+    RUN_CHANGED,
+    ChannelError,
+    ConfigError,
+    MessageError,
+    PrivacyBudgetError,
+    RunChangedError,
+)
 from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
 from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
 from vertimrf.party.ids import RecordIds, record_fingerprints
@@ -65,6 +74,7 @@ from vertimrf.protocol.securemsg import (
     Deal,
     GroupDeal,
     SecureRelease,
+    blob_nonce,
     block_rows,
     feature_blob_bytes,
     open_feature_blocks,
@@ -75,9 +85,11 @@ from vertimrf.protocol.seeds import role_seed
 STATE_KIND = "vertimrf-secure-party-state"
 
 
-def pad_label(release: str, a: str, b: str) -> bytes:
-    """Label of the pad that hides the (a, b) shares of ``release`` from the server."""
-    return f"pad/{release}/{a}/{b}".encode()
+def pad_label(release: str, a: str, b: str, binding: str) -> bytes:
+    """Label of the pad that hides the (a, b) shares of ``release`` from the server, bound
+    to ``binding``: a digest of everything both shares depend on (see
+    :meth:`SecureParty._pad_binding`), so that a changed share never gets the same pad."""
+    return f"pad/{release}/{a}/{b}/{binding}".encode()
 
 
 def c_order_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
@@ -269,10 +281,7 @@ class SecureParty:
         party's round-1 width), given by row ``blocks``, sealed for ``peer`` (the nonce is
         bound to everything the plaintext depends on: the inputs, and in round 2 its deal)
         and written to ``out`` (anything with a binary ``write``) as it is made."""
-        if round_ == 1:
-            nonce = self._label_key("feature-nonce", peer)[:12]
-        else:
-            nonce = self._label_key("group-nonce", peer, self._state["group_deal_hash"])[:12]
+        nonce = self._nonce(peer, round_)
         width = self.plan.widths[self.index] if width is None else width
         key, shape, digest = self._keys[peer], (self.plan.rows, width), self._state["digest"]
         word, size = self.plan.word, self.plan.word_bytes
@@ -287,8 +296,32 @@ class SecureParty:
         when used, block by block where it can be). A new process that runs release calls
         this with the same deal and data instead of sealing blobs again."""
         d = Deal.open(deal, self._keypair, self._context)
+        if not hmac.compare_digest(d.commitment, self.commitment()):
+            raise RunChangedError(
+                f"party {self.name!r}: the deal was made for other data of this party than the "
+                "table given now"
+            )
         digest = self.aligned().record_digest
-        self._state.update(deal=d, deal_hash=sha256_parts(bytes(deal)), digest=digest)
+        deal_hash = sha256_parts(bytes(deal))
+        self._state.update(deal=d, deal_hash=deal_hash, digest=digest)
+        self._inputs().update(
+            {"data": self.data_digest(), "deal": deal_hash, "commit-set": d.commit_set.hex()}
+        )
+
+    def commitment(self) -> bytes:
+        """This party's data commitment for this run: HMAC-SHA256 of its data digest under
+        a key derived from its local secret (which nobody else holds), so the server learns
+        nothing of the data from it, yet a changed table gives another commitment, and so
+        another deal (see :meth:`SecureServer.deal`)."""
+        key = derive_key(self._local, "data-commitment", self.config.config_hash(), self.name)
+        return hmac.new(key, self.data_digest().encode(), hashlib.sha256).digest()
+
+    def _inputs(self) -> dict[str, str]:
+        """The digests of every input this party's steps have used so far (its data, the
+        deal, each peer blob read, the round-2 deal and blobs): what its noise, pads and
+        nonces are keyed by."""
+        inputs: dict[str, str] = self._state.setdefault("inputs", {})
+        return inputs
 
     def _mask_rows(self, r0: int, r1: int) -> np.ndarray:
         """Rows r0:r1 of this party's mask U (a block of its AES-CTR stream)."""
@@ -343,7 +376,7 @@ class SecureParty:
         plan, p = self.plan, self.index
         request = self._request(request)
         layout = plan.layout(request.marginals)
-        deal = GroupDeal.open(group_deal, self._keypair, self._context)
+        deal = GroupDeal.open(group_deal, self._keypair, self._context, request.digest())
         for q, peer in enumerate(plan.names):
             if q == p:
                 continue
@@ -357,12 +390,12 @@ class SecureParty:
                     f"the round-2 deal lacks party {self.name!r}'s randomness for {peer!r}: "
                     "use the round-2 deal the server made with this request."
                 )
+        group_deal_hash = sha256_parts(bytes(group_deal))
         self._state.update(
-            group_deal=deal,
-            group_deal_hash=sha256_parts(bytes(group_deal)),
-            layout=layout,
+            group_deal=deal, group_deal_hash=group_deal_hash, layout=layout,
             request=request.digest(),
-        )
+        )  # fmt: skip
+        self._inputs()["group-deal"] = group_deal_hash
 
     def _dealt_z(self, deal: GroupDeal, layout: Layout, a: int, b: int) -> bool:
         """True when ``deal`` holds the pair (a, b)'s Z_A and Z_B at their shapes."""
@@ -480,16 +513,22 @@ class SecureParty:
         """A peer's masked features of one round by blocks of ``step`` rows: (r0, r1, rows
         r0:r1), each valid until the next is read. The blob's tag and its record-set digest
         are checked when the iteration ends, so a caller keeps nothing it made of the
-        blocks unless the loop over them finished."""
+        blocks unless the loop over them finished; then the blob's digest and nonce are
+        kept among this party's inputs."""
         plan = self.plan
+        hasher = hashlib.sha256()
         try:
             digest, blocks = open_feature_blocks(
                 self._keys[peer], blob, self._context, peer, self.name, (plan.rows, width),
-                step, word=plan.word, round_=round_, word_bytes=plan.word_bytes,
+                step, word=plan.word, round_=round_, word_bytes=plan.word_bytes, hasher=hasher,
             )  # fmt: skip
             yield from blocks
         except ChannelError as exc:
             raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
+        kind = "blob" if round_ == 1 else "group-blob"
+        self._inputs().update(
+            {f"{kind}/{peer}": hasher.hexdigest(), f"{kind}-nonce/{peer}": blob_nonce(blob).hex()}
+        )
         if not hmac.compare_digest(digest, self._state["digest"]):
             raise MessageError(
                 "parties hold different record sets or use different shared secrets: "
@@ -579,6 +618,7 @@ class SecureParty:
             "deal": st["deal_hash"],
             "digest": st["digest"].hex(),
             "done": sorted(st.get("done", ())),
+            "inputs": self._inputs(),
         }
         arrays = {f"s/{key}": share for key, share in st["shares"].items()}
         write_container(path, STATE_KIND, meta, arrays)
@@ -602,7 +642,7 @@ class SecureParty:
         what = {
             "party": "another party's",
             "config_hash": "another run's (config hash)",
-            "data": "made from another data set's",
+            "data": "made from another data set's (" + RUN_CHANGED + ")",
             "binding": "made from other input files'",
         }
         for field, label in what.items():
@@ -621,7 +661,8 @@ class SecureParty:
         try:
             digest = bytes.fromhex(meta["digest"])
             done = {str(d) for d in meta["done"]}
-        except (KeyError, TypeError, ValueError):
+            inputs = {str(k): str(v) for k, v in meta["inputs"].items()}
+        except (AttributeError, KeyError, TypeError, ValueError):
             raise MessageError(f"{path}: malformed secure state.") from None
         shapes = {
             plan.pair_name(a, b): (plan.widths[a], plan.widths[b])
@@ -637,6 +678,7 @@ class SecureParty:
         if SELECT not in done:
             raise MessageError(f"{path}: the state records no release.")
         self._state.update(shares=shares, digest=digest, done=done, deal_hash=meta.get("deal"))
+        self._inputs().update(inputs)
 
     # ------------------------------------------------------------------ internals
     def _once(self, step: str) -> None:
@@ -690,13 +732,44 @@ class SecureParty:
 
     def _sampler(self, step: str, request: Request) -> NoiseSampler:
         """The noise of one step. Unseeded: exact samplers on a keystream derived from this
-        party's local secret, the run, the step, the request and the inputs (data, deal), so
-        a re-run of the step on the same inputs draws the same noise and spends nothing new.
-        Seeded (experiments): its own stream per step, so that the steps give the same output
-        in one process or in separate commands."""
+        party's local secret, the run, the step, the request (canonical) and the digest of
+        every input the step used (:meth:`_inputs`: its data, the deal and the commitments
+        it was made for, every peer blob read, the round-2 deal and blobs), so a re-run of
+        the step on the same inputs draws the same noise and spends nothing new, and a
+        changed statistic never gets the same noise. Seeded (experiments): its own stream
+        per step, so that the steps give the same output in one process or in separate
+        commands."""
         if self._seed is None:
-            return KeyedSampler(self._label_key("party-noise", step, request.digest()))
+            inputs = json.dumps(self._inputs(), sort_keys=True)
+            return KeyedSampler(self._label_key("party-noise", step, request.digest(), inputs))
         return randomness(role_seed(self._seed, f"{self.name}/{step}"))[0]
+
+    def _nonce(self, peer: str, round_: int) -> bytes:
+        """The AES-GCM nonce of this party's round-``round_`` blob for ``peer``: a PRF of
+        everything its plaintext depends on (data and deal; in round 2 also the round-2
+        deal, the request and its layout toward the peer), so no two plaintexts share a
+        (key, nonce)."""
+        if round_ == 1:
+            return self._label_key("feature-nonce", peer)[:12]
+        st = self._state
+        groups = json.dumps(
+            [list(g) for g in st["layout"].groups(self.index, self.plan.names.index(peer))]
+        )
+        label = (peer, st["group_deal_hash"], st["request"], groups)
+        return self._label_key("group-nonce", *label)[:12]
+
+    def _pad_binding(self, peer: str, request: Request, grown: bool) -> str:
+        """What the pad of this party's shares with ``peer`` is keyed by, the same at both
+        ends: the request (canonical) and the nonces of the pair's blobs in both directions
+        (round 1, and round 2 where the pair grows). Each nonce is a PRF of its sender's
+        data, deal and (round 2) round-2 deal and request, so a share that changes gets a
+        fresh pad."""
+        inputs, q = self._inputs(), self.plan.names.index(peer)
+        h = hashlib.sha256(request.digest().encode())
+        for round_, kind in ((1, "blob"), (2, "group-blob"))[: 1 + grown]:
+            mine, theirs = self._nonce(peer, round_).hex(), inputs[f"{kind}-nonce/{peer}"]
+            h.update((f"/{mine}/{theirs}" if self.index < q else f"/{theirs}/{mine}").encode())
+        return h.hexdigest()
 
     def _measure(
         self,
@@ -738,7 +811,8 @@ class SecureParty:
                 continue
             peer = plan.names[b if p == a else a]
             shape = layout.shape(a, b)
-            label = pad_label(release, plan.names[a], plan.names[b])
+            binding = self._pad_binding(peer, request, layout.grows(a, b))
+            label = pad_label(release, plan.names[a], plan.names[b], binding)
             pad = expand(self._keys[peer], label, shape[0] * shape[1]).reshape(shape)
             share = shares[key]
             parts = []
@@ -759,6 +833,7 @@ class SecureParty:
             within,
             cross,
             count,
+            self._inputs().get("commit-set", ""),
         )
 
 

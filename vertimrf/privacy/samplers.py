@@ -10,16 +10,20 @@ vertimrf therefore releases only integers, perturbed by noise from EXACT discret
 given ideal uniform random bits, the output distribution is exactly the stated one, with no
 floating-point rounding anywhere on the path from bits to noise.
 
-The two samplers
-----------------
-* :class:`SecureSampler` (``noise_sampler(None)``, the default) is the ONLY sampler for real
-  releases. Discrete Laplace and discrete Gaussian noise come from OpenDP
+The samplers, and who draws with which
+--------------------------------------
+* :class:`KeyedSampler` draws every unseeded release of the vertical protocol's roles (a
+  party's releases, the server's share of the cross noise): the exact algorithms below on an
+  AES-256-CTR keystream keyed (HKDF) by a secret only the role holds and a label of every
+  input of the step, so a re-run on the same inputs replays the same noise.
+* :class:`SecureSampler` (``noise_sampler(None)``) draws the unseeded releases outside the
+  protocol (centralized ``PrivMRF``). Discrete Laplace and discrete Gaussian noise come from OpenDP
   (``make_laplace`` / ``make_gaussian`` on ``vector_domain(atom_domain(T="i64"))`` with a zero
   input; OpenDP samples exactly with a cryptographically secure generator and cannot be
   seeded). Uniform integers, Bernoulli draws and uniform floats come from an AES-256-CTR
   keystream keyed with ``os.urandom(32)`` at construction (re-keyed after a ``fork``).
-* :class:`SeededSampler` (``noise_sampler(seed)``) is for reproducible experiments and tests
-  ONLY: anyone who knows the seed can subtract the noise. All randomness comes from a numpy
+* :class:`SeededSampler` (``noise_sampler(seed)``, and every role given a seed) is for
+  reproducible experiments and tests ONLY: anyone who knows the seed can subtract the noise. All randomness comes from a numpy
   ``Generator``; the noise uses the exact algorithms of Canonne, Kamath and Steinke
   (NeurIPS 2020, "The Discrete Gaussian for Differential Privacy", Algorithms 1-3) in exact
   integer/rational arithmetic (a float scale is converted exactly with ``Fraction(x)``),

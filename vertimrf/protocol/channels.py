@@ -494,11 +494,14 @@ def decrypt_into(key: bytes, blob: object, aad: bytes, out: object) -> None:
         raise ChannelError(_NOT_THIS_PEERS) from None
 
 
-def decrypt_chunks(key: bytes, blob: object, aad: bytes, chunk_bytes: int) -> Iterator[memoryview]:
+def decrypt_chunks(
+    key: bytes, blob: object, aad: bytes, chunk_bytes: int, hasher: Any = None
+) -> Iterator[memoryview]:
     """The plaintext of a blob made by :func:`encrypt` (any bytes-like, read in place) as
     consecutive pieces of at most ``chunk_bytes``, each valid until the next is read. The
     tag is checked after the last piece: a caller must discard what it made of the pieces
-    when the iteration raises ChannelError."""
+    when the iteration raises ChannelError. ``hasher`` (a hashlib object), if given, is fed
+    the blob's bytes in order as they are read."""
     subkey = _hkdf(_check_key(key, "a decryption key"), _BLOB_SALT, _BLOB_INFO)
     view = _blob_view(blob)
     body, tag = view[NONCE_BYTES:-TAG_BYTES], bytes(view[-TAG_BYTES:])
@@ -508,10 +511,17 @@ def decrypt_chunks(key: bytes, blob: object, aad: bytes, chunk_bytes: int) -> It
     decryptor.authenticate_additional_data(_BLOB_AAD + aad)
     scratch = memoryview(bytearray(chunk_bytes + _AES_BLOCK_BYTES - 1))
     read = _ReadOnce(body)
+    if hasher is not None:
+        hasher.update(view[:NONCE_BYTES])
     for start in range(0, len(body), chunk_bytes):
-        n = decryptor.update_into(body[start : start + chunk_bytes], scratch)
+        piece = body[start : start + chunk_bytes]
+        if hasher is not None:
+            hasher.update(piece)
+        n = decryptor.update_into(piece, scratch)
         yield scratch[:n]
         read.done(start + chunk_bytes)
+    if hasher is not None:
+        hasher.update(tag)
     try:
         decryptor.finalize()
     except InvalidTag:

@@ -418,6 +418,11 @@ class ProtocolConfig:
             return self.options.binned
         return tuple(c.name for c in self.spec.columns if c.size > self.options.bins)
 
+    def new_run(self) -> ProtocolConfig:
+        """The same settings as a new run: a fresh run nonce, so new keys, masks, pads and
+        noise. A new run spends a new budget: the two runs together are charged twice."""
+        return replace(self, run_nonce=secrets.token_hex(NONCE_HEX_CHARS // 2))
+
     def with_changes(self, **changes: Any) -> ProtocolConfig:
         """A copy with some fields changed (validated again): shared fields, ``options``, or
         the method's settings under their flat names (``method="fo"`` switches the method,

@@ -77,18 +77,27 @@ def deal_aad(context: bytes, party: str) -> bytes:
 
 @dataclass(frozen=True)
 class Deal:
-    """One party's correlated randomness from the server (secret from everyone else)."""
+    """One party's correlated randomness from the server (secret from everyone else), made
+    for the parties' data commitments: ``commit_set`` is the digest of every party's
+    commitment (:func:`commit_set_digest`), ``commitment`` this party's own, which it checks
+    against the one it sent (a deal made for other data is refused)."""
 
     seed_u: bytes
     seeds_w: dict[str, bytes] = field(default_factory=dict)
     z: dict[str, np.ndarray] = field(default_factory=dict)
+    commit_set: bytes = b""
+    commitment: bytes = b""
 
     def seal(
         self, recipient: PublicKey, context: bytes, *, randomness: bytes | None = None
     ) -> bytes:
         """The deal encrypted to ``recipient`` for this run (``randomness``: see
         :func:`vertimrf.protocol.channels.seal`)."""
-        arrays = {"u": np.frombuffer(self.seed_u, np.uint8)}
+        arrays = {
+            "u": np.frombuffer(self.seed_u, np.uint8),
+            "t": np.frombuffer(self.commit_set, np.uint8),
+            "c": np.frombuffer(self.commitment, np.uint8),
+        }
         arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
         arrays.update({f"z/{k}": np.ascontiguousarray(v, np.uint64) for k, v in self.z.items()})
         return seal(
@@ -101,18 +110,87 @@ class Deal:
         arrays = _unpack(open_sealed(keypair, blob, deal_aad(context, keypair.name)), "the deal")
         try:
             seed_u = arrays.pop("u").tobytes()
+            commit_set, commitment = arrays.pop("t").tobytes(), arrays.pop("c").tobytes()
             seeds_w = {k[2:]: v.tobytes() for k, v in arrays.items() if k.startswith("w/")}
             z = {k[2:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("z/")}
         except KeyError:
-            raise MessageError("the deal has no mask seed.") from None
+            raise MessageError("the deal has no mask seed or no commitments.") from None
         if len(seed_u) != SEED_BYTES or any(len(s) != SEED_BYTES for s in seeds_w.values()):
             raise MessageError("the deal's seeds are not 32 bytes.")
-        return cls(seed_u, seeds_w, z)
+        if len(commit_set) != DIGEST_BYTES or len(commitment) != DIGEST_BYTES:
+            raise MessageError("the deal's commitments are not 32 bytes.")
+        return cls(seed_u, seeds_w, z, commit_set, commitment)
 
 
-def group_deal_aad(context: bytes, party: str) -> bytes:
-    """Associated data of the round-2 deal for ``party`` in the run ``context``."""
-    return context + b"/secure-group-deal/" + party.encode("utf-8")
+COMMIT_KIND = "vertimrf-secure-commit/1"
+MAX_COMMIT_BYTES = 1024
+
+
+def commit_bytes(config_hash: str, party: str, commitment: bytes) -> bytes:
+    """A party's commit message: its data commitment (an HMAC under a key only it holds,
+    which reveals nothing of the data) for the run ``config_hash``, as JSON."""
+    data = {
+        "format": COMMIT_KIND,
+        "config_hash": config_hash,
+        "party": party,
+        "commitment": commitment.hex(),
+    }
+    return (json.dumps(data, sort_keys=True) + "\n").encode()
+
+
+def read_commit(data: bytes | bytearray | memoryview, config_hash: str, party: str) -> bytes:
+    """The commitment in ``party``'s commit message of the run ``config_hash``
+    (MessageError when malformed, oversized, another run's or another party's)."""
+    raw = bytes(data)
+    fields: Any = None
+    if len(raw) <= MAX_COMMIT_BYTES:
+        try:
+            fields = json.loads(raw)
+        except (UnicodeDecodeError, ValueError):
+            fields = None
+    want = {"format", "config_hash", "party", "commitment"}
+    if not isinstance(fields, dict) or set(fields) != want or fields["format"] != COMMIT_KIND:
+        raise MessageError(f"party {party!r}'s commit message is malformed.")
+    if fields["config_hash"] != config_hash or fields["party"] != party:
+        raise MessageError(
+            f"the commit message from {party!r} is another run's or another party's: give "
+            "the one this party made for this run's config."
+        )
+    try:
+        commitment = bytes.fromhex(str(fields["commitment"]))
+    except ValueError:
+        commitment = b""
+    if len(commitment) != DIGEST_BYTES:
+        raise MessageError(f"party {party!r}'s commitment is not 32 bytes.")
+    return commitment
+
+
+def commit_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str:
+    """The party that a commit message of the run ``config_hash`` names (the message
+    checked as :func:`read_commit` does)."""
+    try:
+        party = json.loads(bytes(data)[:MAX_COMMIT_BYTES]).get("party")
+    except (AttributeError, UnicodeDecodeError, ValueError):
+        party = None
+    if not isinstance(party, str):
+        raise MessageError("not a commit message (from `party commit`).")
+    read_commit(data, config_hash, party)
+    return party
+
+
+def commit_set_digest(commitments: dict[str, bytes], names: Iterable[str]) -> bytes:
+    """The digest of every party's commitment, in the order of ``names``: what binds a
+    deal to every party's data (it changes when any party's data does)."""
+    h = hashlib.sha256(b"vertimrf/commit-set")
+    for name in names:
+        h.update(len(name.encode()).to_bytes(8, "little") + name.encode() + commitments[name])
+    return h.digest()
+
+
+def group_deal_aad(context: bytes, party: str, request: str) -> bytes:
+    """Associated data of the round-2 deal for ``party`` in the run ``context``, made for
+    the request of digest ``request`` (it opens with that request only)."""
+    return b"/".join((context, b"secure-group-deal", party.encode("utf-8"), request.encode()))
 
 
 @dataclass(frozen=True)
@@ -128,21 +206,37 @@ class GroupDeal:
     z_b: dict[str, np.ndarray] = field(default_factory=dict)
 
     def seal(
-        self, recipient: PublicKey, context: bytes, *, randomness: bytes | None = None
+        self,
+        recipient: PublicKey,
+        context: bytes,
+        request: str,
+        *,
+        randomness: bytes | None = None,
     ) -> bytes:
-        """The deal encrypted to ``recipient`` for this run."""
+        """The deal encrypted to ``recipient`` for this run and the request of digest
+        ``request``."""
         arrays = {f"u/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_u.items()}
         arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
         for name, z in (("a", self.z_a), ("b", self.z_b)):
             arrays.update({f"{name}/{k}": np.ascontiguousarray(v, np.uint64) for k, v in z.items()})
-        aad = group_deal_aad(context, recipient.name)
+        aad = group_deal_aad(context, recipient.name, request)
         return seal(recipient, npz_bytes(arrays), aad, randomness=randomness)
 
     @classmethod
-    def open(cls, blob: bytes, keypair: KeyPair, context: bytes) -> GroupDeal:
-        """Open a round-2 deal sealed to ``keypair`` for this run (ChannelError otherwise)."""
-        aad = group_deal_aad(context, keypair.name)
-        arrays = _unpack(open_sealed(keypair, blob, aad), "the round-2 deal")
+    def open(cls, blob: bytes, keypair: KeyPair, context: bytes, request: str) -> GroupDeal:
+        """Open a round-2 deal sealed to ``keypair`` for this run and the request of digest
+        ``request`` (MessageError when it was made for another request or is not this
+        party's)."""
+        aad = group_deal_aad(context, keypair.name, request)
+        try:
+            plain = open_sealed(keypair, blob, aad)
+        except ChannelError:
+            raise MessageError(
+                "the round-2 deal does not open for this request: it was made for another "
+                "request, or for another party or run; use the round-2 deal the server made "
+                "with this request."
+            ) from None
+        arrays = _unpack(plain, "the round-2 deal")
         parts: dict[str, dict] = {"u": {}, "w": {}, "a": {}, "b": {}}
         for key, value in arrays.items():
             kind, _, peer = key.partition("/")
@@ -292,13 +386,15 @@ def open_feature_blocks(
     word: type = np.uint64,
     round_: int = 1,
     word_bytes: int | None = None,
+    hasher: Any = None,
 ) -> tuple[bytes, Iterator[tuple[int, int, np.ndarray]]]:
     """The sender's record-set digest in ``blob`` and an iterator of its masked features
     (see :func:`open_features`) by blocks of ``step`` whole rows: (r0, r1, rows r0:r1 as
     ``word``s), each valid until the next is read. The size is checked at once; the GCM
     tag only when the iteration ends, which raises ChannelError when the blob is not
     ``sender``'s for ``receiver`` in this run: a caller must discard everything it made of
-    the blocks unless the iteration finished."""
+    the blocks unless the iteration finished. ``hasher`` (a hashlib object) is fed the
+    blob's bytes as they are read: once the iteration ends, it holds the whole blob."""
     try:
         view = memoryview(blob).cast("B")  # type: ignore[arg-type]
     except TypeError:
@@ -320,7 +416,19 @@ def open_feature_blocks(
             f"{want} of a {rows} x {width} matrix."
         )
     aad = feature_aad(context, sender, receiver, digest, round_)
-    return digest, _blocks(key, body, aad, rows, width, max(1, step), little, each, word)
+    if hasher is not None:
+        hasher.update(digest)
+    blocks = _blocks(key, body, aad, rows, width, max(1, step), little, each, word, hasher)
+    return digest, blocks
+
+
+def blob_nonce(blob: object) -> bytes:
+    """The nonce of a feature blob (public, in its header): a PRF of everything its
+    plaintext depends on (see the party's sealing)."""
+    view = memoryview(blob).cast("B")  # type: ignore[arg-type]
+    if len(view) < DIGEST_BYTES + NONCE_BYTES:
+        raise ChannelError("the feature blob is truncated.")
+    return bytes(view[DIGEST_BYTES : DIGEST_BYTES + NONCE_BYTES])
 
 
 def _blocks(
@@ -333,9 +441,10 @@ def _blocks(
     little: np.dtype,
     each: int,
     word: type,
+    hasher: Any = None,
 ) -> Iterator[tuple[int, int, np.ndarray]]:
     """The row blocks of :func:`open_feature_blocks` (the tag checked after the last)."""
-    pieces = decrypt_chunks(key, body, aad, max(1, step * width * each))
+    pieces = decrypt_chunks(key, body, aad, max(1, step * width * each), hasher)
     out = np.zeros((min(step, rows), width), little)
     cells = out.reshape(-1).view(np.uint8).reshape(-1, little.itemsize)
     for r0 in range(0, rows, step):
@@ -391,12 +500,15 @@ class SecureRelease:
     within: dict[tuple[int, ...], np.ndarray]
     cross: dict[str, np.ndarray]
     count: int | None = None
+    commit_set: str = ""  # hex digest of the commitments the party's deal was made for
 
     def fingerprint(self) -> str:
         """SHA-256 of everything the release holds (what the server's keyed noise of a step
         depends on: the same releases give the same noise)."""
         h = hashlib.sha256()
-        head = [self.party, self.release, self.config_hash, self.digest, self.count]
+        head = [
+            self.party, self.release, self.config_hash, self.digest, self.count, self.commit_set
+        ]  # fmt: skip
         h.update(json.dumps(head).encode())
         for m in sorted(self.within):
             h.update(json.dumps(list(m)).encode())
@@ -417,6 +529,7 @@ class SecureRelease:
             "digest": self.digest,
             "within": [list(m) for m in marginals],
             "count": self.count,
+            "commit_set": self.commit_set,
         }
         arrays = {f"w{i}": np.asarray(self.within[m], np.int64) for i, m in enumerate(marginals)}
         arrays.update({f"x/{k}": np.asarray(v, np.uint64) for k, v in self.cross.items()})
@@ -453,6 +566,7 @@ class SecureRelease:
                 within,
                 cross,
                 count,
+                str(meta["commit_set"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             where = source_name(path)

@@ -29,7 +29,7 @@ from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import Request
-from vertimrf.protocol.securemsg import SecureRelease
+from vertimrf.protocol.securemsg import SecureRelease, read_commit
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.server.secure import SecureServer
 from vertimrf.server.server import PaperServer
@@ -71,11 +71,16 @@ class Server:
     def __repr__(self) -> str:
         return f"Server(method={self.config.method!r}, pipeline={self.config.pipeline!r})"
 
-    def deal(self, public_keys: Mapping[str, PublicKey]) -> dict[str, bytes]:
-        """Method "secure": one sealed deal per party, from the parties' public keys."""
+    def deal(
+        self, public_keys: Mapping[str, PublicKey], commits: Mapping[str, bytes]
+    ) -> dict[str, bytes]:
+        """Method "secure": one sealed deal per party, from the parties' public keys and
+        their commit messages (:meth:`vertimrf.party.roles.Party.commit`), by name."""
         if self.secure is None:
             raise ConfigError(f"deal is a step of method 'secure', not {self.config.method!r}.")
-        return self.secure.deal(dict(public_keys))
+        config_hash = self.config.config_hash()
+        commitments = {n: read_commit(data, config_hash, n) for n, data in commits.items()}
+        return self.secure.deal(dict(public_keys), commitments)
 
     def select(self, releases: Sequence[SecureRelease]) -> Request:
         """The secure select pipeline: the re-measurement request, from the first releases."""

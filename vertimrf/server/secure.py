@@ -56,7 +56,7 @@ from vertimrf.protocol.secure import (
     Request,
     SecurePlan,
 )
-from vertimrf.protocol.securemsg import Deal, GroupDeal, SecureRelease
+from vertimrf.protocol.securemsg import Deal, GroupDeal, SecureRelease, commit_set_digest
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice, choose_bins
 from vertimrf.server.methods import server_strategy
@@ -227,26 +227,38 @@ class SecureServer:
         self._request: Request | None = None
         self._bins: dict[Marginal, BinChoice] = {}
         self._public_keys: dict[str, PublicKey] | None = None
+        self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
 
     def _dealer(self, public_keys: Mapping[str, PublicKey]) -> Callable[..., bytes]:
-        """The server's deal keys for this run and these parties' keys: 32 bytes per
-        label, derived from its own secret (a re-run deals the same bytes)."""
+        """The server's deal keys for this run, these parties' keys and their data
+        commitments: 32 bytes per label, derived from its own secret (a re-run on the same
+        commitments deals the same bytes; a party whose data changed commits anew, and
+        every mask changes with it, so no mask is used on two different tables)."""
         missing = sorted(set(self.plan.names) - set(public_keys))
         if missing:
             raise MessageError(f"the server needs the public keys of {missing} to deal.")
+        if self._commit_set is None:
+            raise MessageError("the server deals only on every party's data commitment.")
         keys = sha256()
         for name in self.plan.names:
             keys.update(name.encode() + b"\0" + public_keys[name].raw)
-        label = (self.config.config_hash(), keys.hexdigest())
+        label = (self.config.config_hash(), keys.hexdigest(), self._commit_set.hex())
 
         def derived(*what: str) -> bytes:
             return derive_key(self._secret, "server-deal", *label, *what)
 
         return derived
 
-    def deal(self, public_keys: Mapping[str, PublicKey]) -> dict[str, bytes]:
-        """Step 0: one sealed deal per party."""
+    def deal(
+        self, public_keys: Mapping[str, PublicKey], commitments: Mapping[str, bytes]
+    ) -> dict[str, bytes]:
+        """Step 0: one sealed deal per party, made for every party's data ``commitments``
+        (each party's commit message, :func:`~vertimrf.protocol.securemsg.read_commit`)."""
         plan, ctx = self.plan, self.config.run_context()
+        missing = sorted(set(plan.names) - set(commitments))
+        if missing:
+            raise MessageError(f"the server needs the data commitments of {missing} to deal.")
+        self._commit_set = commit_set_digest(dict(commitments), plan.names)
         derived = self._dealer(public_keys)
         self._public_keys = dict(public_keys)
         seeds_u = [derived("U", name) for name in plan.names]
@@ -258,14 +270,16 @@ class SecureServer:
                 seeds_u[p],
                 {plan.names[q]: seeds_w[p, q] for (a, q) in plan.pairs() if a == p},
                 {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p},
+                self._commit_set,
+                bytes(commitments[name]),
             )
             deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
         return deals
 
     def group_deals(self, public_keys: Mapping[str, PublicKey] | None = None) -> dict[str, bytes]:
         """Step 2, after :meth:`select`: one sealed round-2 deal per party, for the groups
-        of the request (fresh masks, bound to the request); ``public_keys`` default to
-        those :meth:`deal` used."""
+        of the request (fresh masks, bound to the request and to the commitments the
+        first deal was made for); ``public_keys`` default to those :meth:`deal` used."""
         if self._request is None:
             raise MessageError("run select(first releases) before group_deals.")
         if public_keys is None:
@@ -290,7 +304,7 @@ class SecureServer:
                 {names[a]: z[a, q][1] for (a, q) in z if q == p},
             )
             seal = derived("seal2", name, digest)
-            deals[name] = deal.seal(public_keys[name], ctx, randomness=seal)
+            deals[name] = deal.seal(public_keys[name], ctx, digest, randomness=seal)
         return deals
 
     @property
@@ -331,6 +345,7 @@ class SecureServer:
             raise MessageError("this server already ran select; each run selects once.")
         marginals = self.plan.all_pairs()
         self._check_releases(SELECT, marginals, releases)
+        self._check_commit_set(releases)
         count = [r.count for r in releases if r.party == self.plan.count_party]
         if count[0] is None:
             raise MessageError(
@@ -345,8 +360,24 @@ class SecureServer:
             self.n_hat = record_total(count[0], self.plan.count_epsilon, first)
             chosen = self._choose(first, rng)
             self._bins = self._binning(first, chosen)
-            self._request = Request(tuple(chosen), {m: c.maps for m, c in self._bins.items()})
+            bins = {m: c.maps for m, c in self._bins.items()}
+            self._request = self.plan.check_request(chosen, bins)  # canonical order
         return self._request
+
+    def _check_commit_set(self, releases: Sequence[SecureRelease]) -> None:
+        """Every first release names the commitments its deal was made for, all the same
+        (and this server's, if it dealt in this process); they bind the round-2 deals."""
+        sets = {r.commit_set for r in releases}
+        mine = None if self._commit_set is None else self._commit_set.hex()
+        if len(sets) != 1 or (mine is not None and sets != {mine}):
+            raise MessageError(
+                "the first releases were made with deals of other data commitments: every "
+                "party must release with the deal the server made in this run."
+            )
+        try:
+            self._commit_set = bytes.fromhex(sets.pop())
+        except ValueError:
+            raise MessageError("a first release names a malformed commit set.") from None
 
     def _binning(self, first: Tables, marginals: Sequence[Marginal]) -> dict[Marginal, BinChoice]:
         """The 2-way marginals of the request to measure on bins, with their estimated

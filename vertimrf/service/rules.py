@@ -1,12 +1,13 @@
 """Which messages a party may upload, and how large each may be, from the config alone.
 
 A party uploads only the messages its steps send (``count``, ``blob`` and ``group-blob`` to
-its peers; ``local``, ``select``, ``cross`` and ``measure`` to the server, by method); the
+its peers; ``commit``, ``local``, ``select``, ``cross`` and ``measure`` to the server, by
+method); the
 server's own messages (``deal``, ``request``, ``group-deal``) are written by the server's
 run, never uploaded. The size limits come from the config's plan
 (:meth:`ProtocolConfig.plan`): a round-1 feature blob is exactly its plan size, a round-2
 one at most its cap's; a release or local message at most everything its sender sends in
-the run, plus 1 MiB of container headers; a count message 1 KiB. The first bytes of a body
+the run, plus 1 MiB of container headers; a count or commit message 1 KiB. The first bytes of a body
 must be its format's (a zip container, or a JSON object for a count): a garbage body is
 refused after its first chunk.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
+from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES
 from vertimrf.protocol.seeds import SERVER
 
 COUNT_BYTES = 1024
@@ -59,6 +61,7 @@ def uploads(config: ProtocolConfig) -> dict[tuple[str, str, str], Upload]:
         for k in to_server:
             out[sender, SERVER, k] = release
         if kind.secure_product:
+            out[sender, SERVER, "commit"] = Upload(MAX_COMMIT_BYTES, b"{")
             for q in peers:
                 out[sender, q, "blob"] = Upload(plan.blob_bytes[sender])
                 if kind.selects:
