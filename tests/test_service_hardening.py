@@ -1,0 +1,116 @@
+"""The service holds up: a bad ``wait`` or an over-long name is a one-line 400; a feature
+blob of another length, or a container of another kind or party, is refused before it is
+stored (the right upload then succeeds). Each service is its own process on 127.0.0.1."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+
+import pytest
+import requests
+
+from tests.test_driver import _table
+from tests.test_service import _held, _pinned, _put, _server, _session
+from vertimrf.protocol.channels import KeyPair
+from vertimrf.protocol.container import write_container
+from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
+from vertimrf.protocol.securemsg import SecureRelease
+
+
+def _stop(server: subprocess.Popen) -> str:
+    """SIGTERM the service (if it runs) and its stderr; no traceback in it."""
+    try:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=60)
+    finally:
+        server.kill()
+    assert "Traceback" not in err, err[-3000:]
+    return err
+
+
+@pytest.fixture
+def service(tmp_path):
+    """A service of a secure run (the default): its folder, URL and config."""
+    df, spec = _table(40)
+    cfg = _pinned(tmp_path, df, spec)
+    server, url = _server(tmp_path)
+    yield tmp_path, url, cfg
+    _stop(server)
+
+
+def _keys(tmp_path, name: str) -> KeyPair:
+    return KeyPair.load(tmp_path / f"{name}.key")
+
+
+def _one_line_400(response: requests.Response, words: str) -> None:
+    assert response.status_code == 400, (response.status_code, response.text[:300])
+    error = response.json()["error"]
+    assert words in error and "\n" not in error, error
+
+
+def test_a_wait_that_is_not_a_number_of_seconds_from_0_is_refused(service):
+    """wait=nan kept the long-poll polling for ever; nan, inf, -1 and a word are 400."""
+    tmp_path, url, cfg = service
+    b = _session(cfg, _keys(tmp_path, "B"))
+    route = f"{url}/v1/runs/{cfg.config_hash()}/messages/A/B/blob"
+    for wait in ("nan", "inf", "-inf", "-1", "soon"):
+        _one_line_400(b.get(route, params={"wait": wait}, timeout=10), "number of seconds")
+    assert b.get(route, params={"wait": "0.1"}, timeout=10).status_code == 204
+
+
+def test_over_long_names_are_refused_with_a_400(service):
+    """A 5,000-character kind read as a file name was a 500 with a traceback; every role
+    and kind in the path is at most 100 characters."""
+    tmp_path, url, cfg = service
+    run = cfg.config_hash()
+    a, b = (_session(cfg, _keys(tmp_path, n)) for n in "AB")
+    long = "k" * 5000
+    base = f"{url}/v1/runs/{run}/messages"
+    for session, route in [(b, f"A/B/{long}"), (b, f"{long}/B/blob"), (a, f"A/{long}/blob")]:
+        _one_line_400(session.get(f"{base}/{route}", timeout=10), "over 100 characters")
+    _one_line_400(_put(a, url, run, f"A/B/{long}", b"x"), "over 100 characters")
+    _one_line_400(_put(a, url, run, f"{long}/B/blob", b"x"), "over 100 characters")
+    assert {row[2] for row in _held(tmp_path)} <= {"deal"}  # the server's own, no upload
+
+
+def test_a_blob_of_another_length_is_refused_and_the_right_one_is_then_stored(service):
+    """A 100-byte round-1 blob was stored, and the right one then got 409 (the run was
+    stuck); a blob of any length but its plan's is refused before a byte is stored."""
+    tmp_path, url, cfg = service
+    run = cfg.config_hash()
+    a = _session(cfg, _keys(tmp_path, "A"))
+    planned = cfg.plan().blob_bytes["A"]
+    _one_line_400(_put(a, url, run, "A/B/blob", os.urandom(100)), f"exactly {planned:,}")
+    assert _put(a, url, run, "A/B/blob", os.urandom(planned + 1)).status_code == 413
+    assert not [r for r in _held(tmp_path) if r[2] == "blob"]
+    assert not list((tmp_path / "server-state" / "messages" / ".partial").iterdir())
+    right = os.urandom(planned)
+    assert _put(a, url, run, "A/B/blob", right).status_code == 201
+    assert _put(a, url, run, "A/B/blob", right).status_code == 200  # a resend
+
+
+def _release(party: str, run: str) -> bytes:
+    buf = io.BytesIO()
+    SecureRelease(party, "select", run, "0" * 64, {}, {}).save(buf)
+    return buf.getvalue()
+
+
+def test_a_container_of_another_kind_or_party_is_refused_before_it_is_stored(service):
+    """B's release uploaded by A was stored as A's select; a container naming another
+    party, of another container kind, or of another run, is refused and nothing is held;
+    A's own release is then stored."""
+    tmp_path, url, cfg = service
+    run = cfg.config_hash()
+    a = _session(cfg, _keys(tmp_path, "A"))
+    _one_line_400(_put(a, url, run, "A/server/select", _release("B", run)), "not A's")
+    local = io.BytesIO()
+    write_container(local, LOCAL_CONTAINER, {"party": "A", "config_hash": run}, {})
+    _one_line_400(_put(a, url, run, "A/server/select", local.getvalue()), "not a select")
+    assert _put(a, url, run, "A/server/select", _release("A", "0" * 64)).status_code == 409
+    assert not [r for r in _held(tmp_path) if r[2] == "select"]
+    assert not list((tmp_path / "server-state" / "messages" / ".partial").iterdir())
+    assert _put(a, url, run, "A/server/select", _release("A", run)).status_code == 201
