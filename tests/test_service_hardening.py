@@ -1,13 +1,17 @@
 """The service holds up: a bad ``wait`` or an over-long name is a one-line 400; a feature
 blob of another length, or a container of another kind or party, is refused before it is
-stored (the right upload then succeeds). Each service is its own process on 127.0.0.1."""
+stored (the right upload then succeeds); a client stalled in its TLS handshake or its
+request's head is dropped within the read time-out. Each service is its own process on
+127.0.0.1."""
 
 from __future__ import annotations
 
 import io
 import os
 import signal
+import socket
 import subprocess
+import time
 
 import pytest
 import requests
@@ -18,6 +22,9 @@ from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.container import write_container
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
 from vertimrf.protocol.securemsg import SecureRelease
+from vertimrf.service.tls import client_context
+
+READ_TIMEOUT = 2.0  # the services' --read-timeout here
 
 
 def _stop(server: subprocess.Popen) -> str:
@@ -34,10 +41,11 @@ def _stop(server: subprocess.Popen) -> str:
 
 @pytest.fixture
 def service(tmp_path):
-    """A service of a secure run (the default): its folder, URL and config."""
+    """A service of a secure run (the default) with a 2 s read time-out: its folder, URL
+    and config."""
     df, spec = _table(40)
     cfg = _pinned(tmp_path, df, spec)
-    server, url = _server(tmp_path)
+    server, url = _server(tmp_path, "--read-timeout", str(READ_TIMEOUT))
     yield tmp_path, url, cfg
     _stop(server)
 
@@ -64,7 +72,8 @@ def test_a_wait_that_is_not_a_number_of_seconds_from_0_is_refused(service):
 
 def test_over_long_names_are_refused_with_a_400(service):
     """A 5,000-character kind read as a file name was a 500 with a traceback; every role
-    and kind in the path is at most 100 characters."""
+    and kind in the path is at most 100 characters (a path over aiohttp's 8,190-byte line
+    is its own 400)."""
     tmp_path, url, cfg = service
     run = cfg.config_hash()
     a, b = (_session(cfg, _keys(tmp_path, n)) for n in "AB")
@@ -74,6 +83,8 @@ def test_over_long_names_are_refused_with_a_400(service):
         _one_line_400(session.get(f"{base}/{route}", timeout=10), "over 100 characters")
     _one_line_400(_put(a, url, run, f"A/B/{long}", b"x"), "over 100 characters")
     _one_line_400(_put(a, url, run, f"{long}/B/blob", b"x"), "over 100 characters")
+    huge = b.get(f"{base}/A/B/{'k' * 9000}", timeout=10)
+    assert huge.status_code == 400 and "Traceback" not in huge.text
     assert {row[2] for row in _held(tmp_path)} <= {"deal"}  # the server's own, no upload
 
 
@@ -114,3 +125,37 @@ def test_a_container_of_another_kind_or_party_is_refused_before_it_is_stored(ser
     assert not [r for r in _held(tmp_path) if r[2] == "select"]
     assert not list((tmp_path / "server-state" / "messages" / ".partial").iterdir())
     assert _put(a, url, run, "A/server/select", _release("A", run)).status_code == 201
+
+
+def _dropped_within(sock: socket.socket, seconds: float) -> float:
+    """Seconds until the service closes ``sock`` (inf if it is open after ``seconds``)."""
+    start = time.monotonic()
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return float("inf")
+    except OSError:  # a reset, or a TLS connection cut without its close_notify
+        pass
+    return time.monotonic() - start
+
+
+def test_a_client_stalled_mid_header_or_mid_handshake_is_dropped(service):
+    """A party that sends half a request's head, and a stranger that sends half a TLS
+    hello, each then nothing: the service closes both within its read time-out (2 s here),
+    where it held them for over a minute; a long-poll longer than the time-out is not cut."""
+    tmp_path, url, cfg = service
+    host, port = url.removeprefix("https://").split(":")
+    limit = READ_TIMEOUT + 3.0
+    context = client_context(cfg, _keys(tmp_path, "A"))
+    with context.wrap_socket(socket.create_connection((host, int(port)), timeout=30),
+                             server_hostname=host) as tls:  # fmt: skip
+        tls.sendall(b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept:")
+        assert _dropped_within(tls, 30) < limit
+    with socket.create_connection((host, int(port)), timeout=30) as raw:
+        raw.sendall(b"\x16\x03\x01\x02\x00\x01")  # the head of a TLS ClientHello
+        assert _dropped_within(raw, 30) < limit
+    b = _session(cfg, _keys(tmp_path, "B"))  # a request in progress is never dropped:
+    poll = b.get(f"{url}/v1/runs/{cfg.config_hash()}/messages/A/B/blob", params={"wait": "4"})
+    assert poll.status_code == 204  # a long-poll twice the read time-out is answered

@@ -25,8 +25,9 @@ the sender never sends to that receiver; 403 the sender (PUT) or receiver (GET) 
 authenticated party; 404 another run; 409 a message held with other bytes, or a body of
 another run (its config hash); 411 no length; 413 over the kind's size limit
 (:mod:`vertimrf.service.rules`). A client without a pinned certificate fails the TLS
-handshake and gets no status at all. A chunk that does not arrive within
-:data:`READ_TIMEOUT` seconds ends its upload (a slow client never blocks the others).
+handshake and gets no status at all. A chunk that does not arrive within the read time-out
+(:data:`READ_TIMEOUT` seconds unless set) ends its upload (a slow client never blocks the
+others).
 """
 
 from __future__ import annotations
@@ -100,10 +101,14 @@ def _absorb(digest: Any, fh: Any, chunk: bytes) -> None:
 
 
 def make_app(
-    config: ProtocolConfig, store: MessageStore, status: Callable[[], dict]
+    config: ProtocolConfig,
+    store: MessageStore,
+    status: Callable[[], dict],
+    *,
+    read_timeout: float = READ_TIMEOUT,
 ) -> web.Application:
     """The service's routes over ``store``; ``status()`` gives the run's state for
-    ``/v1/status``."""
+    ``/v1/status``; an upload whose next chunk takes over ``read_timeout`` seconds ends."""
     long = [p.name for p in config.parties if len(p.name) > MAX_NAME]
     if long:
         raise ConfigError(
@@ -197,9 +202,9 @@ def make_app(
             with fh:
                 while True:
                     try:
-                        chunk = await asyncio.wait_for(request.content.read(CHUNK), READ_TIMEOUT)
+                        chunk = await asyncio.wait_for(request.content.read(CHUNK), read_timeout)
                     except asyncio.TimeoutError:
-                        return _refuse(408, f"no body bytes within {READ_TIMEOUT:g} s.")
+                        return _refuse(408, f"no body bytes within {read_timeout:g} s.")
                     if not chunk:
                         break
                     if len(head) < len(magic):
