@@ -1,8 +1,8 @@
 """The service holds up: a bad ``wait`` or an over-long name is a one-line 400; a feature
 blob of another length, or a container of another kind or party, is refused before it is
 stored (the right upload then succeeds); a client stalled in its TLS handshake or its
-request's head is dropped within the read time-out. Each service is its own process on
-127.0.0.1."""
+request's head is dropped within the read time-out; SIGTERM or SIGINT stops the service
+within 5 s with long-polls open. Each service is its own process on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -159,3 +160,56 @@ def test_a_client_stalled_mid_header_or_mid_handshake_is_dropped(service):
     b = _session(cfg, _keys(tmp_path, "B"))  # a request in progress is never dropped:
     poll = b.get(f"{url}/v1/runs/{cfg.config_hash()}/messages/A/B/blob", params={"wait": "4"})
     assert poll.status_code == 204  # a long-poll twice the read time-out is answered
+
+
+def _long_poll(session: requests.Session, url: str, answers: list) -> None:
+    try:
+        answers.append(session.get(url, params={"wait": "60"}, timeout=90).status_code)
+    except requests.ConnectionError as exc:
+        answers.append(type(exc).__name__)
+
+
+@pytest.mark.parametrize(
+    ("sig", "extra"),
+    [(signal.SIGTERM, ()), (signal.SIGTERM, ("--exit-when-done",)), (signal.SIGINT, ())],
+)
+def test_a_signal_stops_the_service_within_5_s_with_long_polls_open(tmp_path, sig, extra):
+    """Two parties long-poll (wait=60) for blobs that never come; SIGTERM (or SIGINT) stops
+    the service within 5 s, exit 128 + the signal (143, 130), with one line on the way out;
+    the polls are answered 204."""
+    df, spec = _table(40)
+    cfg = _pinned(tmp_path, df, spec)
+    server, url = _server(tmp_path, *extra)
+    run = cfg.config_hash()
+    answers: list = []
+    polls = [
+        threading.Thread(
+            target=_long_poll,
+            args=(
+                _session(cfg, _keys(tmp_path, n)),
+                f"{url}/v1/runs/{run}/messages/A/{n}/blob",
+                answers,
+            ),
+        )
+        for n in ("B", "C")
+    ]
+    try:
+        for poll in polls:
+            poll.start()
+        time.sleep(1.5)  # the polls are in
+        assert server.poll() is None and not answers
+        start = time.monotonic()
+        server.send_signal(sig)
+        server.wait(timeout=30)
+        took = time.monotonic() - start
+    finally:
+        err = _stop(server)
+        for poll in polls:
+            poll.join(30)
+    assert took < 5.0, took
+    assert server.returncode == 128 + sig
+    assert err.strip().splitlines()[-1] == (
+        f"vertimrf server: stopped by {sig.name}; the state folder keeps the run: serve it "
+        "again to resume."
+    )
+    assert answers == [204, 204]

@@ -13,7 +13,7 @@ certificate, and the authenticated party is the one it pins):
 * ``GET /v1/runs/<run>/messages/<sender>/<receiver>/<kind>?wait=SECONDS``: download a
   message addressed to the authenticated party, waiting up to ``wait`` seconds (at most
   :data:`MAX_WAIT`) for it; 200 with the body streamed and its ``X-Content-SHA256``, or
-  204 if it has not arrived yet.
+  204 if it has not arrived yet (or the service is stopping).
 * ``GET /v1/status``: the run's state (``waiting``, ``running``, ``done``, ``failed``
   and why), every message held (sender, receiver, kind, SHA-256, bytes, time) and each
   party's last step and bytes sent, as JSON.
@@ -119,6 +119,12 @@ def make_app(
     allowed = uploads(config)
     fingerprints = party_fingerprints(config)
     app = web.Application()
+    stopping = asyncio.Event()  # set on shutdown: long-polls answer 204 at once
+
+    async def on_shutdown(_: web.Application) -> None:
+        stopping.set()
+
+    app.on_shutdown.append(on_shutdown)
 
     def peer(request: web.Request) -> str | None:
         transport = request.transport
@@ -253,7 +259,7 @@ def make_app(
             return _refuse(400, f"wait={text[:20]!r}: give a number of seconds, 0 or more.")
         deadline = asyncio.get_running_loop().time() + min(wait, MAX_WAIT)
         while (digest := store.digest(message)) is None:
-            if asyncio.get_running_loop().time() >= deadline:
+            if stopping.is_set() or asyncio.get_running_loop().time() >= deadline:
                 return web.Response(status=204)
             await asyncio.sleep(POLL)
         path = store.path(message)

@@ -4,7 +4,9 @@
 * :func:`serve`: the service of one run, until it ends (``exit_when_done``) or a signal
   stops it (port 0: an ephemeral port, written to ``port_file``). A client that holds a
   connection with no request in progress (stalled in its TLS handshake or its request's
-  head, or idle between requests) for the read time-out is dropped;
+  head, or idle between requests) for the read time-out is dropped; SIGTERM or SIGINT
+  answers the long-polls at once, gives uploads in progress :data:`SHUTDOWN_GRACE` seconds,
+  and stops the service (exit 143 or 130; the state folder keeps the run);
 * the parties' side, :func:`~vertimrf.service.client.party_transport` and
   :func:`~vertimrf.service.client.fetch_status`, is in :mod:`vertimrf.service.client`, so a
   party never loads the server's framework.
@@ -16,6 +18,7 @@ made and compared).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
@@ -23,7 +26,6 @@ import signal
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -41,7 +43,8 @@ from vertimrf.synth.table_file import check_table_file
 log = logging.getLogger(__name__)
 
 GRACE = 1.0  # seconds the service keeps serving after the run ends (exit_when_done)
-_TICK = 0.2  # seconds between looks at idle connections
+SHUTDOWN_GRACE = 1.0  # seconds a request in progress may take once a signal stops the service
+_TICK = 0.2  # seconds between looks at the run's end and at idle connections
 
 
 class _MalformedRequest(logging.Filter):
@@ -86,9 +89,9 @@ def serve(
     port_file: str | os.PathLike | None = None,
     read_timeout: float = READ_TIMEOUT,
 ) -> int:
-    """Serve the run of ``config`` on ``listen`` (HOST:PORT); 0 when it ends done (or a
-    signal stops the service), 2 when it failed (the reason logged to ``vertimrf.service``).
-    A connection with no request in progress for
+    """Serve the run of ``config`` on ``listen`` (HOST:PORT); 0 when it ends done, 2 when it
+    failed (the reason logged to ``vertimrf.service``), 128 + the signal's number when
+    SIGTERM or SIGINT stops it. A connection with no request in progress for
     ``read_timeout`` seconds, or an upload whose next chunk takes that long, is dropped."""
     context = server_context(config, keypair)
     host, port = parse_listen(listen)
@@ -164,13 +167,22 @@ async def _serve(
     port_file: str | os.PathLike | None,
     idle: _IdleConnections,
 ) -> int:
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, logger=_http_log)
+    runner = web.AppRunner(
+        app, handle_signals=False, access_log=None, logger=_http_log,
+        shutdown_timeout=SHUTDOWN_GRACE,
+    )  # fmt: skip
     await runner.setup()
     assert runner.server is not None
     stop = asyncio.Event()
+    caught: list[int] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: int) -> None:
+        caught.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     server, sweep = None, asyncio.ensure_future(idle.sweep(runner.server))
     try:
         # aiohttp's sites take no TLS handshake time-out: the socket is served directly
@@ -182,18 +194,23 @@ async def _serve(
             atomic_write_text(port_file, f"{bound}\n")
         log.info("run %s on https://%s:%d", run.config.config_hash()[:16], host, bound)
         run.start()
-        if exit_when_done:
-            finished = loop.run_in_executor(None, run.finished.wait)
-            waiting = asyncio.ensure_future(stop.wait())
-            either: list[asyncio.Future[Any]] = [finished, waiting]
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-            waiting.cancel()
-            await asyncio.sleep(GRACE)
-        else:
-            await stop.wait()
+        while not (stop.is_set() or (exit_when_done and run.finished.is_set())):
+            await _wait(stop, _TICK)
+        if not stop.is_set():
+            await _wait(stop, GRACE)
     finally:
         sweep.cancel()
         if server is not None:
             server.close()
         await runner.cleanup()
+    if caught:
+        name = signal.Signals(caught[0]).name
+        log.info("stopped by %s; the state folder keeps the run: serve it again to resume.", name)
+        return 128 + caught[0]
     return 2 if run.state == "failed" else 0
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> None:
+    """Until ``event`` is set, or ``seconds`` have passed."""
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(event.wait(), seconds)
