@@ -155,7 +155,7 @@ def _serve(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     return serve(
         cfg, server_key(args), state_dir, args.listen, party_timeout=args.timeout,
         seed=args.seed, out=args.out, report=args.report, exit_when_done=args.exit_when_done,
-        port_file=args.port_file,
+        port_file=args.port_file, read_timeout=args.read_timeout,
     )  # fmt: skip
 
 
@@ -309,6 +309,13 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
     )
     run.add_argument(
         "--port-file", default=None, help="--listen: write the port listened on here (port 0)"
+    )
+    run.add_argument(
+        "--read-timeout",
+        type=float,
+        default=60.0,
+        help="--listen: drop a client that sends no request (or no next upload chunk) for "
+        "this many seconds (default 60)",
     )
     _transport_args(run)
     _state_arg(run, "$XDG_STATE_HOME/vertimrf/server/HASH, else ~/.local/state/...")

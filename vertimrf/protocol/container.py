@@ -140,23 +140,26 @@ def read_container(
     *,
     array_bytes: Callable[[str], int | None],
     manifest_bytes: int = 1 << 22,
+    arrays: bool = True,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Read and verify a container written by :func:`write_container`.
 
     ``array_bytes(name)`` is the largest data payload (bytes) allowed for the array
     ``name``, or None if no such array may appear; ``manifest_bytes`` bounds the manifest.
     Returns ``(meta, arrays)``; raises :class:`MessageError` on any problem with the file.
-    ``source`` is a path or a binary file object (read from its start, left open).
+    ``source`` is a path or a binary file object (read from its start, left open). With
+    ``arrays=False`` the manifest and the entries are verified but no array is read (none
+    is returned).
     """
     path = source_name(source)
     if not isinstance(source, str | os.PathLike):
-        return _read_zip(path, source, kind, array_bytes, manifest_bytes)
+        return _read_zip(path, source, kind, array_bytes, manifest_bytes, arrays)
     try:
         fh = open(source, "rb")  # noqa: SIM115 (closed below, after the error translation)
     except OSError as exc:
         raise MessageError(f"{path}: cannot open the file ({exc.strerror or exc}).") from exc
     with fh:
-        return _read_zip(path, fh, kind, array_bytes, manifest_bytes)
+        return _read_zip(path, fh, kind, array_bytes, manifest_bytes, arrays)
 
 
 def _read_zip(
@@ -165,6 +168,7 @@ def _read_zip(
     kind: str,
     array_bytes: Callable[[str], int | None],
     manifest_bytes: int,
+    read_arrays: bool,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     try:
         _check_directory(path, fh)
@@ -175,7 +179,7 @@ def _read_zip(
             index = _check_index(path, manifest, bounds, array_bytes)
             arrays = {
                 name: _read_array(path, zf, infos[f"{name}.npy"], name, spec, bounds[name])
-                for name, spec in index.items()
+                for name, spec in (index.items() if read_arrays else ())
             }
     except MessageError:
         raise

@@ -13,18 +13,21 @@ certificate, and the authenticated party is the one it pins):
 * ``GET /v1/runs/<run>/messages/<sender>/<receiver>/<kind>?wait=SECONDS``: download a
   message addressed to the authenticated party, waiting up to ``wait`` seconds (at most
   :data:`MAX_WAIT`) for it; 200 with the body streamed and its ``X-Content-SHA256``, or
-  204 if it has not arrived yet.
+  204 if it has not arrived yet (or the service is stopping).
 * ``GET /v1/status``: the run's state (``waiting``, ``running``, ``done``, ``failed``
   and why), every message held (sender, receiver, kind, SHA-256, bytes, time) and each
   party's last step and bytes sent, as JSON.
 
-Refusals (JSON ``{"error": ...}``): 400 a malformed name, header or body, or a kind the
-sender never sends to that receiver; 403 the sender (PUT) or receiver (GET) is not the
+Refusals (JSON ``{"error": ...}``): 400 a malformed name (or one over :data:`MAX_NAME`
+characters), header, ``wait`` (not a number of seconds from 0) or body (a feature blob not
+of its planned length; a container of another kind, or naming another party), or a kind
+the sender never sends to that receiver; 403 the sender (PUT) or receiver (GET) is not the
 authenticated party; 404 another run; 409 a message held with other bytes, or a body of
 another run (its config hash); 411 no length; 413 over the kind's size limit
 (:mod:`vertimrf.service.rules`). A client without a pinned certificate fails the TLS
-handshake and gets no status at all. A chunk that does not arrive within
-:data:`READ_TIMEOUT` seconds ends its upload (a slow client never blocks the others).
+handshake and gets no status at all. A chunk that does not arrive within the read time-out
+(:data:`READ_TIMEOUT` seconds unless set) ends its upload (a slow client never blocks the
+others).
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import re
-import zipfile
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -42,6 +47,9 @@ from aiohttp import web
 from vertimrf.driver.transport import Message
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.container import read_container
+from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
+from vertimrf.protocol.securemsg import RELEASE_KIND
 from vertimrf.service.rules import CONTAINER_KINDS, COUNT_BYTES, SEALED_KINDS, uploads
 from vertimrf.service.store import CHUNK, MessageStore
 from vertimrf.service.tls import party_fingerprints, party_of
@@ -49,6 +57,11 @@ from vertimrf.service.tls import party_fingerprints, party_of
 MAX_WAIT = 30.0
 READ_TIMEOUT = 60.0
 POLL = 0.05
+MAX_NAME = 100  # characters of a role or kind: <sender>.<kind> fits a 255-byte file name
+# The container each message kind holds (its manifest's kind).
+CONTAINER_FORMATS = {"local": LOCAL_CONTAINER} | dict.fromkeys(
+    ("select", "cross", "measure"), RELEASE_KIND
+)
 _MANIFEST_BYTES = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -57,21 +70,27 @@ def _refuse(status: int, text: str) -> web.Response:
     return web.json_response({"error": text}, status=status)
 
 
-def body_run(kind: str, path: Any) -> str | None:
-    """The config hash a container or count body names (None if it names none)."""
+def body_run(path: Path) -> str | None:
+    """The config hash a count body names (None if it names none)."""
     try:
-        if kind == "count":
-            with open(path, "rb") as fh:
-                data = json.loads(fh.read(COUNT_BYTES + 1))
-            return str(data["config_hash"])
-        with zipfile.ZipFile(path) as zf:
-            info = zf.getinfo("manifest.json")
-            if info.file_size > _MANIFEST_BYTES:
-                return None
-            manifest = json.loads(zf.read(info))
-        return str(manifest["meta"]["config_hash"])
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, RecursionError):
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read(COUNT_BYTES + 1))
+        return str(data["config_hash"])
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
+
+
+def container_meta(kind: str, path: Path) -> dict[str, Any]:
+    """The metadata of the container a ``kind`` message's body holds at ``path``: its
+    manifest verified (format, version, container kind, checksum), no array read (so no
+    array size is bounded here: the receiver's reader bounds them); MessageError if it
+    holds none."""
+    with open(path, "rb") as fh:  # read as a file object: errors name "the message"
+        meta, _ = read_container(
+            fh, CONTAINER_FORMATS[kind], array_bytes=lambda _: sys.maxsize,
+            manifest_bytes=_MANIFEST_BYTES, arrays=False,
+        )  # fmt: skip
+    return meta
 
 
 def _absorb(digest: Any, fh: Any, chunk: bytes) -> None:
@@ -82,14 +101,30 @@ def _absorb(digest: Any, fh: Any, chunk: bytes) -> None:
 
 
 def make_app(
-    config: ProtocolConfig, store: MessageStore, status: Callable[[], dict]
+    config: ProtocolConfig,
+    store: MessageStore,
+    status: Callable[[], dict],
+    *,
+    read_timeout: float = READ_TIMEOUT,
 ) -> web.Application:
     """The service's routes over ``store``; ``status()`` gives the run's state for
-    ``/v1/status``."""
+    ``/v1/status``; an upload whose next chunk takes over ``read_timeout`` seconds ends."""
+    long = [p.name for p in config.parties if len(p.name) > MAX_NAME]
+    if long:
+        raise ConfigError(
+            f"party name {long[0][:MAX_NAME]}... is over {MAX_NAME} characters: "
+            "give the parties shorter names."
+        )
     run = config.config_hash()
     allowed = uploads(config)
     fingerprints = party_fingerprints(config)
     app = web.Application()
+    stopping = asyncio.Event()  # set on shutdown: long-polls answer 204 at once
+
+    async def on_shutdown(_: web.Application) -> None:
+        stopping.set()
+
+    app.on_shutdown.append(on_shutdown)
 
     def peer(request: web.Request) -> str | None:
         transport = request.transport
@@ -100,6 +135,8 @@ def make_app(
         """The message the route names, if the authenticated party is its sender (an
         upload) or its receiver (a download); else the refusal."""
         info = request.match_info
+        if any(len(info[k]) > MAX_NAME for k in ("sender", "receiver", "kind")):
+            return _refuse(400, f"a role or kind in the path is over {MAX_NAME} characters.")
         if info["run"] != run:
             return _refuse(404, f"no run {info['run'][:16]}: this service runs {run[:16]}.")
         try:
@@ -129,6 +166,11 @@ def make_app(
             return _refuse(
                 413, f"{length:,} bytes is over the {upload.limit:,} a {message.kind} may hold."
             )
+        if upload.exact and length != upload.limit:
+            return _refuse(
+                400, f"a {message.kind} from {message.sender} is exactly {upload.limit:,} "
+                f"bytes (the plan's), not {length:,}: resend it whole.",
+            )  # fmt: skip
         declared = request.headers.get("X-Content-SHA256", "")
         if not _SHA256.fullmatch(declared):
             return _refuse(400, "X-Content-SHA256 (64 lowercase hex digits) is required.")
@@ -138,6 +180,22 @@ def make_app(
                 return web.json_response({"stored": False, "sha256": held}, status=200)
             return _refuse(409, f"the {message} is already held with other bytes.")
         return await _receive(request, message, upload.magic, length, declared)
+
+    def _check_container(message: Message, path: Path) -> web.Response | None:
+        """The refusal of a container body of another kind, run or sender (None: none)."""
+        try:
+            meta = container_meta(message.kind, path)
+        except MessageError as exc:
+            return _refuse(400, f"the body is not a {message.kind} message ({exc})")
+        if meta.get("config_hash") != run:
+            return _refuse(409, "the body is another run's message (its config hash).")
+        party = meta.get("party")
+        if party != message.sender:
+            return _refuse(
+                400, f"the body is {party!r:.{MAX_NAME}}'s {message.kind}, not "
+                f"{message.sender}'s: upload your own.",
+            )  # fmt: skip
+        return None
 
     async def _receive(
         request: web.Request, message: Message, magic: bytes, length: int, declared: str
@@ -150,9 +208,9 @@ def make_app(
             with fh:
                 while True:
                     try:
-                        chunk = await asyncio.wait_for(request.content.read(CHUNK), READ_TIMEOUT)
+                        chunk = await asyncio.wait_for(request.content.read(CHUNK), read_timeout)
                     except asyncio.TimeoutError:
-                        return _refuse(408, f"no body bytes within {READ_TIMEOUT:g} s.")
+                        return _refuse(408, f"no body bytes within {read_timeout:g} s.")
                     if not chunk:
                         break
                     if len(head) < len(magic):
@@ -168,8 +226,12 @@ def make_app(
                 return _refuse(400, f"the body ended after {size:,} of {length:,} bytes.")
             if digest is not None and digest.hexdigest() != declared:
                 return _refuse(400, "the body does not match its X-Content-SHA256.")
-            if message.kind in CONTAINER_KINDS or message.kind == "count":
-                named = body_run(message.kind, path)
+            if message.kind in CONTAINER_KINDS:
+                refusal = _check_container(message, path)
+                if refusal is not None:
+                    return refusal
+            if message.kind == "count":
+                named = body_run(path)
                 if named is None:
                     return _refuse(400, f"the body is not a {message.kind} message.")
                 if named != run:
@@ -188,13 +250,16 @@ def make_app(
         message = message_of(request, upload=False)
         if isinstance(message, web.Response):
             return message
+        text = request.query.get("wait", "0")
         try:
-            wait = min(max(float(request.query.get("wait", "0")), 0.0), MAX_WAIT)
+            wait = float(text)
         except ValueError:
-            return _refuse(400, "wait is a number of seconds.")
-        deadline = asyncio.get_running_loop().time() + wait
+            wait = math.nan
+        if not (math.isfinite(wait) and wait >= 0):
+            return _refuse(400, f"wait={text[:20]!r}: give a number of seconds, 0 or more.")
+        deadline = asyncio.get_running_loop().time() + min(wait, MAX_WAIT)
         while (digest := store.digest(message)) is None:
-            if asyncio.get_running_loop().time() >= deadline:
+            if stopping.is_set() or asyncio.get_running_loop().time() >= deadline:
                 return web.Response(status=204)
             await asyncio.sleep(POLL)
         path = store.path(message)

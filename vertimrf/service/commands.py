@@ -2,7 +2,11 @@
 ``vertimrf party run --server``, ``vertimrf status``):
 
 * :func:`serve`: the service of one run, until it ends (``exit_when_done``) or a signal
-  stops it (port 0: an ephemeral port, written to ``port_file``);
+  stops it (port 0: an ephemeral port, written to ``port_file``). A client that holds a
+  connection with no request in progress (stalled in its TLS handshake or its request's
+  head, or idle between requests) for the read time-out is dropped; SIGTERM or SIGINT
+  answers the long-polls at once, gives uploads in progress :data:`SHUTDOWN_GRACE` seconds,
+  and stops the service (exit 143 or 130; the state folder keeps the run);
 * the parties' side, :func:`~vertimrf.service.client.party_transport` and
   :func:`~vertimrf.service.client.fetch_status`, is in :mod:`vertimrf.service.client`, so a
   party never loads the server's framework.
@@ -14,20 +18,23 @@ made and compared).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
 import os
 import signal
 import ssl
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from vertimrf.errors import ConfigError, ServiceError
 from vertimrf.io import atomic_write_text
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.service.app import make_app
+from vertimrf.service.app import READ_TIMEOUT, make_app
 from vertimrf.service.runner import ServiceRun
 from vertimrf.service.store import MessageStore
 from vertimrf.service.tls import server_context
@@ -36,6 +43,28 @@ from vertimrf.synth.table_file import check_table_file
 log = logging.getLogger(__name__)
 
 GRACE = 1.0  # seconds the service keeps serving after the run ends (exit_when_done)
+SHUTDOWN_GRACE = 1.0  # seconds a request in progress may take once a signal stops the service
+_TICK = 0.2  # seconds between looks at the run's end and at idle connections
+
+
+class _MalformedRequest(logging.Filter):
+    """aiohttp's log of a request it cannot parse (a line over its limits, a bad head): the
+    client's fault, so one line and no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record of a parse error; pass every record."""
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg, record.args = (
+                "refused a malformed request: %s",
+                (" ".join(str(exc.message).split())[:200],),
+            )
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_http_log = logging.getLogger(f"{__name__}.http")  # aiohttp's request errors
+_http_log.addFilter(_MalformedRequest())
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -58,13 +87,18 @@ def serve(
     report: str | os.PathLike | None = None,
     exit_when_done: bool = False,
     port_file: str | os.PathLike | None = None,
+    read_timeout: float = READ_TIMEOUT,
 ) -> int:
-    """Serve the run of ``config`` on ``listen`` (HOST:PORT); 0 when it ends done (or a
-    signal stops the service), 2 when it failed (the reason logged to ``vertimrf.service``)."""
+    """Serve the run of ``config`` on ``listen`` (HOST:PORT); 0 when it ends done, 2 when it
+    failed (the reason logged to ``vertimrf.service``), 128 + the signal's number when
+    SIGTERM or SIGINT stops it. A connection with no request in progress for
+    ``read_timeout`` seconds, or an upload whose next chunk takes that long, is dropped."""
     context = server_context(config, keypair)
     host, port = parse_listen(listen)
     if not party_timeout > 0:
         raise ConfigError("--timeout must be a positive number of seconds.")
+    if not (read_timeout > 0 and math.isfinite(read_timeout)):
+        raise ConfigError("--read-timeout must be a positive number of seconds.")
     for path in (out, report):
         if path is not None and Path(path).exists():
             raise ServiceError(f"{path} exists; refusing to overwrite it: give a new path.")
@@ -75,8 +109,52 @@ def serve(
         config, keypair, store, state_dir, party_timeout=party_timeout, seed=seed, out=out,
         report=report,
     )  # fmt: skip
-    app = make_app(config, store, run.status)
-    return asyncio.run(_serve(app, context, host, port, run, exit_when_done, port_file))
+    app = make_app(config, store, run.status, read_timeout=read_timeout)
+    idle = _IdleConnections(read_timeout)
+    app.middlewares.append(idle.middleware)
+    return asyncio.run(_serve(app, context, host, port, run, exit_when_done, port_file, idle))
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class _IdleConnections:
+    """Drops a connection with no request in progress for ``timeout`` seconds (a client
+    stalled in its request's head, or idle between requests): its middleware counts the
+    requests in progress on each connection, :meth:`sweep` closes the idle ones."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.busy: dict[asyncio.BaseTransport, int] = {}  # requests in progress
+        self.since: dict[asyncio.BaseTransport, float] = {}  # idle since (loop time)
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Count ``request`` in progress on its connection while ``handler`` answers it."""
+        transport = request.transport
+        if transport is None:  # the client is gone already
+            return await handler(request)
+        self.busy[transport] = self.busy.get(transport, 0) + 1
+        try:
+            return await handler(request)
+        finally:
+            left = self.busy.pop(transport) - 1
+            if left:
+                self.busy[transport] = left
+            self.since[transport] = asyncio.get_running_loop().time()
+
+    async def sweep(self, server: web.Server) -> None:
+        """Close, every tick, the connections of ``server`` idle for over the time-out."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(_TICK, self.timeout / 4))
+            now = loop.time()
+            live = {c.transport for c in server.connections if c.transport is not None}
+            for transport in live - set(self.busy):
+                if now - self.since.setdefault(transport, now) > self.timeout:
+                    transport.abort()
+            for gone in set(self.since) - live:
+                del self.since[gone]
 
 
 async def _serve(
@@ -87,30 +165,52 @@ async def _serve(
     run: ServiceRun,
     exit_when_done: bool,
     port_file: str | os.PathLike | None,
+    idle: _IdleConnections,
 ) -> int:
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    runner = web.AppRunner(
+        app, handle_signals=False, access_log=None, logger=_http_log,
+        shutdown_timeout=SHUTDOWN_GRACE,
+    )  # fmt: skip
     await runner.setup()
+    assert runner.server is not None
     stop = asyncio.Event()
+    caught: list[int] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: int) -> None:
+        caught.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
+    server, sweep = None, asyncio.ensure_future(idle.sweep(runner.server))
     try:
-        site = web.TCPSite(runner, host, port, ssl_context=context)
-        await site.start()
-        bound = runner.addresses[0][1]
+        # aiohttp's sites take no TLS handshake time-out: the socket is served directly
+        server = await loop.create_server(
+            runner.server, host, port, ssl=context, ssl_handshake_timeout=idle.timeout
+        )
+        bound = server.sockets[0].getsockname()[1]
         if port_file:
             atomic_write_text(port_file, f"{bound}\n")
         log.info("run %s on https://%s:%d", run.config.config_hash()[:16], host, bound)
         run.start()
-        if exit_when_done:
-            finished = loop.run_in_executor(None, run.finished.wait)
-            waiting = asyncio.ensure_future(stop.wait())
-            either: list[asyncio.Future[Any]] = [finished, waiting]
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-            waiting.cancel()
-            await asyncio.sleep(GRACE)
-        else:
-            await stop.wait()
+        while not (stop.is_set() or (exit_when_done and run.finished.is_set())):
+            await _wait(stop, _TICK)
+        if not stop.is_set():
+            await _wait(stop, GRACE)
     finally:
+        sweep.cancel()
+        if server is not None:
+            server.close()
         await runner.cleanup()
+    if caught:
+        name = signal.Signals(caught[0]).name
+        log.info("stopped by %s; the state folder keeps the run: serve it again to resume.", name)
+        return 128 + caught[0]
     return 2 if run.state == "failed" else 0
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> None:
+    """Until ``event`` is set, or ``seconds`` have passed."""
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(event.wait(), seconds)

@@ -34,10 +34,12 @@ SERVER_KINDS = frozenset({"deal", "request", "group-deal"})
 
 @dataclass(frozen=True)
 class Upload:
-    """What a party may upload as one message: its size limit and its first bytes."""
+    """What a party may upload as one message: its size limit (``exact``: its only size)
+    and its first bytes."""
 
     limit: int
     magic: bytes = b""
+    exact: bool = False
 
 
 def uploads(config: ProtocolConfig) -> dict[tuple[str, str, str], Upload]:
@@ -63,7 +65,7 @@ def uploads(config: ProtocolConfig) -> dict[tuple[str, str, str], Upload]:
         if kind.secure_product:
             out[sender, SERVER, "commit"] = Upload(MAX_COMMIT_BYTES, b"{")
             for q in peers:
-                out[sender, q, "blob"] = Upload(plan.blob_bytes[sender])
+                out[sender, q, "blob"] = Upload(plan.blob_bytes[sender], exact=True)
                 if kind.selects:
                     out[sender, q, "group-blob"] = Upload(plan.group_blob_bytes[sender])
     return out
