@@ -759,6 +759,7 @@ class SecureParty:
             within,
             cross,
             count,
+            seeded=self._seed is not None,
         )
 
 
