@@ -1,8 +1,9 @@
 """VertiMRF end to end: FM, FO and the Centralized baseline (PrivMRF on the whole table).
 
 FM is the paper's method and is NOT differentially private (fm-privacy-gap.md): its rows run
-with allow_non_dp=True and are labelled "FM (not DP)" in the summary; their JSON rows have
-"dp": false and no total_epsilon.
+with allow_non_dp=True and are labelled "FM (not DP)" in the summary. Every run is seeded
+(reproducible, not for release), so the JSON rows of the vertical methods claim no guarantee:
+"dp" is false and total_epsilon null.
 
 Runs NLTCS (8 & 8) and Adult (8 & 7) at each epsilon with delta = 1e-6 (public) and several seeds,
 and

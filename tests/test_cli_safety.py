@@ -362,7 +362,7 @@ def test_a_tiny_table_runs_with_a_warning(rows):
         synth, report = simulate(
             df, spec, [["a", "b"], ["c", "d"]], 1.0, 1e-5, method="secure", seed=1, max_rows=64
         )
-    assert list(synth.columns) == ["a", "b", "c", "d"] and report.dp_guarantee
+    assert list(synth.columns) == ["a", "b", "c", "d"] and report.ledger.dp_guarantee
     TableEncoder(spec).encode(synth)  # every value inside the domain
     with pytest.warns(SmallTableWarning, match="will be noise"):
         model = PrivMRF(1.0, 1e-5, seed=1, progress=False).fit(df, spec)

@@ -233,8 +233,10 @@ def _same_as_simulate(run: dict) -> None:
     synth, report = simulate(run["df"], config=config, seed=int(SEED), secret=secret)
     assert synth.to_csv(index=False).encode() == (root / "S" / "synth.csv").read_bytes()
     written = json.loads((root / "S" / "report.json").read_text())
-    assert written["method"] == "secure" and written["dp_guarantee"] and written["seeded"]
-    assert written["total_epsilon"] == pytest.approx(report.total_epsilon)
+    assert written["method"] == "secure" and written["seeded"] and not written["dp_guarantee"]
+    assert written["seeded_roles"] == [*run["parties"], "server"] == list(report.seeded_roles)
+    assert written["total_epsilon"] is None
+    assert written["total_rho"] == pytest.approx(report.ledger.total_rho)
 
 
 @pytest.fixture(scope="module")

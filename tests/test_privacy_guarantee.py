@@ -107,8 +107,8 @@ def test_the_demo_config_bound_is_the_design_note_figure():
 @pytest.mark.parametrize("method", ["fo"])
 def test_fo_is_dp_and_its_total_is_within_budget(table, method):
     df, spec = table
-    _, report = simulate(df, spec, PARTIES, 1.0, 1e-5, method=method, seed=1, server_iters=20)
-    assert report.dp_guarantee is True
+    _, report = simulate(df, spec, PARTIES, 1.0, 1e-5, method=method, server_iters=20)
+    assert report.dp_guarantee is True  # unseeded: a seeded run claims no guarantee
     assert report.total_epsilon <= 1.0 * (1 + 1e-9)
     # The released count in the report is the integer the discrete Laplace sampler drew.
     assert isinstance(report.n_hat, int) and isinstance(report.to_dict()["n_hat"], int)

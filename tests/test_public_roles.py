@@ -60,9 +60,10 @@ def test_default_method_runs_through_the_public_party_and_server():
     assert list(frame.columns) == ["a", "b", "c"] and len(frame) == 200
     for col in frame.columns:
         assert set(frame[col]) <= set(df[col])
-    # The report's privacy numbers: the plan's releases fit the budget, and are DP.
-    assert report.method == "secure" and report.dp_guarantee
+    # The report's privacy numbers: the plan's releases fit the budget; seeded, it claims no
+    # guarantee and names the seeded roles.
+    assert report.method == "secure" and not report.dp_guarantee
+    assert report.seeded_roles == ("alice", "bob", "server")
     assert (report.epsilon, report.delta) == (2.0, 1e-6)
     assert report.ledger.total_rho > 0
-    assert 0 < report.total_epsilon <= 2.0 * (1 + 1e-9)
-    assert report.seeded  # a seed was given: the report says the noise is not for release
+    assert 0 < report.ledger.total_epsilon(report.delta) <= 2.0 * (1 + 1e-9)

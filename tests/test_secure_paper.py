@@ -106,7 +106,7 @@ def test_ledger_holds_local_releases_and_one_cross_release_within_the_budget():
     )
     cross = [r for r in report.ledger.releases if r.mechanism == "distributed_discrete_gaussian"]
     assert [r.party for r in cross] == ["P0+P1"] and cross[0].count == 4
-    assert report.total_epsilon <= 2.0 * (1 + 1e-9)
+    assert report.ledger.total_epsilon(report.delta) <= 2.0 * (1 + 1e-9)
     assert report.ledger.total_rho <= report.ledger.budget_rho * (1 + 1e-9)
     for viewer, rho in report.viewers.items():
         if "+" not in viewer:

@@ -834,6 +834,7 @@ class SecureParty:
             cross,
             count,
             self._inputs().get("commit-set", ""),
+            seeded=self._seed is not None,
         )
 
 

@@ -215,8 +215,9 @@ class PrivacyLedger:
         """The releases as JSON-ready dicts."""
         return [asdict(r) for r in self._releases]
 
-    def report(self, delta: float | None = None) -> str:
-        """A readable table of every release and the total (epsilon, delta)."""
+    def report(self, delta: float | None = None, *, no_total: str | None = None) -> str:
+        """A readable table of every release and the total (epsilon, delta); with
+        ``no_total`` (why no guarantee holds, e.g. a seeded run), that reason instead."""
         delta = self.delta if delta is None else delta
         total = self.total_rho
         lines = ["Privacy ledger (zCDP; privacy unit: one individual, add/remove)"]
@@ -242,6 +243,8 @@ class PrivacyLedger:
                 "NOT differentially private: the fm_sketch charges are the paper's claim, which "
                 "is false (registers share randomness), so no total (epsilon, delta) holds"
             )
+        elif no_total is not None:
+            lines.append(f"no total (epsilon, delta) holds: {no_total}")
         elif delta is not None:
             lines.append(
                 f"total (epsilon, delta) = ({round_up(rho_to_epsilon(total, delta))}, "

@@ -12,28 +12,27 @@ floating-point rounding anywhere on the path from bits to noise.
 
 The samplers, and who draws with which
 --------------------------------------
-* :class:`KeyedSampler` draws every unseeded release of the vertical protocol's roles (a
-  party's releases, the server's share of the cross noise): the exact algorithms below on an
-  AES-256-CTR keystream keyed (HKDF) by a secret only the role holds and a label of every
-  input of the step, so a re-run on the same inputs replays the same noise.
-* :class:`SecureSampler` (``noise_sampler(None)``) draws the unseeded releases outside the
-  protocol (centralized ``PrivMRF``). Discrete Laplace and discrete Gaussian noise come from OpenDP
+* :class:`KeyedSampler` draws every unseeded release of the vertical protocol's roles (a party's
+  releases, the server's share of the cross noise): the exact algorithms below on an AES-256-CTR
+  keystream keyed (HKDF) by a secret only the role holds and a label of every input of the step, so
+  a re-run on the same inputs replays the same noise.
+* :class:`SecureSampler` (``noise_sampler(None)``) draws the unseeded releases outside the protocol
+  (centralized ``PrivMRF``). Discrete Laplace and discrete Gaussian noise come from OpenDP
   (``make_laplace`` / ``make_gaussian`` on ``vector_domain(atom_domain(T="i64"))`` with a zero
-  input; OpenDP samples exactly with a cryptographically secure generator and cannot be
-  seeded). Uniform integers, Bernoulli draws and uniform floats come from an AES-256-CTR
-  keystream keyed with ``os.urandom(32)`` at construction (re-keyed after a ``fork``).
-* :class:`SeededSampler` (``noise_sampler(seed)``, and every role given a seed) is for
-  reproducible experiments and tests ONLY: anyone who knows the seed can subtract the noise. All randomness comes from a numpy
-  ``Generator``; the noise uses the exact algorithms of Canonne, Kamath and Steinke
+  input; OpenDP samples exactly with a cryptographically secure generator and cannot be seeded).
+  Uniform integers, Bernoulli draws and uniform floats come from an AES-256-CTR keystream keyed with
+  ``os.urandom(32)`` at construction (re-keyed after a ``fork``).
+* :class:`SeededSampler` (``noise_sampler(seed)``, and every role given a seed) is for reproducible
+  experiments and tests ONLY: anyone who knows the seed can subtract the noise. All randomness comes
+  from a numpy ``Generator``; the noise uses the exact algorithms of Canonne, Kamath and Steinke
   (NeurIPS 2020, "The Discrete Gaussian for Differential Privacy", Algorithms 1-3) in exact
-  integer/rational arithmetic (a float scale is converted exactly with ``Fraction(x)``),
-  vectorised over a batch of candidates. Two exact shortcuts replace loops of
-  Bernoulli(exp(-1)) trials: a run of k successes is one comparison ``U < exp(-k)`` and the
-  geometric count is ``V = max{v : U < exp(-v)}`` for one uniform ``U``; the comparison reads
-  the base-2**64 digits of ``U`` lazily against digits of ``exp(-v)`` computed with certified
-  bounds from the alternating series of ``1/e`` (a tie on a 64-bit digit, probability
-  2**-64, reads more digits). Rational Bernoulli(n/d) draws use ``Generator.integers`` when
-  d < 2**63 and the same lazy digit comparison otherwise.
+  integer/rational arithmetic (a float scale is converted exactly with ``Fraction(x)``), vectorised
+  over a batch of candidates. Two exact shortcuts replace loops of Bernoulli(exp(-1)) trials: a run
+  of k successes is one comparison ``U < exp(-k)`` and the geometric count is ``V = max{v : U <
+  exp(-v)}`` for one uniform ``U``; the comparison reads the base-2**64 digits of ``U`` lazily
+  against digits of ``exp(-v)`` computed with certified bounds from the alternating series of
+  ``1/e`` (a tie on a 64-bit digit, probability 2**-64, reads more digits). Rational Bernoulli(n/d)
+  draws use ``Generator.integers`` when d < 2**63 and the same lazy digit comparison otherwise.
 
 Privacy charge (integer queries; charge the ledger before drawing)
 ------------------------------------------------------------------

@@ -83,7 +83,7 @@ class ProtocolReport:
     method: str
     ledger: PrivacyLedger
     fm_bound: FMBound | None
-    seeded: bool
+    seeded_roles: tuple[str, ...]
     n_hat: int
     model: str
     cross_edges: tuple[tuple[str, str], ...]
@@ -96,9 +96,14 @@ class ProtocolReport:
     binned: tuple[tuple[str, ...], ...] = ()
 
     @property
+    def seeded(self) -> bool:
+        """True when any role's noise came from a seed (reproducible, not for release)."""
+        return bool(self.seeded_roles)
+
+    @property
     def dp_guarantee(self) -> bool:
-        """True when the run is differentially private (every method but FM)."""
-        return self.fm_bound is None and self.ledger.dp_guarantee
+        """True when the run is differentially private: not FM, and no role seeded."""
+        return self.fm_bound is None and self.ledger.dp_guarantee and not self.seeded
 
     @property
     def total_epsilon(self) -> float | None:
@@ -113,6 +118,7 @@ class ProtocolReport:
             "delta": self.delta,
             "dp_guarantee": self.dp_guarantee,
             "seeded": self.seeded,
+            "seeded_roles": list(self.seeded_roles),
             "fm_delta_lower_bound": None if self.fm_bound is None else asdict(self.fm_bound),
             "total_epsilon": self.total_epsilon,
             "total_rho": self.ledger.total_rho,
@@ -136,13 +142,21 @@ class ProtocolReport:
     def _privacy_lines(self) -> list[str]:
         run = f"VertiMRF-{self.method.upper()} run"
         spent = self.total_epsilon
-        if spent is None:
+        if spent is not None:
             lines = [
+                f"{run}: differentially private; budget (epsilon, delta) = "
+                f"({self.epsilon:.4g}, {round_up(self.delta, 2)}); spent epsilon = "
+                f"{round_up(spent)}"
+            ]
+            return lines + self._viewer_lines()
+        lines = []
+        if self.fm_bound is not None or not self.ledger.dp_guarantee:
+            lines.append(
                 f"{run}: NOT differentially private. The paper's FM sketches share each "
                 "record's hash value across its attributes' registers, so the claimed "
                 f"(epsilon, delta) = ({self.epsilon:.4g}, {round_up(self.delta, 2)}) does not "
                 "hold."
-            ]
+            )
             b = self.fm_bound
             if b is not None:
                 lines.append(
@@ -151,15 +165,12 @@ class ProtocolReport:
                     f"{b.delta_all:.2g} in all {b.columns} (t = {b.t}, "
                     f"eps' = {b.eps_prime:.4g}, k_p = {b.k_p}, alpha_min = {b.alpha_min})."
                 )
-            return lines + ([SEEDED_NOTE] if self.seeded else [])
-        lines = [
-            f"{run}: differentially private; budget (epsilon, delta) = "
-            f"({self.epsilon:.4g}, {round_up(self.delta, 2)}); spent epsilon = "
-            f"{round_up(spent)}"
-        ]
-        lines += self._viewer_lines()
         if self.seeded:
-            lines.append(SEEDED_NOTE)
+            lines.append(
+                f"{run}: NO privacy guarantee. {SEEDED_NOTE}; the noise of "
+                f"{', '.join(self.seeded_roles)} came from a seed, so anyone who knows it can "
+                "subtract it."
+            )
         return lines
 
     def _viewer_epsilon(self, rho: float) -> float | None:
@@ -201,7 +212,8 @@ class ProtocolReport:
             lines.append(
                 "message bytes: " + ", ".join(f"{k} {v:,}" for k, v in self.message_bytes.items())
             )
-        return "\n".join(lines) + "\n\n" + self.ledger.report(self.delta)
+        ledger = self.ledger.report(self.delta, no_total=SEEDED_NOTE if self.seeded else None)
+        return "\n".join(lines) + "\n\n" + ledger
 
 
 def _printed(epsilon: float | None) -> str:

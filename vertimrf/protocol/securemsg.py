@@ -491,7 +491,8 @@ def open_features(
 @dataclass(frozen=True)
 class SecureRelease:
     """One party's release: noisy own marginals (int64), padded noisy shares (uint64, one
-    flat vector per product in the plan's block order) and the noisy count, if any."""
+    flat vector per product in the plan's block order), the noisy count, if any, and
+    ``seeded``: whether the party's noise came from a seed (then no DP guarantee holds)."""
 
     party: str
     release: str
@@ -501,13 +502,15 @@ class SecureRelease:
     cross: dict[str, np.ndarray]
     count: int | None = None
     commit_set: str = ""  # hex digest of the commitments the party's deal was made for
+    seeded: bool = field(kw_only=True)
 
     def fingerprint(self) -> str:
         """SHA-256 of everything the release holds (what the server's keyed noise of a step
         depends on: the same releases give the same noise)."""
         h = hashlib.sha256()
         head = [
-            self.party, self.release, self.config_hash, self.digest, self.count, self.commit_set
+            self.party, self.release, self.config_hash, self.digest, self.count,
+            self.commit_set, self.seeded,
         ]  # fmt: skip
         h.update(json.dumps(head).encode())
         for m in sorted(self.within):
@@ -530,6 +533,7 @@ class SecureRelease:
             "within": [list(m) for m in marginals],
             "count": self.count,
             "commit_set": self.commit_set,
+            "seeded": self.seeded,
         }
         arrays = {f"w{i}": np.asarray(self.within[m], np.int64) for i, m in enumerate(marginals)}
         arrays.update({f"x/{k}": np.asarray(v, np.uint64) for k, v in self.cross.items()})
@@ -558,6 +562,11 @@ class SecureRelease:
             count = meta["count"]
             if count is not None and not isinstance(count, int):
                 raise TypeError("count")
+            if not isinstance(meta.get("seeded"), bool):
+                raise MessageError(
+                    f"{source_name(path)}: the secure release does not say whether its noise "
+                    "was seeded (a 'seeded' of true or false); re-create it with this vertimrf."
+                )
             return cls(
                 str(meta["party"]),
                 str(meta["release"]),
@@ -567,6 +576,7 @@ class SecureRelease:
                 cross,
                 count,
                 str(meta["commit_set"]),
+                seeded=meta["seeded"],
             )
         except (KeyError, TypeError, ValueError) as exc:
             where = source_name(path)

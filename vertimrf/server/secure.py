@@ -226,6 +226,7 @@ class SecureServer:
         self._first: Tables | None = None
         self._request: Request | None = None
         self._bins: dict[Marginal, BinChoice] = {}
+        self._seeded_parties: tuple[str, ...] = ()
         self._public_keys: dict[str, PublicKey] | None = None
         self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
 
@@ -312,6 +313,17 @@ class SecureServer:
         """True for a seeded (reproducible, not for release) run."""
         return self.seed is not None
 
+    @property
+    def seeded_roles(self) -> tuple[str, ...]:
+        """The roles whose noise came from a seed: the parties whose releases said so (in
+        the plan's order), then the server if it is seeded."""
+        return self._seeded_parties + ((SERVER,) if self.seeded else ())
+
+    def _note_seeded(self, releases: Sequence[SecureRelease]) -> None:
+        """Add the parties whose ``releases`` say their noise came from a seed."""
+        seeded = set(self._seeded_parties) | {r.party for r in releases if r.seeded}
+        self._seeded_parties = tuple(n for n in self.plan.names if n in seeded)
+
     def _randomness(
         self, step: str, releases: Sequence[SecureRelease]
     ) -> tuple[NoiseSampler, np.random.Generator]:
@@ -354,6 +366,7 @@ class SecureServer:
             )
         noise, rng = self._randomness(SELECT, releases)
         with self._atomic():
+            self._note_seeded(releases)
             for r in self.plan.releases(SELECT, marginals):
                 self.ledger.charge(r)
             first = self._first = self._tables(SELECT, marginals, releases, noise)
@@ -408,6 +421,7 @@ class SecureServer:
         self._check_releases(SELECT, marginals, releases)
         noise, _ = self._randomness(SELECT, releases)
         with self._atomic():
+            self._note_seeded(releases)
             for r in self.plan.releases(SELECT, marginals):
                 self.ledger.charge(r)
             self._first = self._tables(SELECT, marginals, releases, noise)
@@ -416,7 +430,8 @@ class SecureServer:
 
     def save_state(self, path: str | os.PathLike) -> None:
         """Write what :meth:`synthesize` needs after :meth:`select` (server-private: the
-        noisy first release with the server's noise, n_hat, the cliques and the request)."""
+        noisy first release with the server's noise, n_hat, the cliques, the request and the
+        parties whose releases said they were seeded)."""
         if self._first is None or self._request is None:
             raise MessageError("run select(first releases) before save_state.")
         keys = list(self._first.values)
@@ -427,6 +442,7 @@ class SecureServer:
             "cliques": [list(c) for c in self.tree.cliques],
             "tables": [list(m) for m in keys],
             "scales": [self._first.scale[m] for m in keys],
+            "seeded_parties": list(self._seeded_parties),
         }
         arrays = {f"t{i}": self._first.values[m] for i, m in enumerate(keys)}
         write_container(path, STATE_KIND, meta, arrays)
@@ -455,6 +471,10 @@ class SecureServer:
             )
             marginals = [tuple(m) for m in meta["request"]]
             server.n_hat = float(meta["n_hat"])
+            seeded = meta["seeded_parties"]
+            if not isinstance(seeded, list) or not set(seeded) <= set(plan.names):
+                raise ValueError("seeded_parties")
+            server._seeded_parties = tuple(n for n in plan.names if n in seeded)
             server.tree = JunctionTree.build(
                 config.spec.domain,
                 [tuple(c) for c in meta["cliques"]],
@@ -712,6 +732,7 @@ class SecureServer:
         if self.seed is None:
             rng = np.random.default_rng()
         with self._atomic():
+            self._note_seeded(releases)
             for r in self.plan.releases(MEASURE, request.marginals, request.bins):
                 self.ledger.charge(r)
             self._fit_model(releases, self._first, request, noise)
@@ -783,7 +804,7 @@ class SecureServer:
             method="secure",
             ledger=self.ledger,
             fm_bound=None,
-            seeded=self.seeded,
+            seeded_roles=self.seeded_roles,
             n_hat=round(self.n_hat),
             model=str(self.tree.size),
             cross_edges=(),

@@ -247,8 +247,10 @@ class PaperServer:
 
         ``seed`` is the run seed (experiments): it fixes the sampling and, in the secure
         paper pipeline, the server's noise share (else derived from ``keypair``'s secret and
-        the releases). ``sample_seed`` fixes the sampling alone. The report's ``seeded`` flag
-        says whether any noise came from a seed.
+        the releases). ``sample_seed`` fixes the sampling alone. The report's
+        ``seeded_roles`` name the roles whose noise came from a seed (then it claims no
+        guarantee): the parties whose messages or releases say so, and the server in the
+        secure paper pipeline, the one where its seed fixes noise.
         """
         if n is not None and not (isinstance(n, int | np.integer) and n >= 0):
             raise ConfigError(f"n must be a non-negative integer; got {n!r}.")
@@ -294,13 +296,15 @@ class PaperServer:
         lap("initmrf")
         chosen, iterations = self.optimise(received, joined, initial)
         lap("optmrf")
+        seeded = {m.party for m in received.messages if m.seeded}
+        seeded |= set(() if secure is None else secure.seeded_roles)
         report = ProtocolReport(
             epsilon=cfg.epsilon,
             delta=cfg.delta,
             method=cfg.method,
             ledger=received.ledger,
             fm_bound=self.method.fm_bound(cfg),
-            seeded=any(m.seeded for m in received.messages) or bool(secure and secure.seeded),
+            seeded_roles=tuple(r for r in (*(p.name for p in cfg.parties), SERVER) if r in seeded),
             n_hat=round(received.n_hat),
             model=str(initial.model.tree.size),
             cross_edges=tuple((names[a], names[b]) for a, b in joined.added),
