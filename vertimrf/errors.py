@@ -63,7 +63,7 @@ RUN_CHANGED = (
 )
 
 
-class RunChangedError(PrivacyBudgetError):
+class RunChangedError(MessageError):
     """An input of a run (a party's data, a deal, a request) changed after the run used it:
     the same run on other data would publish the difference, so it is refused."""
 

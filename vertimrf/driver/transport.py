@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from vertimrf.errors import ConfigError, MessageError, MissingMessageError
+from vertimrf.errors import ConfigError, MessageError, MissingMessageError, RunChangedError
 from vertimrf.io import atomic_open
 from vertimrf.protocol.channels import BufferWriter
 
@@ -154,9 +154,9 @@ def map_file(path: Path) -> Payload:
 
 
 def _refuse_other(message: Message) -> MessageError:
-    return MessageError(
-        f"the {message} was already sent with other bytes; a step re-run must send what it "
-        "sent first (remove the run's messages and state to start the run afresh)."
+    return RunChangedError(
+        f"the {message} was already sent with other bytes (a step re-run sends what it sent "
+        "first)"
     )
 
 

@@ -45,7 +45,7 @@ from typing import Any
 from aiohttp import web
 
 from vertimrf.driver.transport import Message
-from vertimrf.errors import ConfigError, MessageError
+from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
@@ -178,7 +178,7 @@ def make_app(
         if held is not None:  # decided without reading the body
             if held == declared:
                 return web.json_response({"stored": False, "sha256": held}, status=200)
-            return _refuse(409, f"the {message} is already held with other bytes.")
+            return _refuse(409, f"the {message} is already held with other bytes: {RUN_CHANGED}.")
         return await _receive(request, message, upload.magic, length, declared)
 
     def _check_container(message: Message, path: Path) -> web.Response | None:

@@ -28,7 +28,7 @@ from vertimrf.driver.transport import (
     nbytes,
     sha256_hex,
 )
-from vertimrf.errors import MessageError, MissingMessageError
+from vertimrf.errors import MissingMessageError, RunChangedError
 
 LOG_FILE = "messages.sqlite"
 _SCHEMA = """
@@ -108,7 +108,7 @@ class MessageStore:
             if held is not None:
                 partial.unlink()
                 if held != digest:
-                    raise MessageError(f"the {message} is already held with other bytes.")
+                    raise RunChangedError(f"the {message} is already held with other bytes")
                 return False
             target = self.path(message)
             target.parent.mkdir(parents=True, exist_ok=True)
