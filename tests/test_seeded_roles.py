@@ -66,7 +66,7 @@ def _secure_select_run(
     cfg = _config(secure_iters=30)
     parties, public = _parties(cfg, seeds, secure=True)
     server = vertimrf.Server(cfg, seed=server_seed)
-    deals = server.deal(public)
+    deals = server.deal(public, {name: p.commit() for name, p in parties.items()})
     blobs = {name: p.features(deals[name]) for name, p in parties.items()}
     first = [
         p.secure_release({q: blobs[q][name] for q in NAMES if q != name})
@@ -132,7 +132,7 @@ def _paper_run(
     messages = [p.release(noisy_count=count) for p in parties.values()]
     releases = None
     if secure:
-        deals = server.deal(public)
+        deals = server.deal(public, {name: p.commit() for name, p in parties.items()})
         blobs = {name: p.features(deals[name]) for name, p in parties.items()}
         releases = [
             p.secure_release({q: blobs[q][name] for q in NAMES if q != name})

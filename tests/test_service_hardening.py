@@ -107,7 +107,7 @@ def test_a_blob_of_another_length_is_refused_and_the_right_one_is_then_stored(se
 
 def _release(party: str, run: str) -> bytes:
     buf = io.BytesIO()
-    SecureRelease(party, "select", run, "0" * 64, {}, {}).save(buf)
+    SecureRelease(party, "select", run, "0" * 64, {}, {}, seeded=False).save(buf)
     return buf.getvalue()
 
 
