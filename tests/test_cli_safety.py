@@ -5,6 +5,7 @@ Most commands run in-process through ``main`` (fast); Ctrl-C runs a real process
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,6 +24,9 @@ from vertimrf.cli import common as cli_common
 from vertimrf.cli import main
 from vertimrf.cli import secret as cli_secret
 from vertimrf.domain import ColumnSpec, DomainSpec, SmallTableWarning, TableEncoder
+from vertimrf.driver.server_state import ServerState
+from vertimrf.driver.state import PartyState
+from vertimrf.driver.transport import Message
 from vertimrf.errors import DomainError
 from vertimrf.server import PaperServer as Server
 
@@ -188,6 +192,65 @@ def test_party_local_refuses_a_missing_folder_before_its_step_record(run, capsys
     assert not (run / "alice-state").exists() and not (run / "nowhere").exists()
     assert _main(run, *local, "--out", "l.vmrf") == 0
     assert list((run / "alice-state").glob("*/steps.json"))
+
+
+def test_the_server_state_is_never_overwritten_even_with_force(run, capsys):
+    """Issue 33, item 8: `server synthesize --report S/state/server.sqlite --force` replaced
+    the server's state. Now a path inside a state folder, a SQLite file (or its siblings,
+    renamed or behind a symlink) is one line and the file kept; --force still replaces an
+    ordinary file beside the state folder."""
+    ServerState(run / "S" / "state", "ab" * 32, ["alice", "bob"]).close()
+    state = run / "S" / "state" / "server.sqlite"
+    shutil.copy(state, run / "S" / "backup.db")  # a database under another name
+    (run / "S" / "db-link.json").symlink_to(state)
+    (run / "S" / "plain.json").write_text("an earlier report\n")
+    capsys.readouterr()
+    out = SYNTHESIZE + ["--out", "S/synth.csv", "--force", "--report"]
+    cases = [
+        ("S/state/server.sqlite", "private state folder"),
+        ("S/state/../state/server.sqlite", "private state folder"),
+        ("S/state/new.json", "private state folder"),
+        ("S/state.sqlite-wal", "SQLite file"),
+        ("S/db-link.json", "private state folder"),  # a symlink into it
+        ("S/other.sqlite", "SQLite file"),
+        ("S/backup.db", "SQLite database"),
+    ]
+    for report, pattern in cases:
+        kept = {p: p.read_bytes() for p in (state, run / "S" / "backup.db")}
+        _one_line_error(_main(run, *out, report), capsys, pattern)
+        assert all(p.read_bytes() == data for p, data in kept.items()), report
+    assert not (run / "S" / "synth.csv").exists() and not (run / "S/state/new.json").exists()
+    assert _main(run, *out, "S/plain.json") == 0
+    assert json.loads((run / "S" / "plain.json").read_text())["method"] == "fo"
+
+
+def test_no_output_lands_in_a_party_state_folder_even_with_force(run, capsys, monkeypatch):
+    """Another party's state folder (it holds the state marker), a kept copy in it, this
+    command's own --state-dir (no marker yet) and every role's default state folder: one
+    line, nothing written, even with --force."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(run / "xdg"))
+    bob = PartyState(run / "bob-state", "bob", "cd" * 32, "digest")
+    kept = bob.record("features", {Message("bob", "alice", "blob"): b"kept blob"})
+    copy = next(iter(kept.values())).path.relative_to(run)
+    (run / "to-bob").symlink_to(run / "bob-state")
+    capsys.readouterr()
+    cases = [
+        ("bob-state/m.vmrf", []),
+        (str(copy), []),
+        ("to-bob/m.vmrf", []),
+        ("elsewhere/../bob-state/m.vmrf", []),
+        ("fresh-state/m.vmrf", ["--state-dir", "fresh-state"]),
+        ("xdg/vertimrf/bob/m.vmrf", []),
+    ]
+    for out, extra in cases:
+        _one_line_error(
+            _main(run, *_release("alice", "--out", out, "--force", *extra)),
+            capsys,
+            "private state folder",
+        )
+    assert (run / copy).read_bytes() == b"kept blob"
+    assert not (run / "bob-state" / "m.vmrf").exists() and not (run / "fresh-state").exists()
+    assert not (run / "xdg").exists()
 
 
 # --------------------------------------------------------------------------- item 9

@@ -307,7 +307,7 @@ def test_three_party_run_writes_the_same_bytes_as_simulate(tmp_path):
 
 def _state(root: Path, name: str) -> Path:
     """``name``'s private state folder of the run (``NAME/state/<config hash>``)."""
-    (folder,) = (root / name / "state").iterdir()
+    (folder,) = (p for p in (root / name / "state").iterdir() if p.is_dir())  # not the marker
     return folder
 
 
@@ -453,7 +453,7 @@ def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
     cases = {"missing": None, "swapped": _state(root, "B") / shares.name, "altered": shares}
     for folder, source in cases.items():
         copy = root / _copy_state(root, "A", f"{folder}-state", {"features", "release", "groups"})
-        kept = next(copy.iterdir()) / shares.name
+        kept = next(p for p in copy.iterdir() if p.is_dir()) / shares.name
         kept.unlink()
         if source is not None:
             raw = bytearray(source.read_bytes())

@@ -22,6 +22,17 @@ PROTECTED_SUFFIXES = {
     ".state.vmrf": "private state file",
     ".steps.json": "step record",
 }
+# Names no command writes, even with --force: SQLite databases (the server's and the
+# service's run state) and the files SQLite keeps beside one.
+SQLITE_SUFFIXES = (".sqlite", ".sqlite-wal", ".sqlite-shm", ".sqlite-journal")
+_SQLITE_HEADER = b"SQLite format 3\x00"
+# The file every role's state folder holds (written when the folder is made), so that any
+# command can tell a state folder, its own or another role's, and write nothing inside it.
+STATE_MARKER = ".vertimrf-state"
+# What a state folder made before the marker holds (the party's step record is checked by
+# its content: the name alone is common).
+_STATE_FILES = ("server.sqlite", "messages.sqlite")
+_PARTY_RECORD = "steps.json"
 _SECRET_BYTES = 4096  # a hex secret file is small
 _JSON_BYTES = 64 << 20  # larger JSON files are not sniffed (configs are far smaller)
 _MANIFEST_BYTES = 1 << 22
@@ -72,6 +83,33 @@ def read_json(path: str | os.PathLike, error: type[Exception], what: str) -> Any
         raise error(f"{path}: the {what} is not valid JSON ({exc}).") from None
 
 
+def mark_state_folder(folder: PathLike, role: str) -> None:
+    """Mark ``folder`` as ``role``'s private state (once): no command writes inside it."""
+    marker = Path(folder) / STATE_MARKER
+    if not marker.exists():
+        atomic_write_text(
+            marker, f"the private state of vertimrf's {role}: no command writes in this folder\n"
+        )
+
+
+def state_folder(path: PathLike, states: Iterable[PathLike] = ()) -> Path | None:
+    """The private state folder that holds ``path`` (after :func:`os.path.realpath`), else
+    None: one of ``states``, or a folder above ``path`` that holds the state marker (or, made
+    before it, a server's or service's database or a party's step record)."""
+    real = Path(os.path.realpath(path))
+    for state in states:
+        folder = Path(os.path.realpath(state))
+        if real.is_relative_to(folder):
+            return folder
+    for folder in real.parents:
+        if any((folder / name).exists() for name in (STATE_MARKER, *_STATE_FILES)):
+            return folder
+        record = folder / _PARTY_RECORD
+        if record.is_file() and _json_kind(record) is not None:
+            return folder
+    return None
+
+
 def protected_kind(path: PathLike) -> str | None:
     """What the existing file ``path`` holds if no command may overwrite it, even with
     ``--force``; None for any other file.
@@ -79,6 +117,7 @@ def protected_kind(path: PathLike) -> str | None:
     The rule, by name or by content (so a renamed file is still recognised):
 
     * its name ends in ``.key``, ``.secret``, ``.state.vmrf`` or ``.steps.json``;
+    * a SQLite database (a role's run state), by its name or its header;
     * a group secret: a small file of only hex digits, at least 64 of them;
     * a key or a step record: a JSON object whose ``"format"`` starts with ``vertimrf-``
       (key pairs, public keys and party step records carry one);
@@ -89,6 +128,8 @@ def protected_kind(path: PathLike) -> str | None:
     for suffix, kind in PROTECTED_SUFFIXES.items():
         if name.endswith(suffix):
             return kind
+    if name.endswith(SQLITE_SUFFIXES):
+        return "SQLite database"
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as fh:
@@ -102,6 +143,8 @@ def protected_kind(path: PathLike) -> str | None:
         and all(c in b"0123456789abcdefABCDEF" for c in text)
     ):
         return "group secret"
+    if head.startswith(_SQLITE_HEADER):
+        return "SQLite database"
     if head.startswith(b"PK\x03\x04"):
         return _container_kind(path)
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and size <= _JSON_BYTES:
@@ -149,6 +192,7 @@ def check_outputs(
     *,
     force: bool = False,
     records: Iterable[PathLike] = (),
+    states: Iterable[PathLike] = (),
     make_dirs: bool = False,
 ) -> None:
     """Refuse, before a command does any work, every output that would lose a file.
@@ -157,8 +201,10 @@ def check_outputs(
     file). ``records`` are files the command updates in place (a party's step record): they
     may exist, but like the outputs they must not be an input or another output. Refused
     with a one-line :class:`ConfigError`: two outputs that are one file; an output that is
-    one of ``inputs`` (even with ``force``); an existing file :func:`protected_kind` names
-    (even with ``force``); any other existing file without ``force``; a folder in place of an
+    one of ``inputs`` (even with ``force``); an output inside a role's private state folder
+    (:func:`state_folder`: one of ``states``, or one that holds the state marker) or named as
+    a SQLite file (even with ``force``); an existing file :func:`protected_kind` names (even
+    with ``force``); any other existing file without ``force``; a folder in place of an
     output file; an output folder that does not exist or is not writable. With
     ``make_dirs`` a missing folder is fine when its nearest existing parent is writable (the
     command creates it).
@@ -180,7 +226,19 @@ def check_outputs(
                 f"{path}: refusing to overwrite {given[real]}, an input of this command (even "
                 "with --force); choose another output path."
             )
+    states = list(states)
     for path in outs:
+        folder = state_folder(path, states)
+        if folder is not None:
+            raise ConfigError(
+                f"{path}: refusing to write inside {folder}, a private state folder (never, "
+                "even with --force); choose an output path outside it."
+            )
+        if any(Path(p).name.endswith(SQLITE_SUFFIXES) for p in (path, os.path.realpath(path))):
+            raise ConfigError(
+                f"{path}: refusing to write a SQLite file, a role's private state (never, even "
+                "with --force); choose another output path."
+            )
         if os.path.isdir(path):
             raise ConfigError(f"{path}: is a folder; give a file name for the output.")
         if not os.path.lexists(path):

@@ -52,9 +52,12 @@ def check_outputs(
     make_dirs: bool = False,
 ) -> None:
     """The command's outputs checked before it does any work (``vertimrf.io.check_outputs``:
-    no output is an input, a key, a secret, a state, a step record or a config; none exists
-    unless ``--force``; every output folder exists and is writable). ``inputs`` may hold
-    None (an option not given) and lists (an option given several files)."""
+    no output is an input, a key, a secret, a state, a step record or a config, nor lies in
+    a role's state folder (``--state-dir``, the per-user default ones, or any other that
+    holds the state marker); none exists unless ``--force``; every output folder exists and
+    is writable). ``inputs`` may hold None (an option not given) and lists (an option given
+    several files)."""
+    from vertimrf.driver.state import default_state_dir
     from vertimrf.io import check_outputs
 
     flat: list[str | os.PathLike] = []
@@ -68,6 +71,10 @@ def check_outputs(
         flat,
         force=args.force,
         records=records,
+        states=[  # this command's own, and every role's default (all in one folder)
+            *([args.state_dir] if getattr(args, "state_dir", None) else []),
+            default_state_dir("server").parent,
+        ],
         make_dirs=make_dirs,
     )
 

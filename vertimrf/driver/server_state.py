@@ -18,6 +18,7 @@ from pathlib import Path
 
 from vertimrf.driver.transport import Message, Payload
 from vertimrf.errors import MessageError
+from vertimrf.io import mark_state_folder
 
 STATE_FORMAT = "vertimrf-server-driver-state/1"
 FILE_NAME = "server.sqlite"
@@ -63,6 +64,7 @@ class ServerState:
         folder = Path(state_dir)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(folder, 0o700)  # private: the server's noisy first release lives here
+        mark_state_folder(folder, "server")
         self.path = folder / FILE_NAME
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None)

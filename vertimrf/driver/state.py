@@ -24,7 +24,7 @@ from vertimrf.driver.transport import (
     sha256_hex,
 )
 from vertimrf.errors import MessageError, RunChangedError
-from vertimrf.io import atomic_open, atomic_write_text, read_json
+from vertimrf.io import atomic_open, atomic_write_text, mark_state_folder, read_json
 
 STATE_FORMAT = "vertimrf-party-driver-state/1"
 
@@ -89,6 +89,7 @@ class PartyState:
             self.shares_digest = data.get("shares")
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.folder, 0o700)  # private: the shares live here
+        mark_state_folder(state_dir, f"party {party}")
 
     @property
     def shares(self) -> Path:

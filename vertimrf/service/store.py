@@ -29,6 +29,7 @@ from vertimrf.driver.transport import (
     sha256_hex,
 )
 from vertimrf.errors import MissingMessageError, RunChangedError
+from vertimrf.io import mark_state_folder
 
 LOG_FILE = "messages.sqlite"
 _SCHEMA = """
@@ -52,6 +53,7 @@ class MessageStore:
     def __init__(self, state_dir: str | os.PathLike, run: str) -> None:
         self.folder = Path(state_dir)
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mark_state_folder(self.folder, "server")
         self.root = self.folder / "messages"
         self.partial = self.root / ".partial"
         self.partial.mkdir(parents=True, exist_ok=True)
