@@ -232,15 +232,15 @@ def test_a_server_killed_mid_run_resumes_on_its_state_folder(tmp_path):
 
 def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_path):
     """C never runs: `status` shows it has sent nothing; the server fails the run after
-    its --party-timeout naming C; A and B sent their feature blobs and no release (the
-    release needs C's blob)."""
+    its --party-timeout naming C; A and B sent their data commitments and nothing more (the
+    deal needs every party's commitment)."""
     df, spec = _table(60)
     _pinned(tmp_path, df, spec)
     server, url = _server(tmp_path, "--exit-when-done", timeout=6)
     parties = [_party(tmp_path, n, url) for n in ("A", "B")]
     try:
-        blobs = {("A", "B", "blob"), ("A", "C", "blob"), ("B", "A", "blob"), ("B", "C", "blob")}
-        _wait(lambda: blobs <= {r[:3] for r in _held(tmp_path)}, server, "the blobs")
+        commits = {("A", "server", "commit"), ("B", "server", "commit")}
+        _wait(lambda: commits <= {r[:3] for r in _held(tmp_path)}, server, "the commits")
         status = subprocess.run(
             [sys.executable, "-m", "vertimrf", "status", "--server", url,
              "--config", "config.json", "--keys", "A.key"],
@@ -254,8 +254,7 @@ def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_p
     finally:
         for proc in [server, *parties]:
             proc.kill()
-    deals = {("server", n, "deal") for n in PARTIES}
-    assert {r[:3] for r in _held(tmp_path)} == deals | blobs
+    assert {r[:3] for r in _held(tmp_path)} == commits
     assert not (tmp_path / "server-state" / "synthetic.csv").exists()
 
 
