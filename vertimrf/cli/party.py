@@ -42,6 +42,14 @@ def party_args(p: argparse.ArgumentParser) -> None:
     force_arg(p)
 
 
+def own_key_args(p: argparse.ArgumentParser, why: str) -> None:
+    """--keys (required; ``why`` says what derives from it) and --peers (optional)."""
+    p.add_argument("--keys", required=True, help=f"this party's NAME.key ({why})")
+    p.add_argument(
+        "--peers", nargs="+", default=None, help="the peers' public keys (unless pinned)"
+    )
+
+
 def secure_args(p: argparse.ArgumentParser, required: bool, deal: bool = True) -> None:
     """Options of the party commands of method secure (optional in `party release`)."""
     p.add_argument(
@@ -76,12 +84,7 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         "run: a re-run writes the recorded bytes again and spends nothing new.",
     )
     party_args(loc)
-    loc.add_argument(
-        "--keys", required=True, help="this party's NAME.key (its noise derives from it)"
-    )
-    loc.add_argument(
-        "--peers", nargs="+", default=None, help="the peers' public keys (unless pinned)"
-    )
+    own_key_args(loc, "its noise derives from it")
     loc.add_argument("--out", required=True, help="local message file to write")
     loc.add_argument(
         "--count-from",
@@ -99,12 +102,7 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         "pipeline).",
     )
     party_args(com)
-    com.add_argument(
-        "--keys", required=True, help="this party's NAME.key (the commitment's key derives from it)"
-    )
-    com.add_argument(
-        "--peers", nargs="+", default=None, help="the peers' public keys (unless pinned)"
-    )
+    own_key_args(com, "the commitment's key derives from it")
     com.add_argument("--out", required=True, help="commit file to write (give it to the server)")
     com.set_defaults(func=cmd_party_commit)
     feat = psub.add_parser(
