@@ -1,8 +1,9 @@
 """A party's side of method="secure": aligned one-hot features, masked exchange, shares.
 
-``SecureParty`` runs three steps, each once:
+``SecureParty`` commits to its data (:meth:`commitment`: the server deals on every party's
+commitment, so other data gets other masks), then runs its steps, each once:
 
-1. :meth:`features`: open the server's deal, order the rows by a PRF of the record IDs
+1. :meth:`features`: open the server's deal (refused when it was made for other data), order the rows by a PRF of the record IDs
    (keyed by the group secret and the run) in PRF buckets padded with all-zero rows to the
    public capacity (:mod:`vertimrf.party.aligned`), and send X - U to every peer under the
    pairwise key. U is uniform and the peer does not know it, so the peer's view of X is
@@ -23,7 +24,10 @@ its deal, and :meth:`load_state` reads it back, so ``measure`` neither opens the
 nor reads the peers' blobs. A state of another run, party, data set or deal is refused.
 
 Every release is charged, before its noise is drawn, to the party's ledger, capped at the
-protocol's budget; :class:`vertimrf.protocol.secure.SecurePlan` fixes every parameter.
+protocol's budget; :class:`vertimrf.protocol.secure.SecurePlan` fixes every parameter. Its
+noise is keyed by every input of the step, its pads by both blobs of the pair and the
+request, its nonces by what each plaintext depends on (``docs/protocol.md``, "Why nothing
+repeats on other data").
 """
 
 from __future__ import annotations
