@@ -3,11 +3,12 @@
 ``SecureParty`` commits to its data (:meth:`commitment`: the server deals on every party's
 commitment, so other data gets other masks), then runs its steps, each once:
 
-1. :meth:`features`: open the server's deal (refused when it was made for other data), order the rows by a PRF of the record IDs
-   (keyed by the group secret and the run) in PRF buckets padded with all-zero rows to the
-   public capacity (:mod:`vertimrf.party.aligned`), and send X - U to every peer under the
-   pairwise key. U is uniform and the peer does not know it, so the peer's view of X is
-   uniform (its simulator draws uniform words); the server knows U but cannot open it.
+1. :meth:`features`: open the server's deal (refused when it was made for other data),
+   order the rows by a PRF of the record IDs (keyed by the group secret and the run) in
+   PRF buckets padded with all-zero rows to the public capacity
+   (:mod:`vertimrf.party.aligned`), and send X - U to every peer under the pairwise key. U
+   is uniform and the peer does not know it, so the peer's view of X is uniform (its
+   simulator draws uniform words); the server knows U but cannot open it.
 2. :meth:`release`: check each peer's record-set digest, compute the share of every product
    (the lower party A: U_A^T Y' + W; the higher B: X'^T Y + Z; A + B = X^T Y), and release
    the first, cheap measurement of every 2-way marginal: own ones with N_Z(0, sigma^2), cross
