@@ -6,10 +6,10 @@ The public names below are loaded on first use, so that importing one layer (for
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vertimrf import logs as _logs  # noqa: F401  (the library logger's NullHandler)
+from vertimrf.lazy import lazy_names
 
 if TYPE_CHECKING:  # the lazy names below, typed for type checkers
     from vertimrf.datasets import load_dataset as load_dataset
@@ -79,15 +79,4 @@ _MODULES = ("metrics",)
 
 __all__ = sorted([*_EXPORTS, *_MODULES])
 __version__ = "0.1.0"
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        return importlib.import_module(f"vertimrf.{name}")
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'vertimrf' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, _MODULES)

@@ -1,30 +1,46 @@
 """One driver for every role: each role (party, server) is a state machine over its
 protocol steps, run over a :class:`Transport` (in one process, or through inbox and outbox
-folders). ``simulate`` and the separate processes run the same steps."""
+folders). ``simulate`` and the separate processes run the same steps.
 
-from vertimrf.driver.inprocess import LocalRun, local_run, run_in_process
-from vertimrf.driver.party import PartyDriver
-from vertimrf.driver.role import RoleDriver, Step
-from vertimrf.driver.server import ServerDriver
-from vertimrf.driver.transport import (
-    DirectoryTransport,
-    InProcessTransport,
-    Message,
-    MissingMessageError,
-    Transport,
-)
+The names below are loaded on first use, so that importing the transports (as the cheap
+commands do) does not import the roles and their kernels.
+"""
 
-__all__ = [
-    "DirectoryTransport",
-    "InProcessTransport",
-    "LocalRun",
-    "Message",
-    "MissingMessageError",
-    "PartyDriver",
-    "RoleDriver",
-    "ServerDriver",
-    "Step",
-    "Transport",
-    "local_run",
-    "run_in_process",
-]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vertimrf.lazy import lazy_names
+
+if TYPE_CHECKING:  # the lazy names below, typed for type checkers
+    from vertimrf.driver.inprocess import LocalRun as LocalRun
+    from vertimrf.driver.inprocess import local_run as local_run
+    from vertimrf.driver.inprocess import run_in_process as run_in_process
+    from vertimrf.driver.party import PartyDriver as PartyDriver
+    from vertimrf.driver.role import RoleDriver as RoleDriver
+    from vertimrf.driver.role import Step as Step
+    from vertimrf.driver.server import ServerDriver as ServerDriver
+    from vertimrf.driver.transport import DirectoryTransport as DirectoryTransport
+    from vertimrf.driver.transport import InProcessTransport as InProcessTransport
+    from vertimrf.driver.transport import Message as Message
+    from vertimrf.driver.transport import MissingMessageError as MissingMessageError
+    from vertimrf.driver.transport import Transport as Transport
+
+_EXPORTS = {
+    "LocalRun": "vertimrf.driver.inprocess",
+    "local_run": "vertimrf.driver.inprocess",
+    "run_in_process": "vertimrf.driver.inprocess",
+    "PartyDriver": "vertimrf.driver.party",
+    "RoleDriver": "vertimrf.driver.role",
+    "Step": "vertimrf.driver.role",
+    "ServerDriver": "vertimrf.driver.server",
+    "DirectoryTransport": "vertimrf.driver.transport",
+    "InProcessTransport": "vertimrf.driver.transport",
+    "Message": "vertimrf.driver.transport",
+    "MissingMessageError": "vertimrf.driver.transport",
+    "Transport": "vertimrf.driver.transport",
+}
+_MODULES = ("codec",)
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, _MODULES)

@@ -1,24 +1,40 @@
 """What every role agrees on: the config that pins a run, its budget split, the message schema
-and container, and the report. Importing it imports no Numba code."""
+and container, and the report. Importing it imports no Numba code; its names are loaded on
+first use, so that importing one module of it (as the cheap commands do) loads no others.
+"""
 
-from vertimrf.protocol.autot import choose_t
-from vertimrf.protocol.channels import KeyPair
-from vertimrf.protocol.config import PartySpec, ProtocolConfig
-from vertimrf.protocol.message import PartyMessage
-from vertimrf.protocol.options import FMOptions, FOOptions, SecureOptions, SecurePaperOptions
-from vertimrf.protocol.report import ProtocolReport
-from vertimrf.protocol.securemsg import SecureRelease
+from __future__ import annotations
 
-__all__ = [
-    "FMOptions",
-    "FOOptions",
-    "KeyPair",
-    "PartyMessage",
-    "PartySpec",
-    "ProtocolConfig",
-    "ProtocolReport",
-    "SecureOptions",
-    "SecurePaperOptions",
-    "SecureRelease",
-    "choose_t",
-]
+from typing import TYPE_CHECKING
+
+from vertimrf.lazy import lazy_names
+
+if TYPE_CHECKING:  # the lazy names below, typed for type checkers
+    from vertimrf.protocol.autot import choose_t as choose_t
+    from vertimrf.protocol.channels import KeyPair as KeyPair
+    from vertimrf.protocol.config import PartySpec as PartySpec
+    from vertimrf.protocol.config import ProtocolConfig as ProtocolConfig
+    from vertimrf.protocol.message import PartyMessage as PartyMessage
+    from vertimrf.protocol.options import FMOptions as FMOptions
+    from vertimrf.protocol.options import FOOptions as FOOptions
+    from vertimrf.protocol.options import SecureOptions as SecureOptions
+    from vertimrf.protocol.options import SecurePaperOptions as SecurePaperOptions
+    from vertimrf.protocol.report import ProtocolReport as ProtocolReport
+    from vertimrf.protocol.securemsg import SecureRelease as SecureRelease
+
+_EXPORTS = {
+    "choose_t": "vertimrf.protocol.autot",
+    "KeyPair": "vertimrf.protocol.channels",
+    "PartySpec": "vertimrf.protocol.config",
+    "ProtocolConfig": "vertimrf.protocol.config",
+    "PartyMessage": "vertimrf.protocol.message",
+    "FMOptions": "vertimrf.protocol.options",
+    "FOOptions": "vertimrf.protocol.options",
+    "SecureOptions": "vertimrf.protocol.options",
+    "SecurePaperOptions": "vertimrf.protocol.options",
+    "ProtocolReport": "vertimrf.protocol.report",
+    "SecureRelease": "vertimrf.protocol.securemsg",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
