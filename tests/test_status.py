@@ -21,12 +21,15 @@ from tests.test_service import (
     _held,
     _party,
     _pinned,
+    _put,
     _server,
     _service,
+    _session,
     _wait,
 )
 from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes, waiting_on
 from vertimrf.driver.transport import Message
+from vertimrf.protocol.channels import KeyPair
 from vertimrf.service.rules import uploads
 
 # The steps the select pipeline's report times, the server's and the parties'.
@@ -93,9 +96,10 @@ def _status(tmp_path: Path, url: str, keys: str) -> str:
 @pytest.mark.service
 def test_status_with_the_server_key_names_the_party_the_run_waits_on(tmp_path):
     """C never starts: once A's and B's commitments are held, `status` with the server's
-    key (and with A's) says the run waits on C's commit."""
+    key (and with A's) says the run waits on C's commit. The server's key opens the status
+    only: an upload or a download with it is refused."""
     df, spec = _table(60)
-    _pinned(tmp_path, df, spec)
+    cfg = _pinned(tmp_path, df, spec)
     server, url = _server(tmp_path, timeout=120)
     parties = [_party(tmp_path, n, url) for n in ("A", "B")]
     try:
@@ -104,6 +108,12 @@ def test_status_with_the_server_key_names_the_party_the_run_waits_on(tmp_path):
         for keys in ("server.key", "A.key"):
             out = _status(tmp_path, url, keys)
             assert "running, waiting on C: commit" in out.splitlines()[0], out
+        # the server's key reads the status, and nothing else: it uploads and reads no message
+        operator = _session(cfg, KeyPair.load(tmp_path / "server.key"))
+        run = cfg.config_hash()
+        assert _put(operator, url, run, "server/A/deal", b"PK\x03\x04").status_code == 403
+        read = operator.get(f"{url}/v1/runs/{run}/messages/A/server/commit")
+        assert read.status_code == 403
     finally:
         for proc in [server, *parties]:
             proc.kill()
@@ -165,11 +175,12 @@ def test_a_folders_run_reports_every_step_and_every_partys_bytes(tmp_path):
         tmp_path, "server", "run", *common, "--inbox", "mail/server", "--server-key",
         "server.key", "--out", "synth.csv", "--report", "report.json", "--state-dir", "s",
     )  # fmt: skip
+    party_args = ["--data", "{n}.csv", "--id-column", "rid", "--secret", "secret.hex",
+                  "--keys", "{n}.key", "--state-dir", "state-{n}",
+                  "--inbox", "mail/{n}"]  # fmt: skip
     parties = [
         _service(
-            tmp_path, "party", "run", *common, "--inbox", f"mail/{n}", "--name", n,
-            "--data", f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex",
-            "--keys", f"{n}.key", "--state-dir", f"state-{n}",
+            tmp_path, "party", "run", *common, "--name", n, *(a.format(n=n) for a in party_args)
         )  # fmt: skip
         for n in PARTIES
     ]
@@ -182,7 +193,6 @@ def test_a_folders_run_reports_every_step_and_every_partys_bytes(tmp_path):
     assert "synthetic rows to synth.csv and the report to report.json" in stdout
     report = json.loads((tmp_path / "report.json").read_text())
     assert set(STEPS) <= set(report["seconds"]), report["seconds"]
-    sent = {
-        n: sum(f.stat().st_size for f in (tmp_path / "mail").glob(f"*/{n}.*")) for n in PARTIES
-    }
+    mail = tmp_path / "mail"
+    sent = {n: sum(f.stat().st_size for f in mail.glob(f"*/{n}.*")) for n in PARTIES}
     assert report["message_bytes"] == sent and all(v > 1000 for v in sent.values())
