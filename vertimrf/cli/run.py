@@ -306,7 +306,8 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
         "run",
         help="run all of the server's steps and write the synthetic table",
         description="Run every step of the server (deal, select, fit, as the method has), "
-        "then write the synthetic table (CSV or Parquet) and the report. With --listen it is "
+        "then write the synthetic table (CSV or Parquet) and the report and print their "
+        "paths. With --listen it is "
         "an HTTPS service (mutual TLS with the identities the config pins) that relays the "
         "parties' messages (the feature blobs stay encrypted between the parties) and shows "
         "the run at /v1/status (`vertimrf status`); with --inbox/--outbox it reads its inbox "

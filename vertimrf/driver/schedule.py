@@ -94,7 +94,7 @@ def waiting_on(phases: Sequence[Phase], held: set[Message]) -> tuple[str, list[s
 
 
 def observed_seconds(phases: Iterable[Phase], arrived: Mapping[Message, float]) -> dict[str, float]:
-    """The seconds of each parties' step as the ``arrived`` times of its messages show it:
+    """The seconds each of the parties' steps took, as its messages' ``arrived`` times show:
     from the last arrival of the steps before it (the first step: from its own first) to
     its own last. A step none of whose messages was seen is left out."""
     seconds: dict[str, float] = {}
