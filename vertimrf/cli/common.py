@@ -450,15 +450,21 @@ def write_synthetic(
     seed: int | None = None,
 ) -> None:
     """The synthetic table (``--out``: CSV or Parquet by its suffix, sampled and written chunk
-    by chunk) and (``--report``) the report's JSON, both or neither; then print."""
+    by chunk) and (``--report``) the report's JSON, its seconds with the sampling's, both or
+    neither; then print the report and the paths written."""
+    import dataclasses
+
     from vertimrf.synth.table_file import check_table_file, write_table
 
     fmt = check_table_file(args.out, model.spec)
     outputs = [args.out, *([args.report] if args.report else [])]
-    with ph("sample"), staged(*outputs) as temps:
-        with open(temps[0], "wb") as fh:
+    with staged(*outputs) as temps:
+        with ph("sample"), open(temps[0], "wb") as fh:
             rows = write_table(fh, fmt, model.sample_chunks(n, seed), model.spec)
+        seconds = {**model.report.seconds, "sample": ph.seconds["sample"]}
+        report = dataclasses.replace(model.report, seconds=seconds)
         if args.report:
-            temps[1].write_text(json.dumps(model.report.to_dict(), indent=2), encoding="utf-8")
-    print(model.report)
-    print(f"\nwrote {rows} synthetic rows to {args.out}; {ph.summary()}")
+            temps[1].write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+    print(report)
+    written = f" and the report to {args.report}" if args.report else ""
+    print(f"\nwrote {rows} synthetic rows to {args.out}{written}; {ph.summary()}")

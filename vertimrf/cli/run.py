@@ -10,6 +10,7 @@ air-gapped sites); everything else is shared by both.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,15 +26,16 @@ from vertimrf.cli.common import (
     server_key,
     write_synthetic,
 )
-from vertimrf.driver.transport import DirectoryTransport, Transport
+from vertimrf.driver.transport import DirectoryTransport, Message, Transport
 from vertimrf.errors import ConfigError
 
 if TYPE_CHECKING:
+    from vertimrf.driver.schedule import Phase
     from vertimrf.protocol.channels import KeyPair
     from vertimrf.protocol.config import ProtocolConfig
 
 
-def _directory_transport(args: argparse.Namespace, network: str) -> Transport:
+def _directory_transport(args: argparse.Namespace, network: str) -> DirectoryTransport:
     """The directory transport of ``--inbox`` and ``--outbox``."""
     if args.inbox is None or args.outbox is None:
         raise ConfigError(
@@ -172,6 +174,7 @@ def _show_service_log() -> None:
 
 def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     """``server run --inbox/--outbox``: the server's steps over the directory transport."""
+    from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes
     from vertimrf.driver.server import ServerDriver
     from vertimrf.driver.state import default_state_dir
     from vertimrf.protocol.methods import rules
@@ -199,9 +202,35 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     finally:
         if driver.state is not None:
             driver.state.close()
+    phases = schedule(cfg)
+    held = _folder_messages(transport, phases)
+    model = driver.fitted(
+        seconds={**observed_seconds(phases, {m: st.st_mtime for m, st in held.items()}),
+                 **driver.timed()},
+        message_bytes=sent_bytes(cfg, {m: st.st_size for m, st in held.items()}),
+    )  # fmt: skip
     with Phases("server run", ("sample",), args.quiet) as ph:
-        write_synthetic(args, ph, driver.fitted())
+        write_synthetic(args, ph, model)
     return 0
+
+
+def _folder_messages(
+    transport: DirectoryTransport, phases: tuple[Phase, ...]
+) -> dict[Message, os.stat_result]:
+    """The file status of each message of the run the server's folders hold: its inbox, and
+    the outbox's folder of each party (all of the run's messages, when the folders are
+    shared; else the server's and those sent to it)."""
+    from vertimrf.protocol.seeds import SERVER
+
+    held = {}
+    for message in (m for phase in phases for m in phase.messages):
+        folder = (
+            transport.inbox if message.receiver == SERVER else transport.outbox / message.receiver
+        )
+        path = folder / message.file_name
+        if path.exists():
+            held[message] = path.stat()
+    return held
 
 
 def _transport_args(p: argparse.ArgumentParser) -> None:
@@ -277,7 +306,8 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
         "run",
         help="run all of the server's steps and write the synthetic table",
         description="Run every step of the server (deal, select, fit, as the method has), "
-        "then write the synthetic table (CSV or Parquet) and the report. With --listen it is "
+        "then write the synthetic table (CSV or Parquet) and the report and print their "
+        "paths. With --listen it is "
         "an HTTPS service (mutual TLS with the identities the config pins) that relays the "
         "parties' messages (the feature blobs stay encrypted between the parties) and shows "
         "the run at /v1/status (`vertimrf status`); with --inbox/--outbox it reads its inbox "
@@ -341,11 +371,16 @@ def add_status(sub: argparse._SubParsersAction) -> None:
     """The `status` command."""
     status = sub.add_parser(
         "status",
-        help="show a networked run's state and each party's step and bytes",
+        help="show a networked run's state, whom it waits on, and each party's bytes",
         description="Ask the service for the run's state (waiting, running, done, failed and "
-        "why) and each party's messages, bytes and last step.",
+        "why), the step it waits for and the roles yet to send in it (e.g. 'waiting on C: "
+        "commit'), the paths of the synthetic table and the report once done, and each "
+        "party's messages, bytes and last step. Any role of the run may ask: a party with "
+        "its key file, the server's operator with the server's.",
     )
     status.add_argument("--server", required=True, help="the service's URL, https://HOST:PORT")
     status.add_argument("--config", required=True, help="the run's config (identities pinned)")
-    status.add_argument("--keys", required=True, help="a party's key file (to authenticate)")
+    status.add_argument(
+        "--keys", required=True, help="a party's or the server's key file (to authenticate)"
+    )
     status.set_defaults(func=cmd_status)

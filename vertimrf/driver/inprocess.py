@@ -63,10 +63,8 @@ def run_in_process(
         bar.close()
     seconds: dict[str, float] = {}
     for role in roles:
-        for name, s in role.seconds.items():
-            if name not in role.timed_inside:
-                seconds[name] = seconds.get(name, 0.0) + s
-        seconds.update(role.phase_seconds)
+        for name, s in role.timed().items():
+            seconds[name] = seconds.get(name, 0.0) + s
     return seconds
 
 

@@ -95,6 +95,11 @@ class RoleDriver:
         """The role's steps, in order."""
         raise NotImplementedError
 
+    def timed(self) -> dict[str, float]:
+        """The seconds of each step run, or of the sub-phases of a step timed inside."""
+        seconds = {k: v for k, v in self.seconds.items() if k not in self.timed_inside}
+        return {**seconds, **self.phase_seconds}
+
     def next_step(self) -> Step | None:
         """The first step not yet run, or None when the role is done."""
         for step in self.steps():

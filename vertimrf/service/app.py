@@ -14,9 +14,11 @@ certificate, and the authenticated party is the one it pins):
   message addressed to the authenticated party, waiting up to ``wait`` seconds (at most
   :data:`MAX_WAIT`) for it; 200 with the body streamed and its ``X-Content-SHA256``, or
   204 if it has not arrived yet (or the service is stopping).
-* ``GET /v1/status``: the run's state (``waiting``, ``running``, ``done``, ``failed``
-  and why), every message held (sender, receiver, kind, SHA-256, bytes, time) and each
-  party's last step and bytes sent, as JSON.
+* ``GET /v1/status`` (any pinned role, the server's operator included): the run's state
+  (``waiting``, ``running``, ``done``, ``failed`` and why), the step it waits for and the
+  roles yet to send in it, once done the paths of the synthetic table and the report, every
+  message held (sender, receiver, kind, SHA-256, bytes, time) and each party's last step
+  and bytes sent, as JSON.
 
 Refusals (JSON ``{"error": ...}``): 400 a malformed name (or one over :data:`MAX_NAME`
 characters), header, ``wait`` (not a number of seconds from 0) or body (a feature blob not
@@ -52,7 +54,7 @@ from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
 from vertimrf.protocol.securemsg import RELEASE_KIND
 from vertimrf.service.rules import CONTAINER_KINDS, COUNT_BYTES, SEALED_KINDS, uploads
 from vertimrf.service.store import CHUNK, MessageStore
-from vertimrf.service.tls import party_fingerprints, party_of
+from vertimrf.service.tls import party_fingerprints, party_of, role_fingerprints
 
 MAX_WAIT = 30.0
 READ_TIMEOUT = 60.0
@@ -118,6 +120,7 @@ def make_app(
     run = config.config_hash()
     allowed = uploads(config)
     fingerprints = party_fingerprints(config)
+    readers = role_fingerprints(config)  # who may read the status
     app = web.Application()
     stopping = asyncio.Event()  # set on shutdown: long-polls answer 204 at once
 
@@ -126,10 +129,11 @@ def make_app(
 
     app.on_shutdown.append(on_shutdown)
 
-    def peer(request: web.Request) -> str | None:
+    def peer(request: web.Request, roles: dict[str, str] = fingerprints) -> str | None:
+        """The role of ``roles`` (default: the parties) the request's certificate pins."""
         transport = request.transport
         tls = None if transport is None else transport.get_extra_info("ssl_object")
-        return party_of(fingerprints, None if tls is None else tls.getpeercert(binary_form=True))
+        return party_of(roles, None if tls is None else tls.getpeercert(binary_form=True))
 
     def message_of(request: web.Request, upload: bool) -> Message | web.Response:
         """The message the route names, if the authenticated party is its sender (an
@@ -275,8 +279,8 @@ def make_app(
         return response
 
     async def get_status(request: web.Request) -> web.StreamResponse:
-        if peer(request) is None:
-            return _refuse(403, "only the run's parties may read its status.")
+        if peer(request, readers) is None:
+            return _refuse(403, "only the run's roles may read its status.")
         return web.json_response(status())
 
     route = "/v1/runs/{run}/messages/{sender}/{receiver}/{kind}"

@@ -331,15 +331,27 @@ def party_transport(
 
 
 def fetch_status(url: str, config: ProtocolConfig, keypair: KeyPair) -> dict[str, Any]:
-    """The service's ``/v1/status`` (as any pinned role)."""
+    """The service's ``/v1/status`` (as any pinned role: a party or the server)."""
     transport = party_transport(url, config, keypair, timeout=30.0, progress=False)
     return transport.request("GET", f"{transport.url}/v1/status", "the status").json()
 
 
 def format_status(status: dict[str, Any]) -> str:
-    """The status as lines a person reads: the run's state, then each party's messages."""
+    """The status as lines a person reads: the run's state (and what it waits on, or where
+    its outputs are), then each party's messages."""
     line = f"run {status['run'][:16]}: {status['state']}"
-    lines = [line + (f" ({status['error']})" if status["error"] else "")]
+    if status["error"]:
+        line += f" ({status['error']})"
+    if status.get("waiting"):
+        waiting = status["waiting"]
+        line += f", waiting on {', '.join(waiting['roles'])}: {waiting['step']}"
+    if status.get("outputs"):
+        outputs = status["outputs"]
+        line += (
+            f"; the synthetic table is in {' and '.join(outputs['synthetic'])}; the report is "
+            f"in {' and '.join(outputs['report'])}"
+        )
+    lines = [line]
     for name, party in status["parties"].items():
         lines.append(
             f"  {name}: {party['messages']} messages, {party['sent_bytes']:,} bytes, "

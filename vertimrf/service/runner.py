@@ -4,24 +4,32 @@ message store, in a worker thread.
 Its run state lives in the service's state folder (``server.sqlite``,
 :class:`~vertimrf.driver.server_state.ServerState`), so a restarted service resumes the
 run. The server waits ``party_timeout`` seconds for each message it needs; a party that
-sends nothing in that time fails the run ("party C sent no local within 60 s"). When the
-run ends, the synthetic table (sampled and written chunk by chunk) and the report are
-written to the state folder (``synthetic.csv``, or ``synthetic.parquet`` when ``out`` ends in
-``.parquet``; ``report.json``) and copied to ``out`` / ``report`` if given; a state folder
-that already holds that table is a finished run and is not run again.
+sends nothing in that time fails the run ("party C sent no local within 60 s"). Its status
+names the step the run waits for and who is yet to send in it
+(:func:`~vertimrf.driver.schedule.waiting_on`, over the messages held). When the run ends,
+the synthetic table (sampled and written chunk by chunk) and the report are written to the
+state folder (``synthetic.csv``, or ``synthetic.parquet`` when ``out`` ends in
+``.parquet``; ``report.json``) and copied to ``out`` / ``report`` if given, and their paths
+printed; a state folder that already holds that table is a finished run and is not run
+again. The report's ``seconds`` hold the server's steps, the sampling and the parties' steps
+as the messages' arrival times show them; its ``message_bytes`` every byte each party sent.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes, waiting_on
 from vertimrf.driver.server import ServerDriver
+from vertimrf.driver.transport import Message
 from vertimrf.errors import VertimrfError
 from vertimrf.io import atomic_write_text
 from vertimrf.protocol.channels import KeyPair
@@ -33,6 +41,11 @@ log = logging.getLogger(__name__)
 
 SYNTHETIC = "synthetic"  # .csv, or .parquet when ``out`` is a Parquet file
 REPORT = "report.json"
+
+
+def _by_message(rows: list[dict[str, Any]], field: str) -> dict[Message, Any]:
+    """The ``field`` of each message of the store's ``rows``, by message."""
+    return {Message(r["sender"], r["receiver"], r["kind"]): r[field] for r in rows}
 
 
 class ServiceRun:
@@ -58,6 +71,7 @@ class ServiceRun:
         self.synthetic = self.state_dir / f"{SYNTHETIC}.{fmt}"
         self.report = None if report is None else Path(report)
         self.state, self.error = "waiting", ""
+        self.phases = schedule(config)
         self.finished = threading.Event()
         self._thread = threading.Thread(target=self._run, name="vertimrf-server-run", daemon=True)
 
@@ -65,9 +79,24 @@ class ServiceRun:
         """Run the server's steps in the worker thread."""
         self._thread.start()
 
+    def outputs(self) -> dict[str, list[str]]:
+        """The absolute paths of the synthetic table and of the report, each in the state
+        folder and where it is copied to."""
+        tables = [self.synthetic, *([self.out] if self.out else [])]
+        reports = [self.state_dir / REPORT, *([self.report] if self.report else [])]
+        return {
+            "synthetic": [str(p.absolute()) for p in tables],
+            "report": [str(p.absolute()) for p in reports],
+        }
+
     def status(self) -> dict[str, Any]:
-        """The run's state, every message held and each party's last step and bytes."""
-        rows = self.store.rows()
+        """The run's state, what it waits for (while it runs) or its outputs (once done),
+        every message held and each party's last step and bytes."""
+        state, rows = self.state, self.store.rows()
+        waiting = None
+        if state in ("waiting", "running"):
+            step, roles = waiting_on(self.phases, set(_by_message(rows, "kind")))
+            waiting = {"step": step, "roles": roles}
         parties: dict[str, dict[str, Any]] = {
             p.name: {"last": None, "sent_bytes": 0, "messages": 0} for p in self.config.parties
         }
@@ -79,8 +108,10 @@ class ServiceRun:
                 entry["messages"] += 1
         return {
             "run": self.config.config_hash(),
-            "state": self.state,
+            "state": state,
             "error": self.error,
+            "waiting": waiting,
+            "outputs": self.outputs() if state == "done" else None,
             "parties": parties,
             "messages": rows,
         }
@@ -94,6 +125,12 @@ class ServiceRun:
             self._copy(self.state_dir / REPORT, self.report)
             self.state = "done"
             log.info("the run is done.")
+            paths = self.outputs()
+            print(
+                f"the synthetic table is in {' and '.join(paths['synthetic'])}; the report is "
+                f"in {' and '.join(paths['report'])}",
+                flush=True,
+            )
         except VertimrfError as exc:
             self.state, self.error = "failed", str(exc)
             log.error("the run failed: %s", exc)
@@ -111,10 +148,20 @@ class ServiceRun:
         )  # fmt: skip
         try:
             driver.run()
-            model = driver.fitted()
-            report = json.dumps(model.report.to_dict(), indent=2) + "\n"
-            atomic_write_text(self.state_dir / REPORT, report)
-            model.write_sample(self.synthetic, overwrite=True)
+            rows = self.store.rows()
+            model = driver.fitted(
+                seconds={**observed_seconds(self.phases, _by_message(rows, "time")),
+                         **driver.timed()},
+                message_bytes=sent_bytes(self.config, _by_message(rows, "bytes")),
+            )  # fmt: skip
+            # the table is renamed into place last: a state folder holding it holds the report
+            partial = self.synthetic.with_name(f".partial-{self.synthetic.name}")
+            start = time.perf_counter()
+            model.write_sample(partial, overwrite=True)
+            seconds = {**model.report.seconds, "sample": time.perf_counter() - start}
+            report = dataclasses.replace(model.report, seconds=seconds).to_dict()
+            atomic_write_text(self.state_dir / REPORT, json.dumps(report, indent=2) + "\n")
+            os.replace(partial, self.synthetic)
         finally:
             if driver.state is not None:
                 driver.state.close()

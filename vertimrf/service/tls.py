@@ -10,9 +10,10 @@ them pins every ``.pub`` into the config (``vertimrf config --pin``,
 :meth:`ProtocolConfig.with_identities`). Every role then checks the config hash.
 
 The server's context presents the server's certificate and requires a client certificate
-that is one of the parties' pinned ones (``CERT_REQUIRED``, trust store = exactly those
-certificates): a stranger's handshake fails. The authenticated party is the one whose
-pinned certificate has the peer certificate's fingerprint (:func:`party_of`). A client's
+that is one of the pinned ones (``CERT_REQUIRED``, trust store = exactly the parties' and
+the server's own, with which its operator reads the status): a stranger's handshake fails.
+The authenticated party is the one whose pinned certificate has the peer certificate's
+fingerprint (:func:`party_of`; the server's own certificate names no party). A client's
 context trusts only the server's pinned certificate (and checks the host name against its
 subject alternative names) and presents its own. The private key reaches ``ssl`` through a
 0600 file in a private (0700) temporary folder, removed as soon as the context holds it.
@@ -32,7 +33,14 @@ from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.identity import REMAKE, certificate_fingerprint
 from vertimrf.protocol.seeds import SERVER
 
-__all__ = ["client_context", "fingerprint", "party_fingerprints", "party_of", "server_context"]
+__all__ = [
+    "client_context",
+    "fingerprint",
+    "party_fingerprints",
+    "party_of",
+    "role_fingerprints",
+    "server_context",
+]
 
 
 def fingerprint(certificate: str | bytes) -> str:
@@ -82,13 +90,13 @@ def _context(protocol: int, config: ProtocolConfig, keypair: KeyPair) -> ssl.SSL
 
 def server_context(config: ProtocolConfig, keypair: KeyPair) -> ssl.SSLContext:
     """The server's context: its pinned identity; a client must present a party's pinned
-    certificate."""
+    certificate or the server's own."""
     pinned = _pinned(config)
     if keypair.name != SERVER:
         raise KeyMaterialError(f"the server needs the server's key file, not {keypair.name!r}'s.")
     context = _context(ssl.PROTOCOL_TLS_SERVER, config, keypair)
-    parties = "".join(pinned[p.name] for p in config.parties)
-    context.load_verify_locations(cadata=parties)
+    roles = "".join(pinned[n] for n in [*(p.name for p in config.parties), SERVER])
+    context.load_verify_locations(cadata=roles)
     return context
 
 
@@ -105,6 +113,12 @@ def party_fingerprints(config: ProtocolConfig) -> dict[str, str]:
     """Each party's name by its pinned certificate's SHA-256 fingerprint (64 hex digits)."""
     pinned = _pinned(config)
     return {certificate_fingerprint(pinned[p.name]): p.name for p in config.parties}
+
+
+def role_fingerprints(config: ProtocolConfig) -> dict[str, str]:
+    """Each role's name (the parties' and the server's) by its pinned certificate's
+    SHA-256 fingerprint."""
+    return {**party_fingerprints(config), certificate_fingerprint(_pinned(config)[SERVER]): SERVER}
 
 
 def party_of(fingerprints: Mapping[str, str], peer_der: bytes | None) -> str | None:
