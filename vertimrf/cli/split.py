@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vertimrf.cli.common import check_outputs, file_name, force_arg, read_table, staged
-from vertimrf.cli.config import parse_parties
+from vertimrf.cli.config import parse_parties, refuse_positions
 from vertimrf.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def cmd_split(args: argparse.Namespace) -> int:
         paths[ALL] = folder / f"{ALL}.csv"
     check_outputs(args, list(paths.values()), [args.data, args.spec], make_dirs=True)
     source, df, spec = _table(args)
-    _check_parties(parties, spec, source)
+    _check_parties(parties, spec)
     written = list(spec.names) if args.all else [c for _, cols in parties for c in cols]
     missing = [c for c in written if c not in df.columns]
     if missing:
@@ -77,22 +77,16 @@ def _table(args: argparse.Namespace) -> tuple[str, pd.DataFrame, DomainSpec]:
     return args.data, read_table(args.data), spec
 
 
-def _check_parties(parties: Sequence[tuple[str, list[str]]], spec: DomainSpec, source: str) -> None:
-    """ConfigError unless the parties name distinct columns of the spec, by name (a number
-    that is no column's name is refused as a position)."""
+def _check_parties(parties: Sequence[tuple[str, list[str]]], spec: DomainSpec) -> None:
+    """ConfigError unless the parties name distinct columns of the spec, by name."""
     named = [c for _, cols in parties for c in cols]
     if len(set(named)) != len(named):
         shared = sorted({c for c in named if named.count(c) > 1})
         raise ConfigError(
             f"--party columns must be distinct columns: {shared} named more than once."
         )
+    refuse_positions(parties, spec)
     unknown = [c for c in named if c not in spec.names]
-    positions = [c for c in unknown if c.isdigit() and int(c) < len(spec)]
-    if positions:
-        raise ConfigError(
-            f"--party takes column names, not positions: {source} has no column named "
-            f"{positions}; the spec's columns are {list(spec.names)}."
-        )
     if unknown:
         raise ConfigError(
             f"--party names {unknown}, which are not columns of the spec {list(spec.names)}."
