@@ -137,7 +137,8 @@ def add_split(sub: argparse._SubParsersAction) -> None:
         "as a party would hold them; --all also writes the whole table (every column of the "
         "spec) as all.csv, the real table `vertimrf evaluate` compares with. Every value "
         "must lie in the spec's public domain. --party takes column NAMES (the table's "
-        "header, the spec's names), never positions: A=age,sex, not A=0,1.",
+        "header, the spec's names), never positions: A=age,sex, not A=0,1 (the bundled data "
+        "sets' columns are named 0, 1, ...).",
     )
     source = split.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", default=None, help="your table: a CSV or Parquet file")
