@@ -333,6 +333,8 @@ def test_every_unreadable_input_is_a_one_line_error(tmp_path):
         ["party", "release"],
         ["server", "synthesize"],
         ["evaluate"],
+        ["spec"],
+        ["split"],
     ],
 )
 def test_every_command_has_help(cmd):

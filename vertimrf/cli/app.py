@@ -18,6 +18,7 @@ from vertimrf.cli.party import add_party
 from vertimrf.cli.run import add_status
 from vertimrf.cli.secret import add_secret
 from vertimrf.cli.server import add_server
+from vertimrf.cli.spec import add_spec
 from vertimrf.cli.split import add_split
 from vertimrf.errors import (
     VertimrfError,
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         add_demo,
+        add_spec,
         add_split,
         add_keys,
         add_secret,

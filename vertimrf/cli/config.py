@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from vertimrf.cli.common import (
     check_outputs,
@@ -17,6 +18,9 @@ from vertimrf.errors import (
     ConfigError,
 )
 
+if TYPE_CHECKING:
+    from vertimrf.domain import DomainSpec
+
 
 def parse_parties(items: Sequence[str]) -> list[tuple[str, list[str]]]:
     out = []
@@ -26,6 +30,20 @@ def parse_parties(items: Sequence[str]) -> list[tuple[str, list[str]]]:
             raise ConfigError(f"--party needs NAME=col1,col2,...; got {item!r}.")
         out.append((name, [c for c in cols.split(",") if c]))
     return out
+
+
+def refuse_positions(parties: Sequence[tuple[str, list[str]]], spec: DomainSpec) -> None:
+    """ConfigError when ``--party`` gives column positions: it takes column names (a bundled
+    data set's columns are named "0", "1", ..., which are names)."""
+    positions = [
+        c for _, cols in parties for c in cols if c not in spec.names and c.isdigit()
+        and int(c) < len(spec)
+    ]  # fmt: skip
+    if positions:
+        raise ConfigError(
+            f"--party takes column names, not positions: no column is named {positions}; "
+            f"the spec's columns are {list(spec.names)}."
+        )
 
 
 def _parse_t(value: str) -> int | str:
@@ -43,6 +61,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     check_outputs(args, [args.out], [args.spec, *(args.pin or [])])
     spec = load_spec(args)
+    parties = parse_parties(args.party)
+    refuse_positions(parties, spec)
     given = {
         "t": None if args.t is None else _parse_t(args.t),
         "count_party": args.count_party,
@@ -76,7 +96,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         epsilon=args.epsilon,
         delta=args.delta,
         spec=spec,
-        parties=parse_parties(args.party),
+        parties=parties,
         **{k: v for k, v in given.items() if v is not None},
     )
     if args.pin:
@@ -127,7 +147,11 @@ def add_config(sub: argparse._SubParsersAction) -> None:
     )
     spec_args(config)
     config.add_argument(
-        "--party", action="append", required=True, help="NAME=col1,col2,... (repeat once per party)"
+        "--party",
+        action="append",
+        required=True,
+        help="NAME=col1,col2,...: a party and its columns by NAME, never position (repeat once "
+        "per party)",
     )
     config.add_argument("--epsilon", type=float, required=True)
     config.add_argument("--delta", type=float, required=True)

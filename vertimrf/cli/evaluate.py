@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 
 from vertimrf.cli.common import (
     check_outputs,
@@ -23,8 +24,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     check_outputs(args, [args.json], [args.spec, args.real, args.synth])
     spec = load_spec(args)
     ways = _parse_ways(args.ways, len(spec))
-    if args.label is not None and args.label not in spec.names:
-        raise ConfigError(f"--label {args.label!r} is not a column of the spec {list(spec.names)}.")
+    if args.label is not None:
+        if args.label not in spec.names:
+            raise ConfigError(
+                f"--label {args.label!r} is not a column of the spec {list(spec.names)}."
+            )
+        try:
+            importlib.import_module("sklearn")  # the SVM metric's; only in the eval extra
+        except ImportError:
+            raise ConfigError(
+                "--label (the SVM metric) needs scikit-learn: install vertimrf[eval], or leave "
+                "out --label for the TVD figures alone."
+            ) from None
     real, synth = read_table(args.real), read_table(args.synth)
     for path, frame in ((args.real, real), (args.synth, synth)):
         missing = [c for c in spec.names if c not in frame.columns]
@@ -72,7 +83,11 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--real", required=True, help="real table (CSV or Parquet)")
     ev.add_argument("--synth", required=True, help="synthetic table (CSV or Parquet)")
     ev.add_argument("--ways", default="3,4,5", help="marginal sizes (default 3,4,5)")
-    ev.add_argument("--label", default=None, help="label column for the SVM metric")
+    ev.add_argument(
+        "--label",
+        default=None,
+        help="label column for the SVM metric (needs scikit-learn: pip install vertimrf[eval])",
+    )
     ev.add_argument("--json", default=None, help="also write the figures as JSON")
     force_arg(ev)
     ev.set_defaults(func=cmd_evaluate)

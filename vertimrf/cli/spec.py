@@ -1,0 +1,81 @@
+"""``vertimrf spec``: a domain spec proposed from the data, to be fixed by hand (read off the
+data, it is NOT differentially private)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from vertimrf.cli.common import check_outputs, force_arg, read_table, staged
+from vertimrf.errors import ConfigError
+
+NOT_DP = (
+    "this spec is read off the data, so it is NOT differentially private: it reveals the "
+    "categories present and each numeric column's min and max. Fix it by hand before any "
+    "run: categories from public knowledge (every value a column may take, not only those "
+    "seen) and numeric bounds from public knowledge (never the data's min and max); see "
+    "docs/own-data.md."
+)
+
+
+def cmd_spec(args: argparse.Namespace) -> int:
+    from vertimrf.domain import PrivacyWarning, infer_spec
+
+    if args.bins < 1 or args.max_categories < 1:
+        raise ConfigError("--bins and --max-categories must be positive integers.")
+    check_outputs(args, [args.out], [args.data])
+    df = read_table(args.data)
+    if args.id_column is not None:
+        if args.id_column not in df.columns:
+            raise ConfigError(
+                f"{args.data} has no column {args.id_column!r} (--id-column); its columns are "
+                f"{list(df.columns)}."
+            )
+        df = df.drop(columns=[args.id_column])
+    with warnings.catch_warnings():  # infer_spec's warning speaks Python; NOT_DP replaces it
+        warnings.simplefilter("ignore", PrivacyWarning)
+        spec = infer_spec(df, numeric_bins=args.bins, max_categories=args.max_categories)
+    with staged(args.out) as (tmp,):
+        spec.to_json(tmp)
+    print(f"wrote a PROPOSED spec to {args.out}, read off the data (NOT DP); fix every column:")
+    for col in spec.columns:
+        if col.kind == "numeric":
+            lower, upper, bins = col.bounds
+            seen = f"numeric, bounds [{lower:g}, {upper:g}] = the data's min and max, {bins} bins"
+        else:
+            seen = f"categorical, the {len(col.values)} categories seen in the data"
+        missing = int(df[col.name].isna().sum())
+        gaps = f"; {missing} missing values (a run refuses them: fill or drop)" if missing else ""
+        print(f"  {col.name}: {seen}{gaps}")
+    print(f"vertimrf: warning: {NOT_DP}", file=sys.stderr)
+    return 0
+
+
+def add_spec(sub: argparse._SubParsersAction) -> None:
+    """The `spec` command."""
+    spec = sub.add_parser(
+        "spec",
+        help="propose a domain spec from a table (NOT DP: fix it by hand)",
+        description="Write a domain spec JSON proposed from the table: a column with at most "
+        "--max-categories distinct values is categorical, another numeric column is numeric "
+        "with the data's min and max as bounds. The proposal is read off the data and is "
+        "NOT differentially private: replace its categories and bounds with public "
+        "knowledge before any run (docs/own-data.md).",
+    )
+    spec.add_argument("--data", required=True, help="the table: a CSV or Parquet file")
+    spec.add_argument("--out", required=True, help="spec JSON to write")
+    spec.add_argument(
+        "--id-column", default=None, metavar="COL", help="the record-ID column, left out"
+    )
+    spec.add_argument(
+        "--max-categories",
+        type=int,
+        default=64,
+        help="a column with at most this many distinct values is categorical (default 64)",
+    )
+    spec.add_argument(
+        "--bins", type=int, default=16, help="equal-width bins of a numeric column (default 16)"
+    )
+    force_arg(spec)
+    spec.set_defaults(func=cmd_spec)
