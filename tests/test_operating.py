@@ -6,7 +6,7 @@ cut off mid-upload is one log line. Every role is its own process on 127.0.0.1."
 from __future__ import annotations
 
 import http.server
-import signal
+import os
 import subprocess
 import threading
 import time
@@ -116,3 +116,77 @@ def test_a_url_that_cannot_work_is_one_line_within_30_s(tmp_path, how):
     assert {"no scheme": "https://HOST:PORT", "http": "HTTPS only"}.get(how, "no TLS") in lines[0]
     assert took < 30.0, took
     print(f"{how}: one line after {took:.1f} s")
+
+
+def _status(tmp_path: Path, url: str) -> str:
+    done = subprocess.run(
+        [*_service(tmp_path).args[:3], "status", "--server", url, "--config", "config.json",
+         "--keys", "A.key"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_party_that_never_joins_stops_the_others_with_the_servers_reason(tmp_path):
+    """C never runs and the server fails the run after its 6 s --party-timeout: A and B,
+    waiting for their deal with a 300 s --timeout, stop at once with the server's reason in
+    one line (they waited on until their own time-out)."""
+    df, spec = _table(60)
+    _pinned(tmp_path, df, spec)
+    server, url = _server(tmp_path, "--exit-when-done", timeout=6)
+    parties = [_party(tmp_path, n, url) for n in ("A", "B")]
+    try:
+        _, err = server.communicate(timeout=300)
+        failed_at = time.monotonic()
+        assert server.returncode == 2, err
+        stopped = []
+        for party in parties:
+            _, perr = party.communicate(timeout=120)
+            stopped.append(time.monotonic() - failed_at)
+            assert party.returncode == 2, perr
+            last = perr.strip().splitlines()[-1]
+            assert last == (
+                "vertimrf: error: the run has failed at the server: party C sent no message "
+                "within 6 s (never joined)."
+            ), perr
+    finally:
+        _kill_all([server, *parties])
+    assert "Traceback" not in err
+    print(f"parties stopped {max(stopped):.1f} s after the server")
+
+
+def test_a_party_with_a_wrong_secret_fails_the_run_and_the_server_names_it(tmp_path):
+    """B's group secret is not the others': the first party to find out stops with a
+    one-line error and tells the server, which fails the run naming that party; every other
+    party stops, on its own finding or with the server's reason; the server exits 2."""
+    df, spec = _table(60)
+    _pinned(tmp_path, df, spec)
+    (tmp_path / "wrong.hex").write_text(os.urandom(32).hex())
+    server, url = _server(tmp_path, "--exit-when-done")
+    a = _party(tmp_path, "A", url)
+    parties = [_service(
+        tmp_path, "party", "run", "--server", url, "--config", "config.json",
+        "--data", "B.csv", "--keys", "B.key", "--secret", "wrong.hex",
+        "--state-dir", "state-B", "--id-column", "rid", "--timeout", "300",
+    ), a, _party(tmp_path, "C", url)]  # fmt: skip
+    try:
+        errors = []
+        for party in parties:
+            _, perr = party.communicate(timeout=300)
+            assert party.returncode == 2, perr
+            errors.append(perr.strip().splitlines()[-1])
+        _, err = server.communicate(timeout=120)
+        assert server.returncode == 2, err
+    finally:
+        _kill_all([server, *parties])
+    failed = err.strip().splitlines()[-1]
+    assert failed.startswith("vertimrf server: the run failed: party "), err
+    culprit = failed.split()[6]
+    assert culprit in PARTIES, failed
+    for line in errors:
+        assert line.startswith("vertimrf: error: "), errors
+        own = "different shared secrets" in line and "at the server" not in line
+        assert own or line.startswith(
+            f"vertimrf: error: the run has failed at the server: party {culprit} failed: "
+        ), errors
