@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -15,7 +16,16 @@ from pathlib import Path
 import pytest
 
 from tests.test_driver import _table
-from tests.test_service import PARTIES, _free_port, _party, _pinned, _server, _service
+from tests.test_service import (
+    PARTIES,
+    _free_port,
+    _held,
+    _party,
+    _pinned,
+    _server,
+    _service,
+    _wait,
+)
 
 STOP_WITHIN = 5.0
 
@@ -190,3 +200,113 @@ def test_a_party_with_a_wrong_secret_fails_the_run_and_the_server_names_it(tmp_p
         assert own or line.startswith(
             f"vertimrf: error: the run has failed at the server: party {culprit} failed: "
         ), errors
+
+
+def _signal_stops(server: _Lines, sig: signal.Signals) -> tuple[float, str]:
+    """Send ``sig`` to the server: the seconds it took to exit, and its stderr."""
+    start = time.monotonic()
+    server.proc.send_signal(sig)
+    try:
+        server.proc.wait(timeout=60)
+    finally:
+        server.proc.kill()
+    return time.monotonic() - start, "\n".join(server.finish())
+
+
+@pytest.mark.service
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("state", ["waiting", "running", "failed"])
+def test_a_signal_stops_server_run_exit_when_done_in_every_state(tmp_path, state, sig):
+    """`server run --exit-when-done` (the walkthrough's form): waiting for the parties,
+    running (A and B sent their commitments and long-poll for the deal), or after a failed
+    run (its --party-timeout passed) while it tells the parties: SIGTERM or SIGINT stops
+    it within 5 s, exit 143 or 130, with one line; the state folder serves again."""
+    df, spec = _table(60)
+    _pinned(tmp_path, df, spec)
+    server, url = _server(tmp_path, "--exit-when-done", timeout=3 if state == "failed" else 300)
+    lines = _Lines(server, time.monotonic())
+    parties = []
+    try:
+        if state == "running":
+            parties = [_party(tmp_path, n, url) for n in ("A", "B")]
+            commits = {("A", "server", "commit"), ("B", "server", "commit")}
+            _wait(lambda: commits <= {r[:3] for r in _held(tmp_path)}, server, "the commits")
+            time.sleep(1.0)  # the long-polls for the deal are in
+        elif state == "failed":
+            lines.first("the run failed: party A, B, C sent no message", 120)
+        else:
+            time.sleep(1.0)
+        took, err = _signal_stops(lines, sig)
+    finally:
+        _kill_all([server, *parties])
+    assert took < STOP_WITHIN, took
+    assert server.returncode == 128 + sig, err
+    assert err.strip().splitlines()[-1] == (
+        f"vertimrf server: stopped by {sig.name}; the state folder keeps the run: serve it "
+        "again to resume."
+    ), err
+    assert "Traceback" not in err
+    again, _ = _server(tmp_path)  # the state folder is free, and serves the run again
+    took_again, _ = _signal_stops(_Lines(again, time.monotonic()), signal.SIGTERM)
+    assert again.returncode == 143 and took_again < STOP_WITHIN
+    print(f"{state} {sig.name}: stopped in {took:.2f} s")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_server_run_over_folders(tmp_path, sig):
+    """`server run --inbox --outbox` waiting for the parties' messages: it says what it
+    waits for, and SIGTERM or SIGINT stops it within 5 s, exit 143 or 130, with one line."""
+    df, spec = _table(40)
+    _pinned(tmp_path, df, spec)
+    start = time.monotonic()
+    server = _service(
+        tmp_path, "server", "run", "--config", "config.json", "--inbox", "mail/server",
+        "--outbox", "mail", "--server-key", "server.key", "--out", "synth.csv",
+        "--state-dir", "server-state", "--quiet",
+    )  # fmt: skip
+    lines = _Lines(server, start)
+    try:
+        first = lines.first("vertimrf server: waiting for the commit from A to server in", 60)
+        took, text = _signal_stops(lines, sig)
+    finally:
+        _kill_all([server])
+    err = text.splitlines()
+    assert took < STOP_WITHIN, took
+    assert server.returncode == 128 + sig, err
+    assert err[-1] == (
+        f"vertimrf server: stopped by {sig.name}; the state folder keeps the run: run it "
+        "again to resume."
+    ), err
+    print(f"folders {sig.name}: first waiting line after {first:.1f} s, stopped in {took:.2f} s")
+
+
+def test_a_second_server_on_a_locked_state_folder_is_refused(tmp_path):
+    """A second `server run` on a served --state-dir is one line naming the first's PID
+    (exit 2); once the first is killed (SIGKILL: its stale lock left behind), the next
+    server takes the lock over with one line."""
+    df, spec = _table(40)
+    _pinned(tmp_path, df, spec)
+    first, _ = _server(tmp_path)
+    try:
+        second = _service(
+            tmp_path, "server", "run", "--config", "config.json", "--listen", "127.0.0.1:0",
+            "--state-dir", "server-state", "--server-key", "server.key",
+        )  # fmt: skip
+        _, err = second.communicate(timeout=120)
+        assert second.returncode == 2, err
+        assert err.strip().splitlines() == [
+            f"vertimrf: error: server-state is in use by another server (PID {first.pid}, see "
+            "server-state/server.lock): stop it, or give another --state-dir."
+        ], err
+        first.kill()
+        first.wait(timeout=60)
+        third, _ = _server(tmp_path)
+        took, err = _signal_stops(_Lines(third, time.monotonic()), signal.SIGTERM)
+    finally:
+        _kill_all([first])
+    assert third.returncode == 143, err
+    taken = [line for line in err.splitlines() if "stale lock" in line]
+    assert taken == [
+        f"vertimrf server: took over the stale lock of PID {first.pid}, which no longer runs "
+        "(server-state/server.lock)"
+    ], err
