@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -26,6 +28,8 @@ from tests.test_service import (
     _service,
     _wait,
 )
+from vertimrf.protocol.channels import KeyPair
+from vertimrf.service.tls import client_context
 
 STOP_WITHIN = 5.0
 
@@ -310,3 +314,41 @@ def test_a_second_server_on_a_locked_state_folder_is_refused(tmp_path):
         f"vertimrf server: took over the stale lock of PID {first.pid}, which no longer runs "
         "(server-state/server.lock)"
     ], err
+
+
+@pytest.mark.service
+def test_a_party_cut_off_mid_upload_is_one_log_line_in_the_log_file(tmp_path):
+    """A's upload of a blob stops after half its body and its connection closes (a party
+    killed mid-upload): the server's log, in --log-file, has one line for it, with its
+    time, and no traceback (it had a 20-line aiohttp traceback)."""
+    df, spec = _table(40)
+    cfg = _pinned(tmp_path, df, spec)
+    server, url = _server(tmp_path, "--log-file", "server.log")
+    lines = _Lines(server, time.monotonic())
+    host, port = url.removeprefix("https://").split(":")
+    planned = cfg.plan().blob_bytes["A"]
+    head = (
+        f"PUT /v1/runs/{cfg.config_hash()}/messages/A/B/blob HTTP/1.1\r\nHost: {host}\r\n"
+        f"Content-Length: {planned}\r\nX-Content-SHA256: {'0' * 64}\r\n\r\n"
+    ).encode()
+    context = client_context(cfg, KeyPair.load(tmp_path / "A.key"))
+    try:
+        with context.wrap_socket(
+            socket.create_connection((host, int(port)), timeout=30), server_hostname=host
+        ) as tls:
+            tls.sendall(head + bytes(planned // 2))
+            time.sleep(0.5)
+        log = tmp_path / "server.log"
+        _wait(lambda: "dropped" in log.read_text(), server, "the dropped upload's line", 60)
+        _, err = _signal_stops(lines, signal.SIGTERM)
+    finally:
+        _kill_all([server])
+    text = log.read_text()
+    assert "Traceback" not in text + err, text + err
+    dropped = [line for line in text.splitlines() if "dropped" in line]
+    assert len(dropped) == 1 and re.fullmatch(
+        r"\d{4}-\d\d-\d\d [\d:,]+ INFO dropped the blob from A to B: its connection closed "
+        rf"after [\d,]+ of {planned:,} bytes",
+        dropped[0],
+    ), text
+    assert err == "", err  # the log went to the file

@@ -193,9 +193,9 @@ def _show_service_log(level: str, file: str | None) -> None:
     else:
         handler = logging.FileHandler(file)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    for name in ("vertimrf.service", "vertimrf.driver.lock"):
-        logging.getLogger(name).addHandler(handler)
-        logging.getLogger(name).setLevel(level.upper())
+    service = logging.getLogger("vertimrf.service")
+    service.addHandler(handler)
+    service.setLevel(level.upper())
 
 
 def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import math
 import re
 import sys
@@ -58,6 +59,8 @@ from vertimrf.service.rules import CONTAINER_KINDS, COUNT_BYTES, SEALED_KINDS, u
 from vertimrf.service.store import CHUNK, MessageStore
 from vertimrf.service.tls import party_fingerprints, party_of
 
+log = logging.getLogger(__name__)
+
 MAX_WAIT = 30.0
 READ_TIMEOUT = 60.0
 POLL = 0.05
@@ -72,6 +75,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def _refuse(status: int, text: str) -> web.Response:
+    """The refusal, logged as one line (a failed run's answer at debug level: it repeats)."""
+    log.log(logging.DEBUG if status == 410 else logging.INFO, "refused (%d): %s", status, text)
     return web.json_response({"error": text}, status=status)
 
 
@@ -227,6 +232,12 @@ def make_app(
                         chunk = await asyncio.wait_for(request.content.read(CHUNK), read_timeout)
                     except asyncio.TimeoutError:
                         return _refuse(408, f"no body bytes within {read_timeout:g} s.")
+                    except ConnectionError:  # the client is gone: nothing to answer
+                        log.info(
+                            "dropped the %s: its connection closed after %s of %s bytes",
+                            message, f"{size:,}", f"{length:,}",
+                        )  # fmt: skip
+                        return web.Response(status=400)
                     if not chunk:
                         break
                     if len(head) < len(magic):

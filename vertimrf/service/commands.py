@@ -52,24 +52,29 @@ SHUTDOWN_GRACE = 1.0  # seconds a request in progress may take once a signal sto
 _TICK = 0.2  # seconds between looks at the run's end and at idle connections
 
 
-class _MalformedRequest(logging.Filter):
-    """aiohttp's log of a request it cannot parse (a line over its limits, a bad head): the
+class _NetworkFaults(logging.Filter):
+    """aiohttp's log of a request it cannot parse (a line over its limits, a bad head), or
+    of a connection that broke (a client killed mid-transfer): the network's or the
     client's fault, so one line and no traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Rewrite the record of a parse error; pass every record."""
+        """Rewrite the record of a parse error or a broken connection; pass every record."""
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, HttpProcessingError):
             record.msg, record.args = (
                 "refused a malformed request: %s",
                 (" ".join(str(exc.message).split())[:200],),
             )
-            record.exc_info = record.exc_text = None
+        elif isinstance(exc, (ConnectionError, ssl.SSLError, asyncio.TimeoutError)):
+            record.msg, record.args = "dropped a connection: %s", (exc or type(exc).__name__,)
+        else:
+            return True
+        record.exc_info = record.exc_text = None
         return True
 
 
 _http_log = logging.getLogger(f"{__name__}.http")  # aiohttp's request errors
-_http_log.addFilter(_MalformedRequest())
+_http_log.addFilter(_NetworkFaults())
 
 
 def parse_listen(text: str) -> tuple[str, int]:
