@@ -13,7 +13,6 @@ import socket
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -71,6 +70,7 @@ def _kill_all(procs: list[subprocess.Popen]) -> None:
         proc.wait(timeout=60)
 
 
+@pytest.mark.service
 def test_a_party_started_before_the_server_says_it_waits_then_runs(tmp_path):
     """The three parties start 20 s before the server: each says within 10 s that it waits
     for the server (the connection refused), and the run then completes."""
@@ -104,6 +104,7 @@ class _PlainHttp(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.service
 @pytest.mark.parametrize("how", ["no scheme", "http", "https to plain http"])
 def test_a_url_that_cannot_work_is_one_line_within_30_s(tmp_path, how):
     """No scheme, http://, and https:// to a port that speaks plain HTTP: the party stops
@@ -132,16 +133,7 @@ def test_a_url_that_cannot_work_is_one_line_within_30_s(tmp_path, how):
     print(f"{how}: one line after {took:.1f} s")
 
 
-def _status(tmp_path: Path, url: str) -> str:
-    done = subprocess.run(
-        [*_service(tmp_path).args[:3], "status", "--server", url, "--config", "config.json",
-         "--keys", "A.key"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
+@pytest.mark.service
 def test_a_party_that_never_joins_stops_the_others_with_the_servers_reason(tmp_path):
     """C never runs and the server fails the run after its 6 s --party-timeout: A and B,
     waiting for their deal with a 300 s --timeout, stop at once with the server's reason in
@@ -170,6 +162,7 @@ def test_a_party_that_never_joins_stops_the_others_with_the_servers_reason(tmp_p
     print(f"parties stopped {max(stopped):.1f} s after the server")
 
 
+@pytest.mark.service
 def test_a_party_with_a_wrong_secret_fails_the_run_and_the_server_names_it(tmp_path):
     """B's group secret is not the others': the first party to find out stops with a
     one-line error and tells the server, which fails the run naming that party; every other
@@ -284,6 +277,7 @@ def test_a_signal_stops_server_run_over_folders(tmp_path, sig):
     print(f"folders {sig.name}: first waiting line after {first:.1f} s, stopped in {took:.2f} s")
 
 
+@pytest.mark.service
 def test_a_second_server_on_a_locked_state_folder_is_refused(tmp_path):
     """A second `server run` on a served --state-dir is one line naming the first's PID
     (exit 2); once the first is killed (SIGKILL: its stale lock left behind), the next
