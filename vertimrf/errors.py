@@ -57,6 +57,10 @@ class ServiceError(VertimrfError):
     """The network service refused a request, or could not be reached in time."""
 
 
+class RunFailedError(ServiceError):
+    """The run has failed (a role said so): every role stops."""
+
+
 RUN_CHANGED = (
     "this run has released; a corrected table needs a new config (a new run), which spends a "
     "new budget"

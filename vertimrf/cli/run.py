@@ -10,7 +10,11 @@ air-gapped sites); everything else is shared by both.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,8 +30,10 @@ from vertimrf.cli.common import (
     server_key,
     write_synthetic,
 )
+from vertimrf.driver.lock import state_lock
 from vertimrf.driver.transport import DirectoryTransport, Message, Transport
-from vertimrf.errors import ConfigError
+from vertimrf.driver.waits import WaitNotices
+from vertimrf.errors import ConfigError, RunFailedError, VertimrfError
 
 if TYPE_CHECKING:
     from vertimrf.driver.schedule import Phase
@@ -35,14 +41,25 @@ if TYPE_CHECKING:
     from vertimrf.protocol.config import ProtocolConfig
 
 
-def _directory_transport(args: argparse.Namespace, network: str) -> DirectoryTransport:
-    """The directory transport of ``--inbox`` and ``--outbox``."""
+TIMEOUT = 3600.0  # --timeout's default: see its help
+
+
+def _notices(role: str) -> WaitNotices:
+    """Notices of ``role``'s waits, on stderr."""
+    return WaitNotices(lambda line: print(f"vertimrf {role}: {line}", file=sys.stderr, flush=True))
+
+
+def _directory_transport(
+    args: argparse.Namespace, network: str, role: str
+) -> DirectoryTransport:
+    """The directory transport of ``--inbox`` and ``--outbox``, saying what ``role``
+    waits for."""
     if args.inbox is None or args.outbox is None:
         raise ConfigError(
             f"give {network}, or --inbox DIR (this role's inbox) and --outbox DIR (a folder "
             "per receiver) for the directory transport."
         )
-    return DirectoryTransport(args.inbox, args.outbox, timeout=args.timeout)
+    return DirectoryTransport(args.inbox, args.outbox, timeout=args.timeout, notices=_notices(role))
 
 
 def _network_or_folders(args: argparse.Namespace, option: str, value: object) -> bool:
@@ -57,15 +74,16 @@ def party_transport(
 ) -> Transport:
     """The party's transport, from its options."""
     if not _network_or_folders(args, "--server URL", args.server):
-        return _directory_transport(args, "--server URL")
+        return _directory_transport(args, "--server URL", args.party)
     from vertimrf.service.client import party_transport as network
 
     if keypair is None:
         raise ConfigError("party run --server needs --keys (this party's key file).")
     spool = _state_dir(args) / cfg.config_hash()[:16] / "received"
     return network(
-        args.server, cfg, keypair, timeout=args.timeout, progress=_progress(args), spool=spool
-    )
+        args.server, cfg, keypair, timeout=args.timeout, progress=_progress(args), spool=spool,
+        notices=_notices(args.party),
+    )  # fmt: skip
 
 
 def _progress(args: argparse.Namespace) -> bool | None:
@@ -106,7 +124,13 @@ def cmd_party_run(args: argparse.Namespace) -> int:
         transport = party_transport(args, cfg, keypair)
         state_dir = _state_dir(args)
         driver = PartyDriver(party, transport, state_dir=state_dir)
-        driver.run(progress=_progress(args))
+        try:
+            driver.run(progress=_progress(args))
+        except VertimrfError as exc:
+            report = getattr(transport, "report_failure", None)
+            if report is not None and not isinstance(exc, RunFailedError):
+                report(str(exc))  # the server fails the run: no party waits on
+            raise
     print(
         f"{name}: ran {', '.join(driver.done)}; sent {driver.sent_bytes:,} bytes; its private "
         f"state is in {state_dir}"
@@ -153,7 +177,7 @@ def _serve(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
         raise ConfigError("give --server-key, the server's key file pinned in the config.")
     check_outputs(args, [args.out, args.report], [args.config, args.server_key])
     state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
-    _show_service_log()
+    _show_service_log(args.log_level, args.log_file)
     return serve(
         cfg, server_key(args), state_dir, args.listen, party_timeout=args.timeout,
         seed=args.seed, out=args.out, report=args.report, exit_when_done=args.exit_when_done,
@@ -161,15 +185,21 @@ def _serve(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     )  # fmt: skip
 
 
-def _show_service_log() -> None:
-    """The service's log lines (start, done, failed and why) on stderr."""
+def _show_service_log(level: str, file: str | None) -> None:
+    """The service's log, one line per event (start, a dropped connection, a refused
+    upload, done, failed and why), from ``level`` up: on stderr, or appended to ``file``
+    with the time."""
     import logging
 
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("vertimrf server: %(message)s"))
+    if file is None:
+        handler: logging.Handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("vertimrf server: %(message)s"))
+    else:
+        handler = logging.FileHandler(file)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     service = logging.getLogger("vertimrf.service")
     service.addHandler(handler)
-    service.setLevel(logging.INFO)
+    service.setLevel(level.upper())
 
 
 def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
@@ -192,16 +222,26 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     )
     keypair = server_key(args) if secure or args.server_key else None
     state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
-    transport = _directory_transport(args, "--listen HOST:PORT")
-    driver = ServerDriver(
-        cfg, transport, public_keys=keys, keypair=keypair, seed=args.seed,
-        progress=_progress(args), state_dir=state_dir,
-    )  # fmt: skip
-    try:
-        driver.run(progress=_progress(args))
-    finally:
-        if driver.state is not None:
-            driver.state.close()
+    transport = _directory_transport(args, "--listen HOST:PORT", "server")
+    with state_lock(state_dir, lambda line: print(f"vertimrf server: {line}", file=sys.stderr)):
+        driver = ServerDriver(
+            cfg, transport, public_keys=keys, keypair=keypair, seed=args.seed,
+            progress=_progress(args), state_dir=state_dir,
+        )  # fmt: skip
+        try:
+            with _stopped_by_signals():
+                driver.run(progress=_progress(args))
+        except _Stopped as stop:
+            name = signal.Signals(stop.signum).name
+            print(
+                f"vertimrf server: stopped by {name}; the state folder keeps the run: run it "
+                "again to resume.",
+                file=sys.stderr,
+            )
+            return 128 + stop.signum
+        finally:
+            if driver.state is not None:
+                driver.state.close()
     phases = schedule(cfg)
     held = _folder_messages(transport, phases)
     model = driver.fitted(
@@ -233,6 +273,29 @@ def _folder_messages(
     return held
 
 
+class _Stopped(Exception):  # noqa: N818 (a signal, not an error)
+    """SIGINT or SIGTERM, raised in the main thread."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`_Stopped` inside the block."""
+
+    def stop(signum: int, _: object) -> None:
+        raise _Stopped(signum)
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def _transport_args(p: argparse.ArgumentParser) -> None:
     """The directory transport's options, and the wait for each message."""
     p.add_argument("--inbox", default=None, help="folders: this role's inbox folder")
@@ -242,9 +305,11 @@ def _transport_args(p: argparse.ArgumentParser) -> None:
         "--party-timeout",
         dest="timeout",
         type=float,
-        default=3600.0,
-        help="seconds to wait for each message (default 3600); the server then reports the "
-        "role that sent nothing",
+        default=TIMEOUT,
+        help=f"seconds to wait for each message (default {TIMEOUT:g}, an hour: a run's slowest "
+        "step, a large table's fit or feature blobs, must fit in it; the wait is said every 10 "
+        "s, and a run that fails stops it at once); the server then reports the role that "
+        "sent nothing",
     )
 
 
@@ -336,6 +401,15 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
     run.add_argument("--report", default=None, help="also write the report as JSON")
     run.add_argument(
         "--exit-when-done", action="store_true", help="--listen: stop when the run ends"
+    )
+    run.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="--listen: the least event the log shows (default info: one line per event)",
+    )
+    run.add_argument(
+        "--log-file", default=None, help="--listen: append the log here, timed (default: stderr)"
     )
     run.add_argument(
         "--port-file", default=None, help="--listen: write the port listened on here (port 0)"

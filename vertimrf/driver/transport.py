@@ -19,6 +19,7 @@ the party's kept copy as it is made (or made in memory by a role that keeps none
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mmap
 import os
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from vertimrf.driver.waits import WaitNotices
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError, RunChangedError
 from vertimrf.io import atomic_open
 from vertimrf.protocol.channels import BufferWriter
@@ -193,9 +195,10 @@ class DirectoryTransport:
 
     ``send`` writes ``outbox/<receiver>/<sender>.<kind>`` atomically (whole or not at all);
     ``receive`` reads ``inbox/<sender>.<kind>``, polling until it appears or ``timeout``
-    seconds pass (then :class:`MissingMessageError`). When every role's outbox is one shared folder
-    and its inbox that folder's subfolder of its name, the roles need no courier.
-    ``max_bytes`` bounds a message read.
+    seconds pass (then :class:`MissingMessageError`), calling ``watch`` (if given; it may
+    raise to end the wait) on each poll and saying what it waits for through ``notices``.
+    When every role's outbox is one shared folder and its inbox that folder's subfolder of
+    its name, the roles need no courier. ``max_bytes`` bounds a message read.
     """
 
     def __init__(
@@ -205,11 +208,14 @@ class DirectoryTransport:
         *,
         timeout: float = 0.0,
         max_bytes: int = 1 << 40,
+        watch: Callable[[], None] | None = None,
+        notices: WaitNotices | None = None,
     ) -> None:
         if not timeout >= 0:
             raise ConfigError(f"timeout must be a non-negative number of seconds; got {timeout}.")
         self.inbox, self.outbox = Path(inbox), Path(outbox)
         self.timeout, self.max_bytes = float(timeout), int(max_bytes)
+        self.watch, self.notices = watch, notices
 
     def __repr__(self) -> str:
         return f"DirectoryTransport(inbox={str(self.inbox)!r}, outbox={str(self.outbox)!r})"
@@ -237,9 +243,25 @@ class DirectoryTransport:
         """The message's bytes from the inbox (a large message mapped, see
         :func:`map_file`), waiting up to ``timeout`` seconds."""
         path = self.inbox / message.file_name
+        if not path.exists():
+            said = lambda t: f"waiting for the {message} in {path} ({t:.0f} s)"  # noqa: E731
+            notices = self.notices.waiting(said) if self.notices else contextlib.nullcontext()
+            with notices:
+                self._wait_for(message, path)
+        size = path.stat().st_size
+        if size > self.max_bytes:
+            raise MessageError(
+                f"{path}: {size:,} bytes is more than the {self.max_bytes:,} a message may hold."
+            )
+        return map_file(path)
+
+    def _wait_for(self, message: Message, path: Path) -> None:
+        """Poll until ``path`` exists; MissingMessageError after the time-out."""
         deadline = time.monotonic() + self.timeout
         wait = FIRST_POLL
         while not path.exists():
+            if self.watch is not None:
+                self.watch()
             left = deadline - time.monotonic()
             if left <= 0:
                 raise MissingMessageError(
@@ -248,9 +270,3 @@ class DirectoryTransport:
                 )
             time.sleep(min(wait, left))
             wait = min(2 * wait, MAX_POLL)
-        size = path.stat().st_size
-        if size > self.max_bytes:
-            raise MessageError(
-                f"{path}: {size:,} bytes is more than the {self.max_bytes:,} a message may hold."
-            )
-        return map_file(path)

@@ -14,6 +14,10 @@ certificate, and the authenticated party is the one it pins):
   message addressed to the authenticated party, waiting up to ``wait`` seconds (at most
   :data:`MAX_WAIT`) for it; 200 with the body streamed and its ``X-Content-SHA256``, or
   204 if it has not arrived yet (or the service is stopping).
+* ``POST /v1/runs/<run>/failure``: the authenticated party reports that it failed, with
+  JSON ``{"error": TEXT}``; the run fails, naming the party. 204.
+* once the run has failed, every upload and download is answered 410 with the reason
+  (a long-poll at once), so that no party waits on.
 * ``GET /v1/status`` (any pinned role, the server's operator included): the run's state
   (``waiting``, ``running``, ``done``, ``failed`` and why), the step it waits for and the
   roles yet to send in it, once done the paths of the synthetic table and the report, every
@@ -37,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import math
 import re
 import sys
@@ -56,9 +61,12 @@ from vertimrf.service.rules import CONTAINER_KINDS, COUNT_BYTES, SEALED_KINDS, u
 from vertimrf.service.store import CHUNK, MessageStore
 from vertimrf.service.tls import party_fingerprints, party_of, role_fingerprints
 
+log = logging.getLogger(__name__)
+
 MAX_WAIT = 30.0
 READ_TIMEOUT = 60.0
 POLL = 0.05
+MAX_REPORT = 4000  # bytes of a party's failure report
 MAX_NAME = 100  # characters of a role or kind: <sender>.<kind> fits a 255-byte file name
 # The container each message kind holds (its manifest's kind).
 CONTAINER_FORMATS = {"local": LOCAL_CONTAINER} | dict.fromkeys(
@@ -69,6 +77,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def _refuse(status: int, text: str) -> web.Response:
+    """The refusal, logged as one line (a failed run's answer at debug level: it repeats)."""
+    log.log(logging.DEBUG if status == 410 else logging.INFO, "refused (%d): %s", status, text)
     return web.json_response({"error": text}, status=status)
 
 
@@ -106,11 +116,15 @@ def make_app(
     config: ProtocolConfig,
     store: MessageStore,
     status: Callable[[], dict],
+    failure: Callable[[str], str | None],
+    fail: Callable[[str, str], None],
     *,
     read_timeout: float = READ_TIMEOUT,
 ) -> web.Application:
     """The service's routes over ``store``; ``status()`` gives the run's state for
-    ``/v1/status``; an upload whose next chunk takes over ``read_timeout`` seconds ends."""
+    ``/v1/status``; an upload whose next chunk takes over ``read_timeout`` seconds ends;
+    ``failure(party)`` is why the run failed (None: it has not), told to ``party``;
+    ``fail(error, party)`` fails it with a party's report."""
     long = [p.name for p in config.parties if len(p.name) > MAX_NAME]
     if long:
         raise ConfigError(
@@ -154,10 +168,17 @@ def make_app(
             return _refuse(403, f"{party} may not read {message.receiver}'s messages.")
         return message
 
+    def failed(party: str) -> web.Response | None:
+        """The answer to ``party`` once the run has failed (None: it has not)."""
+        reason = failure(party)
+        return None if reason is None else _refuse(410, reason)
+
     async def put(request: web.Request) -> web.StreamResponse:
         message = message_of(request, upload=True)
         if isinstance(message, web.Response):
             return message
+        if (gone := failed(message.sender)) is not None:
+            return gone
         upload = allowed.get((message.sender, message.receiver, message.kind))
         if upload is None:
             return _refuse(
@@ -215,6 +236,12 @@ def make_app(
                         chunk = await asyncio.wait_for(request.content.read(CHUNK), read_timeout)
                     except asyncio.TimeoutError:
                         return _refuse(408, f"no body bytes within {read_timeout:g} s.")
+                    except ConnectionError:  # the client is gone: nothing to answer
+                        log.info(
+                            "dropped the %s: its connection closed after %s of %s bytes",
+                            message, f"{size:,}", f"{length:,}",
+                        )  # fmt: skip
+                        return web.Response(status=400)
                     if not chunk:
                         break
                     if len(head) < len(magic):
@@ -263,6 +290,8 @@ def make_app(
             return _refuse(400, f"wait={text[:20]!r}: give a number of seconds, 0 or more.")
         deadline = asyncio.get_running_loop().time() + min(wait, MAX_WAIT)
         while (digest := store.digest(message)) is None:
+            if (gone := failed(message.receiver)) is not None:
+                return gone
             if stopping.is_set() or asyncio.get_running_loop().time() >= deadline:
                 return web.Response(status=204)
             await asyncio.sleep(POLL)
@@ -283,7 +312,26 @@ def make_app(
             return _refuse(403, "only the run's roles may read its status.")
         return web.json_response(status())
 
+    async def post_failure(request: web.Request) -> web.StreamResponse:
+        party = peer(request)
+        if party is None:
+            return _refuse(403, "only the run's parties may report a failure.")
+        if request.match_info["run"] != run:
+            return _refuse(404, f"no run {request.match_info['run'][:16]}: this service runs "
+                           f"{run[:16]}.")  # fmt: skip
+        if (request.content_length or 0) > MAX_REPORT:
+            return _refuse(413, f"a failure report is at most {MAX_REPORT:,} bytes.")
+        try:
+            error = (await request.json())["error"]
+        except (ValueError, KeyError, TypeError):
+            error = None
+        if not isinstance(error, str):
+            return _refuse(400, 'give JSON {"error": TEXT}.')
+        fail(" ".join(error.split())[:MAX_REPORT], party)
+        return web.Response(status=204)
+
     route = "/v1/runs/{run}/messages/{sender}/{receiver}/{kind}"
+    app.router.add_post("/v1/runs/{run}/failure", post_failure)
     app.router.add_put(route, put)
     app.router.add_get(route, get)
     app.router.add_get("/v1/status", get_status)

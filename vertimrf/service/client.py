@@ -10,8 +10,15 @@ waits for them), ``receive`` long-polls for one; with a ``spool`` folder, a larg
 checked, and handed out mapped (received again, it is mapped again without a download), so
 a party holds no multi-GB download in memory. Connection errors and 5xx answers are
 retried with exponential backoff (0.5 s doubling to 10 s) until the transport's
-``timeout``; a refusal (4xx) stops the party with the server's one-line reason. Transfers
-show progress bars on a terminal.
+``timeout``; a refusal (4xx) stops the party with the server's one-line reason, and so does
+a run that has failed (410, the server's reason). A URL that cannot work is one line at
+once (not ``https://HOST:PORT``), after :data:`TLS_TRIES` failed TLS handshakes in a row
+(e.g. a port that speaks plain HTTP), or after :data:`REFUSED_FOR` seconds of refused
+connections to a server never reached (a wrong port, or a server not started). While it
+waits, the transport says what for through its ``notices``
+(:class:`~vertimrf.driver.waits.WaitNotices`): the server not reachable yet and why, or
+the message awaited and what its sender last sent. :meth:`HttpTransport.report_failure`
+tells the server that the party failed. Transfers show progress bars on a terminal.
 
 Test hook: with ``VERTIMRF_TEST_STALL_UPLOAD=<kind>`` in the environment, an upload of that
 kind stops after half its body and hangs (a test kills the party there).
@@ -19,10 +26,12 @@ kind stops after half its body and hangs (a test kills the party there).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import ssl
 import time
+import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -41,11 +50,13 @@ from vertimrf.driver.transport import (
     nbytes,
     sha256_hex,
 )
-from vertimrf.errors import MissingMessageError, ServiceError
+from vertimrf.driver.waits import WaitNotices
+from vertimrf.errors import ConfigError, MissingMessageError, RunFailedError, ServiceError
 from vertimrf.io import atomic_open
 from vertimrf.logs import progress_bar
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.seeds import SERVER
 from vertimrf.service.rules import SEALED_KINDS
 from vertimrf.service.tls import client_context
 
@@ -54,6 +65,9 @@ MAX_BACKOFF = 10.0
 POLL_WAIT = 20.0
 CHUNK = 1 << 20  # bytes per read and write of a transfer (and per TLS write)
 STALL_ENV = "VERTIMRF_TEST_STALL_UPLOAD"
+TLS_TRIES = 3  # failed TLS handshakes in a row that end the party
+MAX_ERROR = 2000  # characters of a failure a party reports
+REFUSED_FOR = 60.0  # seconds of refused connections, to a server never reached, that end it
 
 
 class _PinnedAdapter(HTTPAdapter):
@@ -106,10 +120,34 @@ class _Body:
             self._file.close()
 
 
+def check_url(url: str) -> str:
+    """``url`` if it can name the service (``https://HOST:PORT``), else ConfigError."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "http":
+        raise ConfigError(f"--server {url}: the service speaks HTTPS only: give https://HOST:PORT.")
+    if parts.scheme != "https" or not parts.hostname:
+        raise ConfigError(f"--server {url}: give the service's URL, https://HOST:PORT.")
+    return url
+
+
+def _cause(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The ``kind`` error at the root of a requests error (urllib3 nests it), or None."""
+    todo, seen = [exc], set()
+    while todo:
+        each = todo.pop()
+        if isinstance(each, kind):
+            return each
+        seen.add(id(each))
+        nested = (*each.args, each.__cause__, each.__context__, getattr(each, "reason", None))
+        todo += [e for e in nested if isinstance(e, BaseException) and id(e) not in seen]
+    return None
+
+
 class HttpTransport:
     """A party's transport to the service at ``url`` for the run ``run``; ``timeout``
     bounds each message's wait and each retried request; large messages received go to
-    files in ``spool`` (private to the party: its state folder), if given."""
+    files in ``spool`` (private to the party: its state folder), if given; ``notices``
+    says what it waits for."""
 
     def __init__(
         self,
@@ -120,11 +158,17 @@ class HttpTransport:
         timeout: float = 600.0,
         progress: bool | None = None,
         spool: str | os.PathLike | None = None,
+        notices: WaitNotices | None = None,
     ) -> None:
-        self.url, self.run, self.timeout, self.progress = url.rstrip("/"), run, timeout, progress
+        self.url = check_url(url).rstrip("/")
+        self.run, self.timeout, self.progress = run, timeout, progress
         self.spool = None if spool is None else Path(spool)
+        self.notices = notices
         self._context = context
         self.session = self._session()
+        self._status_session: requests.Session | None = None
+        self.reached = False  # the server has answered once
+        self.trouble = ""  # why the last request failed ("": it did not)
         self._uploader: tuple[ThreadPoolExecutor, requests.Session] | None = None
         self._uploads: list[Future[None]] = []
 
@@ -151,38 +195,87 @@ class HttpTransport:
         **kwargs: Any,
     ) -> requests.Response:
         """One request (on ``session``, default the transport's), retried on connection
-        errors and 5xx with backoff until the timeout; ServiceError for a refusal or when
-        time runs out."""
-        session = self.session if session is None else session
-        deadline = time.monotonic() + self.timeout
+        errors and 5xx with backoff until the timeout (with notices while it retries);
+        ServiceError for a refusal, a URL that cannot work, or when time runs out;
+        RunFailedError when the run has failed."""
+        start = time.monotonic()
+        tls_failures = 0
         backoff = FIRST_BACKOFF
-        while True:
-            body = kwargs.pop("make_body", None)
-            try:
-                extra = {"data": body()} if body is not None else {}
-                response = session.request(method, url, timeout=(10, 120), **kwargs, **extra)
-                if response.status_code < 500:
-                    break
-                reason = f"the server answered {response.status_code}"
-            except requests.RequestException as exc:
-                reason = f"cannot reach the server ({type(exc).__name__})"
-            finally:
-                if body is not None:
-                    kwargs["make_body"] = body
-            if time.monotonic() + backoff > deadline:
+        body = kwargs.pop("make_body", None)
+        with contextlib.ExitStack() as waiting:
+            while True:
+                try:
+                    extra = {"data": body()} if body is not None else {}
+                    response = (session or self.session).request(
+                        method, url, timeout=(10, 120), **kwargs, **extra
+                    )
+                    self.reached = True
+                    if response.status_code < 500:
+                        break
+                    self.trouble = f"the server answered {response.status_code}"
+                except requests.RequestException as exc:
+                    tls = isinstance(exc, requests.exceptions.SSLError)
+                    tls_failures = tls_failures + 1 if tls else 0
+                    self.trouble = self._fault(exc, what, tls_failures, time.monotonic() - start)
+                if time.monotonic() + backoff > start + self.timeout:
+                    raise ServiceError(
+                        f"{what}: {self.trouble} for {self.timeout:g} s; check the --server URL "
+                        "and that the server runs."
+                    )
+                if self.notices is not None and backoff == FIRST_BACKOFF:
+                    # said at once: the server may not have started, or the URL is wrong
+                    waiting.enter_context(self.notices.waiting(self._unreachable, first=0))
+                time.sleep(backoff)
+                backoff = min(2 * backoff, MAX_BACKOFF)
+        self.trouble = ""
+        return self._answer(response, what)
+
+    def _unreachable(self, seconds: float) -> str:
+        return (
+            f"waiting for the server at {self.url} (not reachable yet: {self.trouble}, "
+            f"{seconds:.0f} s)"
+        )
+
+    def _fault(self, exc: requests.RequestException, what: str, tls: int, seconds: float) -> str:
+        """What went wrong with a request, in a few words; ServiceError when the URL
+        cannot work (:data:`TLS_TRIES` TLS failures in a row, or connections refused for
+        :data:`REFUSED_FOR` seconds by a server never reached)."""
+        if tls:
+            ssl_error = _cause(exc, ssl.SSLError)
+            reason = getattr(ssl_error, "reason", None) or type(exc).__name__
+            if tls >= TLS_TRIES:
                 raise ServiceError(
-                    f"{what}: {reason} for {self.timeout:g} s; check the --server URL and that "
-                    "the server runs."
-                )
-            time.sleep(backoff)
-            backoff = min(2 * backoff, MAX_BACKOFF)
+                    f"{what}: no TLS with {self.url} ({reason}): check the URL's port and "
+                    "scheme, and that the config pins this server's key."
+                ) from None
+            return f"TLS failed ({reason})"
+        if _cause(exc, ConnectionRefusedError) is not None:
+            if not self.reached and seconds >= REFUSED_FOR:
+                raise ServiceError(
+                    f"{what}: {self.url} refused every connection for {seconds:.0f} s: check "
+                    "the URL's host and port, and that the server runs."
+                ) from None
+            return "connection refused"
+        return f"cannot reach the server ({type(exc).__name__})"
+
+    def _answer(self, response: requests.Response, what: str) -> requests.Response:
+        """``response``, or the error of a refusal (RunFailedError: the run has failed)."""
         if response.status_code >= 400:
             try:
                 error = response.json()["error"]
             except (ValueError, KeyError, TypeError):
                 error = response.text[:200]
+            if response.status_code == 410:
+                raise RunFailedError(f"the run has failed at the server: {error}")
             raise ServiceError(f"{what}: the server refused it ({response.status_code}): {error}")
         return response
+
+    def report_failure(self, error: str) -> None:
+        """Tell the server that this party failed, with ``error`` (once, best effort: a
+        server that cannot be reached learns it from the party's silence)."""
+        url = f"{self.url}/v1/runs/{self.run}/failure"
+        with contextlib.suppress(requests.RequestException):
+            self.session.post(url, json={"error": error[:MAX_ERROR]}, timeout=(5, 10))
 
     def send(self, message: Message, data: Outgoing) -> None:
         """Upload ``data`` as ``message`` (again: accepted if the bytes are the same): a
@@ -243,10 +336,16 @@ class HttpTransport:
 
     def receive(self, message: Message) -> Payload:
         """The message's bytes (a large one spooled and mapped, see the module), long-polling
-        up to ``timeout`` seconds for them."""
+        up to ``timeout`` seconds for them, with notices while it waits."""
         spooled = self._spooled(message)
         if spooled is not None and spooled.exists():  # whole and checked when written
             return map_file(spooled)
+        with contextlib.ExitStack() as waiting:
+            if self.notices is not None:
+                waiting.enter_context(self.notices.waiting(lambda t: self._awaiting(message, t)))
+            return self._long_poll(message)
+
+    def _long_poll(self, message: Message) -> Payload:
         deadline = time.monotonic() + self.timeout
         url = self._message_url(message)
         while True:
@@ -267,6 +366,25 @@ class HttpTransport:
                 except requests.RequestException:  # cut off mid-body: ask again
                     time.sleep(FIRST_BACKOFF)
             response.close()
+
+    def _awaiting(self, message: Message, seconds: float) -> str:
+        """A notice of the wait for ``message``: the server unreachable, or what its
+        sender last sent (from the status)."""
+        if self.trouble:
+            return self._unreachable(seconds)
+        sender = message.sender
+        try:
+            if self._status_session is None:  # the notices' own (a session is one thread's)
+                self._status_session = self._session()
+            status = self._status_session.get(f"{self.url}/v1/status", timeout=(3, 5)).json()
+            if sender == SERVER:
+                news = f"the run is {status['state']}"
+            else:
+                news = f"{sender} last sent: {status['parties'][sender]['last'] or 'nothing'}"
+        except (requests.RequestException, ValueError, KeyError, TypeError):
+            news = "no status"
+        who = "the server" if sender == SERVER else sender
+        return f"waiting for the {message.kind} from {who} ({seconds:.0f} s; {news})"
 
     def _read(self, message: Message, response: requests.Response) -> Payload:
         """The response's body, checked against its length and (but a sealed blob, see
@@ -319,14 +437,16 @@ def party_transport(
     timeout: float = 3600.0,
     progress: bool | None = None,
     spool: str | os.PathLike | None = None,
+    notices: WaitNotices | None = None,
 ) -> HttpTransport:
     """A party's transport to the service at ``url``, over mutual TLS with the identities
     the config pins (``keypair``'s own checked against its entry); large downloads are
-    streamed to files in ``spool`` (a private folder) and mapped."""
+    streamed to files in ``spool`` (a private folder) and mapped; ``notices`` says what
+    it waits for."""
     config.check_keypair(keypair)
     return HttpTransport(
         url, config.config_hash(), client_context(config, keypair), timeout=timeout,
-        progress=progress, spool=spool,
+        progress=progress, spool=spool, notices=notices,
     )  # fmt: skip
 
 

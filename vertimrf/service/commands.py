@@ -6,7 +6,10 @@
   connection with no request in progress (stalled in its TLS handshake or its request's
   head, or idle between requests) for the read time-out is dropped; SIGTERM or SIGINT
   answers the long-polls at once, gives uploads in progress :data:`SHUTDOWN_GRACE` seconds,
-  and stops the service (exit 143 or 130; the state folder keeps the run);
+  and stops the service (exit 143 or 130; the state folder keeps the run); a run that
+  failed is served for up to :data:`FAILED_GRACE` seconds more (``exit_when_done``), until
+  every party has been told why; one service per state folder
+  (:func:`~vertimrf.driver.lock.state_lock`);
 * the parties' side, :func:`~vertimrf.service.client.party_transport` and
   :func:`~vertimrf.service.client.fetch_status`, is in :mod:`vertimrf.service.client`, so a
   party never loads the server's framework.
@@ -30,6 +33,7 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from vertimrf.driver.lock import state_lock
 from vertimrf.errors import ConfigError, ServiceError
 from vertimrf.io import atomic_write_text
 from vertimrf.protocol.channels import KeyPair
@@ -43,28 +47,34 @@ from vertimrf.synth.table_file import check_table_file
 log = logging.getLogger(__name__)
 
 GRACE = 1.0  # seconds the service keeps serving after the run ends (exit_when_done)
+FAILED_GRACE = 30.0  # at most this long after a failure, until every party has been told
 SHUTDOWN_GRACE = 1.0  # seconds a request in progress may take once a signal stops the service
 _TICK = 0.2  # seconds between looks at the run's end and at idle connections
 
 
-class _MalformedRequest(logging.Filter):
-    """aiohttp's log of a request it cannot parse (a line over its limits, a bad head): the
+class _NetworkFaults(logging.Filter):
+    """aiohttp's log of a request it cannot parse (a line over its limits, a bad head), or
+    of a connection that broke (a client killed mid-transfer): the network's or the
     client's fault, so one line and no traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Rewrite the record of a parse error; pass every record."""
+        """Rewrite the record of a parse error or a broken connection; pass every record."""
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, HttpProcessingError):
             record.msg, record.args = (
                 "refused a malformed request: %s",
                 (" ".join(str(exc.message).split())[:200],),
             )
-            record.exc_info = record.exc_text = None
+        elif isinstance(exc, (ConnectionError, ssl.SSLError, asyncio.TimeoutError)):
+            record.msg, record.args = "dropped a connection: %s", (exc or type(exc).__name__,)
+        else:
+            return True
+        record.exc_info = record.exc_text = None
         return True
 
 
 _http_log = logging.getLogger(f"{__name__}.http")  # aiohttp's request errors
-_http_log.addFilter(_MalformedRequest())
+_http_log.addFilter(_NetworkFaults())
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -104,15 +114,16 @@ def serve(
             raise ServiceError(f"{path} exists; refusing to overwrite it: give a new path.")
     if out is not None:
         check_table_file(out, config.spec)
-    store = MessageStore(state_dir, config.config_hash())
-    run = ServiceRun(
-        config, keypair, store, state_dir, party_timeout=party_timeout, seed=seed, out=out,
-        report=report,
-    )  # fmt: skip
-    app = make_app(config, store, run.status, read_timeout=read_timeout)
-    idle = _IdleConnections(read_timeout)
-    app.middlewares.append(idle.middleware)
-    return asyncio.run(_serve(app, context, host, port, run, exit_when_done, port_file, idle))
+    with state_lock(state_dir, log.warning):
+        store = MessageStore(state_dir, config.config_hash())
+        run = ServiceRun(
+            config, keypair, store, state_dir, party_timeout=party_timeout, seed=seed, out=out,
+            report=report,
+        )  # fmt: skip
+        app = make_app(config, store, run.status, run.failure, run.fail, read_timeout=read_timeout)
+        idle = _IdleConnections(read_timeout)
+        app.middlewares.append(idle.middleware)
+        return asyncio.run(_serve(app, context, host, port, run, exit_when_done, port_file, idle))
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -198,6 +209,12 @@ async def _serve(
             await _wait(stop, _TICK)
         if not stop.is_set():
             await _wait(stop, GRACE)
+        parties = {p.name for p in run.config.parties}
+        told_by = loop.time() + FAILED_GRACE
+        while run.state == "failed" and not stop.is_set() and loop.time() < told_by:
+            if run.told >= parties:
+                break
+            await _wait(stop, _TICK)
     finally:
         sweep.cancel()
         if server is not None:

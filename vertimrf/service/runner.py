@@ -13,6 +13,10 @@ state folder (``synthetic.csv``, or ``synthetic.parquet`` when ``out`` ends in
 printed; a state folder that already holds that table is a finished run and is not run
 again. The report's ``seconds`` hold the server's steps, the sampling and the parties' steps
 as the messages' arrival times show them; its ``message_bytes`` every byte each party sent.
+
+A run fails when a step of the server fails, or when a party reports its own failure
+(:meth:`ServiceRun.fail`); the service then answers every party's request with the reason
+(:meth:`ServiceRun.failure`), so that no party waits on for a run that has ended.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any
 from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes, waiting_on
 from vertimrf.driver.server import ServerDriver
 from vertimrf.driver.transport import Message
-from vertimrf.errors import VertimrfError
+from vertimrf.errors import RunFailedError, VertimrfError
 from vertimrf.io import atomic_write_text
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
@@ -73,6 +77,8 @@ class ServiceRun:
         self.state, self.error = "waiting", ""
         self.phases = schedule(config)
         self.finished = threading.Event()
+        self.told: set[str] = set()  # the parties told that the run failed
+        self._failing = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="vertimrf-server-run", daemon=True)
 
     def start(self) -> None:
@@ -116,6 +122,32 @@ class ServiceRun:
             "messages": rows,
         }
 
+    def fail(self, error: str, party: str | None = None) -> None:
+        """End the run as failed with ``error`` (``party``'s own failure, if named), unless
+        it has ended already; the server's steps stop at their next wait."""
+        with self._failing:
+            if self.state in ("done", "failed"):
+                return
+            self.state = "failed"
+            self.error = error if party is None else f"party {party} failed: {error}"
+            if party is not None:
+                self.told.add(party)
+        log.error("the run failed: %s", self.error)
+        self.finished.set()
+
+    def failure(self, party: str) -> str | None:
+        """Why the run failed (``party`` is then counted as told), or None."""
+        if self.state != "failed":
+            return None
+        self.told.add(party)
+        return self.error
+
+    def check(self) -> None:
+        """RunFailedError once the run has failed (the server's steps call it as they
+        wait)."""
+        if self.state == "failed":
+            raise RunFailedError(self.error)
+
     def _run(self) -> None:
         try:
             self.state = "running"
@@ -131,19 +163,20 @@ class ServiceRun:
                 f"in {' and '.join(paths['report'])}",
                 flush=True,
             )
+        except RunFailedError:
+            pass  # failed by a party: told already
         except VertimrfError as exc:
-            self.state, self.error = "failed", str(exc)
-            log.error("the run failed: %s", exc)
+            self.fail(str(exc))
         except Exception as exc:  # a bug: the service reports it and stops
-            self.state, self.error = "failed", f"internal error: {exc!r}"
             log.exception("internal error")
+            self.fail(f"internal error: {exc!r}")
         finally:
             self.finished.set()
 
     def _fit(self) -> None:
         names = [p.name for p in self.config.parties]
         driver = ServerDriver(
-            self.config, StoreTransport(self.store, self.party_timeout, names),
+            self.config, StoreTransport(self.store, self.party_timeout, names, self.check),
             keypair=self.keypair, seed=self.seed, progress=False, state_dir=self.state_dir,
         )  # fmt: skip
         try:

@@ -16,6 +16,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -135,10 +136,17 @@ class StoreTransport(DirectoryTransport):
     """The server's transport over the store: its inbox is the store's ``server`` folder,
     its outbox the store (messages it sends are logged); a message that does not arrive
     within ``timeout`` names the party that did not send it, or the parties (of
-    ``parties``) that sent nothing at all, who block the others."""
+    ``parties``) that sent nothing at all, who block the others; ``watch`` is called as it
+    waits (it raises to end the wait when the run has failed)."""
 
-    def __init__(self, store: MessageStore, timeout: float, parties: list[str]) -> None:
-        super().__init__(store.root / "server", store.root, timeout=timeout)
+    def __init__(
+        self,
+        store: MessageStore,
+        timeout: float,
+        parties: list[str],
+        watch: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(store.root / "server", store.root, timeout=timeout, watch=watch)
         self.store, self.parties = store, parties
 
     def send(self, message: Message, data: Outgoing) -> None:
