@@ -105,15 +105,16 @@ class _PlainHttp(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.mark.service
-@pytest.mark.parametrize("how", ["no scheme", "http", "https to plain http"])
+@pytest.mark.parametrize("how", ["no scheme", "http", "https to plain http", "refused"])
 def test_a_url_that_cannot_work_is_one_line_within_30_s(tmp_path, how):
-    """No scheme, http://, and https:// to a port that speaks plain HTTP: the party stops
-    with one line (exit 2) within 30 s, where it waited an hour in silence."""
+    """No scheme, http://, https:// to a port that speaks plain HTTP, and a port where
+    nothing listens (refused): the party stops with one line (exit 2) within 30 s, where it
+    waited an hour in silence."""
     df, spec = _table(40)
     _pinned(tmp_path, df, spec)
     plain = http.server.HTTPServer(("127.0.0.1", 0), _PlainHttp)
     threading.Thread(target=plain.serve_forever, daemon=True).start()
-    port = plain.server_address[1]
+    port = plain.server_address[1] if how != "refused" else _free_port()
     url = {"no scheme": "127.0.0.1:{}", "http": "http://127.0.0.1:{}"}.get(
         how, "https://127.0.0.1:{}"
     )
@@ -128,7 +129,8 @@ def test_a_url_that_cannot_work_is_one_line_within_30_s(tmp_path, how):
     assert party.returncode == 2, err
     lines = [line for line in err.splitlines() if not line.startswith("vertimrf A: waiting")]
     assert len(lines) == 1 and lines[0].startswith("vertimrf: error: "), err
-    assert {"no scheme": "https://HOST:PORT", "http": "HTTPS only"}.get(how, "no TLS") in lines[0]
+    want = {"no scheme": "https://HOST:PORT", "http": "HTTPS only", "refused": "refused"}
+    assert want.get(how, "no TLS") in lines[0]
     assert took < 30.0, took
     print(f"{how}: one line after {took:.1f} s")
 

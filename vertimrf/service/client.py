@@ -67,7 +67,7 @@ CHUNK = 1 << 20  # bytes per read and write of a transfer (and per TLS write)
 STALL_ENV = "VERTIMRF_TEST_STALL_UPLOAD"
 TLS_TRIES = 3  # failed TLS handshakes in a row that end the party
 MAX_ERROR = 2000  # characters of a failure a party reports
-REFUSED_FOR = 60.0  # seconds of refused connections, to a server never reached, that end it
+REFUSED_FOR = 25.0  # seconds of refused connections, to a server never reached, that end it
 
 
 class _PinnedAdapter(HTTPAdapter):
@@ -225,7 +225,10 @@ class HttpTransport:
                 if self.notices is not None and backoff == FIRST_BACKOFF:
                     # said at once: the server may not have started, or the URL is wrong
                     waiting.enter_context(self.notices.waiting(self._unreachable, first=0))
-                time.sleep(backoff)
+                pause = backoff
+                if not self.reached:  # a try falls when refused connections end the party
+                    pause = min(pause, max(0.05, start + REFUSED_FOR - time.monotonic()))
+                time.sleep(pause)
                 backoff = min(2 * backoff, MAX_BACKOFF)
         self.trouble = ""
         return self._answer(response, what)
