@@ -182,6 +182,7 @@ def _serve(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
         cfg, server_key(args), state_dir, args.listen, party_timeout=args.timeout,
         seed=args.seed, out=args.out, report=args.report, exit_when_done=args.exit_when_done,
         port_file=args.port_file, read_timeout=args.read_timeout,
+        announce=lambda line: print(f"vertimrf server: {line}", flush=True),
     )  # fmt: skip
 
 

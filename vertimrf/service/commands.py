@@ -98,11 +98,13 @@ def serve(
     exit_when_done: bool = False,
     port_file: str | os.PathLike | None = None,
     read_timeout: float = READ_TIMEOUT,
+    announce: Callable[[str], object] = log.info,
 ) -> int:
     """Serve the run of ``config`` on ``listen`` (HOST:PORT); 0 when it ends done, 2 when it
     failed (the reason logged to ``vertimrf.service``), 128 + the signal's number when
     SIGTERM or SIGINT stops it. A connection with no request in progress for
-    ``read_timeout`` seconds, or an upload whose next chunk takes that long, is dropped."""
+    ``read_timeout`` seconds, or an upload whose next chunk takes that long, is dropped.
+    ``announce`` says where the synthetic table and the report were written."""
     context = server_context(config, keypair)
     host, port = parse_listen(listen)
     if not party_timeout > 0:
@@ -118,7 +120,7 @@ def serve(
         store = MessageStore(state_dir, config.config_hash())
         run = ServiceRun(
             config, keypair, store, state_dir, party_timeout=party_timeout, seed=seed, out=out,
-            report=report,
+            report=report, announce=announce,
         )  # fmt: skip
         app = make_app(config, store, run.status, run.failure, run.fail, read_timeout=read_timeout)
         idle = _IdleConnections(read_timeout)

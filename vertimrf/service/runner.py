@@ -28,6 +28,7 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,10 @@ class ServiceRun:
         seed: int | None = None,
         out: str | os.PathLike | None = None,
         report: str | os.PathLike | None = None,
+        announce: Callable[[str], object] = log.info,
     ) -> None:
         self.config, self.keypair, self.store = config, keypair, store
+        self.announce = announce  # says, once done, where the table and report are
         self.state_dir = Path(state_dir)
         self.party_timeout, self.seed = party_timeout, seed
         self.out = None if out is None else Path(out)
@@ -158,10 +161,9 @@ class ServiceRun:
             self.state = "done"
             log.info("the run is done.")
             paths = self.outputs()
-            print(
+            self.announce(
                 f"the synthetic table is in {' and '.join(paths['synthetic'])}; the report is "
-                f"in {' and '.join(paths['report'])}",
-                flush=True,
+                f"in {' and '.join(paths['report'])}"
             )
         except RunFailedError:
             pass  # failed by a party: told already
