@@ -348,3 +348,40 @@ def test_a_party_cut_off_mid_upload_is_one_log_line_in_the_log_file(tmp_path):
         dropped[0],
     ), text
     assert err == "", err  # the log went to the file
+
+
+def test_a_failed_run_over_folders_stops_every_party_with_the_servers_reason(tmp_path):
+    """Over folders, C never starts: the server fails the run after its 5 s --timeout and
+    says so in each party's inbox (`server.failure`); A and B, waiting with a 300 s
+    --timeout, stop at once with the server's reason in one line (exit 2)."""
+    df, spec = _table(40)
+    _pinned(tmp_path, df, spec)
+    common = ["--config", "config.json", "--outbox", "mail", "--quiet"]
+    server = _service(
+        tmp_path, "server", "run", *common, "--inbox", "mail/server", "--server-key",
+        "server.key", "--out", "synth.csv", "--state-dir", "server-state", "--timeout", "5",
+    )  # fmt: skip
+    parties = [
+        _service(
+            tmp_path, "party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data",
+            f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
+            "--state-dir", f"state-{n}", "--timeout", "300",
+        )  # fmt: skip
+        for n in ("A", "B")
+    ]
+    start = time.monotonic()
+    try:
+        _, server_err = server.communicate(timeout=120)
+        errs = [p.communicate(timeout=60)[1] for p in parties]
+        took = time.monotonic() - start
+    finally:
+        _kill_all([server, *parties])
+    assert server.returncode == 2, server_err
+    reason = server_err.strip().splitlines()[-1].removeprefix("vertimrf: error: ")
+    assert "C" in reason, reason
+    for proc, err in zip(parties, errs, strict=True):
+        lines = [line for line in err.splitlines() if ": waiting for " not in line]
+        assert proc.returncode == 2 and len(lines) == 1, err
+        assert lines[0] == f"vertimrf: error: the run has failed at the server: {reason}"
+    assert took < 120.0
+    print(f"folders: the parties stopped {took:.1f} s after start")

@@ -34,6 +34,7 @@ from vertimrf.driver.lock import state_lock
 from vertimrf.driver.transport import DirectoryTransport, Message, Transport
 from vertimrf.driver.waits import WaitNotices
 from vertimrf.errors import ConfigError, RunFailedError, VertimrfError
+from vertimrf.protocol.seeds import SERVER
 
 if TYPE_CHECKING:
     from vertimrf.driver.schedule import Phase
@@ -50,16 +51,19 @@ def _notices(role: str) -> WaitNotices:
 
 
 def _directory_transport(
-    args: argparse.Namespace, network: str, role: str
+    args: argparse.Namespace, network: str, role: str, tell: list[str]
 ) -> DirectoryTransport:
     """The directory transport of ``--inbox`` and ``--outbox``, saying what ``role``
-    waits for."""
+    waits for; a failure of ``role``'s run is told to the roles in ``tell``."""
     if args.inbox is None or args.outbox is None:
         raise ConfigError(
             f"give {network}, or --inbox DIR (this role's inbox) and --outbox DIR (a folder "
             "per receiver) for the directory transport."
         )
-    return DirectoryTransport(args.inbox, args.outbox, timeout=args.timeout, notices=_notices(role))
+    return DirectoryTransport(
+        args.inbox, args.outbox, timeout=args.timeout, notices=_notices(role), role=role,
+        tell=tell,
+    )  # fmt: skip
 
 
 def _network_or_folders(args: argparse.Namespace, option: str, value: object) -> bool:
@@ -74,7 +78,7 @@ def party_transport(
 ) -> Transport:
     """The party's transport, from its options."""
     if not _network_or_folders(args, "--server URL", args.server):
-        return _directory_transport(args, "--server URL", args.party)
+        return _directory_transport(args, "--server URL", args.party, [SERVER])
     from vertimrf.service.client import party_transport as network
 
     if keypair is None:
@@ -223,7 +227,8 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     )
     keypair = server_key(args) if secure or args.server_key else None
     state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
-    transport = _directory_transport(args, "--listen HOST:PORT", "server")
+    names = [p.name for p in cfg.parties]
+    transport = _directory_transport(args, "--listen HOST:PORT", SERVER, names)
     with state_lock(state_dir, lambda line: print(f"vertimrf server: {line}", file=sys.stderr)):
         driver = ServerDriver(
             cfg, transport, public_keys=keys, keypair=keypair, seed=args.seed,
@@ -240,6 +245,9 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
                 file=sys.stderr,
             )
             return 128 + stop.signum
+        except VertimrfError as exc:
+            transport.report_failure(str(exc))  # no party waits on for a failed run
+            raise
         finally:
             if driver.state is not None:
                 driver.state.close()
@@ -261,8 +269,6 @@ def _folder_messages(
     """The file status of each message of the run the server's folders hold: its inbox, and
     the outbox's folder of each party (all of the run's messages, when the folders are
     shared; else the server's and those sent to it)."""
-    from vertimrf.protocol.seeds import SERVER
-
     held = {}
     for message in (m for phase in phases for m in phase.messages):
         folder = (

@@ -26,15 +26,22 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from vertimrf.driver.waits import WaitNotices
-from vertimrf.errors import ConfigError, MessageError, MissingMessageError, RunChangedError
+from vertimrf.errors import (
+    ConfigError,
+    MessageError,
+    MissingMessageError,
+    RunChangedError,
+    RunFailedError,
+)
 from vertimrf.io import atomic_open
 from vertimrf.protocol.channels import BufferWriter
+from vertimrf.protocol.seeds import SERVER
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Polling a folder: the first wait, and the longest (the wait doubles up to it).
@@ -45,6 +52,8 @@ MAP_BYTES = 1 << 20
 # A received message: bytes, or a read-only view of a mapped file (see map_file).
 Payload = bytes | memoryview
 CHUNK = 1 << 20  # bytes per read of a Stored file
+FAILURE_SUFFIX = ".failure"  # a role's word that the run failed (DirectoryTransport)
+MAX_FAILURE = 2000  # characters of a failure's reason
 
 
 @dataclass(frozen=True)
@@ -199,6 +208,10 @@ class DirectoryTransport:
     raise to end the wait) on each poll and saying what it waits for through ``notices``.
     When every role's outbox is one shared folder and its inbox that folder's subfolder of
     its name, the roles need no courier. ``max_bytes`` bounds a message read.
+
+    A failed run: :meth:`report_failure` writes ``outbox/<r>/<role>.failure`` (the reason,
+    one line) for each role ``r`` in ``tell``; a wait that finds a ``<sender>.failure`` in
+    the inbox stops with :class:`RunFailedError` and its reason.
     """
 
     def __init__(
@@ -210,12 +223,31 @@ class DirectoryTransport:
         max_bytes: int = 1 << 40,
         watch: Callable[[], None] | None = None,
         notices: WaitNotices | None = None,
+        role: str | None = None,
+        tell: Sequence[str] = (),
     ) -> None:
         if not timeout >= 0:
             raise ConfigError(f"timeout must be a non-negative number of seconds; got {timeout}.")
         self.inbox, self.outbox = Path(inbox), Path(outbox)
         self.timeout, self.max_bytes = float(timeout), int(max_bytes)
         self.watch, self.notices = watch, notices
+        self.role, self.tell = role, tuple(tell)
+
+    def report_failure(self, error: str) -> None:
+        """Tell every role in ``tell`` that this role's run failed, and why."""
+        line = " ".join(error.split())[:MAX_FAILURE]
+        for receiver in self.tell:
+            path = self.outbox / receiver / f"{self.role}{FAILURE_SUFFIX}"
+            with atomic_open(path, "wb") as fh:
+                fh.write(line.encode("utf-8") + b"\n")
+
+    def _check_failures(self) -> None:
+        """RunFailedError when a role told this one that the run failed."""
+        for path in sorted(self.inbox.glob(f"*{FAILURE_SUFFIX}")):
+            sender = path.name.removesuffix(FAILURE_SUFFIX)
+            reason = path.read_bytes()[:MAX_FAILURE].decode("utf-8", "replace").strip()
+            where = "at the server" if sender == SERVER else f"at party {sender}"
+            raise RunFailedError(f"the run has failed {where}: {reason}")
 
     def __repr__(self) -> str:
         return f"DirectoryTransport(inbox={str(self.inbox)!r}, outbox={str(self.outbox)!r})"
@@ -260,6 +292,7 @@ class DirectoryTransport:
         deadline = time.monotonic() + self.timeout
         wait = FIRST_POLL
         while not path.exists():
+            self._check_failures()
             if self.watch is not None:
                 self.watch()
             left = deadline - time.monotonic()
