@@ -361,14 +361,13 @@ def test_a_failed_run_over_folders_stops_every_party_with_the_servers_reason(tmp
         tmp_path, "server", "run", *common, "--inbox", "mail/server", "--server-key",
         "server.key", "--out", "synth.csv", "--state-dir", "server-state", "--timeout", "5",
     )  # fmt: skip
-    parties = [
-        _service(
-            tmp_path, "party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data",
-            f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
-            "--state-dir", f"state-{n}", "--timeout", "300",
-        )  # fmt: skip
-        for n in ("A", "B")
-    ]
+
+    def party(n: str) -> list[str]:
+        return ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data",
+                f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex", "--keys",
+                f"{n}.key", "--state-dir", f"state-{n}", "--timeout", "300"]  # fmt: skip
+
+    parties = [_service(tmp_path, *party(n)) for n in ("A", "B")]
     start = time.monotonic()
     try:
         _, server_err = server.communicate(timeout=120)

@@ -166,8 +166,7 @@ def map_file(path: Path) -> Payload:
 
 def _refuse_other(message: Message) -> MessageError:
     return RunChangedError(
-        f"the {message} was already sent with other bytes (a step re-run sends what it sent "
-        "first)"
+        f"the {message} was already sent with other bytes (a step re-run sends what it sent first)"
     )
 
 
