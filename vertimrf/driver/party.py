@@ -40,9 +40,6 @@ from vertimrf.protocol.seeds import SERVER
 # Inputs that must be the same in every step of a run (another deal gives shares that do
 # not add up, silently).
 _PINNED = frozenset({"deal", "group-deal"})
-# Steps a later step command does not need recorded first: the deal carries the party's
-# commitment, which the features step checks against its data.
-_UNRECORDED = frozenset({"commit"})
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -82,7 +79,8 @@ class PartyDriver(RoleDriver):
 
     def _make_steps(self) -> tuple[Step, ...]:
         kind = rules(self.party.config)
-        commit = Step("commit", (), self._commit)
+        # not a prerequisite: the deal carries the commitment, which features checks
+        commit = Step("commit", (), self._commit, prerequisite=False)
         if kind.selects:
             return (
                 commit,
@@ -157,7 +155,7 @@ class PartyDriver(RoleDriver):
             for step in self.steps():
                 if step.name == name:
                     break
-                if step.name not in self.state.steps and step.name not in _UNRECORDED:
+                if step.prerequisite and step.name not in self.state.steps:
                     raise ConfigError(
                         f"{self.state.folder} records no {step.name!r} step of party "
                         f"{self.name!r} in this run: run it first, with the same state folder."

@@ -71,6 +71,7 @@ class Step:
     inputs: tuple[Message, ...]
     body: Body
     lazy: tuple[Message, ...] = ()  # inputs the body may not read: received when read
+    prerequisite: bool = True  # a later step command needs it recorded in the state first
 
 
 class RoleDriver:

@@ -80,7 +80,7 @@ class Request:
     marginals: tuple[Marginal, ...]
     bins: Mapping[Marginal, BinMaps] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # canonical: the same statistics, one request
         object.__setattr__(self, "marginals", tuple(sorted(self.marginals)))
 
     def maps(self, m: Marginal) -> tuple[np.ndarray | None, ...]:
@@ -561,9 +561,9 @@ class SecurePlan:
         """Validate the server's re-measurement request: measurable, distinct, non-empty
         marginals, within :attr:`max_request` and every party's round-2 cap; each bin map
         (of a marginal listed in canonical order) sends every value of its attribute to one
-        of 1..size-1 bins, each bin used. The request returned is canonical: its marginals
-        sorted, so the same statistics in another order are the same request (one digest,
-        one layout, the same bytes)."""
+        of 1..size-1 bins, each bin used. The request returned is canonical (a
+        :class:`Request` sorts its marginals), so the same statistics in another order are
+        the same request (one digest, one layout, the same bytes)."""
         if not marginals:
             raise MessageError("the request lists no marginals to measure.")
         d = len(self.sizes)
@@ -576,7 +576,6 @@ class SecurePlan:
             out.append(self.canonical(m))
         if len(set(out)) != len(out):
             raise MessageError("the request lists a marginal twice.")
-        out.sort()
         if self.max_request is not None and len(out) > self.max_request:
             raise MessageError(
                 f"the request lists {len(out):,} marginals; this run's {self.ring_bits}-bit "

@@ -138,18 +138,26 @@ def commit_bytes(config_hash: str, party: str, commitment: bytes) -> bytes:
     return (json.dumps(data, sort_keys=True) + "\n").encode()
 
 
+def _commit_fields(data: bytes | bytearray | memoryview) -> dict[str, Any] | None:
+    """A commit message's fields, or None when it is not one (oversized or malformed)."""
+    raw = bytes(data)
+    if len(raw) > MAX_COMMIT_BYTES:
+        return None
+    try:
+        fields = json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    want = {"format", "config_hash", "party", "commitment"}
+    if not isinstance(fields, dict) or set(fields) != want or fields["format"] != COMMIT_KIND:
+        return None
+    return fields
+
+
 def read_commit(data: bytes | bytearray | memoryview, config_hash: str, party: str) -> bytes:
     """The commitment in ``party``'s commit message of the run ``config_hash``
     (MessageError when malformed, oversized, another run's or another party's)."""
-    raw = bytes(data)
-    fields: Any = None
-    if len(raw) <= MAX_COMMIT_BYTES:
-        try:
-            fields = json.loads(raw)
-        except (UnicodeDecodeError, ValueError):
-            fields = None
-    want = {"format", "config_hash", "party", "commitment"}
-    if not isinstance(fields, dict) or set(fields) != want or fields["format"] != COMMIT_KIND:
+    fields = _commit_fields(data)
+    if fields is None:
         raise MessageError(f"party {party!r}'s commit message is malformed.")
     if fields["config_hash"] != config_hash or fields["party"] != party:
         raise MessageError(
@@ -168,14 +176,11 @@ def read_commit(data: bytes | bytearray | memoryview, config_hash: str, party: s
 def commit_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str:
     """The party that a commit message of the run ``config_hash`` names (the message
     checked as :func:`read_commit` does)."""
-    try:
-        party = json.loads(bytes(data)[:MAX_COMMIT_BYTES]).get("party")
-    except (AttributeError, UnicodeDecodeError, ValueError):
-        party = None
-    if not isinstance(party, str):
+    fields = _commit_fields(data)
+    if fields is None or not isinstance(fields["party"], str):
         raise MessageError("not a commit message (from `party commit`).")
-    read_commit(data, config_hash, party)
-    return party
+    read_commit(data, config_hash, fields["party"])
+    return fields["party"]
 
 
 def commit_set_digest(commitments: dict[str, bytes], names: Iterable[str]) -> bytes:
