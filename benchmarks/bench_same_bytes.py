@@ -19,7 +19,11 @@ from pathlib import Path
 from vertimrf import load_dataset, simulate
 from vertimrf.protocol import ProtocolConfig
 
-PARTIES = {"A": ["0", "1", "2", "3", "4"], "B": ["5", "6", "7", "8"], "C": ["9", "10", "11", "12", "13", "14", "15"]}
+PARTIES = {
+    "A": ["0", "1", "2", "3", "4"],
+    "B": ["5", "6", "7", "8"],
+    "C": ["9", "10", "11", "12", "13", "14", "15"],
+}
 SECRET = bytes(range(32))
 SEED = 11
 NONCE = "0123456789abcdef" * 2

@@ -62,8 +62,8 @@ from bench_secure_cli import (  # noqa: E402
     stepper,
 )
 
+from vertimrf.crypto.keys import PublicKey  # noqa: E402
 from vertimrf.io import atomic_write_text  # noqa: E402
-from vertimrf.protocol.channels import PublicKey  # noqa: E402
 from vertimrf.protocol.config import ProtocolConfig  # noqa: E402
 
 SERVER = "server"  # the server's role name in the driver's messages

@@ -28,7 +28,18 @@ PREDICATES = {
     ".secure_product": re.compile(r"\.secure_product\b"),
 }
 
-KINDS = ("deal", "commit", "select", "features", "groups", "measure", "cross", "keys", "sketch", "fo")
+KINDS = (
+    "deal",
+    "commit",
+    "select",
+    "features",
+    "groups",
+    "measure",
+    "cross",
+    "keys",
+    "sketch",
+    "fo",
+)
 
 
 def _sources() -> list[Path]:

@@ -10,27 +10,22 @@ import stat
 import numpy as np
 import pytest
 
-from vertimrf.errors import (
-    ChannelError,
-    ConfigError,
-    KeyMaterialError,
-    MessageError,
-    VertimrfError,
-)
-from vertimrf.protocol.channels import (
-    KeyPair,
-    PublicKey,
+from vertimrf.crypto.aead import (
     decrypt,
     decrypt_chunks,
     decrypt_into,
     encrypt,
     encrypt_buffer,
     encrypt_chunks,
-    expand,
-    new_seed,
-    open_sealed,
-    pairwise_key,
-    seal,
+)
+from vertimrf.crypto.keys import KeyPair, PublicKey, open_sealed, pairwise_key, seal
+from vertimrf.crypto.prg import expand, new_seed
+from vertimrf.errors import (
+    ChannelError,
+    ConfigError,
+    KeyMaterialError,
+    MessageError,
+    VertimrfError,
 )
 
 RUN = b"run:config-hash-1"

@@ -14,7 +14,7 @@ import pytest
 
 from tests.test_driver import SECRET, SEED, _table
 from vertimrf import simulate
-from vertimrf.protocol.channels import KeyPair
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 
 THREE = {"A": ["c0", "c1"], "B": ["c2", "c3"], "C": ["c4"]}

@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 from vertimrf import simulate
+from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.domain import DomainSpec
 from vertimrf.protocol import ProtocolConfig
-from vertimrf.protocol.channels import KeyPair, PublicKey, pairwise_key
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, seal_features
 

@@ -13,13 +13,13 @@ import pytest
 import vertimrf
 from tests.vertical_fixtures import SECRET, small_adult
 from vertimrf.cli import main
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.protocol import ProtocolConfig, securemsg
 from vertimrf.protocol import plan as plan_module
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.secure import MEASURE, SecurePlan
 from vertimrf.server import secure as server_secure
 from vertimrf.server.secure import SecureServer

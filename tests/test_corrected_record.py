@@ -34,12 +34,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from vertimrf import load_dataset
+from vertimrf.crypto.identity import make_tls_identity
+from vertimrf.crypto.keys import KeyPair, pairwise_key
 from vertimrf.domain import SmallTableWarning
 from vertimrf.driver import codec, local_run
 from vertimrf.errors import PrivacyBudgetError, RunChangedError
 from vertimrf.protocol import ProtocolConfig
-from vertimrf.protocol.channels import KeyPair, pairwise_key
-from vertimrf.protocol.identity import make_tls_identity
 from vertimrf.protocol.secure import MEASURE, SELECT, SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, open_features
 

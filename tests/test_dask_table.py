@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, RecordIDError
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 
 dd = pytest.importorskip("dask.dataframe")

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from vertimrf import simulate
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import (
     DirectoryTransport,
@@ -31,7 +32,6 @@ from vertimrf.driver import (
 from vertimrf.errors import ConfigError, MessageError, RunChangedError
 from vertimrf.party.roles import Party
 from vertimrf.party.secure import SecureParty
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 
 SECRET = bytes(range(32))

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from tests.test_driver import PARTIES, SECRET, SEED, _config, _table
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import DirectoryTransport, Message, local_run
 from vertimrf.driver.role import Inputs
 from vertimrf.driver.transport import CHUNK, MAP_BYTES, Stored
 from vertimrf.errors import ServiceError
 from vertimrf.party.roles import Party
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.plan import BASE_BYTES
 from vertimrf.service.client import HttpTransport

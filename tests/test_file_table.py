@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 
 from tests.test_buckets import _ids_overflowing as ids_overflowing
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, DomainError, RecordIDError
 from vertimrf.party.aligned import AlignedTable
 from vertimrf.party.file_table import FileAligned, FileTable
 from vertimrf.party.table_input import read_party_table
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SecurePlan
 

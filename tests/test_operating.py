@@ -27,7 +27,7 @@ from tests.test_service import (
     _service,
     _wait,
 )
-from vertimrf.protocol.channels import KeyPair
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.service.tls import client_context
 
 STOP_WITHIN = 5.0

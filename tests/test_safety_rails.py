@@ -14,13 +14,14 @@ from scipy import stats
 import vertimrf.server.secure as server_secure
 from tests.test_secure import _split
 from vertimrf import simulate
+from vertimrf.crypto.keys import KeyPair, pairwise_key
+from vertimrf.crypto.prg import expand
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import MessageError, RunChangedError
 from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.samplers import KeyedSampler, SecureSampler
 from vertimrf.privacy.zcdp import round_up
-from vertimrf.protocol.channels import KeyPair, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SELECT, Request
 from vertimrf.protocol.securemsg import SecureRelease, open_features

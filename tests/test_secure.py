@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from scipy import special, stats
 
 from vertimrf import simulate
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.driver import local_run
 from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.zcdp import epsilon_to_rho, rho_to_epsilon
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SELECT
 from vertimrf.protocol.securemsg import open_features

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from vertimrf import simulate
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.driver import Message, codec, local_run
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SELECT
 from vertimrf.server import PaperServer as Server

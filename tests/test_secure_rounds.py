@@ -21,8 +21,8 @@ from tests.test_secure import (
     _uniform_bytes,
     commitments,
 )
+from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.errors import MessageError
-from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.secure import RING_MIN_REQUEST, RING_TAIL, SecurePlan
 from vertimrf.protocol.securemsg import (
     DIGEST_BYTES,

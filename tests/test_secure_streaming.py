@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_secure import SECRET, _split, commitments
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import SmallTableWarning
 from vertimrf.driver import local_run
 from vertimrf.errors import ChannelError
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import securemsg
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import (
     block_rows,

@@ -19,10 +19,10 @@ import pytest
 
 from tests.test_driver import PARTIES, SECRET, SEED, _config, _role_files, _start, _table
 from vertimrf import simulate
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import DirectoryTransport, Message, ServerDriver, local_run, run_in_process
 from vertimrf.driver.server_state import FILE_NAME, ServerState
 from vertimrf.errors import MessageError
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.server.secure import SecureServer
 
 HASH = "ab" * 32

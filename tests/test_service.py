@@ -26,9 +26,9 @@ import requests
 
 from tests.test_driver import SECRET, SEED, _table
 from vertimrf import simulate
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import KeyMaterialError
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.client import STALL_ENV, _PinnedAdapter
 from vertimrf.service.tls import client_context

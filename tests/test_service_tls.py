@@ -15,9 +15,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, KeyMaterialError
-from vertimrf.protocol.channels import KeyPair, PublicKey
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.tls import (
     client_context,

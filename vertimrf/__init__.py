@@ -12,6 +12,7 @@ from vertimrf import logs as _logs  # noqa: F401  (the library logger's NullHand
 from vertimrf.lazy import lazy_names
 
 if TYPE_CHECKING:  # the lazy names below, typed for type checkers
+    from vertimrf.crypto.keys import KeyPair as KeyPair
     from vertimrf.datasets import load_dataset as load_dataset
     from vertimrf.domain import ColumnSpec as ColumnSpec
     from vertimrf.domain import Domain as Domain
@@ -25,7 +26,6 @@ if TYPE_CHECKING:  # the lazy names below, typed for type checkers
     from vertimrf.privacy import PrivacyLedger as PrivacyLedger
     from vertimrf.protocol import FMOptions as FMOptions
     from vertimrf.protocol import FOOptions as FOOptions
-    from vertimrf.protocol import KeyPair as KeyPair
     from vertimrf.protocol import PartyMessage as PartyMessage
     from vertimrf.protocol import PartySpec as PartySpec
     from vertimrf.protocol import ProtocolConfig as ProtocolConfig
@@ -59,7 +59,7 @@ _EXPORTS = {
     "SecurePaperOptions": "vertimrf.protocol",
     "FOOptions": "vertimrf.protocol",
     "FMOptions": "vertimrf.protocol",
-    "KeyPair": "vertimrf.protocol",
+    "KeyPair": "vertimrf.crypto.keys",
     "ProtocolReport": "vertimrf.protocol",
     "SecureRelease": "vertimrf.protocol",
     "Party": "vertimrf.party",

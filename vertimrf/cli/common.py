@@ -25,13 +25,13 @@ from vertimrf.errors import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from vertimrf.crypto.keys import KeyPair, PublicKey
     from vertimrf.domain import DomainSpec, EncodedTable
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.role import RoleDriver
     from vertimrf.party.aligned import HeldTable
     from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
-    from vertimrf.protocol.channels import KeyPair, PublicKey
     from vertimrf.protocol.secure import SecurePlan
     from vertimrf.vertical_model import VerticalModel
 
@@ -97,7 +97,7 @@ def read_table(path: str) -> pd.DataFrame:
 
 def server_key(args: argparse.Namespace) -> KeyPair:
     """The server's key pair (``--server-key``): its deal and its noise derive from it."""
-    from vertimrf.protocol.channels import KeyPair
+    from vertimrf.crypto.keys import KeyPair
 
     if args.server_key is None:
         raise ConfigError(
@@ -315,7 +315,7 @@ def own_key(args: argparse.Namespace) -> KeyPair:
     """This party's key pair (``--keys``): its secret makes the party's noise, so that a
     re-run on the same inputs writes the same release and spends nothing new (a seeded
     experiment's noise comes from its seed instead)."""
-    from vertimrf.protocol.channels import KeyPair
+    from vertimrf.crypto.keys import KeyPair
 
     if args.keys is None:
         raise ConfigError(
@@ -392,10 +392,10 @@ def party_role(
     """This party (``--name``, ``--data``: a CSV or Parquet file read in batches, or with a
     Dask ``client`` a Parquet dataset on its cluster; ``--secret``), its peers' public keys
     pinned in the config or given as ``--peers``."""
+    from vertimrf.crypto.keys import load_public_keys
     from vertimrf.io import read_hex_secret
     from vertimrf.party.roles import Party
     from vertimrf.party.table_input import read_party_table
-    from vertimrf.protocol.channels import load_public_keys
     from vertimrf.protocol.methods import rules
 
     name = file_name(args.party)

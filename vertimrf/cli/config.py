@@ -100,7 +100,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         **{k: v for k, v in given.items() if v is not None},
     )
     if args.pin:
-        from vertimrf.protocol.channels import load_public_keys
+        from vertimrf.crypto.keys import load_public_keys
 
         cfg = cfg.with_identities(load_public_keys(args.pin).values())
     options = cfg.options

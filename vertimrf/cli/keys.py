@@ -15,7 +15,7 @@ from vertimrf.cli.common import (
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from vertimrf.protocol.channels import KeyPair
+    from vertimrf.crypto.keys import KeyPair
 
     name = file_name(args.name)
     folder = Path(args.out_dir)
@@ -31,7 +31,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
         except BaseException:
             key_path.unlink()
             raise
-    from vertimrf.protocol.identity import certificate_fingerprint
+    from vertimrf.crypto.identity import certificate_fingerprint
 
     assert pair.tls_certificate is not None
     print(f"{name}: fingerprint {pair.public().fingerprint}")

@@ -37,8 +37,8 @@ from vertimrf.errors import ConfigError, RunFailedError, VertimrfError
 from vertimrf.protocol.seeds import SERVER
 
 if TYPE_CHECKING:
+    from vertimrf.crypto.keys import KeyPair
     from vertimrf.driver.schedule import Phase
-    from vertimrf.protocol.channels import KeyPair
     from vertimrf.protocol.config import ProtocolConfig
 
 
@@ -104,7 +104,7 @@ def _state_dir(args: argparse.Namespace) -> Path:
 
 def _party_name(args: argparse.Namespace) -> str:
     """``--name``, or the name in ``--keys``."""
-    from vertimrf.protocol.channels import KeyPair
+    from vertimrf.crypto.keys import KeyPair
 
     if args.party is None:
         if args.keys is None:
@@ -144,7 +144,7 @@ def cmd_party_run(args: argparse.Namespace) -> int:
 
 def _public_keys(args: argparse.Namespace, names: list[str]) -> dict:
     """Every party's public key: ``--keys`` files, or ``--keys-dir DIR/NAME.pub``."""
-    from vertimrf.protocol.channels import load_public_keys
+    from vertimrf.crypto.keys import load_public_keys
 
     if args.keys and args.keys_dir:
         raise ConfigError("give --keys FILE ... or --keys-dir DIR, not both.")
@@ -439,8 +439,8 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from vertimrf.crypto.keys import KeyPair
     from vertimrf.protocol import ProtocolConfig
-    from vertimrf.protocol.channels import KeyPair
     from vertimrf.service.client import fetch_status, format_status
 
     cfg = ProtocolConfig.load(args.config)

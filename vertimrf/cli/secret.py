@@ -37,8 +37,8 @@ def cmd_secret(args: argparse.Namespace) -> int:
 
 
 def cmd_secret_share(args: argparse.Namespace) -> int:
+    from vertimrf.crypto.keys import KeyPair, load_public_keys
     from vertimrf.party.group_secret import share_group_secret
-    from vertimrf.protocol.channels import KeyPair, load_public_keys
 
     own = KeyPair.load(args.keys)
     name = file_name(own.name)
@@ -64,8 +64,8 @@ def cmd_secret_share(args: argparse.Namespace) -> int:
 
 
 def cmd_secret_open(args: argparse.Namespace) -> int:
+    from vertimrf.crypto.keys import KeyPair, PublicKey
     from vertimrf.party.group_secret import MAX_SEALED_BYTES, open_group_secret
-    from vertimrf.protocol.channels import KeyPair, PublicKey
 
     check_outputs(args, [args.out], [args.file, args.keys, args.sender])
     own, sender = KeyPair.load(args.keys), PublicKey.load(args.sender)

@@ -25,10 +25,10 @@ from vertimrf.errors import ConfigError
 from vertimrf.protocol.seeds import SERVER
 
 if TYPE_CHECKING:
+    from vertimrf.crypto.keys import KeyPair, PublicKey
     from vertimrf.driver.files import FileTransport, PathLike
     from vertimrf.driver.server import ServerDriver
     from vertimrf.protocol import ProtocolConfig
-    from vertimrf.protocol.channels import KeyPair, PublicKey
 
 
 def _driver(
@@ -63,8 +63,8 @@ def _driver(
 
 
 def cmd_server_deal(args: argparse.Namespace) -> int:
+    from vertimrf.crypto.keys import load_public_keys
     from vertimrf.driver.files import route
-    from vertimrf.protocol.channels import load_public_keys
 
     cfg, plan = secure_config(args.config)
     keys = load_public_keys(args.keys)
@@ -103,7 +103,7 @@ def cmd_server_select(args: argparse.Namespace) -> int:
     requests = {Message(SERVER, n, "request"): args.out for n in plan.names}
     keys = None
     if args.keys:
-        from vertimrf.protocol.channels import load_public_keys
+        from vertimrf.crypto.keys import load_public_keys
 
         keys = load_public_keys(args.keys)
     elif cfg.identities is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver.party import PartyDriver
 from vertimrf.driver.role import RoleDriver
 from vertimrf.driver.server import ServerDriver
@@ -21,7 +22,6 @@ from vertimrf.driver.transport import (
 from vertimrf.errors import MessageError
 from vertimrf.logs import progress_bar
 from vertimrf.party.roles import Party
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.seeds import SERVER

@@ -31,13 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
+from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.driver import codec
 from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.server_state import ServerState
 from vertimrf.driver.transport import Message, Payload, Transport
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
-from vertimrf.protocol.channels import KeyPair, PublicKey
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.report import ProtocolReport

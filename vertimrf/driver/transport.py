@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from vertimrf.crypto.aead import BufferWriter
 from vertimrf.driver.waits import WaitNotices
 from vertimrf.errors import (
     ConfigError,
@@ -40,7 +41,6 @@ from vertimrf.errors import (
     RunFailedError,
 )
 from vertimrf.io import atomic_open
-from vertimrf.protocol.channels import BufferWriter
 from vertimrf.protocol.seeds import SERVER
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from vertimrf.crypto.aead import decrypt, encrypt
+from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.errors import ChannelError, KeyMaterialError
 from vertimrf.party.keys import MIN_SECRET_BYTES, new_shared_secret
-from vertimrf.protocol.channels import KeyPair, PublicKey, decrypt, encrypt, pairwise_key
 
 GROUP_SECRET_CONTEXT = b"vertimrf/group-secret"
 # A sealed secret: the 12-byte nonce, the 32-byte secret and the 16-byte tag, well below this.

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 import pandas as pd
 
+from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError
 from vertimrf.party.aligned import HeldTable
@@ -32,7 +33,6 @@ from vertimrf.party.ids import RecordIds
 from vertimrf.party.party import LocalParty
 from vertimrf.party.secure import Blob, SealedBlobs, SecureParty
 from vertimrf.protocol.bins import BinMap
-from vertimrf.protocol.channels import KeyPair, PublicKey
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules

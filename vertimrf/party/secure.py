@@ -45,6 +45,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vertimrf.crypto.aead import BufferWriter
+from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
+from vertimrf.crypto.prg import expand
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import (
     RUN_CHANGED,
@@ -63,7 +66,6 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, randomness
 from vertimrf.protocol.bins import BinMap, bin_axes
-from vertimrf.protocol.channels import BufferWriter, KeyPair, PublicKey, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.secure import (

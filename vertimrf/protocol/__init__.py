@@ -11,7 +11,6 @@ from vertimrf.lazy import lazy_names
 
 if TYPE_CHECKING:  # the lazy names below, typed for type checkers
     from vertimrf.protocol.autot import choose_t as choose_t
-    from vertimrf.protocol.channels import KeyPair as KeyPair
     from vertimrf.protocol.config import PartySpec as PartySpec
     from vertimrf.protocol.config import ProtocolConfig as ProtocolConfig
     from vertimrf.protocol.message import PartyMessage as PartyMessage
@@ -24,7 +23,6 @@ if TYPE_CHECKING:  # the lazy names below, typed for type checkers
 
 _EXPORTS = {
     "choose_t": "vertimrf.protocol.autot",
-    "KeyPair": "vertimrf.protocol.channels",
     "PartySpec": "vertimrf.protocol.config",
     "ProtocolConfig": "vertimrf.protocol.config",
     "PartyMessage": "vertimrf.protocol.message",

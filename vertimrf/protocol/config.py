@@ -34,11 +34,11 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from vertimrf.crypto.identity import REMAKE, Identity
+from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, KeyMaterialError, PrivacyError, VertimrfError
 from vertimrf.io import atomic_write_text, read_json
-from vertimrf.protocol.channels import KeyPair, PublicKey
-from vertimrf.protocol.identity import REMAKE, Identity
 from vertimrf.protocol.options import (
     DEFAULTS,
     FLAT_NAMES,
@@ -113,7 +113,7 @@ class ProtocolConfig:
             estimated peak (:meth:`plan`) is larger is refused. None: 16 GB.
         run_nonce: fresh random hex per config (made when empty); binds keys to the run.
         identities: every role's pinned identity (its X25519 public key and TLS
-            certificate; :class:`~vertimrf.protocol.identity.Identity`), by name: every
+            certificate; :class:`~vertimrf.crypto.identity.Identity`), by name: every
             party and "server" (see :meth:`with_identities`). None: not pinned (omitted from
             the file and the hash).
     """

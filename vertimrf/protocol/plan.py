@@ -69,12 +69,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.buckets import BALANCE_TAIL_BITS
 from vertimrf.protocol.budget import ProtocolBudget
-from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure import (

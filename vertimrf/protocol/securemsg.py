@@ -1,7 +1,7 @@
 """The byte formats of method="secure": deals, feature blobs and releases.
 
 * A **deal** is what the server sends one party, sealed to the party's X25519 key
-  (:func:`vertimrf.protocol.channels.seal`) with the run and the party's name as associated
+  (:func:`vertimrf.crypto.keys.seal`) with the run and the party's name as associated
   data: the seed of the party's mask U, the seed of W for each pair where it is the lower
   party, and Z = U_p^T U_q - W for each pair where it is the higher one.
 * A **feature blob** is X - U for one peer, encrypted under the two parties' pairwise key
@@ -31,19 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from vertimrf.crypto.aead import BufferWriter, decrypt_chunks, encrypt_chunks_to
+from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
+from vertimrf.crypto.keys import KeyPair, PublicKey, open_sealed, seal
 from vertimrf.errors import ChannelError, MessageError
 from vertimrf.io import atomic_write_text, read_json
-from vertimrf.protocol.channels import (
-    NONCE_BYTES,
-    TAG_BYTES,
-    BufferWriter,
-    KeyPair,
-    PublicKey,
-    decrypt_chunks,
-    encrypt_chunks_to,
-    open_sealed,
-    seal,
-)
 from vertimrf.protocol.container import (
     Target,
     npz_bytes,
@@ -92,7 +84,7 @@ class Deal:
         self, recipient: PublicKey, context: bytes, *, randomness: bytes | None = None
     ) -> bytes:
         """The deal encrypted to ``recipient`` for this run (``randomness``: see
-        :func:`vertimrf.protocol.channels.seal`)."""
+        :func:`vertimrf.crypto.keys.seal`)."""
         arrays = {
             "u": np.frombuffer(self.seed_u, np.uint8),
             "t": np.frombuffer(self.commit_set, np.uint8),
@@ -278,7 +270,7 @@ def seal_features(
     ``round_`` as a blob only ``receiver`` can open: the digest, then the ciphertext of
     each value's low ``word_bytes`` bytes, little-endian (default: the whole word, i.e. a
     ring of 2^(8 word_bytes)), encrypted straight from the array in blocks (no copy of a
-    multi-GB matrix). ``nonce``: see :func:`vertimrf.protocol.channels.encrypt_buffer`."""
+    multi-GB matrix). ``nonce``: see :func:`vertimrf.crypto.aead.encrypt_buffer`."""
     if features.dtype not in (np.uint32, np.uint64):
         raise MessageError(f"masked features are ring words, not {features.dtype}.")
     body = np.ascontiguousarray(features).reshape(1, -1)  # one row: an empty one casts too

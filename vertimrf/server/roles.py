@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.errors import ConfigError
-from vertimrf.protocol.channels import KeyPair, PublicKey
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules

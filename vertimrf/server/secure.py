@@ -34,6 +34,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from vertimrf.crypto.keys import KeyPair, PublicKey
+from vertimrf.crypto.prg import expand
 from vertimrf.domain import TableEncoder
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.kernels.secure import matmul_tn_u64
@@ -42,7 +44,6 @@ from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, randomness
-from vertimrf.protocol.channels import KeyPair, PublicKey, expand
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.report import ProtocolReport

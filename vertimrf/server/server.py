@@ -28,13 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import TableEncoder
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.logs import progress_bar
 from vertimrf.mrf.estimation import Measurement, mirror_descent
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import PrivacyLedger
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.report import ProtocolReport

@@ -40,6 +40,7 @@ from typing import Any
 import requests
 from requests.adapters import HTTPAdapter
 
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver.transport import (
     MAP_BYTES,
     Message,
@@ -54,7 +55,6 @@ from vertimrf.driver.waits import WaitNotices
 from vertimrf.errors import ConfigError, MissingMessageError, RunFailedError, ServiceError
 from vertimrf.io import atomic_open
 from vertimrf.logs import progress_bar
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.service.rules import SEALED_KINDS

@@ -33,10 +33,10 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver.lock import state_lock
 from vertimrf.errors import ConfigError, ServiceError
 from vertimrf.io import atomic_write_text
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.app import READ_TIMEOUT, make_app
 from vertimrf.service.runner import ServiceRun

@@ -32,12 +32,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes, waiting_on
 from vertimrf.driver.server import ServerDriver
 from vertimrf.driver.transport import Message
 from vertimrf.errors import RunFailedError, VertimrfError
 from vertimrf.io import atomic_write_text
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.store import MessageStore, StoreTransport
 from vertimrf.synth.table_file import table_format

@@ -27,10 +27,10 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from vertimrf.crypto.identity import REMAKE, certificate_fingerprint
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.errors import ConfigError, KeyMaterialError
-from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.identity import REMAKE, certificate_fingerprint
 from vertimrf.protocol.seeds import SERVER
 
 __all__ = [
