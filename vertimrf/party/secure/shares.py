@@ -1,0 +1,174 @@
+"""A party's shares of every pair's product, from the peers' masked features: the lower
+party A holds U_A^T Y' + W, the higher B holds X'^T Y + Z, and A + B = X^T Y; where the
+request grows the pair (round 2), the new blocks are Beaver products of both rounds' blobs.
+Each blob is read block by block of rows and checked (tag and record-set digest) when read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterator, Mapping
+from itertools import zip_longest
+
+import numpy as np
+
+from vertimrf.errors import ChannelError, ConfigError, MessageError
+from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
+from vertimrf.party.secure.features import Features
+from vertimrf.party.secure.state import Blob
+from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
+from vertimrf.protocol.secure import Layout, Request
+from vertimrf.protocol.securemsg import blob_nonce, block_rows, open_feature_blocks
+
+
+class Shares(Features):
+    """The shares of a party's products with each peer, from the peers' blobs."""
+
+    def _shares(self, blobs: Mapping[str, Blob]) -> dict[str, np.ndarray]:
+        plan, p, st = self.plan, self.index, self._state
+        shares = {}
+        for a, b in plan.pairs():
+            if p not in (a, b):
+                continue
+            q = b if p == a else a
+            peer = plan.names[q]
+            if peer not in blobs:
+                raise MessageError(
+                    f"party {self.name!r} has no feature blob from {peer!r}; the server must "
+                    f"relay {peer!r}'s features before this step."
+                )
+            key = plan.pair_name(a, b)
+            if p == a:  # U_p^T Y' + W, block by block of rows
+                shape = (plan.widths[a], plan.widths[b])
+                share = share_mask(st["deal"].seeds_w[peer], ShareMask.W, shape).copy()
+                step = block_rows(max(plan.widths[a], plan.widths[b]))
+                for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
+                    share += matmul_tn_u64(self._mask_rows(r0, r1), theirs)
+            else:  # X_p'^T Y + Z, block by block of rows
+                share = st["deal"].z[peer].copy()
+                step = block_rows(plan.widths[a])
+                for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
+                    share += onehot_scatter_u64(theirs, self._columns(r0, r1), plan.widths[b])
+            shares[key] = share  # only once the whole blob is read and checked
+        return shares
+
+    def _grow(
+        self,
+        shares: Mapping[str, np.ndarray],
+        layout: Layout,
+        request: Request,
+        blobs: Mapping[str, Blob] | None,
+        group_blobs: Mapping[str, Blob] | None,
+    ) -> dict[str, np.ndarray]:
+        """Each pair's share matrix in ``layout``: the round-1 share, with the blocks of the
+        round-2 groups added where the pair grows."""
+        plan, p, st = self.plan, self.index, self._state
+        out = dict(shares)
+        growing = [(a, b) for a, b in plan.pairs() if p in (a, b) and layout.grows(a, b)]
+        if not growing:
+            return out
+        if st.get("request") != request.digest() or "deal" not in st:
+            raise ConfigError(
+                "this request measures round-2 groups: run groups(group_deal, request) first, "
+                "or open_deal(deal) and open_group_deal(group_deal, request) in a new process."
+            )
+        for a, b in growing:
+            q = b if p == a else a
+            peer = plan.names[q]
+            if blobs is None or group_blobs is None or peer not in blobs or peer not in group_blobs:
+                raise MessageError(
+                    f"party {self.name!r} needs {peer!r}'s feature blobs of both rounds to "
+                    "measure the request's groups; the server must relay them first."
+                )
+            full = np.empty(layout.shape(a, b), np.uint64)
+            ka, kb = plan.widths[a], plan.widths[b]
+            full[:ka, :kb] = shares[plan.pair_name(a, b)]
+            if p == a:
+                block_a, block_b = self._left_blocks(layout, b, blobs[peer], group_blobs[peer])
+            else:
+                block_a, block_b = self._right_blocks(layout, a, blobs[peer], group_blobs[peer])
+            full[ka:, :], full[:ka, kb:] = block_a, block_b
+            out[plan.pair_name(a, b)] = full
+        return out
+
+    def _read(
+        self, peer: str, blob: Blob, width: int, round_: int, step: int
+    ) -> Iterator[tuple[int, int, np.ndarray]]:
+        """A peer's masked features of one round by blocks of ``step`` rows: (r0, r1, rows
+        r0:r1), each valid until the next is read. The blob's tag and its record-set digest
+        are checked when the iteration ends, so a caller keeps nothing it made of the
+        blocks unless the loop over them finished; then the blob's digest and nonce are
+        kept among this party's inputs."""
+        plan = self.plan
+        hasher = hashlib.sha256()
+        try:
+            digest, blocks = open_feature_blocks(
+                self._keys[peer], blob, self._context, peer, self.name, (plan.rows, width),
+                step, word=plan.word, round_=round_, word_bytes=plan.word_bytes, hasher=hasher,
+            )  # fmt: skip
+            yield from blocks
+        except ChannelError as exc:
+            raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
+        kind = "blob" if round_ == 1 else "group-blob"
+        self._inputs().update(
+            {f"{kind}/{peer}": hasher.hexdigest(), f"{kind}-nonce/{peer}": blob_nonce(blob).hex()}
+        )
+        if not hmac.compare_digest(digest, self._state["digest"]):
+            raise MessageError(
+                "parties hold different record sets or use different shared secrets: "
+                f"{peer!r}'s record-set digest differs from {self.name!r}'s (both must hold "
+                "exactly the same record IDs and the same group secret)."
+            )
+
+    def _read_both(
+        self, peer: str, first: Blob, second: Blob, widths: tuple[int, int], step: int
+    ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+        """A peer's rounds 1 and 2 by the same blocks of ``step`` rows: (r0, r1, round-1
+        rows, round-2 rows); both blobs are checked when the iteration ends."""
+        pairs = zip_longest(
+            self._read(peer, first, widths[0], 1, step),
+            self._read(peer, second, widths[1], 2, step),
+        )
+        for (r0, r1, one), (_, _, two) in pairs:
+            yield r0, r1, one, two
+
+    def _left_blocks(
+        self, layout: Layout, b: int, first: Blob, second: Blob
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The lower party's shares of the pair's new blocks: A = U2^T [Y' | Y2'] + W_A
+        (its groups' rows) and B = U^T Y2' + W_B (its singles against the peer's groups),
+        from the peer's blobs of both rounds, block by block of rows."""
+        plan, p = self.plan, self.index
+        peer, deal = plan.names[b], self._state["group_deal"]
+        wa, wb = layout.width(p, b), layout.width(b, p)
+        cols = plan.widths[b] + wb
+        block_a = share_mask(deal.seeds_w[peer], ShareMask.WA, (wa, cols))
+        block_b = share_mask(deal.seeds_w[peer], ShareMask.WB, (plan.widths[p], wb))
+        step = block_rows(max(cols, wa, plan.widths[p]))
+        for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[b], wb), step):
+            mask = row_mask(deal.seeds_u[peer], RowMask.U2, r0, r1, wa, plan.word)
+            block_a += matmul_tn_u64(mask, np.hstack((one, two)))
+            block_b += matmul_tn_u64(self._mask_rows(r0, r1), two)
+        return block_a, block_b
+
+    def _right_blocks(
+        self, layout: Layout, a: int, first: Blob, second: Blob
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The higher party's shares of the pair's new blocks: A = X2'^T [Y | Y2] + Z_A and
+        B = X'^T Y2 + Z_B, one-hot sums of the lower party's masked rows of both rounds,
+        block by block of rows."""
+        plan, p, st = self.plan, self.index, self._state
+        peer, deal = plan.names[a], st["group_deal"]
+        width, wq = layout.width(p, a), layout.width(a, p)
+        block_a = deal.z_a[peer].copy()
+        block_b = deal.z_b[peer].copy()
+        step = block_rows(max(plan.widths[a], wq))
+        for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[a], wq), step):
+            singles = self._columns(r0, r1)
+            mine = self._group_features(a, singles)
+            shifted = np.where(mine >= 0, mine + plan.widths[p], -1)
+            both = np.hstack((singles, shifted))
+            block_a += onehot_scatter_u64(two, both, plan.widths[p] + width)
+            block_b += onehot_scatter_u64(one, mine, width)
+        return block_a, block_b

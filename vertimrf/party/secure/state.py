@@ -1,0 +1,270 @@
+"""A party's own state in a secure run: its setup, its aligned records, the digests of
+its inputs, and the private state file between processes.
+
+:meth:`PartyState.save_state` writes what ``measure`` needs, each pair's share (k_p x k_q
+words) and the record-set digest, to a private file (the container format, atomic, mode
+0600; never sent) bound to the run, the party, its data and its deal, and
+:meth:`PartyState.load_state` reads it back, so ``measure`` neither opens the deal again nor
+reads the peers' blobs. A state of another run, party, data set or deal is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
+from vertimrf.domain import EncodedTable
+from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
+from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
+from vertimrf.party.ids import RecordIds, record_fingerprints
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.party import bin_table, own_table, sha256_parts
+from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.samplers import derive_key
+from vertimrf.protocol.bins import BinMap
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.container import read_container, write_container
+from vertimrf.protocol.secure import SELECT, SecurePlan
+
+STATE_KIND = "vertimrf-secure-party-state"
+
+# A peer's feature blob: any bytes-like (the command line maps each file read-only).
+Blob = bytes | bytearray | memoryview
+
+
+class PartyState:
+    """A data holder's state in a secure run: what every step of
+    :class:`~vertimrf.party.secure.SecureParty` reads.
+
+    Args:
+        name, data, config, secret, id_column, ids, seed: as for
+            :class:`vertimrf.party.party.LocalParty` (``config.method`` must be "secure");
+            ``data`` may also be a table aligned where it is held (the select pipeline only):
+            a :class:`vertimrf.party.file_table.FileTable`, a CSV or Parquet file aligned
+            through temporary files, or a :class:`vertimrf.party.dask_table.DaskTable`, a
+            table on this party's Dask cluster.
+        keypair: this party's X25519 key pair (``vertimrf keys``).
+        peers: every other party's public key, by name (fingerprints checked out of band).
+        bins: the paper pipeline (``config.pipeline == "paper"``) only: the bin maps
+            of this party's binned columns, from its own local message
+            (:meth:`vertimrf.party.party.LocalParty.release`); its features are the binned codes.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        data: pd.DataFrame | EncodedTable | HeldTable,
+        config: ProtocolConfig,
+        secret: bytes,
+        keypair: KeyPair,
+        peers: Mapping[str, PublicKey],
+        *,
+        id_column: str = "id",
+        ids: RecordIds | None = None,
+        seed: int | None = None,
+        bins: Mapping[str, BinMap] | None = None,
+    ) -> None:
+        if not isinstance(config, ProtocolConfig):
+            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        self.plan = SecurePlan.from_config(config)
+        self.name, self.config = name, config
+        self.index = self.plan.party_index(name)
+        if keypair.name != name:
+            raise ConfigError(f"the key pair is {keypair.name!r}'s, not {name!r}'s.")
+        missing = sorted(set(self.plan.names) - {name} - set(peers))
+        if missing:
+            raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
+        self.spec = config.spec.subset(config.party(name).columns)
+        self._table: EncodedTable | HeldTable | None
+        self._fingerprints: np.ndarray | None = None
+        if isinstance(data, HeldTable):
+            if not self.plan.select or bins is not None:
+                raise ConfigError(
+                    f"a {type(data).__name__} runs the select pipeline only "
+                    "(secure_pipeline='select')."
+                )
+            self._table = data.check(name, self.spec, id_column)
+        else:
+            self._table, ids = own_table(name, self.spec, data, id_column, ids)
+            if not self.plan.select:
+                self._table = bin_table(self._table, self._check_bins(bins))
+            elif bins is not None:
+                raise ConfigError(
+                    "bins are an input of the paper pipeline (secure_pipeline='paper')."
+                )
+            self._fingerprints = record_fingerprints(ids)
+        self._aligned: Aligned | None = None
+        self._offsets = np.asarray(self.plan.offsets[self.index], np.int64)
+        HashKeys.from_secret(secret, 1)
+        self._secret, self._keypair = secret, keypair
+        self._context = config.run_context()
+        self._keys = {
+            q: pairwise_key(keypair, peers[q], self._context) for q in self.plan.names if q != name
+        }
+        self._seed = seed
+        self._local = keypair.local_secret()
+        self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
+        self._state: dict[str, Any] = {}
+
+    def _check_bins(self, bins: Mapping[str, BinMap] | None) -> Mapping[str, BinMap]:
+        """The bin maps of exactly this party's binned columns, each with the plan's size."""
+        binned = set(self.config.binned_columns())
+        want = sorted(c for c in self.spec.names if c in binned)
+        got = {} if bins is None else dict(bins)
+        if sorted(got) != want:
+            raise ConfigError(
+                f"party {self.name!r} needs the bin maps of {want} (from its local release); "
+                f"got {sorted(got)}."
+            )
+        for c, m in got.items():
+            if m.n_bins != self.plan.sizes[self.config.spec.names.index(c)]:
+                raise ConfigError(f"the bin map of {c!r} has {m.n_bins} bins, not the plan's.")
+        return got
+
+    def aligned(self) -> Aligned:
+        """This party's records in the common row order (aligned on first use; the input
+        table is then dropped). ConfigError when it holds more than max_rows records."""
+        if self._aligned is None:
+            plan, table = self.plan, self._table
+            if isinstance(table, HeldTable):
+                self._aligned = table.align(self.spec, self._secret, self._context, plan)
+            else:
+                assert table is not None and self._fingerprints is not None
+                self._aligned = AlignedTable(
+                    table.codes, self._fingerprints, self._secret, self._context,
+                    plan.buckets, plan.capacity, plan.max_rows,
+                )  # fmt: skip
+            self._table = self._fingerprints = None
+        return self._aligned
+
+    def commitment(self) -> bytes:
+        """This party's data commitment for this run: HMAC-SHA256 of its data digest under
+        a key derived from its local secret (which nobody else holds), so the server learns
+        nothing of the data from it, yet a changed table gives another commitment, and so
+        another deal (see :meth:`SecureServer.deal`)."""
+        key = derive_key(self._local, "data-commitment", self.config.config_hash(), self.name)
+        return hmac.new(key, self.data_digest().encode(), hashlib.sha256).digest()
+
+    def _inputs(self) -> dict[str, str]:
+        """The digests of every input this party's steps have used so far (its data, the
+        deal, each peer blob read, the round-2 deal and blobs): what its noise, pads and
+        nonces are keyed by."""
+        inputs: dict[str, str] = self._state.setdefault("inputs", {})
+        return inputs
+
+    def _label_key(self, what: str, *label: str) -> bytes:
+        """32 bytes from this party's local secret, bound to the run, the party, ``what``,
+        ``label``, its data and its deal: a re-run on the same inputs gets the same bytes."""
+        return derive_key(
+            self._local,
+            what,
+            self.config.config_hash(),
+            self.name,
+            *label,
+            self.data_digest(),
+            self._state.get("deal_hash", ""),
+        )
+
+    def _once(self, step: str) -> None:
+        self._check_step(step)
+        self._state.setdefault("done", set()).add(step)
+
+    def _check_step(self, step: str) -> None:
+        if step in self._state.get("done", ()):
+            raise PrivacyBudgetError(f"party {self.name!r} already ran {step!r}; each runs once.")
+
+    def data_digest(self) -> str:
+        """SHA-256 of this party's records: their ID fingerprints and codes, bucket by
+        bucket in row order (:mod:`vertimrf.party.aligned`; its private state and derived
+        keys are bound to it)."""
+        return self.aligned().data_digest
+
+    def _state_meta(self, binding: str) -> dict[str, Any]:
+        return {
+            "party": self.name,
+            "config_hash": self.config.config_hash(),
+            "data": self.data_digest(),
+            "binding": binding,
+        }
+
+    def save_state(self, path: str | os.PathLike, *, binding: str = "") -> None:
+        """Write what :meth:`measure` needs after :meth:`release`: each pair's share and the
+        record-set digest, with the run, the party, a hash of its data and of its deal, and
+        the caller's ``binding`` (e.g. a digest of its input files). The file is private (it
+        holds shares, never sent), written atomically with mode 0600; no pickle."""
+        st = self._state
+        if "shares" not in st or "deal_hash" not in st:
+            raise ConfigError("save_state needs the shares: run release(blobs) first.")
+        meta = {
+            **self._state_meta(binding),
+            "deal": st["deal_hash"],
+            "digest": st["digest"].hex(),
+            "done": sorted(st.get("done", ())),
+            "inputs": self._inputs(),
+        }
+        arrays = {f"s/{key}": share for key, share in st["shares"].items()}
+        write_container(path, STATE_KIND, meta, arrays)
+
+    def load_state(
+        self, path: str | os.PathLike, *, deal: bytes | None = None, binding: str = ""
+    ) -> None:
+        """Read a state written by :meth:`save_state` in an earlier process, so that
+        :meth:`measure` runs from the kept shares. MessageError when the file is malformed,
+        oversized, or of another run, party, data set, ``binding`` or (if given) ``deal``."""
+        plan, p = self.plan, self.index
+        keys = {  # every pair's bound: another party's state is refused by name, below
+            plan.pair_name(a, b): 8 * plan.widths[a] * plan.widths[b] for a, b in plan.pairs()
+        }
+
+        def bound(name: str) -> int | None:
+            return keys.get(name[2:]) if name.startswith("s/") else None
+
+        meta, arrays = read_container(path, STATE_KIND, array_bytes=bound)
+        want = self._state_meta(binding)
+        what = {
+            "party": "another party's",
+            "config_hash": "another run's (config hash)",
+            "data": "made from another data set's (" + RUN_CHANGED + ")",
+            "binding": "made from other input files'",
+        }
+        for field, label in what.items():
+            if not isinstance(meta, dict) or meta.get(field) != want[field]:
+                raise MessageError(
+                    f"{path}: this secure state is {label}, not {self.name!r}'s in this run "
+                    "with this data: pass the state that this party's `release` wrote in this "
+                    "run."
+                )
+        if deal is not None and meta.get("deal") != sha256_parts(bytes(deal)):
+            raise MessageError(
+                f"{path}: this secure state was made from another deal: pass the state that "
+                "`release` wrote with this deal."
+            )
+        shares = {k[2:]: v for k, v in arrays.items()}
+        try:
+            digest = bytes.fromhex(meta["digest"])
+            done = {str(d) for d in meta["done"]}
+            inputs = {str(k): str(v) for k, v in meta["inputs"].items()}
+        except (AttributeError, KeyError, TypeError, ValueError):
+            raise MessageError(f"{path}: malformed secure state.") from None
+        shapes = {
+            plan.pair_name(a, b): (plan.widths[a], plan.widths[b])
+            for a, b in plan.pairs()
+            if p in (a, b)
+        }
+        if set(shares) != set(shapes) or any(
+            v.dtype != np.uint64 or v.shape != shapes[k] for k, v in shares.items()
+        ):
+            raise MessageError(
+                f"{path}: the state's shares do not match this run's pairs and widths."
+            )
+        if SELECT not in done:
+            raise MessageError(f"{path}: the state records no release.")
+        self._state.update(shares=shares, digest=digest, done=done, deal_hash=meta.get("deal"))
+        self._inputs().update(inputs)

@@ -1,0 +1,59 @@
+"""The PRG streams of method="secure", named once for both sides of the trust boundary.
+
+The server (dealer) draws a seed per mask and seals it to a party; the server and the party
+expand the same seed under the same label into the same words (AES-256-CTR,
+:func:`vertimrf.crypto.prg.expand`), so the labels and the expansion live here, not in
+either role:
+
+* a **row mask** hides a party's one-hot rows (it sends X - U), rows x width words of the
+  run's ring, expanded block by block of rows;
+* a **share mask** hides a pair's share (the dealer deals Z = U_p^T U_q - W), 64-bit words;
+* a **pad** hides a pair's two released shares from the server (one party adds it, the other
+  subtracts it), expanded from the pair's key.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import numpy as np
+
+from vertimrf.crypto.prg import expand
+
+
+class RowMask(Enum):
+    """The labels of the masks of a party's rows."""
+
+    U = b"U"  # round 1: the party's singles, sent to every peer as X - U
+    U2 = b"U2"  # round 2: the party's groups toward one peer, sent as G - U2
+
+
+class ShareMask(Enum):
+    """The labels of the masks of a pair's shares, all expanded from the pair's W seed."""
+
+    W = b"W"  # round 1: the singles' product
+    WA = b"WA"  # round 2: the lower party's groups against the peer's singles and groups
+    WB = b"WB"  # round 2: the lower party's singles against the peer's groups
+
+
+def row_mask(seed: bytes, label: RowMask, r0: int, r1: int, width: int, word: type) -> np.ndarray:
+    """Rows r0:r1 of the mask ``label`` of ``width`` words a row (``word``: the plan's
+    np.uint32 or np.uint64) from ``seed``: a block of its stream, the same words whoever
+    expands it and however the rows are blocked."""
+    words = expand(seed, label.value, (r1 - r0) * width, start=r0 * width, word=word)
+    return words.reshape(r1 - r0, width)
+
+
+def share_mask(seed: bytes, label: ShareMask, shape: tuple[int, int]) -> np.ndarray:
+    """The share mask ``label`` of ``shape`` 64-bit words from the pair's ``seed``."""
+    return expand(seed, label.value, shape[0] * shape[1]).reshape(shape)
+
+
+def pad(
+    key: bytes, release: str, a: str, b: str, binding: str, shape: tuple[int, int]
+) -> np.ndarray:
+    """The pad of ``shape`` 64-bit words that hides the (a, b) shares of ``release`` from the
+    server, from the pair's key, bound to ``binding``: a digest of everything both shares
+    depend on, so that a changed share never gets the same pad."""
+    label = f"pad/{release}/{a}/{b}/{binding}".encode()
+    return expand(key, label, shape[0] * shape[1]).reshape(shape)
