@@ -21,8 +21,7 @@ from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.protocol import ProtocolConfig, securemsg
 from vertimrf.protocol import plan as plan_module
 from vertimrf.protocol.secure import MEASURE, SecurePlan
-from vertimrf.server import secure as server_secure
-from vertimrf.server.secure import SecureServer
+from vertimrf.server.secure import SecureServer, dealer
 
 SMALL = [("A", ["0", "2", "5"]), ("B", ["1", "3", "4"])]
 NONCE = "ab" * 16
@@ -249,7 +248,7 @@ def test_the_models_block_sizes_are_the_codes():
 
     assert plan_module.OUTPUT_CHUNK_ROWS == SAMPLE_CHUNK
     assert plan_module.ROW_BLOCK_WORDS == securemsg.ROW_BLOCK_WORDS
-    assert plan_module.MASK_BLOCK_WORDS == server_secure.DEAL_BLOCK_WORDS
+    assert plan_module.MASK_BLOCK_WORDS == dealer.DEAL_BLOCK_WORDS
 
 
 def test_binning_the_wide_attribute_as_the_message_says_is_accepted():

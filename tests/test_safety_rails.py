@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-import vertimrf.server.secure as server_secure
 from tests.test_secure import _split
 from vertimrf import simulate
 from vertimrf.crypto.keys import KeyPair, pairwise_key
@@ -25,7 +24,7 @@ from vertimrf.privacy.zcdp import round_up
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SELECT, Request
 from vertimrf.protocol.securemsg import SecureRelease, open_features
-from vertimrf.server.secure import SecureServer
+from vertimrf.server.secure import SecureServer, dealer
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = bytes(range(32))
@@ -63,13 +62,13 @@ def test_server_and_one_party_recover_a_masked_table_exactly(monkeypatch, sizes)
     the one-hot table, hence every record. No finite epsilon holds against that coalition."""
     cfg, frame, parties, keys, server_key = _secure_run(sizes, 40)
     dealt = {}
-    real = server_secure.deal_matrices
+    real = dealer.deal_matrices
 
     def spy(plan, seeds_u, seeds_w):  # what the server knows: the seeds it drew
         dealt["u"] = list(seeds_u)
         return real(plan, seeds_u, seeds_w)
 
-    monkeypatch.setattr(server_secure, "deal_matrices", spy)
+    monkeypatch.setattr(dealer, "deal_matrices", spy)
     server = SecureServer(cfg, keypair=server_key)
     deals = _deal(server, cfg, frame, parties, keys)
     owner = _party(cfg, frame, parties, keys, "P0")

@@ -432,7 +432,8 @@ def test_server_post_processing_of_the_first_release_matches_hand_computation():
     compute by hand: inverse-variance weights (a sum over k cells of noise scale s has
     variance k s^2), the discrete Laplace count's variance 2 e^-eps / (1 - e^-eps)^2, and a
     score of 0 for an exactly independent table without noise."""
-    from vertimrf.server.secure import Tables, one_way, pair_scores, record_total
+    from vertimrf.server.secure.selection import one_way, pair_scores, record_total
+    from vertimrf.server.secure.state import Tables
 
     t01 = np.array([[10.0, 30.0], [20.0, 40.0], [0.0, 0.0]])  # attrs 0 (3 values) x 1 (2)
     t02 = np.array([[12.0, 18.0], [28.0, 42.0], [1.0, -1.0]])  # attrs 0 x 2 (2 values)
@@ -466,7 +467,7 @@ def test_server_post_processing_of_the_first_release_matches_hand_computation():
 def test_model_caps_grow_with_the_precision_within_their_bounds():
     """The server's model caps: the floor at low precision, the config's ceiling at high
     precision, and monotone in between."""
-    from vertimrf.server import secure as srv
+    from vertimrf.server.secure import selection as srv
 
     caps = []
     # 6.0, not higher: on this 3-attribute domain the first release's noise reaches KLS's

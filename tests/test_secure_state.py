@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import vertimrf.protocol.securemsg as securemsg
-import vertimrf.server.secure as server_secure
 from tests.test_secure import (
     SECRET,
     _exchange,
@@ -22,6 +21,7 @@ from tests.test_secure import (
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol.secure import SELECT, feature_width
+from vertimrf.server.secure import dealer
 
 SIZES = [[2, 3, 4], [3, 2], [4, 2]]
 
@@ -143,7 +143,7 @@ def test_block_wise_products_give_the_exact_cross_counts(monkeypatch):
     """With tiny blocks (many partial ones, and blocks that start mid AES block), every
     pair's shares still sum to X^T Y exactly."""
     monkeypatch.setattr(securemsg, "ROW_BLOCK_WORDS", 7)
-    monkeypatch.setattr(server_secure, "DEAL_BLOCK_WORDS", 11)
+    monkeypatch.setattr(dealer, "DEAL_BLOCK_WORDS", 11)
     assert_shares_sum_to_the_exact_product(SIZES, 37, 1, rows=45)
 
 

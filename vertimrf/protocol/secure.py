@@ -21,7 +21,7 @@ values). Masks and shares are computed in 32- or 64-bit words and reduced into t
 feature blob carries r / 8 bytes per value.
 
 This module fixes, from the public config: the feature layout, the padded row count, the
-ring, the labels under which seeds and pads are expanded, the budget split and every noise
+ring, the budget split and every noise
 scale, and the ledger entries of each release, so that no role trusts another's arithmetic.
 
 Noise and accounting. A marginal measured at scale sigma gets:

@@ -1,0 +1,162 @@
+"""The dealer, the server's one cryptographic step: seeds for every party's mask U_p
+and every pair's W, and Z_pq = U_p^T U_q - W_pq, each sealed to its party (and, after the
+request, the round-2 deals of the groups). The server never sees X - U. Every seed derives
+from the server's own secret, the run, the parties' keys and every party's data commitment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from hashlib import sha256
+
+import numpy as np
+
+from vertimrf.crypto.keys import PublicKey
+from vertimrf.errors import MessageError
+from vertimrf.kernels.secure import matmul_tn_u64
+from vertimrf.privacy.samplers import derive_key
+from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
+from vertimrf.protocol.secure import MASK_BLOCK_WORDS, Layout, SecurePlan
+from vertimrf.protocol.securemsg import Deal, GroupDeal, commit_set_digest
+from vertimrf.server.secure.state import ServerState
+
+DEAL_BLOCK_WORDS = MASK_BLOCK_WORDS  # mask words of all parties expanded at once (deal_matrices)
+
+
+def _masks(
+    plan: SecurePlan, seeds: Sequence[bytes], labels: Sequence[RowMask], widths: Sequence[int]
+) -> Iterator[list[np.ndarray]]:
+    """Row blocks of the masks expanded from ``seeds`` under ``labels`` (each block: every
+    mask's next rows, of its ``widths`` columns), about DEAL_BLOCK_WORDS words at a time."""
+    step = max(1, DEAL_BLOCK_WORDS // max(1, sum(widths)))
+    for r0 in range(0, plan.rows, step):
+        r1 = min(plan.rows, r0 + step)
+        yield [
+            row_mask(s, label, r0, r1, w, plan.word)
+            for s, label, w in zip(seeds, labels, widths, strict=True)
+        ]
+
+
+def deal_matrices(plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: dict) -> dict:
+    """Z_pq = U_p^T U_q - W_pq for every pair (p, q) (the server's one dense product each).
+
+    The masks are expanded block by block of rows (each block of every party's AES-CTR
+    stream once, about DEAL_BLOCK_WORDS words in all) and the products summed over the
+    blocks, which is exact in the ring: memory stays at one block, not rows x sum(k_p)."""
+    out = {
+        (p, q): -share_mask(seeds_w[p, q], ShareMask.W, (plan.widths[p], plan.widths[q]))
+        for p, q in plan.pairs()
+    }
+    for masks in _masks(plan, seeds_u, [RowMask.U] * len(seeds_u), plan.widths):
+        for p, q in plan.pairs():
+            out[p, q] += matmul_tn_u64(masks[p], masks[q])
+    return out
+
+
+def group_matrices(
+    plan: SecurePlan, layout: Layout, seeds_u: Sequence[bytes], seeds_u2: dict, seeds_w2: dict
+) -> dict:
+    """For each pair p < q that grows in ``layout``: Z_A = U2_pq^T [U_q | U2_qp] - W_A and
+    Z_B = U_p^T U2_qp - W_B (U2: the round-2 masks, from ``seeds_u2[p, q]``; W from
+    ``seeds_w2[p, q]``), the masks expanded block by block of rows as in deal_matrices."""
+    pairs = [(p, q) for p, q in plan.pairs() if layout.grows(p, q)]
+    out = {}
+    for p, q in pairs:
+        a, b = layout.width(p, q), layout.width(q, p)
+        wa = share_mask(seeds_w2[p, q], ShareMask.WA, (a, plan.widths[q] + b))
+        wb = share_mask(seeds_w2[p, q], ShareMask.WB, (plan.widths[p], b))
+        out[p, q] = (-wa, -wb)
+    if not pairs:
+        return out
+    seeds = list(seeds_u) + [seeds_u2[key] for p, q in pairs for key in ((p, q), (q, p))]
+    m = len(plan.names)
+    widths = list(plan.widths) + [layout.width(*key) for p, q in pairs for key in ((p, q), (q, p))]
+    labels = [RowMask.U] * m + [RowMask.U2] * (2 * len(pairs))
+    for masks in _masks(plan, seeds, labels, widths):
+        for i, (p, q) in enumerate(pairs):
+            g_p, g_q = masks[m + 2 * i], masks[m + 2 * i + 1]
+            out[p, q][0][...] += matmul_tn_u64(g_p, np.hstack((masks[q], g_q)))
+            out[p, q][1][...] += matmul_tn_u64(masks[p], g_q)
+    return out
+
+
+class Dealer(ServerState):
+    """The server's deals: :meth:`deal` (round 1) and :meth:`group_deals` (round 2)."""
+
+    def _dealer(self, public_keys: Mapping[str, PublicKey]) -> Callable[..., bytes]:
+        """The server's deal keys for this run, these parties' keys and their data
+        commitments: 32 bytes per label, derived from its own secret (a re-run on the same
+        commitments deals the same bytes; a party whose data changed commits anew, and
+        every mask changes with it, so no mask is used on two different tables)."""
+        missing = sorted(set(self.plan.names) - set(public_keys))
+        if missing:
+            raise MessageError(f"the server needs the public keys of {missing} to deal.")
+        if self._commit_set is None:
+            raise MessageError("the server deals only on every party's data commitment.")
+        keys = sha256()
+        for name in self.plan.names:
+            keys.update(name.encode() + b"\0" + public_keys[name].raw)
+        label = (self.config.config_hash(), keys.hexdigest(), self._commit_set.hex())
+
+        def derived(*what: str) -> bytes:
+            return derive_key(self._secret, "server-deal", *label, *what)
+
+        return derived
+
+    def deal(
+        self, public_keys: Mapping[str, PublicKey], commitments: Mapping[str, bytes]
+    ) -> dict[str, bytes]:
+        """Step 0: one sealed deal per party, made for every party's data ``commitments``
+        (each party's commit message, :func:`~vertimrf.protocol.securemsg.read_commit`)."""
+        plan, ctx = self.plan, self.config.run_context()
+        missing = sorted(set(plan.names) - set(commitments))
+        if missing:
+            raise MessageError(f"the server needs the data commitments of {missing} to deal.")
+        self._commit_set = commit_set_digest(dict(commitments), plan.names)
+        derived = self._dealer(public_keys)
+        self._public_keys = dict(public_keys)
+        seeds_u = [derived("U", name) for name in plan.names]
+        seeds_w = {(p, q): derived("W", plan.names[p], plan.names[q]) for p, q in plan.pairs()}
+        z = deal_matrices(plan, seeds_u, seeds_w)
+        deals = {}
+        for p, name in enumerate(plan.names):
+            deal = Deal(
+                seeds_u[p],
+                {plan.names[q]: seeds_w[p, q] for (a, q) in plan.pairs() if a == p},
+                {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p},
+                self._commit_set,
+                bytes(commitments[name]),
+            )
+            deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
+        return deals
+
+    def group_deals(self, public_keys: Mapping[str, PublicKey] | None = None) -> dict[str, bytes]:
+        """Step 2, after :meth:`select`: one sealed round-2 deal per party, for the groups
+        of the request (fresh masks, bound to the request and to the commitments the
+        first deal was made for); ``public_keys`` default to those :meth:`deal` used."""
+        if self._request is None:
+            raise MessageError("run select(first releases) before group_deals.")
+        if public_keys is None:
+            if self._public_keys is None:
+                raise MessageError("group_deals needs every party's public key.")
+            public_keys = self._public_keys
+        plan, ctx, names = self.plan, self.config.run_context(), self.plan.names
+        derived = self._dealer(public_keys)
+        digest = self._request.digest()
+        layout = plan.layout(self._request.marginals)
+        seeds_u = [derived("U", name) for name in names]
+        ends = [(p, q) for p in range(len(names)) for q in range(len(names)) if p != q]
+        seeds_u2 = {(p, q): derived("U2", names[p], names[q], digest) for p, q in ends}
+        seeds_w2 = {(p, q): derived("W2", names[p], names[q], digest) for p, q in plan.pairs()}
+        z = group_matrices(plan, layout, seeds_u, seeds_u2, seeds_w2)
+        deals = {}
+        for p, name in enumerate(names):
+            deal = GroupDeal(
+                {names[q]: seeds_u2[p, q] for q in range(len(names)) if q != p},
+                {names[q]: seeds_w2[p, q] for (a, q) in z if a == p},
+                {names[a]: z[a, q][0] for (a, q) in z if q == p},
+                {names[a]: z[a, q][1] for (a, q) in z if q == p},
+            )
+            seal = derived("seal2", name, digest)
+            deals[name] = deal.seal(public_keys[name], ctx, digest, randomness=seal)
+        return deals

@@ -1,0 +1,184 @@
+"""The server's state in a secure run, what each of its steps reads: the config and
+plan, its ledger, its own secret and the noise each step derives from it, the seeded roles,
+and the parties' releases checked and summed: the two padded shares of each cross block
+added (the pads cancel), with the server's own N_Z(0, sigma^2 / 2). What it keeps between
+processes is what select found (:mod:`vertimrf.server.secure.selection`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from hashlib import sha256
+
+import numpy as np
+
+from vertimrf.crypto.keys import KeyPair, PublicKey
+from vertimrf.errors import MessageError
+from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.secure import BinMaps, Marginal, Request, SecurePlan
+from vertimrf.protocol.securemsg import SecureRelease
+from vertimrf.protocol.seeds import SERVER, role_seed
+from vertimrf.server.binning import BinChoice
+from vertimrf.server.methods import server_strategy
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Noisy marginals of one release: counts (float), and each one's noise scale."""
+
+    values: dict[Marginal, np.ndarray]
+    scale: dict[Marginal, float]
+
+
+class ServerState:
+    """The server's state in a secure run: what every step of
+    :class:`~vertimrf.server.secure.SecureServer` reads."""
+
+    def __init__(
+        self,
+        config: ProtocolConfig,
+        *,
+        seed: int | None = None,
+        keypair: KeyPair | None = None,
+    ) -> None:
+        self.config = config
+        # The server's own secret: its deal and its noise derive from it (see _randomness).
+        self._secret = os.urandom(32) if keypair is None else keypair.local_secret()
+        self.plan = SecurePlan.from_config(config)
+        self.options = server_strategy(config).search_options(config)
+        self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
+        self.seed = seed
+        self._first: Tables | None = None
+        self._request: Request | None = None
+        self._bins: dict[Marginal, BinChoice] = {}
+        self._seeded_parties: tuple[str, ...] = ()
+        self._public_keys: dict[str, PublicKey] | None = None
+        self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
+
+    @property
+    def seeded(self) -> bool:
+        """True for a seeded (reproducible, not for release) run."""
+        return self.seed is not None
+
+    @property
+    def seeded_roles(self) -> tuple[str, ...]:
+        """The roles whose noise came from a seed: the parties whose releases said so (in
+        the plan's order), then the server if it is seeded."""
+        return self._seeded_parties + ((SERVER,) if self.seeded else ())
+
+    def _note_seeded(self, releases: Sequence[SecureRelease]) -> None:
+        """Add the parties whose ``releases`` say their noise came from a seed."""
+        seeded = set(self._seeded_parties) | {r.party for r in releases if r.seeded}
+        self._seeded_parties = tuple(n for n in self.plan.names if n in seeded)
+
+    def _randomness(
+        self, step: str, releases: Sequence[SecureRelease]
+    ) -> tuple[NoiseSampler, np.random.Generator]:
+        """The server's noise and generator of one step. Unseeded: exact samplers on a
+        keystream derived from the server's secret, the run, the step and the releases it
+        sums, so a re-run on the same releases adds the same noise and spends nothing new.
+        Seeded (experiments): its own stream per step."""
+        if self.seed is not None:
+            return randomness(role_seed(self.seed, f"{SERVER}/{step}"))
+        digest = sha256("".join(sorted(r.fingerprint() for r in releases)).encode()).hexdigest()
+        noise = KeyedSampler(self._secret, "server-noise", self.config.config_hash(), step, digest)
+        return noise, noise.generator()
+
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        """A step that fails leaves the server, and its ledger, as they were."""
+        before = dict(self.__dict__)
+        try:
+            with self.ledger.transaction():
+                yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    def _check_releases(
+        self,
+        release: str,
+        marginals: Sequence[Marginal],
+        releases: Sequence[SecureRelease],
+        bins: Mapping[Marginal, BinMaps] | None = None,
+    ) -> None:
+        """MessageError unless ``releases`` are exactly one ``release`` message of this run
+        from each party, holding every marginal and share of ``marginals`` at its size."""
+        plan, bins = self.plan, bins or {}
+        seen: set[str] = set()
+        for r in releases:
+            if r.party in seen:
+                raise MessageError(
+                    f"two releases from party {r.party}: give each party's {release} release once."
+                )
+            seen.add(r.party)
+        if seen != set(plan.names):
+            raise MessageError(
+                f"the {release} release needs one message from each of {list(plan.names)}; got "
+                f"{[r.party for r in releases]}."
+            )
+        expected = self.config.config_hash()
+        for r in releases:
+            if r.release != release or r.config_hash != expected:
+                raise MessageError(
+                    f"{r.party!r}'s message is the {r.release!r} release of run "
+                    f"{r.config_hash[:12]}, not the {release!r} release of this run "
+                    f"({expected[:12]}): a replayed or foreign message."
+                )
+        by_party = {r.party: r for r in releases}
+        for m in marginals:
+            if plan.kind(m) == "within":
+                v = by_party[plan.names[plan.owner[m[0]]]].within.get(m)
+                if v is None or v.shape != (plan.cells(m, bins.get(m)),):
+                    raise MessageError(f"the {release} release lacks the marginal {m}.")
+        for p, q in plan.pairs():
+            key = plan.pair_name(p, q)
+            blocks = plan.cross_blocks(marginals, p, q)
+            if not blocks:
+                continue
+            total = sum(plan.cells(m, bins.get(m)) for m in blocks)
+            parts = [by_party[plan.names[i]].cross.get(key) for i in (p, q)]
+            if any(x is None or x.shape != (total,) for x in parts):
+                raise MessageError(f"the {release} release lacks the shares of {key}.")
+
+    def _tables(
+        self,
+        release: str,
+        marginals: Sequence[Marginal],
+        releases: Sequence[SecureRelease],
+        noise: NoiseSampler,
+        bins: Mapping[Marginal, BinMaps] | None = None,
+    ) -> Tables:
+        """The summed, noisy tables of one release (the binned ones at their bins' cells);
+        the releases were checked by :meth:`_check_releases`."""
+        plan, bins = self.plan, bins or {}
+        by_party = {r.party: r for r in releases}
+        sigma = plan.sigma(release, len(marginals))
+        values, scale = {}, {}
+        for m in marginals:
+            if plan.kind(m) == "within":
+                v = by_party[plan.names[plan.owner[m[0]]]].within[m]
+                values[m], scale[m] = v.astype(np.float64), sigma
+        s = sigma / math.sqrt(2.0)
+        for p, q in plan.pairs():
+            key = plan.pair_name(p, q)
+            blocks = plan.cross_blocks(marginals, p, q)
+            if not blocks:
+                continue
+            parts = [by_party[plan.names[i]].cross[key] for i in (p, q)]
+            summed = plan.signed(parts[0] + parts[1])
+            noisy = summed + noise.discrete_gaussian(s, summed.shape)
+            start = 0
+            for m in blocks:
+                size = plan.cells(m, bins.get(m))
+                values[m] = noisy[start : start + size].astype(np.float64)
+                scale[m] = sigma * math.sqrt(1.5)
+                start += size
+        return Tables(values, scale)
