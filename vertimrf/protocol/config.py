@@ -113,7 +113,7 @@ class ProtocolConfig:
             estimated peak (:meth:`plan`) is larger is refused. None: 16 GB.
         run_nonce: fresh random hex per config (made when empty); binds keys to the run.
         identities: every role's pinned identity (its X25519 public key and TLS
-            certificate; :class:`~vertimrf.crypto.identity.Identity`), by name: every
+            certificate; :class:`~vertimrf.protocol.identity.Identity`), by name: every
             party and "server" (see :meth:`with_identities`). None: not pinned (omitted from
             the file and the hash).
     """
