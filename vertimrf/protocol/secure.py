@@ -21,8 +21,8 @@ values). Masks and shares are computed in 32- or 64-bit words and reduced into t
 feature blob carries r / 8 bytes per value.
 
 This module fixes, from the public config: the feature layout, the padded row count, the
-ring, the budget split and every noise
-scale, and the ledger entries of each release, so that no role trusts another's arithmetic.
+ring, the budget split and every noise scale, and the ledger entries of each release, so that
+no role trusts another's arithmetic (the PRG streams: :mod:`vertimrf.protocol.masks`).
 
 Noise and accounting. A marginal measured at scale sigma gets:
 * within one party: N_Z(0, sigma^2) from its owner (charge 1 / (2 sigma^2), exact);
