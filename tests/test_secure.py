@@ -385,7 +385,7 @@ def test_messages_hold_only_dp_masked_or_public_values(tmp_path):
     bytes); a release's manifest holds only public metadata and the noisy count, its int64
     arrays are noisy marginals (exact + discrete Gaussian, never all exact) and its uint64
     arrays are padded shares (uniform bytes). Bounds as in test_every_view_is_uniform."""
-    from vertimrf.protocol.container import read_container
+    from vertimrf.container import read_container
     from vertimrf.protocol.securemsg import RELEASE_KIND, SecureRelease
 
     cfg, spec, members, server, public, codes = _setup([[64, 3], [64]], 3000, 5, rows=4096)

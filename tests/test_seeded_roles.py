@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import vertimrf
+from vertimrf.container import read_container, write_container
 from vertimrf.errors import MessageError
-from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.message import KIND, PartyMessage
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.report_file import report_from_meta, report_meta

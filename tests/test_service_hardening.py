@@ -19,8 +19,8 @@ import requests
 
 from tests.test_driver import _table
 from tests.test_service import _held, _pinned, _put, _server, _session
+from vertimrf.container import write_container
 from vertimrf.protocol.channels import KeyPair
-from vertimrf.protocol.container import write_container
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.service.tls import client_context

@@ -1,7 +1,7 @@
 """A MarkovRandomField as a file: its domain, junction tree, record count and log-potentials.
 
 The file is the library's checksummed, pickle-free container
-(:mod:`vertimrf.protocol.container`). :func:`mrf_state` and :func:`mrf_from_state` give the
+(:mod:`vertimrf.container`). :func:`mrf_state` and :func:`mrf_from_state` give the
 metadata and arrays, so a fitted synthesizer can store its model inside its own file. The
 tree is stored as built (cliques in layout order, parent-child edges), so a loaded model
 calibrates and samples exactly like the saved one.
@@ -17,6 +17,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from vertimrf.container import read_container, write_container
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError, MessageError, ModelTooLargeError
 from vertimrf.mrf.junction_tree import (
@@ -26,7 +27,6 @@ from vertimrf.mrf.junction_tree import (
     model_size,
 )
 from vertimrf.mrf.model import MarkovRandomField
-from vertimrf.protocol.container import read_container, write_container
 
 MRF_KIND = "vertimrf-mrf"
 # The layout of the model's metadata; a file of another layout is refused.

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vertimrf.container import read_container, write_container
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import (
     RUN_CHANGED,
@@ -65,7 +66,6 @@ from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, ra
 from vertimrf.protocol.bins import BinMap, bin_axes
 from vertimrf.protocol.channels import BufferWriter, KeyPair, PublicKey, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.secure import (
     COUNT_MECHANISM,
     MEASURE,

@@ -14,7 +14,7 @@ A message holds only DP outputs and public metadata:
   public settings (config hash, columns, the hash name, the key fingerprint, which reveals
   nothing about the keys, and ``seeded``: whether the party's noise came from a seed).
 
-Files are versioned, checksummed zip containers (see :mod:`vertimrf.protocol.container`),
+Files are versioned, checksummed zip containers (see :mod:`vertimrf.container`),
 written atomically and read with ``allow_pickle=False``.
 """
 
@@ -24,13 +24,13 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from vertimrf.container import Target, read_container, source_name, write_container
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.fm import FMNoise
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.container import Target, read_container, source_name, write_container
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.schema import Fields, array_bounds
 from vertimrf.protocol.sketchset import SketchSet

@@ -34,6 +34,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from vertimrf.container import read_container, write_container
 from vertimrf.domain import TableEncoder
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.kernels.secure import matmul_tn_u64
@@ -44,7 +45,6 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, randomness
 from vertimrf.protocol.channels import KeyPair, PublicKey, expand
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,

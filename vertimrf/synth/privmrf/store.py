@@ -14,6 +14,7 @@ from typing import Any
 
 import networkx as nx
 
+from vertimrf.container import read_container, write_container
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.estimation import Measurement
@@ -21,7 +22,6 @@ from vertimrf.mrf.junction_tree import DEFAULT_MAX_CELLS, ModelSize
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.mrf.store import POTENTIALS, mrf_from_state, mrf_state
 from vertimrf.privacy.ledger import Release
-from vertimrf.protocol.container import read_container, write_container
 from vertimrf.synth.fitted import Decoder, decoder_from_meta, decoder_meta
 from vertimrf.synth.privmrf.budget_split import BudgetSplit
 from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
