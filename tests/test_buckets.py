@@ -26,7 +26,7 @@ from vertimrf.protocol.buckets import (
     spill_slots,
 )
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.methods import secure_plan
 
 SECRET = bytes(range(32))
 TARGET = -BALANCE_TAIL_BITS * math.log(2.0)
@@ -110,7 +110,7 @@ def _config(buckets, rows, n_cols=(3, 2)):
 
 def _ids_overflowing(cfg, n, bucket, extra):
     """n record IDs of which capacity + ``extra`` fall in ``bucket`` (by the run's PRF)."""
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     candidates = np.arange(200 * n, dtype=np.int64)
     prf = keyed_prf(order_keys(SECRET, cfg.run_context()), candidates.view(np.uint64))
     inside = bucket_of(prf, plan.buckets) == bucket

@@ -21,7 +21,7 @@ from vertimrf import simulate
 from vertimrf.domain import DomainSpec
 from vertimrf.protocol import ProtocolConfig
 from vertimrf.protocol.channels import KeyPair, PublicKey, pairwise_key
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.securemsg import SecureRelease, seal_features
 
 SEED = "5"
@@ -341,7 +341,7 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     shutil.copy(root / "A" / "A-to-B.blob", bad / "renamed" / "B-to-A.blob")
     # B's blob for A of another run with the same keys (another config: another nonce).
     config = ProtocolConfig.load(root / "config.json")
-    plan = SecurePlan.from_config(config)
+    plan = secure_plan(config)
     other = config.with_changes(run_nonce="ab" * 16).run_context()
     key = pairwise_key(
         KeyPair.load(root / "B" / "B.key"), PublicKey.load(root / "B" / "A.pub"), other

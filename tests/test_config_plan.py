@@ -20,7 +20,8 @@ from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.protocol import ProtocolConfig, securemsg
 from vertimrf.protocol import plan as plan_module
 from vertimrf.protocol.channels import KeyPair
-from vertimrf.protocol.secure import MEASURE, SecurePlan
+from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.secure import MEASURE
 from vertimrf.server import secure as server_secure
 from vertimrf.server.secure import SecureServer
 
@@ -145,7 +146,7 @@ def test_the_re_measurement_never_costs_more_than_its_share():
     sigma(MEASURE, k) cost at most rho_measure. Before the noise floor, k <= 9 raised KLS's
     s >= 1/2 error and every k from 10 to 60 overran the share (so the server's ledger
     refused Adult's run at epsilon 50 after every party had released)."""
-    plan = SecurePlan.from_config(_adult(50.0))
+    plan = secure_plan(_adult(50.0))
     blocks = sorted(
         (g + h for g in plan.groups[0] for h in plan.groups[1]), key=plan.cells, reverse=True
     )
@@ -156,7 +157,7 @@ def test_the_re_measurement_never_costs_more_than_its_share():
         assert rho <= plan.rho_measure, k
         assert sum(r.rho for r in plan.releases(MEASURE, blocks[:k])) <= plan.rho_measure
     # The floor binds only at few marginals and high epsilon: at epsilon 1.6 it never does.
-    low = SecurePlan.from_config(_adult(1.6))
+    low = secure_plan(_adult(1.6))
     assert low.sigma(MEASURE, 1) == math.sqrt(1 / (2 * low.rho_measure)) * (1 + 1e-9)
 
 
@@ -197,7 +198,7 @@ def test_the_plans_bytes_are_the_real_sizes(tmp_path):
         "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=1024, run_nonce=NONCE,
         parties=[("A", names[:5]), ("B", names[5:10]), ("C", names[10:])],
     )  # fmt: skip
-    plan, layout = cfg.plan(), SecurePlan.from_config(cfg)
+    plan, layout = cfg.plan(), secure_plan(cfg)
     parties, _, _, deals = _secure_roles(cfg)
     blobs = {n: p.features(deals[n]) for n, p in parties.items()}
     for p, name in enumerate(layout.names):

@@ -40,6 +40,7 @@ from vertimrf.errors import PrivacyBudgetError, RunChangedError
 from vertimrf.protocol import ProtocolConfig
 from vertimrf.protocol.channels import KeyPair, pairwise_key
 from vertimrf.protocol.identity import make_tls_identity
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import MEASURE, SELECT, SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, open_features
 
@@ -102,7 +103,7 @@ def assert_fresh_noise(cfg: ProtocolConfig, first: Path, second: Path) -> None:
     sigma, never by a +-1 pattern. Two independent N_Z(0, sigma^2) draws are equal with
     probability about 1 / (2 sigma sqrt(pi)) (the difference is close to N(0, 2 sigma^2));
     the bound adds 5% for the corrected cells and the sampling."""
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     for name in plan.names:
         for kind in ("select", "measure"):
             one = SecureRelease.load(first / "server" / f"{name}.{kind}", plan)
@@ -126,7 +127,7 @@ def assert_fresh_noise(cfg: ProtocolConfig, first: Path, second: Path) -> None:
 def assert_no_single_changed_row(cfg: ProtocolConfig, first: Path, second: Path) -> None:
     """B opens A's blob of each run with their pairwise key: the masks changed with A's
     data, so the two differ in (nearly) every row, not in the corrected one alone."""
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     ctx = cfg.run_context()
     key = pairwise_key(fixed_key("B"), fixed_key("A").public(), ctx)
     shape = (plan.rows, plan.widths[0])

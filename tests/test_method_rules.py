@@ -9,8 +9,8 @@ from vertimrf.domain import DomainSpec
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol import ProtocolConfig
-from vertimrf.protocol.budget import ProtocolBudget, expected_releases
-from vertimrf.protocol.methods import rules
+from vertimrf.protocol.budget import ProtocolBudget
+from vertimrf.protocol.methods import expected_releases, rules
 from vertimrf.protocol.secure import SELECT
 
 SPEC = DomainSpec.from_dict({"a": 3, "b": 40, "c": 2, "d": 5})

@@ -22,6 +22,7 @@ from vertimrf.privacy.samplers import KeyedSampler, SecureSampler
 from vertimrf.privacy.zcdp import round_up
 from vertimrf.protocol.channels import KeyPair, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import SELECT, Request
 from vertimrf.protocol.securemsg import SecureRelease, open_features
 from vertimrf.server.secure import SecureServer
@@ -220,9 +221,8 @@ def test_rerunning_features_and_release_writes_identical_bytes(tmp_path):
 
 
 def _plan_of(cfg):
-    from vertimrf.protocol.secure import SecurePlan
 
-    return SecurePlan.from_config(cfg)
+    return secure_plan(cfg)
 
 
 def test_fo_release_twice_gives_identical_bytes(tmp_path):

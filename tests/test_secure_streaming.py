@@ -21,7 +21,7 @@ from vertimrf.errors import ChannelError
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import securemsg
 from vertimrf.protocol.channels import KeyPair
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.securemsg import (
     block_rows,
     feature_blob_bytes,
@@ -57,7 +57,7 @@ class _Run:
         else:
             self.keys = like.keys
         public = {name: k.public() for name, k in self.keys.items()}
-        self.plan = SecurePlan.from_config(cfg)
+        self.plan = secure_plan(cfg)
         self.members = {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SmallTableWarning)

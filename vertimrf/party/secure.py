@@ -66,6 +66,7 @@ from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, ra
 from vertimrf.protocol.bins import BinMap, bin_axes
 from vertimrf.protocol.channels import BufferWriter, KeyPair, PublicKey, expand, pairwise_key
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import (
     COUNT_MECHANISM,
     MEASURE,
@@ -73,7 +74,6 @@ from vertimrf.protocol.secure import (
     Layout,
     Marginal,
     Request,
-    SecurePlan,
 )
 from vertimrf.protocol.securemsg import (
     Deal,
@@ -176,7 +176,7 @@ class SecureParty:
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
-        self.plan = SecurePlan.from_config(config)
+        self.plan = secure_plan(config)
         self.name, self.config = name, config
         self.index = self.plan.party_index(name)
         if keypair.name != name:

@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 from vertimrf.errors import ConfigError
-from vertimrf.privacy.calibration import ACCOUNTING_MODES
+from vertimrf.privacy.calibration import ACCOUNTING_MODES, sketch_epsilon
 from vertimrf.protocol.buckets import check_buckets
 
 # The `default` preset names every setting that changes a run's output (in the flat names),
@@ -325,6 +325,13 @@ class PaperOptions(_Options):
             f"server_iters must be an integer >= 1; got {self.server_iters!r}.",
         )
 
+    def eps_prime(
+        self, t: int | None, d: int, delta: float, locenc: float, epsilon: float, rho_enc: float
+    ) -> float:
+        """The sketch epsilon' of ``t`` repetitions over ``d`` attributes (0 for a method
+        without sketches)."""
+        return 0.0
+
 
 _PAPER_FLAT = {f.name: f.name for f in fields(PaperOptions)}
 
@@ -381,6 +388,17 @@ class FMOptions(PaperOptions):
         _choice(self.hash, HASHES, "hash")
         _choice(self.carest, CAREST_METHODS, "carest")
         _choice(self.accounting, ACCOUNTING_MODES, "accounting")
+
+    def eps_prime(
+        self, t: int | None, d: int, delta: float, locenc: float, epsilon: float, rho_enc: float
+    ) -> float:
+        t = self.t if t is None else t
+        if self.accounting == "theorem2":
+            # The paper's Theorem 2 on an (epsilon, delta) share of the same fraction.
+            return sketch_epsilon(
+                t, d, epsilon=locenc * epsilon, delta=delta, accounting="theorem2"
+            )
+        return sketch_epsilon(t, d, rho=rho_enc)
 
 
 @strict_fields()

@@ -45,6 +45,7 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, derive_key, randomness
 from vertimrf.protocol.channels import KeyPair, PublicKey, expand
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
@@ -219,7 +220,7 @@ class SecureServer:
         self.config = config
         # The server's own secret: its deal and its noise derive from it (see _randomness).
         self._secret = os.urandom(32) if keypair is None else keypair.local_secret()
-        self.plan = SecurePlan.from_config(config)
+        self.plan = secure_plan(config)
         self.options = server_strategy(config).search_options(config)
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self.seed = seed
