@@ -47,7 +47,9 @@ from _common import table_head, write_json  # noqa: E402
 
 from vertimrf.domain import DomainSpec  # noqa: E402
 from vertimrf.io import atomic_write_text  # noqa: E402
-from vertimrf.protocol import ProtocolConfig  # noqa: E402
+from vertimrf.protocol import (
+    load_config,
+)
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import feature_width  # noqa: E402
 
@@ -291,7 +293,7 @@ def one_run(args: argparse.Namespace, width: int | None) -> dict:
         load = [os.getloadavg()[0]]
         log = protocol(root, width, args.max_rows)
         load.append(os.getloadavg()[0])
-        config = ProtocolConfig.load(root / "config.json")
+        config = load_config(root / "config.json")
         plan = secure_plan(config)
         res = {
             "feature_width": config.options.feature_width,

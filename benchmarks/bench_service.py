@@ -63,8 +63,8 @@ from bench_secure_cli import (  # noqa: E402
 )
 
 from vertimrf.io import atomic_write_text  # noqa: E402
+from vertimrf.protocol import load_config
 from vertimrf.protocol.channels import PublicKey  # noqa: E402
-from vertimrf.protocol.config import ProtocolConfig  # noqa: E402
 
 SERVER = "server"  # the server's role name in the driver's messages
 QUICK_ROWS, QUICK_MAX_ROWS = 3_000, 4_096
@@ -194,7 +194,7 @@ def pin_identities(root: Path) -> None:
     TLS certificate, from ``vertimrf keys``) pinned, as the service requires. The server's
     folder holds every party's public key (relayed in :func:`bench_secure_cli.setup`)."""
     keys = [PublicKey.load(root / "S" / f"{n}.pub") for n in [*PARTIES, SERVER]]
-    ProtocolConfig.load(root / "config.json").with_identities(keys).save(root / PINNED)
+    load_config(root / "config.json").with_identities(keys).save(root / PINNED)
 
 
 def https_commands(

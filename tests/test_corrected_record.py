@@ -37,7 +37,7 @@ from vertimrf import load_dataset
 from vertimrf.domain import SmallTableWarning
 from vertimrf.driver import codec, local_run
 from vertimrf.errors import PrivacyBudgetError, RunChangedError
-from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol import ProtocolConfig, from_preset
 from vertimrf.protocol.channels import KeyPair, pairwise_key
 from vertimrf.protocol.identity import make_tls_identity
 from vertimrf.protocol.methods import secure_plan
@@ -62,7 +62,7 @@ def correction_scenario() -> tuple[ProtocolConfig, dict, dict]:
     df, spec = load_dataset("nltcs")
     df = df.iloc[:ROWS].reset_index(drop=True)
     names = list(spec.names)
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=4096, run_nonce="5e" * 16,
         parties=[("A", names[:8]), ("B", names[8:])],
     )  # fmt: skip
@@ -176,7 +176,7 @@ def test_simulate_twice_under_one_config_is_refused_unseeded():
     df, spec = load_dataset("nltcs")
     df = df.iloc[:300]
     names = list(spec.names)
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=512,
         parties=[("A", names[:8]), ("B", names[8:])],
     )  # fmt: skip

@@ -20,8 +20,8 @@ from vertimrf.errors import ConfigError, DomainError, RecordIDError
 from vertimrf.party.aligned import AlignedTable
 from vertimrf.party.file_table import FileAligned, FileTable
 from vertimrf.party.table_input import read_party_table
+from vertimrf.protocol import from_preset
 from vertimrf.protocol.channels import KeyPair
-from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
 
 SECRET = bytes(range(32))
@@ -37,7 +37,7 @@ def _frame(n, seed, ids=None):
 
 
 def _config(max_rows, buckets):
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
         method="secure", max_rows=max_rows, secure_buckets=buckets,
     )  # fmt: skip

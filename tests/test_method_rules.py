@@ -8,7 +8,7 @@ import pytest
 from vertimrf.domain import DomainSpec
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho
-from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol import ProtocolConfig, from_preset
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.methods import expected_releases, rules
 from vertimrf.protocol.secure import SELECT
@@ -24,7 +24,7 @@ METHODS = {
 
 
 def _config(kind: str) -> ProtocolConfig:
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=256,
         run_nonce="ab" * 16, **METHODS[kind],
     )  # fmt: skip

@@ -24,6 +24,7 @@ from tests.test_secure import (
 from vertimrf.errors import MessageError
 from vertimrf.protocol.channels import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.secure import RING_MIN_REQUEST, RING_TAIL
 from vertimrf.protocol.securemsg import (
     DIGEST_BYTES,
@@ -198,7 +199,7 @@ def test_the_ring_is_the_fewest_bytes_that_hold_every_count_plus_its_noise(rows,
     assert bits == 16 or need >= 2 ** (bits - 9)
     assert plan.word is (np.uint32 if bits <= 32 else np.uint64) and plan.word_bytes == bits // 8
     assert plan.max_request is not None and plan.max_request >= RING_MIN_REQUEST - 1
-    assert f"ring: Z_2^{bits} (masked values in {bits // 8}-byte words" in str(cfg.plan())
+    assert f"ring: Z_2^{bits} (masked values in {bits // 8}-byte words" in str(run_plan(cfg))
 
 
 def test_a_request_past_a_cap_is_refused_and_the_selection_keeps_within_the_caps():

@@ -22,6 +22,7 @@ from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import securemsg
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.securemsg import (
     block_rows,
     feature_blob_bytes,
@@ -235,7 +236,7 @@ def _driven_features(tmp_path, rows: int, *, state: bool) -> tuple[int, int]:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    blob = cfg.plan().blob_bytes["P0"]
+    blob = run_plan(cfg).blob_bytes["P0"]
     assert (where / "mail" / "P1" / "P0.blob").stat().st_size == blob
     return peak, blob
 

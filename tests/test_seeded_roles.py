@@ -36,7 +36,7 @@ def _config(**settings: object) -> vertimrf.ProtocolConfig:
     spec = vertimrf.DomainSpec(
         [vertimrf.ColumnSpec(c, "categorical", tuple("012")) for c in "abcd"]
     )
-    return vertimrf.ProtocolConfig.from_preset(
+    return vertimrf.from_preset(
         "default", epsilon=2.0, delta=1e-6, spec=spec,
         parties=[("p", ["a", "b"]), ("q", ["c", "d"])], max_rows=512, **settings,
     )  # fmt: skip

@@ -90,9 +90,9 @@ def _local_step(args: argparse.Namespace, cfg: ProtocolConfig, *, stateless: boo
 
 def cmd_party_release(args: argparse.Namespace) -> int:
     """``party release``: fo and fm, the local message; secure, the first release."""
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import load_config
 
-    cfg = ProtocolConfig.load(args.config)
+    cfg = load_config(args.config)
     if cfg.options.PADS_ROWS:  # the secure methods
         return _release_secure(args, cfg)
     given = [f"--{k}" for k in ("peers", "deal", "blobs") if getattr(args, k) is not None]
@@ -107,10 +107,10 @@ def cmd_party_release(args: argparse.Namespace) -> int:
 
 def cmd_party_local(args: argparse.Namespace) -> int:
     """``party local``: the paper pipeline's local message (LocMRF and the bin maps)."""
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import load_config
     from vertimrf.protocol.options import SecurePaperOptions, describe
 
-    cfg = ProtocolConfig.load(args.config)
+    cfg = load_config(args.config)
     if not isinstance(cfg.options, SecurePaperOptions):
         raise ConfigError(
             f"`party local` is the first step of method secure's paper pipeline; this config "

@@ -37,7 +37,6 @@ from vertimrf.protocol.methods import (
     FORules,
     MethodRules,
     SecureRules,
-    SecureSelectRules,
     rules,
 )
 from vertimrf.protocol.schema import Fields, array_bounds
@@ -108,6 +107,11 @@ class PartyMessage:
                 f"{where}: only the count party {config.count_party!r} releases the noisy count."
             )
         self._check_bins(config)
+        if not method.local_message:
+            raise MessageError(
+                f"{where}: the secure select pipeline has no local messages (its parties send "
+                "secure releases)."
+            )
         CROSS_CHECKS[type(method)](self, config, where, self.bin_domain(config))
         if config.paper_options().local_mrf:
             self._check_local(config)
@@ -324,26 +328,6 @@ def _check_table(
         )
 
 
-def _no_cross_release(
-    message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
-) -> None:
-    """A secure run's local message: its cross-party release is the secure product's."""
-    if message.grr is not None or message.sketch is not None:
-        raise MessageError(
-            f"{where}: a secure run's local message holds no GRR rows or sketches (its "
-            "cross-party release is the secure product's)."
-        )
-
-
-def _no_local_message(
-    message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
-) -> None:
-    raise MessageError(
-        f"{where}: the secure select pipeline has no local messages (its parties send "
-        "secure releases)."
-    )
-
-
 def _grr_rows(
     message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
 ) -> None:
@@ -369,13 +353,23 @@ def _fm_sketches(
         raise MessageError(f"{where} has {message.sketch.t} sketch rows, config t={t}.")
 
 
-# The cross-party release a local message must hold, by its method's rules: MessageError
-# unless it does.
+def _no_cross_release(
+    message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
+) -> None:
+    """A secure run's local message: its cross-party release is the secure product's."""
+    if message.grr is not None or message.sketch is not None:
+        raise MessageError(
+            f"{where}: a secure run's local message holds no GRR rows or sketches (its "
+            "cross-party release is the secure product's)."
+        )
+
+
+# The cross-party release a local message must hold, by its method's rules (a method with
+# local messages): MessageError unless it does.
 CROSS_CHECKS: dict[
     type[MethodRules], Callable[[PartyMessage, ProtocolConfig, str, Domain], None]
 ] = {
     SecureRules: _no_cross_release,
-    SecureSelectRules: _no_local_message,
     FORules: _grr_rows,
     FMRules: _fm_sketches,
 }

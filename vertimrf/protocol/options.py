@@ -14,8 +14,8 @@ neither an options object nor its config can change after it is made. An unknown
 raises :class:`~vertimrf.errors.ConfigError` naming the close ones.
 
 The flat names of the first config format (``secure_shares``, ``secure_iters``, ``t``, ...)
-stay accepted by :meth:`ProtocolConfig.from_preset` and :meth:`ProtocolConfig.with_changes`;
-:data:`FLAT_NAMES` maps each to its method's field.
+stay accepted by :func:`~vertimrf.protocol.factory.from_preset` and
+:meth:`ProtocolConfig.with_changes`; :data:`FLAT_NAMES` maps each to its method's field.
 """
 
 from __future__ import annotations
@@ -354,7 +354,7 @@ class FMOptions(PaperOptions):
 
     Attributes (beyond :class:`PaperOptions`'):
         t, gamma, hash: sketch repetitions (an integer; ``t="auto"`` is resolved by
-            :meth:`ProtocolConfig.from_preset`), the geometric base 1 + gamma, and the
+            :func:`~vertimrf.protocol.factory.from_preset`), the geometric base 1 + gamma, and the
             keyed hash ("siphash24", or "xxh64", not a PRF).
         carest: the sketch estimator; accounting: "zcdp" or "theorem2" (the paper's
             Theorem 2 for the sketches' epsilon').
@@ -378,7 +378,7 @@ class FMOptions(PaperOptions):
         _require(
             self.t != "auto",
             "t='auto' is resolved when the config is made, from a public max_rows "
-            "(ProtocolConfig.from_preset(..., t='auto', max_rows=N)).",
+            "(from_preset(..., t='auto', max_rows=N)).",
         )
         _require(_is_int(self.t, 1), f"t must be a positive integer; got {self.t!r}.")
         _require(

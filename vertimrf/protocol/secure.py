@@ -162,7 +162,8 @@ RING_MIN_REQUEST = 10_000
 
 @dataclass(frozen=True)
 class SecurePlan:
-    """The public layout and budget of a secure run.
+    """The public layout and budget of a secure run, made from the config by its method's
+    rules (:func:`vertimrf.protocol.methods.secure_plan`).
 
     ``attrs[p]`` are party p's attribute indices (in spec order), ``groups[p]`` its round-1
     feature groups (its single attributes, in ``attrs`` order), ``offsets[p][g]`` the first
