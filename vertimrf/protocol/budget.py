@@ -7,7 +7,9 @@ parties (each local model pays rho_locmrf / m). Unused shares move to LocEnc: th
 share when no attribute is binned, the LocMRF share when local models are switched off.
 
 :func:`vertimrf.protocol.methods.expected_releases` lists, from the config alone, every
-release a party must make with these parameters.
+release a party must make with its exact parameters. The party caps its ledger at their
+total (:func:`~vertimrf.protocol.methods.party_rho`) and the server checks each message's
+declared releases against them, so neither trusts the other's arithmetic.
 """
 
 from __future__ import annotations
