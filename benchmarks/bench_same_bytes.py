@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from vertimrf import load_dataset, simulate
-from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol import from_preset
 
 PARTIES = {
     "A": ["0", "1", "2", "3", "4"],
@@ -41,7 +41,7 @@ def digests(rows: int = 3000) -> dict[str, str]:
     out = {}
     for name, extra in RUNS.items():
         fields = {k: v for k, v in extra.items() if k not in ("method", "allow_non_dp")}
-        config = ProtocolConfig.from_preset(
+        config = from_preset(
             "default",
             spec=spec,
             parties=[(n, list(c)) for n, c in PARTIES.items()],

@@ -31,7 +31,10 @@ from bench_secure_cli import PARTIES, PARTY_STEPS, SIZES  # noqa: E402
 
 from vertimrf.domain import DomainSpec  # noqa: E402
 from vertimrf.io import atomic_write_text  # noqa: E402
-from vertimrf.protocol import ProtocolConfig  # noqa: E402
+from vertimrf.protocol import (
+    from_preset,
+)
+from vertimrf.protocol.plan import run_plan
 
 HERE = Path(__file__).resolve().parent
 PROJECT = 100_000_000
@@ -44,11 +47,11 @@ def padded(rows: int) -> int:
 def modelled(max_rows: int) -> dict[str, float]:
     """The plan's peak memory (bytes) of each role at ``max_rows``."""
     spec = DomainSpec.from_dict({f"c{j}": s for j, s in enumerate(SIZES)})
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=max_rows, max_memory_gb=1e4,
         parties=[(n, [f"c{j}" for j in c]) for n, c in PARTIES.items()],
     )  # fmt: skip
-    plan = cfg.plan()
+    plan = run_plan(cfg)
     return {r.role: r.peak for r in plan.roles} | {"ring_bits": plan.ring_bits}
 
 

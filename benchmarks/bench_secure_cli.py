@@ -47,8 +47,11 @@ from _common import table_head, write_json  # noqa: E402
 
 from vertimrf.domain import DomainSpec  # noqa: E402
 from vertimrf.io import atomic_write_text  # noqa: E402
-from vertimrf.protocol import ProtocolConfig  # noqa: E402
-from vertimrf.protocol.secure import SecurePlan, feature_width  # noqa: E402
+from vertimrf.protocol import (
+    load_config,
+)
+from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.secure import feature_width  # noqa: E402
 
 PARTIES = {"A": range(0, 5), "B": range(5, 10), "C": range(10, 15)}
 SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 8, 6, 4, 3, 2)
@@ -290,8 +293,8 @@ def one_run(args: argparse.Namespace, width: int | None) -> dict:
         load = [os.getloadavg()[0]]
         log = protocol(root, width, args.max_rows)
         load.append(os.getloadavg()[0])
-        config = ProtocolConfig.load(root / "config.json")
-        plan = SecurePlan.from_config(config)
+        config = load_config(root / "config.json")
+        plan = secure_plan(config)
         res = {
             "feature_width": config.options.feature_width,
             "width_cap": feature_width(config),

@@ -17,6 +17,7 @@ from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, RecordIDError
 from vertimrf.party.aligned import AlignedTable, order_keys
 from vertimrf.party.registers import keyed_prf
+from vertimrf.protocol import from_preset, load_config
 from vertimrf.protocol.buckets import (
     BALANCE_TAIL_BITS,
     bucket_capacity,
@@ -25,8 +26,7 @@ from vertimrf.protocol.buckets import (
     record_slots,
     spill_slots,
 )
-from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.methods import secure_plan
 
 SECRET = bytes(range(32))
 TARGET = -BALANCE_TAIL_BITS * math.log(2.0)
@@ -102,7 +102,7 @@ def test_record_slots_are_the_naive_assignment_for_any_subset_of_buckets(
 
 def _config(buckets, rows, n_cols=(3, 2)):
     spec = DomainSpec.from_dict({f"c{j}": u for j, u in enumerate(n_cols)})
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=spec, parties=[("A", ["c0"]), ("B", ["c1"])],
         method="secure", max_rows=rows, secure_buckets=buckets,
     )  # fmt: skip
@@ -110,7 +110,7 @@ def _config(buckets, rows, n_cols=(3, 2)):
 
 def _ids_overflowing(cfg, n, bucket, extra):
     """n record IDs of which capacity + ``extra`` fall in ``bucket`` (by the run's PRF)."""
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     candidates = np.arange(200 * n, dtype=np.int64)
     prf = keyed_prf(order_keys(SECRET, cfg.run_context()), candidates.view(np.uint64))
     inside = bucket_of(prf, plan.buckets) == bucket
@@ -168,6 +168,6 @@ def test_the_buckets_are_kept_in_the_config_and_one_bucket_hashes_as_before(tmp_
     hash."""
     eight, one = _config(8, 64), _config(1, 64)
     eight.save(tmp_path / "eight.json")
-    assert ProtocolConfig.load(tmp_path / "eight.json").options.buckets == 8
+    assert load_config(tmp_path / "eight.json").options.buckets == 8
     assert "buckets" not in one.to_dict()["options"]
     assert eight.config_hash() != one.config_hash()

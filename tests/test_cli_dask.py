@@ -12,7 +12,7 @@ import pytest
 from tests.test_cli_run import SERVER, THREE, _files, _finish, _party, _vertimrf
 from tests.test_driver import SECRET, SEED, _table
 from vertimrf import simulate
-from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol import from_preset
 
 pytest.importorskip("distributed")
 ROWS = 200_000
@@ -21,7 +21,7 @@ ROWS = 200_000
 @pytest.mark.slow
 def test_a_party_on_a_two_worker_cluster_writes_simulates_bytes(tmp_path):
     df, spec = _table(ROWS)
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
         max_rows=1 << 18, run_nonce="ab" * 16, secure_buckets=8,
     )  # fmt: skip
@@ -45,7 +45,7 @@ def test_a_party_on_a_two_worker_cluster_writes_simulates_bytes(tmp_path):
 
 def test_workers_need_a_parquet_dataset_and_method_secure(tmp_path):
     df, spec = _table()
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
         max_rows=512, run_nonce="ab" * 16,
     )  # fmt: skip

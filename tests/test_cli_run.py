@@ -15,6 +15,7 @@ import pytest
 from tests.test_driver import SECRET, SEED, _table
 from vertimrf import simulate
 from vertimrf.crypto.keys import KeyPair
+from vertimrf.protocol import from_preset
 from vertimrf.protocol.config import ProtocolConfig
 
 THREE = {"A": ["c0", "c1"], "B": ["c2", "c3"], "C": ["c4"]}
@@ -73,7 +74,7 @@ def three_party_run(tmp_path_factory) -> dict:
     own process over the shared mail folder."""
     tmp_path = tmp_path_factory.mktemp("run")
     df, spec = _table()
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
         max_rows=512, run_nonce="ef" * 16, secure_binning="auto",
     )  # fmt: skip

@@ -20,8 +20,8 @@ import pytest
 from vertimrf import simulate
 from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.domain import DomainSpec
-from vertimrf.protocol import ProtocolConfig
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol import load_config
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.securemsg import SecureRelease, seal_features
 
 SEED = "5"
@@ -198,7 +198,7 @@ def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
     the local messages and the releases."""
     names = list(parties)
     df = _setup(root, parties, "--pipeline", "paper", deal=False)
-    count = ProtocolConfig.load(root / "config.json").count_party
+    count = load_config(root / "config.json").count_party
     local = {n: f"{n}/{n}.local.vmrf" for n in names}
     ids = ["--id-column", "rid", "--seed", SEED, "--quiet", "--config", "config.json"]
 
@@ -227,7 +227,7 @@ def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
 def _same_as_simulate(run: dict) -> None:
     """The synthetic CSV is byte-identical to simulate's with the same config, seed, secret."""
     root = run["root"]
-    config = ProtocolConfig.load(root / "config.json")
+    config = load_config(root / "config.json")
     first = next(iter(run["parties"]))
     secret = bytes.fromhex((root / first / f"{first}.secret").read_text().strip())
     synth, report = simulate(run["df"], config=config, seed=int(SEED), secret=secret)
@@ -257,7 +257,7 @@ def test_two_party_run_writes_the_same_bytes_as_simulate(two):
     request = json.loads((root / "S" / "request.json").read_text())
     assert set(request) == {"config_hash", "marginals", "bins"}
     assert request["bins"]  # the 24-value columns' pairs: the request file carries bin maps
-    assert request["config_hash"] == ProtocolConfig.load(root / "config.json").config_hash()
+    assert request["config_hash"] == load_config(root / "config.json").config_hash()
     steps = json.loads((_state(root, "A") / "steps.json").read_text())
     assert steps["config_hash"] == request["config_hash"]
     assert set(steps["steps"]) == {"commit", "features", "release", "groups", "measure"}
@@ -268,7 +268,7 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     """The paper pipeline's roles (local, features, release; synthesize) as processes."""
     run = _paper_run(tmp_path, TWO)
     _same_as_simulate(run)
-    config = ProtocolConfig.load(tmp_path / "config.json")
+    config = load_config(tmp_path / "config.json")
     assert config.pipeline == "paper"
     state = _state(tmp_path, "B")
     steps = json.loads((state / "steps.json").read_text())
@@ -340,8 +340,8 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     # A's own blob for B, renamed as if it came from B.
     shutil.copy(root / "A" / "A-to-B.blob", bad / "renamed" / "B-to-A.blob")
     # B's blob for A of another run with the same keys (another config: another nonce).
-    config = ProtocolConfig.load(root / "config.json")
-    plan = SecurePlan.from_config(config)
+    config = load_config(root / "config.json")
+    plan = secure_plan(config)
     other = config.with_changes(run_nonce="ab" * 16).run_context()
     key = pairwise_key(
         KeyPair.load(root / "B" / "B.key"), PublicKey.load(root / "B" / "A.pub"), other

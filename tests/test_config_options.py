@@ -8,6 +8,7 @@ import pytest
 
 from vertimrf.domain import ColumnSpec, DomainSpec
 from vertimrf.errors import ConfigError
+from vertimrf.protocol import from_preset, load_config
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.options import FOOptions, SecureOptions, SecurePaperOptions
 
@@ -24,7 +25,7 @@ PARTIES = [("alice", ["a", "b"]), ("bob", ["c"])]
 
 
 def _cfg(**kw):
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=1000, **kw
     )
 
@@ -102,7 +103,7 @@ def test_round_trip_of_every_method(tmp_path):
         _cfg(method="fm", allow_non_dp=True, t=1000),
     ):
         cfg.save(tmp_path / "c.json")
-        back = ProtocolConfig.load(tmp_path / "c.json")
+        back = load_config(tmp_path / "c.json")
         assert back == cfg and back.config_hash() == cfg.config_hash()
         assert type(back.options) is type(cfg.options)
 
@@ -119,7 +120,7 @@ def test_a_flat_config_file_of_0_1_0_loads_converted(name, kind, checks):
     """Files written by vertimrf 0.1.0 (tests/data/README.md)."""
     path = DATA / f"config_v0_{name}.json"
     old = json.loads(path.read_text())
-    cfg = ProtocolConfig.load(path)
+    cfg = load_config(path)
     assert type(cfg.options) is kind
     for field, value in checks.items():
         assert getattr(cfg.options, field) == value

@@ -1,6 +1,6 @@
-"""``ProtocolConfig`` refuses, when it is made, a run that would fail later, and ``plan()``
-states its cost: every release and the worst-case ledger total, each role's bytes and its
-estimated peak memory (``vertimrf.protocol.plan``)."""
+"""The factories (``from_preset``, ``load_config``) and every role refuse a config whose run
+would fail later, and ``run_plan`` states its cost: every release and the worst-case ledger
+total, each role's bytes and its estimated peak memory (``vertimrf.protocol.plan``)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.ddg import ddg_rho
-from vertimrf.protocol import ProtocolConfig, securemsg
+from vertimrf.protocol import ProtocolConfig, from_preset, load_config, securemsg
 from vertimrf.protocol import plan as plan_module
-from vertimrf.protocol.secure import MEASURE, SecurePlan
+from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.plan import run_plan
+from vertimrf.protocol.secure import MEASURE
 from vertimrf.server.secure import SecureServer, dealer
 
 SMALL = [("A", ["0", "2", "5"]), ("B", ["1", "3", "4"])]
@@ -30,7 +32,7 @@ NONCE = "ab" * 16
 def _small(epsilon: float, **fields) -> ProtocolConfig:
     """Adult's first 6 columns over two parties, padded to 1024 rows."""
     fields.setdefault("max_rows", 1024)
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=epsilon, delta=1e-6, spec=small_adult(10, 6)[1], parties=SMALL,
         run_nonce=NONCE, **fields,
     )  # fmt: skip
@@ -40,7 +42,7 @@ def _adult(epsilon: float, spec: DomainSpec | None = None, **fields) -> Protocol
     """Bundled Adult (or ``spec``: Adult plus columns) over two parties, max_rows 65,536."""
     spec = spec or vertimrf.load_dataset("adult")[1]
     names = list(spec.names)
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=epsilon, delta=1e-6, spec=spec, max_rows=65536, run_nonce=NONCE,
         parties=[("A", names[:7] + names[15:]), ("B", names[7:15])], **fields,
     )  # fmt: skip
@@ -127,6 +129,23 @@ def test_the_config_command_refuses_with_one_line_and_no_file(
     assert re.search(pattern, err), err
 
 
+def test_a_config_made_without_a_factory_is_refused_by_every_role(tmp_path):
+    """The config core does not check the plan (with_changes, from_dict); the roles, the
+    in-process run and load_config do, before anything runs."""
+    cfg = _small(1.0).with_changes(epsilon=50.0)  # accepted by the core: no plan check
+    assert ProtocolConfig.from_dict(cfg.to_dict()) == cfg
+    refused = r"epsilon 50 cannot run: .*use epsilon at most 15\.7"
+    with pytest.raises(ConfigError, match=refused):
+        vertimrf.Server(cfg)
+    with pytest.raises(ConfigError, match=refused):
+        vertimrf.Party("A", small_adult(10, 6)[0], cfg, SECRET)
+    with pytest.raises(ConfigError, match=refused):
+        vertimrf.simulate(small_adult(10, 6)[0], config=cfg, seed=0)
+    cfg.save(tmp_path / "c.json")
+    with pytest.raises(ConfigError, match=refused):
+        load_config(tmp_path / "c.json")
+
+
 def test_the_largest_accepted_epsilon_runs_and_the_next_is_refused():
     """The refusal's boundary (15.7 on this table) is a config that runs through simulate;
     one step of its last digit above is refused. The run spends at most its budget."""
@@ -144,7 +163,7 @@ def test_the_re_measurement_never_costs_more_than_its_share():
     sigma(MEASURE, k) cost at most rho_measure. Before the noise floor, k <= 9 raised KLS's
     s >= 1/2 error and every k from 10 to 60 overran the share (so the server's ledger
     refused Adult's run at epsilon 50 after every party had released)."""
-    plan = SecurePlan.from_config(_adult(50.0))
+    plan = secure_plan(_adult(50.0))
     blocks = sorted(
         (g + h for g in plan.groups[0] for h in plan.groups[1]), key=plan.cells, reverse=True
     )
@@ -155,17 +174,17 @@ def test_the_re_measurement_never_costs_more_than_its_share():
         assert rho <= plan.rho_measure, k
         assert sum(r.rho for r in plan.releases(MEASURE, blocks[:k])) <= plan.rho_measure
     # The floor binds only at few marginals and high epsilon: at epsilon 1.6 it never does.
-    low = SecurePlan.from_config(_adult(1.6))
+    low = secure_plan(_adult(1.6))
     assert low.sigma(MEASURE, 1) == math.sqrt(1 / (2 * low.rho_measure)) * (1 + 1e-9)
 
 
 def test_the_plan_holds_the_ledger_within_the_budget_as_the_ledger_checks_it():
-    plan = _adult(50.0).plan()
+    plan = run_plan(_adult(50.0))
     assert plan.ledger_total <= plan.budget_rho * (1 + 1e-9)
     kinds = {r.mechanism for r in plan.releases}
     assert kinds == {"discrete_laplace", "discrete_gaussian", "distributed_discrete_gaussian"}
     assert [b.description for b in plan.bounds] == ["re-measurement (any request)"]
-    fo = _adult(1e6, method="fo").plan()  # fo's releases are pure: any finite epsilon runs
+    fo = run_plan(_adult(1e6, method="fo"))  # fo's releases are pure: any finite epsilon runs
     assert len(fo.bounds) == 2 and fo.ledger_total <= fo.budget_rho * (1 + 1e-9)
 
 
@@ -192,11 +211,11 @@ def test_the_plans_bytes_are_the_real_sizes(tmp_path):
     each party's state file is at most the plan's bound and within 1% of it."""
     spec = vertimrf.load_dataset("adult")[1]
     names = list(spec.names)
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=1024, run_nonce=NONCE,
         parties=[("A", names[:5]), ("B", names[5:10]), ("C", names[10:])],
     )  # fmt: skip
-    plan, layout = cfg.plan(), SecurePlan.from_config(cfg)
+    plan, layout = run_plan(cfg), secure_plan(cfg)
     parties, _, _, deals = _secure_roles(cfg)
     blobs = {n: p.features(deals[n]) for n, p in parties.items()}
     for p, name in enumerate(layout.names):
@@ -221,7 +240,7 @@ def test_the_memory_model_bounds_the_large_arrays():
     320 MB, select 204 MB, synthesize 286 MB; the model said 869 / 897, 955 / 956, 283 /
     285; 351, 277 and 372 MB.)"""
     cfg = _adult(1.0).with_changes(max_rows=8192)
-    roles = {r.role: r.steps for r in cfg.plan().roles}
+    roles = {r.role: r.steps for r in run_plan(cfg).roles}
     base = plan_module.BASE_BYTES
     tracemalloc.start()
     try:
@@ -235,7 +254,7 @@ def test_the_memory_model_bounds_the_large_arrays():
             blobs = party.features(deals[name])
             sizes = [len(blobs[q]) for q in blobs]  # each sealed when read, one at a time
             peak = tracemalloc.get_traced_memory()[1] - before
-            assert sizes == [cfg.plan().blob_bytes[name]] * len(sizes)
+            assert sizes == [run_plan(cfg).blob_bytes[name]] * len(sizes)
             assert 0.5 * (roles[name]["features"] - base) <= peak, name  # not loose either
             assert peak <= roles[name]["features"] - base, name
             del blobs
@@ -257,10 +276,10 @@ def test_binning_the_wide_attribute_as_the_message_says_is_accepted():
     most = int(re.search(r"at most ([\d,]+) values", str(err.value)).group(1).replace(",", ""))
     spec = _wide_adult()
     binned = DomainSpec.from_dict({**{c.name: c.size for c in spec.columns}, "big": most})
-    peak = max(r.peak for r in _adult(1.6, binned, max_memory_gb=1).plan().roles)
+    peak = max(r.peak for r in run_plan(_adult(1.6, binned, max_memory_gb=1)).roles)
     assert peak <= 1e9
     # Or keep the column and raise the limit: accepted, and the plan says what it needs.
-    plan = _adult(1.6, _wide_adult(), max_memory_gb=1e4).plan()
+    plan = run_plan(_adult(1.6, _wide_adult(), max_memory_gb=1e4))
     assert max(r.peak for r in plan.roles) > 1e9
 
 
@@ -269,7 +288,7 @@ def test_max_memory_gb_keeps_old_configs_hashes_and_round_trips(tmp_path):
     assert "max_memory_gb" not in cfg.to_dict()  # a config without it hashes as before
     raised = cfg.with_changes(max_memory_gb=32.0)
     raised.save(tmp_path / "c.json")
-    loaded = ProtocolConfig.load(tmp_path / "c.json")
+    loaded = load_config(tmp_path / "c.json")
     assert loaded.max_memory_gb == 32.0 and loaded.config_hash() == raised.config_hash()
     assert loaded.config_hash() != cfg.config_hash()
 
@@ -284,7 +303,7 @@ def test_the_config_command_prints_the_cost(tmp_path, capsys):
     )  # fmt: skip
     lines = capsys.readouterr().out.splitlines()
     assert code == 0 and out.exists()
-    plan = ProtocolConfig.load(out).plan()
+    plan = run_plan(load_config(out))
     blob = plan_module.size(plan.blob_bytes["A"])
     assert lines[1].startswith("privacy: ") and "of the budget rho" in lines[1]
     assert lines[2].startswith("ring: Z_2^16 (masked values in 2-byte words")

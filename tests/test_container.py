@@ -22,8 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vertimrf.errors import MessageError
-from vertimrf.protocol.container import (
+from vertimrf.container import (
     FORMAT,
     VERSION,
     _CappedReader,
@@ -31,6 +30,7 @@ from vertimrf.protocol.container import (
     read_container,
     write_container,
 )
+from vertimrf.errors import MessageError
 
 KIND = "party-message"
 MiB = 1 << 20
@@ -536,7 +536,7 @@ def test_unexpected_and_oversize_arrays(tmp_path):
 
 
 def test_too_many_entries(tmp_path, monkeypatch):
-    import vertimrf.protocol.container as container
+    import vertimrf.container as container
 
     monkeypatch.setattr(container, "_MAX_ENTRIES", 3)
     with pytest.raises(MessageError, match="at most 3 entries"):

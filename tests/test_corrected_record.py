@@ -39,7 +39,8 @@ from vertimrf.crypto.keys import KeyPair, pairwise_key
 from vertimrf.domain import SmallTableWarning
 from vertimrf.driver import codec, local_run
 from vertimrf.errors import PrivacyBudgetError, RunChangedError
-from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol import ProtocolConfig, from_preset
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import MEASURE, SELECT, SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, open_features
 
@@ -61,7 +62,7 @@ def correction_scenario() -> tuple[ProtocolConfig, dict, dict]:
     df, spec = load_dataset("nltcs")
     df = df.iloc[:ROWS].reset_index(drop=True)
     names = list(spec.names)
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=4096, run_nonce="5e" * 16,
         parties=[("A", names[:8]), ("B", names[8:])],
     )  # fmt: skip
@@ -102,7 +103,7 @@ def assert_fresh_noise(cfg: ProtocolConfig, first: Path, second: Path) -> None:
     sigma, never by a +-1 pattern. Two independent N_Z(0, sigma^2) draws are equal with
     probability about 1 / (2 sigma sqrt(pi)) (the difference is close to N(0, 2 sigma^2));
     the bound adds 5% for the corrected cells and the sampling."""
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     for name in plan.names:
         for kind in ("select", "measure"):
             one = SecureRelease.load(first / "server" / f"{name}.{kind}", plan)
@@ -126,7 +127,7 @@ def assert_fresh_noise(cfg: ProtocolConfig, first: Path, second: Path) -> None:
 def assert_no_single_changed_row(cfg: ProtocolConfig, first: Path, second: Path) -> None:
     """B opens A's blob of each run with their pairwise key: the masks changed with A's
     data, so the two differ in (nearly) every row, not in the corrected one alone."""
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     ctx = cfg.run_context()
     key = pairwise_key(fixed_key("B"), fixed_key("A").public(), ctx)
     shape = (plan.rows, plan.widths[0])
@@ -175,7 +176,7 @@ def test_simulate_twice_under_one_config_is_refused_unseeded():
     df, spec = load_dataset("nltcs")
     df = df.iloc[:300]
     names = list(spec.names)
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=512,
         parties=[("A", names[:8]), ("B", names[8:])],
     )  # fmt: skip

@@ -13,7 +13,7 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, RecordIDError
-from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol import from_preset
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -44,7 +44,7 @@ def _frame(n, seed):
 
 
 def _config(n, buckets):
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
         method="secure", max_rows=n + 37, secure_buckets=buckets,
     )  # fmt: skip

@@ -32,6 +32,7 @@ from vertimrf.driver import (
 from vertimrf.errors import ConfigError, MessageError, RunChangedError
 from vertimrf.party.roles import Party
 from vertimrf.party.secure import SecureParty
+from vertimrf.protocol import from_preset
 from vertimrf.protocol.config import ProtocolConfig
 
 SECRET = bytes(range(32))
@@ -55,7 +56,7 @@ def _table(rows: int = 300) -> tuple[pd.DataFrame, DomainSpec]:
 
 
 def _config(spec: DomainSpec, **fields) -> ProtocolConfig:
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(PARTIES.items()),
         max_rows=512, run_nonce="cd" * 16, **fields,
     )  # fmt: skip

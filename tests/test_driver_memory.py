@@ -24,8 +24,8 @@ from vertimrf.driver.role import Inputs
 from vertimrf.driver.transport import CHUNK, MAP_BYTES, Stored
 from vertimrf.errors import ServiceError
 from vertimrf.party.roles import Party
-from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.plan import BASE_BYTES
+from vertimrf.protocol import from_preset
+from vertimrf.protocol.plan import BASE_BYTES, run_plan
 from vertimrf.service.client import HttpTransport
 
 BLOB = Message("B", "A", "blob")
@@ -126,7 +126,7 @@ def test_the_features_step_seals_one_blob_at_a_time_and_sends_the_kept_copies(tm
     first peaked at 3.15 blobs, over the model), and what reached each peer is the copy in
     A's state, byte for byte."""
     df, spec = _table(300)
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
         max_rows=1 << 15, run_nonce="cd" * 16,
     )  # fmt: skip
@@ -141,14 +141,14 @@ def test_the_features_step_seals_one_blob_at_a_time_and_sends_the_kept_copies(tm
         driver.run_step("commit")
     run.server.run_step("deal")
     (party,) = [d for d in run.parties if d.name == "A"]
-    blob = cfg.plan().blob_bytes["A"]
+    blob = run_plan(cfg).blob_bytes["A"]
     tracemalloc.start()
     try:
         party.run_step("features")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    model = cfg.plan().role("A").steps["features"] - BASE_BYTES
+    model = run_plan(cfg).role("A").steps["features"] - BASE_BYTES
     # The model counts the aligned rows, R (3 d + 80), and three row blocks (1 MiB each at
     # 32-bit words: the mask's, its zero input, the packed values), which weigh more against
     # a blob of 16-bit ring values at R x k = 262,144 values, all in one block. With a

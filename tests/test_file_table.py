@@ -21,8 +21,8 @@ from vertimrf.errors import ConfigError, DomainError, RecordIDError
 from vertimrf.party.aligned import AlignedTable
 from vertimrf.party.file_table import FileAligned, FileTable
 from vertimrf.party.table_input import read_party_table
-from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol import from_preset
+from vertimrf.protocol.methods import secure_plan
 
 SECRET = bytes(range(32))
 SIZES = {"a0": 4, "a1": 3, "b0": 5, "b1": 2, "c0": 3}
@@ -37,7 +37,7 @@ def _frame(n, seed, ids=None):
 
 
 def _config(max_rows, buckets):
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
         method="secure", max_rows=max_rows, secure_buckets=buckets,
     )  # fmt: skip
@@ -53,7 +53,7 @@ def _write(frame, path):
 
 def _pair(path, cfg, **kwargs):
     """Party A's table at ``path`` aligned from the file and in memory."""
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     spec = cfg.spec.subset(["a0", "a1"])
     held = (
         FileTable(path, **kwargs)
@@ -131,7 +131,7 @@ def test_the_temporary_files_are_private_and_removed(tmp_path):
     temp = tmp_path / "temp"
     temp.mkdir()
     cfg = _config(n, 2)
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     spec = cfg.spec.subset(["a0", "a1"])
     table = FileTable(path, part_rows=64, temp_dir=temp).check("A", spec, "id")
     held = table.align(spec, SECRET, cfg.run_context(), plan)
@@ -144,14 +144,14 @@ def test_the_temporary_files_are_private_and_removed(tmp_path):
     twice = _write(_frame(n, 7)[["id", "a0", "a1"]].iloc[[*range(n), 0]], tmp_path / "b.parquet")
     with pytest.raises(RecordIDError, match="2 rows carry duplicated record IDs"):
         FileTable(twice, part_rows=64, temp_dir=temp).check("A", spec, "id").align(
-            spec, SECRET, cfg.run_context(), SecurePlan.from_config(_config(n + 1, 2))
+            spec, SECRET, cfg.run_context(), secure_plan(_config(n + 1, 2))
         )
     assert not any(temp.iterdir())  # an error leaves nothing behind
     with pytest.raises(
         ConfigError, match="holds at least 50[0-9] records but the config's max_rows is 499"
     ):
         FileTable(path, part_rows=64, temp_dir=temp).check("A", spec, "id").align(
-            spec, SECRET, cfg.run_context(), SecurePlan.from_config(_config(n - 1, 2))
+            spec, SECRET, cfg.run_context(), secure_plan(_config(n - 1, 2))
         )
     assert not any(temp.iterdir())
 
@@ -206,7 +206,7 @@ def test_parties_reading_files_write_the_in_memory_runs_bytes(tmp_path, buckets)
 
 def _align_peak(path, n, held):
     cfg = _config(n, 1)
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     spec = cfg.spec.subset(["a0", "a1"])
     gc.collect()
     tracemalloc.start()

@@ -10,6 +10,7 @@ import pytest
 from tests.test_secure import _exchange, _setup, commitments
 from tests.test_secure_rounds import _round_two
 from vertimrf.errors import MessageError, RunChangedError
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import SELECT, Request, SecurePlan
 from vertimrf.protocol.securemsg import request_text
 
@@ -25,7 +26,7 @@ def test_a_request_in_another_order_is_one_request_with_one_digest_and_layout():
     """The same statistics in another order: equal requests, one digest, one layout, the same
     request file, so the same bytes and never a second, independent measurement."""
     cfg, *_ = _setup(SIZES, 20, 1)
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     marginals = _marginals(plan)
     one = plan.check_request(marginals)
     two = plan.check_request(list(reversed(marginals)))
@@ -40,7 +41,7 @@ def test_round_two_nonces_bind_the_request_and_a_deal_opens_for_its_request_only
     gives nonces of its own (the request and the layout are bound in), while the same
     request in another order gives the same nonce (one canonical request)."""
     cfg, *_ = _setup(SIZES, 30, 2)
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     p0, p1 = plan.attrs
     first = [p0[:2] + p1[:1], (p0[0], p1[1])]
     members, server, _, _, request, _, _ = _round_two(SIZES, 30, 2, first, rows=40)

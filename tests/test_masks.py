@@ -16,8 +16,7 @@ import vertimrf
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.party.secure import SecureParty
-from vertimrf.protocol import masks
-from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol import from_preset, masks
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.server.secure import SecureServer
 
@@ -31,7 +30,7 @@ def _two_rounds(n: int = 30) -> None:
     sizes = {"P0": {"a": 2, "b": 3}, "P1": {"c": 3, "d": 2}}
     spec = DomainSpec.from_dict({c: u for cols in sizes.values() for c, u in cols.items()})
     parties = [(name, list(cols)) for name, cols in sizes.items()]
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=spec, parties=parties, method="secure",
         max_rows=n,
     )  # fmt: skip

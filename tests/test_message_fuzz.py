@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from tests.test_container import BOMB_ITEMS, _bomb, _crc_of_zeros, _measure, _npy
 from tests.vertical_fixtures import release_all, small_adult
+from vertimrf.container import read_container, write_container
 from vertimrf.errors import VertimrfError
 from vertimrf.protocol import PartyMessage
-from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.message import KIND
 from vertimrf.protocol.schema import array_bounds
 from vertimrf.server import PaperServer as Server

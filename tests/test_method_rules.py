@@ -8,9 +8,9 @@ import pytest
 from vertimrf.domain import DomainSpec
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho
-from vertimrf.protocol import ProtocolConfig
-from vertimrf.protocol.budget import ProtocolBudget, expected_releases
-from vertimrf.protocol.methods import rules
+from vertimrf.protocol import ProtocolConfig, from_preset
+from vertimrf.protocol.budget import ProtocolBudget
+from vertimrf.protocol.methods import expected_releases, rules
 from vertimrf.protocol.secure import SELECT
 
 SPEC = DomainSpec.from_dict({"a": 3, "b": 40, "c": 2, "d": 5})
@@ -24,7 +24,7 @@ METHODS = {
 
 
 def _config(kind: str) -> ProtocolConfig:
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=1.0, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=256,
         run_nonce="ab" * 16, **METHODS[kind],
     )  # fmt: skip

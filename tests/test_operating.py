@@ -28,6 +28,7 @@ from tests.test_service import (
     _wait,
 )
 from vertimrf.crypto.keys import KeyPair
+from vertimrf.protocol.plan import run_plan
 from vertimrf.service.tls import client_context
 
 STOP_WITHIN = 5.0
@@ -322,7 +323,7 @@ def test_a_party_cut_off_mid_upload_is_one_log_line_in_the_log_file(tmp_path):
     server, url = _server(tmp_path, "--log-file", "server.log")
     lines = _Lines(server, time.monotonic())
     host, port = url.removeprefix("https://").split(":")
-    planned = cfg.plan().blob_bytes["A"]
+    planned = run_plan(cfg).blob_bytes["A"]
     head = (
         f"PUT /v1/runs/{cfg.config_hash()}/messages/A/B/blob HTTP/1.1\r\nHost: {host}\r\n"
         f"Content-Length: {planned}\r\nX-Content-SHA256: {'0' * 64}\r\n\r\n"

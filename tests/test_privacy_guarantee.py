@@ -13,7 +13,7 @@ from vertimrf.errors import PrivacyError, VertimrfError
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
 from vertimrf.privacy.samplers import NoiseSampler
-from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol import ProtocolConfig, from_preset
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.report import fm_worst_case
 
@@ -32,9 +32,7 @@ def table():
 def test_non_dp_settings_are_refused_without_the_opt_in(table, settings):
     _, spec = table
     with pytest.raises(PrivacyError, match="allow_non_dp") as err:
-        ProtocolConfig.from_preset(
-            "default", epsilon=1.0, delta=1e-5, spec=spec, parties=PARTIES, **settings
-        )
+        from_preset("default", epsilon=1.0, delta=1e-5, spec=spec, parties=PARTIES, **settings)
     assert isinstance(err.value, VertimrfError)
     if settings["method"] == "fm":
         # The message says why, with the design note's finding in words.
@@ -89,7 +87,7 @@ def test_the_demo_config_bound_is_the_design_note_figure():
 
     df, spec = load_dataset("adult")
     names = list(spec.names)
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "paper",
         epsilon=1.6,
         delta=1 / len(df),
@@ -169,11 +167,11 @@ def test_t_auto_is_resolved_once_from_public_max_rows(table):
 def test_every_new_config_is_a_new_run(table):
     _, spec = table
     kw = {"epsilon": 1.0, "delta": 1e-5, "spec": spec, "parties": PARTIES, "max_rows": 50000}
-    a = ProtocolConfig.from_preset("default", **kw)
-    b = ProtocolConfig.from_preset("default", **kw)
+    a = from_preset("default", **kw)
+    b = from_preset("default", **kw)
     assert a.run_nonce != b.run_nonce and a.run_context() != b.run_context()
     assert ProtocolConfig.from_dict(a.to_dict()).run_context() == a.run_context()
-    fixed = ProtocolConfig.from_preset("default", run_nonce=NONCE, **kw)
+    fixed = from_preset("default", run_nonce=NONCE, **kw)
     assert fixed.run_nonce == NONCE
     with pytest.raises(VertimrfError, match="hex"):
-        ProtocolConfig.from_preset("default", run_nonce="not-hex", **kw)
+        from_preset("default", run_nonce="not-hex", **kw)

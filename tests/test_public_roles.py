@@ -25,7 +25,7 @@ def test_default_method_runs_through_the_public_party_and_server():
             vertimrf.ColumnSpec("c", "categorical", ("s", "u", "v", "w")),
         ]
     )
-    cfg = vertimrf.ProtocolConfig.from_preset(
+    cfg = vertimrf.from_preset(
         "default",
         epsilon=2.0,
         delta=1e-6,

@@ -11,7 +11,7 @@ import pytest
 
 from tests.vertical_fixtures import small_adult
 from vertimrf import simulate
-from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol import load_config
 
 PARTIES = {"alice": ["0", "2", "5"], "bob": ["1", "3", "4"]}
 SEED = "7"
@@ -46,7 +46,7 @@ def test_simulate_and_the_roles_write_the_same_bytes(tmp_path, method):
     _run("server", "synthesize", "alice.vmrf", "bob.vmrf", "--config", "config.json",
          "--seed", SEED, "--out", "synth.csv", "--quiet", cwd=tmp_path)  # fmt: skip
 
-    config = ProtocolConfig.load(tmp_path / "config.json")
+    config = load_config(tmp_path / "config.json")
     secret = bytes.fromhex((tmp_path / "secret.hex").read_text().strip())
     synth, report = simulate(df, config=config, seed=int(SEED), secret=secret)
     assert synth.to_csv(index=False).encode() == (tmp_path / "synth.csv").read_bytes()

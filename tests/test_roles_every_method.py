@@ -22,7 +22,7 @@ def test_party_and_server_serve_the_paper_pipeline_methods(pipeline):
         [vertimrf.ColumnSpec(c, "categorical", tuple("01234")) for c in "abcd"]
     )
     settings = {"method": "fo"} if pipeline == "fo" else {"secure_pipeline": "paper"}
-    cfg = vertimrf.ProtocolConfig.from_preset(
+    cfg = vertimrf.from_preset(
         "default", epsilon=4.0, delta=1e-6, spec=spec,
         parties=[("p", ["a", "b"]), ("q", ["c", "d"])], max_rows=512, server_iters=20, **settings,
     )  # fmt: skip

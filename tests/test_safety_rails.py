@@ -21,7 +21,8 @@ from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.samplers import KeyedSampler, SecureSampler
 from vertimrf.privacy.zcdp import round_up
-from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol import from_preset
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import SELECT, Request
 from vertimrf.protocol.securemsg import SecureRelease, open_features
 from vertimrf.server.secure import SecureServer, dealer
@@ -220,9 +221,8 @@ def test_rerunning_features_and_release_writes_identical_bytes(tmp_path):
 
 
 def _plan_of(cfg):
-    from vertimrf.protocol.secure import SecurePlan
 
-    return SecurePlan.from_config(cfg)
+    return secure_plan(cfg)
 
 
 def test_fo_release_twice_gives_identical_bytes(tmp_path):
@@ -233,7 +233,7 @@ def test_fo_release_twice_gives_identical_bytes(tmp_path):
     df = pd.DataFrame(
         {c: rng.integers(0, u, 300) for c, u in zip("abcd", (3, 5, 2, 6), strict=True)}
     )
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "paper", epsilon=1.0, delta=1e-6, spec=spec, parties=[["a", "b"], ["c", "d"]],
         run_nonce="cd" * 16,
     )  # fmt: skip
@@ -326,9 +326,7 @@ def test_a_failed_party_release_leaves_its_ledger_unchanged(monkeypatch):
     df = pd.DataFrame(
         {c: rng.integers(0, u, 200) for c, u in zip("abcd", (3, 5, 2, 6), strict=True)}
     )
-    cfg = ProtocolConfig.from_preset(
-        "paper", epsilon=1.0, delta=1e-6, spec=spec, parties=[["a", "b"], ["c", "d"]]
-    )
+    cfg = from_preset("paper", epsilon=1.0, delta=1e-6, spec=spec, parties=[["a", "b"], ["c", "d"]])
     party = Party("party0", df.assign(id=np.arange(200))[["id", "a", "b"]], cfg, SECRET,
                   progress=False)  # fmt: skip
 

@@ -21,7 +21,7 @@ from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudg
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.zcdp import epsilon_to_rho, rho_to_epsilon
-from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol import from_preset
 from vertimrf.protocol.secure import SELECT
 from vertimrf.protocol.securemsg import open_features
 from vertimrf.server.secure import SecureServer
@@ -44,7 +44,7 @@ def _split(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, **fields):
             cols[name] = rng.integers(0, u, n)
         parties.append((f"P{p}", names))
     spec = DomainSpec.from_dict(spec_dict)
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         "default", epsilon=epsilon, delta=1e-6, spec=spec, parties=parties, method="secure",
         max_rows=rows or max(1, n), **fields,
     )  # fmt: skip
@@ -385,7 +385,7 @@ def test_messages_hold_only_dp_masked_or_public_values(tmp_path):
     bytes); a release's manifest holds only public metadata and the noisy count, its int64
     arrays are noisy marginals (exact + discrete Gaussian, never all exact) and its uint64
     arrays are padded shares (uniform bytes). Bounds as in test_every_view_is_uniform."""
-    from vertimrf.protocol.container import read_container
+    from vertimrf.container import read_container
     from vertimrf.protocol.securemsg import RELEASE_KIND, SecureRelease
 
     cfg, spec, members, server, public, codes = _setup([[64, 3], [64]], 3000, 5, rows=4096)
@@ -421,7 +421,7 @@ def test_messages_hold_only_dp_masked_or_public_values(tmp_path):
 def test_party_names_that_would_confuse_viewers_or_pairs_are_refused(name):
     spec = DomainSpec.from_dict({"a": 2, "b": 2})
     with pytest.raises(ConfigError, match="not allowed"):
-        ProtocolConfig.from_preset(
+        from_preset(
             "default", epsilon=1.0, delta=1e-6, spec=spec, parties=[(name, ["a"]), ("Q", ["b"])],
             max_rows=8,
         )  # fmt: skip

@@ -16,6 +16,7 @@ from vertimrf.driver import Message, codec, local_run
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
+from vertimrf.protocol import from_preset
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure import SELECT
 from vertimrf.server import PaperServer as Server
@@ -38,7 +39,7 @@ def _frame(n: int, seed: int) -> tuple[pd.DataFrame, DomainSpec]:
 
 
 def _config(spec: DomainSpec, n: int, epsilon: float = 2.0, **fields) -> ProtocolConfig:
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=epsilon, delta=1e-6, spec=spec,
         parties=[(p, list(s)) for p, s in SIZES.items()], method="secure",
         secure_pipeline="paper", max_rows=n, **fields,

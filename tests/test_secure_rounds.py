@@ -23,7 +23,9 @@ from tests.test_secure import (
 )
 from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.errors import MessageError
-from vertimrf.protocol.secure import RING_MIN_REQUEST, RING_TAIL, SecurePlan
+from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.plan import run_plan
+from vertimrf.protocol.secure import RING_MIN_REQUEST, RING_TAIL
 from vertimrf.protocol.securemsg import (
     DIGEST_BYTES,
     PACK_WORDS,
@@ -60,7 +62,7 @@ def test_grown_shares_sum_to_the_exact_product(sizes, n, pad, seed, shape):
     two grown share matrices sum to [X_p | G_pq]^T [X_q | G_qp] exactly (in the ring), for
     random tables, paddings and row orders: the round-1 block, and blocks A and B."""
     cfg, *_ = _split(sizes, 1, seed, rows=64)
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     p0, p1 = plan.attrs[0], plan.attrs[1]
     g = p0[:2] if shape in ("left", "both") else p0[:1]
     h = p1[:2] if shape in ("right", "both") else p1[:1]
@@ -87,7 +89,7 @@ def test_a_round_two_blob_holds_only_the_requested_groups_and_looks_uniform():
     and its blob to P2 holds no words at all."""
     sizes = [[2, 3, 4], [64], [5]]
     cfg, *_ = _split(sizes, 1, 0, rows=4096)
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     marginals = [(0, 1, 3), (0, 4), (3, 4)]
     members, server, codes, spec, request, inbox, groups = _round_two(
         sizes, 3000, 5, marginals, rows=4096
@@ -188,7 +190,7 @@ def test_the_ring_is_the_fewest_bytes_that_hold_every_count_plus_its_noise(rows,
     t = RING_TAIL sigma."""
     assert 2 * math.exp(-(RING_TAIL**2) / 3) <= 2.0**-128 * (1 + 1e-9)
     cfg, *_ = _split([[3, 4], [5]], 1, 0, rows=rows, max_memory_gb=1e6)
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     sigma = max(
         plan.sigma("select", len(plan.all_pairs())), plan.sigma("measure", RING_MIN_REQUEST)
     )
@@ -197,7 +199,7 @@ def test_the_ring_is_the_fewest_bytes_that_hold_every_count_plus_its_noise(rows,
     assert bits == 16 or need >= 2 ** (bits - 9)
     assert plan.word is (np.uint32 if bits <= 32 else np.uint64) and plan.word_bytes == bits // 8
     assert plan.max_request is not None and plan.max_request >= RING_MIN_REQUEST - 1
-    assert f"ring: Z_2^{bits} (masked values in {bits // 8}-byte words" in str(cfg.plan())
+    assert f"ring: Z_2^{bits} (masked values in {bits // 8}-byte words" in str(run_plan(cfg))
 
 
 def test_a_request_past_a_cap_is_refused_and_the_selection_keeps_within_the_caps():
@@ -205,7 +207,7 @@ def test_a_request_past_a_cap_is_refused_and_the_selection_keeps_within_the_caps
     P0's (at least 12 cells) is refused, one of P1's fits; the server's own selection on
     such a run never asks past a cap (it splits what does not fit into 2-way blocks)."""
     cfg, *_ = _split([[3, 4, 5], [6, 2]], 1, 0, rows=1 << 10, secure_feature_width=20)
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     assert plan.group_caps == (8, 12)
     with pytest.raises(MessageError, match="round-2 columns of party 'P0'"):
         plan.check_request([(0, 1, 3)])

@@ -21,7 +21,8 @@ from vertimrf.driver import local_run
 from vertimrf.errors import ChannelError
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import securemsg
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.securemsg import (
     block_rows,
     feature_blob_bytes,
@@ -57,7 +58,7 @@ class _Run:
         else:
             self.keys = like.keys
         public = {name: k.public() for name, k in self.keys.items()}
-        self.plan = SecurePlan.from_config(cfg)
+        self.plan = secure_plan(cfg)
         self.members = {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SmallTableWarning)
@@ -235,7 +236,7 @@ def _driven_features(tmp_path, rows: int, *, state: bool) -> tuple[int, int]:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    blob = cfg.plan().blob_bytes["P0"]
+    blob = run_plan(cfg).blob_bytes["P0"]
     assert (where / "mail" / "P1" / "P0.blob").stat().st_size == blob
     return peak, blob
 

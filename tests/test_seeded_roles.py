@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 
 import vertimrf
+from vertimrf.container import read_container, write_container
 from vertimrf.errors import MessageError
-from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.message import KIND, PartyMessage
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.report_file import report_from_meta, report_meta
-from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import RELEASE_KIND, SecureRelease
 from vertimrf.server.secure import SecureServer
 
@@ -36,7 +36,7 @@ def _config(**settings: object) -> vertimrf.ProtocolConfig:
     spec = vertimrf.DomainSpec(
         [vertimrf.ColumnSpec(c, "categorical", tuple("012")) for c in "abcd"]
     )
-    return vertimrf.ProtocolConfig.from_preset(
+    return vertimrf.from_preset(
         "default", epsilon=2.0, delta=1e-6, spec=spec,
         parties=[("p", ["a", "b"]), ("q", ["c", "d"])], max_rows=512, **settings,
     )  # fmt: skip
@@ -179,7 +179,7 @@ def test_a_saved_release_keeps_its_seeded_flag_and_one_without_it_is_refused(tmp
     """The flag survives save and load and is part of the fingerprint; a release or a
     message that does not say whether it was seeded is refused."""
     _, first, _ = _secure_select_run({"p": 1, "q": None}, None, tmp_path)
-    plan = SecurePlan.from_config(_config(secure_iters=30))
+    plan = secure_plan(_config(secure_iters=30))
     for release in first:
         release.save(tmp_path / f"{release.party}.vmrf")
         back = SecureRelease.load(tmp_path / f"{release.party}.vmrf", plan)

@@ -29,6 +29,7 @@ from vertimrf import simulate
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import KeyMaterialError
+from vertimrf.protocol import from_preset
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.client import STALL_ENV, _PinnedAdapter
 from vertimrf.service.tls import client_context
@@ -39,7 +40,7 @@ PARTIES = {"A": ["c0", "c1"], "B": ["c2", "c3"], "C": ["c4"]}
 def _pinned(tmp_path: Path, df: pd.DataFrame, spec: DomainSpec, **fields) -> ProtocolConfig:
     """Key files of every role, the config pinning them, the secret and each party's rows
     (shuffled, linked by ``rid``) in ``tmp_path``."""
-    base = ProtocolConfig.from_preset(
+    base = from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(PARTIES.items()),
         max_rows=512, run_nonce="ef" * 16, **fields,
     )  # fmt: skip

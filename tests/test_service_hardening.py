@@ -19,9 +19,10 @@ import requests
 
 from tests.test_driver import _table
 from tests.test_service import _held, _pinned, _put, _server, _session
+from vertimrf.container import write_container
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.protocol.container import write_container
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
+from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.service.tls import client_context
 
@@ -95,7 +96,7 @@ def test_a_blob_of_another_length_is_refused_and_the_right_one_is_then_stored(se
     tmp_path, url, cfg = service
     run = cfg.config_hash()
     a = _session(cfg, _keys(tmp_path, "A"))
-    planned = cfg.plan().blob_bytes["A"]
+    planned = run_plan(cfg).blob_bytes["A"]
     _one_line_400(_put(a, url, run, "A/B/blob", os.urandom(100)), f"exactly {planned:,}")
     assert _put(a, url, run, "A/B/blob", os.urandom(planned + 1)).status_code == 413
     assert not [r for r in _held(tmp_path) if r[2] == "blob"]

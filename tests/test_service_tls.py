@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, KeyMaterialError
+from vertimrf.protocol import from_preset, load_config
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.tls import (
     client_context,
@@ -33,7 +34,7 @@ OLD_HASH = "6052297353996c493587a1804357c81a2a2e583b69084a6f8608de6ae8b5fe1e"
 
 
 def _config() -> ProtocolConfig:
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=SPEC,
         parties=[("A", ["c0", "c1"]), ("B", ["c2"])], max_rows=512, run_nonce="ef" * 16,
     )  # fmt: skip
@@ -54,7 +55,7 @@ def test_an_unpinned_config_hashes_as_before_and_a_pinned_one_round_trips(tmp_pa
     assert old.config_hash() == OLD_HASH and "identities" not in old.to_dict()
     assert pinned.config_hash() != OLD_HASH and pinned.run_nonce == old.run_nonce
     pinned.save(tmp_path / "config.json")
-    again = ProtocolConfig.load(tmp_path / "config.json")
+    again = load_config(tmp_path / "config.json")
     assert again.config_hash() == pinned.config_hash()
     assert list(again.identities) == ["A", "B", "server"]
     assert again.public_keys()["B"] == pinned.public_keys()["B"]

@@ -78,3 +78,19 @@ def test_config_and_status_import_no_numba(folder):
     status = ["status", "--server", "https://127.0.0.1:9", "--config", "config.json",
               "--keys", "B/B.key"]  # fmt: skip
     assert not _loaded(folder, *status)["numba"]
+
+
+def test_the_protocol_imports_neither_pandas_nor_numba():
+    """Every module of ``vertimrf.protocol``, imported in a fresh interpreter, loads neither
+    pandas nor Numba: what every role agrees on is light to import."""
+    probe = (
+        "import importlib, json, pkgutil, sys\n"
+        "import vertimrf.protocol as protocol\n"
+        "for m in pkgutil.iter_modules(protocol.__path__):\n"
+        "    importlib.import_module(f'vertimrf.protocol.{m.name}')\n"
+        "print(json.dumps({m: m in sys.modules for m in ('numba', 'pandas')}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert json.loads(proc.stdout) == {"numba": False, "pandas": False}

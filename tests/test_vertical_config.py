@@ -4,6 +4,7 @@ import pytest
 
 from vertimrf.datasets import load_dataset
 from vertimrf.errors import ConfigError
+from vertimrf.protocol import from_preset, load_config
 from vertimrf.protocol.config import PartySpec, ProtocolConfig
 from vertimrf.protocol.options import FMOptions, FOOptions
 
@@ -15,7 +16,7 @@ def spec():
 
 def _cfg(spec, **kw):
     names = list(spec.names)
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "paper", epsilon=1.6, delta=1e-5, spec=spec, parties=[names[:8], names[8:]], **kw
     )
 
@@ -30,7 +31,7 @@ def test_paper_preset_and_round_trip(spec, tmp_path):
     # Adult: every column with more than 4 codes is binned; sex (9) and income (14) are not.
     assert set(cfg.binned_columns()) == set(spec.names) - {"9", "14"}
     cfg.save(tmp_path / "c.json")
-    back = ProtocolConfig.load(tmp_path / "c.json")
+    back = load_config(tmp_path / "c.json")
     assert back == cfg and back.config_hash() == cfg.config_hash()
     assert cfg.with_changes(cross_marginals=5).config_hash() != cfg.config_hash()
 
@@ -55,13 +56,9 @@ def test_invalid_settings_raise(spec, change, match):
 def test_column_ownership_must_partition_the_spec(spec):
     names = list(spec.names)
     with pytest.raises(ConfigError, match="owned twice"):
-        ProtocolConfig.from_preset(
-            "paper", epsilon=1, delta=1e-5, spec=spec, parties=[names[:8], names[7:]]
-        )
+        from_preset("paper", epsilon=1, delta=1e-5, spec=spec, parties=[names[:8], names[7:]])
     with pytest.raises(ConfigError, match="unowned"):
-        ProtocolConfig.from_preset(
-            "paper", epsilon=1, delta=1e-5, spec=spec, parties=[names[:8], names[9:]]
-        )
+        from_preset("paper", epsilon=1, delta=1e-5, spec=spec, parties=[names[:8], names[9:]])
 
 
 def test_the_dataclass_defaults_are_the_default_preset():
@@ -73,7 +70,5 @@ def test_the_dataclass_defaults_are_the_default_preset():
     direct = ProtocolConfig(
         parties=(PartySpec("a", tuple(names[:8])), PartySpec("b", tuple(names[8:]))), **kw
     )
-    preset = ProtocolConfig.from_preset(
-        "default", parties=[("a", names[:8]), ("b", names[8:])], **kw
-    )
+    preset = from_preset("default", parties=[("a", names[:8]), ("b", names[8:])], **kw)
     assert direct == preset and direct.config_hash() == preset.config_hash()

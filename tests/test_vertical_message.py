@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from tests.vertical_fixtures import SECRET, make_config, release_all, small_adult, string_ids
+from vertimrf.container import write_container
 from vertimrf.errors import MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import Release
 from vertimrf.protocol import PartyMessage
 from vertimrf.protocol.bins import frequency_bins
-from vertimrf.protocol.container import write_container
 from vertimrf.server import PaperServer as Server
 
 PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]

@@ -5,9 +5,9 @@ import zipfile
 import numpy as np
 import pytest
 
+from vertimrf.container import read_container, write_container
 from vertimrf.errors import MessageError
 from vertimrf.protocol.bins import BinMap, frequency_bins
-from vertimrf.protocol.container import read_container, write_container
 from vertimrf.server.consistency import enforce_consistency
 from vertimrf.server.recovery import hisrec, unisam
 

@@ -13,7 +13,7 @@ from vertimrf.datasets import load_dataset
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
-from vertimrf.protocol import ProtocolConfig, choose_t
+from vertimrf.protocol import choose_t, from_preset
 from vertimrf.protocol.autot import CANDIDATES, predicted_error
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.server.carest import CarEst
@@ -24,7 +24,7 @@ from vertimrf.server.graphcom import dependence_score, join_graphs
 def _config(**kw):
     df, spec = load_dataset("adult")
     names = list(spec.names)
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default",
         epsilon=1.6,
         delta=1 / len(df),

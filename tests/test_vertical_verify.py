@@ -12,7 +12,8 @@ from tests.vertical_fixtures import SECRET, make_config, party_frames, release_a
 from vertimrf.errors import MessageError, PrivacyBudgetError
 from vertimrf.party import LocalParty as Party
 from vertimrf.protocol.bins import BinMap
-from vertimrf.protocol.budget import ProtocolBudget, expected_releases, party_rho
+from vertimrf.protocol.budget import ProtocolBudget
+from vertimrf.protocol.methods import expected_releases, party_rho
 from vertimrf.server import PaperServer as Server
 
 PARTIES = [["0", "2", "4", "6"], ["1", "3", "5", "7"]]

@@ -7,7 +7,7 @@ import pandas as pd
 
 from vertimrf.datasets import load_dataset
 from vertimrf.party import LocalParty as Party
-from vertimrf.protocol import ProtocolConfig
+from vertimrf.protocol import ProtocolConfig, from_preset
 
 SECRET = bytes(range(32))
 T_SMALL = 256
@@ -45,7 +45,7 @@ def make_config(spec, parties, *, epsilon=1.6, method="fm", **kw) -> ProtocolCon
     t = kw.pop("t", T_SMALL)
     if method == "fm":  # the sketch repetitions: a setting of FM alone
         kw["t"] = t
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default",
         epsilon=epsilon,
         delta=1e-5,

@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # the lazy names below, typed for type checkers
     from vertimrf.protocol import SecureOptions as SecureOptions
     from vertimrf.protocol import SecurePaperOptions as SecurePaperOptions
     from vertimrf.protocol import SecureRelease as SecureRelease
+    from vertimrf.protocol import from_preset as from_preset
+    from vertimrf.protocol import load_config as load_config
     from vertimrf.server import PaperServer as PaperServer
     from vertimrf.server import SecureServer as SecureServer
     from vertimrf.server import Server as Server
@@ -54,6 +56,8 @@ _EXPORTS = {
     "PrivacyLedger": "vertimrf.privacy",
     "PartyMessage": "vertimrf.protocol",
     "ProtocolConfig": "vertimrf.protocol",
+    "from_preset": "vertimrf.protocol",
+    "load_config": "vertimrf.protocol",
     "PartySpec": "vertimrf.protocol",
     "SecureOptions": "vertimrf.protocol",
     "SecurePaperOptions": "vertimrf.protocol",

@@ -16,13 +16,15 @@ import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
-import pandas as pd
 
 from vertimrf.errors import DomainError
 from vertimrf.io import atomic_write_text, read_json
+
+if TYPE_CHECKING:  # imported where a table is read or written: the protocol needs no pandas
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -404,6 +406,8 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
     Columns with at most ``max_categories`` distinct values become categorical; other numeric
     columns become numeric with the observed min/max as bounds. Prefer a public spec.
     """
+    import pandas as pd
+
     warnings.warn(
         "infer_spec reads categories and bounds from the data itself, so the resulting domain "
         "is NOT differentially private. Use a public DomainSpec for real releases.",
@@ -466,6 +470,8 @@ class TableEncoder:
 
     def encode(self, df: pd.DataFrame) -> np.ndarray:
         """Codes of ``df``'s spec columns (any column order); raises on any value off the spec."""
+        import pandas as pd
+
         if not isinstance(df, pd.DataFrame):
             raise DomainError(f"encode needs a pandas DataFrame, got {type(df).__name__}.")
         cols = [str(c) for c in df.columns]
@@ -492,6 +498,8 @@ class TableEncoder:
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.DataFrame:
         """DataFrame for ``codes`` (n x d); numeric bins decode to midpoints or uniform draws."""
+        import pandas as pd
+
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != len(self.spec):
             raise DomainError(f"codes must have shape (n, {len(self.spec)}); got {codes.shape}.")
@@ -515,6 +523,8 @@ class TableEncoder:
 
 
 def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
+    import pandas as pd
+
     if col.kind == CATEGORICAL:
         values = s.to_numpy(dtype=object)
         codes = pd.Index(list(col.values)).get_indexer(pd.Index(values))
@@ -564,6 +574,8 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
 def _numbers(s: pd.Series, col: ColumnSpec) -> np.ndarray:
     """The values of numeric column ``col`` as float64 (NaN where missing); a DomainError
     naming the first value that is not a number."""
+    import pandas as pd
+
     if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         return s.to_numpy(dtype=np.float64)
     values = s.to_numpy(dtype=object)
@@ -586,6 +598,8 @@ def _cell_error(
     """One line naming the column, the first bad value and its row (counting from 1, as in
     a CSV file after its header), how many rows are bad, and how to fix it: change the data
     or (``spec_fix``) the domain spec; without ``spec_fix``, fill the value or drop the row."""
+    import pandas as pd
+
     rows = np.flatnonzero(bad)
     first = rows[0]
     more = ""

@@ -25,6 +25,8 @@ from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.protocol import ProtocolConfig, ProtocolReport
+from vertimrf.protocol.factory import from_preset
+from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
 from vertimrf.vertical_model import VerticalModel
 
@@ -121,6 +123,7 @@ def fit_vertical(
     )
     if not isinstance(cfg, ProtocolConfig):
         raise ConfigError(f"config must be a ProtocolConfig; got {type(cfg).__name__}.")
+    check_plan(cfg)
     if secret is None:
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
     frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
@@ -204,7 +207,7 @@ def _build_config(
         fields.setdefault("run_nonce", seeded_nonce(seed))
     if method == "secure" and fields.get("max_rows") is None:
         fields["max_rows"] = DEFAULT_MAX_ROWS  # public: never read off the data
-    return ProtocolConfig.from_preset(
+    return from_preset(
         preset,
         epsilon=epsilon,
         delta=delta,

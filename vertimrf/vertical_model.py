@@ -14,11 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from vertimrf.container import read_container, write_container
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import MessageError
-from vertimrf.mrf.model import MarkovRandomField
-from vertimrf.mrf.store import mrf_from_state, mrf_state, potentials_bound
-from vertimrf.protocol.container import read_container, write_container
+from vertimrf.mrf.model import MarkovRandomField, mrf_from_state, mrf_state, potentials_bound
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.report_file import report_from_meta, report_meta
 from vertimrf.synth.fitted import (

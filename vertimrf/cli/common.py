@@ -272,11 +272,11 @@ PAPER_STEPS = "server deal, party local, party features, party release, server s
 def secure_config(path: str, *, select_only: bool = False) -> tuple[ProtocolConfig, SecurePlan]:
     """The config at ``path`` and its secure plan (method secure only; ``select_only``: a
     step of the select pipeline, which the paper pipeline does not have)."""
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import load_config
+    from vertimrf.protocol.methods import secure_plan
     from vertimrf.protocol.options import SecureOptions
-    from vertimrf.protocol.secure import SecurePlan
 
-    cfg = ProtocolConfig.load(path)
+    cfg = load_config(path)
     if not cfg.options.PADS_ROWS:  # not a secure method
         raise ConfigError(
             f"{path}: this command is for method secure; the config's method is {cfg.method!r}."
@@ -286,7 +286,7 @@ def secure_config(path: str, *, select_only: bool = False) -> tuple[ProtocolConf
             f"{path}: this command is a step of the select pipeline; the config's pipeline is "
             f"{cfg.pipeline!r}, whose steps are: {PAPER_STEPS}."
         )
-    return cfg, SecurePlan.from_config(cfg)
+    return cfg, secure_plan(cfg)
 
 
 def spec_args(p: argparse.ArgumentParser) -> None:

@@ -56,8 +56,9 @@ def _parse_t(value: str) -> int | str:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import from_preset
     from vertimrf.protocol.options import PRESETS, FMOptions, SecureOptions
+    from vertimrf.protocol.plan import run_plan
 
     check_outputs(args, [args.out], [args.spec, *(args.pin or [])])
     spec = load_spec(args)
@@ -91,7 +92,7 @@ def cmd_config(args: argparse.Namespace) -> int:
                 raise ConfigError(f"{flag} is an option of --pipeline select.")
     if args.t is not None and method != "fm":
         raise ConfigError("--t is an option of --method fm (the sketch repetitions).")
-    cfg = ProtocolConfig.from_preset(
+    cfg = from_preset(
         args.preset,
         epsilon=args.epsilon,
         delta=args.delta,
@@ -133,7 +134,7 @@ def cmd_config(args: argparse.Namespace) -> int:
             print(
                 f"  {name}: key {key.fingerprint}; certificate {cfg.identities[name].fingerprint}"
             )
-    print(cfg.plan().describe())
+    print(run_plan(cfg).describe())
     return 0
 
 

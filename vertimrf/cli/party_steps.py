@@ -46,11 +46,11 @@ def _run(
     from vertimrf.driver.files import FileTransport, secure_limits
     from vertimrf.driver.party import PartyDriver
     from vertimrf.driver.state import default_state_dir
-    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.methods import secure_plan
 
     name = file_name(args.party)
     secure = bool(cfg.options.PADS_ROWS)
-    limits = secure_limits(SecurePlan.from_config(cfg)) if secure else None
+    limits = secure_limits(secure_plan(cfg)) if secure else None
     transport = FileTransport(inputs, outputs, force=args.force, limits=limits)
     if args.state_dir is not None:
         state_dir: Path | None = Path(args.state_dir)
@@ -90,9 +90,9 @@ def _local_step(args: argparse.Namespace, cfg: ProtocolConfig, *, stateless: boo
 
 def cmd_party_release(args: argparse.Namespace) -> int:
     """``party release``: fo and fm, the local message; secure, the first release."""
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import load_config
 
-    cfg = ProtocolConfig.load(args.config)
+    cfg = load_config(args.config)
     if cfg.options.PADS_ROWS:  # the secure methods
         return _release_secure(args, cfg)
     given = [f"--{k}" for k in ("peers", "deal", "blobs") if getattr(args, k) is not None]
@@ -107,10 +107,10 @@ def cmd_party_release(args: argparse.Namespace) -> int:
 
 def cmd_party_local(args: argparse.Namespace) -> int:
     """``party local``: the paper pipeline's local message (LocMRF and the bin maps)."""
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import load_config
     from vertimrf.protocol.options import SecurePaperOptions, describe
 
-    cfg = ProtocolConfig.load(args.config)
+    cfg = load_config(args.config)
     if not isinstance(cfg.options, SecurePaperOptions):
         raise ConfigError(
             f"`party local` is the first step of method secure's paper pipeline; this config "
@@ -147,9 +147,9 @@ def cmd_party_features(args: argparse.Namespace) -> int:
 def _release_secure(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     """``party release`` of method secure: the first release (select pipeline) or the
     release of the binned cross-party pairs (paper pipeline), from the peers' blobs."""
-    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.methods import secure_plan
 
-    plan = SecurePlan.from_config(cfg)
+    plan = secure_plan(cfg)
     missing = [f"--{n}" for n in ("keys", "peers", "deal", "blobs") if getattr(args, n) is None]
     if missing:
         raise ConfigError(f"method secure needs {missing} for this command.")

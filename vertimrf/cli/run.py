@@ -115,9 +115,9 @@ def _party_name(args: argparse.Namespace) -> str:
 
 def cmd_party_run(args: argparse.Namespace) -> int:
     from vertimrf.driver.party import PartyDriver
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import load_config
 
-    cfg = ProtocolConfig.load(args.config)
+    cfg = load_config(args.config)
     names = [p.name for p in cfg.parties]
     if _party_name(args) not in names:
         raise ConfigError(f"--name {args.party!r} is not a party of the config ({names}).")
@@ -160,9 +160,9 @@ def _public_keys(args: argparse.Namespace, names: list[str]) -> dict:
 
 
 def cmd_server_run(args: argparse.Namespace) -> int:
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import load_config
 
-    cfg = ProtocolConfig.load(args.config)
+    cfg = load_config(args.config)
     if _network_or_folders(args, "--listen HOST:PORT", args.listen):
         return _serve(args, cfg)
     if args.out is None:
@@ -440,10 +440,10 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from vertimrf.crypto.keys import KeyPair
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import load_config
     from vertimrf.service.client import fetch_status, format_status
 
-    cfg = ProtocolConfig.load(args.config)
+    cfg = load_config(args.config)
     print(format_status(fetch_status(args.server, cfg, KeyPair.load(args.keys))))
     return 0
 

@@ -134,12 +134,12 @@ def _close(driver: ServerDriver) -> None:
 def cmd_server_synthesize(args: argparse.Namespace) -> int:
     """``server synthesize``: the server's fit on the parties' messages, then the sample."""
     from vertimrf.driver.files import route
-    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.factory import load_config
     from vertimrf.protocol.methods import rules
     from vertimrf.protocol.options import SecurePaperOptions
     from vertimrf.synth.table_file import check_table_file
 
-    cfg = ProtocolConfig.load(args.config)
+    cfg = load_config(args.config)
     kind = rules(cfg)
     check_outputs(args, [args.out, args.report],
                   [args.config, *args.messages, args.releases, args.server_key])  # fmt: skip

@@ -32,6 +32,7 @@ from vertimrf.driver.transport import (
 )
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES, commit_sender
 from vertimrf.protocol.seeds import SERVER
@@ -163,7 +164,7 @@ def route(
     elif kind in _LOCAL_KINDS:
         read = lambda data: codec.read_message(data, config).party  # noqa: E731
     else:
-        plan = SecurePlan.from_config(config)
+        plan = secure_plan(config)
         read = lambda data: codec.read_release(data, plan).party  # noqa: E731
     routed: dict[Message, Path] = {}
     for path in map(Path, files):

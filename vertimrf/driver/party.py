@@ -33,8 +33,8 @@ from vertimrf.driver.transport import Message, Outgoing, Payload, Streamed, Tran
 from vertimrf.errors import ConfigError
 from vertimrf.party.roles import Party
 from vertimrf.party.secure import SealedBlobs
-from vertimrf.protocol.methods import rules
-from vertimrf.protocol.secure import Request, SecurePlan
+from vertimrf.protocol.methods import rules, secure_plan
+from vertimrf.protocol.secure import Request
 from vertimrf.protocol.seeds import SERVER
 
 # Inputs that must be the same in every step of a run (another deal gives shares that do
@@ -62,7 +62,7 @@ class PartyDriver(RoleDriver):
         self._names = [p.name for p in cfg.parties]
         self._peers = [q for q in self._names if q != self.name]
         secure = rules(cfg).secure_product
-        self._plan = SecurePlan.from_config(cfg) if secure else None
+        self._plan = secure_plan(cfg) if secure else None
         self.state = (
             None
             if state_dir is None

@@ -39,9 +39,8 @@ from vertimrf.driver.transport import Message, Payload, Transport
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import rules
+from vertimrf.protocol.methods import rules, secure_plan
 from vertimrf.protocol.report import ProtocolReport
-from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.roles import Server
 from vertimrf.server.secure import SecureServer
@@ -92,7 +91,7 @@ class ServerDriver(RoleDriver):
         self._keys = dict(public_keys or {})
         self._names = [p.name for p in config.parties]
         self._hash = config.config_hash()
-        self._plan = SecurePlan.from_config(config) if secure else None
+        self._plan = secure_plan(config) if secure else None
         self._fitted: tuple[MarkovRandomField, ProtocolReport, np.random.Generator] | None = None
         self._steps = self._make_steps()
         self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)

@@ -11,15 +11,16 @@ messages towards a root, each clique's step one ``np.einsum`` contraction of con
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vertimrf.mrf.cliques import Clique, expand_to
-from vertimrf.mrf.junction_tree import DEFAULT_MAX_CELLS, check_model_size, model_size
-
-if TYPE_CHECKING:
-    from vertimrf.mrf.model import MarkovRandomField
+from vertimrf.mrf.junction_tree import (
+    DEFAULT_MAX_CELLS,
+    CalibratedModel,
+    check_model_size,
+    model_size,
+)
 
 LogFactor = tuple[Clique, np.ndarray]
 
@@ -57,7 +58,7 @@ def _divide(f: LogFactor, s: LogFactor) -> LogFactor:
     return f[0], np.where(sb > -np.inf, f[1] - np.where(sb > -np.inf, sb, 0.0), -np.inf)
 
 
-def _steiner(model: MarkovRandomField, query: set[int]) -> dict[int, dict[int, Clique]]:
+def _steiner(model: CalibratedModel, query: set[int]) -> dict[int, dict[int, Clique]]:
     """Smallest subtree covering ``query``: prune leaves whose query attrs their separator has."""
     tree = model.tree
     adj: dict[int, dict[int, Clique]] = {i: {} for i in range(len(tree.cliques))}
@@ -78,7 +79,7 @@ def _steiner(model: MarkovRandomField, query: set[int]) -> dict[int, dict[int, C
     return adj
 
 
-def query_log_marginal(model: MarkovRandomField, attrs: Sequence[int]) -> np.ndarray:
+def query_log_marginal(model: CalibratedModel, attrs: Sequence[int]) -> np.ndarray:
     """Normalised log-marginal of ``attrs`` (axes in the given order) of a calibrated model."""
     query = set(attrs)
     check_model_size(model_size(model.domain, [tuple(attrs)]), DEFAULT_MAX_CELLS)
@@ -130,7 +131,7 @@ def _rooted(adj: dict[int, dict[int, Clique]], root: int) -> tuple[dict[int, int
 
 
 def _message_scopes(
-    model: MarkovRandomField, adj: dict[int, dict[int, Clique]], root: int, query: set[int]
+    model: CalibratedModel, adj: dict[int, dict[int, Clique]], root: int, query: set[int]
 ) -> tuple[dict[int, int], list[int], dict[int, set[int]]]:
     """Rooting of the subtree and the scope of every clique's message to its parent."""
     cliques = model.layout.cliques
@@ -146,7 +147,7 @@ def _message_scopes(
     return parent, order, scopes
 
 
-def _tree_query(model: MarkovRandomField, query: set[int]) -> LogFactor:
+def _tree_query(model: CalibratedModel, query: set[int]) -> LogFactor:
     cliques = model.layout.cliques
     adj = _steiner(model, query)
     cost = {}

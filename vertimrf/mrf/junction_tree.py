@@ -13,12 +13,14 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import networkx as nx
+import numpy as np
 
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError, ModelTooLargeError
-from vertimrf.mrf.cliques import Clique
+from vertimrf.mrf.cliques import Clique, CliqueLayout
 
 #: Default cell limit: total cells over all clique tables (one float64 table set is 8 bytes/cell).
 DEFAULT_MAX_CELLS = 50_000_000
@@ -417,3 +419,16 @@ class JunctionTree:
 
     def __repr__(self) -> str:
         return f"JunctionTree({len(self.cliques)} cliques, {self.size})"
+
+
+class CalibratedModel(Protocol):
+    """What queries and sampling read of a model on a junction tree
+    (:class:`~vertimrf.mrf.model.MarkovRandomField`), calibrated when asked."""
+
+    domain: Domain
+    tree: JunctionTree
+    layout: CliqueLayout
+
+    def clique_log_marginal(self, clique: Iterable[int]) -> np.ndarray: ...
+
+    def clique_marginals(self) -> np.ndarray: ...

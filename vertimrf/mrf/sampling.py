@@ -17,16 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vertimrf.errors import ConfigError
 from vertimrf.kernels import sample as ks
 from vertimrf.mrf.cliques import ProjectionMap, c_strides
-
-if TYPE_CHECKING:
-    from vertimrf.mrf.model import MarkovRandomField
+from vertimrf.mrf.junction_tree import CalibratedModel
 
 SAMPLE_CHUNK = 65_536
 """Rows per chunk (public and fixed: the rows a seed gives depend on it)."""
@@ -44,7 +41,7 @@ class _CliqueDraw:
     new: np.ndarray  # the new attributes' columns
 
 
-def forward_sample(model: MarkovRandomField, n: int, rng: np.random.Generator) -> np.ndarray:
+def forward_sample(model: CalibratedModel, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` records from ``model`` as an (n, d) int64 code matrix: the chunks of
     :func:`sample_chunks` for the same generator, in order, in one array."""
     n = _check(n, rng)
@@ -54,9 +51,7 @@ def forward_sample(model: MarkovRandomField, n: int, rng: np.random.Generator) -
     return out
 
 
-def sample_chunks(
-    model: MarkovRandomField, n: int, rng: np.random.Generator
-) -> Iterator[np.ndarray]:
+def sample_chunks(model: CalibratedModel, n: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
     """``n`` records from ``model`` as int64 code matrices of :data:`SAMPLE_CHUNK` rows (the
     last one shorter; none for n = 0), drawn one at a time as the iterator advances."""
     return _draw_chunks(model, _check(n, rng), rng, None)
@@ -74,7 +69,7 @@ def _check(n: int, rng: np.random.Generator) -> int:
 
 
 def _draw_chunks(
-    model: MarkovRandomField, n: int, rng: np.random.Generator, out: np.ndarray | None
+    model: CalibratedModel, n: int, rng: np.random.Generator, out: np.ndarray | None
 ) -> Iterator[np.ndarray]:
     """The chunks of ``n`` rows, in order: views of ``out`` when given, else new arrays."""
     plan = _plan(model)
@@ -88,7 +83,7 @@ def _draw_chunks(
         del rows  # the next chunk is drawn without holding this one
 
 
-def _plan(model: MarkovRandomField) -> list[_CliqueDraw]:
+def _plan(model: CalibratedModel) -> list[_CliqueDraw]:
     """Each clique's draw, in pre-order."""
     tree, layout, domain = model.tree, model.layout, model.domain
     probs = model.clique_marginals()

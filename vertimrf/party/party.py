@@ -38,10 +38,10 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count, discrete_laplace_histogram
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.bins import BinMap, frequency_bins
-from vertimrf.protocol.budget import ProtocolBudget, party_rho
+from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import LocalModel, PartyMessage
-from vertimrf.protocol.methods import rules
+from vertimrf.protocol.methods import party_rho, rules
 from vertimrf.protocol.seeds import role_seed
 from vertimrf.synth.privmrf import PrivMRF
 

@@ -36,6 +36,7 @@ from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules
+from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.secure import Marginal, Request
 from vertimrf.protocol.securemsg import SecureRelease, commit_bytes
 
@@ -81,6 +82,7 @@ class Party:
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        check_plan(config)
         self._rules = rules(config)
         if self._rules.secure_product and (keypair is None or peers is None):
             raise ConfigError(

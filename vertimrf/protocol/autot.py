@@ -10,7 +10,7 @@ predicted LocEnc time (n_hint * t hashes per party at ``hashes_per_second``) fit
 each) fits ``max_sketch_bytes``, take the one with the smallest predicted error. ``n_hint``
 must be public: the config's ``max_rows`` (a public upper bound), or a noisy count the count
 party has already released. The rule runs once, when the config is made
-(:meth:`ProtocolConfig.from_preset` with ``t="auto"``), never on the true record count.
+(:func:`~vertimrf.protocol.factory.from_preset` with ``t="auto"``), never on the true record count.
 """
 
 from __future__ import annotations

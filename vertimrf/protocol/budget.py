@@ -6,10 +6,10 @@ individual every party's data changes, so the LocMRF share is divided evenly ove
 parties (each local model pays rho_locmrf / m). Unused shares move to LocEnc: the binning
 share when no attribute is binned, the LocMRF share when local models are switched off.
 
-:func:`expected_releases` lists, from the config alone, every release a party must make
-with its exact parameters. The party caps its ledger at their total (:func:`party_rho`) and
-the server checks each message's declared releases against them, so neither trusts the
-other's arithmetic.
+:func:`vertimrf.protocol.methods.expected_releases` lists, from the config alone, every
+release a party must make with its exact parameters. The party caps its ledger at their
+total (:func:`~vertimrf.protocol.methods.party_rho`) and the server checks each message's
+declared releases against them, so neither trusts the other's arithmetic.
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import FM_MECHANISM, GRR_MECHANISM, pure_release, rules
 
-__all__ = ["FM_MECHANISM", "GRR_MECHANISM", "ProtocolBudget", "expected_releases", "party_rho"]
+__all__ = ["ProtocolBudget"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +55,7 @@ class ProtocolBudget:
         locmrf = s["locmrf"] if paper.local_mrf else 0.0
         locenc += s["locmrf"] - locmrf
         rho_enc = rho * locenc
-        eps_prime = rules(config).eps_prime(config, t, locenc, epsilon, rho_enc)
+        eps_prime = paper.eps_prime(t, d, config.delta, locenc, epsilon, rho_enc)
         rho_bin = rho * binning
         return cls(
             rho_total=rho,
@@ -70,58 +68,3 @@ class ProtocolBudget:
             count_epsilon=math.sqrt(2.0 * rho * s["count"]),
             binning_epsilon=math.sqrt(2.0 * rho_bin / n_binned) if n_binned else 0.0,
         )
-
-
-# Mechanism names of a party's releases outside its local PrivMRF.
-COUNT_MECHANISM = "discrete_laplace"
-BINNING_MECHANISM = "discrete_laplace_hist"
-
-
-def expected_releases(
-    config: ProtocolConfig, party: str, *, epsilon: float | None = None
-) -> list[Release]:
-    """Every release ``party`` makes outside its local PrivMRF, with config-derived parameters.
-
-    For method="secure" (the paper pipeline) the cross-party release is the secure
-    product's, charged by :meth:`vertimrf.protocol.secure.SecurePlan.releases`, not here.
-
-    The local PrivMRF's releases are data-dependent in number; their total is
-    ``ProtocolBudget.rho_locmrf_party`` (see :func:`party_rho`). ``epsilon`` overrides the
-    config's (to cost a variant).
-    """
-    budget = ProtocolBudget.from_config(config, epsilon=epsilon)
-    columns = config.party(party).columns
-    out = []
-    if party == config.count_party:
-        eps = budget.count_epsilon
-        out.append(
-            pure_release(
-                COUNT_MECHANISM, eps, 1, party, "noisy record count", sensitivity=1, scale=1 / eps
-            )
-        )
-    binned = set(config.binned_columns())
-    for c in columns:
-        if c in binned:
-            eps = budget.binning_epsilon
-            out.append(
-                pure_release(
-                    BINNING_MECHANISM,
-                    eps,
-                    1,
-                    party,
-                    f"value counts of {c} (for its bin map)",
-                    sensitivity=1,
-                    scale=1 / eps,
-                    cells=config.spec[c].size,
-                )
-            )
-    out += rules(config).cross_releases(config, budget, party, len(columns))
-    return out
-
-
-def party_rho(config: ProtocolConfig, party: str) -> float:
-    """The whole zCDP allowance of ``party``: its releases plus its local PrivMRF."""
-    local = ProtocolBudget.from_config(config).rho_locmrf_party
-    if not config.paper_options().local_mrf:
-        local = 0.0
-    return math.fsum([local, *(r.rho for r in expected_releases(config, party))])

@@ -9,8 +9,12 @@ its hash is computed once, when it is made.
 Budget shares are fractions of the zCDP budget rho of (epsilon, delta) and sum to at most 1
 (see the options classes). A config pins one run: ``run_nonce`` is fresh random for every
 new config, and the hash keys and the FO row order are derived from (shared secret, config
-hash), so a retry under a new config never reuses a person's hash values. ``t="auto"`` is
-resolved once, when the config is made, from the public ``max_rows`` only.
+hash), so a retry under a new config never reuses a person's hash values.
+
+This is the protocol's core: it knows no plan and no ``t="auto"``. A config a role can run
+comes from :func:`vertimrf.protocol.factory.from_preset` or
+:func:`~vertimrf.protocol.factory.load_config`, which check it against its plan; every
+role checks the config it is given.
 
 ``method="fm"`` (the paper's sketches) and ``hash="xxh64"`` (not a PRF) are NOT
 differentially private (``docs/fm-privacy-gap.md``); a config with either is refused with a
@@ -38,7 +42,7 @@ from vertimrf.crypto.identity import REMAKE, Identity
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, KeyMaterialError, PrivacyError, VertimrfError
-from vertimrf.io import atomic_write_text, read_json
+from vertimrf.io import atomic_write_text
 from vertimrf.protocol.options import (
     DEFAULTS,
     FLAT_NAMES,
@@ -53,9 +57,6 @@ from vertimrf.protocol.options import (
     unknown_fields,
 )
 from vertimrf.protocol.seeds import SERVER
-
-if TYPE_CHECKING:
-    from vertimrf.protocol.plan import RunPlan
 
 __all__ = ["DEFAULTS", "PRESETS", "PartySpec", "ProtocolConfig"]
 
@@ -77,7 +78,7 @@ def _flat_hint(name: str) -> str:
     if name in FLAT_NAMES:
         return (
             f" ({name!r} is a method setting: pass options=..., e.g. SecureOptions(...), or "
-            f"use ProtocolConfig.from_preset / with_changes, which take {name}=...)"
+            f"use from_preset or ProtocolConfig.with_changes, which take {name}=...)"
         )
     return ""
 
@@ -110,10 +111,11 @@ class ProtocolConfig:
         max_rows: a public upper bound on the number of records (never the true count);
             method "secure" pads to it, and FM's ``t="auto"`` needs it.
         max_memory_gb: the memory (GB, 10^9 bytes) any one role may need; a config whose
-            estimated peak (:meth:`plan`) is larger is refused. None: 16 GB.
+            estimated peak (:func:`~vertimrf.protocol.plan.run_plan`) is larger is refused.
+            None: 16 GB.
         run_nonce: fresh random hex per config (made when empty); binds keys to the run.
         identities: every role's pinned identity (its X25519 public key and TLS
-            certificate; :class:`~vertimrf.protocol.identity.Identity`), by name: every
+            certificate; :class:`~vertimrf.crypto.identity.Identity`), by name: every
             party and "server" (see :meth:`with_identities`). None: not pinned (omitted from
             the file and the hash).
     """
@@ -132,54 +134,6 @@ class ProtocolConfig:
     identities: Mapping[str, Identity] | None = None
     if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
         _hash: ClassVar[str]
-
-    @classmethod
-    def from_preset(
-        cls,
-        preset: str,
-        *,
-        epsilon: float,
-        delta: float,
-        spec: DomainSpec,
-        parties: list[tuple[str, list[str]]] | list[list[str]],
-        **overrides: Any,
-    ) -> ProtocolConfig:
-        """A config from a named preset; ``parties`` are (name, columns) pairs or column lists.
-
-        ``overrides`` are shared fields or the method's settings under their flat names
-        (``method``, ``secure_pipeline``, ``secure_iters``, ``t``, ...; see
-        :data:`vertimrf.protocol.options.FLAT_NAMES`). A setting the chosen method does not
-        read raises ConfigError. FM's ``t="auto"`` is resolved here, once, from the public
-        ``max_rows`` (see :func:`vertimrf.protocol.autot.choose_t`).
-        """
-        if preset not in PRESETS:
-            raise ConfigError(f"unknown preset {preset!r}; use one of {sorted(PRESETS)}.")
-        specs = []
-        for i, p in enumerate(parties):
-            name, cols = p if isinstance(p, tuple) else (f"party{i}", p)
-            specs.append(PartySpec(str(name), tuple(str(c) for c in cols)))
-        shared, settings = _split(overrides, "ProtocolConfig.from_preset")
-        auto = settings.get("t") == "auto"
-        if auto:
-            if shared.get("max_rows") is None:
-                raise ConfigError(
-                    "t='auto' needs max_rows, a public upper bound on the number of records "
-                    "(never the true count), to choose t from public information only."
-                )
-            settings["t"] = PRESETS["paper"]["t"]
-        if "options" in shared and settings:
-            raise ConfigError("give options=... or flat method settings, not both.")
-        shared.setdefault(
-            "options", from_flat(PRESETS[preset], settings, where=f"preset {preset!r}")
-        )
-        shared.setdefault("preset", preset)
-        cfg = cls(epsilon=epsilon, delta=delta, spec=spec, parties=tuple(specs), **shared)
-        if auto:
-            from vertimrf.protocol.autot import choose_t
-
-            assert cfg.max_rows is not None  # checked above
-            cfg = cfg.with_changes(t=choose_t(cfg, cfg.max_rows))
-        return cfg
 
     def __post_init__(self) -> None:
         numbers = all(
@@ -233,9 +187,6 @@ class ProtocolConfig:
         self._check_privacy()
         self._check_finite()
         object.__setattr__(self, "_hash", _digest(self.to_dict()))
-        from vertimrf.protocol.plan import check_plan
-
-        check_plan(self)
 
     def __hash__(self) -> int:
         return hash(self._hash)
@@ -372,13 +323,6 @@ class ProtocolConfig:
         one non-DP method; the hash is used only by its sketches)."""
         return self.options.DP
 
-    def plan(self) -> RunPlan:
-        """What this config's run costs: every release, the worst-case ledger total, and each
-        role's bytes and estimated peak memory (:mod:`vertimrf.protocol.plan`)."""
-        from vertimrf.protocol.plan import run_plan
-
-        return run_plan(self)
-
     def run_context(self) -> bytes:
         """Bytes that bind derived keys to this run: the config hash (which covers the nonce)."""
         return b"vertimrf/run/" + self.config_hash().encode("ascii")
@@ -424,10 +368,11 @@ class ProtocolConfig:
         return replace(self, run_nonce=secrets.token_hex(NONCE_HEX_CHARS // 2))
 
     def with_changes(self, **changes: Any) -> ProtocolConfig:
-        """A copy with some fields changed (validated again): shared fields, ``options``, or
-        the method's settings under their flat names (``method="fo"`` switches the method,
-        keeping the settings both read, the rest from the config's preset)."""
-        shared, settings = _split(changes, "ProtocolConfig.with_changes")
+        """A copy with some fields changed (validated again; the roles check its plan): shared
+        fields, ``options``, or the method's settings under their flat names (``method="fo"``
+        switches the method, keeping the settings both read, the rest from the config's
+        preset)."""
+        shared, settings = split_settings(changes, "ProtocolConfig.with_changes")
         if settings:
             if "options" in shared:
                 raise ConfigError("give options=... or flat method settings, not both.")
@@ -461,7 +406,8 @@ class ProtocolConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProtocolConfig:
-        """Inverse of :meth:`to_dict`; a config of the first (flat) format is converted."""
+        """Inverse of :meth:`to_dict`; a config of the first (flat) format is converted. Its
+        plan is not checked here (:func:`~vertimrf.protocol.factory.load_config` does)."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"a protocol config is a JSON object; got {type(data).__name__}.")
         d = dict(data)
@@ -503,12 +449,6 @@ class ProtocolConfig:
         """Write the config as JSON (atomically)."""
         atomic_write_text(path, json.dumps(self.to_dict(), indent=1))
 
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> ProtocolConfig:
-        """Read a config written by :meth:`save` (or by vertimrf 0.1.0, converted)."""
-        data = read_json(path, ConfigError, "config file")
-        return cls.from_dict(data)
-
 
 _SHARED = [f.name for f in fields(ProtocolConfig)]
 
@@ -518,7 +458,7 @@ def _digest(data: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _split(values: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_settings(values: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(shared fields, flat method settings) of ``values``; ConfigError for anything else."""
     shared, settings = {}, {}
     for name, value in values.items():

@@ -14,24 +14,31 @@ A message holds only DP outputs and public metadata:
   public settings (config hash, columns, the hash name, the key fingerprint, which reveals
   nothing about the keys, and ``seeded``: whether the party's noise came from a seed).
 
-Files are versioned, checksummed zip containers (see :mod:`vertimrf.protocol.container`),
+Files are versioned, checksummed zip containers (see :mod:`vertimrf.container`),
 written atomically and read with ``allow_pickle=False``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from vertimrf.container import Target, read_container, source_name, write_container
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.fm import FMNoise
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.container import Target, read_container, source_name, write_container
-from vertimrf.protocol.methods import rules
+from vertimrf.protocol.methods import (
+    FMRules,
+    FORules,
+    MethodRules,
+    SecureRules,
+    rules,
+)
 from vertimrf.protocol.schema import Fields, array_bounds
 from vertimrf.protocol.sketchset import SketchSet
 
@@ -100,7 +107,12 @@ class PartyMessage:
                 f"{where}: only the count party {config.count_party!r} releases the noisy count."
             )
         self._check_bins(config)
-        method.check_message(self, config, where, self.bin_domain(config))
+        if not method.local_message:
+            raise MessageError(
+                f"{where}: the secure select pipeline has no local messages (its parties send "
+                "secure releases)."
+            )
+        CROSS_CHECKS[type(method)](self, config, where, self.bin_domain(config))
         if config.paper_options().local_mrf:
             self._check_local(config)
 
@@ -314,3 +326,50 @@ def _check_table(
             f"{where}: local {what} over {attrs} has shape {table.shape} (needs {shape}) or "
             "NaN / +inf values."
         )
+
+
+def _grr_rows(
+    message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
+) -> None:
+    grr = message.grr
+    if grr is None or grr.ndim != 2 or grr.shape[1] != len(message.columns):
+        raise MessageError(f"{where} has no GRR rows of shape (N, {len(message.columns)}).")
+    if ((grr < 0) | (grr >= np.asarray(bin_domain.sizes))).any():
+        raise MessageError(f"{where}, mechanism 'grr': GRR codes outside the binned domain.")
+
+
+def _fm_sketches(
+    message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
+) -> None:
+    if message.sketch is None or message.key_fingerprint is None:
+        raise MessageError(f"{where} has no FM sketches or no key fingerprint.")
+    if message.sketch.domain != bin_domain:
+        raise MessageError(
+            f"{where}: sketch domain {message.sketch.domain.sizes} does not match the "
+            f"binned domain {bin_domain.sizes}."
+        )
+    t = rules(config).sketch_rows(config)
+    if message.sketch.t != t:
+        raise MessageError(f"{where} has {message.sketch.t} sketch rows, config t={t}.")
+
+
+def _no_cross_release(
+    message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
+) -> None:
+    """A secure run's local message: its cross-party release is the secure product's."""
+    if message.grr is not None or message.sketch is not None:
+        raise MessageError(
+            f"{where}: a secure run's local message holds no GRR rows or sketches (its "
+            "cross-party release is the secure product's)."
+        )
+
+
+# The cross-party release a local message must hold, by its method's rules (a method with
+# local messages): MessageError unless it does.
+CROSS_CHECKS: dict[
+    type[MethodRules], Callable[[PartyMessage, ProtocolConfig, str, Domain], None]
+] = {
+    SecureRules: _no_cross_release,
+    FORules: _grr_rows,
+    FMRules: _fm_sketches,
+}

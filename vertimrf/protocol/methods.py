@@ -1,38 +1,35 @@
 """What each method means to the protocol, in one place per method: its cross-party release
-(the budget's list of releases, the sketch epsilon'), what a local message of it holds, the
-secure product's layout and budget, and what its plan charges and costs.
+(the budget's list of releases), what a local message of it holds, the secure product's
+layout and budget, and what its plan charges and costs.
 
 :func:`rules` gives the :class:`MethodRules` of a config, from the type of its options; the
 party's and the server's per-method code is in :mod:`vertimrf.party.methods` and
-:mod:`vertimrf.server.methods`. Importing this module imports no Numba code. The budget and
-the secure plan import this module, so the rules that use them import them when called.
+:mod:`vertimrf.server.methods`. The rules stand on the budget split
+(:mod:`vertimrf.protocol.budget`) and the secure product's algebra
+(:mod:`vertimrf.protocol.secure`), which know no method; the message formats check a
+message against them. Importing this module imports no Numba code.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-import numpy as np
-
-from vertimrf.errors import MessageError
-from vertimrf.privacy.calibration import sketch_epsilon
+from vertimrf.errors import ConfigError
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import Release
-from vertimrf.privacy.zcdp import pure_to_rho
+from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
+from vertimrf.protocol.buckets import bucket_capacity, check_buckets
+from vertimrf.protocol.budget import ProtocolBudget
+from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.options import (
     FMOptions,
     FOOptions,
     SecureOptions,
     SecurePaperOptions,
 )
-
-if TYPE_CHECKING:
-    from vertimrf.domain import Domain
-    from vertimrf.protocol.budget import ProtocolBudget
-    from vertimrf.protocol.config import ProtocolConfig
-    from vertimrf.protocol.message import PartyMessage
-    from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.secure import SELECT, SecurePlan, feature_width, group_width
 
 # A role's estimated peak memory (bytes) with the domain's sizes replaced (see plan.py).
 PeakFn = Callable[[tuple[int, ...]], int]
@@ -82,8 +79,6 @@ class MethodRules:
         """The fixed releases and the bounds of the run-time ones at ``epsilon``, in the order
         the server's ledger charges them: here every party's local message and the bound of
         its local PrivMRF (when it has one)."""
-        from vertimrf.protocol.budget import ProtocolBudget, expected_releases
-
         fixed: list[Release] = []
         bounds: list[Release] = []
         budget = ProtocolBudget.from_config(config, epsilon=epsilon)
@@ -105,12 +100,6 @@ class MethodRules:
         return "lower the model caps, or raise max_memory_gb"
 
     # ------------------------------------------------------------------ messages
-    def eps_prime(
-        self, config: ProtocolConfig, t: int | None, locenc: float, epsilon: float, rho_enc: float
-    ) -> float:
-        """The sketch epsilon' of ``t`` repetitions (0 for a method without sketches)."""
-        return 0.0
-
     def cross_releases(
         self, config: ProtocolConfig, budget: ProtocolBudget, party: str, d: int
     ) -> list[Release]:
@@ -129,16 +118,6 @@ class MethodRules:
         """Words of a party's cross release with ``d_p`` columns (for the memory plan)."""
         return 0
 
-    def check_message(
-        self, message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
-    ) -> None:
-        """Raise MessageError unless the message's cross release is this method's."""
-        if message.grr is not None or message.sketch is not None:
-            raise MessageError(
-                f"{where}: a secure run's local message holds no GRR rows or sketches (its "
-                "cross-party release is the secure product's)."
-            )
-
 
 class SecureRules(MethodRules):
     """Method "secure", the paper pipeline: local messages without a cross release, then
@@ -154,16 +133,60 @@ class SecureRules(MethodRules):
         epsilon: float | None = None,
         sizes: Sequence[int] | None = None,
     ) -> SecurePlan | None:
-        from vertimrf.protocol.secure import SecurePlan
-
-        return SecurePlan.from_config(config, epsilon=epsilon, sizes=sizes)
+        """The plan of ``config`` (which must give max_rows); ``epsilon`` and ``sizes`` (the
+        domain's) replace the config's, to cost variants."""
+        if config.max_rows is None:
+            raise ConfigError(
+                "method='secure' needs max_rows: a public upper bound on the number of records. "
+                "Every party pads its rows to it, so that message sizes reveal nothing about the "
+                "true count (give e.g. max_rows=50000, or --max-rows on the command line)."
+            )
+        names = config.spec.names
+        index = {c: i for i, c in enumerate(names)}
+        bins = self.plan_bins(config)
+        domain = config.spec.domain.sizes if sizes is None else sizes
+        sizes = tuple(
+            min(int(u), bins[c]) if c in bins else int(u)
+            for c, u in zip(names, domain, strict=True)
+        )
+        attrs, groups, offsets, widths = [], [], [], []
+        for p in config.parties:
+            own = tuple(sorted(index[c] for c in p.columns))
+            cells = [sizes[a] for a in own]
+            attrs.append(own)
+            groups.append(tuple((a,) for a in own))
+            offsets.append(tuple(int(sum(cells[:j])) for j in range(len(own))))
+            widths.append(int(sum(cells)))
+        caps = self.plan_group_caps(config, tuple(widths), domain)
+        buckets = check_buckets(getattr(config.options, "buckets", 1))
+        capacity = bucket_capacity(int(config.max_rows), buckets)
+        epsilon = config.epsilon if epsilon is None else epsilon
+        rho = epsilon_to_rho(epsilon, config.delta)
+        rho_count, rho_select, rho_measure, refine = self.plan_shares(config, epsilon, rho)
+        return SecurePlan(
+            names=tuple(p.name for p in config.parties),
+            sizes=sizes,
+            attrs=tuple(attrs),
+            groups=tuple(groups),
+            offsets=tuple(offsets),
+            widths=tuple(widths),
+            group_caps=caps,
+            rows=buckets * capacity,
+            max_rows=int(config.max_rows),
+            count_party=config.count_party,
+            rho=rho,
+            rho_count=rho_count,
+            rho_select=rho_select,
+            rho_measure=rho_measure,
+            refine_fraction=refine,
+            pipeline=config.pipeline,
+            buckets=buckets,
+        )
 
     def plan_releases(
         self, config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
     ) -> tuple[list[Release], list[Release]]:
         """The local messages' releases and bounds, then the secure product's release."""
-        from vertimrf.protocol.secure import SELECT
-
         fixed, bounds = super().plan_releases(config, epsilon, plan)
         assert plan is not None  # secure_plan gives one
         fixed += plan.releases(SELECT, plan.all_pairs())
@@ -189,8 +212,6 @@ class SecureRules(MethodRules):
     ) -> tuple[float, float, float, float]:
         """The secure product's rho of the count, the first release and the re-measurement,
         and the refine fraction: here only the first release, on the LocEnc share."""
-        from vertimrf.protocol.budget import ProtocolBudget
-
         rho_select = ProtocolBudget.from_config(config, epsilon=epsilon).rho_locenc
         return 0.0, rho_select, 0.0, 0.0
 
@@ -206,8 +227,6 @@ class SecureSelectRules(SecureRules):
         self, config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
     ) -> tuple[list[Release], list[Release]]:
         """The first release; the re-measurement's bound is its share, whatever the request."""
-        from vertimrf.protocol.secure import SELECT
-
         assert plan is not None  # secure_plan gives one
         fixed = list(plan.releases(SELECT, plan.all_pairs()))
         return fixed, [Release("bound", "re-measurement (any request)", plan.rho_measure)]
@@ -218,8 +237,6 @@ class SecureSelectRules(SecureRules):
 
     def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
         """Bin the widest attribute when it alone sets the feature width and binning it fits."""
-        from vertimrf.protocol.secure import feature_width
-
         sizes = tuple(int(u) for u in config.spec.domain.sizes)
         widest = max(range(len(sizes)), key=sizes.__getitem__)
         if feature_width(config) == sizes[widest] > 2:
@@ -249,8 +266,6 @@ class SecureSelectRules(SecureRules):
         self, config: ProtocolConfig, widths: tuple[int, ...], domain: Sequence[int]
     ) -> tuple[int, ...]:
         """What each party's singles leave of the feature width."""
-        from vertimrf.protocol.secure import feature_width, group_width
-
         width = feature_width(config, domain)
         return tuple(group_width(width, k) for k in widths)
 
@@ -265,14 +280,6 @@ class SecureSelectRules(SecureRules):
             rho * s["select"],
             rho * s["measure"],
             float(options.refine_fraction),
-        )
-
-    def check_message(
-        self, message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
-    ) -> None:
-        raise MessageError(
-            f"{where}: the secure select pipeline has no local messages (its parties send "
-            "secure releases)."
         )
 
 
@@ -297,34 +304,11 @@ class FORules(MethodRules):
     def payload_words(self, config: ProtocolConfig, d_p: int, rows: int | None) -> int:
         return d_p * (rows or 0)
 
-    def check_message(
-        self, message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
-    ) -> None:
-        grr = message.grr
-        if grr is None or grr.ndim != 2 or grr.shape[1] != len(message.columns):
-            raise MessageError(f"{where} has no GRR rows of shape (N, {len(message.columns)}).")
-        if ((grr < 0) | (grr >= np.asarray(bin_domain.sizes))).any():
-            raise MessageError(f"{where}, mechanism 'grr': GRR codes outside the binned domain.")
-
 
 class FMRules(MethodRules):
     """Method "fm": the paper's FM sketches, t per attribute (NOT DP)."""
 
     name = "fm"
-
-    def eps_prime(
-        self, config: ProtocolConfig, t: int | None, locenc: float, epsilon: float, rho_enc: float
-    ) -> float:
-        options = config.options
-        assert isinstance(options, FMOptions)
-        t = options.t if t is None else t
-        d = len(config.spec)
-        if options.accounting == "theorem2":
-            # The paper's Theorem 2 on an (epsilon, delta) share of the same fraction.
-            return sketch_epsilon(
-                t, d, epsilon=locenc * epsilon, delta=config.delta, accounting="theorem2"
-            )
-        return sketch_epsilon(t, d, rho=rho_enc)
 
     def cross_releases(
         self, config: ProtocolConfig, budget: ProtocolBudget, party: str, d: int
@@ -356,20 +340,6 @@ class FMRules(MethodRules):
     def payload_words(self, config: ProtocolConfig, d_p: int, rows: int | None) -> int:
         return d_p * self.sketch_rows(config)
 
-    def check_message(
-        self, message: PartyMessage, config: ProtocolConfig, where: str, bin_domain: Domain
-    ) -> None:
-        if message.sketch is None or message.key_fingerprint is None:
-            raise MessageError(f"{where} has no FM sketches or no key fingerprint.")
-        if message.sketch.domain != bin_domain:
-            raise MessageError(
-                f"{where}: sketch domain {message.sketch.domain.sizes} does not match the "
-                f"binned domain {bin_domain.sizes}."
-            )
-        t = self.sketch_rows(config)
-        if message.sketch.t != t:
-            raise MessageError(f"{where} has {message.sketch.t} sketch rows, config t={t}.")
-
 
 RULES: dict[type, MethodRules] = {
     SecureOptions: SecureSelectRules(),
@@ -382,3 +352,73 @@ RULES: dict[type, MethodRules] = {
 def rules(config: ProtocolConfig) -> MethodRules:
     """The protocol rules of ``config``'s method."""
     return RULES[type(config.options)]
+
+
+def secure_plan(
+    config: ProtocolConfig,
+    *,
+    epsilon: float | None = None,
+    sizes: Sequence[int] | None = None,
+) -> SecurePlan:
+    """The secure product's public plan of ``config`` (:class:`SecurePlan`); ConfigError
+    unless its method is "secure". ``epsilon`` and ``sizes`` (the domain's) replace the
+    config's, to cost variants."""
+    plan = rules(config).secure_plan(config, epsilon=epsilon, sizes=sizes)
+    if plan is None:
+        raise ConfigError(f"a secure plan needs method='secure'; got {config.method!r}.")
+    return plan
+
+
+# Mechanism names of a party's releases outside its local PrivMRF.
+COUNT_MECHANISM = "discrete_laplace"
+BINNING_MECHANISM = "discrete_laplace_hist"
+
+
+def expected_releases(
+    config: ProtocolConfig, party: str, *, epsilon: float | None = None
+) -> list[Release]:
+    """Every release ``party`` makes outside its local PrivMRF, with config-derived parameters.
+
+    For method="secure" (the paper pipeline) the cross-party release is the secure
+    product's, charged by :meth:`vertimrf.protocol.secure.SecurePlan.releases`, not here.
+
+    The local PrivMRF's releases are data-dependent in number; their total is
+    ``ProtocolBudget.rho_locmrf_party`` (see :func:`party_rho`). ``epsilon`` overrides the
+    config's (to cost a variant).
+    """
+    budget = ProtocolBudget.from_config(config, epsilon=epsilon)
+    columns = config.party(party).columns
+    out = []
+    if party == config.count_party:
+        eps = budget.count_epsilon
+        out.append(
+            pure_release(
+                COUNT_MECHANISM, eps, 1, party, "noisy record count", sensitivity=1, scale=1 / eps
+            )
+        )
+    binned = set(config.binned_columns())
+    for c in columns:
+        if c in binned:
+            eps = budget.binning_epsilon
+            out.append(
+                pure_release(
+                    BINNING_MECHANISM,
+                    eps,
+                    1,
+                    party,
+                    f"value counts of {c} (for its bin map)",
+                    sensitivity=1,
+                    scale=1 / eps,
+                    cells=config.spec[c].size,
+                )
+            )
+    out += rules(config).cross_releases(config, budget, party, len(columns))
+    return out
+
+
+def party_rho(config: ProtocolConfig, party: str) -> float:
+    """The whole zCDP allowance of ``party``: its releases plus its local PrivMRF."""
+    local = ProtocolBudget.from_config(config).rho_locmrf_party
+    if not config.paper_options().local_mrf:
+        local = 0.0
+    return math.fsum([local, *(r.rho for r in expected_releases(config, party))])

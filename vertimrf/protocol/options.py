@@ -14,8 +14,8 @@ neither an options object nor its config can change after it is made. An unknown
 raises :class:`~vertimrf.errors.ConfigError` naming the close ones.
 
 The flat names of the first config format (``secure_shares``, ``secure_iters``, ``t``, ...)
-stay accepted by :meth:`ProtocolConfig.from_preset` and :meth:`ProtocolConfig.with_changes`;
-:data:`FLAT_NAMES` maps each to its method's field.
+stay accepted by :func:`~vertimrf.protocol.factory.from_preset` and
+:meth:`ProtocolConfig.with_changes`; :data:`FLAT_NAMES` maps each to its method's field.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 from vertimrf.errors import ConfigError
-from vertimrf.privacy.calibration import ACCOUNTING_MODES
+from vertimrf.privacy.calibration import ACCOUNTING_MODES, sketch_epsilon
 from vertimrf.protocol.buckets import check_buckets
 
 # The `default` preset names every setting that changes a run's output (in the flat names),
@@ -325,6 +325,13 @@ class PaperOptions(_Options):
             f"server_iters must be an integer >= 1; got {self.server_iters!r}.",
         )
 
+    def eps_prime(
+        self, t: int | None, d: int, delta: float, locenc: float, epsilon: float, rho_enc: float
+    ) -> float:
+        """The sketch epsilon' of ``t`` repetitions over ``d`` attributes (0 for a method
+        without sketches)."""
+        return 0.0
+
 
 _PAPER_FLAT = {f.name: f.name for f in fields(PaperOptions)}
 
@@ -347,7 +354,7 @@ class FMOptions(PaperOptions):
 
     Attributes (beyond :class:`PaperOptions`'):
         t, gamma, hash: sketch repetitions (an integer; ``t="auto"`` is resolved by
-            :meth:`ProtocolConfig.from_preset`), the geometric base 1 + gamma, and the
+            :func:`~vertimrf.protocol.factory.from_preset`), the geometric base 1 + gamma, and the
             keyed hash ("siphash24", or "xxh64", not a PRF).
         carest: the sketch estimator; accounting: "zcdp" or "theorem2" (the paper's
             Theorem 2 for the sketches' epsilon').
@@ -371,7 +378,7 @@ class FMOptions(PaperOptions):
         _require(
             self.t != "auto",
             "t='auto' is resolved when the config is made, from a public max_rows "
-            "(ProtocolConfig.from_preset(..., t='auto', max_rows=N)).",
+            "(from_preset(..., t='auto', max_rows=N)).",
         )
         _require(_is_int(self.t, 1), f"t must be a positive integer; got {self.t!r}.")
         _require(
@@ -381,6 +388,17 @@ class FMOptions(PaperOptions):
         _choice(self.hash, HASHES, "hash")
         _choice(self.carest, CAREST_METHODS, "carest")
         _choice(self.accounting, ACCOUNTING_MODES, "accounting")
+
+    def eps_prime(
+        self, t: int | None, d: int, delta: float, locenc: float, epsilon: float, rho_enc: float
+    ) -> float:
+        t = self.t if t is None else t
+        if self.accounting == "theorem2":
+            # The paper's Theorem 2 on an (epsilon, delta) share of the same fraction.
+            return sketch_epsilon(
+                t, d, epsilon=locenc * epsilon, delta=delta, accounting="theorem2"
+            )
+        return sketch_epsilon(t, d, rho=rho_enc)
 
 
 @strict_fields()

@@ -52,10 +52,8 @@ import numpy as np
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
-from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
-from vertimrf.protocol.buckets import bucket_capacity, check_buckets
+from vertimrf.privacy.zcdp import pure_to_rho
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import SecureRules, rules
 from vertimrf.protocol.options import SecureOptions
 from vertimrf.protocol.seeds import SERVER
 
@@ -164,7 +162,8 @@ RING_MIN_REQUEST = 10_000
 
 @dataclass(frozen=True)
 class SecurePlan:
-    """The public layout and budget of a secure run.
+    """The public layout and budget of a secure run, made from the config by its method's
+    rules (:func:`vertimrf.protocol.methods.secure_plan`).
 
     ``attrs[p]`` are party p's attribute indices (in spec order), ``groups[p]`` its round-1
     feature groups (its single attributes, in ``attrs`` order), ``offsets[p][g]`` the first
@@ -191,67 +190,6 @@ class SecurePlan:
     refine_fraction: float
     pipeline: str = "select"
     buckets: int = 1
-
-    @classmethod
-    def from_config(
-        cls,
-        config: ProtocolConfig,
-        *,
-        epsilon: float | None = None,
-        sizes: Sequence[int] | None = None,
-    ) -> SecurePlan:
-        """The plan of ``config`` (which must use method="secure" and give max_rows);
-        ``epsilon`` and ``sizes`` (the domain's) replace the config's, to cost variants."""
-        method = rules(config)
-        if not isinstance(method, SecureRules):
-            raise ConfigError(f"a secure plan needs method='secure'; got {config.method!r}.")
-        if config.max_rows is None:
-            raise ConfigError(
-                "method='secure' needs max_rows: a public upper bound on the number of records. "
-                "Every party pads its rows to it, so that message sizes reveal nothing about the "
-                "true count (give e.g. max_rows=50000, or --max-rows on the command line)."
-            )
-        names = config.spec.names
-        index = {c: i for i, c in enumerate(names)}
-        bins = method.plan_bins(config)
-        domain = config.spec.domain.sizes if sizes is None else sizes
-        sizes = tuple(
-            min(int(u), bins[c]) if c in bins else int(u)
-            for c, u in zip(names, domain, strict=True)
-        )
-        attrs, groups, offsets, widths = [], [], [], []
-        for p in config.parties:
-            own = tuple(sorted(index[c] for c in p.columns))
-            cells = [sizes[a] for a in own]
-            attrs.append(own)
-            groups.append(tuple((a,) for a in own))
-            offsets.append(tuple(int(sum(cells[:j])) for j in range(len(own))))
-            widths.append(int(sum(cells)))
-        caps = method.plan_group_caps(config, tuple(widths), domain)
-        buckets = check_buckets(getattr(config.options, "buckets", 1))
-        capacity = bucket_capacity(int(config.max_rows), buckets)
-        epsilon = config.epsilon if epsilon is None else epsilon
-        rho = epsilon_to_rho(epsilon, config.delta)
-        rho_count, rho_select, rho_measure, refine = method.plan_shares(config, epsilon, rho)
-        return cls(
-            names=tuple(p.name for p in config.parties),
-            sizes=sizes,
-            attrs=tuple(attrs),
-            groups=tuple(groups),
-            offsets=tuple(offsets),
-            widths=tuple(widths),
-            group_caps=caps,
-            rows=buckets * capacity,
-            max_rows=int(config.max_rows),
-            count_party=config.count_party,
-            rho=rho,
-            rho_count=rho_count,
-            rho_select=rho_select,
-            rho_measure=rho_measure,
-            refine_fraction=refine,
-            pipeline=config.pipeline,
-            buckets=buckets,
-        )
 
     @property
     def capacity(self) -> int:

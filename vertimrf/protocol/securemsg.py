@@ -13,9 +13,9 @@
 * A **request** is the server's choice of marginals to re-measure: JSON
   ``{"config_hash": ..., "marginals": [[a, b], ...]}`` (public, post-processing of DP values).
 
-Deals are ``.npz`` archives (:func:`~vertimrf.protocol.container.npz_bytes`: no clock in
+Deals are ``.npz`` archives (:func:`~vertimrf.container.npz_bytes`: no clock in
 the bytes) read with ``allow_pickle=False`` (inside authenticated encryption); releases are
-the bounded message container of :mod:`vertimrf.protocol.container`. Nothing here unpickles.
+the bounded message container of :mod:`vertimrf.container`. Nothing here unpickles.
 """
 
 from __future__ import annotations
@@ -31,18 +31,18 @@ from typing import Any
 
 import numpy as np
 
-from vertimrf.crypto.aead import BufferWriter, decrypt_chunks, encrypt_chunks_to
-from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
-from vertimrf.crypto.keys import KeyPair, PublicKey, open_sealed, seal
-from vertimrf.errors import ChannelError, MessageError
-from vertimrf.io import atomic_write_text, read_json
-from vertimrf.protocol.container import (
+from vertimrf.container import (
     Target,
     npz_bytes,
     read_container,
     source_name,
     write_container,
 )
+from vertimrf.crypto.aead import BufferWriter, decrypt_chunks, encrypt_chunks_to
+from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
+from vertimrf.crypto.keys import KeyPair, PublicKey, open_sealed, seal
+from vertimrf.errors import ChannelError, MessageError
+from vertimrf.io import atomic_write_text, read_json
 from vertimrf.protocol.secure import Request, SecurePlan
 
 DIGEST_BYTES = 32

@@ -163,7 +163,7 @@ class FMServer(ServerMethod):
         refuse: Callable[[str, str, str], Exception],
         close: Callable[[object, object], bool],
     ) -> None:
-        from vertimrf.protocol.budget import FM_MECHANISM, expected_releases
+        from vertimrf.protocol.methods import FM_MECHANISM, expected_releases
 
         releases = expected_releases(config, message.party)
         (want,) = [r for r in releases if r.mechanism == FM_MECHANISM]

@@ -27,6 +27,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules
+from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import Request
 from vertimrf.protocol.securemsg import SecureRelease, read_commit
@@ -57,6 +58,7 @@ class Server:
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
+        check_plan(config)
         self.config, self.seed = config, seed
         self._rules = rules(config)
         if keypair is None and self._rules.secure_product:

@@ -19,14 +19,10 @@ from vertimrf.errors import MessageError
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import gaussian_rho
 from vertimrf.protocol.bins import frequency_bins
-from vertimrf.protocol.budget import (
-    BINNING_MECHANISM,
-    COUNT_MECHANISM,
-    ProtocolBudget,
-    expected_releases,
-)
+from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
+from vertimrf.protocol.methods import BINNING_MECHANISM, COUNT_MECHANISM, expected_releases
 from vertimrf.server.methods import server_method
 from vertimrf.synth.privmrf import budget_split as privmrf_budget
 

@@ -51,10 +51,10 @@ from typing import Any
 
 from aiohttp import web
 
+from vertimrf.container import read_container
 from vertimrf.driver.transport import Message
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.container import read_container
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
 from vertimrf.protocol.securemsg import RELEASE_KIND
 from vertimrf.service.rules import CONTAINER_KINDS, COUNT_BYTES, SEALED_KINDS, uploads

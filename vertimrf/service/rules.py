@@ -5,8 +5,8 @@ its peers; ``commit``, ``local``, ``select``, ``cross`` and ``measure`` to the s
 method); the
 server's own messages (``deal``, ``request``, ``group-deal``) are written by the server's
 run, never uploaded. The size limits come from the config's plan
-(:meth:`ProtocolConfig.plan`): a round-1 feature blob is exactly its plan size, a round-2
-one at most its cap's; a release or local message at most everything its sender sends in
+(:func:`~vertimrf.protocol.plan.run_plan`): a round-1 feature blob is exactly its plan size, a
+round-2 one at most its cap's; a release or local message at most everything its sender sends in
 the run, plus 1 MiB of container headers; a count or commit message 1 KiB. The first bytes of a body
 must be its format's (a zip container, or a JSON object for a count): a garbage body is
 refused after its first chunk.
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
+from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES
 from vertimrf.protocol.seeds import SERVER
 
@@ -44,7 +45,7 @@ class Upload:
 
 def uploads(config: ProtocolConfig) -> dict[tuple[str, str, str], Upload]:
     """Every message a party may upload, as (sender, receiver, kind), with its limit."""
-    plan = config.plan()
+    plan = run_plan(config)
     kind = rules(config)
     names = [p.name for p in config.parties]
     out: dict[tuple[str, str, str], Upload] = {}

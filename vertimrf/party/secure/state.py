@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vertimrf.container import read_container, write_container
 from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
@@ -30,8 +31,8 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import derive_key
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.container import read_container, write_container
-from vertimrf.protocol.secure import SELECT, SecurePlan
+from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.secure import SELECT
 
 STATE_KIND = "vertimrf-secure-party-state"
 
@@ -73,7 +74,7 @@ class PartyState:
     ) -> None:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
-        self.plan = SecurePlan.from_config(config)
+        self.plan = secure_plan(config)
         self.name, self.config = name, config
         self.index = self.plan.party_index(name)
         if keypair.name != name:

@@ -20,11 +20,11 @@ from typing import TypeVar
 
 import numpy as np
 
+from vertimrf.container import read_container, write_container
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.errors import MessageError
 from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.container import read_container, write_container
 from vertimrf.protocol.secure import MEASURE, SELECT, Marginal, Request
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.server.binning import BinChoice, choose_bins

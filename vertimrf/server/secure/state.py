@@ -21,7 +21,8 @@ from vertimrf.errors import MessageError
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.secure import BinMaps, Marginal, Request, SecurePlan
+from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.secure import BinMaps, Marginal, Request
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice
@@ -50,7 +51,7 @@ class ServerState:
         self.config = config
         # The server's own secret: its deal and its noise derive from it (see _randomness).
         self._secret = os.urandom(32) if keypair is None else keypair.local_secret()
-        self.plan = SecurePlan.from_config(config)
+        self.plan = secure_plan(config)
         self.options = server_strategy(config).search_options(config)
         self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
         self.seed = seed

@@ -1,7 +1,7 @@
 """A fitted PrivMRF as a file: its MRF, decoder, measurements, graph, options and report.
 
 The file is the library's checksummed, pickle-free container; the MRF inside it is stored
-as :mod:`vertimrf.mrf.store` stores one, so a loaded fit samples like the saved one.
+as :mod:`vertimrf.mrf.model` stores one, so a loaded fit samples like the saved one.
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from typing import Any
 
 import networkx as nx
 
+from vertimrf.container import read_container, write_container
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.estimation import Measurement
 from vertimrf.mrf.junction_tree import DEFAULT_MAX_CELLS, ModelSize
-from vertimrf.mrf.model import MarkovRandomField
-from vertimrf.mrf.store import POTENTIALS, mrf_from_state, mrf_state
+from vertimrf.mrf.model import POTENTIALS, MarkovRandomField, mrf_from_state, mrf_state
 from vertimrf.privacy.ledger import Release
-from vertimrf.protocol.container import read_container, write_container
 from vertimrf.synth.fitted import Decoder, decoder_from_meta, decoder_meta
 from vertimrf.synth.privmrf.budget_split import BudgetSplit
 from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
