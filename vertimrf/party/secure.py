@@ -40,6 +40,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import zip_longest
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -257,6 +258,13 @@ class SecureParty:
     def _columns(self, r0: int, r1: int) -> np.ndarray:
         """The one-hot columns of this party's singles in padded rows r0:r1 (-1: padding)."""
         return self.aligned().columns(r0, r1, self._offsets)
+
+    def keep_aligned(self, folder: str | os.PathLike) -> None:
+        """Keep this party's aligned records in ``folder`` (its private state for the run)
+        when its table is held outside memory (:meth:`HeldTable.keep`), so that a later
+        process of the run reads them back instead of aligning the table again."""
+        if isinstance(self._table, HeldTable):
+            self._table.keep(Path(folder))
 
     def aligned(self) -> Aligned:
         """This party's records in the common row order (aligned on first use; the input
