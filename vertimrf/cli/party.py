@@ -34,8 +34,8 @@ def party_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--state-dir",
         default=None,
-        help="this party's private state for the run: its step record, a copy of what it sent "
-        "and its shares (default: $XDG_STATE_HOME/vertimrf/NAME, else "
+        help="this party's private state for the run: its step record, a copy of what it sent, "
+        "its shares and its aligned table (default: $XDG_STATE_HOME/vertimrf/NAME, else "
         "~/.local/state/vertimrf/NAME, as `party run`)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")

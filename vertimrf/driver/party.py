@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from vertimrf.driver import codec
 from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
-from vertimrf.driver.state import PartyState
+from vertimrf.driver.state import PartyState, run_folder
 from vertimrf.driver.transport import Message, Outgoing, Payload, Streamed, Transport
 from vertimrf.errors import ConfigError
 from vertimrf.party.roles import Party
@@ -63,11 +63,11 @@ class PartyDriver(RoleDriver):
         self._peers = [q for q in self._names if q != self.name]
         secure = rules(cfg).secure_product
         self._plan = secure_plan(cfg) if secure else None
-        self.state = (
-            None
-            if state_dir is None
-            else PartyState(state_dir, self.name, self._hash, party.data_digest())
-        )
+        self.state: PartyState | None = None
+        if state_dir is not None:
+            if party.secure is not None:  # aligned once per run, kept in the state
+                party.secure.keep_aligned(run_folder(state_dir, self._hash) / "aligned")
+            self.state = PartyState(state_dir, self.name, self._hash, party.data_digest())
         self._steps = self._make_steps()
         self._computed: set[str] = set()  # the steps run in this process (not resent)
 

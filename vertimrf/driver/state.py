@@ -1,6 +1,8 @@
 """A party's private state for one run, in one folder: the step record (each step done,
-with the digest of every message it sent), a copy of what it sent, and the secure
-product's shares. A step re-run resends the recorded bytes and spends nothing new.
+with the digest of every message it sent), a copy of what it sent, the secure product's
+shares and, for a table in a file, its aligned records (``aligned/``, kept by
+:mod:`vertimrf.party.kept_aligned`). A step re-run resends the recorded bytes and spends
+nothing new.
 
 The folder is ``state_dir/<first 16 hex digits of the config hash>``; its record names the
 party and a digest of its data, and a state of another party or data set is refused.
@@ -39,6 +41,11 @@ def default_state_dir(role: str) -> Path:
     return Path(base) / "vertimrf" / role
 
 
+def run_folder(state_dir: str | os.PathLike, config_hash: str) -> Path:
+    """The folder of a party's private state for the run ``config_hash`` in ``state_dir``."""
+    return Path(state_dir) / config_hash[:16]
+
+
 class _Hashing:
     """A binary ``write`` to ``fh`` that hashes and counts what passes."""
 
@@ -58,7 +65,7 @@ class PartyState:
     def __init__(
         self, state_dir: str | os.PathLike, party: str, config_hash: str, data_digest: str
     ) -> None:
-        self.folder = Path(state_dir) / config_hash[:16]
+        self.folder = run_folder(state_dir, config_hash)
         self._record = self.folder / "steps.json"
         self._head = {
             "format": STATE_FORMAT,

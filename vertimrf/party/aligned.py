@@ -20,6 +20,7 @@ import hashlib
 import hmac
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -230,3 +231,8 @@ class HeldTable(ABC):
     @abstractmethod
     def align(self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan) -> Aligned:
         """The records in the common row order (ConfigError past max_rows)."""
+
+    @abstractmethod
+    def keep(self, folder: Path) -> None:
+        """Keep the aligned records in ``folder`` (the party's private state for the run),
+        for a later process of the run to read back instead of aligning them again."""

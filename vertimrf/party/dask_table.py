@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -90,6 +91,10 @@ class DaskTable(HeldTable):
             raise ConfigError(f"party {name!r}: the table on Dask lacks the columns {missing}.")
         self._name, self._id_column = name, id_column
         return self
+
+    def keep(self, folder: Path) -> None:
+        """Nothing: the aligned records stay on the cluster, and a new process aligns them
+        there again (keeping them would bring them through the party's process)."""
 
     def align(
         self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan

@@ -17,7 +17,8 @@ no more than a part; so is a file whose batches do not settle how pandas reads i
 column of mixed types, say), as :func:`~vertimrf.party.table_input.read_party_table` reads it. The
 temporary files (about n (d + 24) bytes for n records of d columns) go to ``temp_dir`` (by
 default the system's, ``TMPDIR``), readable by this user only, and are removed when the
-aligned table is let go or the process ends.
+aligned table is let go or the process ends. Given a folder of the party's state
+(:meth:`FileTable.keep`), the aligned records are kept there for the run's later processes.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from vertimrf.party.aligned import (
     record_set_key,
     repeated_prf,
 )
+from vertimrf.party.kept_aligned import binding, keep_aligned, load_kept, source_digest
 from vertimrf.party.registers import keyed_prf
 from vertimrf.party.table_input import (
     BATCH_ROWS,
@@ -92,6 +94,7 @@ class FileTable(HeldTable):
         self.path, self.batch_rows, self.part_rows = path, batch_rows, part_rows
         self.temp_dir = temp_dir
         self._name, self._id_column = "", ""
+        self._keep: Path | None = None
 
     def check(self, name: str, spec: DomainSpec, id_column: str) -> FileTable:
         """This table as party ``name``'s over ``spec``: DomainError or ConfigError unless the
@@ -100,10 +103,30 @@ class FileTable(HeldTable):
         self._name, self._id_column = name, id_column
         return self
 
+    def keep(self, folder: Path) -> None:
+        """Keep the aligned records in ``folder``: :meth:`align` then reads back those an
+        earlier process kept there for the same run, secret, party and file bytes, else
+        aligns the table and keeps its records (:mod:`vertimrf.party.kept_aligned`)."""
+        self._keep = folder
+
     def align(self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan) -> Aligned:
         """The records in the common row order (ConfigError past max_rows; RecordIDError
-        for a repeated ID). When the public max_rows fits one part, the table is read and
-        aligned in memory: that holds no more than a part."""
+        for a repeated ID), read back from the folder given to :meth:`keep` if kept there."""
+        if self._keep is None:
+            return self._aligned(spec, secret, context, plan)
+        source = source_digest(self.path)
+        bound = binding(secret, context, self._name, self._id_column, source)
+        kept = load_kept(self._keep, bound, spec)
+        if kept is None:
+            aligned = self._aligned(spec, secret, context, plan)
+            kept = keep_aligned(aligned, self._keep, bound, spec, plan.rows)
+        return kept
+
+    def _aligned(
+        self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan
+    ) -> Aligned:
+        """The records aligned from the file. When the public max_rows fits one part, the
+        table is read and aligned in memory: that holds no more than a part."""
         if plan.max_rows > self.part_rows:
             folder = tempfile.TemporaryDirectory(prefix="vertimrf-rows-", dir=self.temp_dir)
             try:

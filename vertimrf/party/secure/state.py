@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,13 @@ class PartyState:
             if m.n_bins != self.plan.sizes[self.config.spec.names.index(c)]:
                 raise ConfigError(f"the bin map of {c!r} has {m.n_bins} bins, not the plan's.")
         return got
+
+    def keep_aligned(self, folder: str | os.PathLike) -> None:
+        """Keep this party's aligned records in ``folder`` (its private state for the run)
+        when its table is held outside memory (:meth:`HeldTable.keep`), so that a later
+        process of the run reads them back instead of aligning the table again."""
+        if isinstance(self._table, HeldTable):
+            self._table.keep(Path(folder))
 
     def aligned(self) -> Aligned:
         """This party's records in the common row order (aligned on first use; the input
