@@ -10,10 +10,10 @@ import stat
 import numpy as np
 import pandas as pd
 import pytest
-from vertimrf.protocol.channels import KeyPair
 
 import vertimrf.party.aligned
 import vertimrf.party.file_table
+from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.driver.party import PartyDriver
 from vertimrf.driver.state import run_folder
@@ -24,8 +24,8 @@ from vertimrf.party.file_table import FileTable
 from vertimrf.party.kept_aligned import KeptAligned
 from vertimrf.party.roles import Party
 from vertimrf.party.table_input import read_party_table
-from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol import from_preset
+from vertimrf.protocol.methods import secure_plan
 
 SECRET = bytes(range(32))
 SIZES = {"a0": 4, "a1": 3, "b0": 5, "c0": 3}
@@ -49,7 +49,7 @@ def alignments(monkeypatch):
 
 
 def _config(max_rows):
-    return ProtocolConfig.from_preset(
+    return from_preset(
         "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
         method="secure", max_rows=max_rows, secure_buckets=4,
     )  # fmt: skip
@@ -86,7 +86,7 @@ def test_a_second_step_reads_the_kept_records_and_aligns_nothing(tmp_path, align
     commitment = second.party.commit()
     assert alignments[0] == 0 and isinstance(aligned, KeptAligned)
     assert commitment == first.party.commit()
-    plan, spec = SecurePlan.from_config(cfg), cfg.spec.subset(["a0", "a1"])
+    plan, spec = secure_plan(cfg), cfg.spec.subset(["a0", "a1"])
     table, fingerprints = read_party_table(path, spec, "id", party="A")
     memory = AlignedTable(
         table.codes, fingerprints, SECRET, cfg.run_context(), plan.buckets, plan.capacity,
