@@ -26,8 +26,8 @@ from vertimrf.cli import secret as cli_secret
 from vertimrf.domain import ColumnSpec, DomainSpec, SmallTableWarning, TableEncoder
 from vertimrf.driver.server_state import ServerState
 from vertimrf.driver.state import PartyState
-from vertimrf.driver.transport import Message
 from vertimrf.errors import DomainError
+from vertimrf.protocol.schedule import Message
 from vertimrf.server import PaperServer as Server
 
 ALICE = ["0", "2"]

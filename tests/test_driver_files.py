@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from vertimrf.driver.files import FileTransport
-from vertimrf.driver.transport import Message
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError
+from vertimrf.protocol.schedule import Message
 
 A_TO_B = Message("A", "B", "blob")
 A_TO_C = Message("A", "C", "blob")

@@ -28,8 +28,8 @@ from tests.test_service import (
     _wait,
 )
 from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes, waiting_on
-from vertimrf.driver.transport import Message
 from vertimrf.protocol.channels import KeyPair
+from vertimrf.protocol.schedule import Message
 from vertimrf.service.rules import uploads
 
 # The steps the select pipeline's report times, the server's and the parties'.

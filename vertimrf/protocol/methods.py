@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from vertimrf.errors import MessageError
+from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.calibration import sketch_epsilon
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import Release
@@ -25,6 +25,7 @@ from vertimrf.protocol.options import (
     FOOptions,
     SecureOptions,
     SecurePaperOptions,
+    options_class,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class MethodRules:
     product, and its plan is the paper pipeline's (methods fo and fm)."""
 
     name: ClassVar[str]
+    label: ClassVar[str]  # the method and, for "secure", its pipeline: its schedule's name
     # The method's steps: a local message (release_count, release), the secure product
     # (a key pair per role, the deal, features and a secure release), the select step
     # (the server's selection and the parties' re-measurement).
@@ -104,6 +106,11 @@ class MethodRules:
         largest with the domain's sizes replaced)."""
         return "lower the model caps, or raise max_memory_gb"
 
+    def summary(self, config: ProtocolConfig) -> str:
+        """The config's size settings, in words (``vertimrf config``'s line)."""
+        rows = f", max_rows {config.max_rows}" if config.max_rows else ""
+        return f"pipeline {config.pipeline}{rows}"
+
     # ------------------------------------------------------------------ messages
     def eps_prime(
         self, config: ProtocolConfig, t: int | None, locenc: float, epsilon: float, rho_enc: float
@@ -145,6 +152,7 @@ class SecureRules(MethodRules):
     the secure product of the binned cross pairs (one feature group per attribute)."""
 
     name = "secure"
+    label = "secure/paper"
     secure_product = True
 
     def secure_plan(
@@ -199,6 +207,7 @@ class SecureSelectRules(SecureRules):
     """Method "secure", the select pipeline: no local messages at all; the secure product
     releases every 2-way marginal and the count, then re-measures what the server selects."""
 
+    label = "secure/select"
     local_message = False
     selects = True
 
@@ -245,6 +254,17 @@ class SecureSelectRules(SecureRules):
     def plan_bins(self, config: ProtocolConfig) -> dict[str, int]:
         return {}
 
+    def summary(self, config: ProtocolConfig) -> str:
+        from vertimrf.protocol.secure import feature_width
+
+        options = config.secure_options()
+        width = options.feature_width
+        cap = f" ({feature_width(config)})" if width == "auto" else ""
+        return (
+            f"max_rows {config.max_rows}, feature width {width}{cap}, pipeline select, "
+            f"binning {options.binning}, buckets {options.buckets}"
+        )
+
     def plan_group_caps(
         self, config: ProtocolConfig, widths: tuple[int, ...], domain: Sequence[int]
     ) -> tuple[int, ...]:
@@ -279,7 +299,7 @@ class SecureSelectRules(SecureRules):
 class FORules(MethodRules):
     """Method "fo": GRR rows of the binned columns, one row per noisy-count record."""
 
-    name = "fo"
+    name = label = "fo"
 
     def cross_releases(
         self, config: ProtocolConfig, budget: ProtocolBudget, party: str, d: int
@@ -310,7 +330,7 @@ class FORules(MethodRules):
 class FMRules(MethodRules):
     """Method "fm": the paper's FM sketches, t per attribute (NOT DP)."""
 
-    name = "fm"
+    name = label = "fm"
 
     def eps_prime(
         self, config: ProtocolConfig, t: int | None, locenc: float, epsilon: float, rho_enc: float
@@ -353,6 +373,9 @@ class FMRules(MethodRules):
         assert isinstance(config.options, FMOptions)
         return config.options.t
 
+    def summary(self, config: ProtocolConfig) -> str:
+        return f"t {self.sketch_rows(config)}"
+
     def payload_words(self, config: ProtocolConfig, d_p: int, rows: int | None) -> int:
         return d_p * self.sketch_rows(config)
 
@@ -382,3 +405,17 @@ RULES: dict[type, MethodRules] = {
 def rules(config: ProtocolConfig) -> MethodRules:
     """The protocol rules of ``config``'s method."""
     return RULES[type(config.options)]
+
+
+def rules_of(method: object, pipeline: object = None) -> MethodRules:
+    """The protocol rules of ``method`` (and, for "secure", ``pipeline``), by name."""
+    return RULES[options_class(method, pipeline)]
+
+
+def fm_options(config: ProtocolConfig, what: str) -> FMOptions:
+    """The options of ``config``, of method "fm"; ConfigError for another method
+    (``what`` names the setting asked for)."""
+    options = config.options
+    if not isinstance(options, FMOptions):
+        raise ConfigError(f"{what} of method 'fm'; the config's method is {config.method!r}.")
+    return options
