@@ -27,7 +27,7 @@ from vertimrf.server.secure import SecureServer
 
 HASH = "ab" * 32
 DEAL = Message("server", "A", "deal")
-SELECT = Message("A", "server", "select")
+SELECT = Message("A", "server", "release")
 
 
 # ------------------------------------------------------------------ the database
@@ -43,7 +43,7 @@ def test_a_step_is_recorded_whole_or_not_at_all(tmp_path):
             "CREATE TRIGGER fail BEFORE INSERT ON messages WHEN NEW.kind = 'request' "
             "BEGIN SELECT RAISE(ABORT, 'disk gone'); END"
         )
-    request = Message("server", "A", "request")
+    request = Message("server", "A", "select")
     with pytest.raises(sqlite3.IntegrityError, match="disk gone"):
         state.record("select", {SELECT: b"first"}, {request: b"req"}, secure_state=b"s")
     state.close()
@@ -99,7 +99,7 @@ def test_a_restarted_server_resends_its_steps_and_does_not_recompute(
         )
 
     first = server()
-    run_in_process([first, *run.parties], before="fit")
+    run_in_process([first, *run.parties], before="synthesize")
     steps = ["deal", "select"] if pipeline == "select" else ["deal"]
     assert first.done == steps
     calls = {"deal": 0, "select": 0}
@@ -114,7 +114,7 @@ def test_a_restarted_server_resends_its_steps_and_does_not_recompute(
     again = server()
     run_in_process([again])
     assert calls == {"deal": 0, "select": 0}
-    assert again.done == [*steps, "fit"]
+    assert again.done == [*steps, "synthesize"]
     assert again.sent_bytes == first.sent_bytes > 0  # the recorded bytes, resent
     want, report = simulate(df, config=cfg, seed=SEED, secret=SECRET)
     model = again.fitted()

@@ -36,9 +36,9 @@ def party_args(p: argparse.ArgumentParser) -> None:
     force_arg(p)
 
 
-def own_key_args(p: argparse.ArgumentParser, why: str) -> None:
-    """--keys (required; ``why`` says what derives from it) and --peers (optional)."""
-    p.add_argument("--keys", required=True, help=f"this party's NAME.key ({why})")
+def own_key_args(p: argparse.ArgumentParser, why: str, required: bool = True) -> None:
+    """--keys (``why`` says what derives from it) and --peers (optional)."""
+    p.add_argument("--keys", required=required, help=f"this party's NAME.key ({why})")
     p.add_argument(
         "--peers", nargs="+", default=None, help="the peers' public keys (unless pinned)"
     )
@@ -79,7 +79,7 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         "nothing new.",
     )
     party_args(loc)
-    own_key_args(loc, "its noise derives from it")
+    own_key_args(loc, "its noise derives from it; needed unless --seed", required=False)
     loc.add_argument("--out", required=True, help="local message file to write")
     loc.add_argument(
         "--count-from",

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from vertimrf.driver import codec
-from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
+from vertimrf.driver.role import Body, Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.state import PartyState
 from vertimrf.driver.transport import Outgoing, Payload, Streamed, Transport
 from vertimrf.errors import ConfigError
@@ -70,7 +70,7 @@ class PartyDriver(RoleDriver):
 
     def _make_steps(self) -> tuple[Step, ...]:
         schedule, me = self._schedule, self.name
-        bodies = {  # each step by the kind it sends, whose name it shares
+        bodies: dict[str, Body] = {  # each step by the kind it sends, whose name it shares
             Kind.LOCAL: self._local,
             Kind.COMMIT: self._commit,
             Kind.FEATURES: self._features,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
@@ -46,8 +46,8 @@ ZIP_MAGIC = b"PK\x03\x04"
 JSON_MAGIC = b"{"
 
 
-class Kind(StrEnum):
-    """Every message kind, each named after the step that sends it."""
+class Kind(str, Enum):
+    """Every message kind, each named after the step that sends it (a str: its name)."""
 
     LOCAL = "local"  # a party's local message, to the server
     LOCAL_COUNT = "local-count"  # the count party's noisy count, to its peers
@@ -59,6 +59,12 @@ class Kind(StrEnum):
     SELECT_DEAL = "select-deal"  # the server's sealed round-2 deal, to each party
     GROUPS = "groups"  # a party's sealed round-2 groups, to each peer
     MEASURE = "measure"  # a party's re-measurement, to the server
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
 
 
 # Sealed by their sender for their receiver (AES-GCM; the receiver checks the seal when it

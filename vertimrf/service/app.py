@@ -75,7 +75,7 @@ POLL = 0.05
 MAX_REPORT = 4000  # bytes of a party's failure report
 MAX_NAME = 100  # characters of a role or kind: <sender>.<kind> fits a 255-byte file name
 # The container each message kind holds (its manifest's kind).
-CONTAINER_FORMATS = {
+CONTAINER_FORMATS: dict[str, str] = {
     Kind.LOCAL: LOCAL_CONTAINER,
     Kind.RELEASE: RELEASE_KIND,
     Kind.MEASURE: RELEASE_KIND,
