@@ -276,5 +276,5 @@ def test_run_step_runs_one_named_step_or_names_the_steps(tmp_path):
     assert all(transport.receive(Message("server", n, "deal")) for n in PARTIES)
     with pytest.raises(MissingMessageError):
         transport.receive(Message("server", "A", "select"))
-    with pytest.raises(ConfigError, match=r"no step 'measure'.*\['deal', 'select', 'fit'\]"):
+    with pytest.raises(ConfigError, match=r"no step 'measure'.*\['deal', 'select', 'synthesize'\]"):
         server.run_step("measure")

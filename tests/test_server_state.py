@@ -40,7 +40,7 @@ def test_a_step_is_recorded_whole_or_not_at_all(tmp_path):
     state.record("deal", {}, {DEAL: b"sealed"})
     with sqlite3.connect(tmp_path / FILE_NAME) as db:
         db.execute(
-            "CREATE TRIGGER fail BEFORE INSERT ON messages WHEN NEW.kind = 'request' "
+            "CREATE TRIGGER fail BEFORE INSERT ON messages WHEN NEW.kind = 'select' "
             "BEGIN SELECT RAISE(ABORT, 'disk gone'); END"
         )
     request = Message("server", "A", "select")
@@ -161,7 +161,7 @@ def test_a_server_killed_after_its_deal_and_after_its_request_resumes_the_run(tm
         procs[0].send_signal(signal.SIGKILL)
         assert procs[0].wait(timeout=60) == -signal.SIGKILL
         procs[0] = start(server)
-        _wait_for(tmp_path / "mail" / "A" / "server.request", procs[0])
+        _wait_for(tmp_path / "mail" / "A" / "server.select", procs[0])
         procs[0].send_signal(signal.SIGKILL)
         assert procs[0].wait(timeout=60) == -signal.SIGKILL
         assert not (tmp_path / "synth.csv").exists()  # killed mid-run

@@ -215,7 +215,7 @@ def test_a_server_killed_mid_run_resumes_on_its_state_folder(tmp_path):
     listen = ["--listen", f"127.0.0.1:{_free_port()}"]
     server, url = _server(tmp_path, "--out", "synth.csv", "--exit-when-done", *listen)
     parties = [_party(tmp_path, n, url) for n in PARTIES]
-    request = tmp_path / "server-state" / "messages" / "A" / "server.request"
+    request = tmp_path / "server-state" / "messages" / "A" / "server.select"
     try:
         _wait(request.exists, server, "the select request")
         _kill(server)

@@ -77,7 +77,9 @@ def cmd_config(args: argparse.Namespace) -> int:
         "method": args.method,
     }
     method = args.method or PRESETS[args.preset]["method"]
-    cls = options_class(method, args.pipeline)  # refuses --pipeline but for method secure
+    if args.pipeline is not None and "secure_pipeline" not in options_class(method).SELECT:
+        raise ConfigError(f"--pipeline is not an option of method {method!r}.")
+    cls = options_class(method, args.pipeline)
     flags = {"--feature-width": "secure_feature_width", "--binning": "secure_binning",
              "--buckets": "secure_buckets", "--t": "t"}  # fmt: skip
     for flag, name in flags.items():

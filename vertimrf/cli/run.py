@@ -379,7 +379,7 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
     run = ssub.add_parser(
         "run",
         help="run all of the server's steps and write the synthetic table",
-        description="Run every step of the server (deal, select, fit, as the method has), "
+        description="Run every step of the server (deal, select, synthesize, as the method has), "
         "then write the synthetic table (CSV or Parquet) and the report and print their "
         "paths. With --listen it is "
         "an HTTPS service (mutual TLS with the identities the config pins) that relays the "
