@@ -388,7 +388,7 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
         (release_a("bad/missing.vmrf", "--blobs", "bad/empty"), "bad/missing.vmrf",
          "no such file (the features from B to A)"),
         (release_a("bad/renamed.vmrf", "--blobs", "bad/renamed"), "bad/renamed.vmrf",
-         "bytes, not the"),
+         "is more than any features of this run"),  # the schedule's limit: B's planned size
         (release_a("bad/replayed.vmrf", "--blobs", "bad/replayed"), "bad/replayed.vmrf",
          "not from this peer for this run"),
         (["party", "features", *_party_args("A", TWO), "--deal", "B/B.deal",

@@ -64,6 +64,7 @@ def test_one_schedule_per_method_and_every_step_names_its_kind():
                 assert named, step
                 assert all(s.kind.startswith(step.name) for s in step.sends), step
         assert run.STEPS[-1].name == SYNTHESIZE and run.STEPS[-1].server
+        assert set(run.kinds) == {m.kind for m in run.messages()}
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
