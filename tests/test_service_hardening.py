@@ -125,7 +125,7 @@ def test_a_container_of_another_kind_or_party_is_refused_before_it_is_stored(ser
     _one_line_400(_put(a, url, run, "A/server/release", _release("B", run)), "not A's")
     local = io.BytesIO()
     write_container(local, LOCAL_CONTAINER, {"party": "A", "config_hash": run}, {})
-    _one_line_400(_put(a, url, run, "A/server/release", local.getvalue()), "not a select")
+    _one_line_400(_put(a, url, run, "A/server/release", local.getvalue()), "not a release")
     assert _put(a, url, run, "A/server/release", _release("A", "0" * 64)).status_code == 409
     assert not [r for r in _held(tmp_path) if r[2] == "release"]
     assert not list((tmp_path / "server-state" / "messages" / ".partial").iterdir())

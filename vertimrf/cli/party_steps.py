@@ -116,7 +116,7 @@ def _step(
     written = [p for p in outputs.values() if p is not None]
     check_outputs(args, written, [*party_inputs(args), list(inputs.values())], make_dirs=make_dirs)
     sources: dict[Message, PathLike | bytes] = dict(inputs)
-    if run.step(step).reads == (Kind.LOCAL_COUNT,):
+    if Kind.LOCAL_COUNT in run.step(step).reads:  # from the count party's local message
         from vertimrf.driver.files import count_input
 
         sources.update(count_input(name, args.count_from, cfg))
