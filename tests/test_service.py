@@ -380,14 +380,14 @@ def test_oversized_and_garbage_uploads_are_refused_before_they_are_buffered(fo_s
         f"X-Content-SHA256: {digest}\r\n\r\n"
     ).encode()
     answer = _raw(cfg, keys, url, head)
-    assert answer.startswith("HTTP/1.1 413") and "1,024 a count may hold" in answer
+    assert answer.startswith("HTTP/1.1 413") and "1,024 a local-count may hold" in answer
     a = _session(cfg, keys)
     streamed = a.put(
         f"{url}{path}", data=iter([b"{}"]), headers={"X-Content-SHA256": digest}
     )  # a generator body goes chunked: no length
     assert streamed.status_code == 411
     garbage = _put(a, url, run, "A/B/local-count", b"garbage" * 100)
-    assert garbage.status_code == 400 and "not a count message" in garbage.json()["error"]
+    assert garbage.status_code == 400 and "not a local-count message" in garbage.json()["error"]
     assert _put(a, url, run, "A/B/local-count", b"{not json}").status_code == 400
     assert _held(tmp_path) == []
     store = tmp_path / "server-state" / "messages"
