@@ -5,8 +5,9 @@ secure product's layout and budget, and what its plan charges and costs.
 :func:`rules` gives the :class:`MethodRules` of a config, from the type of its options; the
 party's and the server's per-method code is in :mod:`vertimrf.party.methods` and
 :mod:`vertimrf.server.methods`, and each method's schedule (its ``label``'s) in
-:mod:`vertimrf.protocol.schedule`. What a caller asks of a method, it asks here. Importing this module imports no Numba code. The budget and
-the secure plan import this module, so the rules that use them import them when called.
+:mod:`vertimrf.protocol.schedule`. What a caller asks of a method, it asks here. Importing
+this module imports no Numba code. The budget and the secure plan import this module, so the
+rules that use them import them when called.
 """
 
 from __future__ import annotations
