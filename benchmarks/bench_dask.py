@@ -37,7 +37,7 @@ from bench_secure_cli import PARTY_STEPS, make_data, secure_steps, setup, steppe
 from vertimrf.io import atomic_write_text  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-MESSAGES = ("*.deal", "*.group-deal", "*.blob", "*.group-blob", "*.vmrf", "request.json")
+MESSAGES = ("*.deal", "*.select-deal", "*.features", "*.groups", "*.vmrf", "request.json")
 FILES = 8
 SAMPLE = ("--sample-seed", "0")  # the synthetic rows' sampling (post-processing) seeded
 

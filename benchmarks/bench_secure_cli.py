@@ -200,26 +200,26 @@ def secure_steps(
     for n in names:
         for q in names:
             if q != n:
-                relay(root / n / f"{n}-to-{q}.blob", root / q)
+                relay(root / n / f"{n}-to-{q}.features", root / q)
     for n in names:
         step(n, "party release", ["party", "release", *party_options(n), "--blobs", n,
                                   "--out", f"{n}/{n}.select.vmrf"])  # fmt: skip
     step("S", "server select", ["server", "select", "--config", "config.json", "--releases",
                                 *[f"{n}/{n}.select.vmrf" for n in names], "--out",
                                 "S/request.json", "--keys", *[f"S/{n}.pub" for n in names],
-                                "--group-deals", "S", "--state", "S/server.state",
+                                "--select-deals", "S", "--state", "S/server.state",
                                 "--server-key", "S/server.key", "--quiet"])  # fmt: skip
-    round2 = {n: ["--request", f"{n}/request.json", "--group-deal", f"{n}/{n}.group-deal"]
+    round2 = {n: ["--request", f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal"]
               for n in names}  # fmt: skip
     for n in names:
         relay(root / "S" / "request.json", root / n)
-        relay(root / "S" / f"{n}.group-deal", root / n)
+        relay(root / "S" / f"{n}.select-deal", root / n)
         step(n, "party groups", ["party", "groups", *party_options(n), *round2[n],
                                  "--out-dir", n])  # fmt: skip
     for n in names:
         for q in names:
             if q != n:
-                relay(root / n / f"{n}-to-{q}.group-blob", root / q)
+                relay(root / n / f"{n}-to-{q}.groups", root / q)
     for n in names:
         step(n, "party measure", ["party", "measure", *party_options(n), *round2[n],
                                   "--blobs", n, "--out", f"{n}/{n}.measure.vmrf"])  # fmt: skip
@@ -268,8 +268,8 @@ def message_bytes(root: Path) -> dict[str, dict[str, int]]:
     """Bytes each party sends: its feature blobs of both rounds and its two releases."""
     out = {}
     for n in PARTIES:
-        blobs = sum(p.stat().st_size for p in (root / n).glob(f"{n}-to-*.blob"))
-        groups = sum(p.stat().st_size for p in (root / n).glob(f"{n}-to-*.group-blob"))
+        blobs = sum(p.stat().st_size for p in (root / n).glob(f"{n}-to-*.features"))
+        groups = sum(p.stat().st_size for p in (root / n).glob(f"{n}-to-*.groups"))
         select = (root / n / f"{n}.select.vmrf").stat().st_size
         measure = (root / n / f"{n}.measure.vmrf").stat().st_size
         out[n] = {"blobs": blobs, "group_blobs": groups, "select": select, "measure": measure}

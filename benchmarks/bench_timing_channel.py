@@ -132,8 +132,8 @@ def one_run(root: Path, n: int, tag: str) -> list[dict]:
         data = ["--data", f"data/{n}/{name}.csv", "--state-dir", str(run / f"{name}-state")]
         return party_command(name, [*data, *extra])
 
-    round2 = {q: ["--request", str(mail / "request.json"), "--group-deal",
-                  str(mail / f"{q}.group-deal")] for q in names()}  # fmt: skip
+    round2 = {q: ["--request", str(mail / "request.json"), "--select-deal",
+                  str(mail / f"{q}.select-deal")] for q in names()}  # fmt: skip
     for q in names():
         step(q, "features", ["party", "features", *party(q, ["--out-dir", str(mail)])])
     for q in names():
@@ -149,7 +149,7 @@ def one_run(root: Path, n: int, tag: str) -> list[dict]:
     step("S", "select", ["server", "select", "--config", "config.json", "--releases",
                          *[str(mail / f"{q}.select.vmrf") for q in names()],
                          "--out", str(mail / "request.json"),
-                         "--keys", *[f"S/{q}.pub" for q in names()], "--group-deals", str(mail),
+                         "--keys", *[f"S/{q}.pub" for q in names()], "--select-deals", str(mail),
                          "--state-dir", str(run / "server-state"),
                          "--server-key", "S/server.key", "--quiet"])  # fmt: skip
     for q in names():

@@ -58,7 +58,7 @@ def test_roles_run_as_separate_processes(tmp_path, method):
         ],
         [
             "party",
-            "release",
+            "local",
             "--config",
             "config.json",
             "--party",
@@ -77,7 +77,7 @@ def test_roles_run_as_separate_processes(tmp_path, method):
         ],
         [
             "party",
-            "release",
+            "local",
             "--config",
             "config.json",
             "--party",
@@ -261,7 +261,7 @@ def test_every_unreadable_input_is_a_one_line_error(tmp_path):
             **over,
         }
         flat = [x for kv in args.items() for x in kv]
-        return _run("party", "release", "--party", "a", "--id-column", "rid", *flat,
+        return _run("party", "local", "--party", "a", "--id-column", "rid", *flat,
                     "--out", "m.vmrf", "--quiet", cwd=tmp_path)  # fmt: skip
 
     cases = [
@@ -330,7 +330,7 @@ def test_every_unreadable_input_is_a_one_line_error(tmp_path):
         ["demo"],
         ["secret"],
         ["config"],
-        ["party", "release"],
+        ["party", "local"],
         ["server", "synthesize"],
         ["evaluate"],
         ["spec"],

@@ -103,7 +103,13 @@ def test_a_party_rerun_resends_its_bytes_and_another_data_file_is_refused(three_
     drawn); A with other data in the same run is refused before it sends anything."""
     root = three_party_run["root"]
     sent = {p: p.read_bytes() for p in (root / "mail").glob("*/A.*")}
-    assert {p.name for p in sent} == {"A.commit", "A.blob", "A.group-blob", "A.select", "A.measure"}
+    assert {p.name for p in sent} == {
+        "A.commit",
+        "A.features",
+        "A.groups",
+        "A.release",
+        "A.measure",
+    }
     [(code, _, err)] = _finish([_vertimrf(root, *_party("A"))])
     assert code == 0, err
     assert {p: p.read_bytes() for p in (root / "mail").glob("*/A.*")} == sent

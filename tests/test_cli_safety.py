@@ -26,8 +26,8 @@ from vertimrf.cli import secret as cli_secret
 from vertimrf.domain import ColumnSpec, DomainSpec, SmallTableWarning, TableEncoder
 from vertimrf.driver.server_state import ServerState
 from vertimrf.driver.state import PartyState
-from vertimrf.driver.transport import Message
 from vertimrf.errors import DomainError
+from vertimrf.protocol.schedule import Message
 from vertimrf.server import PaperServer as Server
 
 ALICE = ["0", "2"]
@@ -55,9 +55,9 @@ def _one_line_error(code: int, capsys, pattern: str) -> str:
 
 
 def _release(name: str, *extra: str) -> list[str]:
-    """``party release`` of method fo for ``name`` (bob takes alice's noisy count)."""
+    """``party local`` of method fo for ``name`` (bob takes alice's noisy count)."""
     count = ["--count-from", "alice.vmrf"] if name == "bob" else []
-    return ["party", "release", "--config", "c.json", "--party", name, "--data", f"{name}.csv",
+    return ["party", "local", "--config", "c.json", "--party", name, "--data", f"{name}.csv",
             "--id-column", "rid", "--secret", "s.hex", "--seed", "1", "--quiet", *count,
             *extra]  # fmt: skip
 
@@ -230,7 +230,7 @@ def test_no_output_lands_in_a_party_state_folder_even_with_force(run, capsys, mo
     line, nothing written, even with --force."""
     monkeypatch.setenv("XDG_STATE_HOME", str(run / "xdg"))
     bob = PartyState(run / "bob-state", "bob", "cd" * 32, "digest")
-    kept = bob.record("features", {Message("bob", "alice", "blob"): b"kept blob"})
+    kept = bob.record("features", {Message("bob", "alice", "features"): b"kept blob"})
     copy = next(iter(kept.values())).path.relative_to(run)
     (run / "to-bob").symlink_to(run / "bob-state")
     capsys.readouterr()

@@ -32,7 +32,7 @@ SERVER_KEY = ("--server-key", "S/server.key")
 
 
 # `server select` of the two-party run: the parties' keys and the round-2 deals' folder.
-SELECT_ARGS = ["--keys", "S/A.pub", "S/B.pub", "--group-deals", "S/round2"]
+SELECT_ARGS = ["--keys", "S/A.pub", "S/B.pub", "--select-deals", "S/round2"]
 
 
 def _command(*args: str) -> list[str]:
@@ -154,7 +154,7 @@ def _relay_blobs(root: Path, names: list[str]) -> None:
     for n in names:
         for q in names:
             if q != n:
-                shutil.copy(root / n / f"{n}-to-{q}.blob", root / q)
+                shutil.copy(root / n / f"{n}-to-{q}.features", root / q)
 
 
 def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
@@ -169,20 +169,20 @@ def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
     selects = [f"{n}/{n}.select.vmrf" for n in names]
     keys = ["--keys", *(f"S/{n}.pub" for n in names)]
     _ok([["server", "select", "--config", "config.json", *keys, "--releases", *selects, "--out",
-          "S/request.json", "--group-deals", "S", "--state", "S/server.state", "--seed", SEED,
+          "S/request.json", "--select-deals", "S", "--state", "S/server.state", "--seed", SEED,
           *SERVER_KEY]], root)  # fmt: skip
     for n in names:
         shutil.copy(root / "S" / "request.json", root / n)
-        shutil.copy(root / "S" / f"{n}.group-deal", root / n)
+        shutil.copy(root / "S" / f"{n}.select-deal", root / n)
     _ok([["party", "groups", *_party_args(n, parties), "--out-dir", n, "--request",
-          f"{n}/request.json", "--group-deal", f"{n}/{n}.group-deal"] for n in names],
+          f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal"] for n in names],
         root)  # fmt: skip
     for n in names:
         for q in names:
             if q != n:
-                shutil.copy(root / n / f"{n}-to-{q}.group-blob", root / q)
+                shutil.copy(root / n / f"{n}-to-{q}.groups", root / q)
     _ok([["party", "measure", *_party_args(n, parties), "--blobs", n,
-          "--request", f"{n}/request.json", "--group-deal", f"{n}/{n}.group-deal",
+          "--request", f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal",
           "--out", f"{n}/{n}.measure.vmrf"] for n in names], root)  # fmt: skip
     measures = [f"{n}/{n}.measure.vmrf" for n in names]
     _ok([["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
@@ -273,7 +273,7 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     state = _state(tmp_path, "B")
     steps = json.loads((state / "steps.json").read_text())
     assert steps["config_hash"] == config.config_hash()
-    assert set(steps["steps"]) == {"release", "commit", "features", "cross release"}
+    assert set(steps["steps"]) == {"local", "commit", "features", "release"}
     assert not (state / "secure.state.vmrf").exists()  # no measure step, so no shares kept
     # A second `party local` spends nothing new: it writes the recorded message again.
     base = ["--config", "config.json", "--name", "B", "--data", "B/B.csv", "--secret",
@@ -287,10 +287,10 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     ).read_bytes()
     for cmd, pattern in (
         (["party", "measure", *_party_args("B", TWO), "--request", "x.json", "--out", "B/m"],
-         "a step of the select pipeline"),
+         "not a step of method secure/paper"),
         (["server", "select", "--config", "config.json", *SELECT_ARGS, "--releases",
           "B/B.cross.vmrf",
-          "--out", "S/r.json", "--state", "S/s", *SERVER_KEY], "a step of the select pipeline"),
+          "--out", "S/r.json", "--state", "S/s", *SERVER_KEY], "not a step of method secure/paper"),
     ):  # fmt: skip
         proc = subprocess.run(_command(*cmd), cwd=tmp_path, capture_output=True, text=True)
         _one_line_error(proc, pattern)
@@ -338,7 +338,7 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     (bad / "renamed").mkdir()
     (bad / "replayed").mkdir()
     # A's own blob for B, renamed as if it came from B.
-    shutil.copy(root / "A" / "A-to-B.blob", bad / "renamed" / "B-to-A.blob")
+    shutil.copy(root / "A" / "A-to-B.features", bad / "renamed" / "B-to-A.features")
     # B's blob for A of another run with the same keys (another config: another nonce).
     config = load_config(root / "config.json")
     plan = secure_plan(config)
@@ -346,10 +346,10 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     key = pairwise_key(
         KeyPair.load(root / "B" / "B.key"), PublicKey.load(root / "B" / "A.pub"), other
     )
-    digest = (root / "A" / "B-to-A.blob").read_bytes()[:32]
+    digest = (root / "A" / "B-to-A.features").read_bytes()[:32]
     words = np.zeros((plan.rows, plan.widths[1]), plan.word)
     replayed = seal_features(key, words, other, "B", "A", digest, word_bytes=plan.word_bytes)
-    (bad / "replayed" / "B-to-A.blob").write_bytes(replayed)
+    (bad / "replayed" / "B-to-A.features").write_bytes(replayed)
     # Copies of A's state after features only, and after release (for measure).
     features_only = _copy_state(root, "A", "bad/fstate", {"commit", "features"})
     released = _copy_state(root, "A", "bad/rstate", {"commit", "features", "release", "groups"})
@@ -372,8 +372,8 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
                 "--state-dir", features_only, *override]  # fmt: skip
 
     measure_a = ["party", "measure", *_party_args("A", TWO), "--state-dir", released,
-                 "--request", "bad/request.json", "--blobs", "A", "--group-deal",
-                 "A/A.group-deal", "--out", "bad/m.vmrf"]  # fmt: skip
+                 "--request", "bad/request.json", "--blobs", "A", "--select-deal",
+                 "A/A.select-deal", "--out", "bad/m.vmrf"]  # fmt: skip
     corrected = "a corrected table needs a new config"  # the deal was made for other data
     cases = [
         (["party", "features", *_party_args("A", TWO), *short, "--out-dir", "bad/short",
@@ -386,9 +386,9 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
         (release_a("bad/first.vmrf", "--state-dir", "bad/none"), "bad/first.vmrf",
          "records no 'features' step of party 'A' in this run"),
         (release_a("bad/missing.vmrf", "--blobs", "bad/empty"), "bad/missing.vmrf",
-         "no such file (the blob from B to A)"),
+         "no such file (the features from B to A)"),
         (release_a("bad/renamed.vmrf", "--blobs", "bad/renamed"), "bad/renamed.vmrf",
-         "bytes, not the"),
+         "is more than any features of this run"),  # the schedule's limit: B's planned size
         (release_a("bad/replayed.vmrf", "--blobs", "bad/replayed"), "bad/replayed.vmrf",
          "not from this peer for this run"),
         (["party", "features", *_party_args("A", TWO), "--deal", "B/B.deal",
@@ -462,7 +462,7 @@ def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
             kept.write_bytes(bytes(raw))
     done = _run_all(
         [["party", "measure", *_party_args("A", TWO), "--request", "A/request.json",
-          "--blobs", "A", "--group-deal", "A/A.group-deal",
+          "--blobs", "A", "--select-deal", "A/A.select-deal",
           "--state-dir", f"{folder}-state", "--out", f"{folder}.m.vmrf"] for folder in cases],
         root,
     )  # fmt: skip
@@ -484,7 +484,7 @@ def test_a_second_release_writes_the_recorded_bytes_and_spends_nothing(two):
     assert again == (root / "A" / "A.select.vmrf").read_bytes()
     assert (_state(root, "A") / "steps.json").read_bytes() == before
     steps = json.loads(before)["steps"]
-    assert list(steps).count("release") == 1 and set(steps["release"]) == {"server.select"}
+    assert list(steps).count("release") == 1 and set(steps["release"]) == {"server.release"}
 
 
 @pytest.mark.slow
@@ -507,7 +507,7 @@ def test_features_and_release_rerun_in_a_fresh_folder_write_identical_bytes(two)
     and a second release spends nothing new. Another data file with the same deal is
     refused with the run's one line (the deal was made for A's commitment)."""
     root = two["root"]
-    inputs = ["A/A.csv", "A/A.key", "A/A.secret", "A/A.deal", "A/B.pub", "A/B-to-A.blob"]
+    inputs = ["A/A.csv", "A/A.key", "A/A.secret", "A/A.deal", "A/B.pub", "A/B-to-A.features"]
     runs = {}
     for run in ("fresh1", "fresh2", "other"):
         (root / run).mkdir()
@@ -526,11 +526,11 @@ def test_features_and_release_rerun_in_a_fresh_folder_write_identical_bytes(two)
         if run == "other":
             (proc,) = _run_all([["party", "features", *args, "--out-dir", run]], root)
             _one_line_error(proc, "this run has released; a corrected table needs a new config")
-            assert not (root / run / "A-to-B.blob").exists()
+            assert not (root / run / "A-to-B.features").exists()
             continue
         _ok([["party", "features", *args, "--out-dir", run]], root)
         _ok([["party", "release", *args, "--blobs", run, "--out", f"{run}/A.select.vmrf"]], root)
-        runs[run] = {f: (root / run / f).read_bytes() for f in ("A-to-B.blob", "A.select.vmrf")}
+        runs[run] = {f: (root / run / f).read_bytes() for f in ("A-to-B.features", "A.select.vmrf")}
     assert runs["fresh1"] == runs["fresh2"]
     assert (root / "fresh2" / "A.select.vmrf").read_bytes() != (
         root / "A" / "A.select.vmrf"

@@ -91,9 +91,9 @@ def run_in_folder(cfg: ProtocolConfig, data: dict, folder: Path) -> Path:
 
 def _sigma(cfg: ProtocolConfig, plan: SecurePlan, mail: Path, name: str, kind: str) -> float:
     """The sigma the plan charges for ``name``'s ``kind`` release in the run of ``mail``."""
-    if kind == "select":
+    if kind == "release":
         return plan.sigma(SELECT, len(plan.all_pairs()))
-    data = (mail / name / "server.request").read_bytes()
+    data = (mail / name / "server.select").read_bytes()
     request = codec.read_request(data, plan, cfg.config_hash())
     return plan.sigma(MEASURE, len(request.marginals))
 
@@ -105,7 +105,7 @@ def assert_fresh_noise(cfg: ProtocolConfig, first: Path, second: Path) -> None:
     the bound adds 5% for the corrected cells and the sampling."""
     plan = secure_plan(cfg)
     for name in plan.names:
-        for kind in ("select", "measure"):
+        for kind in ("release", "measure"):
             one = SecureRelease.load(first / "server" / f"{name}.{kind}", plan)
             two = SecureRelease.load(second / "server" / f"{name}.{kind}", plan)
             sigmas = {_sigma(cfg, plan, mail, name, kind) for mail in (first, second)}
@@ -133,7 +133,7 @@ def assert_no_single_changed_row(cfg: ProtocolConfig, first: Path, second: Path)
     shape = (plan.rows, plan.widths[0])
     opened = [
         open_features(
-            key, (mail / "B" / "A.blob").read_bytes(), ctx, "A", "B", shape,
+            key, (mail / "B" / "A.features").read_bytes(), ctx, "A", "B", shape,
             word=plan.word, word_bytes=plan.word_bytes,
         )[0]
         for mail in (first, second)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from vertimrf.driver.files import FileTransport
-from vertimrf.driver.transport import Message
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError
+from vertimrf.protocol.schedule import Message
 
-A_TO_B = Message("A", "B", "blob")
-A_TO_C = Message("A", "C", "blob")
+A_TO_B = Message("A", "B", "features")
+A_TO_C = Message("A", "C", "features")
 DEAL = Message("server", "A", "deal")
 
 
@@ -54,9 +54,9 @@ def test_inputs_are_read_from_their_files_bounded_and_named_when_missing(tmp_pat
     assert transport.receive(A_TO_B) == b"given"
     with pytest.raises(MessageError, match="5 bytes is more than any deal of this run"):
         transport.receive(DEAL)
-    with pytest.raises(MissingMessageError, match="no file for the blob from A to C"):
+    with pytest.raises(MissingMessageError, match="no file for the features from A to C"):
         transport.receive(A_TO_C)
     with pytest.raises(MissingMessageError, match="no such file"):
         FileTransport({DEAL: tmp_path / "none"}, {}).receive(DEAL)
-    with pytest.raises(ConfigError, match="no output file for the blob from A to B"):
+    with pytest.raises(ConfigError, match="no output file for the features from A to B"):
         FileTransport({}, {}).send(A_TO_B, b"")

@@ -28,7 +28,7 @@ from vertimrf.protocol import from_preset
 from vertimrf.protocol.plan import BASE_BYTES, run_plan
 from vertimrf.service.client import HttpTransport
 
-BLOB = Message("B", "A", "blob")
+BLOB = Message("B", "A", "features")
 DEAL = Message("server", "A", "deal")
 
 
@@ -94,7 +94,7 @@ def test_a_large_download_is_spooled_checked_and_mapped_again_without_the_networ
         transport._read(DEAL, _Response(b"deal", hashlib.sha256(b"other").hexdigest()))
     got = transport._read(BLOB, _Response(body, "0" * 64))  # a blob's digest is not checked
     assert isinstance(got, memoryview) and got == body
-    assert (spool / "B.A.blob").read_bytes() == body
+    assert (spool / "B.A.features").read_bytes() == body
     assert transport.receive(BLOB) == body  # from the spool: no request made
     with pytest.raises(ServiceError, match="connection refused for 0.2 s"):
         transport.receive(DEAL)
@@ -158,8 +158,8 @@ def test_the_features_step_seals_one_blob_at_a_time_and_sends_the_kept_copies(tm
     assert 2 * blob < peak <= model < 3 * peak
     assert party.state is not None
     for peer in ("B", "C"):
-        kept = (party.state.folder / "sent" / f"{peer}.blob").read_bytes()
-        assert len(kept) == blob and (mail / peer / "A.blob").read_bytes() == kept
+        kept = (party.state.folder / "sent" / f"{peer}.features").read_bytes()
+        assert len(kept) == blob and (mail / peer / "A.features").read_bytes() == kept
 
 
 class _Session:

@@ -325,7 +325,7 @@ def test_a_party_cut_off_mid_upload_is_one_log_line_in_the_log_file(tmp_path):
     host, port = url.removeprefix("https://").split(":")
     planned = run_plan(cfg).blob_bytes["A"]
     head = (
-        f"PUT /v1/runs/{cfg.config_hash()}/messages/A/B/blob HTTP/1.1\r\nHost: {host}\r\n"
+        f"PUT /v1/runs/{cfg.config_hash()}/messages/A/B/features HTTP/1.1\r\nHost: {host}\r\n"
         f"Content-Length: {planned}\r\nX-Content-SHA256: {'0' * 64}\r\n\r\n"
     ).encode()
     context = client_context(cfg, KeyPair.load(tmp_path / "A.key"))
@@ -344,7 +344,7 @@ def test_a_party_cut_off_mid_upload_is_one_log_line_in_the_log_file(tmp_path):
     assert "Traceback" not in text + err, text + err
     dropped = [line for line in text.splitlines() if "dropped" in line]
     assert len(dropped) == 1 and re.fullmatch(
-        r"\d{4}-\d\d-\d\d [\d:,]+ INFO dropped the blob from A to B: its connection closed "
+        r"\d{4}-\d\d-\d\d [\d:,]+ INFO dropped the features from A to B: its connection closed "
         rf"after [\d,]+ of {planned:,} bytes",
         dropped[0],
     ), text

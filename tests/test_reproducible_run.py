@@ -1,5 +1,5 @@
 """One config pins a run: ``simulate(df, config=cfg, seed=s, secret=b)`` and the command-line
-roles (config, party release per party, server synthesize, all with --seed s and the secret
+roles (config, party local per party, server synthesize, all with --seed s and the secret
 file holding b) write byte-identical synthetic CSVs."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_simulate_and_the_roles_write_the_same_bytes(tmp_path, method):
          "--method", method, *extra, "--out", "config.json", cwd=tmp_path)  # fmt: skip
     for name in PARTIES:
         count = ["--count-from", "alice.vmrf"] if name != "alice" else []
-        _run("party", "release", "--config", "config.json", "--party", name, "--data",
+        _run("party", "local", "--config", "config.json", "--party", name, "--data",
              f"{name}.csv", "--id-column", "rid", "--secret-file", "secret.hex", "--seed", SEED,
              "--out", f"{name}.vmrf", "--quiet", *count, cwd=tmp_path)  # fmt: skip
     _run("server", "synthesize", "alice.vmrf", "bob.vmrf", "--config", "config.json",

@@ -132,10 +132,12 @@ def test_no_public_value_is_read_off_the_data(tmp_path):
         out.mkdir()
         _, report = simulate(df, spec, [["a", "b"], ["c", "d"]], 1.0, 1e-6, seed=5,
                              message_dir=out)  # fmt: skip
-        selects = {p: (out / "server" / f"{p}.select").stat().st_size for p in ("party0", "party1")}
+        selects = {
+            p: (out / "server" / f"{p}.release").stat().st_size for p in ("party0", "party1")
+        }
         measures = {p: (out / "server" / f"{p}.measure").stat().st_size for p in selects}
         blobs = {p: report.message_bytes[p] - selects[p] - measures[p] for p in selects}
-        loaded = [SecureRelease.load(out / "server" / f"{p}.select", plan) for p in selects]
+        loaded = [SecureRelease.load(out / "server" / f"{p}.release", plan) for p in selects]
         shapes = [
             sorted((str(k), v.shape) for k, v in [*r.within.items(), *r.cross.items()])
             for r in loaded

@@ -56,14 +56,15 @@ def _run_parts(frame: pd.DataFrame, cfg: ProtocolConfig, seed: int):
         for i, p in enumerate(cfg.parties)
     }
     run = local_run(data, cfg, SECRET, seed=seed)
-    run.run(before="fit")  # every step but the server's last
+    run.run(before="synthesize")  # every step but the server's last
     inbox = run.server.transport
     server = SecureServer(cfg, seed=seed)
     messages = {
         n: codec.read_message(inbox.receive(Message(n, "server", "local")), cfg) for n in SIZES
     }
     releases = [
-        codec.read_release(inbox.receive(Message(n, "server", "cross")), server.plan) for n in SIZES
+        codec.read_release(inbox.receive(Message(n, "server", "release")), server.plan)
+        for n in SIZES
     ]
     return messages, releases, server
 

@@ -237,7 +237,7 @@ def _driven_features(tmp_path, rows: int, *, state: bool) -> tuple[int, int]:
     finally:
         tracemalloc.stop()
     blob = run_plan(cfg).blob_bytes["P0"]
-    assert (where / "mail" / "P1" / "P0.blob").stat().st_size == blob
+    assert (where / "mail" / "P1" / "P0.features").stat().st_size == blob
     return peak, blob
 
 

@@ -27,7 +27,7 @@ from vertimrf.server.secure import SecureServer
 
 HASH = "ab" * 32
 DEAL = Message("server", "A", "deal")
-SELECT = Message("A", "server", "select")
+SELECT = Message("A", "server", "release")
 
 
 # ------------------------------------------------------------------ the database
@@ -40,10 +40,10 @@ def test_a_step_is_recorded_whole_or_not_at_all(tmp_path):
     state.record("deal", {}, {DEAL: b"sealed"})
     with sqlite3.connect(tmp_path / FILE_NAME) as db:
         db.execute(
-            "CREATE TRIGGER fail BEFORE INSERT ON messages WHEN NEW.kind = 'request' "
+            "CREATE TRIGGER fail BEFORE INSERT ON messages WHEN NEW.kind = 'select' "
             "BEGIN SELECT RAISE(ABORT, 'disk gone'); END"
         )
-    request = Message("server", "A", "request")
+    request = Message("server", "A", "select")
     with pytest.raises(sqlite3.IntegrityError, match="disk gone"):
         state.record("select", {SELECT: b"first"}, {request: b"req"}, secure_state=b"s")
     state.close()
@@ -99,7 +99,7 @@ def test_a_restarted_server_resends_its_steps_and_does_not_recompute(
         )
 
     first = server()
-    run_in_process([first, *run.parties], before="fit")
+    run_in_process([first, *run.parties], before="synthesize")
     steps = ["deal", "select"] if pipeline == "select" else ["deal"]
     assert first.done == steps
     calls = {"deal": 0, "select": 0}
@@ -114,7 +114,7 @@ def test_a_restarted_server_resends_its_steps_and_does_not_recompute(
     again = server()
     run_in_process([again])
     assert calls == {"deal": 0, "select": 0}
-    assert again.done == [*steps, "fit"]
+    assert again.done == [*steps, "synthesize"]
     assert again.sent_bytes == first.sent_bytes > 0  # the recorded bytes, resent
     want, report = simulate(df, config=cfg, seed=SEED, secret=SECRET)
     model = again.fitted()
@@ -161,7 +161,7 @@ def test_a_server_killed_after_its_deal_and_after_its_request_resumes_the_run(tm
         procs[0].send_signal(signal.SIGKILL)
         assert procs[0].wait(timeout=60) == -signal.SIGKILL
         procs[0] = start(server)
-        _wait_for(tmp_path / "mail" / "A" / "server.request", procs[0])
+        _wait_for(tmp_path / "mail" / "A" / "server.select", procs[0])
         procs[0].send_signal(signal.SIGKILL)
         assert procs[0].wait(timeout=60) == -signal.SIGKILL
         assert not (tmp_path / "synth.csv").exists()  # killed mid-run

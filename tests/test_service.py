@@ -171,7 +171,7 @@ def test_a_party_killed_mid_upload_resumes_and_releases_once(tmp_path):
     cfg = _pinned(tmp_path, df, spec)
     server, url = _server(tmp_path, "--out", "synth.csv", "--exit-when-done")
     others = [_party(tmp_path, n, url) for n in ("B", "C")]
-    stalled = _party(tmp_path, "A", url, env={STALL_ENV: "select"})
+    stalled = _party(tmp_path, "A", url, env={STALL_ENV: "release"})
     partial = tmp_path / "server-state" / "messages" / ".partial"
     record = tmp_path / "state-A" / cfg.config_hash()[:16] / "steps.json"
 
@@ -181,21 +181,21 @@ def test_a_party_killed_mid_upload_resumes_and_releases_once(tmp_path):
         if not record.exists() or "release" not in json.loads(record.read_text())["steps"]:
             return False
         held = {row[:3] for row in _held(tmp_path)}
-        others_done = {(n, "server", "select") for n in ("B", "C")} <= held
+        others_done = {(n, "server", "release") for n in ("B", "C")} <= held
         return others_done and any(p.stat().st_size > 0 for p in partial.iterdir())
 
     try:
         _wait(mid_upload, stalled, "A's stalled upload")
         steps = json.loads(record.read_text())["steps"]
         _kill(stalled)
-        assert ("A", "server", "select") not in [row[:3] for row in _held(tmp_path)]
-        digest = steps["release"]["server.select"]
+        assert ("A", "server", "release") not in [row[:3] for row in _held(tmp_path)]
+        digest = steps["release"]["server.release"]
         _finish([server, *others, _party(tmp_path, "A", url)])
     finally:
         for proc in [server, stalled, *others]:
             proc.kill()
-    selects = [row for row in _held(tmp_path) if row[:3] == ("A", "server", "select")]
-    assert selects == [("A", "server", "select", digest)]
+    selects = [row for row in _held(tmp_path) if row[:3] == ("A", "server", "release")]
+    assert selects == [("A", "server", "release", digest)]
     assert not list(partial.iterdir())
     want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
     assert (tmp_path / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
@@ -216,7 +216,7 @@ def test_a_server_killed_mid_run_resumes_on_its_state_folder(tmp_path):
     listen = ["--listen", f"127.0.0.1:{_free_port()}"]
     server, url = _server(tmp_path, "--out", "synth.csv", "--exit-when-done", *listen)
     parties = [_party(tmp_path, n, url) for n in PARTIES]
-    request = tmp_path / "server-state" / "messages" / "A" / "server.request"
+    request = tmp_path / "server-state" / "messages" / "A" / "server.select"
     try:
         _wait(request.exists, server, "the select request")
         _kill(server)
@@ -313,27 +313,29 @@ def test_strangers_impostors_replays_and_other_runs_are_refused(fo_service):
     a = _session(cfg, KeyPair.load(tmp_path / "A.key"))
     b = _session(cfg, KeyPair.load(tmp_path / "B.key"))
     count = _count(run, 41)
-    assert _put(b, url, run, "A/B/count", count).status_code == 403  # B posing as A
-    assert _put(a, url, run, "A/B/count", count).status_code == 201
-    assert _put(a, url, run, "A/B/count", count).status_code == 200  # the same bytes: resent
-    replay = _put(a, url, run, "A/B/count", _count(run, 40))
+    assert _put(b, url, run, "A/B/local-count", count).status_code == 403  # B posing as A
+    assert _put(a, url, run, "A/B/local-count", count).status_code == 201
+    assert _put(a, url, run, "A/B/local-count", count).status_code == 200  # the same bytes: resent
+    replay = _put(a, url, run, "A/B/local-count", _count(run, 40))
     assert replay.status_code == 409 and "other bytes" in replay.json()["error"]
-    assert _put(a, url, run, "A/C/count", _count("0" * 64, 41)).status_code == 409  # other run
-    assert _put(a, url, "0" * 64, "A/C/count", count).status_code == 404
+    assert (
+        _put(a, url, run, "A/C/local-count", _count("0" * 64, 41)).status_code == 409
+    )  # other run
+    assert _put(a, url, "0" * 64, "A/C/local-count", count).status_code == 404
     assert _put(a, url, run, "A/server/deal", count).status_code == 400  # never A's
     assert _put(a, url, run, "A/C/..", count).status_code in (400, 404)
-    assert a.get(f"{url}/v1/runs/{run}/messages/A/B/count").status_code == 403  # B's mail
-    got = b.get(f"{url}/v1/runs/{run}/messages/A/B/count", params={"wait": "1"})
+    assert a.get(f"{url}/v1/runs/{run}/messages/A/B/local-count").status_code == 403  # B's mail
+    got = b.get(f"{url}/v1/runs/{run}/messages/A/B/local-count", params={"wait": "1"})
     assert got.status_code == 200 and got.content == count
     assert got.headers["X-Content-SHA256"] == hashlib.sha256(count).hexdigest()
-    assert b.get(f"{url}/v1/runs/{run}/messages/A/C/count").status_code == 403
+    assert b.get(f"{url}/v1/runs/{run}/messages/A/C/local-count").status_code == 403
     stranger = KeyPair.generate("A")  # A's name, a key the config does not pin
     with pytest.raises(KeyMaterialError, match="not the one this config pins"):
         client_context(cfg, stranger)
     forged = _stranger_session(cfg, stranger)
     with pytest.raises(requests.exceptions.ConnectionError):
-        forged.put(f"{url}/v1/runs/{run}/messages/A/C/count", data=count)
-    assert [r[:3] for r in _held(tmp_path)] == [("A", "B", "count")]
+        forged.put(f"{url}/v1/runs/{run}/messages/A/C/local-count", data=count)
+    assert [r[:3] for r in _held(tmp_path)] == [("A", "B", "local-count")]
 
 
 def _stranger_session(cfg: ProtocolConfig, stranger: KeyPair) -> requests.Session:
@@ -372,22 +374,22 @@ def test_oversized_and_garbage_uploads_are_refused_before_they_are_buffered(fo_s
     tmp_path, url, cfg = fo_service
     run = cfg.config_hash()
     keys = KeyPair.load(tmp_path / "A.key")
-    path = f"/v1/runs/{run}/messages/A/B/count"
+    path = f"/v1/runs/{run}/messages/A/B/local-count"
     digest = "0" * 64
     head = (
         f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {10**10}\r\n"
         f"X-Content-SHA256: {digest}\r\n\r\n"
     ).encode()
     answer = _raw(cfg, keys, url, head)
-    assert answer.startswith("HTTP/1.1 413") and "1,024 a count may hold" in answer
+    assert answer.startswith("HTTP/1.1 413") and "1,024 a local-count may hold" in answer
     a = _session(cfg, keys)
     streamed = a.put(
         f"{url}{path}", data=iter([b"{}"]), headers={"X-Content-SHA256": digest}
     )  # a generator body goes chunked: no length
     assert streamed.status_code == 411
-    garbage = _put(a, url, run, "A/B/count", b"garbage" * 100)
-    assert garbage.status_code == 400 and "not a count message" in garbage.json()["error"]
-    assert _put(a, url, run, "A/B/count", b"{not json}").status_code == 400
+    garbage = _put(a, url, run, "A/B/local-count", b"garbage" * 100)
+    assert garbage.status_code == 400 and "not a local-count message" in garbage.json()["error"]
+    assert _put(a, url, run, "A/B/local-count", b"{not json}").status_code == 400
     assert _held(tmp_path) == []
     store = tmp_path / "server-state" / "messages"
     assert [p for p in store.rglob("*") if p.is_file()] == []

@@ -66,7 +66,7 @@ def test_a_wait_that_is_not_a_number_of_seconds_from_0_is_refused(service):
     """wait=nan kept the long-poll polling for ever; nan, inf, -1 and a word are 400."""
     tmp_path, url, cfg = service
     b = _session(cfg, _keys(tmp_path, "B"))
-    route = f"{url}/v1/runs/{cfg.config_hash()}/messages/A/B/blob"
+    route = f"{url}/v1/runs/{cfg.config_hash()}/messages/A/B/features"
     for wait in ("nan", "inf", "-inf", "-1", "soon"):
         _one_line_400(b.get(route, params={"wait": wait}, timeout=10), "number of seconds")
     assert b.get(route, params={"wait": "0.1"}, timeout=10).status_code == 204
@@ -81,10 +81,14 @@ def test_over_long_names_are_refused_with_a_400(service):
     a, b = (_session(cfg, _keys(tmp_path, n)) for n in "AB")
     long = "k" * 5000
     base = f"{url}/v1/runs/{run}/messages"
-    for session, route in [(b, f"A/B/{long}"), (b, f"{long}/B/blob"), (a, f"A/{long}/blob")]:
+    for session, route in [
+        (b, f"A/B/{long}"),
+        (b, f"{long}/B/features"),
+        (a, f"A/{long}/features"),
+    ]:
         _one_line_400(session.get(f"{base}/{route}", timeout=10), "over 100 characters")
     _one_line_400(_put(a, url, run, f"A/B/{long}", b"x"), "over 100 characters")
-    _one_line_400(_put(a, url, run, f"{long}/B/blob", b"x"), "over 100 characters")
+    _one_line_400(_put(a, url, run, f"{long}/B/features", b"x"), "over 100 characters")
     huge = b.get(f"{base}/A/B/{'k' * 9000}", timeout=10)
     assert huge.status_code == 400 and "Traceback" not in huge.text
     assert {row[2] for row in _held(tmp_path)} <= {"deal"}  # the server's own, no upload
@@ -97,13 +101,13 @@ def test_a_blob_of_another_length_is_refused_and_the_right_one_is_then_stored(se
     run = cfg.config_hash()
     a = _session(cfg, _keys(tmp_path, "A"))
     planned = run_plan(cfg).blob_bytes["A"]
-    _one_line_400(_put(a, url, run, "A/B/blob", os.urandom(100)), f"exactly {planned:,}")
-    assert _put(a, url, run, "A/B/blob", os.urandom(planned + 1)).status_code == 413
-    assert not [r for r in _held(tmp_path) if r[2] == "blob"]
+    _one_line_400(_put(a, url, run, "A/B/features", os.urandom(100)), f"exactly {planned:,}")
+    assert _put(a, url, run, "A/B/features", os.urandom(planned + 1)).status_code == 413
+    assert not [r for r in _held(tmp_path) if r[2] == "features"]
     assert not list((tmp_path / "server-state" / "messages" / ".partial").iterdir())
     right = os.urandom(planned)
-    assert _put(a, url, run, "A/B/blob", right).status_code == 201
-    assert _put(a, url, run, "A/B/blob", right).status_code == 200  # a resend
+    assert _put(a, url, run, "A/B/features", right).status_code == 201
+    assert _put(a, url, run, "A/B/features", right).status_code == 200  # a resend
 
 
 def _release(party: str, run: str) -> bytes:
@@ -119,14 +123,14 @@ def test_a_container_of_another_kind_or_party_is_refused_before_it_is_stored(ser
     tmp_path, url, cfg = service
     run = cfg.config_hash()
     a = _session(cfg, _keys(tmp_path, "A"))
-    _one_line_400(_put(a, url, run, "A/server/select", _release("B", run)), "not A's")
+    _one_line_400(_put(a, url, run, "A/server/release", _release("B", run)), "not A's")
     local = io.BytesIO()
     write_container(local, LOCAL_CONTAINER, {"party": "A", "config_hash": run}, {})
-    _one_line_400(_put(a, url, run, "A/server/select", local.getvalue()), "not a select")
-    assert _put(a, url, run, "A/server/select", _release("A", "0" * 64)).status_code == 409
-    assert not [r for r in _held(tmp_path) if r[2] == "select"]
+    _one_line_400(_put(a, url, run, "A/server/release", local.getvalue()), "not a release")
+    assert _put(a, url, run, "A/server/release", _release("A", "0" * 64)).status_code == 409
+    assert not [r for r in _held(tmp_path) if r[2] == "release"]
     assert not list((tmp_path / "server-state" / "messages" / ".partial").iterdir())
-    assert _put(a, url, run, "A/server/select", _release("A", run)).status_code == 201
+    assert _put(a, url, run, "A/server/release", _release("A", run)).status_code == 201
 
 
 def _dropped_within(sock: socket.socket, seconds: float) -> float:
@@ -159,7 +163,7 @@ def test_a_client_stalled_mid_header_or_mid_handshake_is_dropped(service):
         raw.sendall(b"\x16\x03\x01\x02\x00\x01")  # the head of a TLS ClientHello
         assert _dropped_within(raw, 30) < limit
     b = _session(cfg, _keys(tmp_path, "B"))  # a request in progress is never dropped:
-    poll = b.get(f"{url}/v1/runs/{cfg.config_hash()}/messages/A/B/blob", params={"wait": "4"})
+    poll = b.get(f"{url}/v1/runs/{cfg.config_hash()}/messages/A/B/features", params={"wait": "4"})
     assert poll.status_code == 204  # a long-poll twice the read time-out is answered
 
 
@@ -188,7 +192,7 @@ def test_a_signal_stops_the_service_within_5_s_with_long_polls_open(tmp_path, si
             target=_long_poll,
             args=(
                 _session(cfg, _keys(tmp_path, n)),
-                f"{url}/v1/runs/{run}/messages/A/{n}/blob",
+                f"{url}/v1/runs/{run}/messages/A/{n}/features",
                 answers,
             ),
         )

@@ -19,28 +19,28 @@ PATHS = {
     "secure": ({}, {"commit", "deal", "features", "release", "select", "groups", "measure", "fit"}),
     "paper": (
         {"method": "secure", "secure_pipeline": "paper"},
-        {"release", "commit", "deal", "features", "cross release", *SERVER_PHASES},
+        {"local", "commit", "deal", "features", "release", *SERVER_PHASES},
     ),
-    "fo": ({"method": "fo"}, {"release", *SERVER_PHASES}),
-    "fm": ({"method": "fm", "allow_non_dp": True, "t": 64}, {"release", *SERVER_PHASES}),
+    "fo": ({"method": "fo"}, {"local", *SERVER_PHASES}),
+    "fm": ({"method": "fm", "allow_non_dp": True, "t": 64}, {"local", *SERVER_PHASES}),
 }
 # The files of each path, as <receiver>/<sender>.<kind> (the directory transport): deals,
 # feature blobs, releases and the request (secure), the count and the party messages (every
 # other path) and the paper pipeline's cross releases.
-LOCAL = {"server/party0.local", "server/party1.local", "party1/party0.count"}
+LOCAL = {"server/party0.local", "server/party1.local", "party1/party0.local-count"}
 FILES = {
     "secure": {
         "server/party0.commit", "server/party1.commit", "party0/server.deal",
-        "party1/server.deal", "party1/party0.blob", "party0/party1.blob",
-        "server/party0.select", "server/party1.select", "party0/server.request",
-        "party1/server.request", "server/party0.measure", "server/party1.measure",
-        "party0/server.group-deal", "party1/server.group-deal", "party0/party1.group-blob",
-        "party1/party0.group-blob",
+        "party1/server.deal", "party1/party0.features", "party0/party1.features",
+        "server/party0.release", "server/party1.release", "party0/server.select",
+        "party1/server.select", "server/party0.measure", "server/party1.measure",
+        "party0/server.select-deal", "party1/server.select-deal", "party0/party1.groups",
+        "party1/party0.groups",
     },
     "paper": {
         *LOCAL, "server/party0.commit", "server/party1.commit", "party0/server.deal",
-        "party1/server.deal", "party1/party0.blob",
-        "party0/party1.blob", "server/party0.cross", "server/party1.cross",
+        "party1/server.deal", "party1/party0.features",
+        "party0/party1.features", "server/party0.release", "server/party1.release",
     },
     "fo": LOCAL,
     "fm": LOCAL,

@@ -28,9 +28,8 @@ from tests.test_service import (
     _wait,
 )
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes, waiting_on
-from vertimrf.driver.transport import Message
-from vertimrf.service.rules import uploads
+from vertimrf.driver.schedule import observed_seconds, sent_bytes, waiting_on
+from vertimrf.protocol.schedule import Message, schedule
 
 # The steps the select pipeline's report times, the server's and the parties'.
 STEPS = ("commit", "deal", "features", "release", "select", "groups", "measure", "fit", "sample")
@@ -43,42 +42,43 @@ STEPS = ("commit", "deal", "features", "release", "select", "groups", "measure",
 )
 def test_the_schedule_sends_every_message_a_party_may_upload(fields):
     """The parties' messages in the schedule are exactly those the service lets them
-    upload, each once; the schedule ends with the server's fit, which sends nothing."""
+    upload, each once; the schedule ends with the server's synthesize, which sends nothing."""
     _, spec = _table(20)
     cfg = _config(spec, **fields)
-    phases = schedule(cfg)
+    phases = schedule(cfg).phases()
     sent = [m for p in phases for m in p.messages if m.sender != "server"]
     assert len(sent) == len(set(sent))
-    assert {(m.sender, m.receiver, m.kind) for m in sent} == set(uploads(cfg))
-    assert (phases[-1].step, phases[-1].roles, phases[-1].messages) == ("fit", ("server",), ())
+    assert {(m.sender, m.receiver, m.kind) for m in sent} == set(schedule(cfg).uploads())
+    last = (phases[-1].step, phases[-1].roles, phases[-1].messages)
+    assert last == ("synthesize", ("server",), ())
 
 
 def test_the_run_waits_on_the_first_step_not_sent_and_the_roles_yet_to_send():
     """A's features blob to B is missing: the run waits on A's features, though B has gone on
-    to its release; once every message is held, on the server's fit."""
+    to its release; once every message is held, on the server's synthesize."""
     _, spec = _table(20)
-    phases = schedule(_config(spec))
+    phases = schedule(_config(spec)).phases()
     every = {m for p in phases for m in p.messages}
     assert waiting_on(phases, set()) == ("commit", ["A", "B"])
     held = {m for p in phases[:2] for m in p.messages} | {
-        Message("B", "A", "blob"),
-        Message("B", "server", "select"),
+        Message("B", "A", "features"),
+        Message("B", "server", "release"),
     }
     assert waiting_on(phases, held) == ("features", ["A"])
-    assert waiting_on(phases, every - {Message("server", "B", "group-deal")}) == (
+    assert waiting_on(phases, every - {Message("server", "B", "select-deal")}) == (
         "select",
         ["server"],
     )
-    assert waiting_on(phases, every) == ("fit", ["server"])
+    assert waiting_on(phases, every) == ("synthesize", ["server"])
 
 
 def test_observed_seconds_time_the_parties_steps_from_the_messages_arrival():
     _, spec = _table(20)
     cfg = _config(spec, method="fo")
-    count, local_a, local_b = (m for p in schedule(cfg) for m in p.messages)
+    count, local_a, local_b = schedule(cfg).messages()
     arrived = {count: 10.0, local_a: 11.0, local_b: 14.0}
-    # release: the count party's count (first arrival to last: 0 s), then the locals (4 s)
-    assert observed_seconds(schedule(cfg), arrived) == {"release": 4.0}
+    # local: the count party's count (first arrival to last: 0 s), then the locals (4 s)
+    assert observed_seconds(schedule(cfg).phases(), arrived) == {"local": 4.0}
     assert sent_bytes(cfg, {count: 5, local_a: 7, local_b: 3}) == {"A": 12, "B": 3}
 
 

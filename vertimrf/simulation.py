@@ -26,6 +26,7 @@ from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.protocol import ProtocolConfig, ProtocolReport
 from vertimrf.protocol.factory import from_preset
+from vertimrf.protocol.methods import rules_of
 from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
 from vertimrf.vertical_model import VerticalModel
@@ -205,7 +206,8 @@ def _build_config(
         raise ConfigError("parties must be a list of column-name lists, one per party.")
     if seed is not None:
         fields.setdefault("run_nonce", seeded_nonce(seed))
-    if method == "secure" and fields.get("max_rows") is None:
+    padded = rules_of(method, fields.get("secure_pipeline")).secure_product
+    if padded and fields.get("max_rows") is None:
         fields["max_rows"] = DEFAULT_MAX_ROWS  # public: never read off the data
     return from_preset(
         preset,

@@ -21,6 +21,7 @@ from vertimrf.errors import (
     ConfigError,
     MessageError,
 )
+from vertimrf.protocol.seeds import SERVER
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from vertimrf.party.aligned import HeldTable
     from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
-    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.schedule import Schedule
     from vertimrf.vertical_model import VerticalModel
 
 
@@ -266,27 +267,22 @@ class Phases:
         return ", ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
 
 
-PAPER_STEPS = "server deal, party local, party features, party release, server synthesize"
-
-
-def secure_config(path: str, *, select_only: bool = False) -> tuple[ProtocolConfig, SecurePlan]:
-    """The config at ``path`` and its secure plan (method secure only; ``select_only``: a
-    step of the select pipeline, which the paper pipeline does not have)."""
+def step_config(path: str, role: str, step: str) -> tuple[ProtocolConfig, Schedule]:
+    """The config at ``path`` and its schedule; ConfigError unless ``role`` (a party's name,
+    or the server) takes ``step`` in the config's method."""
     from vertimrf.protocol.factory import load_config
-    from vertimrf.protocol.methods import secure_plan
-    from vertimrf.protocol.options import SecureOptions
+    from vertimrf.protocol.schedule import schedule
 
     cfg = load_config(path)
-    if not cfg.options.PADS_ROWS:  # not a secure method
+    run = schedule(cfg)
+    if not run.takes(step, role):
+        who = SERVER if role == SERVER else "party"
+        steps = ", ".join(f"{SERVER if s.server else 'party'} {s.name}" for s in run.STEPS)
         raise ConfigError(
-            f"{path}: this command is for method secure; the config's method is {cfg.method!r}."
+            f"{path}: `{who} {step}` is not a step of method {run.method}, whose steps are: "
+            f"{steps}."
         )
-    if select_only and not isinstance(cfg.options, SecureOptions):
-        raise ConfigError(
-            f"{path}: this command is a step of the select pipeline; the config's pipeline is "
-            f"{cfg.pipeline!r}, whose steps are: {PAPER_STEPS}."
-        )
-    return cfg, secure_plan(cfg)
+    return cfg, run
 
 
 def spec_args(p: argparse.ArgumentParser) -> None:
@@ -430,7 +426,7 @@ def party_role(
             )
         data: EncodedTable | HeldTable = DaskTable(args.data, client)
         ids = None
-    elif rules(cfg).secure_product and cfg.pipeline == "select":
+    elif rules(cfg).selects:  # the select pipeline streams the table from its file
         from vertimrf.party.file_table import FileTable
 
         data, ids = FileTable(args.data), None

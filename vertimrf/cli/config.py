@@ -57,7 +57,8 @@ def _parse_t(value: str) -> int | str:
 
 def cmd_config(args: argparse.Namespace) -> int:
     from vertimrf.protocol.factory import from_preset
-    from vertimrf.protocol.options import PRESETS, FMOptions, SecureOptions
+    from vertimrf.protocol.methods import rules
+    from vertimrf.protocol.options import PRESETS, describe, options_class
     from vertimrf.protocol.plan import run_plan
 
     check_outputs(args, [args.out], [args.spec, *(args.pin or [])])
@@ -77,21 +78,14 @@ def cmd_config(args: argparse.Namespace) -> int:
         "method": args.method,
     }
     method = args.method or PRESETS[args.preset]["method"]
-    secure_flags = (
-        ("--feature-width", args.feature_width),
-        ("--binning", args.binning),
-        ("--buckets", args.buckets),
-        ("--pipeline", args.pipeline),
-    )
-    for flag, value in secure_flags:
-        if value is not None and method != "secure":
-            raise ConfigError(f"{flag} is an option of --method secure.")
-    if args.pipeline == "paper":
-        for flag, value in secure_flags[:3]:
-            if value is not None:
-                raise ConfigError(f"{flag} is an option of --pipeline select.")
-    if args.t is not None and method != "fm":
-        raise ConfigError("--t is an option of --method fm (the sketch repetitions).")
+    if args.pipeline is not None and "secure_pipeline" not in options_class(method).SELECT:
+        raise ConfigError(f"--pipeline is not an option of method {method!r}.")
+    cls = options_class(method, args.pipeline)
+    flags = {"--feature-width": "secure_feature_width", "--binning": "secure_binning",
+             "--buckets": "secure_buckets", "--t": "t"}  # fmt: skip
+    for flag, name in flags.items():
+        if given[name] is not None and name not in cls.FLAT:
+            raise ConfigError(f"{flag} is not an option of {describe(cls)}.")
     cfg = from_preset(
         args.preset,
         epsilon=args.epsilon,
@@ -104,26 +98,13 @@ def cmd_config(args: argparse.Namespace) -> int:
         from vertimrf.crypto.keys import load_public_keys
 
         cfg = cfg.with_identities(load_public_keys(args.pin).values())
-    options = cfg.options
-    if options.PADS_ROWS:  # the secure methods: party names name the secure files
+    if rules(cfg).secure_product:  # party names name the secure files
         for p in cfg.parties:
             file_name(p.name)
     with staged(args.out) as (tmp,):
         cfg.save(tmp)
     label = "" if cfg.dp_guarantee else "; NOT differentially private (allow_non_dp)"
-    if isinstance(options, SecureOptions):
-        from vertimrf.protocol.secure import feature_width
-
-        width = options.feature_width
-        cap = f" ({feature_width(cfg)})" if width == "auto" else ""
-        size = (
-            f"max_rows {cfg.max_rows}, feature width {width}{cap}, pipeline select, "
-            f"binning {options.binning}, buckets {options.buckets}"
-        )
-    elif isinstance(options, FMOptions):
-        size = f"t {options.t}"
-    else:
-        size = f"pipeline {cfg.pipeline}" + (f", max_rows {cfg.max_rows}" if cfg.max_rows else "")
+    size = rules(cfg).summary(cfg)
     print(
         f"wrote the protocol config to {args.out} (hash {cfg.config_hash()[:16]}, method "
         f"{cfg.method}, {size}, fresh run nonce){label}"

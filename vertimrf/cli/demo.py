@@ -82,9 +82,11 @@ def _demo_runs(
 
     names, delta = list(spec.names), DEFAULT_DELTA
     tvds, seconds, reports = {}, {}, {}
-    for method in ["secure", "fo", "fm"] if args.fm else ["secure", "fo"]:
+    methods: dict[str, dict] = {"secure": {}, "fo": {}}
+    if args.fm:
+        methods["fm"] = {"allow_non_dp": True, **({"t": args.t} if args.t else {})}
+    for method, fm in methods.items():
         start = time.perf_counter()
-        fm = {"allow_non_dp": True, **({"t": args.t} if args.t else {})} if method == "fm" else {}
         synth, reports[method] = simulate(
             df,
             spec,

@@ -1,19 +1,13 @@
-"""``vertimrf party``: a party's commands (the parser, and ``release`` of methods fo and fm)."""
+"""``vertimrf party``: the parser of a party's commands."""
 
 from __future__ import annotations
 
 import argparse
 
 from vertimrf.cli.common import add_dask_args, force_arg
-from vertimrf.cli.party_steps import (
-    cmd_party_commit,
-    cmd_party_features,
-    cmd_party_groups,
-    cmd_party_local,
-    cmd_party_measure,
-    cmd_party_release,
-)
+from vertimrf.cli.party_steps import STEP_COMMANDS
 from vertimrf.cli.run import add_party_run
+from vertimrf.protocol.schedule import Kind
 
 
 def party_args(p: argparse.ArgumentParser) -> None:
@@ -42,16 +36,16 @@ def party_args(p: argparse.ArgumentParser) -> None:
     force_arg(p)
 
 
-def own_key_args(p: argparse.ArgumentParser, why: str) -> None:
-    """--keys (required; ``why`` says what derives from it) and --peers (optional)."""
-    p.add_argument("--keys", required=True, help=f"this party's NAME.key ({why})")
+def own_key_args(p: argparse.ArgumentParser, why: str, required: bool = True) -> None:
+    """--keys (``why`` says what derives from it) and --peers (optional)."""
+    p.add_argument("--keys", required=required, help=f"this party's NAME.key ({why})")
     p.add_argument(
         "--peers", nargs="+", default=None, help="the peers' public keys (unless pinned)"
     )
 
 
 def secure_args(p: argparse.ArgumentParser, required: bool, deal: bool = True) -> None:
-    """Options of the party commands of method secure (optional in `party release`)."""
+    """Options of the party commands of method secure."""
     p.add_argument(
         "--keys",
         required=required,
@@ -70,30 +64,30 @@ def secure_args(p: argparse.ArgumentParser, required: bool, deal: bool = True) -
 
 
 def add_party(sub: argparse._SubParsersAction) -> None:
-    """The `party local`, `commit`, `features`, `release`, `groups` and `measure`
-    commands."""
+    """The `party run` command and the party's step commands, one per step of the
+    schedules (:data:`~vertimrf.cli.party_steps.STEP_COMMANDS`)."""
     party = sub.add_parser("party", help="a party's role", description="A party's role.")
     psub = party.add_subparsers(dest="action", required=True)
     add_party_run(psub)
     loc = psub.add_parser(
-        "local",
-        help="method secure, paper pipeline: the local model and bin maps",
-        description="The paper pipeline's first party step: fit the local DP MRF (LocMRF) and "
-        "release the noisy value counts that make the bin maps; write the message for the "
-        "server (the state keeps a copy, for `party features` and `party release`). Once per "
-        "run: a re-run writes the recorded bytes again and spends nothing new.",
+        Kind.LOCAL,
+        help="methods fo and fm, and secure's paper pipeline: the local message",
+        description="Run LocMRF and binning on this party's table (methods fo and fm: and "
+        "LocEnc) and write its local message for the server. Secure's paper pipeline: the "
+        "first party step (the state keeps a copy, for `party features` and `party "
+        "release`); once per run: a re-run writes the recorded bytes again and spends "
+        "nothing new.",
     )
     party_args(loc)
-    own_key_args(loc, "its noise derives from it")
+    own_key_args(loc, "its noise derives from it; needed unless --seed", required=False)
     loc.add_argument("--out", required=True, help="local message file to write")
     loc.add_argument(
         "--count-from",
         default=None,
         help="the count party's local message, for its noisy count (every other party needs it)",
     )
-    loc.set_defaults(func=cmd_party_local)
     com = psub.add_parser(
-        "commit",
+        Kind.COMMIT,
         help="method secure: commit to this party's data (the server deals on it)",
         description="Write this party's data commitment for the server: an HMAC of a digest "
         "of its records under a key derived from its own key (it reveals nothing of the "
@@ -104,56 +98,45 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     party_args(com)
     own_key_args(com, "the commitment's key derives from it")
     com.add_argument("--out", required=True, help="commit file to write (give it to the server)")
-    com.set_defaults(func=cmd_party_commit)
     feat = psub.add_parser(
-        "features",
+        Kind.FEATURES,
         help="method secure: masked features for each peer",
         description="Open the server's deal, order the rows by a keyed PRF of the record IDs, "
-        "pad them to max_rows and write DIR/NAME-to-PEER.blob for each peer (X - U under the "
-        "pairwise key; the server relays them and cannot open them).",
+        "pad them to max_rows and write DIR/NAME-to-PEER.features for each peer (X - U under "
+        "the pairwise key; the server relays them and cannot open them).",
     )
     party_args(feat)
     secure_args(feat, required=True)
-    feat.add_argument("--out-dir", required=True, help="folder for the blobs")
-    feat.set_defaults(func=cmd_party_features)
+    feat.add_argument("--out-dir", required=True, help="folder for the feature blobs")
     rel = psub.add_parser(
-        "release",
-        help="make a party's message (all its DP releases) for the server",
-        description="Methods fo and fm: run LocMRF, binning and LocEnc on this party's CSV and "
-        "write its message. "
-        "Method secure: after `party features` (recorded in --state-dir, with the same deal "
-        "and data), read the peers' blobs (--blobs DIR/PEER-to-NAME.blob) and write the first "
-        "release of every 2-way marginal; once per run: a re-run writes the recorded release "
-        "again and spends nothing new. The shares are kept for `party measure` in the private "
-        "state (never give it to anyone). Paper pipeline: the one release of every binned "
-        "cross-party pair.",
+        Kind.RELEASE,
+        help="method secure: the secure release for the server",
+        description="After `party features` (recorded in --state-dir, with the same deal and "
+        "data), read the peers' feature blobs (--blobs DIR/PEER-to-NAME.features) and write "
+        "the first release of every 2-way marginal; once per run: a re-run writes the "
+        "recorded release again and spends nothing new. The shares are kept for `party "
+        "measure` in the private state (never give it to anyone). Paper pipeline: the one "
+        "release of every binned cross-party pair.",
     )
     party_args(rel)
-    rel.add_argument("--out", required=True, help="message file to write")
-    rel.add_argument(
-        "--count-from",
-        default=None,
-        help="fo/fm: the count party's message, for its noisy count (every other party needs it)",
-    )
-    secure_args(rel, required=False)
-    rel.add_argument("--blobs", default=None, help="secure: folder with the peers' blobs")
-    rel.set_defaults(func=cmd_party_release)
+    secure_args(rel, required=True)
+    rel.add_argument("--blobs", required=True, help="folder with the peers' feature blobs")
+    rel.add_argument("--out", required=True, help="release file to write")
     grp = psub.add_parser(
-        "groups",
+        Kind.GROUPS,
         help="method secure: round 2, the attribute groups the request needs, for each peer",
         description="Check the request belongs to this run, open the round-2 deal "
-        "(--group-deal) and write DIR/NAME-to-PEER.group-blob for each peer: the attribute "
+        "(--select-deal) and write DIR/NAME-to-PEER.groups for each peer: the attribute "
         "groups that the request's cross marginals with that peer need, masked with fresh "
         "randomness (an empty blob where none). Once per run: a re-run writes the same bytes.",
     )
     party_args(grp)
     secure_args(grp, required=True)
-    grp.add_argument("--request", required=True, help="the server's request.json")
-    grp.add_argument("--group-deal", required=True, help="this party's NAME.group-deal")
+    grp.add_argument("--request", required=True, help="the server's request (`server select`)")
+    grp.add_argument("--select-deal", required=True, help="this party's NAME.select-deal")
     grp.add_argument("--out-dir", required=True, help="folder for the round-2 blobs")
-    grp.set_defaults(func=cmd_party_groups)
     mea = psub.add_parser(
-        "measure",
+        Kind.MEASURE,
         help="method secure: re-measure the marginals the server requests",
         description="Check the request belongs to this run, read the shares from the private "
         "state that `party release` kept in --state-dir (checked against the run, the party "
@@ -166,9 +149,10 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     mea.add_argument(
         "--blobs",
         default=None,
-        help="folder with the peers' blobs of both rounds (PEER-to-NAME.blob, .group-blob)",
+        help="folder with the peers' blobs of both rounds (PEER-to-NAME.features, .groups)",
     )
-    mea.add_argument("--request", required=True, help="the server's request.json")
-    mea.add_argument("--group-deal", default=None, help="this party's NAME.group-deal")
+    mea.add_argument("--request", required=True, help="the server's request (`server select`)")
+    mea.add_argument("--select-deal", default=None, help="this party's NAME.select-deal")
     mea.add_argument("--out", required=True, help="release file to write")
-    mea.set_defaults(func=cmd_party_measure)
+    for step, command in STEP_COMMANDS.items():
+        psub.choices[step].set_defaults(func=command)

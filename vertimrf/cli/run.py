@@ -31,15 +31,16 @@ from vertimrf.cli.common import (
     write_synthetic,
 )
 from vertimrf.driver.lock import state_lock
-from vertimrf.driver.transport import DirectoryTransport, Message, Transport
+from vertimrf.driver.transport import DirectoryTransport, Transport
 from vertimrf.driver.waits import WaitNotices
 from vertimrf.errors import ConfigError, RunFailedError, VertimrfError
+from vertimrf.protocol.schedule import Message
 from vertimrf.protocol.seeds import SERVER
 
 if TYPE_CHECKING:
     from vertimrf.crypto.keys import KeyPair
-    from vertimrf.driver.schedule import Phase
     from vertimrf.protocol.config import ProtocolConfig
+    from vertimrf.protocol.schedule import Phase
 
 
 TIMEOUT = 3600.0  # --timeout's default: see its help
@@ -209,10 +210,11 @@ def _show_service_log(level: str, file: str | None) -> None:
 
 def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     """``server run --inbox/--outbox``: the server's steps over the directory transport."""
-    from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes
+    from vertimrf.driver.schedule import observed_seconds, sent_bytes
     from vertimrf.driver.server import ServerDriver
     from vertimrf.driver.state import default_state_dir
     from vertimrf.protocol.methods import rules
+    from vertimrf.protocol.schedule import schedule
     from vertimrf.synth.table_file import check_table_file
 
     names = [p.name for p in cfg.parties]
@@ -251,7 +253,7 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
         finally:
             if driver.state is not None:
                 driver.state.close()
-    phases = schedule(cfg)
+    phases = schedule(cfg).phases()
     held = _folder_messages(transport, phases)
     model = driver.fitted(
         seconds={**observed_seconds(phases, {m: st.st_mtime for m, st in held.items()}),
@@ -377,7 +379,7 @@ def add_server_run(ssub: argparse._SubParsersAction) -> None:
     run = ssub.add_parser(
         "run",
         help="run all of the server's steps and write the synthetic table",
-        description="Run every step of the server (deal, select, fit, as the method has), "
+        description="Run every step of the server (deal, select, synthesize, as the method has), "
         "then write the synthetic table (CSV or Parquet) and the report and print their "
         "paths. With --listen it is "
         "an HTTPS service (mutual TLS with the identities the config pins) that relays the "

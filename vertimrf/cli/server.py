@@ -9,11 +9,8 @@ from vertimrf.cli.common import (
     force_arg,
 )
 from vertimrf.cli.run import add_server_run
-from vertimrf.cli.server_steps import (
-    cmd_server_deal,
-    cmd_server_select,
-    cmd_server_synthesize,
-)
+from vertimrf.cli.server_steps import STEP_COMMANDS
+from vertimrf.protocol.schedule import SYNTHESIZE, Kind
 
 
 def server_key_arg(p: argparse.ArgumentParser) -> None:
@@ -43,7 +40,7 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     ssub = server.add_subparsers(dest="action", required=True)
     add_server_run(ssub)
     deal = ssub.add_parser(
-        "deal",
+        Kind.DEAL,
         help="method secure: seal each party's correlated randomness",
         description="Write DIR/NAME.deal for each party, sealed to its public key (the deal's "
         "randomness derives from the server's key, the run and every party's data commitment, "
@@ -61,9 +58,8 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     server_key_arg(deal)
     deal.add_argument("--out-dir", required=True, help="folder for the deals")
     force_arg(deal)
-    deal.set_defaults(func=cmd_server_deal)
     sel = ssub.add_parser(
-        "select",
+        Kind.SELECT,
         help="method secure: choose the marginals to re-measure",
         description="Sum the parties' first releases, add the server's noise, choose the model "
         "and the marginals to re-measure; write the request for the parties and each party's "
@@ -81,9 +77,9 @@ def add_server(sub: argparse._SubParsersAction) -> None:
         help="every party's public key: the round-2 deals are sealed to them (unless pinned)",
     )
     sel.add_argument(
-        "--group-deals",
+        "--select-deals",
         required=True,
-        help="folder for the round-2 deals, NAME.group-deal (one per party, sealed to it)",
+        help="folder for the round-2 deals, NAME.select-deal (one per party, sealed to it)",
     )
     _state_dir_arg(sel)
     server_key_arg(sel)
@@ -92,9 +88,8 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     )
     sel.add_argument("--quiet", action="store_true", help="no progress bars")
     force_arg(sel)
-    sel.set_defaults(func=cmd_server_select)
     syn = ssub.add_parser(
-        "synthesize",
+        SYNTHESIZE,
         help="synthesize a table from the parties' messages",
         description="Check the messages, run GraphCom, InitMRF and OptMRF, sample, and write "
         "the synthetic table (CSV or Parquet) and the privacy report. Method secure: --state "
@@ -131,4 +126,5 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     )
     syn.add_argument("--quiet", action="store_true", help="no progress bars")
     force_arg(syn)
-    syn.set_defaults(func=cmd_server_synthesize)
+    for step, command in STEP_COMMANDS.items():
+        ssub.choices[step].set_defaults(func=command)

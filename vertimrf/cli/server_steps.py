@@ -1,6 +1,6 @@
-"""The server's step commands (``server deal``, ``select``, ``synthesize``): each runs one
-step of the server's driver, its input and output messages being the command's files; the
-select state is the driver's, in ``--state-dir``."""
+"""The server's step commands (``server deal``, ``select``, ``synthesize``): each runs the
+server's step of the same name (:mod:`vertimrf.protocol.schedule`), its input and output
+messages being the command's files; the select state is the driver's, in ``--state-dir``."""
 
 from __future__ import annotations
 
@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING
 from vertimrf.cli.common import (
     Phases,
     check_outputs,
-    file_name,
     fingerprints,
     run_file_step,
-    secure_config,
     server_key,
+    step_config,
     write_synthetic,
 )
-from vertimrf.driver.transport import Message
 from vertimrf.errors import ConfigError
+from vertimrf.protocol.schedule import SYNTHESIZE, Kind, Message
 from vertimrf.protocol.seeds import SERVER
 
 if TYPE_CHECKING:
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from vertimrf.driver.files import FileTransport, PathLike
     from vertimrf.driver.server import ServerDriver
     from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.schedule import Schedule
 
 
 def _driver(
@@ -46,14 +46,14 @@ def _driver(
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.server import ServerDriver
     from vertimrf.driver.state import default_state_dir
-    from vertimrf.protocol.methods import rules
+    from vertimrf.protocol.schedule import schedule
 
     transport = FileTransport(inputs, outputs, force=args.force)
     state_dir = None
     if state:
         state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
-    if public_keys is None and rules(cfg).secure_product:
-        public_keys = {}  # select and fit read no party key (the deal does)
+    if public_keys is None and schedule(cfg).takes(Kind.DEAL, SERVER):
+        public_keys = {}  # select and synthesize read no party key (the deal does)
     driver = ServerDriver(
         cfg, transport, public_keys=public_keys, keypair=keypair,
         seed=getattr(args, "seed", None), progress=False if getattr(args, "quiet", False) else None,
@@ -66,23 +66,23 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
     from vertimrf.crypto.keys import load_public_keys
     from vertimrf.driver.files import route
 
-    cfg, plan = secure_config(args.config)
+    cfg, run = step_config(args.config, SERVER, Kind.DEAL)
     keys = load_public_keys(args.keys)
-    unknown = sorted(set(keys) - set(plan.names))
+    unknown = sorted(set(keys) - set(run.names))
     if unknown:
-        raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(plan.names)}.")
+        raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(run.names)}.")
     folder = Path(args.out_dir)
-    deals = {Message(SERVER, n, "deal"): folder / f"{file_name(n)}.deal" for n in plan.names}
+    deals = {m: folder / m.step_file_name for m in run.sends(Kind.DEAL, SERVER)}
     inputs = [args.config, args.keys, args.commits, args.server_key]
     check_outputs(args, deals.values(), inputs, make_dirs=True)
-    commits = route(args.commits, "commit", cfg, what="commits")
+    commits = route(args.commits, Kind.COMMIT, cfg, what="commits")
     driver, transport = _driver(
         args, cfg, commits, deals, keypair=server_key(args), public_keys=keys
     )
     with Phases("server deal", ("deal", "write"), True) as ph:
-        run_file_step(driver, transport, "deal", ph)
+        run_file_step(driver, transport, Kind.DEAL, ph)
     print("dealt to (each party checks its fingerprint):")
-    print(fingerprints({name: keys[name] for name in plan.names}))
+    print(fingerprints({name: keys[name] for name in run.names}))
     size = sum(os.path.getsize(p) for p in deals.values())
     print(f"wrote {len(deals)} sealed deals to {folder} ({size:,} bytes)")
     return 0
@@ -91,16 +91,15 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
 def cmd_server_select(args: argparse.Namespace) -> int:
     from vertimrf.driver.files import route
 
-    cfg, plan = secure_config(args.config, select_only=True)
-    folder = Path(args.group_deals)
-    deals = {
-        Message(SERVER, n, "group-deal"): folder / f"{file_name(n)}.group-deal" for n in plan.names
-    }
+    cfg, run = step_config(args.config, SERVER, Kind.SELECT)
+    folder = Path(args.select_deals)
+    sent = run.sends(Kind.SELECT, SERVER)
+    deals = {m: folder / m.step_file_name for m in sent if m.kind == Kind.SELECT_DEAL}
     outputs = [args.out, *deals.values()]
     inputs = [args.config, args.releases, args.server_key, args.keys]
     check_outputs(args, outputs, inputs, make_dirs=True)
-    releases = route(args.releases, "select", cfg, what="releases")
-    requests = {Message(SERVER, n, "request"): args.out for n in plan.names}
+    releases = route(args.releases, Kind.RELEASE, cfg, what="releases")
+    requests = {m: args.out for m in sent if m.kind == Kind.SELECT}
     keys = None
     if args.keys:
         from vertimrf.crypto.keys import load_public_keys
@@ -114,7 +113,7 @@ def cmd_server_select(args: argparse.Namespace) -> int:
     )  # fmt: skip
     try:
         with Phases("server select", ("select", "write"), args.quiet) as ph:
-            run_file_step(driver, transport, "select", ph)
+            run_file_step(driver, transport, Kind.SELECT, ph)
     finally:
         _close(driver)
     assert driver.state is not None
@@ -131,48 +130,51 @@ def _close(driver: ServerDriver) -> None:
         driver.state.close()
 
 
+def _synthesize_inputs(args: argparse.Namespace, cfg: ProtocolConfig, run: Schedule) -> dict:
+    """The messages ``server synthesize`` reads, by the kinds its step reads: with one kind,
+    every file given; with two (the paper pipeline's local messages and releases), the
+    positional files and those after --releases."""
+    from vertimrf.driver.files import route
+
+    reads = run.step(SYNTHESIZE).reads
+    if not run.takes(Kind.SELECT, SERVER) and args.state_dir is not None:
+        raise ConfigError(
+            f"--state is for the secure select pipeline (its `server select` keeps it); the "
+            f"config's method is {run.method}."
+        )
+    if len(reads) == 1:
+        if args.messages and args.releases and reads[0] == Kind.MEASURE:
+            raise ConfigError("give the parties' re-measurements once (--releases FILE ...).")
+        files = [*args.messages, *(args.releases or [])]
+        return route(files, reads[0], cfg, what="messages")
+    if not args.messages or not args.releases:
+        raise ConfigError(
+            "the paper pipeline needs every party's local message (from `party local`, as "
+            "positional files) and its release (from `party release`, after --releases)."
+        )
+    local, release = reads
+    return {**route(args.messages, local, cfg, what="local messages"),
+            **route(args.releases, release, cfg, what="releases")}  # fmt: skip
+
+
 def cmd_server_synthesize(args: argparse.Namespace) -> int:
     """``server synthesize``: the server's fit on the parties' messages, then the sample."""
-    from vertimrf.driver.files import route
-    from vertimrf.protocol.factory import load_config
-    from vertimrf.protocol.methods import rules
-    from vertimrf.protocol.options import SecurePaperOptions
     from vertimrf.synth.table_file import check_table_file
 
-    cfg = load_config(args.config)
-    kind = rules(cfg)
+    cfg, run = step_config(args.config, SERVER, SYNTHESIZE)
     check_outputs(args, [args.out, args.report],
                   [args.config, *args.messages, args.releases, args.server_key])  # fmt: skip
     check_table_file(args.out, cfg.spec)
-    if kind.selects:  # the re-measurements, from the state of `server select`
-        if args.messages and args.releases:
-            raise ConfigError("give the parties' re-measurements once (--releases FILE ...).")
-        files = list(args.messages or args.releases or [])
-        inputs = route(files, "measure", cfg, what="releases")
-    elif isinstance(cfg.options, SecurePaperOptions):
-        if args.state_dir is not None:
-            raise ConfigError("the paper pipeline has no --state (it has no `server select`).")
-        if not args.messages or not args.releases:
-            raise ConfigError(
-                "the paper pipeline needs every party's local message (from `party local`, as "
-                "positional files) and its release (from `party release`, after --releases)."
-            )
-        inputs = {**route(args.messages, "local", cfg, what="local messages"),
-                  **route(args.releases, "cross", cfg, what="releases")}  # fmt: skip
-    else:
-        if args.state_dir is not None:
-            raise ConfigError(
-                f"--state is for method secure; the config's method is {cfg.method!r}."
-            )
-        files = [*args.messages, *(args.releases or [])]
-        inputs = route(files, "local", cfg, what="messages")
+    inputs = _synthesize_inputs(args, cfg, run)
     if not inputs:
         raise ConfigError("give the parties' message files (or --releases FILE ...).")
-    keypair = server_key(args) if kind.secure_product or args.server_key else None
-    driver, transport = _driver(args, cfg, inputs, {}, keypair=keypair, state=kind.selects)
+    dealt = run.takes(Kind.DEAL, SERVER)
+    keypair = server_key(args) if dealt or args.server_key else None
+    selects = run.takes(Kind.SELECT, SERVER)
+    driver, transport = _driver(args, cfg, inputs, {}, keypair=keypair, state=selects)
     try:
         with Phases("server synthesize", ("synthesize", "write", "sample"), args.quiet) as ph:
-            run_file_step(driver, transport, "fit", ph)
+            run_file_step(driver, transport, SYNTHESIZE, ph)
             sizes = dict.fromkeys((p.name for p in cfg.parties), 0)
             for message, path in inputs.items():
                 sizes[message.sender] += os.path.getsize(path)
@@ -181,3 +183,11 @@ def cmd_server_synthesize(args: argparse.Namespace) -> int:
     finally:
         _close(driver)
     return 0
+
+
+# Each server step command, by the step it runs (the step's name is the command's).
+STEP_COMMANDS = {
+    Kind.DEAL: cmd_server_deal,
+    Kind.SELECT: cmd_server_select,
+    SYNTHESIZE: cmd_server_synthesize,
+}

@@ -22,9 +22,9 @@ if TYPE_CHECKING:  # the lazy names below, typed for type checkers
     from vertimrf.driver.server import ServerDriver as ServerDriver
     from vertimrf.driver.transport import DirectoryTransport as DirectoryTransport
     from vertimrf.driver.transport import InProcessTransport as InProcessTransport
-    from vertimrf.driver.transport import Message as Message
     from vertimrf.driver.transport import MissingMessageError as MissingMessageError
     from vertimrf.driver.transport import Transport as Transport
+    from vertimrf.protocol.schedule import Message as Message
 
 _EXPORTS = {
     "LocalRun": "vertimrf.driver.inprocess",
@@ -36,7 +36,7 @@ _EXPORTS = {
     "ServerDriver": "vertimrf.driver.server",
     "DirectoryTransport": "vertimrf.driver.transport",
     "InProcessTransport": "vertimrf.driver.transport",
-    "Message": "vertimrf.driver.transport",
+    "Message": "vertimrf.protocol.schedule",
     "MissingMessageError": "vertimrf.driver.transport",
     "Transport": "vertimrf.driver.transport",
 }

@@ -9,6 +9,7 @@ import json
 from vertimrf.errors import MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
+from vertimrf.protocol.schedule import COUNT_BYTES
 from vertimrf.protocol.secure import Request, SecurePlan
 from vertimrf.protocol.securemsg import (
     MAX_REQUEST_BYTES,
@@ -16,8 +17,6 @@ from vertimrf.protocol.securemsg import (
     parse_request,
     request_text,
 )
-
-_COUNT_BYTES = 1024
 
 
 def message_bytes(message: PartyMessage) -> bytes:
@@ -68,7 +67,7 @@ def count_bytes(noisy_count: int, config_hash: str) -> bytes:
 def read_count(data: bytes | memoryview, config_hash: str) -> int:
     """The noisy count in a count message of this run."""
     try:
-        if len(data) > _COUNT_BYTES:
+        if len(data) > COUNT_BYTES:
             raise ValueError("too large")
         fields = json.loads(bytes(data))
         count = fields["noisy_count"]

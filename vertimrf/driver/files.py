@@ -22,7 +22,6 @@ from types import TracebackType
 from vertimrf.driver import codec
 from vertimrf.driver.transport import (
     CHUNK,
-    Message,
     Outgoing,
     Payload,
     Stored,
@@ -33,13 +32,11 @@ from vertimrf.driver.transport import (
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.secure import SecurePlan
-from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES, commit_sender
+from vertimrf.protocol.schedule import Kind, Message
+from vertimrf.protocol.securemsg import commit_sender
 from vertimrf.protocol.seeds import SERVER
 
 PathLike = str | os.PathLike
-# The messages whose sender the file names, and how to read that sender.
-_LOCAL_KINDS = frozenset({"local"})
 
 
 class FileTransport:
@@ -51,8 +48,8 @@ class FileTransport:
         outputs: each output message's file; None for a message the command does not write
             (its content travels in another output, e.g. the count in the local message).
         force: replace an output file that holds other bytes.
-        limits: the most bytes a message's file may hold, by message (e.g.
-            :func:`secure_limits`); unbounded without.
+        limits: the most bytes a message's file may hold, by message (the run's
+            :meth:`~vertimrf.protocol.schedule.Schedule.bytes_limit`); unbounded without.
 
     Used as a context manager: staged outputs not committed are removed on exit.
     """
@@ -152,16 +149,16 @@ class FileTransport:
 
 
 def route(
-    files: Iterable[PathLike], kind: str, config: ProtocolConfig, *, what: str
+    files: Iterable[PathLike], kind: Kind, config: ProtocolConfig, *, what: str
 ) -> dict[Message, Path]:
     """The files of the parties' ``kind`` messages to the server (``commit``: data
     commitments; ``local``: local messages; else secure releases), each named by the
     sender its content names; two files of one party are refused (``what`` names the files
     in the message)."""
     read: Callable[[bytes], str]
-    if kind == "commit":
+    if kind == Kind.COMMIT:
         read = lambda data: commit_sender(data, config.config_hash())  # noqa: E731
-    elif kind in _LOCAL_KINDS:
+    elif kind == Kind.LOCAL:
         read = lambda data: codec.read_message(data, config).party  # noqa: E731
     else:
         plan = secure_plan(config)
@@ -184,29 +181,6 @@ def route(
             )
         routed[message] = path
     return routed
-
-
-def secure_limits(plan: SecurePlan) -> Callable[[Message], int | None]:
-    """The most bytes of a deal of either round (every Z matrix of the run at the widest,
-    the archive and the seal) and of a feature blob of either round from each party (its
-    rows x width ring words and the seal)."""
-    deal = 8 * sum(plan.max_cells(p, q) for p, q in plan.pairs()) + (1 << 20)
-    words = plan.word_bytes * plan.rows
-    blob = {
-        "blob": {name: words * plan.widths[q] + 4096 for q, name in enumerate(plan.names)},
-        "group-blob": {
-            name: words * plan.group_caps[q] + 4096 for q, name in enumerate(plan.names)
-        },
-    }
-
-    def limit(message: Message) -> int | None:
-        if message.kind in ("deal", "group-deal"):
-            return deal
-        if message.kind == "commit":
-            return MAX_COMMIT_BYTES
-        return blob[message.kind].get(message.sender) if message.kind in blob else None
-
-    return limit
 
 
 def count_input(
@@ -233,4 +207,4 @@ def count_input(
             f"{count_from} holds no noisy count: pass the message of the count party {count!r}."
         )
     data = codec.count_bytes(message.noisy_count, config.config_hash())
-    return {Message(count, party, "count"): data}
+    return {Message(count, party, Kind.LOCAL_COUNT): data}

@@ -1,17 +1,7 @@
 """PartyDriver: one data holder's steps over a transport, with its private state.
 
-The steps by method (see :class:`vertimrf.party.roles.Party`):
-
-* "fo" and "fm": ``release`` (the count party first sends its noisy count to the others;
-  every party sends its local message to the server);
-* "secure", select pipeline: ``commit`` (the party's data commitment out to the server,
-  which deals on it), ``features`` (the deal in, a masked-feature blob out to each peer),
-  ``release`` (the peers' blobs in, the first release out), ``groups`` (the server's
-  request and round-2 deal in, a blob of the request's attribute groups out to
-  each peer), ``measure`` (the peers' round-2 blobs in, and their round-1 blobs where the
-  request measures groups; the re-measurement out);
-* "secure", paper pipeline: ``release`` (as for "fo"), ``commit``, ``features``,
-  ``cross release``.
+Its steps are the party's steps of the run's schedule (:mod:`vertimrf.protocol.schedule`),
+each reading the messages the schedule addresses to the party.
 
 With a ``state_dir``, the party's private state for the run lives there
 (:class:`~vertimrf.driver.state.PartyState`): a step already done is not run again, its
@@ -27,19 +17,20 @@ from functools import partial
 from typing import Any, TypeVar
 
 from vertimrf.driver import codec
-from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
+from vertimrf.driver.role import Body, Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.state import PartyState, run_folder
-from vertimrf.driver.transport import Message, Outgoing, Payload, Streamed, Transport
+from vertimrf.driver.transport import Outgoing, Payload, Streamed, Transport
 from vertimrf.errors import ConfigError
 from vertimrf.party.roles import Party
 from vertimrf.party.secure import SealedBlobs
-from vertimrf.protocol.methods import rules, secure_plan
+from vertimrf.protocol.methods import rules
+from vertimrf.protocol.schedule import Kind, Message, schedule
 from vertimrf.protocol.secure import Request
 from vertimrf.protocol.seeds import SERVER
 
 # Inputs that must be the same in every step of a run (another deal gives shares that do
 # not add up, silently).
-_PINNED = frozenset({"deal", "group-deal"})
+_PINNED = frozenset({Kind.DEAL, Kind.SELECT_DEAL})
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -61,8 +52,8 @@ class PartyDriver(RoleDriver):
         self._hash = cfg.config_hash()
         self._names = [p.name for p in cfg.parties]
         self._peers = [q for q in self._names if q != self.name]
-        secure = rules(cfg).secure_product
-        self._plan = secure_plan(cfg) if secure else None
+        self._schedule = schedule(cfg)
+        self._plan = rules(cfg).secure_plan(cfg)
         self.state: PartyState | None = None
         if state_dir is not None:
             if party.secure is not None:  # aligned once per run, kept in the state
@@ -78,48 +69,32 @@ class PartyDriver(RoleDriver):
         return self._steps
 
     def _make_steps(self) -> tuple[Step, ...]:
-        kind = rules(self.party.config)
-        # not a prerequisite: the deal carries the commitment, which features checks
-        commit = Step("commit", (), self._commit, prerequisite=False)
-        if kind.selects:
-            return (
-                commit,
-                Step("features", (self._from_server("deal"),), self._features),
-                Step("release", self._secure_inputs(), self._select),
-                Step("groups", self._round2(), self._groups),
-                Step(
-                    "measure",
-                    (*self._round2(), *(Message(q, self.name, "group-blob") for q in self._peers)),
-                    self._measure,
-                    lazy=tuple(Message(q, self.name, "blob") for q in self._peers),
-                ),
+        schedule, me = self._schedule, self.name
+        bodies: dict[str, Body] = {  # each step by the kind it sends, whose name it shares
+            Kind.LOCAL: self._local,
+            Kind.COMMIT: self._commit,
+            Kind.FEATURES: self._features,
+            Kind.RELEASE: self._release,
+            Kind.GROUPS: self._groups,
+            Kind.MEASURE: self._measure,
+        }
+        return tuple(
+            Step(
+                s.name,
+                schedule.inputs(s.name, me),
+                bodies[s.name],
+                lazy=schedule.lazy(s.name, me),
+                # not a prerequisite: the deal carries the commitment, which features checks
+                prerequisite=s.name != Kind.COMMIT,
             )
-        count = self.party.config.count_party
-        inputs = () if self.name == count else (Message(count, self.name, "count"),)
-        local = Step("release", inputs, self._local)
-        if not kind.secure_product:
-            return (local,)
-        return (
-            local,
-            commit,
-            Step("features", (self._from_server("deal"),), self._features),
-            Step("cross release", self._secure_inputs(), self._cross),
+            for s in schedule.steps(me)
         )
 
-    def _from_server(self, kind: str) -> Message:
+    def _from_server(self, kind: Kind) -> Message:
         return Message(SERVER, self.name, kind)
 
-    def _to_server(self, kind: str, data: bytes) -> Outputs:
+    def _to_server(self, kind: Kind, data: bytes) -> Outputs:
         return {Message(self.name, SERVER, kind): data}
-
-    def _round2(self) -> tuple[Message, ...]:
-        """The request, the round-2 deal and the deal (to reopen it in a new process)."""
-        return tuple(self._from_server(k) for k in ("request", "group-deal", "deal"))
-
-    def _secure_inputs(self) -> tuple[Message, ...]:
-        """The peers' blobs, and the deal (to reopen it in a new process)."""
-        blobs = tuple(Message(q, self.name, "blob") for q in self._peers)
-        return (*blobs, self._from_server("deal"))
 
     # ------------------------------------------------------------------ running
     def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
@@ -172,26 +147,27 @@ class PartyDriver(RoleDriver):
         else:
             count = party.release_count()
             for q in self._peers:
-                out[Message(self.name, q, "count")] = codec.count_bytes(count, self._hash)
+                out[Message(self.name, q, Kind.LOCAL_COUNT)] = codec.count_bytes(count, self._hash)
         message = party.release(noisy_count=count)
-        return {**out, **self._to_server("local", codec.message_bytes(message))}
+        return {**out, **self._to_server(Kind.LOCAL, codec.message_bytes(message))}
 
     def _commit(self, inputs: Mapping[Message, Payload]) -> Outputs:
         if self.party.secure is None:  # the paper pipeline, its local release resent
             self._resume_local()
-        return self._to_server("commit", self.party.commit())
+        return self._to_server(Kind.COMMIT, self.party.commit())
 
     def _features(self, inputs: Mapping[Message, Payload]) -> Outputs:
         if self.party.secure is None:  # the paper pipeline, its local release resent
             self._resume_local()
         (deal,) = inputs.values()
         blobs = self.party.features(bytes(deal))  # a large deal arrives mapped
-        return _streamed(blobs, self.name, "blob")
+        return _streamed(blobs, self.name, Kind.FEATURES)
 
     def _resume_local(self) -> None:
         """Set up the secure product on the bins of the local message the state keeps."""
         assert self.state is not None
-        local = self.state.sent("release", self.name)[Message(self.name, SERVER, "local")].read()
+        kept = self.state.sent(Kind.LOCAL, self.name)
+        local = kept[Message(self.name, SERVER, Kind.LOCAL)].read()
         self.party.resume_release(codec.read_message(local, self.party.config))
 
     def _blobs(self, inputs: Mapping[Message, Payload]) -> Mapping[str, Payload]:
@@ -199,61 +175,57 @@ class PartyDriver(RoleDriver):
         decrypts one at a time into a fresh array, so a mapped blob is neither copied nor
         kept); when the features were sent by an earlier process, the deal is reopened
         first."""
-        if "features" not in self._computed:
+        if Kind.FEATURES not in self._computed:
             if self.party.secure is None:
                 self._resume_local()
             self._open_deal(inputs)
-        return _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == "blob"})
+        return _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == Kind.FEATURES})
 
     def _open_deal(self, inputs: Mapping[Message, Payload]) -> None:
         """Reopen the deal, unless a step of this process has."""
         assert self.party.secure is not None
-        if not self._computed & {"features", "release", "groups"}:
-            self.party.secure.open_deal(bytes(inputs[self._from_server("deal")]))
+        if not self._computed & {Kind.FEATURES, Kind.RELEASE, Kind.GROUPS}:
+            self.party.secure.open_deal(bytes(inputs[self._from_server(Kind.DEAL)]))
 
-    def _select(self, inputs: Mapping[Message, Payload]) -> Outputs:
+    def _release(self, inputs: Mapping[Message, Payload]) -> Outputs:
         release = self.party.secure_release(self._blobs(inputs))
-        if self.state is not None:
-            assert self.party.secure is not None
+        if self.state is not None and self._schedule.takes(Kind.MEASURE, self.name):
+            assert self.party.secure is not None  # the shares, for the measure step
             self.party.secure.save_state(self.state.shares)
-        return self._to_server("select", codec.release_bytes(release))
-
-    def _cross(self, inputs: Mapping[Message, Payload]) -> Outputs:
-        release = self.party.secure_release(self._blobs(inputs))
-        return self._to_server("cross", codec.release_bytes(release))
+        return self._to_server(Kind.RELEASE, codec.release_bytes(release))
 
     def _request(self, inputs: Mapping[Message, Payload]) -> Request:
         assert self._plan is not None
-        return codec.read_request(inputs[self._from_server("request")], self._plan, self._hash)
+        return codec.read_request(inputs[self._from_server(Kind.SELECT)], self._plan, self._hash)
 
     def _groups(self, inputs: Mapping[Message, Payload]) -> Outputs:
         self._open_deal(inputs)
-        deal = bytes(inputs[self._from_server("group-deal")])
+        deal = bytes(inputs[self._from_server(Kind.SELECT_DEAL)])
         blobs = self.party.groups(deal, self._request(inputs))
-        return _streamed(blobs, self.name, "group-blob")
+        return _streamed(blobs, self.name, Kind.GROUPS)
 
     def _measure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         assert self._plan is not None and self.party.secure is not None
         secure = self.party.secure
-        if "release" not in self._computed and self.state is not None:  # a new process
+        if Kind.RELEASE not in self._computed and self.state is not None:  # a new process
             secure.load_state(self.state.checked_shares())
         request = self._request(inputs)
         layout = self._plan.layout(request.marginals)
         p = self._plan.party_index(self.name)
         grows = any(layout.grows(a, b) for a, b in self._plan.pairs() if p in (a, b))
-        if "groups" not in self._computed:  # a new process: the round-2 deal keys the noise
+        if Kind.GROUPS not in self._computed:  # a new process: the round-2 deal keys the noise
             if grows:
                 self._open_deal(inputs)
-            secure.open_group_deal(bytes(inputs[self._from_server("group-deal")]), request)
+            secure.open_group_deal(bytes(inputs[self._from_server(Kind.SELECT_DEAL)]), request)
         blobs, group_blobs = (
             _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == kind})
-            for kind in ("blob", "group-blob")
+            for kind in (Kind.FEATURES, Kind.GROUPS)
         )
         release = self.party.measure(request, blobs, group_blobs)
-        return self._to_server("measure", codec.release_bytes(release))
+        return self._to_server(Kind.MEASURE, codec.release_bytes(release))
 
 
-def _streamed(blobs: SealedBlobs, sender: str, kind: str) -> Outputs:
+def _streamed(blobs: SealedBlobs, sender: str, kind: Kind) -> Outputs:
     """Each peer's blob as a Streamed message, sealed as it is written."""
     return {
         Message(sender, q, kind): Streamed(blobs.nbytes(q), partial(blobs.write, q)) for q in blobs

@@ -7,9 +7,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from vertimrf.driver.transport import Message, Outgoing, Payload, Streamed, Transport, nbytes
+from vertimrf.driver.transport import Outgoing, Payload, Streamed, Transport, nbytes
 from vertimrf.errors import ConfigError
 from vertimrf.logs import progress_bar
+from vertimrf.protocol.schedule import Message
 
 # A step's outputs: the messages to send (a mapping may make a large one when it is read;
 # a Streamed one is written to a party's kept copy as it is made, see materialised).

@@ -1,23 +1,18 @@
 """ServerDriver: the coordinator's steps over a transport.
 
-The steps by method (see :class:`vertimrf.server.roles.Server`):
+Its steps are the server's steps of the run's schedule (:mod:`vertimrf.protocol.schedule`):
+``deal`` (every party's data commitment in, one sealed deal out to each party), ``select``
+(the first releases in; the request and a sealed round-2 deal out to each party) and
+``synthesize`` (the fit, on the re-measurements or the local messages and releases).
 
-* "fo" and "fm": ``fit`` (every party's local message in);
-* "secure", select pipeline: ``deal`` (every party's data commitment in, one sealed deal
-  out to each party), ``select`` (the
-  first releases in; the request and a sealed round-2 deal out to each party), ``fit``
-  (the re-measurements in);
-* "secure", paper pipeline: ``deal``, then ``fit`` (the local messages and the parties'
-  cross releases in).
-
-After ``fit``, :meth:`ServerDriver.fitted` is the fitted model, its report and the
+After ``synthesize``, :meth:`ServerDriver.fitted` is the fitted model, its report and the
 generator the run's sampling continues from.
 
 With a ``state_dir``, the server's run state lives there
 (:class:`~vertimrf.driver.server_state.ServerState`): a step already done (``deal``,
-``select``) is not run again, its recorded messages are resent; ``fit`` in a new process
-starts from the secure server's state kept with ``select``. ``fit`` sends nothing and is
-not recorded: a restarted server fits again from the messages in its inbox.
+``select``) is not run again, its recorded messages are resent; ``synthesize`` in a new
+process starts from the secure server's state kept with ``select``. ``synthesize`` sends
+nothing and is not recorded: a restarted server fits again from the messages in its inbox.
 """
 
 from __future__ import annotations
@@ -35,12 +30,13 @@ from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.driver import codec
 from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.server_state import ServerState
-from vertimrf.driver.transport import Message, Payload, Transport
+from vertimrf.driver.transport import Payload, Transport
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import rules, secure_plan
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.report import ProtocolReport
+from vertimrf.protocol.schedule import SYNTHESIZE, Kind, Message, schedule
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.roles import Server
 from vertimrf.server.secure import SecureServer
@@ -63,7 +59,7 @@ class ServerDriver(RoleDriver):
     """
 
     name = SERVER
-    timed_inside = frozenset({"fit"})
+    timed_inside = frozenset({SYNTHESIZE})
 
     def __init__(
         self,
@@ -77,12 +73,12 @@ class ServerDriver(RoleDriver):
         state_dir: str | os.PathLike | None = None,
     ) -> None:
         super().__init__(transport)
-        secure = rules(config).secure_product
         if config.identities is not None and keypair is not None:  # pinned: keys from the config
             config.check_keypair(keypair)
             pinned = config.public_keys()
             public_keys = {p.name: pinned[p.name] for p in config.parties}
-        if secure and public_keys is None:
+        self._plan = rules(config).secure_plan(config)
+        if self._plan is not None and public_keys is None:
             raise ConfigError("method 'secure' needs every party's public key (public_keys=...).")
         if keypair is None:
             keypair = KeyPair.generate(SERVER)
@@ -91,7 +87,7 @@ class ServerDriver(RoleDriver):
         self._keys = dict(public_keys or {})
         self._names = [p.name for p in config.parties]
         self._hash = config.config_hash()
-        self._plan = secure_plan(config) if secure else None
+        self._schedule = schedule(config)
         self._fitted: tuple[MarkovRandomField, ProtocolReport, np.random.Generator] | None = None
         self._steps = self._make_steps()
         self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)
@@ -104,28 +100,16 @@ class ServerDriver(RoleDriver):
     def steps(self) -> tuple[Step, ...]:
         return self._steps
 
-    def _from_parties(self, kind: str) -> tuple[Message, ...]:
-        return tuple(Message(n, SERVER, kind) for n in self._names)
-
-    def _to_parties(self, kind: str, data: Mapping[str, bytes]) -> Outputs:
+    def _to_parties(self, kind: Kind, data: Mapping[str, bytes]) -> Outputs:
         return {Message(SERVER, n, kind): data[n] for n in self._names}
 
     def _make_steps(self) -> tuple[Step, ...]:
-        kind = rules(self.config)
-        if kind.selects:
-            return (
-                Step("deal", self._from_parties("commit"), self._deal),
-                Step("select", self._from_parties("select"), self._select),
-                Step("fit", self._from_parties("measure"), self._fit_secure),
-            )
-        local = self._from_parties("local")
-        if kind.secure_product:
-            cross = self._from_parties("cross")
-            return (
-                Step("deal", self._from_parties("commit"), self._deal),
-                Step("fit", (*local, *cross), self._fit_paper),
-            )
-        return (Step("fit", local, self._fit_paper),)
+        schedule = self._schedule
+        bodies = {Kind.DEAL: self._deal, Kind.SELECT: self._select, SYNTHESIZE: self._synthesize}
+        return tuple(
+            Step(s.name, schedule.inputs(s.name, SERVER), bodies[s.name])
+            for s in schedule.steps(SERVER)
+        )
 
     def fitted(
         self,
@@ -160,15 +144,15 @@ class ServerDriver(RoleDriver):
             self._inputs = {}
 
     def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, bytes | bytearray]:
-        """Record ``step`` (but ``fit``), what it received and sent, and after ``select``
+        """Record ``step`` (but ``synthesize``), what it received and sent, and after ``select``
         the secure server's state, in one transaction before the outputs leave; the
         outputs, to be sent."""
         self._computed.add(step.name)
         outputs = Materialised(outputs)
-        if self.state is None or step.name == "fit":
+        if self.state is None or step.name == SYNTHESIZE:
             return outputs
         kept = None
-        if step.name == "select":
+        if step.name == Kind.SELECT:
             assert self.server.secure is not None
             with tempfile.TemporaryDirectory(dir=self.state.path.parent) as tmp:
                 path = Path(tmp) / "secure.state.vmrf"
@@ -180,7 +164,7 @@ class ServerDriver(RoleDriver):
     def _resume_select(self) -> None:
         """In a new process after ``select``: the secure server from the state kept."""
         assert self.state is not None
-        kept = self.state.secure_state("select")
+        kept = self.state.secure_state(Kind.SELECT)
         if kept is None:
             raise MessageError(f"{self.state.path}: the state lacks the server's select state.")
         with tempfile.TemporaryDirectory(dir=self.state.path.parent) as tmp:
@@ -193,9 +177,9 @@ class ServerDriver(RoleDriver):
     # ------------------------------------------------------------------ step bodies
     def _deal(self, inputs: Mapping[Message, Payload]) -> Outputs:
         commits = {m.sender: bytes(data) for m, data in inputs.items()}
-        return self._to_parties("deal", self.server.deal(self._keys, commits))
+        return self._to_parties(Kind.DEAL, self.server.deal(self._keys, commits))
 
-    def _releases(self, inputs: Mapping[Message, Payload], kind: str) -> list:
+    def _releases(self, inputs: Mapping[Message, Payload], kind: Kind) -> list:
         assert self._plan is not None
         return [codec.read_release(d, self._plan) for m, d in inputs.items() if m.kind == kind]
 
@@ -206,21 +190,27 @@ class ServerDriver(RoleDriver):
                 f"the server's select step needs the public keys of {missing} (it seals each "
                 "party's round-2 deal to its key): give every party's public key."
             )
-        request = self.server.select(self._releases(inputs, "select"))
+        request = self.server.select(self._releases(inputs, Kind.RELEASE))
         data = codec.request_bytes(request, self._hash)
         deals = self.server.group_deals(self._keys)
         return {
-            **self._to_parties("request", dict.fromkeys(self._names, data)),
-            **self._to_parties("group-deal", deals),
+            **self._to_parties(Kind.SELECT, dict.fromkeys(self._names, data)),
+            **self._to_parties(Kind.SELECT_DEAL, deals),
         }
 
+    def _synthesize(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        """The fit on re-measurements (the select pipeline) or on local messages."""
+        if any(m.kind == Kind.MEASURE for m in inputs):
+            return self._fit_secure(inputs)
+        return self._fit_paper(inputs)
+
     def _fit_secure(self, inputs: Mapping[Message, Payload]) -> Outputs:
-        if "select" not in self._computed and self.state is not None:  # a new process
+        if Kind.SELECT not in self._computed and self.state is not None:  # a new process
             self._resume_select()
         secure = self.server.secure
         assert secure is not None
         start = time.perf_counter()
-        rng = secure.fit(self._releases(inputs, "measure"))
+        rng = secure.fit(self._releases(inputs, Kind.MEASURE))
         self.phase_seconds["fit"] = time.perf_counter() - start
         self._fitted = secure.model, secure.report(), rng
         return {}
@@ -229,9 +219,9 @@ class ServerDriver(RoleDriver):
         paper = self.server.paper
         assert paper is not None
         messages = [
-            codec.read_message(d, self.config) for m, d in inputs.items() if m.kind == "local"
+            codec.read_message(d, self.config) for m, d in inputs.items() if m.kind == Kind.LOCAL
         ]
-        cross = self._releases(inputs, "cross") if self._plan is not None else None
+        cross = self._releases(inputs, Kind.RELEASE) if self._plan is not None else None
 
         def lap(phase: str, seconds: float) -> None:
             self.phase_seconds[phase] = seconds

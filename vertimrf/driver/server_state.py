@@ -16,9 +16,10 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from vertimrf.driver.transport import Message, Payload
+from vertimrf.driver.transport import Payload
 from vertimrf.errors import MessageError
 from vertimrf.io import mark_state_folder
+from vertimrf.protocol.schedule import Message
 
 STATE_FORMAT = "vertimrf-server-driver-state/1"
 FILE_NAME = "server.sqlite"

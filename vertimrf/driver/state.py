@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import IO
 
 from vertimrf.driver.transport import (
-    Message,
     Stored,
     Streamed,
     file_sha256,
@@ -27,6 +26,7 @@ from vertimrf.driver.transport import (
 )
 from vertimrf.errors import MessageError, RunChangedError
 from vertimrf.io import atomic_open, atomic_write_text, mark_state_folder, read_json
+from vertimrf.protocol.schedule import Message
 
 STATE_FORMAT = "vertimrf-party-driver-state/1"
 

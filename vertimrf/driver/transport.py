@@ -1,9 +1,9 @@
 """The seam between the roles: named messages, as bytes, from one role to another.
 
-A :class:`Message` names its sender, its receiver and its kind (``deal``, ``blob``,
-``select``, ...). A :class:`Transport` delivers it; how (a dictionary in one process, files
-carried between folders, later a network service) is the transport's business, so one
-driver serves every setting:
+A :class:`~vertimrf.protocol.schedule.Message` names its sender, its receiver and its kind
+(``deal``, ``features``, ``select``, ...). A :class:`Transport` delivers it; how (a
+dictionary in one process, files carried between folders, later a network service) is the
+transport's business, so one driver serves every setting:
 
 * :class:`InProcessTransport`: one object shared by every role of a run in one process;
 * :class:`DirectoryTransport`: an inbox and an outbox folder per role, for air-gapped sites
@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import mmap
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -41,9 +40,9 @@ from vertimrf.errors import (
     RunFailedError,
 )
 from vertimrf.io import atomic_open
+from vertimrf.protocol.schedule import Message
 from vertimrf.protocol.seeds import SERVER
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Polling a folder: the first wait, and the longest (the wait doubles up to it).
 FIRST_POLL = 0.01
 MAX_POLL = 0.5
@@ -108,31 +107,6 @@ def file_sha256(path: Path) -> str:
         while chunk := fh.read(CHUNK):
             h.update(chunk)
     return h.hexdigest()
-
-
-@dataclass(frozen=True)
-class Message:
-    """The name of one message: who sends it, who receives it and what it is."""
-
-    sender: str
-    receiver: str
-    kind: str
-
-    def __post_init__(self) -> None:
-        for field in (self.sender, self.receiver, self.kind):
-            if not isinstance(field, str) or not _NAME.fullmatch(field):
-                raise ConfigError(
-                    f"{field!r} cannot name a message's role or kind: use letters, digits, "
-                    "'_' and '-' (starting with a letter or digit)."
-                )
-
-    def __str__(self) -> str:
-        return f"{self.kind} from {self.sender} to {self.receiver}"
-
-    @property
-    def file_name(self) -> str:
-        """The message's file name in its receiver's inbox."""
-        return f"{self.sender}.{self.kind}"
 
 
 class Transport(Protocol):

@@ -15,7 +15,7 @@ from vertimrf.party.grr import grr_perturb
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import rules
+from vertimrf.protocol.methods import fm_options, rules
 from vertimrf.protocol.options import FMOptions, FOOptions, SecurePaperOptions
 
 if TYPE_CHECKING:
@@ -101,13 +101,12 @@ class FMParty(PartyMethod):
     steps = ("LocEnc",)
 
     def keys(self, config: ProtocolConfig, secret: bytes) -> HashKeys | None:
-        options = config.options
-        assert isinstance(options, FMOptions)
+        options = fm_options(config, "the hash keys are a setting")
         return HashKeys.from_secret(secret, options.t, context=config.run_context())
 
     def release(self, x: ReleaseInputs) -> CrossFields:
-        options = x.config.options
-        assert isinstance(options, FMOptions) and x.keys is not None
+        options = fm_options(x.config, "LocEnc's sketches are a setting")
+        assert x.keys is not None
         sketch = locenc(
             x.binned,
             x.fingerprints,

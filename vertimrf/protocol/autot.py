@@ -21,7 +21,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.options import FMOptions
+from vertimrf.protocol.methods import fm_options
 
 CANDIDATES = (1000, 2000, 4000, 8000, 16000, 32000, 64000)
 # Measured on the 2-core machine: 45,222 rows x 2000 keys with SipHash in 0.31 s.
@@ -31,9 +31,7 @@ HASHES_PER_SECOND = 2.9e8
 def predicted_error(config: ProtocolConfig, t: int, n_hint: float) -> float:
     """Predicted relative CarEst cell error (n + k_p * S) / (n sqrt(t)), S = mean over
     cross-party pairs of (u_a - 1) + (u_b - 1) on the binned domains."""
-    options = config.options
-    if not isinstance(options, FMOptions):
-        raise ConfigError(f"t is a setting of method='fm' (its sketches); got {config.method!r}.")
+    options = fm_options(config, "t (its sketches' repetitions) is a setting")
     eps_prime = ProtocolBudget.from_config(config, t=t).eps_prime
     k_p = fm_noise(eps_prime, options.gamma).k_p
     sizes = _binned_sizes(config)

@@ -46,6 +46,7 @@ from vertimrf.io import atomic_write_text
 from vertimrf.protocol.options import (
     DEFAULTS,
     FLAT_NAMES,
+    OPTION_TYPES,
     PRESETS,
     Options,
     PaperOptions,
@@ -147,7 +148,7 @@ class ProtocolConfig:
             )
         if not isinstance(self.spec, DomainSpec):
             raise ConfigError(f"spec must be a DomainSpec; got {type(self.spec).__name__}.")
-        if not isinstance(self.options, Options):
+        if type(self.options) not in OPTION_TYPES.values():
             raise ConfigError(
                 "options must be SecureOptions, SecurePaperOptions, FOOptions or FMOptions; "
                 f"got {type(self.options).__name__}."
@@ -192,7 +193,7 @@ class ProtocolConfig:
         return hash(self._hash)
 
     def _check_run(self) -> None:
-        binned = self.options.binned if isinstance(self.options, PaperOptions) else None
+        binned = self.options.binned
         if binned is not None:
             unknown = sorted(set(binned) - set(self.spec.names))
             if unknown:
@@ -203,12 +204,7 @@ class ProtocolConfig:
             and self.max_rows >= 1
         ):
             raise ConfigError(f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.")
-        if self.options.PADS_ROWS and self.max_rows is None:
-            raise ConfigError(
-                "method='secure' needs max_rows: a public upper bound on the number of records, "
-                "to which every party pads its rows so that message sizes reveal nothing about "
-                "the true count (give e.g. max_rows=50000, or --max-rows on the command line)."
-            )
+        self.options.check_rows(self.max_rows)
         nonce = self.run_nonce
         if not (
             isinstance(nonce, str)
@@ -337,30 +333,16 @@ class ProtocolConfig:
     def paper_options(self) -> PaperOptions:
         """The paper pipeline's settings (methods "fo", "fm" and the secure paper pipeline);
         ConfigError for the secure select pipeline, which has none."""
-        if not isinstance(self.options, PaperOptions):
-            raise ConfigError(
-                "the secure select pipeline has no local models, bins or budget shares of the "
-                "paper pipeline (its settings are SecureOptions')."
-            )
-        return self.options
+        return self.options.paper()
 
     def secure_options(self) -> SecureOptions:
         """The secure select pipeline's settings; ConfigError for every other method."""
-        if not isinstance(self.options, SecureOptions):
-            raise ConfigError(
-                "only the secure select pipeline has SecureOptions (feature width, iterations, "
-                f"model caps, binning); this config's method is {self.method!r}."
-            )
-        return self.options
+        return self.options.secure()
 
     def binned_columns(self) -> tuple[str, ...]:
         """Columns that are binned (paper-pipeline methods): the explicit list, or every
         column with more than b codes; none for the secure select pipeline."""
-        if not isinstance(self.options, PaperOptions):
-            return ()
-        if self.options.binned is not None:
-            return self.options.binned
-        return tuple(c.name for c in self.spec.columns if c.size > self.options.bins)
+        return self.options.binned_columns(self.spec)
 
     def new_run(self) -> ProtocolConfig:
         """The same settings as a new run: a fresh run nonce, so new keys, masks, pads and

@@ -97,7 +97,7 @@ class PartyMessage:
             raise MessageError(f"{where} has columns {self.columns}, the config {spec.columns}.")
         method = rules(config)
         want_hash = method.message_hash(config)
-        if self.method != config.method or self.hash != want_hash:
+        if (self.method, self.hash) != (config.method, want_hash):
             raise MessageError(
                 f"{where} used method {self.method!r} / hash {self.hash!r}; the config says "
                 f"{config.method!r} / {want_hash!r}."

@@ -4,10 +4,11 @@ layout and budget, and what its plan charges and costs.
 
 :func:`rules` gives the :class:`MethodRules` of a config, from the type of its options; the
 party's and the server's per-method code is in :mod:`vertimrf.party.methods` and
-:mod:`vertimrf.server.methods`. The rules stand on the budget split
-(:mod:`vertimrf.protocol.budget`) and the secure product's algebra
-(:mod:`vertimrf.protocol.secure`), which know no method; the message formats check a
-message against them. Importing this module imports no Numba code.
+:mod:`vertimrf.server.methods`, and each method's schedule (its ``label``'s) in
+:mod:`vertimrf.protocol.schedule`. What a caller asks of a method, it asks here. The rules
+stand on the budget split (:mod:`vertimrf.protocol.budget`) and the secure product's algebra
+(:mod:`vertimrf.protocol.secure`), which know no method; the message formats check a message
+against them. Importing this module imports no Numba code.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from vertimrf.protocol.options import (
     FOOptions,
     SecureOptions,
     SecurePaperOptions,
+    options_class,
 )
 from vertimrf.protocol.secure import SELECT, SecurePlan, feature_width, group_width
 
@@ -54,6 +56,7 @@ class MethodRules:
     product, and its plan is the paper pipeline's (methods fo and fm)."""
 
     name: ClassVar[str]
+    label: ClassVar[str]  # the method and, for "secure", its pipeline: its schedule's name
     # The method's steps: a local message (release_count, release), the secure product
     # (a key pair per role, the deal, features and a secure release), the select step
     # (the server's selection and the parties' re-measurement).
@@ -99,6 +102,11 @@ class MethodRules:
         largest with the domain's sizes replaced)."""
         return "lower the model caps, or raise max_memory_gb"
 
+    def summary(self, config: ProtocolConfig) -> str:
+        """The config's size settings, in words (``vertimrf config``'s line)."""
+        rows = f", max_rows {config.max_rows}" if config.max_rows else ""
+        return f"pipeline {config.pipeline}{rows}"
+
     # ------------------------------------------------------------------ messages
     def cross_releases(
         self, config: ProtocolConfig, budget: ProtocolBudget, party: str, d: int
@@ -124,6 +132,7 @@ class SecureRules(MethodRules):
     the secure product of the binned cross pairs (one feature group per attribute)."""
 
     name = "secure"
+    label = "secure/paper"
     secure_product = True
 
     def secure_plan(
@@ -179,7 +188,7 @@ class SecureRules(MethodRules):
             rho_select=rho_select,
             rho_measure=rho_measure,
             refine_fraction=refine,
-            pipeline=config.pipeline,
+            select=self.selects,
             buckets=buckets,
         )
 
@@ -220,6 +229,7 @@ class SecureSelectRules(SecureRules):
     """Method "secure", the select pipeline: no local messages at all; the secure product
     releases every 2-way marginal and the count, then re-measures what the server selects."""
 
+    label = "secure/select"
     local_message = False
     selects = True
 
@@ -262,6 +272,17 @@ class SecureSelectRules(SecureRules):
     def plan_bins(self, config: ProtocolConfig) -> dict[str, int]:
         return {}
 
+    def summary(self, config: ProtocolConfig) -> str:
+        from vertimrf.protocol.secure import feature_width
+
+        options = config.secure_options()
+        width = options.feature_width
+        cap = f" ({feature_width(config)})" if width == "auto" else ""
+        return (
+            f"max_rows {config.max_rows}, feature width {width}{cap}, pipeline select, "
+            f"binning {options.binning}, buckets {options.buckets}"
+        )
+
     def plan_group_caps(
         self, config: ProtocolConfig, widths: tuple[int, ...], domain: Sequence[int]
     ) -> tuple[int, ...]:
@@ -286,7 +307,7 @@ class SecureSelectRules(SecureRules):
 class FORules(MethodRules):
     """Method "fo": GRR rows of the binned columns, one row per noisy-count record."""
 
-    name = "fo"
+    name = label = "fo"
 
     def cross_releases(
         self, config: ProtocolConfig, budget: ProtocolBudget, party: str, d: int
@@ -308,7 +329,7 @@ class FORules(MethodRules):
 class FMRules(MethodRules):
     """Method "fm": the paper's FM sketches, t per attribute (NOT DP)."""
 
-    name = "fm"
+    name = label = "fm"
 
     def cross_releases(
         self, config: ProtocolConfig, budget: ProtocolBudget, party: str, d: int
@@ -336,6 +357,9 @@ class FMRules(MethodRules):
     def sketch_rows(self, config: ProtocolConfig) -> int:
         assert isinstance(config.options, FMOptions)
         return config.options.t
+
+    def summary(self, config: ProtocolConfig) -> str:
+        return f"t {self.sketch_rows(config)}"
 
     def payload_words(self, config: ProtocolConfig, d_p: int, rows: int | None) -> int:
         return d_p * self.sketch_rows(config)
@@ -422,3 +446,17 @@ def party_rho(config: ProtocolConfig, party: str) -> float:
     if not config.paper_options().local_mrf:
         local = 0.0
     return math.fsum([local, *(r.rho for r in expected_releases(config, party))])
+
+
+def rules_of(method: object, pipeline: object = None) -> MethodRules:
+    """The protocol rules of ``method`` (and, for "secure", ``pipeline``), by name."""
+    return RULES[options_class(method, pipeline)]
+
+
+def fm_options(config: ProtocolConfig, what: str) -> FMOptions:
+    """The options of ``config``, of method "fm"; ConfigError for another method
+    (``what`` names the setting asked for)."""
+    options = config.options
+    if not isinstance(options, FMOptions):
+        raise ConfigError(f"{what} of method 'fm'; the config's method is {config.method!r}.")
+    return options

@@ -26,11 +26,14 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.calibration import ACCOUNTING_MODES, sketch_epsilon
 from vertimrf.protocol.buckets import check_buckets
+
+if TYPE_CHECKING:
+    from vertimrf.domain import DomainSpec
 
 # The `default` preset names every setting that changes a run's output (in the flat names),
 # and the options' defaults are read from it, so presets are the only source of defaults.
@@ -212,8 +215,6 @@ class _Options:
     METHOD: ClassVar[str]
     PIPELINE: ClassVar[str]
     DP: ClassVar[bool] = True
-    # Every party pads its rows to the config's public max_rows (which it then needs).
-    PADS_ROWS: ClassVar[bool] = False
     LATER: ClassVar[frozenset[str]] = frozenset()
     # The flat selector values that choose this class.
     SELECT: ClassVar[Mapping[str, str]]
@@ -237,6 +238,22 @@ class _Options:
     def flat(self) -> dict[str, Any]:
         """The fields under their flat names, with the selectors of the method."""
         return {**self.SELECT, **{name: getattr(self, f) for name, f in self.FLAT.items()}}
+
+    def check_rows(self, max_rows: int | None) -> None:
+        """Refuse a config's ``max_rows`` this method cannot run with (here: none)."""
+
+
+class _PaddedRows:
+    """A secure method's: every party pads its rows to the config's public max_rows."""
+
+    def check_rows(self, max_rows: int | None) -> None:
+        """Refuse a config without max_rows."""
+        if max_rows is None:
+            raise ConfigError(
+                "method='secure' needs max_rows: a public upper bound on the number of records, "
+                "to which every party pads its rows so that message sizes reveal nothing about "
+                "the true count (give e.g. max_rows=50000, or --max-rows on the command line)."
+            )
 
 
 @dataclass(frozen=True)
@@ -332,6 +349,23 @@ class PaperOptions(_Options):
         without sketches)."""
         return 0.0
 
+    def paper(self) -> PaperOptions:
+        """These settings (the paper pipeline's)."""
+        return self
+
+    def secure(self) -> SecureOptions:
+        """ConfigError: only the secure select pipeline has SecureOptions."""
+        raise ConfigError(
+            "only the secure select pipeline has SecureOptions (feature width, iterations, "
+            f"model caps, binning); this config's method is {self.METHOD!r}."
+        )
+
+    def binned_columns(self, spec: DomainSpec) -> tuple[str, ...]:
+        """The explicit list, or every column of ``spec`` with more than b codes."""
+        if self.binned is not None:
+            return self.binned
+        return tuple(c.name for c in spec.columns if c.size > self.bins)
+
 
 _PAPER_FLAT = {f.name: f.name for f in fields(PaperOptions)}
 
@@ -403,13 +437,12 @@ class FMOptions(PaperOptions):
 
 @strict_fields()
 @dataclass(frozen=True)
-class SecurePaperOptions(PaperOptions):
+class SecurePaperOptions(_PaddedRows, PaperOptions):
     """Method "secure", the paper pipeline: local models, then secure estimates of every
     binned cross-party 2-way marginal (paid by the ``locenc`` share) in place of FO's GRR
     rows. Needs ``local_mrf``: the secure release measures only the cross-party pairs."""
 
     METHOD: ClassVar[str] = "secure"
-    PADS_ROWS: ClassVar[bool] = True
     SELECT: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"method": "secure", "secure_pipeline": "paper"}
     )
@@ -426,7 +459,7 @@ class SecurePaperOptions(PaperOptions):
 
 @strict_fields()
 @dataclass(frozen=True)
-class SecureOptions(_Options):
+class SecureOptions(_PaddedRows, _Options):
     """Method "secure", the select pipeline (the default): one budget over the whole table.
 
     Attributes:
@@ -452,7 +485,7 @@ class SecureOptions(_Options):
 
     METHOD: ClassVar[str] = "secure"
     PIPELINE: ClassVar[str] = "select"
-    PADS_ROWS: ClassVar[bool] = True
+    binned: ClassVar[None] = None  # no binned columns (the paper pipeline's setting)
     LATER: ClassVar[frozenset[str]] = frozenset({"buckets"})
     SELECT: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"method": "secure", "secure_pipeline": "select"}
@@ -499,6 +532,21 @@ class SecureOptions(_Options):
         _positive(self, "max_clique_cells", "max_total_cells")
         _choice(self.binning, SECURE_BINNING, "binning")
         check_buckets(self.buckets)
+
+    def paper(self) -> PaperOptions:
+        """ConfigError: the select pipeline has none of the paper pipeline's settings."""
+        raise ConfigError(
+            "the secure select pipeline has no local models, bins or budget shares of the "
+            "paper pipeline (its settings are SecureOptions')."
+        )
+
+    def secure(self) -> SecureOptions:
+        """These settings."""
+        return self
+
+    def binned_columns(self, spec: DomainSpec) -> tuple[str, ...]:
+        """None: the select pipeline bins no column up front."""
+        return ()
 
 
 Options = SecureOptions | SecurePaperOptions | FOOptions | FMOptions

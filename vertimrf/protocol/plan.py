@@ -454,7 +454,7 @@ def _local_roles(config: ProtocolConfig) -> tuple[RoleCost, ...]:
         d_p = len(p.columns)
         payload = 8 * rules(config).payload_words(config, d_p, rows)
         sends = payload + int(8 * options.local_max_total_cells) + CONTAINER_BYTES
-        roles.append(RoleCost(p.name, sends, 0, {"release": _local_peak(config, d_p)}, note))
+        roles.append(RoleCost(p.name, sends, 0, {"local": _local_peak(config, d_p)}, note))
     cells = max(options.max_model_cells, options.tau)
     peak = int(
         BASE_BYTES

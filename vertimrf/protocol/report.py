@@ -11,14 +11,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vertimrf.errors import ConfigError
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.zcdp import rho_to_epsilon, round_up
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.options import FMOptions
+from vertimrf.protocol.methods import fm_options
 
 SEEDED_NOTE = "seeded run: reproducible noise, not for release (a seed is for experiments only)"
 COLLUSION_NOTE = (
@@ -50,9 +49,7 @@ class FMBound:
 def fm_worst_case(config: ProtocolConfig) -> FMBound:
     """The FM lower bounds on delta for ``config`` (see :mod:`vertimrf.privacy.fm_gap`)."""
     eps_prime = ProtocolBudget.from_config(config).eps_prime
-    options = config.options
-    if not isinstance(options, FMOptions):
-        raise ConfigError(f"the FM bounds need method 'fm'; the config's is {config.method!r}.")
+    options = fm_options(config, "the FM bounds are a setting")
     noise = fm_noise(eps_prime, options.gamma)
     d = len(config.spec)
 

@@ -54,7 +54,6 @@ from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import pure_to_rho
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.options import SecureOptions
 from vertimrf.protocol.seeds import SERVER
 
 SELECT = "select"
@@ -118,10 +117,7 @@ def feature_width(config: ProtocolConfig, sizes: Sequence[int] | None = None) ->
     products in k_p x k_q), so "auto" bounds them at any size: 576 up to max_rows 65,536
     (Adult, NLTCS), 512 at 131,072, 256 at 262,144, 64 at 1,048,576. Public: a pure function
     of the config, which every role re-derives."""
-    options = config.options
-    if not isinstance(options, SecureOptions):
-        raise ConfigError("the feature width is a setting of the secure select pipeline.")
-    width = options.feature_width
+    width = config.secure_options().feature_width
     if width != "auto":
         return int(width)
     rows = max(1, int(config.max_rows or 1))
@@ -188,7 +184,7 @@ class SecurePlan:
     rho_select: float
     rho_measure: float
     refine_fraction: float
-    pipeline: str = "select"
+    select: bool = True  # the select pipeline (else the paper pipeline)
     buckets: int = 1
 
     @property
@@ -250,10 +246,10 @@ class SecurePlan:
         return max(1, int(2.0 * self.rho_measure * limit * limit))
 
     @property
-    def select(self) -> bool:
-        """True for the select pipeline (its server selects, then requests a
-        re-measurement); False for the paper pipeline (one release of the cross pairs)."""
-        return self.pipeline == "select"
+    def pipeline(self) -> str:
+        """ "select" (its server selects, then requests a re-measurement) or "paper" (one
+        release of the cross pairs)."""
+        return "select" if self.select else "paper"
 
     # ------------------------------------------------------------------ layout
     @cached_property

@@ -150,18 +150,19 @@ class CarEst:
         t = self.merged.t
         gamma = self.merged.gamma
         k_p = float(self.merged.noise.k_p)
-        if self.method == "containment":
-            full = self.merged.full[idx].max(axis=0)
-            exceed = union_exceed_counts(self.merged.comp_t, rows, sizes, full)
-            total = self.n_hat + k_p * float(sizes.sum())
-            inside = invert_containment(exceed / t, total, gamma, self.merged.noise.alpha_min)
-            return np.maximum(inside - len(attrs) * k_p, 0.0).reshape(tuple(sizes))
+        match self.method:
+            case "containment":
+                full = self.merged.full[idx].max(axis=0)
+                exceed = union_exceed_counts(self.merged.comp_t, rows, sizes, full)
+                total = self.n_hat + k_p * float(sizes.sum())
+                inside = invert_containment(exceed / t, total, gamma, self.merged.noise.alpha_min)
+                return np.maximum(inside - len(attrs) * k_p, 0.0).reshape(tuple(sizes))
+            case "harmonic":
+                sums = union_table_sums(self.merged.comp_t, rows, sizes, _power_table(gamma))
+                union = harmonic_constant(gamma, t) * t / sums
+            case _:
+                sums = union_table_sums(self.merged.comp_t, rows, sizes, _INV_TABLE)
+                union = (1.0 + gamma) ** (t / sums)
         phantoms = k_p * float(np.sum(sizes - 1))
-        if self.method == "harmonic":
-            sums = union_table_sums(self.merged.comp_t, rows, sizes, _power_table(gamma))
-            union = harmonic_constant(gamma, t) * t / sums
-        else:
-            sums = union_table_sums(self.merged.comp_t, rows, sizes, _INV_TABLE)
-            union = (1.0 + gamma) ** (t / sums)
         est = np.maximum(self.n_hat - (union - phantoms), 0.0)
         return est.reshape(tuple(sizes))

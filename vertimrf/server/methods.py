@@ -12,7 +12,7 @@ import numpy as np
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
-from vertimrf.protocol.methods import rules
+from vertimrf.protocol.methods import fm_options, rules
 from vertimrf.protocol.options import FMOptions, FOOptions, SecureOptions, SecurePaperOptions
 from vertimrf.protocol.report import FMBound, fm_worst_case
 from vertimrf.server.carest import CarEst
@@ -194,8 +194,7 @@ class FMServer(ServerMethod):
         bin_domain: Domain,
         secure_tables: Mapping[tuple[int, ...], np.ndarray] | None,
     ) -> CrossSourceFn:
-        options = config.options
-        assert isinstance(options, FMOptions)
+        options = fm_options(config, "CarEst reads the sketches")
         sketches = [m.sketch for m in messages if m.sketch is not None]
         carest = CarEst(sketches, n_hat, method=options.carest)
 

@@ -30,10 +30,10 @@ of its planned length; a container of another kind, or naming another party), or
 the sender never sends to that receiver; 403 the sender (PUT) or receiver (GET) is not the
 authenticated party; 404 another run; 409 a message held with other bytes, or a body of
 another run (its config hash); 411 no length; 413 over the kind's size limit
-(:mod:`vertimrf.service.rules`). A client without a pinned certificate fails the TLS
-handshake and gets no status at all. A chunk that does not arrive within the read time-out
-(:data:`READ_TIMEOUT` seconds unless set) ends its upload (a slow client never blocks the
-others).
+(:meth:`vertimrf.protocol.schedule.Schedule.uploads`). A client without a pinned
+certificate fails the TLS handshake and gets no status at all. A chunk that does not arrive
+within the read time-out (:data:`READ_TIMEOUT` seconds unless set) ends its upload (a slow
+client never blocks the others).
 """
 
 from __future__ import annotations
@@ -52,12 +52,18 @@ from typing import Any
 from aiohttp import web
 
 from vertimrf.container import read_container
-from vertimrf.driver.transport import Message
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
+from vertimrf.protocol.schedule import (
+    CONTAINER_KINDS,
+    COUNT_BYTES,
+    SEALED_KINDS,
+    Kind,
+    Message,
+    schedule,
+)
 from vertimrf.protocol.securemsg import RELEASE_KIND
-from vertimrf.service.rules import CONTAINER_KINDS, COUNT_BYTES, SEALED_KINDS, uploads
 from vertimrf.service.store import CHUNK, MessageStore
 from vertimrf.service.tls import party_fingerprints, party_of, role_fingerprints
 
@@ -69,9 +75,11 @@ POLL = 0.05
 MAX_REPORT = 4000  # bytes of a party's failure report
 MAX_NAME = 100  # characters of a role or kind: <sender>.<kind> fits a 255-byte file name
 # The container each message kind holds (its manifest's kind).
-CONTAINER_FORMATS = {"local": LOCAL_CONTAINER} | dict.fromkeys(
-    ("select", "cross", "measure"), RELEASE_KIND
-)
+CONTAINER_FORMATS: dict[str, str] = {
+    Kind.LOCAL: LOCAL_CONTAINER,
+    Kind.RELEASE: RELEASE_KIND,
+    Kind.MEASURE: RELEASE_KIND,
+}
 _MANIFEST_BYTES = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -132,7 +140,7 @@ def make_app(
             "give the parties shorter names."
         )
     run = config.config_hash()
-    allowed = uploads(config)
+    allowed = schedule(config).uploads()
     fingerprints = party_fingerprints(config)
     readers = role_fingerprints(config)  # who may read the status
     app = web.Application()
@@ -261,7 +269,7 @@ def make_app(
                 refusal = _check_container(message, path)
                 if refusal is not None:
                     return refusal
-            if message.kind == "count":
+            if message.kind == Kind.LOCAL_COUNT:
                 named = body_run(path)
                 if named is None:
                     return _refuse(400, f"the body is not a {message.kind} message.")

@@ -43,7 +43,6 @@ from requests.adapters import HTTPAdapter
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver.transport import (
     MAP_BYTES,
-    Message,
     Outgoing,
     Payload,
     Stored,
@@ -56,8 +55,8 @@ from vertimrf.errors import ConfigError, MissingMessageError, RunFailedError, Se
 from vertimrf.io import atomic_open
 from vertimrf.logs import progress_bar
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.schedule import SEALED_KINDS, Message
 from vertimrf.protocol.seeds import SERVER
-from vertimrf.service.rules import SEALED_KINDS
 from vertimrf.service.tls import client_context
 
 FIRST_BACKOFF = 0.5
@@ -391,7 +390,7 @@ class HttpTransport:
 
     def _read(self, message: Message, response: requests.Response) -> Payload:
         """The response's body, checked against its length and (but a sealed blob, see
-        :data:`~vertimrf.service.rules.SEALED_KINDS`) its SHA-256: in memory, or for a
+        :data:`~vertimrf.protocol.schedule.SEALED_KINDS`) its SHA-256: in memory, or for a
         large message with a spool folder, in a file there (renamed into place only whole
         and checked), mapped."""
         size = int(response.headers.get("Content-Length", "0"))

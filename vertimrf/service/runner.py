@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes, waiting_on
+from vertimrf.driver.schedule import observed_seconds, sent_bytes, waiting_on
 from vertimrf.driver.server import ServerDriver
-from vertimrf.driver.transport import Message
 from vertimrf.errors import RunFailedError, VertimrfError
 from vertimrf.io import atomic_write_text
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.schedule import Message, schedule
 from vertimrf.service.store import MessageStore, StoreTransport
 from vertimrf.synth.table_file import table_format
 
@@ -78,7 +78,7 @@ class ServiceRun:
         self.synthetic = self.state_dir / f"{SYNTHETIC}.{fmt}"
         self.report = None if report is None else Path(report)
         self.state, self.error = "waiting", ""
-        self.phases = schedule(config)
+        self.phases = schedule(config).phases()
         self.finished = threading.Event()
         self.told: set[str] = set()  # the parties told that the run failed
         self._failing = threading.Lock()

@@ -22,7 +22,6 @@ from typing import Any, BinaryIO
 
 from vertimrf.driver.transport import (
     DirectoryTransport,
-    Message,
     Outgoing,
     Payload,
     file_sha256,
@@ -31,6 +30,7 @@ from vertimrf.driver.transport import (
 )
 from vertimrf.errors import MissingMessageError, RunChangedError
 from vertimrf.io import mark_state_folder
+from vertimrf.protocol.schedule import Message
 
 LOG_FILE = "messages.sqlite"
 _SCHEMA = """

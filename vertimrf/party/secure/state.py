@@ -54,7 +54,7 @@ class PartyState:
             table on this party's Dask cluster.
         keypair: this party's X25519 key pair (``vertimrf keys``).
         peers: every other party's public key, by name (fingerprints checked out of band).
-        bins: the paper pipeline (``config.pipeline == "paper"``) only: the bin maps
+        bins: the paper pipeline only: the bin maps
             of this party's binned columns, from its own local message
             (:meth:`vertimrf.party.party.LocalParty.release`); its features are the binned codes.
     """

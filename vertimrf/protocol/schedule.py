@@ -1,0 +1,369 @@
+"""Each method's schedule, written once: its steps, the messages each step sends and reads,
+their size limits and their file names.
+
+A step's name is the name of its step command (``vertimrf party features``, ``server
+select``, ...) and of the message kind it sends; a step that sends a second kind to the
+same receiver names it ``<step>-<part>`` (the server's ``select`` sends the request as
+``select`` and the round-2 deal as ``select-deal``; the count party's ``local`` sends its
+noisy count to its peers as ``local-count``). The schedules, in the order the run meets
+their steps:
+
+* "secure", select pipeline (:class:`SelectSchedule`): the parties' ``commit``, the
+  server's ``deal``, the parties' ``features`` (a blob to each peer) and ``release``, the
+  server's ``select``, the parties' ``groups`` and ``measure``, the server's ``synthesize``;
+* "secure", paper pipeline (:class:`PaperSchedule`): the parties' ``local`` (the count
+  party's count to its peers, then every party's local message), ``commit``, the server's
+  ``deal``, the parties' ``features`` and ``release``, the server's ``synthesize``;
+* "fo" and "fm" (:class:`FOSchedule`, :class:`FMSchedule`): the parties' ``local``, the
+  server's ``synthesize``.
+
+:func:`schedule` gives a config's schedule. The drivers' steps, the service's upload rules,
+the step commands' files and every transport's size limits derive from it. Importing this
+module imports no other module of the protocol's (a transport names its messages with it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar
+
+from vertimrf.errors import ConfigError
+from vertimrf.protocol.seeds import SERVER
+
+if TYPE_CHECKING:
+    from vertimrf.protocol.config import ProtocolConfig
+    from vertimrf.protocol.plan import RunPlan
+    from vertimrf.protocol.secure import SecurePlan
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+COUNT_BYTES = 1024  # a count message (JSON)
+HEADER_SLACK = 1 << 20  # a container's headers beyond the plan's bytes
+DEAL_SLACK = 1 << 20  # a deal's archive and seal beyond its Z matrices
+ZIP_MAGIC = b"PK\x03\x04"
+JSON_MAGIC = b"{"
+
+
+class Kind(str, Enum):
+    """Every message kind, each named after the step that sends it (a str: its name)."""
+
+    LOCAL = "local"  # a party's local message, to the server
+    LOCAL_COUNT = "local-count"  # the count party's noisy count, to its peers
+    COMMIT = "commit"  # a party's data commitment, to the server
+    DEAL = "deal"  # the server's sealed deal, to each party
+    FEATURES = "features"  # a party's sealed masked features, to each peer
+    RELEASE = "release"  # a party's secure release, to the server
+    SELECT = "select"  # the server's request, to each party
+    SELECT_DEAL = "select-deal"  # the server's sealed round-2 deal, to each party
+    GROUPS = "groups"  # a party's sealed round-2 groups, to each peer
+    MEASURE = "measure"  # a party's re-measurement, to the server
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+# Sealed by their sender for their receiver (AES-GCM; the receiver checks the seal when it
+# opens them): the service relays them unread, and their bytes are not hashed again on the
+# way (TLS guards each hop, the length a cut body); their X-Content-SHA256 is the sender's.
+SEALED_KINDS = frozenset({Kind.FEATURES, Kind.GROUPS})
+# Checksummed containers: a local message or a secure release.
+CONTAINER_KINDS = frozenset({Kind.LOCAL, Kind.RELEASE, Kind.MEASURE})
+
+
+@dataclass(frozen=True)
+class Message:
+    """The name of one message: who sends it, who receives it and what it is."""
+
+    sender: str
+    receiver: str
+    kind: str
+
+    def __post_init__(self) -> None:
+        for field in (self.sender, self.receiver, self.kind):
+            if not isinstance(field, str) or not _NAME.fullmatch(field):
+                raise ConfigError(
+                    f"{field!r} cannot name a message's role or kind: use letters, digits, "
+                    "'_' and '-' (starting with a letter or digit)."
+                )
+        object.__setattr__(self, "kind", str(self.kind))  # a Kind as its plain name
+
+    def __str__(self) -> str:
+        return f"{self.kind} from {self.sender} to {self.receiver}"
+
+    @property
+    def file_name(self) -> str:
+        """The message's file name in its receiver's inbox (a folder per receiver)."""
+        return f"{self.sender}.{self.kind}"
+
+    @property
+    def step_file_name(self) -> str:
+        """The message's file name among a step command's files: ``SENDER-to-RECEIVER.KIND``
+        between parties, ``RECEIVER.KIND`` from the server, ``SENDER.KIND`` to it."""
+        if SERVER not in (self.sender, self.receiver):
+            return f"{self.sender}-to-{self.receiver}.{self.kind}"
+        return f"{self.receiver if self.sender == SERVER else self.sender}.{self.kind}"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The most bytes a message may hold (``exact``: its only size) and its first bytes."""
+
+    limit: int
+    magic: bytes = b""
+    exact: bool = False
+
+
+# Whom a step's message goes to: the server, every party, or every other party.
+TO_SERVER, TO_PARTIES, TO_PEERS = "server", "parties", "peers"
+
+
+@dataclass(frozen=True)
+class Send:
+    """A kind a step sends, and to whom (``count_only``: only the count party sends it)."""
+
+    kind: Kind
+    to: str
+    count_only: bool = False
+
+
+@dataclass(frozen=True)
+class StepRule:
+    """One step: its name, whether the server or every party takes it, what it sends, the
+    kinds addressed to the role that it reads, and those it may read (``lazy``)."""
+
+    name: str
+    server: bool
+    sends: tuple[Send, ...] = ()
+    reads: tuple[Kind, ...] = ()
+    lazy: tuple[Kind, ...] = ()
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One step of a run: its name, the roles that take it, and the messages they send in
+    it (none: the server's ``synthesize``, which ends the run)."""
+
+    step: str
+    roles: tuple[str, ...]
+    messages: tuple[Message, ...]
+
+
+def _party(
+    name: str, *sends: Send, reads: tuple[Kind, ...] = (), lazy: tuple[Kind, ...] = ()
+) -> StepRule:
+    return StepRule(name, False, sends, reads, lazy)
+
+
+def _server(name: str, *sends: Send, reads: tuple[Kind, ...] = ()) -> StepRule:
+    return StepRule(name, True, sends, reads)
+
+
+LOCAL = _party(
+    "local",
+    Send(Kind.LOCAL_COUNT, TO_PEERS, count_only=True),
+    Send(Kind.LOCAL, TO_SERVER),
+    reads=(Kind.LOCAL_COUNT,),
+)
+COMMIT = _party("commit", Send(Kind.COMMIT, TO_SERVER))
+DEAL = _server("deal", Send(Kind.DEAL, TO_PARTIES), reads=(Kind.COMMIT,))
+FEATURES = _party("features", Send(Kind.FEATURES, TO_PEERS), reads=(Kind.DEAL,))
+# the deal is read again by a later step in a new process (to reopen it)
+RELEASE = _party("release", Send(Kind.RELEASE, TO_SERVER), reads=(Kind.FEATURES, Kind.DEAL))
+SELECT = _server(
+    "select", Send(Kind.SELECT, TO_PARTIES), Send(Kind.SELECT_DEAL, TO_PARTIES),
+    reads=(Kind.RELEASE,),
+)  # fmt: skip
+ROUND2 = (Kind.SELECT, Kind.SELECT_DEAL, Kind.DEAL)
+GROUPS = _party("groups", Send(Kind.GROUPS, TO_PEERS), reads=ROUND2)
+MEASURE = _party(
+    "measure", Send(Kind.MEASURE, TO_SERVER), reads=(*ROUND2, Kind.GROUPS), lazy=(Kind.FEATURES,)
+)
+
+
+SYNTHESIZE = "synthesize"  # the server's last step: the fit and the sample; it sends nothing
+
+
+def _synthesize(*reads: Kind) -> StepRule:
+    return _server(SYNTHESIZE, reads=reads)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A method's schedule for one config: its steps, who sends what to whom, the size
+    limits and the file names."""
+
+    config: ProtocolConfig
+    method: ClassVar[str]
+    STEPS: ClassVar[tuple[StepRule, ...]]
+
+    # ------------------------------------------------------------------ steps
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The parties' names."""
+        return tuple(p.name for p in self.config.parties)
+
+    @property
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds this method's messages have, in the order they are first sent."""
+        return tuple(dict.fromkeys(s.kind for step in self.STEPS for s in step.sends))
+
+    def steps(self, role: str) -> tuple[StepRule, ...]:
+        """The steps ``role`` (the server or a party) takes, in order."""
+        return tuple(s for s in self.STEPS if s.server == (role == SERVER))
+
+    def step(self, name: str) -> StepRule:
+        """The step called ``name`` (ConfigError if this method has none)."""
+        for s in self.STEPS:
+            if s.name == name:
+                return s
+        steps = [s.name for s in self.STEPS]
+        raise ConfigError(f"method {self.method} has no step {name!r}; its steps: {steps}.")
+
+    def takes(self, name: str, role: str) -> bool:
+        """Whether ``role`` takes a step called ``name``."""
+        return any(s.name == name for s in self.steps(role))
+
+    def _sent(self, send: Send, sender: str) -> tuple[Message, ...]:
+        if send.count_only and sender != self.config.count_party:
+            return ()
+        if send.to == TO_SERVER:
+            receivers: tuple[str, ...] = (SERVER,)
+        else:
+            receivers = tuple(q for q in self.names if q != sender)
+        return tuple(Message(sender, r, send.kind) for r in receivers)
+
+    def sends(self, name: str, role: str) -> tuple[Message, ...]:
+        """The messages ``role`` sends in step ``name``."""
+        return tuple(m for send in self.step(name).sends for m in self._sent(send, role))
+
+    def messages(self) -> tuple[Message, ...]:
+        """Every message of the run, in the order of its steps."""
+        return tuple(m for phase in self.phases() for m in phase.messages)
+
+    def _addressed(self, kinds: tuple[Kind, ...], role: str) -> tuple[Message, ...]:
+        every = self.messages()
+        return tuple(m for k in kinds for m in every if m.kind == k and m.receiver == role)
+
+    def inputs(self, name: str, role: str) -> tuple[Message, ...]:
+        """The messages ``role`` reads in step ``name`` (each received before it runs)."""
+        return self._addressed(self.step(name).reads, role)
+
+    def lazy(self, name: str, role: str) -> tuple[Message, ...]:
+        """The messages step ``name`` of ``role`` may read (received only when read)."""
+        return self._addressed(self.step(name).lazy, role)
+
+    def phases(self) -> tuple[Phase, ...]:
+        """The run's steps in order, each with the messages it sends (a step whose count
+        party sends first: that party's messages as a phase of their own)."""
+        out = []
+        for step in self.STEPS:
+            roles = (SERVER,) if step.server else self.names
+            first = tuple(s for s in step.sends if s.count_only)
+            rest = tuple(s for s in step.sends if not s.count_only)
+            if first:
+                count = self.config.count_party
+                out.append(Phase(step.name, (count,), self._of(first, (count,))))
+            out.append(Phase(step.name, roles, self._of(rest, roles)))
+        return tuple(out)
+
+    def _of(self, sends: tuple[Send, ...], roles: tuple[str, ...]) -> tuple[Message, ...]:
+        return tuple(m for send in sends for r in roles for m in self._sent(send, r))
+
+    # ------------------------------------------------------------------ limits
+    @cached_property
+    def plan(self) -> RunPlan:
+        """The run's plan, the limits' source."""
+        from vertimrf.protocol.plan import run_plan
+
+        return run_plan(self.config)
+
+    @cached_property
+    def _secure(self) -> SecurePlan | None:
+        from vertimrf.protocol.methods import rules
+
+        return rules(self.config).secure_plan(self.config)
+
+    def limit(self, message: Message) -> Limit | None:
+        """The most bytes ``message`` may hold, and its first bytes (None: unbounded)."""
+        from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES
+
+        kind, plan = message.kind, self.plan
+        if kind == Kind.LOCAL_COUNT:
+            return Limit(COUNT_BYTES, JSON_MAGIC)
+        if kind == Kind.COMMIT:
+            return Limit(MAX_COMMIT_BYTES, JSON_MAGIC)
+        if kind in (Kind.LOCAL, Kind.RELEASE, Kind.MEASURE):
+            # everything its sender sends in the run; without max_rows the plan cannot
+            # count a local message's rows, so the memory limit bounds it
+            counted = self.config.max_rows is not None
+            sends = plan.role(message.sender).sends if counted else 0
+            return Limit((sends or int(plan.max_memory)) + HEADER_SLACK, ZIP_MAGIC)
+        if kind == Kind.FEATURES:
+            return Limit(plan.blob_bytes[message.sender], exact=True)
+        if kind == Kind.GROUPS:
+            return Limit(plan.group_blob_bytes[message.sender])
+        if kind in (Kind.DEAL, Kind.SELECT_DEAL):  # every Z matrix of the run at the widest
+            secure = self._secure
+            assert secure is not None
+            cells = sum(secure.max_cells(p, q) for p, q in secure.pairs())
+            return Limit(8 * cells + DEAL_SLACK)
+        return None  # the request: parsed and checked by its reader
+
+    def uploads(self) -> dict[tuple[str, str, str], Limit]:
+        """Every message a party sends, as (sender, receiver, kind), with its limit (the
+        server's own are written by the server's run, never uploaded)."""
+        out = {}
+        for m in self.messages():
+            limit = self.limit(m)
+            if m.sender != SERVER and limit is not None:
+                out[m.sender, m.receiver, m.kind] = limit
+        return out
+
+    def bytes_limit(self, message: Message) -> int | None:
+        """The most bytes ``message``'s file may hold (None: unbounded)."""
+        limit = self.limit(message)
+        return None if limit is None else limit.limit
+
+
+class SelectSchedule(Schedule):
+    """Method "secure", the select pipeline."""
+
+    method = "secure/select"
+    STEPS = (COMMIT, DEAL, FEATURES, RELEASE, SELECT, GROUPS, MEASURE, _synthesize(Kind.MEASURE))
+
+
+class PaperSchedule(Schedule):
+    """Method "secure", the paper pipeline."""
+
+    method = "secure/paper"
+    STEPS = (LOCAL, COMMIT, DEAL, FEATURES, RELEASE, _synthesize(Kind.LOCAL, Kind.RELEASE))
+
+
+class FOSchedule(Schedule):
+    """Method "fo"."""
+
+    method = "fo"
+    STEPS = (LOCAL, _synthesize(Kind.LOCAL))
+
+
+class FMSchedule(FOSchedule):
+    """Method "fm" (the steps of "fo")."""
+
+    method = "fm"
+
+
+SCHEDULES: dict[str, type[Schedule]] = {
+    s.method: s for s in (SelectSchedule, PaperSchedule, FOSchedule, FMSchedule)
+}
+
+
+def schedule(config: ProtocolConfig) -> Schedule:
+    """The schedule of ``config``'s method."""
+    from vertimrf.protocol.methods import rules
+
+    return SCHEDULES[rules(config).label](config)
