@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tests.helpers import SECRET, SEED, TWO_PARTIES
+from tests.helpers import SECRET
+from tests.runs import SEED, TWO_PARTIES
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 

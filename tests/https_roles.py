@@ -18,7 +18,8 @@ import pandas as pd
 import requests
 
 from tests.folder_roles import THREE
-from tests.helpers import SECRET, SEED, finish, vertimrf_process
+from tests.helpers import SECRET
+from tests.runs import SEED, finish, vertimrf_process
 from vertimrf.domain import DomainSpec
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from tests.folder_roles import SERVER, THREE, three_party_args, three_party_files
-from tests.helpers import SECRET, SEED, correlated_table, finish, vertimrf_process
+from tests.helpers import SECRET
+from tests.runs import SEED, correlated_table, finish, vertimrf_process
 from vertimrf import simulate
 from vertimrf.protocol.config import ProtocolConfig
 

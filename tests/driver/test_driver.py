@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from tests.folder_roles import role_files
-from tests.helpers import (
-    SECRET,
+from tests.helpers import SECRET
+from tests.runs import (
     SEED,
     TWO_PARTIES,
     correlated_table,

@@ -17,7 +17,8 @@ import weakref
 import numpy as np
 import pytest
 
-from tests.helpers import SECRET, SEED, TWO_PARTIES, correlated_table, two_party_config
+from tests.helpers import SECRET
+from tests.runs import SEED, TWO_PARTIES, correlated_table, two_party_config
 from vertimrf.driver import DirectoryTransport, Message, local_run
 from vertimrf.driver.role import Inputs
 from vertimrf.driver.transport import CHUNK, MAP_BYTES, Stored

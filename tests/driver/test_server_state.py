@@ -18,14 +18,8 @@ import numpy as np
 import pytest
 
 from tests.folder_roles import role_files
-from tests.helpers import (
-    SECRET,
-    SEED,
-    TWO_PARTIES,
-    correlated_table,
-    two_party_config,
-    vertimrf_process,
-)
+from tests.helpers import SECRET
+from tests.runs import SEED, TWO_PARTIES, correlated_table, two_party_config, vertimrf_process
 from vertimrf import simulate
 from vertimrf.driver import DirectoryTransport, Message, ServerDriver, local_run, run_in_process
 from vertimrf.driver.server_state import FILE_NAME, ServerState

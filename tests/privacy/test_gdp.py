@@ -5,7 +5,7 @@ import math
 import pytest
 from dp_accounting.gaussian_mechanism import get_epsilon_gaussian
 
-from tests.helpers import PRIVMRF_TABLE
+from tests.privacy.privmrf_table import PRIVMRF_TABLE
 from vertimrf.errors import PrivacyBudgetError
 from vertimrf.privacy.gdp import (
     gaussian_delta,

@@ -17,8 +17,8 @@ import time
 import pytest
 
 from tests.folder_roles import THREE
-from tests.helpers import correlated_table, vertimrf_process
 from tests.https_roles import free_port, held, pinned_files, start_party, start_server, wait_for
+from tests.runs import correlated_table, vertimrf_process
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.service.tls import client_context
 

@@ -21,7 +21,7 @@ import pytest
 import requests
 
 from tests.folder_roles import THREE
-from tests.helpers import SECRET, SEED, correlated_table, vertimrf_process
+from tests.helpers import SECRET
 from tests.https_roles import (
     count_message,
     finish_ok,
@@ -35,6 +35,7 @@ from tests.https_roles import (
     start_server,
     wait_for,
 )
+from tests.runs import SEED, correlated_table, vertimrf_process
 from vertimrf import simulate
 from vertimrf.errors import KeyMaterialError
 from vertimrf.protocol.channels import KeyPair

@@ -17,8 +17,8 @@ import time
 import pytest
 import requests
 
-from tests.helpers import correlated_table
 from tests.https_roles import held, pinned_files, pinned_session, put, start_server
+from tests.runs import correlated_table
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.container import write_container
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from tests.folder_roles import THREE
-from tests.helpers import SEED, correlated_table, two_party_config, vertimrf_process
 from tests.https_roles import (
     finish_ok,
     held,
@@ -26,6 +25,7 @@ from tests.https_roles import (
     start_server,
     wait_for,
 )
+from tests.runs import SEED, correlated_table, two_party_config, vertimrf_process
 from vertimrf.driver.schedule import observed_seconds, schedule, sent_bytes, waiting_on
 from vertimrf.driver.transport import Message
 from vertimrf.protocol.channels import KeyPair

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.helpers import PRIVMRF_TABLE
+from tests.privacy.privmrf_table import PRIVMRF_TABLE
 from vertimrf.errors import ConfigError
 from vertimrf.privacy import epsilon_to_rho, gaussian_rho
 from vertimrf.synth.privmrf.budget_split import BudgetSplit, sigma_for_share, total_rho
