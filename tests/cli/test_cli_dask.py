@@ -11,8 +11,7 @@ import pytest
 
 from tests.folder_roles import SERVER, THREE, three_party_args, three_party_files
 from tests.helpers import SECRET
-from tests.runs import SEED, correlated_table, finish, vertimrf_process
-from vertimrf import simulate
+from tests.runs import SEED, correlated_table, finish, same_as_simulate, vertimrf_process
 from vertimrf.protocol.config import ProtocolConfig
 
 pytest.importorskip("distributed")
@@ -40,8 +39,7 @@ def test_a_party_on_a_two_worker_cluster_writes_simulates_bytes(tmp_path):
     )
     for code, _, err in done:
         assert code == 0, err[-2000:]
-    want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
-    assert (tmp_path / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
+    same_as_simulate(tmp_path / "synth.csv", df, cfg, seed=SEED, secret=SECRET)
 
 
 def test_workers_need_a_parquet_dataset_and_method_secure(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from tests.folder_roles import SERVER, THREE, three_party_args, three_party_files
 from tests.helpers import SECRET
-from tests.runs import SEED, correlated_table, finish, vertimrf_process
+from tests.runs import SEED, correlated_table, finish, same_as_simulate, vertimrf_process
 from vertimrf import simulate
 from vertimrf.protocol.config import ProtocolConfig
 
@@ -36,9 +36,8 @@ def three_party_run(tmp_path_factory) -> dict:
 
 def test_three_parties_and_a_server_write_simulates_bytes(three_party_run):
     root = three_party_run["root"]
-    want, _ = simulate(three_party_run["df"], config=three_party_run["config"], seed=SEED,
-                       secret=SECRET)  # fmt: skip
-    assert (root / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
+    df, cfg = three_party_run["df"], three_party_run["config"]
+    same_as_simulate(root / "synth.csv", df, cfg, seed=SEED, secret=SECRET)
     # Each party's state is in the per-user folder, by party and run; it says what it sent.
     assert {p.name for p in (root / "xdg" / "vertimrf").iterdir()} == {"server", *THREE}
     assert "A: ran commit, features, release, groups, measure; sent" in three_party_run["out"][1]

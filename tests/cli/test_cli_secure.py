@@ -10,57 +10,35 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from vertimrf import simulate
+from tests.runs import SEED, same_as_simulate
+from tests.step_roles import (
+    SERVER_KEY,
+    command,
+    make_deals,
+    ok,
+    party_args,
+    relay_blobs,
+    run_all,
+    select_run,
+)
 from vertimrf.domain import DomainSpec
 from vertimrf.protocol import ProtocolConfig
 from vertimrf.protocol.channels import KeyPair, PublicKey, pairwise_key
 from vertimrf.protocol.secure import SecurePlan
 from vertimrf.protocol.securemsg import SecureRelease, seal_features
 
-SEED = "5"
 ROWS = 300
 TWO = {"A": ["c0", "c1", "c2"], "B": ["c3", "c4"]}
 THREE = {"A": ["c0", "c3"], "B": ["c1", "c4"], "C": ["c2", "c5"]}
-SERVER_KEY = ("--server-key", "S/server.key")
-
 
 # `server select` of the two-party run: the parties' keys and the round-2 deals' folder.
 SELECT_ARGS = ["--keys", "S/A.pub", "S/B.pub", "--group-deals", "S/round2"]
-
-
-def _command(*args: str) -> list[str]:
-    """``python -m vertimrf ARGS``: each role its own process, as on separate machines."""
-    return [sys.executable, "-m", "vertimrf", *args]
-
-
-def _run_all(steps: list[list[str]], cwd: Path) -> list[subprocess.CompletedProcess]:
-    """Run independent commands at once (each its own process); their completed processes."""
-    procs = [
-        subprocess.Popen(
-            _command(*s), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for s in steps
-    ]
-    out = []
-    for step, proc in zip(steps, procs, strict=True):
-        stdout, stderr = proc.communicate(timeout=600)
-        out.append(subprocess.CompletedProcess(step, proc.returncode, stdout, stderr))
-    return out
-
-
-def _ok(steps: list[list[str]], cwd: Path) -> list[subprocess.CompletedProcess]:
-    """Run independent commands at once and require every one to succeed."""
-    done = _run_all(steps, cwd)
-    for proc in done:
-        assert proc.returncode == 0, (proc.args, proc.stderr[-2000:])
-    return done
 
 
 def _table(columns: int, seed: int = 0) -> tuple[pd.DataFrame, DomainSpec]:
@@ -81,37 +59,6 @@ def _table(columns: int, seed: int = 0) -> tuple[pd.DataFrame, DomainSpec]:
     return df, DomainSpec.from_dict({f"c{j}": u for j, u in enumerate(sizes)})
 
 
-def _party_args(name: str, parties: dict[str, list[str]]) -> list[str]:
-    """The options every secure party command shares, with this party's files."""
-    peers = [f"{name}/{q}.pub" for q in parties if q != name]
-    return [
-        "--config", "config.json", "--name", name, "--data", f"{name}/{name}.csv",
-        "--id-column", "rid", "--secret", f"{name}/{name}.secret",
-        "--keys", f"{name}/{name}.key", "--peers", *peers, "--deal", f"{name}/{name}.deal",
-        "--state-dir", f"{name}/state", "--seed", SEED, "--quiet",
-    ]  # fmt: skip
-
-
-def _commit_args(name: str, parties: dict[str, list[str]]) -> list[str]:
-    """The party options of `party commit` (no deal yet)."""
-    args = _party_args(name, parties)
-    at = args.index("--deal")
-    return args[:at] + args[at + 2 :]
-
-
-def _deal(root: Path, parties: dict[str, list[str]]) -> None:
-    """Every party commits to its data; the server deals on the commitments; each party
-    takes its deal (the server's relaying is a file copy)."""
-    names = list(parties)
-    _ok([["party", "commit", *_commit_args(n, parties), "--out", f"S/{n}.commit"]
-         for n in names], root)  # fmt: skip
-    _ok([["server", "deal", "--config", "config.json", "--keys", *[f"S/{n}.pub" for n in names],
-          "--commits", *[f"S/{n}.commit" for n in names], "--out-dir", "S", *SERVER_KEY]],
-        root)  # fmt: skip
-    for n in names:
-        shutil.copy(root / "S" / f"{n}.deal", root / n)
-
-
 def _setup(
     root: Path, parties: dict[str, list[str]], *config_flags: str, deal: bool = True
 ) -> pd.DataFrame:
@@ -127,7 +74,7 @@ def _setup(
         frame.to_csv(root / name / f"{name}.csv", index=False)
     spec.to_json(root / "spec.json")
     party_flags = [f"--party={n}={','.join(c)}" for n, c in parties.items()]
-    _ok([["keys", "--name", n, "--out-dir", n] for n in [*names, "X"]]
+    ok([["keys", "--name", n, "--out-dir", n] for n in [*names, "X"]]
         + [["keys", "--name", "server", "--out-dir", "S"]]
         + [["config", "--spec", "spec.json", *party_flags, "--epsilon", "2", "--delta", "1e-5",
             "--method", "secure", "--max-rows", "512", *config_flags,
@@ -137,57 +84,23 @@ def _setup(
             if other != n:
                 (root / other).mkdir(exist_ok=True)
                 shutil.copy(root / n / f"{n}.pub", root / other)
-    _ok([["secret", "share", "--keys", f"{first}/{first}.key",
+    ok([["secret", "share", "--keys", f"{first}/{first}.key",
           "--to", *[f"{first}/{q}.pub" for q in rest], "--out-dir", first]], root)  # fmt: skip
     for n in rest:
         shutil.copy(root / first / f"secret-{first}-to-{n}.sealed", root / n)
-    _ok([["secret", "open", f"{q}/secret-{first}-to-{q}.sealed", "--keys", f"{q}/{q}.key",
+    ok([["secret", "open", f"{q}/secret-{first}-to-{q}.sealed", "--keys", f"{q}/{q}.key",
           "--from", f"{q}/{first}.pub", "--out", f"{q}/{q}.secret"] for q in rest],
         root)  # fmt: skip
     if deal:
-        _deal(root, parties)
+        make_deals(root, parties)
     return df
-
-
-def _relay_blobs(root: Path, names: list[str]) -> None:
-    """The server relays each party's feature blobs to their peers (a file copy)."""
-    for n in names:
-        for q in names:
-            if q != n:
-                shutil.copy(root / n / f"{n}-to-{q}.blob", root / q)
 
 
 def _secure_run(root: Path, parties: dict[str, list[str]]) -> dict:
     """A whole secure run (select pipeline, binning auto) through the commands; independent
     commands run at once. Returns the run's table and folder."""
-    names = list(parties)
     df = _setup(root, parties, "--binning", "auto")
-    _ok([["party", "features", *_party_args(n, parties), "--out-dir", n] for n in names], root)
-    _relay_blobs(root, names)
-    _ok([["party", "release", *_party_args(n, parties), "--blobs", n,
-          "--out", f"{n}/{n}.select.vmrf"] for n in names], root)  # fmt: skip
-    selects = [f"{n}/{n}.select.vmrf" for n in names]
-    keys = ["--keys", *(f"S/{n}.pub" for n in names)]
-    _ok([["server", "select", "--config", "config.json", *keys, "--releases", *selects, "--out",
-          "S/request.json", "--group-deals", "S", "--state", "S/server.state", "--seed", SEED,
-          *SERVER_KEY]], root)  # fmt: skip
-    for n in names:
-        shutil.copy(root / "S" / "request.json", root / n)
-        shutil.copy(root / "S" / f"{n}.group-deal", root / n)
-    _ok([["party", "groups", *_party_args(n, parties), "--out-dir", n, "--request",
-          f"{n}/request.json", "--group-deal", f"{n}/{n}.group-deal"] for n in names],
-        root)  # fmt: skip
-    for n in names:
-        for q in names:
-            if q != n:
-                shutil.copy(root / n / f"{n}-to-{q}.group-blob", root / q)
-    _ok([["party", "measure", *_party_args(n, parties), "--blobs", n,
-          "--request", f"{n}/request.json", "--group-deal", f"{n}/{n}.group-deal",
-          "--out", f"{n}/{n}.measure.vmrf"] for n in names], root)  # fmt: skip
-    measures = [f"{n}/{n}.measure.vmrf" for n in names]
-    _ok([["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
-          "--releases", *measures, "--out", "S/synth.csv", "--report", "S/report.json",
-          "--seed", SEED, "--quiet", *SERVER_KEY]], root)  # fmt: skip
+    select_run(root, parties)
     return {"root": root, "df": df, "parties": parties}
 
 
@@ -200,7 +113,7 @@ def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
     df = _setup(root, parties, "--pipeline", "paper", deal=False)
     count = ProtocolConfig.load(root / "config.json").count_party
     local = {n: f"{n}/{n}.local.vmrf" for n in names}
-    ids = ["--id-column", "rid", "--seed", SEED, "--quiet", "--config", "config.json"]
+    ids = ["--id-column", "rid", "--seed", str(SEED), "--quiet", "--config", "config.json"]
 
     def local_step(n: str, *extra: str) -> list[str]:
         return ["party", "local", "--name", n, "--data", f"{n}/{n}.csv", "--secret",
@@ -208,30 +121,31 @@ def _paper_run(root: Path, parties: dict[str, list[str]]) -> dict:
                 *[f"{n}/{q}.pub" for q in names if q != n], "--state-dir", f"{n}/state", *ids,
                 "--out", local[n], *extra]  # fmt: skip
 
-    _ok([local_step(count)], root)
+    ok([local_step(count)], root)
     for n in names:
         shutil.copy(root / local[count], root / n / f"count-{count}.vmrf")
-    _ok([local_step(n, "--count-from", f"{n}/count-{count}.vmrf") for n in names if n != count],
+    ok([local_step(n, "--count-from", f"{n}/count-{count}.vmrf") for n in names if n != count],
         root)  # fmt: skip
-    _deal(root, parties)
-    _ok([["party", "features", *_party_args(n, parties), "--out-dir", n] for n in names], root)
-    _relay_blobs(root, names)
-    _ok([["party", "release", *_party_args(n, parties), "--blobs", n,
+    make_deals(root, parties)
+    ok([["party", "features", *party_args(n, parties), "--out-dir", n] for n in names], root)
+    relay_blobs(root, names)
+    ok([["party", "release", *party_args(n, parties), "--blobs", n,
           "--out", f"{n}/{n}.cross.vmrf"] for n in names], root)  # fmt: skip
-    _ok([["server", "synthesize", "--config", "config.json", *local.values(), "--releases",
+    ok([["server", "synthesize", "--config", "config.json", *local.values(), "--releases",
           *[f"{n}/{n}.cross.vmrf" for n in names], "--out", "S/synth.csv", "--report",
-          "S/report.json", "--seed", SEED, "--quiet", *SERVER_KEY]], root)  # fmt: skip
+          "S/report.json", "--seed", str(SEED), "--quiet", *SERVER_KEY]], root)  # fmt: skip
     return {"root": root, "df": df, "parties": parties}
 
 
-def _same_as_simulate(run: dict) -> None:
-    """The synthetic CSV is byte-identical to simulate's with the same config, seed, secret."""
+def _simulates_bytes_and_report(run: dict) -> None:
+    """The synthetic CSV is simulate's with the same config, seed and secret, and the
+    report says so: seeded roles, no guarantee, simulate's total."""
     root = run["root"]
     config = ProtocolConfig.load(root / "config.json")
     first = next(iter(run["parties"]))
     secret = bytes.fromhex((root / first / f"{first}.secret").read_text().strip())
-    synth, report = simulate(run["df"], config=config, seed=int(SEED), secret=secret)
-    assert synth.to_csv(index=False).encode() == (root / "S" / "synth.csv").read_bytes()
+    _, report = same_as_simulate(root / "S" / "synth.csv", run["df"], config, seed=SEED,
+                                 secret=secret)  # fmt: skip
     written = json.loads((root / "S" / "report.json").read_text())
     assert written["method"] == "secure" and written["seeded"] and not written["dp_guarantee"]
     assert written["seeded_roles"] == [*run["parties"], "server"] == list(report.seeded_roles)
@@ -247,7 +161,7 @@ def two(tmp_path_factory) -> dict:
 
 @pytest.mark.slow
 def test_two_party_run_writes_the_same_bytes_as_simulate(two):
-    _same_as_simulate(two)
+    _simulates_bytes_and_report(two)
     root = two["root"]
     secret = (root / "A" / "A.secret").read_text()
     assert (root / "B" / "B.secret").read_text() == secret  # share / open round trip
@@ -267,7 +181,7 @@ def test_two_party_run_writes_the_same_bytes_as_simulate(two):
 def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
     """The paper pipeline's roles (local, features, release; synthesize) as processes."""
     run = _paper_run(tmp_path, TWO)
-    _same_as_simulate(run)
+    _simulates_bytes_and_report(run)
     config = ProtocolConfig.load(tmp_path / "config.json")
     assert config.pipeline == "paper"
     state = _state(tmp_path, "B")
@@ -281,18 +195,18 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
             "--id-column", "rid", "--quiet"]  # fmt: skip
     count = config.count_party
     extra = [] if count == "B" else ["--count-from", f"B/count-{count}.vmrf"]
-    _ok([["party", "local", *base, *extra, "--out", "B/again.vmrf"]], tmp_path)
+    ok([["party", "local", *base, *extra, "--out", "B/again.vmrf"]], tmp_path)
     assert (tmp_path / "B" / "again.vmrf").read_bytes() == (
         tmp_path / "B/B.local.vmrf"
     ).read_bytes()
     for cmd, pattern in (
-        (["party", "measure", *_party_args("B", TWO), "--request", "x.json", "--out", "B/m"],
+        (["party", "measure", *party_args("B", TWO), "--request", "x.json", "--out", "B/m"],
          "a step of the select pipeline"),
         (["server", "select", "--config", "config.json", *SELECT_ARGS, "--releases",
           "B/B.cross.vmrf",
           "--out", "S/r.json", "--state", "S/s", *SERVER_KEY], "a step of the select pipeline"),
     ):  # fmt: skip
-        proc = subprocess.run(_command(*cmd), cwd=tmp_path, capture_output=True, text=True)
+        proc = subprocess.run(command(*cmd), cwd=tmp_path, capture_output=True, text=True)
         _one_line_error(proc, pattern)
     assert not any((tmp_path / p).exists() for p in ("B/m", "S/r.json", "S/s"))
 
@@ -300,7 +214,7 @@ def test_paper_pipeline_run_writes_the_same_bytes_as_simulate(tmp_path):
 @pytest.mark.slow
 def test_three_party_run_writes_the_same_bytes_as_simulate(tmp_path):
     run = _secure_run(tmp_path, THREE)
-    _same_as_simulate(run)
+    _simulates_bytes_and_report(run)
     secrets = {(tmp_path / n / f"{n}.secret").read_text() for n in THREE}
     assert len(secrets) == 1  # share / open gave every party the one group secret
 
@@ -363,22 +277,22 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     (bad / "request.json").write_text(json.dumps({**request, "config_hash": "0" * 64}))
     release = SecureRelease.load(root / "B" / "B.select.vmrf", plan)
     SecureRelease(**{**release.__dict__, "config_hash": "1" * 64}).save(bad / "B.other.vmrf")
-    _ok([["secret", "--out", "bad/other.secret"]], root)
+    ok([["secret", "--out", "bad/other.secret"]], root)
 
     def release_a(out: str, *override: str) -> list[str]:
         """A's release into ``out`` after features only; a repeated option in ``override``
         replaces the usual."""
-        return ["party", "release", *_party_args("A", TWO), "--blobs", "A", "--out", out,
+        return ["party", "release", *party_args("A", TWO), "--blobs", "A", "--out", out,
                 "--state-dir", features_only, *override]  # fmt: skip
 
-    measure_a = ["party", "measure", *_party_args("A", TWO), "--state-dir", released,
+    measure_a = ["party", "measure", *party_args("A", TWO), "--state-dir", released,
                  "--request", "bad/request.json", "--blobs", "A", "--group-deal",
                  "A/A.group-deal", "--out", "bad/m.vmrf"]  # fmt: skip
     corrected = "a corrected table needs a new config"  # the deal was made for other data
     cases = [
-        (["party", "features", *_party_args("A", TWO), *short, "--out-dir", "bad/short",
+        (["party", "features", *party_args("A", TWO), *short, "--out-dir", "bad/short",
           "--state-dir", "bad/short-state"], "bad/short", corrected),
-        (["party", "features", *_party_args("A", TWO), "--secret", "bad/other.secret",
+        (["party", "features", *party_args("A", TWO), "--secret", "bad/other.secret",
           "--out-dir", "bad/secret", "--state-dir", "bad/secret-state"], "bad/secret", corrected),
         (release_a("bad/data.vmrf", *short), "bad/data.vmrf", corrected),
         (release_a("bad/deal.vmrf", "--deal", "B/B.deal"), "bad/deal.vmrf",
@@ -391,7 +305,7 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
          "bytes, not the"),
         (release_a("bad/replayed.vmrf", "--blobs", "bad/replayed"), "bad/replayed.vmrf",
          "not from this peer for this run"),
-        (["party", "features", *_party_args("A", TWO), "--deal", "B/B.deal",
+        (["party", "features", *party_args("A", TWO), "--deal", "B/B.deal",
           "--state-dir", "bad/fresh", "--out-dir", "bad/features"], "bad/features",
          "not sealed to A's key"),
         (measure_a, "bad/m.vmrf", "belongs to another run"),
@@ -416,7 +330,7 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
         (["keys", "--name", "A", "--out-dir", "A"], None, "refusing to overwrite"),
     ]  # fmt: skip
     key = (root / "A" / "A.key").read_bytes()
-    done = _run_all([c[0] for c in cases], root)
+    done = run_all([c[0] for c in cases], root)
     for proc, (_, output, pattern) in zip(done, cases, strict=True):
         _one_line_error(proc, pattern)
         assert output is None or not (root / output).exists(), output
@@ -439,7 +353,7 @@ def test_every_bad_input_is_a_one_line_error_and_writes_nothing(two):
     ],
 )
 def test_every_secure_command_has_help(cmd):
-    proc = subprocess.run(_command(*cmd, "--help"), capture_output=True, text=True)
+    proc = subprocess.run(command(*cmd, "--help"), capture_output=True, text=True)
     assert proc.returncode == 0 and "usage: vertimrf" in proc.stdout
 
 
@@ -460,8 +374,8 @@ def test_measure_reads_the_private_state_and_refuses_a_foreign_one(two):
             if folder == "altered":
                 raw[-40] ^= 1
             kept.write_bytes(bytes(raw))
-    done = _run_all(
-        [["party", "measure", *_party_args("A", TWO), "--request", "A/request.json",
+    done = run_all(
+        [["party", "measure", *party_args("A", TWO), "--request", "A/request.json",
           "--blobs", "A", "--group-deal", "A/A.group-deal",
           "--state-dir", f"{folder}-state", "--out", f"{folder}.m.vmrf"] for folder in cases],
         root,
@@ -478,7 +392,7 @@ def test_a_second_release_writes_the_recorded_bytes_and_spends_nothing(two):
     what its state recorded, so the file is byte-identical and the state holds one release."""
     root = two["root"]
     before = (_state(root, "A") / "steps.json").read_bytes()
-    _ok([["party", "release", *_party_args("A", TWO), "--blobs", "A",
+    ok([["party", "release", *party_args("A", TWO), "--blobs", "A",
           "--out", "A/A.again.vmrf"]], root)  # fmt: skip
     again = (root / "A" / "A.again.vmrf").read_bytes()
     assert again == (root / "A" / "A.select.vmrf").read_bytes()
@@ -495,7 +409,7 @@ def test_the_same_release_twice_names_its_party(two):
            "A/A.select.vmrf",
            "A/A.select.vmrf", "--out", "S/twice.json", "--state", "S/twice.state",
            *SERVER_KEY]  # fmt: skip
-    proc = subprocess.run(_command(*cmd), cwd=root, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(command(*cmd), cwd=root, capture_output=True, text=True, timeout=300)
     _one_line_error(proc, "two releases from party A")
     assert not (root / "S" / "twice.json").exists() and not (root / "S" / "twice.state").exists()
 
@@ -524,12 +438,12 @@ def test_features_and_release_rerun_in_a_fresh_folder_write_identical_bytes(two)
             f"{run}/state", "--quiet",
         ]  # fmt: skip
         if run == "other":
-            (proc,) = _run_all([["party", "features", *args, "--out-dir", run]], root)
+            (proc,) = run_all([["party", "features", *args, "--out-dir", run]], root)
             _one_line_error(proc, "this run has released; a corrected table needs a new config")
             assert not (root / run / "A-to-B.blob").exists()
             continue
-        _ok([["party", "features", *args, "--out-dir", run]], root)
-        _ok([["party", "release", *args, "--blobs", run, "--out", f"{run}/A.select.vmrf"]], root)
+        ok([["party", "features", *args, "--out-dir", run]], root)
+        ok([["party", "release", *args, "--blobs", run, "--out", f"{run}/A.select.vmrf"]], root)
         runs[run] = {f: (root / run / f).read_bytes() for f in ("A-to-B.blob", "A.select.vmrf")}
     assert runs["fresh1"] == runs["fresh2"]
     assert (root / "fresh2" / "A.select.vmrf").read_bytes() != (

@@ -1,7 +1,7 @@
 """The driver: every role a state machine over its steps, run over a transport. The
-directory transport writes whole messages and never replaces one with other bytes; a run
-of separate processes that exchange only inbox and outbox files writes the synthetic CSV
-simulate writes; a party resumed from its state folder spends nothing new."""
+directory transport writes whole messages and never replaces one with other bytes; a party
+resumed from its state folder spends nothing new (a run over every transport writes
+simulate's bytes: test_same_bytes.py)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,15 @@ import time
 import numpy as np
 import pytest
 
-from tests.folder_roles import role_files
 from tests.helpers import SECRET
 from tests.runs import (
     SEED,
     TWO_PARTIES,
     correlated_table,
     role_env,
+    same_as_simulate,
     two_party_config,
-    vertimrf_process,
 )
-from vertimrf import simulate
 from vertimrf.driver import (
     DirectoryTransport,
     InProcessTransport,
@@ -126,7 +124,6 @@ def test_a_party_resumed_from_its_state_writes_the_same_bytes_and_releases_nothi
                 with contextlib.suppress(MissingMessageError):
                     role.execute(step, role.gather(step))
     sent = {p.relative_to(mail): p.read_bytes() for p in mail.rglob("*") if p.is_file()}
-    want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
 
     def refuse(*args, **kwargs):
         raise AssertionError("a resumed party released again")
@@ -141,8 +138,9 @@ def test_a_party_resumed_from_its_state_writes_the_same_bytes_and_releases_nothi
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700  # the party's private state
     assert all(d.done == parties[n].done + [s.name for s in d.steps()][len(parties[n].done) :]
                for n, d in again.items())  # fmt: skip
-    synth = server.fitted().sample()
-    assert synth.to_csv(index=False) == want.to_csv(index=False)
+    synth = server.fitted().sample().to_csv(index=False).encode()
+    monkeypatch.undo()  # simulate's parties release
+    same_as_simulate(synth, df, cfg, seed=SEED, secret=SECRET)
 
 
 def test_a_state_folder_of_another_data_set_is_refused(tmp_path):
@@ -158,26 +156,6 @@ def test_a_state_folder_of_another_data_set_is_refused(tmp_path):
 
 
 # ------------------------------------------------------------------ separate processes
-
-
-def test_two_parties_and_a_server_in_separate_processes_write_simulates_bytes(tmp_path):
-    """Each role its own process (``vertimrf server run`` / ``party run``), exchanging only
-    files: every role's outbox is the shared mail folder, its inbox the subfolder of its name."""
-    df, spec = correlated_table()
-    cfg = two_party_config(spec, secure_binning="auto")
-    server, parties = role_files(tmp_path, df, cfg)
-    mail = tmp_path / "mail"
-    procs = [vertimrf_process(tmp_path, *args) for args in [server, *parties]]
-    try:
-        for proc in procs:
-            _, err = proc.communicate(timeout=600)
-            assert proc.returncode == 0, err[-2000:]
-    finally:
-        for proc in procs:
-            proc.kill()
-    assert {p.name for p in mail.iterdir()} == {"server", *TWO_PARTIES}
-    want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
-    assert (tmp_path / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
 
 
 def test_a_server_whose_parties_never_join_stops_after_its_timeout(tmp_path):

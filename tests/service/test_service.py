@@ -1,7 +1,7 @@
 """The network service: three parties and a server, each its own process on loopback,
-over mutual TLS with the identities the config pins. A networked run writes the synthetic
-CSV simulate and the directory transport write, byte for byte; the service survives a
-party killed mid-upload and a server killed mid-run; it reports a party that never joins;
+over mutual TLS with the identities the config pins (a networked run writes simulate's
+bytes: tests/driver/test_same_bytes.py). The service survives a party killed mid-upload
+and a server killed mid-run, writing simulate's bytes; it reports a party that never joins;
 it refuses strangers, impostors, replays, another run's messages, oversized and garbage
 uploads."""
 
@@ -35,53 +35,12 @@ from tests.https_roles import (
     start_server,
     wait_for,
 )
-from tests.runs import SEED, correlated_table, vertimrf_process
-from vertimrf import simulate
+from tests.runs import SEED, correlated_table, same_as_simulate, vertimrf_process
 from vertimrf.errors import KeyMaterialError
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.client import STALL_ENV, _PinnedAdapter
 from vertimrf.service.tls import client_context
-
-
-def _directory_run(tmp_path: Path, cfg: ProtocolConfig) -> bytes:
-    """The same run over the directory transport (``vertimrf party run --inbox ...``)."""
-    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
-              "--seed", str(SEED)]  # fmt: skip
-    args = [
-        ["server", "run", *common, "--inbox", "mail/server", "--server-key", "server.key",
-         "--out", "dir-synth.csv", "--state-dir", "dir-state-server", "--quiet"],
-        *[["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}.csv",
-           "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
-           "--state-dir", f"dir-state-{n}", "--quiet"] for n in THREE],
-    ]  # fmt: skip
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "vertimrf", *a],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for a in args
-    ]
-    finish_ok(procs)
-    return (tmp_path / "dir-synth.csv").read_bytes()
-
-
-def test_three_parties_and_a_server_over_https_write_simulates_bytes(tmp_path):
-    """Each role its own process; the parties connect out to the service over mutual TLS:
-    the synthetic CSV is simulate's and the directory transport's, byte for byte."""
-    df, spec = correlated_table()
-    cfg = pinned_files(tmp_path, df, spec)
-    server, url = start_server(tmp_path, "--out", "synth.csv", "--exit-when-done")
-    finish_ok([server, *(start_party(tmp_path, n, url) for n in THREE)])
-    want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
-    got = (tmp_path / "synth.csv").read_bytes()
-    assert got == want.to_csv(index=False).encode()
-    assert (tmp_path / "server-state" / "synthetic.csv").read_bytes() == got
-    assert _directory_run(tmp_path, cfg) == got
-
 
 # ------------------------------------------------------------------ faults
 
@@ -121,8 +80,7 @@ def test_a_party_killed_mid_upload_resumes_and_releases_once(tmp_path):
     selects = [row for row in held(tmp_path) if row[:3] == ("A", "server", "select")]
     assert selects == [("A", "server", "select", digest)]
     assert not list(partial.iterdir())
-    want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
-    assert (tmp_path / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
+    same_as_simulate(tmp_path / "synth.csv", df, cfg, seed=SEED, secret=SECRET)
 
 
 def test_a_server_killed_mid_run_resumes_on_its_state_folder(tmp_path):
@@ -145,8 +103,7 @@ def test_a_server_killed_mid_run_resumes_on_its_state_folder(tmp_path):
     finally:
         for proc in [server, *parties]:
             proc.kill()
-    want, _ = simulate(df, config=cfg, seed=SEED, secret=SECRET)
-    assert (tmp_path / "synth.csv").read_bytes() == want.to_csv(index=False).encode()
+    same_as_simulate(tmp_path / "synth.csv", df, cfg, seed=SEED, secret=SECRET)
 
 
 def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_path):
