@@ -10,6 +10,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,37 @@ from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.client import _PinnedAdapter
 from vertimrf.service.tls import client_context
+
+
+class StderrLines:
+    """A process's stderr, read line by line in a thread, each line with its time since
+    ``start``."""
+
+    def __init__(self, proc: subprocess.Popen, start: float) -> None:
+        self.proc, self.start, self.lines = proc, start, []
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append((time.monotonic() - self.start, line.rstrip("\n")))
+
+    def first(self, words: str, seconds: float) -> float:
+        """Seconds from the start to the first line with ``words`` (waiting up to
+        ``seconds`` from now); AssertionError if none comes."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for at, line in list(self.lines):
+                if words in line:
+                    return at
+            time.sleep(0.05)
+        raise AssertionError(f"no line with {words!r}: {self.lines}")
+
+    def finish(self, seconds: float = 600) -> list[str]:
+        """The process's exit and every line."""
+        self.proc.wait(timeout=seconds)
+        self._thread.join(30)
+        return [line for _, line in self.lines]
 
 
 def pinned_files(tmp_path: Path, df: pd.DataFrame, spec: DomainSpec, **fields) -> ProtocolConfig:

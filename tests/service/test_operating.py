@@ -17,43 +17,20 @@ import time
 import pytest
 
 from tests.folder_roles import THREE
-from tests.https_roles import free_port, held, pinned_files, start_party, start_server, wait_for
+from tests.https_roles import (
+    StderrLines,
+    free_port,
+    held,
+    pinned_files,
+    start_party,
+    start_server,
+    wait_for,
+)
 from tests.runs import correlated_table, vertimrf_process
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.service.tls import client_context
 
 STOP_WITHIN = 5.0
-
-
-class _Lines:
-    """A process's stderr, read line by line in a thread, each line with its time since
-    ``start``."""
-
-    def __init__(self, proc: subprocess.Popen, start: float) -> None:
-        self.proc, self.start, self.lines = proc, start, []
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stderr:
-            self.lines.append((time.monotonic() - self.start, line.rstrip("\n")))
-
-    def first(self, words: str, seconds: float) -> float:
-        """Seconds from the start to the first line with ``words`` (waiting up to
-        ``seconds`` from now); AssertionError if none comes."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            for at, line in list(self.lines):
-                if words in line:
-                    return at
-            time.sleep(0.05)
-        raise AssertionError(f"no line with {words!r}: {self.lines}")
-
-    def finish(self, seconds: float = 600) -> list[str]:
-        """The process's exit and every line."""
-        self.proc.wait(timeout=seconds)
-        self._thread.join(30)
-        return [line for _, line in self.lines]
 
 
 def _kill_all(procs: list[subprocess.Popen]) -> None:
@@ -70,7 +47,7 @@ def test_a_party_started_before_the_server_says_it_waits_then_runs(tmp_path):
     pinned_files(tmp_path, df, spec)
     url = f"https://127.0.0.1:{free_port()}"
     start = time.monotonic()
-    parties = {n: _Lines(start_party(tmp_path, n, url), start) for n in THREE}
+    parties = {n: StderrLines(start_party(tmp_path, n, url), start) for n in THREE}
     server = None
     try:
         first = parties["A"].first(f"waiting for the server at {url}", 15)
@@ -131,14 +108,22 @@ def test_a_url_that_cannot_work_is_one_line_within_30_s(tmp_path, how):
 
 @pytest.mark.service
 def test_a_party_that_never_joins_stops_the_others_with_the_servers_reason(tmp_path):
-    """C never runs and the server fails the run after its 6 s --party-timeout: A and B,
-    waiting for their deal with a 300 s --timeout, stop at once with the server's reason in
-    one line (they waited on until their own time-out)."""
+    """C never runs: once A's and B's commitments are held, the server is served again on
+    its state folder with a 2 s --party-timeout and fails the run: A and B, waiting for
+    their deal with a 300 s --timeout, stop at once with the server's reason in one line
+    (they waited on until their own time-out). The test waits on events (the commitments
+    held, the exits), never on the server's time-out racing the parties' start."""
     df, spec = correlated_table(60)
     pinned_files(tmp_path, df, spec)
-    server, url = start_server(tmp_path, "--exit-when-done", timeout=6)
+    listen = ["--listen", f"127.0.0.1:{free_port()}"]
+    server, url = start_server(tmp_path, *listen)
     parties = [start_party(tmp_path, n, url) for n in ("A", "B")]
     try:
+        commits = {("A", "server", "commit"), ("B", "server", "commit")}
+        wait_for(lambda: commits <= {r[:3] for r in held(tmp_path)}, server, "the commits")
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=120) == 128 + signal.SIGTERM
+        server, _ = start_server(tmp_path, "--exit-when-done", *listen, timeout=2)
         _, err = server.communicate(timeout=300)
         failed_at = time.monotonic()
         assert server.returncode == 2, err
@@ -150,7 +135,7 @@ def test_a_party_that_never_joins_stops_the_others_with_the_servers_reason(tmp_p
             last = perr.strip().splitlines()[-1]
             assert last == (
                 "vertimrf: error: the run has failed at the server: party C sent no message "
-                "within 6 s (never joined)."
+                "within 2 s (never joined)."
             ), perr
     finally:
         _kill_all([server, *parties])
@@ -195,7 +180,7 @@ def test_a_party_with_a_wrong_secret_fails_the_run_and_the_server_names_it(tmp_p
         ), errors
 
 
-def _signal_stops(server: _Lines, sig: signal.Signals) -> tuple[float, str]:
+def _signal_stops(server: StderrLines, sig: signal.Signals) -> tuple[float, str]:
     """Send ``sig`` to the server: the seconds it took to exit, and its stderr."""
     start = time.monotonic()
     server.proc.send_signal(sig)
@@ -219,7 +204,7 @@ def test_a_signal_stops_server_run_exit_when_done_in_every_state(tmp_path, state
     server, url = start_server(
         tmp_path, "--exit-when-done", timeout=3 if state == "failed" else 300
     )
-    lines = _Lines(server, time.monotonic())
+    lines = StderrLines(server, time.monotonic())
     parties = []
     try:
         if state == "running":
@@ -242,7 +227,7 @@ def test_a_signal_stops_server_run_exit_when_done_in_every_state(tmp_path, state
     ), err
     assert "Traceback" not in err
     again, _ = start_server(tmp_path)  # the state folder is free, and serves the run again
-    took_again, _ = _signal_stops(_Lines(again, time.monotonic()), signal.SIGTERM)
+    took_again, _ = _signal_stops(StderrLines(again, time.monotonic()), signal.SIGTERM)
     assert again.returncode == 143 and took_again < STOP_WITHIN
     print(f"{state} {sig.name}: stopped in {took:.2f} s")
 
@@ -259,7 +244,7 @@ def test_a_signal_stops_server_run_over_folders(tmp_path, sig):
         "--outbox", "mail", "--server-key", "server.key", "--out", "synth.csv",
         "--state-dir", "server-state", "--quiet",
     )  # fmt: skip
-    lines = _Lines(server, start)
+    lines = StderrLines(server, start)
     try:
         first = lines.first("vertimrf server: waiting for the commit from A to server in", 60)
         took, text = _signal_stops(lines, sig)
@@ -297,7 +282,7 @@ def test_a_second_server_on_a_locked_state_folder_is_refused(tmp_path):
         first.kill()
         first.wait(timeout=60)
         third, _ = start_server(tmp_path)
-        took, err = _signal_stops(_Lines(third, time.monotonic()), signal.SIGTERM)
+        took, err = _signal_stops(StderrLines(third, time.monotonic()), signal.SIGTERM)
     finally:
         _kill_all([first])
     assert third.returncode == 143, err
@@ -316,7 +301,7 @@ def test_a_party_cut_off_mid_upload_is_one_log_line_in_the_log_file(tmp_path):
     df, spec = correlated_table(40)
     cfg = pinned_files(tmp_path, df, spec)
     server, url = start_server(tmp_path, "--log-file", "server.log")
-    lines = _Lines(server, time.monotonic())
+    lines = StderrLines(server, time.monotonic())
     host, port = url.removeprefix("https://").split(":")
     planned = cfg.plan().blob_bytes["A"]
     head = (

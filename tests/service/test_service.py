@@ -15,6 +15,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ import requests
 from tests.folder_roles import THREE
 from tests.helpers import SECRET
 from tests.https_roles import (
+    StderrLines,
     count_message,
     finish_ok,
     free_port,
@@ -41,6 +43,8 @@ from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.service.client import STALL_ENV, _PinnedAdapter
 from vertimrf.service.tls import client_context
+
+pytestmark = pytest.mark.service  # every test here runs the HTTPS service
 
 # ------------------------------------------------------------------ faults
 
@@ -107,12 +111,16 @@ def test_a_server_killed_mid_run_resumes_on_its_state_folder(tmp_path):
 
 
 def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_path):
-    """C never runs: `status` shows it has sent nothing; the server fails the run after
-    its --party-timeout naming C; A and B sent their data commitments and nothing more (the
-    deal needs every party's commitment)."""
+    """C never runs: once A's and B's commitments are held, `status` shows C has sent
+    nothing; the server, served again on its state folder with a 2 s --party-timeout, fails
+    the run naming C in its log; A and B sent their data commitments and nothing more (the
+    deal needs every party's commitment). Each wait is on an event (the commitments held,
+    the status printed, the server's log line) with a generous bound; the one time-out that
+    fires is the server's, after every other party has joined."""
     df, spec = correlated_table(60)
     pinned_files(tmp_path, df, spec)
-    server, url = start_server(tmp_path, "--exit-when-done", timeout=6)
+    listen = ["--listen", f"127.0.0.1:{free_port()}"]
+    server, url = start_server(tmp_path, *listen)
     parties = [start_party(tmp_path, n, url) for n in ("A", "B")]
     try:
         commits = {("A", "server", "commit"), ("B", "server", "commit")}
@@ -124,9 +132,14 @@ def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_p
         )  # fmt: skip
         assert status.returncode == 0, status.stderr
         assert "running" in status.stdout and "C: 0 messages, 0 bytes" in status.stdout
+        server.send_signal(signal.SIGTERM)
         _, err = server.communicate(timeout=120)
-        assert server.returncode == 2
-        assert "party C sent no message within 6 s (never joined)" in err.splitlines()[-1]
+        assert server.returncode == 128 + signal.SIGTERM, err
+        server, _ = start_server(tmp_path, *listen, timeout=2)
+        lines = StderrLines(server, time.monotonic())
+        lines.first("the run failed: party C sent no message within 2 s (never joined).", 300)
+        server.send_signal(signal.SIGTERM)
+        assert lines.finish(120)[-1].endswith("serve it again to resume.")
     finally:
         for proc in [server, *parties]:
             proc.kill()

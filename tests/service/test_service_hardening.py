@@ -25,6 +25,8 @@ from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.service.tls import client_context
 
+pytestmark = pytest.mark.service  # every test here runs the HTTPS service
+
 READ_TIMEOUT = 2.0  # the services' --read-timeout here
 
 
