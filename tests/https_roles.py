@@ -79,8 +79,14 @@ def pinned_files(tmp_path: Path, df: pd.DataFrame, spec: DomainSpec, **fields) -
     return cfg
 
 
+# Whether the running test is marked ``service`` (set for each test by tests/conftest.py):
+# only such a test may start the service, so that ``-m "not service"`` starts none.
+SERVICE_MARKED = False
+
+
 def start_server(tmp_path: Path, *extra: str, timeout: float = 300) -> tuple[subprocess.Popen, str]:
     """The server process on an ephemeral port, and its URL once it listens."""
+    assert SERVICE_MARKED, "a test that starts the HTTPS service must be marked service"
     port_file = tmp_path / "port"
     port_file.unlink(missing_ok=True)
     proc = vertimrf_process(
@@ -100,6 +106,18 @@ def start_party(tmp_path: Path, name: str, url: str, env: dict | None = None) ->
         "--state-dir", f"state-{name}", "--id-column", "rid", "--timeout", "300",
         "--seed", str(SEED), env=env,
     )  # fmt: skip
+
+
+def stop_server(server: subprocess.Popen) -> str:
+    """SIGTERM the service (if it runs) and its stderr; no traceback in it."""
+    try:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=60)
+    finally:
+        server.kill()
+    assert "Traceback" not in err, err[-3000:]
+    return err
 
 
 def finish_ok(procs: list[subprocess.Popen], code: int = 0) -> None:

@@ -1,6 +1,7 @@
 """In-process secure runs shared by the secure method's tests: a random table split over
-parties, their SecureParty objects and the server, the round-1 and round-2 exchanges, and
-the exact products and marginals the shares must sum to."""
+parties, their SecureParty objects and the server, the round-1 and round-2 exchanges, the
+exact products and marginals the shares must sum to, the uniformity test of a view, and
+record IDs that overflow a bucket."""
 
 from __future__ import annotations
 

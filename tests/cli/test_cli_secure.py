@@ -414,6 +414,7 @@ def test_the_same_release_twice_names_its_party(two):
     assert not (root / "S" / "twice.json").exists() and not (root / "S" / "twice.state").exists()
 
 
+@pytest.mark.slow  # in process: test_rerunning_features_and_release_writes_identical_bytes
 def test_features_and_release_rerun_in_a_fresh_folder_write_identical_bytes(two):
     """Party A runs `party features` and `party release` unseeded, twice, each time in a
     fresh folder with a fresh state (the double-spend route of issue 20): the noise is

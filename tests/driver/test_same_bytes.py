@@ -91,7 +91,7 @@ TRANSPORTS: dict[str, Callable[[Path, ProtocolConfig], bytes]] = {
     "transport",
     [
         "in process",
-        "folders",
+        pytest.param("folders", marks=pytest.mark.slow),  # fast: tests/cli/test_cli_run.py
         pytest.param("step files", marks=pytest.mark.slow),
         pytest.param("https", marks=pytest.mark.service),
     ],

@@ -150,6 +150,7 @@ def _same_report(got: dict, want: dict) -> None:
     assert got == want
 
 
+@pytest.mark.slow  # in process: test_a_restarted_server_resends_its_steps_and_does_not_recompute
 def test_a_server_killed_after_its_deal_and_after_its_request_resumes_the_run(tmp_path):
     """Each role its own process over the directory transport. The server runs alone and is
     killed (SIGKILL) once its deal is out; restarted with the parties, it is killed again

@@ -66,7 +66,7 @@ def _run(tmp, data, cfg, keys):
     return _messages(tmp), model.sample(500, seed=5)
 
 
-@pytest.mark.parametrize("buckets", [1, 8])
+@pytest.mark.parametrize("buckets", [1, pytest.param(8, marks=pytest.mark.slow)])
 def test_a_table_on_dask_writes_the_in_memory_runs_bytes(tmp_path, client, buckets):
     """Each party's table in memory, then as a Parquet dataset (several files) on the
     cluster: every message file (deals, blobs of both rounds, releases, request) and the

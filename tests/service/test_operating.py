@@ -232,7 +232,9 @@ def test_a_signal_stops_server_run_exit_when_done_in_every_state(tmp_path, state
     print(f"{state} {sig.name}: stopped in {took:.2f} s")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)]
+)
 def test_a_signal_stops_server_run_over_folders(tmp_path, sig):
     """`server run --inbox --outbox` waiting for the parties' messages: it says what it
     waits for, and SIGTERM or SIGINT stops it within 5 s, exit 143 or 130, with one line."""

@@ -169,15 +169,9 @@ def test_an_out_of_another_suffix_is_refused_before_the_service_starts(tmp_path)
 
 
 @pytest.fixture
-def fo_service(tmp_path):
+def fo_service(serve):
     """A service of a method-fo run (A counts for B and C), its URL and config."""
-    df, spec = correlated_table(40)
-    cfg = pinned_files(tmp_path, df, spec, method="fo")
-    server, url = start_server(tmp_path)
-    yield tmp_path, url, cfg
-    server.send_signal(signal.SIGTERM)
-    _, err = server.communicate(timeout=60)
-    assert server.returncode == 128 + signal.SIGTERM, err
+    return serve(method="fo")
 
 
 def test_strangers_impostors_replays_and_other_runs_are_refused(fo_service):

@@ -10,14 +10,13 @@ import io
 import os
 import signal
 import socket
-import subprocess
 import threading
 import time
 
 import pytest
 import requests
 
-from tests.https_roles import held, pinned_files, pinned_session, put, start_server
+from tests.https_roles import held, pinned_files, pinned_session, put, start_server, stop_server
 from tests.runs import correlated_table
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.container import write_container
@@ -30,27 +29,11 @@ pytestmark = pytest.mark.service  # every test here runs the HTTPS service
 READ_TIMEOUT = 2.0  # the services' --read-timeout here
 
 
-def _stop(server: subprocess.Popen) -> str:
-    """SIGTERM the service (if it runs) and its stderr; no traceback in it."""
-    try:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-        _, err = server.communicate(timeout=60)
-    finally:
-        server.kill()
-    assert "Traceback" not in err, err[-3000:]
-    return err
-
-
 @pytest.fixture
-def service(tmp_path):
+def service(serve):
     """A service of a secure run (the default) with a 2 s read time-out: its folder, URL
     and config."""
-    df, spec = correlated_table(40)
-    cfg = pinned_files(tmp_path, df, spec)
-    server, url = start_server(tmp_path, "--read-timeout", str(READ_TIMEOUT))
-    yield tmp_path, url, cfg
-    _stop(server)
+    return serve("--read-timeout", str(READ_TIMEOUT))
 
 
 def _keys(tmp_path, name: str) -> KeyPair:
@@ -205,7 +188,7 @@ def test_a_signal_stops_the_service_within_5_s_with_long_polls_open(tmp_path, si
         server.wait(timeout=30)
         took = time.monotonic() - start
     finally:
-        err = _stop(server)
+        err = stop_server(server)
         for poll in polls:
             poll.join(30)
     assert took < 5.0, took

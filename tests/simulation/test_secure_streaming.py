@@ -140,12 +140,19 @@ def test_a_partys_peak_memory_is_set_by_the_block_size_not_by_max_rows(monkeypat
     assert block < words
 
 
-@pytest.mark.parametrize("words", [1, 7, 1 << 30])
-def test_the_block_size_changes_no_output_byte(monkeypatch, words):
+@pytest.fixture(scope="module")
+def reference() -> _Run:
+    """A run at 211 rows (a prime above N) with the default blocks, which hold every row."""
+    return _Run(211).run()
+
+
+@pytest.mark.parametrize(
+    "words", [1, *(pytest.param(w, marks=pytest.mark.slow) for w in (7, 1 << 30))]
+)
+def test_the_block_size_changes_no_output_byte(monkeypatch, reference, words):
     """Every blob and every release of both rounds is the same byte for byte whether the
     blocks hold one row (1, 7 values: fewer than a row), a few, or all rows."""
-    rows = 211  # a prime above N: the default blocks hold every row, 7 values one row
-    reference = _Run(rows).run()
+    rows = 211  # as the reference; 7 values: one row
     monkeypatch.setattr(securemsg, "ROW_BLOCK_WORDS", words)
     assert block_rows(24) == max(1, words // 24)
     again = _Run(rows, reference).run()
