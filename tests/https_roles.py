@@ -20,7 +20,7 @@ import requests
 
 from tests.folder_roles import THREE
 from tests.helpers import SECRET
-from tests.runs import SEED, finish, vertimrf_process
+from tests.runs import SEED, correlated_table, finish, vertimrf_process
 from vertimrf.domain import DomainSpec
 from vertimrf.protocol.channels import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
@@ -172,3 +172,27 @@ def put(session, url, run, route, body: bytes, **headers) -> requests.Response:
     """Upload ``body`` as the message ``route`` of run ``run``, with its digest."""
     headers = {"X-Content-SHA256": hashlib.sha256(body).hexdigest(), **headers}
     return session.put(f"{url}/v1/runs/{run}/messages/{route}", data=body, headers=headers)
+
+
+A_AND_B_COMMITS = {("A", "server", "commit"), ("B", "server", "commit")}
+
+
+def c_never_joins(
+    tmp_path: Path,
+) -> tuple[subprocess.Popen, str, list[str], list[subprocess.Popen]]:
+    """The service of a pinned run of 60 rows on a port it keeps, parties A and B started and
+    C never; returned once A's and B's commitments are held (an event, not a time): the
+    server, its URL, its ``--listen`` arguments (to serve the run again on that port) and
+    A's and B's processes."""
+    df, spec = correlated_table(60)
+    pinned_files(tmp_path, df, spec)
+    listen = ["--listen", f"127.0.0.1:{free_port()}"]
+    server, url = start_server(tmp_path, *listen)
+    parties = [start_party(tmp_path, n, url) for n in ("A", "B")]
+    try:
+        wait_for(lambda: {r[:3] for r in held(tmp_path)} >= A_AND_B_COMMITS, server, "commits")
+    except BaseException:
+        for proc in [server, *parties]:
+            proc.kill()
+        raise
+    return server, url, listen, parties

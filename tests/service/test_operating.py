@@ -19,6 +19,7 @@ import pytest
 from tests.folder_roles import THREE
 from tests.https_roles import (
     StderrLines,
+    c_never_joins,
     free_port,
     held,
     pinned_files,
@@ -113,14 +114,8 @@ def test_a_party_that_never_joins_stops_the_others_with_the_servers_reason(tmp_p
     their deal with a 300 s --timeout, stop at once with the server's reason in one line
     (they waited on until their own time-out). The test waits on events (the commitments
     held, the exits), never on the server's time-out racing the parties' start."""
-    df, spec = correlated_table(60)
-    pinned_files(tmp_path, df, spec)
-    listen = ["--listen", f"127.0.0.1:{free_port()}"]
-    server, url = start_server(tmp_path, *listen)
-    parties = [start_party(tmp_path, n, url) for n in ("A", "B")]
+    server, _, listen, parties = c_never_joins(tmp_path)
     try:
-        commits = {("A", "server", "commit"), ("B", "server", "commit")}
-        wait_for(lambda: commits <= {r[:3] for r in held(tmp_path)}, server, "the commits")
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=120) == 128 + signal.SIGTERM
         server, _ = start_server(tmp_path, "--exit-when-done", *listen, timeout=2)

@@ -24,7 +24,9 @@ import requests
 from tests.folder_roles import THREE
 from tests.helpers import SECRET
 from tests.https_roles import (
+    A_AND_B_COMMITS,
     StderrLines,
+    c_never_joins,
     count_message,
     finish_ok,
     free_port,
@@ -117,14 +119,8 @@ def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_p
     deal needs every party's commitment). Each wait is on an event (the commitments held,
     the status printed, the server's log line) with a generous bound; the one time-out that
     fires is the server's, after every other party has joined."""
-    df, spec = correlated_table(60)
-    pinned_files(tmp_path, df, spec)
-    listen = ["--listen", f"127.0.0.1:{free_port()}"]
-    server, url = start_server(tmp_path, *listen)
-    parties = [start_party(tmp_path, n, url) for n in ("A", "B")]
+    server, url, listen, parties = c_never_joins(tmp_path)
     try:
-        commits = {("A", "server", "commit"), ("B", "server", "commit")}
-        wait_for(lambda: commits <= {r[:3] for r in held(tmp_path)}, server, "the commits")
         status = subprocess.run(
             [sys.executable, "-m", "vertimrf", "status", "--server", url,
              "--config", "config.json", "--keys", "A.key"],
@@ -143,7 +139,7 @@ def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_p
     finally:
         for proc in [server, *parties]:
             proc.kill()
-    assert {r[:3] for r in held(tmp_path)} == commits
+    assert {r[:3] for r in held(tmp_path)} == A_AND_B_COMMITS
     assert not (tmp_path / "server-state" / "synthetic.csv").exists()
 
 
