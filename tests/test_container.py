@@ -6,11 +6,8 @@ import hashlib
 import io
 import json
 import re
-import resource
 import struct
-import sys
 import time
-import tracemalloc
 import warnings
 import zipfile
 import zlib
@@ -22,9 +19,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.zip_bombs import (
+    BOMB_CHUNKS,
+    BOMB_ITEMS,
+    KIND,
+    MiB,
+    bomb,
+    crc_of_zeros,
+    make_manifest,
+    measure,
+    npy,
+)
 from vertimrf.container import (
-    FORMAT,
-    VERSION,
     _CappedReader,
     npz_bytes,
     read_container,
@@ -32,33 +38,14 @@ from vertimrf.container import (
 )
 from vertimrf.errors import MessageError
 
-KIND = "party-message"
-MiB = 1 << 20
-GiB = 1 << 30
-
 
 def _allow(limit: int = MiB, names: tuple[str, ...] | None = None) -> Callable[[str], int | None]:
     """An ``array_bytes`` bound: ``limit`` bytes for ``names`` (any name if None)."""
     return lambda name: limit if names is None or name in names else None
 
 
-# --------------------------------------------------------------------------- file builders
-def _npy(descr: str, shape: tuple[int, ...], data: bytes, fortran: bool = False) -> bytes:
-    """An npy file with a hand-written header (so hostile dtypes can be crafted)."""
-    buf = io.BytesIO()
-    header = {"descr": descr, "fortran_order": fortran, "shape": shape}
-    np.lib.format.write_array_header_1_0(buf, header)
-    return buf.getvalue() + data
-
-
 def _index(blob: bytes, dtype: str, shape: list) -> dict:
     return {"dtype": dtype, "shape": shape, "sha256": hashlib.sha256(blob).hexdigest()}
-
-
-def _manifest(index: dict, **changes: object) -> dict:
-    manifest = {"format": FORMAT, "version": VERSION, "kind": KIND, "meta": {}, "arrays": index}
-    manifest.update(changes)
-    return manifest
 
 
 def _zip(
@@ -90,7 +77,7 @@ def _container(
             arr = np.load(io.BytesIO(blob), allow_pickle=False)
             index[name] = _index(blob, arr.dtype.str, list(arr.shape))
     if mbytes is None:
-        mbytes = json.dumps(_manifest(index) if manifest is None else manifest).encode()
+        mbytes = json.dumps(make_manifest(index) if manifest is None else manifest).encode()
     if msum is None:
         msum = hashlib.sha256(mbytes).hexdigest().encode()
     entries = {"manifest.json": mbytes, "manifest.sha256": msum}
@@ -102,41 +89,6 @@ def _npy_of(arr: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, arr, allow_pickle=False)
     return buf.getvalue()
-
-
-def _raw_zip(path: Path, entries: list[tuple[str, bytes, int, int, int]]) -> Path:
-    """A zip written byte by byte: ``(name, payload, crc, declared_size, method)`` entries.
-
-    The declared uncompressed size goes into both the local and the central header, so a
-    test can make it lie about what the payload really decompresses to.
-    """
-    central, offset = [], 0
-    with open(path, "wb") as fh:
-        for name, payload, crc, size, method in entries:
-            fname = name.encode()
-            fh.write(
-                struct.pack(
-                    "<4sHHHHHIIIHH",
-                    *(b"PK\x03\x04", 20, 0, method, 0, 0x21, crc, len(payload), size),
-                    *(len(fname), 0),
-                )
-                + fname
-            )
-            fh.write(payload)
-            central.append(
-                struct.pack(
-                    "<4sHHHHHHIIIHHHHHII",
-                    *(b"PK\x01\x02", 20, 20, 0, method, 0, 0x21, crc, len(payload), size),
-                    *(len(fname), 0, 0, 0, 0, 0, offset),
-                )
-                + fname
-            )
-            offset += 30 + len(fname) + len(payload)
-        directory = b"".join(central)
-        fh.write(directory)
-        n = len(entries)
-        fh.write(struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, n, n, len(directory), offset, 0))
-    return path
 
 
 # --------------------------------------------------------------------------- round trips
@@ -195,110 +147,29 @@ def test_capped_reader_never_reads_past_its_limit():
         _CappedReader(io.BytesIO(bytes(5)), 10, "x").read_exact(10)
 
 
-# --------------------------------------------------------------------------- zip bombs
-BOMB_ITEMS = GiB  # the bomb's array: 1 GiB of uint8 zeros
-_BOMB_CHUNKS = BOMB_ITEMS // MiB
-
-
-def _deflated_zeros(header: bytes, chunks: int) -> bytes:
-    """Raw DEFLATE of ``header`` + ``chunks`` MiB of zeros, built without the zeros.
-
-    After a full flush the compressor starts afresh, so one compressed MiB of zeros can be
-    repeated: ~1 kB per MiB, i.e. ~1 MB for 1 GiB.
-    """
-    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
-    head = comp.compress(header) + comp.flush(zlib.Z_FULL_FLUSH)
-    block = comp.compress(bytes(MiB)) + comp.flush(zlib.Z_FULL_FLUSH)
-    return head + block * chunks + comp.flush()
-
-
-def _crc_of_zeros(header: bytes, chunks: int) -> int:
-    crc, zero = zlib.crc32(header), bytes(MiB)
-    for _ in range(chunks):
-        crc = zlib.crc32(zero, crc)
-    return crc
-
-
-def _bomb(
-    path: Path, header_items: int, declared: int, crc: int, digest: str, name: str = "x"
-) -> Path:
-    """A container whose one array entry ``name`` inflates to a header + 1 GiB of zeros."""
-    header = _npy("|u1", (header_items,), b"")
-    index = {name: {"dtype": "|u1", "shape": [header_items], "sha256": digest}}
-    mbytes = json.dumps(_manifest(index)).encode()
-    msum = hashlib.sha256(mbytes).hexdigest().encode()
-    stored = zipfile.ZIP_STORED
-    return _raw_zip(
-        path,
-        [
-            ("manifest.json", mbytes, zlib.crc32(mbytes), len(mbytes), stored),
-            ("manifest.sha256", msum, zlib.crc32(msum), len(msum), stored),
-            (
-                f"{name}.npy",
-                _deflated_zeros(header, _BOMB_CHUNKS),
-                crc,
-                declared,
-                zipfile.ZIP_DEFLATED,
-            ),
-        ],
-    )
-
-
 @pytest.fixture(scope="module")
 def bombs(tmp_path_factory):
     """Zip bombs of ~1 MB that inflate to > 1 GiB: one honest, three with lying sizes."""
     root = tmp_path_factory.mktemp("bombs")
-    header = _npy("|u1", (BOMB_ITEMS,), b"")
-    full_crc = _crc_of_zeros(header, _BOMB_CHUNKS)
+    header = npy("|u1", (BOMB_ITEMS,), b"")
+    full_crc = crc_of_zeros(header, BOMB_CHUNKS)
     # The data checksum is not computed (hashing 1 GiB is slow and never reached).
     fake = "0" * 64
-    small = _npy("|u1", (1000,), bytes(1000))
+    small = npy("|u1", (1000,), bytes(1000))
     return {
         # Declares its true size (header + 1 GiB).
-        "honest": _bomb(root / "honest.vmrf", BOMB_ITEMS, len(header) + BOMB_ITEMS, full_crc, fake),
+        "honest": bomb(root / "honest.vmrf", BOMB_ITEMS, len(header) + BOMB_ITEMS, full_crc, fake),
         # Declares 1128 bytes (with their CRC) while its npy header says 1 GiB.
-        "lying_header_huge": _bomb(
+        "lying_header_huge": bomb(
             root / "l1.vmrf", BOMB_ITEMS, 1128, zlib.crc32(header + bytes(1000)), fake
         ),
         # Declares 1128 bytes and a 1000-byte array, with the CRC of the whole stream.
-        "lying_crc_of_all": _bomb(root / "l2.vmrf", 1000, 1128, full_crc, fake),
+        "lying_crc_of_all": bomb(root / "l2.vmrf", 1000, 1128, full_crc, fake),
         # A consistent lie: CRC and SHA-256 of the first 1128 bytes only.
-        "lying_consistent": _bomb(
+        "lying_consistent": bomb(
             root / "l3.vmrf", 1000, 1128, zlib.crc32(small), hashlib.sha256(small).hexdigest()
         ),
     }
-
-
-def _maxrss_bytes() -> int:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss if sys.platform == "darwin" else rss * 1024
-
-
-def _measure(fn: Callable[[], object]) -> tuple[float, int, int, object]:
-    """``(seconds, tracemalloc peak, ru_maxrss growth, result or exception)`` of ``fn()``.
-
-    The time is taken in a plain run, the memory in a second run under tracemalloc (which
-    sees Python objects, numpy buffers and zlib's state); ru_maxrss growth is the rise of
-    the process's peak resident size over both runs, an upper bound on extra RSS used.
-    """
-
-    def run() -> object:
-        try:
-            return fn()
-        except Exception as exc:
-            return exc
-
-    rss0 = _maxrss_bytes()
-    t0 = time.perf_counter()
-    outcome = run()
-    seconds = time.perf_counter() - t0
-    tracemalloc.start()
-    try:
-        run()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    return seconds, peak, _maxrss_bytes() - rss0, outcome
 
 
 @pytest.mark.parametrize(
@@ -313,7 +184,7 @@ def _measure(fn: Callable[[], object]) -> tuple[float, int, int, object]:
 def test_zip_bombs_are_stopped_fast_and_in_little_memory(bombs, variant, match):
     path = bombs[variant]
     assert path.stat().st_size < 1_200_000  # ~1 MB on disk, > 1 GiB inflated
-    seconds, peak, rss_growth, outcome = _measure(
+    seconds, peak, rss_growth, outcome = measure(
         lambda: read_container(path, KIND, array_bytes=_allow(MiB, ("x",)))
     )
     print(
@@ -348,7 +219,7 @@ def _edit_manifest(edit: Callable[[dict], object]) -> Callable[[Path], Path]:
             for name, blob in blobs.items()
             for arr in [np.load(io.BytesIO(blob))]
         }
-        manifest = _manifest(index)
+        manifest = make_manifest(index)
         edit(manifest)
         return _container(path, blobs, manifest=manifest)
 
@@ -419,7 +290,7 @@ def _patched_central_directory(offset: int, fmt: str, value: int) -> Callable[[P
     return build
 
 
-OBJ = _npy("|O", (1,), bytes(8))
+OBJ = npy("|O", (1,), bytes(8))
 F8_AS_I8 = _npy_of(np.arange(4, dtype=np.int64))
 
 MALFORMED = {
@@ -470,14 +341,14 @@ MALFORMED = {
     ),
     "array not listed": (_edit_manifest(lambda m: m["arrays"].pop("b")), "not listed"),
     "object dtype": (_with_blob(OBJ, "|O", [1]), "dtype.*only bool, integer and float"),
-    "string dtype": (_with_blob(_npy("<U2", (1,), bytes(8)), "<U2", [1]), "only bool"),
+    "string dtype": (_with_blob(npy("<U2", (1,), bytes(8)), "<U2", [1]), "only bool"),
     "structured dtype": (
         _with_blob(_npy_of(np.zeros(2, dtype=[("x", "<i4")])), "|V4", [2]),
         "only bool",
     ),
     "complex dtype": (_with_blob(_npy_of(np.zeros(2, complex)), "<c16", [2]), "only bool"),
     "fortran order": (
-        _with_blob(_npy("<i8", (2, 2), bytes(32), fortran=True), "<i8", [2, 2]),
+        _with_blob(npy("<i8", (2, 2), bytes(32), fortran=True), "<i8", [2, 2]),
         "Fortran",
     ),
     "dtype differs from manifest": (_with_blob(F8_AS_I8, "<f8", [4]), "wrong dtype or shape"),
@@ -488,16 +359,16 @@ MALFORMED = {
         "bad npy header",
     ),
     "npy header with empty descr tuple": (
-        _with_blob(_npy("<i8", (1,), bytes(8)).replace(b"'<i8'", b"()   "), "<i8", [1]),
+        _with_blob(npy("<i8", (1,), bytes(8)).replace(b"'<i8'", b"()   "), "<i8", [1]),
         "bad npy header",
     ),
     "npy version 3": (
-        _with_blob(_npy("<i8", (1,), bytes(8)).replace(b"\x01\x00", b"\x03\x00", 1), "<i8", [1]),
+        _with_blob(npy("<i8", (1,), bytes(8)).replace(b"\x01\x00", b"\x03\x00", 1), "<i8", [1]),
         "version",
     ),
-    "short data": (_with_blob(_npy("<i8", (4,), bytes(16)), "<i8", [4]), "declares"),
-    "trailing data": (_with_blob(_npy("<i8", (1,), bytes(16)), "<i8", [1]), "declares"),
-    "bool holding 2": (_with_blob(_npy("|b1", (2,), b"\x01\x02"), "|b1", [2]), "0 and 1"),
+    "short data": (_with_blob(npy("<i8", (4,), bytes(16)), "<i8", [4]), "declares"),
+    "trailing data": (_with_blob(npy("<i8", (1,), bytes(16)), "<i8", [1]), "declares"),
+    "bool holding 2": (_with_blob(npy("|b1", (2,), b"\x01\x02"), "|b1", [2]), "0 and 1"),
     "duplicate entry": (
         _rezip(lambda e: [*e.items(), ("a.npy", e["a.npy"])]),
         "twice",
@@ -564,7 +435,7 @@ def _base_entries() -> dict[str, bytes]:
     for name, blob in blobs.items():
         arr = np.load(io.BytesIO(blob))
         index[name] = _index(blob, arr.dtype.str, list(arr.shape))
-    mbytes = json.dumps(_manifest(index, meta={"party": "A", "n": [1, 2]})).encode()
+    mbytes = json.dumps(make_manifest(index, meta={"party": "A", "n": [1, 2]})).encode()
     entries = {"manifest.json": mbytes, "manifest.sha256": hashlib.sha256(mbytes).hexdigest()}
     entries.update({f"{n}.npy": b for n, b in blobs.items()})
     return {n: b if isinstance(b, bytes) else b.encode() for n, b in entries.items()}

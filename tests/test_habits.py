@@ -13,7 +13,7 @@ import numba
 import pytest
 
 import vertimrf
-from tests.vertical_fixtures import small_adult
+from tests.helpers import small_adult
 from vertimrf import PrivMRF
 from vertimrf.cli import main
 from vertimrf.errors import ConfigError

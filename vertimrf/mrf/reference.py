@@ -1,5 +1,6 @@
 """A plain numpy junction-tree calibration: the reference the Numba kernels are checked against
-(``tests/test_kernels_bp.py``) and the baseline ``benchmarks/bench_mrf.py`` times them against.
+(``tests/kernels/test_kernels_bp.py``) and the baseline ``benchmarks/bench_mrf.py`` times them
+against.
 
 It runs the same two-pass schedule as the kernels, with numpy broadcasting.
 """

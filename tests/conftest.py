@@ -1,0 +1,18 @@
+"""Fixtures for every test: the cost markers are kept (a test that starts the HTTPS service
+is marked ``service``, so that the fast subset ``-m "not slow and not service"`` starts none).
+Shared helpers are public names in the helper modules beside the test folders
+(``helpers``, ``runs``, ``folder_roles``, ``https_roles``, ``step_roles``, ``secure_runs``,
+``zip_bombs``) and ``naive`` (the plain references)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import https_roles
+
+
+@pytest.fixture(autouse=True)
+def _service_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let the test start the HTTPS service only if it is marked ``service``."""
+    marked = request.node.get_closest_marker("service") is not None
+    monkeypatch.setattr(https_roles, "SERVICE_MARKED", marked)

@@ -1,0 +1,105 @@
+"""One run, every transport: the same config, table, keys and seed, run in process, over
+folders (``party run`` / ``server run`` exchanging files), through the step commands'
+files and over HTTPS, writes simulate's synthetic CSV byte for byte."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.folder_roles import THREE
+from tests.helpers import SECRET
+from tests.https_roles import finish_ok, pinned_files, start_party, start_server
+from tests.runs import SEED, correlated_table, finish, same_as_simulate, vertimrf_process
+from tests.step_roles import make_deals, select_run
+from vertimrf.crypto.keys import KeyPair
+from vertimrf.driver import local_run
+from vertimrf.protocol.config import ProtocolConfig
+
+
+def _in_process(root: Path, cfg: ProtocolConfig) -> bytes:
+    """Every role's driver in this process, over one in-process transport."""
+    data = {n: pd.read_csv(root / f"{n}.csv") for n in THREE}
+    keys = {n: KeyPair.load(root / f"{n}.key") for n in THREE}
+    run = local_run(
+        data, cfg, SECRET, seed=SEED, id_column="rid", keys=keys,
+        server_key=KeyPair.load(root / "server.key"),
+    )  # fmt: skip
+    return run.fitted(run.run()).sample().to_csv(index=False).encode()
+
+
+def _folders(root: Path, cfg: ProtocolConfig) -> bytes:
+    """Each role its own process; every role's outbox the mail folder, its inbox the
+    subfolder of its name."""
+    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
+              "--seed", str(SEED), "--quiet"]  # fmt: skip
+    procs = [
+        vertimrf_process(root, "server", "run", *common, "--inbox", "mail/server",
+                         "--server-key", "server.key", "--out", "synth.csv"),
+        *[vertimrf_process(root, "party", "run", *common, "--inbox", f"mail/{n}", "--name", n,
+                           "--data", f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex",
+                           "--keys", f"{n}.key", "--state-dir", f"state-{n}") for n in THREE],
+    ]  # fmt: skip
+    for code, _, err in finish(procs):
+        assert code == 0, err[-2000:]
+    assert {p.name for p in (root / "mail").iterdir()} == {"server", *THREE}
+    return (root / "synth.csv").read_bytes()
+
+
+def _step_files(root: Path, cfg: ProtocolConfig) -> bytes:
+    """Each step a command of its role, in its folder (a party's ``N/``, the server's
+    ``S/``), reading and writing message files; the relaying a file copy. The commands
+    take every public key as a file (``cfg`` pins none)."""
+    for folder in ["S", *THREE]:
+        (root / folder).mkdir()
+    shutil.copy(root / "server.key", root / "S")
+    for n in THREE:
+        shutil.copy(root / f"{n}.csv", root / n)
+        shutil.copy(root / f"{n}.key", root / n)
+        shutil.copy(root / "secret.hex", root / n / f"{n}.secret")
+        public = KeyPair.load(root / f"{n}.key").public()
+        for folder in ["S", *(q for q in THREE if q != n)]:
+            public.save(root / folder / f"{n}.pub")
+    make_deals(root, THREE)
+    select_run(root, THREE)
+    return (root / "S" / "synth.csv").read_bytes()
+
+
+def _https(root: Path, cfg: ProtocolConfig) -> bytes:
+    """Each role its own process; the parties connect out to the service over mutual TLS."""
+    server, url = start_server(root, "--out", "synth.csv", "--exit-when-done")
+    finish_ok([server, *(start_party(root, n, url) for n in THREE)])
+    got = (root / "synth.csv").read_bytes()
+    assert (root / "server-state" / "synthetic.csv").read_bytes() == got
+    return got
+
+
+TRANSPORTS: dict[str, Callable[[Path, ProtocolConfig], bytes]] = {
+    "in process": _in_process,
+    "folders": _folders,
+    "step files": _step_files,
+    "https": _https,
+}
+
+
+@pytest.mark.parametrize(
+    "transport",
+    [
+        "in process",
+        pytest.param("folders", marks=pytest.mark.slow),  # fast: tests/cli/test_cli_run.py
+        pytest.param("step files", marks=pytest.mark.slow),
+        pytest.param("https", marks=pytest.mark.service),
+    ],
+)
+def test_every_transport_writes_simulates_bytes(tmp_path, transport):
+    df, spec = correlated_table()
+    cfg = pinned_files(tmp_path, df, spec, secure_binning="auto")
+    if transport == "step files":  # the step commands take the public keys as files
+        cfg = dataclasses.replace(cfg, identities=None)
+        cfg.save(tmp_path / "config.json")
+    same_as_simulate(TRANSPORTS[transport](tmp_path, cfg), df, cfg, seed=SEED, secret=SECRET)

@@ -1,0 +1,112 @@
+"""Parties on Dask: a table on a 2-worker LocalCluster (real worker processes on 127.0.0.1)
+writes the same messages, byte for byte, and fits the same model as the table in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vertimrf.crypto.keys import KeyPair
+from vertimrf.domain import DomainSpec
+from vertimrf.driver import local_run
+from vertimrf.errors import ConfigError, RecordIDError
+from vertimrf.protocol import from_preset
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+from vertimrf.party.dask_table import DaskTable  # noqa: E402
+
+SECRET = bytes(range(32))
+SIZES = {"a0": 4, "a1": 3, "b0": 5, "b1": 2, "c0": 3}
+PARTIES = [("A", ["a0", "a1"]), ("B", ["b0", "b1"]), ("C", ["c0"])]
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None,
+    )  # fmt: skip
+    with distributed.Client(cluster, timeout=60) as c:
+        yield c
+    cluster.close(timeout=30)
+
+
+def _frame(n, seed):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({c: rng.integers(0, u, n) for c, u in SIZES.items()})
+    frame["a1"] = frame["a0"] % 3  # a cross-party correlation worth keeping
+    return frame.assign(id=rng.permutation(10 * n)[:n])
+
+
+def _config(n, buckets):
+    return from_preset(
+        "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
+        method="secure", max_rows=n + 37, secure_buckets=buckets,
+    )  # fmt: skip
+
+
+def _messages(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def _run(tmp, data, cfg, keys):
+    parties = {k: v for k, v in keys.items() if k != "server"}
+    run = local_run(
+        data, cfg, SECRET, seed=11, message_dir=tmp, keys=parties, server_key=keys["server"]
+    )
+    seconds = run.run()
+    model = run.fitted(seconds)
+    return _messages(tmp), model.sample(500, seed=5)
+
+
+@pytest.mark.parametrize("buckets", [1, pytest.param(8, marks=pytest.mark.slow)])
+def test_a_table_on_dask_writes_the_in_memory_runs_bytes(tmp_path, client, buckets):
+    """Each party's table in memory, then as a Parquet dataset (several files) on the
+    cluster: every message file (deals, blobs of both rounds, releases, request) and the
+    synthetic sample are identical."""
+    n = 3000
+    frame = _frame(n, 4)
+    cfg = _config(n, buckets)
+    keys = {name: KeyPair.generate(name) for name, _ in [*PARTIES, ("server", [])]}
+    memory = {name: frame[["id", *cols]].sample(frac=1.0, random_state=2) for name, cols in PARTIES}
+    on_dask = {}
+    for name, cols in PARTIES:
+        folder = tmp_path / f"{name}.parquet"
+        dd.from_pandas(frame[["id", *cols]], npartitions=3).to_parquet(folder)
+        on_dask[name] = DaskTable(folder, client)
+    bytes_memory, sample_memory = _run(tmp_path / "memory", memory, cfg, keys)
+    bytes_dask, sample_dask = _run(tmp_path / "dask", on_dask, cfg, keys)
+    assert bytes_memory.keys() == bytes_dask.keys() and len(bytes_memory) > 10
+    for name, blob in bytes_memory.items():
+        assert blob == bytes_dask[name], name
+    pd.testing.assert_frame_equal(sample_memory, sample_dask)
+
+
+def test_a_dask_table_refuses_duplicates_missing_columns_and_more_than_max_rows(tmp_path, client):
+    n = 400
+    frame = _frame(n, 1)
+    twice = pd.concat([frame, frame.iloc[:1]]).reset_index(drop=True)  # another partition
+    cfg = _config(n, 4)
+    keys = {name: KeyPair.generate(name) for name, _ in PARTIES}
+
+    def only_a(table):
+        data = {name: frame[["id", *cols]] for name, cols in PARTIES}
+        data["A"] = DaskTable(dd.from_pandas(table[["id", "a0", "a1"]], npartitions=2), client)
+        return local_run(data, cfg, SECRET, seed=1, keys=keys)
+
+    with pytest.raises(RecordIDError, match="duplicated record IDs"):
+        only_a(twice).run()
+    bigger = _frame(n + 38, 2)
+    with pytest.raises(ConfigError, match="max_rows"):
+        only_a(bigger).run()
+    with pytest.raises(ConfigError, match="lacks the columns"):
+        data = {name: frame[["id", *cols]] for name, cols in PARTIES}
+        data["A"] = DaskTable(dd.from_pandas(frame[["id", "a0"]], npartitions=2), client)
+        local_run(data, cfg, SECRET, seed=1, keys=keys)

@@ -1,0 +1,114 @@
+"""The secure method's step commands as processes: each role's folder (a party's ``N/``,
+the server's ``S/``), the options every party command shares, the deal, and the select
+pipeline's steps after it, the server's relaying a file copy."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.runs import SEED
+
+SERVER_KEY = ("--server-key", "S/server.key")
+
+
+def command(*args: str) -> list[str]:
+    """``python -m vertimrf ARGS``: each role its own process, as on separate machines."""
+    return [sys.executable, "-m", "vertimrf", *args]
+
+
+def run_all(steps: list[list[str]], cwd: Path) -> list[subprocess.CompletedProcess]:
+    """Run independent commands at once (each its own process); their completed processes."""
+    procs = [
+        subprocess.Popen(
+            command(*s), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for s in steps
+    ]
+    out = []
+    for step, proc in zip(steps, procs, strict=True):
+        stdout, stderr = proc.communicate(timeout=600)
+        out.append(subprocess.CompletedProcess(step, proc.returncode, stdout, stderr))
+    return out
+
+
+def ok(steps: list[list[str]], cwd: Path) -> list[subprocess.CompletedProcess]:
+    """Run independent commands at once and require every one to succeed."""
+    done = run_all(steps, cwd)
+    for proc in done:
+        assert proc.returncode == 0, (proc.args, proc.stderr[-2000:])
+    return done
+
+
+def party_args(name: str, parties: dict[str, list[str]]) -> list[str]:
+    """The options every secure party command shares, with this party's files."""
+    peers = [f"{name}/{q}.pub" for q in parties if q != name]
+    return [
+        "--config", "config.json", "--name", name, "--data", f"{name}/{name}.csv",
+        "--id-column", "rid", "--secret", f"{name}/{name}.secret",
+        "--keys", f"{name}/{name}.key", "--peers", *peers, "--deal", f"{name}/{name}.deal",
+        "--state-dir", f"{name}/state", "--seed", str(SEED), "--quiet",
+    ]  # fmt: skip
+
+
+def commit_args(name: str, parties: dict[str, list[str]]) -> list[str]:
+    """The party options of `party commit` (no deal yet)."""
+    args = party_args(name, parties)
+    at = args.index("--deal")
+    return args[:at] + args[at + 2 :]
+
+
+def make_deals(root: Path, parties: dict[str, list[str]]) -> None:
+    """Every party commits to its data; the server deals on the commitments; each party
+    takes its deal (the server's relaying is a file copy)."""
+    names = list(parties)
+    ok([["party", "commit", *commit_args(n, parties), "--out", f"S/{n}.commit"]
+         for n in names], root)  # fmt: skip
+    ok([["server", "deal", "--config", "config.json", "--keys", *[f"S/{n}.pub" for n in names],
+          "--commits", *[f"S/{n}.commit" for n in names], "--out-dir", "S", *SERVER_KEY]],
+        root)  # fmt: skip
+    for n in names:
+        shutil.copy(root / "S" / f"{n}.deal", root / n)
+
+
+def relay_blobs(root: Path, names: list[str]) -> None:
+    """The server relays each party's feature blobs to their peers (a file copy)."""
+    for n in names:
+        for q in names:
+            if q != n:
+                shutil.copy(root / n / f"{n}-to-{q}.features", root / q)
+
+
+def select_run(root: Path, parties: dict[str, list[str]]) -> None:
+    """The select pipeline's steps after the deal, each a step command (independent ones at
+    once); the server's relaying is a file copy. The synthetic CSV is ``S/synth.csv``, the
+    report ``S/report.json``."""
+    names = list(parties)
+    ok([["party", "features", *party_args(n, parties), "--out-dir", n] for n in names], root)
+    relay_blobs(root, names)
+    ok([["party", "release", *party_args(n, parties), "--blobs", n,
+          "--out", f"{n}/{n}.select.vmrf"] for n in names], root)  # fmt: skip
+    selects = [f"{n}/{n}.select.vmrf" for n in names]
+    keys = ["--keys", *(f"S/{n}.pub" for n in names)]
+    ok([["server", "select", "--config", "config.json", *keys, "--releases", *selects, "--out",
+          "S/request.json", "--select-deals", "S", "--state", "S/server.state", "--seed", str(SEED),
+          *SERVER_KEY]], root)  # fmt: skip
+    for n in names:
+        shutil.copy(root / "S" / "request.json", root / n)
+        shutil.copy(root / "S" / f"{n}.select-deal", root / n)
+    ok([["party", "groups", *party_args(n, parties), "--out-dir", n, "--request",
+          f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal"] for n in names],
+        root)  # fmt: skip
+    for n in names:
+        for q in names:
+            if q != n:
+                shutil.copy(root / n / f"{n}-to-{q}.groups", root / q)
+    ok([["party", "measure", *party_args(n, parties), "--blobs", n,
+          "--request", f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal",
+          "--out", f"{n}/{n}.measure.vmrf"] for n in names], root)  # fmt: skip
+    measures = [f"{n}/{n}.measure.vmrf" for n in names]
+    ok([["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
+          "--releases", *measures, "--out", "S/synth.csv", "--report", "S/report.json",
+          "--seed", str(SEED), "--quiet", *SERVER_KEY]], root)  # fmt: skip
