@@ -16,43 +16,16 @@ import pandas as pd
 import pytest
 
 import vertimrf
+from tests.synth.mixed_table import PARTIES, mixed_table
 from vertimrf import PrivMRF, fit_vertical, simulate
 from vertimrf.domain import Domain, DomainSpec
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf import MarkovRandomField
 
-PARTIES = [["c0", "num"], ["c2", "c3"]]
-
-
-def _data(n: int = 600) -> tuple[pd.DataFrame, DomainSpec]:
-    """Two categorical columns with string values, a numeric one, and a dependent pair."""
-    rng = np.random.default_rng(0)
-    c0 = rng.integers(0, 3, n)
-    c2 = np.where(rng.random(n) < 0.7, c0, rng.integers(0, 3, n))
-    df = pd.DataFrame(
-        {
-            "c0": np.array(["a", "b", "c"])[c0],
-            "num": rng.uniform(0, 10, n),
-            "c2": np.array(["x", "y", "z"])[c2],
-            "c3": rng.integers(0, 2, n),
-        }
-    )
-    spec = DomainSpec.from_dict(
-        {
-            "columns": [
-                {"name": "c0", "type": "categorical", "categories": ["a", "b", "c"]},
-                {"name": "num", "type": "numeric", "lower": 0, "upper": 10, "bins": 4},
-                {"name": "c2", "type": "categorical", "categories": ["x", "y", "z"]},
-                {"name": "c3", "type": "categorical", "categories": [0, 1]},
-            ]
-        }
-    )
-    return df, spec
-
 
 @pytest.fixture(scope="module")
 def data() -> tuple[pd.DataFrame, DomainSpec]:
-    return _data()
+    return mixed_table()
 
 
 @pytest.fixture(scope="module")

@@ -14,36 +14,17 @@ import pyarrow.parquet as pq
 import pytest
 
 import vertimrf.mrf.sampling as sampling
+from tests.synth.mixed_table import COLUMNS, PARTIES, mixed_table
 from vertimrf import VerticalModel, fit_vertical
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
-
-COLUMNS = [
-    {"name": "c0", "type": "categorical", "categories": ["a", "b", "c"]},
-    {"name": "num", "type": "numeric", "lower": 0, "upper": 10, "bins": 4},
-    {"name": "c2", "type": "categorical", "categories": ["x", "y", "z"]},
-    {"name": "c3", "type": "categorical", "categories": [0, 1]},
-]
 
 
 @pytest.fixture(scope="module")
 def model() -> VerticalModel:
     """A small fitted model: text, numeric and integer columns, a dependent pair."""
-    rng = np.random.default_rng(0)
-    n = 600
-    c0 = rng.integers(0, 3, n)
-    c2 = np.where(rng.random(n) < 0.7, c0, rng.integers(0, 3, n))
-    df = pd.DataFrame(
-        {
-            "c0": np.array(["a", "b", "c"])[c0],
-            "num": rng.uniform(0, 10, n),
-            "c2": np.array(["x", "y", "z"])[c2],
-            "c3": rng.integers(0, 2, n),
-        }
-    )
-    spec = DomainSpec.from_dict({"columns": COLUMNS})
-    parties = [["c0", "num"], ["c2", "c3"]]
-    return fit_vertical(df, spec, parties, epsilon=1.0, delta=1e-6, max_rows=1024, seed=3)
+    df, spec = mixed_table(600)
+    return fit_vertical(df, spec, PARTIES, epsilon=1.0, delta=1e-6, max_rows=1024, seed=3)
 
 
 @pytest.fixture
