@@ -108,18 +108,6 @@ def server_key(args: argparse.Namespace) -> KeyPair:
     return KeyPair.load(args.server_key)
 
 
-def one_per_party(parties: Sequence[str], files: Sequence[str], what: str) -> None:
-    """A ConfigError naming the party when two of ``files`` (its ``what``) are from one."""
-    first: dict[str, str] = {}
-    for party, path in zip(parties, files, strict=True):
-        if party in first:
-            raise ConfigError(
-                f"two {what} from party {party} ({first[party]} and {path}); give each "
-                f"party's {what.removesuffix('s')} once."
-            )
-        first[party] = path
-
-
 # ------------------------------------------------------------------ method="secure"
 # Each role is a separate process: the files it reads and writes are the only state it
 # shares with the others, and the party keeps a private step record so that a rerun cannot
@@ -130,7 +118,7 @@ def file_name(name: str) -> str:
     """``name`` if it can be part of a file name (party names name keys, deals and blobs)."""
     if not _FILE_NAME.fullmatch(name):
         raise ConfigError(
-            f"party name {name!r} cannot name files (A.key, A-to-B.blob): use letters, digits, "
+            f"party name {name!r} cannot name files (A.key, A-to-B.features): use letters, digits, "
             "'_', '.' and '-', starting with a letter or digit."
         )
     return name
