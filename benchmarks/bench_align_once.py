@@ -1,13 +1,14 @@
-"""The party step commands' time before and after a party aligns its table once per run
-(issue 35, item 6): ``bench_secure_cli.py`` (1,000,000 rows x 15 columns over 3 parties,
-every command its own process) run on two trees back to back, alternating.
+"""The party step commands' time before and after a party aligns its table once per run (issue
+35, item 6): ``bench_secure_cli.py`` (1,000,000 rows x 15 columns over 3 parties, every
+command its own process) run on two trees back to back, alternating.
 
-``--before TREE`` is a checkout of the code before (``git worktree add DIR 162d7bb``); the
-after is this tree. Each tree's vertimrf is the one on PYTHONPATH for its runs (the
-benchmark script is this tree's for both). A small warm-up run on each tree first lets Numba
-compile and cache its kernels there. Then ``--pairs`` pairs of runs (before, after);
-reported: each party step command's wall time and peak RSS (the median over the pairs),
-each party's total over its step commands, and the ratio after / before.
+``--pipeline`` is the secure method's pipeline: select (the default) or paper, whose
+commands begin with ``party local``. ``--before TREE`` is a checkout of the code before
+(``git worktree add DIR REV``); the after is this tree. Each tree's vertimrf is the one on
+PYTHONPATH for its runs (the benchmark script is this tree's for both). A small warm-up run
+on each tree first lets Numba compile and cache its kernels there. Then ``--pairs`` pairs of
+runs (before, after); reported: each party step command's wall time and peak RSS (the median
+over the pairs), each party's total over its step commands, and the ratio after / before.
 
     python benchmarks/bench_align_once.py --before DIR --json J --md M
 """
@@ -32,13 +33,15 @@ from vertimrf.io import atomic_write_text  # noqa: E402
 HERE = Path(__file__).resolve().parent
 
 
-def bench(tree: Path, rows: int, work: Path) -> dict:
-    """One bench_secure_cli run of ``rows`` rows on ``tree``'s code; its JSON run."""
+def bench(tree: Path, rows: int, work: Path, pipeline: str) -> dict:
+    """One bench_secure_cli run of ``rows`` rows of ``pipeline`` on ``tree``'s code; its
+    JSON run."""
     out = Path(tempfile.mkstemp(suffix=".json", dir=work)[1])
     env = {**os.environ, "PYTHONPATH": str(tree)}
     max_rows = 1 << (rows - 1).bit_length()
     cmd = [sys.executable, str(HERE / "bench_secure_cli.py"), "--rows", str(rows),
-           "--max-rows", str(max_rows), "--workdir", str(work), "--json", str(out)]  # fmt: skip
+           "--max-rows", str(max_rows), "--workdir", str(work), "--json", str(out),
+           "--pipeline", pipeline]  # fmt: skip
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{tree}: {rows} rows failed:\n{proc.stderr[-3000:]}")
@@ -80,9 +83,10 @@ def markdown(head: dict, before: dict, after: dict) -> str:
         "(`bench_align_once.py`)",
         "",
         f"Command: `python benchmarks/bench_align_once.py --before TREE --pairs "
-        f"{head['pairs']}`. {head['rows']:,} rows x 15 columns over 3 parties, max_rows "
-        f"{head['max_rows']:,}, method secure (select pipeline), each command its own "
-        "process (`bench_secure_cli.py`). Before: the code of commit "
+        f"{head['pairs']} --pipeline {head['pipeline']}`. {head['rows']:,} rows x 15 columns "
+        f"over 3 parties, max_rows {head['max_rows']:,}, method secure ({head['pipeline']} "
+        "pipeline), each command its own process (`bench_secure_cli.py`). Before: the code "
+        "of commit "
         f"{head['before_commit']}; after: {head['after_commit']} (with its uncommitted "
         "changes, if any). The runs alternate (before, after) "
         f"{head['pairs']} times after a warm-up run of each tree; the figures are the "
@@ -115,6 +119,7 @@ def main() -> None:
     parser.add_argument("--before", required=True, help="a checkout of the code before")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--pairs", type=int, default=2, help="runs of each tree, alternating")
+    parser.add_argument("--pipeline", choices=("select", "paper"), default="select")
     parser.add_argument("--warmup-rows", type=int, default=20_000)
     parser.add_argument("--workdir", default=None, help="folder for the runs (default: a temp)")
     parser.add_argument("--json", default=None, help="also write the figures as JSON")
@@ -123,15 +128,16 @@ def main() -> None:
     trees = {"before": Path(args.before).resolve(), "after": HERE.parent}
     with tempfile.TemporaryDirectory(dir=args.workdir) as work:
         for tree in trees.values():
-            bench(tree, args.warmup_rows, Path(work))
+            bench(tree, args.warmup_rows, Path(work), args.pipeline)
         runs: dict[str, list[dict]] = {k: [] for k in trees}
         for i in range(args.pairs):
             for k, tree in trees.items():
-                runs[k].append(bench(tree, args.rows, Path(work)))
+                runs[k].append(bench(tree, args.rows, Path(work), args.pipeline))
                 print(k, i, [round(c["wall"], 2) for c in runs[k][-1]["commands"]], flush=True)
     head = {
         **table_head(args.rows, 1 << (args.rows - 1).bit_length()),
         "pairs": args.pairs,
+        "pipeline": args.pipeline,
         "before_commit": git_commit(trees["before"]),
         "after_commit": git_commit(trees["after"]),
         "load": {

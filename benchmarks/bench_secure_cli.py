@@ -1,19 +1,21 @@
 """method="secure" through the command-line roles, each command its own process.
 
 1,000,000 rows x 15 columns over 3 parties (5 columns each; domain sizes 2 to 10, every
-column a noisy function of one latent code, so the columns are correlated), made from a fixed
-seed. The run is the one the commands document: keys, secret share / open, config (--method
-secure --max-rows 1048576), party commit, server deal, party features / release for each
-party, server select, party groups / measure and server synthesize. The server's relaying
-is a hard link (no copy). Commands run one after another, so no two compete for the cores.
+column a noisy function of one latent code, so the columns are correlated), made from a
+fixed seed. The run is the one the commands document: keys, secret share / open, config
+(--method secure --max-rows 1048576), party commit, server deal, party features / release
+for each party, server select, party groups / measure and server synthesize (``--pipeline
+paper``: party local, commit, server deal, party features / release and server synthesize).
+The server's relaying is a hard link (no copy). Commands run one after another, so no two
+compete for the cores.
 
 Reported: the wall time and peak memory (max RSS, measured by GNU time) of every command;
 each party's total over its step commands (target <= 60 s) and the server's over deal,
 select and synthesize (target <= 90 s); the bytes each party sends (feature blobs and its
 two releases). The protocol runs unseeded (noise from the cryptographic sampler), as a real
-run would. ``--feature-width W`` (repeatable; ``default`` is the preset's) runs once per width;
-``--profile`` runs the slowest party command of each run again under cProfile (with a copy
-of the party's state folder, its step record without that step) and reports where its
+run would. ``--feature-width W`` (repeatable; ``default`` is the preset's) runs once per
+width; ``--profile`` runs the slowest party command of each run again under cProfile (with a
+copy of the party's state folder, its step record without that step) and reports where its
 time goes. Numba compiles the kernels on their first use in an installation and caches them
 (``__pycache__``): the first run after an install or a kernel edit includes that one-time
 compilation (about a minute, mostly in ``server synthesize``), so repeat ``--feature-width``
@@ -57,7 +59,8 @@ PARTIES = {"A": range(0, 5), "B": range(5, 10), "C": range(10, 15)}
 SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 8, 6, 4, 3, 2)
 TIME = "/usr/bin/time"  # GNU time: a child forked from here would count this process's memory
 PARTY_TARGET, SERVER_TARGET = 60.0, 90.0
-PARTY_STEPS = ("party commit", "party features", "party release", "party groups", "party measure")
+PARTY_STEPS = ("party local", "party commit", "party features", "party release", "party groups",
+               "party measure")  # fmt: skip
 SERVER_STEPS = ("server deal", "server select", "server synthesize")
 
 
@@ -164,13 +167,63 @@ def setup(
                          *wide, *config, "--out", "config.json"])  # fmt: skip
 
 
-def protocol(root: Path, width: int | None, max_rows: int) -> list[dict]:
+def protocol(root: Path, width: int | None, max_rows: int, pipeline: str = "select") -> list[dict]:
     """Every command of the run, in order; one record (role, step, wall, RSS, ...) each."""
     log: list[dict] = []
     step = stepper(root, log)
-    setup(root, width, max_rows, step)
-    secure_steps(root, step)
+    setup(root, width, max_rows, step, ["--pipeline", pipeline])
+    (secure_steps if pipeline == "select" else paper_steps)(root, step)
     return log
+
+
+def paper_steps(root: Path, step: Callable) -> None:
+    """The paper pipeline's commands after :func:`setup`: party local (the count party A
+    first, its noisy count relayed to B and C), commit, deal, features, release and
+    synthesize on the local messages and the releases."""
+    names = list(PARTIES)
+    for n in names:
+        count = [] if n == "A" else ["--count-from", f"{n}/count-A.vmrf"]
+        step(n, "party local", ["party", "local", *party_command(n, count, False),
+                                "--out", f"{n}/{n}.local.vmrf"])  # fmt: skip
+        if n == "A":
+            for q in names[1:]:
+                relay(root / "A" / "A.local.vmrf", root / q)
+                os.replace(root / q / "A.local.vmrf", root / q / "count-A.vmrf")
+    deal_steps(root, step)
+    for n in names:
+        step(n, "party release", ["party", "release", *party_command(n), "--blobs", n,
+                                  "--out", f"{n}/{n}.cross.vmrf"])  # fmt: skip
+    step("S", "server synthesize", ["server", "synthesize", "--config", "config.json",
+                                    *[f"{n}/{n}.local.vmrf" for n in names], "--releases",
+                                    *[f"{n}/{n}.cross.vmrf" for n in names], "--out",
+                                    "S/synth.csv", "--report", "S/report.json",
+                                    "--server-key", "S/server.key", "--quiet"])  # fmt: skip
+
+
+def deal_steps(
+    root: Path, step: Callable, extra: Mapping[str, Sequence[str]] | None = None
+) -> None:
+    """Both pipelines' commit, deal and features commands, the files relayed between them;
+    ``extra[name]``: further options of that party's commands."""
+    names = list(PARTIES)
+    more = extra or {}
+    for n in names:
+        step(n, "party commit", ["party", "commit", *party_command(n, more.get(n, ()), False),
+                                 "--out", f"{n}/{n}.commit"])  # fmt: skip
+        relay(root / n / f"{n}.commit", root / "S")
+    step("S", "server deal", ["server", "deal", "--config", "config.json", "--keys",
+                              *[f"S/{n}.pub" for n in names], "--commits",
+                              *[f"S/{n}.commit" for n in names], "--out-dir", "S",
+                              "--server-key", "S/server.key"])  # fmt: skip
+    for n in names:
+        relay(root / "S" / f"{n}.deal", root / n)
+    for n in names:
+        step(n, "party features", ["party", "features", *party_command(n, more.get(n, ())),
+                                   "--out-dir", n])  # fmt: skip
+    for n in names:
+        for q in names:
+            if q != n:
+                relay(root / n / f"{n}-to-{q}.features", root / q)
 
 
 def secure_steps(
@@ -185,22 +238,7 @@ def secure_steps(
     def party_options(n: str) -> list[str]:
         return party_command(n, more.get(n, ()))
 
-    for n in names:
-        step(n, "party commit", ["party", "commit", *party_command(n, more.get(n, ()), False),
-                                 "--out", f"{n}/{n}.commit"])  # fmt: skip
-        relay(root / n / f"{n}.commit", root / "S")
-    step("S", "server deal", ["server", "deal", "--config", "config.json", "--keys",
-                              *[f"S/{n}.pub" for n in names], "--commits",
-                              *[f"S/{n}.commit" for n in names], "--out-dir", "S",
-                              "--server-key", "S/server.key"])  # fmt: skip
-    for n in names:
-        relay(root / "S" / f"{n}.deal", root / n)
-    for n in names:
-        step(n, "party features", ["party", "features", *party_options(n), "--out-dir", n])
-    for n in names:
-        for q in names:
-            if q != n:
-                relay(root / n / f"{n}-to-{q}.features", root / q)
+    deal_steps(root, step, more)
     for n in names:
         step(n, "party release", ["party", "release", *party_options(n), "--blobs", n,
                                   "--out", f"{n}/{n}.select.vmrf"])  # fmt: skip
@@ -297,13 +335,13 @@ def one_run(args: argparse.Namespace, width: int | None) -> dict:
     """Data, the whole protocol and (with --profile) the profile, in a fresh folder."""
     with run_folder(args, "bench_secure_cli.") as root:
         load = [os.getloadavg()[0]]
-        log = protocol(root, width, args.max_rows)
+        log = protocol(root, width, args.max_rows, args.pipeline)
         load.append(os.getloadavg()[0])
         config = load_config(root / "config.json")
         plan = secure_plan(config)
         res = {
-            "feature_width": config.options.feature_width,
-            "width_cap": feature_width(config),
+            "feature_width": getattr(config.options, "feature_width", None),
+            "width_cap": feature_width(config) if args.pipeline == "select" else None,
             "preset_width": width is None,
             "widths": dict(zip(plan.names, plan.widths, strict=True)),
             "load_average": load,
@@ -313,7 +351,7 @@ def one_run(args: argparse.Namespace, width: int | None) -> dict:
                 for n in PARTIES
             },
             "server_total": sum(r["wall"] for r in log if r["step"] in SERVER_STEPS),
-            "message_bytes": message_bytes(root),
+            "message_bytes": message_bytes(root) if args.pipeline == "select" else {},
             "report": log[-1]["stdout"].strip(),
             # the two mirror-descent fits stop at a target loss: their iterations (which vary
             # from run to run with the noise) drive the synthesize time
@@ -413,6 +451,7 @@ def main() -> None:
         help="a width, 'auto', or 'default' for the preset's ('auto' since the width cap by "
         "max_rows); repeat for one run each (default: default)",
     )
+    parser.add_argument("--pipeline", choices=("select", "paper"), default="select")
     parser.add_argument("--profile", action="store_true", help="profile the slowest command")
     parser.add_argument("--workdir", default=None, help="folder for the runs (default: a temp)")
     parser.add_argument("--keep", action="store_true", help="keep each run's folder")

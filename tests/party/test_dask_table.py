@@ -3,6 +3,7 @@ writes the same messages, byte for byte, and fits the same model as the table in
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, RecordIDError
 from vertimrf.protocol import from_preset
+from vertimrf.protocol.methods import secure_plan
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -110,3 +112,92 @@ def test_a_dask_table_refuses_duplicates_missing_columns_and_more_than_max_rows(
         data = {name: frame[["id", *cols]] for name, cols in PARTIES}
         data["A"] = DaskTable(dd.from_pandas(frame[["id", "a0"]], npartitions=2), client)
         local_run(data, cfg, SECRET, seed=1, keys=keys)
+
+
+def _aligned_twice(tmp_path, client, monkeypatch, data, alter=None):
+    """Party A's table on Dask aligned in one process with its records kept in a state
+    folder, then in a new one (a new DaskTable over the same data); the two alignments, and
+    how many times the second aligned on the cluster."""
+    cfg = _config(3000, 4)
+    plan, spec = secure_plan(cfg), cfg.spec.subset(["a0", "a1"])
+    folder = tmp_path / "state" / "aligned"
+
+    def aligned():
+        table = DaskTable(data, client).check("A", spec, "id")
+        table.keep(folder)
+        return table.align(spec, SECRET, cfg.run_context(), plan)
+
+    first = aligned()
+    if alter is not None:
+        alter(folder)
+    calls = [0]
+    align = DaskTable._align
+
+    def counted(*args):
+        calls[0] += 1
+        return align(*args)
+
+    monkeypatch.setattr(DaskTable, "_align", counted)
+    return first, aligned(), calls[0], plan
+
+
+def _same_records(first, second, plan):
+    offsets = np.array([0, 4])
+    assert (first.n, first.record_digest) == (second.n, second.record_digest)
+    assert first.data_digest == second.data_digest
+    np.testing.assert_array_equal(
+        first.columns(0, plan.rows, offsets), second.columns(0, plan.rows, offsets)
+    )
+    attrs = [(0,), (1, 0)]
+    for a, b in zip(first.histograms(attrs, (4, 3)), second.histograms(attrs, (4, 3)), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_later_process_reads_the_records_its_workers_kept(tmp_path, client, monkeypatch):
+    """The workers write the aligned partitions into the state folder (mode 0600 files in a
+    0700 folder); a new process reads them back on the workers and aligns nothing."""
+    dataset = tmp_path / "A.parquet"
+    dd.from_pandas(_frame(3000, 4)[["id", "a0", "a1"]], npartitions=3).to_parquet(dataset)
+    first, second, calls, plan = _aligned_twice(tmp_path, client, monkeypatch, dataset)
+    assert calls == 0
+    _same_records(first, second, plan)
+    folder = tmp_path / "state" / "aligned"
+    parts = sorted(folder.glob("part-*.npz"))
+    assert len(parts) == 4 and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for path in [*parts, folder / "aligned.json"]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_altered_kept_partitions_and_a_changed_dataset_are_aligned_again(
+    tmp_path, client, monkeypatch
+):
+    dataset = tmp_path / "A.parquet"
+    frame = _frame(3000, 4)[["id", "a0", "a1"]]
+    dd.from_pandas(frame, npartitions=3).to_parquet(dataset)
+
+    def flip(folder):
+        part = sorted(folder.glob("part-*.npz"))[1]
+        data = bytearray(part.read_bytes())
+        data[len(data) // 2] ^= 1
+        part.write_bytes(bytes(data))
+
+    first, second, calls, plan = _aligned_twice(tmp_path, client, monkeypatch, dataset, flip)
+    assert calls == 1
+    _same_records(first, second, plan)
+
+    def correct(folder):  # one corrected record: other dataset bytes, another binding
+        changed = frame.copy()
+        changed.loc[0, "a0"] = (changed.loc[0, "a0"] + 1) % 4
+        for path in dataset.glob("*.parquet"):
+            path.unlink()
+        dd.from_pandas(changed, npartitions=3).to_parquet(dataset)
+
+    first, second, calls, _ = _aligned_twice(tmp_path / "b", client, monkeypatch, dataset, correct)
+    assert calls == 1 and first.data_digest != second.data_digest
+
+
+def test_a_dask_dataframe_without_files_is_aligned_in_each_process(tmp_path, client, monkeypatch):
+    frame = dd.from_pandas(_frame(3000, 4)[["id", "a0", "a1"]], npartitions=3)
+    first, second, calls, plan = _aligned_twice(tmp_path, client, monkeypatch, frame)
+    assert calls == 1 and not (tmp_path / "state").exists()
+    _same_records(first, second, plan)

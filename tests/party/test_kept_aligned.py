@@ -140,3 +140,83 @@ def test_altered_kept_records_are_not_read(tmp_path, alignments):
     alignments[0] = 0
     _driver(path, cfg, tmp_path).party.secure.aligned()
     assert alignments[0] == 0
+
+
+def _paper_config(max_rows):
+    return from_preset(
+        "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
+        method="secure", secure_pipeline="paper", max_rows=max_rows,
+    )  # fmt: skip
+
+
+def _paper_party(path, cfg):
+    """Party A of the paper pipeline over its table read into memory, as a step command
+    makes it in a new process."""
+    table, ids = read_party_table(path, cfg.spec.subset(["a0", "a1"]), "id", party="A")
+    peers = {q: KEYS[q].public() for q in ("B", "C")}
+    return Party("A", table, cfg, SECRET, keypair=KEYS["A"], peers=peers, ids=ids, seed=5)
+
+
+def test_the_paper_pipeline_keeps_its_in_memory_records_for_later_processes(
+    tmp_path, alignments
+):
+    cfg, path = _paper_config(600), _data(tmp_path / "A.csv")
+    folder = tmp_path / "state" / "aligned"
+    first = _paper_party(path, cfg)
+    first.keep_aligned(folder)  # before the secure product is set up: applied once it is
+    message = first.release(noisy_count=first.release_count())
+    alignments[0] = 0
+    commitment = first.commit()
+    assert alignments[0] > 0 and isinstance(first.secure.aligned(), KeptAligned)
+    memory = first.secure.aligned()
+    alignments[0] = 0
+    second = _paper_party(path, cfg)  # a later step: set up on the kept local message
+    second.keep_aligned(folder)
+    second.resume_release(message)
+    aligned = second.secure.aligned()
+    assert alignments[0] == 0 and isinstance(aligned, KeptAligned)
+    assert second.commit() == commitment
+    plan = secure_plan(cfg)
+    offsets = np.array([0, 4])
+    assert (aligned.n, aligned.record_digest) == (memory.n, memory.record_digest)
+    np.testing.assert_array_equal(
+        aligned.columns(0, plan.rows, offsets), memory.columns(0, plan.rows, offsets)
+    )
+    unkept = _paper_party(path, cfg)  # the same records aligned in memory, nothing kept
+    unkept.resume_release(message)
+    np.testing.assert_array_equal(
+        unkept.secure.aligned().columns(0, plan.rows, offsets),
+        aligned.columns(0, plan.rows, offsets),
+    )
+    assert unkept.commit() == commitment
+
+
+def test_the_paper_pipeline_aligns_a_corrected_table_again(tmp_path, alignments):
+    cfg, path = _paper_config(600), _data(tmp_path / "A.csv")
+    folder = tmp_path / "state" / "aligned"
+    first = _paper_party(path, cfg)
+    first.keep_aligned(folder)
+    message = first.release(noisy_count=first.release_count())
+    first.commit()
+    _data(path, flip=True)  # one corrected record: another binding
+    second = _paper_party(path, cfg)
+    second.keep_aligned(folder)
+    second.resume_release(message)
+    alignments[0] = 0
+    assert second.commit() != first.commit()
+    assert alignments[0] > 0
+
+
+def test_a_paper_step_command_keeps_the_aligned_records_in_its_state(tmp_path):
+    cfg, path = _paper_config(600), _data(tmp_path / "A.csv")
+
+    def driver():
+        transport = DirectoryTransport(tmp_path / "inbox", tmp_path / "outbox")
+        return PartyDriver(_paper_party(path, cfg), transport, state_dir=tmp_path / "state")
+
+    driver().run_step("local")
+    second = driver()  # a new process: the commit step sets up the secure product
+    second.run_step("commit")
+    assert isinstance(second.party.secure.aligned(), KeptAligned)
+    kept = run_folder(tmp_path / "state", cfg.config_hash()) / "aligned"
+    assert (kept / "aligned.json").is_file()

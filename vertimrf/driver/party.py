@@ -56,8 +56,7 @@ class PartyDriver(RoleDriver):
         self._plan = rules(cfg).secure_plan(cfg)
         self.state: PartyState | None = None
         if state_dir is not None:
-            if party.secure is not None:  # aligned once per run, kept in the state
-                party.secure.keep_aligned(run_folder(state_dir, self._hash) / "aligned")
+            party.keep_aligned(run_folder(state_dir, self._hash) / "aligned")  # aligned once
             self.state = PartyState(state_dir, self.name, self._hash, party.data_digest())
         self._steps = self._make_steps()
         self._computed: set[str] = set()  # the steps run in this process (not resent)

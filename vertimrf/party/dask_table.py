@@ -14,7 +14,9 @@ The cluster must be this party's own: its workers see the party's raw rows and t
 
 from __future__ import annotations
 
+import json
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ import pandas as pd
 
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
+from vertimrf.io import atomic_open, atomic_write_text
 from vertimrf.party.aligned import (
     BucketRows,
     HeldTable,
@@ -38,6 +41,7 @@ from vertimrf.party.aligned import (
     slot_columns,
 )
 from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.kept_aligned import binding, source_digest
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import check_id_column, frame_table
 from vertimrf.party.registers import keyed_prf
@@ -46,6 +50,8 @@ from vertimrf.protocol.buckets import bucket_of
 if TYPE_CHECKING:
     from vertimrf.protocol.secure import SecurePlan
 
+_FORMAT = "vertimrf-kept-aligned-dask/1"
+_RECORD = "aligned.json"
 _INSTALL = "install the Dask extra (pip install 'vertimrf[dask]')"
 
 
@@ -69,10 +75,11 @@ class DaskTable(HeldTable):
 
     def __init__(self, data: str | os.PathLike | Any, client: Any) -> None:
         _, dd = _dask()
-        if isinstance(data, str | os.PathLike):
-            if not os.path.exists(data):
-                raise ConfigError(f"no Parquet dataset at {data}; give a folder or a file.")
-            data = dd.read_parquet(os.fspath(data))
+        if isinstance(data, str | os.PathLike) and not os.path.exists(data):
+            raise ConfigError(f"no Parquet dataset at {data}; give a folder or a file.")
+        self._path = os.fspath(data) if isinstance(data, str | os.PathLike) else None
+        if self._path is not None:
+            data = dd.read_parquet(self._path)
         elif not isinstance(data, dd.DataFrame):
             raise ConfigError(
                 f"a table on Dask is a Parquet dataset or a Dask DataFrame; got "
@@ -80,6 +87,7 @@ class DaskTable(HeldTable):
             )
         self._frame, self._client = data, client
         self._name, self._id_column = "", ""
+        self._keep: Path | None = None
 
     def check(self, name: str, spec: DomainSpec, id_column: str) -> DaskTable:
         """This table as party ``name``'s over ``spec``: DomainError or ConfigError unless it
@@ -93,14 +101,32 @@ class DaskTable(HeldTable):
         return self
 
     def keep(self, folder: Path) -> None:
-        """Nothing: the aligned records stay on the cluster, and a new process aligns them
-        there again (keeping them would bring them through the party's process)."""
+        """Keep the aligned records in ``folder``: each worker writes the partitions it
+        holds there (never through the party's process), and :meth:`align` then reads back
+        those an earlier process kept for the same run, secret, party and dataset bytes. The
+        workers must reach ``folder`` as they reach the dataset; a dataset given as a Dask
+        DataFrame, not files, has no bytes to bind to and is aligned in every process."""
+        self._keep = folder
 
     def align(
         self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan
     ) -> DaskAligned:
-        """The records in the common row order: encoded, bucketed and aligned on the cluster
-        (ConfigError when there are more than max_rows of them)."""
+        """The records in the common row order: read back from the folder given to
+        :meth:`keep` if kept there, else encoded, bucketed and aligned on the cluster
+        (ConfigError when there are more than max_rows of them) and kept."""
+        if self._keep is None or self._path is None:
+            return self._align(spec, secret, context, plan)
+        source = self._client.submit(source_digest, self._path, pure=False).result()
+        bound = binding(secret, context, self._name, self._id_column, source)
+        kept = _load_kept(self._client, self._keep, bound, plan, secret, context)
+        if kept is None:
+            kept = self._align(spec, secret, context, plan)
+            _keep(self._client, kept, self._keep, bound)
+        return kept
+
+    def _align(
+        self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan
+    ) -> DaskAligned:
         dask, _ = _dask()
         keys = order_keys(secret, context)
         frame = self._frame[[self._id_column, *spec.names]]
@@ -125,6 +151,87 @@ class DaskTable(HeldTable):
         futures = self._client.compute(aligned)
         summaries = self._client.gather(self._client.map(_summary, futures))
         return DaskAligned(self._client, futures, summaries, counts, plan, secret, context)
+
+
+def _save_part(rows: BucketRows, path: str) -> str:
+    """Write one aligned partition to ``path`` (raw arrays in an ``.npz``, mode 0600, no
+    pickle); the SHA-256 (hex) of the file."""
+    buckets = sorted(rows.record_hashes)
+    arrays = {
+        "slots": rows.slots, "codes": rows.codes, "spilled": rows.spilled,
+        "buckets": np.array(buckets, np.int64),
+        "record_hashes": _hash_rows([rows.record_hashes[b] for b in buckets]),
+        "data_hashes": _hash_rows([rows.data_hashes[b] for b in buckets]),
+    }  # fmt: skip
+    with atomic_open(path, sync=False) as fh:
+        np.savez(fh, allow_pickle=False, **arrays)
+    return source_digest(path)
+
+
+def _hash_rows(hashes: list[bytes]) -> np.ndarray:
+    return np.frombuffer(b"".join(hashes), np.uint8).reshape(len(hashes), 32)
+
+
+def _load_part(path: str, digest: str) -> BucketRows:
+    """The aligned partition kept in ``path``; ValueError unless the file's SHA-256 is
+    ``digest``."""
+    if source_digest(path) != digest:
+        raise ValueError(f"{path} was altered")
+    with np.load(path, allow_pickle=False) as z:
+        buckets = [int(b) for b in z["buckets"]]
+        records, data = (
+            {b: bytes(h) for b, h in zip(buckets, z[name], strict=True)}
+            for name in ("record_hashes", "data_hashes")
+        )
+        return BucketRows(z["slots"], z["codes"], z["spilled"], records, data)
+
+
+def _keep(client: Any, aligned: DaskAligned, folder: Path, bound: str) -> None:
+    """Have the workers write ``aligned``'s partitions into ``folder``, then record them
+    there under the binding ``bound``; a worker that cannot write there only costs the
+    next process an alignment (a one-line warning)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)  # private: the party's records
+    (folder / _RECORD).unlink(missing_ok=True)  # no record names half-written parts
+    names = [f"part-{j:05d}.npz" for j in range(len(aligned.futures))]
+    try:
+        digests = client.gather(
+            client.map(_save_part, aligned.futures, [str(folder / n) for n in names], pure=False)
+        )
+    except OSError as e:
+        warnings.warn(
+            f"the Dask workers could not keep the aligned records in {folder} ({e.strerror}): "
+            "each step aligns the table again; give a state folder the workers reach.",
+            stacklevel=2,
+        )
+        return
+    record = {
+        "format": _FORMAT, "binding": bound, "counts": aligned.counts.tolist(),
+        "parts": [[n, d] for n, d in zip(names, digests, strict=True)],
+        "record_digest": aligned.record_digest.hex(), "data": aligned.data_digest,
+    }  # fmt: skip
+    atomic_write_text(folder / _RECORD, json.dumps(record) + "\n")
+
+
+def _load_kept(
+    client: Any, folder: Path, bound: str, plan: SecurePlan, secret: bytes, context: bytes
+) -> DaskAligned | None:
+    """The records kept in ``folder`` under the binding ``bound``; None when there are
+    none, or they are another run's, party's or dataset's, or were altered or cannot be
+    read by the workers."""
+    try:
+        record = json.loads((folder / _RECORD).read_text(encoding="utf-8"))
+        if record["format"] != _FORMAT or record["binding"] != bound:
+            return None
+        counts = np.array(record["counts"], np.int64)
+        paths = [str(folder / name) for name, _ in record["parts"]]
+        futures = client.map(_load_part, paths, [d for _, d in record["parts"]], pure=False)
+        summaries = client.gather(client.map(_summary, futures))
+        kept = DaskAligned(client, futures, summaries, counts, plan, secret, context)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    same = (kept.record_digest.hex(), kept.data_digest) == (record["record_digest"], record["data"])
+    return kept if same and counts.size == plan.buckets else None
 
 
 def _encode(
@@ -198,7 +305,7 @@ class DaskAligned:
         secret: bytes,
         context: bytes,
     ) -> None:
-        self._client, self._futures = client, futures
+        self._client, self.futures, self.counts = client, futures, counts
         self._capacity = plan.capacity
         self.n = int(counts.sum())
         self._owner = {b: j for j, s in enumerate(summaries) for b in s.record_hashes}
@@ -224,7 +331,7 @@ class DaskAligned:
         if self._held is None or self._held[0] != b:
             lo, hi = b * self._capacity, (b + 1) * self._capacity
             if b in self._owner:
-                future = self._client.submit(_bucket, self._futures[self._owner[b]], lo, hi)
+                future = self._client.submit(_bucket, self.futures[self._owner[b]], lo, hi)
                 slots, codes = future.result()
             else:
                 slots, codes = np.empty(0, np.int64), self._spill_codes[:0]
@@ -251,6 +358,6 @@ class DaskAligned:
         if not attrs:
             return []
         parts = self._client.gather(
-            [self._client.submit(_histograms, f, attrs, sizes) for f in self._futures]
+            [self._client.submit(_histograms, f, attrs, sizes) for f in self.futures]
         )
         return [sum(p[i] for p in parts) for i in range(len(attrs))]

@@ -49,7 +49,7 @@ from vertimrf.party.aligned import (
     record_set_key,
     repeated_prf,
 )
-from vertimrf.party.kept_aligned import binding, keep_aligned, load_kept, source_digest
+from vertimrf.party.kept_aligned import binding, kept_or_aligned, source_digest
 from vertimrf.party.registers import keyed_prf
 from vertimrf.party.table_input import (
     BATCH_ROWS,
@@ -116,11 +116,9 @@ class FileTable(HeldTable):
             return self._aligned(spec, secret, context, plan)
         source = source_digest(self.path)
         bound = binding(secret, context, self._name, self._id_column, source)
-        kept = load_kept(self._keep, bound, spec)
-        if kept is None:
-            aligned = self._aligned(spec, secret, context, plan)
-            kept = keep_aligned(aligned, self._keep, bound, spec, plan.rows)
-        return kept
+        return kept_or_aligned(
+            self._keep, bound, spec, plan.rows, lambda: self._aligned(spec, secret, context, plan)
+        )
 
     def _aligned(
         self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan

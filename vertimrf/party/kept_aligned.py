@@ -1,13 +1,14 @@
-"""A party's aligned records kept in its private state folder for the run, so that a later
-step command (a new process) reads them back instead of aligning its table again.
+"""A party's aligned records kept in its private state folder for the run, so that a later step
+command (a new process) reads them back instead of aligning its table again.
 
 The folder (mode 0700) holds the records' padded row slots and their codes, in row order, as
 raw ``.npy`` files (mode 0600, never pickled), read back memory-mapped, and ``aligned.json``:
-the SHA-256 of each array's bytes, the record count, the record-set and data digests, and
-the binding, an HMAC under the run's record-set key (:func:`~vertimrf.party.aligned.record_set_key`:
-the group secret and the run) of the party, its ID column and the SHA-256 of its table's
-bytes. Records kept for another run, secret, party or table, or altered since, are not read:
-the table is aligned again and kept anew.
+the SHA-256 of each array's bytes, the record count, the record-set and data digests, and the
+binding, an HMAC under the run's record-set key
+(:func:`~vertimrf.party.aligned.record_set_key`: the group secret and the run) of the party,
+its ID column and the SHA-256 of its table (of a file's bytes, or of an in-memory table's codes
+and ID fingerprints). Records kept for another run, secret, party or table, or altered since,
+are not read: the table is aligned again and kept anew.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Literal
@@ -109,6 +111,15 @@ def load_kept(folder: Path, bound: str, spec: DomainSpec) -> KeptAligned | None:
         return kept if kept.intact(record, spec) else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def kept_or_aligned(
+    folder: Path, bound: str, spec: DomainSpec, rows: int, align: Callable[[], Aligned]
+) -> KeptAligned:
+    """The records kept in ``folder`` under the binding ``bound``, or else those ``align``
+    makes, kept there anew (``rows`` padded rows over ``spec``'s columns)."""
+    kept = load_kept(folder, bound, spec)
+    return kept if kept is not None else keep_aligned(align(), folder, bound, spec, rows)
 
 
 def keep_aligned(

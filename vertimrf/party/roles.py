@@ -20,7 +20,9 @@ method does not have raises ConfigError.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import pandas as pd
@@ -98,6 +100,7 @@ class Party:
             local_secret = keypair.local_secret()
         self.local: LocalParty | None = None
         self.secure: SecureParty | None = None
+        self._keep: Path | None = None
         if self._rules.local_message:
             if isinstance(data, HeldTable):
                 raise ConfigError(
@@ -115,10 +118,19 @@ class Party:
     def __repr__(self) -> str:
         return f"Party({self.name!r}, method={self.config.method!r})"
 
+    def keep_aligned(self, folder: str | os.PathLike) -> None:
+        """Keep the secure product's aligned records in ``folder`` (this party's private
+        state for the run), now or once the secure product is set up, so that a later
+        process of the run reads them back instead of aligning the table again
+        (:meth:`SecureParty.keep_aligned`); nothing for the methods without it."""
+        self._keep = Path(folder)
+        if self.secure is not None:
+            self.secure.keep_aligned(self._keep)
+
     def _make_secure(self, bins: Mapping[str, BinMap] | None) -> SecureParty:
         assert self._keypair is not None and self._peers is not None  # checked in __init__
         assert self._data is not None  # dropped only once the secure role is made
-        return SecureParty(
+        secure = SecureParty(
             self.name,
             self._data,
             self.config,
@@ -130,6 +142,9 @@ class Party:
             seed=self._seed,
             bins=bins,
         )
+        if self._keep is not None:
+            secure.keep_aligned(self._keep)
+        return secure
 
     def _step(self, role: R | None, step: str, how: str) -> R:
         if role is None:

@@ -26,8 +26,9 @@ from vertimrf.domain import EncodedTable
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
 from vertimrf.party.ids import RecordIds, record_fingerprints
+from vertimrf.party.kept_aligned import binding, kept_or_aligned
 from vertimrf.party.keys import HashKeys
-from vertimrf.party.party import bin_table, own_table, sha256_parts
+from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import derive_key
 from vertimrf.protocol.bins import BinMap
@@ -103,6 +104,8 @@ class PartyState:
                 )
             self._fingerprints = record_fingerprints(ids)
         self._aligned: Aligned | None = None
+        self._keep: Path | None = None
+        self._id_column = id_column
         self._offsets = np.asarray(self.plan.offsets[self.index], np.int64)
         HashKeys.from_secret(secret, 1)
         self._secret, self._keypair = secret, keypair
@@ -131,11 +134,14 @@ class PartyState:
         return got
 
     def keep_aligned(self, folder: str | os.PathLike) -> None:
-        """Keep this party's aligned records in ``folder`` (its private state for the run)
-        when its table is held outside memory (:meth:`HeldTable.keep`), so that a later
-        process of the run reads them back instead of aligning the table again."""
+        """Keep this party's aligned records in ``folder`` (its private state for the run),
+        so that a later process of the run reads them back instead of aligning the table
+        again (:mod:`vertimrf.party.kept_aligned`; a table held outside memory keeps them
+        its own way, :meth:`HeldTable.keep`)."""
         if isinstance(self._table, HeldTable):
             self._table.keep(Path(folder))
+        else:
+            self._keep = Path(folder)
 
     def aligned(self) -> Aligned:
         """This party's records in the common row order (aligned on first use; the input
@@ -146,12 +152,27 @@ class PartyState:
                 self._aligned = table.align(self.spec, self._secret, self._context, plan)
             else:
                 assert table is not None and self._fingerprints is not None
-                self._aligned = AlignedTable(
-                    table.codes, self._fingerprints, self._secret, self._context,
-                    plan.buckets, plan.capacity, plan.max_rows,
-                )  # fmt: skip
+                self._aligned = self._align_in_memory(table, self._fingerprints)
             self._table = self._fingerprints = None
         return self._aligned
+
+    def _align_in_memory(self, table: EncodedTable, fingerprints: np.ndarray) -> Aligned:
+        """``table``'s records aligned, or read back from the folder given to
+        :meth:`keep_aligned` when an earlier process kept them there for the same run,
+        secret, party and table (its codes, after binning, and ID fingerprints)."""
+        plan = self.plan
+
+        def align() -> AlignedTable:
+            return AlignedTable(
+                table.codes, fingerprints, self._secret, self._context,
+                plan.buckets, plan.capacity, plan.max_rows,
+            )  # fmt: skip
+
+        if self._keep is None:
+            return align()
+        source = table_digest(table, fingerprints)
+        bound = binding(self._secret, self._context, self.name, self._id_column, source)
+        return kept_or_aligned(self._keep, bound, self.spec, plan.rows, align)
 
     def commitment(self) -> bytes:
         """This party's data commitment for this run: HMAC-SHA256 of its data digest under
