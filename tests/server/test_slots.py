@@ -1,0 +1,123 @@
+"""The server's slots: the region counts it sees are exactly each region's records plus its
+dummies (brute force over random sets of 2 and 3 parties), a record every holder lays out
+at one slot, distinct tokens at distinct slots, the injection uniform, and a party's slots
+distributed the same whether or not a peer holds one of its records (no membership leak)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from vertimrf.errors import ConfigError, MessageError
+from vertimrf.party.tokens import dummy_counts, make_tokens, record_slots
+from vertimrf.privacy.samplers import SeededSampler
+from vertimrf.protocol.regions import RegionNoise, regions_of
+from vertimrf.server.slots import assign_slots, match_tokens, uniform_injection
+
+SECRET, SERVER, RUN, ADMIT = bytes(range(32)), bytes(range(1, 33)), b"run-1", bytes(32)
+
+
+def _sets(m, n, overlap, rng):
+    """m record sets of about n IDs each from one pool (each ID held with prob. overlap)."""
+    pool = rng.permutation(10 * n * m)[: 2 * n]
+    held = rng.random((m, pool.size)) < overlap
+    return [np.sort(pool[h]).astype(np.uint64) for h in held]
+
+
+def _run(sets, noise, max_rows, admit=ADMIT, server=SERVER):
+    tokens = [make_tokens(s, SECRET, RUN, admit, noise, i) for i, s in enumerate(sets)]
+    slots = assign_slots({i: t.sorted for i, t in enumerate(tokens)}, noise, max_rows, server,
+                         RUN)  # fmt: skip
+    return tokens, slots, [record_slots(t, slots.slots[i]) for i, t in enumerate(tokens)]
+
+
+@pytest.mark.parametrize("m", [2, 3])
+@pytest.mark.parametrize("overlap", [1.0, 0.8, 0.3, 0.0])
+def test_the_server_sees_each_regions_records_plus_its_dummies(m, overlap):
+    noise = RegionNoise(m, 0.01, 1e-8, 1e-8)
+    sets = _sets(m, 300, overlap, np.random.default_rng(m))
+    tokens, slots, record = _run(sets, noise, 1 << 12)
+    _, region = match_tokens({i: t.sorted for i, t in enumerate(tokens)})
+    seen = np.bincount(region, minlength=1 << m)
+    dummies = {}
+    for i in range(m):
+        dummies.update(dummy_counts(SECRET, RUN, ADMIT, noise, i))
+    ids = sorted(set().union(*map(set, sets)))
+    for t in regions_of(m):  # brute force: the IDs held by exactly the parties in t
+        held = [{int(x) for x in s} for s in sets]
+        exact = sum(all((x in held[i]) == bool(t >> i & 1) for i in range(m)) for x in ids)
+        assert seen[t] == exact + dummies[t]
+        assert abs(slots.released[t] - exact) < 2 * noise.offset  # r = c + Z + zeta
+    where = {}
+    for i in range(m):
+        assert record[i].min(initial=0) >= 0 and record[i].max(initial=0) < 1 << 12
+        for x, slot in zip(sets[i].tolist(), record[i].tolist(), strict=True):
+            assert where.setdefault(x, slot) == slot  # one slot per record at every holder
+    every = np.concatenate([slots.slots[i] for i in range(m)])
+    assert np.unique(every).size == seen.sum()  # distinct tokens, distinct slots
+
+
+def test_the_same_lists_give_the_same_slots_and_counts():
+    noise = RegionNoise(2, 0.01, 1e-8, 1e-8)
+    sets = _sets(2, 200, 0.5, np.random.default_rng(0))
+    (_, first, _), (_, again, _) = _run(sets, noise, 4096), _run(sets, noise, 4096)
+    assert first.released == again.released and first.digest == again.digest
+    for i in range(2):
+        np.testing.assert_array_equal(first.slots[i], again.slots[i])
+
+
+def test_too_few_rows_stop_the_run_with_one_line():
+    noise = RegionNoise(2, 0.01, 1e-8, 1e-8)
+    sets = _sets(2, 500, 0.5, np.random.default_rng(1))
+    with pytest.raises(ConfigError, match="larger public max_rows") as caught:
+        _run(sets, noise, 700)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(MessageError, match="not sorted"):
+        assign_slots({0: np.array([3, 1], np.uint64), 1: np.array([2], np.uint64)}, noise, 99,
+                     SERVER, RUN)  # fmt: skip
+
+
+def _chi_square_ok(counts, expected, cells):
+    """Pearson's statistic below the 1 - 1e-6 quantile of chi-square with ``cells - 1``
+    degrees of freedom (Wilson-Hilferty's approximation, z = 4.75)."""
+    stat = float(((counts - expected) ** 2 / expected).sum())
+    k = cells - 1
+    return stat < k * (1 - 2 / (9 * k) + 4.75 * math.sqrt(2 / (9 * k))) ** 3
+
+
+def test_the_injection_is_uniform():
+    """Every ordered pair of distinct slots of 5 rows, for 2 items, 20 ways, equally likely
+    over 20,000 draws of a fixed seed (a chi-square test at 1e-6)."""
+    sampler = SeededSampler(7)
+    draws = [tuple(uniform_injection(2, 5, sampler)) for _ in range(20_000)]
+    pairs = list(itertools.permutations(range(5), 2))
+    counts = np.array([draws.count(p) for p in pairs], float)
+    assert counts.sum() == 20_000 and _chi_square_ok(counts, 1000.0, len(pairs))
+
+
+@pytest.mark.slow
+def test_a_partys_slots_do_not_depend_on_whether_a_peer_holds_its_record():
+    """Party A holds records 1 and 2; B holds record 1, or records 1 and 2. Over 3,000 runs
+    (server secrets 0..2999, fixed), A's pair of slots for its two records has the same
+    distribution in both worlds: each is uniform over the 56 ordered pairs of 8 rows (a
+    chi-square test at 1e-6 each, and a two-sample test between the worlds)."""
+    noise = RegionNoise(2, 50.0, 1e-2, 1e-2)  # sigma 0.1: dummies only by the offset
+    worlds = {"shared": [np.array([1, 2], np.uint64), np.array([1, 2], np.uint64)],
+              "not shared": [np.array([1, 2], np.uint64), np.array([1], np.uint64)]}  # fmt: skip
+    rows = 8 + 2 * noise.dummy_rows
+    pairs = list(itertools.permutations(range(rows), 2))
+    index = {p: k for k, p in enumerate(pairs)}
+    tables = {}
+    for world, sets in worlds.items():
+        counts = np.zeros(len(pairs))
+        for s in range(3000):
+            _, _, record = _run(sets, noise, rows, server=s.to_bytes(32, "big"))
+            counts[index[tuple(record[0].tolist())]] += 1
+        assert _chi_square_ok(counts, 3000 / len(pairs), len(pairs)), world
+        tables[world] = counts
+    a, b = tables["shared"], tables["not shared"]
+    pooled = (a + b) / 2
+    assert _chi_square_ok(np.concatenate([a, b]), np.concatenate([pooled, pooled]), len(pairs))

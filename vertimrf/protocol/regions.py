@@ -1,0 +1,109 @@
+"""The public arithmetic of partially overlapping record sets (``record_sets="partial"``).
+
+For parties p_0 .. p_{m-1}, a **region** is a non-empty set T of parties, written as the
+bit mask with bit i set when p_i is in T (1 .. 2^m - 1). The region R_T holds the records
+held by exactly the parties in T; one person lies in exactly one region, so the vector of
+region counts c_T has L1 and L2 sensitivity 1 under adding or removing a person.
+
+The server sees each count plus the number d_T of shared dummy tokens,
+``d_T = offset + Z_T`` with Z_T ~ N_Z(0, sigma^2) clipped to [-offset, offset]; it publishes
+``r_T = c_T + Z_T + zeta_T`` with its own zeta_T ~ N_Z(0, sigma^2). :class:`RegionNoise`
+holds sigma, the offset and the margin of the server's stop rule, all from public values:
+
+* ``sigma = sqrt(1 / (2 rho_r))``: the discrete Gaussian on a sensitivity-1 vector is
+  rho_r-zCDP (Canonne, Kamath and Steinke 2020, Theorem 4), against every viewer, since each
+  faces at least one of the two noises whole.
+* ``offset = ceil(sigma sqrt(2 ln(2 R / delta_clip)))`` for the R = 2^m - 1 regions: a
+  discrete Gaussian is sub-Gaussian with variance proxy sigma^2 (ibid., Proposition 16), so
+  P(|Z| > offset) <= 2 exp(-offset^2 / (2 sigma^2)), and a union bound over the regions
+  keeps the chance that any Z_T is clipped within delta_clip.
+* ``margin = ceil(sigma sqrt(2 ln(1 / delta_stop) / R))``: the run goes on only when
+  ``sum_T r_T + R (offset + margin) <= max_rows``; the distinct tokens, sum_T (c_T + d_T),
+  then exceed max_rows only if sum_T zeta_T < -R margin, a sum of R independent noises,
+  sub-Gaussian with proxy R sigma^2: probability at most exp(-(R margin)^2 / (2 R sigma^2))
+  <= delta_stop.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from vertimrf.errors import ConfigError
+
+__all__ = ["RegionNoise", "members", "region_mask", "regions_of"]
+
+
+def regions_of(m: int, index: int | None = None) -> tuple[int, ...]:
+    """The regions of ``m`` parties as bit masks, ascending; only those holding party
+    ``index`` when given."""
+    if not isinstance(m, int) or not 1 <= m <= 16:
+        raise ConfigError(f"partial record sets take 1 to 16 parties; got {m!r}.")
+    everything = range(1, 1 << m)
+    return tuple(t for t in everything if index is None or t >> index & 1)
+
+
+def members(region: int, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of the parties in ``region`` (a bit mask over ``names``)."""
+    return tuple(n for i, n in enumerate(names) if region >> i & 1)
+
+
+def region_mask(parties: tuple[str, ...], names: tuple[str, ...]) -> int:
+    """The bit mask of the region of ``parties`` (each one of ``names``)."""
+    unknown = sorted(set(parties) - set(names))
+    if unknown or not parties:
+        raise ConfigError(f"a region is a non-empty set of {list(names)}; got {list(parties)}.")
+    return sum(1 << names.index(p) for p in set(parties))
+
+
+@dataclass(frozen=True)
+class RegionNoise:
+    """The noise of the region counts for ``m`` parties (module doc): from the zCDP
+    budget ``rho`` they cost and the two failure probabilities (shares of the config's
+    delta) of clipping a dummy count and of a run that goes on with too few rows."""
+
+    m: int
+    rho: float
+    delta_clip: float
+    delta_stop: float
+
+    def __post_init__(self) -> None:
+        regions_of(self.m)
+        if not (isinstance(self.rho, int | float) and 0 < self.rho < math.inf):
+            raise ConfigError(f"the region counts' rho must be positive; got {self.rho!r}.")
+        for name in ("delta_clip", "delta_stop"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and 0 < value < 1):
+                raise ConfigError(f"{name} must lie in (0, 1); got {value!r}.")
+
+    @property
+    def regions(self) -> int:
+        """R = 2^m - 1, the number of regions."""
+        return (1 << self.m) - 1
+
+    @property
+    def sigma(self) -> float:
+        """The standard deviation parameter of each noise: sqrt(1 / (2 rho))."""
+        return math.sqrt(1.0 / (2.0 * self.rho))
+
+    @property
+    def offset(self) -> int:
+        """The public offset of every dummy count (and the clip of its noise)."""
+        tail = math.log(2.0 * self.regions / self.delta_clip)
+        return math.ceil(self.sigma * math.sqrt(2.0 * tail))
+
+    @property
+    def margin(self) -> int:
+        """The per-region margin of the stop rule."""
+        tail = math.log(1.0 / self.delta_stop)
+        return math.ceil(self.sigma * math.sqrt(2.0 * tail / self.regions))
+
+    @property
+    def dummy_rows(self) -> int:
+        """The most dummy tokens a run can hold: 2 ``offset`` per region."""
+        return 2 * self.offset * self.regions
+
+    def goes_on(self, released: dict[int, int], max_rows: int) -> bool:
+        """Whether a run whose published region counts are ``released`` goes on: their sum
+        plus R (offset + margin) fits in ``max_rows``."""
+        return sum(released.values()) + self.regions * (self.offset + self.margin) <= max_rows
