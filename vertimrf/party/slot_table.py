@@ -1,0 +1,104 @@
+"""A party's records laid out at the server's slots (``record_sets="partial"``).
+
+When the parties hold different record sets, a record's row is not found by each party on
+its own (the PRF buckets of :mod:`vertimrf.party.aligned` need the same set everywhere):
+the server gives every distinct token a slot (:mod:`vertimrf.server.slots`), and each party
+lays its records out at its tokens' slots. Every other row, a peer's record, a dummy or
+padding, is a zero row, so the secure product counts exactly the records both parties of a
+pair hold. A party's slots are a uniform injection of its own tokens whatever the others
+hold, so the layout says nothing of who else holds its records.
+
+:class:`SlotTable` is that layout as a held table (:class:`~vertimrf.party.aligned.HeldTable`)
+of the secure role. Its record-set digest is the digest of the server's whole assignment, the
+same at every party of the run (the round-1 blobs carry it, so a party given another
+assignment stops the run); its data digest binds the party's keyed streams to its records,
+their codes and their slots.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vertimrf.domain import DomainSpec, EncodedTable
+from vertimrf.errors import ConfigError
+from vertimrf.party.aligned import HeldTable, check_count, code_histogram, slot_columns
+
+if TYPE_CHECKING:
+    from vertimrf.party.aligned import Aligned
+    from vertimrf.protocol.secure import SecurePlan
+
+__all__ = ["SlotAligned", "SlotTable"]
+
+
+class SlotAligned:
+    """Records at given slots: their codes in slot order, the padded rows' one-hot columns
+    and exact count tables (the :class:`~vertimrf.party.aligned.Aligned` protocol)."""
+
+    def __init__(
+        self, codes: np.ndarray, fingerprints: np.ndarray, slots: np.ndarray, assignment: bytes
+    ) -> None:
+        order = np.argsort(slots, kind="stable")
+        self._slots = np.ascontiguousarray(slots[order], np.int64)
+        self._codes = np.ascontiguousarray(codes[order])
+        if self._slots.size and bool(np.any(self._slots[1:] == self._slots[:-1])):
+            raise ConfigError("two records were given one slot; the slot message is corrupt.")
+        self.n = int(self._slots.size)
+        self.record_digest = assignment
+        h = hashlib.sha256(b"vertimrf/slot-layout\0" + assignment)
+        for part in (self._slots.astype("<i8"), fingerprints[order].astype("<u8"),
+                     self._codes.astype("<i4")):  # fmt: skip
+            h.update(np.ascontiguousarray(part).tobytes())
+        self.data_digest = h.hexdigest()
+
+    def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
+        """The one-hot columns of padded rows r0:r1 (see
+        :func:`~vertimrf.party.aligned.slot_columns`)."""
+        return slot_columns(self._slots, self._codes, r0, r1, offsets)
+
+    def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
+        """Exact counts on each attribute set of ``attrs``."""
+        return [code_histogram(self._codes, a, sizes) for a in attrs]
+
+
+class SlotTable(HeldTable):
+    """A party's encoded records (``table``, with their ID ``fingerprints``) and the slot
+    of each (``slots``, record order) in the server's assignment (``assignment``: its
+    digest)."""
+
+    def __init__(
+        self, table: EncodedTable, fingerprints: np.ndarray, slots: np.ndarray, assignment: bytes
+    ) -> None:
+        n = table.codes.shape[0]
+        if fingerprints.shape != (n,) or slots.shape != (n,):
+            raise ConfigError(f"a slot table needs one fingerprint and one slot per record ({n}).")
+        self._table, self._fingerprints = table, fingerprints
+        self._slots, self._assignment = np.asarray(slots, np.int64), assignment
+
+    def check(self, name: str, spec: DomainSpec, id_column: str) -> SlotTable:
+        """This table as party ``name``'s over ``spec`` (ConfigError unless it holds
+        exactly ``spec``'s columns)."""
+        if self._table.domain.names != spec.names:
+            raise ConfigError(
+                f"party {name!r}'s slot table holds the columns {list(self._table.domain.names)}"
+                f", not {list(spec.names)}."
+            )
+        return self
+
+    def keep(self, folder: Path) -> None:
+        """Nothing: laying the records out is one sort of their slots, no dearer than
+        reading kept records back."""
+
+    def align(self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan) -> Aligned:
+        """The records at their slots (ConfigError when a slot lies past the plan's rows or
+        there are more records than max_rows)."""
+        check_count(self._slots.size, plan.max_rows)
+        if self._slots.size and not 0 <= int(self._slots.min()) <= int(self._slots.max()) < (
+            plan.max_rows
+        ):
+            raise ConfigError(f"a slot lies outside the {plan.max_rows} rows of max_rows.")
+
+        return SlotAligned(self._table.codes, self._fingerprints, self._slots, self._assignment)
