@@ -53,8 +53,8 @@ def _run(sizes, n, held, seed):
     for i, (name, _) in enumerate(parties):
         table = SlotTable(encoded[name], fps[name], record_slots(tokens[name], slots.slots[i]),
                           slots.digest)  # fmt: skip
-        members[name] = SecureParty(name, table, cfg, SECRET, keys[name],
-                                    {q: k for q, k in public.items() if q != name}, seed=seed)  # fmt: skip
+        peers = {q: k for q, k in public.items() if q != name}
+        members[name] = SecureParty(name, table, cfg, SECRET, keys[name], peers, seed=seed)
     server = SecureServer(cfg, seed=seed)
     for name, blobs in exchange(members, server.deal(public, commitments(members))).items():
         members[name]._state["shares"] = members[name]._shares(blobs)
