@@ -73,6 +73,9 @@ NON_DP_REASON = (
 NONCE_HEX_CHARS = 32
 # The config file's format: 1 (no "format" key) is the flat one of vertimrf 0.1.0.
 CONFIG_FORMAT = 2
+RECORD_SETS = ("equal", "partial")
+POPULATIONS = ("intersection", "union")
+REGION_SHARE = 0.02  # of the zCDP budget, for the region counts of partial record sets
 
 
 def _flat_hint(name: str) -> str:
@@ -119,6 +122,14 @@ class ProtocolConfig:
             certificate; :class:`~vertimrf.crypto.identity.Identity`), by name: every
             party and "server" (see :meth:`with_identities`). None: not pinned (omitted from
             the file and the hash).
+        record_sets: "equal" (every party holds the same record IDs; checked) or "partial"
+            (the parties' records differ; see docs/protocol.md). "partial", with
+            ``population`` and ``region_share``, is written to the file and the hash; "equal"
+            is not, so an equal-set config keeps its bytes.
+        population: "partial" only: the synthetic table's rows, "intersection" (the records
+            every party holds) or "union" (every record, empty where a party holds none).
+        region_share: "partial" only: the fraction of the zCDP budget spent on the noisy
+            region counts the server sees (:mod:`vertimrf.protocol.regions`).
     """
 
     epsilon: float
@@ -133,6 +144,9 @@ class ProtocolConfig:
     max_memory_gb: float | None = None
     run_nonce: str = ""
     identities: Mapping[str, Identity] | None = None
+    record_sets: str = "equal"
+    population: str = "intersection"
+    region_share: float = REGION_SHARE
     if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
         _hash: ClassVar[str]
 
@@ -184,6 +198,7 @@ class ProtocolConfig:
         if not self.run_nonce:
             object.__setattr__(self, "run_nonce", secrets.token_hex(NONCE_HEX_CHARS // 2))
         self._check_run()
+        self._check_record_sets()
         self._check_identities(names)
         self._check_privacy()
         self._check_finite()
@@ -221,6 +236,33 @@ class ProtocolConfig:
             or (isinstance(gb, int | float) and not isinstance(gb, bool) and 0 < gb < math.inf)
         ):
             raise ConfigError(f"max_memory_gb must be None or a positive number; got {gb!r}.")
+
+    def _check_record_sets(self) -> None:
+        """``record_sets``, ``population`` and ``region_share`` are known values, the last
+        two left at their defaults with equal record sets, and the method can run them."""
+        if self.record_sets not in RECORD_SETS:
+            raise ConfigError(
+                f"record_sets must be one of {list(RECORD_SETS)}; got {self.record_sets!r}."
+            )
+        if self.population not in POPULATIONS:
+            raise ConfigError(
+                f"population must be one of {list(POPULATIONS)}; got {self.population!r}."
+            )
+        share = self.region_share
+        if not (isinstance(share, int | float) and not isinstance(share, bool) and 0 < share < 1):
+            raise ConfigError(f"region_share must lie in (0, 1); got {share!r}.")
+        if self.record_sets == "equal":
+            if self.population != "intersection" or share != REGION_SHARE:
+                raise ConfigError(
+                    "population and region_share are settings of record_sets='partial'; with "
+                    "equal record sets every record is every party's."
+                )
+            return
+        if self.options.METHOD == "fo":
+            raise ConfigError(
+                "method 'fo' needs every party to hold the same records (its randomized rows "
+                "are joined by position): use record_sets='equal', or method 'secure'."
+            )
 
     def _check_identities(self, names: list[str]) -> None:
         """The identities, if any, name every party and the server, once each."""
@@ -382,6 +424,10 @@ class ProtocolConfig:
         }
         if self.max_memory_gb is not None:
             d["max_memory_gb"] = self.max_memory_gb
+        if self.record_sets != "equal":
+            d["record_sets"] = self.record_sets
+            d["population"] = self.population
+            d["region_share"] = self.region_share
         if self.identities is not None:
             d["identities"] = {n: i.to_dict() for n, i in self.identities.items()}
         return d

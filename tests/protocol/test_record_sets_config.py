@@ -1,0 +1,57 @@
+"""The config's record sets: "equal" is today's config byte for byte (not in the file or the
+hash); "partial" with its population and region share is in both and round-trips; bad
+values and FO with partial sets are one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vertimrf.domain import DomainSpec
+from vertimrf.errors import ConfigError
+from vertimrf.protocol import from_preset
+from vertimrf.protocol.config import ProtocolConfig
+
+SPEC = DomainSpec.from_dict({"a": 2, "b": 3})
+PARTIES = [("A", ["a"]), ("B", ["b"])]
+NONCE = "0" * 32
+
+
+def _config(**kw):
+    kw.setdefault("method", "secure")
+    return from_preset("default", epsilon=1.0, delta=1e-6, spec=SPEC, parties=PARTIES,
+                       max_rows=1000, run_nonce=NONCE, **kw)  # fmt: skip
+
+
+def test_equal_record_sets_keep_todays_file_and_hash():
+    equal, default = _config(record_sets="equal"), _config()
+    assert equal.to_dict() == default.to_dict() and equal.config_hash() == default.config_hash()
+    assert not {"record_sets", "population", "region_share"} & set(default.to_dict())
+
+
+def test_partial_record_sets_are_in_the_file_and_the_hash_and_round_trip(tmp_path):
+    partial = _config(record_sets="partial", population="union", region_share=0.05)
+    d = partial.to_dict()
+    assert (d["record_sets"], d["population"], d["region_share"]) == ("partial", "union", 0.05)
+    assert partial.config_hash() != _config().config_hash()
+    partial.save(tmp_path / "c.json")
+    again = ProtocolConfig.from_dict(json.loads((tmp_path / "c.json").read_text()))
+    assert again == partial and again.config_hash() == partial.config_hash()
+
+
+@pytest.mark.parametrize(
+    ("kw", "words"),
+    [
+        ({"record_sets": "some"}, "record_sets must be one of"),
+        ({"record_sets": "partial", "population": "all"}, "population must be one of"),
+        ({"record_sets": "partial", "region_share": 0}, "region_share must lie in"),
+        ({"record_sets": "partial", "region_share": True}, "region_share must lie in"),
+        ({"population": "union"}, "settings of record_sets='partial'"),
+        ({"record_sets": "partial", "method": "fo"}, "method 'fo' needs every party"),
+    ],
+)
+def test_bad_record_set_settings_are_one_line_errors(kw, words):
+    with pytest.raises(ConfigError, match=words) as caught:
+        _config(**kw)
+    assert "\n" not in str(caught.value)
