@@ -55,3 +55,21 @@ def test_bad_record_set_settings_are_one_line_errors(kw, words):
     with pytest.raises(ConfigError, match=words) as caught:
         _config(**kw)
     assert "\n" not in str(caught.value)
+
+
+def test_the_plan_of_partial_sets_spends_its_share_on_the_region_counts():
+    """rho of (eps, 0.98 delta) is split: region_share to the region counts, the rest to
+    the secure product's releases; each failure probability takes 1% of delta; the rows are
+    max_rows slots. Equal sets plan as today."""
+    from vertimrf.privacy.zcdp import epsilon_to_rho
+    from vertimrf.protocol.methods import secure_plan
+
+    equal = secure_plan(_config())
+    assert equal.regions is None and equal.rho == epsilon_to_rho(1.0, 1e-6)
+    plan = secure_plan(_config(record_sets="partial", region_share=0.05))
+    whole = epsilon_to_rho(1.0, 1e-6 * 0.98)
+    assert plan.regions is not None and plan.regions.m == 2
+    assert plan.regions.rho == pytest.approx(0.05 * whole)
+    assert plan.rho == pytest.approx(0.95 * whole)
+    assert plan.regions.delta_clip == plan.regions.delta_stop == pytest.approx(1e-8)
+    assert (plan.rows, plan.buckets) == (1000, 1)

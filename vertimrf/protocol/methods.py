@@ -31,6 +31,7 @@ from vertimrf.protocol.options import (
     SecurePaperOptions,
     options_class,
 )
+from vertimrf.protocol.regions import REGION_DELTA_SHARE, RegionNoise
 from vertimrf.protocol.secure import SELECT, SecurePlan, feature_width, group_width
 
 # A role's estimated peak memory (bytes) with the domain's sizes replaced (see plan.py).
@@ -170,7 +171,16 @@ class SecureRules(MethodRules):
         buckets = check_buckets(getattr(config.options, "buckets", 1))
         capacity = bucket_capacity(int(config.max_rows), buckets)
         epsilon = config.epsilon if epsilon is None else epsilon
-        rho = epsilon_to_rho(epsilon, config.delta)
+        regions = None
+        if config.record_sets == "partial":  # slots, not buckets; the region counts' share
+            buckets, capacity = 1, int(config.max_rows)
+            delta = config.delta * (1 - 2 * REGION_DELTA_SHARE)
+            rho = epsilon_to_rho(epsilon, delta)
+            fail = config.delta * REGION_DELTA_SHARE
+            regions = RegionNoise(len(config.parties), rho * config.region_share, fail, fail)
+            rho -= regions.rho
+        else:
+            rho = epsilon_to_rho(epsilon, config.delta)
         rho_count, rho_select, rho_measure, refine = self.plan_shares(config, epsilon, rho)
         return SecurePlan(
             names=tuple(p.name for p in config.parties),
@@ -190,6 +200,7 @@ class SecureRules(MethodRules):
             refine_fraction=refine,
             select=self.selects,
             buckets=buckets,
+            regions=regions,
         )
 
     def plan_releases(

@@ -31,7 +31,11 @@ from dataclasses import dataclass
 
 from vertimrf.errors import ConfigError
 
-__all__ = ["RegionNoise", "members", "region_mask", "regions_of"]
+__all__ = ["REGION_DELTA_SHARE", "RegionNoise", "members", "region_mask", "regions_of"]
+
+# Each of the two failure probabilities (a clipped dummy count; a run that goes on with too
+# few rows) takes this share of the config's delta; the conversion to zCDP keeps the rest.
+REGION_DELTA_SHARE = 0.01
 
 
 def regions_of(m: int, index: int | None = None) -> tuple[int, ...]:

@@ -54,6 +54,7 @@ from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import pure_to_rho
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.regions import RegionNoise
 from vertimrf.protocol.seeds import SERVER
 
 SELECT = "select"
@@ -166,7 +167,9 @@ class SecurePlan:
     one-hot column of its g-th group, ``widths[p]`` its k_p and ``group_caps[p]`` its cap on
     round-2 columns toward one peer; ``rows`` is the public padded row count, ``buckets``
     PRF buckets of ``capacity`` rows each (:mod:`vertimrf.protocol.buckets`; one bucket of
-    ``max_rows`` rows by default), which hold at most ``max_rows`` records in all.
+    ``max_rows`` rows by default), which hold at most ``max_rows`` records in all. With
+    partial record sets (``regions`` set) the rows are ``max_rows`` slots that the server
+    gives out (:mod:`vertimrf.server.slots`), and ``rho`` excludes the region counts' share.
     """
 
     names: tuple[str, ...]
@@ -186,6 +189,7 @@ class SecurePlan:
     refine_fraction: float
     select: bool = True  # the select pipeline (else the paper pipeline)
     buckets: int = 1
+    regions: RegionNoise | None = None  # partial record sets: the region counts' noise
 
     @property
     def capacity(self) -> int:
