@@ -73,3 +73,17 @@ def test_the_plan_of_partial_sets_spends_its_share_on_the_region_counts():
     assert plan.rho == pytest.approx(0.95 * whole)
     assert plan.regions.delta_clip == plan.regions.delta_stop == pytest.approx(1e-8)
     assert (plan.rows, plan.buckets) == (1000, 1)
+
+
+def test_the_run_plan_charges_and_prints_the_region_counts():
+    from vertimrf.protocol.plan import run_plan
+
+    plan = run_plan(_config(record_sets="partial"))
+    (region,) = [r for r in plan.releases if r.mechanism == "region_discrete_gaussian"]
+    noise = plan.regions
+    assert noise is not None and region.rho == pytest.approx(noise.rho) and region.count == 3
+    assert plan.ledger_total <= plan.budget_rho
+    text = plan.describe()
+    assert "record sets: partial" in text and f"{noise.dummy_rows:,} dummy rows" in text
+    assert f"N_Z(0, {noise.sigma:.4g}^2)" in text
+    assert "record sets" not in run_plan(_config()).describe()

@@ -77,6 +77,7 @@ from vertimrf.protocol.buckets import BALANCE_TAIL_BITS
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
+from vertimrf.protocol.regions import RegionNoise
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
     MEASURE,
@@ -153,6 +154,7 @@ class RunPlan:
     deal_bytes: Mapping[str, int] = field(default_factory=dict)
     ring_bits: int | None = None
     buckets: tuple[int, int] | None = None
+    regions: RegionNoise | None = None
     roles: tuple[RoleCost, ...] = ()
     max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
 
@@ -185,6 +187,17 @@ class RunPlan:
                     if self.ring_bits < 64
                     else "a count plus its noise may need all 64 bits)"
                 )
+            )
+        if self.regions is not None:
+            noise = self.regions
+            lines.append(
+                f"record sets: partial; the server sees the count of each of the "
+                f"{noise.regions} regions (the records held by exactly one set of parties) plus "
+                f"N_Z(0, {noise.sigma:.4g}^2) noise from the parties' dummy tokens, and "
+                f"publishes them with its own noise of the same scale (rho {noise.rho:.4g}); "
+                "max_rows must hold every party's records at once (their union) plus up to "
+                f"{noise.dummy_rows:,} dummy rows and a margin of "
+                f"{noise.regions * noise.margin:,}"
             )
         if self.buckets is not None and self.buckets[0] > 1:
             count, capacity = self.buckets
@@ -489,6 +502,7 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
         common,
         ring_bits=plan.ring_bits,
         buckets=(plan.buckets, plan.capacity),
+        regions=plan.regions,
         blob_bytes={
             n: plan.word_bytes * plan.rows * w + BLOB_OVERHEAD
             for n, w in zip(plan.names, plan.widths, strict=True)

@@ -61,6 +61,7 @@ SELECT = "select"
 MEASURE = "measure"
 RELEASES = (SELECT, MEASURE)
 COUNT_MECHANISM = "discrete_laplace"
+REGION_MECHANISM = "region_discrete_gaussian"  # dummy tokens seen by the server, its own noise
 WITHIN_MECHANISM = "discrete_gaussian"
 CROSS_MECHANISM = "distributed_discrete_gaussian"
 _SAFETY = 1.0 + 1e-9  # sigma margin so that the tiny KLS tau terms stay inside the share
@@ -426,6 +427,18 @@ class SecurePlan:
         bins = bins or {}
         sigma = self.sigma(release, len(marginals))
         out = []
+        if release == SELECT and self.regions is not None:
+            r = self.regions
+            out.append(
+                Release(
+                    REGION_MECHANISM,
+                    f"noisy counts of the {r.regions} regions of the record sets",
+                    r.rho,
+                    r.regions,
+                    None,
+                    {"sigma": r.sigma, "offset": r.offset, "delta": r.delta_clip + r.delta_stop},
+                )
+            )
         if release == SELECT and self.rho_count > 0:
             out.append(
                 Release(
