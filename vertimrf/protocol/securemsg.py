@@ -79,6 +79,8 @@ class Deal:
     z: dict[str, np.ndarray] = field(default_factory=dict)
     commit_set: bytes = b""
     commitment: bytes = b""
+    slots: np.ndarray | None = None  # partial record sets: this party's tokens' slots
+    assignment: bytes = b""  # partial record sets: the digest of the whole slot assignment
 
     def seal(
         self, recipient: PublicKey, context: bytes, *, randomness: bytes | None = None
@@ -90,6 +92,9 @@ class Deal:
             "t": np.frombuffer(self.commit_set, np.uint8),
             "c": np.frombuffer(self.commitment, np.uint8),
         }
+        if self.slots is not None:
+            arrays["s"] = np.frombuffer(np.ascontiguousarray(self.slots, "<i8").tobytes(), np.uint8)
+            arrays["a"] = np.frombuffer(self.assignment, np.uint8)
         arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
         arrays.update({f"z/{k}": np.ascontiguousarray(v, np.uint64) for k, v in self.z.items()})
         return seal(
@@ -103,6 +108,8 @@ class Deal:
         try:
             seed_u = arrays.pop("u").tobytes()
             commit_set, commitment = arrays.pop("t").tobytes(), arrays.pop("c").tobytes()
+            slots = arrays.pop("s").view("<i8").astype(np.int64) if "s" in arrays else None
+            assignment = arrays.pop("a").tobytes() if "a" in arrays else b""
             seeds_w = {k[2:]: v.tobytes() for k, v in arrays.items() if k.startswith("w/")}
             z = {k[2:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("z/")}
         except KeyError:
@@ -111,7 +118,9 @@ class Deal:
             raise MessageError("the deal's seeds are not 32 bytes.")
         if len(commit_set) != DIGEST_BYTES or len(commitment) != DIGEST_BYTES:
             raise MessageError("the deal's commitments are not 32 bytes.")
-        return cls(seed_u, seeds_w, z, commit_set, commitment)
+        if slots is not None and (slots.ndim != 1 or len(assignment) != DIGEST_BYTES):
+            raise MessageError("the deal's slots are not one list with its assignment digest.")
+        return cls(seed_u, seeds_w, z, commit_set, commitment, slots, assignment)
 
 
 COMMIT_KIND = "vertimrf-secure-commit/1"

@@ -87,6 +87,10 @@ class Features(PartyState):
                 f"party {self.name!r}: the deal was made for other data of this party than the "
                 "table given now"
             )
+        if self.plan.regions is not None:
+            if d.slots is None:
+                raise MessageError("the deal of a run with partial record sets has no slots.")
+            self.lay_out(d.slots, d.commit_set, d.assignment)
         digest = self.aligned().record_digest
         deal_hash = sha256_parts(bytes(deal))
         self._state.update(deal=d, deal_hash=deal_hash, digest=digest)

@@ -29,6 +29,8 @@ from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.kept_aligned import binding, kept_or_aligned
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
+from vertimrf.party.slot_table import SlotTable
+from vertimrf.party.tokens import Tokens, make_tokens, record_slots
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import derive_key
 from vertimrf.protocol.bins import BinMap
@@ -88,6 +90,11 @@ class PartyState:
         self._table: EncodedTable | HeldTable | None
         self._fingerprints: np.ndarray | None = None
         if isinstance(data, HeldTable):
+            if self.plan.regions is not None:
+                raise ConfigError(
+                    "partial record sets take the table in memory for now: read the file into "
+                    "a DataFrame (or use record_sets='equal')."
+                )
             if not self.plan.select or bins is not None:
                 raise ConfigError(
                     f"a {type(data).__name__} runs the select pipeline only "
@@ -143,9 +150,44 @@ class PartyState:
         else:
             self._keep = Path(folder)
 
+    def tokens(self, admit: bytes) -> np.ndarray:
+        """Partial record sets: this party's sorted token list for the server (its records'
+        tokens and its dummies, :mod:`vertimrf.party.tokens`), keyed by the ``admit``
+        digest (the server's :meth:`~vertimrf.server.secure.SecureServer.admit`)."""
+        return self._tokens(admit).sorted
+
+    def _tokens(self, admit: bytes) -> Tokens:
+        regions = self.plan.regions
+        if regions is None:
+            raise ConfigError("tokens are a step of record_sets='partial' only.")
+        if self._fingerprints is None:
+            raise ConfigError("the tokens are made before the deal lays the records out.")
+        return make_tokens(
+            self._fingerprints, self._secret, self._context, admit, regions, self.index
+        )
+
+    def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> None:
+        """Partial record sets: lay this party's records out at the ``slots`` its deal gave
+        its token list (made with ``admit``) in the assignment of digest ``assignment``."""
+        if self._aligned is not None:
+            return
+        assert self._table is not None and self._fingerprints is not None  # dropped only here
+        table = self._table
+        assert isinstance(table, EncodedTable)  # partial sets refuse held tables
+        where = record_slots(self._tokens(admit), slots)
+        self._aligned = SlotTable(table, self._fingerprints, where, assignment).align(
+            self.spec, self._secret, self._context, self.plan
+        )
+        self._table = self._fingerprints = None
+
     def aligned(self) -> Aligned:
         """This party's records in the common row order (aligned on first use; the input
         table is then dropped). ConfigError when it holds more than max_rows records."""
+        if self._aligned is None and self.plan.regions is not None:
+            raise ConfigError(
+                "with partial record sets the records are laid out by the deal's slots: "
+                "open the deal first."
+            )
         if self._aligned is None:
             plan, table = self.plan, self._table
             if isinstance(table, HeldTable):
@@ -180,7 +222,22 @@ class PartyState:
         nothing of the data from it, yet a changed table gives another commitment, and so
         another deal (see :meth:`SecureServer.deal`)."""
         key = derive_key(self._local, "data-commitment", self.config.config_hash(), self.name)
-        return hmac.new(key, self.data_digest().encode(), hashlib.sha256).digest()
+        digest = self.data_digest() if self.plan.regions is None else self._records_digest()
+        return hmac.new(key, digest.encode(), hashlib.sha256).digest()
+
+    def _records_digest(self) -> str:
+        """Partial record sets: SHA-256 of this party's records (ID fingerprints and codes)
+        in fingerprint order, which no slot changes (computed once, before the layout)."""
+        if "records" not in self._state:
+            assert self._table is not None and self._fingerprints is not None
+            table = self._table
+            assert isinstance(table, EncodedTable)  # partial sets refuse held tables
+            order = np.argsort(self._fingerprints, kind="stable")
+            self._state["records"] = sha256_parts(
+                np.ascontiguousarray(self._fingerprints[order], "<u8").tobytes(),
+                np.ascontiguousarray(table.codes[order], "<i4").tobytes(),
+            )
+        return str(self._state["records"])
 
     def _inputs(self) -> dict[str, str]:
         """The digests of every input this party's steps have used so far (its data, the

@@ -19,6 +19,7 @@ from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure import MASK_BLOCK_WORDS, Layout, SecurePlan
 from vertimrf.protocol.securemsg import Deal, GroupDeal, commit_set_digest
 from vertimrf.server.secure.state import ServerState
+from vertimrf.server.slots import assign_slots
 
 DEAL_BLOCK_WORDS = MASK_BLOCK_WORDS  # mask words of all parties expanded at once (deal_matrices)
 
@@ -96,23 +97,50 @@ class Dealer(ServerState):
         keys = sha256()
         for name in self.plan.names:
             keys.update(name.encode() + b"\0" + public_keys[name].raw)
-        label = (self.config.config_hash(), keys.hexdigest(), self._commit_set.hex())
+        label: tuple[str, ...] = (
+            self.config.config_hash(),
+            keys.hexdigest(),
+            self._commit_set.hex(),
+        )
+        if self._slots is not None:  # partial record sets: bound to the slots too
+            label += (self._slots.digest.hex(),)
 
         def derived(*what: str) -> bytes:
             return derive_key(self._secret, "server-deal", *label, *what)
 
         return derived
 
+    def admit(self, commitments: Mapping[str, bytes]) -> bytes:
+        """Partial record sets: the admit digest, the digest of every party's data
+        ``commitments`` (public; each party keys its dummy tokens by it)."""
+        missing = sorted(set(self.plan.names) - set(commitments))
+        if missing:
+            raise MessageError(f"the server needs the data commitments of {missing}.")
+        self._commit_set = commit_set_digest(dict(commitments), self.plan.names)
+        return self._commit_set
+
     def deal(
-        self, public_keys: Mapping[str, PublicKey], commitments: Mapping[str, bytes]
+        self,
+        public_keys: Mapping[str, PublicKey],
+        commitments: Mapping[str, bytes],
+        tokens: Mapping[str, np.ndarray] | None = None,
     ) -> dict[str, bytes]:
         """Step 0: one sealed deal per party, made for every party's data ``commitments``
-        (each party's commit message, :func:`~vertimrf.protocol.securemsg.read_commit`)."""
+        (each party's commit message, :func:`~vertimrf.protocol.securemsg.read_commit`);
+        with partial record sets also for every party's ``tokens``
+        (:meth:`~vertimrf.party.secure.SecureParty.tokens`): each deal then carries the
+        party's slots, and the region counts are published (:attr:`regions_released`)."""
         plan, ctx = self.plan, self.config.run_context()
-        missing = sorted(set(plan.names) - set(commitments))
-        if missing:
-            raise MessageError(f"the server needs the data commitments of {missing} to deal.")
-        self._commit_set = commit_set_digest(dict(commitments), plan.names)
+        commit_set = self.admit(commitments)
+        if (plan.regions is None) != (tokens is None):
+            raise MessageError(
+                "the server deals on every party's tokens exactly when the record sets are partial."
+            )
+        if tokens is not None:
+            assert plan.regions is not None  # checked above
+            lists = {i: np.asarray(tokens[name], np.uint64) for i, name in enumerate(plan.names)}
+            secret = self._stream_secret()
+            self._slots = assign_slots(lists, plan.regions, plan.max_rows, secret, ctx)
         derived = self._dealer(public_keys)
         self._public_keys = dict(public_keys)
         seeds_u = [derived("U", name) for name in plan.names]
@@ -124,8 +152,10 @@ class Dealer(ServerState):
                 seeds_u[p],
                 {plan.names[q]: seeds_w[p, q] for (a, q) in plan.pairs() if a == p},
                 {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p},
-                self._commit_set,
+                commit_set,
                 bytes(commitments[name]),
+                None if self._slots is None else self._slots.slots[p],
+                b"" if self._slots is None else self._slots.digest,
             )
             deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
         return deals

@@ -27,6 +27,7 @@ from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice
 from vertimrf.server.methods import server_strategy
+from vertimrf.server.slots import Slots
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,20 @@ class ServerState:
         self._seeded_parties: tuple[str, ...] = ()
         self._public_keys: dict[str, PublicKey] | None = None
         self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
+        self._slots: Slots | None = None  # partial record sets: the slot assignment
+
+    @property
+    def regions_released(self) -> dict[int, int] | None:
+        """Partial record sets, after the deal: the published noisy region counts, by
+        region bit mask (:mod:`vertimrf.protocol.regions`); None before or otherwise."""
+        return None if self._slots is None else dict(self._slots.released)
+
+    def _stream_secret(self) -> bytes:
+        """The secret of the server's keyed streams: its own, or one made from the seed
+        (experiments: anyone who knows the seed can replay them)."""
+        if self.seed is None:
+            return self._secret
+        return sha256(f"vertimrf/seeded-server/{self.seed}".encode()).digest()
 
     @property
     def seeded(self) -> bool:
