@@ -54,7 +54,9 @@ class ServerState:
         self._secret = os.urandom(32) if keypair is None else keypair.local_secret()
         self.plan = secure_plan(config)
         self.options = server_strategy(config).search_options(config)
-        self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
+        regions = self.plan.regions  # partial record sets: the region counts' share too
+        rho = self.plan.rho + (0.0 if regions is None else regions.rho)
+        self.ledger = PrivacyLedger(rho=rho, delta=config.delta)
         self.seed = seed
         self._first: Tables | None = None
         self._request: Request | None = None
