@@ -157,9 +157,7 @@ def _paper_party(path, cfg):
     return Party("A", table, cfg, SECRET, keypair=KEYS["A"], peers=peers, ids=ids, seed=5)
 
 
-def test_the_paper_pipeline_keeps_its_in_memory_records_for_later_processes(
-    tmp_path, alignments
-):
+def test_the_paper_pipeline_keeps_its_in_memory_records_for_later_processes(tmp_path, alignments):
     cfg, path = _paper_config(600), _data(tmp_path / "A.csv")
     folder = tmp_path / "state" / "aligned"
     first = _paper_party(path, cfg)
