@@ -1,0 +1,132 @@
+"""Missing values end to end (issue 36): a secure run over parties whose columns have empty
+cells writes a synthetic table with empty cells at the real rate, within the noise; the
+parties reading their tables from CSV or Parquet files, streamed through part files, give
+the in-memory run's model and rows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vertimrf.crypto.keys import KeyPair
+from vertimrf.domain import ColumnSpec, DomainSpec
+from vertimrf.driver import local_run
+from vertimrf.party.file_table import FileTable
+from vertimrf.protocol import from_preset
+
+N = 4000
+SECRET = bytes(range(32))
+SPEC = DomainSpec(
+    [
+        ColumnSpec("c0", "categorical", tuple(range(6)), missing=True),
+        ColumnSpec("c1", "categorical", (0, 1)),
+        ColumnSpec("c2", "numeric", None, 0, 90, 6, missing=True),
+        ColumnSpec("c3", "categorical", ("w", "x", "y", "z")),
+        ColumnSpec("c4", "categorical", ("p", "q", "r", "s", "t"), missing=True),
+    ]
+)
+PARTIES = [("A", ["c0", "c1", "c2"]), ("B", ["c3", "c4"])]
+EMPTY = ("c0", "c2", "c4")
+
+
+def _table() -> pd.DataFrame:
+    """Every column a noisy function of one latent code; about 10%, 20% and 30% of c0, c2
+    and c4 empty, all of them in rows whose latent code is 3 or more."""
+    rng = np.random.default_rng(0)
+    latent = rng.integers(0, 6, N)
+
+    def noisy(values: np.ndarray, size: int) -> np.ndarray:
+        return np.where(rng.random(N) < 0.7, values % size, rng.integers(0, size, N))
+
+    frame = pd.DataFrame(
+        {
+            "id": rng.permutation(10 * N)[:N],
+            "c0": noisy(latent, 6).astype(object),
+            "c1": noisy(latent, 2),
+            "c2": (latent * 15 + rng.uniform(0, 15, N)).round(2).astype(object),
+            "c3": np.array(SPEC["c3"].values, dtype=object)[noisy(latent, 4)],
+            "c4": np.array(SPEC["c4"].values, dtype=object)[noisy(latent, 5)],
+        }
+    )
+    for column, rate in zip(EMPTY, (0.1, 0.2, 0.3), strict=True):
+        frame.loc[rng.random(N) < 2 * rate * (latent >= 3), column] = None
+    return frame
+
+
+def _run(data: dict, cfg, keys: dict, seed: int):
+    parties = {k: v for k, v in keys.items() if k != "server"}
+    run = local_run(data, cfg, SECRET, seed=seed, keys=parties, server_key=keys["server"])
+    return run.fitted(run.run())
+
+
+def _sigma(model) -> float:
+    """The largest noise scale per cell of the run's releases (its report's)."""
+    return max(r["params"].get("sigma", 0.0) for r in model.report.to_dict()["releases"])
+
+
+def _bound(model, real_rate: float, column: str, rows: int) -> float:
+    """Three standard deviations of the synthetic rate's error, from theory. The select
+    step measures every 2-way marginal with Gaussian noise of scale sigma per cell, so the
+    narrowest table holding the column (its narrowest partner, u cells) sums the missing
+    cell's count with noise of standard deviation sigma sqrt(u); the fit's least-squares
+    estimate is at least as precise (Gauss-Markov). Add the error of the noisy total
+    (observed: |n_hat - n| / n of the rate) and the sampling error of ``rows`` rows drawn
+    from the model."""
+    sigma = _sigma(model)
+    u = min(c.size for c in SPEC.columns if c.name != column)
+    noise = 3 * sigma * math.sqrt(u) / N
+    total = real_rate * abs(model.n_hat - N) / N
+    sampling = 3 * math.sqrt(real_rate * (1 - real_rate) / rows)
+    return noise + total + sampling
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_secure_run_writes_empty_cells_at_the_real_rate(seed):
+    frame = _table()
+    cfg = from_preset(
+        "default", epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
+        run_nonce="ab" * 16,
+    )  # fmt: skip
+    keys = {name: KeyPair.generate(name) for name in ("A", "B", "server")}
+    model = _run({p: frame[["id", *cols]] for p, cols in PARTIES}, cfg, keys, seed)
+    synth = model.sample(seed=seed)
+    assert list(synth.columns) == list(SPEC.names)
+    assert synth[["c1", "c3"]].notna().all().all()
+    for column in EMPTY:
+        real = float(frame[column].isna().mean())
+        got = float(synth[column].isna().mean())
+        assert 0.08 < real < 0.32
+        assert abs(got - real) <= _bound(model, real, column, len(synth)), (column, real, got)
+        # The model's own probability of the missing value is its last entry, an empty label.
+        marginal = model.marginal([column])
+        assert pd.isna(marginal.index[-1]) and marginal.index[:-1].notna().all()
+    # Empty cells keep their relation to the other columns: among the k rows whose c0 is
+    # empty, the share of c1 = 1 is the real one within the sampling error (sd at most
+    # sqrt(1/4k)) and the noise of the 2-way count (sigma) over k, three times each.
+    k = int(synth.c0.isna().sum())
+    sigma = _sigma(model)
+    real_share = frame.loc[frame.c0.isna(), "c1"].mean()
+    got_share = synth.loc[synth.c0.isna(), "c1"].mean()
+    assert abs(got_share - real_share) <= 3 * (math.sqrt(0.25 / k) + sigma / k)
+
+
+def test_parties_reading_files_with_empty_cells_fit_the_in_memory_model(tmp_path):
+    frame = _table()
+    cfg = from_preset(
+        "default", epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
+        run_nonce="cd" * 16,
+    )  # fmt: skip
+    keys = {name: KeyPair.generate(name) for name in ("A", "B", "server")}
+    want = _run({p: frame[["id", *cols]] for p, cols in PARTIES}, cfg, keys, 3).sample(seed=4)
+    frame[["id", *PARTIES[0][1]]].to_csv(tmp_path / "A.csv", index=False)
+    frame[["id", *PARTIES[1][1]]].to_parquet(tmp_path / "B.parquet", index=False)
+    files = {
+        "A": FileTable(tmp_path / "A.csv", part_rows=500, batch_rows=700),
+        "B": FileTable(tmp_path / "B.parquet", part_rows=500, batch_rows=700),
+    }
+    got = _run(files, cfg, keys, 3).sample(seed=4)
+    pd.testing.assert_frame_equal(got, want)
+    assert got[list(EMPTY)].isna().any().all()
