@@ -7,53 +7,16 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
+from tests.missing_table import EMPTY, PARTIES, SPEC, N, missing_table
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.domain import ColumnSpec, DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.party.file_table import FileTable
 from vertimrf.protocol import from_preset
 
-N = 4000
 SECRET = bytes(range(32))
-SPEC = DomainSpec(
-    [
-        ColumnSpec("c0", "categorical", tuple(range(6)), missing=True),
-        ColumnSpec("c1", "categorical", (0, 1)),
-        ColumnSpec("c2", "numeric", None, 0, 90, 6, missing=True),
-        ColumnSpec("c3", "categorical", ("w", "x", "y", "z")),
-        ColumnSpec("c4", "categorical", ("p", "q", "r", "s", "t"), missing=True),
-    ]
-)
-PARTIES = [("A", ["c0", "c1", "c2"]), ("B", ["c3", "c4"])]
-EMPTY = ("c0", "c2", "c4")
-
-
-def _table() -> pd.DataFrame:
-    """Every column a noisy function of one latent code; about 10%, 20% and 30% of c0, c2
-    and c4 empty, all of them in rows whose latent code is 3 or more."""
-    rng = np.random.default_rng(0)
-    latent = rng.integers(0, 6, N)
-
-    def noisy(values: np.ndarray, size: int) -> np.ndarray:
-        return np.where(rng.random(N) < 0.7, values % size, rng.integers(0, size, N))
-
-    frame = pd.DataFrame(
-        {
-            "id": rng.permutation(10 * N)[:N],
-            "c0": noisy(latent, 6).astype(object),
-            "c1": noisy(latent, 2),
-            "c2": (latent * 15 + rng.uniform(0, 15, N)).round(2).astype(object),
-            "c3": np.array(SPEC["c3"].values, dtype=object)[noisy(latent, 4)],
-            "c4": np.array(SPEC["c4"].values, dtype=object)[noisy(latent, 5)],
-        }
-    )
-    for column, rate in zip(EMPTY, (0.1, 0.2, 0.3), strict=True):
-        frame.loc[rng.random(N) < 2 * rate * (latent >= 3), column] = None
-    return frame
 
 
 def _run(data: dict, cfg, keys: dict, seed: int):
@@ -85,7 +48,7 @@ def _bound(model, real_rate: float, column: str, rows: int) -> float:
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_secure_run_writes_empty_cells_at_the_real_rate(seed):
-    frame = _table()
+    frame = missing_table()
     cfg = from_preset(
         "default", epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
         run_nonce="ab" * 16,
@@ -114,7 +77,7 @@ def test_a_secure_run_writes_empty_cells_at_the_real_rate(seed):
 
 
 def test_parties_reading_files_with_empty_cells_fit_the_in_memory_model(tmp_path):
-    frame = _table()
+    frame = missing_table()
     cfg = from_preset(
         "default", epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
         run_nonce="cd" * 16,
