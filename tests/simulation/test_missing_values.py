@@ -31,15 +31,17 @@ def _sigma(model) -> float:
 
 
 def _bound(model, real_rate: float, column: str, rows: int) -> float:
-    """Three standard deviations of the synthetic rate's error, from theory. The select
-    step measures every 2-way marginal with Gaussian noise of scale sigma per cell, so the
-    narrowest table holding the column (its narrowest partner, u cells) sums the missing
-    cell's count with noise of standard deviation sigma sqrt(u); the fit's least-squares
-    estimate is at least as precise (Gauss-Markov). Add the error of the noisy total
-    (observed: |n_hat - n| / n of the rate) and the sampling error of ``rows`` rows drawn
-    from the model."""
+    """Three standard deviations of the synthetic rate's error, from theory. The fit takes
+    every first-release 2-way marginal inside a clique of the model, each with noise of
+    scale sigma per cell, so the narrowest of those holding the column (its partner has u
+    values) sums the missing cell's count with noise of standard deviation sigma sqrt(u);
+    the fit's least-squares estimate is at least as precise (Gauss-Markov). Add the error
+    of the noisy total (observed: |n_hat - n| / n of the rate) and the sampling error of
+    ``rows`` rows drawn from the model."""
     sigma = _sigma(model)
-    u = min(c.size for c in SPEC.columns if c.name != column)
+    j = SPEC.names.index(column)
+    partners = {a for c in model.model.cliques if j in c for a in c if a != j}
+    u = min(SPEC.domain.sizes[a] for a in partners)
     noise = 3 * sigma * math.sqrt(u) / N
     total = real_rate * abs(model.n_hat - N) / N
     sampling = 3 * math.sqrt(real_rate * (1 - real_rate) / rows)
