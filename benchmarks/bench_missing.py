@@ -174,18 +174,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def markdown(result: dict) -> str:
-    runs = result["runs"]
-    lines = [
-        "# Missing values on Adult (`bench_missing.py`)",
-        "",
+def setting(result: dict) -> str:
+    """The results' first paragraph: the command, the table, the run and the machine."""
+    return (
         f"Command: `{result['command']}` (commit {result['commit']}). Adult (bundled "
         f"`adult_labeled`, {result['rows']:,} rows), {result['blank_rate']:.0%} of the cells "
         f"of {', '.join(result['blanked'])} blanked at random, those columns declared "
         f'`"missing": true`; method secure, the default config, two parties (columns 0-7, '
         f"8-14), epsilon {result['epsilon']}, delta {result['delta']:g}. Machine: "
-        f"{result['machine']}, shared with other work.",
-        "",
+        f"{result['machine']}, shared with other work."
+    )
+
+
+def markdown(result: dict) -> str:
+    runs = result["runs"]
+    lines = [
+        "# Missing values on Adult (`bench_missing.py`)\n",
+        setting(result) + "\n",
         "## Missing rate per blanked column",
         "",
         "| seed | column | real | synthetic | model | synthetic - real | bound (3 sd) | within |",

@@ -223,6 +223,7 @@ class ColumnSpec:
 
     def to_dict(self) -> dict:
         """JSON-ready form (``"missing"`` only when true, so older specs keep their bytes)."""
+        out: dict[str, Any]
         if self.kind == CATEGORICAL:
             out = {"name": self.name, "type": CATEGORICAL, "categories": list(self.values)}
         else:

@@ -19,6 +19,15 @@ from vertimrf.protocol import from_preset
 SECRET = bytes(range(32))
 
 
+def _setup(nonce: str) -> tuple:
+    """The default (secure) config over PARTIES at epsilon 1.6, and fresh keys of the roles."""
+    cfg = from_preset(
+        "default", epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
+        run_nonce=nonce * 16,
+    )  # fmt: skip
+    return cfg, {name: KeyPair.generate(name) for name in ("A", "B", "server")}
+
+
 def _run(data: dict, cfg, keys: dict, seed: int):
     parties = {k: v for k, v in keys.items() if k != "server"}
     run = local_run(data, cfg, SECRET, seed=seed, keys=parties, server_key=keys["server"])
@@ -51,11 +60,7 @@ def _bound(model, real_rate: float, column: str, rows: int) -> float:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_secure_run_writes_empty_cells_at_the_real_rate(seed):
     frame = missing_table()
-    cfg = from_preset(
-        "default", epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
-        run_nonce="ab" * 16,
-    )  # fmt: skip
-    keys = {name: KeyPair.generate(name) for name in ("A", "B", "server")}
+    cfg, keys = _setup("ab")
     model = _run({p: frame[["id", *cols]] for p, cols in PARTIES}, cfg, keys, seed)
     synth = model.sample(seed=seed)
     assert list(synth.columns) == list(SPEC.names)
@@ -80,11 +85,7 @@ def test_a_secure_run_writes_empty_cells_at_the_real_rate(seed):
 
 def test_parties_reading_files_with_empty_cells_fit_the_in_memory_model(tmp_path):
     frame = missing_table()
-    cfg = from_preset(
-        "default", epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
-        run_nonce="cd" * 16,
-    )  # fmt: skip
-    keys = {name: KeyPair.generate(name) for name in ("A", "B", "server")}
+    cfg, keys = _setup("cd")
     want = _run({p: frame[["id", *cols]] for p, cols in PARTIES}, cfg, keys, 3).sample(seed=4)
     frame[["id", *PARTIES[0][1]]].to_csv(tmp_path / "A.csv", index=False)
     frame[["id", *PARTIES[1][1]]].to_parquet(tmp_path / "B.parquet", index=False)
