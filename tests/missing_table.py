@@ -34,9 +34,9 @@ def missing_table() -> pd.DataFrame:
     frame = pd.DataFrame(
         {
             "id": rng.permutation(10 * N)[:N],
-            "c0": noisy(latent, 6).astype(object),
+            "c0": noisy(latent, 6).astype(float),  # as pandas reads integers with gaps
             "c1": noisy(latent, 2),
-            "c2": (latent * 15 + rng.uniform(0, 15, N)).round(2).astype(object),
+            "c2": (latent * 15 + rng.uniform(0, 15, N)).round(2),
             "c3": np.array(SPEC["c3"].values, dtype=object)[noisy(latent, 4)],
             "c4": np.array(SPEC["c4"].values, dtype=object)[noisy(latent, 5)],
         }
