@@ -2,9 +2,10 @@
 
 A :class:`Domain` is the integer view every engine works on (attribute ``i`` takes codes
 ``0..sizes[i]-1``). A :class:`DomainSpec` is the user-facing description of each column
-(categories or public numeric bounds), and a :class:`TableEncoder` maps DataFrames to codes
-and back. Domains are public knowledge: nothing here reads them off private data except
-:func:`infer_spec`, which warns loudly that its result is not differentially private.
+(categories or public numeric bounds, and whether an empty cell is a value of its own), and
+a :class:`TableEncoder` maps DataFrames to codes and back. Domains are public knowledge:
+nothing here reads them off private data except :func:`infer_spec`, which warns loudly that
+its result is not differentially private.
 """
 
 from __future__ import annotations
@@ -139,6 +140,9 @@ class ColumnSpec:
 
     A categorical column has an ordered list of categories (code i is ``categories[i]``).
     A numeric column has public ``lower``/``upper`` bounds cut into ``bins`` equal-width bins.
+    With ``missing``, an empty cell (NaN, None or "") is one more value, coded
+    :attr:`missing_code`: right after the column's own values, so every engine sees an
+    ordinary categorical value.
     """
 
     name: str
@@ -147,15 +151,26 @@ class ColumnSpec:
     lower: float | None = None
     upper: float | None = None
     bins: int | None = None
+    missing: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", str(self.name))
+        if not isinstance(self.missing, bool):
+            raise DomainError(
+                f"column {self.name!r}: 'missing' must be true or false, "
+                f"got {_brief(self.missing)}."
+            )
         if self.kind == CATEGORICAL:
             cats = tuple(self.categories or ())
             if not cats:
                 raise DomainError(f"column {self.name!r}: a categorical column needs categories.")
             if len(set(cats)) != len(cats):
                 raise DomainError(f"column {self.name!r}: categories must be distinct.")
+            if self.missing and empty_cells(np.array(cats, dtype=object)).any():
+                raise DomainError(
+                    f'column {self.name!r}: with "missing": true an empty cell is its own '
+                    'value; drop null and "" from the categories.'
+                )
             object.__setattr__(self, "categories", cats)
         elif self.kind == NUMERIC:
             lo, hi, b = self.lower, self.upper, self.bins
@@ -179,8 +194,18 @@ class ColumnSpec:
 
     @property
     def size(self) -> int:
-        """Number of codes of this column."""
+        """Number of codes of this column: its own values, then the missing code if any."""
+        return self.value_codes + self.missing
+
+    @property
+    def value_codes(self) -> int:
+        """Number of codes of the column's own values (categories or bins), ``0..value_codes-1``."""
         return len(self.values) if self.kind == CATEGORICAL else self.bounds[2]
+
+    @property
+    def missing_code(self) -> int | None:
+        """The code of an empty cell (right after the values), or None without ``missing``."""
+        return self.value_codes if self.missing else None
 
     @property
     def values(self) -> tuple[Any, ...]:
@@ -197,16 +222,19 @@ class ColumnSpec:
         return self.lower, self.upper, self.bins
 
     def to_dict(self) -> dict:
-        """JSON-ready form."""
+        """JSON-ready form (``"missing"`` only when true, so older specs keep their bytes)."""
+        out: dict[str, Any]
         if self.kind == CATEGORICAL:
-            return {"name": self.name, "type": CATEGORICAL, "categories": list(self.values)}
-        return {
-            "name": self.name,
-            "type": NUMERIC,
-            "lower": self.lower,
-            "upper": self.upper,
-            "bins": self.bins,
-        }
+            out = {"name": self.name, "type": CATEGORICAL, "categories": list(self.values)}
+        else:
+            out = {
+                "name": self.name,
+                "type": NUMERIC,
+                "lower": self.lower,
+                "upper": self.upper,
+                "bins": self.bins,
+            }
+        return {**out, "missing": True} if self.missing else out
 
 
 class DomainSpec:
@@ -306,7 +334,8 @@ DOMAIN_FORMATS = (
     "Accepted domain formats: "
     '(1) vertimrf\'s {"columns": [{"name": "sex", "type": "categorical", '
     '"categories": ["F", "M"]}, {"name": "age", "type": "numeric", "lower": 0, '
-    '"upper": 100, "bins": 10}]}; '
+    '"upper": 100, "bins": 10, "missing": true}]} ("missing": true makes an empty cell a '
+    "value of its own); "
     '(2) integer-coded {"0": {"type": "discrete", "domain": 16}, "1": {...}}; '
     '(3) private-pgm / mbi {"age": 85, "sex": 2} (column name -> number of values).'
 )
@@ -375,6 +404,7 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec:
     name = c["name"]
     if not isinstance(name, str):
         raise _format_error(f"{where}: 'name' must be a string, got {_brief(name)}.")
+    missing = c.get("missing", False)
     if kind == CATEGORICAL:
         cats = c["categories"]
         if not isinstance(cats, (list, tuple)) or not all(_hashable(v) for v in cats):
@@ -382,14 +412,14 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec:
                 f"column {name!r}: 'categories' must be a list of values (strings, numbers, "
                 f"booleans or null), got {_brief(cats)}."
             )
-        return ColumnSpec(name, CATEGORICAL, tuple(cats))
+        return ColumnSpec(name, CATEGORICAL, tuple(cats), missing=missing)
     lo, hi, bins = c["lower"], c["upper"], c["bins"]
     if not (_is_finite_number(lo) and _is_finite_number(hi) and _is_int(bins)):
         raise _format_error(
             f"column {name!r}: 'lower' and 'upper' must be finite numbers and 'bins' an "
             f"integer, got lower={_brief(lo)}, upper={_brief(hi)}, bins={_brief(bins)}."
         )
-    return ColumnSpec(name, NUMERIC, None, lo, hi, bins)
+    return ColumnSpec(name, NUMERIC, None, lo, hi, bins, missing)
 
 
 def _hashable(value: object) -> bool:
@@ -404,7 +434,8 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
     """Read a spec off the data. NOT differentially private: the result leaks the data.
 
     Columns with at most ``max_categories`` distinct values become categorical; other numeric
-    columns become numeric with the observed min/max as bounds. Prefer a public spec.
+    columns become numeric with the observed min/max as bounds. A column with empty cells
+    (NaN, None or "") gets ``missing``. Prefer a public spec.
     """
     import pandas as pd
 
@@ -416,15 +447,21 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
     )
     cols = []
     for name in df.columns:
-        s = df[name].dropna()
+        empty = empty_cells(df[name])
+        s = df[name][~empty]
+        if empty.any() and s.dtype == object:
+            s = s.infer_objects()  # the numbers of a column that held "" too
         uniq = pd.unique(s)
+        missing = bool(empty.any())
         if len(uniq) <= max_categories or not pd.api.types.is_numeric_dtype(s):
             cats = sorted(uniq.tolist(), key=lambda v: (str(type(v)), v))
-            cols.append(ColumnSpec(name, CATEGORICAL, tuple(_py(v) for v in cats)))
+            cols.append(ColumnSpec(name, CATEGORICAL, tuple(_py(v) for v in cats), missing=missing))
         else:
             lo, hi = float(s.min()), float(s.max())
             cols.append(
-                ColumnSpec(name, NUMERIC, None, lo, hi if hi > lo else lo + 1, numeric_bins)
+                ColumnSpec(
+                    name, NUMERIC, None, lo, hi if hi > lo else lo + 1, numeric_bins, missing
+                )
             )
     return DomainSpec(cols)
 
@@ -449,6 +486,17 @@ def warn_small_table(rows: int, stacklevel: int = 3) -> None:
         )
 
 
+def empty_cells(values: np.ndarray | pd.Series) -> np.ndarray:
+    """Where ``values`` are empty: NaN, None, pandas' NA or NaT, or the empty string."""
+    import pandas as pd
+
+    array = np.asarray(values, dtype=object)
+    empty = np.asarray(pd.isna(array), dtype=bool)
+    present = ~empty
+    empty[present] = array[present] == ""
+    return empty
+
+
 def _py(v: object) -> object:
     return v.item() if isinstance(v, np.generic) else v
 
@@ -459,6 +507,10 @@ class TableEncoder:
     Categorical values map to their index in the spec's category list; numeric values map to
     their equal-width bin over the public bounds. Decoding returns categories exactly and, for
     numeric columns, the bin midpoint (or a uniform draw inside the bin when ``rng`` is given).
+    In a column declared ``missing``, an empty cell (NaN, None, pandas' NA or "") encodes to
+    the column's missing code and decodes to NaN, pandas' marker for a missing value, which
+    a CSV file writes as an empty cell and pandas reads back as NaN; a column of integer (or
+    boolean) categories holding any is of object dtype, so its values still print as such.
     """
 
     def __init__(self, spec: DomainSpec) -> None:
@@ -512,13 +564,19 @@ class TableEncoder:
         data = {}
         for j, col in enumerate(self.spec.columns):
             c = codes[:, j].astype(np.int64)
+            empty = c == col.missing_code
             if col.kind == CATEGORICAL:
-                data[col.name] = pd.Index(list(col.values))[c]
+                index = pd.Index(list(col.values))
+                if empty.any():  # NaN after the categories; integers stay integers (object)
+                    exact = object if index.dtype.kind in "iub" else None
+                    index = pd.Index([*index, np.nan], dtype=exact)
+                data[col.name] = index[c]
             else:
                 lower, upper, bins = col.bounds
                 offset = 0.5 if rng is None else rng.random(len(c))
                 width = (upper - lower) / bins
-                data[col.name] = np.minimum(lower + (c + offset) * width, upper)
+                x = np.minimum(lower + (c + offset) * width, upper)
+                data[col.name] = np.where(empty, np.nan, x) if empty.any() else x
         return pd.DataFrame(data)
 
 
@@ -528,6 +586,8 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
     if col.kind == CATEGORICAL:
         values = s.to_numpy(dtype=object)
         codes = pd.Index(list(col.values)).get_indexer(pd.Index(values))
+        if col.missing_code is not None:
+            codes[empty_cells(values)] = col.missing_code
         bad = codes < 0
         if bad.any():
             nan = pd.isna(values) & bad
@@ -555,7 +615,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
         return codes
     x = _numbers(s, col)
     nan = np.isnan(x)
-    if nan.any():
+    if nan.any() and col.missing_code is None:
         raise _cell_error(col, x, nan, "is missing (empty or NaN)", None)
     lower, upper, bins = col.bounds
     out = (x < lower) | (x > upper)
@@ -567,8 +627,11 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
             f"is outside its public bounds [{lower}, {upper}]",
             "widen the bounds",
         )
-    b = np.floor((x - lower) / (upper - lower) * bins).astype(np.int64)
-    return np.minimum(b, bins - 1)
+    b = np.floor((np.where(nan, lower, x) - lower) / (upper - lower) * bins).astype(np.int64)
+    b = np.minimum(b, bins - 1)
+    if col.missing_code is not None:
+        b[nan] = col.missing_code
+    return b
 
 
 def _numbers(s: pd.Series, col: ColumnSpec) -> np.ndarray:
@@ -577,9 +640,9 @@ def _numbers(s: pd.Series, col: ColumnSpec) -> np.ndarray:
     import pandas as pd
 
     if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
-        return s.to_numpy(dtype=np.float64)
+        return s.to_numpy(dtype=np.float64, na_value=np.nan)
     values = s.to_numpy(dtype=object)
-    missing = pd.isna(values)
+    missing = empty_cells(values) if col.missing else pd.isna(values)
     number = np.fromiter(
         (isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) for v in values),
         dtype=bool,

@@ -20,7 +20,7 @@ NOT_DP = (
 
 
 def cmd_spec(args: argparse.Namespace) -> int:
-    from vertimrf.domain import PrivacyWarning, infer_spec
+    from vertimrf.domain import PrivacyWarning, empty_cells, infer_spec
 
     if args.bins < 1 or args.max_categories < 1:
         raise ConfigError("--bins and --max-categories must be positive integers.")
@@ -45,8 +45,8 @@ def cmd_spec(args: argparse.Namespace) -> int:
             seen = f"numeric, bounds [{lower:g}, {upper:g}] = the data's min and max, {bins} bins"
         else:
             seen = f"categorical, the {len(col.values)} categories seen in the data"
-        missing = int(df[col.name].isna().sum())
-        gaps = f"; {missing} missing values (a run refuses them: fill or drop)" if missing else ""
+        empty = int(empty_cells(df[col.name]).sum())
+        gaps = f'; {empty} empty cells, so "missing": true (empty is a value)' if empty else ""
         print(f"  {col.name}: {seen}{gaps}")
     print(f"vertimrf: warning: {NOT_DP}", file=sys.stderr)
     return 0
@@ -59,7 +59,8 @@ def add_spec(sub: argparse._SubParsersAction) -> None:
         help="propose a domain spec from a table (NOT DP: fix it by hand)",
         description="Write a domain spec JSON proposed from the table: a column with at most "
         "--max-categories distinct values is categorical, another numeric column is numeric "
-        "with the data's min and max as bounds. The proposal is read off the data and is "
+        'with the data\'s min and max as bounds; a column with empty cells gets "missing": '
+        "true (an empty cell is a value of its own). The proposal is read off the data and is "
         "NOT differentially private: replace its categories and bounds with public "
         "knowledge before any run (docs/own-data.md).",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,16 +19,19 @@ if TYPE_CHECKING:
     from vertimrf.domain import DomainSpec
 
 ALL = "all"  # --all writes OUT_DIR/all.csv
+SHARED = "shared"  # --all with --overlap also writes OUT_DIR/shared.csv
 
 
 def cmd_split(args: argparse.Namespace) -> int:
     parties = parse_parties(args.party)
+    overlap = _overlap(args)
     folder = Path(args.out_dir)
     paths = {name: folder / f"{file_name(name)}.csv" for name, _ in parties}
     if args.all:
-        if ALL in paths:
-            raise ConfigError(f"--all writes {ALL}.csv: name no party {ALL!r}.")
-        paths[ALL] = folder / f"{ALL}.csv"
+        for whole in (ALL,) if overlap is None else (ALL, SHARED):
+            if whole in paths:
+                raise ConfigError(f"--all writes {whole}.csv: name no party {whole!r}.")
+            paths[whole] = folder / f"{whole}.csv"
     check_outputs(args, list(paths.values()), [args.data, args.spec], make_dirs=True)
     source, df, spec = _table(args)
     _check_parties(parties, spec)
@@ -36,21 +40,64 @@ def cmd_split(args: argparse.Namespace) -> int:
     if missing:
         raise ConfigError(f"{source} has no columns {missing}; its columns are {list(df.columns)}.")
     df, id_name = _with_ids(args, df, spec)
+    import numpy as np
+
+    from vertimrf.datasets.overlap import split_records
     from vertimrf.domain import TableEncoder
 
     # A value off the public spec is refused before anything is written.
     TableEncoder(spec.subset(written)).encode(df[written])
-    frames = [df[[id_name, *cols]] for _, cols in parties]
+    # Without --overlap every party holds every row, in the table's order (overlap 1).
+    rng = np.random.default_rng(args.seed or 0)
+    held = split_records(len(df), [n for n, _ in parties], 1.0 if overlap is None else overlap, rng)
+    everyone = reduce(np.intersect1d, held.values())
+    union = reduce(np.union1d, held.values())
+    frames = [df[[id_name, *cols]].iloc[held[name]] for name, cols in parties]
     if args.all:
-        frames.append(df[written])
+        frames.append(df[written].iloc[union])
+        if overlap is not None:
+            frames.append(df[written].iloc[everyone])
     with staged(*paths.values()) as temps:
         for frame, tmp in zip(frames, temps, strict=True):
             frame.to_csv(tmp, index=False)
     for name, cols in parties:
-        print(f"{name}: wrote {paths[name]} ({len(df):,} rows; columns {id_name},{','.join(cols)})")
+        rows = len(held[name])
+        print(f"{name}: wrote {paths[name]} ({rows:,} rows; columns {id_name},{','.join(cols)})")
+    if overlap is None:
+        if args.all:
+            print(f"wrote the whole table to {paths[ALL]} (the real table for `vertimrf evaluate`)")
+        return 0
+    own = len(held[parties[0][0]]) - len(everyone)
+    print(
+        f"rows every party holds: {len(everyone):,}; rows each party holds alone: {own:,}; "
+        f"rows no party holds: {len(df) - len(union):,} (of {len(df):,})"
+    )
     if args.all:
-        print(f"wrote the whole table to {paths[ALL]} (the real table for `vertimrf evaluate`)")
+        print(
+            f"wrote the union of the parties' records ({len(union):,} rows) to {paths[ALL]} and "
+            f"the rows every party holds to {paths[SHARED]} (the real tables for "
+            "`vertimrf evaluate`)"
+        )
     return 0
+
+
+def _overlap(args: argparse.Namespace) -> float | None:
+    """--overlap as a fraction (None if not given); --seed only with it."""
+    if args.overlap is None:
+        if args.seed is not None:
+            raise ConfigError("--seed draws the records of --overlap: give --overlap F too.")
+        return None
+    if args.seed is not None and args.seed < 0:
+        raise ConfigError(f"--seed must be a whole number >= 0; got {args.seed}.")
+    from vertimrf.datasets.overlap import check_overlap
+
+    try:
+        value = float(args.overlap)
+    except ValueError:
+        raise ConfigError(
+            f"--overlap takes a fraction from 0 to 1; got {args.overlap!r}."
+        ) from None
+    return check_overlap(value)
 
 
 def _table(args: argparse.Namespace) -> tuple[str, pd.DataFrame, DomainSpec]:
@@ -138,7 +185,8 @@ def add_split(sub: argparse._SubParsersAction) -> None:
         "spec) as all.csv, the real table `vertimrf evaluate` compares with. Every value "
         "must lie in the spec's public domain. --party takes column NAMES (the table's "
         "header, the spec's names), never positions: A=age,sex, not A=0,1 (the bundled data "
-        "sets' columns are named 0, 1, ...).",
+        "sets' columns are named 0, 1, ...). --overlap F gives the parties different record "
+        "sets that share a fraction F of each party's records.",
     )
     source = split.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", default=None, help="your table: a CSV or Parquet file")
@@ -171,7 +219,26 @@ def add_split(sub: argparse._SubParsersAction) -> None:
     split.add_argument(
         "--all",
         action="store_true",
-        help="also write OUT_DIR/all.csv: the whole table, every column of the spec",
+        help="also write OUT_DIR/all.csv: the whole table, every column of the spec (with "
+        "--overlap: the union of the parties' records, and OUT_DIR/shared.csv, the rows every "
+        "party holds)",
+    )
+    split.add_argument(
+        "--overlap",
+        default=None,
+        metavar="F",
+        help="parties hold different records: a fraction F (0 to 1) of EACH party's records is "
+        "held by every party, the rest by that party alone. With N rows and m parties, "
+        "s = round(N F / (F + m (1 - F))) rows are shared and each party holds "
+        "r = floor((N - s) / m) rows of its own, drawn at random (--seed); the rows left over "
+        "(fewer than m) are held by no party. Each party's file lists its rows in its own "
+        "random order. F = 1 (or no --overlap): every party holds every row, in the table's order",
+    )
+    split.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="with --overlap: the seed that draws each party's records (default 0)",
     )
     split.add_argument("--out-dir", required=True, help="folder for NAME.csv")
     force_arg(split)

@@ -15,6 +15,11 @@ column), or text categories and text IDs once any value anywhere is text that no
 parser takes. A column that a batch cannot settle, or that holds a value off the spec, is read
 again alone by pandas at the end, which gives pandas' codes or its error; so are IDs that are
 missing or repeated. A CSV file that pyarrow cannot parse is read whole by pandas.
+
+In a column whose spec declares ``missing``, a null (an empty cell, or any of pandas' missing
+strings in a CSV file) is a value: a batch holding nulls converts as pandas converts the whole
+column (numbers as floats, NaN where null), unless the column's integer categories reach
+2**53 in size, which floats could round; then pandas reads the column.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ NA_STRINGS = (
     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 )  # fmt: skip
 _INTEGER = r"^-?[0-9]{1,19}$"  # int64 for pandas and pyarrow, when in range
+_FLOAT_EXACT = 1 << 53  # every integer of smaller size is exact as a float64
 _NUMBER = r"^-?(?:[0-9]{1,18}|(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
 _SPACE = r"[ \t\n\v\f\r]*"
 # Text that a number or boolean parser might take: anything else makes a CSV column text.
@@ -225,6 +231,9 @@ class _Column:
         self.name = spec.name
         self.encoder = TableEncoder(DomainSpec([spec]))
         self.typed = typed
+        self.missing = spec.missing  # an empty cell is a value: a batch may hold nulls
+        # Categories matched as floats where a null makes pandas' whole column floats.
+        self.float_matched = spec.missing and spec.kind == CATEGORICAL
         self.kind = "number"
         if spec.kind == CATEGORICAL:
             values = [v for v in spec.values if v is not None]
@@ -257,19 +266,31 @@ class _Column:
 
     def _series(self, values: pa.ChunkedArray) -> pd.Series | None:
         if self.typed:
-            if values.null_count and not _is_text(values.type):
+            if values.null_count and not (_is_text(values.type) or self._nulls_kept(values.type)):
                 return None  # a null turns a whole pandas column of numbers to floats
-            return values.to_pandas()
+            return self._exact(values.to_pandas())
         if self.kind == "text":
             self.text_seen = self.text_seen or _has_text(values)
             return values.to_pandas()
-        if values.null_count:
+        if values.null_count and not self.missing:
             return None
         if self.kind == "integer":
             array = _cast(values, _INTEGER, pa.int64())
         else:
             array = _cast(values, _NUMBER, pa.float64())
-        return None if array is None else pd.Series(array)
+        return None if array is None else self._exact(pd.Series(array))
+
+    def _nulls_kept(self, t: pa.DataType) -> bool:
+        """A batch of type ``t`` with nulls converts as pandas' whole column (floats, NaN
+        where null), and its nulls are a value of the column."""
+        return self.missing and (pa.types.is_integer(t) or pa.types.is_floating(t))
+
+    def _exact(self, series: pd.Series) -> pd.Series | None:
+        """``series``, or None when a null elsewhere could make pandas round its numbers
+        (integers of 2**53 or more as floats) before they are matched to categories."""
+        if not self.float_matched or not pd.api.types.is_numeric_dtype(series):
+            return series
+        return None if ((series >= _FLOAT_EXACT) | (series <= -_FLOAT_EXACT)).any() else series
 
 
 class _Ids:
