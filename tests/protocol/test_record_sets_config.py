@@ -49,6 +49,7 @@ def test_partial_record_sets_are_in_the_file_and_the_hash_and_round_trip(tmp_pat
         ({"record_sets": "partial", "region_share": True}, "region_share must lie in"),
         ({"population": "union"}, "settings of record_sets='partial'"),
         ({"record_sets": "partial", "method": "fo"}, "method 'fo' needs every party"),
+        ({"record_sets": "partial", "secure_pipeline": "paper"}, "'secure/paper' needs every"),
     ],
 )
 def test_bad_record_set_settings_are_one_line_errors(kw, words):

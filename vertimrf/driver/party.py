@@ -72,6 +72,7 @@ class PartyDriver(RoleDriver):
         bodies: dict[str, Body] = {  # each step by the kind it sends, whose name it shares
             Kind.LOCAL: self._local,
             Kind.COMMIT: self._commit,
+            Kind.TOKENS: self._tokens,
             Kind.FEATURES: self._features,
             Kind.RELEASE: self._release,
             Kind.GROUPS: self._groups,
@@ -154,6 +155,10 @@ class PartyDriver(RoleDriver):
         if self.party.secure is None:  # the paper pipeline, its local release resent
             self._resume_local()
         return self._to_server(Kind.COMMIT, self.party.commit())
+
+    def _tokens(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        (admit,) = inputs.values()
+        return self._to_server(Kind.TOKENS, self.party.tokens(bytes(admit)))
 
     def _features(self, inputs: Mapping[Message, Payload]) -> Outputs:
         if self.party.secure is None:  # the paper pipeline, its local release resent

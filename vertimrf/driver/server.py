@@ -105,7 +105,12 @@ class ServerDriver(RoleDriver):
 
     def _make_steps(self) -> tuple[Step, ...]:
         schedule = self._schedule
-        bodies = {Kind.DEAL: self._deal, Kind.SELECT: self._select, SYNTHESIZE: self._synthesize}
+        bodies = {
+            Kind.ADMIT: self._admit,
+            Kind.DEAL: self._deal,
+            Kind.SELECT: self._select,
+            SYNTHESIZE: self._synthesize,
+        }
         return tuple(
             Step(s.name, schedule.inputs(s.name, SERVER), bodies[s.name])
             for s in schedule.steps(SERVER)
@@ -175,9 +180,14 @@ class ServerDriver(RoleDriver):
             )
 
     # ------------------------------------------------------------------ step bodies
-    def _deal(self, inputs: Mapping[Message, Payload]) -> Outputs:
+    def _admit(self, inputs: Mapping[Message, Payload]) -> Outputs:
         commits = {m.sender: bytes(data) for m, data in inputs.items()}
-        return self._to_parties(Kind.DEAL, self.server.deal(self._keys, commits))
+        return self._to_parties(Kind.ADMIT, dict.fromkeys(self._names, self.server.admit(commits)))
+
+    def _deal(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        commits = {m.sender: bytes(d) for m, d in inputs.items() if m.kind == Kind.COMMIT}
+        tokens = {m.sender: bytes(d) for m, d in inputs.items() if m.kind == Kind.TOKENS} or None
+        return self._to_parties(Kind.DEAL, self.server.deal(self._keys, commits, tokens))
 
     def _releases(self, inputs: Mapping[Message, Payload], kind: Kind) -> list:
         assert self._plan is not None

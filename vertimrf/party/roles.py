@@ -40,7 +40,7 @@ from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.secure import Marginal, Request
-from vertimrf.protocol.securemsg import SecureRelease, commit_bytes
+from vertimrf.protocol.securemsg import SecureRelease, commit_bytes, read_admit, tokens_bytes
 
 R = TypeVar("R", LocalParty, SecureParty)
 
@@ -200,6 +200,13 @@ class Party:
         (:meth:`SecureParty.commitment`), which the server's deal is made for."""
         secure = self._secure_role()
         return commit_bytes(self.config.config_hash(), self.name, secure.commitment())
+
+    def tokens(self, admit: bytes) -> bytes:
+        """Partial record sets: the tokens message to the server, from the server's admit
+        message (:meth:`vertimrf.server.roles.Server.admit`)."""
+        config_hash = self.config.config_hash()
+        tokens = self._secure_role().tokens(read_admit(admit, config_hash))
+        return tokens_bytes(config_hash, tokens)
 
     def features(self, deal: bytes) -> SealedBlobs:
         """Method "secure": the masked-feature blob for each peer, from the server's deal

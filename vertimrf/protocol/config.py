@@ -239,7 +239,8 @@ class ProtocolConfig:
 
     def _check_record_sets(self) -> None:
         """``record_sets``, ``population`` and ``region_share`` are known values, the last
-        two left at their defaults with equal record sets, and the method can run them."""
+        two left at their defaults with equal record sets (whether the method runs them is
+        its rules' check, :func:`~vertimrf.protocol.plan.check_plan`)."""
         if self.record_sets not in RECORD_SETS:
             raise ConfigError(
                 f"record_sets must be one of {list(RECORD_SETS)}; got {self.record_sets!r}."
@@ -258,11 +259,6 @@ class ProtocolConfig:
                     "equal record sets every record is every party's."
                 )
             return
-        if self.options.METHOD == "fo":
-            raise ConfigError(
-                "method 'fo' needs every party to hold the same records (its randomized rows "
-                "are joined by position): use record_sets='equal', or method 'secure'."
-            )
 
     def _check_identities(self, names: list[str]) -> None:
         """The identities, if any, name every party and the server, once each."""

@@ -64,6 +64,17 @@ class MethodRules:
     local_message: ClassVar[bool] = True
     secure_product: ClassVar[bool] = False
     selects: ClassVar[bool] = False
+    # Why the method cannot run on record sets that differ ("": it can).
+    equal_sets_only: ClassVar[str] = ""
+
+    def check_record_sets(self, config: ProtocolConfig) -> None:
+        """ConfigError (one line) when ``config`` has partial record sets and the method
+        needs equal ones."""
+        if config.record_sets == "partial" and self.equal_sets_only:
+            raise ConfigError(
+                f"method {self.label!r} needs every party to hold the same records "
+                f"({self.equal_sets_only}): use record_sets='equal'."
+            )
 
     # ------------------------------------------------------------------ the plan
     def secure_plan(
@@ -134,6 +145,7 @@ class SecureRules(MethodRules):
 
     name = "secure"
     label = "secure/paper"
+    equal_sets_only = "its local models and bins are not built for them; the select pipeline is"
     secure_product = True
 
     def secure_plan(
@@ -241,6 +253,7 @@ class SecureSelectRules(SecureRules):
     releases every 2-way marginal and the count, then re-measures what the server selects."""
 
     label = "secure/select"
+    equal_sets_only = ""
     local_message = False
     selects = True
 
@@ -319,6 +332,7 @@ class FORules(MethodRules):
     """Method "fo": GRR rows of the binned columns, one row per noisy-count record."""
 
     name = label = "fo"
+    equal_sets_only = "its randomized rows are joined by position"
 
     def cross_releases(
         self, config: ProtocolConfig, budget: ProtocolBudget, party: str, d: int

@@ -561,6 +561,7 @@ def _check_memory(config: ProtocolConfig) -> None:
 
 def check_plan(config: ProtocolConfig) -> None:
     """Refuse (ConfigError, one line) a config whose run would fail: see the module doc."""
+    rules(config).check_record_sets(config)
     _check_budget(config)
     _check_tables(config)
     _check_memory(config)

@@ -52,6 +52,8 @@ class Kind(str, Enum):
     LOCAL = "local"  # a party's local message, to the server
     LOCAL_COUNT = "local-count"  # the count party's noisy count, to its peers
     COMMIT = "commit"  # a party's data commitment, to the server
+    ADMIT = "admit"  # partial record sets: the digest of every commitment, to each party
+    TOKENS = "tokens"  # partial record sets: a party's token list, to the server
     DEAL = "deal"  # the server's sealed deal, to each party
     FEATURES = "features"  # a party's sealed masked features, to each peer
     RELEASE = "release"  # a party's secure release, to the server
@@ -171,6 +173,10 @@ LOCAL = _party(
 )
 COMMIT = _party("commit", Send(Kind.COMMIT, TO_SERVER))
 DEAL = _server("deal", Send(Kind.DEAL, TO_PARTIES), reads=(Kind.COMMIT,))
+# partial record sets: the admit digest, each party's tokens, then the deal with the slots
+ADMIT = _server("admit", Send(Kind.ADMIT, TO_PARTIES), reads=(Kind.COMMIT,))
+TOKENS = _party("tokens", Send(Kind.TOKENS, TO_SERVER), reads=(Kind.ADMIT,))
+SLOT_DEAL = _server("deal", Send(Kind.DEAL, TO_PARTIES), reads=(Kind.COMMIT, Kind.TOKENS))
 FEATURES = _party("features", Send(Kind.FEATURES, TO_PEERS), reads=(Kind.DEAL,))
 # the deal is read again by a later step in a new process (to reopen it)
 RELEASE = _party("release", Send(Kind.RELEASE, TO_SERVER), reads=(Kind.FEATURES, Kind.DEAL))
@@ -290,13 +296,15 @@ class Schedule:
 
     def limit(self, message: Message) -> Limit | None:
         """The most bytes ``message`` may hold, and its first bytes (None: unbounded)."""
-        from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES
+        from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES, TOKENS_MAGIC
 
         kind, plan = message.kind, self.plan
         if kind == Kind.LOCAL_COUNT:
             return Limit(COUNT_BYTES, JSON_MAGIC)
-        if kind == Kind.COMMIT:
+        if kind in (Kind.COMMIT, Kind.ADMIT):
             return Limit(MAX_COMMIT_BYTES, JSON_MAGIC)
+        if kind == Kind.TOKENS:
+            return Limit(len(TOKENS_MAGIC) + 64 + 8 * self._slot_bound(), TOKENS_MAGIC)
         if kind in (Kind.LOCAL, Kind.RELEASE, Kind.MEASURE):
             # everything its sender sends in the run; without max_rows the plan cannot
             # count a local message's rows, so the memory limit bounds it
@@ -311,8 +319,17 @@ class Schedule:
             secure = self._secure
             assert secure is not None
             cells = sum(secure.max_cells(p, q) for p, q in secure.pairs())
-            return Limit(8 * cells + DEAL_SLACK)
+            slots = self._slot_bound() if kind == Kind.DEAL else 0  # partial sets: the slots
+            return Limit(8 * (cells + slots) + DEAL_SLACK)
         return None  # the request: parsed and checked by its reader
+
+    def _slot_bound(self) -> int:
+        """The most tokens (and so slots) one party may have: max_rows records plus every
+        dummy (0 with equal record sets)."""
+        secure = self._secure
+        if secure is None or secure.regions is None:
+            return 0
+        return secure.max_rows + secure.regions.dummy_rows
 
     def uploads(self) -> dict[tuple[str, str, str], Limit]:
         """Every message a party sends, as (sender, receiver, kind), with its limit (the
@@ -337,6 +354,18 @@ class SelectSchedule(Schedule):
     STEPS = (COMMIT, DEAL, FEATURES, RELEASE, SELECT, GROUPS, MEASURE, _synthesize(Kind.MEASURE))
 
 
+class PartialSelectSchedule(Schedule):
+    """Method "secure", the select pipeline, when the parties' record sets differ: the
+    server admits the commitments, the parties send their tokens, and the deal carries
+    each party's slots (docs/protocol.md)."""
+
+    method = "secure/select/partial"
+    STEPS = (
+        COMMIT, ADMIT, TOKENS, SLOT_DEAL, FEATURES, RELEASE, SELECT, GROUPS, MEASURE,
+        _synthesize(Kind.MEASURE),
+    )  # fmt: skip
+
+
 class PaperSchedule(Schedule):
     """Method "secure", the paper pipeline."""
 
@@ -358,12 +387,16 @@ class FMSchedule(FOSchedule):
 
 
 SCHEDULES: dict[str, type[Schedule]] = {
-    s.method: s for s in (SelectSchedule, PaperSchedule, FOSchedule, FMSchedule)
+    s.method: s
+    for s in (SelectSchedule, PartialSelectSchedule, PaperSchedule, FOSchedule, FMSchedule)
 }
 
 
 def schedule(config: ProtocolConfig) -> Schedule:
-    """The schedule of ``config``'s method."""
+    """The schedule of ``config``'s method (and record sets)."""
     from vertimrf.protocol.methods import rules
 
-    return SCHEDULES[rules(config).label](config)
+    label = rules(config).label
+    if config.record_sets == "partial" and label == SelectSchedule.method:
+        label = PartialSelectSchedule.method
+    return SCHEDULES[label](config)

@@ -174,6 +174,56 @@ def read_commit(data: bytes | bytearray | memoryview, config_hash: str, party: s
     return commitment
 
 
+ADMIT_KIND = "vertimrf-secure-admit/1"
+TOKENS_MAGIC = b"VMRFTOK1"  # then the run's config hash (64 hex), then uint64 tokens (LE)
+
+
+def admit_bytes(config_hash: str, admit: bytes) -> bytes:
+    """The server's admit message (partial record sets): the digest of every party's data
+    commitment, public, for the run ``config_hash``, as JSON."""
+    data = {"format": ADMIT_KIND, "config_hash": config_hash, "admit": admit.hex()}
+    return (json.dumps(data, sort_keys=True) + "\n").encode()
+
+
+def read_admit(data: bytes | bytearray | memoryview, config_hash: str) -> bytes:
+    """The admit digest of the run ``config_hash`` (MessageError when malformed or another
+    run's)."""
+    fields: dict[str, Any] = {}
+    try:
+        raw = bytes(data)
+        parsed = json.loads(raw) if len(raw) <= MAX_COMMIT_BYTES else None
+        if isinstance(parsed, dict) and set(parsed) == {"format", "config_hash", "admit"}:
+            fields = parsed
+        admit = bytes.fromhex(str(fields["admit"])) if fields else b""
+    except (UnicodeDecodeError, ValueError):
+        admit = b""
+    if fields.get("format") != ADMIT_KIND or len(admit) != DIGEST_BYTES:
+        raise MessageError("the admit message is malformed: take the server's again.")
+    if fields["config_hash"] != config_hash:
+        raise MessageError("the admit message belongs to another run (config hash).")
+    return admit
+
+
+def tokens_bytes(config_hash: str, tokens: np.ndarray) -> bytes:
+    """A party's token list for the server (partial record sets): sorted uint64 values,
+    after a magic and the run's config hash."""
+    return TOKENS_MAGIC + config_hash.encode() + np.ascontiguousarray(tokens, "<u8").tobytes()
+
+
+def read_tokens(data: bytes | bytearray | memoryview, config_hash: str, most: int) -> np.ndarray:
+    """The token list in a tokens message of the run ``config_hash``, at most ``most``
+    tokens (MessageError when malformed, another run's or too long)."""
+    raw = memoryview(data).cast("B")
+    head = len(TOKENS_MAGIC) + len(config_hash)
+    if bytes(raw[: len(TOKENS_MAGIC)]) != TOKENS_MAGIC or (len(raw) - head) % 8:
+        raise MessageError("the tokens message is malformed: have the party send it again.")
+    if bytes(raw[len(TOKENS_MAGIC) : head]) != config_hash.encode():
+        raise MessageError("the tokens message belongs to another run (config hash).")
+    if (len(raw) - head) // 8 > most:
+        raise MessageError(f"the tokens message holds more than {most} tokens.")
+    return np.frombuffer(raw[head:], "<u8").astype(np.uint64)
+
+
 def commit_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str:
     """The party that a commit message of the run ``config_hash`` names (the message
     checked as :func:`read_commit` does)."""

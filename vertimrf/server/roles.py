@@ -30,7 +30,7 @@ from vertimrf.protocol.methods import rules
 from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import Request
-from vertimrf.protocol.securemsg import SecureRelease, read_commit
+from vertimrf.protocol.securemsg import SecureRelease, admit_bytes, read_commit, read_tokens
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.server.secure import SecureServer
 from vertimrf.server.server import PaperServer
@@ -73,16 +73,33 @@ class Server:
     def __repr__(self) -> str:
         return f"Server(method={self.config.method!r}, pipeline={self.config.pipeline!r})"
 
+    def admit(self, commits: Mapping[str, bytes]) -> bytes:
+        """Partial record sets: the admit message, from the parties' commit messages."""
+        if self.secure is None or self.config.record_sets != "partial":
+            raise ConfigError("admit is a step of method 'secure' with partial record sets.")
+        config_hash = self.config.config_hash()
+        commitments = {n: read_commit(data, config_hash, n) for n, data in commits.items()}
+        return admit_bytes(config_hash, self.secure.admit(commitments))
+
     def deal(
-        self, public_keys: Mapping[str, PublicKey], commits: Mapping[str, bytes]
+        self,
+        public_keys: Mapping[str, PublicKey],
+        commits: Mapping[str, bytes],
+        tokens: Mapping[str, bytes] | None = None,
     ) -> dict[str, bytes]:
         """Method "secure": one sealed deal per party, from the parties' public keys and
-        their commit messages (:meth:`vertimrf.party.roles.Party.commit`), by name."""
+        their commit messages (:meth:`vertimrf.party.roles.Party.commit`), by name; with
+        partial record sets also from their tokens messages (:meth:`Party.tokens`)."""
         if self.secure is None:
             raise ConfigError(f"deal is a step of method 'secure', not {self.config.method!r}.")
         config_hash = self.config.config_hash()
         commitments = {n: read_commit(data, config_hash, n) for n, data in commits.items()}
-        return self.secure.deal(dict(public_keys), commitments)
+        lists = None
+        if tokens is not None:
+            regions = self.secure.plan.regions
+            most = self.secure.plan.max_rows + (0 if regions is None else regions.dummy_rows)
+            lists = {n: read_tokens(data, config_hash, most) for n, data in tokens.items()}
+        return self.secure.deal(dict(public_keys), commitments, lists)
 
     def select(self, releases: Sequence[SecureRelease]) -> Request:
         """The secure select pipeline: the re-measurement request, from the first releases."""

@@ -270,7 +270,10 @@ class PartyState:
     def data_digest(self) -> str:
         """SHA-256 of this party's records: their ID fingerprints and codes, bucket by
         bucket in row order (:mod:`vertimrf.party.aligned`; its private state and derived
-        keys are bound to it)."""
+        keys are bound to it). With partial record sets, before the deal lays them out: the
+        records' digest in fingerprint order (:meth:`commitment`'s)."""
+        if self.plan.regions is not None and self._aligned is None:
+            return self._records_digest()
         return self.aligned().data_digest
 
     def _state_meta(self, binding: str) -> dict[str, Any]:
