@@ -33,7 +33,7 @@ from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.schedule import Kind, Message
-from vertimrf.protocol.securemsg import commit_sender
+from vertimrf.protocol.securemsg import commit_sender, tokens_sender
 from vertimrf.protocol.seeds import SERVER
 
 PathLike = str | os.PathLike
@@ -152,12 +152,14 @@ def route(
     files: Iterable[PathLike], kind: Kind, config: ProtocolConfig, *, what: str
 ) -> dict[Message, Path]:
     """The files of the parties' ``kind`` messages to the server (``commit``: data
-    commitments; ``local``: local messages; else secure releases), each named by the
-    sender its content names; two files of one party are refused (``what`` names the files
-    in the message)."""
+    commitments; ``tokens``: token lists; ``local``: local messages; else secure
+    releases), each named by the sender its content names; two files of one party are
+    refused (``what`` names the files in the message)."""
     read: Callable[[bytes], str]
     if kind == Kind.COMMIT:
         read = lambda data: commit_sender(data, config.config_hash())  # noqa: E731
+    elif kind == Kind.TOKENS:
+        read = lambda data: tokens_sender(data, config.config_hash())  # noqa: E731
     elif kind == Kind.LOCAL:
         read = lambda data: codec.read_message(data, config).party  # noqa: E731
     else:

@@ -206,7 +206,7 @@ class Party:
         message (:meth:`vertimrf.server.roles.Server.admit`)."""
         config_hash = self.config.config_hash()
         tokens = self._secure_role().tokens(read_admit(admit, config_hash))
-        return tokens_bytes(config_hash, tokens)
+        return tokens_bytes(config_hash, self.name, tokens)
 
     def features(self, deal: bytes) -> SealedBlobs:
         """Method "secure": the masked-feature blob for each peer, from the server's deal

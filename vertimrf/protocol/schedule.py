@@ -304,7 +304,7 @@ class Schedule:
         if kind in (Kind.COMMIT, Kind.ADMIT):
             return Limit(MAX_COMMIT_BYTES, JSON_MAGIC)
         if kind == Kind.TOKENS:
-            return Limit(len(TOKENS_MAGIC) + 64 + 8 * self._slot_bound(), TOKENS_MAGIC)
+            return Limit(len(TOKENS_MAGIC) + 64 + 256 + 8 * self._slot_bound(), TOKENS_MAGIC)
         if kind in (Kind.LOCAL, Kind.RELEASE, Kind.MEASURE):
             # everything its sender sends in the run; without max_rows the plan cannot
             # count a local message's rows, so the memory limit bounds it

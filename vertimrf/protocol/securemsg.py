@@ -204,24 +204,51 @@ def read_admit(data: bytes | bytearray | memoryview, config_hash: str) -> bytes:
     return admit
 
 
-def tokens_bytes(config_hash: str, tokens: np.ndarray) -> bytes:
-    """A party's token list for the server (partial record sets): sorted uint64 values,
-    after a magic and the run's config hash."""
-    return TOKENS_MAGIC + config_hash.encode() + np.ascontiguousarray(tokens, "<u8").tobytes()
+def tokens_bytes(config_hash: str, party: str, tokens: np.ndarray) -> bytes:
+    """``party``'s token list for the server (partial record sets): the magic, the run's
+    config hash (64 hex), the party's name (one length byte, UTF-8), then the sorted
+    tokens (uint64, little-endian)."""
+    name = party.encode("utf-8")
+    head = TOKENS_MAGIC + config_hash.encode() + len(name).to_bytes(1, "little") + name
+    return head + np.ascontiguousarray(tokens, "<u8").tobytes()
 
 
-def read_tokens(data: bytes | bytearray | memoryview, config_hash: str, most: int) -> np.ndarray:
-    """The token list in a tokens message of the run ``config_hash``, at most ``most``
-    tokens (MessageError when malformed, another run's or too long)."""
+def _tokens_parts(data: bytes | bytearray | memoryview, config_hash: str) -> tuple[str, int]:
+    """The sender of a tokens message of the run ``config_hash`` and where its tokens
+    start (MessageError when malformed or another run's)."""
     raw = memoryview(data).cast("B")
-    head = len(TOKENS_MAGIC) + len(config_hash)
-    if bytes(raw[: len(TOKENS_MAGIC)]) != TOKENS_MAGIC or (len(raw) - head) % 8:
-        raise MessageError("the tokens message is malformed: have the party send it again.")
-    if bytes(raw[len(TOKENS_MAGIC) : head]) != config_hash.encode():
+    at = len(TOKENS_MAGIC) + len(config_hash)
+    if bytes(raw[: len(TOKENS_MAGIC)]) != TOKENS_MAGIC or len(raw) <= at:
+        raise MessageError("not a tokens message (from `party tokens`).")
+    if bytes(raw[len(TOKENS_MAGIC) : at]) != config_hash.encode():
         raise MessageError("the tokens message belongs to another run (config hash).")
-    if (len(raw) - head) // 8 > most:
+    start = at + 1 + raw[at]
+    try:
+        sender = bytes(raw[at + 1 : start]).decode("utf-8")
+    except UnicodeDecodeError:
+        sender = ""
+    if not sender or len(raw) < start or (len(raw) - start) % 8:
+        raise MessageError("the tokens message is malformed: have the party send it again.")
+    return sender, start
+
+
+def tokens_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str:
+    """The party that a tokens message of the run ``config_hash`` names."""
+    return _tokens_parts(data, config_hash)[0]
+
+
+def read_tokens(
+    data: bytes | bytearray | memoryview, config_hash: str, party: str, most: int
+) -> np.ndarray:
+    """The token list in ``party``'s tokens message of the run ``config_hash``, at most
+    ``most`` tokens (MessageError when malformed, another run's or party's, or too long)."""
+    sender, start = _tokens_parts(data, config_hash)
+    if sender != party:
+        raise MessageError(f"the tokens message from {party!r} names party {sender!r}.")
+    raw = memoryview(data).cast("B")
+    if (len(raw) - start) // 8 > most:
         raise MessageError(f"the tokens message holds more than {most} tokens.")
-    return np.frombuffer(raw[head:], "<u8").astype(np.uint64)
+    return np.frombuffer(raw[start:], "<u8").astype(np.uint64)
 
 
 def commit_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str:

@@ -98,7 +98,7 @@ class Server:
         if tokens is not None:
             regions = self.secure.plan.regions
             most = self.secure.plan.max_rows + (0 if regions is None else regions.dummy_rows)
-            lists = {n: read_tokens(data, config_hash, most) for n, data in tokens.items()}
+            lists = {n: read_tokens(data, config_hash, n, most) for n, data in tokens.items()}
         return self.secure.deal(dict(public_keys), commitments, lists)
 
     def select(self, releases: Sequence[SecureRelease]) -> Request:
