@@ -73,6 +73,24 @@ def make_deals(root: Path, parties: dict[str, list[str]]) -> None:
         shutil.copy(root / "S" / f"{n}.deal", root / n)
 
 
+def make_partial_deals(root: Path, parties: dict[str, list[str]]) -> None:
+    """Partial record sets: every party commits, the server admits the commitments, every
+    party sends its tokens and the server deals on both (each relay a file copy)."""
+    names = list(parties)
+    ok([["party", "commit", *commit_args(n, parties), "--out", f"S/{n}.commit"]
+        for n in names], root)  # fmt: skip
+    commits = [f"S/{n}.commit" for n in names]
+    ok([["server", "admit", "--config", "config.json", "--commits", *commits, "--out-dir", "S"]],
+       root)  # fmt: skip
+    ok([["party", "tokens", *commit_args(n, parties), "--admit", f"S/{n}.admit", "--out",
+         f"S/{n}.tokens"] for n in names], root)  # fmt: skip
+    ok([["server", "deal", "--config", "config.json", "--keys", *[f"S/{n}.pub" for n in names],
+         "--commits", *commits, "--tokens", *[f"S/{n}.tokens" for n in names], "--out-dir", "S",
+         *SERVER_KEY]], root)  # fmt: skip
+    for n in names:
+        shutil.copy(root / "S" / f"{n}.deal", root / n)
+
+
 def relay_blobs(root: Path, names: list[str]) -> None:
     """The server relays each party's feature blobs to their peers (a file copy)."""
     for n in names:

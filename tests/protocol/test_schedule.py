@@ -26,12 +26,19 @@ from vertimrf.protocol.schedule import (
     Kind,
     schedule,
 )
+from vertimrf.protocol.securemsg import TOKENS_MAGIC
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.service.app import CONTAINER_FORMATS
 
 COLUMNS = {"A": ["c0", "c1"], "B": ["c2"], "C": ["c3", "c4"]}
 METHODS = {
     "secure/select": {"method": "secure", "secure_feature_width": 16},
+    "secure/select/partial": {
+        "method": "secure",
+        "secure_feature_width": 16,
+        "record_sets": "partial",
+        "max_rows": 4096,
+    },  # fmt: skip
     "secure/paper": {"method": "secure", "secure_pipeline": "paper"},
     "fo": {"method": "fo"},
     "fm": {"method": "fm", "t": 32, "allow_non_dp": True},
@@ -48,12 +55,12 @@ def _config(method: str) -> ProtocolConfig:
     _, spec = _data()
     return from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(COLUMNS.items()),
-        max_rows=256, run_nonce="ab" * 16, **METHODS[method],
+        run_nonce="ab" * 16, **{"max_rows": 256, **METHODS[method]},
     )  # fmt: skip
 
 
 def test_one_schedule_per_method_and_every_step_names_its_kind():
-    """Four schedules; a step that sends names the kind it sends first (a second kind to
+    """Five schedules; a step that sends names the kind it sends first (a second kind to
     the same receivers is ``<step>-<part>``)."""
     assert sorted(SCHEDULES) == sorted(METHODS)
     for method in METHODS:
@@ -128,6 +135,8 @@ def test_the_service_takes_uploads_of_the_parties_messages_with_the_schedules_li
             assert limit.magic == b"PK\x03\x04" and m.kind in CONTAINER_FORMATS
         elif m.kind in SEALED_KINDS:
             assert limit.magic == b""
+        elif m.kind == Kind.TOKENS:
+            assert limit.magic == TOKENS_MAGIC
         else:
             assert limit.magic == b"{"
     assert set(CONTAINER_FORMATS) == CONTAINER_KINDS

@@ -98,6 +98,19 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     party_args(com)
     own_key_args(com, "the commitment's key derives from it")
     com.add_argument("--out", required=True, help="commit file to write (give it to the server)")
+    tok = psub.add_parser(
+        Kind.TOKENS,
+        help="method secure, partial record sets: this party's tokens for the server",
+        description="After `party commit` and the server's `server admit`, write this "
+        "party's token list for the server: a keyed PRF of each record ID (the server cannot "
+        "invert it) and the dummy tokens that hide the size of each region of the record "
+        "sets. Give the file to the server only: a peer that read it could tell which of its "
+        "own records this party holds.",
+    )
+    party_args(tok)
+    own_key_args(tok, "its state is bound to it")
+    tok.add_argument("--admit", required=True, help="the server's NAME.admit file")
+    tok.add_argument("--out", required=True, help="tokens file to write (give it to the server)")
     feat = psub.add_parser(
         Kind.FEATURES,
         help="method secure: masked features for each peer",

@@ -69,7 +69,10 @@ def _run(
 
 
 # The option that names the file of each message a party receives from the server.
-_FROM_SERVER = {Kind.DEAL: "deal", Kind.SELECT: "request", Kind.SELECT_DEAL: "select_deal"}
+_FROM_SERVER = {
+    Kind.ADMIT: "admit", Kind.DEAL: "deal", Kind.SELECT: "request",
+    Kind.SELECT_DEAL: "select_deal",
+}  # fmt: skip
 
 
 def _files(
@@ -137,6 +140,13 @@ def cmd_party_commit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_party_tokens(args: argparse.Namespace) -> int:
+    """``party tokens``: partial record sets, this party's token list for the server."""
+    written, ph = _step(args, Kind.TOKENS)
+    _report(args, ph, f"its tokens {args.out} (give them to the server)", written)
+    return 0
+
+
 def cmd_party_features(args: argparse.Namespace) -> int:
     """``party features``: a masked-feature blob for each peer."""
     written, ph = _step(args, Kind.FEATURES, make_dirs=True)
@@ -172,6 +182,7 @@ def cmd_party_measure(args: argparse.Namespace) -> int:
 STEP_COMMANDS = {
     Kind.LOCAL: cmd_party_local,
     Kind.COMMIT: cmd_party_commit,
+    Kind.TOKENS: cmd_party_tokens,
     Kind.FEATURES: cmd_party_features,
     Kind.RELEASE: cmd_party_release,
     Kind.GROUPS: cmd_party_groups,

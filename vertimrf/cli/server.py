@@ -35,7 +35,8 @@ def _state_dir_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_server(sub: argparse._SubParsersAction) -> None:
-    """The `server deal`, `server select` and `server synthesize` commands."""
+    """The `server admit`, `server deal`, `server select` and `server synthesize`
+    commands."""
     server = sub.add_parser("server", help="the server's role", description="The server's role.")
     ssub = server.add_subparsers(dest="action", required=True)
     add_server_run(ssub)
@@ -55,9 +56,28 @@ def add_server(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="every party's commit file (from `party commit`); the deal is made for them",
     )
+    deal.add_argument(
+        "--tokens",
+        nargs="+",
+        default=None,
+        help="partial record sets: every party's tokens file (from `party tokens`)",
+    )
     server_key_arg(deal)
     deal.add_argument("--out-dir", required=True, help="folder for the deals")
     force_arg(deal)
+    adm = ssub.add_parser(
+        Kind.ADMIT,
+        help="method secure, partial record sets: admit the parties' commitments",
+        description="Write DIR/NAME.admit for each party: the digest of every party's data "
+        "commitment (public). Each party keys its dummy tokens by it (`party tokens`), so a "
+        "party whose data changed changes every party's dummies.",
+    )
+    adm.add_argument("--config", required=True, help="the shared protocol config")
+    adm.add_argument(
+        "--commits", nargs="+", required=True, help="every party's commit file (`party commit`)"
+    )
+    adm.add_argument("--out-dir", required=True, help="folder for the admit files")
+    force_arg(adm)
     sel = ssub.add_parser(
         Kind.SELECT,
         help="method secure: choose the marginals to re-measure",

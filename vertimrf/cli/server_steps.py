@@ -62,6 +62,23 @@ def _driver(
     return driver, transport
 
 
+def cmd_server_admit(args: argparse.Namespace) -> int:
+    """``server admit``: partial record sets, the digest of every party's commitment, one
+    file per party (NAME.admit)."""
+    from vertimrf.driver.files import route
+
+    cfg, run = step_config(args.config, SERVER, Kind.ADMIT)
+    folder = Path(args.out_dir)
+    admits = {m: folder / m.step_file_name for m in run.sends(Kind.ADMIT, SERVER)}
+    check_outputs(args, admits.values(), [args.config, args.commits], make_dirs=True)
+    commits = route(args.commits, Kind.COMMIT, cfg, what="commits")
+    driver, transport = _driver(args, cfg, commits, admits, keypair=None, public_keys={})
+    with Phases("server admit", ("admit", "write"), True) as ph:
+        run_file_step(driver, transport, Kind.ADMIT, ph)
+    print(f"wrote {len(admits)} admit files to {folder} (give each party its NAME.admit)")
+    return 0
+
+
 def cmd_server_deal(args: argparse.Namespace) -> int:
     from vertimrf.crypto.keys import load_public_keys
     from vertimrf.driver.files import route
@@ -76,6 +93,12 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
     inputs = [args.config, args.keys, args.commits, args.server_key]
     check_outputs(args, deals.values(), inputs, make_dirs=True)
     commits = route(args.commits, Kind.COMMIT, cfg, what="commits")
+    if run.step(Kind.DEAL).reads != (Kind.COMMIT,):  # partial record sets: the tokens too
+        if not args.tokens:
+            raise ConfigError("with partial record sets `server deal` needs --tokens.")
+        commits.update(route(args.tokens, Kind.TOKENS, cfg, what="tokens"))
+    elif args.tokens:
+        raise ConfigError("--tokens belongs to runs with partial record sets.")
     driver, transport = _driver(
         args, cfg, commits, deals, keypair=server_key(args), public_keys=keys
     )
@@ -187,6 +210,7 @@ def cmd_server_synthesize(args: argparse.Namespace) -> int:
 
 # Each server step command, by the step it runs (the step's name is the command's).
 STEP_COMMANDS = {
+    Kind.ADMIT: cmd_server_admit,
     Kind.DEAL: cmd_server_deal,
     Kind.SELECT: cmd_server_select,
     SYNTHESIZE: cmd_server_synthesize,

@@ -174,6 +174,7 @@ class PartyState:
         assert self._table is not None and self._fingerprints is not None  # dropped only here
         table = self._table
         assert isinstance(table, EncodedTable)  # partial sets refuse held tables
+        self._records_digest()  # computed once, before the table is dropped
         where = record_slots(self._tokens(admit), slots)
         self._aligned = SlotTable(table, self._fingerprints, where, assignment).align(
             self.spec, self._secret, self._context, self.plan
@@ -270,9 +271,10 @@ class PartyState:
     def data_digest(self) -> str:
         """SHA-256 of this party's records: their ID fingerprints and codes, bucket by
         bucket in row order (:mod:`vertimrf.party.aligned`; its private state and derived
-        keys are bound to it). With partial record sets, before the deal lays them out: the
-        records' digest in fingerprint order (:meth:`commitment`'s)."""
-        if self.plan.regions is not None and self._aligned is None:
+        keys are bound to it). With partial record sets: their digest in fingerprint order
+        (:meth:`commitment`'s), the same before and after the deal lays them out (what binds
+        the keyed streams to the slots is the deal, which carries them)."""
+        if self.plan.regions is not None:
             return self._records_digest()
         return self.aligned().data_digest
 

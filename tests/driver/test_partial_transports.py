@@ -1,0 +1,82 @@
+"""Partial record sets, every transport: three parties that hold different records (each
+party's CSV a different subset of one table) run in process, over folders, through the step
+commands' files and over HTTPS, and every transport writes the in-process run's synthetic
+CSV byte for byte."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.driver.test_same_bytes import TRANSPORTS
+from tests.folder_roles import THREE
+from tests.https_roles import pinned_files
+from tests.runs import correlated_table
+from tests.step_roles import make_partial_deals, select_run
+from vertimrf.crypto.keys import KeyPair
+from vertimrf.protocol.config import ProtocolConfig
+
+
+def _partial_files(root: Path) -> ProtocolConfig:
+    """The pinned files of a three-party run; then each party keeps a different subset of
+    the records (every record held by at least one party)."""
+    df, spec = correlated_table()
+    cfg = pinned_files(root, df, spec, record_sets="partial", max_rows=4096)
+    rng = np.random.default_rng(5)
+    held = rng.random((len(df), len(THREE))) < 0.7
+    held[~held.any(axis=1), 0] = True
+    for i, n in enumerate(THREE):
+        frame = pd.read_csv(root / f"{n}.csv")
+        frame[held[frame["rid"].to_numpy(), i]].to_csv(root / f"{n}.csv", index=False)
+    return cfg
+
+
+def _step_files(root: Path, cfg: ProtocolConfig) -> bytes:
+    """The step commands with the partial record sets' admit and tokens steps."""
+    for folder in ["S", *THREE]:
+        (root / folder).mkdir()
+    shutil.copy(root / "server.key", root / "S")
+    for n in THREE:
+        shutil.copy(root / f"{n}.csv", root / n)
+        shutil.copy(root / f"{n}.key", root / n)
+        shutil.copy(root / "secret.hex", root / n / f"{n}.secret")
+        public = KeyPair.load(root / f"{n}.key").public()
+        for folder in ["S", *(q for q in THREE if q != n)]:
+            public.save(root / folder / f"{n}.pub")
+    make_partial_deals(root, THREE)
+    select_run(root, THREE)
+    return (root / "S" / "synth.csv").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "transport",
+    [
+        pytest.param("folders", marks=pytest.mark.slow),
+        pytest.param("step files", marks=pytest.mark.slow),
+        pytest.param("https", marks=pytest.mark.service),
+    ],
+)
+def test_every_transport_writes_the_in_process_runs_bytes(tmp_path, transport):
+    here, there = tmp_path / "in-process", tmp_path / transport.replace(" ", "-")
+    here.mkdir()
+    cfg = _partial_files(here)
+    shutil.copytree(here, there)
+    want = TRANSPORTS["in process"](here, cfg)
+    if transport == "step files":  # the step commands take the public keys as files
+        cfg = dataclasses.replace(cfg, identities=None)
+        cfg.save(there / "config.json")
+        got = _step_files(there, cfg)
+    else:
+        got = TRANSPORTS[transport](there, cfg)
+    assert got == want and len(want.splitlines()) > 1
+
+
+def test_the_in_process_run_of_partial_sets_completes(tmp_path):
+    cfg = _partial_files(tmp_path)
+    out = TRANSPORTS["in process"](tmp_path, cfg).decode().splitlines()
+    assert out[0] == ",".join(cfg.spec.names) and len(out) > 10
