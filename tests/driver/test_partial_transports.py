@@ -80,3 +80,31 @@ def test_the_in_process_run_of_partial_sets_completes(tmp_path):
     cfg = _partial_files(tmp_path)
     out = TRANSPORTS["in process"](tmp_path, cfg).decode().splitlines()
     assert out[0] == ",".join(cfg.spec.names) and len(out) > 10
+
+
+def test_the_report_prints_the_region_counts_and_a_true_total(tmp_path):
+    """The report lists the noisy count of every region; the total epsilon converts the
+    rho at delta less the region noise's two failure probabilities (1% of delta each), and
+    stays within the budget; the report file keeps the counts."""
+    from tests.helpers import SECRET
+    from tests.runs import SEED
+    from vertimrf.driver import local_run
+    from vertimrf.privacy.zcdp import rho_to_epsilon
+    from vertimrf.protocol.report_file import report_from_meta, report_meta
+
+    cfg = _partial_files(tmp_path)
+    data = {n: pd.read_csv(tmp_path / f"{n}.csv") for n in THREE}
+    keys = {n: KeyPair.load(tmp_path / f"{n}.key") for n in THREE}
+    run = local_run(data, cfg, SECRET, seed=SEED, id_column="rid", keys=keys,
+                    server_key=KeyPair.load(tmp_path / "server.key"))  # fmt: skip
+    report = run.fitted(run.run()).report
+    assert list(report.regions) == ["A", "B", "A+B", "C", "A+C", "B+C", "A+B+C"]
+    assert report.region_sigma is not None and "record sets: partial" in str(report)
+    ledger = report.ledger
+    assert ledger.failure_delta == pytest.approx(2 * 0.01 * cfg.delta)
+    rho = ledger.total_rho
+    assert ledger.total_epsilon(cfg.delta) == rho_to_epsilon(rho, 0.98 * cfg.delta)
+    assert ledger.total_epsilon(cfg.delta) > rho_to_epsilon(rho, cfg.delta)
+    assert ledger.total_epsilon(cfg.delta) <= cfg.epsilon + 1e-9
+    again = report_from_meta(report_meta(report), "report")
+    assert again.regions == report.regions

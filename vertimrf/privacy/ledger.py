@@ -111,6 +111,25 @@ class PrivacyLedger:
             return math.inf
         return max(0.0, self.budget_rho - self.total_rho)
 
+    @property
+    def failure_delta(self) -> float:
+        """The sum of the releases' failure probabilities (``params["failure_delta"]``: a
+        release that is zCDP except on an event of that probability, such as a clipped
+        noise); a total (epsilon, delta) converts the rho at delta less this."""
+        return math.fsum(float(r.params.get("failure_delta", 0.0)) for r in self._releases)
+
+    def epsilon_at(self, rho: float, delta: float) -> float:
+        """The epsilon of ``rho`` (of releases of this ledger) at a total ``delta``: the
+        conversion at delta less :attr:`failure_delta` (PrivacyBudgetError when none is
+        left)."""
+        left = delta - self.failure_delta
+        if left <= 0:
+            raise PrivacyBudgetError(
+                f"delta {delta:g} does not cover the releases' failure probability "
+                f"{self.failure_delta:g}."
+            )
+        return rho_to_epsilon(rho, left)
+
     def total_epsilon(self, delta: float | None = None) -> float:
         """Total epsilon at ``delta`` (default: the budget's delta); a true upper bound.
 
@@ -126,7 +145,7 @@ class PrivacyLedger:
                 "(their registers share randomness, so the charges do not compose); there is "
                 "no total (epsilon, delta) to report."
             )
-        return rho_to_epsilon(self.total_rho, delta)
+        return self.epsilon_at(self.total_rho, delta)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[PrivacyLedger]:
@@ -246,10 +265,12 @@ class PrivacyLedger:
         elif no_total is not None:
             lines.append(f"no total (epsilon, delta) holds: {no_total}")
         elif delta is not None:
+            fail = self.failure_delta
             lines.append(
-                f"total (epsilon, delta) = ({round_up(rho_to_epsilon(total, delta))}, "
+                f"total (epsilon, delta) = ({round_up(self.epsilon_at(total, delta))}, "
                 f"{round_up(delta, 2)}) "
                 "by the Canonne-Kamath-Steinke conversion (a true upper bound)"
+                + (f", at delta less the failure probability {fail:.3g}" if fail else "")
             )
         if self.budget_rho is not None:
             budget = (

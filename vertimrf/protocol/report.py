@@ -14,7 +14,7 @@ from typing import Any
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
 from vertimrf.privacy.ledger import PrivacyLedger
-from vertimrf.privacy.zcdp import rho_to_epsilon, round_up
+from vertimrf.privacy.zcdp import round_up
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import fm_options
@@ -91,6 +91,10 @@ class ProtocolReport:
     message_bytes: dict[str, int] = field(default_factory=dict)
     viewers: dict[str, float] = field(default_factory=dict)
     binned: tuple[tuple[str, ...], ...] = ()
+    # partial record sets: the noisy region counts as released, by region ("A+B": the
+    # records held by exactly A and B), and the scale of each of their two noises
+    regions: dict[str, int] = field(default_factory=dict)
+    region_sigma: float | None = None
 
     @property
     def seeded(self) -> bool:
@@ -127,6 +131,8 @@ class ProtocolReport:
             "n_local_measurements": self.n_local_measurements,
             "iterations": list(self.iterations),
             "binned": [list(m) for m in self.binned],
+            "regions": dict(self.regions),
+            "region_sigma": self.region_sigma,
             "seconds": dict(self.seconds),
             "message_bytes": dict(self.message_bytes),
             "viewers": {
@@ -171,7 +177,7 @@ class ProtocolReport:
         return lines
 
     def _viewer_epsilon(self, rho: float) -> float | None:
-        return rho_to_epsilon(rho, self.delta) if self.dp_guarantee and rho > 0 else None
+        return self.ledger.epsilon_at(rho, self.delta) if self.dp_guarantee and rho > 0 else None
 
     def _viewer_lines(self) -> list[str]:
         """The guarantee against each viewer (the server, each party) on its own; for the
@@ -196,6 +202,14 @@ class ProtocolReport:
             f"cross-party edges added: {len(self.cross_edges)}; cross marginals fitted: "
             f"{len(self.cross_measured)}; local marginals: {self.n_local_measurements}",
         ]
+        if self.regions:
+            counts = "; ".join(f"{t} {c}" for t, c in self.regions.items())
+            lines.append(
+                "record sets: partial. Noisy region counts as released (the records held by "
+                "exactly these parties; the server saw each with the dummies' discrete Gaussian "
+                f"noise of sigma {self.region_sigma:.4g} and added its own of the same scale): "
+                f"{counts}"
+            )
         if self.binned:
             shown = ", ".join("x".join(m) for m in self.binned[:8])
             more = ", ..." if len(self.binned) > 8 else ""

@@ -436,7 +436,11 @@ class SecurePlan:
                     r.rho,
                     r.regions,
                     None,
-                    {"sigma": r.sigma, "offset": r.offset, "delta": r.delta_clip + r.delta_stop},
+                    {
+                        "sigma": r.sigma,
+                        "offset": r.offset,
+                        "failure_delta": r.delta_clip + r.delta_stop,
+                    },
                 )
             )
         if release == SELECT and self.rho_count > 0:

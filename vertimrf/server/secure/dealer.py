@@ -141,6 +141,7 @@ class Dealer(ServerState):
             lists = {i: np.asarray(tokens[name], np.uint64) for i, name in enumerate(plan.names)}
             secret = self._stream_secret()
             self._slots = assign_slots(lists, plan.regions, plan.max_rows, secret, ctx)
+            self._regions = dict(self._slots.released)
         derived = self._dealer(public_keys)
         self._public_keys = dict(public_keys)
         seeds_u = [derived("U", name) for name in plan.names]

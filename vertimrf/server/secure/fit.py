@@ -16,6 +16,7 @@ from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.samplers import NoiseSampler
+from vertimrf.protocol.regions import members
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import MEASURE, Request
 from vertimrf.protocol.securemsg import SecureRelease
@@ -111,6 +112,11 @@ class SecureServer(Selection):
         )
         return int(result.iterations)
 
+    def _region_names(self) -> dict[str, int]:
+        """The published region counts by the names of their parties ("A+B")."""
+        released = self.regions_released or {}
+        return {"+".join(members(t, self.plan.names)): r for t, r in sorted(released.items())}
+
     def report(
         self,
         *,
@@ -139,6 +145,8 @@ class SecureServer(Selection):
             binned=tuple(tuple(names[a] for a in m) for m in self._bins),
             iterations=tuple(self.iterations),
             viewers=self.plan.viewer_rho(list(self.ledger.releases)),
+            regions=self._region_names(),
+            region_sigma=None if self.plan.regions is None else self.plan.regions.sigma,
             seconds={} if seconds is None else seconds,
             message_bytes={} if message_bytes is None else message_bytes,
         )

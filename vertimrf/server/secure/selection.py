@@ -334,6 +334,8 @@ class Selection(Dealer):
             "scales": [self._first.scale[m] for m in keys],
             "seeded_parties": list(self._seeded_parties),
         }
+        if self._regions is not None:  # partial record sets: the published region counts
+            meta["regions"] = {str(t): r for t, r in self._regions.items()}
         arrays = {f"t{i}": self._first.values[m] for i, m in enumerate(keys)}
         write_container(path, STATE_KIND, meta, arrays)
 
@@ -365,6 +367,8 @@ class Selection(Dealer):
             if not isinstance(seeded, list) or not set(seeded) <= set(plan.names):
                 raise ValueError("seeded_parties")
             server._seeded_parties = tuple(n for n in plan.names if n in seeded)
+            if "regions" in meta:
+                server._regions = {int(t): int(r) for t, r in meta["regions"].items()}
             server.tree = JunctionTree.build(
                 config.spec.domain,
                 [tuple(c) for c in meta["cliques"]],

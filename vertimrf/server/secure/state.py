@@ -65,12 +65,13 @@ class ServerState:
         self._public_keys: dict[str, PublicKey] | None = None
         self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
         self._slots: Slots | None = None  # partial record sets: the slot assignment
+        self._regions: dict[int, int] | None = None  # and the region counts it published
 
     @property
     def regions_released(self) -> dict[int, int] | None:
         """Partial record sets, after the deal: the published noisy region counts, by
         region bit mask (:mod:`vertimrf.protocol.regions`); None before or otherwise."""
-        return None if self._slots is None else dict(self._slots.released)
+        return None if self._regions is None else dict(self._regions)
 
     def _stream_secret(self) -> bytes:
         """The secret of the server's keyed streams: its own, or one made from the seed
