@@ -76,6 +76,9 @@ def cmd_config(args: argparse.Namespace) -> int:
         "secure_buckets": args.buckets,
         "secure_pipeline": args.pipeline,
         "method": args.method,
+        "record_sets": args.record_sets,
+        "population": args.population,
+        "region_share": args.region_share,
     }
     method = args.method or PRESETS[args.preset]["method"]
     if args.pipeline is not None and "secure_pipeline" not in options_class(method).SELECT:
@@ -187,6 +190,29 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         help="secure: 'select' (the default: one budget, the server's selection over the whole "
         "table) or 'paper' (the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure "
         "estimates of the binned cross-party pairs; its parties run `party local` first)",
+    )
+    config.add_argument(
+        "--record-sets",
+        choices=("equal", "partial"),
+        default=None,
+        help="'equal' (the default: every party holds the same record IDs, checked) or "
+        "'partial' (method secure, select pipeline: the parties' records differ; they are "
+        "aligned without revealing who is shared, and the server sees only noisy counts of "
+        "each region of the record sets)",
+    )
+    config.add_argument(
+        "--population",
+        choices=("intersection", "union"),
+        default=None,
+        help="with --record-sets partial: the synthetic rows, those every party holds (the "
+        "default) or every record (empty cells where a party holds none)",
+    )
+    config.add_argument(
+        "--region-share",
+        type=float,
+        default=None,
+        help="with --record-sets partial: the fraction of the budget spent on the noisy "
+        "region counts (default 0.02)",
     )
     config.add_argument(
         "--max-memory-gb",

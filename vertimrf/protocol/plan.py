@@ -399,7 +399,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
             steps["local"] = _local_peak(config, d_p)
         own = sum(plan.cells(mg) for mg in plan.all_pairs() if p in {plan.owner[a] for a in mg})
         blobs = wire * rows * (widths[p] + caps[p]) + 2 * BLOB_OVERHEAD
-        sends = (m - 1) * blobs + 8 * (own + grown[p]) + 2 * CONTAINER_BYTES
+        sends = (m - 1) * blobs + 8 * (own + grown[p] + plan.max_tokens) + 2 * CONTAINER_BYTES
         keeps = _state_bytes(shares[p]) if plan.select else 0
         roles.append(RoleCost(name, sends, keeps, steps))
     total = sum(dealt)
@@ -430,7 +430,8 @@ def _state_bytes(words: int) -> int:
 
 def _deal_bytes(plan: SecurePlan) -> dict[str, int]:
     """Upper bound of each party's sealed deal: its mask seed, a W seed per higher peer and
-    a Z matrix per lower peer, each an archive entry."""
+    a Z matrix per lower peer (and its slots, with partial record sets), each an archive
+    entry."""
     out = {}
     for p, name in enumerate(plan.names):
         higher = [q for a, q in plan.pairs() if a == p]
@@ -438,7 +439,7 @@ def _deal_bytes(plan: SecurePlan) -> dict[str, int]:
         words = sum(plan.widths[a] * plan.widths[p] for a in lower)
         entries = 1 + len(higher) + len(lower)
         out[name] = (
-            8 * words
+            8 * (words + plan.max_tokens)
             + SEED_BYTES * (1 + len(higher))
             + ARCHIVE_ENTRY_BYTES * entries
             + 22

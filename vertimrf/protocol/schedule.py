@@ -324,12 +324,8 @@ class Schedule:
         return None  # the request: parsed and checked by its reader
 
     def _slot_bound(self) -> int:
-        """The most tokens (and so slots) one party may have: max_rows records plus every
-        dummy (0 with equal record sets)."""
-        secure = self._secure
-        if secure is None or secure.regions is None:
-            return 0
-        return secure.max_rows + secure.regions.dummy_rows
+        """The most tokens (and so slots) one party may have (0 without a secure plan)."""
+        return 0 if self._secure is None else self._secure.max_tokens
 
     def uploads(self) -> dict[tuple[str, str, str], Limit]:
         """Every message a party sends, as (sender, receiver, kind), with its limit (the

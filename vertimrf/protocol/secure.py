@@ -193,6 +193,12 @@ class SecurePlan:
     regions: RegionNoise | None = None  # partial record sets: the region counts' noise
 
     @property
+    def max_tokens(self) -> int:
+        """Partial record sets: the most tokens (and so slots) one party may have, max_rows
+        records plus every dummy; 0 with equal record sets."""
+        return 0 if self.regions is None else self.max_rows + self.regions.dummy_rows
+
+    @property
     def capacity(self) -> int:
         """The padded rows of one bucket."""
         return self.rows // self.buckets

@@ -96,8 +96,7 @@ class Server:
         commitments = {n: read_commit(data, config_hash, n) for n, data in commits.items()}
         lists = None
         if tokens is not None:
-            regions = self.secure.plan.regions
-            most = self.secure.plan.max_rows + (0 if regions is None else regions.dummy_rows)
+            most = self.secure.plan.max_tokens
             lists = {n: read_tokens(data, config_hash, n, most) for n, data in tokens.items()}
         return self.secure.deal(dict(public_keys), commitments, lists)
 

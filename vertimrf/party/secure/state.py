@@ -24,7 +24,7 @@ from vertimrf.container import read_container, write_container
 from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
-from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
+from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable, check_count
 from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.kept_aligned import binding, kept_or_aligned
 from vertimrf.party.keys import HashKeys
@@ -162,6 +162,7 @@ class PartyState:
             raise ConfigError("tokens are a step of record_sets='partial' only.")
         if self._fingerprints is None:
             raise ConfigError("the tokens are made before the deal lays the records out.")
+        check_count(self._fingerprints.size, self.plan.max_rows)
         return make_tokens(
             self._fingerprints, self._secret, self._context, admit, regions, self.index
         )
