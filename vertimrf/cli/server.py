@@ -63,6 +63,7 @@ def add_server(sub: argparse._SubParsersAction) -> None:
         help="partial record sets: every party's tokens file (from `party tokens`)",
     )
     server_key_arg(deal)
+    _state_dir_arg(deal)
     deal.add_argument("--out-dir", required=True, help="folder for the deals")
     force_arg(deal)
     adm = ssub.add_parser(

@@ -93,14 +93,15 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
     inputs = [args.config, args.keys, args.commits, args.server_key]
     check_outputs(args, deals.values(), inputs, make_dirs=True)
     commits = route(args.commits, Kind.COMMIT, cfg, what="commits")
-    if run.step(Kind.DEAL).reads != (Kind.COMMIT,):  # partial record sets: the tokens too
+    if run.step(Kind.DEAL).reads != (Kind.COMMIT,):  # partial record sets: their tokens too
         if not args.tokens:
             raise ConfigError("with partial record sets `server deal` needs --tokens.")
         commits.update(route(args.tokens, Kind.TOKENS, cfg, what="tokens"))
     elif args.tokens:
         raise ConfigError("--tokens belongs to runs with partial record sets.")
+    partial = run.step(Kind.DEAL).reads != (Kind.COMMIT,)  # it keeps the region counts
     driver, transport = _driver(
-        args, cfg, commits, deals, keypair=server_key(args), public_keys=keys
+        args, cfg, commits, deals, keypair=server_key(args), public_keys=keys, state=partial
     )
     with Phases("server deal", ("deal", "write"), True) as ph:
         run_file_step(driver, transport, Kind.DEAL, ph)

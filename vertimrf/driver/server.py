@@ -18,6 +18,7 @@ nothing and is not recorded: a restarted server fits again from the messages in 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import tempfile
 import time
@@ -157,6 +158,9 @@ class ServerDriver(RoleDriver):
         if self.state is None or step.name == SYNTHESIZE:
             return outputs
         kept = None
+        secure = self.server.secure
+        if step.name == Kind.DEAL and secure is not None and secure.regions_released is not None:
+            kept = json.dumps(secure.regions_released).encode()  # for a new process's select
         if step.name == Kind.SELECT:
             assert self.server.secure is not None
             with tempfile.TemporaryDirectory(dir=self.state.path.parent) as tmp:
@@ -179,6 +183,20 @@ class ServerDriver(RoleDriver):
                 self.config, path, seed=self.seed, keypair=self._keypair
             )
 
+    def _resume_regions(self) -> None:
+        """Partial record sets, in a new process after ``deal``: the published region counts
+        kept with it."""
+        secure = self.server.secure
+        if secure is None or secure.plan.regions is None or secure.regions_released is not None:
+            return
+        kept = None if self.state is None else self.state.secure_state(Kind.DEAL)
+        if kept is None:
+            raise MessageError(
+                "the server's state lacks the region counts of its deal: run `server deal` "
+                "and `server select` with the same --state-dir."
+            )
+        secure.restore_regions({int(t): int(r) for t, r in json.loads(kept).items()})
+
     # ------------------------------------------------------------------ step bodies
     def _admit(self, inputs: Mapping[Message, Payload]) -> Outputs:
         commits = {m.sender: bytes(data) for m, data in inputs.items()}
@@ -200,6 +218,7 @@ class ServerDriver(RoleDriver):
                 f"the server's select step needs the public keys of {missing} (it seals each "
                 "party's round-2 deal to its key): give every party's public key."
             )
+        self._resume_regions()
         request = self.server.select(self._releases(inputs, Kind.RELEASE))
         data = codec.request_bytes(request, self._hash)
         deals = self.server.group_deals(self._keys)

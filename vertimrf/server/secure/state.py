@@ -22,6 +22,7 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.regions import regions_of
 from vertimrf.protocol.secure import BinMaps, Marginal, Request
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
@@ -72,6 +73,14 @@ class ServerState:
         """Partial record sets, after the deal: the published noisy region counts, by
         region bit mask (:mod:`vertimrf.protocol.regions`); None before or otherwise."""
         return None if self._regions is None else dict(self._regions)
+
+    def restore_regions(self, released: Mapping[int, int]) -> None:
+        """Partial record sets: the region counts this run's deal published (kept by the
+        server's state between processes); MessageError unless they name every region."""
+        regions = self.plan.regions
+        if regions is None or sorted(released) != list(regions_of(regions.m)):
+            raise MessageError("the kept region counts do not name this run's regions.")
+        self._regions = dict(released)
 
     def _stream_secret(self) -> bytes:
         """The secret of the server's keyed streams: its own, or one made from the seed
