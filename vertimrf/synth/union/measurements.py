@@ -32,7 +32,7 @@ yardstick the fit's stopping rule uses (:attr:`Assembled.measured_cells`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,7 +111,7 @@ class Assembled:
 def structural_factors(space: UnionDomain) -> dict[tuple[int, ...], np.ndarray]:
     """Log-factors with -inf where no record can be: (a, P_p) where a's absence disagrees
     with P_p, and the presence cell where every party is absent."""
-    factors = {}
+    factors: dict[tuple[int, ...], np.ndarray] = {}
     for a, p in enumerate(space.owner):
         table = np.zeros((space.absent(a) + 1, 2))
         table[: space.absent(a), 0] = -np.inf
@@ -131,9 +131,14 @@ class _Parts:
         self.releases = releases
         self.space = UnionDomain(releases.domain, releases.owner)
 
-    def regions(self, keep: Callable[[int], bool]) -> tuple[float, float]:
-        """sum r_T over the regions T that ``keep`` accepts, and its variance."""
-        chosen = [t for t in regions_of(self.space.parties) if keep(t)]
+    def regions(self, holding: Sequence[int], lacking: Sequence[int]) -> tuple[float, float]:
+        """sum r_T over the regions T holding every party of ``holding`` and none of
+        ``lacking``, and its variance."""
+        chosen = [
+            t
+            for t in regions_of(self.space.parties)
+            if all(_holds(t, p) for p in holding) and not any(_holds(t, p) for p in lacking)
+        ]
         total = float(sum(self.releases.regions[t] for t in chosen))
         return total, len(chosen) * self.releases.region_sigma**2
 
@@ -191,7 +196,9 @@ def _presence_table(parts: _Parts) -> Assembled:
     values, variance = np.zeros((2,) * m), np.zeros((2,) * m)
     for t in regions_of(m):
         cell = tuple(int(_holds(t, p)) for p in range(m))
-        values[cell], variance[cell] = parts.regions(lambda r, t=t: r == t)
+        holding = [p for p in range(m) if _holds(t, p)]
+        lacking = [p for p in range(m) if not _holds(t, p)]
+        values[cell], variance[cell] = parts.regions(holding, lacking)
     return Assembled(tuple(parts.space.presence(p) for p in range(m)), values, variance)
 
 
@@ -202,7 +209,7 @@ def _own_table(parts: _Parts, table: NoisyTable) -> Assembled:
     values, variance = _blank(space, attrs)
     values[_held(space, attrs)], variance[_held(space, attrs)] = table.values, table.sigma**2
     nowhere = _nowhere(space, attrs)
-    values[nowhere], variance[nowhere] = parts.regions(lambda t: not _holds(t, p))
+    values[nowhere], variance[nowhere] = parts.regions((), (p,))
     return Assembled(attrs, values, variance)
 
 
@@ -221,9 +228,7 @@ def _cross_table(parts: _Parts, table: NoisyTable) -> Assembled:
         cells = (slice(0, space.absent(first)), space.absent(second))
         index = cells if first == a else cells[::-1]
         values[index], variance[index] = own - both, own_var + both_var
-    values[ua, ub], variance[ua, ub] = parts.regions(
-        lambda t: not _holds(t, p) and not _holds(t, q)
-    )
+    values[ua, ub], variance[ua, ub] = parts.regions((), (p, q))
     return Assembled((a, b), values, variance)
 
 
@@ -231,16 +236,21 @@ def _shared_table(parts: _Parts, p: int, q: int, table: NoisyTable) -> Assembled
     """A table of p's attributes over the records p and q hold, against P_q."""
     space, attrs = parts.space, table.attrs
     held, nowhere = _held(space, attrs), _nowhere(space, attrs)
-    values, variance = _blank(space, attrs)
-    values, variance = np.stack([values, values], -1), np.stack([variance, variance], -1)
     own, own_var = parts.own(p, attrs)
-    values[(*held, 1)], variance[(*held, 1)] = table.values, table.sigma**2
-    values[(*held, 0)], variance[(*held, 0)] = own - table.values, own_var + table.sigma**2
-    for flag in (0, 1):
-        values[(*nowhere, flag)], variance[(*nowhere, flag)] = parts.regions(
-            lambda t, flag=flag: not _holds(t, p) and _holds(t, q) == bool(flag)
-        )
-    return Assembled((*attrs, space.presence(q)), values, variance)
+    sides = []
+    for counts, var, holding, lacking in (
+        (own - table.values, own_var + table.sigma**2, (), (p, q)),  # P_q = 0
+        (table.values, table.sigma**2, (q,), (p,)),  # P_q = 1
+    ):
+        values, variance = _blank(space, attrs)
+        values[held], variance[held] = counts, var
+        values[nowhere], variance[nowhere] = parts.regions(holding, lacking)
+        sides.append((values, variance))
+    return Assembled(
+        (*attrs, space.presence(q)),
+        np.stack([v for v, _ in sides], -1),
+        np.stack([v for _, v in sides], -1),
+    )
 
 
 def union_tables(releases: PartialReleases) -> list[Assembled]:
