@@ -13,7 +13,6 @@ from tests.synth.union_truth import make_truth, releases
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
 from vertimrf.synth.union import NoisyTable, UnionDomain, union_tables
-from vertimrf.synth.union.measurements import structural_factors
 
 SPLITS = {
     "2 parties": ((2, 3, 4, 3), (0, 0, 1, 1)),
@@ -56,7 +55,6 @@ def test_a_cell_made_of_several_releases_adds_their_variances_and_the_table_take
     np.testing.assert_array_equal(table.variance, expected)
     assert table.measured_cells == 11
     assert table.sigma == pytest.approx(np.sqrt((6 * 9.0 + 5 * 29.0) / 11))
-    assert table.measurement().weight == pytest.approx(1 / table.sigma)
 
 
 def test_an_own_table_sums_the_smallest_release_holding_it():
@@ -70,13 +68,6 @@ def test_an_own_table_sums_the_smallest_release_holding_it():
     (shared,) = [t for t in union_tables(rel) if t.attrs == (1, 5)]
     # (held, P_1 = 0) = own - shared: the own cell sums 2 cells of variance 1, plus 1.
     np.testing.assert_array_equal(shared.variance[:3, 0], 3.0)
-
-
-def test_structural_zeros_tie_absent_to_presence_and_forbid_the_all_absent_record():
-    space = UnionDomain(Domain.from_sizes((2, 3)), (0, 1))
-    factors = structural_factors(space)
-    np.testing.assert_array_equal(factors[(0, 2)], [[-np.inf, 0.0], [-np.inf, 0.0], [0.0, -np.inf]])
-    np.testing.assert_array_equal(factors[(2, 3)], [[-np.inf, 0.0], [0.0, 0.0]])
 
 
 def test_releases_that_cannot_make_the_tables_are_refused_in_one_line():

@@ -6,6 +6,7 @@ the presence pattern's error stays within the bound the fit's projection gives."
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pandas as pd
@@ -62,17 +63,28 @@ def test_the_fit_on_exact_releases_gives_every_table_of_the_union(exact):
     truth, model = exact
     for table in union_tables(releases(truth)):
         # 2,000 records: counts within 1e-3 of the truth.
-        fitted = model.model.marginal(table.attrs)
+        fitted = model.marginal(table.attrs)
         np.testing.assert_allclose(fitted, truth.union_marginal(table.attrs), atol=1e-3)
 
 
-def test_no_mass_where_a_partys_attributes_disagree_with_its_presence(exact):
+def _mixed(model: UnionModel) -> float:
+    """The model's mass on records where some party's attributes are partly absent: over
+    every pair of one party's attributes, one absent and the other held."""
+    space, mass = model.space, 0.0
+    for p in range(space.parties):
+        for a, b in itertools.combinations(space.attributes(p), 2):
+            table = model.model.marginal((a, b))
+            mass += table[space.absent(a), : space.absent(b)].sum()
+            mass += table[: space.absent(a), space.absent(b)].sum()
+    return mass
+
+
+def test_no_mass_where_a_partys_attributes_are_partly_absent(exact):
     truth, model = exact
-    space = model.space
-    for a, p in enumerate(space.owner):
-        table = model.model.marginal((a, space.presence(p)))
-        assert table[: space.absent(a), 0].sum() == 0.0
-        assert table[space.absent(a), 1] == 0.0
+    assert _mixed(model) == 0.0
+    # Nor where every party is absent.
+    everyone = tuple(range(len(truth.domain), len(truth.domain) + truth.parties))
+    assert model.marginal(everyone)[(0,) * truth.parties] == 0.0
 
 
 def test_the_intersection_sample_has_the_region_count_rows_and_no_empty_cell(exact):
@@ -115,7 +127,7 @@ def test_on_noisy_releases_the_presence_error_is_within_the_projections_bound(sp
     presence = tables[0]
     true = truth.union_marginal(presence.attrs)
     bound = presence.sigma * np.sqrt(q) + np.abs(true * n_hat / n - true) + 1.0
-    fitted = model.model.marginal(presence.attrs)
+    fitted = model.marginal(presence.attrs)
     assert np.all(np.abs(fitted - true) <= bound)
     # The sample adds the sampler's rounding.
     codes = model.sample_codes(np.random.default_rng(8), "union")
@@ -159,6 +171,21 @@ def test_a_warm_start_keeps_the_structural_zeros_and_needs_fewer_iterations():
     cold = fit_union(rel, target_ratio=None, iters=2000)
     warm = fit_union(rel, target_ratio=None, iters=2000, warm_start=cold.model.potentials.values)
     assert warm.fit.iterations < cold.fit.iterations
-    space = warm.space
-    table = warm.model.marginal((0, space.presence(0)))
-    assert table[:2, 0].sum() == 0.0 and table[2, 1] == 0.0
+    assert _mixed(warm) == 0.0
+
+
+def test_given_cliques_leave_out_the_tables_that_join_attributes_outside_them():
+    truth = make_truth(np.random.default_rng(6), 1000, (2, 3, 4, 3), (0, 0, 1, 1))
+    rel = releases(truth)
+    every = fit_union(rel, iters=10)
+    kept = fit_union(rel, iters=10, cliques=[(0, 1, 2), (2, 3)])
+    # The cross tables (0, 3) and (1, 3) join attributes in no clique, and attribute 3
+    # shares a clique with no attribute of party 0 to read its presence off.
+    left_out = {(0, 3), (1, 3), (3, 4)}
+    assert {t.attrs for t in every.structure.tables} - {
+        t.attrs for t in kept.structure.tables
+    } == left_out
+    assert not any({0, 3} <= set(c) or {1, 3} <= set(c) for c in kept.model.cliques)
+    # Party 0's presence is read off attribute 0, party 1's off attribute 2 (the smallest
+    # of each party's attributes in the clique holding both).
+    assert kept.structure.representatives == (0, 2)

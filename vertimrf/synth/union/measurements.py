@@ -1,13 +1,11 @@
 """The union domain and the tables of it that the releases give (post-processing only).
 
 **The union domain.** Data attribute a (of party p) gets one more value, "absent", its last
-code ``u_a`` (p does not hold the record); after the d data attributes come m binary
-presence attributes P_0 .. P_{m-1} (0: absent, 1: held). The model's table is over every
-record some party holds, N = sum_T r_T of them.
-
-**Structural zeros** (:func:`structural_factors`): a = absent exactly when P_p = 0, and no
-record is absent at every party. They are log-potential -inf, which mirror descent never
-moves, so a party's attributes are all absent or all held in every sampled row.
+code ``u_a`` (p does not hold the record). The tables are over these attributes and m
+binary presence attributes P_0 .. P_{m-1} (0: absent, 1: held), indices d .. d+m-1
+(:attr:`UnionDomain.domain`); the model holds the data attributes only and reads P_p off an
+attribute of p (:mod:`vertimrf.synth.union.structure`). Every record some party holds is a
+record of the union: N = sum_T r_T of them.
 
 **The tables** (:func:`union_tables`; n_p = records of p, r_T the region counts):
 
@@ -21,7 +19,7 @@ moves, so a party's attributes are all absent or all held in every sampled row.
   sum_{T holding neither} r_T at (all absent, 0).
 
 Where the issue gives (P_p, a), the own table of a padded with its absent cell carries the
-same numbers once the structural zeros hold. own_A comes from p's smallest own table holding
+same numbers once a's absence is P_p = 0. own_A comes from p's smallest own table holding
 A, summed onto A (likewise pres); a sum of k noisy cells has k times a cell's variance.
 
 **Weights.** A cell made of several released numbers has the sum of their variances. An
@@ -39,11 +37,10 @@ import numpy as np
 
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
-from vertimrf.mrf.estimation import Measurement
 from vertimrf.protocol.regions import regions_of
 from vertimrf.synth.union.releases import NoisyTable, PartialReleases
 
-__all__ = ["Assembled", "UnionDomain", "structural_factors", "union_tables"]
+__all__ = ["Assembled", "UnionDomain", "union_tables"]
 
 
 @dataclass(frozen=True)
@@ -71,9 +68,19 @@ class UnionDomain:
 
     @property
     def domain(self) -> Domain:
-        """The model's domain: sizes u_a + 1, then m binary presence attributes."""
+        """The tables' domain: the data attributes' sizes u_a + 1, then m binary presence
+        attributes."""
         sizes = tuple(s + 1 for s in self.data.sizes) + (2,) * self.parties
         return Domain(self.data.names + self.flags, sizes)
+
+    @property
+    def model_domain(self) -> Domain:
+        """The model's domain: the data attributes with their absent values."""
+        return self.domain.project(range(len(self.data)))
+
+    def attributes(self, p: int) -> tuple[int, ...]:
+        """The data attributes of party p."""
+        return tuple(a for a, q in enumerate(self.owner) if q == p)
 
     def presence(self, p: int) -> int:
         """The index of party p's presence attribute."""
@@ -102,26 +109,6 @@ class Assembled:
     def sigma(self) -> float:
         """sqrt of the mean variance of the measured cells (module doc)."""
         return float(np.sqrt(self.variance.sum() / self.measured_cells))
-
-    def measurement(self) -> Measurement:
-        """The table as a measurement of weight 1 / :attr:`sigma`."""
-        return Measurement(self.attrs, self.values, 1.0 / self.sigma)
-
-
-def structural_factors(space: UnionDomain) -> dict[tuple[int, ...], np.ndarray]:
-    """Log-factors with -inf where no record can be: (a, P_p) where a's absence disagrees
-    with P_p, and the presence cell where every party is absent."""
-    factors: dict[tuple[int, ...], np.ndarray] = {}
-    for a, p in enumerate(space.owner):
-        table = np.zeros((space.absent(a) + 1, 2))
-        table[: space.absent(a), 0] = -np.inf
-        table[space.absent(a), 1] = -np.inf
-        factors[(a, space.presence(p))] = table
-    flags = tuple(space.presence(p) for p in range(space.parties))
-    nobody = np.zeros((2,) * space.parties)
-    nobody[(0,) * space.parties] = -np.inf
-    factors[flags] = nobody
-    return factors
 
 
 class _Parts:

@@ -1,28 +1,27 @@
 """One model over the union of the parties' records: fit on the assembled tables, sample
 either population.
 
-**The model.** Its cliques are the attribute sets of the tables
-(:func:`~vertimrf.synth.union.measurements.union_tables`: the presence clique, each own and
-cross table, each table against a peer's presence) and (a, P_p) for every attribute a of
-party p, which carries the structural zeros. The tables against a peer's presence join every
-P_q to every attribute, so the junction tree's cliques are those of the data graph with the
-m presence attributes added: at most 2^m times the cells, and m is small.
+**The model** is over the data attributes with their absent values; its cliques, structural
+zeros and measurements are :func:`~vertimrf.synth.union.structure.union_structure`'s (the
+tables' own attribute sets, or the given ``cliques``, plus each party's links and its
+presence read off one attribute).
 
 **The fit** is mirror descent (:func:`~vertimrf.mrf.estimation.mirror_descent`) from the
-structural zeros (or a given warm start) on every table, with the model's total
+structural zeros (or a given warm start) on every measurement, with the model's total
 N = max(sum_T r_T, 1). It stops once the loss is ``target_ratio`` times its expectation at
 the truth (1/2 of the measured cells) or stalls, like the server's fit.
 
 **Sampling** is post-processing of the fit. ``population="intersection"`` draws
 round(max(r_all, 0)) rows, r_all the count of the region of every party, from the model
-conditioned on every P_p = 1: the junction tree is conditioned exactly, by setting the
-presence clique's log-potential to -inf off the all-held cell, not by rejection.
-``population="union"`` draws round(max(sum_T r_T, 0)) rows from the model itself. A party's
-attributes are empty (NaN) where it is absent; the presence attributes are not output.
+conditioned on every party holding the record: the junction tree is conditioned exactly,
+by a factor of -inf wherever a presence representative is absent, not by rejection.
+``population="union"`` draws round(max(sum_T r_T, 0)) rows from the model itself. A
+party's attributes are empty (NaN) where it is absent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,9 +32,10 @@ from vertimrf.errors import ConfigError, DomainError
 from vertimrf.mrf.cliques import CliquePotentials
 from vertimrf.mrf.estimation import FitResult, mirror_descent
 from vertimrf.mrf.model import MarkovRandomField, PotentialsLike
-from vertimrf.synth.fitted import Decoder, decoder_of
-from vertimrf.synth.union.measurements import UnionDomain, structural_factors, union_tables
+from vertimrf.synth.fitted import Decoder, check_rows, decoder_of
+from vertimrf.synth.union.measurements import UnionDomain, union_tables
 from vertimrf.synth.union.releases import PartialReleases
+from vertimrf.synth.union.structure import Structure, presence_bins, union_structure
 
 __all__ = ["Population", "UnionModel", "fit_union"]
 
@@ -44,10 +44,11 @@ Population = Literal["intersection", "union"]
 
 @dataclass
 class UnionModel:
-    """A fitted model over the union of records (module doc) and the region counts its
-    populations' row counts come from."""
+    """A fitted model over the union of records (module doc), its structure, and the region
+    counts its populations' row counts come from."""
 
     space: UnionDomain
+    structure: Structure
     model: MarkovRandomField
     regions: dict[int, float]
     fit: FitResult
@@ -61,18 +62,31 @@ class UnionModel:
             return round(max(sum(self.regions.values()), 0.0))
         raise ConfigError(f"population must be 'intersection' or 'union'; got {population!r}.")
 
+    def marginal(self, attrs: Sequence[int]) -> np.ndarray:
+        """The model's counts over ``attrs`` of the tables' domain (:class:`UnionDomain`:
+        data attributes, then presence attributes), axes in that order."""
+        d, reps = len(self.space.data), self.structure.representatives
+        on = [a if a < d else reps[a - d] for a in attrs]
+        if len(set(on)) != len(on):
+            raise DomainError(f"marginal needs distinct attributes; got {list(attrs)}.")
+        table = self.model.marginal(on)
+        for axis, a in enumerate(attrs):
+            if a >= d:
+                bins = presence_bins(self.space, on[axis])
+                table = np.stack([table.compress(bins == k, axis).sum(axis) for k in (0, 1)], axis)
+        return table
+
     def population_model(self, population: Population = "intersection") -> MarkovRandomField:
         """The model the population's rows are drawn from: the fitted one for the union, a
         copy conditioned on every party holding the record for the intersection."""
         self.rows(population)
         if population == "union":
             return self.model
-        m = self.space.parties
-        held = np.full((2,) * m, -np.inf)
-        held[(1,) * m] = 0.0
-        flags = tuple(self.space.presence(p) for p in range(m))
+        reps = self.structure.representatives
+        held = np.full(tuple(self.space.absent(a) + 1 for a in reps), -np.inf)
+        held[tuple(slice(0, self.space.absent(a)) for a in reps)] = 0.0
         model = self.model.copy()
-        model.set_potentials(model.potentials.values + _factors(model, {flags: held}))
+        model.set_potentials(model.potentials.values + _factors(model, {reps: held}))
         return model
 
     def sample_codes(
@@ -83,9 +97,8 @@ class UnionModel:
     ) -> np.ndarray:
         """Rows of the population as data codes (n x d, int64), u_a where a is absent;
         ``rows`` (default :meth:`rows`) of them."""
-        n = self.rows(population) if rows is None else rows
-        codes = self.population_model(population).sample(n, rng)
-        return codes[:, : len(self.space.data)]
+        n = self.rows(population) if rows is None else check_rows(rows)
+        return self.population_model(population).sample(n, rng)
 
     def sample(
         self,
@@ -117,6 +130,7 @@ def fit_union(
     iters: int = 3000,
     target_ratio: float | None = 0.7,
     tol: float = 1e-6,
+    cliques: Sequence[Sequence[int]] | None = None,
     warm_start: PotentialsLike | None = None,
     max_cells: int | None = None,
 ) -> UnionModel:
@@ -128,23 +142,24 @@ def fit_union(
         target_ratio: stop once the loss is this times its expectation at the truth (None:
             only ``tol``, ``iters`` or a stall stop the fit).
         tol: stop when the loss fell by less than this (relative) over 50 iterations.
+        cliques: the data attribute sets the model may join (e.g. a secure run's cliques);
+            a table over two or more data attributes inside none of them is left out
+            (default: every table's attributes are joined).
         warm_start: starting log-potentials (e.g. a previous fit's); the structural zeros
             are kept either way.
         max_cells: cap on the model's cells (default the engine's).
     """
     space = UnionDomain(releases.domain, releases.owner)
-    tables = union_tables(releases)
-    zeros = structural_factors(space)
-    cliques = [t.attrs for t in tables] + list(zeros)
+    structure = union_structure(space, union_tables(releases), cliques)
     total = max(float(sum(releases.regions.values())), 1.0)
-    model = MarkovRandomField(space.domain, cliques, zeros, total, max_cells=max_cells)
+    model = MarkovRandomField(
+        space.model_domain, structure.cliques, structure.zeros, total, max_cells=max_cells
+    )
     if warm_start is not None:
         model.set_potentials(warm_start)
-        model.set_potentials(model.potentials.values + _factors(model, zeros))
+        model.set_potentials(model.potentials.values + _factors(model, structure.zeros))
     target = None
     if target_ratio is not None:
-        target = target_ratio * 0.5 * sum(t.measured_cells for t in tables)
-    result = mirror_descent(
-        model, [t.measurement() for t in tables], iters=iters, tol=tol, target_loss=target
-    )
-    return UnionModel(space, model, dict(releases.regions), result)
+        target = target_ratio * 0.5 * sum(t.measured_cells for t in structure.tables)
+    result = mirror_descent(model, structure.measurements, iters=iters, tol=tol, target_loss=target)
+    return UnionModel(space, structure, model, dict(releases.regions), result)
