@@ -144,6 +144,10 @@ def test_a_negative_region_count_gives_no_rows_and_a_bad_population_is_refused()
     assert model.rows() == 0 and model.sample_codes(np.random.default_rng(0)).shape == (0, 2)
     with pytest.raises(ConfigError, match="population"):
         model.rows("everyone")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="target_ratio"):
+        fit_union(rel, target_ratio=0.0)
+    with pytest.raises(ConfigError, match="n must be"):
+        model.sample_codes(np.random.default_rng(0), rows=-1)
 
 
 def test_a_spec_decodes_values_and_leaves_absent_cells_empty():

@@ -149,6 +149,8 @@ def fit_union(
             are kept either way.
         max_cells: cap on the model's cells (default the engine's).
     """
+    if target_ratio is not None and not (0 < target_ratio < np.inf):
+        raise ConfigError(f"target_ratio must be positive (or None); got {target_ratio!r}.")
     space = UnionDomain(releases.domain, releases.owner)
     structure = union_structure(space, union_tables(releases), cliques)
     total = max(float(sum(releases.regions.values())), 1.0)

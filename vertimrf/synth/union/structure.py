@@ -105,25 +105,29 @@ def _inside(attrs: set[int], groups: list[set[int]]) -> bool:
 
 
 def _links(space: UnionDomain, groups: list[set[int]]) -> list[tuple[int, int]]:
-    """Each party's spanning tree of links (module doc), as attribute pairs."""
+    """Each party's spanning tree of links (module doc), as attribute pairs: the pairs of
+    a clique first, then pairs with the party's first attribute, each kept when it joins
+    two components (union-find)."""
     links = []
     for p in range(space.parties):
         mine = space.attributes(p)
-        root = {a: a for a in mine}
-
-        def find(a: int, root: dict[int, int] = root) -> int:
-            while root[a] != a:
-                a = root[a]
-            return a
-
+        parent = {a: a for a in mine}
         shared = [sorted(g & set(mine)) for g in groups]
         pairs = [(g[0], b) for g in shared if g for b in g[1:]]
-        pairs += [(mine[0], b) for b in mine[1:]]  # between components sharing no clique
+        pairs += [(mine[0], b) for b in mine[1:]]
         for a, b in pairs:
-            if find(a) != find(b):
-                root[find(b)] = find(a)
+            ra, rb = _root(parent, a), _root(parent, b)
+            if ra != rb:
+                parent[rb] = ra
                 links.append((a, b))
     return links
+
+
+def _root(parent: dict[int, int], a: int) -> int:
+    """The root of a's component."""
+    while parent[a] != a:
+        a = parent[a]
+    return a
 
 
 def _representatives(space: UnionDomain, groups: list[set[int]]) -> tuple[int, ...]:
