@@ -77,6 +77,8 @@ def test_releases_that_cannot_make_the_tables_are_refused_in_one_line():
         {"own": (NoisyTable((0, 1), np.zeros((2, 3)), 1.0),)},
         {"cross": (NoisyTable((1, 2), np.zeros((3, 2)), 1.0),)},
         {"regions": {1: 3.0, 2: 4.0}},
+        {"regions": {1: 3.0, 2: 4.0, 3: float("nan")}},
+        {"region_sigma": 0.0},
         {"own": (NoisyTable((0,), np.zeros(3), 1.0),)},
         {"presence": {(1, 1): ()}},
         {"owner": (0, 2, 2)},

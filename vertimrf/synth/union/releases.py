@@ -88,6 +88,8 @@ class PartialReleases:
                 f"give a count for each of the {2**m - 1} regions of {m} parties "
                 f"(masks 1 .. {2**m - 1}); got {sorted(self.regions)}."
             )
+        if not all(np.isfinite(float(r)) for r in self.regions.values()):
+            raise ConfigError("the region counts must be finite numbers.")
         if not (np.isfinite(self.region_sigma) and self.region_sigma > 0):
             raise ConfigError(f"region_sigma must be positive; got {self.region_sigma}.")
         for t in self.own:
