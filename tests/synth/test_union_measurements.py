@@ -1,0 +1,97 @@
+"""The union domain's tables made from the releases: on exact releases every assembled
+table is the true table of the union (brute force over the records), their sigmas follow
+the stated rule, and releases that cannot make a table are refused in one line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from tests.synth.union_truth import make_truth, releases
+from vertimrf.domain import Domain
+from vertimrf.errors import ConfigError
+from vertimrf.synth.union import NoisyTable, UnionDomain, union_tables
+
+SPLITS = {
+    "2 parties": ((2, 3, 4, 3), (0, 0, 1, 1)),
+    "3 parties": ((2, 3, 4, 3, 2, 4), (0, 0, 1, 1, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_table_from_exact_releases_is_the_true_union_table(split):
+    sizes, owner = SPLITS[split]
+    truth = make_truth(np.random.default_rng(1), 2000, sizes, owner)
+    rel = releases(truth)
+    tables = union_tables(rel)
+    m = truth.parties
+    # presence, own (1-ways and one 2-way per party), cross pairs, presence 1-ways
+    pairs = sum(owner.count(p) * owner.count(q) for p in range(m) for q in range(p + 1, m))
+    assert len(tables) == 1 + len(sizes) + m + pairs + len(sizes) * (m - 1)
+    for table in tables:
+        np.testing.assert_array_equal(table.values, truth.union_marginal(table.attrs))
+        # Cells that no record can reach are the structural zeros, and only they.
+        assert table.measured_cells == int(np.count_nonzero(table.variance))
+    space = UnionDomain(rel.domain, rel.owner)
+    assert tables[0].attrs == tuple(space.presence(p) for p in range(m))
+
+
+def test_a_cell_made_of_several_releases_adds_their_variances_and_the_table_takes_the_mean():
+    truth = make_truth(np.random.default_rng(2), 500, (2, 3), (0, 1))
+    rel = releases(truth)
+    own = tuple(dataclasses.replace(t, sigma=2.0) for t in rel.own)
+    cross = tuple(dataclasses.replace(t, sigma=3.0) for t in rel.cross)
+    presence = {
+        k: tuple(dataclasses.replace(t, sigma=5.0) for t in v) for k, v in rel.presence.items()
+    }
+    rel = dataclasses.replace(rel, own=own, cross=cross, presence=presence, region_sigma=7.0)
+    (table,) = [t for t in union_tables(rel) if t.attrs == (0, 1)]
+    expected = np.zeros((3, 4))
+    expected[:2, :3] = 9.0  # the cross counts
+    expected[:2, 3] = expected[2, :3] = 4.0 + 25.0  # own minus the presence 1-way
+    # (absent, absent) sums the regions holding neither party: none of two parties' regions.
+    np.testing.assert_array_equal(table.variance, expected)
+    assert table.measured_cells == 11
+    assert table.sigma == pytest.approx(np.sqrt((6 * 9.0 + 5 * 29.0) / 11))
+
+
+def test_an_own_table_sums_the_smallest_release_holding_it():
+    truth = make_truth(np.random.default_rng(3), 500, (2, 3, 4, 3), (0, 0, 1, 1))
+    rel = releases(truth)
+    # Without party 0's 1-way of attribute 1 its own counts come from the (0, 1) table.
+    own = tuple(t for t in rel.own if t.attrs != (1,))
+    rel = dataclasses.replace(rel, own=own)
+    for table in union_tables(rel):
+        np.testing.assert_array_equal(table.values, truth.union_marginal(table.attrs))
+    (shared,) = [t for t in union_tables(rel) if t.attrs == (1, 5)]
+    # (held, P_1 = 0) = own - shared: the own cell sums 2 cells of variance 1, plus 1.
+    np.testing.assert_array_equal(shared.variance[:3, 0], 3.0)
+
+
+def test_releases_that_cannot_make_the_tables_are_refused_in_one_line():
+    truth = make_truth(np.random.default_rng(4), 300, (2, 3, 2), (0, 1, 1))
+    rel = releases(truth)
+    bad = [
+        {"own": (NoisyTable((0, 1), np.zeros((2, 3)), 1.0),)},
+        {"cross": (NoisyTable((1, 2), np.zeros((3, 2)), 1.0),)},
+        {"regions": {1: 3.0, 2: 4.0}},
+        {"regions": {1: 3.0, 2: 4.0, 3: float("nan")}},
+        {"region_sigma": 0.0},
+        {"own": (NoisyTable((0,), np.zeros(3), 1.0),)},
+        {"presence": {(1, 1): ()}},
+        {"owner": (0, 2, 2)},
+    ]
+    for change in bad:
+        with pytest.raises(ConfigError) as info:
+            dataclasses.replace(rel, **change)
+        assert "\n" not in str(info.value), change
+    with pytest.raises(ConfigError, match="positive sigma"):
+        NoisyTable((0,), np.zeros(2), 0.0)
+    without = dataclasses.replace(rel, presence={})
+    with pytest.raises(ConfigError, match="no presence"):
+        union_tables(without)
+    clash = Domain(("present:0", "b", "c"), (2, 3, 2))
+    with pytest.raises(ConfigError, match="rename"):
+        UnionDomain(clash, (0, 1, 1))

@@ -1,0 +1,252 @@
+"""The union domain and the tables of it that the releases give (post-processing only).
+
+**The union domain.** Data attribute a (of party p) gets one more value, "absent", its last
+code ``u_a`` (p does not hold the record). The tables are over these attributes and m
+binary presence attributes P_0 .. P_{m-1} (0: absent, 1: held), indices d .. d+m-1
+(:attr:`UnionDomain.domain`); the model holds the data attributes only and reads P_p off an
+attribute of p (:mod:`vertimrf.synth.union.structure`). Every record some party holds is a
+record of the union: N = sum_T r_T of them.
+
+**The tables** (:func:`union_tables`; n_p = records of p, r_T the region counts):
+
+* presence (P_0 .. P_{m-1}): r_T at the cell of T, the all-absent cell a structural zero;
+* each own table over attributes A of p: its counts where A is held, N - n_p =
+  sum_{T not holding p} r_T at the all-absent cell, structural zeros elsewhere;
+* each cross table over (a of p, b of q): its counts at (v, w); own_a(v) - pres_{p,q}(a)(v)
+  at (v, absent), likewise at (absent, w); sum_{T holding neither} r_T at (absent, absent);
+* each presence table over A of p with peer q, over (A, P_q): its counts at (A held, 1),
+  own_A - pres at (A held, 0), sum_{T holding q, not p} r_T at (all absent, 1),
+  sum_{T holding neither} r_T at (all absent, 0).
+
+Where the issue gives (P_p, a), the own table of a padded with its absent cell carries the
+same numbers once a's absence is P_p = 0. own_A comes from p's smallest own table holding
+A, summed onto A (likewise pres); a sum of k noisy cells has k times a cell's variance.
+
+**Weights.** A cell made of several released numbers has the sum of their variances. An
+assembled table gets sigma^2 = the mean variance of its non-structural cells, so its loss
+at the truth, 1/2 sum_c var_c / sigma^2, is in expectation 1/2 of its measured cells, the
+yardstick the fit's stopping rule uses (:attr:`Assembled.measured_cells`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vertimrf.domain import Domain
+from vertimrf.errors import ConfigError
+from vertimrf.protocol.regions import regions_of
+from vertimrf.synth.union.releases import NoisyTable, PartialReleases
+
+__all__ = ["Assembled", "UnionDomain", "union_tables"]
+
+
+@dataclass(frozen=True)
+class UnionDomain:
+    """The data attributes (owner by owner) with "absent", then one presence attribute per
+    party (named ``present:<p>``)."""
+
+    data: Domain
+    owner: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        clash = sorted(set(self.flags) & set(self.data.names))
+        if clash:
+            raise ConfigError(f"rename the data columns {clash}: the union model uses them.")
+
+    @property
+    def parties(self) -> int:
+        """m, the number of parties."""
+        return max(self.owner) + 1
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The presence attributes' names."""
+        return tuple(f"present:{p}" for p in range(self.parties))
+
+    @property
+    def domain(self) -> Domain:
+        """The tables' domain: the data attributes' sizes u_a + 1, then m binary presence
+        attributes."""
+        sizes = tuple(s + 1 for s in self.data.sizes) + (2,) * self.parties
+        return Domain(self.data.names + self.flags, sizes)
+
+    @property
+    def model_domain(self) -> Domain:
+        """The model's domain: the data attributes with their absent values."""
+        return self.domain.project(range(len(self.data)))
+
+    def attributes(self, p: int) -> tuple[int, ...]:
+        """The data attributes of party p."""
+        return tuple(a for a, q in enumerate(self.owner) if q == p)
+
+    def presence(self, p: int) -> int:
+        """The index of party p's presence attribute."""
+        return len(self.data) + p
+
+    def absent(self, a: int) -> int:
+        """The "absent" code of data attribute a."""
+        return self.data.sizes[a]
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """A table over ``attrs`` (union-domain indices, axes in that order) and the variance
+    of each cell (0 at a structural zero)."""
+
+    attrs: tuple[int, ...]
+    values: np.ndarray
+    variance: np.ndarray
+
+    @property
+    def measured_cells(self) -> int:
+        """The cells that are not structural zeros."""
+        return int(np.count_nonzero(self.variance))
+
+    @property
+    def sigma(self) -> float:
+        """sqrt of the mean variance of the measured cells (module doc)."""
+        return float(np.sqrt(self.variance.sum() / self.measured_cells))
+
+
+class _Parts:
+    """The released numbers with their variances: region sums and summed tables."""
+
+    def __init__(self, releases: PartialReleases) -> None:
+        self.releases = releases
+        self.space = UnionDomain(releases.domain, releases.owner)
+
+    def regions(self, holding: Sequence[int], lacking: Sequence[int]) -> tuple[float, float]:
+        """sum r_T over the regions T holding every party of ``holding`` and none of
+        ``lacking``, and its variance."""
+        chosen = [
+            t
+            for t in regions_of(self.space.parties)
+            if all(_holds(t, p) for p in holding) and not any(_holds(t, p) for p in lacking)
+        ]
+        total = float(sum(self.releases.regions[t] for t in chosen))
+        return total, len(chosen) * self.releases.region_sigma**2
+
+    def summed(
+        self, tables: Sequence[NoisyTable], attrs: tuple[int, ...], what: str
+    ) -> tuple[np.ndarray, float]:
+        """The counts over ``attrs`` (axes in that order) from the table with fewest cells
+        holding them, and the variance of each summed cell."""
+        holding = [t for t in tables if set(attrs) <= set(t.attrs)]
+        if not holding:
+            raise ConfigError(
+                f"the releases hold no {what} table over {attrs}; release one, or drop the "
+                "tables that need it."
+            )
+        best = min(holding, key=lambda t: t.values.size)
+        others = tuple(i for i, a in enumerate(best.attrs) if a not in attrs)
+        kept = [a for a in best.attrs if a in attrs]
+        values = np.transpose(best.values.sum(axis=others), [kept.index(a) for a in attrs])
+        return values, best.sigma**2 * best.values.size / values.size
+
+    def own(self, p: int, attrs: tuple[int, ...]) -> tuple[np.ndarray, float]:
+        """p's own counts over ``attrs`` and their variance."""
+        mine = [t for t in self.releases.own if self.releases.owner[t.attrs[0]] == p]
+        return self.summed(mine, attrs, f"own (party {p})")
+
+    def shared(self, p: int, q: int, attrs: tuple[int, ...]) -> tuple[np.ndarray, float]:
+        """The counts of p's ``attrs`` over the records p and q hold, and their variance."""
+        tables = self.releases.presence.get((p, q), ())
+        return self.summed(tables, attrs, f"presence ({p}, {q})")
+
+
+def _holds(region: int, p: int) -> bool:
+    return bool(region >> p & 1)
+
+
+def _blank(space: UnionDomain, attrs: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Zero values and variances over data ``attrs`` with their absent codes."""
+    shape = tuple(space.absent(a) + 1 for a in attrs)
+    return np.zeros(shape), np.zeros(shape)
+
+
+def _held(space: UnionDomain, attrs: tuple[int, ...]) -> tuple[slice, ...]:
+    """The cells of ``attrs`` where every one is held."""
+    return tuple(slice(0, space.absent(a)) for a in attrs)
+
+
+def _nowhere(space: UnionDomain, attrs: tuple[int, ...]) -> tuple[int, ...]:
+    """The cell of ``attrs`` where every one is absent."""
+    return tuple(space.absent(a) for a in attrs)
+
+
+def _presence_table(parts: _Parts) -> Assembled:
+    """r_T at the cell of T over P_0 .. P_{m-1}; the all-absent cell a structural zero."""
+    m = parts.space.parties
+    values, variance = np.zeros((2,) * m), np.zeros((2,) * m)
+    for t in regions_of(m):
+        cell = tuple(int(_holds(t, p)) for p in range(m))
+        holding = [p for p in range(m) if _holds(t, p)]
+        lacking = [p for p in range(m) if not _holds(t, p)]
+        values[cell], variance[cell] = parts.regions(holding, lacking)
+    return Assembled(tuple(parts.space.presence(p) for p in range(m)), values, variance)
+
+
+def _own_table(parts: _Parts, table: NoisyTable) -> Assembled:
+    """An own table padded with absent cells: N - n_p where all of it is absent."""
+    space, attrs = parts.space, table.attrs
+    p = space.owner[attrs[0]]
+    values, variance = _blank(space, attrs)
+    values[_held(space, attrs)], variance[_held(space, attrs)] = table.values, table.sigma**2
+    nowhere = _nowhere(space, attrs)
+    values[nowhere], variance[nowhere] = parts.regions((), (p,))
+    return Assembled(attrs, values, variance)
+
+
+def _cross_table(parts: _Parts, table: NoisyTable) -> Assembled:
+    """A cross table over (a of p, b of q) with its absent row and column."""
+    space, (a, b) = parts.space, table.attrs
+    p, q = space.owner[a], space.owner[b]
+    values, variance = _blank(space, (a, b))
+    ua, ub = space.absent(a), space.absent(b)
+    values[:ua, :ub], variance[:ua, :ub] = table.values, table.sigma**2
+    for first, second, mine, peer in ((a, b, p, q), (b, a, q, p)):
+        (own, own_var), (both, both_var) = (
+            parts.own(mine, (first,)),
+            parts.shared(mine, peer, (first,)),
+        )
+        cells = (slice(0, space.absent(first)), space.absent(second))
+        index = cells if first == a else cells[::-1]
+        values[index], variance[index] = own - both, own_var + both_var
+    values[ua, ub], variance[ua, ub] = parts.regions((), (p, q))
+    return Assembled((a, b), values, variance)
+
+
+def _shared_table(parts: _Parts, p: int, q: int, table: NoisyTable) -> Assembled:
+    """A table of p's attributes over the records p and q hold, against P_q."""
+    space, attrs = parts.space, table.attrs
+    held, nowhere = _held(space, attrs), _nowhere(space, attrs)
+    own, own_var = parts.own(p, attrs)
+    sides = []
+    for counts, var, holding, lacking in (
+        (own - table.values, own_var + table.sigma**2, (), (p, q)),  # P_q = 0
+        (table.values, table.sigma**2, (q,), (p,)),  # P_q = 1
+    ):
+        values, variance = _blank(space, attrs)
+        values[held], variance[held] = counts, var
+        values[nowhere], variance[nowhere] = parts.regions(holding, lacking)
+        sides.append((values, variance))
+    return Assembled(
+        (*attrs, space.presence(q)),
+        np.stack([v for v, _ in sides], -1),
+        np.stack([v for _, v in sides], -1),
+    )
+
+
+def union_tables(releases: PartialReleases) -> list[Assembled]:
+    """Every table of the union domain the releases give (module doc): presence first,
+    then own, cross and presence tables in the order given."""
+    parts = _Parts(releases)
+    tables = [_presence_table(parts)]
+    tables += [_own_table(parts, t) for t in releases.own]
+    tables += [_cross_table(parts, t) for t in releases.cross]
+    for (p, q), shared in sorted(releases.presence.items()):
+        tables += [_shared_table(parts, p, q, t) for t in shared]
+    return tables

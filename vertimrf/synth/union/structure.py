@@ -1,0 +1,200 @@
+"""The union model's structure: its cliques, its structural zeros and its measurements, with
+the presence attributes read off the data attributes.
+
+P_p is a function of any attribute a of p (P_p = 1 exactly when a is held), so the model
+holds no presence attributes: a table over P_q becomes a binned measurement
+(:class:`~vertimrf.mrf.estimation.Measurement` ``bins``) over an attribute of q, binned into
+absent (0) and held (1). The model then has the cells of its data graph with one more value
+per attribute; presence attributes of their own would join every clique (the tables against
+a peer's presence tie each P_q to every attribute) and multiply its cells by 2^m.
+
+* **Links.** For each party, a spanning tree of its attributes over the pairs that share a
+  clique, with a new pair between components that share none. Each link (a, b) is the
+  structural zero "one absent, the other held" (log-potential -inf, which mirror descent
+  never moves). Along the tree a is absent exactly when b is, for any two attributes of p:
+  a party's attributes are all absent or all held in every row the model can draw, with
+  certainty, not only with high probability.
+* **Representatives.** One attribute per party, all in one clique: the clique holding an
+  attribute of every party with the fewest cells over its smallest such attributes, or, if
+  no clique holds one of every party, a new clique of each party's smallest attribute. The
+  presence table is measured on them; the cell where all are absent is a structural zero
+  (no record is absent at every party).
+* **Partners.** A table over (A of p, P_q) is measured on (A, b) with b the smallest
+  attribute of q sharing a clique with all of A; with none, the table is left out (its
+  numbers also enter the cross tables' absent cells).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vertimrf.mrf.estimation import Measurement
+from vertimrf.synth.union.measurements import Assembled, UnionDomain
+
+__all__ = ["Structure", "presence_bins", "union_structure"]
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What the union model is built and fitted on.
+
+    Attributes:
+        cliques: the attribute sets the junction tree must cover (data attribute indices).
+        zeros: log-factors, -inf at the structural zeros.
+        representatives: the attribute each party's presence is read off.
+        tables: the assembled tables measured, in the order of ``measurements``.
+        measurements: the tables as measurements of the model (module doc).
+    """
+
+    cliques: tuple[tuple[int, ...], ...]
+    zeros: dict[tuple[int, ...], np.ndarray]
+    representatives: tuple[int, ...]
+    tables: tuple[Assembled, ...]
+    measurements: tuple[Measurement, ...]
+
+
+def union_structure(
+    space: UnionDomain, tables: Sequence[Assembled], cliques: Sequence[Sequence[int]] | None
+) -> Structure:
+    """The structure (module doc) for ``tables``; ``cliques`` (data attribute sets) bounds
+    the data graph, leaving out the tables over two or more attributes in none of them
+    (default: every table over data attributes is a clique)."""
+    d = len(space.data)
+    plain = [t for t in tables if max(t.attrs) < d]
+    if cliques is None:
+        groups = [set(t.attrs) for t in plain]
+    else:
+        groups = [{int(a) for a in c} for c in cliques]
+        plain = [t for t in plain if _inside(set(t.attrs), groups)]
+    links = _links(space, groups)
+    groups += [set(pair) for pair in links]
+    reps = _representatives(space, groups)
+    groups.append(set(reps))
+    kept, measurements = list(plain), [_measure(t, t.attrs, space) for t in plain]
+    for table in tables:
+        if max(table.attrs) < d:
+            continue
+        attrs = _on_data(space, table.attrs, reps, groups)
+        if attrs is not None:
+            kept.append(table)
+            measurements.append(_measure(table, attrs, space))
+    zeros: dict[tuple[int, ...], np.ndarray] = {pair: _link_zeros(space, pair) for pair in links}
+    zeros[reps] = _nobody_zeros(space, reps)
+    return Structure(
+        tuple(tuple(sorted(g)) for g in groups),
+        zeros,
+        reps,
+        tuple(kept),
+        tuple(measurements),
+    )
+
+
+def presence_bins(space: UnionDomain, a: int) -> np.ndarray:
+    """Attribute a's values binned by presence: 1 where held, 0 at absent."""
+    bins = np.ones(space.absent(a) + 1, np.int64)
+    bins[space.absent(a)] = 0
+    return bins
+
+
+def _inside(attrs: set[int], groups: list[set[int]]) -> bool:
+    """Whether ``attrs`` (one attribute or none always) lies in one of ``groups``."""
+    return len(attrs) <= 1 or any(attrs <= g for g in groups)
+
+
+def _links(space: UnionDomain, groups: list[set[int]]) -> list[tuple[int, int]]:
+    """Each party's spanning tree of links (module doc), as attribute pairs: the pairs of
+    a clique first, then pairs with the party's first attribute, each kept when it joins
+    two components (union-find)."""
+    links = []
+    for p in range(space.parties):
+        mine = space.attributes(p)
+        parent = {a: a for a in mine}
+        shared = [sorted(g & set(mine)) for g in groups]
+        pairs = [(g[0], b) for g in shared if g for b in g[1:]]
+        pairs += [(mine[0], b) for b in mine[1:]]
+        for a, b in pairs:
+            ra, rb = _root(parent, a), _root(parent, b)
+            if ra != rb:
+                parent[rb] = ra
+                links.append((a, b))
+    return links
+
+
+def _root(parent: dict[int, int], a: int) -> int:
+    """The root of a's component."""
+    while parent[a] != a:
+        a = parent[a]
+    return a
+
+
+def _representatives(space: UnionDomain, groups: list[set[int]]) -> tuple[int, ...]:
+    """One attribute per party, all in one of ``groups`` where one holds them (module doc)."""
+    sizes = space.model_domain.sizes
+
+    def pick(pool: set[int]) -> tuple[int, ...] | None:
+        chosen = []
+        for p in range(space.parties):
+            mine = sorted(set(space.attributes(p)) & pool, key=lambda a: (sizes[a], a))
+            if not mine:
+                return None
+            chosen.append(mine[0])
+        return tuple(chosen)
+
+    found = [r for r in (pick(g) for g in groups) if r is not None]
+    if not found:
+        return pick(set(range(len(space.data)))) or ()
+    return min(found, key=lambda r: (int(np.prod([sizes[a] for a in r])), r))
+
+
+def _on_data(
+    space: UnionDomain,
+    attrs: tuple[int, ...],
+    reps: tuple[int, ...],
+    groups: list[set[int]],
+) -> tuple[int, ...] | None:
+    """A table's attributes with each presence attribute replaced by the attribute it is
+    read off (module doc); None when a partner is missing."""
+    d = len(space.data)
+    data = {a for a in attrs if a < d}
+    if not data:
+        return tuple(reps[a - d] for a in attrs)
+    sizes = space.model_domain.sizes
+    out = []
+    for a in attrs:
+        if a < d:
+            out.append(a)
+            continue
+        partners = [b for b in space.attributes(a - d) if _inside(data | {b}, groups)]
+        if not partners:
+            return None
+        out.append(min(partners, key=lambda b: (sizes[b], b)))
+    return tuple(out)
+
+
+def _measure(table: Assembled, attrs: tuple[int, ...], space: UnionDomain) -> Measurement:
+    """``table`` measured on the model's ``attrs``: binned by presence where a presence
+    attribute was replaced, with weight 1 / the table's sigma."""
+    replaced = [a != b for a, b in zip(table.attrs, attrs, strict=True)]
+    bins = tuple(
+        presence_bins(space, b) if r else None for b, r in zip(attrs, replaced, strict=True)
+    )
+    return Measurement(attrs, table.values, 1.0 / table.sigma, bins=bins if any(replaced) else None)
+
+
+def _link_zeros(space: UnionDomain, pair: tuple[int, int]) -> np.ndarray:
+    """-inf where one attribute of the pair is absent and the other held."""
+    a, b = pair
+    table = np.zeros((space.absent(a) + 1, space.absent(b) + 1))
+    table[space.absent(a), : space.absent(b)] = -np.inf
+    table[: space.absent(a), space.absent(b)] = -np.inf
+    return table
+
+
+def _nobody_zeros(space: UnionDomain, reps: tuple[int, ...]) -> np.ndarray:
+    """-inf where every representative is absent."""
+    table = np.zeros(tuple(space.absent(a) + 1 for a in reps))
+    table[tuple(space.absent(a) for a in reps)] = -np.inf
+    return table
