@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from vertimrf.mrf.model import MarkovRandomField, mrf_from_state, mrf_state, pot
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.report_file import report_from_meta, report_meta
 from vertimrf.synth.fitted import (
+    absent_decoder,
     check_rows,
     decoder_from_meta,
     decoder_meta,
@@ -44,6 +46,8 @@ class VerticalModel:
         report: the run's privacy report (what was released and its total).
         rng: the generator :meth:`sample` draws from when given no seed (default: seeded
             from OS entropy).
+        absent: the model is over the union of the records of parties whose record sets
+            differ: each column has one more value, "absent", sampled as an empty cell.
     """
 
     def __init__(
@@ -53,11 +57,13 @@ class VerticalModel:
         report: ProtocolReport,
         *,
         rng: np.random.Generator | None = None,
+        absent: bool = False,
     ) -> None:
         self.model = model
         self.spec = spec
         self.report = report
-        self._decode = decoder_of(spec)
+        self.absent = absent
+        self._decode = absent_decoder(spec) if absent else decoder_of(spec)
         self._rng = np.random.default_rng() if rng is None else rng
 
     @property
@@ -116,11 +122,13 @@ class VerticalModel:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the model, spec and report to ``path`` (atomically); returns the path."""
         mrf_meta, arrays = mrf_state(self.model)
-        meta = {
+        meta: dict[str, Any] = {
             "decoder": decoder_meta(self.spec),
             "report": report_meta(self.report),
             "mrf": mrf_meta,
         }
+        if self.absent:
+            meta["absent"] = True
         write_container(path, MODEL_KIND, meta, arrays)
         return Path(path)
 
@@ -134,9 +142,12 @@ class VerticalModel:
         if not isinstance(spec, DomainSpec):
             raise MessageError(f"{path}: a vertical model needs a column spec.")
         model = mrf_from_state(meta.get("mrf"), arrays, path, max_cells)
-        if model.domain != spec.domain:
+        absent = meta.get("absent", False) is True
+        want = spec.domain.sizes
+        sizes = tuple(u + 1 for u in want) if absent else tuple(want)
+        if model.domain.names != spec.domain.names or tuple(model.domain.sizes) != sizes:
             raise MessageError(f"{path}: the model's columns do not match its spec.")
-        return cls(model, spec, report_from_meta(meta.get("report"), path))
+        return cls(model, spec, report_from_meta(meta.get("report"), path), absent=absent)
 
     def __repr__(self) -> str:
         return f"VerticalModel({self.report.method}, n_hat={self.n_hat}, {self.model.tree.size})"

@@ -131,3 +131,38 @@ def test_fm_runs_on_partial_record_sets_and_stays_not_dp(tmp_path):
     model = run.fitted(run.run())
     assert len(model.sample(20, seed=0)) == 20
     assert not model.report.dp_guarantee and "NOT differentially private" in str(model.report)
+
+
+@pytest.mark.parametrize("population", ["intersection", "union"])
+def test_the_synthetic_table_holds_the_population_with_empty_absent_cells(tmp_path, population):
+    """Intersection: as many rows as the published count of the records every party holds,
+    no empty cell. Union: as many as all the published region counts, a party's columns
+    empty together (absent) on some rows and never partly. The saved model samples the
+    same rows."""
+    from tests.helpers import SECRET
+    from tests.runs import SEED
+    from vertimrf.driver import local_run
+    from vertimrf.vertical_model import VerticalModel
+
+    cfg = _partial_files(tmp_path)
+    cfg = dataclasses.replace(cfg, population=population)
+    data = {n: pd.read_csv(tmp_path / f"{n}.csv") for n in THREE}
+    keys = {n: KeyPair.load(tmp_path / f"{n}.key") for n in THREE}
+    run = local_run(data, cfg, SECRET, seed=SEED, id_column="rid", keys=keys,
+                    server_key=KeyPair.load(tmp_path / "server.key"))  # fmt: skip
+    model = run.fitted(run.run())
+    regions = run.server.server.secure.regions_released
+    want = regions[7] if population == "intersection" else sum(regions.values())
+    assert model.n_hat == round(max(want, 0)) > 0
+    sample = model.sample(seed=3)
+    assert len(sample) == model.n_hat and list(sample.columns) == list(cfg.spec.names)
+    empty = sample.isna()
+    for cols in THREE.values():
+        assert (empty[cols].all(axis=1) | ~empty[cols].any(axis=1)).all()  # never partly
+    if population == "intersection":
+        assert not empty.any().any()
+    else:
+        assert empty.any().any() and not empty.all(axis=1).any()  # someone holds every row
+    model.save(tmp_path / "model.vmrf")
+    again = VerticalModel.load(tmp_path / "model.vmrf")
+    assert again.absent and again.sample(seed=3).equals(sample)

@@ -132,7 +132,8 @@ class ServerDriver(RoleDriver):
             seconds={**(seconds or {}), **report.seconds},
             message_bytes=dict(message_bytes or {}),
         )
-        return VerticalModel(model, self.config.spec, report, rng=rng)
+        absent = self.config.record_sets == "partial"  # a model over the union of records
+        return VerticalModel(model, self.config.spec, report, rng=rng, absent=absent)
 
     # ------------------------------------------------------------------ running
     def recorded(self, step: Step) -> Mapping[Message, Payload] | None:

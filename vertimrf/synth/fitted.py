@@ -50,6 +50,20 @@ def decoder_of(decoder: Decoder) -> Callable[[np.ndarray], pd.DataFrame]:
     return lambda codes: pd.DataFrame(np.asarray(codes), columns=list(decoder.names))
 
 
+def absent_decoder(spec: DomainSpec) -> Callable[[np.ndarray], pd.DataFrame]:
+    """Codes -> frame for a model over the union of records (partial record sets): the
+    spec's values, and an empty cell (NaN) where a code is one past the column's last, the
+    value "absent" (the column's party does not hold the record)."""
+    decode = TableEncoder(spec).decode
+    sizes = np.asarray(spec.domain.sizes)
+
+    def run(codes: np.ndarray) -> pd.DataFrame:
+        absent = np.asarray(codes) == sizes
+        return decode(np.where(absent, 0, codes)).mask(absent)
+
+    return run
+
+
 def marginal_series(
     model: MarkovRandomField,
     decode: Callable[[np.ndarray], pd.DataFrame],

@@ -7,6 +7,7 @@ mirror descent, warm-started from the first release, and n rows are sampled.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,9 @@ from vertimrf.protocol.secure import MEASURE, Request
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.server.secure.selection import Selection
 from vertimrf.server.secure.state import Tables
+from vertimrf.server.secure.union_fit import partial_releases
+from vertimrf.synth.fitted import absent_decoder
+from vertimrf.synth.union import Population, fit_union
 
 
 class SecureServer(Selection):
@@ -45,7 +49,9 @@ class SecureServer(Selection):
         if sample_seed is not None:
             rng = np.random.default_rng(sample_seed)
         n = round(self.n_hat) if rows is None else int(rows)
-        return TableEncoder(self.config.spec).decode(self.model.sample(n, rng))
+        spec = self.config.spec
+        decode = TableEncoder(spec).decode if self.plan.regions is None else absent_decoder(spec)
+        return decode(self.model.sample(n, rng))
 
     def fit(self, releases: Sequence[SecureRelease]) -> np.random.Generator:
         """Step 4 without sampling: charge the re-measurement and fit the MRF on every
@@ -73,6 +79,9 @@ class SecureServer(Selection):
         noise: NoiseSampler,
     ) -> None:
         second = self._tables(MEASURE, request.marginals, releases, noise, request.bins)
+        if self.plan.regions is not None:  # partial record sets: one model over the union
+            self._fit_union(first_release, second)
+            return
         cliques = [set(c) for c in self.tree.cliques]
         measurements = [
             Measurement(
@@ -96,6 +105,26 @@ class SecureServer(Selection):
             self._fit(model, measurements, self.options.final_convergence_ratio, cap),
         ]
         self.model = model
+
+    def _fit_union(self, first_release: Tables, second: Tables) -> None:
+        """The model over the union of the records (:mod:`vertimrf.synth.union`) on every
+        release and the published region counts, conditioned on the config's population;
+        ``n_hat`` becomes the population's DP row count."""
+        if self._regions is None:
+            raise MessageError("the server fits partial record sets on its deal's region counts.")
+        releases, self.skipped = partial_releases(
+            self.plan, self.config.spec.domain, (first_release, second), self._regions
+        )
+        union = fit_union(
+            releases,
+            iters=self.config.secure_options().iters,
+            cliques=self.tree.cliques,
+            max_cells=int(self.options.max_total_cells),
+        )
+        population = cast(Population, self.config.population)
+        self.model = union.population_model(population)
+        self.n_hat = float(union.rows(population))
+        self.iterations = [int(union.fit.iterations)]
 
     def _fit(self, model: MarkovRandomField, ms: list[Measurement], ratio: float, cap: int) -> int:
         """Mirror descent (warm-started from the model) until the loss is ``ratio`` times

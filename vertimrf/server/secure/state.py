@@ -67,6 +67,7 @@ class ServerState:
         self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
         self._slots: Slots | None = None  # partial record sets: the slot assignment
         self._regions: dict[int, int] | None = None  # and the region counts it published
+        self.skipped = 0  # partial sets: marginals the union fit could not read
 
     @property
     def regions_released(self) -> dict[int, int] | None:
