@@ -86,7 +86,7 @@ def make_partial_deals(root: Path, parties: dict[str, list[str]]) -> None:
          f"S/{n}.tokens"] for n in names], root)  # fmt: skip
     ok([["server", "deal", "--config", "config.json", "--keys", *[f"S/{n}.pub" for n in names],
          "--commits", *commits, "--tokens", *[f"S/{n}.tokens" for n in names], "--out-dir", "S",
-         "--state", "S/server.state", *SERVER_KEY]], root)  # fmt: skip
+         "--state", "S/server.state", "--seed", str(SEED), *SERVER_KEY]], root)  # fmt: skip
     for n in names:
         shutil.copy(root / "S" / f"{n}.deal", root / n)
 

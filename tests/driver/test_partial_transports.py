@@ -65,11 +65,12 @@ def test_every_transport_writes_the_in_process_runs_bytes(tmp_path, transport):
     here, there = tmp_path / "in-process", tmp_path / transport.replace(" ", "-")
     here.mkdir()
     cfg = _partial_files(here)
-    shutil.copytree(here, there)
-    want = TRANSPORTS["in process"](here, cfg)
     if transport == "step files":  # the step commands take the public keys as files
         cfg = dataclasses.replace(cfg, identities=None)
-        cfg.save(there / "config.json")
+        cfg.save(here / "config.json")
+    shutil.copytree(here, there)
+    want = TRANSPORTS["in process"](here, cfg)
+    if transport == "step files":
         got = _step_files(there, cfg)
     else:
         got = TRANSPORTS[transport](there, cfg)

@@ -64,6 +64,13 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     )
     server_key_arg(deal)
     _state_dir_arg(deal)
+    deal.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="run seed: seeds the region counts' noise with partial record sets (experiments "
+        "only)",
+    )
     deal.add_argument("--out-dir", required=True, help="folder for the deals")
     force_arg(deal)
     adm = ssub.add_parser(
