@@ -122,6 +122,7 @@ class SecureServer(Selection):
             max_cells=int(self.options.max_total_cells),
         )
         population = cast(Population, self.config.population)
+        self.union = union
         self.model = union.population_model(population)
         self.n_hat = float(union.rows(population))
         self.iterations = [int(union.fit.iterations)]

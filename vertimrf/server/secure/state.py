@@ -29,6 +29,7 @@ from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice
 from vertimrf.server.methods import server_strategy
 from vertimrf.server.slots import Slots
+from vertimrf.synth.union import UnionModel
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class ServerState:
         self._slots: Slots | None = None  # partial record sets: the slot assignment
         self._regions: dict[int, int] | None = None  # and the region counts it published
         self.skipped = 0  # partial sets: marginals the union fit could not read
+        self.union: UnionModel | None = None  # partial sets: the fitted model over the union
 
     @property
     def regions_released(self) -> dict[int, int] | None:
