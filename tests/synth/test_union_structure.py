@@ -89,3 +89,20 @@ def test_a_table_against_a_peers_presence_is_binned_by_presence_on_a_partner():
     assert m.attrs == (0, 1)
     np.testing.assert_array_equal(presence_bins(space, 1), [1, 1, 1, 0])
     assert UnionDomain(Domain.from_sizes((2, 3)), (0, 1)).model_domain.sizes == (3, 4)
+
+
+def test_links_between_parts_of_the_model_join_cliques_that_meet():
+    """A party's attribute alone in a clique of the peer's attributes is linked to one of its
+    own attributes in a clique that meets that one (the fill stays local), not to its first
+    attribute far away: the links add no pair outside two meeting cliques' union."""
+    from vertimrf.domain import Domain
+    from vertimrf.synth.union.measurements import UnionDomain
+    from vertimrf.synth.union.structure import _links
+
+    domain = Domain(tuple(f"x{i}" for i in range(6)), (3,) * 6)
+    space = UnionDomain(domain, (0, 0, 0, 1, 1, 1))
+    groups = [{0, 1}, {1, 3}, {3, 4, 2}, {4, 5}]  # 2 (party 0) sits with 3 and 4 only
+    links = _links(space, groups)
+    assert (0, 1) in links
+    stray = [pair for pair in links if 2 in pair]
+    assert stray == [(1, 2)]  # 1 shares {1, 3} with 3, which meets {3, 4, 2}

@@ -9,7 +9,8 @@ per attribute; presence attributes of their own would join every clique (the tab
 a peer's presence tie each P_q to every attribute) and multiply its cells by 2^m.
 
 * **Links.** For each party, a spanning tree of its attributes over the pairs that share a
-  clique, with a new pair between components that share none. Each link (a, b) is the
+  clique, with new pairs between components that share none, chosen to keep the fill local
+  (a pair whose cliques meet first). Each link (a, b) is the
   structural zero "one absent, the other held" (log-potential -inf, which mirror descent
   never moves). Along the tree a is absent exactly when b is, for any two attributes of p:
   a party's attributes are all absent or all held in every row the model can draw, with
@@ -105,17 +106,30 @@ def _inside(attrs: set[int], groups: list[set[int]]) -> bool:
 
 
 def _links(space: UnionDomain, groups: list[set[int]]) -> list[tuple[int, int]]:
-    """Each party's spanning tree of links (module doc), as attribute pairs: the pairs of
-    a clique first, then pairs with the party's first attribute, each kept when it joins
-    two components (union-find)."""
+    """Each party's spanning tree of links (module doc), as attribute pairs, cheapest first
+    (Kruskal, union-find): a pair inside a clique costs nothing; a pair (a, b) whose
+    cliques meet costs the cells of a's clique with b added (the fill stays local); any
+    other pair the cells of both cliques joined."""
+    sizes = space.model_domain.sizes
+
+    def cells(attrs: set[int]) -> int:
+        return int(np.prod([sizes[a] for a in attrs], dtype=np.float64))
+
     links = []
     for p in range(space.parties):
         mine = space.attributes(p)
+        homes = {a: [g for g in groups if a in g] or [{a}] for a in mine}
+        costs = []
+        for i, a in enumerate(mine):
+            for b in mine[i + 1 :]:
+                best = min(
+                    0 if b in g else cells(g | {b}) if g & h else cells(g | h)
+                    for g in homes[a]
+                    for h in homes[b]
+                )
+                costs.append((best, a, b))
         parent = {a: a for a in mine}
-        shared = [sorted(g & set(mine)) for g in groups]
-        pairs = [(g[0], b) for g in shared if g for b in g[1:]]
-        pairs += [(mine[0], b) for b in mine[1:]]
-        for a, b in pairs:
+        for _, a, b in sorted(costs):
             ra, rb = _root(parent, a), _root(parent, b)
             if ra != rb:
                 parent[rb] = ra
