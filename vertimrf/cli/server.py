@@ -68,8 +68,7 @@ def add_server(sub: argparse._SubParsersAction) -> None:
         "--seed",
         type=int,
         default=None,
-        help="run seed: seeds the region counts' noise with partial record sets (experiments "
-        "only)",
+        help="run seed: seeds the region counts' noise with partial record sets (experiments only)",
     )
     deal.add_argument("--out-dir", required=True, help="folder for the deals")
     force_arg(deal)

@@ -248,6 +248,10 @@ class SecureRules(MethodRules):
         return 0.0, rho_select, 0.0, 0.0
 
 
+# The union model's cell cap over the selected model's (partial record sets).
+UNION_CELLS = 4
+
+
 class SecureSelectRules(SecureRules):
     """Method "secure", the select pipeline: no local messages at all; the secure product
     releases every 2-way marginal and the count, then re-measures what the server selects."""
@@ -266,8 +270,11 @@ class SecureSelectRules(SecureRules):
         return fixed, [Release("bound", "re-measurement (any request)", plan.rho_measure)]
 
     def model_cap(self, config: ProtocolConfig) -> float:
-        """The select pipeline's ceiling on the model's cells."""
-        return config.secure_options().max_total_cells
+        """The select pipeline's ceiling on the model's cells; with partial record sets the
+        union model's, UNION_CELLS times it (each attribute has one more value, "absent",
+        and a party's attributes are linked: :mod:`vertimrf.synth.union`)."""
+        cap = config.secure_options().max_total_cells
+        return cap * UNION_CELLS if config.record_sets == "partial" else cap
 
     def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
         """Bin the widest attribute when it alone sets the feature width and binning it fits."""

@@ -17,6 +17,7 @@ from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.samplers import NoiseSampler
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.regions import members
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import MEASURE, Request
@@ -119,7 +120,7 @@ class SecureServer(Selection):
             releases,
             iters=self.config.secure_options().iters,
             cliques=self.tree.cliques,
-            max_cells=int(self.options.max_total_cells),
+            max_cells=int(rules(self.config).model_cap(self.config)),
         )
         population = cast(Population, self.config.population)
         self.union = union
