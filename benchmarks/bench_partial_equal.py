@@ -109,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
                 r = rows[-1]
                 print(f"{table} {record_sets} seed {seed}: {r['tvd3']:.4f}", flush=True)
     head = {
-        "command": command_line(),
+        "command": command_line(
+            f"benchmarks/{Path(__file__).name}", sys.argv[1:] if argv is None else argv
+        ),
         "commit": git_commit(Path(__file__).resolve().parents[1]),
         "machine": machine(),
         "cores": os.cpu_count(),

@@ -162,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"overlap {overlap} seed {seed}: secure {r['tvd3_secure']:.4f} "
                   f"central {r['tvd3_central']:.4f}", flush=True)  # fmt: skip
     head = {
-        "command": command_line(),
+        "command": command_line(
+            f"benchmarks/{Path(__file__).name}", sys.argv[1:] if argv is None else argv
+        ),
         "commit": git_commit(Path(__file__).resolve().parents[1]),
         "machine": machine(),
         "cores": os.cpu_count(),
