@@ -193,9 +193,11 @@ class Selection(Dealer):
         sizes, d = plan.sizes, len(plan.sizes)
         scores = pair_scores(first, sizes, self.n_hat)
         max_clique, max_total = self.model_caps()
+        # partial record sets: the model is over the union, one more value ("absent") each
+        cells = sizes if plan.regions is None else tuple(u + 1 for u in sizes)
         found = greedy_graph_search(
             scores,
-            sizes,
+            cells,
             max_clique_cells=max_clique,
             max_total_cells=max_total,
             size_penalty=opts.size_penalty,

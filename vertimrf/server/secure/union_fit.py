@@ -6,16 +6,16 @@ Every table is post-processing of a DP release (no new charge):
 
 * a marginal within one party's attributes is counted over that party's records: an
   ``own`` table;
-* a 2-way marginal across two parties is counted over the records both hold: a ``cross``
-  table;
+* a marginal across two parties is counted over the records both hold: a ``cross`` table
+  (when each party's part lies in an own table, whose counts fill its absent cells);
 * a party's attribute against a peer's presence (its counts over the records both hold) is
   the sum of a cross table over the peer's attribute with the fewest values (every record
   the peer holds has one value of it), of variance that many times the cell's;
 * the region counts are those the deal published, each with the dummies' and the server's
   noise (variance 2 sigma_r^2 to the server).
 
-Marginals the fit cannot read this way (across three or more parties' attributes, or
-measured on bins) are left out; ``skipped`` counts them.
+Marginals the fit cannot read this way (across three or more parties, measured on bins,
+or with a part no own table holds) are left out; ``skipped`` counts them.
 """
 
 from __future__ import annotations
@@ -44,17 +44,24 @@ def partial_releases(
     sizes = domain.sizes
     owner = tuple(plan.owner[a] for a in range(len(sizes)))
     own: list[NoisyTable] = []
-    cross: list[NoisyTable] = []
+    across: list[NoisyTable] = []
     skipped = 0
     for release in tables:
         for m, v in release.values.items():
             shape = [sizes[a] for a in m]
-            parties = {owner[a] for a in m}
-            if v.size != math.prod(shape) or (len(parties) > 1 and len(m) > 2):
-                skipped += 1  # measured on bins, or across more than two attributes
+            if v.size != math.prod(shape) or len({owner[a] for a in m}) > 2:
+                skipped += 1  # measured on bins, or across three parties
                 continue
             table = NoisyTable(m, np.asarray(v, np.float64).reshape(shape), release.scale[m])
-            (own if len(parties) == 1 else cross).append(table)
+            (own if len({owner[a] for a in m}) == 1 else across).append(table)
+    covered = [set(t.attrs) for t in own]
+    cross = []
+    for table in across:  # each party's part needs an own table holding it
+        parts = [{a for a in table.attrs if owner[a] == p} for p in {owner[a] for a in table.attrs}]
+        if all(any(part <= c for c in covered) for part in parts):
+            cross.append(table)
+        else:
+            skipped += 1
     releases = PartialReleases(
         domain=domain,
         owner=owner,
@@ -71,9 +78,10 @@ def _presence(
     cross: Sequence[NoisyTable], owner: Sequence[int], sizes: Sequence[int]
 ) -> dict[tuple[int, int], tuple[NoisyTable, ...]]:
     """For each ordered pair (p, q), p's attributes counted over the records p and q both
-    hold: each cross table of p's attribute and q's, summed over q's (the fewest values)."""
+    hold: each 2-way cross table of p's attribute and q's, summed over q's (the fewest
+    values)."""
     best: dict[tuple[int, int], NoisyTable] = {}  # (a, q) -> the table to sum
-    for t in cross:
+    for t in (t for t in cross if len(t.attrs) == 2):
         for axis, a in enumerate(t.attrs):
             other = t.attrs[1 - axis]
             key = (a, owner[other])

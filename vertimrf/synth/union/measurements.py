@@ -30,6 +30,7 @@ yardstick the fit's stopping rule uses (:attr:`Assembled.measured_cells`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -156,6 +157,11 @@ class _Parts:
         tables = self.releases.presence.get((p, q), ())
         return self.summed(tables, attrs, f"presence ({p}, {q})")
 
+    def has_shared(self, p: int, q: int, attrs: tuple[int, ...]) -> bool:
+        """Whether a presence table of (p, q) holds ``attrs``."""
+        tables = self.releases.presence.get((p, q), ())
+        return any(set(attrs) <= set(t.attrs) for t in tables)
+
 
 def _holds(region: int, p: int) -> bool:
     return bool(region >> p & 1)
@@ -201,22 +207,38 @@ def _own_table(parts: _Parts, table: NoisyTable) -> Assembled:
 
 
 def _cross_table(parts: _Parts, table: NoisyTable) -> Assembled:
-    """A cross table over (a of p, b of q) with its absent row and column."""
-    space, (a, b) = parts.space, table.attrs
-    p, q = space.owner[a], space.owner[b]
-    values, variance = _blank(space, (a, b))
-    ua, ub = space.absent(a), space.absent(b)
-    values[:ua, :ub], variance[:ua, :ub] = table.values, table.sigma**2
-    for first, second, mine, peer in ((a, b, p, q), (b, a, q, p)):
-        (own, own_var), (both, both_var) = (
-            parts.own(mine, (first,)),
-            parts.shared(mine, peer, (first,)),
-        )
-        cells = (slice(0, space.absent(first)), space.absent(second))
-        index = cells if first == a else cells[::-1]
+    """A cross table over attributes of parties p and q with its absent cells: where p's
+    part is held and q's absent, p's own counts less the table summed over q's part (and
+    the other way round); where both are absent, the regions holding neither; where some of
+    one party's attributes are absent and others held, a structural zero."""
+    space, attrs = parts.space, table.attrs
+    p = space.owner[attrs[0]]
+    q = next(space.owner[a] for a in attrs if space.owner[a] != p)
+    mine = tuple(a for a in attrs if space.owner[a] == p)
+    theirs = tuple(a for a in attrs if space.owner[a] == q)
+    order = [attrs.index(a) for a in mine + theirs]
+    counts = np.transpose(table.values, order)
+    values, variance = _blank(space, mine + theirs)
+    held_p, held_q = _held(space, mine), _held(space, theirs)
+    gone_p, gone_q = _nowhere(space, mine), _nowhere(space, theirs)
+    cell = table.sigma**2
+    values[held_p + held_q], variance[held_p + held_q] = counts, cell
+    k = len(mine)
+    for part, held, gone, owner, peer, axes, other in (
+        (mine, held_p, gone_q, p, q, tuple(range(k, len(attrs))), theirs),
+        (theirs, held_q, gone_p, q, p, tuple(range(k)), mine),
+    ):
+        own, own_var = parts.own(owner, part)
+        index = held + gone if part is mine else gone + held
+        if parts.has_shared(owner, peer, part):  # a presence table: the least noise
+            both, both_var = parts.shared(owner, peer, part)
+        else:  # this table summed over the peer's part
+            both = counts.sum(axis=axes)
+            both_var = cell * math.prod(space.absent(a) for a in other)
         values[index], variance[index] = own - both, own_var + both_var
-    values[ua, ub], variance[ua, ub] = parts.regions((), (p, q))
-    return Assembled((a, b), values, variance)
+    values[gone_p + gone_q], variance[gone_p + gone_q] = parts.regions((), (p, q))
+    back = list(np.argsort(order))
+    return Assembled(attrs, np.transpose(values, back), np.transpose(variance, back))
 
 
 def _shared_table(parts: _Parts, p: int, q: int, table: NoisyTable) -> Assembled:

@@ -56,8 +56,8 @@ class PartialReleases:
         domain: the data attributes and their sizes (without the "absent" value).
         owner: the party (0 .. m-1) holding each attribute.
         own: tables over one party's attributes, counted over that party's records.
-        cross: tables over one attribute of each of two parties, counted over the records
-            both hold.
+        cross: tables over attributes of exactly two parties (one or more each), counted
+            over the records both hold.
         presence: for a pair (p, q) of parties, tables over p's attributes counted over the
             records p and q both hold.
         regions: the noisy count r_T of the records held by exactly the parties in T, for
@@ -121,13 +121,13 @@ class PartialReleases:
         parties = {self.owner[a] for a in table.attrs}
         fits = {
             "own": len(parties) == 1,
-            "cross": len(parties) == 2 == len(table.attrs),
+            "cross": len(parties) == 2,
             "presence": parties == {party},
         }
         if not fits[kind]:
             rule = {
                 "own": "attributes of one party",
-                "cross": "one attribute of each of two parties",
+                "cross": "attributes of exactly two parties",
                 "presence": "attributes of the first party of its pair",
             }[kind]
             raise ConfigError(f"{kind} table over {table.attrs}: it must be over {rule}.")
