@@ -6,6 +6,8 @@ import json
 import os
 import platform
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -60,3 +62,33 @@ def git_commit(tree: str | os.PathLike) -> str:
         ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     )
     return proc.stdout.strip() or "unknown"
+
+
+def run_head(script: str, argv: list[str] | None) -> dict:
+    """The command line (``argv``, default this process's), commit, machine and cores of a
+    run of the benchmark ``script`` (its ``__file__``)."""
+    shown = sys.argv[1:] if argv is None else argv
+    return {
+        "command": command_line(f"benchmarks/{Path(script).name}", shown),
+        "commit": git_commit(Path(script).resolve().parents[1]),
+        "machine": machine(),
+        "cores": os.cpu_count(),
+    }
+
+
+def write_results(
+    json_path: str | None,
+    md_path: str | None,
+    head: dict,
+    rows: list[dict],
+    markdown: Callable[[dict, list[dict]], str],
+) -> None:
+    """Write ``rows`` under ``head`` as JSON and as ``markdown``'s text (each if its path is
+    given, atomically), and print the text."""
+    from vertimrf.io import atomic_write_text
+
+    write_json(json_path, {**head, "rows": rows})
+    text = markdown(head, rows)
+    if md_path:
+        atomic_write_text(md_path, text)
+    print(text)

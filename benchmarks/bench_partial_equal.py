@@ -16,7 +16,6 @@ seeds' spread: "within noise").
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -24,11 +23,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import command_line, git_commit, machine, write_json  # noqa: E402
+from _common import run_head, write_results  # noqa: E402
 
 from vertimrf import load_dataset  # noqa: E402
 from vertimrf.driver import local_run  # noqa: E402
-from vertimrf.io import atomic_write_text  # noqa: E402
 from vertimrf.metrics import tvd  # noqa: E402
 from vertimrf.protocol import from_preset  # noqa: E402
 
@@ -108,18 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(one_run(table, record_sets, seed))
                 r = rows[-1]
                 print(f"{table} {record_sets} seed {seed}: {r['tvd3']:.4f}", flush=True)
-    head = {
-        "command": command_line(
-            f"benchmarks/{Path(__file__).name}", sys.argv[1:] if argv is None else argv
-        ),
-        "commit": git_commit(Path(__file__).resolve().parents[1]),
-        "machine": machine(),
-        "cores": os.cpu_count(),
-    }
-    write_json(args.json, {**head, "rows": rows})
-    if args.md:
-        atomic_write_text(args.md, markdown(head, rows))
-    print(markdown(head, rows))
+    write_results(args.json, args.md, run_head(__file__, argv), rows, markdown)
     return 0
 
 

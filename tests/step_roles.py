@@ -7,9 +7,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.runs import SEED
+from vertimrf.crypto.keys import KeyPair
 
 SERVER_KEY = ("--server-key", "S/server.key")
 
@@ -130,3 +132,27 @@ def select_run(root: Path, parties: dict[str, list[str]]) -> None:
     ok([["server", "synthesize", "--config", "config.json", "--state", "S/server.state",
           "--releases", *measures, "--out", "S/synth.csv", "--report", "S/report.json",
           "--seed", str(SEED), "--quiet", *SERVER_KEY]], root)  # fmt: skip
+
+
+def step_files_run(
+    root: Path,
+    parties: dict[str, list[str]],
+    deals: Callable[[Path, dict[str, list[str]]], None] = make_deals,
+) -> bytes:
+    """Each step a command of its role, in its folder (a party's ``N/``, the server's
+    ``S/``), from the role files in ``root`` (every party's ``N.csv`` and ``N.key``, the
+    ``server.key`` and ``secret.hex``); the public keys as files, the relaying a file copy,
+    ``deals`` the steps up to the deal. The synthetic CSV's bytes."""
+    for folder in ["S", *parties]:
+        (root / folder).mkdir()
+    shutil.copy(root / "server.key", root / "S")
+    for n in parties:
+        shutil.copy(root / f"{n}.csv", root / n)
+        shutil.copy(root / f"{n}.key", root / n)
+        shutil.copy(root / "secret.hex", root / n / f"{n}.secret")
+        public = KeyPair.load(root / f"{n}.key").public()
+        for folder in ["S", *(q for q in parties if q != n)]:
+            public.save(root / folder / f"{n}.pub")
+    deals(root, parties)
+    select_run(root, parties)
+    return (root / "S" / "synth.csv").read_bytes()

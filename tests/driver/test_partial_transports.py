@@ -17,7 +17,7 @@ from tests.driver.test_same_bytes import TRANSPORTS
 from tests.folder_roles import THREE
 from tests.https_roles import pinned_files
 from tests.runs import correlated_table
-from tests.step_roles import make_partial_deals, select_run
+from tests.step_roles import make_partial_deals, step_files_run
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 
@@ -34,23 +34,6 @@ def _partial_files(root: Path) -> ProtocolConfig:
         frame = pd.read_csv(root / f"{n}.csv")
         frame[held[frame["rid"].to_numpy(), i]].to_csv(root / f"{n}.csv", index=False)
     return cfg
-
-
-def _step_files(root: Path, cfg: ProtocolConfig) -> bytes:
-    """The step commands with the partial record sets' admit and tokens steps."""
-    for folder in ["S", *THREE]:
-        (root / folder).mkdir()
-    shutil.copy(root / "server.key", root / "S")
-    for n in THREE:
-        shutil.copy(root / f"{n}.csv", root / n)
-        shutil.copy(root / f"{n}.key", root / n)
-        shutil.copy(root / "secret.hex", root / n / f"{n}.secret")
-        public = KeyPair.load(root / f"{n}.key").public()
-        for folder in ["S", *(q for q in THREE if q != n)]:
-            public.save(root / folder / f"{n}.pub")
-    make_partial_deals(root, THREE)
-    select_run(root, THREE)
-    return (root / "S" / "synth.csv").read_bytes()
 
 
 @pytest.mark.parametrize(
@@ -71,7 +54,7 @@ def test_every_transport_writes_the_in_process_runs_bytes(tmp_path, transport):
     shutil.copytree(here, there)
     want = TRANSPORTS["in process"](here, cfg)
     if transport == "step files":
-        got = _step_files(there, cfg)
+        got = step_files_run(there, THREE, make_partial_deals)
     else:
         got = TRANSPORTS[transport](there, cfg)
     assert got == want and len(want.splitlines()) > 1

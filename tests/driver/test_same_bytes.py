@@ -5,7 +5,6 @@ files and over HTTPS, writes simulate's synthetic CSV byte for byte."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from tests.folder_roles import THREE
 from tests.helpers import SECRET
 from tests.https_roles import finish_ok, pinned_files, start_party, start_server
 from tests.runs import SEED, correlated_table, finish, same_as_simulate, vertimrf_process
-from tests.step_roles import make_deals, select_run
+from tests.step_roles import step_files_run
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import local_run
 from vertimrf.protocol.config import ProtocolConfig
@@ -52,22 +51,9 @@ def _folders(root: Path, cfg: ProtocolConfig) -> bytes:
 
 
 def _step_files(root: Path, cfg: ProtocolConfig) -> bytes:
-    """Each step a command of its role, in its folder (a party's ``N/``, the server's
-    ``S/``), reading and writing message files; the relaying a file copy. The commands
-    take every public key as a file (``cfg`` pins none)."""
-    for folder in ["S", *THREE]:
-        (root / folder).mkdir()
-    shutil.copy(root / "server.key", root / "S")
-    for n in THREE:
-        shutil.copy(root / f"{n}.csv", root / n)
-        shutil.copy(root / f"{n}.key", root / n)
-        shutil.copy(root / "secret.hex", root / n / f"{n}.secret")
-        public = KeyPair.load(root / f"{n}.key").public()
-        for folder in ["S", *(q for q in THREE if q != n)]:
-            public.save(root / folder / f"{n}.pub")
-    make_deals(root, THREE)
-    select_run(root, THREE)
-    return (root / "S" / "synth.csv").read_bytes()
+    """Each step a command of its role (``cfg`` pins no keys: the commands take every
+    public key as a file)."""
+    return step_files_run(root, THREE)
 
 
 def _https(root: Path, cfg: ProtocolConfig) -> bytes:
