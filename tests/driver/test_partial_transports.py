@@ -22,11 +22,12 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 
 
-def _partial_files(root: Path) -> ProtocolConfig:
-    """The pinned files of a three-party run; then each party keeps a different subset of
-    the records (every record held by at least one party)."""
+def _partial_files(root: Path, **fields) -> ProtocolConfig:
+    """The pinned files of a three-party run (other config ``fields``); then each party
+    keeps a different subset of the records (every record held by at least one party)."""
     df, spec = correlated_table()
-    cfg = pinned_files(root, df, spec, record_sets="partial", max_rows=4096)
+    fields = {"record_sets": "partial", "max_rows": 4096, **fields}
+    cfg = pinned_files(root, df, spec, **fields)
     rng = np.random.default_rng(5)
     held = rng.random((len(df), len(THREE))) < 0.7
     held[~held.any(axis=1), 0] = True
@@ -128,13 +129,15 @@ def test_the_synthetic_table_holds_the_population_with_empty_absent_cells(tmp_pa
     from vertimrf.driver import local_run
     from vertimrf.vertical_model import VerticalModel
 
-    cfg = _partial_files(tmp_path)
-    cfg = dataclasses.replace(cfg, population=population)
+    # a large share for the region counts: their noise is small beside the 300 records'
+    # partial regions, so the model covers the union
+    cfg = _partial_files(tmp_path, region_share=0.5, population=population)
     data = {n: pd.read_csv(tmp_path / f"{n}.csv") for n in THREE}
     keys = {n: KeyPair.load(tmp_path / f"{n}.key") for n in THREE}
     run = local_run(data, cfg, SECRET, seed=SEED, id_column="rid", keys=keys,
                     server_key=KeyPair.load(tmp_path / "server.key"))  # fmt: skip
     model = run.fitted(run.run())
+    assert run.server.server.secure.models_union and model.absent
     regions = run.server.server.secure.regions_released
     want = regions[7] if population == "intersection" else sum(regions.values())
     assert model.n_hat == round(max(want, 0)) > 0
@@ -150,3 +153,24 @@ def test_the_synthetic_table_holds_the_population_with_empty_absent_cells(tmp_pa
     model.save(tmp_path / "model.vmrf")
     again = VerticalModel.load(tmp_path / "model.vmrf")
     assert again.absent and again.sample(seed=3).equals(sample)
+
+
+def test_partial_sets_that_are_equal_fit_the_model_of_equal_sets(tmp_path):
+    """Every party holds every record: the published counts of the regions that lack a
+    party are within noise of 0, so the server fits the model of equal sets (no absent
+    value, no cost) and samples as many rows as the published count of all parties."""
+    from tests.helpers import SECRET
+    from tests.runs import SEED
+    from vertimrf.driver import local_run
+
+    df, spec = correlated_table()
+    cfg = pinned_files(tmp_path, df, spec, record_sets="partial", max_rows=4096)
+    data = {n: pd.read_csv(tmp_path / f"{n}.csv") for n in THREE}
+    keys = {n: KeyPair.load(tmp_path / f"{n}.key") for n in THREE}
+    run = local_run(data, cfg, SECRET, seed=SEED, id_column="rid", keys=keys,
+                    server_key=KeyPair.load(tmp_path / "server.key"))  # fmt: skip
+    model = run.fitted(run.run())
+    server = run.server.server.secure
+    assert not server.models_union and not model.absent
+    assert model.n_hat == max(0, server.regions_released[7])
+    assert not model.sample(seed=1).isna().any().any()

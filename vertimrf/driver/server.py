@@ -132,7 +132,7 @@ class ServerDriver(RoleDriver):
             seconds={**(seconds or {}), **report.seconds},
             message_bytes=dict(message_bytes or {}),
         )
-        absent = self.config.record_sets == "partial"  # a model over the union of records
+        absent = model.domain.sizes != self.config.spec.domain.sizes  # over the union
         return VerticalModel(model, self.config.spec, report, rng=rng, absent=absent)
 
     # ------------------------------------------------------------------ running

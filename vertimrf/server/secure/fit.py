@@ -84,7 +84,7 @@ class SecureServer(Selection):
         noise: NoiseSampler,
     ) -> None:
         second = self._tables(MEASURE, request.marginals, releases, noise, request.bins)
-        if self.plan.regions is not None:  # partial record sets: one model over the union
+        if self.models_union:  # partial record sets: one model over the union
             self._fit_union(first_release, second)
             return
         cliques = [set(c) for c in self.tree.cliques]
@@ -110,6 +110,14 @@ class SecureServer(Selection):
             self._fit(model, measurements, self.options.final_convergence_ratio, cap),
         ]
         self.model = model
+        if self._regions is not None:  # partial sets, every party holding every record
+            everyone = max(self._regions)  # the region of all parties
+            rows = (
+                self._regions[everyone]
+                if self.config.population == "intersection"
+                else (sum(self._regions.values()))
+            )
+            self.n_hat = float(max(0, rows))
 
     def _fit_union(self, first_release: Tables, second: Tables) -> None:
         """The model over the union of the records (:mod:`vertimrf.synth.union`) on every

@@ -194,7 +194,7 @@ class Selection(Dealer):
         scores = pair_scores(first, sizes, self.n_hat)
         max_clique, max_total = self.model_caps()
         # partial record sets: the model is over the union, one more value ("absent") each
-        cells = sizes if plan.regions is None else tuple(u + 1 for u in sizes)
+        cells = tuple(u + 1 for u in sizes) if self.models_union else sizes
         found = greedy_graph_search(
             scores,
             cells,

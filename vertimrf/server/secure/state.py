@@ -40,6 +40,11 @@ class Tables:
     scale: dict[Marginal, float]
 
 
+# The published counts of the regions that lack a party must exceed this many standard
+# deviations of their summed noise for the model to cover the union (see models_union).
+UNION_Z = 3.0
+
+
 class ServerState:
     """The server's state in a secure run: what every step of
     :class:`~vertimrf.server.secure.SecureServer` reads."""
@@ -76,6 +81,22 @@ class ServerState:
         """Partial record sets, after the deal: the published noisy region counts, by
         region bit mask (:mod:`vertimrf.protocol.regions`); None before or otherwise."""
         return None if self._regions is None else dict(self._regions)
+
+    @property
+    def models_union(self) -> bool:
+        """Partial record sets: whether the model covers the union of the records with an
+        "absent" value per attribute. Not when the published counts of the regions that
+        lack some party sum to within UNION_Z standard deviations of their noise above 0
+        (no evidence that any party lacks records: then every release is over the same
+        records, and the model of equal sets fits them, without the absent cells' cost).
+        A post-processing of the published counts."""
+        regions = self.plan.regions
+        if regions is None or self._regions is None:
+            return False
+        everyone = (1 << regions.m) - 1
+        partial = sum(r for t, r in self._regions.items() if t != everyone)
+        sd = math.sqrt(2.0 * (regions.regions - 1)) * regions.sigma
+        return partial > UNION_Z * sd
 
     def restore_regions(self, released: Mapping[int, int]) -> None:
         """Partial record sets: the region counts this run's deal published (kept by the
