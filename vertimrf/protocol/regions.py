@@ -27,11 +27,19 @@ holds sigma, the offset and the margin of the server's stop rule, all from publi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vertimrf.errors import ConfigError
 
-__all__ = ["REGION_DELTA_SHARE", "RegionNoise", "members", "region_mask", "regions_of"]
+__all__ = [
+    "REGION_DELTA_SHARE",
+    "RegionNoise",
+    "members",
+    "population_rows",
+    "region_mask",
+    "regions_of",
+]
 
 # Each of the two failure probabilities (a clipped dummy count; a run that goes on with too
 # few rows) takes this share of the config's delta; the conversion to zCDP keeps the rest.
@@ -45,6 +53,17 @@ def regions_of(m: int, index: int | None = None) -> tuple[int, ...]:
         raise ConfigError(f"partial record sets take 1 to 16 parties; got {m!r}.")
     everything = range(1, 1 << m)
     return tuple(t for t in everything if index is None or t >> index & 1)
+
+
+def population_rows(released: Mapping[int, float], population: str) -> int:
+    """The synthetic rows of ``population`` from the published region counts: the count of
+    the region of every party ("intersection") or of all regions ("union"), rounded and at
+    least 0."""
+    if population == "intersection":
+        return round(max(released[max(released)], 0.0))
+    if population == "union":
+        return round(max(sum(released.values()), 0.0))
+    raise ConfigError(f"population must be 'intersection' or 'union'; got {population!r}.")
 
 
 def members(region: int, names: tuple[str, ...]) -> tuple[str, ...]:

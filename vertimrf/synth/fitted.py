@@ -50,12 +50,13 @@ def decoder_of(decoder: Decoder) -> Callable[[np.ndarray], pd.DataFrame]:
     return lambda codes: pd.DataFrame(np.asarray(codes), columns=list(decoder.names))
 
 
-def absent_decoder(spec: DomainSpec) -> Callable[[np.ndarray], pd.DataFrame]:
-    """Codes -> frame for a model over the union of records (partial record sets): the
-    spec's values, and an empty cell (NaN) where a code is one past the column's last, the
-    value "absent" (the column's party does not hold the record)."""
-    decode = TableEncoder(spec).decode
-    sizes = np.asarray(spec.domain.sizes)
+def absent_decoder(decoder: Decoder) -> Callable[[np.ndarray], pd.DataFrame]:
+    """Codes -> frame for a model over the union of records (partial record sets): as
+    :func:`decoder_of`, and an empty cell (NaN) where a code is one past the column's last,
+    the value "absent" (the column's party does not hold the record)."""
+    decode = decoder_of(decoder)
+    domain = decoder.domain if isinstance(decoder, DomainSpec) else decoder
+    sizes = np.asarray(domain.sizes)
 
     def run(codes: np.ndarray) -> pd.DataFrame:
         absent = np.asarray(codes) == sizes

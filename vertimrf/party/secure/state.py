@@ -163,9 +163,13 @@ class PartyState:
         if self._fingerprints is None:
             raise ConfigError("the tokens are made before the deal lays the records out.")
         check_count(self._fingerprints.size, self.plan.max_rows)
-        return make_tokens(
-            self._fingerprints, self._secret, self._context, admit, regions, self.index
-        )
+        made = self._state.get("tokens")
+        if made is None or made[0] != admit:  # made once per process (tokens, then the deal)
+            tokens = make_tokens(
+                self._fingerprints, self._secret, self._context, admit, regions, self.index
+            )
+            made = self._state["tokens"] = (admit, tokens)
+        return made[1]
 
     def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> None:
         """Partial record sets: lay this party's records out at the ``slots`` its deal gave

@@ -18,7 +18,7 @@ from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.protocol.methods import rules
-from vertimrf.protocol.regions import members
+from vertimrf.protocol.regions import members, population_rows
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import MEASURE, Request
 from vertimrf.protocol.securemsg import SecureRelease
@@ -111,13 +111,7 @@ class SecureServer(Selection):
         ]
         self.model = model
         if self._regions is not None:  # partial sets, every party holding every record
-            everyone = max(self._regions)  # the region of all parties
-            rows = (
-                self._regions[everyone]
-                if self.config.population == "intersection"
-                else (sum(self._regions.values()))
-            )
-            self.n_hat = float(max(0, rows))
+            self.n_hat = float(population_rows(self._regions, self.config.population))
 
     def _fit_union(self, first_release: Tables, second: Tables) -> None:
         """The model over the union of the records (:mod:`vertimrf.synth.union`) on every

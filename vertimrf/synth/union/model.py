@@ -32,7 +32,8 @@ from vertimrf.errors import ConfigError, DomainError
 from vertimrf.mrf.cliques import CliquePotentials
 from vertimrf.mrf.estimation import FitResult, mirror_descent
 from vertimrf.mrf.model import MarkovRandomField, PotentialsLike
-from vertimrf.synth.fitted import Decoder, check_rows, decoder_of
+from vertimrf.protocol.regions import population_rows
+from vertimrf.synth.fitted import Decoder, absent_decoder, check_rows
 from vertimrf.synth.union.measurements import UnionDomain, union_tables
 from vertimrf.synth.union.releases import PartialReleases
 from vertimrf.synth.union.structure import Structure, presence_bins, union_structure
@@ -56,11 +57,7 @@ class UnionModel:
     def rows(self, population: Population = "intersection") -> int:
         """The population's DP row count: round(max(r_all, 0)) for the intersection,
         round(max(sum_T r_T, 0)) for the union."""
-        if population == "intersection":
-            return round(max(self.regions[(1 << self.space.parties) - 1], 0.0))
-        if population == "union":
-            return round(max(sum(self.regions.values()), 0.0))
-        raise ConfigError(f"population must be 'intersection' or 'union'; got {population!r}.")
+        return population_rows(self.regions, population)
 
     def marginal(self, attrs: Sequence[int]) -> np.ndarray:
         """The model's counts over ``attrs`` of the tables' domain (:class:`UnionDomain`:
@@ -113,10 +110,7 @@ class UnionModel:
         names = tuple(decoder.names)
         if names != self.space.data.names:
             raise DomainError(f"decode with columns {list(self.space.data.names)}; got {names}.")
-        codes = self.sample_codes(rng, population, rows)
-        absent = codes == np.asarray(self.space.data.sizes)
-        frame = decoder_of(decoder)(np.where(absent, 0, codes))
-        return frame.mask(absent)
+        return absent_decoder(decoder)(self.sample_codes(rng, population, rows))
 
 
 def _factors(model: MarkovRandomField, factors: dict[tuple[int, ...], np.ndarray]) -> np.ndarray:
