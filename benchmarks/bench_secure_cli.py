@@ -47,6 +47,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import table_head, write_json  # noqa: E402
 
+from vertimrf.datasets.overlap import split_records  # noqa: E402
 from vertimrf.domain import DomainSpec  # noqa: E402
 from vertimrf.io import atomic_write_text  # noqa: E402
 from vertimrf.protocol import (
@@ -59,13 +60,15 @@ PARTIES = {"A": range(0, 5), "B": range(5, 10), "C": range(10, 15)}
 SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 8, 6, 4, 3, 2)
 TIME = "/usr/bin/time"  # GNU time: a child forked from here would count this process's memory
 PARTY_TARGET, SERVER_TARGET = 60.0, 90.0
-PARTY_STEPS = ("party local", "party commit", "party features", "party release", "party groups",
-               "party measure")  # fmt: skip
-SERVER_STEPS = ("server deal", "server select", "server synthesize")
+PARTY_STEPS = ("party local", "party commit", "party tokens", "party features", "party release",
+               "party groups", "party measure")  # fmt: skip
+SERVER_STEPS = ("server admit", "server deal", "server select", "server synthesize")
 
 
-def make_data(folder: Path, rows: int, seed: int) -> None:
-    """Each party's CSV (record ID and its 5 columns, its own row order) and the spec."""
+def make_data(folder: Path, rows: int, seed: int, overlap: float = 1.0) -> None:
+    """Each party's CSV (record ID and its 5 columns, its own row order) and the spec; with
+    ``overlap`` below 1 each party holds only some records, a fraction ``overlap`` of each
+    party's shared by every party (:func:`~vertimrf.datasets.overlap.split_records`)."""
     rng = np.random.default_rng(seed)
     latent = rng.integers(0, 10, rows)
     columns = {}
@@ -74,10 +77,12 @@ def make_data(folder: Path, rows: int, seed: int) -> None:
         columns[f"c{j}"] = np.where(keep, (latent + j) % size, rng.integers(0, size, rows))
     df = pd.DataFrame(columns).astype(np.uint8)
     DomainSpec.from_dict({f"c{j}": s for j, s in enumerate(SIZES)}).to_json(folder / "spec.json")
+    held = split_records(rows, list(PARTIES), overlap, rng) if overlap < 1 else {}
     for name, cols in PARTIES.items():
         (folder / name).mkdir()
         frame = df[[f"c{j}" for j in cols]].assign(id=np.arange(rows))
-        frame.iloc[rng.permutation(rows)].to_csv(folder / name / f"{name}.csv", index=False)
+        rows_of = held[name] if held else rng.permutation(rows)
+        frame.iloc[rows_of].to_csv(folder / name / f"{name}.csv", index=False)
 
 
 def run(args: list[str], cwd: Path, python: list[str] | None = None) -> dict:
@@ -167,11 +172,18 @@ def setup(
                          *wide, *config, "--out", "config.json"])  # fmt: skip
 
 
-def protocol(root: Path, width: int | None, max_rows: int, pipeline: str = "select") -> list[dict]:
-    """Every command of the run, in order; one record (role, step, wall, RSS, ...) each."""
+def protocol(
+    root: Path,
+    width: int | None,
+    max_rows: int,
+    pipeline: str = "select",
+    config: Sequence[str] = (),
+) -> list[dict]:
+    """Every command of the run, in order; one record (role, step, wall, RSS, ...) each;
+    ``config``: further options of ``vertimrf config``."""
     log: list[dict] = []
     step = stepper(root, log)
-    setup(root, width, max_rows, step, ["--pipeline", pipeline])
+    setup(root, width, max_rows, step, ["--pipeline", pipeline, *config])
     (secure_steps if pipeline == "select" else paper_steps)(root, step)
     return log
 
@@ -211,10 +223,21 @@ def deal_steps(
         step(n, "party commit", ["party", "commit", *party_command(n, more.get(n, ()), False),
                                  "--out", f"{n}/{n}.commit"])  # fmt: skip
         relay(root / n / f"{n}.commit", root / "S")
+    commits = [f"S/{n}.commit" for n in names]
+    tokens: list[str] = []
+    if load_config(root / "config.json").record_sets == "partial":  # admit, then tokens
+        step("S", "server admit", ["server", "admit", "--config", "config.json", "--commits",
+                                   *commits, "--out-dir", "S"])  # fmt: skip
+        for n in names:
+            relay(root / "S" / f"{n}.admit", root / n)
+            own = party_command(n, more.get(n, ()), False)
+            step(n, "party tokens", ["party", "tokens", *own, "--admit", f"{n}/{n}.admit",
+                                     "--out", f"{n}/{n}.tokens"])  # fmt: skip
+            relay(root / n / f"{n}.tokens", root / "S")
+        tokens = ["--tokens", *[f"S/{n}.tokens" for n in names], "--state", "S/server.state"]
     step("S", "server deal", ["server", "deal", "--config", "config.json", "--keys",
-                              *[f"S/{n}.pub" for n in names], "--commits",
-                              *[f"S/{n}.commit" for n in names], "--out-dir", "S",
-                              "--server-key", "S/server.key"])  # fmt: skip
+                              *[f"S/{n}.pub" for n in names], "--commits", *commits, *tokens,
+                              "--out-dir", "S", "--server-key", "S/server.key"])  # fmt: skip
     for n in names:
         relay(root / "S" / f"{n}.deal", root / n)
     for n in names:
@@ -303,14 +326,19 @@ def profile(root: Path, log: list[dict], top: int = 18) -> dict:
 
 
 def message_bytes(root: Path) -> dict[str, dict[str, int]]:
-    """Bytes each party sends: its feature blobs of both rounds and its two releases."""
+    """Bytes each party sends: its commitment, its tokens (partial record sets), its feature
+    blobs of both rounds and its two releases."""
     out = {}
     for n in PARTIES:
+        tokens = root / n / f"{n}.tokens"
+        sent = {"commit": (root / n / f"{n}.commit").stat().st_size,
+                "tokens": tokens.stat().st_size if tokens.exists() else 0}  # fmt: skip
         blobs = sum(p.stat().st_size for p in (root / n).glob(f"{n}-to-*.features"))
         groups = sum(p.stat().st_size for p in (root / n).glob(f"{n}-to-*.groups"))
         select = (root / n / f"{n}.select.vmrf").stat().st_size
         measure = (root / n / f"{n}.measure.vmrf").stat().st_size
-        out[n] = {"blobs": blobs, "group_blobs": groups, "select": select, "measure": measure}
+        out[n] = {**sent, "blobs": blobs, "group_blobs": groups, "select": select,
+                  "measure": measure}  # fmt: skip
     return out
 
 
@@ -326,7 +354,7 @@ def run_folder(args: argparse.Namespace, prefix: str) -> Iterator[Path]:
         else:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=base)))
         start = time.perf_counter()
-        make_data(root, args.rows, args.seed)
+        make_data(root, args.rows, args.seed, args.overlap)
         print(f"data: {args.rows:,} rows in {time.perf_counter() - start:.1f} s", flush=True)
         yield root
 
@@ -335,7 +363,8 @@ def one_run(args: argparse.Namespace, width: int | None) -> dict:
     """Data, the whole protocol and (with --profile) the profile, in a fresh folder."""
     with run_folder(args, "bench_secure_cli.") as root:
         load = [os.getloadavg()[0]]
-        log = protocol(root, width, args.max_rows, args.pipeline)
+        sets = ["--record-sets", args.record_sets] if args.record_sets else []
+        log = protocol(root, width, args.max_rows, args.pipeline, sets)
         load.append(os.getloadavg()[0])
         config = load_config(root / "config.json")
         plan = secure_plan(config)
@@ -452,6 +481,18 @@ def main() -> None:
         "max_rows); repeat for one run each (default: default)",
     )
     parser.add_argument("--pipeline", choices=("select", "paper"), default="select")
+    parser.add_argument(
+        "--record-sets",
+        choices=("equal", "partial"),
+        default=None,
+        help="the config's record sets (default: the method's)",
+    )
+    parser.add_argument(
+        "--overlap",
+        type=float,
+        default=1.0,
+        help="the share of each party's records that every party holds",
+    )
     parser.add_argument("--profile", action="store_true", help="profile the slowest command")
     parser.add_argument("--workdir", default=None, help="folder for the runs (default: a temp)")
     parser.add_argument("--keep", action="store_true", help="keep each run's folder")

@@ -44,6 +44,7 @@ def party_frames(df: pd.DataFrame, parties: list[list[str]], seed: int) -> list[
 def make_config(spec, parties, *, epsilon=1.6, method="fm", **kw) -> ProtocolConfig:
     """A config for tests; FM (NOT DP) is accepted here explicitly with allow_non_dp."""
     kw.setdefault("run_nonce", NONCE)
+    kw.setdefault("record_sets", "equal")
     kw.setdefault("allow_non_dp", method == "fm")
     t = kw.pop("t", T_SMALL)
     if method == "fm":  # the sketch repetitions: a setting of FM alone

@@ -65,7 +65,7 @@ def pinned_files(tmp_path: Path, df: pd.DataFrame, spec: DomainSpec, **fields) -
     secret and each party's rows (shuffled, linked by ``rid``) in ``tmp_path``."""
     base = from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
-        run_nonce="ef" * 16, **{"max_rows": 512, **fields},
+        run_nonce="ef" * 16, **{"max_rows": 512, "record_sets": "equal", **fields},
     )  # fmt: skip
     publics = []
     for name in [*THREE, "server"]:

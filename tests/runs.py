@@ -39,7 +39,7 @@ def two_party_config(spec: DomainSpec, **fields) -> ProtocolConfig:
     """The default method over ``TWO_PARTIES`` (any other ``fields``), a fixed run nonce."""
     return from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(TWO_PARTIES.items()),
-        max_rows=512, run_nonce="cd" * 16, **fields,
+        max_rows=512, run_nonce="cd" * 16, **{"record_sets": "equal", **fields},
     )  # fmt: skip
 
 

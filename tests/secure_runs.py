@@ -69,7 +69,7 @@ def split(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, **fields):
     spec = DomainSpec.from_dict(spec_dict)
     cfg = from_preset(
         "default", epsilon=epsilon, delta=1e-6, spec=spec, parties=parties, method="secure",
-        max_rows=rows or max(1, n), **fields,
+        max_rows=rows or max(1, n), **{"record_sets": "equal", **fields},
     )  # fmt: skip
     return cfg, spec, pd.DataFrame(cols), parties
 

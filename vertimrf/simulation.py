@@ -101,6 +101,8 @@ def fit_vertical(
     directory transport: ``message_dir/<receiver>/<sender>.<kind>``); the bytes each party
     sends are reported.
     ``progress`` shows a progress bar. The report's ``seconds`` holds each phase's time.
+    One frame gives every party every record, so a config built here has
+    ``record_sets="equal"`` unless ``record_sets="partial"`` is given.
 
     Each run spends its budget: a config (its run nonce) is one run. Fitted unseeded, it
     cannot be fitted again in the same process (PrivacyBudgetError): fresh role keys would
@@ -206,6 +208,7 @@ def _build_config(
         raise ConfigError("parties must be a list of column-name lists, one per party.")
     if seed is not None:
         fields.setdefault("run_nonce", seeded_nonce(seed))
+    fields.setdefault("record_sets", "equal")  # one frame: every party holds every record
     padded = rules_of(method, fields.get("secure_pipeline")).secure_product
     if padded and fields.get("max_rows") is None:
         fields["max_rows"] = DEFAULT_MAX_ROWS  # public: never read off the data

@@ -21,7 +21,8 @@ def three_party_run(tmp_path_factory) -> dict:
     tmp_path = tmp_path_factory.mktemp("run")
     df, spec = correlated_table()
     cfg = from_preset(
-        "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
+        "default", record_sets="equal",
+        epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
         max_rows=512, run_nonce="ef" * 16, secure_binning="auto",
     )  # fmt: skip
     three_party_files(tmp_path, df, cfg)

@@ -128,7 +128,8 @@ def test_the_features_step_seals_one_blob_at_a_time_and_sends_the_kept_copies(tm
     A's state, byte for byte."""
     df, spec = correlated_table(300)
     cfg = from_preset(
-        "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
+        "default", record_sets="equal",
+        epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
         max_rows=1 << 15, run_nonce="cd" * 16,
     )  # fmt: skip
     keys = {n: KeyPair.generate(n) for n in THREE}

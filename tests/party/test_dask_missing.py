@@ -22,7 +22,8 @@ SECRET = bytes(range(32))
 def test_a_dask_table_with_empty_cells_fits_the_in_memory_model(tmp_path):
     frame = missing_table()
     cfg = from_preset(
-        "default", epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
+        "default", record_sets="equal",
+        epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
         run_nonce="ef" * 16, secure_buckets=4,
     )  # fmt: skip
     keys = {name: KeyPair.generate(name) for name in ("A", "B", "server")}

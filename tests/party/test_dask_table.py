@@ -47,7 +47,8 @@ def _frame(n, seed):
 
 def _config(n, buckets):
     return from_preset(
-        "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
+        "default", record_sets="equal",
+        epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
         method="secure", max_rows=n + 37, secure_buckets=buckets,
     )  # fmt: skip
 

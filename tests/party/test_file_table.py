@@ -38,7 +38,8 @@ def _frame(n, seed, ids=None):
 
 def _config(max_rows, buckets):
     return from_preset(
-        "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
+        "default", record_sets="equal",
+        epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
         method="secure", max_rows=max_rows, secure_buckets=buckets,
     )  # fmt: skip
 

@@ -50,7 +50,8 @@ def alignments(monkeypatch):
 
 def _config(max_rows):
     return from_preset(
-        "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
+        "default", record_sets="equal",
+        epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
         method="secure", max_rows=max_rows, secure_buckets=4,
     )  # fmt: skip
 
@@ -144,7 +145,8 @@ def test_altered_kept_records_are_not_read(tmp_path, alignments):
 
 def _paper_config(max_rows):
     return from_preset(
-        "default", epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
+        "default", record_sets="equal",
+        epsilon=2.0, delta=1e-6, spec=DomainSpec.from_dict(SIZES), parties=PARTIES,
         method="secure", secure_pipeline="paper", max_rows=max_rows,
     )  # fmt: skip
 

@@ -101,7 +101,8 @@ def test_record_slots_are_the_naive_assignment_for_any_subset_of_buckets(
 def _config(buckets, rows, n_cols=(3, 2)):
     spec = DomainSpec.from_dict({f"c{j}": u for j, u in enumerate(n_cols)})
     return from_preset(
-        "default", epsilon=1.0, delta=1e-6, spec=spec, parties=[("A", ["c0"]), ("B", ["c1"])],
+        "default", record_sets="equal",
+        epsilon=1.0, delta=1e-6, spec=spec, parties=[("A", ["c0"]), ("B", ["c1"])],
         method="secure", max_rows=rows, secure_buckets=buckets,
     )  # fmt: skip
 

@@ -33,7 +33,8 @@ def _small(epsilon: float, **fields) -> ProtocolConfig:
     """Adult's first 6 columns over two parties, padded to 1024 rows."""
     fields.setdefault("max_rows", 1024)
     return from_preset(
-        "default", epsilon=epsilon, delta=1e-6, spec=small_adult(10, 6)[1], parties=SMALL,
+        "default", record_sets="equal",
+        epsilon=epsilon, delta=1e-6, spec=small_adult(10, 6)[1], parties=SMALL,
         run_nonce=NONCE, **fields,
     )  # fmt: skip
 
@@ -43,7 +44,8 @@ def _adult(epsilon: float, spec: DomainSpec | None = None, **fields) -> Protocol
     spec = spec or vertimrf.load_dataset("adult")[1]
     names = list(spec.names)
     return from_preset(
-        "default", epsilon=epsilon, delta=1e-6, spec=spec, max_rows=65536, run_nonce=NONCE,
+        "default", record_sets="equal",
+        epsilon=epsilon, delta=1e-6, spec=spec, max_rows=65536, run_nonce=NONCE,
         parties=[("A", names[:7] + names[15:]), ("B", names[7:15])], **fields,
     )  # fmt: skip
 
@@ -121,7 +123,7 @@ def test_the_config_command_refuses_with_one_line_and_no_file(
     out = tmp_path / "config.json"
     code = main(
         ["config", *spec, *extra, *parties, "--epsilon", epsilon, "--delta", "1e-6",
-         "--method", "secure", "--out", str(out)]
+         "--method", "secure", "--record-sets", "equal", "--out", str(out)]
     )  # fmt: skip
     err = capsys.readouterr().err
     assert code != 0 and not out.exists()
@@ -212,7 +214,8 @@ def test_the_plans_bytes_are_the_real_sizes(tmp_path):
     spec = vertimrf.load_dataset("adult")[1]
     names = list(spec.names)
     cfg = from_preset(
-        "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=1024, run_nonce=NONCE,
+        "default", record_sets="equal",
+        epsilon=1.0, delta=1e-6, spec=spec, max_rows=1024, run_nonce=NONCE,
         parties=[("A", names[:5]), ("B", names[5:10]), ("C", names[10:])],
     )  # fmt: skip
     plan, layout = run_plan(cfg), secure_plan(cfg)
@@ -299,7 +302,8 @@ def test_the_config_command_prints_the_cost(tmp_path, capsys):
     out = tmp_path / "config.json"
     code = main(
         ["config", "--spec", str(tmp_path / "small.json"), *parties, "--epsilon", "1",
-         "--delta", "1e-6", "--method", "secure", "--max-rows", "1024", "--out", str(out)]
+         "--delta", "1e-6", "--method", "secure", "--record-sets", "equal", "--max-rows", "1024",
+         "--out", str(out)]
     )  # fmt: skip
     lines = capsys.readouterr().out.splitlines()
     assert code == 0 and out.exists()

@@ -31,7 +31,8 @@ def _two_rounds(n: int = 30) -> None:
     spec = DomainSpec.from_dict({c: u for cols in sizes.values() for c, u in cols.items()})
     parties = [(name, list(cols)) for name, cols in sizes.items()]
     cfg = from_preset(
-        "default", epsilon=1.0, delta=1e-6, spec=spec, parties=parties, method="secure",
+        "default", record_sets="equal",
+        epsilon=1.0, delta=1e-6, spec=spec, parties=parties, method="secure",
         max_rows=n,
     )  # fmt: skip
     keys = {name: KeyPair.generate(name) for name in sizes}

@@ -25,7 +25,8 @@ METHODS = {
 
 def _config(kind: str) -> ProtocolConfig:
     return from_preset(
-        "default", epsilon=1.0, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=256,
+        "default", record_sets="equal",
+        epsilon=1.0, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=256,
         run_nonce="ab" * 16, **METHODS[kind],
     )  # fmt: skip
 

@@ -25,16 +25,30 @@ def _config(**kw):
 
 
 def test_equal_record_sets_keep_todays_file_and_hash():
-    equal, default = _config(record_sets="equal"), _config()
-    assert equal.to_dict() == default.to_dict() and equal.config_hash() == default.config_hash()
-    assert not {"record_sets", "population", "region_share"} & set(default.to_dict())
+    equal, fo = _config(record_sets="equal"), _config(method="fo")
+    assert equal.record_sets == fo.record_sets == "equal"
+    assert not {"record_sets", "population", "region_share"} & set(equal.to_dict())
+    again = ProtocolConfig.from_dict(equal.to_dict())  # a file without it reads as equal
+    assert again == equal and again.config_hash() == equal.config_hash()
+
+
+def test_partial_is_the_secure_select_default_and_follows_a_switch_of_method():
+    """Partial for the secure select pipeline, equal for every other method; a switch to a
+    method that needs equal sets makes them equal, and an explicit choice is kept."""
+    default = _config()
+    assert default.record_sets == "partial" and default.to_dict()["record_sets"] == "partial"
+    assert _config(secure_pipeline="paper").record_sets == "equal"
+    assert default.with_changes(method="fo").record_sets == "equal"
+    assert default.with_changes(epsilon=2.0).record_sets == "partial"
+    equal = _config(record_sets="equal")
+    assert equal.with_changes(method="fo").with_changes(method="secure").record_sets == "equal"
 
 
 def test_partial_record_sets_are_in_the_file_and_the_hash_and_round_trip(tmp_path):
     partial = _config(record_sets="partial", population="union", region_share=0.05)
     d = partial.to_dict()
     assert (d["record_sets"], d["population"], d["region_share"]) == ("partial", "union", 0.05)
-    assert partial.config_hash() != _config().config_hash()
+    assert partial.config_hash() != _config(record_sets="equal").config_hash()
     partial.save(tmp_path / "c.json")
     again = ProtocolConfig.from_dict(json.loads((tmp_path / "c.json").read_text()))
     assert again == partial and again.config_hash() == partial.config_hash()
@@ -47,7 +61,7 @@ def test_partial_record_sets_are_in_the_file_and_the_hash_and_round_trip(tmp_pat
         ({"record_sets": "partial", "population": "all"}, "population must be one of"),
         ({"record_sets": "partial", "region_share": 0}, "region_share must lie in"),
         ({"record_sets": "partial", "region_share": True}, "region_share must lie in"),
-        ({"population": "union"}, "settings of record_sets='partial'"),
+        ({"record_sets": "equal", "population": "union"}, "settings of record_sets='partial'"),
         ({"record_sets": "partial", "method": "fo"}, "method 'fo' needs every party"),
         ({"record_sets": "partial", "secure_pipeline": "paper"}, "'secure/paper' needs every"),
     ],
@@ -65,7 +79,7 @@ def test_the_plan_of_partial_sets_spends_its_share_on_the_region_counts():
     from vertimrf.privacy.zcdp import epsilon_to_rho
     from vertimrf.protocol.methods import secure_plan
 
-    equal = secure_plan(_config())
+    equal = secure_plan(_config(record_sets="equal"))
     assert equal.regions is None and equal.rho == epsilon_to_rho(1.0, 1e-6)
     plan = secure_plan(_config(record_sets="partial", region_share=0.05))
     whole = epsilon_to_rho(1.0, 1e-6 * 0.98)
@@ -87,4 +101,4 @@ def test_the_run_plan_charges_and_prints_the_region_counts():
     text = plan.describe()
     assert "record sets: partial" in text and f"{noise.dummy_rows:,} dummy rows" in text
     assert f"N_Z(0, {noise.sigma:.4g}^2)" in text
-    assert "record sets" not in run_plan(_config()).describe()
+    assert "record sets" not in run_plan(_config(record_sets="equal")).describe()

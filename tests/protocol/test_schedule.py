@@ -55,7 +55,7 @@ def _config(method: str) -> ProtocolConfig:
     _, spec = _data()
     return from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(COLUMNS.items()),
-        run_nonce="ab" * 16, **{"max_rows": 256, **METHODS[method]},
+        run_nonce="ab" * 16, **{"max_rows": 256, "record_sets": "equal", **METHODS[method]},
     )  # fmt: skip
 
 

@@ -37,7 +37,7 @@ def _config(**settings: object) -> vertimrf.ProtocolConfig:
         [vertimrf.ColumnSpec(c, "categorical", tuple("012")) for c in "abcd"]
     )
     return vertimrf.from_preset(
-        "default", epsilon=2.0, delta=1e-6, spec=spec,
+        "default", record_sets="equal", epsilon=2.0, delta=1e-6, spec=spec,
         parties=[("p", ["a", "b"]), ("q", ["c", "d"])], max_rows=512, **settings,
     )  # fmt: skip
 

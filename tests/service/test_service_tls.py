@@ -35,7 +35,7 @@ OLD_HASH = "6052297353996c493587a1804357c81a2a2e583b69084a6f8608de6ae8b5fe1e"
 
 def _config() -> ProtocolConfig:
     return from_preset(
-        "default", epsilon=2.0, delta=1e-5, spec=SPEC,
+        "default", record_sets="equal", epsilon=2.0, delta=1e-5, spec=SPEC,
         parties=[("A", ["c0", "c1"]), ("B", ["c2"])], max_rows=512, run_nonce="ef" * 16,
     )  # fmt: skip
 

@@ -63,7 +63,8 @@ def correction_scenario() -> tuple[ProtocolConfig, dict, dict]:
     df = df.iloc[:ROWS].reset_index(drop=True)
     names = list(spec.names)
     cfg = from_preset(
-        "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=4096, run_nonce="5e" * 16,
+        "default", record_sets="equal",
+        epsilon=1.0, delta=1e-6, spec=spec, max_rows=4096, run_nonce="5e" * 16,
         parties=[("A", names[:8]), ("B", names[8:])],
     )  # fmt: skip
     frame = df.assign(id=np.arange(ROWS))
@@ -183,7 +184,7 @@ def test_simulate_twice_under_one_config_is_refused_unseeded():
     names = list(spec.names)[:8]  # a small run: the refusal is what counts here
     df, spec = df[names].iloc[:300], spec.subset(names)
     cfg = from_preset(
-        "default", epsilon=1.0, delta=1e-6, spec=spec, max_rows=512,
+        "default", record_sets="equal", epsilon=1.0, delta=1e-6, spec=spec, max_rows=512,
         parties=[("A", names[:4]), ("B", names[4:])],
     )  # fmt: skip
     with warnings.catch_warnings():

@@ -22,7 +22,8 @@ SECRET = bytes(range(32))
 def _setup(nonce: str) -> tuple:
     """The default (secure) config over PARTIES at epsilon 1.6, and fresh keys of the roles."""
     cfg = from_preset(
-        "default", epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
+        "default", record_sets="equal",
+        epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=8192,
         run_nonce=nonce * 16,
     )  # fmt: skip
     return cfg, {name: KeyPair.generate(name) for name in ("A", "B", "server")}

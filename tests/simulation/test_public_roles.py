@@ -27,6 +27,7 @@ def test_default_method_runs_through_the_public_party_and_server():
     )
     cfg = vertimrf.from_preset(
         "default",
+        record_sets="equal",
         epsilon=2.0,
         delta=1e-6,
         spec=spec,

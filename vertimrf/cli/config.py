@@ -195,10 +195,10 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         "--record-sets",
         choices=("equal", "partial"),
         default=None,
-        help="'equal' (the default: every party holds the same record IDs, checked) or "
-        "'partial' (method secure, select pipeline: the parties' records differ; they are "
-        "aligned without revealing who is shared, and the server sees only noisy counts of "
-        "each region of the record sets)",
+        help="'partial' (the default of method secure's select pipeline: the parties' records "
+        "may differ; they are aligned without revealing who is shared, and the server sees "
+        "only noisy counts of each region of the record sets) or 'equal' (every party holds "
+        "the same record IDs, checked; the default of every other method)",
     )
     config.add_argument(
         "--population",

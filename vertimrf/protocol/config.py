@@ -123,9 +123,11 @@ class ProtocolConfig:
             party and "server" (see :meth:`with_identities`). None: not pinned (omitted from
             the file and the hash).
         record_sets: "equal" (every party holds the same record IDs; checked) or "partial"
-            (the parties' records differ; see docs/protocol.md). "partial", with
-            ``population`` and ``region_share``, is written to the file and the hash; "equal"
-            is not, so an equal-set config keeps its bytes.
+            (the parties' records differ; see docs/protocol.md). "" (the default): the
+            method's, "partial" for the secure select pipeline and "equal" for the others.
+            "partial", with ``population`` and ``region_share``, is written to the file and
+            the hash; "equal" is not, so an equal-set config keeps its bytes (and a file
+            without it reads as "equal").
         population: "partial" only: the synthetic table's rows, "intersection" (the records
             every party holds) or "union" (every record, empty where a party holds none).
         region_share: "partial" only: the fraction of the zCDP budget spent on the noisy
@@ -144,7 +146,7 @@ class ProtocolConfig:
     max_memory_gb: float | None = None
     run_nonce: str = ""
     identities: Mapping[str, Identity] | None = None
-    record_sets: str = "equal"
+    record_sets: str = ""
     population: str = "intersection"
     region_share: float = REGION_SHARE
     if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
@@ -198,6 +200,8 @@ class ProtocolConfig:
         if not self.run_nonce:
             object.__setattr__(self, "run_nonce", secrets.token_hex(NONCE_HEX_CHARS // 2))
         self._check_run()
+        if self.record_sets == "":
+            object.__setattr__(self, "record_sets", self.options.RECORD_SETS)
         self._check_record_sets()
         self._check_identities(names)
         self._check_privacy()
@@ -391,7 +395,9 @@ class ProtocolConfig:
         """A copy with some fields changed (validated again; the roles check its plan): shared
         fields, ``options``, or the method's settings under their flat names (``method="fo"``
         switches the method, keeping the settings both read, the rest from the config's
-        preset)."""
+        preset). A switch to a method whose default is equal record sets, with no
+        ``record_sets`` given, makes partial sets equal (and population and region share
+        their defaults)."""
         shared, settings = split_settings(changes, "ProtocolConfig.with_changes")
         if settings:
             if "options" in shared:
@@ -399,6 +405,9 @@ class ProtocolConfig:
             preset = PRESETS.get(self.preset, DEFAULTS)  # what the old method did not read
             base = {**preset, **self.options.flat()}
             shared["options"] = from_flat(base, settings, where="ProtocolConfig.with_changes")
+        options = shared.get("options", self.options)
+        if "record_sets" not in shared and options.RECORD_SETS != self.record_sets == "partial":
+            shared.update(record_sets="equal", population="intersection", region_share=REGION_SHARE)
         return replace(self, **shared)
 
     # ------------------------------------------------------------------ files
@@ -452,6 +461,7 @@ class ProtocolConfig:
                         f"options' ({d['options'].METHOD!r})."
                     )
             unknown_fields("a protocol config", d, [f.name for f in fields(cls)])
+            d.setdefault("record_sets", "equal")  # a file without it was made for equal sets
             d["spec"] = DomainSpec.from_dict(d["spec"])
             if d.get("identities") is not None:
                 d["identities"] = {n: Identity.from_dict(i) for n, i in d["identities"].items()}

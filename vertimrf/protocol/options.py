@@ -216,6 +216,9 @@ class _Options:
     PIPELINE: ClassVar[str]
     DP: ClassVar[bool] = True
     LATER: ClassVar[frozenset[str]] = frozenset()
+    # The config's record_sets when it gives none (docs/protocol.md, "Parties whose record
+    # sets differ").
+    RECORD_SETS: ClassVar[str] = "equal"
     # The flat selector values that choose this class.
     SELECT: ClassVar[Mapping[str, str]]
     # flat name (the first config format) -> field
@@ -486,6 +489,7 @@ class SecureOptions(_PaddedRows, _Options):
     METHOD: ClassVar[str] = "secure"
     PIPELINE: ClassVar[str] = "select"
     binned: ClassVar[None] = None  # no binned columns (the paper pipeline's setting)
+    RECORD_SETS: ClassVar[str] = "partial"
     LATER: ClassVar[frozenset[str]] = frozenset({"buckets"})
     SELECT: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"method": "secure", "secure_pipeline": "select"}
