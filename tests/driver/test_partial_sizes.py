@@ -1,0 +1,73 @@
+"""Partial record sets: the sizes of the messages a party sends and receives say nothing of
+its peers' records. Two runs differ only in whether party B holds one record of A's; A's
+files are compared by size. Every file but two has the same size in both runs (public
+settings fix it). The other two are A's tokens and its deal: the tokens message holds A's
+records and its dummies, exactly ``n_A + sum_T d_T`` tokens, where each d_T is drawn by A's
+own keyed sampler (offset plus noise, independent of the peers' sets) and the sum over the
+regions T holding A is what the server sees of those regions (a post-processing of the
+charged region counts); the deal holds one slot per token. A's releases may differ too, as
+in any run: they are containers of noisy marginals and the noisy count (DP outputs) whose
+encoded length varies with their values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tests.folder_roles import THREE
+from tests.helpers import SECRET
+from tests.https_roles import pinned_files
+from tests.runs import SEED, correlated_table
+from vertimrf.crypto.keys import KeyPair
+from vertimrf.driver import local_run
+from vertimrf.party.tokens import dummy_counts
+from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.securemsg import TOKENS_MAGIC, read_admit
+
+
+def _run(root: Path, b_holds_x: bool) -> dict[str, int]:
+    """One seeded run over the message folders: A holds records 0..199, B records 100..299
+    (and record 0 when ``b_holds_x``), C every record. The sizes of A's files, by name."""
+    df, spec = correlated_table()
+    cfg = pinned_files(root, df, spec, record_sets="partial", max_rows=4096)
+    held = {"A": range(200), "B": [*([0] if b_holds_x else []), *range(100, 300)],
+            "C": range(len(df))}  # fmt: skip
+    data = {}
+    for n in THREE:
+        frame = pd.read_csv(root / f"{n}.csv")
+        data[n] = frame[frame["rid"].isin(list(held[n]))]
+    keys = {n: KeyPair.load(root / f"{n}.key") for n in THREE}
+    run = local_run(data, cfg, SECRET, seed=SEED, id_column="rid", keys=keys,
+                    server_key=KeyPair.load(root / "server.key"),
+                    message_dir=root / "mail")  # fmt: skip
+    run.run()
+    sizes = {f"to {p.parent.name}: {p.name}": p.stat().st_size
+             for p in (root / "mail").glob("*/*") if p.is_file()}  # fmt: skip
+    plan = secure_plan(cfg)
+    assert plan.regions is not None
+    admit = read_admit((root / "mail" / "A" / "server.admit").read_bytes(), cfg.config_hash())
+    dummies = dummy_counts(SECRET, cfg.run_context(), admit, plan.regions, 0)
+    head = len(TOKENS_MAGIC) + len(cfg.config_hash()) + 1 + len("A")
+    assert sizes["to server: A.tokens"] == head + 8 * (200 + sum(dummies.values()))
+    return {k: v for k, v in sizes.items() if k.startswith("to A:") or ": A." in k}
+
+
+def test_a_partys_message_sizes_do_not_depend_on_a_peers_records(tmp_path):
+    (tmp_path / "without").mkdir()
+    (tmp_path / "with").mkdir()
+    without, with_x = _run(tmp_path / "without", False), _run(tmp_path / "with", True)
+    assert set(without) == set(with_x) and len(without) > 5
+    varying = {k for k in without if without[k] != with_x[k]}
+    releases = {"to server: A.release", "to server: A.measure"}  # noisy values: DP outputs
+    assert varying <= {"to server: A.tokens", "to A: server.deal", *releases}
+    public = set(without) - {"to server: A.tokens", "to A: server.deal", *releases}
+    assert {
+        "to B: A.features",
+        "to A: B.features",
+        "to B: A.groups",
+        "to server: A.commit",
+    } <= public
+    tokens = np.array([without["to server: A.tokens"], with_x["to server: A.tokens"]])
+    assert np.all(tokens > 0)
