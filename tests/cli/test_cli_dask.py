@@ -23,7 +23,7 @@ def test_a_party_on_a_two_worker_cluster_writes_simulates_bytes(tmp_path):
     df, spec = correlated_table(ROWS)
     cfg = from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
-        max_rows=1 << 18, run_nonce="ab" * 16, secure_buckets=8,
+        max_rows=1 << 18, run_nonce="ab" * 16, secure_buckets=8, record_sets="equal",
     )  # fmt: skip
     three_party_files(tmp_path, df, cfg)
     folder = tmp_path / "A.parquet"
