@@ -1,9 +1,10 @@
 """Kernel throughput against plain references, as pytest-benchmark entries.
 
 Every benchmark goes through the ``pair`` fixture: pytest-benchmark times the kernel
-(``benchmark.pedantic``), the reference is timed right after it in the same test (best of a few
-``time.perf_counter`` runs, so both sides see about the same machine load), and the two outputs
-are compared, so each benchmark is a test too. A large reference is timed on a slice of the work
+(``benchmark.pedantic``, after one warm-up call), the reference is timed right after it in the
+same test (the best of its ``time.perf_counter`` runs), each side for about BUDGET seconds, and
+the two outputs are compared, so each benchmark is a test too. Both rates are from the fastest
+run, the one least slowed by other processes. A large reference is timed on a slice of the work
 and scaled (``reference_fraction`` < 1). Each entry's ``extra_info`` holds its throughput, the
 reference's, their ratio, the Numba thread count and the cores; at the end a table of the
 ratios is printed (and written as Markdown with ``--kernel-table PATH``).
@@ -27,8 +28,7 @@ import numba
 import pytest
 
 _ROWS: list[dict[str, Any]] = []
-ROUNDS = (30, 10)  # timed runs of the kernel and of the reference (best of them)
-LARGE_ROUNDS = (5, 3)  # the same for the tests marked large
+BUDGET = 1.0  # seconds of timed runs each side aims at, in at least 3 and at most 200 runs
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,12 +54,23 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _best(fn: Callable[[], Any], rounds: int) -> tuple[float, Any]:
-    best, out = float("inf"), None
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def _rounds(seconds: float) -> int:
+    """Runs of a call of ``seconds`` that fill about BUDGET seconds."""
+    return int(min(200, max(3, BUDGET / max(seconds, 1e-9))))
+
+
+def _best(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """The fastest of about BUDGET seconds of runs of ``fn`` (the first one included)."""
+    best, out = _timed(fn)
+    for _ in range(_rounds(best) - 1):
+        seconds, out = _timed(fn)
+        best = min(best, seconds)
     return best, out
 
 
@@ -81,14 +92,12 @@ def pair(benchmark: Any, request: pytest.FixtureRequest) -> Callable[..., None]:
         reference_name: str,
         reference_fraction: float = 1.0,
     ) -> None:
-        rounds, reference_rounds = (
-            LARGE_ROUNDS if request.node.get_closest_marker("large") else ROUNDS
-        )
-        got = benchmark.pedantic(kernel, rounds=rounds, warmup_rounds=1, iterations=1)
         if benchmark.disabled:
-            check(got, reference())
+            check(benchmark.pedantic(kernel), reference())
             return
-        ref_seconds, want = _best(reference, reference_rounds)
+        warm, _ = _timed(kernel)
+        got = benchmark.pedantic(kernel, rounds=_rounds(warm), iterations=1)
+        ref_seconds, want = _best(reference)
         check(got, want)
         seconds = benchmark.stats.stats.min
         rate = items / seconds
@@ -108,6 +117,14 @@ def pair(benchmark: Any, request: pytest.FixtureRequest) -> Callable[..., None]:
     return run
 
 
+def _rate(value: float, unit: str) -> str:
+    """``value`` with an SI prefix on ``unit``: 7.1e8 records/s -> "710 M records/s"."""
+    for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix} {unit}"
+    return f"{value:.3g} {unit}"
+
+
 def _table() -> list[str]:
     lines = [
         "| group | benchmark | kernel | reference | kernel / reference | reference timed on |",
@@ -117,8 +134,8 @@ def _table() -> list[str]:
         share = r["reference_fraction"]
         part = "all" if share == 1 else f"{share:.3g} of the work, scaled"
         lines.append(
-            f"| {r['group']} | `{r['name']}` | {r['throughput']:.4g} {r['unit']} | "
-            f"{r['reference_throughput']:.4g} {r['unit']} ({r['reference']}) | "
+            f"| {r['group']} | `{r['name']}` | {_rate(r['throughput'], r['unit'])} | "
+            f"{_rate(r['reference_throughput'], r['unit'])} ({r['reference']}) | "
             f"**{r['ratio']:.3g}x** | {part} |"
         )
     return lines
