@@ -1,8 +1,8 @@
 """Kernel throughput against plain references, as pytest-benchmark entries.
 
 Every benchmark goes through the ``pair`` fixture: pytest-benchmark times the kernel
-(``benchmark.pedantic``, after one warm-up call), the reference is timed right after it in the
-same test (the best of its ``time.perf_counter`` runs), each side for about BUDGET seconds, and
+(``benchmark.pedantic``), the reference is timed right after it in the same test (the best of
+its ``time.perf_counter`` runs), each side after a warm-up call and for about BUDGET seconds, and
 the two outputs are compared, so each benchmark is a test too. Both rates are from the fastest
 run, the one least slowed by other processes. A large reference is timed on a slice of the work
 and scaled (``reference_fraction`` < 1). Each entry's ``extra_info`` holds its throughput, the
@@ -28,6 +28,7 @@ import numba
 import pytest
 
 _ROWS: list[dict[str, Any]] = []
+_START_LOAD: list[float] = []
 BUDGET = 1.0  # seconds of timed runs each side aims at, in at least 3 and at most 200 runs
 
 
@@ -42,6 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "large: a million-row size (skip with -m 'not large')")
+    _START_LOAD[:] = os.getloadavg()
 
 
 def machine() -> dict[str, Any]:
@@ -66,7 +68,8 @@ def _rounds(seconds: float) -> int:
 
 
 def _best(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """The fastest of about BUDGET seconds of runs of ``fn`` (the first one included)."""
+    """The fastest of about BUDGET seconds of runs of ``fn``, after a warm-up run."""
+    fn()
     best, out = _timed(fn)
     for _ in range(_rounds(best) - 1):
         seconds, out = _timed(fn)
@@ -95,6 +98,7 @@ def pair(benchmark: Any, request: pytest.FixtureRequest) -> Callable[..., None]:
         if benchmark.disabled:
             check(benchmark.pedantic(kernel), reference())
             return
+        kernel()  # loads the compiled kernel: no first-call cost in the timed runs
         warm, _ = _timed(kernel)
         got = benchmark.pedantic(kernel, rounds=_rounds(warm), iterations=1)
         ref_seconds, want = _best(reference)
@@ -146,8 +150,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     m = machine()
     head = (
-        f"{m['cores']} cores, {m['numba_threads']} Numba threads, load average "
-        f"{m['load_average'][0]:.2f} at the end, OMP_WAIT_POLICY {m['omp_wait_policy']}; "
+        f"{m['cores']} cores, {m['numba_threads']} Numba threads, load average (1 min) "
+        f"{_START_LOAD[0]:.2f} at the start and {m['load_average'][0]:.2f} at the end, "
+        f"OMP_WAIT_POLICY {m['omp_wait_policy']}; "
         f"Python {platform.python_version()}, numba {numba.__version__}"
     )
     terminalreporter.section("kernel / reference (min times)")

@@ -1,6 +1,7 @@
 """CarEst's max-merges: per cell of a marginal, the union sketch (the maximum of its attributes'
-complement sketches over t repetitions), then the containment count (cells above the sketch of
-all records: the default estimator) or a table sum (the harmonic one) (cells/s)."""
+complement sketches over t repetitions), then the containment count (the repetitions in which
+the sketch of all records beats the union: the default estimator) or a table sum over the
+repetitions (the harmonic one) (cells/s)."""
 
 import numpy as np
 import pytest
@@ -9,15 +10,17 @@ from kernel_references import union_sketches
 from vertimrf.kernels.carest import union_exceed_counts, union_table_sums
 
 T = 2000
-# (marginal's domain sizes, cells the reference is timed on): a 2-way marginal
-# of Adult's largest cross pair, and a 3-way marginal of 100 x 100 x 100 = 1M cells.
+# (marginal's domain sizes, cells the reference is timed on): a 2-way marginal the size of
+# Adult's largest cross pair, and a 3-way marginal of 100 x 100 x 100 = 1M cells.
 SHAPES = [
     pytest.param((41, 16), None, id="41x16"),
     pytest.param((100, 100, 100), 20_000, marks=pytest.mark.large, id="100x100x100"),
 ]
 
 
-def _sketches(sizes: tuple[int, ...]):
+def _sketches(sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Complement sketches (rows, t) uint8 with the marginal's attributes from row 3, their
+    first rows and sizes, and the sketch of all records."""
     rng = np.random.default_rng(sum(sizes))
     comp_t = rng.integers(0, 40, (sum(sizes) + 3, T)).astype(np.uint8)
     rows = np.cumsum([3, *sizes[:-1]]).astype(np.int64)
