@@ -52,6 +52,6 @@ def read_rows(fh: io.BufferedReader, dtype: np.dtype, width: int, i0: int, i1: i
     """Records i0:i1 of an open row-order file, as an (i1 - i0) x ``width`` array."""
     fh.seek(i0 * width * dtype.itemsize)
     out = np.empty((i1 - i0, width), dtype)
-    if fh.readinto(out.data.cast("B")) != out.nbytes:
+    if out.size and fh.readinto(out.data.cast("B")) != out.nbytes:
         raise ConfigError("a temporary file of the aligned rows was cut short; run the step again.")
     return out
