@@ -70,12 +70,11 @@ def _part_files(where: Path, parts: int, stack: ExitStack) -> list[IO[bytes]]:
 
 
 def _sorted_parts(
-    where: Path, record: np.dtype, parts: int, check: Callable[[np.ndarray], None]
+    where: Path, record: np.dtype, key: str, parts: int, check: Callable[[np.ndarray], None]
 ) -> list[int]:
-    """Each part file sorted by its key (``check`` given each part's sorted keys), its keys,
-    fingerprints and codes appended to the files ``keys``, ``fp`` and ``codes`` (each part
-    removed once read); the record count of each part."""
-    key = record.names[0]
+    """Each part file sorted by its ``key`` field (``check`` given each part's sorted
+    keys), its keys, fingerprints and codes appended to the files ``keys``, ``fp`` and ``c``
+    (each part removed once read); the record count of each part."""
     sizes = []
     with ExitStack() as stack:
         out = {name: stack.enter_context(open(where / name, "wb")) for name in ("keys", "fp", "c")}
@@ -145,7 +144,7 @@ class TokenFiles:
             nonlocal repeats
             repeats += int(np.count_nonzero(tokens[1:] == tokens[:-1]))
 
-        _sorted_parts(self._where, record, parts, count)
+        _sorted_parts(self._where, record, "tok", parts, count)
         if repeats:
             raise repeats_error(repeats)
         return n
@@ -222,7 +221,7 @@ class TokenFiles:
                     check_slots(rows["slot"], max_rows)
                     scatter(rows, rows["slot"] // span, files)
                     i0 += tokens.size
-            sizes = _sorted_parts(where, record, parts, check_distinct)
+            sizes = _sorted_parts(where, record, "slot", parts, check_distinct)
             first = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
 
             def blocks_of(name: str, dtype: np.dtype, width: int = 1) -> Iterator[np.ndarray]:
