@@ -108,7 +108,9 @@ class Deal:
         try:
             seed_u = arrays.pop("u").tobytes()
             commit_set, commitment = arrays.pop("t").tobytes(), arrays.pop("c").tobytes()
-            slots = arrays.pop("s").view("<i8").astype(np.int64) if "s" in arrays else None
+            slots = (
+                arrays.pop("s").view("<i8").astype(np.int64, copy=False) if "s" in arrays else None
+            )
             assignment = arrays.pop("a").tobytes() if "a" in arrays else b""
             seeds_w = {k[2:]: v.tobytes() for k, v in arrays.items() if k.startswith("w/")}
             z = {k[2:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("z/")}
@@ -204,13 +206,20 @@ def read_admit(data: bytes | bytearray | memoryview, config_hash: str) -> bytes:
     return admit
 
 
-def tokens_bytes(config_hash: str, party: str, tokens: np.ndarray) -> bytes:
-    """``party``'s token list for the server (partial record sets): the magic, the run's
-    config hash (64 hex), the party's name (one length byte, UTF-8), then the sorted
-    tokens (uint64, little-endian)."""
+def tokens_head(config_hash: str, party: str) -> bytes:
+    """The start of ``party``'s tokens message for the server (partial record sets): the
+    magic, the run's config hash (64 hex) and the party's name (one length byte, UTF-8).
+    Its sorted tokens follow (uint64, little-endian; :func:`write_tokens`)."""
     name = party.encode("utf-8")
-    head = TOKENS_MAGIC + config_hash.encode() + len(name).to_bytes(1, "little") + name
-    return head + np.ascontiguousarray(tokens, "<u8").tobytes()
+    return TOKENS_MAGIC + config_hash.encode() + len(name).to_bytes(1, "little") + name
+
+
+def write_tokens(out: Any, head: bytes, blocks: Iterable[np.ndarray]) -> None:
+    """Write a tokens message to the binary file ``out``: its ``head``
+    (:func:`tokens_head`), then the sorted tokens given by ``blocks``."""
+    out.write(head)
+    for block in blocks:
+        out.write(np.ascontiguousarray(block, "<u8").data.cast("B"))
 
 
 def _tokens_parts(data: bytes | bytearray | memoryview, config_hash: str) -> tuple[str, int]:

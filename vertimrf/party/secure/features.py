@@ -7,6 +7,7 @@ is uniform (its simulator draws uniform words); the server knows U but cannot op
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import math
@@ -91,6 +92,7 @@ class Features(PartyState):
             if d.slots is None:
                 raise MessageError("the deal of a run with partial record sets has no slots.")
             self.lay_out(d.slots, d.commit_set, d.assignment)
+            d = dataclasses.replace(d, slots=None)  # laid out: not kept
         digest = self.aligned().record_digest
         deal_hash = sha256_parts(bytes(deal))
         self._state.update(deal=d, deal_hash=deal_hash, digest=digest)
