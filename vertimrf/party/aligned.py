@@ -238,6 +238,11 @@ class HeldTable(ABC):
         """Keep the aligned records in ``folder`` (the party's private state for the run),
         for a later process of the run to read back instead of aligning them again."""
 
+    def source(self) -> str | None:
+        """SHA-256 (hex) of the table's bytes, what a party's kept records are bound to;
+        None for a table without bytes to digest (its records are then never kept)."""
+        return None
+
     def partial_records(
         self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan, index: int
     ) -> TokenFiles:

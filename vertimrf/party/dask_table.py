@@ -116,15 +116,23 @@ class DaskTable(HeldTable):
         """The records in the common row order: read back from the folder given to
         :meth:`keep` if kept there, else encoded, bucketed and aligned on the cluster
         (ConfigError when there are more than max_rows of them) and kept."""
-        if self._keep is None or self._path is None:
+        folder = self._keep
+        source = None if folder is None else self.source()
+        if folder is None or source is None:
             return self._align(spec, secret, context, plan)
-        source = self._client.submit(source_digest, self._path, pure=False).result()
         bound = binding(secret, context, self._name, self._id_column, source)
-        kept = _load_kept(self._client, self._keep, bound, plan, secret, context)
+        kept = _load_kept(self._client, folder, bound, plan, secret, context)
         if kept is None:
             kept = self._align(spec, secret, context, plan)
-            _keep(self._client, kept, self._keep, bound)
+            _keep(self._client, kept, folder, bound)
         return kept
+
+    def source(self) -> str | None:
+        """SHA-256 (hex) of the Parquet dataset's files, hashed on a worker; None for a
+        Dask DataFrame given directly (no bytes to digest)."""
+        if self._path is None:
+            return None
+        return str(self._client.submit(source_digest, self._path, pure=False).result())
 
     def partial_records(
         self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan, index: int

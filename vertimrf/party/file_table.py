@@ -114,11 +114,15 @@ class FileTable(HeldTable):
         for a repeated ID), read back from the folder given to :meth:`keep` if kept there."""
         if self._keep is None:
             return self._aligned(spec, secret, context, plan)
-        source = source_digest(self.path)
+        source = self.source()
         bound = binding(secret, context, self._name, self._id_column, source)
         return kept_or_aligned(
             self._keep, bound, spec, plan.rows, lambda: self._aligned(spec, secret, context, plan)
         )
+
+    def source(self) -> str:
+        """SHA-256 (hex) of the file's bytes (a folder's: its files'), read in chunks."""
+        return source_digest(self.path)
 
     def partial_records(
         self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan, index: int

@@ -26,7 +26,12 @@ from vertimrf.domain import EncodedTable
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
 from vertimrf.party.ids import RecordIds, record_fingerprints
-from vertimrf.party.kept_aligned import binding, kept_or_aligned
+from vertimrf.party.kept_aligned import (
+    binding,
+    keep_records_digest,
+    kept_or_aligned,
+    load_records_digest,
+)
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
 from vertimrf.party.slot_file import TokenFiles
@@ -143,8 +148,7 @@ class PartyState:
         its own way, :meth:`HeldTable.keep`)."""
         if isinstance(self._table, HeldTable):
             self._table.keep(Path(folder))
-        else:
-            self._keep = Path(folder)
+        self._keep = Path(folder)
 
     def tokens(self, admit: bytes) -> np.ndarray:
         """Partial record sets: this party's sorted token list for the server (its records'
@@ -185,10 +189,44 @@ class PartyState:
         its token list (made with ``admit``) in the assignment of digest ``assignment``."""
         if self._aligned is not None:
             return
-        records = self._partial_records()
         self._records_digest()  # kept: the records are dropped once laid out
-        self._aligned = records.lay_out(slots, admit, assignment)
+
+        def lay_out() -> Aligned:
+            return self._partial_records().lay_out(slots, admit, assignment)
+
+        bound = self._partial_binding()
+        if bound is None:
+            self._aligned = lay_out()
+        else:  # a later process of the run reads the layout back: no table read, no sort
+            laid = binding(self._secret, self._context, bound, admit.hex(), assignment.hex())
+            self._aligned = kept_or_aligned(
+                self._kept_partial(), laid, self.spec, self.plan.rows, lay_out
+            )
         self._partial = self._table = self._fingerprints = None
+
+    def _kept_partial(self) -> Path:
+        """Partial record sets: the folder of the records' kept digest and layout."""
+        assert self._keep is not None
+        return self._keep / "partial"
+
+    def _partial_binding(self) -> str | None:
+        """Partial record sets: what kept records of this party are bound to (its run,
+        secret, name, ID column and table's digest: of a file's bytes or of a table in
+        memory), or None without a state folder or a table whose bytes can be digested."""
+        if self._keep is None:
+            return None
+        if "source" not in self._state:
+            table = self._table
+            if isinstance(table, HeldTable):
+                source = table.source()
+            else:
+                assert table is not None and self._fingerprints is not None
+                source = table_digest(table, self._fingerprints)
+            self._state["source"] = source
+        source = self._state["source"]
+        if source is None:
+            return None
+        return binding(self._secret, self._context, self.name, self._id_column, source)
 
     def aligned(self) -> Aligned:
         """This party's records in the common row order (aligned on first use; the input
@@ -240,7 +278,13 @@ class PartyState:
         codes) in token order, :func:`~vertimrf.party.tokens.records_digest`, which no slot
         changes (computed once, before the layout)."""
         if "records" not in self._state:
-            self._state["records"] = self._partial_records().digest
+            bound = self._partial_binding()
+            kept = None if bound is None else load_records_digest(self._kept_partial(), bound)
+            if kept is None:
+                kept = self._partial_records().digest
+                if bound is not None:
+                    keep_records_digest(self._kept_partial(), bound, kept)
+            self._state["records"] = kept
         return str(self._state["records"])
 
     def _inputs(self) -> dict[str, str]:
