@@ -46,6 +46,7 @@ from vertimrf.protocol.securemsg import (
     commit_bytes,
     read_admit,
     tokens_head,
+    tokens_size,
     write_tokens,
 )
 
@@ -222,8 +223,8 @@ class Party:
         file never has its whole token list in memory."""
         config_hash = self.config.config_hash()
         count, blocks = self._secure_role().token_list(read_admit(admit, config_hash))
-        head = tokens_head(config_hash, self.name)
-        return len(head) + 8 * count, lambda out: write_tokens(out, head, blocks())
+        head, most = tokens_head(config_hash, self.name), self._secure_role().plan.max_tokens
+        return tokens_size(head, most), lambda out: write_tokens(out, head, count, most, blocks())
 
     def features(self, deal: bytes) -> SealedBlobs:
         """Method "secure": the masked-feature blob for each peer, from the server's deal

@@ -27,6 +27,7 @@ from vertimrf.protocol.securemsg import (
     GroupDeal,
     block_rows,
     feature_blob_bytes,
+    real_slots,
     write_feature_blocks,
 )
 
@@ -91,7 +92,7 @@ class Features(PartyState):
         if self.plan.regions is not None:
             if d.slots is None:
                 raise MessageError("the deal of a run with partial record sets has no slots.")
-            self.lay_out(d.slots, d.commit_set, d.assignment)
+            self.lay_out(real_slots(d.slots, self.plan.max_tokens), d.commit_set, d.assignment)
             d = dataclasses.replace(d, slots=None)  # laid out: not kept
         digest = self.aligned().record_digest
         deal_hash = sha256_parts(bytes(deal))
