@@ -9,6 +9,10 @@ binding, an HMAC under the run's record-set key
 its ID column and the SHA-256 of its table (of a file's bytes, or of an in-memory table's codes
 and ID fingerprints). Records kept for another run, secret, party or table, or altered since,
 are not read: the table is aligned again and kept anew.
+
+With partial record sets, the records' digest and their sorted tokens are kept at the
+commitment (``records.json`` and ``tokens.npy``, bound the same way), so the tokens step makes
+its token list without reading the table.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -32,6 +37,8 @@ from vertimrf.party.aligned import Aligned, code_histogram, record_set_key, slot
 KEPT_FORMAT = "vertimrf-kept-aligned/1"
 _RECORD = "aligned.json"
 _DIGEST = "records.json"  # partial record sets: the records' digest, kept before the layout
+_TOKENS = "tokens.npy"  # partial record sets: the records' sorted tokens
+_BLOCK = 1 << 20  # sorted tokens given at once
 _CHUNK = 1 << 20  # bytes of a file hashed at once
 _ROWS = 1 << 16  # padded rows (or records) streamed at once
 
@@ -162,23 +169,60 @@ def keep_aligned(
     return KeptAligned(folder, record)
 
 
-def keep_records_digest(folder: Path, bound: str, digest: str) -> None:
+def keep_records(
+    folder: Path, bound: str, digest: str, n: int, tokens: Iterable[np.ndarray]
+) -> None:
     """Keep a party's records digest (partial record sets: what its commitment and keyed
-    streams are bound to) in ``folder`` under the binding ``bound``."""
+    streams are bound to) and its ``n`` records' sorted tokens (given by blocks; what its
+    token list is made of) in ``folder`` under the binding ``bound``."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
-    record = {"format": KEPT_FORMAT, "binding": bound, "records": digest}
+    (folder / _DIGEST).unlink(missing_ok=True)  # no record names a half-written array
+    h, count = hashlib.sha256(), 0
+    with atomic_open(folder / _TOKENS, sync=False) as fh:
+        header = {"descr": "<u8", "shape": (n,), "fortran_order": False}
+        np.lib.format.write_array_header_1_0(fh, header)
+        for block in tokens:
+            data = np.ascontiguousarray(block, "<u8").data
+            h.update(data)
+            fh.write(data)
+            count += len(block)
+    if count != n:
+        raise ConfigError(f"the sorted tokens are {count}, not the {n} records'.")
+    record = {
+        "format": KEPT_FORMAT, "binding": bound, "records": digest, "n": n,
+        "tokens": h.hexdigest(),
+    }  # fmt: skip
     atomic_write_text(folder / _DIGEST, json.dumps(record) + "\n")
 
 
-def load_records_digest(folder: Path, bound: str) -> str | None:
-    """The records digest kept in ``folder`` under the binding ``bound``; None when there
-    is none, or it is another run's, party's or table's."""
+@dataclass(frozen=True)
+class KeptRecords:
+    """A party's records digest and its records' sorted tokens (uint64, mapped from the
+    file), kept by an earlier process of the run (:func:`keep_records`)."""
+
+    digest: str
+    tokens: np.ndarray
+
+    def token_blocks(self) -> Iterator[np.ndarray]:
+        """The sorted tokens by blocks of ``_BLOCK``."""
+        return (np.asarray(self.tokens[i : i + _BLOCK]) for i in range(0, self.tokens.size, _BLOCK))
+
+
+def load_records(folder: Path, bound: str) -> KeptRecords | None:
+    """The records digest and sorted tokens kept in ``folder`` under the binding ``bound``;
+    None when there are none, or they are another run's, party's or table's, or altered."""
     try:
         record = json.loads((folder / _DIGEST).read_text(encoding="utf-8"))
         if record["format"] != KEPT_FORMAT or record["binding"] != bound:
             return None
-        return str(record["records"])
+        n = int(record["n"])
+        mode: Literal["r"] | None = "r" if n else None  # an empty file cannot be mapped
+        tokens = np.load(folder / _TOKENS, mmap_mode=mode, allow_pickle=False)
+        intact = tokens.shape == (n,) and tokens.dtype == np.dtype("<u8")
+        if not intact or _digest(tokens) != record["tokens"]:
+            return None
+        return KeptRecords(str(record["records"]), tokens)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -41,7 +41,8 @@ from vertimrf.party.part_files import part_count, read_rows, row_chunks, scatter
 from vertimrf.party.slot_table import check_distinct, check_slots, layout_digest
 from vertimrf.party.tokens import (
     check_slot_count,
-    dummy_tokens,
+    checked_dummies,
+    merged_tokens,
     record_tokens,
     records_digest,
     repeats_error,
@@ -157,39 +158,26 @@ class TokenFiles:
         return (block.reshape(-1) for block in self._blocks("keys", np.dtype("<u8")))
 
     def _dummy_list(self, admit: bytes) -> np.ndarray:
-        """The party's dummies for ``admit`` (sorted); RecordIDError when a token repeats in
-        the list they make with the records' tokens."""
+        """The party's dummies for ``admit``, sorted and checked against its records'
+        tokens (:func:`~vertimrf.party.tokens.checked_dummies`)."""
         if self._dummies is None or self._dummies[0] != admit:
             assert self._plan.regions is not None  # a plan of partial record sets
-            dummies = dummy_tokens(
-                self._secret, self._context, admit, self._plan.regions, self._index
-            )
-            repeats = int(np.count_nonzero(dummies[1:] == dummies[:-1]))
-            for block in self._tokens():
-                lo = np.searchsorted(dummies, block[0], side="left")
-                hi = np.searchsorted(dummies, block[-1], side="right")
-                inside = dummies[lo:hi]
-                repeats += int(np.count_nonzero(block[np.searchsorted(block, inside)] == inside))
-            if repeats:
-                raise repeats_error(repeats)
+            dummies = checked_dummies(
+                self._tokens(), self._secret, self._context, admit, self._plan.regions,
+                self._index,
+            )  # fmt: skip
             self._dummies = (admit, dummies)
         return self._dummies[1]
+
+    def sorted_tokens(self) -> Iterator[np.ndarray]:
+        """The records' tokens, sorted, by blocks of about a part."""
+        return self._tokens()
 
     def tokens(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:
         """The number of tokens made with ``admit`` and a function giving them sorted, by
         blocks of about a part; RecordIDError for a repeated token."""
         dummies = self._dummy_list(admit)
-        return self.n + dummies.size, lambda: self._merged(dummies)
-
-    def _merged(self, dummies: np.ndarray) -> Iterator[np.ndarray]:
-        """The records' tokens merged with the sorted ``dummies``, by blocks."""
-        j = 0
-        for block in self._tokens():
-            i = int(np.searchsorted(dummies, block[-1], side="right"))
-            yield np.sort(np.concatenate((block, dummies[j:i]))) if i > j else block
-            j = i
-        if j < dummies.size:
-            yield dummies[j:]
+        return self.n + dummies.size, lambda: merged_tokens(self._tokens, dummies)
 
     def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> FileSlotAligned:
         """The records at the ``slots`` the deal gave the token list made with ``admit``

@@ -154,7 +154,9 @@ class MemoryRecords:
         self._table, self._fingerprints = table, fingerprints
         self._secret, self._context, self._plan, self._index = secret, context, plan, index
         self.n = int(fingerprints.size)
-        order = np.argsort(record_tokens(fingerprints, secret, context), kind="stable")
+        tokens = record_tokens(fingerprints, secret, context)
+        order = np.argsort(tokens, kind="stable")
+        self._sorted = tokens[order]
         self.digest = records_digest(
             self.n, table.codes.shape[1], [fingerprints[order]], [table.codes[order]]
         )
@@ -169,6 +171,10 @@ class MemoryRecords:
             )  # fmt: skip
             self._made = (admit, made)
         return self._made[1]
+
+    def sorted_tokens(self) -> Iterator[np.ndarray]:
+        """The records' tokens, sorted (one block)."""
+        return iter((self._sorted,))
 
     def tokens(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:
         """The number of tokens made with ``admit`` and a function giving them sorted (one

@@ -20,7 +20,7 @@ back one slot per token in that order (:func:`record_slots`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,9 +34,11 @@ from vertimrf.protocol.regions import RegionNoise, regions_of
 __all__ = [
     "Tokens",
     "check_slot_count",
+    "checked_dummies",
     "dummy_counts",
     "dummy_tokens",
     "make_tokens",
+    "merged_tokens",
     "records_digest",
     "record_slots",
     "record_tokens",
@@ -90,6 +92,46 @@ def dummy_tokens(
         for region, d in counts.items()
     ]
     return np.sort(keyed_prf(keys, np.concatenate(inputs) if inputs else np.empty(0, np.uint64)))
+
+
+def checked_dummies(
+    record_blocks: Iterable[np.ndarray],
+    secret: bytes,
+    context: bytes,
+    admit: bytes,
+    noise: RegionNoise,
+    index: int,
+) -> np.ndarray:
+    """Party ``index``'s dummy tokens (:func:`dummy_tokens`), checked against its records'
+    sorted tokens given by ``record_blocks`` (ascending blocks): RecordIDError when a token
+    repeats in the list they make together."""
+    dummies = dummy_tokens(secret, context, admit, noise, index)
+    repeats = int(np.count_nonzero(dummies[1:] == dummies[:-1]))
+    for block in record_blocks:
+        if block.size:
+            lo = np.searchsorted(dummies, block[0], side="left")
+            hi = np.searchsorted(dummies, block[-1], side="right")
+            inside = dummies[lo:hi]
+            repeats += int(np.count_nonzero(block[np.searchsorted(block, inside)] == inside))
+    if repeats:
+        raise repeats_error(repeats)
+    return dummies
+
+
+def merged_tokens(
+    record_blocks: Callable[[], Iterable[np.ndarray]], dummies: np.ndarray
+) -> Iterator[np.ndarray]:
+    """The records' sorted tokens (ascending blocks from ``record_blocks``) merged with the
+    sorted ``dummies``: the token list, by blocks."""
+    j = 0
+    for block in record_blocks():
+        if not block.size:
+            continue
+        i = int(np.searchsorted(dummies, block[-1], side="right"))
+        yield np.sort(np.concatenate((block, dummies[j:i]))) if i > j else np.asarray(block)
+        j = i
+    if j < dummies.size:
+        yield dummies[j:]
 
 
 def repeats_error(repeats: int) -> RecordIDError:

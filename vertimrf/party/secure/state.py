@@ -15,7 +15,7 @@ import hmac
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -27,15 +27,17 @@ from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudge
 from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
 from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.kept_aligned import (
+    KeptRecords,
     binding,
-    keep_records_digest,
+    keep_records,
     kept_or_aligned,
-    load_records_digest,
+    load_records,
 )
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
 from vertimrf.party.slot_file import TokenFiles
 from vertimrf.party.slot_table import MemoryRecords
+from vertimrf.party.tokens import checked_dummies, merged_tokens
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import derive_key
 from vertimrf.protocol.bins import BinMap
@@ -160,8 +162,16 @@ class PartyState:
     def token_list(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:
         """Partial record sets: the length of this party's token list for ``admit`` and a
         function giving the list (:meth:`tokens`) by sorted blocks, so that a table held in
-        a file is never whole in memory."""
-        return self._partial_records().tokens(admit)
+        a file is never whole in memory; from the sorted tokens kept at the commitment when
+        an earlier process of the run kept them (no table read)."""
+        kept = self._kept_records() if self._partial is None else None
+        if kept is None:
+            return self._partial_records().tokens(admit)
+        assert self.plan.regions is not None  # a kept record: a plan of partial record sets
+        dummies = checked_dummies(
+            kept.token_blocks(), self._secret, self._context, admit, self.plan.regions, self.index
+        )
+        return kept.tokens.size + dummies.size, lambda: merged_tokens(kept.token_blocks, dummies)
 
     def _partial_records(self) -> MemoryRecords | TokenFiles:
         """This party's records before the deal lays them out, sorted by token (made once
@@ -276,16 +286,31 @@ class PartyState:
     def _records_digest(self) -> str:
         """Partial record sets: the digest of this party's records (ID fingerprints and
         codes) in token order, :func:`~vertimrf.party.tokens.records_digest`, which no slot
-        changes (computed once, before the layout)."""
+        changes (computed once, before the layout, and kept with the records' sorted
+        tokens)."""
         if "records" not in self._state:
-            bound = self._partial_binding()
-            kept = None if bound is None else load_records_digest(self._kept_partial(), bound)
-            if kept is None:
-                kept = self._partial_records().digest
+            kept = self._kept_records()
+            if kept is not None:
+                self._state["records"] = kept.digest
+            else:
+                records = self._partial_records()
+                bound = self._partial_binding()
                 if bound is not None:
-                    keep_records_digest(self._kept_partial(), bound, kept)
-            self._state["records"] = kept
+                    keep_records(
+                        self._kept_partial(), bound, records.digest, records.n,
+                        records.sorted_tokens(),
+                    )  # fmt: skip
+                self._state["records"] = records.digest
         return str(self._state["records"])
+
+    def _kept_records(self) -> KeptRecords | None:
+        """Partial record sets: this party's records digest and sorted tokens as an earlier
+        process of the run kept them (read once per process), or None."""
+        if "kept" not in self._state:
+            bound = self._partial_binding()
+            kept = None if bound is None else load_records(self._kept_partial(), bound)
+            self._state["kept"] = kept
+        return cast("KeptRecords | None", self._state["kept"])
 
     def _inputs(self) -> dict[str, str]:
         """The digests of every input this party's steps have used so far (its data, the
