@@ -63,4 +63,4 @@ def test_the_union_model_fits_the_cap_and_a_selection_over_it_is_made_again(
     cells = union_cells(UnionDomain(spec.domain, server.plan.owner), server.tree.cliques)
     assert cells <= rules(cfg).model_cap(cfg) and verdicts[-1]
     assert cells == server.union.model.tree.size.total_cells
-    assert (verdicts[0] is False) == again and len(verdicts) == 1 + again
+    assert (verdicts[0] is False) == again and (len(verdicts) > 1) == again

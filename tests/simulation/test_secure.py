@@ -344,6 +344,14 @@ def test_server_post_processing_of_the_first_release_matches_hand_computation():
     copy = Tables({(0, 1): np.array([50.0, 0.0, 0.0, 50.0])}, {(0, 1): tiny})
     assert pair_scores(copy, (2, 2), 100.0)[0, 1] == pytest.approx(0.5)  # TVD of a copy
 
+    # Partial record sets: a table over the 40 records its owners both hold, exactly
+    # independent, scores 0 against its own population, and 0.3 measured against the 100 of
+    # n_hat (1/2 |40 - 100| / 100: a pair of parties would look dependent).
+    shared = Tables({(0, 1): np.outer([12.0, 28.0], [0.4, 0.6]).ravel()}, {(0, 1): tiny})
+    own = pair_scores(shared, (2, 2), 100.0, {(0, 1): 40.0})[0, 1]
+    assert own == pytest.approx(0.0, abs=1e-9)
+    assert pair_scores(shared, (2, 2), 100.0)[0, 1] == pytest.approx(0.3)
+
 
 def test_model_caps_grow_with_the_precision_within_their_bounds():
     """The server's model caps: the floor at low precision, the config's ceiling at high

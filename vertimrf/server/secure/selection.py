@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import TypeVar
 
@@ -80,21 +80,30 @@ def one_way(tables: Tables, sizes: Sequence[int]) -> list[np.ndarray]:
     return pooled_one_way(tables, sizes)[0]
 
 
-def pair_scores(tables: Tables, sizes: Sequence[int], n_hat: float) -> np.ndarray:
+def pair_scores(
+    tables: Tables,
+    sizes: Sequence[int],
+    n_hat: float,
+    populations: Mapping[Marginal, float] | None = None,
+) -> np.ndarray:
     """Noisy normalised TVDs from independence, debiased for the noise: for a table T with
-    noise scale s, 1/2 sum |T - n_hat p_a p_b| minus the noise's expected contribution
-    1/2 * cells * s * sqrt(2 / pi), floored at 0 and divided by n_hat. The independence
-    table uses the pooled 1-way marginals (:func:`one_way`), not T's own noisy sums, whose
-    error made wide tables (e.g. Adult's 41-value country) score far above their TVD."""
+    noise scale s over a population of N records, 1/2 sum |T - N p_a p_b| minus the noise's
+    expected contribution 1/2 * cells * s * sqrt(2 / pi), floored at 0 and divided by N.
+    N is ``n_hat``, or the table's own in ``populations`` (partial record sets: a pair's
+    table counts only the records its owners both hold, and measured against n_hat every
+    pair of parties would look dependent). The independence table uses the pooled 1-way
+    marginals (:func:`one_way`), not T's own noisy sums, whose error made wide tables (e.g.
+    Adult's 41-value country) score far above their TVD."""
     d = len(sizes)
     out = np.zeros((d, d))
     ones = one_way(tables, sizes)
     probs = [v / v.sum() if v.sum() > 0 else np.full(v.size, 1.0 / v.size) for v in ones]
     for (i, j), flat in tables.values.items():
         t = flat.reshape(sizes[i], sizes[j])
-        indep = np.outer(probs[i], probs[j]) * n_hat
+        n = n_hat if populations is None else max(populations[i, j], 1.0)
+        indep = np.outer(probs[i], probs[j]) * n
         bias = 0.5 * t.size * tables.scale[i, j] * math.sqrt(2.0 / math.pi)
-        out[i, j] = out[j, i] = max(0.0, 0.5 * float(np.abs(t - indep).sum()) - bias) / n_hat
+        out[i, j] = out[j, i] = max(0.0, 0.5 * float(np.abs(t - indep).sum()) - bias) / n
     return out
 
 
@@ -194,6 +203,21 @@ class Selection(Dealer):
         clique = min(options.max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))
         return clique, total
 
+    def _pair_populations(self) -> dict[Marginal, float] | None:
+        """Partial record sets with a model over the union: each pair's population, the
+        records both its owners hold, summed from the published region counts (a
+        post-processing); None otherwise (every table is over the same records)."""
+        if not self.models_union:
+            return None
+        assert self._regions is not None  # the union is modelled after the deal
+        owner = self.plan.owner
+        return {
+            (i, j): float(
+                sum(r for t, r in self._regions.items() if t >> owner[i] & 1 and t >> owner[j] & 1)
+            )
+            for i, j in self.plan.all_pairs()
+        }
+
     def _union_fits(self, cliques: Sequence[Sequence[int]]) -> bool:
         """Partial record sets: whether the union model over ``cliques`` (with each party's
         links and the representatives' group) fits the fit's cap on cells."""
@@ -203,7 +227,7 @@ class Selection(Dealer):
     def _choose(self, first: Tables, rng: np.random.Generator) -> list[Marginal]:
         plan, opts = self.plan, self.options
         sizes, d = plan.sizes, len(plan.sizes)
-        scores = pair_scores(first, sizes, self.n_hat)
+        scores = pair_scores(first, sizes, self.n_hat, self._pair_populations())
         max_clique, max_total = self.model_caps()
         # partial record sets: the model is over the union, one more value ("absent") each
         cells = tuple(u + 1 for u in sizes) if self.models_union else sizes
