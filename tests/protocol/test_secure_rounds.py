@@ -120,7 +120,7 @@ def test_the_measured_three_way_cross_marginal_is_the_exact_one_plus_the_charged
         "measure", releases)[0])  # fmt: skip
     exact = joint(codes, spec.names, plan.sizes, (0, 1, 2)).ravel()
     resid = tables.values[(0, 1, 2)] - exact
-    sigma = plan.sigma("measure", 1)
+    sigma = plan.sigma("measure", request.marginals)
     cells = resid.size
     assert abs(resid.mean()) < 6 * math.sqrt(1.5) * sigma / math.sqrt(cells)
     assert abs(resid.var() / (1.5 * sigma**2) - 1) < 6 * math.sqrt(2 / cells)
@@ -176,7 +176,7 @@ def test_the_ring_is_the_fewest_bytes_that_hold_every_count_plus_its_noise(rows,
     cfg, *_ = split([[3, 4], [5]], 1, 0, rows=rows, max_memory_gb=1e6)
     plan = secure_plan(cfg)
     sigma = max(
-        plan.sigma("select", len(plan.all_pairs())), plan.sigma("measure", RING_MIN_REQUEST)
+        plan.sigma("select", plan.all_pairs()), plan.nominal_sigma("measure", RING_MIN_REQUEST)
     )
     need = rows + RING_TAIL * sigma
     assert plan.ring_bits == bits and need < 2 ** (bits - 1)

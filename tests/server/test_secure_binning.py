@@ -173,7 +173,7 @@ def test_binned_release_is_the_exact_binned_counts_plus_the_charged_noise():
     releases = [m.measure(request) for m in members.values()]
     noise = server._randomness("test", releases)[0]
     tables = server._tables(MEASURE, request.marginals, releases, noise, request.bins)
-    sigma = plan.sigma(MEASURE, 2)
+    sigma = plan.sigma(MEASURE, request.marginals, request.bins)
     a, b = (np.asarray(x) for x in (bins_a, bins_b))
     for m, maps, sd in (((0, 2), [a, b], sigma * math.sqrt(1.5)), ((0, 1), [a, None], sigma)):
         exact = cross_tab(codes[names[m[0]]], codes[names[m[1]]], *(plan.sizes[x] for x in m))

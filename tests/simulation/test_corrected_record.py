@@ -93,10 +93,10 @@ def run_in_folder(cfg: ProtocolConfig, data: dict, folder: Path) -> Path:
 def _sigma(cfg: ProtocolConfig, plan: SecurePlan, mail: Path, name: str, kind: str) -> float:
     """The sigma the plan charges for ``name``'s ``kind`` release in the run of ``mail``."""
     if kind == "release":
-        return plan.sigma(SELECT, len(plan.all_pairs()))
+        return plan.sigma(SELECT, plan.all_pairs())
     data = (mail / name / "server.select").read_bytes()
     request = codec.read_request(data, plan, cfg.config_hash())
-    return plan.sigma(MEASURE, len(request.marginals))
+    return plan.sigma(MEASURE, request.marginals, request.bins)
 
 
 def assert_fresh_noise(cfg: ProtocolConfig, first: Path, second: Path) -> None:

@@ -86,7 +86,7 @@ def test_released_noise_has_the_charged_variance():
     variance has relative standard error sqrt(2 / m); the bounds are 6 standard errors."""
     cfg, spec, server, codes = driven([[40, 30], [50]], 2000, 3, epsilon=0.5, rows=2048)
     plan, first = server.plan, server._first
-    sigma = plan.sigma(SELECT, len(plan.all_pairs()))
+    sigma = plan.sigma(SELECT, plan.all_pairs())
     names = spec.names
     cross, within = [], []
     for (a, b), values in first.values.items():

@@ -85,7 +85,7 @@ def test_the_secure_estimates_are_the_exact_binned_cross_counts_plus_the_charged
         for c, m in msg.bins.items():
             j = spec.names.index(c)
             binned[:, j] = m.value_to_bin[codes[:, j]]
-    sigma = plan.sigma(SELECT, len(plan.all_pairs()))
+    sigma = plan.sigma(SELECT, plan.all_pairs())
     assert sorted(tables) == [(0, 2), (0, 3), (1, 2), (1, 3)]  # the cross pairs only
     assert plan.sizes == (4, 3, 4, 2)  # a and c binned to 4 (bins = 4), the rest whole
     for (i, j), table in tables.items():

@@ -4,14 +4,15 @@
 estimates, for each role, the bytes it sends and keeps and its peak memory. :func:`check_plan`
 (called by ``ProtocolConfig.__post_init__``) refuses, with one line saying what to change:
 
-* a noise scale outside the samplers' range: above 2**40 (epsilon too small), or a
-  distributed discrete Gaussian component below 1/2 (KLS's bound; epsilon too large);
+* a noise scale outside the samplers' range: above 2**40 (epsilon too small), or a first
+  release that cannot spend its share because its distributed discrete Gaussian components
+  would be below 1/2 (KLS's bound; epsilon too large): the hint gives the largest epsilon
+  that fits;
 * a worst-case ledger total above the budget, as :class:`PrivacyLedger` checks it (the
   fixed releases charged one by one, then the bounds of the run-time ones: the
-  re-measurement's is its share, whatever the server requests, by
-  :attr:`SecurePlan.measure_floor`; a local PrivMRF's is its share). The KLS tau
-  term of the cross releases grows as their noise shrinks, so a large epsilon on a wide
-  domain overruns the budget: the hint gives the largest epsilon that fits;
+  re-measurement's is its share, whatever the server requests, since
+  :meth:`SecurePlan.sigma` solves each release's noise for its share, the KLS tau term
+  included; a local PrivMRF's is its share);
 * a first-release within-party table over the release reader's cell limit;
 * an estimated peak memory of any role above ``max_memory_gb`` (default 16 GB).
 
@@ -271,10 +272,10 @@ def _noise_scales(
     if plan is not None:
         if plan.rho_count > 0:
             out["the noisy count's"] = 1.0 / plan.count_epsilon
-        out["the first release's"] = plan.sigma(SELECT, len(plan.all_pairs()))
+        out["the first release's"] = plan.nominal_sigma(SELECT, len(plan.all_pairs()))
         if plan.rho_measure > 0:
             planned = len(plan.all_pairs()) + len(plan.sizes) * (1 + plan.refine_fraction)
-            out["the re-measurement's"] = plan.sigma(MEASURE, math.ceil(planned))
+            out["the re-measurement's"] = plan.nominal_sigma(MEASURE, math.ceil(planned))
     if plan is None or not plan.select:
         budget = ProtocolBudget.from_config(config, epsilon=epsilon)
         out["the noisy count's"] = 1.0 / budget.count_epsilon
@@ -296,7 +297,7 @@ def _budget_problem(config: ProtocolConfig, epsilon: float) -> tuple[str, str] |
     except PrivacyBudgetError:
         if plan is None:  # only a cross release's bound raises
             raise
-        s = plan.sigma(SELECT, len(plan.all_pairs())) / math.sqrt(2.0)
+        s = plan.nominal_sigma(SELECT, len(plan.all_pairs())) / math.sqrt(2.0)
         return (
             f"the first release's noise components (s = {s:.3g}) would be below the 1/2 that "
             "the distributed discrete Gaussian bound needs",

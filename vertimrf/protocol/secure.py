@@ -34,6 +34,9 @@ Each release changes by at most 1 in one cell of each of its marginals, so a bat
 marginals has squared L2 sensitivity K. A marginal re-measured on bins (:class:`Request`:
 the server names a bin map for some of its attributes) still has one record in exactly one
 cell, so its sensitivity is the same; only its cell count, and so the KLS tau terms, shrink.
+One sigma serves every marginal of a release: the smallest at which the release's entries
+cost its share (:meth:`SecurePlan.sigma`), so each release spends its share whatever the
+server selects, and every role derives it from the plan and the public request.
 Parties bin their additive shares linearly (:func:`vertimrf.protocol.bins.bin_axes`) before
 adding noise and pads.
 """
@@ -49,7 +52,7 @@ from functools import cached_property
 
 import numpy as np
 
-from vertimrf.errors import ConfigError, MessageError
+from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import pure_to_rho
@@ -64,7 +67,8 @@ COUNT_MECHANISM = "discrete_laplace"
 REGION_MECHANISM = "region_discrete_gaussian"  # dummy tokens seen by the server, its own noise
 WITHIN_MECHANISM = "discrete_gaussian"
 CROSS_MECHANISM = "distributed_discrete_gaussian"
-_SAFETY = 1.0 + 1e-9  # sigma margin so that the tiny KLS tau terms stay inside the share
+# The smallest noise scale of a cross release: its components' s = sigma / sqrt(2) is 1/2.
+_MIN_CROSS_SIGMA = math.sqrt(0.5)  # sqrt(0.5) / sqrt(2) is 0.5 exactly in binary64
 
 Marginal = tuple[int, ...]
 BinMaps = tuple[tuple[int, ...] | None, ...]  # per attribute of a marginal: value -> bin
@@ -209,14 +213,11 @@ class SecurePlan:
         :data:`RING_WIDTHS` in whose signed range every count (at most ``max_rows``) plus the
         noise tail bound (:data:`RING_TAIL`) of the first release, and of a re-measurement
         of :data:`RING_MIN_REQUEST` marginals, lies. Public: from the config only."""
-        sigma = self._select_sigma()
+        pairs = self.all_pairs()
+        sigma = self.sigma(SELECT, pairs) if self.rho_select > 0 and pairs else 0.0
         if self.rho_measure > 0:
-            sigma = max(sigma, self.sigma(MEASURE, RING_MIN_REQUEST))
+            sigma = max(sigma, self.nominal_sigma(MEASURE, RING_MIN_REQUEST))
         return next((b for b in RING_WIDTHS[:-1] if self._ring_sigma(b) >= sigma), 64)
-
-    def _select_sigma(self) -> float:
-        count = len(self.all_pairs())
-        return self.sigma(SELECT, count) if self.rho_select > 0 and count else 0.0
 
     def _ring_sigma(self, bits: int) -> float:
         """The largest noise scale whose tail bound, added to ``max_rows`` (no count is
@@ -248,12 +249,13 @@ class SecurePlan:
 
     @cached_property
     def max_request(self) -> int | None:
-        """The most marginals a re-measurement may hold, so that its noise stays inside the
-        ring (None: no bound); the ring is chosen so that it is about
-        :data:`RING_MIN_REQUEST` or more."""
+        """The most marginals a re-measurement may hold, so that its nominal noise
+        (:meth:`nominal_sigma`) stays inside the ring (None: no bound); the ring is chosen so
+        that it is about :data:`RING_MIN_REQUEST` or more. A request's :meth:`sigma` is its
+        nominal one to the last bits there (the KLS tau term underflows for s above 9)."""
         if self.ring_bits == 64 or self.rho_measure <= 0:
             return None
-        limit = self._ring_sigma(self.ring_bits) / _SAFETY
+        limit = self._ring_sigma(self.ring_bits)
         return max(1, int(2.0 * self.rho_measure * limit * limit))
 
     @property
@@ -384,36 +386,97 @@ class SecurePlan:
         return [m for m in pairs if self.owner[m[0]] != self.owner[m[1]]]
 
     # ------------------------------------------------------------------ noise
-    def sigma(self, release: str, count: int) -> float:
-        """Noise scale of each of ``count`` marginals of ``release`` (select or measure)."""
+    def _share(self, release: str, count: int) -> float:
         if release not in RELEASES or count < 1:
             raise ConfigError(f"unknown release {release!r} or no marginals ({count}).")
         share = self.rho_select if release == SELECT else self.rho_measure
         if share <= 0:
             raise ConfigError(f"this plan ({self.pipeline} pipeline) has no {release} release.")
-        sigma = math.sqrt(count / (2.0 * share)) * _SAFETY
-        return max(sigma, self.measure_floor) if release == MEASURE else sigma
+        return share
 
-    @cached_property
-    def measure_floor(self) -> float:
-        """The smallest noise scale of the re-measurement, whatever the server requests.
+    def nominal_sigma(self, release: str, count: int) -> float:
+        """sqrt(count / (2 share)): the noise scale of ``count`` marginals of ``release``
+        without the KLS tau term, a lower bound of :meth:`sigma` (equal to it but for the
+        last bits unless the noise is near 1), for what is planned before the marginals are
+        known (the ring, the model caps, the samplers' range)."""
+        return math.sqrt(count / (2.0 * self._share(release, count)))
 
-        A release of K marginals at sigma costs K / (2 sigma^2) plus, for its cross ones,
-        KLS's tau(sigma / sqrt(2)) per measured cell (:func:`ddg_rho`), tau(s) =
-        10 exp(-pi^2 s^2). The first term is the share / _SAFETY^2; the floor keeps the
-        second, over every cell any request can hold (over the pairs, the product of each
-        side's singles and round-2 cap), within
-        half of the share's (1 - 1 / _SAFETY^2) margin, and s >= 1/2. So the re-measurement
-        never costs more than its share: without the floor, a request of few marginals at a
-        high epsilon (sigma near 1) overran the budget by the tau term. It binds only when
-        sqrt(K / (2 share)) is below it (about 3; e.g. K < 15 share)."""
-        if self.rho_measure <= 0:
-            return 0.0
-        full = [w + c for w, c in zip(self.widths, self.group_caps, strict=True)]
-        cells = sum(full[p] * full[q] for p, q in self.pairs())
-        margin = 0.5 * (1.0 - 1.0 / _SAFETY**2) * self.rho_measure
-        s2 = max(0.25, math.log(10.0 * cells / margin) / math.pi**2)
-        return math.sqrt(2.0 * s2)
+    def sigma(
+        self,
+        release: str,
+        marginals: Sequence[Marginal],
+        bins: Mapping[Marginal, BinMaps] | None = None,
+    ) -> float:
+        """The noise scale of one release (select or measure) of ``marginals``, ``bins``
+        those of a :class:`Request`: the smallest at which its ledger entries
+        (:meth:`releases`, the count and the region counts aside) cost at most the release's
+        share, found by bisection to the last bit, so the release spends its share whatever
+        the marginals, their number and cells. A function of the plan and the public request
+        only: every role derives the same.
+
+        The cross entries' KLS bound needs s = sigma / sqrt(2) >= 1/2 (:func:`ddg_rho`).
+        Where even s = 1/2 costs less than the share, the re-measurement takes it and leaves
+        the rest unspent, and the first release raises PrivacyBudgetError (the config's
+        check refuses such an epsilon)."""
+        share = self._share(release, len(marginals))
+        within, cross = self._terms([self.canonical(m) for m in marginals], bins or {})
+        count = sum(k for _, k in within) + sum(k for _, _, k, _ in cross)
+        nominal = math.sqrt(count / (2.0 * share))
+        low = max(nominal, _MIN_CROSS_SIGMA) if cross else nominal
+        if self._cost(low, within, cross) <= share:
+            if low > nominal and release == SELECT:
+                raise PrivacyBudgetError(
+                    "the first release cannot spend its share: its noise components would be "
+                    "below the 1/2 that the distributed discrete Gaussian bound needs."
+                )
+            return low
+        high = 2.0 * low
+        while self._cost(high, within, cross) > share:
+            low, high = high, 2.0 * high
+        while True:  # cost(low) > share >= cost(high)
+            mid = 0.5 * (low + high)
+            if not low < mid < high:
+                return high
+            if self._cost(mid, within, cross) > share:
+                low = mid
+            else:
+                high = mid
+
+    def _terms(
+        self, marginals: Sequence[Marginal], bins: Mapping[Marginal, BinMaps]
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int, int]]]:
+        """A release's entries: (party, its within marginals) for each party that has some,
+        and (p, q, cross marginals, their cells) for each product that has some; the
+        marginals canonical."""
+        within = []
+        for p in range(len(self.names)):
+            own = sum(1 for m in marginals if self.kind(m) == "within" and self.owner[m[0]] == p)
+            if own:
+                within.append((p, own))
+        cross = []
+        for p, q in self.pairs():
+            blocks = self.cross_blocks(marginals, p, q)
+            if blocks:
+                cells = sum(self.cells(m, bins.get(m)) for m in blocks)
+                cross.append((p, q, len(blocks), cells))
+        return within, cross
+
+    @staticmethod
+    def _within_rho(sigma: float, count: int) -> float:
+        return count / (2.0 * sigma * sigma)
+
+    @staticmethod
+    def _cross_rho(sigma: float, count: int, cells: int) -> float:
+        return ddg_rho(sigma / math.sqrt(2.0), 2, count, count, cells)
+
+    def _cost(
+        self, sigma: float, within: list[tuple[int, int]], cross: list[tuple[int, int, int, int]]
+    ) -> float:
+        """The ledger total of a release's entries (:meth:`_terms`) at ``sigma``."""
+        return math.fsum(
+            [self._within_rho(sigma, k) for _, k in within]
+            + [self._cross_rho(sigma, k, c) for _, _, k, c in cross]
+        )
 
     @property
     def count_epsilon(self) -> float:
@@ -431,7 +494,7 @@ class SecurePlan:
         ``bins`` (of a :class:`Request`) lower the cell counts of the binned ones."""
         marginals = [self.canonical(m) for m in marginals]
         bins = bins or {}
-        sigma = self.sigma(release, len(marginals))
+        sigma = self.sigma(release, marginals, bins)
         out = []
         if release == SELECT and self.regions is not None:
             r = self.regions
@@ -460,34 +523,30 @@ class SecurePlan:
                     {"epsilon": self.count_epsilon},
                 )
             )
-        for p, name in enumerate(self.names):
-            own = [m for m in marginals if self.kind(m) == "within" and self.owner[m[0]] == p]
-            if own:
-                out.append(
-                    Release(
-                        WITHIN_MECHANISM,
-                        f"{release}: {len(own)} own marginals",
-                        len(own) / (2.0 * sigma * sigma),
-                        len(own),
-                        name,
-                        {"sensitivity": 1.0, "sigma": sigma},
-                    )
+        within, cross = self._terms(marginals, bins)
+        for p, k in within:
+            out.append(
+                Release(
+                    WITHIN_MECHANISM,
+                    f"{release}: {k} own marginals",
+                    self._within_rho(sigma, k),
+                    k,
+                    self.names[p],
+                    {"sensitivity": 1.0, "sigma": sigma},
                 )
+            )
         s = sigma / math.sqrt(2.0)
-        for p, q in self.pairs():
-            cross = self.cross_blocks(marginals, p, q)
-            if cross:
-                cells = sum(self.cells(m, bins.get(m)) for m in cross)
-                out.append(
-                    Release(
-                        CROSS_MECHANISM,
-                        f"{release}: {len(cross)} cross marginals",
-                        ddg_rho(s, 2, len(cross), len(cross), cells),
-                        len(cross),
-                        self.pair_name(p, q),
-                        {"sigma": sigma, "component_sigma": s, "components": 3, "cells": cells},
-                    )
+        for p, q, k, cells in cross:
+            out.append(
+                Release(
+                    CROSS_MECHANISM,
+                    f"{release}: {k} cross marginals",
+                    self._cross_rho(sigma, k, cells),
+                    k,
+                    self.pair_name(p, q),
+                    {"sigma": sigma, "component_sigma": s, "components": 3, "cells": cells},
                 )
+            )
         return out
 
     def viewers(self) -> tuple[str, ...]:

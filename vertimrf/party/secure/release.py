@@ -137,7 +137,7 @@ class SecureParty(Shares):
                 continue  # charged by discrete_laplace_count as it was drawn
             if r.party == self.name or self.name in (r.party or "").split("+"):
                 self.ledger.charge(r)
-        sigma = plan.sigma(release, len(marginals))
+        sigma = plan.sigma(release, marginals, request.bins)
         local = {a: j for j, a in enumerate(plan.attrs[p])}
         own = [m for m in marginals if plan.kind(m) == "within" and plan.owner[m[0]] == p]
         counts = self.aligned().histograms(

@@ -176,7 +176,7 @@ class Selection(Dealer):
             return {}
         plan = self.plan
         ones, ones_var = pooled_one_way(first, plan.sizes)
-        sigma = plan.sigma(MEASURE, len(marginals))
+        sigma = plan.sigma(MEASURE, marginals)  # before binning, which lowers it
         out: dict[Marginal, BinChoice] = {}
         for m in marginals:
             if len(m) != 2 or m not in first.values:
@@ -259,7 +259,7 @@ class Selection(Dealer):
         # A pair whose first release already has little noise per record of a cell gains
         # little from a re-measurement (its budget goes to the others instead).
         cliques = [set(c) for c in self.tree.cliques]
-        sigma1 = plan.sigma(SELECT, len(plan.all_pairs()))
+        sigma1 = plan.sigma(SELECT, plan.all_pairs())
         limit = self.n_hat / (EXTRA_PRECISION * sigma1)
         eligible = [
             m

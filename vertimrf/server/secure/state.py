@@ -212,7 +212,7 @@ class ServerState:
         the releases were checked by :meth:`_check_releases`."""
         plan, bins = self.plan, bins or {}
         by_party = {r.party: r for r in releases}
-        sigma = plan.sigma(release, len(marginals))
+        sigma = plan.sigma(release, marginals, bins)
         values, scale = {}, {}
         for m in marginals:
             if plan.kind(m) == "within":
