@@ -1,0 +1,83 @@
+"""The registry of report figures: each one a name, a sentence, its parameters per level and
+the function that computes its data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vertimrf.report.context import ReportContext
+
+# tiny: the tests' smallest run; quick: minutes on 2 cores; full: the committed report.
+LEVELS = ("tiny", "quick", "full")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One plot: a line per series against x (``kind="line"``) or grouped bars
+    (``kind="bar"``, x holding the group labels)."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    series: list[dict[str, Any]]
+    kind: str = "line"
+    xlog: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The panel as JSON-ready data."""
+        return {
+            "title": self.title,
+            "xlabel": self.xlabel,
+            "ylabel": self.ylabel,
+            "kind": self.kind,
+            "xlog": self.xlog,
+            "series": self.series,
+        }
+
+
+@dataclass
+class FigureData:
+    """What a figure computed: panels to plot, or a table for REPORT.md, and notes."""
+
+    panels: list[Panel] = field(default_factory=list)
+    table: dict[str, list] | None = None  # {"columns": [...], "rows": [[...], ...]}
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A report figure: ``compute(context, params)`` returns its data at the parameters of
+    a level (:data:`LEVELS`); ``caption`` says in one sentence what it shows."""
+
+    name: str
+    caption: str
+    params: Mapping[str, Mapping[str, Any]]
+    compute: Callable[[ReportContext, Mapping[str, Any]], FigureData]
+
+    @property
+    def plotted(self) -> bool:
+        """False for a figure that is a table in REPORT.md only."""
+        return self.params["tiny"].get("plot", True)
+
+
+FIGURES: dict[str, Figure] = {}
+
+
+def register(
+    name: str, caption: str, **params: Mapping[str, Any]
+) -> Callable[[Callable[[ReportContext, Mapping[str, Any]], FigureData]], Figure]:
+    """Register the decorated function as the figure ``name``, with one parameter mapping
+    per level (keywords ``tiny``, ``quick`` and ``full``). The report draws the figures in
+    the order they were registered."""
+    if set(params) != set(LEVELS):
+        raise ValueError(f"figure {name!r} needs parameters for every level {LEVELS}")
+
+    def add(compute: Callable[[ReportContext, Mapping[str, Any]], FigureData]) -> Figure:
+        figure = Figure(name, caption, params, compute)
+        FIGURES[name] = figure
+        return figure
+
+    return add
