@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from vertimrf.cli import main
+from vertimrf.datasets import load_dataset
 from vertimrf.report import FIGURES, LEVELS
 from vertimrf.report.figures.audit import secure_fires, secure_sigma
 from vertimrf.report.figures.theta import split_shares
@@ -52,6 +53,19 @@ def test_tiny_report_writes_every_figure_with_data(tmp_path, capsys):
     # Without --force nothing is overwritten.
     assert main(["report", "--tiny", "--quiet", "--out", str(out), "--figures", "cost"]) == 2
     assert "--force" in capsys.readouterr().err
+
+
+def test_report_runs_on_a_table_of_ones_own(tmp_path):
+    df, spec = load_dataset("nltcs")
+    df.iloc[:1500].to_csv(tmp_path / "people.csv", index=False)
+    (tmp_path / "people.json").write_text(json.dumps(spec.to_dict()))
+    out = tmp_path / "rep"
+    argv = ["report", "--tiny", "--quiet", "--out", str(out), "--figures", "cost"]
+    argv += ["--data", str(tmp_path / "people.csv"), "--spec", str(tmp_path / "people.json")]
+    assert main(argv) == 0
+    data = json.loads((out / "cost.json").read_text())
+    assert (data["dataset"], data["rows"]) == ("people.csv", 1500)
+    assert sorted(p.name for p in out.iterdir()) == ["REPORT.md", "cost.json"]
 
 
 def test_every_figure_has_parameters_for_every_level():
