@@ -107,9 +107,3 @@ class ReportContext:
         )
         seconds = time.perf_counter() - start
         return Run(synth, seconds, dict(report.seconds), dict(report.message_bytes))
-
-
-def mean_err(values: list[float]) -> tuple[float, float]:
-    """The mean and the standard deviation over seeds (0 for one seed)."""
-    arr = np.asarray(values, dtype=float)
-    return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else 0.0

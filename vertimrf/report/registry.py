@@ -3,9 +3,11 @@ the function that computes its data."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from vertimrf.report.context import ReportContext
@@ -36,6 +38,21 @@ class Panel:
             "xlog": self.xlog,
             "series": self.series,
         }
+
+
+def series(
+    label: str, x: Sequence[Any], samples: Sequence[Sequence[float]], dashed: bool = False
+) -> dict[str, Any]:
+    """A plotted series: at each x the mean of its samples (over seeds) and their standard
+    deviation as the error bar (0 for one sample)."""
+    arrays = [np.asarray(s, dtype=float) for s in samples]
+    return {
+        "label": label,
+        "x": list(x),
+        "mean": [float(a.mean()) for a in arrays],
+        "err": [float(a.std(ddof=1)) if a.size > 1 else 0.0 for a in arrays],
+        "dashed": dashed,
+    }
 
 
 @dataclass

@@ -7,8 +7,8 @@ from typing import Any
 
 from vertimrf.logs import progress_bar
 from vertimrf.metrics import tvd
-from vertimrf.report.context import ReportContext, mean_err
-from vertimrf.report.registry import FigureData, Panel, register
+from vertimrf.report.context import ReportContext
+from vertimrf.report.registry import FigureData, Panel, register, series
 
 
 @register(
@@ -33,23 +33,9 @@ def parties_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
         tvd(ctx.df, ctx.run("central", eps, s).synth, ctx.spec, n_marginals=params["marginals"])
         for s in range(ctx.seeds)
     ]
-    stats = [mean_err(score[m]) for m in counts]
-    c_mean, c_err = mean_err(central)
-    series = [
-        {
-            "label": "Secure",
-            "x": list(counts),
-            "mean": [m for m, _ in stats],
-            "err": [s for _, s in stats],
-            "dashed": False,
-        },
-        {
-            "label": "Centralized PrivMRF",
-            "x": list(counts),
-            "mean": [c_mean] * len(counts),
-            "err": [c_err] * len(counts),
-            "dashed": False,
-        },
+    lines = [
+        series("Secure", counts, [score[m] for m in counts]),
+        series("Centralized PrivMRF", counts, [central] * len(counts)),
     ]
-    panel = Panel(f"epsilon = {eps}", "parties", "mean 3-way TVD", series)
+    panel = Panel(f"epsilon = {eps}", "parties", "mean 3-way TVD", lines)
     return FigureData(panels=[panel])

@@ -10,8 +10,8 @@ import pandas as pd
 
 from vertimrf.errors import ConfigError
 from vertimrf.logs import progress_bar
-from vertimrf.report.context import DASHED, METHODS, ReportContext, mean_err
-from vertimrf.report.registry import FigureData, Panel, register
+from vertimrf.report.context import DASHED, METHODS, ReportContext
+from vertimrf.report.registry import FigureData, Panel, register, series
 
 
 @register(
@@ -54,21 +54,13 @@ def svm_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
             seed=seed,
         )
         rates.setdefault((method, eps), []).append(result.mean)
-    series = []
-    for method in methods:
-        stats = [mean_err(rates[(method, e)]) for e in epsilons]
-        series.append(
-            {
-                "label": METHODS[method],
-                "x": list(epsilons),
-                "mean": [m for m, _ in stats],
-                "err": [s for _, s in stats],
-                "dashed": method in DASHED,
-            }
-        )
+    lines = [
+        series(METHODS[m], epsilons, [rates[(m, e)] for e in epsilons], m in DASHED)
+        for m in methods
+    ]
     notes = [f"{rows} real rows drawn once, {params['folds']} folds; label column {ctx.label!r}."]
     panel = Panel(
-        f"SVM predicting {ctx.label}", "epsilon", "misclassification rate", series, xlog=True
+        f"SVM predicting {ctx.label}", "epsilon", "misclassification rate", lines, xlog=True
     )
     return FigureData(panels=[panel], notes=notes)
 

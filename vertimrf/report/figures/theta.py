@@ -8,8 +8,8 @@ from typing import Any
 from vertimrf.logs import progress_bar
 from vertimrf.metrics import tvd
 from vertimrf.protocol.options import DEFAULTS
-from vertimrf.report.context import ReportContext, mean_err
-from vertimrf.report.registry import FigureData, Panel, register
+from vertimrf.report.context import ReportContext
+from vertimrf.report.registry import FigureData, Panel, register, series
 
 
 def split_shares(theta: float) -> dict[str, float]:
@@ -40,20 +40,9 @@ def theta_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
         ).synth
         value = tvd(ctx.df, synth, ctx.spec, n_marginals=params["marginals"])
         score.setdefault((eps, theta), []).append(value)
-    series = []
-    for eps in epsilons:
-        stats = [mean_err(score[(eps, th)]) for th in thetas]
-        series.append(
-            {
-                "label": f"epsilon = {eps}",
-                "x": list(thetas),
-                "mean": [m for m, _ in stats],
-                "err": [s for _, s in stats],
-                "dashed": False,
-            }
-        )
+    lines = [series(f"epsilon = {e}", thetas, [score[(e, th)] for th in thetas]) for e in epsilons]
     base = DEFAULTS["shares"]
     theta0 = base["locmrf"] / (base["locmrf"] + base["locenc"])
     notes = [f"The default split is theta = {theta0:.2f} (shares {dict(DEFAULTS['shares'])})."]
-    panel = Panel("paper pipeline on secure estimates", "theta", "mean 3-way TVD", series)
+    panel = Panel("paper pipeline on secure estimates", "theta", "mean 3-way TVD", lines)
     return FigureData(panels=[panel], notes=notes)

@@ -7,8 +7,8 @@ from typing import Any
 
 from vertimrf.logs import progress_bar
 from vertimrf.metrics import tvd
-from vertimrf.report.context import DASHED, METHODS, ReportContext, mean_err
-from vertimrf.report.registry import FigureData, Panel, register
+from vertimrf.report.context import DASHED, METHODS, ReportContext
+from vertimrf.report.registry import FigureData, Panel, register, series
 
 EPSILONS = [0.4, 0.8, 1.6, 3.2]
 MBI_NOTE = (
@@ -37,19 +37,9 @@ def tvd_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
             scores.setdefault((method, eps, w), []).append(value)
     panels = []
     for w in ways:
-        series = []
-        for method in methods:
-            stats = [mean_err(scores[(method, e, w)]) for e in epsilons]
-            series.append(
-                {
-                    "label": METHODS[method],
-                    "x": list(epsilons),
-                    "mean": [m for m, _ in stats],
-                    "err": [s for _, s in stats],
-                    "dashed": method in DASHED,
-                }
-            )
-        panels.append(
-            Panel(f"{w}-way marginals", "epsilon", f"mean {w}-way TVD", series, xlog=True)
-        )
+        lines = [
+            series(METHODS[m], epsilons, [scores[(m, e, w)] for e in epsilons], m in DASHED)
+            for m in methods
+        ]
+        panels.append(Panel(f"{w}-way marginals", "epsilon", f"mean {w}-way TVD", lines, xlog=True))
     return FigureData(panels=panels, notes=[MBI_NOTE])
