@@ -14,6 +14,7 @@ from vertimrf.cli import main
 from vertimrf.datasets import load_dataset
 from vertimrf.report import FIGURES, LEVELS
 from vertimrf.report.figures.audit import secure_fires, secure_sigma
+from vertimrf.report.figures.cost import by_role
 from vertimrf.report.figures.theta import split_shares
 
 pytest.importorskip("matplotlib")
@@ -115,3 +116,12 @@ def test_secure_attack_noise_is_the_plan_s():
     low, high = secure_sigma(0.5, 1e-6), secure_sigma(2.0, 1e-6)
     assert low > high > 1
     assert np.isfinite(low)
+
+
+def test_cost_table_gives_each_phase_to_its_role():
+    phases = {"deal": 0.5, "commit": 0.25, "fit": 1.0, "local": 2.0, "party1 LocEnc": 0.125}
+    assert by_role(phases, ["party0", "party1"]) == {
+        "server": "deal 0.50, fit 1.00",
+        "parties": "commit 0.25, local 2.00",
+        "party1": "LocEnc 0.12",
+    }
