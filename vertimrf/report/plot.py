@@ -59,6 +59,8 @@ def _lines(ax: Any, panel: Panel) -> None:
             marker="o",
             capsize=3,
         )
+    if panel.ylog:
+        ax.set_yscale("log")
     if panel.xlog:
         ax.set_xscale("log", base=2)
         ticks = sorted({x for s in panel.series for x in s["x"]})

@@ -27,6 +27,7 @@ class Panel:
     series: list[dict[str, Any]]
     kind: str = "line"
     xlog: bool = False
+    ylog: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The panel as JSON-ready data."""
@@ -36,6 +37,7 @@ class Panel:
             "ylabel": self.ylabel,
             "kind": self.kind,
             "xlog": self.xlog,
+            "ylog": self.ylog,
             "series": self.series,
         }
 

@@ -41,5 +41,14 @@ def tvd_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
             series(METHODS[m], epsilons, [scores[(m, e, w)] for e in epsilons], m in DASHED)
             for m in methods
         ]
-        panels.append(Panel(f"{w}-way marginals", "epsilon", f"mean {w}-way TVD", lines, xlog=True))
+        panels.append(
+            Panel(
+                f"{w}-way marginals",
+                "epsilon",
+                f"mean {w}-way TVD (log scale)",
+                lines,
+                xlog=True,
+                ylog=True,
+            )
+        )
     return FigureData(panels=panels, notes=[MBI_NOTE])
