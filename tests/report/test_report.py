@@ -98,6 +98,17 @@ def test_missing_matplotlib_says_how_to_install(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "r").exists()
 
 
+def test_a_missing_optional_module_stops_before_any_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    assert main(["report", "--tiny", "--quiet", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        'vertimrf: error: the svm figure needs sklearn: pip install "vertimrf[eval]", or '
+        "leave it out with --figures."
+    )
+    assert not (tmp_path / "r").exists()
+
+
 def test_theta_split_keeps_the_other_shares():
     shares = split_shares(0.25)
     expected = {"locmrf": 0.19, "locenc": 0.57, "count": 0.04, "binning": 0.2}

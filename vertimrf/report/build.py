@@ -38,6 +38,8 @@ def build_report(ctx: ReportContext, level: str, names: Sequence[str]) -> dict[s
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}")
     figures = [FIGURES[n] for n in FIGURES if n in names]
+    for fig in figures:
+        fig.check_needs()
     files: dict[str, bytes] = {}
     sections = []
     for fig in figures:

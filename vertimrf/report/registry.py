@@ -3,11 +3,14 @@ the function that computes its data."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from vertimrf.errors import ConfigError
 
 if TYPE_CHECKING:
     from vertimrf.report.context import ReportContext
@@ -69,12 +72,25 @@ class FigureData:
 @dataclass(frozen=True)
 class Figure:
     """A report figure: ``compute(context, params)`` returns its data at the parameters of
-    a level (:data:`LEVELS`); ``caption`` says in one sentence what it shows."""
+    a level (:data:`LEVELS`); ``caption`` says in one sentence what it shows; ``needs``
+    maps each module it imports beyond the package's dependencies to how to install it."""
 
     name: str
     caption: str
     params: Mapping[str, Mapping[str, Any]]
     compute: Callable[[ReportContext, Mapping[str, Any]], FigureData]
+    needs: Mapping[str, str] = field(default_factory=dict)
+
+    def check_needs(self) -> None:
+        """Raise a one-line :class:`ConfigError` for a module it needs that is missing."""
+        for module, install in self.needs.items():
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise ConfigError(
+                    f"the {self.name} figure needs {module}: {install}, or leave it out with "
+                    "--figures."
+                ) from None
 
     @property
     def plotted(self) -> bool:
@@ -86,16 +102,16 @@ FIGURES: dict[str, Figure] = {}
 
 
 def register(
-    name: str, caption: str, **params: Mapping[str, Any]
+    name: str, caption: str, needs: Mapping[str, str] | None = None, **params: Mapping[str, Any]
 ) -> Callable[[Callable[[ReportContext, Mapping[str, Any]], FigureData]], Figure]:
     """Register the decorated function as the figure ``name``, with one parameter mapping
-    per level (keywords ``tiny``, ``quick`` and ``full``). The report draws the figures in
-    the order they were registered."""
+    per level (keywords ``tiny``, ``quick`` and ``full``) and the optional modules it
+    ``needs``. The report draws the figures in the order they were registered."""
     if set(params) != set(LEVELS):
         raise ValueError(f"figure {name!r} needs parameters for every level {LEVELS}")
 
     def add(compute: Callable[[ReportContext, Mapping[str, Any]], FigureData]) -> Figure:
-        figure = Figure(name, caption, params, compute)
+        figure = Figure(name, caption, params, compute, dict(needs or {}))
         FIGURES[name] = figure
         return figure
 

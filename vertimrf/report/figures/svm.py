@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vertimrf.errors import ConfigError
 from vertimrf.logs import progress_bar
 from vertimrf.report.context import DASHED, METHODS, ReportContext
 from vertimrf.report.registry import FigureData, Panel, register, series
@@ -19,6 +18,7 @@ from vertimrf.report.registry import FigureData, Panel, register, series
     "The misclassification rate of an RBF SVM trained on each method's synthetic rows and "
     "tested on held-out real rows (the spec's last column as the label; lower is better), "
     "against epsilon.",
+    needs={"sklearn": 'pip install "vertimrf[eval]"'},
     tiny={"epsilons": [1.6], "rows": 600, "folds": 2, "methods": ["secure", "central"]},
     quick={
         "epsilons": [0.4, 3.2],
@@ -30,15 +30,8 @@ from vertimrf.report.registry import FigureData, Panel, register, series
 )
 def svm_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
     """Each method synthesizes from the training folds of a subsample of the real rows."""
-    try:
-        import sklearn  # noqa: F401  (the eval extra)
+    from vertimrf.metrics import svm_misclassification
 
-        from vertimrf.metrics import svm_misclassification
-    except ImportError:
-        raise ConfigError(
-            'the SVM figure needs scikit-learn: pip install "vertimrf[eval]", or leave it out '
-            "with --figures."
-        ) from None
     epsilons, methods = params["epsilons"], params["methods"]
     rows = min(params["rows"], len(ctx.df))
     real = ctx.df.sample(n=rows, random_state=np.random.default_rng(0)).reset_index(drop=True)
