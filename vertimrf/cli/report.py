@@ -115,7 +115,10 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     rep.add_argument("--spec", default=None, metavar="JSON", help="its domain spec")
     rep.add_argument("--seeds", type=int, default=None, help="seeds per point (quick 1, full 3)")
     rep.add_argument(
-        "--figures", default=None, help="comma-separated figures to make (default: all)"
+        "--figures",
+        default=None,
+        help="comma-separated figures to make, named as REPORT.md's sections, e.g. tvd,audit "
+        "(default: all)",
     )
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
     force_arg(rep)
