@@ -39,6 +39,7 @@ from vertimrf.io import atomic_write_text  # noqa: E402
 HERE = Path(__file__).resolve().parent
 VARIANTS = {"equal": ("equal", 1.0), "partial": ("partial", 0.7)}
 TIME_TARGET, BYTES_TARGET = 1.3, 1.1
+KINDS = ("commit", "tokens", "blobs", "select", "group_blobs", "measure")
 
 
 def bench(variant: str, rows: int, max_rows: int, work: Path) -> dict:
@@ -69,6 +70,14 @@ def medians(runs: list[dict], field: str) -> dict[str, float]:
     return {n: statistics.median(r[field][n] for r in runs) for n in PARTIES}
 
 
+def kinds(runs: list[dict]) -> dict[str, float]:
+    """The median over ``runs`` of the bytes of each kind, summed over the parties."""
+    return {
+        k: statistics.median(sum(b[k] for b in r["message_bytes"].values()) for r in runs)
+        for k in KINDS
+    }
+
+
 def markdown(head: dict, res: dict) -> str:
     """The results as Markdown."""
     eq, pa = res["equal"], res["partial"]
@@ -94,6 +103,19 @@ def markdown(head: dict, res: dict) -> str:
             f"| {n} | {eq['time'][n]:.1f} | {pa['time'][n]:.1f} | {t:.2f} | "
             f"{eq['bytes'][n]:,.0f} | {pa['bytes'][n]:,.0f} | {b:.3f} |"
         )
+    lines += [
+        "",
+        "Bytes sent by kind (median over the runs, all parties): the commitment, the tokens "
+        "and the round-1 feature blobs and first release are fixed by the config; the round-2 "
+        "group blobs and the re-measurement follow the server's selection, a DP output that "
+        "differs from run to run.",
+        "",
+        "| kind | equal | partial | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for kind in KINDS:
+        a, b = eq["kinds"][kind], pa["kinds"][kind]
+        lines.append(f"| {kind} | {a:,.0f} | {b:,.0f} | {'' if not a else f'{b / a:.3f}'} |")
     lines += ["", "Per step (median wall, s):", "", "| step | equal | partial |", "|---|---:|---:|"]
     for step in sorted(set(eq["steps"]) | set(pa["steps"])):
         a, b = eq["steps"].get(step), pa["steps"].get(step)
@@ -110,7 +132,14 @@ def main() -> None:
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--json", default=None)
     parser.add_argument("--md", default=None)
+    parser.add_argument("--render", default=None, help="only write --md from this JSON")
     args = parser.parse_args()
+    if args.render:
+        done = json.loads(Path(args.render).read_text())
+        for v in VARIANTS:
+            done[v]["kinds"] = kinds(done[v]["runs"])
+        atomic_write_text(args.md, markdown(done, done))
+        return
     head = table_head(args.rows, args.max_rows)
     work = Path(tempfile.mkdtemp(prefix="bench_partial_cost.", dir=args.workdir))
     bench("equal", 2000, 4096, work)  # warm-up: Numba's cache
@@ -123,6 +152,7 @@ def main() -> None:
             loads.append(round(runs[v][-1]["load_average"][0], 2))
             print(v, runs[v][-1]["party_totals"], runs[v][-1]["bytes"], flush=True)
     out = {v: {"time": medians(r, "party_totals"), "bytes": medians(r, "bytes"),
+               "kinds": kinds(r),
                "steps": {s: statistics.median(x["steps"][s] for x in r) for s in r[0]["steps"]},
                "runs": r}
            for v, r in runs.items()}  # fmt: skip

@@ -28,7 +28,7 @@ SECRET = bytes(range(32))
 SEED = 11
 NONCE = "0123456789abcdef" * 2
 RUNS = {
-    "secure-select": {"method": "secure"},
+    "secure-select": {"method": "secure", "record_sets": "equal"},
     "secure-paper": {"method": "secure", "secure_pipeline": "paper"},
     "fo": {"method": "fo"},
     "fm": {"method": "fm", "t": 256, "allow_non_dp": True},

@@ -174,3 +174,47 @@ def ids_overflowing(cfg, n, bucket, extra):
     ids = np.concatenate((candidates[inside][:want], candidates[~inside][: n - want]))
     assert ids.size == n
     return ids, plan
+
+
+PARTIAL_SIZES = [[2, 3], [3], [4, 2]]
+PARTIAL_SERVER_KEY = KeyPair.generate("server")
+
+
+def partial_parties(n=150, seed=4, keys=None, nonce="", keep=None, flip=False):
+    """Three parties of ``PARTIAL_SIZES`` over a random table of ``n`` records, each holding
+    a random subset (partial record sets, max_rows 4000); with ``keep``, each keeps its
+    records in ``keep/<name>``; ``flip`` corrects one of P0's records. Returns the config,
+    the SecureParty objects, their public keys, who holds what, the table's codes and the
+    key pairs."""
+    cfg, spec, frame, parties = split(PARTIAL_SIZES, n, seed, rows=4000, record_sets="partial")
+    cfg = cfg.with_changes(run_nonce=nonce) if nonce else cfg
+    rng = np.random.default_rng(seed)
+    held = rng.random((n, len(parties))) < 0.6
+    held[rng.random(n) < 0.5] = True
+    held[~held.any(axis=1), 0] = True
+    keys = keys or {name: KeyPair.generate(name) for name, _ in parties}
+    public = {name: k.public() for name, k in keys.items()}
+    members = {}
+    for i, (name, names) in enumerate(parties):
+        part = frame[names].assign(id=np.arange(n))[held[:, i]].sample(frac=1.0, random_state=i)
+        if flip and i == 0:
+            first = part.columns[0]
+            part.iloc[0, 0] = (part.iloc[0, 0] + 1) % spec.domain.sizes[0]
+            assert part.columns[0] == first
+        peers = {q: k for q, k in public.items() if q != name}
+        members[name] = SecureParty(name, part, cfg, SECRET, keys[name], peers, seed=seed)
+        if keep is not None:
+            members[name].keep_aligned(keep / name)
+    codes = TableEncoder(spec).table(frame).codes.astype(np.int64)
+    return cfg, members, public, held, codes, keys
+
+
+def partial_deals(members, public, seed=4):
+    """The server (seeded, ``PARTIAL_SERVER_KEY``) admits the members' commitments, takes
+    their tokens and deals; the server and the deals."""
+    config = next(iter(members.values())).config
+    server = SecureServer(config, seed=seed, keypair=PARTIAL_SERVER_KEY)
+    commitments = {name: m.commitment() for name, m in members.items()}
+    admit = server.admit(commitments)
+    tokens = {name: m.tokens(admit) for name, m in members.items()}
+    return server, server.deal(public, commitments, tokens)

@@ -77,7 +77,7 @@ def _setup(
     ok([["keys", "--name", n, "--out-dir", n] for n in [*names, "X"]]
         + [["keys", "--name", "server", "--out-dir", "S"]]
         + [["config", "--spec", "spec.json", *party_flags, "--epsilon", "2", "--delta", "1e-5",
-            "--method", "secure", "--max-rows", "512", *config_flags,
+            "--method", "secure", "--record-sets", "equal", "--max-rows", "512", *config_flags,
             "--out", "config.json"]], root)  # fmt: skip
     for n in names:  # public keys go to everyone (fingerprints compared out of band)
         for other in [*names, "S"]:

@@ -37,7 +37,8 @@ def test_simulate_and_the_roles_write_the_same_bytes(tmp_path, method):
     parties = [f"--party={n}={','.join(c)}" for n, c in PARTIES.items()]
     _run("secret", "--out", "secret.hex", cwd=tmp_path)
     _run("config", "--spec", "spec.json", *parties, "--epsilon", "2", "--delta", "1e-5",
-         "--method", method, *extra, "--out", "config.json", cwd=tmp_path)  # fmt: skip
+         "--method", method, "--record-sets", "equal", *extra, "--out", "config.json",
+         cwd=tmp_path)  # fmt: skip
     for name in PARTIES:
         count = ["--count-from", "alice.vmrf"] if name != "alice" else []
         _run("party", "local", "--config", "config.json", "--party", name, "--data",

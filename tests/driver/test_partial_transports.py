@@ -22,7 +22,7 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.protocol.config import ProtocolConfig
 
 
-def _partial_files(root: Path, **fields) -> ProtocolConfig:
+def partial_files(root: Path, **fields) -> ProtocolConfig:
     """The pinned files of a three-party run (other config ``fields``); then each party
     keeps a different subset of the records (every record held by at least one party)."""
     df, spec = correlated_table()
@@ -48,7 +48,7 @@ def _partial_files(root: Path, **fields) -> ProtocolConfig:
 def test_every_transport_writes_the_in_process_runs_bytes(tmp_path, transport):
     here, there = tmp_path / "in-process", tmp_path / transport.replace(" ", "-")
     here.mkdir()
-    cfg = _partial_files(here)
+    cfg = partial_files(here)
     if transport == "step files":  # the step commands take the public keys as files
         cfg = dataclasses.replace(cfg, identities=None)
         cfg.save(here / "config.json")
@@ -62,7 +62,7 @@ def test_every_transport_writes_the_in_process_runs_bytes(tmp_path, transport):
 
 
 def test_the_in_process_run_of_partial_sets_completes(tmp_path):
-    cfg = _partial_files(tmp_path)
+    cfg = partial_files(tmp_path)
     out = TRANSPORTS["in process"](tmp_path, cfg).decode().splitlines()
     assert out[0] == ",".join(cfg.spec.names) and len(out) > 10
 
@@ -77,7 +77,7 @@ def test_the_report_prints_the_region_counts_and_a_true_total(tmp_path):
     from vertimrf.privacy.zcdp import rho_to_epsilon
     from vertimrf.protocol.report_file import report_from_meta, report_meta
 
-    cfg = _partial_files(tmp_path)
+    cfg = partial_files(tmp_path)
     data = {n: pd.read_csv(tmp_path / f"{n}.csv") for n in THREE}
     keys = {n: KeyPair.load(tmp_path / f"{n}.key") for n in THREE}
     run = local_run(data, cfg, SECRET, seed=SEED, id_column="rid", keys=keys,
@@ -131,7 +131,7 @@ def test_the_synthetic_table_holds_the_population_with_empty_absent_cells(tmp_pa
 
     # a large share for the region counts: their noise is small beside the 300 records'
     # partial regions, so the model covers the union
-    cfg = _partial_files(tmp_path, region_share=0.5, population=population)
+    cfg = partial_files(tmp_path, region_share=0.5, population=population)
     data = {n: pd.read_csv(tmp_path / f"{n}.csv") for n in THREE}
     keys = {n: KeyPair.load(tmp_path / f"{n}.key") for n in THREE}
     run = local_run(data, cfg, SECRET, seed=SEED, id_column="rid", keys=keys,

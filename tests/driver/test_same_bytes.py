@@ -5,7 +5,7 @@ files and over HTTPS, writes simulate's synthetic CSV byte for byte."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -32,17 +32,22 @@ def _in_process(root: Path, cfg: ProtocolConfig) -> bytes:
     return run.fitted(run.run()).sample().to_csv(index=False).encode()
 
 
-def _folders(root: Path, cfg: ProtocolConfig) -> bytes:
+def folders_run(
+    root: Path, cfg: ProtocolConfig, extra: Mapping[str, list[str]] | None = None
+) -> bytes:
     """Each role its own process; every role's outbox the mail folder, its inbox the
-    subfolder of its name."""
+    subfolder of its name (``extra``: more arguments of a party's ``party run``, by name;
+    a repeated option's last value counts)."""
     common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
               "--seed", str(SEED), "--quiet"]  # fmt: skip
+    extra = extra or {}
     procs = [
         vertimrf_process(root, "server", "run", *common, "--inbox", "mail/server",
                          "--server-key", "server.key", "--out", "synth.csv"),
         *[vertimrf_process(root, "party", "run", *common, "--inbox", f"mail/{n}", "--name", n,
                            "--data", f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex",
-                           "--keys", f"{n}.key", "--state-dir", f"state-{n}") for n in THREE],
+                           "--keys", f"{n}.key", "--state-dir", f"state-{n}", *extra.get(n, []))
+          for n in THREE],
     ]  # fmt: skip
     for code, _, err in finish(procs):
         assert code == 0, err[-2000:]
@@ -67,7 +72,7 @@ def _https(root: Path, cfg: ProtocolConfig) -> bytes:
 
 TRANSPORTS: dict[str, Callable[[Path, ProtocolConfig], bytes]] = {
     "in process": _in_process,
-    "folders": _folders,
+    "folders": folders_run,
     "step files": _step_files,
     "https": _https,
 }

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from tests.kernel_entries import siphash24_shared_message, xxh64_array
-from vertimrf.kernels.hashing import SIP_LANES, siphash24_array
+from tests.kernel_entries import siphash24_shared_message
+from vertimrf.kernels.hashing import SIP_LANES, siphash24_array, xxh64_array
 
 siphash24 = pytest.importorskip("siphash24")
 xxhash = pytest.importorskip("xxhash")

@@ -20,6 +20,7 @@ from vertimrf.protocol.methods import secure_plan
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
+from tests.party.test_slot_file import partial_tables, same_run_bytes  # noqa: E402
 from vertimrf.party.dask_table import DaskTable  # noqa: E402
 
 SECRET = bytes(range(32))
@@ -90,6 +91,20 @@ def test_a_table_on_dask_writes_the_in_memory_runs_bytes(tmp_path, client, bucke
     for name, blob in bytes_memory.items():
         assert blob == bytes_dask[name], name
     pd.testing.assert_frame_equal(sample_memory, sample_dask)
+
+
+def test_partial_record_sets_on_dask_write_the_in_memory_runs_bytes(tmp_path, client):
+    """Partial record sets: each party's records (a different subset of one table) in
+    memory, then as a Parquet dataset of three partitions on the cluster, pulled to the
+    party's process one partition at a time and sorted through files: every message file
+    (tokens and deals with their slots included) and the synthetic sample are identical."""
+    tables, cfg = partial_tables(2000, 6)
+    on_dask = {}
+    for name, table in tables.items():
+        folder = tmp_path / f"{name}.parquet"
+        dd.from_pandas(table, npartitions=3).to_parquet(folder)
+        on_dask[name] = DaskTable(folder, client)
+    same_run_bytes(tmp_path, tables, on_dask, cfg)
 
 
 def test_a_dask_table_refuses_duplicates_missing_columns_and_more_than_max_rows(tmp_path, client):

@@ -8,10 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.kernel_entries import xxh64_array
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError, KeyMaterialError, RecordIDError
-from vertimrf.kernels.hashing import siphash24_array
+from vertimrf.kernels.hashing import siphash24_array, xxh64_array
 from vertimrf.kernels.registers import KEY_BLOCK, _update_slot, geometric_table
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.registers import (

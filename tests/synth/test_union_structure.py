@@ -106,3 +106,16 @@ def test_links_between_parts_of_the_model_join_cliques_that_meet():
     assert (0, 1) in links
     stray = [pair for pair in links if 2 in pair]
     assert stray == [(1, 2)]  # 1 shares {1, 3} with 3, which meets {3, 4, 2}
+
+
+def test_union_cells_is_the_fitted_models_size_for_any_cliques():
+    """The size the server checks before it selects (links, the representatives' group and
+    the fill-in included) is the size of the model the fit then builds."""
+    from vertimrf.synth.union import fit_union, union_cells
+
+    truth = make_truth(np.random.default_rng(3), 500, (2, 3, 4, 3, 2, 4), (0, 0, 1, 1, 2, 2))
+    rel = releases(truth)
+    space = UnionDomain(rel.domain, rel.owner)
+    for cliques in ([[0, 2], [2, 4], [1, 3, 5]], [[0, 1, 2, 3, 4, 5]], [[a] for a in range(6)]):
+        model = fit_union(rel, cliques=cliques, iters=1)
+        assert union_cells(space, cliques) == model.model.tree.size.total_cells

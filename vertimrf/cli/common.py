@@ -414,7 +414,7 @@ def party_role(
             )
         data: EncodedTable | HeldTable = DaskTable(args.data, client)
         ids = None
-    elif rules(cfg).selects and cfg.record_sets == "equal":  # streamed from its file
+    elif rules(cfg).selects:  # streamed from its file
         from vertimrf.party.file_table import FileTable
 
         data, ids = FileTable(args.data), None

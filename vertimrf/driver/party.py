@@ -93,7 +93,7 @@ class PartyDriver(RoleDriver):
     def _from_server(self, kind: Kind) -> Message:
         return Message(SERVER, self.name, kind)
 
-    def _to_server(self, kind: Kind, data: bytes) -> Outputs:
+    def _to_server(self, kind: Kind, data: bytes | Streamed) -> Outputs:
         return {Message(self.name, SERVER, kind): data}
 
     # ------------------------------------------------------------------ running
@@ -158,7 +158,8 @@ class PartyDriver(RoleDriver):
 
     def _tokens(self, inputs: Mapping[Message, Payload]) -> Outputs:
         (admit,) = inputs.values()
-        return self._to_server(Kind.TOKENS, self.party.tokens(bytes(admit)))
+        size, write = self.party.token_message(bytes(admit))
+        return self._to_server(Kind.TOKENS, Streamed(size, write))
 
     def _features(self, inputs: Mapping[Message, Payload]) -> Outputs:
         if self.party.secure is None:  # the paper pipeline, its local release resent

@@ -205,3 +205,12 @@ def siphash24_array(k0, k1, messages):
     for i in range(messages.size):
         out[i] = siphash24_u64(k0[i], k1[i], messages[i])
     return out
+
+
+@njit(cache=True)
+def xxh64_array(seeds, messages):
+    """Element-wise xxHash64: ``out[i] = xxh64(seeds[i], messages[i])``."""
+    out = np.empty(messages.size, np.uint64)
+    for i in range(messages.size):
+        out[i] = xxh64_u64(seeds[i], messages[i])
+    return out

@@ -33,6 +33,7 @@ from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of, record_slots
 
 if TYPE_CHECKING:
+    from vertimrf.party.slot_file import TokenFiles
     from vertimrf.protocol.secure import SecurePlan
 
 _ORDER_CONTEXT = b"vertimrf/secure-order"
@@ -236,3 +237,19 @@ class HeldTable(ABC):
     def keep(self, folder: Path) -> None:
         """Keep the aligned records in ``folder`` (the party's private state for the run),
         for a later process of the run to read back instead of aligning them again."""
+
+    def source(self) -> str | None:
+        """SHA-256 (hex) of the table's bytes, what a party's kept records are bound to;
+        None for a table without bytes to digest (its records are then never kept)."""
+        return None
+
+    def partial_records(
+        self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan, index: int
+    ) -> TokenFiles:
+        """Partial record sets: the records of party ``index`` sorted by token where they
+        are held (:class:`~vertimrf.party.slot_file.TokenFiles`); ConfigError for a table
+        that cannot give them."""
+        raise ConfigError(
+            f"a {type(self).__name__} does not take partial record sets: give the table in "
+            "memory, as a FileTable or as a DaskTable."
+        )

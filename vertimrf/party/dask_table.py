@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import DomainSpec
+from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import atomic_open, atomic_write_text
 from vertimrf.party.aligned import (
@@ -45,7 +45,9 @@ from vertimrf.party.kept_aligned import binding, source_digest
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import check_id_column, frame_table
 from vertimrf.party.registers import keyed_prf
+from vertimrf.party.slot_file import TokenFiles
 from vertimrf.protocol.buckets import bucket_of
+from vertimrf.protocol.plan import ALIGN_PART_ROWS
 
 if TYPE_CHECKING:
     from vertimrf.protocol.secure import SecurePlan
@@ -114,15 +116,40 @@ class DaskTable(HeldTable):
         """The records in the common row order: read back from the folder given to
         :meth:`keep` if kept there, else encoded, bucketed and aligned on the cluster
         (ConfigError when there are more than max_rows of them) and kept."""
-        if self._keep is None or self._path is None:
+        folder = self._keep
+        source = None if folder is None else self.source()
+        if folder is None or source is None:
             return self._align(spec, secret, context, plan)
-        source = self._client.submit(source_digest, self._path, pure=False).result()
         bound = binding(secret, context, self._name, self._id_column, source)
-        kept = _load_kept(self._client, self._keep, bound, plan, secret, context)
+        kept = _load_kept(self._client, folder, bound, plan, secret, context)
         if kept is None:
             kept = self._align(spec, secret, context, plan)
-            _keep(self._client, kept, self._keep, bound)
+            _keep(self._client, kept, folder, bound)
         return kept
+
+    def source(self) -> str | None:
+        """SHA-256 (hex) of the Parquet dataset's files, hashed on a worker; None for a
+        Dask DataFrame given directly (no bytes to digest)."""
+        if self._path is None:
+            return None
+        return str(self._client.submit(source_digest, self._path, pure=False).result())
+
+    def partial_records(
+        self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan, index: int
+    ) -> TokenFiles:
+        """Partial record sets: party ``index``'s records sorted by token through temporary
+        files of this process (:class:`~vertimrf.party.slot_file.TokenFiles`), the workers
+        encoding one partition at a time and sending its codes and ID fingerprints here (so
+        this process holds one partition's codes at a time)."""
+        dask, _ = _dask()
+        frame = self._frame[[self._id_column, *spec.names]]
+        encode = dask.delayed(_records)
+        parts = (encode(part, self._name, spec, self._id_column) for part in frame.to_delayed())
+        batches = (self._client.compute(part).result() for part in parts)
+        return TokenFiles(
+            batches, TableEncoder(spec).dtype, len(spec.names), secret, context, plan, index,
+            part_rows=ALIGN_PART_ROWS,
+        )  # fmt: skip
 
     def _align(
         self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan
@@ -250,6 +277,14 @@ def _encode(
     out = {"prf": prf, "fp": fp, "bucket": bucket_of(prf, buckets)}
     out |= {f"c{j}": table.codes[:, j].astype(np.int32) for j in range(table.codes.shape[1])}
     return pd.DataFrame(out)
+
+
+def _records(
+    frame: pd.DataFrame, name: str, spec: DomainSpec, id_column: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """One partition's codes and ID fingerprints."""
+    table, ids = frame_table(name, spec, frame, id_column)
+    return table.codes, record_fingerprints(ids)
 
 
 def _counts(frame: pd.DataFrame, buckets: int) -> np.ndarray:

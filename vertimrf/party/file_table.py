@@ -24,10 +24,9 @@ aligned table is let go or the process ends. Given a folder of the party's state
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -50,7 +49,9 @@ from vertimrf.party.aligned import (
     repeated_prf,
 )
 from vertimrf.party.kept_aligned import binding, kept_or_aligned, source_digest
+from vertimrf.party.part_files import part_count, read_rows, row_chunks, scatter
 from vertimrf.party.registers import keyed_prf
+from vertimrf.party.slot_file import TokenFiles
 from vertimrf.party.table_input import (
     BATCH_ROWS,
     WholeTableNeededError,
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
 # Records sorted at once in pass 2 (about 2 (d + 16) + 24 bytes each while sorted), and read
 # at once from the row-order files (hashing, count tables): the plan's memory model's.
 PART_ROWS = ALIGN_PART_ROWS
-_MAX_PARTS = 1 << 9  # files open at once in pass 1
 
 
 class FileTable(HeldTable):
@@ -114,11 +114,40 @@ class FileTable(HeldTable):
         for a repeated ID), read back from the folder given to :meth:`keep` if kept there."""
         if self._keep is None:
             return self._aligned(spec, secret, context, plan)
-        source = source_digest(self.path)
+        source = self.source()
         bound = binding(secret, context, self._name, self._id_column, source)
         return kept_or_aligned(
             self._keep, bound, spec, plan.rows, lambda: self._aligned(spec, secret, context, plan)
         )
+
+    def source(self) -> str:
+        """SHA-256 (hex) of the file's bytes (a folder's: its files'), read in chunks."""
+        return source_digest(self.path)
+
+    def partial_records(
+        self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan, index: int
+    ) -> TokenFiles:
+        """Partial record sets: party ``index``'s records sorted by token through temporary
+        files (:class:`~vertimrf.party.slot_file.TokenFiles`), read in batches; a file whose
+        batches do not settle how pandas reads it is read whole first."""
+
+        def sort(batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> TokenFiles:
+            return TokenFiles(
+                batches, TableEncoder(spec).dtype, len(spec.names), secret, context, plan,
+                index, part_rows=self.part_rows, temp_dir=self.temp_dir,
+            )  # fmt: skip
+
+        try:
+            return sort(
+                stream_party_table(
+                    self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
+                )
+            )
+        except WholeTableNeededError:
+            table, fingerprints = read_party_table(
+                self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
+            )
+            return sort([(table.codes, fingerprints)])
 
     def _aligned(
         self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan
@@ -151,7 +180,7 @@ class FileTable(HeldTable):
         context: bytes,
         plan: SecurePlan,
     ) -> FileAligned:
-        parts = _part_count(plan.max_rows, self.part_rows)
+        parts = part_count(plan.max_rows, self.part_rows)
         batches = stream_party_table(
             self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
         )
@@ -180,15 +209,6 @@ class FileTable(HeldTable):
         )  # fmt: skip
 
 
-def _part_count(max_rows: int, part_rows: int) -> int:
-    """The number of parts F: the least power of two with max_rows / F <= part_rows, at
-    most 512."""
-    parts = 1
-    while parts < _MAX_PARTS and parts * part_rows < max_rows:
-        parts *= 2
-    return parts
-
-
 def _scatter(
     prf: np.ndarray,
     fingerprints: np.ndarray,
@@ -198,13 +218,9 @@ def _scatter(
     files: Sequence[IO[bytes]],
 ) -> None:
     """Append one batch's records to their part files (part: the top bits of the PRF)."""
-    part = bucket_of(prf, parts)
-    order = np.argsort(part, kind="stable")
     rows = np.empty(prf.size, record)
-    rows["prf"], rows["fp"], rows["c"] = prf[order], fingerprints[order], codes[order]
-    bounds = np.searchsorted(part[order], np.arange(parts + 1))
-    for i in np.flatnonzero(np.diff(bounds)):
-        rows[bounds[i] : bounds[i + 1]].tofile(files[int(i)])
+    rows["prf"], rows["fp"], rows["c"] = prf, fingerprints, codes
+    scatter(rows, bucket_of(prf, parts), files)
 
 
 def _sort_parts(where: Path, record: np.dtype, parts: int, buckets: int) -> dict[int, bytes]:
@@ -234,25 +250,6 @@ def _sort_parts(where: Path, record: np.dtype, parts: int, buckets: int) -> dict
     return {b: h.digest() for b, h in hashes.items()}
 
 
-def _chunks(
-    path: Path, dtype: np.dtype, width: int, i0: int, i1: int, rows: int
-) -> Iterator[np.ndarray]:
-    """Records i0:i1 of a row-order file (``width`` values of ``dtype`` each), ``rows`` at a
-    time."""
-    with open(path, "rb") as fh:
-        for j in range(i0, i1, rows):
-            yield _read_rows(fh, dtype, width, j, min(i1, j + rows))
-
-
-def _read_rows(fh: io.BufferedReader, dtype: np.dtype, width: int, i0: int, i1: int) -> np.ndarray:
-    """Records i0:i1 of an open row-order file, as an (i1 - i0) x ``width`` array."""
-    fh.seek(i0 * width * dtype.itemsize)
-    out = np.empty((i1 - i0, width), dtype)
-    if fh.readinto(out.data.cast("B")) != out.nbytes:
-        raise ConfigError("a temporary file of the aligned rows was cut short; run the step again.")
-    return out
-
-
 def _data_hashes(
     where: Path, dtype: np.dtype, width: int, counts: np.ndarray, rows: int
 ) -> dict[int, bytes]:
@@ -262,9 +259,9 @@ def _data_hashes(
     out = {}
     for b in np.flatnonzero(counts):
         h = hashlib.sha256()
-        for chunk in _chunks(where / "fp", np.dtype("<u8"), 1, first[b], first[b + 1], rows):
+        for chunk in row_chunks(where / "fp", np.dtype("<u8"), 1, first[b], first[b + 1], rows):
             h.update(chunk.data)
-        for chunk in _chunks(where / "codes", dtype, width, first[b], first[b + 1], rows):
+        for chunk in row_chunks(where / "codes", dtype, width, first[b], first[b + 1], rows):
             h.update(np.ascontiguousarray(chunk, "<i4").data)
         out[int(b)] = h.digest()
     return out
@@ -301,7 +298,7 @@ class FileAligned:
         self._spill_slots = spill_slots(counts, capacity)
         with open(self._path, "rb") as fh:
             self._spill_codes = np.concatenate(
-                [_read_rows(fh, dtype, width, int(r[0]), int(r[-1]) + 1) for r in over]
+                [read_rows(fh, dtype, width, int(r[0]), int(r[-1]) + 1) for r in over]
                 or [np.empty((0, width), dtype)]
             )
 
@@ -317,7 +314,7 @@ class FileAligned:
                 if t1 > t0:
                     i0 = int(self._first[b]) + t0
                     out[lo - r0 : lo - r0 + t1 - t0] = (
-                        _read_rows(fh, self._dtype, self._width, i0, i0 + t1 - t0) + offsets
+                        read_rows(fh, self._dtype, self._width, i0, i0 + t1 - t0) + offsets
                     )
         i0, i1 = np.searchsorted(self._spill_slots, (r0, r1))
         out[self._spill_slots[i0:i1] - r0] = self._spill_codes[i0:i1] + offsets
@@ -327,7 +324,8 @@ class FileAligned:
         """Exact counts on each attribute set of ``attrs``, summed chunk by chunk."""
         totals = [np.zeros(tuple(sizes[a] for a in attr), np.int64) for attr in attrs]
         if attrs:
-            for chunk in _chunks(self._path, self._dtype, self._width, 0, self.n, self._chunk_rows):
+            chunks = row_chunks(self._path, self._dtype, self._width, 0, self.n, self._chunk_rows)
+            for chunk in chunks:
                 for total, attr in zip(totals, attrs, strict=True):
                     total += code_histogram(chunk, attr, sizes)
         return totals

@@ -31,6 +31,7 @@ from vertimrf.party.aligned import Aligned, code_histogram, record_set_key, slot
 
 KEPT_FORMAT = "vertimrf-kept-aligned/1"
 _RECORD = "aligned.json"
+_DIGEST = "records.json"  # partial record sets: the records' digest, kept before the layout
 _CHUNK = 1 << 20  # bytes of a file hashed at once
 _ROWS = 1 << 16  # padded rows (or records) streamed at once
 
@@ -159,6 +160,27 @@ def keep_aligned(
     }  # fmt: skip
     atomic_write_text(folder / _RECORD, json.dumps(record) + "\n")
     return KeptAligned(folder, record)
+
+
+def keep_records_digest(folder: Path, bound: str, digest: str) -> None:
+    """Keep a party's records digest (partial record sets: what its commitment and keyed
+    streams are bound to) in ``folder`` under the binding ``bound``."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    record = {"format": KEPT_FORMAT, "binding": bound, "records": digest}
+    atomic_write_text(folder / _DIGEST, json.dumps(record) + "\n")
+
+
+def load_records_digest(folder: Path, bound: str) -> str | None:
+    """The records digest kept in ``folder`` under the binding ``bound``; None when there
+    is none, or it is another run's, party's or table's."""
+    try:
+        record = json.loads((folder / _DIGEST).read_text(encoding="utf-8"))
+        if record["format"] != KEPT_FORMAT or record["binding"] != bound:
+            return None
+        return str(record["records"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _digest(array: np.ndarray) -> str:

@@ -21,12 +21,13 @@ method does not have raises ConfigError.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
 
+from vertimrf.crypto.aead import BufferWriter
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError
@@ -40,7 +41,14 @@ from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.secure import Marginal, Request
-from vertimrf.protocol.securemsg import SecureRelease, commit_bytes, read_admit, tokens_bytes
+from vertimrf.protocol.securemsg import (
+    SecureRelease,
+    commit_bytes,
+    read_admit,
+    tokens_head,
+    tokens_size,
+    write_tokens,
+)
 
 R = TypeVar("R", LocalParty, SecureParty)
 
@@ -204,9 +212,19 @@ class Party:
     def tokens(self, admit: bytes) -> bytes:
         """Partial record sets: the tokens message to the server, from the server's admit
         message (:meth:`vertimrf.server.roles.Server.admit`)."""
+        size, write = self.token_message(admit)
+        out = BufferWriter(size)
+        write(out)
+        return bytes(out.result())
+
+    def token_message(self, admit: bytes) -> tuple[int, Callable[[Any], None]]:
+        """Partial record sets: the length of the tokens message (:meth:`tokens`) and a
+        function that writes it to a binary file block by block, so that a table held in a
+        file never has its whole token list in memory."""
         config_hash = self.config.config_hash()
-        tokens = self._secure_role().tokens(read_admit(admit, config_hash))
-        return tokens_bytes(config_hash, self.name, tokens)
+        count, blocks = self._secure_role().token_list(read_admit(admit, config_hash))
+        head, most = tokens_head(config_hash, self.name), self._secure_role().plan.max_tokens
+        return tokens_size(head, most), lambda out: write_tokens(out, head, count, most, blocks())
 
     def features(self, deal: bytes) -> SealedBlobs:
         """Method "secure": the masked-feature blob for each peer, from the server's deal

@@ -18,6 +18,7 @@ their codes and their slots.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,12 +27,49 @@ import numpy as np
 from vertimrf.domain import DomainSpec, EncodedTable
 from vertimrf.errors import ConfigError
 from vertimrf.party.aligned import HeldTable, check_count, code_histogram, slot_columns
+from vertimrf.party.tokens import Tokens, make_tokens, record_slots, record_tokens, records_digest
 
 if TYPE_CHECKING:
     from vertimrf.party.aligned import Aligned
     from vertimrf.protocol.secure import SecurePlan
 
-__all__ = ["SlotAligned", "SlotTable"]
+__all__ = [
+    "MemoryRecords",
+    "SlotAligned",
+    "SlotTable",
+    "check_distinct",
+    "check_slots",
+    "layout_digest",
+]
+
+
+def layout_digest(
+    assignment: bytes,
+    slots: Iterable[np.ndarray],
+    fingerprints: Iterable[np.ndarray],
+    codes: Iterable[np.ndarray],
+) -> str:
+    """The data digest of records laid out in the assignment of digest ``assignment``
+    (hex): SHA-256 of a label, the assignment digest, then every record's slot (8-byte
+    little-endian), ID fingerprint (8 bytes) and codes (4 bytes each), each given by blocks
+    in slot order."""
+    h = hashlib.sha256(b"vertimrf/slot-layout\0" + assignment)
+    for blocks, dtype in ((slots, "<i8"), (fingerprints, "<u8"), (codes, "<i4")):
+        for block in blocks:
+            h.update(np.ascontiguousarray(block, dtype).data)
+    return h.hexdigest()
+
+
+def check_slots(slots: np.ndarray, max_rows: int) -> None:
+    """ConfigError unless every one of ``slots`` lies in the ``max_rows`` rows."""
+    if slots.size and not 0 <= int(slots.min()) <= int(slots.max()) < max_rows:
+        raise ConfigError(f"a slot lies outside the {max_rows} rows of max_rows.")
+
+
+def check_distinct(slots: np.ndarray) -> None:
+    """ConfigError when two of the sorted ``slots`` are one slot."""
+    if slots.size and bool(np.any(slots[1:] == slots[:-1])):
+        raise ConfigError("two records were given one slot; the slot message is corrupt.")
 
 
 class SlotAligned:
@@ -44,15 +82,12 @@ class SlotAligned:
         order = np.argsort(slots, kind="stable")
         self._slots = np.ascontiguousarray(slots[order], np.int64)
         self._codes = np.ascontiguousarray(codes[order])
-        if self._slots.size and bool(np.any(self._slots[1:] == self._slots[:-1])):
-            raise ConfigError("two records were given one slot; the slot message is corrupt.")
+        check_distinct(self._slots)
         self.n = int(self._slots.size)
         self.record_digest = assignment
-        h = hashlib.sha256(b"vertimrf/slot-layout\0" + assignment)
-        for part in (self._slots.astype("<i8"), fingerprints[order].astype("<u8"),
-                     self._codes.astype("<i4")):  # fmt: skip
-            h.update(np.ascontiguousarray(part).tobytes())
-        self.data_digest = h.hexdigest()
+        self.data_digest = layout_digest(
+            assignment, [self._slots], [fingerprints[order]], [self._codes]
+        )
 
     def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
         """The one-hot columns of padded rows r0:r1 (see
@@ -96,9 +131,54 @@ class SlotTable(HeldTable):
         """The records at their slots (ConfigError when a slot lies past the plan's rows or
         there are more records than max_rows)."""
         check_count(self._slots.size, plan.max_rows)
-        if self._slots.size and not 0 <= int(self._slots.min()) <= int(self._slots.max()) < (
-            plan.max_rows
-        ):
-            raise ConfigError(f"a slot lies outside the {plan.max_rows} rows of max_rows.")
-
+        check_slots(self._slots, plan.max_rows)
         return SlotAligned(self._table.codes, self._fingerprints, self._slots, self._assignment)
+
+
+class MemoryRecords:
+    """Party ``index``'s records held in memory (``table`` and their ID ``fingerprints``)
+    before the deal lays them out: their digest in token order (:func:`records_digest`),
+    its token list for each admit digest, and the layout at the deal's slots. ConfigError
+    past the plan's max_rows."""
+
+    def __init__(
+        self,
+        table: EncodedTable,
+        fingerprints: np.ndarray,
+        secret: bytes,
+        context: bytes,
+        plan: SecurePlan,
+        index: int,
+    ) -> None:
+        check_count(fingerprints.size, plan.max_rows)
+        self._table, self._fingerprints = table, fingerprints
+        self._secret, self._context, self._plan, self._index = secret, context, plan, index
+        self.n = int(fingerprints.size)
+        order = np.argsort(record_tokens(fingerprints, secret, context), kind="stable")
+        self.digest = records_digest(
+            self.n, table.codes.shape[1], [fingerprints[order]], [table.codes[order]]
+        )
+        self._made: tuple[bytes, Tokens] | None = None
+
+    def _tokens(self, admit: bytes) -> Tokens:
+        if self._made is None or self._made[0] != admit:  # made once (tokens, then the deal)
+            assert self._plan.regions is not None  # a plan of partial record sets
+            made = make_tokens(
+                self._fingerprints, self._secret, self._context, admit, self._plan.regions,
+                self._index,
+            )  # fmt: skip
+            self._made = (admit, made)
+        return self._made[1]
+
+    def tokens(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:
+        """The number of tokens made with ``admit`` and a function giving them sorted (one
+        block); RecordIDError for a repeated ID."""
+        ordered = self._tokens(admit).sorted
+        return ordered.size, lambda: iter((ordered,))
+
+    def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> SlotAligned:
+        """The records at the ``slots`` the deal gave the token list made with ``admit``
+        (one per token, in its order), in the assignment of digest ``assignment``."""
+        where = record_slots(self._tokens(admit), slots)
+        check_slots(where, self._plan.max_rows)
+        return SlotAligned(self._table.codes, self._fingerprints, where, assignment)

@@ -19,6 +19,8 @@ back one slot per token in that order (:func:`record_slots`).
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +31,17 @@ from vertimrf.party.registers import keyed_prf
 from vertimrf.privacy.samplers import KeyedSampler
 from vertimrf.protocol.regions import RegionNoise, regions_of
 
-__all__ = ["Tokens", "dummy_counts", "make_tokens", "record_slots"]
+__all__ = [
+    "Tokens",
+    "check_slot_count",
+    "dummy_counts",
+    "dummy_tokens",
+    "make_tokens",
+    "records_digest",
+    "record_slots",
+    "record_tokens",
+    "repeats_error",
+]
 
 _TOKEN_CONTEXT = b"vertimrf/record-token"
 _DUMMY_CONTEXT = b"vertimrf/dummy-token"
@@ -58,6 +70,36 @@ class Tokens:
     position: np.ndarray
 
 
+def record_tokens(fingerprints: np.ndarray, secret: bytes, context: bytes) -> np.ndarray:
+    """The token of each record (uint64, in record order) from its ID ``fingerprints``: a
+    PRF keyed by the group secret and the run alone, so it does not change with the admit
+    digest."""
+    keys = HashKeys.from_secret(secret, 1, context=_TOKEN_CONTEXT + context)
+    return keyed_prf(keys, fingerprints)
+
+
+def dummy_tokens(
+    secret: bytes, context: bytes, admit: bytes, noise: RegionNoise, index: int
+) -> np.ndarray:
+    """Party ``index``'s dummy tokens (uint64, sorted): d_T of them for every region T
+    holding it (:func:`dummy_counts`)."""
+    keys = HashKeys.from_secret(secret, 1, context=_DUMMY_CONTEXT + context + admit)
+    counts = dummy_counts(secret, context, admit, noise, index)
+    inputs = [
+        (np.uint64(region) << np.uint64(_REGION_BITS)) + np.arange(d, dtype=np.uint64)
+        for region, d in counts.items()
+    ]
+    return np.sort(keyed_prf(keys, np.concatenate(inputs) if inputs else np.empty(0, np.uint64)))
+
+
+def repeats_error(repeats: int) -> RecordIDError:
+    """The error of a token list in which ``repeats`` neighbours repeat a token."""
+    return RecordIDError(
+        f"{repeats + 1} tokens repeat: records carry duplicated IDs (or, with probability "
+        "about n^2 / 2^64, two IDs collide); deduplicate the rows first."
+    )
+
+
 def make_tokens(
     fingerprints: np.ndarray,
     secret: bytes,
@@ -68,35 +110,44 @@ def make_tokens(
 ) -> Tokens:
     """Party ``index``'s tokens: one per record (RecordIDError when two records share a
     token, i.e. an ID) and its dummies for every region that holds it."""
-    record_keys = HashKeys.from_secret(secret, 1, context=_TOKEN_CONTEXT + context)
-    real = keyed_prf(record_keys, fingerprints)
-    dummy_keys = HashKeys.from_secret(secret, 1, context=_DUMMY_CONTEXT + context + admit)
-    counts = dummy_counts(secret, context, admit, noise, index)
-    inputs = [
-        (np.uint64(region) << np.uint64(_REGION_BITS)) + np.arange(d, dtype=np.uint64)
-        for region, d in counts.items()
-    ]
-    dummies = keyed_prf(dummy_keys, np.concatenate(inputs) if inputs else np.empty(0, np.uint64))
-    tokens = np.concatenate((real, dummies))
+    real = record_tokens(fingerprints, secret, context)
+    tokens = np.concatenate((real, dummy_tokens(secret, context, admit, noise, index)))
     order = np.argsort(tokens, kind="stable")
     ordered = tokens[order]
     repeats = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
     if repeats:
-        raise RecordIDError(
-            f"{repeats + 1} tokens repeat: records carry duplicated IDs (or, with probability "
-            "about n^2 / 2^64, two IDs collide); deduplicate the rows first."
-        )
+        raise repeats_error(repeats)
     position = np.empty(tokens.size, np.int64)
     position[order] = np.arange(tokens.size)
     return Tokens(ordered, position[: real.size])
 
 
+def records_digest(
+    count: int, width: int, fingerprints: Iterable[np.ndarray], codes: Iterable[np.ndarray]
+) -> str:
+    """The digest of a party's ``count`` records of ``width`` columns in the order of their
+    tokens (hex): SHA-256 of the length-prefixed ID fingerprints (8-byte little-endian) and
+    then the codes (4-byte little-endian), each given by blocks in token order, so that a
+    table held in memory and one sorted through files give the same digest."""
+    h = hashlib.sha256()
+    for blocks, dtype, size in ((fingerprints, "<u8", 8), (codes, "<i4", 4 * width)):
+        h.update((size * count).to_bytes(8, "little"))
+        for block in blocks:
+            h.update(np.ascontiguousarray(block, dtype).data)
+    return h.hexdigest()
+
+
+def check_slot_count(slots: int, tokens: int) -> None:
+    """MessageError unless the server sent one slot for each of the ``tokens`` tokens."""
+    if slots != tokens:
+        raise MessageError(
+            f"the server sent {slots} slots for {tokens} tokens; the run's messages are mixed "
+            "up: start the step again from the server's slot message."
+        )
+
+
 def record_slots(tokens: Tokens, slots: np.ndarray) -> np.ndarray:
     """Each record's slot (int64, in record order) from the ``slots`` the server gave the
     sorted token list, one per token in that order."""
-    if slots.shape != tokens.sorted.shape:
-        raise MessageError(
-            f"the server sent {slots.size} slots for {tokens.sorted.size} tokens; the run's "
-            "messages are mixed up: start the step again from the server's slot message."
-        )
+    check_slot_count(slots.size, tokens.sorted.size)
     return np.asarray(slots, np.int64)[tokens.position]

@@ -35,6 +35,12 @@ w R k_p (round 2: w R c_p).
 * party features: BASE + 32 Z_p + C_p + 3 L(k_p): the deal opened, the aligned rows' part
   being sorted, a block of the mask, its zero input and its packed values (each peer's blob
   is sealed from blocks of X - U into its kept copy as it is made);
+* partial record sets (T = max_tokens, the records and every dummy): the table's records
+  are sorted by token and laid out at their slots a part at a time
+  (:mod:`vertimrf.party.slot_file`), which C_p covers (a part's records, their sorted copy,
+  order and keys); party tokens: BASE + C_p (the token list is written by blocks); every
+  step that opens the deal (features, release, groups, measure) adds 24 T: the deal read,
+  its opened archive and its slots, 8 bytes a token each;
 * party release: BASE + 8 (2 Z_p + S_p + 3 max k_p k_q) + C_p + 4 L(max k): one peer's
   blob mapped and read by blocks (the pages read are dropped), the shares and one block's
   product, a block of the mask and of the blob's values;
@@ -384,17 +390,23 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     for p, name in enumerate(names):
         d_p = len(plan.attrs[p])
         columns = min(rows, ALIGN_PART_ROWS) * (3 * d_p + 80)  # a part of the rows aligned
+        slots = 24 * plan.max_tokens  # partial record sets: the deal's slots, opened
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
-            "features": BASE_BYTES + 8 * 4 * dealt[p] + columns + 3 * row_block(widths[p]),
+            "features": BASE_BYTES + 8 * 4 * dealt[p] + columns + slots + 3 * row_block(widths[p]),
             "release": BASE_BYTES
             + 8 * (2 * dealt[p] + shares[p] + 3 * largest[p])
             + columns
+            + slots
             + 4 * row_block(max(widths[p], peer)),
         }
+        if plan.regions is not None:
+            steps["tokens"] = BASE_BYTES + columns
         if plan.select:
-            steps["groups"] = BASE_BYTES + columns + 6 * row_block(caps[p])
-            steps["measure"] = BASE_BYTES + 8 * 3 * grown[p] + columns + 10 * row_block(max(full))
+            steps["groups"] = BASE_BYTES + columns + slots + 6 * row_block(caps[p])
+            steps["measure"] = (
+                BASE_BYTES + 8 * 3 * grown[p] + columns + slots + 10 * row_block(max(full))
+            )
         else:
             steps["local"] = _local_peak(config, d_p)
         own = sum(plan.cells(mg) for mg in plan.all_pairs() if p in {plan.owner[a] for a in mg})

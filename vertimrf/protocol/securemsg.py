@@ -108,7 +108,9 @@ class Deal:
         try:
             seed_u = arrays.pop("u").tobytes()
             commit_set, commitment = arrays.pop("t").tobytes(), arrays.pop("c").tobytes()
-            slots = arrays.pop("s").view("<i8").astype(np.int64) if "s" in arrays else None
+            slots = (
+                arrays.pop("s").view("<i8").astype(np.int64, copy=False) if "s" in arrays else None
+            )
             assignment = arrays.pop("a").tobytes() if "a" in arrays else b""
             seeds_w = {k[2:]: v.tobytes() for k, v in arrays.items() if k.startswith("w/")}
             z = {k[2:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("z/")}
@@ -121,6 +123,23 @@ class Deal:
         if slots is not None and (slots.ndim != 1 or len(assignment) != DIGEST_BYTES):
             raise MessageError("the deal's slots are not one list with its assignment digest.")
         return cls(seed_u, seeds_w, z, commit_set, commitment, slots, assignment)
+
+
+def padded_slots(slots: np.ndarray, most: int) -> np.ndarray:
+    """A party's slots for its deal, padded with -1 to ``most`` (the plan's public
+    max_tokens), so that every deal of the run has one length."""
+    if slots.size > most:
+        raise MessageError(f"{slots.size} slots for at most {most} tokens.")
+    return np.concatenate((np.asarray(slots, np.int64), np.full(most - slots.size, -1, np.int64)))
+
+
+def real_slots(slots: np.ndarray, most: int) -> np.ndarray:
+    """The slots of a party's tokens in its deal: those before the -1 padding to ``most``
+    (MessageError for a deal of another length or with padding among them)."""
+    count = int(np.count_nonzero(slots >= 0))
+    if slots.shape != (most,) or np.any(slots[:count] < 0) or np.any(slots[count:] != -1):
+        raise MessageError("the deal's slots are not padded to the run's max_tokens.")
+    return slots[:count]
 
 
 COMMIT_KIND = "vertimrf-secure-commit/1"
@@ -175,7 +194,7 @@ def read_commit(data: bytes | bytearray | memoryview, config_hash: str, party: s
 
 
 ADMIT_KIND = "vertimrf-secure-admit/1"
-TOKENS_MAGIC = b"VMRFTOK1"  # then the run's config hash (64 hex), then uint64 tokens (LE)
+TOKENS_MAGIC = b"VMRFTOK2"  # then the config hash (64 hex), the name, count and padded tokens
 
 
 def admit_bytes(config_hash: str, admit: bytes) -> bytes:
@@ -204,13 +223,38 @@ def read_admit(data: bytes | bytearray | memoryview, config_hash: str) -> bytes:
     return admit
 
 
-def tokens_bytes(config_hash: str, party: str, tokens: np.ndarray) -> bytes:
-    """``party``'s token list for the server (partial record sets): the magic, the run's
-    config hash (64 hex), the party's name (one length byte, UTF-8), then the sorted
-    tokens (uint64, little-endian)."""
+def tokens_head(config_hash: str, party: str) -> bytes:
+    """The start of ``party``'s tokens message for the server (partial record sets): the
+    magic, the run's config hash (64 hex) and the party's name (one length byte, UTF-8).
+    The count of its tokens and the tokens themselves follow (:func:`write_tokens`)."""
     name = party.encode("utf-8")
-    head = TOKENS_MAGIC + config_hash.encode() + len(name).to_bytes(1, "little") + name
-    return head + np.ascontiguousarray(tokens, "<u8").tobytes()
+    return TOKENS_MAGIC + config_hash.encode() + len(name).to_bytes(1, "little") + name
+
+
+def tokens_size(head: bytes, most: int) -> int:
+    """The length of every tokens message with ``head`` in a run whose parties have at most
+    ``most`` tokens (the plan's public max_tokens): the same whatever a party holds."""
+    return len(head) + 8 + 8 * most
+
+
+def write_tokens(
+    out: Any, head: bytes, count: int, most: int, blocks: Iterable[np.ndarray]
+) -> None:
+    """Write a tokens message to the binary file ``out``: its ``head`` (:func:`tokens_head`),
+    the ``count`` of tokens (uint64, little-endian), the sorted tokens given by ``blocks``,
+    then zero words up to ``most`` tokens, so that its length is public
+    (:func:`tokens_size`)."""
+    out.write(head)
+    out.write(np.uint64(count).astype("<u8").tobytes())
+    written = 0
+    for block in blocks:
+        out.write(np.ascontiguousarray(block, "<u8").data.cast("B"))
+        written += block.size
+    if written != count or count > most:
+        raise MessageError(f"a token list of {written} tokens, not {count} of at most {most}.")
+    zeros = np.zeros(1 << 16, "<u8")
+    for start in range(count, most, zeros.size):
+        out.write(zeros[: min(zeros.size, most - start)].data.cast("B"))
 
 
 def _tokens_parts(data: bytes | bytearray | memoryview, config_hash: str) -> tuple[str, int]:
@@ -240,15 +284,20 @@ def tokens_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str
 def read_tokens(
     data: bytes | bytearray | memoryview, config_hash: str, party: str, most: int
 ) -> np.ndarray:
-    """The token list in ``party``'s tokens message of the run ``config_hash``, at most
-    ``most`` tokens (MessageError when malformed, another run's or party's, or too long)."""
+    """The token list in ``party``'s tokens message of the run ``config_hash``, padded to
+    ``most`` tokens (MessageError when malformed, another run's or party's, or not of the
+    run's public length)."""
     sender, start = _tokens_parts(data, config_hash)
     if sender != party:
         raise MessageError(f"the tokens message from {party!r} names party {sender!r}.")
     raw = memoryview(data).cast("B")
-    if (len(raw) - start) // 8 > most:
-        raise MessageError(f"the tokens message holds more than {most} tokens.")
-    return np.frombuffer(raw[start:], "<u8").astype(np.uint64)
+    if len(raw) != start + 8 + 8 * most:
+        raise MessageError(f"the tokens message is not padded to the run's {most} tokens.")
+    words = np.frombuffer(raw[start:], "<u8")
+    count = int(words[0])
+    if count > most or np.any(words[1 + count :]):
+        raise MessageError("the tokens message is malformed: have the party send it again.")
+    return words[1 : 1 + count].astype(np.uint64)
 
 
 def commit_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str:

@@ -7,6 +7,7 @@ is uniform (its simulator draws uniform words); the server knows U but cannot op
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import math
@@ -26,6 +27,7 @@ from vertimrf.protocol.securemsg import (
     GroupDeal,
     block_rows,
     feature_blob_bytes,
+    real_slots,
     write_feature_blocks,
 )
 
@@ -90,7 +92,8 @@ class Features(PartyState):
         if self.plan.regions is not None:
             if d.slots is None:
                 raise MessageError("the deal of a run with partial record sets has no slots.")
-            self.lay_out(d.slots, d.commit_set, d.assignment)
+            self.lay_out(real_slots(d.slots, self.plan.max_tokens), d.commit_set, d.assignment)
+            d = dataclasses.replace(d, slots=None)  # laid out: not kept
         digest = self.aligned().record_digest
         deal_hash = sha256_parts(bytes(deal))
         self._state.update(deal=d, deal_hash=deal_hash, digest=digest)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,18 @@ from vertimrf.container import read_container, write_container
 from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
-from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable, check_count
+from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
 from vertimrf.party.ids import RecordIds, record_fingerprints
-from vertimrf.party.kept_aligned import binding, kept_or_aligned
+from vertimrf.party.kept_aligned import (
+    binding,
+    keep_records_digest,
+    kept_or_aligned,
+    load_records_digest,
+)
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
-from vertimrf.party.slot_table import SlotTable
-from vertimrf.party.tokens import Tokens, make_tokens, record_slots
+from vertimrf.party.slot_file import TokenFiles
+from vertimrf.party.slot_table import MemoryRecords
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import derive_key
 from vertimrf.protocol.bins import BinMap
@@ -90,11 +95,6 @@ class PartyState:
         self._table: EncodedTable | HeldTable | None
         self._fingerprints: np.ndarray | None = None
         if isinstance(data, HeldTable):
-            if self.plan.regions is not None:
-                raise ConfigError(
-                    "partial record sets take the table in memory for now: read the file into "
-                    "a DataFrame (or use record_sets='equal')."
-                )
             if not self.plan.select or bins is not None:
                 raise ConfigError(
                     f"a {type(data).__name__} runs the select pipeline only "
@@ -111,6 +111,7 @@ class PartyState:
                 )
             self._fingerprints = record_fingerprints(ids)
         self._aligned: Aligned | None = None
+        self._partial: MemoryRecords | TokenFiles | None = None
         self._keep: Path | None = None
         self._id_column = id_column
         self._offsets = np.asarray(self.plan.offsets[self.index], np.int64)
@@ -147,44 +148,85 @@ class PartyState:
         its own way, :meth:`HeldTable.keep`)."""
         if isinstance(self._table, HeldTable):
             self._table.keep(Path(folder))
-        else:
-            self._keep = Path(folder)
+        self._keep = Path(folder)
 
     def tokens(self, admit: bytes) -> np.ndarray:
         """Partial record sets: this party's sorted token list for the server (its records'
         tokens and its dummies, :mod:`vertimrf.party.tokens`), keyed by the ``admit``
         digest (the server's :meth:`~vertimrf.server.secure.SecureServer.admit`)."""
-        return self._tokens(admit).sorted
+        _, blocks = self.token_list(admit)
+        return np.concatenate([np.empty(0, np.uint64), *blocks()])
 
-    def _tokens(self, admit: bytes) -> Tokens:
-        regions = self.plan.regions
-        if regions is None:
+    def token_list(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:
+        """Partial record sets: the length of this party's token list for ``admit`` and a
+        function giving the list (:meth:`tokens`) by sorted blocks, so that a table held in
+        a file is never whole in memory."""
+        return self._partial_records().tokens(admit)
+
+    def _partial_records(self) -> MemoryRecords | TokenFiles:
+        """This party's records before the deal lays them out, sorted by token (made once
+        per process: the commitment, the tokens, then the deal)."""
+        if self.plan.regions is None:
             raise ConfigError("tokens are a step of record_sets='partial' only.")
-        if self._fingerprints is None:
-            raise ConfigError("the tokens are made before the deal lays the records out.")
-        check_count(self._fingerprints.size, self.plan.max_rows)
-        made = self._state.get("tokens")
-        if made is None or made[0] != admit:  # made once per process (tokens, then the deal)
-            tokens = make_tokens(
-                self._fingerprints, self._secret, self._context, admit, regions, self.index
-            )
-            made = self._state["tokens"] = (admit, tokens)
-        return made[1]
+        if self._partial is None:
+            table = self._table
+            if table is None:
+                raise ConfigError("the tokens are made before the deal lays the records out.")
+            if isinstance(table, HeldTable):
+                self._partial = table.partial_records(
+                    self.spec, self._secret, self._context, self.plan, self.index
+                )
+            else:
+                assert self._fingerprints is not None  # with the table in memory
+                self._partial = MemoryRecords(
+                    table, self._fingerprints, self._secret, self._context, self.plan,
+                    self.index,
+                )  # fmt: skip
+        return self._partial
 
     def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> None:
         """Partial record sets: lay this party's records out at the ``slots`` its deal gave
         its token list (made with ``admit``) in the assignment of digest ``assignment``."""
         if self._aligned is not None:
             return
-        assert self._table is not None and self._fingerprints is not None  # dropped only here
-        table = self._table
-        assert isinstance(table, EncodedTable)  # partial sets refuse held tables
-        self._records_digest()  # computed once, before the table is dropped
-        where = record_slots(self._tokens(admit), slots)
-        self._aligned = SlotTable(table, self._fingerprints, where, assignment).align(
-            self.spec, self._secret, self._context, self.plan
-        )
-        self._table = self._fingerprints = None
+        self._records_digest()  # kept: the records are dropped once laid out
+
+        def lay_out() -> Aligned:
+            return self._partial_records().lay_out(slots, admit, assignment)
+
+        bound = self._partial_binding()
+        if bound is None:
+            self._aligned = lay_out()
+        else:  # a later process of the run reads the layout back: no table read, no sort
+            laid = binding(self._secret, self._context, bound, admit.hex(), assignment.hex())
+            self._aligned = kept_or_aligned(
+                self._kept_partial(), laid, self.spec, self.plan.rows, lay_out
+            )
+        self._partial = self._table = self._fingerprints = None
+
+    def _kept_partial(self) -> Path:
+        """Partial record sets: the folder of the records' kept digest and layout."""
+        assert self._keep is not None
+        return self._keep / "partial"
+
+    def _partial_binding(self) -> str | None:
+        """Partial record sets: what kept records of this party are bound to (its run,
+        secret, name, ID column and table's digest: of a file's bytes or of a table in
+        memory), or None without a state folder or a table whose bytes can be digested."""
+        if self._keep is None:
+            return None
+        if "source" not in self._state:
+            table = self._table
+            if isinstance(table, HeldTable):
+                source = table.source()
+            else:
+                assert table is not None and self._fingerprints is not None
+                source = table_digest(table, self._fingerprints)
+            self._state["source"] = source
+        source = self._state["source"]
+        if source is None:
+            return None
+        return binding(self._secret, self._context, self.name, self._id_column, source)
 
     def aligned(self) -> Aligned:
         """This party's records in the common row order (aligned on first use; the input
@@ -232,17 +274,17 @@ class PartyState:
         return hmac.new(key, digest.encode(), hashlib.sha256).digest()
 
     def _records_digest(self) -> str:
-        """Partial record sets: SHA-256 of this party's records (ID fingerprints and codes)
-        in fingerprint order, which no slot changes (computed once, before the layout)."""
+        """Partial record sets: the digest of this party's records (ID fingerprints and
+        codes) in token order, :func:`~vertimrf.party.tokens.records_digest`, which no slot
+        changes (computed once, before the layout)."""
         if "records" not in self._state:
-            assert self._table is not None and self._fingerprints is not None
-            table = self._table
-            assert isinstance(table, EncodedTable)  # partial sets refuse held tables
-            order = np.argsort(self._fingerprints, kind="stable")
-            self._state["records"] = sha256_parts(
-                np.ascontiguousarray(self._fingerprints[order], "<u8").tobytes(),
-                np.ascontiguousarray(table.codes[order], "<i4").tobytes(),
-            )
+            bound = self._partial_binding()
+            kept = None if bound is None else load_records_digest(self._kept_partial(), bound)
+            if kept is None:
+                kept = self._partial_records().digest
+                if bound is not None:
+                    keep_records_digest(self._kept_partial(), bound, kept)
+            self._state["records"] = kept
         return str(self._state["records"])
 
     def _inputs(self) -> dict[str, str]:
@@ -276,7 +318,7 @@ class PartyState:
     def data_digest(self) -> str:
         """SHA-256 of this party's records: their ID fingerprints and codes, bucket by
         bucket in row order (:mod:`vertimrf.party.aligned`; its private state and derived
-        keys are bound to it). With partial record sets: their digest in fingerprint order
+        keys are bound to it). With partial record sets: their digest in token order
         (:meth:`commitment`'s), the same before and after the deal lays them out (what binds
         the keyed streams to the slots is the deal, which carries them)."""
         if self.plan.regions is not None:

@@ -17,7 +17,7 @@ from vertimrf.kernels.secure import matmul_tn_u64
 from vertimrf.privacy.samplers import derive_key
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure import MASK_BLOCK_WORDS, Layout, SecurePlan
-from vertimrf.protocol.securemsg import Deal, GroupDeal, commit_set_digest
+from vertimrf.protocol.securemsg import Deal, GroupDeal, commit_set_digest, padded_slots
 from vertimrf.server.secure.state import ServerState
 from vertimrf.server.slots import assign_slots
 
@@ -155,7 +155,9 @@ class Dealer(ServerState):
                 {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p},
                 commit_set,
                 bytes(commitments[name]),
-                None if self._slots is None else self._slots.slots[p],
+                None
+                if self._slots is None
+                else padded_slots(self._slots.slots[p], plan.max_tokens),
                 b"" if self._slots is None else self._slots.digest,
             )
             deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))

@@ -22,9 +22,10 @@ import numpy as np
 
 from vertimrf.container import read_container, write_container
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.errors import MessageError
+from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure import MEASURE, SELECT, Marginal, Request
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.server.binning import BinChoice, choose_bins
@@ -33,6 +34,7 @@ from vertimrf.server.secure.state import Tables
 from vertimrf.synth.privmrf.graph_search import greedy_graph_search
 from vertimrf.synth.privmrf.initial_set import initial_marginals
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells
+from vertimrf.synth.union import UnionDomain, union_cells
 
 STATE_KIND = "vertimrf-secure-server-state"
 S = TypeVar("S", bound="Selection")
@@ -43,6 +45,10 @@ EXTRA_PRECISION = 100.0
 MODEL_CELLS_PER_PRECISION = 2750.0
 MIN_TOTAL_CELLS = 2.5e5
 MIN_CLIQUE_CELLS = 1e5
+# Partial record sets: a selection whose union model (links and fill-in included) exceeds
+# the fit's cap is made again with UNION_SHRINK times the cells, at most UNION_SHRINKS times.
+UNION_SHRINK = 0.7
+UNION_SHRINKS = 12
 
 
 def _pooled(tables: Tables, sizes: Sequence[int]) -> tuple[list[np.ndarray], list[float]]:
@@ -188,6 +194,12 @@ class Selection(Dealer):
         clique = min(options.max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))
         return clique, total
 
+    def _union_fits(self, cliques: Sequence[Sequence[int]]) -> bool:
+        """Partial record sets: whether the union model over ``cliques`` (with each party's
+        links and the representatives' group) fits the fit's cap on cells."""
+        space = UnionDomain(self.config.spec.domain, self.plan.owner)
+        return union_cells(space, cliques) <= rules(self.config).model_cap(self.config)
+
     def _choose(self, first: Tables, rng: np.random.Generator) -> list[Marginal]:
         plan, opts = self.plan, self.options
         sizes, d = plan.sizes, len(plan.sizes)
@@ -195,14 +207,25 @@ class Selection(Dealer):
         max_clique, max_total = self.model_caps()
         # partial record sets: the model is over the union, one more value ("absent") each
         cells = tuple(u + 1 for u in sizes) if self.models_union else sizes
-        found = greedy_graph_search(
-            scores,
-            cells,
-            max_clique_cells=max_clique,
-            max_total_cells=max_total,
-            size_penalty=opts.size_penalty,
-            rng=rng,
-        )
+        for _ in range(UNION_SHRINKS):
+            found = greedy_graph_search(
+                scores,
+                cells,
+                max_clique_cells=max_clique,
+                max_total_cells=max_total,
+                size_penalty=opts.size_penalty,
+                rng=rng,
+            )
+            if not self.models_union or self._union_fits(found.cliques):
+                break
+            max_total *= UNION_SHRINK  # the links and the fill-in grew it past the fit's cap
+            max_clique = min(max_clique, max_total)
+        else:
+            raise ConfigError(
+                "the model over the union of the parties' records would not fit the server's "
+                "cap on model cells even with the smallest cliques: raise "
+                "secure_max_total_cells in a new config, or bin the widest attributes."
+            )
         self.tree = JunctionTree.build(
             self.config.spec.domain,
             found.cliques,

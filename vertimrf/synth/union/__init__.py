@@ -6,6 +6,7 @@ fit, and sampling either population."""
 from vertimrf.synth.union.measurements import Assembled, UnionDomain, union_tables
 from vertimrf.synth.union.model import Population, UnionModel, fit_union
 from vertimrf.synth.union.releases import NoisyTable, PartialReleases
+from vertimrf.synth.union.structure import union_cells
 
 __all__ = [
     "Assembled",
@@ -15,5 +16,6 @@ __all__ = [
     "UnionDomain",
     "UnionModel",
     "fit_union",
+    "union_cells",
     "union_tables",
 ]

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vertimrf.mrf.estimation import Measurement
+from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.synth.union.measurements import Assembled, UnionDomain
 
 __all__ = ["Structure", "presence_bins", "union_structure"]
@@ -70,10 +71,7 @@ def union_structure(
     else:
         groups = [{int(a) for a in c} for c in cliques]
         plain = [t for t in plain if _inside(set(t.attrs), groups)]
-    links = _links(space, groups)
-    groups += [set(pair) for pair in links]
-    reps = _representatives(space, groups)
-    groups.append(set(reps))
+    groups, links, reps = _joined(space, groups)
     kept, measurements = list(plain), [_measure(t, t.attrs, space) for t in plain]
     for table in tables:
         if max(table.attrs) < d:
@@ -91,6 +89,26 @@ def union_structure(
         tuple(kept),
         tuple(measurements),
     )
+
+
+def _joined(
+    space: UnionDomain, groups: list[set[int]]
+) -> tuple[list[set[int]], list[tuple[int, int]], tuple[int, ...]]:
+    """``groups`` with each party's links and the representatives' group added; the links
+    and the representatives."""
+    links = _links(space, groups)
+    groups = groups + [set(pair) for pair in links]
+    reps = _representatives(space, groups)
+    return [*groups, set(reps)], links, reps
+
+
+def union_cells(space: UnionDomain, cliques: Sequence[Sequence[int]]) -> int:
+    """The cells of the junction tree that :func:`~vertimrf.synth.union.fit_union` builds
+    over data ``cliques`` (with the links and the representatives' group, triangulated as
+    the model is), so a caller can choose cliques whose union model fits its cap."""
+    groups, _, _ = _joined(space, [{int(a) for a in c} for c in cliques])
+    tree = JunctionTree.build(space.model_domain, groups, heuristic="min_fill")
+    return int(tree.size.total_cells)
 
 
 def presence_bins(space: UnionDomain, a: int) -> np.ndarray:

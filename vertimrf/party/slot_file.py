@@ -1,0 +1,302 @@
+"""A party's records sorted and laid out through temporary files when the parties' record sets
+differ (``record_sets="partial"``), so that its memory is set by the batch and part sizes, not by
+its number of records.
+
+:class:`TokenFiles` reads the table once in batches of (codes, ID fingerprints): a
+:class:`~vertimrf.party.file_table.FileTable`'s file, a
+:class:`~vertimrf.party.dask_table.DaskTable`'s partitions. Pass 1 computes each record's
+token (:func:`~vertimrf.party.tokens.record_tokens`: it does not depend on the admit digest)
+and appends the record (token, fingerprint, codes) to one of F part files by the top log2 F
+bits of its token; pass 2 sorts each part alone, refuses a repeated token (an ID), and writes
+the tokens, fingerprints and codes in token order to three files, from which the records'
+digest is hashed (:func:`~vertimrf.party.tokens.records_digest`).
+
+The token list of an admit digest is the token file merged, block by block, with the party's
+dummies (a few per region, sorted in memory), so the tokens message is written by blocks. The
+deal gives one slot per token, in the list's order (read whole: 8 bytes a token); record i in
+token order has the slot at list position i plus the number of dummies below its token. Each
+record goes to one of F files by its slot's range of rows, each of those is sorted by slot,
+and :class:`FileSlotAligned` reads the padded rows back one slot range at a time. Every
+digest, and so every message, is that of the table in memory
+(:class:`~vertimrf.party.slot_table.MemoryRecords`).
+
+The temporary files (about n (d + 24) bytes for n records of d columns, twice while the
+records are laid out) go to ``temp_dir`` (by default the system's, ``TMPDIR``), readable by
+this user only, and are removed when their object is let go or the process ends.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+import numpy as np
+
+from vertimrf.party.aligned import check_count, code_histogram, slot_columns
+from vertimrf.party.part_files import part_count, read_rows, row_chunks, scatter
+from vertimrf.party.slot_table import check_distinct, check_slots, layout_digest
+from vertimrf.party.tokens import (
+    check_slot_count,
+    dummy_tokens,
+    record_tokens,
+    records_digest,
+    repeats_error,
+)
+from vertimrf.protocol.buckets import bucket_of
+
+if TYPE_CHECKING:
+    from vertimrf.protocol.secure import SecurePlan
+
+__all__ = ["FileSlotAligned", "TokenFiles"]
+
+# A batch of records: their codes (records x columns) and ID fingerprints (uint64).
+Batch = tuple[np.ndarray, np.ndarray]
+
+
+def _record(key: str, dtype: np.dtype, width: int) -> np.dtype:
+    """A record in a part file: its sort key (a token, uint64, or a slot, int64), its
+    fingerprint and its codes."""
+    key_type = "<u8" if key == "tok" else "<i8"
+    return np.dtype([(key, key_type), ("fp", "<u8"), ("c", dtype, (width,))])
+
+
+def _part_files(where: Path, parts: int, stack: ExitStack) -> list[IO[bytes]]:
+    """F part files, open unbuffered (a batch writes each part's records at once)."""
+    return [stack.enter_context(open(where / f"part{i}", "wb", buffering=0)) for i in range(parts)]
+
+
+def _sorted_parts(
+    where: Path, record: np.dtype, key: str, parts: int, check: Callable[[np.ndarray], None]
+) -> list[int]:
+    """Each part file sorted by its ``key`` field (``check`` given each part's sorted
+    keys), its keys, fingerprints and codes appended to the files ``keys``, ``fp`` and ``c``
+    (each part removed once read); the record count of each part."""
+    sizes = []
+    with ExitStack() as stack:
+        out = {name: stack.enter_context(open(where / name, "wb")) for name in ("keys", "fp", "c")}
+        for i in range(parts):
+            path = where / f"part{i}"
+            rows = np.fromfile(path, record)
+            path.unlink()
+            rows = rows[np.argsort(rows[key], kind="stable")]
+            check(rows[key])
+            for name, field in (("keys", key), ("fp", "fp"), ("c", "c")):
+                np.ascontiguousarray(rows[field]).tofile(out[name])
+            sizes.append(int(rows.size))
+    return sizes
+
+
+class TokenFiles:
+    """Party ``index``'s records from ``batches``, sorted by token in temporary files in
+    ``temp_dir``, ``part_rows`` records at a time (codes of ``dtype``, ``width`` columns):
+    their count ``n`` and ``digest`` (:func:`~vertimrf.party.tokens.records_digest`).
+    ConfigError past the plan's max_rows, RecordIDError for a repeated ID."""
+
+    def __init__(
+        self,
+        batches: Iterable[Batch],
+        dtype: np.dtype,
+        width: int,
+        secret: bytes,
+        context: bytes,
+        plan: SecurePlan,
+        index: int,
+        *,
+        part_rows: int,
+        temp_dir: str | os.PathLike | None = None,
+    ) -> None:
+        self._dtype, self._width, self._part_rows = np.dtype(dtype), width, part_rows
+        self._secret, self._context, self._plan, self._index = secret, context, plan, index
+        self._temp_dir = temp_dir
+        self._folder = tempfile.TemporaryDirectory(prefix="vertimrf-tokens-", dir=temp_dir)
+        self._where = Path(self._folder.name)
+        self._dummies: tuple[bytes, np.ndarray] | None = None
+        try:
+            self.n = self._sort(batches)
+            self.digest = records_digest(
+                self.n, width, self._blocks("fp", np.dtype("<u8")), self._blocks("c", dtype, width)
+            )
+        except BaseException:
+            self._folder.cleanup()
+            raise
+
+    def _sort(self, batches: Iterable[Batch]) -> int:
+        """Pass 1 (scatter by token) and pass 2 (sort each part); the record count."""
+        parts = part_count(self._plan.max_rows, self._part_rows)
+        record = _record("tok", self._dtype, self._width)
+        n = 0
+        with ExitStack() as stack:
+            files = _part_files(self._where, parts, stack)
+            for codes, fingerprints in batches:
+                tokens = record_tokens(fingerprints, self._secret, self._context)
+                n += tokens.size
+                check_count(n, self._plan.max_rows, so_far=True)
+                rows = np.empty(tokens.size, record)
+                rows["tok"], rows["fp"], rows["c"] = tokens, fingerprints, codes
+                scatter(rows, bucket_of(tokens, parts), files)
+        repeats = 0
+
+        def count(tokens: np.ndarray) -> None:
+            nonlocal repeats
+            repeats += int(np.count_nonzero(tokens[1:] == tokens[:-1]))
+
+        _sorted_parts(self._where, record, "tok", parts, count)
+        if repeats:
+            raise repeats_error(repeats)
+        return n
+
+    def _blocks(self, name: str, dtype: np.dtype, width: int = 1) -> Iterator[np.ndarray]:
+        """The records' ``name`` file (``keys``, ``fp`` or ``c``) in token order, by parts."""
+        return row_chunks(self._where / name, np.dtype(dtype), width, 0, self.n, self._part_rows)
+
+    def _tokens(self) -> Iterator[np.ndarray]:
+        return (block.reshape(-1) for block in self._blocks("keys", np.dtype("<u8")))
+
+    def _dummy_list(self, admit: bytes) -> np.ndarray:
+        """The party's dummies for ``admit`` (sorted); RecordIDError when a token repeats in
+        the list they make with the records' tokens."""
+        if self._dummies is None or self._dummies[0] != admit:
+            assert self._plan.regions is not None  # a plan of partial record sets
+            dummies = dummy_tokens(
+                self._secret, self._context, admit, self._plan.regions, self._index
+            )
+            repeats = int(np.count_nonzero(dummies[1:] == dummies[:-1]))
+            for block in self._tokens():
+                lo = np.searchsorted(dummies, block[0], side="left")
+                hi = np.searchsorted(dummies, block[-1], side="right")
+                inside = dummies[lo:hi]
+                repeats += int(np.count_nonzero(block[np.searchsorted(block, inside)] == inside))
+            if repeats:
+                raise repeats_error(repeats)
+            self._dummies = (admit, dummies)
+        return self._dummies[1]
+
+    def tokens(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:
+        """The number of tokens made with ``admit`` and a function giving them sorted, by
+        blocks of about a part; RecordIDError for a repeated token."""
+        dummies = self._dummy_list(admit)
+        return self.n + dummies.size, lambda: self._merged(dummies)
+
+    def _merged(self, dummies: np.ndarray) -> Iterator[np.ndarray]:
+        """The records' tokens merged with the sorted ``dummies``, by blocks."""
+        j = 0
+        for block in self._tokens():
+            i = int(np.searchsorted(dummies, block[-1], side="right"))
+            yield np.sort(np.concatenate((block, dummies[j:i]))) if i > j else block
+            j = i
+        if j < dummies.size:
+            yield dummies[j:]
+
+    def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> FileSlotAligned:
+        """The records at the ``slots`` the deal gave the token list made with ``admit``
+        (one per token, in its order), in the assignment of digest ``assignment``
+        (MessageError for a miscounted list, ConfigError for a slot off the rows or given
+        twice)."""
+        dummies = self._dummy_list(admit)
+        check_slot_count(slots.size, self.n + dummies.size)
+        max_rows = self._plan.max_rows
+        parts = part_count(max_rows, self._part_rows)
+        span = -(-max_rows // parts)  # the rows of one slot part
+        folder = tempfile.TemporaryDirectory(prefix="vertimrf-slots-", dir=self._temp_dir)
+        where = Path(folder.name)
+        record = _record("slot", self._dtype, self._width)
+        try:
+            with ExitStack() as stack:
+                files = _part_files(where, parts, stack)
+                i0 = 0
+                blocks = zip(
+                    self._tokens(),
+                    self._blocks("fp", np.dtype("<u8")),
+                    self._blocks("c", self._dtype, self._width),
+                    strict=True,
+                )
+                for tokens, fingerprints, codes in blocks:
+                    at = np.arange(i0, i0 + tokens.size) + np.searchsorted(dummies, tokens)
+                    rows = np.empty(tokens.size, record)
+                    rows["slot"], rows["fp"], rows["c"] = slots[at], fingerprints[:, 0], codes
+                    check_slots(rows["slot"], max_rows)
+                    scatter(rows, rows["slot"] // span, files)
+                    i0 += tokens.size
+            sizes = _sorted_parts(where, record, "slot", parts, check_distinct)
+            first = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+
+            def blocks_of(name: str, dtype: np.dtype, width: int = 1) -> Iterator[np.ndarray]:
+                return row_chunks(where / name, np.dtype(dtype), width, 0, self.n, self._part_rows)
+
+            digest = layout_digest(
+                assignment,
+                blocks_of("keys", np.dtype("<i8")),
+                blocks_of("fp", np.dtype("<u8")),
+                blocks_of("c", self._dtype, self._width),
+            )
+            (where / "fp").unlink()
+        except BaseException:
+            folder.cleanup()
+            raise
+        return FileSlotAligned(
+            folder, self._dtype, self._width, first, span, assignment, digest, self._part_rows
+        )
+
+
+class FileSlotAligned:
+    """A party's records at their slots in a temporary folder: the records of slot part j
+    (padded rows [j span, (j + 1) span)) are records ``first[j]:first[j + 1]`` of its files
+    ``keys`` (slots) and ``c`` (codes), in slot order; one part is held at a time (the
+    :class:`~vertimrf.party.aligned.Aligned` protocol)."""
+
+    def __init__(
+        self,
+        folder: tempfile.TemporaryDirectory[str],
+        dtype: np.dtype,
+        width: int,
+        first: np.ndarray,
+        span: int,
+        assignment: bytes,
+        data_digest: str,
+        chunk_rows: int,
+    ) -> None:
+        self._folder = folder  # removed with this object
+        self._where = Path(folder.name)
+        self._dtype, self._width, self._first, self._span = dtype, width, first, span
+        self._chunk_rows = chunk_rows
+        self.n = int(first[-1])
+        self.record_digest, self.data_digest = assignment, data_digest
+        self._held: tuple[int, np.ndarray, np.ndarray] | None = None
+
+    def _part(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Slot part j's slots and codes (the last one read is kept)."""
+        if self._held is None or self._held[0] != j:
+            i0, i1 = int(self._first[j]), int(self._first[j + 1])
+            with open(self._where / "keys", "rb") as fh:
+                slots = read_rows(fh, np.dtype("<i8"), 1, i0, i1).reshape(-1)
+            with open(self._where / "c", "rb") as fh:
+                codes = read_rows(fh, self._dtype, self._width, i0, i1)
+            self._held = (j, slots, codes)
+        return self._held[1], self._held[2]
+
+    def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
+        """The one-hot columns of padded rows r0:r1 (see
+        :func:`vertimrf.party.aligned.slot_columns`)."""
+        out = np.full((r1 - r0, self._width), -1, np.int32)
+        span, parts = self._span, self._first.size - 1
+        for j in range(r0 // span, min((r1 - 1) // span + 1, parts)):
+            lo, hi = max(r0, j * span), min(r1, (j + 1) * span)
+            slots, codes = self._part(j)
+            out[lo - r0 : hi - r0] = slot_columns(slots, codes, lo, hi, offsets)
+        return out
+
+    def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
+        """Exact counts on each attribute set of ``attrs``, summed chunk by chunk."""
+        totals = [np.zeros(tuple(sizes[a] for a in attr), np.int64) for attr in attrs]
+        if attrs:
+            chunks = row_chunks(
+                self._where / "c", self._dtype, self._width, 0, self.n, self._chunk_rows
+            )
+            for chunk in chunks:
+                for total, attr in zip(totals, attrs, strict=True):
+                    total += code_histogram(chunk, attr, sizes)
+        return totals
