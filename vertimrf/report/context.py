@@ -64,16 +64,18 @@ class ReportContext:
         epsilon: float,
         seed: int,
         *,
-        parties: int = 2,
+        parties: int | list[list[str]] = 2,
         df: pd.DataFrame | None = None,
         **overrides: Any,
     ) -> Run:
         """``method`` (a key of :data:`METHODS`) at ``epsilon`` on ``df`` (default: the
-        whole table), seeded; runs of the whole table are remembered."""
-        key = (method, epsilon, seed, parties, repr(sorted(overrides.items())))
+        whole table), seeded, its columns split over ``parties`` (a number of contiguous
+        groups, or the groups); runs of the whole table are remembered."""
+        groups = self.parties(parties) if isinstance(parties, int) else parties
+        key = (method, epsilon, seed, repr(groups), repr(sorted(overrides.items())))
         if df is None and key in self._runs:
             return self._runs[key]
-        run = self._run(method, epsilon, seed, parties, self.df if df is None else df, overrides)
+        run = self._run(method, epsilon, seed, groups, self.df if df is None else df, overrides)
         if df is None:
             self._runs[key] = run
         return run
@@ -83,7 +85,7 @@ class ReportContext:
         method: str,
         epsilon: float,
         seed: int,
-        parties: int,
+        groups: list[list[str]],
         df: pd.DataFrame,
         overrides: dict[str, Any],
     ) -> Run:
@@ -97,7 +99,7 @@ class ReportContext:
         synth, report = simulate(
             df,
             self.spec,
-            self.parties(parties),
+            groups,
             epsilon,
             self.delta,
             method=method,
