@@ -15,6 +15,7 @@ from vertimrf.datasets import load_dataset
 from vertimrf.report import FIGURES, LEVELS
 from vertimrf.report.figures.audit import secure_fires, secure_sigma
 from vertimrf.report.figures.cost import by_role
+from vertimrf.report.figures.scaling import linear_projection
 from vertimrf.report.figures.theta import split_shares
 
 pytest.importorskip("matplotlib")
@@ -136,3 +137,9 @@ def test_cost_table_gives_each_phase_to_its_role():
         "parties": "commit 0.25, local 2.00",
         "party1": "LocEnc 0.12",
     }
+
+
+def test_scaling_line_is_least_squares_and_never_falls():
+    assert linear_projection([1, 2], [3.0, 5.0], [10]) == pytest.approx([21.0])
+    # A falling line (fixed costs at tiny sizes) projects the largest measured value.
+    assert linear_projection([1, 2], [5.0, 3.0], [10]) == [5.0]

@@ -13,9 +13,7 @@ from vertimrf.report.registry import FIGURES, LEVELS, Figure, FigureData
 
 NOT_YET = """## Not in this report yet
 
-- Attribute splits by importance and correlation (the paper's Table 4).
-- MST and AIM beside the other methods (through mbi >= 2, an optional extra).
-- The scaling from 1M to 10M rows and the 100M projection: `benchmarks/results/bench_scaling.md`.
+- AIM beside MST in the TVD figure at the full level (`--quick` runs it, on NLTCS).
 """
 
 

@@ -17,15 +17,30 @@ PARTY_STEPS = frozenset(
 )
 
 
+def _role(phase: str, parties: list[str]) -> tuple[str, str]:
+    """A timed phase's role ("server", "parties" or a party's name) and its name in it."""
+    head = phase.split(" ", 1)[0]
+    if head in parties:
+        return head, phase.split(" ", 1)[1]
+    return ("parties" if phase in PARTY_STEPS else "server"), phase
+
+
 def by_role(phases: Mapping[str, float], parties: list[str]) -> dict[str, str]:
     """The timed phases of a run, as text per role ("server", "parties" or a party's name)."""
     roles: dict[str, list[str]] = {}
     for phase, seconds in phases.items():
-        head = phase.split(" ", 1)[0]
-        role = head if head in parties else "parties" if phase in PARTY_STEPS else "server"
-        rest = phase.split(" ", 1)[1] if head in parties else phase
+        role, rest = _role(phase, parties)
         roles.setdefault(role, []).append(f"{rest} {seconds:.2f}")
     return {role: ", ".join(items) for role, items in roles.items()}
+
+
+def by_phase_role(phases: Mapping[str, float], parties: list[str]) -> dict[str, float]:
+    """The seconds of a run per role."""
+    roles: dict[str, float] = {}
+    for phase, seconds in phases.items():
+        role = _role(phase, parties)[0]
+        roles[role] = roles.get(role, 0.0) + seconds
+    return roles
 
 
 @register(
