@@ -10,8 +10,9 @@ sensitivity of a marginal is 1):
   distance between the true 2-way marginal and the product of the noisy 1-ways), a third
   measures the tree's 2-way marginals; Private-PGM estimates the model and samples it. Unlike
   the reference code, it does not merge rare values of a column first.
-- AIM: a tenth of rho measures every 1-way marginal; then rounds, each spending a fraction
-  of the rest on an exponential mechanism over the workload (every 2-way marginal whose
+- AIM: a tenth of rho measures every 1-way marginal; then up to T = 2d rounds (the paper's
+  default is 16d; fewer, so that a run fits the report's cap), each spending 1/T of the rest
+  (9/10 measuring, 1/10 selecting) on an exponential mechanism over the workload (every 2-way marginal whose
   model would stay within the size cap), scored by L1 error minus the noise the measurement
   would add, weighted by workload overlap, and a Gaussian measurement of the chosen
   marginal; the per-round budget doubles when a measurement changes the model's marginal
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +85,7 @@ class _Measurer:
 
         self.codes, self.sizes, self.rng = codes, sizes, rng
         self.domain = Domain([_name(j) for j in range(len(sizes))], sizes)
-        self.measurements: list = []
+        self.measurements: list[Any] = []
 
     def __call__(self, clique: tuple[int, ...], sigma: float) -> np.ndarray:
         from mbi import LinearMeasurement
@@ -93,7 +96,7 @@ class _Measurer:
         self.measurements.append(LinearMeasurement(noisy, names, stddev=sigma))
         return noisy
 
-    def estimate(self, warm=None, iters: int = ESTIMATION_ITERS):  # noqa: ANN001, ANN201
+    def estimate(self, warm: Any = None, iters: int = ESTIMATION_ITERS) -> Any:
         """Private-PGM's model (an mbi ``Model``) of every measurement so far."""
         from mbi import estimation
 
@@ -102,7 +105,9 @@ class _Measurer:
         )
 
 
-def model_marginals(model, cliques: list[tuple[int, ...]]) -> dict[tuple[int, ...], np.ndarray]:  # noqa: ANN001
+def model_marginals(
+    model: Any, cliques: Sequence[tuple[int, ...]]
+) -> dict[tuple[int, ...], np.ndarray]:
     """The marginals of an mbi model on ``cliques`` (flattened counts), by contracting its
     potentials in numpy (opt_einsum), which unlike mbi's ``project`` compiles nothing."""
     import opt_einsum
@@ -118,7 +123,7 @@ def model_marginals(model, cliques: list[tuple[int, ...]]) -> dict[tuple[int, ..
     return out
 
 
-def _mst(measure: _Measurer, rho: float) -> object:
+def _mst(measure: _Measurer, rho: float) -> Any:
     d = len(measure.sizes)
     sigma1 = math.sqrt(3 * d / (2 * rho))
     ones = [np.clip(measure((j,), sigma1), 0, None) for j in range(d)]
@@ -147,7 +152,7 @@ def _mst(measure: _Measurer, rho: float) -> object:
     return measure.estimate()
 
 
-def _aim(measure: _Measurer, rho: float, rounds_factor: int = 2) -> object:
+def _aim(measure: _Measurer, rho: float, rounds_factor: int = 2) -> Any:
     d, sizes = len(measure.sizes), measure.sizes
     workload = list(itertools.combinations(range(d), 2))
     rounds = rounds_factor * d
