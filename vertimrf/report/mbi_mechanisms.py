@@ -11,12 +11,12 @@ sensitivity of a marginal is 1):
   measures the tree's 2-way marginals; Private-PGM estimates the model and samples it. Unlike
   the reference code, it does not merge rare values of a column first.
 - AIM: a tenth of rho measures every 1-way marginal; then up to T = 2d rounds (the paper's
-  default is 16d; fewer, so that a run fits the report's cap), each spending 1/T of the rest
-  (9/10 measuring, 1/10 selecting) on an exponential mechanism over the workload (every 2-way marginal whose
-  model would stay within the size cap), scored by L1 error minus the noise the measurement
-  would add, weighted by workload overlap, and a Gaussian measurement of the chosen
-  marginal; the per-round budget doubles when a measurement changes the model's marginal
-  by less than its noise, and the last round spends what remains.
+  default is 16d; fewer, so that a run fits the report's cap). Each round spends 1/T of the
+  rest, 9/10 on a Gaussian measurement and 1/10 on an exponential mechanism that picks it
+  from the workload (every 2-way marginal whose model stays within the size cap), scored by
+  L1 error minus the noise its measurement would add, weighted by workload overlap. When a
+  measurement changes the model's marginal by less than its noise, the noise scale halves
+  and the selection's epsilon doubles; the last round spends what remains.
 
 Noise and selection draw from ``numpy.random.Generator(seed)``: seeded, for the report, not
 for release. Run :func:`synthesize` in a child process (:mod:`vertimrf.report.baselines`)
