@@ -16,26 +16,17 @@ from vertimrf.report.splits import correlation_split, importance_split
 SPLIT_SEED = 20230  # the splits' own seed: every level and seed of a run sees the same split
 
 
+SETTINGS = {"epsilon": 1.6, "alphas": [0.1, 1.0, 10.0], "betas": [0.0, 0.5, 1.0], "plot": False}
+
+
 @register(
     "splits",
     "The secure method's mean 3-way TVD when the columns are split over 2 parties by "
     "VertiBench's importance rule (Dirichlet alpha) and correlation rule (beta), beside the "
     "contiguous halves the other figures use, at one epsilon.",
     tiny={"epsilon": 1.6, "alphas": [1.0], "betas": [0.0], "marginals": 20, "plot": False},
-    quick={
-        "epsilon": 1.6,
-        "alphas": [0.1, 1.0, 10.0],
-        "betas": [0.0, 0.5, 1.0],
-        "marginals": 100,
-        "plot": False,
-    },
-    full={
-        "epsilon": 1.6,
-        "alphas": [0.1, 1.0, 10.0],
-        "betas": [0.0, 0.5, 1.0],
-        "marginals": 300,
-        "plot": False,
-    },
+    quick=SETTINGS | {"marginals": 100},
+    full=SETTINGS | {"marginals": 300},
 )
 def splits_table(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
     """One row per split: its rule, its parameter, the columns per party and the TVD."""
