@@ -34,7 +34,8 @@ def scaling_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
     measured: dict[str, list[float]] = {"parties": [], "server": [], "bytes": []}
     for n in progress_bar(sizes, desc="scaling: runs", progress=ctx.progress):
         df = ctx.df.iloc[rng.integers(0, len(ctx.df), n)].reset_index(drop=True)
-        run = ctx.run("secure", params["epsilon"], 0, df=df)
+        # The public max_rows (simulate's default is 65,536): the next power of two.
+        run = ctx.run("secure", params["epsilon"], 0, df=df, max_rows=1 << (n - 1).bit_length())
         roles = by_phase_role(run.phases, list(run.message_bytes))
         measured["parties"].append(sum(s for r, s in roles.items() if r != "server"))
         measured["server"].append(roles.get("server", 0.0))
