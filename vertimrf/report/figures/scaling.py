@@ -14,7 +14,7 @@ from vertimrf.report.figures.cost import by_phase_role
 from vertimrf.report.registry import FigureData, Panel, register
 
 PROJECTED = [10_000_000, 100_000_000]
-MEASURED_10M = "../../benchmarks/results/bench_scaling.md"
+MEASURED_10M = "benchmarks/results/bench_scaling.md"  # in the repository, outside the docs
 SAMPLE_SEED = 7  # the resampling of the table: every level sees the same rows
 
 
@@ -74,7 +74,7 @@ def scaling_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
         "The 10M and 100M points are PROJECTED, not measured: a straight line (least squares) "
         "through the measured sizes, so it ignores effects that only appear at scale (the "
         "ring growing from 2^24 to 2^32, memory). The measured 10M rows (3 parties, one "
-        f"process per role) are in [bench_scaling.md]({MEASURED_10M}).",
+        f"process per role) are in the repository's `{MEASURED_10M}`.",
         "Projected at 10M / 100M rows: "
         + "; ".join(
             f"{k} {projected[k][0]:,.0f} / {projected[k][1]:,.0f}"
