@@ -71,7 +71,7 @@ def test_report_runs_on_a_table_of_ones_own(tmp_path):
 
 
 def test_every_figure_has_parameters_for_every_level():
-    assert list(FIGURES) == ["tvd", "audit", "svm", "parties", "theta", "cost"]
+    assert list(FIGURES) == ["tvd", "audit", "svm", "parties", "theta", "splits", "cost", "scaling"]
     for fig in FIGURES.values():
         assert set(fig.params) == set(LEVELS)
         assert fig.caption.endswith(".") and "\n" not in fig.caption
