@@ -101,7 +101,7 @@ def add_report(sub: argparse._SubParsersAction) -> None:
         "is NOT DP) in one process on a bundled table or your own, and write DIR/REPORT.md, "
         "one PNG per figure and the data behind it as DIR/<figure>.json. --quick (the "
         "default: NLTCS, 1 seed) takes about 3 minutes on 2 cores; --full (Adult, 3 seeds) "
-        "regenerates the committed docs/report/ and takes about 45 minutes. Every run is "
+        "regenerates the committed docs/report/ and takes about 50 minutes. Every run is "
         "seeded (reproducible, not for release), with delta = 1e-6. Needs matplotlib "
         '(pip install "vertimrf[report]"); the SVM figure also scikit-learn (the eval extra).',
     )
