@@ -335,6 +335,7 @@ def test_every_unreadable_input_is_a_one_line_error(tmp_path):
         ["evaluate"],
         ["spec"],
         ["split"],
+        ["report"],
     ],
 )
 def test_every_command_has_help(cmd):

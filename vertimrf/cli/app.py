@@ -15,6 +15,7 @@ from vertimrf.cli.demo import add_demo
 from vertimrf.cli.evaluate import add_evaluate
 from vertimrf.cli.keys import add_keys
 from vertimrf.cli.party import add_party
+from vertimrf.cli.report import add_report
 from vertimrf.cli.run import add_status
 from vertimrf.cli.secret import add_secret
 from vertimrf.cli.server import add_server
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_server,
         add_status,
         add_evaluate,
+        add_report,
     ):
         add(sub)
     return parser

@@ -15,20 +15,10 @@ class PrivMRFOptions:
     """Options of :class:`~vertimrf.synth.privmrf.PrivMRF` (reference defaults, analysis 2.1,
     except the model-size caps, which the reference sets to 1e7 / 5e7 cells).
 
-    The caps default to the reference's ACS setting, 2e5 / 1e6 cells. Measured on Adult at
-    epsilon = 1.6, delta = 1/n, seeds 0-2, on 2 cores with ``benchmarks/bench_privmrf_caps.py``:
-
-    ======================  ===============  =============  ====================
-    caps (clique / total)   model cells      3-way TVD      fit + sample (s)
-    ======================  ===============  =============  ====================
-    5e4 / 2.5e5             243k to 248k     0.0408         3
-    2e5 / 1e6 (default)     800k to 996k     0.0410         20
-    1e6 / 5e6               3.6M to 4.8M     0.0400         101
-    ======================  ===============  =============  ====================
-
-    (TVD: mean over seeds; time: median.) NLTCS (one 65,536-cell clique) is the same under
-    the default and larger caps, the reference's 1e7 / 5e7 included; a 5e4 per-clique cap
-    would split it.
+    The caps default to the reference's ACS setting, 2e5 / 1e6 cells;
+    ``benchmarks/bench_privmrf_caps.py`` measures utility and time on Adult under other caps.
+    NLTCS (one 65,536-cell clique) is the same under the default and larger caps, the
+    reference's 1e7 / 5e7 included; a 5e4 per-clique cap would split it.
 
     Attributes:
         theta: theta-usefulness factor (a marginal is measured only if its mean count per

@@ -1,0 +1,78 @@
+"""MST and AIM through mbi, in a child process killed at a cap: the table they return and the
+cap honoured."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vertimrf.domain import ColumnSpec, DomainSpec, TableEncoder
+from vertimrf.report import FIGURES, ReportContext
+from vertimrf.report.baselines import run_capped
+from vertimrf.report.mbi_mechanisms import exponential, marginal
+
+pytest.importorskip("mbi")
+
+
+def _table(n: int = 400) -> tuple[pd.DataFrame, DomainSpec]:
+    """Three columns, b a copy of a, c independent; a seeded table."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 3, n)
+    spec = DomainSpec(
+        [
+            ColumnSpec("a", "categorical", ("x", "y", "z")),
+            ColumnSpec("b", "categorical", (0, 1, 2)),
+            ColumnSpec("c", "categorical", ("p", "q")),
+        ]
+    )
+    codes = np.stack([a, a, rng.integers(0, 2, n)], 1)
+    return TableEncoder(spec).decode(codes), spec
+
+
+def test_mst_returns_a_table_over_the_spec():
+    df, spec = _table()
+    run = run_capped("mst", df, spec, 50.0, 1e-6, 0, cap=300)
+    assert run.status == "finished" and 0 < run.seconds < 300
+    assert list(run.synth.columns) == ["a", "b", "c"] and len(run.synth) == len(df)
+    assert set(run.synth["a"]) <= {"x", "y", "z"} and set(run.synth["b"]) <= {0, 1, 2}
+    assert set(run.synth["c"]) <= {"p", "q"}
+    # At epsilon 50 the noise sd of a measured count is about 1 (of 400 rows), so the
+    # a-b pair, far the strongest, is in the tree and its copy survives in most rows.
+    codes = TableEncoder(spec).encode(run.synth)
+    assert (codes[:, 0] == codes[:, 1]).mean() > 0.9
+
+
+def test_a_run_past_its_cap_is_killed_and_reported():
+    df, spec = _table()
+    start = time.perf_counter()
+    run = run_capped("mst", df, spec, 1.0, 1e-6, 0, cap=0.5)
+    assert run.status == "timed out" and run.synth is None
+    assert 0.5 <= run.seconds < 10 and time.perf_counter() - start < 10
+
+
+def test_marginal_counts_cells_in_c_order():
+    codes = np.array([[0, 1], [0, 1], [1, 0], [2, 1]])
+    assert marginal(codes, [3, 2], (0, 1)).tolist() == [0, 2, 1, 0, 0, 1]
+    assert marginal(codes, [3, 2], (1,)).tolist() == [1, 3]
+
+
+def test_exponential_mechanism_frequencies():
+    # Scores 0 and 2 at epsilon 1: P(second) = e^1 / (1 + e^1) = 0.731; 4000 draws have
+    # sd 0.007, so 0.70..0.76 fails with probability < 1e-5.
+    rng = np.random.default_rng(0)
+    draws = [exponential(rng, np.array([0.0, 2.0]), 1.0) for _ in range(4000)]
+    assert 0.70 < np.mean(draws) < 0.76
+    assert {exponential(rng, np.array([0.0, 1e6, 0.0]), 1.0) for _ in range(20)} == {1}
+
+
+def test_tvd_figure_draws_mst_and_states_the_cap():
+    df, spec = _table(300)
+    ctx = ReportContext("t", df, spec, seeds=1, progress=False)
+    params = dict(FIGURES["tvd"].params["tiny"]) | {"baselines": ["mst"], "cap": 300}
+    data = FIGURES["tvd"].compute(ctx, params)
+    labels = [s["label"] for s in data.panels[0].series]
+    assert "MST (mbi)" in labels
+    assert "killed after 300 s" in data.notes[0] and "finished" in data.notes[1]

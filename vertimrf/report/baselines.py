@@ -1,0 +1,61 @@
+"""MST and AIM (through mbi >= 2) as report baselines: each run in a child process that is
+killed at a time cap, so one slow run cannot stall the report."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vertimrf.domain import TableEncoder
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vertimrf.domain import DomainSpec
+
+LABELS = {"mst": "MST (mbi)", "aim": "AIM (mbi)"}
+
+
+@dataclass(frozen=True)
+class CappedRun:
+    """A baseline's synthetic table (None unless it finished), its status ("finished" or
+    "timed out") and its seconds."""
+
+    synth: pd.DataFrame | None
+    status: str
+    seconds: float
+
+
+def run_capped(
+    method: str,
+    df: pd.DataFrame,
+    spec: DomainSpec,
+    epsilon: float,
+    delta: float,
+    seed: int,
+    cap: float,
+) -> CappedRun:
+    """``method`` ("mst" or "aim") on ``df`` encoded by ``spec``, decoded like our methods'
+    tables; the child is killed after ``cap`` seconds."""
+    encoder = TableEncoder(spec)
+    with tempfile.TemporaryDirectory() as folder:
+        np.save(os.path.join(folder, "codes.npy"), encoder.encode(df[list(spec.names)]))
+        np.save(os.path.join(folder, "sizes.npy"), np.asarray(spec.domain.sizes, dtype=np.int64))
+        command = [sys.executable, "-m", "vertimrf.report.mbi_mechanisms", folder, method]
+        command += [repr(epsilon), repr(delta), str(seed)]
+        start = time.perf_counter()
+        try:
+            subprocess.run(command, check=True, timeout=cap, capture_output=True)
+        except subprocess.TimeoutExpired:
+            return CappedRun(None, "timed out", time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        codes = np.load(os.path.join(folder, "synth.npy"), allow_pickle=False)
+    rng = np.random.default_rng(seed)
+    return CappedRun(encoder.decode(codes, rng), "finished", seconds)

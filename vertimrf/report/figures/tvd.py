@@ -1,0 +1,112 @@
+"""Figure: l-way TVD against epsilon for every method."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from typing import Any
+
+from vertimrf.logs import progress_bar
+from vertimrf.metrics import tvd
+from vertimrf.report.baselines import LABELS, run_capped
+from vertimrf.report.context import DASHED, METHODS, ReportContext
+from vertimrf.report.registry import FigureData, Panel, register, series
+
+EPSILONS = [0.4, 0.8, 1.6, 3.2]
+NO_MBI_NOTE = (
+    "MST and AIM are drawn when mbi >= 2 is installed "
+    '(`pip install "vertimrf[baselines]"`); it is not.'
+)
+
+
+# Shared by --quick and --full; --quick runs AIM (minutes a run even on NLTCS) at one epsilon.
+ALL_EPSILONS = {"epsilons": EPSILONS, "ways": [3, 4, 5], "methods": list(METHODS)}
+
+
+@register(
+    "tvd",
+    "The mean 3-, 4- and 5-way TVD of each method's synthetic table against the real one "
+    "(lower is better; error bars: standard deviation over seeds), against epsilon.",
+    tiny={
+        "epsilons": [1.6],
+        "ways": [3],
+        "marginals": 20,
+        "methods": list(METHODS),
+        "baselines": [],
+        "cap": 0,
+    },
+    quick=ALL_EPSILONS
+    | {"marginals": 100, "baselines": ["mst", "aim"], "cap": 240, "only_at": {"aim": [1.6]}},
+    full=ALL_EPSILONS | {"marginals": 300, "baselines": ["mst"], "cap": 90},
+)
+def tvd_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
+    """Each method at each epsilon and seed; one panel per marginal size."""
+    epsilons, ways, methods = params["epsilons"], params["ways"], params["methods"]
+    jobs = [(m, e, s) for m in methods for e in epsilons for s in range(ctx.seeds)]
+    scores: dict[tuple[str, float, int], list[float]] = {}
+    for method, eps, seed in progress_bar(jobs, desc="tvd: runs", progress=ctx.progress):
+        synth = ctx.run(method, eps, seed).synth
+        for w in ways:
+            value = tvd(ctx.df, synth, ctx.spec, ways=w, n_marginals=params["marginals"])
+            scores.setdefault((method, eps, w), []).append(value)
+    labels = {m: METHODS[m] for m in methods}
+    notes = [NO_MBI_NOTE] if params["baselines"] else []
+    if params["baselines"] and importlib.util.find_spec("mbi") is not None:
+        notes = _baselines(ctx, params, scores)
+        labels |= {m: LABELS[m] for m in params["baselines"]}
+    panels = []
+    for w in ways:
+        lines = [
+            series(label, *_points(scores, m, epsilons, w), dashed=m in DASHED)
+            for m, label in labels.items()
+        ]
+        panels.append(
+            Panel(
+                f"{w}-way marginals",
+                "epsilon",
+                f"mean {w}-way TVD (log scale)",
+                lines,
+                xlog=True,
+                ylog=True,
+            )
+        )
+    return FigureData(panels=panels, notes=notes)
+
+
+def _points(
+    scores: dict[tuple[str, float, int], list[float]], method: str, epsilons: list[float], w: int
+) -> tuple[list[float], list[list[float]]]:
+    """The epsilons at which ``method`` has scores (a timed-out baseline has none), and them."""
+    kept = [e for e in epsilons if scores.get((method, e, w))]
+    return kept, [scores[(method, e, w)] for e in kept]
+
+
+def _baselines(
+    ctx: ReportContext, params: Mapping[str, Any], scores: dict[tuple[str, float, int], list[float]]
+) -> list[str]:
+    """Score MST and AIM into ``scores``, each run killed at the cap; the notes saying so."""
+    jobs = [
+        (m, e, s)
+        for m in params["baselines"]
+        for e in params.get("only_at", {}).get(m, params["epsilons"])
+        for s in range(ctx.seeds)
+    ]
+    outcomes: dict[str, list[str]] = {}
+    for method, eps, seed in progress_bar(jobs, desc="tvd: MST and AIM", progress=ctx.progress):
+        run = run_capped(method, ctx.df, ctx.spec, eps, ctx.delta, seed, params["cap"])
+        outcomes.setdefault(method, []).append(
+            f"eps {eps} seed {seed}: {run.status} {run.seconds:.0f} s"
+        )
+        for w in params["ways"]:
+            cell = scores.setdefault((method, eps, w), [])
+            if run.synth is not None:
+                cell.append(
+                    tvd(ctx.df, run.synth, ctx.spec, ways=w, n_marginals=params["marginals"])
+                )
+    return [
+        f"{' and '.join(LABELS[m] for m in params['baselines'])} run through mbi >= 2 "
+        f"(vertimrf.report.mbi_mechanisms) in a child process killed after {params['cap']} s "
+        "(the cap per run); a point is drawn where at least one seed finished, and the mean is "
+        "over the seeds that did. TVD is vertimrf.metrics.tvd on the same marginals for every "
+        "method."
+    ] + [f"{LABELS[m]}: " + "; ".join(text) for m, text in outcomes.items()]
