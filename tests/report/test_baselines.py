@@ -74,5 +74,5 @@ def test_tvd_figure_draws_mst_and_states_the_cap():
     params = dict(FIGURES["tvd"].params["tiny"]) | {"baselines": ["mst"], "cap": 300}
     data = FIGURES["tvd"].compute(ctx, params)
     labels = [s["label"] for s in data.panels[0].series]
-    assert "MST (mbi)" in labels
+    assert "MST (ours, on mbi)" in labels
     assert "killed after 300 s" in data.notes[0] and "finished" in data.notes[1]

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from vertimrf.domain import DomainSpec
 
-LABELS = {"mst": "MST (mbi)", "aim": "AIM (mbi)"}
+LABELS = {"mst": "MST (ours, on mbi)", "aim": "AIM (ours, on mbi)"}
 
 
 @dataclass(frozen=True)

@@ -104,8 +104,9 @@ def _baselines(
                     tvd(ctx.df, run.synth, ctx.spec, ways=w, n_marginals=params["marginals"])
                 )
     return [
-        f"{' and '.join(LABELS[m] for m in params['baselines'])} run through mbi >= 2 "
-        f"(vertimrf.report.mbi_mechanisms) in a child process killed after {params['cap']} s "
+        f"{' and '.join(LABELS[m] for m in params['baselines'])}: our implementations on "
+        "mbi >= 2's estimator (vertimrf.report.mbi_mechanisms, with the departures its "
+        f"docstring lists), each in a child process killed after {params['cap']} s "
         "(the cap per run); a point is drawn where at least one seed finished, and the mean is "
         "over the seeds that did. TVD is vertimrf.metrics.tvd on the same marginals for every "
         "method."
