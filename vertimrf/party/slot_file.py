@@ -154,7 +154,8 @@ class TokenFiles:
         """The records' ``name`` file (``keys``, ``fp`` or ``c``) in token order, by parts."""
         return row_chunks(self._where / name, np.dtype(dtype), width, 0, self.n, self._part_rows)
 
-    def _tokens(self) -> Iterator[np.ndarray]:
+    def sorted_tokens(self) -> Iterator[np.ndarray]:
+        """The records' tokens, sorted, by blocks of about a part."""
         return (block.reshape(-1) for block in self._blocks("keys", np.dtype("<u8")))
 
     def _dummy_list(self, admit: bytes) -> np.ndarray:
@@ -163,21 +164,17 @@ class TokenFiles:
         if self._dummies is None or self._dummies[0] != admit:
             assert self._plan.regions is not None  # a plan of partial record sets
             dummies = checked_dummies(
-                self._tokens(), self._secret, self._context, admit, self._plan.regions,
+                self.sorted_tokens(), self._secret, self._context, admit, self._plan.regions,
                 self._index,
             )  # fmt: skip
             self._dummies = (admit, dummies)
         return self._dummies[1]
 
-    def sorted_tokens(self) -> Iterator[np.ndarray]:
-        """The records' tokens, sorted, by blocks of about a part."""
-        return self._tokens()
-
     def tokens(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:
         """The number of tokens made with ``admit`` and a function giving them sorted, by
         blocks of about a part; RecordIDError for a repeated token."""
         dummies = self._dummy_list(admit)
-        return self.n + dummies.size, lambda: merged_tokens(self._tokens, dummies)
+        return self.n + dummies.size, lambda: merged_tokens(self.sorted_tokens, dummies)
 
     def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> FileSlotAligned:
         """The records at the ``slots`` the deal gave the token list made with ``admit``
@@ -197,7 +194,7 @@ class TokenFiles:
                 files = _part_files(where, parts, stack)
                 i0 = 0
                 blocks = zip(
-                    self._tokens(),
+                    self.sorted_tokens(),
                     self._blocks("fp", np.dtype("<u8")),
                     self._blocks("c", self._dtype, self._width),
                     strict=True,
