@@ -83,12 +83,34 @@ def test_every_figure_has_parameters_for_every_level():
         (["--figures", "tvd,nope"], "--figures takes a comma-separated subset"),
         (["--data", "x.csv"], "give --data CSV and --spec JSON together"),
         (["--seeds", "0"], "--seeds must be at least 1"),
+        (["--update"], "--update needs a report in"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path, capsys, args, message):
     assert main(["report", "--tiny", "--out", str(tmp_path / "r"), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+def test_update_makes_some_figures_again_and_keeps_the_others(tmp_path, capsys):
+    out = tmp_path / "rep"
+    base = ["report", "--tiny", "--quiet", "--out", str(out)]
+    assert main([*base, "--figures", "audit,cost"]) == 0
+    audit = (out / "audit.json").read_bytes()
+    assert main([*base, "--figures", "cost", "--update"]) == 0
+    report = (out / "REPORT.md").read_text()
+    assert report.index("## audit") < report.index("## cost") and "![audit](audit.png)" in report
+    assert (out / "audit.json").read_bytes() == audit
+    assert json.loads((out / "cost.json").read_text())["level"] == "tiny"
+    # A kept figure from another run (here: other seeds) is refused before any run.
+    record = json.loads(audit) | {"seeds": 2}
+    (out / "audit.json").write_text(json.dumps(record))
+    before = (out / "cost.json").read_bytes()
+    capsys.readouterr()
+    assert main([*base, "--figures", "cost", "--update"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is from another report" in err and "\n" not in err
+    assert (out / "cost.json").read_bytes() == before
 
 
 def test_missing_matplotlib_says_how_to_install(tmp_path, capsys, monkeypatch):

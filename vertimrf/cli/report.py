@@ -26,12 +26,17 @@ TINY_ROWS = 3000
 
 def cmd_report(args: argparse.Namespace) -> int:
     from vertimrf.report import FIGURES, ReportContext, build_report, report_files
+    from vertimrf.report.build import kept_records
     from vertimrf.report.plot import require_matplotlib
 
     level = "tiny" if args.tiny else "full" if args.full else "quick"
     names = _figure_names(args.figures, list(FIGURES))
     out = Path(args.out)
+    if args.update and not (out / "REPORT.md").is_file():
+        raise ConfigError(f"--update needs a report in {out}: make one without --update first.")
     outputs = [out / f for f in report_files(names)]
+    if args.update:  # these figures' files and REPORT.md are replaced, as asked
+        args.force = True
     check_outputs(args, outputs, [args.data, args.spec], make_dirs=True)
     require_matplotlib()
     seeds = args.seeds if args.seeds is not None else DEFAULT_SEEDS[level]
@@ -39,12 +44,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seeds must be at least 1; got {seeds}.")
     name, df, spec = _table(args, level)
     ctx = ReportContext(name, df, spec, seeds, progress=False if args.quiet else None)
+    kept = kept_records(out, ctx, level, names) if args.update else {}
     print(
         f"vertimrf report --{level}: {', '.join(names)} on {name} ({len(df):,} rows), "
         f"{seeds} seed(s) -> {out}",
         flush=True,
     )
-    files = build_report(ctx, level, names)
+    files = build_report(ctx, level, names, kept)
     out.mkdir(parents=True, exist_ok=True)
     write_all({out / f: data for f, data in files.items()})
     print(f"wrote {out / 'REPORT.md'} and {len(files) - 1} figure files")
@@ -119,6 +125,12 @@ def add_report(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="comma-separated figures to make, named as REPORT.md's sections, e.g. tvd,audit "
         "(default: all)",
+    )
+    rep.add_argument(
+        "--update",
+        action="store_true",
+        help="make only the --figures again in the report in DIR (same table, seeds and "
+        "level), replacing their files and REPORT.md, and keep its other figures",
     )
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
     force_arg(rep)

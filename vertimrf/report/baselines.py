@@ -1,4 +1,4 @@
-"""MST and AIM (through mbi >= 2) as report baselines: each run in a child process that is
+"""MST and AIM (OpenDP's ``extras.mbi``) as report baselines: each run in a child process that is
 killed at a time cap, so one slow run cannot stall the report."""
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vertimrf.domain import TableEncoder
+from vertimrf.privacy.zcdp import epsilon_to_rho
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from vertimrf.domain import DomainSpec
 
-LABELS = {"mst": "MST (ours, on mbi)", "aim": "AIM (ours, on mbi)"}
+LABELS = {"mst": "MST (OpenDP)", "aim": "AIM (OpenDP)"}
 
 
 @dataclass(frozen=True)
@@ -42,14 +43,16 @@ def run_capped(
     seed: int,
     cap: float,
 ) -> CappedRun:
-    """``method`` ("mst" or "aim") on ``df`` encoded by ``spec``, decoded like our methods'
-    tables; the child is killed after ``cap`` seconds."""
+    """``method`` ("mst" or "aim") on ``df`` encoded by ``spec`` at (``epsilon``,
+    ``delta``), decoded like our methods' tables with generators seeded by ``seed`` (OpenDP's
+    noise itself is not seeded); the child is killed after ``cap`` seconds."""
     encoder = TableEncoder(spec)
     with tempfile.TemporaryDirectory() as folder:
         np.save(os.path.join(folder, "codes.npy"), encoder.encode(df[list(spec.names)]))
         np.save(os.path.join(folder, "sizes.npy"), np.asarray(spec.domain.sizes, dtype=np.int64))
-        command = [sys.executable, "-m", "vertimrf.report.mbi_mechanisms", folder, method]
-        command += [repr(epsilon), repr(delta), str(seed)]
+        rho = epsilon_to_rho(epsilon, delta)
+        command = [sys.executable, "-m", "vertimrf.report.opendp_mechanisms", folder, method]
+        command += [repr(rho), str(seed)]
         start = time.perf_counter()
         try:
             subprocess.run(command, check=True, timeout=cap, capture_output=True)

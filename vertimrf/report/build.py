@@ -1,4 +1,6 @@
-"""Run the registered figures and render REPORT.md, the PNGs and the JSON data."""
+"""Run the registered figures and render REPORT.md, the PNGs and the JSON data; REPORT.md is
+rendered from the figures' JSON records, so a report can have some figures made again
+(:func:`kept_records`)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,15 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from vertimrf.errors import ConfigError
 from vertimrf.report.context import ReportContext
 from vertimrf.report.registry import FIGURES, LEVELS, Figure, FigureData
+
+# What a kept figure must share with the report it joins.
+SAME_RUN = ("dataset", "rows", "delta", "seeds", "level")
 
 NOT_YET = """## Not in this report yet
 
@@ -27,9 +34,38 @@ def report_files(names: Sequence[str]) -> list[str]:
     return files
 
 
-def build_report(ctx: ReportContext, level: str, names: Sequence[str]) -> dict[str, bytes]:
+def kept_records(
+    out: Path, ctx: ReportContext, level: str, names: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """The JSON records in ``out`` of the figures other than ``names``, each checked to come
+    from a report on the same table, delta, seeds and level (ConfigError, one line, if not)."""
+    kept = {}
+    for name, fig in FIGURES.items():
+        path = out / f"{name}.json"
+        if name in names or not path.exists():
+            continue
+        record = json.loads(path.read_text(encoding="utf-8"))
+        here = {"dataset": ctx.name, "rows": len(ctx.df), "delta": ctx.delta}
+        here |= {"seeds": ctx.seeds, "level": level}
+        other = {k: record.get(k) for k in SAME_RUN}
+        if other != here or (fig.plotted and not (out / f"{name}.png").exists()):
+            raise ConfigError(
+                f"{path} is from another report ({other}, not {here}) or lacks its PNG: make "
+                "the whole report again without --update."
+            )
+        kept[name] = record
+    return kept
+
+
+def build_report(
+    ctx: ReportContext,
+    level: str,
+    names: Sequence[str],
+    kept: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, bytes]:
     """Compute the figures ``names`` (registry keys, in the registry's order) at ``level``;
-    return every file of the report by name."""
+    return their files and REPORT.md, whose sections are theirs and those of the ``kept``
+    records (:func:`kept_records`), in the registry's order."""
     from vertimrf.report.plot import png, require_matplotlib
 
     require_matplotlib()
@@ -39,23 +75,28 @@ def build_report(ctx: ReportContext, level: str, names: Sequence[str]) -> dict[s
     for fig in figures:
         fig.check_needs()
     files: dict[str, bytes] = {}
-    sections = []
+    records = dict(kept or {})
     for fig in figures:
         params = dict(fig.params[level])
         start = time.perf_counter()
         data = fig.compute(ctx, params)
         seconds = time.perf_counter() - start
-        record = _record(fig, params, data, ctx, seconds)
-        files[f"{fig.name}.json"] = (json.dumps(record, indent=2) + "\n").encode("utf-8")
+        records[fig.name] = _record(fig, params, data, ctx, level, seconds)
+        files[f"{fig.name}.json"] = (json.dumps(records[fig.name], indent=2) + "\n").encode()
         if fig.plotted:
             files[f"{fig.name}.png"] = png(data.panels)
-        sections.append(_section(fig, data, seconds))
+    sections = [_section(records[n]) for n in FIGURES if n in records]
     files["REPORT.md"] = _markdown(ctx, level, sections).encode("utf-8")
     return files
 
 
 def _record(
-    fig: Figure, params: dict[str, Any], data: FigureData, ctx: ReportContext, seconds: float
+    fig: Figure,
+    params: dict[str, Any],
+    data: FigureData,
+    ctx: ReportContext,
+    level: str,
+    seconds: float,
 ) -> dict[str, Any]:
     return {
         "figure": fig.name,
@@ -64,6 +105,7 @@ def _record(
         "rows": len(ctx.df),
         "delta": ctx.delta,
         "seeds": ctx.seeds,
+        "level": level,
         "params": params,
         "panels": [p.to_dict() for p in data.panels],
         "table": data.table,
@@ -72,17 +114,20 @@ def _record(
     }
 
 
-def _section(fig: Figure, data: FigureData, seconds: float) -> str:
-    lines = [f"## {fig.name}", "", fig.caption, ""]
-    if fig.plotted:
-        lines += [f"![{fig.name}]({fig.name}.png)", ""]
-    if data.table:
-        cols = data.table["columns"]
+def _section(record: dict[str, Any]) -> str:
+    name = record["figure"]
+    lines = [f"## {name}", "", record["caption"], ""]
+    if FIGURES[name].plotted:
+        lines += [f"![{name}]({name}.png)", ""]
+    table = record["table"]
+    if table:
+        cols = table["columns"]
         lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in data.table["rows"]]
+        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in table["rows"]]
         lines.append("")
-    lines += [f"- {note}" for note in data.notes]
-    lines += [f"- Data: [{fig.name}.json]({fig.name}.json); computed in {seconds:.0f} s.", ""]
+    lines += [f"- {note}" for note in record["notes"]]
+    seconds = record["seconds"]
+    lines += [f"- Data: [{name}.json]({name}.json); computed in {seconds:.0f} s.", ""]
     return "\n".join(lines)
 
 

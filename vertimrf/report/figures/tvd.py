@@ -14,8 +14,8 @@ from vertimrf.report.registry import FigureData, Panel, register, series
 
 EPSILONS = [0.4, 0.8, 1.6, 3.2]
 NO_MBI_NOTE = (
-    "MST and AIM are drawn when mbi >= 2 is installed "
-    '(`pip install "vertimrf[baselines]"`); it is not.'
+    "MST and AIM are drawn when OpenDP's extras.mbi can run "
+    '(`pip install "vertimrf[baselines]"`); it cannot here (mbi or polars is missing).'
 )
 
 
@@ -51,7 +51,7 @@ def tvd_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
             scores.setdefault((method, eps, w), []).append(value)
     labels = {m: METHODS[m] for m in methods}
     notes = [NO_MBI_NOTE] if params["baselines"] else []
-    if params["baselines"] and importlib.util.find_spec("mbi") is not None:
+    if params["baselines"] and all(importlib.util.find_spec(m) for m in ("mbi", "polars")):
         notes = _baselines(ctx, params, scores)
         labels |= {m: LABELS[m] for m in params["baselines"]}
     panels = []
@@ -104,9 +104,9 @@ def _baselines(
                     tvd(ctx.df, run.synth, ctx.spec, ways=w, n_marginals=params["marginals"])
                 )
     return [
-        f"{' and '.join(LABELS[m] for m in params['baselines'])}: our implementations on "
-        "mbi >= 2's estimator (vertimrf.report.mbi_mechanisms, with the departures its "
-        f"docstring lists), each in a child process killed after {params['cap']} s "
+        f"{' and '.join(LABELS[m] for m in params['baselines'])}: OpenDP's extras.mbi at "
+        "their defaults (vertimrf.report.opendp_mechanisms; its noise is not seeded), each "
+        f"in a child process killed after {params['cap']} s "
         "(the cap per run); a point is drawn where at least one seed finished, and the mean is "
         "over the seeds that did. TVD is vertimrf.metrics.tvd on the same marginals for every "
         "method."

@@ -1,0 +1,97 @@
+"""MST and AIM (McKenna et al. 2021, 2022) as OpenDP's ``opendp.extras.mbi`` releases them
+(``pip install "vertimrf[baselines]"``): a contingency table over every column, keyed by
+its codes, fitted by Private-PGM and synthesized, at the mechanisms' defaults.
+
+The budget is zCDP rho from (epsilon, delta) by :func:`vertimrf.privacy.zcdp.epsilon_to_rho`,
+as for our methods, with add/remove neighbours (one row per person). OpenDP draws its noise
+from the operating system's secure source: a run is not seeded and not reproducible.
+
+OpenDP gives every column one more category, null (values outside its keys); its model can put
+noise there, so a synthetic row can hold a null. Each null is replaced by a value of its
+column drawn uniformly by a generator seeded from the run's seed (post-processing), so it
+counts as error, as a wrong value would.
+
+OpenDP 0.16's MST and AIM can refuse their own inner query by a rounding error in their
+budget split ("insufficient budget for query: x > x - 1e-18", opendp/opendp#2789). Such a run
+is started again with rho lowered by a relative 1e-9 per try (at most :data:`TRIES`), which
+depends on rho alone, not on the data; the tries count against the report's time cap.
+
+Run it as a child process (:mod:`vertimrf.report.baselines`), killed at the cap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+MECHANISMS = ("mst", "aim")
+TRIES = 40
+LOWER = 1e-9  # rho's relative decrease per try
+
+
+def column(j: int) -> str:
+    """Column j's name in the OpenDP frame."""
+    return f"c{j:04d}"
+
+
+def synthesize(
+    method: str, codes: np.ndarray, sizes: list[int], rho: float, rng: np.random.Generator
+) -> np.ndarray:
+    """``method``'s synthetic codes (as many rows as ``codes``) at zCDP ``rho``; ``rng``
+    draws the values of its null cells."""
+    import opendp.prelude as dp
+    import polars as pl
+    from opendp.mod import OpenDPException
+
+    if method not in MECHANISMS:
+        raise ValueError(f"method must be one of {MECHANISMS}")
+    names = [column(j) for j in range(len(sizes))]
+    frame = pl.LazyFrame({c: codes[:, j].astype(np.int64) for j, c in enumerate(names)})
+    keys = {c: list(range(s)) for c, s in zip(names, sizes, strict=True)}
+    dp.enable_features("contrib")  # this child process's own OpenDP state
+    for attempt in range(TRIES):
+        budget = rho * (1 - attempt * LOWER)
+        context = dp.Context.compositor(
+            data=frame,
+            privacy_unit=dp.unit_of(contributions=1),
+            privacy_loss=dp.loss_of(rho=budget),
+            split_evenly_over=1,
+        )
+        algorithm = dp.mbi.MST() if method == "mst" else dp.mbi.AIM()
+        query = context.query().select(*names)
+        try:
+            table = query.contingency_table(keys=keys, algorithm=algorithm).release()
+        except OpenDPException as error:
+            if "insufficient budget for query" not in str(error):
+                raise
+            continue
+        synth = table.synthesize(rows=len(codes))
+        return np.stack(
+            [_filled(synth[c], s, rng) for c, s in zip(names, sizes, strict=True)], axis=1
+        )
+    raise RuntimeError(f"OpenDP's {method} refused its budget split {TRIES} times.")
+
+
+def _filled(values: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """A synthetic column's codes (a polars Series), each null replaced by a uniform code."""
+    nulls = values.is_null().to_numpy()
+    out = values.fill_null(0).to_numpy().astype(np.int64)
+    out[nulls] = rng.integers(0, size, int(nulls.sum()))
+    return out
+
+
+def main(argv: list[str]) -> None:
+    """``python -m vertimrf.report.opendp_mechanisms DIR METHOD RHO SEED``: read
+    ``DIR/codes.npy`` and ``DIR/sizes.npy``, write ``DIR/synth.npy``."""
+    folder, method, rho, seed = argv
+    codes = np.load(f"{folder}/codes.npy", allow_pickle=False)
+    sizes = [int(s) for s in np.load(f"{folder}/sizes.npy", allow_pickle=False)]
+    synth = synthesize(method, codes, sizes, float(rho), np.random.default_rng(int(seed)))
+    np.save(f"{folder}/synth.npy", synth, allow_pickle=False)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
