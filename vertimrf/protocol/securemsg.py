@@ -54,6 +54,7 @@ MAX_WITHIN_CELLS = 1 << 24  # a within-party marginal larger than this is never 
 MAX_REQUEST_BYTES = 1 << 22  # a request lists at most a few thousand short marginals
 PACK_WORDS = 1 << 16  # ring values packed or unpacked per block of a feature blob
 ROW_BLOCK_WORDS = 1 << 20  # ring values per row block of a feature blob streamed in or out
+SLOT_BLOCK = 1 << 16  # tokens (or slots) of a list read, merged or written at a time
 
 
 def _unpack(data: bytes, what: str) -> dict[str, np.ndarray]:
@@ -193,7 +194,7 @@ def open_slot_map(
     party: str,
     deal: Deal,
     most: int,
-    step: int = PACK_WORDS,
+    step: int = SLOT_BLOCK,
 ) -> Iterator[np.ndarray]:
     """The slots of ``party``'s slot map ``blob`` (read in place, by blocks of ``step``;
     int64, in the order of its token list): the ``deal``'s count of them, each block valid

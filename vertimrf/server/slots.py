@@ -37,10 +37,11 @@ from vertimrf.crypto.prp import KeyedPermutation
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.samplers import KeyedSampler, derive_key
 from vertimrf.protocol.regions import RegionNoise, regions_of
+from vertimrf.protocol.securemsg import SLOT_BLOCK
 
 __all__ = ["BLOCK", "ArrayTokens", "Slots", "TokenSource", "assign_slots", "merged"]
 
-BLOCK = 1 << 18  # tokens read from each list at a time
+BLOCK = SLOT_BLOCK  # tokens read from each list at a time
 
 
 class TokenSource(Protocol):
