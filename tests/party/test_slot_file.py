@@ -218,7 +218,7 @@ def same_run_bytes(tmp_path, tables, held, cfg):
 
 
 def test_parties_reading_files_write_the_in_memory_runs_bytes(tmp_path):
-    """Every message file (commitments, tokens, deals with their slots, blobs of both
+    """Every message file (commitments, tokens, deals and slot maps, blobs of both
     rounds, releases, request) and the synthetic sample are identical whether each party's
     records are in memory or in a file sorted and laid out 200 records at a time."""
     tables, cfg = partial_tables(3000, 9)

@@ -13,8 +13,9 @@ digest is hashed (:func:`~vertimrf.party.tokens.records_digest`).
 
 The token list of an admit digest is the token file merged, block by block, with the party's
 dummies (a few per region, sorted in memory), so the tokens message is written by blocks. The
-deal gives one slot per token, in the list's order (read whole: 8 bytes a token); record i in
-token order has the slot at list position i plus the number of dummies below its token. Each
+slot map gives one slot per token, in the list's order, read by blocks in step with the
+records (:class:`_SlotCursor`); record i in token order has the slot at list position i plus
+the number of dummies below its token. Each
 record goes to one of F files by its slot's range of rows, each of those is sorted by slot,
 and :class:`FileSlotAligned` reads the padded rows back one slot range at a time. Every
 digest, and so every message, is that of the table in memory

@@ -145,8 +145,8 @@ class SlotTable(HeldTable):
 class MemoryRecords:
     """Party ``index``'s records held in memory (``table`` and their ID ``fingerprints``)
     before the deal lays them out: their digest in token order (:func:`records_digest`),
-    its token list for each admit digest, and the layout at the deal's slots. ConfigError
-    past the plan's max_rows."""
+    its token list for each admit digest, and the layout at the slots of its slot map (read
+    whole). ConfigError past the plan's max_rows."""
 
     def __init__(
         self,
