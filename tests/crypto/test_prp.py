@@ -27,7 +27,9 @@ def test_the_same_key_gives_the_same_permutation_and_another_key_another():
     other = KeyedPermutation(OTHER, 5000)(x)
     assert np.count_nonzero(first == other) < 20  # about 1 fixed agreement expected
     # evaluated by parts, in any order: the same images
-    parts = np.concatenate([KeyedPermutation(KEY, 5000)(x[i : i + 700]) for i in range(0, 5000, 700)])
+    parts = np.concatenate(
+        [KeyedPermutation(KEY, 5000)(x[i : i + 700]) for i in range(0, 5000, 700)]
+    )
     np.testing.assert_array_equal(parts, first)
     np.testing.assert_array_equal(KeyedPermutation(KEY, 5000)(x[::-1]), first[::-1])
 

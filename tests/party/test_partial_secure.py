@@ -11,8 +11,8 @@ import pytest
 
 from tests.secure_runs import P_REJECT, exchange, partial_deals, partial_parties, uniform_bytes
 from vertimrf.errors import ConfigError
-from vertimrf.protocol.securemsg import slot_map_bytes
 from vertimrf.protocol.regions import regions_of
+from vertimrf.protocol.securemsg import slot_map_bytes
 
 
 def test_shares_count_the_records_both_parties_hold_and_the_regions_are_published():

@@ -116,7 +116,9 @@ def test_records_sorted_through_files_are_those_in_memory(tmp_path, suffix, part
     slots = _slots(tokens.size, plan, part_rows)
     held = files.lay_out(*_by_blocks(slots), ADMIT, ASSIGNMENT)
     assert isinstance(held, FileSlotAligned)
-    _same_layout(held, memory.lay_out(*_by_blocks(slots), ADMIT, ASSIGNMENT), plan, np.random.default_rng(2))
+    _same_layout(
+        held, memory.lay_out(*_by_blocks(slots), ADMIT, ASSIGNMENT), plan, np.random.default_rng(2)
+    )
 
 
 def test_a_file_whose_batches_do_not_settle_its_columns_is_read_whole(tmp_path):
@@ -147,7 +149,9 @@ def test_bad_slots_repeated_ids_and_too_many_records_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="a slot lies outside"):
         files.lay_out(*_by_blocks(slots + plan.max_rows), ADMIT, ASSIGNMENT)
     with pytest.raises(ConfigError, match="two records were given one slot"):
-        files.lay_out(*_by_blocks(slots // 2), ADMIT, ASSIGNMENT)  # 500 records in 1,250 pairs of rows
+        files.lay_out(
+            *_by_blocks(slots // 2), ADMIT, ASSIGNMENT
+        )  # 500 records in 1,250 pairs of rows
     assert len(list(temp.iterdir())) == 1  # a failed layout leaves nothing behind
     held = files.lay_out(*_by_blocks(slots), ADMIT, ASSIGNMENT)
     del files, held

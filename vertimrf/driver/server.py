@@ -31,7 +31,7 @@ from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.driver import codec
 from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.server_state import ServerState
-from vertimrf.driver.transport import Payload, Stored, Transport, file_sha256
+from vertimrf.driver.transport import Outgoing, Payload, Stored, Transport, file_sha256
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.protocol.config import ProtocolConfig
@@ -136,7 +136,7 @@ class ServerDriver(RoleDriver):
         return VerticalModel(model, self.config.spec, report, rng=rng, absent=absent)
 
     # ------------------------------------------------------------------ running
-    def recorded(self, step: Step) -> Mapping[Message, Payload] | None:
+    def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
         """What ``step`` sent, if the state records it as done."""
         if self.state is None or step.name not in self.state.steps:
             return None
@@ -150,7 +150,7 @@ class ServerDriver(RoleDriver):
         finally:
             self._inputs = {}
 
-    def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, bytes | bytearray]:
+    def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
         """Record ``step`` (but ``synthesize``), what it received and sent, and after ``select``
         the secure server's state, in one transaction before the outputs leave; the
         outputs, to be sent."""

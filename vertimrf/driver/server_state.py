@@ -124,7 +124,7 @@ class ServerState:
         """Record ``step`` as done, with what it received and sent (and the secure server's
         state after it), in one transaction; a Stored message sent (a slot map) is copied
         to a file beside the database, not into it."""
-        rows = [
+        rows: list[tuple[str, str, str, str, str, str, int, bytes | None]] = [
             (step, "received", m.sender, m.receiver, m.kind, _digest(d), len(d), None)
             for m, d in received.items()
         ]

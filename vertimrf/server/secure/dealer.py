@@ -169,7 +169,9 @@ class Dealer(ServerState):
             deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
         return deals
 
-    def _write_slot_maps(self, derived: Callable[..., bytes]) -> dict[str, tuple[bytes, bytes, int]]:
+    def _write_slot_maps(
+        self, derived: Callable[..., bytes]
+    ) -> dict[str, tuple[bytes, bytes, int]]:
         """Partial record sets: each party's slot map written by blocks to a file of a
         fresh temporary folder (:attr:`slot_maps`), under a key of the dealer's; each
         party's key, plaintext digest and count of slots (for its deal)."""
