@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.secure_runs import P_REJECT, exchange, partial_deals, partial_parties, uniform_bytes
-from vertimrf.errors import ConfigError
+from vertimrf.errors import ChannelError, ConfigError, MessageError
 from vertimrf.protocol.regions import regions_of
 from vertimrf.protocol.securemsg import slot_map_bytes
 
@@ -68,6 +68,21 @@ def test_a_party_cannot_lay_out_before_the_deal():
     member = next(iter(members.values()))
     with pytest.raises(ConfigError, match="open the deal first"):
         member.aligned()
+
+
+def test_a_deal_without_its_own_slot_map_is_refused_with_one_line():
+    """A party given no slot map, another party's, or its own altered: refused (one line),
+    and nothing laid out, so its own opens afterwards."""
+    _, members, public, _, _, _ = partial_parties()
+    _, deals = partial_deals(members, public)
+    (a, (deal, slot_map)), (_, (_, other)) = list(deals.items())[:2]
+    altered = bytearray(slot_map)
+    altered[-40] ^= 1
+    for given, error in ((None, MessageError), (other, ChannelError), (altered, ChannelError)):
+        with pytest.raises(error) as caught:
+            members[a].open_deal(deal, given)
+        assert "\n" not in str(caught.value)
+    members[a].open_deal(deal, slot_map)
 
 
 def test_the_deal_and_the_slot_map_are_ciphertext_of_public_lengths():

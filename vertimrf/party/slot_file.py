@@ -247,11 +247,14 @@ class _SlotCursor:
         if not positions.size:
             return np.empty(0, np.int64)
         end = int(positions[-1]) + 1
-        while self._start + self._held.size < end:
+        pieces, have = [self._held], self._start + self._held.size
+        while have < end:
             block = next(self._blocks, None)
             if block is None:
                 raise MessageError("the slot map holds fewer slots than the token list.")
-            self._held = np.concatenate((self._held, np.asarray(block, np.int64)))
+            pieces.append(np.array(block, np.int64))  # a copy: the block is reused
+            have += block.size
+        self._held = np.concatenate(pieces) if len(pieces) > 1 else self._held
         out = self._held[positions - self._start]
         self._held, self._start = self._held[end - self._start :], end
         return out

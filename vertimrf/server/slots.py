@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -75,7 +75,7 @@ def _unsorted(index: int) -> MessageError:
 class _Cursor:
     """One list's tokens not yet merged, pulled by blocks and checked to increase."""
 
-    def __init__(self, index: int, source: TokenSource, step: int, hasher: object) -> None:
+    def __init__(self, index: int, source: TokenSource, step: int, hasher: Any) -> None:
         self._index, self._blocks, self._hasher = index, source.blocks(step), hasher
         self.held = np.empty(0, np.uint64)
         self._last: int | None = None
@@ -96,7 +96,7 @@ class _Cursor:
                     raise _unsorted(self._index)
                 self._last = int(block[-1])
                 if self._hasher is not None:
-                    self._hasher.update(np.ascontiguousarray(block, "<u8").data)  # type: ignore[attr-defined]
+                    self._hasher.update(np.ascontiguousarray(block, "<u8").data)
             self.held = block
 
     def take(self, bound: int) -> np.ndarray:
@@ -107,7 +107,7 @@ class _Cursor:
 
 
 def merged(
-    sources: Sequence[TokenSource], step: int = BLOCK, hashers: Sequence[object] | None = None
+    sources: Sequence[TokenSource], step: int = BLOCK, hashers: Sequence[Any] | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The distinct tokens of the sorted lists ``sources`` (party i: bit i of a region), in
     order, by blocks: (distinct tokens, the region of each). Each list is read ``step``
