@@ -41,9 +41,11 @@ w R k_p (round 2: w R c_p).
   (:mod:`vertimrf.party.slot_file`), which C_p covers (a part's records, their sorted copy,
   order and keys); party tokens: BASE + C_p (the token list is written by blocks); every
   step that may lay the records out (features, and release, groups and measure in a process
-  that does not find the layout kept) adds 32 K: the slot map read by blocks (a block
-  decrypted, its slots, those held for the next part and the part's slots); a table given
-  in memory through the Python API reads its slots whole, 8 T more;
+  that does not find the layout kept) adds 32 K + min(T, PART) (2 d_p + 112): the slot map
+  read by blocks (a block decrypted and its slots) and a part of the records laid out at
+  once (their tokens, fingerprints, codes, list positions and slots, and the records
+  scattered to the slot parts: measured about 105 MiB for 2^20 records of 5 columns); a
+  table given in memory through the Python API reads its slots whole, 8 T more;
 * party release: BASE + 8 (2 Z_p + S_p + 3 max k_p k_q) + C_p + 4 L(max k): one peer's
   blob mapped and read by blocks (the pages read are dropped), the shares and one block's
   product, a block of the mask and of the blob's values;
@@ -401,7 +403,10 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     for p, name in enumerate(names):
         d_p = len(plan.attrs[p])
         columns = min(rows, ALIGN_PART_ROWS) * (3 * d_p + 80)  # a part of the rows aligned
-        slots = 32 * slot_block  # partial record sets: the slot map, read by blocks
+        # partial record sets: the slot map read by blocks, and the records laid out a part
+        # at a time (a block's tokens, fingerprints, codes, list positions and slots, and
+        # its records scattered to the slot parts)
+        slots = 32 * slot_block + min(plan.max_tokens, ALIGN_PART_ROWS) * (2 * d_p + 112)
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
             "features": BASE_BYTES + 8 * 4 * dealt[p] + columns + slots + 3 * row_block(widths[p]),
