@@ -142,8 +142,9 @@ def main() -> None:
         return
     head = table_head(args.rows, args.max_rows)
     work = Path(tempfile.mkdtemp(prefix="bench_partial_cost.", dir=args.workdir))
-    bench("equal", 2000, 4096, work)  # warm-up: Numba's cache
-    bench("partial", 2000, 4096, work)
+    # warm-up: Numba's cache (max_rows with room for 2,000 records and every region's dummies)
+    bench("equal", 2000, 8192, work)
+    bench("partial", 2000, 8192, work)
     runs: dict[str, list[dict]] = {v: [] for v in VARIANTS}
     loads = []
     for i in range(args.pairs):

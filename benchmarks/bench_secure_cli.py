@@ -240,6 +240,8 @@ def deal_steps(
                               "--out-dir", "S", "--server-key", "S/server.key"])  # fmt: skip
     for n in names:
         relay(root / "S" / f"{n}.deal", root / n)
+        if tokens:  # partial record sets: the slot map, found beside the deal
+            relay(root / "S" / f"{n}.deal-slots", root / n)
     for n in names:
         step(n, "party features", ["party", "features", *party_command(n, more.get(n, ())),
                                    "--out-dir", n])  # fmt: skip

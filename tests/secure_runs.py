@@ -117,7 +117,9 @@ def commitments(members):
 
 
 def exchange(members, deals):
-    blobs = {name: m.features(deals[name]) for name, m in members.items()}
+    """Every member's features from its deal (with partial record sets, a pair of the deal
+    and its slot map), as each member's blobs by sender."""
+    blobs = {name: m.features(*_pair(deals[name])) for name, m in members.items()}
     return {n: {q: blobs[q][n] for q in members if q != n} for n in members}
 
 
@@ -209,12 +211,18 @@ def partial_parties(n=150, seed=4, keys=None, nonce="", keep=None, flip=False):
     return cfg, members, public, held, codes, keys
 
 
+def _pair(deal):
+    return deal if isinstance(deal, tuple) else (deal,)
+
+
 def partial_deals(members, public, seed=4):
     """The server (seeded, ``PARTIAL_SERVER_KEY``) admits the members' commitments, takes
-    their tokens and deals; the server and the deals."""
+    their tokens and deals; the server and each member's (deal, slot map) pair."""
     config = next(iter(members.values())).config
     server = SecureServer(config, seed=seed, keypair=PARTIAL_SERVER_KEY)
     commitments = {name: m.commitment() for name, m in members.items()}
     admit = server.admit(commitments)
     tokens = {name: m.tokens(admit) for name, m in members.items()}
-    return server, server.deal(public, commitments, tokens)
+    deals = server.deal(public, commitments, tokens)
+    maps = server.slot_maps
+    return server, {name: (deal, maps[name].read_bytes()) for name, deal in deals.items()}

@@ -89,8 +89,9 @@ def make_partial_deals(root: Path, parties: dict[str, list[str]]) -> None:
     ok([["server", "deal", "--config", "config.json", "--keys", *[f"S/{n}.pub" for n in names],
          "--commits", *commits, "--tokens", *[f"S/{n}.tokens" for n in names], "--out-dir", "S",
          "--state", "S/server.state", "--seed", str(SEED), *SERVER_KEY]], root)  # fmt: skip
-    for n in names:
+    for n in names:  # the deal and its slot map (found beside it: A.deal-slots)
         shutil.copy(root / "S" / f"{n}.deal", root / n)
+        shutil.copy(root / "S" / f"{n}.deal-slots", root / n)
 
 
 def relay_blobs(root: Path, names: list[str]) -> None:

@@ -4,7 +4,8 @@ party B holds one record of A's; A's files are compared by size. Every file has 
 size in both runs but A's releases, which hold noisy marginals and the noisy count (DP
 outputs) whose encoded length varies with their values, as in any run. A's tokens message
 is padded to the plan's public max_tokens (its count of tokens, n_A + sum_T d_T, travels
-inside it, where the server sees it anyway), and its deal holds that many slots."""
+inside it, where the server sees it anyway), and its slot map holds that many slots: the
+plan's public size of a slot map, whatever A holds."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import local_run
 from vertimrf.party.tokens import dummy_counts
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.securemsg import TOKENS_MAGIC, read_admit
+from vertimrf.protocol.securemsg import TOKENS_MAGIC, read_admit, slot_map_bytes
 
 
 def _run(root: Path, b_holds_x: bool) -> dict[str, int]:
@@ -49,6 +50,7 @@ def _run(root: Path, b_holds_x: bool) -> dict[str, int]:
     assert sizes["to server: A.tokens"] == head + 8 + 8 * plan.max_tokens
     data = (root / "mail" / "server" / "A.tokens").read_bytes()
     assert int.from_bytes(data[head : head + 8], "little") == 200 + sum(dummies.values())
+    assert sizes["to A: server.deal-slots"] == slot_map_bytes(plan.max_tokens)
     return {k: v for k, v in sizes.items() if k.startswith("to A:") or ": A." in k}
 
 
@@ -59,6 +61,7 @@ def test_a_partys_message_sizes_do_not_depend_on_a_peers_records(tmp_path):
     assert set(without) == set(with_x) and len(without) > 5
     varying = {k for k in without if without[k] != with_x[k]}
     assert varying <= {"to server: A.release", "to server: A.measure"}  # noisy values
-    fixed = {"to server: A.tokens", "to A: server.deal", "to B: A.features", "to A: B.features",
-             "to B: A.groups", "to server: A.commit", "to A: server.admit"}  # fmt: skip
+    fixed = {"to server: A.tokens", "to A: server.deal", "to A: server.deal-slots",
+             "to B: A.features", "to A: B.features", "to B: A.groups", "to server: A.commit",
+             "to A: server.admit"}  # fmt: skip
     assert fixed <= set(without) - varying

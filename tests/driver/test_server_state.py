@@ -30,6 +30,7 @@ from tests.runs import (
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import DirectoryTransport, Message, ServerDriver, local_run, run_in_process
 from vertimrf.driver.server_state import FILE_NAME, ServerState
+from vertimrf.driver.transport import Stored, file_sha256
 from vertimrf.errors import MessageError
 from vertimrf.server.secure import SecureServer
 
@@ -39,6 +40,25 @@ SELECT = Message("A", "server", "release")
 
 
 # ------------------------------------------------------------------ the database
+
+
+def test_a_large_message_sent_is_kept_as_a_file_and_checked_when_resent(tmp_path):
+    """A Stored message (a slot map) is copied to a file beside the database, not into it;
+    it is resent from that file, and a kept copy altered since is refused with one line."""
+    source = tmp_path / "map"
+    source.write_bytes(b"slots" * 1000)
+    slots = Message("server", "A", "deal-slots")
+    state = ServerState(tmp_path / "state", HASH, ["A", "B"])
+    stored = Stored(source, file_sha256(source), source.stat().st_size)
+    state.record("deal", {}, {DEAL: b"sealed", slots: stored})
+    source.unlink()  # the server's temporary copy is gone: the state's own is read
+    sent = state.sent("deal")
+    assert sent[DEAL] == b"sealed" and sent[slots].read() == b"slots" * 1000
+    assert sent[slots].sha256 == stored.sha256 and sent[slots].size == 5000
+    sent[slots].path.write_bytes(b"other")
+    with pytest.raises(MessageError, match="altered or lost") as caught:
+        state.sent("deal")
+    assert "\n" not in str(caught.value)
 
 
 def test_a_step_is_recorded_whole_or_not_at_all(tmp_path):

@@ -97,7 +97,7 @@ def test_partial_record_sets_on_dask_write_the_in_memory_runs_bytes(tmp_path, cl
     """Partial record sets: each party's records (a different subset of one table) in
     memory, then as a Parquet dataset of three partitions on the cluster, pulled to the
     party's process one partition at a time and sorted through files: every message file
-    (tokens and deals with their slots included) and the synthetic sample are identical."""
+    (tokens, deals and slot maps included) and the synthetic sample are identical."""
     tables, cfg = partial_tables(2000, 6)
     on_dask = {}
     for name, table in tables.items():

@@ -18,7 +18,7 @@ def test_a_later_process_reads_the_kept_digest_and_layout_and_writes_the_same_by
 ):
     cfg, members, public, _, _, keys = partial_parties(keep=tmp_path)
     server, deals = partial_deals(members, public)
-    blobs = {n: m.features(deals[n]) for n, m in members.items()}
+    blobs = {n: m.features(*deals[n]) for n, m in members.items()}
     first = members["P0"]
     assert (tmp_path / "P0" / "partial" / "records.json").is_file()
     assert isinstance(first.aligned(), KeptAligned)  # laid out, then read back as kept
@@ -29,7 +29,7 @@ def test_a_later_process_reads_the_kept_digest_and_layout_and_writes_the_same_by
     later = partial_parties(keep=tmp_path, keys=keys, nonce=cfg.run_nonce)[1]["P0"]
     monkeypatch.setattr("vertimrf.party.secure.state.MemoryRecords", refuse)
     assert later.commitment() == first.commitment()
-    assert later.features(deals["P0"]) == blobs["P0"]
+    assert later.features(*deals["P0"]) == blobs["P0"]
     rows, offsets = first.plan.rows, np.zeros(2, np.int64)
     np.testing.assert_array_equal(
         later.aligned().columns(0, rows, offsets), first.aligned().columns(0, rows, offsets)
@@ -39,7 +39,7 @@ def test_a_later_process_reads_the_kept_digest_and_layout_and_writes_the_same_by
 def test_a_corrected_table_is_read_again(tmp_path, monkeypatch):
     cfg, members, public, _, _, keys = partial_parties(keep=tmp_path)
     _, deals = partial_deals(members, public)
-    members["P0"].features(deals["P0"])
+    members["P0"].features(*deals["P0"])
     reads = []
     from vertimrf.party.secure import state
 

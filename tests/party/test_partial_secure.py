@@ -1,5 +1,5 @@
 """Partial record sets through the secure roles in one process: commit, the server's admit
-digest, each party's tokens, the deal with its slots, features and shares. Every pair's
+digest, each party's tokens, the deal and its slot map, features and shares. Every pair's
 shares sum to the counts over exactly the records both parties hold (brute force), the
 server publishes one noisy count per region, and a re-run on the same inputs deals and
 lays out the same bytes."""
@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.secure_runs import exchange, partial_deals, partial_parties
-from vertimrf.errors import ConfigError
+from tests.secure_runs import P_REJECT, exchange, partial_deals, partial_parties, uniform_bytes
+from vertimrf.errors import ChannelError, ConfigError, MessageError
 from vertimrf.protocol.regions import regions_of
+from vertimrf.protocol.securemsg import slot_map_bytes
 
 
 def test_shares_count_the_records_both_parties_hold_and_the_regions_are_published():
@@ -67,3 +68,32 @@ def test_a_party_cannot_lay_out_before_the_deal():
     member = next(iter(members.values()))
     with pytest.raises(ConfigError, match="open the deal first"):
         member.aligned()
+
+
+def test_a_deal_without_its_own_slot_map_is_refused_with_one_line():
+    """A party given no slot map, another party's, or its own altered: refused (one line),
+    and nothing laid out, so its own opens afterwards."""
+    _, members, public, _, _, _ = partial_parties()
+    _, deals = partial_deals(members, public)
+    (a, (deal, slot_map)), (_, (_, other)) = list(deals.items())[:2]
+    altered = bytearray(slot_map)
+    altered[-40] ^= 1
+    for given, error in ((None, MessageError), (other, ChannelError), (altered, ChannelError)):
+        with pytest.raises(error) as caught:
+            members[a].open_deal(deal, given)
+        assert "\n" not in str(caught.value)
+    members[a].open_deal(deal, slot_map)
+
+
+def test_the_deal_and_the_slot_map_are_ciphertext_of_public_lengths():
+    """Every deal and slot map the server sends: uniform bytes past the public headers (a
+    slot map's 32-byte assignment digest and 12-byte nonce; bounds as in
+    test_every_view_is_uniform), the slot map of the plan's public length."""
+    _, members, public, _, _, _ = partial_parties()
+    server, deals = partial_deals(members, public)
+    most = server.plan.max_tokens
+    for deal, slot_map in deals.values():
+        assert len(slot_map) == slot_map_bytes(most)
+        for data in (deal[64:], slot_map[44:]):
+            body = np.frombuffer(data, np.uint8)
+            assert uniform_bytes(body[: body.size // 8 * 8].view(np.uint64)) > P_REJECT

@@ -82,6 +82,20 @@ def _same_layout(held, memory, plan, rng):
         np.testing.assert_array_equal(got, want)
 
 
+def _by_blocks(slots, step=97):
+    """``slots`` as a slot map gives them (blocks of ``step``, each overwritten once the next
+    is read), and their count."""
+
+    def blocks():
+        out = np.empty(step, np.int64)
+        for i in range(0, slots.size, step):
+            piece = out[: min(step, slots.size - i)]
+            piece[:] = slots[i : i + step]
+            yield piece
+
+    return blocks(), int(slots.size)
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 @pytest.mark.parametrize("part_rows", [7, 300, 1 << 20])
 def test_records_sorted_through_files_are_those_in_memory(tmp_path, suffix, part_rows):
@@ -100,9 +114,11 @@ def test_records_sorted_through_files_are_those_in_memory(tmp_path, suffix, part
     other, _ = _tokens(files, bytes(32))  # another admit digest: other dummies
     assert other.size != tokens.size or not np.array_equal(other, tokens)
     slots = _slots(tokens.size, plan, part_rows)
-    held = files.lay_out(slots, ADMIT, ASSIGNMENT)
+    held = files.lay_out(*_by_blocks(slots), ADMIT, ASSIGNMENT)
     assert isinstance(held, FileSlotAligned)
-    _same_layout(held, memory.lay_out(slots, ADMIT, ASSIGNMENT), plan, np.random.default_rng(2))
+    _same_layout(
+        held, memory.lay_out(*_by_blocks(slots), ADMIT, ASSIGNMENT), plan, np.random.default_rng(2)
+    )
 
 
 def test_a_file_whose_batches_do_not_settle_its_columns_is_read_whole(tmp_path):
@@ -129,13 +145,15 @@ def test_bad_slots_repeated_ids_and_too_many_records_are_refused(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["c", "fp", "keys"]  # parts removed
     slots = _slots(files.tokens(ADMIT)[0], plan, 0)
     with pytest.raises(MessageError, match="slots for"):
-        files.lay_out(slots[:-1], ADMIT, ASSIGNMENT)
+        files.lay_out(*_by_blocks(slots[:-1]), ADMIT, ASSIGNMENT)
     with pytest.raises(ConfigError, match="a slot lies outside"):
-        files.lay_out(slots + plan.max_rows, ADMIT, ASSIGNMENT)
+        files.lay_out(*_by_blocks(slots + plan.max_rows), ADMIT, ASSIGNMENT)
     with pytest.raises(ConfigError, match="two records were given one slot"):
-        files.lay_out(slots // 2, ADMIT, ASSIGNMENT)  # 500 records in 1,250 pairs of rows
+        files.lay_out(
+            *_by_blocks(slots // 2), ADMIT, ASSIGNMENT
+        )  # 500 records in 1,250 pairs of rows
     assert len(list(temp.iterdir())) == 1  # a failed layout leaves nothing behind
-    held = files.lay_out(slots, ADMIT, ASSIGNMENT)
+    held = files.lay_out(*_by_blocks(slots), ADMIT, ASSIGNMENT)
     del files, held
     gc.collect()
     assert not any(temp.iterdir())
@@ -204,7 +222,7 @@ def same_run_bytes(tmp_path, tables, held, cfg):
 
 
 def test_parties_reading_files_write_the_in_memory_runs_bytes(tmp_path):
-    """Every message file (commitments, tokens, deals with their slots, blobs of both
+    """Every message file (commitments, tokens, deals and slot maps, blobs of both
     rounds, releases, request) and the synthetic sample are identical whether each party's
     records are in memory or in a file sorted and laid out 200 records at a time."""
     tables, cfg = partial_tables(3000, 9)
@@ -244,7 +262,7 @@ def _peak(path, n, held):
         sink = Sink()
         for block in blocks():
             sink.write(block.tobytes())
-        aligned = records.lay_out(slots[:count], ADMIT, ASSIGNMENT)
+        aligned = records.lay_out(*_by_blocks(slots[:count]), ADMIT, ASSIGNMENT)
         aligned.histograms([(0, 1)], (4, 3))
         aligned.columns(0, 4096, np.zeros(2, np.int64))
         return tracemalloc.get_traced_memory()[1]

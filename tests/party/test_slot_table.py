@@ -51,7 +51,7 @@ def _run(sizes, n, held, seed):
                          noise, plan_rows, SERVER, RUN)  # fmt: skip
     members = {}
     for i, (name, _) in enumerate(parties):
-        table = SlotTable(encoded[name], fps[name], record_slots(tokens[name], slots.slots[i]),
+        table = SlotTable(encoded[name], fps[name], record_slots(tokens[name], slots.of(i)),
                           slots.digest)  # fmt: skip
         peers = {q: k for q, k in public.items() if q != name}
         members[name] = SecureParty(name, table, cfg, SECRET, keys[name], peers, seed=seed)

@@ -1,6 +1,6 @@
-"""The tokens message and the deal's slots have public lengths: a token list is padded with
-zero words to the plan's max_tokens (its count inside), the slots with -1; a message of
-another length, with a count past it or with words in the padding is refused."""
+"""The tokens message has a public length: a token list is padded with zero words to the
+plan's max_tokens (its count inside); a message of another length, with a count past it or
+with words in the padding is refused. It reads back whole or by blocks of any size."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 
 from vertimrf.errors import MessageError
 from vertimrf.protocol.securemsg import (
-    padded_slots,
+    TokenList,
     read_tokens,
-    real_slots,
     tokens_head,
     tokens_size,
     write_tokens,
@@ -36,6 +35,12 @@ def test_a_token_list_of_any_count_has_one_length_and_reads_back(count):
     data = _message(tokens, 40)
     assert len(data) == len(_message(np.arange(1, 3, dtype=np.uint64), 40))
     np.testing.assert_array_equal(read_tokens(data, HASH, "A", 40), tokens)
+    listed = TokenList(memoryview(data), HASH, "A", 40)
+    assert listed.count == count
+    for step in (1, 3, 64):
+        blocks = list(listed.blocks(step))
+        assert all(b.size <= step for b in blocks)
+        np.testing.assert_array_equal(np.concatenate([np.empty(0, np.uint64), *blocks]), tokens)
 
 
 def test_other_lengths_counts_and_padding_are_refused():
@@ -50,15 +55,3 @@ def test_other_lengths_counts_and_padding_are_refused():
             read_tokens(bad, HASH, "A", 10)
     with pytest.raises(MessageError):
         write_tokens(io.BytesIO(), b"", 3, 2, [np.arange(3, dtype=np.uint64)])
-
-
-def test_slots_are_padded_to_max_tokens_and_read_back():
-    slots = np.array([7, 0, 3], np.int64)
-    padded = padded_slots(slots, 6)
-    assert padded.tolist() == [7, 0, 3, -1, -1, -1]
-    np.testing.assert_array_equal(real_slots(padded, 6), slots)
-    for bad, most in ((padded, 7), (np.array([7, -1, 3, -1, -1, -1]), 6)):
-        with pytest.raises(MessageError, match="not padded"):
-            real_slots(bad, most)
-    with pytest.raises(MessageError):
-        padded_slots(slots, 2)

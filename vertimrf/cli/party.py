@@ -61,6 +61,12 @@ def secure_args(p: argparse.ArgumentParser, required: bool, deal: bool = True) -
         default=None,
         help="this party's NAME.deal" if deal else "ignored (the shares come from the state)",
     )
+    p.add_argument(
+        "--deal-slots",
+        default=None,
+        help="partial record sets: this party's NAME.deal-slots (default: the --deal file's "
+        "name with -slots added, as `server deal` writes it)",
+    )
 
 
 def add_party(sub: argparse._SubParsersAction) -> None:

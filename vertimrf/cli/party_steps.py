@@ -70,8 +70,8 @@ def _run(
 
 # The option that names the file of each message a party receives from the server.
 _FROM_SERVER = {
-    Kind.ADMIT: "admit", Kind.DEAL: "deal", Kind.SELECT: "request",
-    Kind.SELECT_DEAL: "select_deal",
+    Kind.ADMIT: "admit", Kind.DEAL: "deal", Kind.DEAL_SLOTS: "deal_slots",
+    Kind.SELECT: "request", Kind.SELECT_DEAL: "select_deal",
 }  # fmt: skip
 
 
@@ -89,6 +89,9 @@ def _files(
             continue  # from --count-from (count_input)
         option = _FROM_SERVER[Kind(m.kind)] if m.sender == SERVER else "blobs"
         given = getattr(args, option, None)
+        deal = getattr(args, "deal", None)
+        if m.kind == Kind.DEAL_SLOTS and given is None and deal is not None:
+            given = f"{deal}-slots"  # the server writes NAME.deal-slots beside NAME.deal
         if given is None:
             raise ConfigError(f"`party {step}` needs --{option.replace('_', '-')}.")
         inputs[m] = Path(given) if m.sender == SERVER else Path(given) / m.step_file_name

@@ -43,10 +43,11 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     deal = ssub.add_parser(
         Kind.DEAL,
         help="method secure: seal each party's correlated randomness",
-        description="Write DIR/NAME.deal for each party, sealed to its public key (the deal's "
-        "randomness derives from the server's key, the run and every party's data commitment, "
-        "so a party whose data changed gets other masks; it cannot change the synthetic "
-        "table).",
+        description="Write DIR/NAME.deal for each party, sealed to its public key (with "
+        "partial record sets also DIR/NAME.deal-slots, its slot map, which the deal opens; "
+        "the deal's randomness derives from the server's key, the run and every party's data "
+        "commitment, so a party whose data changed gets other masks; it cannot change the "
+        "synthetic table).",
     )
     deal.add_argument("--config", required=True, help="the shared protocol config")
     deal.add_argument("--keys", nargs="+", required=True, help="every party's public key")

@@ -108,7 +108,8 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
     print("dealt to (each party checks its fingerprint):")
     print(fingerprints({name: keys[name] for name in run.names}))
     size = sum(os.path.getsize(p) for p in deals.values())
-    print(f"wrote {len(deals)} sealed deals to {folder} ({size:,} bytes)")
+    what = "sealed deals and slot maps" if partial else "sealed deals"
+    print(f"wrote {len(deals)} {what} to {folder} ({size:,} bytes)")
     return 0
 
 

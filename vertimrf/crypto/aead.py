@@ -206,7 +206,7 @@ def decrypt_chunks(
     ).decryptor()
     decryptor.authenticate_additional_data(_BLOB_AAD + aad)
     scratch = memoryview(bytearray(chunk_bytes + AES_BLOCK_BYTES - 1))
-    read = _ReadOnce(body)
+    read = ReadOnce(body)
     if hasher is not None:
         hasher.update(view[:NONCE_BYTES])
     for start in range(0, len(body), chunk_bytes):
@@ -224,7 +224,7 @@ def decrypt_chunks(
         raise ChannelError(_NOT_THIS_PEERS) from None
 
 
-class _ReadOnce:
+class ReadOnce:
     """Where ``view`` lies in a read-only file mapping (mmap), drops the pages already read
     from this process's memory (MADV_DONTNEED: the file's bytes stay in the page cache and a
     later read maps them again), so reading a blob once in blocks does not keep it resident."""

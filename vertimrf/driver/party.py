@@ -12,7 +12,7 @@ recorded messages are resent; a later step in a new process reads what it needs 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any, TypeVar
 
@@ -164,9 +164,15 @@ class PartyDriver(RoleDriver):
     def _features(self, inputs: Mapping[Message, Payload]) -> Outputs:
         if self.party.secure is None:  # the paper pipeline, its local release resent
             self._resume_local()
-        (deal,) = inputs.values()
-        blobs = self.party.features(bytes(deal))  # a large deal arrives mapped
+        deal = bytes(inputs[self._from_server(Kind.DEAL)])
+        blobs = self.party.features(deal, self._slot_map(inputs))
         return _streamed(blobs, self.name, Kind.FEATURES)
+
+    def _slot_map(self, inputs: Mapping[Message, Payload]) -> Callable[[], Payload] | None:
+        """Partial record sets: a function receiving the deal's slot map (a large one
+        arrives mapped and is read by blocks), called only when the records are laid out."""
+        message = self._from_server(Kind.DEAL_SLOTS)
+        return partial(inputs.__getitem__, message) if message in inputs else None
 
     def _resume_local(self) -> None:
         """Set up the secure product on the bins of the local message the state keeps."""
@@ -190,7 +196,8 @@ class PartyDriver(RoleDriver):
         """Reopen the deal, unless a step of this process has."""
         assert self.party.secure is not None
         if not self._computed & {Kind.FEATURES, Kind.RELEASE, Kind.GROUPS}:
-            self.party.secure.open_deal(bytes(inputs[self._from_server(Kind.DEAL)]))
+            deal = bytes(inputs[self._from_server(Kind.DEAL)])
+            self.party.secure.open_deal(deal, self._slot_map(inputs))
 
     def _release(self, inputs: Mapping[Message, Payload]) -> Outputs:
         release = self.party.secure_release(self._blobs(inputs))

@@ -7,25 +7,26 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from vertimrf.driver.transport import Outgoing, Payload, Streamed, Transport, nbytes
+from vertimrf.driver.transport import Outgoing, Payload, Stored, Streamed, Transport, nbytes
 from vertimrf.errors import ConfigError
 from vertimrf.logs import progress_bar
 from vertimrf.protocol.schedule import Message
 
 # A step's outputs: the messages to send (a mapping may make a large one when it is read;
-# a Streamed one is written to a party's kept copy as it is made, see materialised).
-Outputs = Mapping[Message, bytes | bytearray | Streamed]
+# a Streamed one is written to a party's kept copy as it is made, see materialised; a
+# Stored one, the server's slot maps, is sent from its file).
+Outputs = Mapping[Message, bytes | bytearray | Streamed | Stored]
 Body = Callable[[Mapping[Message, Payload]], Outputs]
 
 
-class Materialised(Mapping[Message, bytes | bytearray]):
+class Materialised(Mapping[Message, bytes | bytearray | Stored]):
     """A step's outputs with each Streamed one made in memory when it is read (for a role
     that keeps no copy: a transport is never handed a Streamed message)."""
 
     def __init__(self, outputs: Outputs) -> None:
         self._outputs = outputs
 
-    def __getitem__(self, message: Message) -> bytes | bytearray:
+    def __getitem__(self, message: Message) -> bytes | bytearray | Stored:
         data = self._outputs[message]
         return data.read() if isinstance(data, Streamed) else data
 

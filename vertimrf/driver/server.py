@@ -31,7 +31,7 @@ from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.driver import codec
 from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.server_state import ServerState
-from vertimrf.driver.transport import Payload, Transport
+from vertimrf.driver.transport import Outgoing, Payload, Stored, Transport, file_sha256
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.protocol.config import ProtocolConfig
@@ -101,7 +101,7 @@ class ServerDriver(RoleDriver):
     def steps(self) -> tuple[Step, ...]:
         return self._steps
 
-    def _to_parties(self, kind: Kind, data: Mapping[str, bytes]) -> Outputs:
+    def _to_parties(self, kind: Kind, data: Mapping[str, bytes | Stored]) -> Outputs:
         return {Message(SERVER, n, kind): data[n] for n in self._names}
 
     def _make_steps(self) -> tuple[Step, ...]:
@@ -136,7 +136,7 @@ class ServerDriver(RoleDriver):
         return VerticalModel(model, self.config.spec, report, rng=rng, absent=absent)
 
     # ------------------------------------------------------------------ running
-    def recorded(self, step: Step) -> Mapping[Message, Payload] | None:
+    def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
         """What ``step`` sent, if the state records it as done."""
         if self.state is None or step.name not in self.state.steps:
             return None
@@ -150,7 +150,7 @@ class ServerDriver(RoleDriver):
         finally:
             self._inputs = {}
 
-    def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, bytes | bytearray]:
+    def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
         """Record ``step`` (but ``synthesize``), what it received and sent, and after ``select``
         the secure server's state, in one transaction before the outputs leave; the
         outputs, to be sent."""
@@ -205,8 +205,11 @@ class ServerDriver(RoleDriver):
 
     def _deal(self, inputs: Mapping[Message, Payload]) -> Outputs:
         commits = {m.sender: bytes(d) for m, d in inputs.items() if m.kind == Kind.COMMIT}
-        tokens = {m.sender: bytes(d) for m, d in inputs.items() if m.kind == Kind.TOKENS} or None
-        return self._to_parties(Kind.DEAL, self.server.deal(self._keys, commits, tokens))
+        tokens = {m.sender: d for m, d in inputs.items() if m.kind == Kind.TOKENS} or None
+        deals = self._to_parties(Kind.DEAL, self.server.deal(self._keys, commits, tokens))
+        maps = self.server.slot_maps  # partial record sets: files, sent from disk
+        slots = {n: Stored(p, file_sha256(p), p.stat().st_size) for n, p in maps.items()}
+        return {**deals, **(self._to_parties(Kind.DEAL_SLOTS, slots) if slots else {})}
 
     def _releases(self, inputs: Mapping[Message, Payload], kind: Kind) -> list:
         assert self._plan is not None

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from vertimrf.driver.transport import Payload
+from vertimrf.crypto.aead import ReadOnce
+from vertimrf.driver.transport import CHUNK, Payload, Stored, file_sha256
 from vertimrf.errors import MessageError
-from vertimrf.io import mark_state_folder
+from vertimrf.io import atomic_open, mark_state_folder
 from vertimrf.protocol.schedule import Message
 
 STATE_FORMAT = "vertimrf-server-driver-state/1"
@@ -53,7 +55,14 @@ CREATE TABLE IF NOT EXISTS messages (
 
 
 def _digest(data: bytes | bytearray | memoryview) -> str:
-    return hashlib.sha256(data).hexdigest()
+    """SHA-256 (hex) of ``data``, read by chunks (a mapped message's pages dropped once
+    read, so that a large one is never resident whole)."""
+    view = memoryview(data).cast("B")
+    h, read = hashlib.sha256(), ReadOnce(view)
+    for start in range(0, len(view), CHUNK):
+        h.update(view[start : start + CHUNK])
+        read.done(start + CHUNK)
+    return h.hexdigest()
 
 
 class ServerState:
@@ -109,34 +118,55 @@ class ServerState:
         self,
         step: str,
         received: Mapping[Message, Payload],
-        sent: Mapping[Message, bytes | bytearray],
+        sent: Mapping[Message, bytes | bytearray | Stored],
         secure_state: bytes | None = None,
     ) -> None:
         """Record ``step`` as done, with what it received and sent (and the secure server's
-        state after it), in one transaction."""
-        rows = [
+        state after it), in one transaction; a Stored message sent (a slot map) is copied
+        to a file beside the database, not into it."""
+        rows: list[tuple[str, str, str, str, str, str, int, bytes | None]] = [
             (step, "received", m.sender, m.receiver, m.kind, _digest(d), len(d), None)
             for m, d in received.items()
-        ] + [
-            (step, "sent", m.sender, m.receiver, m.kind, _digest(d), len(d), bytes(d))
-            for m, d in sent.items()
         ]
+        for m, d in sent.items():
+            if isinstance(d, Stored):
+                with atomic_open(self._copy(step, m), "wb") as fh, open(d.path, "rb") as source:
+                    shutil.copyfileobj(source, fh, CHUNK)
+                rows.append((step, "sent", m.sender, m.receiver, m.kind, d.sha256, d.size, None))
+            else:
+                rows.append(
+                    (step, "sent", m.sender, m.receiver, m.kind, _digest(d), len(d), bytes(d))
+                )
         with self._transaction():
             self._db.execute(
                 "INSERT INTO steps (name, secure_state) VALUES (?, ?)", (step, secure_state)
             )
             self._db.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
-    def sent(self, step: str) -> dict[Message, bytes]:
-        """The messages ``step`` sent, read back and checked against their digests."""
-        out = {}
+    def _copy(self, step: str, message: Message) -> Path:
+        """Where the copy of a large ``message`` sent in ``step`` is kept."""
+        return self.path.parent / "sent" / f"{step}.{message.receiver}.{message.kind}"
+
+    def sent(self, step: str) -> dict[Message, bytes | Stored]:
+        """The messages ``step`` sent, read back (a large one: its kept file) and checked
+        against their digests."""
+        out: dict[Message, bytes | Stored] = {}
         rows = self._db.execute(
-            "SELECT sender, receiver, kind, digest, data FROM messages "
+            "SELECT sender, receiver, kind, digest, size, data FROM messages "
             "WHERE step = ? AND direction = 'sent' ORDER BY rowid",
             (step,),
         )
-        for sender, receiver, kind, digest, data in rows:
+        for sender, receiver, kind, digest, size, data in rows:
             message = Message(sender, receiver, kind)
+            if data is None:
+                path = self._copy(step, message)
+                if not path.is_file() or file_sha256(path) != digest:
+                    raise MessageError(
+                        f"{path}: the kept copy of the {message} was altered or lost; restore "
+                        "the state or start the run afresh."
+                    )
+                out[message] = Stored(path, digest, size)
+                continue
             if _digest(data) != digest:
                 raise MessageError(
                     f"{self.path}: the kept copy of the {message} was altered; restore the "

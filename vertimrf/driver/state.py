@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
 from vertimrf.driver.transport import (
+    CHUNK,
     Stored,
     Streamed,
     file_sha256,
@@ -122,7 +124,7 @@ class PartyState:
         return self.folder / "sent" / f"{message.receiver}.{message.kind}"
 
     def record(
-        self, step: str, outputs: Mapping[Message, bytes | bytearray | Streamed]
+        self, step: str, outputs: Mapping[Message, bytes | bytearray | Streamed | Stored]
     ) -> dict[Message, Stored]:
         """Keep a copy of ``step``'s outputs, each read from ``outputs`` once (a large one
         may be made when read, and is dropped once written; a Streamed one is written as it
@@ -139,6 +141,10 @@ class PartyState:
                             f"the {message} wrote {sink.size} bytes, not its stated {data.size}."
                         )
                     digest, size = sink.sha256.hexdigest(), sink.size
+                elif isinstance(data, Stored):
+                    with open(data.path, "rb") as source:
+                        shutil.copyfileobj(source, fh, CHUNK)
+                    digest, size = data.sha256, data.size
                 else:
                     fh.write(data)
                     digest, size = sha256_hex(data), nbytes(data)

@@ -2,7 +2,9 @@
 command (a new process) reads them back instead of aligning its table again.
 
 The folder (mode 0700) holds the records' padded row slots and their codes, in row order, as
-raw ``.npy`` files (mode 0600, never pickled), read back memory-mapped, and ``aligned.json``:
+raw ``.npy`` files (mode 0600, never pickled), read back memory-mapped (the pages read dropped
+from the process's memory after each block, so a file read once is never resident whole), and
+``aligned.json``:
 the SHA-256 of each array's bytes, the record count, the record-set and data digests, and the
 binding, an HMAC under the run's record-set key
 (:func:`~vertimrf.party.aligned.record_set_key`: the group secret and the run) of the party,
@@ -20,12 +22,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
+import mmap
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
@@ -65,17 +68,37 @@ def binding(secret: bytes, context: bytes, party: str, id_column: str, source: s
     return hmac.new(record_set_key(secret, context), text, hashlib.sha256).hexdigest()
 
 
+class _Mapped:
+    """The array of an ``.npy`` file (format 1.0, as kept here) mapped read-only;
+    :meth:`drop` releases the pages read so far from this process's memory
+    (MADV_DONTNEED: the file's bytes stay in the page cache, and a later read maps them
+    again), so that reading it by blocks does not keep it resident. ValueError for a file
+    that is not such an array."""
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as fh:
+            if np.lib.format.read_magic(fh) != (1, 0):
+                raise ValueError(f"{path.name} is not an .npy file of format 1.0")
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+            offset, size = fh.tell(), os.fstat(fh.fileno()).st_size
+            if fortran or dtype.hasobject or size != offset + math.prod(shape) * dtype.itemsize:
+                raise ValueError(f"{path.name} does not hold its header's array")
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self.array = np.frombuffer(self._map, dtype, math.prod(shape), offset).reshape(shape)
+
+    def drop(self) -> None:
+        """Release the pages read from this process's memory."""
+        self._map.madvise(mmap.MADV_DONTNEED)
+
+
 class KeptAligned:
     """A party's aligned records read back from its state ``folder`` (as ``record``, its
     ``aligned.json``, says): their slots and codes, in row order, mapped from the files."""
 
     def __init__(self, folder: Path, record: dict) -> None:
         self.n = int(record["n"])
-        mode: Literal["r"] | None = "r" if self.n else None  # an empty file cannot be mapped
-        self._slots, self._codes = (
-            np.load(folder / f"{name}.npy", mmap_mode=mode, allow_pickle=False)
-            for name in ("slots", "codes")
-        )
+        self._maps = [_Mapped(folder / f"{name}.npy") for name in ("slots", "codes")]
+        self._slots, self._codes = (m.array for m in self._maps)
         self.record_digest = bytes.fromhex(record["record_digest"])
         self.data_digest: str = record["data"]
 
@@ -88,13 +111,20 @@ class KeptAligned:
         return (
             shapes
             and types
-            and (_digest(slots), _digest(codes)) == (record["slots"], record["codes"])
+            and (_digest(slots, self._drop), _digest(codes, self._drop))
+            == (record["slots"], record["codes"])
         )
+
+    def _drop(self) -> None:
+        for m in self._maps:
+            m.drop()
 
     def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
         """The one-hot columns of padded rows r0:r1 (see
         :func:`vertimrf.party.aligned.slot_columns`)."""
-        return slot_columns(self._slots, self._codes, r0, r1, offsets)
+        out = slot_columns(self._slots, self._codes, r0, r1, offsets)
+        self._drop()
+        return out
 
     def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
         """Exact counts on each attribute set of ``attrs``, summed ``_ROWS`` records at a
@@ -104,6 +134,7 @@ class KeptAligned:
             chunk = np.asarray(self._codes[i0 : i0 + _ROWS])
             for total, attr in zip(totals, attrs, strict=True):
                 total += code_histogram(chunk, attr, sizes)
+            self._drop()
         return totals
 
 
@@ -202,11 +233,18 @@ class KeptRecords:
     file), kept by an earlier process of the run (:func:`keep_records`)."""
 
     digest: str
-    tokens: np.ndarray
+    pages: _Mapped
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """The sorted tokens (mapped)."""
+        return self.pages.array
 
     def token_blocks(self) -> Iterator[np.ndarray]:
-        """The sorted tokens by blocks of ``_BLOCK``."""
-        return (np.asarray(self.tokens[i : i + _BLOCK]) for i in range(0, self.tokens.size, _BLOCK))
+        """The sorted tokens by blocks of ``_BLOCK`` (copies; the pages read dropped)."""
+        for i in range(0, self.tokens.size, _BLOCK):
+            yield np.array(self.tokens[i : i + _BLOCK])
+            self.pages.drop()
 
 
 def load_records(folder: Path, bound: str) -> KeptRecords | None:
@@ -217,19 +255,21 @@ def load_records(folder: Path, bound: str) -> KeptRecords | None:
         if record["format"] != KEPT_FORMAT or record["binding"] != bound:
             return None
         n = int(record["n"])
-        mode: Literal["r"] | None = "r" if n else None  # an empty file cannot be mapped
-        tokens = np.load(folder / _TOKENS, mmap_mode=mode, allow_pickle=False)
+        pages = _Mapped(folder / _TOKENS)
+        tokens = pages.array
         intact = tokens.shape == (n,) and tokens.dtype == np.dtype("<u8")
-        if not intact or _digest(tokens) != record["tokens"]:
+        if not intact or _digest(tokens, pages.drop) != record["tokens"]:
             return None
-        return KeptRecords(str(record["records"]), tokens)
+        return KeptRecords(str(record["records"]), pages)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def _digest(array: np.ndarray) -> str:
-    """SHA-256 (hex) of an array's bytes, ``_ROWS`` rows at a time."""
+def _digest(array: np.ndarray, drop: Callable[[], None]) -> str:
+    """SHA-256 (hex) of a mapped array's bytes, ``_ROWS`` rows at a time (``drop`` called
+    after each: the pages read are released)."""
     h = hashlib.sha256()
     for i0 in range(0, array.shape[0], _ROWS):
         h.update(np.ascontiguousarray(array[i0 : i0 + _ROWS]).data)
+        drop()
     return h.hexdigest()

@@ -226,10 +226,11 @@ class Party:
         head, most = tokens_head(config_hash, self.name), self._secure_role().plan.max_tokens
         return tokens_size(head, most), lambda out: write_tokens(out, head, count, most, blocks())
 
-    def features(self, deal: bytes) -> SealedBlobs:
+    def features(self, deal: bytes, slot_map: Any = None) -> SealedBlobs:
         """Method "secure": the masked-feature blob for each peer, from the server's deal
-        (each sealed when read, so that one is held at a time)."""
-        return self._secure_role().features(deal)
+        and, with partial record sets, its slot map (read by blocks; each blob sealed when
+        read, so that one is held at a time)."""
+        return self._secure_role().features(deal, slot_map)
 
     def secure_release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
         """Method "secure": the first release (select pipeline: every 2-way marginal and,

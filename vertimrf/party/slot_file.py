@@ -13,8 +13,9 @@ digest is hashed (:func:`~vertimrf.party.tokens.records_digest`).
 
 The token list of an admit digest is the token file merged, block by block, with the party's
 dummies (a few per region, sorted in memory), so the tokens message is written by blocks. The
-deal gives one slot per token, in the list's order (read whole: 8 bytes a token); record i in
-token order has the slot at list position i plus the number of dummies below its token. Each
+slot map gives one slot per token, in the list's order, read by blocks in step with the
+records (:class:`_SlotCursor`); record i in token order has the slot at list position i plus
+the number of dummies below its token. Each
 record goes to one of F files by its slot's range of rows, each of those is sorted by slot,
 and :class:`FileSlotAligned` reads the padded rows back one slot range at a time. Every
 digest, and so every message, is that of the table in memory
@@ -36,6 +37,7 @@ from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
+from vertimrf.errors import MessageError
 from vertimrf.party.aligned import check_count, code_histogram, slot_columns
 from vertimrf.party.part_files import part_count, read_rows, row_chunks, scatter
 from vertimrf.party.slot_table import check_distinct, check_slots, layout_digest
@@ -176,13 +178,16 @@ class TokenFiles:
         dummies = self._dummy_list(admit)
         return self.n + dummies.size, lambda: merged_tokens(self.sorted_tokens, dummies)
 
-    def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> FileSlotAligned:
-        """The records at the ``slots`` the deal gave the token list made with ``admit``
-        (one per token, in its order), in the assignment of digest ``assignment``
-        (MessageError for a miscounted list, ConfigError for a slot off the rows or given
-        twice)."""
+    def lay_out(
+        self, slots: Iterable[np.ndarray], count: int, admit: bytes, assignment: bytes
+    ) -> FileSlotAligned:
+        """The records at the ``count`` ``slots`` the deal gave the token list made with
+        ``admit`` (one per token, in its order, by blocks: each read once, in step with the
+        records), in the assignment of digest ``assignment`` (MessageError for a miscounted
+        list, ConfigError for a slot off the rows or given twice)."""
         dummies = self._dummy_list(admit)
-        check_slot_count(slots.size, self.n + dummies.size)
+        check_slot_count(count, self.n + dummies.size)
+        cursor = _SlotCursor(slots)
         max_rows = self._plan.max_rows
         parts = part_count(max_rows, self._part_rows)
         span = -(-max_rows // parts)  # the rows of one slot part
@@ -202,10 +207,11 @@ class TokenFiles:
                 for tokens, fingerprints, codes in blocks:
                     at = np.arange(i0, i0 + tokens.size) + np.searchsorted(dummies, tokens)
                     rows = np.empty(tokens.size, record)
-                    rows["slot"], rows["fp"], rows["c"] = slots[at], fingerprints[:, 0], codes
+                    rows["slot"], rows["fp"], rows["c"] = cursor.at(at), fingerprints[:, 0], codes
                     check_slots(rows["slot"], max_rows)
                     scatter(rows, rows["slot"] // span, files)
                     i0 += tokens.size
+                cursor.finish()
             sizes = _sorted_parts(where, record, "slot", parts, check_distinct)
             first = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
 
@@ -225,6 +231,38 @@ class TokenFiles:
         return FileSlotAligned(
             folder, self._dtype, self._width, first, span, assignment, digest, self._part_rows
         )
+
+
+class _SlotCursor:
+    """The slots of a token list given by blocks in its order, taken at increasing list
+    positions (the slots between them, a dummy's, are passed over)."""
+
+    def __init__(self, blocks: Iterable[np.ndarray]) -> None:
+        self._blocks = iter(blocks)
+        self._held = np.empty(0, np.int64)
+        self._start = 0  # the list position of the first held slot
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """The slots at the increasing list ``positions`` (none before those taken last)."""
+        if not positions.size:
+            return np.empty(0, np.int64)
+        end = int(positions[-1]) + 1
+        pieces, have = [self._held], self._start + self._held.size
+        while have < end:
+            block = next(self._blocks, None)
+            if block is None:
+                raise MessageError("the slot map holds fewer slots than the token list.")
+            pieces.append(np.array(block, np.int64))  # a copy: the block is reused
+            have += block.size
+        self._held = np.concatenate(pieces) if len(pieces) > 1 else self._held
+        out = self._held[positions - self._start]
+        self._held, self._start = self._held[end - self._start :], end
+        return out
+
+    def finish(self) -> None:
+        """Read the blocks to the end (where the slot map's checks run)."""
+        for _ in self._blocks:
+            pass
 
 
 class FileSlotAligned:

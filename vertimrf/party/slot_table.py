@@ -27,7 +27,14 @@ import numpy as np
 from vertimrf.domain import DomainSpec, EncodedTable
 from vertimrf.errors import ConfigError
 from vertimrf.party.aligned import HeldTable, check_count, code_histogram, slot_columns
-from vertimrf.party.tokens import Tokens, make_tokens, record_slots, record_tokens, records_digest
+from vertimrf.party.tokens import (
+    Tokens,
+    check_slot_count,
+    make_tokens,
+    record_slots,
+    record_tokens,
+    records_digest,
+)
 
 if TYPE_CHECKING:
     from vertimrf.party.aligned import Aligned
@@ -138,8 +145,8 @@ class SlotTable(HeldTable):
 class MemoryRecords:
     """Party ``index``'s records held in memory (``table`` and their ID ``fingerprints``)
     before the deal lays them out: their digest in token order (:func:`records_digest`),
-    its token list for each admit digest, and the layout at the deal's slots. ConfigError
-    past the plan's max_rows."""
+    its token list for each admit digest, and the layout at the slots of its slot map (read
+    whole). ConfigError past the plan's max_rows."""
 
     def __init__(
         self,
@@ -182,9 +189,14 @@ class MemoryRecords:
         ordered = self._tokens(admit).sorted
         return ordered.size, lambda: iter((ordered,))
 
-    def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> SlotAligned:
-        """The records at the ``slots`` the deal gave the token list made with ``admit``
-        (one per token, in its order), in the assignment of digest ``assignment``."""
-        where = record_slots(self._tokens(admit), slots)
+    def lay_out(
+        self, slots: Iterable[np.ndarray], count: int, admit: bytes, assignment: bytes
+    ) -> SlotAligned:
+        """The records at the ``count`` ``slots`` (by blocks, read whole) the deal gave the
+        token list made with ``admit`` (one per token, in its order), in the assignment of
+        digest ``assignment``."""
+        tokens = self._tokens(admit)
+        check_slot_count(count, tokens.sorted.size)
+        where = record_slots(tokens, np.concatenate([np.empty(0, np.int64), *map(np.copy, slots)]))
         check_slots(where, self._plan.max_rows)
         return SlotAligned(self._table.codes, self._fingerprints, where, assignment)

@@ -36,12 +36,16 @@ w R k_p (round 2: w R c_p).
 * party features: BASE + 32 Z_p + C_p + 3 L(k_p): the deal opened, the aligned rows' part
   being sorted, a block of the mask, its zero input and its packed values (each peer's blob
   is sealed from blocks of X - U into its kept copy as it is made);
-* partial record sets (T = max_tokens, the records and every dummy): the table's records
-  are sorted by token and laid out at their slots a part at a time
+* partial record sets (T = max_tokens, the records and every dummy; K = min(T, SLOT_BLOCK)):
+  the table's records are sorted by token and laid out at their slots a part at a time
   (:mod:`vertimrf.party.slot_file`), which C_p covers (a part's records, their sorted copy,
   order and keys); party tokens: BASE + C_p (the token list is written by blocks); every
-  step that opens the deal (features, release, groups, measure) adds 24 T: the deal read,
-  its opened archive and its slots, 8 bytes a token each;
+  step that may lay the records out (features, and release, groups and measure in a process
+  that does not find the layout kept) adds 32 K + min(T, PART) (2 d_p + 112): the slot map
+  read by blocks (a block decrypted and its slots) and a part of the records laid out at
+  once (their tokens, fingerprints, codes, list positions and slots, and the records
+  scattered to the slot parts: measured about 105 MiB for 2^20 records of 5 columns); a
+  table given in memory through the Python API reads its slots whole, 8 T more;
 * party release: BASE + 8 (2 Z_p + S_p + 3 max k_p k_q) + C_p + 4 L(max k): one peer's
   blob mapped and read by blocks (the pages read are dropped), the shares and one block's
   product, a block of the mask and of the blob's values;
@@ -52,7 +56,12 @@ w R k_p (round 2: w R c_p).
   read; their values side by side, the masks of both rounds, the group columns);
 * server deal: BASE + 8 (2 sum Z + 2 max Z_p + 2 max k_p k_q) + 16 B, B = min(R sum k,
   MASK_BLOCK_WORDS + sum k): every Z, the sealed deals, one deal's archive and ciphertext,
-  one block of masks;
+  one block of masks; with partial record sets, + 160 m K: the token lists merged by
+  blocks of K tokens each (:mod:`vertimrf.server.slots`: each list's block read, the merged
+  block, its distinct tokens, regions and ranks, about 48 bytes a token) and the keyed
+  permutation of a block's ranks (its Feistel halves and AES blocks, about 112 bytes a
+  value); the token lists are read in place and each party's slot map is written to a
+  file as it is made, so nothing grows with R;
 * server select: BASE + 8 (4 C + cap + 3 sum f_p f_q) + 24 B, C the cells of every
   first-release table and cap the server's model cap (the round-2 deals: every Z and one
   block of masks); synthesize: BASE + 24 C + MODEL_BYTES_PER_CELL cap +
@@ -96,6 +105,8 @@ from vertimrf.protocol.securemsg import (
     MAX_WITHIN_CELLS,
     ROW_BLOCK_WORDS,
     SEED_BYTES,
+    SLOT_BLOCK,
+    slot_map_bytes,
 )
 
 DEFAULT_MAX_MEMORY_GB = 16.0
@@ -375,6 +386,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     rows, widths, caps, names = plan.rows, plan.widths, plan.group_caps, plan.names
     wire, held = plan.word_bytes, 8 if plan.ring_bits > 32 else 4  # in a blob, in memory
     m = len(names)
+    slot_block = min(plan.max_tokens, SLOT_BLOCK)  # 0 unless the record sets are partial
     pairs = plan.pairs()
     full = [k + c for k, c in zip(widths, caps, strict=True)]
 
@@ -391,7 +403,10 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     for p, name in enumerate(names):
         d_p = len(plan.attrs[p])
         columns = min(rows, ALIGN_PART_ROWS) * (3 * d_p + 80)  # a part of the rows aligned
-        slots = 24 * plan.max_tokens  # partial record sets: the deal's slots, opened
+        # partial record sets: the slot map read by blocks, and the records laid out a part
+        # at a time (a block's tokens, fingerprints, codes, list positions and slots, and
+        # its records scattered to the slot parts)
+        slots = 32 * slot_block + min(plan.max_tokens, ALIGN_PART_ROWS) * (2 * d_p + 112)
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
             "features": BASE_BYTES + 8 * 4 * dealt[p] + columns + slots + 3 * row_block(widths[p]),
@@ -421,7 +436,8 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     server = {
         "deal": BASE_BYTES
         + 8 * (2 * total + 2 * max(dealt) + 2 * max(max(largest), 1))
-        + 16 * block,
+        + 16 * block
+        + 160 * m * slot_block,
         "synthesize": BASE_BYTES
         + 24 * tables
         + MODEL_BYTES_PER_CELL * int(cap)
@@ -430,6 +446,8 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     if plan.select:
         server["select"] = BASE_BYTES + 8 * (4 * tables + int(cap) + 3 * max_cells) + 24 * block
     deals = sum(_deal_bytes(plan).values())
+    if plan.max_tokens:  # partial record sets: every party's slot map
+        deals += m * slot_map_bytes(plan.max_tokens)
     keeps = _state_bytes(tables) + 64 * len(plan.all_pairs()) if plan.select else 0
     roles.append(RoleCost("server", deals, keeps, server))
     return tuple(roles)
@@ -443,16 +461,18 @@ def _state_bytes(words: int) -> int:
 
 def _deal_bytes(plan: SecurePlan) -> dict[str, int]:
     """Upper bound of each party's sealed deal: its mask seed, a W seed per higher peer and
-    a Z matrix per lower peer (and its slots, with partial record sets), each an archive
-    entry."""
+    a Z matrix per lower peer (and its slot map's key, digests and count, with partial
+    record sets), each an archive entry."""
     out = {}
     for p, name in enumerate(plan.names):
         higher = [q for a, q in plan.pairs() if a == p]
         lower = [a for a, q in plan.pairs() if q == p]
         words = sum(plan.widths[a] * plan.widths[p] for a in lower)
-        entries = 1 + len(higher) + len(lower)
+        slot_map = 4 if plan.max_tokens else 0  # key, digest, count and assignment
+        entries = 1 + len(higher) + len(lower) + slot_map
         out[name] = (
-            8 * (words + plan.max_tokens)
+            8 * words
+            + (3 * DIGEST_BYTES + 8) * (slot_map > 0)
             + SEED_BYTES * (1 + len(higher))
             + ARCHIVE_ENTRY_BYTES * entries
             + 22

@@ -55,6 +55,7 @@ class Kind(str, Enum):
     ADMIT = "admit"  # partial record sets: the digest of every commitment, to each party
     TOKENS = "tokens"  # partial record sets: a party's token list, to the server
     DEAL = "deal"  # the server's sealed deal, to each party
+    DEAL_SLOTS = "deal-slots"  # partial record sets: a party's slot map, to it
     FEATURES = "features"  # a party's sealed masked features, to each peer
     RELEASE = "release"  # a party's secure release, to the server
     SELECT = "select"  # the server's request, to each party
@@ -173,22 +174,30 @@ LOCAL = _party(
 )
 COMMIT = _party("commit", Send(Kind.COMMIT, TO_SERVER))
 DEAL = _server("deal", Send(Kind.DEAL, TO_PARTIES), reads=(Kind.COMMIT,))
-# partial record sets: the admit digest, each party's tokens, then the deal with the slots
+# partial record sets: the admit digest, each party's tokens, then the deal and the slot map
 ADMIT = _server("admit", Send(Kind.ADMIT, TO_PARTIES), reads=(Kind.COMMIT,))
 TOKENS = _party("tokens", Send(Kind.TOKENS, TO_SERVER), reads=(Kind.ADMIT,))
-SLOT_DEAL = _server("deal", Send(Kind.DEAL, TO_PARTIES), reads=(Kind.COMMIT, Kind.TOKENS))
-FEATURES = _party("features", Send(Kind.FEATURES, TO_PEERS), reads=(Kind.DEAL,))
-# the deal is read again by a later step in a new process (to reopen it)
-RELEASE = _party("release", Send(Kind.RELEASE, TO_SERVER), reads=(Kind.FEATURES, Kind.DEAL))
+SLOT_DEAL = _server(
+    "deal", Send(Kind.DEAL, TO_PARTIES), Send(Kind.DEAL_SLOTS, TO_PARTIES),
+    reads=(Kind.COMMIT, Kind.TOKENS),
+)  # fmt: skip
+FEATURES = _party("features", Send(Kind.FEATURES, TO_PEERS), reads=(Kind.DEAL, Kind.DEAL_SLOTS))
+# the deal is read again by a later step in a new process (to reopen it); its slot map only
+# when the party's layout is not kept from the features step
+SLOTS = (Kind.DEAL_SLOTS,)
+RELEASE = _party(
+    "release", Send(Kind.RELEASE, TO_SERVER), reads=(Kind.FEATURES, Kind.DEAL), lazy=SLOTS
+)
 SELECT = _server(
     "select", Send(Kind.SELECT, TO_PARTIES), Send(Kind.SELECT_DEAL, TO_PARTIES),
     reads=(Kind.RELEASE,),
 )  # fmt: skip
 ROUND2 = (Kind.SELECT, Kind.SELECT_DEAL, Kind.DEAL)
-GROUPS = _party("groups", Send(Kind.GROUPS, TO_PEERS), reads=ROUND2)
+GROUPS = _party("groups", Send(Kind.GROUPS, TO_PEERS), reads=ROUND2, lazy=SLOTS)
 MEASURE = _party(
-    "measure", Send(Kind.MEASURE, TO_SERVER), reads=(*ROUND2, Kind.GROUPS), lazy=(Kind.FEATURES,)
-)
+    "measure", Send(Kind.MEASURE, TO_SERVER), reads=(*ROUND2, Kind.GROUPS),
+    lazy=(Kind.FEATURES, *SLOTS),
+)  # fmt: skip
 
 
 SYNTHESIZE = "synthesize"  # the server's last step: the fit and the sample; it sends nothing
@@ -296,7 +305,7 @@ class Schedule:
 
     def limit(self, message: Message) -> Limit | None:
         """The most bytes ``message`` may hold, and its first bytes (None: unbounded)."""
-        from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES, TOKENS_MAGIC
+        from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES, TOKENS_MAGIC, slot_map_bytes
 
         kind, plan = message.kind, self.plan
         if kind == Kind.LOCAL_COUNT:
@@ -319,8 +328,9 @@ class Schedule:
             secure = self._secure
             assert secure is not None
             cells = sum(secure.max_cells(p, q) for p, q in secure.pairs())
-            slots = self._slot_bound() if kind == Kind.DEAL else 0  # partial sets: the slots
-            return Limit(8 * (cells + slots) + DEAL_SLACK)
+            return Limit(8 * cells + DEAL_SLACK)
+        if kind == Kind.DEAL_SLOTS:  # 8 bytes a token of max_tokens, and the seal
+            return Limit(slot_map_bytes(self._slot_bound()), exact=True)
         return None  # the request: parsed and checked by its reader
 
     def _slot_bound(self) -> int:
@@ -352,8 +362,8 @@ class SelectSchedule(Schedule):
 
 class PartialSelectSchedule(Schedule):
     """Method "secure", the select pipeline, when the parties' record sets differ: the
-    server admits the commitments, the parties send their tokens, and the deal carries
-    each party's slots (docs/protocol.md)."""
+    server admits the commitments, the parties send their tokens, and the deal comes with
+    each party's slot map (docs/protocol.md)."""
 
     method = "secure/select/partial"
     STEPS = (

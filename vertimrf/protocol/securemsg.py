@@ -21,6 +21,7 @@ the bounded message container of :mod:`vertimrf.container`. Nothing here unpickl
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import json
 import math
@@ -38,12 +39,13 @@ from vertimrf.container import (
     source_name,
     write_container,
 )
-from vertimrf.crypto.aead import BufferWriter, decrypt_chunks, encrypt_chunks_to
+from vertimrf.crypto.aead import BufferWriter, ReadOnce, decrypt_chunks, encrypt_chunks_to
 from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.crypto.keys import KeyPair, PublicKey, open_sealed, seal
 from vertimrf.errors import ChannelError, MessageError
 from vertimrf.io import atomic_write_text, read_json
 from vertimrf.protocol.secure import Request, SecurePlan
+from vertimrf.protocol.seeds import SERVER
 
 DIGEST_BYTES = 32
 SEED_BYTES = 32
@@ -52,6 +54,7 @@ MAX_WITHIN_CELLS = 1 << 24  # a within-party marginal larger than this is never 
 MAX_REQUEST_BYTES = 1 << 22  # a request lists at most a few thousand short marginals
 PACK_WORDS = 1 << 16  # ring values packed or unpacked per block of a feature blob
 ROW_BLOCK_WORDS = 1 << 20  # ring values per row block of a feature blob streamed in or out
+SLOT_BLOCK = 1 << 16  # tokens (or slots) of a list read, merged or written at a time
 
 
 def _unpack(data: bytes, what: str) -> dict[str, np.ndarray]:
@@ -72,14 +75,19 @@ class Deal:
     """One party's correlated randomness from the server (secret from everyone else), made
     for the parties' data commitments: ``commit_set`` is the digest of every party's
     commitment (:func:`commit_set_digest`), ``commitment`` this party's own, which it checks
-    against the one it sent (a deal made for other data is refused)."""
+    against the one it sent (a deal made for other data is refused). With partial record
+    sets it also opens the party's slot map (a message of its own, :func:`write_slot_map`):
+    its key, the SHA-256 of its plaintext, the count of its real slots, and the digest of
+    the whole slot assignment."""
 
     seed_u: bytes
     seeds_w: dict[str, bytes] = field(default_factory=dict)
     z: dict[str, np.ndarray] = field(default_factory=dict)
     commit_set: bytes = b""
     commitment: bytes = b""
-    slots: np.ndarray | None = None  # partial record sets: this party's tokens' slots
+    slot_key: bytes = b""  # partial record sets: the key of this party's slot map
+    slot_digest: bytes = b""  # partial record sets: SHA-256 of the slot map's plaintext
+    slot_count: int = 0  # partial record sets: the party's tokens (its real slots)
     assignment: bytes = b""  # partial record sets: the digest of the whole slot assignment
 
     def seal(
@@ -92,8 +100,10 @@ class Deal:
             "t": np.frombuffer(self.commit_set, np.uint8),
             "c": np.frombuffer(self.commitment, np.uint8),
         }
-        if self.slots is not None:
-            arrays["s"] = np.frombuffer(np.ascontiguousarray(self.slots, "<i8").tobytes(), np.uint8)
+        if self.slot_key:
+            arrays["k"] = np.frombuffer(self.slot_key, np.uint8)
+            arrays["h"] = np.frombuffer(self.slot_digest, np.uint8)
+            arrays["n"] = np.array([self.slot_count], "<u8")
             arrays["a"] = np.frombuffer(self.assignment, np.uint8)
         arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
         arrays.update({f"z/{k}": np.ascontiguousarray(v, np.uint64) for k, v in self.z.items()})
@@ -108,10 +118,8 @@ class Deal:
         try:
             seed_u = arrays.pop("u").tobytes()
             commit_set, commitment = arrays.pop("t").tobytes(), arrays.pop("c").tobytes()
-            slots = (
-                arrays.pop("s").view("<i8").astype(np.int64, copy=False) if "s" in arrays else None
-            )
-            assignment = arrays.pop("a").tobytes() if "a" in arrays else b""
+            slot = [arrays.pop(k).tobytes() if k in arrays else b"" for k in "kha"]
+            count = arrays.pop("n") if "n" in arrays else np.zeros(1, "<u8")
             seeds_w = {k[2:]: v.tobytes() for k, v in arrays.items() if k.startswith("w/")}
             z = {k[2:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("z/")}
         except KeyError:
@@ -120,26 +128,101 @@ class Deal:
             raise MessageError("the deal's seeds are not 32 bytes.")
         if len(commit_set) != DIGEST_BYTES or len(commitment) != DIGEST_BYTES:
             raise MessageError("the deal's commitments are not 32 bytes.")
-        if slots is not None and (slots.ndim != 1 or len(assignment) != DIGEST_BYTES):
-            raise MessageError("the deal's slots are not one list with its assignment digest.")
-        return cls(seed_u, seeds_w, z, commit_set, commitment, slots, assignment)
+        if any(slot) and (any(len(v) != DIGEST_BYTES for v in slot) or count.shape != (1,)):
+            raise MessageError("the deal's slot map key, digests or count are malformed.")
+        key, digest, assignment = slot
+        return cls(
+            seed_u, seeds_w, z, commit_set, commitment, key, digest, int(count[0]), assignment
+        )
 
 
-def padded_slots(slots: np.ndarray, most: int) -> np.ndarray:
-    """A party's slots for its deal, padded with -1 to ``most`` (the plan's public
-    max_tokens), so that every deal of the run has one length."""
-    if slots.size > most:
-        raise MessageError(f"{slots.size} slots for at most {most} tokens.")
-    return np.concatenate((np.asarray(slots, np.int64), np.full(most - slots.size, -1, np.int64)))
+SLOT_MAP_ROUND = 0  # the slot map's purpose in its associated data (feature blobs: 1 and 2)
 
 
-def real_slots(slots: np.ndarray, most: int) -> np.ndarray:
-    """The slots of a party's tokens in its deal: those before the -1 padding to ``most``
-    (MessageError for a deal of another length or with padding among them)."""
-    count = int(np.count_nonzero(slots >= 0))
-    if slots.shape != (most,) or np.any(slots[:count] < 0) or np.any(slots[count:] != -1):
-        raise MessageError("the deal's slots are not padded to the run's max_tokens.")
-    return slots[:count]
+def slot_map_bytes(most: int) -> int:
+    """The length of every slot map of a run whose parties have at most ``most`` tokens
+    (the plan's public max_tokens): the same whatever a party holds."""
+    return feature_blob_bytes((most, 1), np.uint64)
+
+
+def write_slot_map(
+    out: Any,
+    key: bytes,
+    slots: Iterable[np.ndarray],
+    count: int,
+    most: int,
+    context: bytes,
+    party: str,
+    assignment: bytes,
+    nonce: bytes,
+) -> bytes:
+    """Write ``party``'s slot map to ``out`` (anything with a binary ``write``) as its
+    ``slots`` come, by blocks (``count`` slots, int64, in the order of its token list),
+    padded with -1 to ``most``: a feature blob of one column (:func:`write_feature_blocks`)
+    from the server, under ``key``, its associated data binding it to the run, the party and
+    the ``assignment``. Returns the SHA-256 of the padded plaintext (the deal carries it)."""
+    plain = hashlib.sha256()
+
+    def blocks() -> Iterator[np.ndarray]:
+        written = 0
+        for block in slots:
+            words = np.ascontiguousarray(block, "<i8")
+            written += words.size
+            if written > count:
+                break
+            plain.update(words.data)
+            yield words.view(np.uint64).reshape(-1, 1)
+        if written != count or count > most:
+            raise MessageError(f"{written} slots for a slot map of {count} of at most {most}.")
+        pad = np.full(min(PACK_WORDS, most - count), -1, "<i8")
+        for start in range(count, most, PACK_WORDS):
+            piece = pad[: min(PACK_WORDS, most - start)]
+            plain.update(piece.data)
+            yield piece.view(np.uint64).reshape(-1, 1)
+
+    write_feature_blocks(
+        out, key, blocks(), (most, 1), context, SERVER, party, assignment,
+        nonce=nonce, round_=SLOT_MAP_ROUND,
+    )  # fmt: skip
+    return plain.digest()
+
+
+def open_slot_map(
+    key: bytes,
+    blob: object,
+    context: bytes,
+    party: str,
+    deal: Deal,
+    most: int,
+    step: int = SLOT_BLOCK,
+) -> Iterator[np.ndarray]:
+    """The slots of ``party``'s slot map ``blob`` (read in place, by blocks of ``step``;
+    int64, in the order of its token list): the ``deal``'s count of them, each block valid
+    until the next is read. After the last, the -1 padding to ``most``, the plaintext's
+    SHA-256 (the deal's) and the tag are checked: MessageError or ChannelError then, and a
+    caller discards what it made of the blocks."""
+    digest, rows = open_feature_blocks(
+        key, blob, context, SERVER, party, (most, 1), step, round_=SLOT_MAP_ROUND
+    )
+    if not hmac.compare_digest(digest, deal.assignment) or deal.slot_count > most:
+        raise MessageError(
+            f"the slot map of {party!r} is not the one its deal opens: give the server's "
+            "NAME.deal-slots of the same deal."
+        )
+    plain = hashlib.sha256()
+    padding = True
+    for r0, r1, block in rows:
+        words = block.reshape(-1).view(np.int64)
+        plain.update(words.data)
+        real = max(0, min(r1, deal.slot_count) - r0)
+        padding &= bool(np.all(words[real:] == -1))
+        if real:
+            yield words[:real]
+    if not padding or not hmac.compare_digest(plain.digest(), deal.slot_digest):
+        raise MessageError(
+            f"the slot map of {party!r} does not match its deal (digest or padding): give the "
+            "server's NAME.deal-slots of the same deal."
+        )
 
 
 COMMIT_KIND = "vertimrf-secure-commit/1"
@@ -281,23 +364,50 @@ def tokens_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str
     return _tokens_parts(data, config_hash)[0]
 
 
+class TokenList:
+    """The token list in ``party``'s tokens message ``data`` of the run ``config_hash``,
+    padded to ``most`` tokens, read in place (MessageError when malformed, another run's or
+    party's, or not of the run's public length): its ``count`` and its tokens by blocks
+    (:meth:`blocks`), so that a mapped message is never resident whole."""
+
+    def __init__(
+        self, data: bytes | bytearray | memoryview, config_hash: str, party: str, most: int
+    ) -> None:
+        sender, start = _tokens_parts(data, config_hash)
+        if sender != party:
+            raise MessageError(f"the tokens message from {party!r} names party {sender!r}.")
+        raw = memoryview(data).cast("B")
+        if len(raw) != start + 8 + 8 * most:
+            raise MessageError(f"the tokens message is not padded to the run's {most} tokens.")
+        self._raw, self._start = raw, start + 8
+        self.count = int(np.frombuffer(raw[start : start + 8], "<u8")[0])
+        if self.count > most:
+            raise MessageError("the tokens message is malformed: have the party send it again.")
+        for block in self._words(self.count, most, PACK_WORDS):
+            if np.any(block):
+                raise MessageError("the tokens message is malformed: have the party send it again.")
+
+    def _words(self, first: int, stop: int, step: int) -> Iterator[np.ndarray]:
+        """Copies of the words first:stop of the list, by ``step``, the pages of a mapped
+        message dropped once read."""
+        body = self._raw[self._start + 8 * first : self._start + 8 * stop]
+        read = ReadOnce(body)
+        for at in range(0, stop - first, step):
+            end = min(stop - first, at + step)
+            yield np.frombuffer(body[8 * at : 8 * end], "<u8").astype(np.uint64)
+            read.done(8 * end)
+
+    def blocks(self, step: int) -> Iterator[np.ndarray]:
+        """The tokens (uint64, as sent: sorted), by blocks of ``step``."""
+        return self._words(0, self.count, max(1, step))
+
+
 def read_tokens(
     data: bytes | bytearray | memoryview, config_hash: str, party: str, most: int
 ) -> np.ndarray:
-    """The token list in ``party``'s tokens message of the run ``config_hash``, padded to
-    ``most`` tokens (MessageError when malformed, another run's or party's, or not of the
-    run's public length)."""
-    sender, start = _tokens_parts(data, config_hash)
-    if sender != party:
-        raise MessageError(f"the tokens message from {party!r} names party {sender!r}.")
-    raw = memoryview(data).cast("B")
-    if len(raw) != start + 8 + 8 * most:
-        raise MessageError(f"the tokens message is not padded to the run's {most} tokens.")
-    words = np.frombuffer(raw[start:], "<u8")
-    count = int(words[0])
-    if count > most or np.any(words[1 + count :]):
-        raise MessageError("the tokens message is malformed: have the party send it again.")
-    return words[1 : 1 + count].astype(np.uint64)
+    """The token list of :class:`TokenList`, whole."""
+    tokens = TokenList(data, config_hash, party, most)
+    return np.concatenate([np.empty(0, np.uint64), *tokens.blocks(PACK_WORDS)])
 
 
 def commit_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str:
@@ -385,7 +495,9 @@ def feature_aad(
 ) -> bytes:
     """Associated data of ``sender``'s masked features of round ``round_`` for
     ``receiver`` in this run."""
-    what = b"/secure-features/" if round_ == 1 else b"/secure-groups/"
+    what = {SLOT_MAP_ROUND: b"/secure-slot-map/", 1: b"/secure-features/"}.get(
+        round_, b"/secure-groups/"
+    )
     return b"".join((context, what, sender.encode(), b"->", receiver.encode(), b"/", digest))
 
 

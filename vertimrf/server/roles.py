@@ -19,6 +19,7 @@ a step the config's method does not have raises ConfigError.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
@@ -30,7 +31,7 @@ from vertimrf.protocol.methods import rules
 from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import Request
-from vertimrf.protocol.securemsg import SecureRelease, admit_bytes, read_commit, read_tokens
+from vertimrf.protocol.securemsg import SecureRelease, TokenList, admit_bytes, read_commit
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.server.secure import SecureServer
 from vertimrf.server.server import PaperServer
@@ -85,11 +86,12 @@ class Server:
         self,
         public_keys: Mapping[str, PublicKey],
         commits: Mapping[str, bytes],
-        tokens: Mapping[str, bytes] | None = None,
+        tokens: Mapping[str, bytes | memoryview] | None = None,
     ) -> dict[str, bytes]:
         """Method "secure": one sealed deal per party, from the parties' public keys and
         their commit messages (:meth:`vertimrf.party.roles.Party.commit`), by name; with
-        partial record sets also from their tokens messages (:meth:`Party.tokens`)."""
+        partial record sets also from their tokens messages (:meth:`Party.tokens`, read in
+        place by blocks), each party's slot map then in :attr:`slot_maps`."""
         if self.secure is None:
             raise ConfigError(f"deal is a step of method 'secure', not {self.config.method!r}.")
         config_hash = self.config.config_hash()
@@ -97,8 +99,14 @@ class Server:
         lists = None
         if tokens is not None:
             most = self.secure.plan.max_tokens
-            lists = {n: read_tokens(data, config_hash, n, most) for n, data in tokens.items()}
+            lists = {n: TokenList(data, config_hash, n, most) for n, data in tokens.items()}
         return self.secure.deal(dict(public_keys), commitments, lists)
+
+    @property
+    def slot_maps(self) -> dict[str, Path]:
+        """Partial record sets, after :meth:`deal`: each party's slot map (a file, kept
+        while this server is), to send with its deal."""
+        return {} if self.secure is None else self.secure.slot_maps
 
     def select(self, releases: Sequence[SecureRelease]) -> Request:
         """The secure select pipeline: the re-measurement request, from the first releases."""

@@ -2,94 +2,190 @@
 
 The server matches the parties' token lists (:mod:`vertimrf.party.tokens`): a token held by
 exactly the parties in T lies in region T (:mod:`vertimrf.protocol.regions`), so it sees
-each region's count plus its dummies, v_T = c_T + d_T. It gives every distinct token a slot,
-a uniformly random injection of the distinct tokens into the public ``max_rows`` rows, and
-returns each party the slots of its own tokens only: the restriction of a uniform injection
-to a party's tokens is a uniform injection of them, whatever the other parties hold, so a
-party's slots say nothing of who else holds its records.
+each region's count plus its dummies, v_T = c_T + d_T. It gives every distinct token a slot
+and returns each party the slots of its own tokens only.
+
+The slot of the distinct token of rank r (in the sorted order of every distinct token) is
+pi(r), with pi a keyed pseudorandom permutation of the public ``max_rows`` rows
+(:class:`~vertimrf.crypto.prp.KeyedPermutation`), keyed by the server's own secret, the run
+and the digest of every token list. A party's slots are pi restricted to the ranks of its
+tokens: for a uniform permutation, a uniform injection of its tokens into the rows whatever
+those ranks are, so whatever the other parties hold; with a PRP, computationally so.
+
+The lists are sorted (checked), so the server merges them block by block
+(:func:`merged`): one pass counts the regions and hashes the lists, and one pass per party
+gives its slots block by block (:meth:`Slots.party`), written straight into its slot map.
+Memory is a few blocks per list, whatever the number of rows.
 
 It publishes the region counts r_T = v_T - offset + zeta_T with its own discrete Gaussian
 zeta_T, and stops the run (one line) unless they leave room for every token
-(:meth:`RegionNoise.goes_on`). Every draw comes from an AES-CTR stream keyed by the server's
-own secret, the run and the digest of every token list, so a re-run on the same lists writes
-the same slots and counts and releases nothing new.
+(:meth:`RegionNoise.goes_on`). Every draw and key comes from the server's secret, the run
+and the digest of every token list, so a re-run on the same lists writes the same slots and
+counts and releases nothing new.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
+from vertimrf.crypto.prp import KeyedPermutation
 from vertimrf.errors import ConfigError, MessageError
-from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler
+from vertimrf.privacy.samplers import KeyedSampler, derive_key
 from vertimrf.protocol.regions import RegionNoise, regions_of
+from vertimrf.protocol.securemsg import SLOT_BLOCK
 
-__all__ = ["Slots", "assign_slots", "match_tokens", "uniform_injection"]
+__all__ = ["BLOCK", "ArrayTokens", "Slots", "TokenSource", "assign_slots", "merged"]
 
-
-def match_tokens(lists: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct tokens (sorted) of the parties' sorted ``lists`` (by party index) and
-    the region of each (the bit mask of the parties holding it); MessageError for a list
-    that is not strictly increasing."""
-    for index, tokens in lists.items():
-        if tokens.ndim != 1 or bool(np.any(tokens[1:] <= tokens[:-1])):
-            raise MessageError(
-                f"party {index}'s token list is not sorted without repeats; have the party "
-                "send its tokens again."
-            )
-    distinct = np.unique(np.concatenate([np.asarray(t, np.uint64) for t in lists.values()]))
-    region = np.zeros(distinct.size, np.int64)
-    for index, tokens in lists.items():
-        region[np.searchsorted(distinct, tokens)] |= 1 << index
-    return distinct, region
+BLOCK = SLOT_BLOCK  # tokens read from each list at a time
 
 
-def uniform_injection(n: int, rows: int, sampler: NoiseSampler) -> np.ndarray:
-    """A uniformly random injection of n items into ``rows`` slots (int64, item i's slot):
-    the first n of a uniform permutation, the order of ``rows`` random 63-bit keys. A tie
-    between two keys (probability below rows^2 / 2^64) draws all keys again, so the
-    permutation is exactly uniform (the keys are exchangeable)."""
-    if n > rows:
-        raise ConfigError(f"{n} tokens do not fit in {rows} rows.")
+class TokenSource(Protocol):
+    """A party's sorted token list: its ``count`` and its tokens by blocks."""
+
+    count: int
+
+    def blocks(self, step: int) -> Iterator[np.ndarray]: ...
+
+
+class ArrayTokens:
+    """A token list held in memory, as a :class:`TokenSource`."""
+
+    def __init__(self, tokens: np.ndarray) -> None:
+        self._tokens = np.asarray(tokens, np.uint64).reshape(-1)
+        self.count = int(self._tokens.size)
+
+    def blocks(self, step: int) -> Iterator[np.ndarray]:
+        """The tokens by blocks of ``step``."""
+        for start in range(0, self.count, max(1, step)):
+            yield self._tokens[start : start + step]
+
+
+def _unsorted(index: int) -> MessageError:
+    return MessageError(
+        f"party {index}'s token list is not sorted without repeats; have the party send its "
+        "tokens again."
+    )
+
+
+class _Cursor:
+    """One list's tokens not yet merged, pulled by blocks and checked to increase."""
+
+    def __init__(self, index: int, source: TokenSource, step: int, hasher: Any) -> None:
+        self._index, self._blocks, self._hasher = index, source.blocks(step), hasher
+        self.held = np.empty(0, np.uint64)
+        self._last: int | None = None
+        self.done = False
+
+    def fill(self) -> None:
+        """Pull the next non-empty block once the held tokens are all merged."""
+        while not self.held.size and not self.done:
+            block = next(self._blocks, None)
+            if block is None:
+                self.done = True
+                return
+            block = np.asarray(block, np.uint64)
+            if block.size:
+                if bool(np.any(block[1:] <= block[:-1])) or (
+                    self._last is not None and int(block[0]) <= self._last
+                ):
+                    raise _unsorted(self._index)
+                self._last = int(block[-1])
+                if self._hasher is not None:
+                    self._hasher.update(np.ascontiguousarray(block, "<u8").data)
+            self.held = block
+
+    def take(self, bound: int) -> np.ndarray:
+        """The held tokens up to ``bound`` (inclusive)."""
+        k = int(np.searchsorted(self.held, np.uint64(bound), "right"))
+        out, self.held = self.held[:k], self.held[k:]
+        return out
+
+
+def merged(
+    sources: Sequence[TokenSource], step: int = BLOCK, hashers: Sequence[Any] | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The distinct tokens of the sorted lists ``sources`` (party i: bit i of a region), in
+    order, by blocks: (distinct tokens, the region of each). Each list is read ``step``
+    tokens at a time (fed to ``hashers[i]`` as read); MessageError for a list that is not
+    strictly increasing."""
+    cursors = [
+        _Cursor(i, s, step, None if hashers is None else hashers[i]) for i, s in enumerate(sources)
+    ]
     while True:
-        keys = sampler.integers(1 << 63, rows)
-        order = np.argsort(keys, kind="stable")
-        ranked = keys[order]
-        if not bool(np.any(ranked[1:] == ranked[:-1])):
-            return order[:n].astype(np.int64)
+        for c in cursors:
+            c.fill()
+        live = [c for c in cursors if c.held.size]
+        if not live:
+            return
+        bound = min(int(c.held[-1]) for c in live)  # every list past it holds larger tokens
+        taken = [c.take(bound) for c in cursors]
+        distinct = np.unique(np.concatenate(taken))
+        region = np.zeros(distinct.size, np.int64)
+        for i, tokens in enumerate(taken):
+            region[np.searchsorted(distinct, tokens)] |= 1 << i
+        yield distinct, region
 
 
 @dataclass(frozen=True)
 class Slots:
-    """The slot assignment of one run: each party's slots (in its list's order), the
-    published region counts (by region mask) and the assignment's digest (SHA-256 of every
-    distinct token and its slot), which binds the deal's masks to these slots."""
+    """The slot assignment of one run: the published region counts (by region mask), the
+    assignment's digest (what binds the deal's masks to it: a keyed digest of the server's
+    secret, the run and every token list, which fix every slot), and each party's slots
+    by blocks (:meth:`party`)."""
 
-    slots: dict[int, np.ndarray]
     released: dict[int, int]
     digest: bytes
+    sources: tuple[TokenSource, ...]
+    permutation: KeyedPermutation
+    step: int = BLOCK
+
+    def party(self, index: int) -> Iterator[np.ndarray]:
+        """Party ``index``'s slots (int64, in its list's order) by blocks: pi of the ranks
+        of its tokens among every distinct token (one merge of every list)."""
+        rank = 0
+        for distinct, region in merged(self.sources, self.step):
+            mine = np.flatnonzero((region >> index) & 1)
+            if mine.size:
+                yield self.permutation(rank + mine)
+            rank += distinct.size
+
+    def of(self, index: int) -> np.ndarray:
+        """Party ``index``'s slots, whole."""
+        return np.concatenate([np.empty(0, np.int64), *self.party(index)])
 
 
 def assign_slots(
-    lists: Mapping[int, np.ndarray],
+    lists: Mapping[int, TokenSource | np.ndarray],
     noise: RegionNoise,
     max_rows: int,
     server_secret: bytes,
     context: bytes,
+    *,
+    step: int = BLOCK,
 ) -> Slots:
-    """Match the token lists, publish the region counts and give each party its slots;
+    """Match the token lists (by party index; arrays or :class:`TokenSource` s, read by
+    blocks of ``step``), publish the region counts and key each party's slots;
     ConfigError (one line) when the published counts leave too few rows."""
     if sorted(lists) != list(range(noise.m)):
         raise MessageError(f"the slots need every party's tokens; got parties {sorted(lists)}.")
-    distinct, region = match_tokens(lists)
+    sources = tuple(
+        ArrayTokens(s) if isinstance(s, np.ndarray) else s for _, s in sorted(lists.items())
+    )
+    hashers = [hashlib.sha256() for _ in sources]
+    seen = np.zeros(1 << noise.m, np.int64)
+    distinct = 0
+    for tokens, region in merged(sources, step, hashers):
+        seen += np.bincount(region, minlength=1 << noise.m)
+        distinct += tokens.size
     lists_digest = hashlib.sha256()
-    for index in range(noise.m):
-        lists_digest.update(np.ascontiguousarray(lists[index], "<u8").tobytes())
+    for source, h in zip(sources, hashers, strict=True):
+        lists_digest.update(source.count.to_bytes(8, "little") + h.digest())
     label = (context, lists_digest.digest())
-    seen = np.bincount(region, minlength=1 << noise.m)
     zeta = KeyedSampler(server_secret, "region-counts", *label).discrete_gaussian(
         noise.sigma, noise.regions
     )
@@ -97,16 +193,12 @@ def assign_slots(
         t: int(seen[t]) - noise.offset + int(z)
         for t, z in zip(regions_of(noise.m), zeta, strict=True)
     }
-    if not noise.goes_on(released, max_rows) or distinct.size > max_rows:
+    if not noise.goes_on(released, max_rows) or distinct > max_rows:
         need = sum(released.values()) + noise.regions * (noise.offset + noise.margin)
         raise ConfigError(
             f"the parties' records and dummies need about {need} rows, more than max_rows "
             f"{max_rows}: make a new config with a larger public max_rows."
         )
-    slot = uniform_injection(distinct.size, max_rows, KeyedSampler(server_secret, "slots", *label))
-    digest = hashlib.sha256(distinct.astype("<u8").tobytes() + slot.astype("<i8").tobytes())
-    return Slots(
-        {i: slot[np.searchsorted(distinct, t)] for i, t in lists.items()},
-        released,
-        digest.digest(),
-    )
+    key = derive_key(server_secret, "slots", *label)
+    digest = derive_key(server_secret, "slot-assignment", *label, str(max_rows))
+    return Slots(released, digest, sources, KeyedPermutation(key, max_rows), step)

@@ -7,7 +7,6 @@ is uniform (its simulator draws uniform words); the server knows U but cannot op
 
 from __future__ import annotations
 
-import dataclasses
 import hmac
 import json
 import math
@@ -27,7 +26,7 @@ from vertimrf.protocol.securemsg import (
     GroupDeal,
     block_rows,
     feature_blob_bytes,
-    real_slots,
+    open_slot_map,
     write_feature_blocks,
 )
 
@@ -78,11 +77,14 @@ class Features(PartyState):
     """The steps that seal a party's masked features: :meth:`features` (round 1) and
     :meth:`groups` (round 2)."""
 
-    def open_deal(self, deal: bytes) -> None:
+    def open_deal(self, deal: bytes, slot_map: Any = None) -> None:
         """Open the deal and set up the aligned columns and the record-set digest: what
         :meth:`features` does before sealing (the mask U is expanded from the deal's seed
         when used, block by block where it can be). A new process that runs release calls
-        this with the same deal and data instead of sealing blobs again."""
+        this with the same deal and data instead of sealing blobs again. With partial record
+        sets the records are laid out at the slots of ``slot_map`` (the server's slot map
+        for this deal, bytes-like, or a function giving it, called only when the layout is
+        not kept from an earlier process), read by blocks."""
         d = Deal.open(deal, self._keypair, self._context)
         if not hmac.compare_digest(d.commitment, self.commitment()):
             raise RunChangedError(
@@ -90,10 +92,18 @@ class Features(PartyState):
                 "table given now"
             )
         if self.plan.regions is not None:
-            if d.slots is None:
-                raise MessageError("the deal of a run with partial record sets has no slots.")
-            self.lay_out(real_slots(d.slots, self.plan.max_tokens), d.commit_set, d.assignment)
-            d = dataclasses.replace(d, slots=None)  # laid out: not kept
+            if not d.slot_key or slot_map is None:
+                raise MessageError(
+                    "a run with partial record sets needs the deal and its slot map (the "
+                    "server's NAME.deal and NAME.deal-slots)."
+                )
+
+            def slots() -> Iterator[np.ndarray]:
+                blob = slot_map() if callable(slot_map) else slot_map
+                most = self.plan.max_tokens
+                return open_slot_map(d.slot_key, blob, self._context, self.name, d, most)
+
+            self.lay_out(slots, d.slot_count, d.commit_set, d.assignment)
         digest = self.aligned().record_digest
         deal_hash = sha256_parts(bytes(deal))
         self._state.update(deal=d, deal_hash=deal_hash, digest=digest)
@@ -101,13 +111,13 @@ class Features(PartyState):
             {"data": self.data_digest(), "deal": deal_hash, "commit-set": d.commit_set.hex()}
         )
 
-    def features(self, deal: bytes) -> SealedBlobs:
+    def features(self, deal: bytes, slot_map: Any = None) -> SealedBlobs:
         """Step 1: the masked-feature blob for each peer (relayed by the server): a mapping
         that seals a peer's blob (a bytearray, written in place by the cipher) each time it
         is read, the same bytes every time, so a caller holds one blob at a time. X - U is
         made and sealed by blocks of rows (the mask expanded again for each peer), so the
-        rows x k matrix never exists."""
-        self.open_deal(deal)
+        rows x k matrix never exists. ``slot_map``: see :meth:`open_deal`."""
+        self.open_deal(deal, slot_map)
         self._once("features")
         width = self.plan.widths[self.index]
         return SealedBlobs(self, self._feature_blob, lambda peer: width)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -194,15 +194,23 @@ class PartyState:
                 )  # fmt: skip
         return self._partial
 
-    def lay_out(self, slots: np.ndarray, admit: bytes, assignment: bytes) -> None:
-        """Partial record sets: lay this party's records out at the ``slots`` its deal gave
-        its token list (made with ``admit``) in the assignment of digest ``assignment``."""
+    def lay_out(
+        self,
+        slots: Callable[[], Iterable[np.ndarray]],
+        count: int,
+        admit: bytes,
+        assignment: bytes,
+    ) -> None:
+        """Partial record sets: lay this party's records out at the ``count`` slots its
+        deal gave its token list (made with ``admit``) in the assignment of digest
+        ``assignment``; ``slots()`` gives them by blocks, called only when the layout is
+        not kept from an earlier process."""
         if self._aligned is not None:
             return
         self._records_digest()  # kept: the records are dropped once laid out
 
         def lay_out() -> Aligned:
-            return self._partial_records().lay_out(slots, admit, assignment)
+            return self._partial_records().lay_out(slots(), count, admit, assignment)
 
         bound = self._partial_binding()
         if bound is None:

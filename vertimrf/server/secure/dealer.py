@@ -6,20 +6,23 @@ from the server's own secret, the run, the parties' keys and every party's data 
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from hashlib import sha256
+from pathlib import Path
 
 import numpy as np
 
+from vertimrf.crypto.kdf import NONCE_BYTES
 from vertimrf.crypto.keys import PublicKey
 from vertimrf.errors import MessageError
 from vertimrf.kernels.secure import matmul_tn_u64
 from vertimrf.privacy.samplers import derive_key
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure import MASK_BLOCK_WORDS, Layout, SecurePlan
-from vertimrf.protocol.securemsg import Deal, GroupDeal, commit_set_digest, padded_slots
+from vertimrf.protocol.securemsg import Deal, GroupDeal, commit_set_digest, write_slot_map
 from vertimrf.server.secure.state import ServerState
-from vertimrf.server.slots import assign_slots
+from vertimrf.server.slots import TokenSource, assign_slots
 
 DEAL_BLOCK_WORDS = MASK_BLOCK_WORDS  # mask words of all parties expanded at once (deal_matrices)
 
@@ -123,13 +126,14 @@ class Dealer(ServerState):
         self,
         public_keys: Mapping[str, PublicKey],
         commitments: Mapping[str, bytes],
-        tokens: Mapping[str, np.ndarray] | None = None,
+        tokens: Mapping[str, TokenSource | np.ndarray] | None = None,
     ) -> dict[str, bytes]:
         """Step 0: one sealed deal per party, made for every party's data ``commitments``
         (each party's commit message, :func:`~vertimrf.protocol.securemsg.read_commit`);
-        with partial record sets also for every party's ``tokens``
-        (:meth:`~vertimrf.party.secure.SecureParty.tokens`): each deal then carries the
-        party's slots, and the region counts are published (:attr:`regions_released`)."""
+        with partial record sets also for every party's ``tokens`` (sorted lists,
+        :meth:`~vertimrf.party.secure.SecureParty.tokens`, read by blocks): each party's
+        slots are then written to its slot map (:attr:`slot_maps`, a file each), which its
+        deal opens, and the region counts are published (:attr:`regions_released`)."""
         plan, ctx = self.plan, self.config.run_context()
         commit_set = self.admit(commitments)
         if (plan.regions is None) != (tokens is None):
@@ -138,30 +142,64 @@ class Dealer(ServerState):
             )
         if tokens is not None:
             assert plan.regions is not None  # checked above
-            lists = {i: np.asarray(tokens[name], np.uint64) for i, name in enumerate(plan.names)}
+            lists = {i: tokens[name] for i, name in enumerate(plan.names)}
             secret = self._stream_secret()
             self._slots = assign_slots(lists, plan.regions, plan.max_rows, secret, ctx)
             self._regions = dict(self._slots.released)
         derived = self._dealer(public_keys)
         self._public_keys = dict(public_keys)
+        slot_maps = self._write_slot_maps(derived)
         seeds_u = [derived("U", name) for name in plan.names]
         seeds_w = {(p, q): derived("W", plan.names[p], plan.names[q]) for p, q in plan.pairs()}
         z = deal_matrices(plan, seeds_u, seeds_w)
         deals = {}
         for p, name in enumerate(plan.names):
+            key, digest, count = slot_maps.get(name, (b"", b"", 0))
             deal = Deal(
                 seeds_u[p],
                 {plan.names[q]: seeds_w[p, q] for (a, q) in plan.pairs() if a == p},
                 {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p},
                 commit_set,
                 bytes(commitments[name]),
-                None
-                if self._slots is None
-                else padded_slots(self._slots.slots[p], plan.max_tokens),
+                key,
+                digest,
+                count,
                 b"" if self._slots is None else self._slots.digest,
             )
             deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
         return deals
+
+    def _write_slot_maps(
+        self, derived: Callable[..., bytes]
+    ) -> dict[str, tuple[bytes, bytes, int]]:
+        """Partial record sets: each party's slot map written by blocks to a file of a
+        fresh temporary folder (:attr:`slot_maps`), under a key of the dealer's; each
+        party's key, plaintext digest and count of slots (for its deal)."""
+        slots, plan = self._slots, self.plan
+        self._slot_folder = None
+        if slots is None:
+            return {}
+        self._slot_folder = tempfile.TemporaryDirectory(prefix="vertimrf-slot-maps-")
+        out = {}
+        for p, name in enumerate(plan.names):
+            key, count = derived("slot-map", name), slots.sources[p].count
+            nonce = derived("slot-map-nonce", name)[:NONCE_BYTES]
+            with open(self.slot_maps[name], "wb") as fh:
+                digest = write_slot_map(
+                    fh, key, slots.party(p), count, plan.max_tokens, self.config.run_context(),
+                    name, slots.digest, nonce,
+                )  # fmt: skip
+            out[name] = (key, digest, count)
+        return out
+
+    @property
+    def slot_maps(self) -> dict[str, Path]:
+        """Partial record sets, after :meth:`deal`: each party's slot map, a file (kept
+        while this server is; empty otherwise)."""
+        if self._slot_folder is None:
+            return {}
+        where = Path(self._slot_folder.name)
+        return {name: where / f"{name}.deal-slots" for name in self.plan.names}
 
     def group_deals(self, public_keys: Mapping[str, PublicKey] | None = None) -> dict[str, bytes]:
         """Step 2, after :meth:`select`: one sealed round-2 deal per party, for the groups

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ class ServerState:
         self._public_keys: dict[str, PublicKey] | None = None
         self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
         self._slots: Slots | None = None  # partial record sets: the slot assignment
+        self._slot_folder: tempfile.TemporaryDirectory[str] | None = None  # and its slot maps
         self._regions: dict[int, int] | None = None  # and the region counts it published
         self.skipped = 0  # partial sets: marginals the union fit could not read
         self.union: UnionModel | None = None  # partial sets: the fitted model over the union
