@@ -1,0 +1,160 @@
+"""One secure run as a deployment runs it: ``vertimrf server run`` and one ``vertimrf party
+run`` per party, each its own OS process, started at once and exchanging messages through
+inbox and outbox folders; each process's wall and CPU seconds, peak memory and bytes sent."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vertimrf.errors import RunFailedError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from vertimrf.domain import DomainSpec
+
+SERVER = "server"
+ID_COLUMN = "id"
+POLL_SECONDS = 0.05  # how often the processes are checked: the resolution of their seconds
+
+
+@dataclass(frozen=True)
+class ProcessCost:
+    """What one role's process cost: wall and CPU seconds, peak RSS and the bytes of the
+    message files it wrote."""
+
+    seconds: float
+    cpu_seconds: float
+    peak_bytes: int
+    sent_bytes: int
+
+
+def run_roles(
+    folder: Path,
+    df: pd.DataFrame,
+    spec: DomainSpec,
+    parties: Mapping[str, list[str]],
+    rng: np.random.Generator,
+    *,
+    epsilon: float,
+    delta: float,
+    max_rows: int,
+    seed: int,
+    timeout: float,
+) -> dict[str, ProcessCost]:
+    """Run method secure on ``df`` in ``folder`` (empty or new), the columns of each party
+    its own CSV (an ID column, the rows in an order drawn from ``rng``); every role a
+    process, all waited for at most ``timeout`` seconds. The cost of each party and of
+    :data:`SERVER`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_files(folder, df, spec, parties, rng, epsilon, delta, max_rows)
+    common = ["--config", "config.json", "--outbox", "mail", "--timeout", str(timeout),
+              "--seed", str(seed), "--quiet"]  # fmt: skip
+    commands = {
+        SERVER: ["server", "run", *common, "--inbox", f"mail/{SERVER}", "--keys-dir", "keys",
+                 "--server-key", f"{SERVER}.key", "--state-dir", f"state/{SERVER}",
+                 "--out", "synth.csv"],
+        **{
+            n: ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data",
+                f"{n}.csv", "--id-column", ID_COLUMN, "--secret", "secret.hex", "--keys",
+                f"{n}.key", "--peers", *[f"keys/{q}.pub" for q in parties if q != n],
+                "--state-dir", f"state/{n}"]
+            for n in parties
+        },
+    }  # fmt: skip
+    usage = _run_all(folder, commands, timeout)
+    return {
+        role: ProcessCost(wall, cpu, peak, _sent_bytes(folder / "mail", role))
+        for role, (wall, cpu, peak) in usage.items()
+    }
+
+
+def _write_files(
+    folder: Path,
+    df: pd.DataFrame,
+    spec: DomainSpec,
+    parties: Mapping[str, list[str]],
+    rng: np.random.Generator,
+    epsilon: float,
+    delta: float,
+    max_rows: int,
+) -> None:
+    """The config, the group secret, every role's key pair (public keys in keys/) and each
+    party's CSV."""
+    from vertimrf.crypto.keys import KeyPair
+    from vertimrf.party.keys import new_shared_secret
+    from vertimrf.protocol.factory import from_preset
+
+    cfg = from_preset(
+        "default", epsilon=epsilon, delta=delta, spec=spec, parties=list(parties.items()),
+        method="secure", max_rows=max_rows,
+    )  # fmt: skip
+    cfg.save(folder / "config.json")
+    (folder / "secret.hex").write_text(new_shared_secret().hex() + "\n")
+    (folder / "keys").mkdir(exist_ok=True)
+    KeyPair.generate(SERVER).save(folder / f"{SERVER}.key")
+    for name, cols in parties.items():
+        pair = KeyPair.generate(name)
+        pair.save(folder / f"{name}.key")
+        pair.public().save(folder / "keys" / f"{name}.pub")
+        frame = df[cols].assign(**{ID_COLUMN: range(len(df))})
+        frame.iloc[rng.permutation(len(df))].to_csv(folder / f"{name}.csv", index=False)
+
+
+def _run_all(
+    folder: Path, commands: Mapping[str, list[str]], timeout: float
+) -> dict[str, tuple[float, float, int]]:
+    """Start every command (``python -m vertimrf ...``) at once in ``folder``; each one's
+    wall seconds, CPU seconds and peak RSS in bytes (``wait4``: the process's own). Any
+    failure or the time-out stops the others and raises RunFailedError."""
+    procs: dict[str, subprocess.Popen] = {}
+    started: dict[str, float] = {}
+    done: dict[str, tuple[float, float, int]] = {}
+    try:
+        for role, args in commands.items():
+            log = open(folder / f"{role}.log", "wb")  # noqa: SIM115 (the child holds it)
+            with log:
+                procs[role] = subprocess.Popen(
+                    [sys.executable, "-m", "vertimrf", *args], cwd=folder, stdout=log,
+                    stderr=subprocess.STDOUT,
+                )  # fmt: skip
+            started[role] = time.perf_counter()
+        deadline = time.monotonic() + timeout
+        while len(done) < len(procs):
+            if time.monotonic() > deadline:
+                raise RunFailedError(
+                    f"the roles {sorted(set(procs) - set(done))} did not finish within "
+                    f"{timeout:g} s; give a longer time-out or fewer rows."
+                )
+            for role, proc in procs.items():
+                if role in done:
+                    continue
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid == 0:
+                    continue
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                if proc.returncode != 0:
+                    tail = (folder / f"{role}.log").read_text(errors="replace")[-2000:]
+                    raise RunFailedError(f"{role} failed (exit {proc.returncode}):\n{tail}")
+                wall = time.perf_counter() - started[role]
+                done[role] = (wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024)
+            time.sleep(POLL_SECONDS)
+    finally:
+        for proc in procs.values():
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
+    return done
+
+
+def _sent_bytes(mail: Path, role: str) -> int:
+    """The bytes of the message files ``role`` wrote (``mail/RECEIVER/ROLE.KIND``)."""
+    return sum(p.stat().st_size for p in mail.glob(f"*/{role}.*") if not p.name.endswith(".part"))
