@@ -11,6 +11,7 @@ import pytest
 
 from vertimrf.datasets import load_dataset
 from vertimrf.errors import RunFailedError
+from vertimrf.protocol.factory import from_preset
 from vertimrf.report import FIGURES
 from vertimrf.report.context import ReportContext
 from vertimrf.report.role_processes import run_roles
@@ -56,10 +57,11 @@ def test_every_role_ran_as_a_process_at_every_size(tiny):
 
 def test_a_failed_role_stops_the_others_and_says_why(tmp_path):
     df, spec = load_dataset("nltcs")
-    parties = {"A": list(spec.names[:8]), "B": list(spec.names[8:])}
-    rng = np.random.default_rng(0)
+    parties = [("A", list(spec.names[:8])), ("B", list(spec.names[8:]))]
     # max_rows 1024 cannot hold 3,000 records: a party or the server refuses the run.
+    config = from_preset("default", epsilon=1.0, delta=1e-6, spec=spec, parties=parties,
+                         max_rows=1024)  # fmt: skip
+    rng = np.random.default_rng(0)
     with pytest.raises(RunFailedError, match=r"(?s)failed \(exit 2\).*larger public max_rows"):
-        run_roles(tmp_path, df.iloc[:3000], spec, parties, rng, epsilon=1.0, delta=1e-6,
-                  max_rows=1024, seed=0, timeout=120)  # fmt: skip
+        run_roles(tmp_path, df.iloc[:3000], config, rng, seed=0, timeout=120)
     assert sorted(p.name for p in tmp_path.glob("*.log")) == ["A.log", "B.log", "server.log"]

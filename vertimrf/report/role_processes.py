@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from vertimrf.domain import DomainSpec
+    from vertimrf.protocol import ProtocolConfig
 
 SERVER = "server"
 ID_COLUMN = "id"
@@ -40,22 +40,19 @@ class ProcessCost:
 def run_roles(
     folder: Path,
     df: pd.DataFrame,
-    spec: DomainSpec,
-    parties: Mapping[str, list[str]],
+    config: ProtocolConfig,
     rng: np.random.Generator,
     *,
-    epsilon: float,
-    delta: float,
-    max_rows: int,
     seed: int,
     timeout: float,
 ) -> dict[str, ProcessCost]:
-    """Run method secure on ``df`` in ``folder`` (empty or new), the columns of each party
-    its own CSV (an ID column, the rows in an order drawn from ``rng``); every role a
-    process, all waited for at most ``timeout`` seconds. The cost of each party and of
-    :data:`SERVER`."""
+    """Run ``config`` (method secure) on ``df`` in ``folder`` (empty or new), the columns of
+    each party its own CSV (an ID column, the rows in an order drawn from ``rng``); every
+    role a process, all waited for at most ``timeout`` seconds. The cost of each party and
+    of :data:`SERVER`."""
+    names = [p.name for p in config.parties]
     folder.mkdir(parents=True, exist_ok=True)
-    _write_files(folder, df, spec, parties, rng, epsilon, delta, max_rows)
+    _write_files(folder, df, config, rng)
     common = ["--config", "config.json", "--outbox", "mail", "--timeout", str(timeout),
               "--seed", str(seed), "--quiet"]  # fmt: skip
     commands = {
@@ -65,9 +62,9 @@ def run_roles(
         **{
             n: ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data",
                 f"{n}.csv", "--id-column", ID_COLUMN, "--secret", "secret.hex", "--keys",
-                f"{n}.key", "--peers", *[f"keys/{q}.pub" for q in parties if q != n],
+                f"{n}.key", "--peers", *[f"keys/{q}.pub" for q in names if q != n],
                 "--state-dir", f"state/{n}"]
-            for n in parties
+            for n in names
         },
     }  # fmt: skip
     usage = _run_all(folder, commands, timeout)
@@ -78,35 +75,23 @@ def run_roles(
 
 
 def _write_files(
-    folder: Path,
-    df: pd.DataFrame,
-    spec: DomainSpec,
-    parties: Mapping[str, list[str]],
-    rng: np.random.Generator,
-    epsilon: float,
-    delta: float,
-    max_rows: int,
+    folder: Path, df: pd.DataFrame, config: ProtocolConfig, rng: np.random.Generator
 ) -> None:
     """The config, the group secret, every role's key pair (public keys in keys/) and each
     party's CSV."""
     from vertimrf.crypto.keys import KeyPair
     from vertimrf.party.keys import new_shared_secret
-    from vertimrf.protocol.factory import from_preset
 
-    cfg = from_preset(
-        "default", epsilon=epsilon, delta=delta, spec=spec, parties=list(parties.items()),
-        method="secure", max_rows=max_rows,
-    )  # fmt: skip
-    cfg.save(folder / "config.json")
+    config.save(folder / "config.json")
     (folder / "secret.hex").write_text(new_shared_secret().hex() + "\n")
     (folder / "keys").mkdir(exist_ok=True)
     KeyPair.generate(SERVER).save(folder / f"{SERVER}.key")
-    for name, cols in parties.items():
-        pair = KeyPair.generate(name)
-        pair.save(folder / f"{name}.key")
-        pair.public().save(folder / "keys" / f"{name}.pub")
-        frame = df[cols].assign(**{ID_COLUMN: range(len(df))})
-        frame.iloc[rng.permutation(len(df))].to_csv(folder / f"{name}.csv", index=False)
+    for party in config.parties:
+        pair = KeyPair.generate(party.name)
+        pair.save(folder / f"{party.name}.key")
+        pair.public().save(folder / "keys" / f"{party.name}.pub")
+        frame = df[list(party.columns)].assign(**{ID_COLUMN: range(len(df))})
+        frame.iloc[rng.permutation(len(df))].to_csv(folder / f"{party.name}.csv", index=False)
 
 
 def _run_all(

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from vertimrf.logs import progress_bar
-from vertimrf.protocol import load_config
+from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.plan import run_plan
 from vertimrf.report.context import ReportContext
 from vertimrf.report.registry import FigureData, Panel, register
@@ -52,17 +52,16 @@ def scaling_figure(ctx: ReportContext, params: Mapping[str, Any]) -> FigureData:
     runs = ([WARMUP_ROWS] if params["warmup"] else []) + sizes
     for i, n in enumerate(progress_bar(runs, desc="scaling: runs", progress=ctx.progress)):
         df = ctx.df.iloc[rng.integers(0, len(ctx.df), n)].reset_index(drop=True)
+        config = from_preset(
+            "default", epsilon=params["epsilon"], delta=ctx.delta, spec=ctx.spec,
+            parties=list(parties.items()), method="secure", max_rows=1 << (n - 1).bit_length(),
+        )  # fmt: skip
         with tempfile.TemporaryDirectory(prefix="vertimrf-scaling-") as tmp:
-            cost = run_roles(
-                Path(tmp), df, ctx.spec, parties, rng, epsilon=params["epsilon"],
-                delta=ctx.delta, max_rows=1 << (n - 1).bit_length(), seed=0,
-                timeout=params["timeout"],
-            )  # fmt: skip
-            plan = run_plan(load_config(Path(tmp) / "config.json"))
+            cost = run_roles(Path(tmp), df, config, rng, seed=0, timeout=params["timeout"])
         del df
         if i >= len(runs) - len(sizes):
             costs.append(cost)
-            models.append({r.role: r.peak for r in plan.roles})
+            models.append({r.role: r.peak for r in run_plan(config).roles})
     roles = [*parties, SERVER]
     beyond = [n for n in PROJECTED if n > max(sizes)]
     every = sizes + beyond
