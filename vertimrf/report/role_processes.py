@@ -4,7 +4,9 @@ inbox and outbox folders; each process's wall and CPU seconds, peak memory and b
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -23,7 +25,22 @@ if TYPE_CHECKING:
 
 SERVER = "server"
 ID_COLUMN = "id"
-POLL_SECONDS = 0.05  # how often the processes are checked: the resolution of their seconds
+POLL_SECONDS = 0.05  # how often the processes are checked for an exit
+# A small Python process starts each command and waits for it (wait4) to measure it: a child
+# forked from the report's process would count the report's own memory in its peak RSS
+# (Linux keeps the larger of the RSS before and after exec). It writes the command's wall
+# seconds, CPU seconds and peak RSS to the JSON file argv[1] and exits with its exit code.
+LAUNCHER = """
+import json, os, sys, time
+start = time.perf_counter()
+pid = os.posix_spawn(sys.executable, [sys.executable, *sys.argv[2:]], os.environ)
+_, status, ru = os.wait4(pid, 0)
+usage = {"seconds": time.perf_counter() - start, "cpu_seconds": ru.ru_utime + ru.ru_stime,
+         "peak_bytes": ru.ru_maxrss * 1024}
+with open(sys.argv[1], "w") as fh:
+    json.dump(usage, fh)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
 @dataclass(frozen=True)
@@ -97,47 +114,45 @@ def _write_files(
 def _run_all(
     folder: Path, commands: Mapping[str, list[str]], timeout: float
 ) -> dict[str, tuple[float, float, int]]:
-    """Start every command (``python -m vertimrf ...``) at once in ``folder``; each one's
-    wall seconds, CPU seconds and peak RSS in bytes (``wait4``: the process's own). Any
-    failure or the time-out stops the others and raises RunFailedError."""
+    """Start every command (``python -m vertimrf ...``) at once in ``folder``, each through
+    :data:`LAUNCHER`; each one's wall seconds, CPU seconds and peak RSS in bytes. Any failure
+    or the time-out stops every process started here and raises RunFailedError."""
     procs: dict[str, subprocess.Popen] = {}
-    started: dict[str, float] = {}
-    done: dict[str, tuple[float, float, int]] = {}
     try:
         for role, args in commands.items():
             log = open(folder / f"{role}.log", "wb")  # noqa: SIM115 (the child holds it)
             with log:
                 procs[role] = subprocess.Popen(
-                    [sys.executable, "-m", "vertimrf", *args], cwd=folder, stdout=log,
-                    stderr=subprocess.STDOUT,
+                    [sys.executable, "-S", "-c", LAUNCHER, f"{role}.usage.json", "-m",
+                     "vertimrf", *args],
+                    cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 )  # fmt: skip
-            started[role] = time.perf_counter()
         deadline = time.monotonic() + timeout
-        while len(done) < len(procs):
+        while True:
+            codes = {r: p.poll() for r, p in procs.items()}
+            failed = [r for r, c in codes.items() if c not in (None, 0)]
+            if failed:
+                tail = (folder / f"{failed[0]}.log").read_text(errors="replace")[-2000:]
+                raise RunFailedError(f"{failed[0]} failed (exit {codes[failed[0]]}):\n{tail}")
+            if all(c == 0 for c in codes.values()):
+                break
             if time.monotonic() > deadline:
+                late = sorted(r for r, c in codes.items() if c is None)
                 raise RunFailedError(
-                    f"the roles {sorted(set(procs) - set(done))} did not finish within "
-                    f"{timeout:g} s; give a longer time-out or fewer rows."
+                    f"the roles {late} did not finish within {timeout:g} s; give a longer "
+                    "time-out or fewer rows."
                 )
-            for role, proc in procs.items():
-                if role in done:
-                    continue
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid == 0:
-                    continue
-                proc.returncode = os.waitstatus_to_exitcode(status)
-                if proc.returncode != 0:
-                    tail = (folder / f"{role}.log").read_text(errors="replace")[-2000:]
-                    raise RunFailedError(f"{role} failed (exit {proc.returncode}):\n{tail}")
-                wall = time.perf_counter() - started[role]
-                done[role] = (wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024)
             time.sleep(POLL_SECONDS)
     finally:
         for proc in procs.values():
-            if proc.returncode is None:
-                proc.kill()
+            if proc.poll() is None:  # the launcher leads its group: its command goes too
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-    return done
+    out = {}
+    for role in procs:
+        usage = json.loads((folder / f"{role}.usage.json").read_text())
+        out[role] = (usage["seconds"], usage["cpu_seconds"], usage["peak_bytes"])
+    return out
 
 
 def _sent_bytes(mail: Path, role: str) -> int:
