@@ -71,12 +71,12 @@ w R k_p (round 2: w R c_p).
   cost the local model cap (MODEL_BYTES_PER_CELL local_max_total_cells) plus 32 R d_p, the
   server the larger of max_model_cells and tau.
 
-Peak RSS (GNU time) against the model, every role its own command (``bench_scaling.md``,
-15 columns x 3 parties, commit 0623609): at max_rows 2^22 and 2^24 every party step peaked
-at 366-381 MB, under the model's 391 MB; at 2^20, where the table is read whole, two parties'
-groups steps peaked at 416 MB, 6% over it (the other steps at 369-372 MB). The server
-peaked at 374 MB at every size, 4% over its model's 360 MB. So the model is an estimate
-within about 6% either way, not a bound.
+Peak RSS against the model, every role its own process (the report's scaling figure: Adult
+resampled, 2 parties, ``vertimrf server run`` and ``party run`` over folders): at max_rows
+2^20, 2^22 and 2^24 the parties peaked at 436-442, 514-546 and 831-865 MB against the model's
+421-424, 493-496 and 781-784 MB (up to 11% over it); the server at 407, 696 and 1,908 MB
+against 538 MB at every size, so from 2^22 rows on the server's model is too low (1.3x at
+2^22, 3.5x at 2^24). The model is an estimate, not a bound.
 """
 
 from __future__ import annotations

@@ -34,15 +34,6 @@ def by_role(phases: Mapping[str, float], parties: list[str]) -> dict[str, str]:
     return {role: ", ".join(items) for role, items in roles.items()}
 
 
-def by_phase_role(phases: Mapping[str, float], parties: list[str]) -> dict[str, float]:
-    """The seconds of a run per role."""
-    roles: dict[str, float] = {}
-    for phase, seconds in phases.items():
-        role = _role(phase, parties)[0]
-        roles[role] = roles.get(role, 0.0) + seconds
-    return roles
-
-
 @register(
     "cost",
     "The seconds of each method's run in one process, per role and phase, and the bytes "
