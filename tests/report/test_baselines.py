@@ -53,6 +53,12 @@ def test_a_run_past_its_cap_is_killed_and_reported():
     assert 0.5 <= run.seconds < 10 and time.perf_counter() - start < 10
 
 
+def test_a_failed_run_is_reported_not_raised():
+    df, spec = _table()
+    run = run_capped("nope", df, spec, 1.0, 1e-6, 0, cap=300)
+    assert run.synth is None and run.status.startswith("failed: ValueError: method must be")
+
+
 def test_tvd_figure_draws_mst_and_states_the_cap():
     df, spec = _table(300)
     ctx = ReportContext("t", df, spec, seeds=1, progress=False)

@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 
     from vertimrf.domain import DomainSpec
 
-LABELS = {"mst": "MST (OpenDP)", "aim": "AIM (OpenDP)"}
+LABELS = {"mst": "MST (OpenDP)", "aim": "AIM (OpenDP, 100 iterations a fit)"}
 
 
 @dataclass(frozen=True)
 class CappedRun:
-    """A baseline's synthetic table (None unless it finished), its status ("finished" or
-    "timed out") and its seconds."""
+    """A baseline's synthetic table (None unless it finished), its status ("finished",
+    "timed out" or "failed: " and the last line the child wrote) and its seconds."""
 
     synth: pd.DataFrame | None
     status: str
@@ -58,6 +58,10 @@ def run_capped(
             subprocess.run(command, check=True, timeout=cap, capture_output=True)
         except subprocess.TimeoutExpired:
             return CappedRun(None, "timed out", time.perf_counter() - start)
+        except subprocess.CalledProcessError as error:  # one failed run does not stop a report
+            lines = error.stderr.decode("utf-8", "replace").strip().splitlines() or ["no message"]
+            reason = lines[-1].strip()[:200]
+            return CappedRun(None, f"failed: {reason}", time.perf_counter() - start)
         seconds = time.perf_counter() - start
         codes = np.load(os.path.join(folder, "synth.npy"), allow_pickle=False)
     rng = np.random.default_rng(seed)
