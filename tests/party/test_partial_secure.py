@@ -9,10 +9,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.secure_runs import P_REJECT, exchange, partial_deals, partial_parties, uniform_bytes
+from tests.secure_runs import (
+    P_REJECT,
+    PARTIAL_SERVER_KEY,
+    exchange,
+    partial_deals,
+    partial_parties,
+    uniform_bytes,
+)
 from vertimrf.errors import ChannelError, ConfigError, MessageError
 from vertimrf.protocol.regions import regions_of
 from vertimrf.protocol.securemsg import slot_map_bytes
+from vertimrf.server.secure import SecureServer
 
 
 def test_shares_count_the_records_both_parties_hold_and_the_regions_are_published():
@@ -97,3 +105,24 @@ def test_the_deal_and_the_slot_map_are_ciphertext_of_public_lengths():
         for data in (deal[64:], slot_map[44:]):
             body = np.frombuffer(data, np.uint8)
             assert uniform_bytes(body[: body.size // 8 * 8].view(np.uint64)) > P_REJECT
+
+
+def test_a_server_that_did_not_deal_makes_round_two_only_on_the_kept_slots():
+    """A new server object (a new process) for a request that grows the pair P0-P1: it
+    refuses to make the round-2 deal without the slot assignment's digest (one line), and
+    with the deal's kept region counts and digest restored it makes the dealing server's
+    bytes (its masks are round 1's)."""
+    _, members, public, _, _, _ = partial_parties()
+    server, _ = partial_deals(members, public)
+    request = server.plan.check_request([(0, 1, 2)])
+    assert server.plan.layout(request.marginals).grows(0, 1)
+    server._request = request  # the server's selection, fixed by the test
+    config = next(iter(members.values())).config
+    again = SecureServer(config, seed=4, keypair=PARTIAL_SERVER_KEY)
+    again.admit({name: m.commitment() for name, m in members.items()})
+    again._request = request
+    with pytest.raises(MessageError, match="slot assignment") as caught:
+        again.group_deals(public)
+    assert "\n" not in str(caught.value)
+    again.restore_regions(server.kept_regions())
+    assert again.group_deals(public) == server.group_deals(public)

@@ -160,8 +160,9 @@ class ServerDriver(RoleDriver):
             return outputs
         kept = None
         secure = self.server.secure
-        if step.name == Kind.DEAL and secure is not None and secure.regions_released is not None:
-            kept = json.dumps(secure.regions_released).encode()  # for a new process's select
+        regions = None if secure is None else secure.kept_regions()
+        if step.name == Kind.DEAL and regions is not None:
+            kept = json.dumps(regions).encode()  # for a new process's select and round 2
         if step.name == Kind.SELECT:
             assert self.server.secure is not None
             with tempfile.TemporaryDirectory(dir=self.state.path.parent) as tmp:
@@ -186,7 +187,7 @@ class ServerDriver(RoleDriver):
 
     def _resume_regions(self) -> None:
         """Partial record sets, in a new process after ``deal``: the published region counts
-        kept with it."""
+        and the slot assignment's digest kept with it."""
         secure = self.server.secure
         if secure is None or secure.plan.regions is None or secure.regions_released is not None:
             return
@@ -196,7 +197,11 @@ class ServerDriver(RoleDriver):
                 "the server's state lacks the region counts of its deal: run `server deal` "
                 "and `server select` with the same --state-dir."
             )
-        secure.restore_regions({int(t): int(r) for t, r in json.loads(kept).items()})
+        try:
+            regions = json.loads(kept)
+        except ValueError:
+            raise MessageError("the server's kept deal state is malformed.") from None
+        secure.restore_regions(regions)
 
     # ------------------------------------------------------------------ step bodies
     def _admit(self, inputs: Mapping[Message, Payload]) -> Outputs:

@@ -105,8 +105,13 @@ class Dealer(ServerState):
             keys.hexdigest(),
             self._commit_set.hex(),
         )
-        if self._slots is not None:  # partial record sets: bound to the slots too
-            label += (self._slots.digest.hex(),)
+        if self.plan.regions is not None:  # partial record sets: bound to the slots too
+            if self._slot_digest is None:
+                raise MessageError(
+                    "the server deals with partial record sets only on its slot assignment: "
+                    "deal on every party's tokens, or restore the kept deal state first."
+                )
+            label += (self._slot_digest.hex(),)
 
         def derived(*what: str) -> bytes:
             return derive_key(self._secret, "server-deal", *label, *what)
@@ -146,6 +151,7 @@ class Dealer(ServerState):
             secret = self._stream_secret()
             self._slots = assign_slots(lists, plan.regions, plan.max_rows, secret, ctx)
             self._regions = dict(self._slots.released)
+            self._slot_digest = self._slots.digest
         derived = self._dealer(public_keys)
         self._public_keys = dict(public_keys)
         slot_maps = self._write_slot_maps(derived)

@@ -383,8 +383,9 @@ class Selection(Dealer):
             "scales": [self._first.scale[m] for m in keys],
             "seeded_parties": list(self._seeded_parties),
         }
-        if self._regions is not None:  # partial record sets: the published region counts
-            meta["regions"] = {str(t): r for t, r in self._regions.items()}
+        regions = self.kept_regions()  # partial record sets: the region counts and slots
+        if regions is not None:
+            meta["regions"] = regions
         arrays = {f"t{i}": self._first.values[m] for i, m in enumerate(keys)}
         write_container(path, STATE_KIND, meta, arrays)
 
@@ -416,8 +417,6 @@ class Selection(Dealer):
             if not isinstance(seeded, list) or not set(seeded) <= set(plan.names):
                 raise ValueError("seeded_parties")
             server._seeded_parties = tuple(n for n in plan.names if n in seeded)
-            if "regions" in meta:
-                server._regions = {int(t): int(r) for t, r in meta["regions"].items()}
             server.tree = JunctionTree.build(
                 config.spec.domain,
                 [tuple(c) for c in meta["cliques"]],
@@ -426,6 +425,8 @@ class Selection(Dealer):
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise MessageError(f"{path}: malformed server state ({exc!r}).") from None
+        if "regions" in meta:  # partial record sets: the deal's region counts and slots
+            server.restore_regions(meta["regions"])
         server._bins = server._binning(first, marginals)  # deterministic: as select chose them
         server._request = plan.check_request(
             marginals, {m: c.maps for m, c in server._bins.items()}

@@ -75,6 +75,7 @@ class ServerState:
         self._slots: Slots | None = None  # partial record sets: the slot assignment
         self._slot_folder: tempfile.TemporaryDirectory[str] | None = None  # and its slot maps
         self._regions: dict[int, int] | None = None  # and the region counts it published
+        self._slot_digest: bytes | None = None  # and its digest, which binds the deal's masks
         self.skipped = 0  # partial sets: marginals the union fit could not read
         self.union: UnionModel | None = None  # partial sets: the fitted model over the union
 
@@ -100,13 +101,33 @@ class ServerState:
         sd = math.sqrt(2.0 * (regions.regions - 1)) * regions.sigma
         return partial > UNION_Z * sd
 
-    def restore_regions(self, released: Mapping[int, int]) -> None:
-        """Partial record sets: the region counts this run's deal published (kept by the
-        server's state between processes); MessageError unless they name every region."""
+    def kept_regions(self) -> dict[str, object] | None:
+        """Partial record sets, after the deal: what a server in a new process needs of it,
+        JSON-ready (the published region counts, and the slot assignment's digest, which
+        binds every deal's masks: the round-2 deal's too); None before or otherwise."""
+        if self._regions is None or self._slot_digest is None:
+            return None
+        counts = {str(t): r for t, r in self._regions.items()}
+        return {"counts": counts, "slots": self._slot_digest.hex()}
+
+    def restore_regions(self, kept: object) -> None:
+        """Partial record sets: what :meth:`kept_regions` gave after this run's deal (kept
+        by the server's state between processes); MessageError (one line) unless it holds
+        the slot assignment's digest and a count of every region."""
         regions = self.plan.regions
-        if regions is None or sorted(released) != list(regions_of(regions.m)):
+        if not isinstance(kept, Mapping) or "slots" not in kept:
+            raise MessageError(
+                "the server's kept deal state lacks the slot assignment's digest (kept by an "
+                "older vertimrf): deal again into a new state folder, then select."
+            )
+        try:
+            counts = {int(t): int(r) for t, r in kept["counts"].items()}
+            digest = bytes.fromhex(kept["slots"])
+        except (AttributeError, KeyError, TypeError, ValueError):
+            raise MessageError("the server's kept deal state is malformed.") from None
+        if regions is None or sorted(counts) != list(regions_of(regions.m)) or len(digest) != 32:
             raise MessageError("the kept region counts do not name this run's regions.")
-        self._regions = dict(released)
+        self._regions, self._slot_digest = counts, digest
 
     def _stream_secret(self) -> bytes:
         """The secret of the server's keyed streams: its own, or one made from the seed
