@@ -223,8 +223,8 @@ def test_a_signal_stops_server_run_exit_when_done_in_every_state(tmp_path, state
     ), err
     assert "Traceback" not in err
     again, _ = start_server(tmp_path)  # the state folder is free, and serves the run again
-    took_again, _ = _signal_stops(StderrLines(again, time.monotonic()), signal.SIGTERM)
-    assert again.returncode == 143 and took_again < STOP_WITHIN
+    took_again, err_again = _signal_stops(StderrLines(again, time.monotonic()), signal.SIGTERM)
+    assert again.returncode == 143 and took_again < STOP_WITHIN, err_again
     print(f"{state} {sig.name}: stopped in {took:.2f} s")
 
 

@@ -27,6 +27,7 @@ import math
 import os
 import signal
 import ssl
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -125,7 +126,24 @@ def serve(
         app = make_app(config, store, run.status, run.failure, run.fail, read_timeout=read_timeout)
         idle = _IdleConnections(read_timeout)
         app.middlewares.append(idle.middleware)
-        return asyncio.run(_serve(app, context, host, port, run, exit_when_done, port_file, idle))
+        code = asyncio.run(_serve(app, context, host, port, run, exit_when_done, port_file, idle))
+    if code > 128 and run.working():
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process at once with ``code``, its logs and output flushed. Used when a
+    signal stops the service while the worker thread runs the server's steps: the
+    interpreter's shutdown ends that daemon thread wherever it is, and under load this was
+    seen to abort the process ("FATAL: exception not rethrown", SIGABRT) instead of exiting
+    with 128 + the signal. Every step's state is already in the state folder
+    (SQLite and files written whole), which the next ``server run`` resumes."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -88,6 +88,10 @@ class ServiceRun:
         """Run the server's steps in the worker thread."""
         self._thread.start()
 
+    def working(self) -> bool:
+        """True while the worker thread runs the server's steps."""
+        return self._thread.is_alive()
+
     def outputs(self) -> dict[str, list[str]]:
         """The absolute paths of the synthetic table and of the report, each in the state
         folder and where it is copied to."""
