@@ -153,3 +153,11 @@ def test_fit_local_needs_two_columns():
             np.zeros((10, 1), np.int64), one, 1.0, EngineOptions(), PrivMRFOptions(), noise,
             np.random.default_rng(0),
         )  # fmt: skip
+
+
+def test_an_engine_fit_saves_and_loads(tmp_path):
+    df, spec = _table(rows=500)
+    fit = PrivMRF(1.0, 1e-6, seed=2, selection="engine").fit(df, spec)
+    back = PrivMRF.load(fit.save(tmp_path / "fit.vmrf"))
+    pd.testing.assert_frame_equal(back.sample(100, seed=5), fit.sample(100, seed=5))
+    assert back.report().rho == fit.report().rho and back.n_hat == fit.n_hat
