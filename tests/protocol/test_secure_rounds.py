@@ -16,7 +16,6 @@ from tests.secure_runs import (
     exact_product,
     joint,
     round_two,
-    secure_parties,
     split,
     uniform_bytes,
 )
@@ -31,6 +30,7 @@ from vertimrf.protocol.securemsg import (
     open_features,
     seal_features,
 )
+from vertimrf.server.secure.oracle import SecureOracle
 
 
 @settings(max_examples=12, deadline=None, derandomize=True)
@@ -197,10 +197,7 @@ def test_a_request_past_a_cap_is_refused_and_the_selection_keeps_within_the_caps
         plan.check_request([(0, 1, 3)])
     assert plan.layout(plan.check_request([(0, 3, 4)]).marginals).width(1, 0) == 12
     assert plan.max_request is not None and plan.max_request >= RING_MIN_REQUEST - 1
-    extra: dict = {}
-    server = secure_parties([[3, 4, 5], [6, 2]], 10, 0, rows=1 << 10)[3]
-    server.plan = plan
-    out = server._measurable((0, 1, 3, 4), set(), extra)
+    out = SecureOracle(plan).measurable([(0, 1, 3, 4)], set())
     plan.layout(plan.check_request(out).marginals)  # within every cap
     cross = [m for m in out if plan.kind(m) == "cross"]
     assert (0, 1) in out and cross == [(0, 3, 4), (1, 3, 4)]  # P0's part split, P1's kept

@@ -313,8 +313,8 @@ def test_server_post_processing_of_the_first_release_matches_hand_computation():
     compute by hand: inverse-variance weights (a sum over k cells of noise scale s has
     variance k s^2), the discrete Laplace count's variance 2 e^-eps / (1 - e^-eps)^2, and a
     score of 0 for an exactly independent table without noise."""
-    from vertimrf.server.secure.selection import one_way, pair_scores, record_total
-    from vertimrf.server.secure.state import Tables
+    from vertimrf.synth.engine.scores import laplace_weight, one_way, pair_scores, record_total
+    from vertimrf.synth.engine.tables import Tables
 
     t01 = np.array([[10.0, 30.0], [20.0, 40.0], [0.0, 0.0]])  # attrs 0 (3 values) x 1 (2)
     t02 = np.array([[12.0, 18.0], [28.0, 42.0], [1.0, -1.0]])  # attrs 0 x 2 (2 values)
@@ -335,8 +335,10 @@ def test_server_post_processing_of_the_first_release_matches_hand_computation():
     wc = (1 - math.exp(-eps)) ** 2 / (2 * math.exp(-eps))
     weights = [wc, 1 / 6, 1 / (6 * 4), 1 / (4 * 9)]
     values = [95.0, t01.sum(), t02.sum(), t12.sum()]
-    assert record_total(95, eps, tables) == pytest.approx(np.dot(weights, values) / sum(weights))
-    assert record_total(-50, eps) == 1.0  # floored at one record
+    assert laplace_weight(eps) == pytest.approx(wc)
+    got = record_total(95, laplace_weight(eps), tables)
+    assert got == pytest.approx(np.dot(weights, values) / sum(weights))
+    assert record_total(-50, wc) == 1.0  # floored at one record
 
     tiny = 1e-9  # (almost) no noise, so no debiasing
     independent = Tables({(0, 1): np.outer([30.0, 70.0], [0.4, 0.6]).ravel()}, {(0, 1): tiny})
@@ -356,7 +358,7 @@ def test_server_post_processing_of_the_first_release_matches_hand_computation():
 def test_model_caps_grow_with_the_precision_within_their_bounds():
     """The server's model caps: the floor at low precision, the config's ceiling at high
     precision, and monotone in between."""
-    from vertimrf.server.secure import selection as srv
+    from vertimrf.synth.engine import plan as srv
 
     caps = []
     # 6.0, not higher: on this 3-attribute domain the first release's noise reaches KLS's

@@ -1,7 +1,8 @@
-"""The server's fit, post-processing of both releases: every measurement (the
-re-measured ones, the binned ones as linear queries on their bin sums, and the first
-release's pairs inside the cliques, each weighted 1 / its noise scale) fits the MRF by
-mirror descent, warm-started from the first release, and n rows are sampled.
+"""The server's fit, post-processing of both releases: the engine's fit
+(:func:`vertimrf.synth.engine.fit.fit_model`) on every measurement (the re-measured ones,
+the binned ones as linear queries on their bin sums, and the first release's pairs inside
+the cliques, each weighted 1 / its noise scale), warm-started from the first release, and n
+rows are sampled.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import pandas as pd
 
 from vertimrf.domain import TableEncoder
 from vertimrf.errors import ConfigError, MessageError
-from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
-from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.regions import members, population_rows
@@ -23,8 +22,9 @@ from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure import MEASURE, Request
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.server.secure.selection import Selection
-from vertimrf.server.secure.state import Tables
 from vertimrf.server.secure.union_fit import partial_releases
+from vertimrf.synth.engine.fit import fit_model
+from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.fitted import absent_decoder
 from vertimrf.synth.union import Population, fit_union
 
@@ -87,29 +87,11 @@ class SecureServer(Selection):
         if self.models_union:  # partial record sets: one model over the union
             self._fit_union(first_release, second)
             return
-        cliques = [set(c) for c in self.tree.cliques]
-        measurements = [
-            Measurement(
-                m, v, 1.0 / second.scale[m], bins=request.maps(m) if m in request.bins else None
-            )
-            for m, v in second.values.items()
-        ]
-        measurements += [
-            Measurement(m, v, 1.0 / first_release.scale[m])
-            for m, v in first_release.values.items()
-            if any(set(m) <= c for c in cliques)
-        ]
-        model = MarkovRandomField(self.config.spec.domain, self.tree, total=self.n_hat)
-        # Warm start: the cheap first release (every 2-way marginal in a clique) first, then
-        # everything; on Adult at eps 1.6 this fits in a third of the iterations of one cold
-        # fit at an equal or lower 3-way TVD.
-        first = measurements[len(second.values) :]
-        cap = self.config.secure_options().iters
-        self.iterations = [
-            self._fit(model, first, self.options.convergence_ratio, cap),
-            self._fit(model, measurements, self.options.final_convergence_ratio, cap),
-        ]
-        self.model = model
+        bins = {m: request.maps(m) for m in request.bins}
+        plan = self.engine_plan()
+        self.model, self.iterations = fit_model(
+            plan, self.tree, self.n_hat, first_release, second, bins
+        )
         if self._regions is not None:  # partial sets, every party holding every record
             self.n_hat = float(population_rows(self._regions, self.config.population))
 
@@ -133,21 +115,6 @@ class SecureServer(Selection):
         self.model = union.population_model(population)
         self.n_hat = float(union.rows(population))
         self.iterations = [int(union.fit.iterations)]
-
-    def _fit(self, model: MarkovRandomField, ms: list[Measurement], ratio: float, cap: int) -> int:
-        """Mirror descent (warm-started from the model) until the loss is ``ratio`` times
-        the noise's expected loss; returns the iterations."""
-        opts = self.options
-        result = mirror_descent(
-            model,
-            ms,
-            iters=cap,
-            tol=opts.tol,
-            target_loss=ratio * theoretic_loss(ms, self.config.spec.domain),
-            min_iters=0,
-            check_every=opts.check_every,
-        )
-        return int(result.iterations)
 
     def _region_names(self) -> dict[str, int]:
         """The published region counts by the names of their parties ("A+B")."""

@@ -12,7 +12,6 @@ import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from hashlib import sha256
 
 import numpy as np
@@ -30,16 +29,8 @@ from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice
 from vertimrf.server.methods import server_strategy
 from vertimrf.server.slots import Slots
+from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.union import UnionModel
-
-
-@dataclass(frozen=True)
-class Tables:
-    """Noisy marginals of one release: counts (float), and each one's noise scale."""
-
-    values: dict[Marginal, np.ndarray]
-    scale: dict[Marginal, float]
-
 
 # The published counts of the regions that lack a party must exceed this many standard
 # deviations of their summed noise for the model to cover the union (see models_union).

@@ -27,7 +27,7 @@ import numpy as np
 
 from vertimrf.domain import Domain
 from vertimrf.protocol.secure import SecurePlan
-from vertimrf.server.secure.state import Tables
+from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.union import NoisyTable, PartialReleases
 
 

@@ -3,7 +3,14 @@ in the vertical protocol."""
 
 from vertimrf.synth.privmrf.budget_split import BudgetSplit
 from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
-from vertimrf.synth.privmrf.options import PrivMRFOptions
+from vertimrf.synth.privmrf.options import EngineOptions, PrivMRFOptions
 from vertimrf.synth.privmrf.synthesizer import PrivMRF
 
-__all__ = ["AttributeGraph", "BudgetSplit", "PrivMRF", "PrivMRFOptions", "PrivMRFReport"]
+__all__ = [
+    "AttributeGraph",
+    "BudgetSplit",
+    "EngineOptions",
+    "PrivMRF",
+    "PrivMRFOptions",
+    "PrivMRFReport",
+]

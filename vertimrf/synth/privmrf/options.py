@@ -97,3 +97,41 @@ class PrivMRFOptions:
         if unknown:
             raise ConfigError(f"unknown PrivMRF options {unknown}; valid ones are {sorted(known)}.")
         return cls(**options)
+
+
+# selection="privmrf" (the paper's PrivMRF, the default) or "engine" (EngineOptions).
+SELECTIONS = ("privmrf", "engine")
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Options of ``PrivMRF(..., selection="engine")``: the select-measure-fit engine
+    (:mod:`vertimrf.synth.engine`) with the local oracle, the algorithm of method "secure"
+    on the whole table. The defaults are method "secure"'s (``secure_shares``,
+    ``secure_refine_fraction``, ``secure_iters``).
+
+    Attributes:
+        count, select, measure: fractions of rho for the noisy count, the first release of
+            every 2-way marginal and the re-measurement of the selection; they sum to 1.
+        refine_fraction: the re-measured pairs beyond the initial set (times d).
+        iters: the mirror-descent cap of each of the two fits.
+    """
+
+    count: float = 0.001
+    select: float = 0.5
+    measure: float = 0.499
+    refine_fraction: float = 1.6
+    iters: int = 1000
+
+    def __post_init__(self) -> None:
+        shares = {"count": self.count, "select": self.select, "measure": self.measure}
+        bad = {k: v for k, v in shares.items() if not (0.0 < v <= 1.0 and math.isfinite(v))}
+        if bad:
+            raise ConfigError(f"the engine's shares must be in (0, 1]; got {bad}.")
+        total = math.fsum(shares.values())
+        if abs(total - 1.0) > 1e-12:
+            raise ConfigError(f"the engine's shares must sum to 1; they sum to {total!r}.")
+        if not (self.refine_fraction >= 0.0 and math.isfinite(self.refine_fraction)):
+            raise ConfigError(f"refine_fraction must be >= 0; got {self.refine_fraction!r}.")
+        if not (isinstance(self.iters, int) and self.iters >= 1):
+            raise ConfigError(f"iters must be an integer >= 1; got {self.iters!r}.")

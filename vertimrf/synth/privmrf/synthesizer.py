@@ -55,7 +55,7 @@ from vertimrf.synth.privmrf.graph_search import GraphSearchResult, greedy_graph_
 from vertimrf.synth.privmrf.histograms import CliqueTables
 from vertimrf.synth.privmrf.initial_set import initial_marginals
 from vertimrf.synth.privmrf.noise import FitNoise
-from vertimrf.synth.privmrf.options import PrivMRFOptions
+from vertimrf.synth.privmrf.options import SELECTIONS, EngineOptions, PrivMRFOptions
 from vertimrf.synth.privmrf.refinement import CandidatePool, candidate_pool
 from vertimrf.synth.privmrf.scores import noisy_tvd_scores
 from vertimrf.synth.privmrf.source import GaussianSource, Marginal
@@ -98,6 +98,12 @@ class PrivMRF:
         rho: spend exactly this zCDP budget instead of the conversion of (epsilon, delta),
             e.g. a party's share of a protocol budget; (epsilon, delta) then only label the
             report.
+        selection: "privmrf" (default: the paper's selection, scores, refinement rounds) or
+            "engine": the select-measure-fit engine of method "secure"
+            (:mod:`vertimrf.synth.engine`) with exact local counts, its budget split by
+            ``engine`` (:class:`EngineOptions`); it releases its own count (no
+            ``noisy_count``).
+        engine: the engine's options (default ``EngineOptions()``), with ``selection="engine"``.
         **options: see :class:`PrivMRFOptions`.
     """
 
@@ -112,9 +118,19 @@ class PrivMRF:
         party: str | None = None,
         noisy_count: float | None = None,
         rho: float | None = None,
+        selection: str = "privmrf",
+        engine: EngineOptions | None = None,
         **options: Any,
     ) -> None:
         self.options = PrivMRFOptions.from_kwargs(options)
+        if selection not in SELECTIONS:
+            raise ConfigError(f"selection must be one of {SELECTIONS}; got {selection!r}.")
+        if engine is not None and selection != "engine":
+            raise ConfigError("engine options apply to selection='engine' only.")
+        if selection == "engine" and noisy_count is not None:
+            raise ConfigError("selection='engine' releases its own count; drop noisy_count.")
+        self.selection = selection
+        self.engine = EngineOptions() if engine is None else engine
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         if rho is not None and not (rho > 0 and math.isfinite(rho)):
@@ -148,6 +164,8 @@ class PrivMRF:
         warn_small_table(len(codes))
         opts, domain = self.options, codec.domain
         noise = FitNoise(self._ledger(), self._noise, self.party)
+        if self.selection == "engine":
+            return self._fit_engine(codes, codec, noise, decoder_for(data, spec), start)
         shares = self._shares(len(domain))
         self._say(
             f"fit: d={len(domain)}, model caps {opts.max_clique_cells:g} / "
@@ -191,6 +209,46 @@ class PrivMRF:
             n_measurements=len(measurements),
             measurement_sigma=source.sigma,
             iterations=tuple(iterations),
+            fit_seconds=time.perf_counter() - start,
+            seeded=self._noise.seeded,
+        )
+        self._say(f"done in {self._report.fit_seconds:.2f} s")
+        return self
+
+    def _fit_engine(
+        self,
+        codes: np.ndarray,
+        codec: TableCodec,
+        noise: FitNoise,
+        decoder: Decoder | None,
+        start: float,
+    ) -> PrivMRF:
+        """:meth:`fit` by the engine with the local oracle (``selection="engine"``)."""
+        # Imported here: the engine reads PrivMRF's modules, whose package imports this one.
+        from vertimrf.synth.engine.run import fit_local
+
+        domain = codec.domain
+        self._say(f"fit by the engine: d={len(domain)}")
+        fit = fit_local(codes, domain, self.rho_budget, self.engine, self.options, noise, self._rng)
+        self._fitted = {
+            "codec": codec,
+            "model": fit.model,
+            "n_hat": fit.n_hat,
+            "measurements": fit.measurements,
+            "graph": _graph(len(domain), fit.graph),
+            "decoder": decoder,
+        }
+        self._report = PrivMRFReport.build(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            gdp_accounting=self.options.gdp_accounting,
+            rho_budget=self.rho_budget,
+            releases=tuple(noise.charged),
+            model_size=fit.tree.size,
+            cliques=tuple(fit.tree.cliques),
+            n_measurements=len(fit.measurements),
+            measurement_sigma=fit.sigma,
+            iterations=fit.iterations,
             fit_seconds=time.perf_counter() - start,
             seeded=self._noise.seeded,
         )

@@ -1,0 +1,75 @@
+"""The engine end to end on one table (Centralized): the noisy count and the first release
+of every 2-way marginal, the selection, the re-measurement and the fit, each release drawn
+by the local oracle. The budget splits as the secure plan's does: fixed shares of rho for
+the count, the first release and the re-measurement, each spent exactly (one noise scale
+per release, set by its share and its number of marginals)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vertimrf.domain import Domain
+from vertimrf.errors import ConfigError
+from vertimrf.mrf.estimation import Measurement
+from vertimrf.mrf.junction_tree import JunctionTree
+from vertimrf.mrf.model import MarkovRandomField
+from vertimrf.synth.engine.fit import fit_model, measurements
+from vertimrf.synth.engine.local import MARGINAL_SENSITIVITY, LocalOracle
+from vertimrf.synth.engine.plan import EnginePlan
+from vertimrf.synth.engine.scores import record_total
+from vertimrf.synth.engine.select import choose
+from vertimrf.synth.privmrf.budget_split import COUNT_SENSITIVITY, sigma_for_share
+from vertimrf.synth.privmrf.graph_search import GraphSearchResult
+from vertimrf.synth.privmrf.noise import FitNoise
+from vertimrf.synth.privmrf.options import EngineOptions, PrivMRFOptions
+
+
+@dataclass(frozen=True)
+class LocalFit:
+    """A fit of the engine: the model, its graph and tree, the record count, every
+    measurement it fitted, the re-measurement's noise scale and the fits' iterations."""
+
+    model: MarkovRandomField
+    graph: GraphSearchResult
+    tree: JunctionTree
+    n_hat: float
+    measurements: tuple[Measurement, ...]
+    sigma: float
+    iterations: tuple[int, ...]
+
+
+def fit_local(
+    codes: np.ndarray,
+    domain: Domain,
+    rho: float,
+    engine: EngineOptions,
+    options: PrivMRFOptions,
+    noise: FitNoise,
+    rng: np.random.Generator,
+) -> LocalFit:
+    """Spend ``rho`` on ``codes`` (rows over ``domain``): ``engine``'s shares and rounds,
+    ``options``' search and fit settings; ``noise`` charges and draws, ``rng`` breaks the
+    search's ties."""
+    d = len(domain)
+    if d < 2:
+        raise ConfigError("selection='engine' needs a table of at least 2 columns.")
+    oracle = LocalOracle(codes, domain, noise)
+    sigma_n = sigma_for_share(rho * engine.count, 1, COUNT_SENSITIVITY)
+    noise.charge("engine.count", COUNT_SENSITIVITY, sigma_n, 1, "noisy record count")
+    count = float(noise.gaussian(np.array([codes.shape[0]]), sigma_n)[0])
+    pairs = oracle.all_pairs()
+    sigma1 = sigma_for_share(rho * engine.select, len(pairs), MARGINAL_SENSITIVITY)
+    first = oracle.measure(pairs, sigma1, "first release: every 2-way marginal")
+    n_hat = record_total(count, 1.0 / sigma_n**2, first)
+    rho_measure = rho * engine.measure
+    plan = EnginePlan(domain, sigma1, rho_measure, engine.refine_fraction, engine.iters, options)
+    choice = choose(first, n_hat, plan, oracle, rng)
+    sigma2 = sigma_for_share(rho_measure, len(choice.marginals), MARGINAL_SENSITIVITY)
+    second = oracle.measure(choice.marginals, sigma2, "re-measurement of the selection")
+    model, iterations = fit_model(plan, choice.tree, n_hat, first, second)
+    again, within = measurements(first, second, choice.tree)
+    return LocalFit(
+        model, choice.graph, choice.tree, n_hat, (*again, *within), sigma2, tuple(iterations)
+    )

@@ -1,0 +1,96 @@
+"""The engine's selection, post-processing of the first release: the record count and
+noisy pairwise scores, the greedy graph search under model caps that grow with the
+re-measurement's precision, the initial marginal set per clique (split by the oracle into
+what it can measure), plus the highest-scoring pairs inside the cliques whose first release
+is still noisy: the marginals to re-measure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from vertimrf.errors import ConfigError
+from vertimrf.mrf.junction_tree import JunctionTree
+from vertimrf.synth.engine.oracle import Oracle
+from vertimrf.synth.engine.plan import EnginePlan
+from vertimrf.synth.engine.scores import pair_scores
+from vertimrf.synth.engine.tables import Marginal, Tables
+from vertimrf.synth.privmrf.graph_search import GraphSearchResult, greedy_graph_search
+from vertimrf.synth.privmrf.initial_set import initial_marginals
+from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells
+
+# A 2-way marginal is re-measured only if its first release's noise is above 1/100 of the
+# mean count per cell, i.e. cells > n_hat / (EXTRA_PRECISION * sigma_select).
+EXTRA_PRECISION = 100.0
+# A selection whose model does not fit the oracle's cap is made again with SHRINK times the
+# cells, at most SHRINKS times.
+SHRINK = 0.7
+SHRINKS = 12
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the selection found: the graph, the model's junction tree, the marginals to
+    re-measure (the initial set's measurable parts, then the extra pairs) and the scores."""
+
+    graph: GraphSearchResult
+    tree: JunctionTree
+    marginals: list[Marginal]
+    scores: np.ndarray
+
+
+def choose(
+    first: Tables, n_hat: float, plan: EnginePlan, oracle: Oracle, rng: np.random.Generator
+) -> Choice:
+    """The marginals to re-measure after the ``first`` release (every 2-way marginal) of a
+    table of about ``n_hat`` records; ``rng`` breaks the search's ties."""
+    opts, sizes = plan.options, plan.domain.sizes
+    d = len(sizes)
+    scores = pair_scores(first, sizes, n_hat, oracle.populations())
+    graph, max_total = _search(scores, n_hat, plan, oracle, rng)
+    tree = JunctionTree.build(
+        plan.domain, graph.cliques, heuristic="min_fill", max_cells=int(max_total)
+    )
+    # A pair whose first release already has little noise per record of a cell gains
+    # little from a re-measurement (its budget goes to the others instead).
+    cliques = [set(c) for c in tree.cliques]
+    limit = n_hat / (EXTRA_PRECISION * plan.sigma_select)
+    eligible = [
+        m
+        for m in oracle.all_pairs()
+        if any(set(m) <= c for c in cliques) and oracle.cells(m) > limit
+    ]
+    sigma_est = math.sqrt(plan.planned / (2.0 * plan.rho_measure))
+    init = initial_marginals(
+        tree.cliques, sizes, graph_phase_max_cells(n_hat, sigma_est, opts.theta), scores, rng
+    )
+    edges = {tuple(sorted(e)) for e in graph.edges}
+    chosen = list(dict.fromkeys(oracle.canonical(m) for m in oracle.measurable(init, edges)))
+    chosen = [m for m in chosen if not any(set(m) < set(o) for o in chosen)]
+    extra = [m for m in eligible if not any(set(m) <= set(o) for o in chosen)]
+    extra.sort(key=lambda m: -scores[m])
+    return Choice(graph, tree, chosen + extra[: int(plan.refine_fraction * d)], scores)
+
+
+def _search(
+    scores: np.ndarray, n_hat: float, plan: EnginePlan, oracle: Oracle, rng: np.random.Generator
+) -> tuple[GraphSearchResult, float]:
+    """The greedy graph search under the plan's caps, shrunk until the oracle's model fits;
+    the graph and the total cap it was found under."""
+    max_clique, max_total = plan.model_caps(n_hat)
+    for _ in range(SHRINKS):
+        found = greedy_graph_search(
+            scores,
+            oracle.search_sizes(),
+            max_clique_cells=max_clique,
+            max_total_cells=max_total,
+            size_penalty=plan.options.size_penalty,
+            rng=rng,
+        )
+        if oracle.model_fits(found.cliques):
+            return found, max_total
+        max_total *= SHRINK
+        max_clique = min(max_clique, max_total)
+    raise ConfigError(oracle.too_large)
