@@ -30,6 +30,7 @@ engine's; the published variances are what they change).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -182,7 +183,8 @@ def markdown(head: dict, rows: list[dict]) -> str:
             if not sel:
                 continue
             v = np.array([r["tvd3"] for r in sel])
-            mean, se = float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
+            se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
+            mean = float(v.mean())
             base = mean if name == "engine" else base
             ratio = f"{mean / base:.3f}" if base else "-"
             seconds = float(np.mean([r["seconds"] for r in sel]))
@@ -194,20 +196,20 @@ def markdown(head: dict, rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
-    parser.add_argument("--json")
-    parser.add_argument("--md")
+    parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
+    parser.add_argument("--seeds", type=int, default=8)
+    for output in ("--json", "--md"):
+        parser.add_argument(output)
     args = parser.parse_args(argv)
+    runs = itertools.product(args.epsilons, args.variants, range(args.seeds))
     rows = []
-    for epsilon in args.epsilons:
-        for name in args.variants:
-            for seed in range(args.seeds):
-                tvd3, seconds = VARIANTS[name](epsilon, seed)
-                row = {"variant": name, "epsilon": epsilon, "seed": seed, "tvd3": tvd3}
-                rows.append({**row, "seconds": seconds})
-                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    for epsilon, name, seed in runs:
+        tvd3, seconds = VARIANTS[name](epsilon, seed)
+        rows.append(
+            {"variant": name, "epsilon": epsilon, "seed": seed, "tvd3": tvd3, "seconds": seconds}
+        )
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     head = {**run_head(__file__, argv), "seeds": f"0..{args.seeds - 1}"}
     write_results(args.json, args.md, head, rows, markdown)
 
