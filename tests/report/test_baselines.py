@@ -45,6 +45,27 @@ def test_mst_returns_a_table_over_the_spec():
     assert (codes[:, 0] == codes[:, 1]).mean() > 0.9
 
 
+def test_mst_rows_are_drawn_from_the_model_not_sorted_within_groups():
+    """y and z are independent noisy copies of x (each equal to it with probability 0.9), so
+    given x they agree with probability 0.9^2 + 0.1^2 = 0.82. MST's tree links x-y and x-z;
+    rows drawn from it agree at that rate. mbi 1.1.0's "round" sampler gives both children
+    of x their values in the rows' order within each value of x, so they agreed in almost
+    every row (the bug this test caught). At epsilon 50 a count's noise sd is about 1 of
+    4,000 rows, and the agreement's sampling sd is sqrt(0.82 * 0.18 / 4000) = 0.006: the
+    bound 0.05 is over 8 sd."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    x = rng.integers(0, 2, n)
+    y = np.where(rng.random(n) < 0.9, x, 1 - x)
+    z = np.where(rng.random(n) < 0.9, x, 1 - x)
+    spec = DomainSpec([ColumnSpec(c, "categorical", (0, 1)) for c in ("x", "y", "z")])
+    df = TableEncoder(spec).decode(np.stack([x, y, z], 1))
+    run = run_capped("mst", df, spec, 50.0, 1e-6, 0, cap=300)
+    assert run.status == "finished"
+    codes = TableEncoder(spec).encode(run.synth)
+    assert abs((codes[:, 1] == codes[:, 2]).mean() - 0.82) < 0.05
+
+
 def test_a_run_past_its_cap_is_killed_and_reported():
     df, spec = _table()
     start = time.perf_counter()

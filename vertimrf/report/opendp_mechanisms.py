@@ -19,6 +19,12 @@ budget split ("insufficient budget for query: x > x - 1e-18", opendp/opendp#2789
 is started again with rho lowered by a relative 1e-9 per try (at most :data:`TRIES`), which
 depends on rho alone, not on the data; the tries count against the report's time cap.
 
+The synthetic rows are drawn i.i.d. from the fitted model (``synthesize(method="sample")``).
+The default, ``"round"``, of mbi 1.1.0 (which OpenDP 0.16 pins) assigns each column's values
+within a group of rows sharing its parents' values in the rows' order, so two columns with the
+same parents come out sorted together: a correlation that is in no measurement. On Adult at
+epsilon 1.6 MST's 3-way TVD was 0.25 with it and 0.080 with ``"sample"``.
+
 Run it as a child process (:mod:`vertimrf.report.baselines`), killed at the cap.
 """
 
@@ -70,7 +76,7 @@ def synthesize(
             if "insufficient budget for query" not in str(error):
                 raise
             continue
-        synth = table.synthesize(rows=len(codes))
+        synth = table.synthesize(rows=len(codes), method="sample")
         return np.stack(
             [_filled(synth[c], s, rng) for c, s in zip(names, sizes, strict=True)], axis=1
         )
