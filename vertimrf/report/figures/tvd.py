@@ -35,8 +35,9 @@ ALL_EPSILONS = {"epsilons": EPSILONS, "ways": [3, 4, 5], "methods": list(METHODS
         "baselines": [],
         "cap": 0,
     },
+    # quick: MST once (AIM took over 240 s on NLTCS under load; the quick run keeps to 10 min)
     quick=ALL_EPSILONS
-    | {"marginals": 100, "baselines": ["mst", "aim"], "cap": 240, "only_at": {"aim": [1.6]}},
+    | {"marginals": 100, "baselines": ["mst"], "cap": 240, "only_at": {"mst": [1.6]}},
     full=ALL_EPSILONS
     | {"marginals": 300, "baselines": ["mst", "aim"], "cap": 900, "only_at": {"aim": [1.6]}},
 )
