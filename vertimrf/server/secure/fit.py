@@ -23,7 +23,7 @@ from vertimrf.protocol.secure import MEASURE, Request
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.server.secure.selection import Selection
 from vertimrf.server.secure.union_fit import partial_releases
-from vertimrf.synth.engine.fit import fit_model
+from vertimrf.synth.engine.fit import fit_model, measurements
 from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.fitted import absent_decoder
 from vertimrf.synth.union import Population, fit_union
@@ -90,7 +90,7 @@ class SecureServer(Selection):
         bins = {m: request.maps(m) for m in request.bins}
         plan = self.engine_plan()
         self.model, self.iterations = fit_model(
-            plan, self.tree, self.n_hat, first_release, second, bins
+            plan, self.tree, self.n_hat, *measurements(first_release, second, self.tree, bins)
         )
         if self._regions is not None:  # partial sets, every party holding every record
             self.n_hat = float(population_rows(self._regions, self.config.population))

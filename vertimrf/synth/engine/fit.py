@@ -43,15 +43,13 @@ def fit_model(
     plan: EnginePlan,
     tree: JunctionTree,
     n_hat: float,
-    first: Tables,
-    second: Tables,
-    bins: Mapping[Marginal, BinMaps] | None = None,
+    again: list[Measurement],
+    pairs: list[Measurement],
 ) -> tuple[MarkovRandomField, list[int]]:
-    """The MRF on ``tree`` (total ``n_hat``) fitted to both releases, and the iterations of
-    its two fits. Warm start: the cheap first release (every 2-way marginal in a clique)
-    first, then everything; on Adult at eps 1.6 this fits in a third of the iterations of
-    one cold fit at an equal or lower 3-way TVD."""
-    again, pairs = measurements(first, second, tree, bins)
+    """The MRF on ``tree`` (total ``n_hat``) fitted to both releases (:func:`measurements`),
+    and the iterations of its two fits. Warm start: the cheap first release (every 2-way
+    marginal in a clique) first, then everything; on Adult at eps 1.6 this fits in a third
+    of the iterations of one cold fit at an equal or lower 3-way TVD."""
     model = MarkovRandomField(plan.domain, tree, total=n_hat)
     opts = plan.options
     iterations = [

@@ -68,8 +68,8 @@ def fit_local(
     choice = choose(first, n_hat, plan, oracle, rng)
     sigma2 = sigma_for_share(rho_measure, len(choice.marginals), MARGINAL_SENSITIVITY)
     second = oracle.measure(choice.marginals, sigma2, "re-measurement of the selection")
-    model, iterations = fit_model(plan, choice.tree, n_hat, first, second)
     again, within = measurements(first, second, choice.tree)
+    model, iterations = fit_model(plan, choice.tree, n_hat, again, within)
     return LocalFit(
         model, choice.graph, choice.tree, n_hat, (*again, *within), sigma2, tuple(iterations)
     )
