@@ -45,6 +45,18 @@ def test_mst_returns_a_table_over_the_spec():
     assert (codes[:, 0] == codes[:, 1]).mean() > 0.9
 
 
+@pytest.mark.slow
+def test_aim_at_its_defaults_returns_the_table_and_keeps_a_copied_column():
+    """AIM as OpenDP runs it by default (mbi's 1000 mirror-descent iterations a fit). At
+    epsilon 50 a count's noise sd is about 1 of 400 rows, so the a-b copy, AIM's first pick,
+    survives in most rows (about a minute on 2 cores)."""
+    df, spec = _table()
+    run = run_capped("aim", df, spec, 50.0, 1e-6, 0, cap=600)
+    assert run.status == "finished", run.status
+    codes = TableEncoder(spec).encode(run.synth)
+    assert run.synth.shape == (400, 3) and (codes[:, 0] == codes[:, 1]).mean() > 0.9
+
+
 def test_mst_rows_are_drawn_from_the_model_not_sorted_within_groups():
     """y and z are independent noisy copies of x (each equal to it with probability 0.9), so
     given x they agree with probability 0.9^2 + 0.1^2 = 0.82. MST's tree links x-y and x-z;
