@@ -48,8 +48,9 @@ def test_mst_returns_a_table_over_the_spec():
 @pytest.mark.slow
 def test_aim_at_its_defaults_returns_the_table_and_keeps_a_copied_column():
     """AIM as OpenDP runs it by default (mbi's 1000 mirror-descent iterations a fit). At
-    epsilon 50 a count's noise sd is about 1 of 400 rows, so the a-b copy, AIM's first pick,
-    survives in most rows (about a minute on 2 cores)."""
+    epsilon 50 a count's noise sd is about 1 of 400 rows; any marginal AIM measures that holds
+    both a and b (its workload is the one 3-way marginal) keeps the a-b copy in most rows, and
+    so does a model fitted to it (about a minute on 2 cores)."""
     df, spec = _table()
     run = run_capped("aim", df, spec, 50.0, 1e-6, 0, cap=600)
     assert run.status == "finished", run.status
