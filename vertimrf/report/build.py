@@ -21,11 +21,12 @@ SAME_RUN = ("dataset", "rows", "delta", "seeds", "level")
 NOT_YET = """## Not in this report yet
 
 - AIM. At its defaults (mbi's 1000 mirror-descent iterations a fit) one run on Adult at
-  epsilon 1.6 did not finish in 40 minutes on 2 cores, and one on NLTCS not in 25, so 3 seeds
-  at 4 epsilons do not fit a report run; most of its time is JAX compiling mbi's inference for
-  each marginal's shape. With 100 iterations a fit (an earlier version of this report) its fits
-  stayed far from its own measurements and its 3-way TVD on Adult at epsilon 1.6 was 0.16,
-  twice MST's: not AIM as its paper runs it, so it is not drawn.
+  epsilon 1.6 did not finish in 40 minutes on 2 cores (shared with another run), and one on
+  NLTCS not in 25, so 3 seeds at 4 epsilons do not fit in a report run. About half of a run's
+  time is JAX compiling mbi's inference for each marginal's shape (a cache shared by the runs
+  halves it). With 100 iterations a fit (an earlier version of this report) its fits stayed
+  far from its own measurements and its 3-way TVD on Adult at epsilon 1.6 was 0.16, twice
+  MST's: not AIM as its paper runs it, so it is not drawn.
 """
 
 
