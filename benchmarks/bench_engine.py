@@ -1,19 +1,28 @@
-"""3-way TVD and time of Centralized PrivMRF, the engine on one table and method secure.
+"""3-way TVD and time of Centralized PrivMRF, the engine on one table, method secure, MST, AIM.
 
-NLTCS and Adult, delta 1e-6, at each epsilon and seed, three synthesizers on the same table:
+NLTCS and Adult, delta 1e-6, at each epsilon and seed, these synthesizers on the same table:
 
 * ``privmrf``: ``PrivMRF(epsilon, delta, seed=s)``, the paper's selection (the default);
 * ``engine``: ``PrivMRF(..., selection="engine")``, the select-measure-fit engine with the
   local oracle (exact counts plus discrete Gaussian noise, method secure's budget split);
 * ``secure``: ``simulate(..., method="secure", max_rows=65_536)`` over two parties (the
   paper's split, 8 & 8 and 8 & 7 columns, as ``bench_budget_spent.py``), the same engine
-  with the secure product as its oracle.
+  with the secure product as its oracle;
+* ``mst``, ``aim``: OpenDP's MST and AIM at their defaults (``vertimrf.report.baselines``),
+  each in a child process killed after ``--cap`` seconds (default 3600), its status and
+  seconds kept; OpenDP's noise is not seeded. Only when asked for with ``--methods``.
 
 Each row has the 3-way TVD (``metrics.tvd``, 300 marginals) of ``round(n_hat)`` synthetic
-rows, the ledger's total rho against the budget's, and the seconds of fit and sampling.
+rows, the ledger's total rho against the budget's (OpenDP keeps its own: None there), and the
+seconds of fit and sampling. With ``--resume`` the rows already in ``--json`` are kept and not
+run again, and the files are written after every row, so a long run (AIM: up to an hour a
+run) can stop and go on.
 
     python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 1.6 \
         --json benchmarks/results/engine.json --md benchmarks/results/engine.md
+    python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 0.8 1.6 3.2 \
+        --methods engine secure mst aim --resume \
+        --json benchmarks/results/vs_aim.json --md benchmarks/results/vs_aim.md
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,18 +42,25 @@ from _common import run_head, write_results  # noqa: E402
 DELTA, MAX_ROWS = 1e-6, 65_536
 SPLITS = {"nltcs": 8, "adult": 8}
 EPSILONS = (0.4, 1.6)
-METHODS = ("privmrf", "engine", "secure")
+METHODS = ("privmrf", "engine", "secure", "mst", "aim")
+BASELINES = ("mst", "aim")
 
 
-def measure(dataset: str, method: str, epsilon: float, seed: int) -> dict:
-    """One seeded run: the 3-way TVD, spent and budgeted rho, seconds."""
+def measure(dataset: str, method: str, epsilon: float, seed: int, cap: float, cache: str) -> dict:
+    """One run: the 3-way TVD (None for a baseline that did not finish), spent and budgeted
+    rho, status and seconds; ``cap`` and ``cache`` are a baseline's time cap and JAX cache."""
     from vertimrf import PrivMRF, load_dataset, simulate
     from vertimrf.metrics import tvd
     from vertimrf.privacy.zcdp import epsilon_to_rho
+    from vertimrf.report.baselines import run_capped
 
     df, spec = load_dataset(dataset)
     start = time.perf_counter()
-    if method == "secure":
+    status, spent = "finished", None
+    if method in BASELINES:
+        run = run_capped(method, df, spec, epsilon, DELTA, seed, cap, cache)
+        synth, status = run.synth, run.status
+    elif method == "secure":
         names = list(spec.names)
         parts = [names[: SPLITS[dataset]], names[SPLITS[dataset] :]]
         synth, report = simulate(
@@ -61,9 +78,10 @@ def measure(dataset: str, method: str, epsilon: float, seed: int) -> dict:
         "method": method,
         "epsilon": epsilon,
         "seed": seed,
-        "tvd3": tvd(df, synth, spec, ways=3),
+        "tvd3": None if synth is None else tvd(df, synth, spec, ways=3),
         "spent_rho": spent,
         "rho": epsilon_to_rho(epsilon, DELTA),
+        "status": status,
         "seconds": seconds,
     }
 
@@ -82,8 +100,9 @@ def markdown(head: dict, rows: list[dict]) -> str:
         f"run {head['load']}; delta {DELTA}, secure max_rows {MAX_ROWS:,}, "
         f"seeds {head['seeds']}.",
         "",
-        "| dataset | epsilon | method | 3-way TVD (mean +- se) | spent rho / rho | seconds |",
-        "|---|---|---|---|---|---|",
+        "| dataset | epsilon | method | 3-way TVD (mean +- se) | spent rho / rho | runs "
+        "| seconds |",
+        "|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["dataset"], r["epsilon"]) for r in rows})
     for dataset, epsilon in keys:
@@ -92,12 +111,14 @@ def markdown(head: dict, rows: list[dict]) -> str:
                    epsilon, method)]  # fmt: skip
             if not sel:
                 continue
-            tvd, se = _mean([r["tvd3"] for r in sel])
-            frac = [r["spent_rho"] / r["rho"] for r in sel]
+            done = [r["tvd3"] for r in sel if r["tvd3"] is not None]
+            tvd = "{:.4f} +- {:.4f}".format(*_mean(done)) if done else "-"
+            frac = [r["spent_rho"] / r["rho"] for r in sel if r["spent_rho"] is not None]
+            spent = f"{min(frac):.10f}-{max(frac):.10f}" if frac else "OpenDP's"
             seconds = _mean([r["seconds"] for r in sel])[0]
+            runs = "; ".join(f"{r.get('status', 'finished')} {r['seconds']:.0f} s" for r in sel)
             out.append(
-                f"| {dataset} | {epsilon:g} | {method} | {tvd:.4f} +- {se:.4f} | "
-                f"{min(frac):.10f}-{max(frac):.10f} | {seconds:.1f} |"
+                f"| {dataset} | {epsilon:g} | {method} | {tvd} | {spent} | {runs} | {seconds:.1f} |"
             )
     return "\n".join(out) + "\n"
 
@@ -108,19 +129,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--cap", type=float, default=3600.0, help="seconds per MST or AIM run")
+    parser.add_argument("--resume", action="store_true", help="keep --json's rows, run the rest")
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args(argv)
     with open("/proc/loadavg", encoding="utf-8") as fh:
         load = " ".join(fh.read().split()[:3])
-    rows = []
-    for dataset in args.datasets:
-        for epsilon in args.epsilons:
-            for seed in range(args.seeds):
-                for method in args.methods:
-                    rows.append(measure(dataset, method, epsilon, seed))
-                    print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     head = {**run_head(__file__, argv), "seeds": f"0..{args.seeds - 1}", "load": load}
+    rows = []
+    if args.resume and args.json and Path(args.json).exists():
+        rows = json.loads(Path(args.json).read_text(encoding="utf-8"))["rows"]
+    done = {(r["dataset"], r["method"], r["epsilon"], r["seed"]) for r in rows}
+    with tempfile.TemporaryDirectory() as cache:
+        for dataset in args.datasets:
+            for epsilon in args.epsilons:
+                for seed in range(args.seeds):
+                    for method in args.methods:
+                        if (dataset, method, epsilon, seed) in done:
+                            continue
+                        rows.append(measure(dataset, method, epsilon, seed, args.cap, cache))
+                        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+                        if args.resume:
+                            write_results(args.json, args.md, head, rows, markdown)
     write_results(args.json, args.md, head, rows, markdown)
 
 

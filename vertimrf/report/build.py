@@ -20,18 +20,13 @@ SAME_RUN = ("dataset", "rows", "delta", "seeds", "level")
 
 NOT_YET = """## Not in this report yet
 
-- AIM at every epsilon in the TVD figure (it runs at epsilon 1.6 only: each run takes minutes),
-  and AIM at its defaults (mbi's 1000 iterations a fit did not finish on NLTCS in 25 minutes).
-- MST where OpenDP refuses its own budget split whatever rho is tried (opendp/opendp#2789: on
-  Adult at epsilon 0.8 its selection's rounds overspend by a rounding error); the TVD
-  figure's notes give each run's status.
-- An explanation of OpenDP's MST on NLTCS (the quick report): its 3-way TVD at epsilon 1.6 is
-  0.14, against 0.004 for our methods, while on Adult it is near our earlier MST on mbi
-  (0.080 against 0.079 at epsilon 1.6). The cause is not yet found.
-- AIM as good as its paper: with 100 iterations a fit its 3-way TVD on Adult at epsilon 1.6 is
-  0.164, four times our methods'; whether the iterations or the integration cost it is not
-  yet known.
-- AIM in the quick report (over 240 s on NLTCS under load; the quick run keeps to 10 minutes).
+- AIM. At its defaults (mbi's 1000 mirror-descent iterations a fit) one run on Adult at
+  epsilon 1.6 did not finish in 40 minutes on 2 cores (shared with another run), and one on
+  NLTCS not in 25, so 3 seeds at 4 epsilons do not fit in a report run. About half of a run's
+  time is JAX compiling mbi's inference for each marginal's shape (a cache shared by the runs
+  halves it). With 100 iterations a fit (an earlier version of this report) its fits stayed
+  far from its own measurements and its 3-way TVD on Adult at epsilon 1.6 was 0.16, twice
+  MST's: not AIM as its paper runs it, so it is not drawn.
 """
 
 
