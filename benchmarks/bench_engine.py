@@ -21,7 +21,7 @@ run) can stop and go on.
     python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 1.6 \
         --json benchmarks/results/engine.json --md benchmarks/results/engine.md
     python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 0.8 1.6 3.2 \
-        --methods engine secure mst aim --resume \
+        --methods engine secure mst aim --resume --jax-cache ~/.cache/vertimrf-jax \
         --json benchmarks/results/vs_aim.json --md benchmarks/results/vs_aim.md
 """
 
@@ -131,6 +131,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--cap", type=float, default=3600.0, help="seconds per MST or AIM run")
     parser.add_argument("--resume", action="store_true", help="keep --json's rows, run the rest")
+    parser.add_argument(
+        "--jax-cache", help="a folder for MST's and AIM's compiled programs, kept between runs"
+    )
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args(argv)
@@ -141,7 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.resume and args.json and Path(args.json).exists():
         rows = json.loads(Path(args.json).read_text(encoding="utf-8"))["rows"]
     done = {(r["dataset"], r["method"], r["epsilon"], r["seed"]) for r in rows}
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = args.jax_cache or scratch
         for dataset in args.datasets:
             for epsilon in args.epsilons:
                 for seed in range(args.seeds):
