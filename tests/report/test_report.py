@@ -84,12 +84,28 @@ def test_every_figure_has_parameters_for_every_level():
         (["--data", "x.csv"], "give --data CSV and --spec JSON together"),
         (["--seeds", "0"], "--seeds must be at least 1"),
         (["--update"], "--update needs a report in"),
+        (["--baselines", "mst,nope"], "--baselines takes a comma-separated subset"),
+        (["--baselines", "mst,mst"], "--baselines takes a comma-separated subset"),
+        (["--cap", "0"], "--cap must be a positive number of seconds"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path, capsys, args, message):
     assert main(["report", "--tiny", "--out", str(tmp_path / "r"), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+def test_baselines_and_cap_reach_the_tvd_figure(tmp_path, capsys):
+    """--baselines mst --cap 0.5 at the tiny level (which runs none): MST runs at the
+    figure's epsilon, is killed after half a second, and the JSON and notes say so."""
+    pytest.importorskip("mbi")
+    out = tmp_path / "r"
+    argv = ["report", "--tiny", "--quiet", "--out", str(out), "--figures", "tvd"]
+    assert main([*argv, "--baselines", "mst", "--cap", "0.5"]) == 0
+    record = json.loads((out / "tvd.json").read_text())
+    assert record["params"]["baselines"] == ["mst"] and record["params"]["cap"] == 0.5
+    assert "killed after 0.5 s" in record["notes"][0]
+    assert "eps 1.6 seed 0: timed out" in record["notes"][1]
 
 
 def test_update_makes_some_figures_again_and_keeps_the_others(tmp_path, capsys):

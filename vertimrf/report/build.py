@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,8 @@ NOT_YET = """## Not in this report yet
   time is JAX compiling mbi's inference for each marginal's shape (a cache shared by the runs
   halves it). With 100 iterations a fit (an earlier version of this report) its fits stayed
   far from its own measurements and its 3-way TVD on Adult at epsilon 1.6 was 0.16, twice
-  MST's: not AIM as its paper runs it, so it is not drawn.
+  MST's: not AIM as its paper runs it, so it is not drawn (`--baselines mst,aim --cap
+  SECONDS` draws it where there is the time).
 """
 
 
@@ -68,10 +69,12 @@ def build_report(
     level: str,
     names: Sequence[str],
     kept: dict[str, dict[str, Any]] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> dict[str, bytes]:
-    """Compute the figures ``names`` (registry keys, in the registry's order) at ``level``;
-    return their files and REPORT.md, whose sections are theirs and those of the ``kept``
-    records (:func:`kept_records`), in the registry's order."""
+    """Compute the figures ``names`` (registry keys, in the registry's order) at ``level``,
+    each parameter in ``overrides`` replacing the level's where a figure has it; return their
+    files and REPORT.md, whose sections are theirs and those of the ``kept`` records
+    (:func:`kept_records`), in the registry's order."""
     from vertimrf.report.plot import png, require_matplotlib
 
     require_matplotlib()
@@ -84,6 +87,7 @@ def build_report(
     records = dict(kept or {})
     for fig in figures:
         params = dict(fig.params[level])
+        params |= {k: v for k, v in (overrides or {}).items() if k in params}
         start = time.perf_counter()
         data = fig.compute(ctx, params)
         seconds = time.perf_counter() - start

@@ -21,7 +21,7 @@ NO_MBI_NOTE = (
 
 
 # Shared by --quick and --full. AIM at its defaults took over 40 minutes a run on Adult on 2
-# cores, so neither runs it (the "aim" baseline exists for benchmarks and custom parameters).
+# cores, so neither runs it (`vertimrf report --baselines mst,aim` does).
 ALL_EPSILONS = {"epsilons": EPSILONS, "ways": [3, 4, 5], "methods": list(METHODS)}
 
 
