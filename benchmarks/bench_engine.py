@@ -94,7 +94,7 @@ def _mean(values: list[float]) -> tuple[float, float]:
 
 def markdown(head: dict, rows: list[dict]) -> str:
     out = [
-        "# Centralized PrivMRF, the engine on one table, and method secure",
+        "# Centralized PrivMRF, the engine on one table, method secure, MST and AIM",
         "",
         f"`{head['command']}`; commit {head['commit']}; {head['machine']}; load before the "
         f"run {head['load']}; delta {DELTA}, secure max_rows {MAX_ROWS:,}, "
