@@ -51,4 +51,5 @@ class WaitNotices:
             yield
         finally:
             done.set()
+            thread.join()  # a notice being said ends before the wait does, never after
             self._active = False
