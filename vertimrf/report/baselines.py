@@ -1,7 +1,7 @@
 """MST and AIM (OpenDP's ``extras.mbi``) as report baselines: each run in a child process that is
 killed at a time cap, so one slow run cannot stall the report.
 
-Most of a run's time is JAX compiling mbi's inference for each new marginal shape. Runs that
+About half of a run's time is JAX compiling mbi's inference for each new marginal shape. Runs that
 share a ``cache`` folder share JAX's persistent compilation cache, so a run after the first
 on the same table compiles little (AIM on Adult at epsilon 1.6 with 100 iterations a fit: 126
 s against 239 s, 2 cores). The cache holds compiled code only, no data."""
