@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 MECHANISMS = ("mst", "aim")
-SLACK = 1e-9  # the relative amount each of OpenDP's budget splits leaves unspent
+SLACK = 1e-9  # the relative amount each of MST's budget splits leaves unspent
 
 
 def column(j: int) -> str:
