@@ -5,12 +5,12 @@ seeded runs repeat."""
 from __future__ import annotations
 
 import math
-from itertools import product
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from tests.synth.latent_table import assert_exact, latent_table
 from vertimrf import PrivMRF
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, PrivacyBudgetError
@@ -19,22 +19,9 @@ from vertimrf.privacy.samplers import NoiseSampler, randomness
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.options import DEFAULTS
 from vertimrf.synth.engine.local import LocalOracle
-from vertimrf.synth.engine.run import fit_local
+from vertimrf.synth.engine.run import NOISY_FIRST, first_share, fit_local
 from vertimrf.synth.privmrf import EngineOptions, PrivMRFOptions
 from vertimrf.synth.privmrf.noise import FitNoise
-
-SIZES = (2, 3, 4, 2, 5)
-
-
-def _table(rows: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, DomainSpec]:
-    """Correlated columns: each a noisy function of one latent code."""
-    rng = np.random.default_rng(seed)
-    latent = rng.integers(0, 6, rows)
-    cols = {
-        f"c{j}": np.where(rng.random(rows) < 0.7, (latent + j) % u, rng.integers(0, u, rows))
-        for j, u in enumerate(SIZES)
-    }
-    return pd.DataFrame(cols), DomainSpec.from_dict({f"c{j}": u for j, u in enumerate(SIZES)})
 
 
 class _Watched(NoiseSampler):
@@ -66,16 +53,17 @@ def _fit(
     return fit.fit(df, spec), sampler
 
 
-@pytest.mark.parametrize("epsilon", [0.3, 2.0, 40.0])
-def test_the_engine_spends_exactly_its_budget_and_charges_before_it_draws(epsilon):
-    df, spec = _table()
+@pytest.mark.parametrize("epsilon, select", [(0.3, 0.2), (2.0, 0.5), (40.0, 0.5)])
+def test_the_engine_spends_exactly_its_budget_and_charges_before_it_draws(epsilon, select):
+    df, spec = latent_table()
     fit, sampler = _fit(df, spec, epsilon, zero=False)
     rho = epsilon_to_rho(epsilon, 1e-6)
     assert math.isclose(fit.ledger.total_rho, rho, rel_tol=1e-9)
     assert fit.ledger.total_rho <= rho * (1 + 1e-12)
     assert math.isclose(fit.report().rho, rho, rel_tol=1e-9)
     shares = [r.rho / rho for r in fit.ledger.releases]
-    assert shares == pytest.approx([0.001, 0.5, 0.499], rel=1e-9)
+    # the adaptive split: at epsilon 0.3 the first release's pairs would be mostly noise
+    assert shares == pytest.approx([0.001, select, 0.999 - select], rel=1e-9)
     # the count after its charge; the first release's draws after its charge; then the
     # re-measurement's: each release is on the ledger before any of its noise is drawn
     first = len(list(spec.names)) * (len(spec.names) - 1) // 2
@@ -84,7 +72,7 @@ def test_the_engine_spends_exactly_its_budget_and_charges_before_it_draws(epsilo
 
 
 def test_a_ledger_with_less_than_the_budget_refuses_the_fit_before_any_draw():
-    df, spec = _table()
+    df, spec = latent_table()
     rho = epsilon_to_rho(1.0, 1e-6)
     ledger = PrivacyLedger(rho=rho * (1 - 1e-6), delta=1e-6)
     sampler = _Watched(ledger)
@@ -95,19 +83,14 @@ def test_a_ledger_with_less_than_the_budget_refuses_the_fit_before_any_draw():
 
 def test_with_noise_off_the_local_oracle_measures_exact_counts():
     """Brute force: every cell of every measured marginal counted row by row."""
-    df, spec = _table(rows=300)
+    df, spec = latent_table(rows=300)
     fit, _ = _fit(df, spec, 1.0, zero=True)
-    codes = df.to_numpy()
-    for m in fit.measurements:
-        exact = np.zeros([SIZES[a] for a in m.attrs])
-        for cell in product(*(range(SIZES[a]) for a in m.attrs)):
-            exact[cell] = np.all(codes[:, list(m.attrs)] == cell, axis=1).sum()
-        np.testing.assert_array_equal(m.values.reshape(exact.shape), exact)
-    assert fit.n_hat == 300.0  # the count and every table's sum, all exact
+    assert_exact(df, fit.measurements)
+    assert fit.n_hat == pytest.approx(300.0, rel=1e-12)  # every sum exact, the mean rounds
 
 
 def test_the_oracle_alone_counts_and_charges_one_release_per_call():
-    df, spec = _table(rows=200)
+    df, spec = latent_table(rows=200)
     ledger = PrivacyLedger()
     noise = FitNoise(ledger, _Watched(ledger, zero=True), None)
     oracle = LocalOracle(df.to_numpy(), spec.domain, noise)
@@ -120,24 +103,29 @@ def test_the_oracle_alone_counts_and_charges_one_release_per_call():
 
 
 def test_seeded_engine_runs_repeat_and_the_default_is_privmrf():
-    df, spec = _table()
+    df, spec = latent_table()
     a = PrivMRF(1.0, 1e-6, seed=3, selection="engine").fit(df, spec).sample(seed=1)
     b = PrivMRF(1.0, 1e-6, seed=3, selection="engine").fit(df, spec).sample(seed=1)
     pd.testing.assert_frame_equal(a, b)
     assert PrivMRF(1.0, 1e-6).selection == "privmrf"
 
 
-def test_the_engine_defaults_are_method_secure_s_and_bad_options_are_refused():
+def test_the_engine_defaults_and_refusals():
     e = EngineOptions()
-    assert {"count": e.count, "select": e.select, "measure": e.measure} == DEFAULTS["secure_shares"]
+    assert (e.count, e.select, e.measure) == (0.001, None, None)
+    assert DEFAULTS["secure_shares"] == {"count": 0.001, "select": 0.5, "measure": 0.499}
     assert (e.refine_fraction, e.iters) == (
         DEFAULTS["secure_refine_fraction"],
         DEFAULTS["secure_iters"],
     )
     with pytest.raises(ConfigError, match="sum to 1"):
+        EngineOptions(select=0.5, measure=0.4)
+    with pytest.raises(ConfigError, match="both, or neither"):
         EngineOptions(measure=0.4)
+    with pytest.raises(ConfigError, match="below 0.5"):
+        EngineOptions(count=0.5)
     with pytest.raises(ConfigError, match="selection must be one of"):
-        PrivMRF(1.0, 1e-6, selection="aim")
+        PrivMRF(1.0, 1e-6, selection="nope")
     with pytest.raises(ConfigError, match="noisy_count"):
         PrivMRF(1.0, 1e-6, selection="engine", noisy_count=100.0)
     with pytest.raises(ConfigError, match="selection='engine' only"):
@@ -156,8 +144,20 @@ def test_fit_local_needs_two_columns():
 
 
 def test_an_engine_fit_saves_and_loads(tmp_path):
-    df, spec = _table(rows=500)
+    df, spec = latent_table(rows=500)
     fit = PrivMRF(1.0, 1e-6, seed=2, selection="engine").fit(df, spec)
     back = PrivMRF.load(fit.save(tmp_path / "fit.vmrf"))
     pd.testing.assert_frame_equal(back.sample(100, seed=5), fit.sample(100, seed=5))
     assert back.report().rho == fit.report().rho and back.n_hat == fit.n_hat
+
+
+def test_the_first_release_gets_half_where_it_is_informative_else_a_fifth():
+    """The rule by hand: the mean over pairs of 1/2 cells sigma sqrt(2/pi) / count, with
+    sigma the first release's at half of rho, against NOISY_FIRST."""
+    sizes, rho = (2, 3, 4), 0.01
+    sigma = math.sqrt(3 / (2 * 0.5 * rho))  # 3 pairs, L2 sensitivity 1 each
+    noise_per_record = 0.5 * (6 + 8 + 12) * sigma * math.sqrt(2 / math.pi) / 3
+    boundary = noise_per_record / NOISY_FIRST  # the count at which the noise is NOISY_FIRST
+    assert first_share(sizes, rho, boundary * 1.001) == 0.5
+    assert first_share(sizes, rho, boundary * 0.999) == 0.2
+    assert first_share(sizes, rho, -5.0) == 0.2  # a noisy count below 1 counts as 1

@@ -78,11 +78,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Interrupted as exc:
         written = ", ".join(str(p) for p in exc.written)
         print(f"vertimrf: interrupted after writing {written} (complete)", file=sys.stderr)
-        return 130
+        return _interrupted()
     except KeyboardInterrupt:
         print("vertimrf: interrupted; nothing was written; safe to re-run", file=sys.stderr)
-        return 130
+        return _interrupted()
     return 2
+
+
+def _interrupted() -> int:
+    """Exit status 130 for a Ctrl-C that was handled.
+
+    CPython 3.11 remembers a KeyboardInterrupt that escaped the running of source text
+    (``exec`` or ``eval`` of a string: dataclasses and namedtuples build their methods so,
+    during the lazy imports) and then, at exit, kills itself by SIGINT although the
+    interrupt was caught. Running an empty source text resets that flag."""
+    eval("0")
+    return 130
 
 
 def _one_line_warning(shown: set[str]) -> Callable[..., None]:

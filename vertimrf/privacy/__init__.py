@@ -5,6 +5,7 @@ from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.zcdp import (
     DEFAULT_DELTA,
     epsilon_to_rho,
+    exponential_rho,
     gaussian_rho,
     gaussian_sigma,
     pure_to_rho,
@@ -17,6 +18,7 @@ __all__ = [
     "PrivacyLedger",
     "Release",
     "epsilon_to_rho",
+    "exponential_rho",
     "gaussian_rho",
     "gaussian_sigma",
     "pure_to_rho",

@@ -4,7 +4,8 @@ Each :class:`Release` records a named mechanism, its parameters and its zCDP cos
 zCDP composes by adding rho over mechanisms with independent randomness, so the ledger's
 total is the sum over releases, converted to (epsilon, delta) once with the
 Canonne-Kamath-Steinke bound. Pure epsilon-DP releases (discrete Laplace counts, GRR) cost
-eps^2/2 each; (discrete) Gaussian releases cost Delta^2 / (2 sigma^2). The privacy unit is
+eps^2/2 each; (discrete) Gaussian releases cost Delta^2 / (2 sigma^2); an exponential-mechanism
+selection at epsilon costs eps^2/8 (bounded range). The privacy unit is
 one individual (add/remove one record).
 
 The paper's FM sketches (mechanism ``"fm_sketch"``) are charged at the cost the paper
@@ -25,6 +26,7 @@ from typing import Any
 from vertimrf.errors import PrivacyBudgetError, PrivacyError
 from vertimrf.privacy.zcdp import (
     epsilon_to_rho,
+    exponential_rho,
     gaussian_rho,
     pure_to_rho,
     rho_to_epsilon,
@@ -195,6 +197,31 @@ class PrivacyLedger:
         rho = count * pure_to_rho(epsilon)
         return self.charge(
             Release(mechanism, description, rho, count, party, {"epsilon": epsilon, **params})
+        )
+
+    def charge_exponential(
+        self,
+        mechanism: str,
+        epsilon: float,
+        *,
+        party: str | None = None,
+        description: str = "",
+        **params: Any,
+    ) -> Release:
+        """Charge one exponential-mechanism selection at ``epsilon`` (zCDP cost eps^2/8)."""
+        if not (epsilon > 0 and math.isfinite(epsilon)):
+            raise PrivacyBudgetError(
+                f"{mechanism}: epsilon must be positive and finite; got {epsilon!r}."
+            )
+        return self.charge(
+            Release(
+                mechanism,
+                description,
+                exponential_rho(epsilon),
+                1,
+                party,
+                {"epsilon": epsilon, "sampler": "exponential_mechanism", **params},
+            )
         )
 
     def charge_gaussian(

@@ -25,6 +25,19 @@ in zCDP (Canonne, Kamath and Steinke 2020, Theorem 4, composed). For an integer 
 (PrivMRF: Delta in {1, 2}, s a power of two >= 1) this is exactly the continuous Gaussian
 charge count * Delta^2 / (2 sigma^2): the rounding costs no budget, and its error (at most
 1/(2s)) is at most 2**-11 sigma, negligible against the noise.
+
+:func:`exponential_mechanism` selects one candidate from integer scores k_i of sensitivity
+Delta each (for real scores, the exact round(s q_i) with :func:`rounded_sensitivity`'s
+ceil(s Delta), as above): index i with probability proportional to exp(eps k_i / (2 Delta)).
+For neighbours D, D' the privacy loss of outcome i is eps (k_i - k'_i) / (2 Delta) minus
+log(Z / Z'), the normalisers' ratio: the first term lies in [-eps/2, eps/2] and the second is
+the same for every i, so the losses of all outcomes lie in one interval of width eps
+("eps-bounded range"). That costs eps^2/8 in zCDP, not the eps^2/2 of a generic eps-DP
+release (Cesar and Rogers 2021, "Bounding, Concentrating, and Truncating: Unifying Privacy Loss
+Composition for Data Analytics"; the charge AIM uses). The draw is exact (rejection on exact
+Bernoulli(exp(-x)) trials, or OpenDP's exact Gumbel noisy max): a floating-point softmax would
+draw from a distribution the proof is not about, with probabilities rounded in a
+data-dependent way.
 """
 
 from __future__ import annotations
@@ -36,7 +49,7 @@ import numpy as np
 
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
-from vertimrf.privacy.samplers import NoiseSampler
+from vertimrf.privacy.samplers import NoiseSampler, exponential_inputs
 
 # The scaled noise parameter s * sigma is at least this (unless s hits MAX_SCALE).
 QUANTUM_SIGMA = 2.0**10
@@ -156,3 +169,33 @@ def scaled_discrete_gaussian(
         scale=int(scale),
     )
     return values + noise.discrete_gaussian(int(scale) * sigma, values.shape), release
+
+
+def exponential_mechanism(
+    scores: Any,
+    *,
+    sensitivity: int,
+    epsilon: float,
+    noise: NoiseSampler,
+    ledger: PrivacyLedger,
+    mechanism: str,
+    party: str | None = None,
+    description: str = "",
+) -> tuple[int, Release]:
+    """Select index i of integer ``scores`` (higher is better; each moves by at most the
+    integer ``sensitivity`` when one record changes) with probability proportional to
+    exp(epsilon k_i / (2 sensitivity)).
+
+    Charges rho = epsilon^2 / 8 before drawing (see the module docstring) and returns the
+    index with the ledger entry.
+    """
+    values, sens, eps = exponential_inputs(scores, sensitivity, epsilon)
+    release = ledger.charge_exponential(
+        mechanism,
+        eps,
+        party=party,
+        description=description,
+        sensitivity=sens,
+        candidates=int(values.size),
+    )
+    return noise.exponential_mechanism(values, sens, eps), release

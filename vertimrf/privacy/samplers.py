@@ -20,6 +20,7 @@ The samplers, and who draws with which
   (centralized ``PrivMRF``). Discrete Laplace and discrete Gaussian noise come from OpenDP
   (``make_laplace`` / ``make_gaussian`` on ``vector_domain(atom_domain(T="i64"))`` with a zero
   input; OpenDP samples exactly with a cryptographically secure generator and cannot be seeded).
+  Exponential-mechanism selections come from OpenDP's ``make_noisy_max`` (exact Gumbel noise).
   Uniform integers, Bernoulli draws and uniform floats come from an AES-256-CTR keystream keyed with
   ``os.urandom(32)`` at construction (re-keyed after a ``fork``).
 * :class:`SeededSampler` (``noise_sampler(seed)``, and every role given a seed) is for reproducible
@@ -33,6 +34,7 @@ The samplers, and who draws with which
   against digits of ``exp(-v)`` computed with certified bounds from the alternating series of
   ``1/e`` (a tie on a 64-bit digit, probability 2**-64, reads more digits). Rational Bernoulli(n/d)
   draws use ``Generator.integers`` when d < 2**63 and the same lazy digit comparison otherwise.
+  The exponential mechanism is rejection sampling on these Bernoulli(exp(-x)) draws.
 
 Privacy charge (integer queries; charge the ledger before drawing)
 ------------------------------------------------------------------
@@ -45,6 +47,10 @@ Privacy charge (integer queries; charge the ledger before drawing)
   multivariate version for independent coordinates;
   ``PrivacyLedger.charge_gaussian(..., sensitivity=Delta, sigma=sigma)``). Its variance is
   below sigma**2.
+* ``exponential_mechanism(scores, sensitivity=Delta, epsilon=eps)`` on integer scores of
+  sensitivity Delta each returns index i with probability proportional to
+  exp(eps k_i / (2 Delta)): eps-DP and, having eps-bounded range, eps**2/8-zCDP (Cesar and
+  Rogers 2021; ``PrivacyLedger.charge_exponential(..., epsilon=eps)``).
 * Scales and sigmas above 2**40 are refused: the draws would no longer fit safely in int64
   (OpenDP saturates at the int64 bounds instead of failing).
 
@@ -87,6 +93,7 @@ __all__ = [
     "SecureSampler",
     "SeededSampler",
     "derive_key",
+    "exponential_inputs",
     "noise_sampler",
     "randomness",
 ]
@@ -135,6 +142,57 @@ def _noise_param(name: str, value: Any) -> float:
             "Raise the privacy share of this release or lower its sensitivity."
         )
     return x
+
+
+def _integer_scores(scores: Any) -> np.ndarray:
+    """A non-empty 1-d array of integers as int64, or as Python ints (object) beyond int64."""
+    arr = np.asarray(scores)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ConfigError(f"scores must be a non-empty 1-d array; got shape {arr.shape}.")
+    if arr.dtype == object or arr.dtype.kind in "uf":
+        values = arr.tolist()
+        if not all(
+            (isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)))
+            or (isinstance(x, float) and math.isfinite(x) and x.is_integer())
+            for x in values
+        ):
+            raise ConfigError(
+                "scores must be integers (int64, or Python ints in an object array); release "
+                "a real score q as the exactly computed integer round(s q)."
+            )
+        ints = [int(x) for x in values]
+        if all(-_INT64_LIMIT <= x < _INT64_LIMIT for x in ints):
+            return np.array(ints, dtype=np.int64)
+        out = np.empty(len(ints), dtype=object)
+        out[:] = ints
+        return out
+    if arr.dtype.kind != "i":
+        raise ConfigError(f"scores must be integers; got an array of dtype {arr.dtype}.")
+    return arr.astype(np.int64)
+
+
+def exponential_inputs(
+    scores: Any, sensitivity: Any, epsilon: Any
+) -> tuple[np.ndarray, int, float]:
+    """Validate the inputs of :meth:`NoiseSampler.exponential_mechanism`: returns the scores
+    (int64, or object ints beyond int64), the sensitivity as an int and epsilon as a float."""
+    if (
+        isinstance(sensitivity, (bool, np.bool_))
+        or not isinstance(sensitivity, (int, np.integer))
+        or sensitivity < 1
+    ):
+        raise PrivacyBudgetError(
+            f"sensitivity must be a positive integer; got {sensitivity!r} (for a real score "
+            "of sensitivity Delta released as round(s q), use ceil(s Delta))."
+        )
+    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(
+        epsilon, (int, float, np.integer, np.floating)
+    ):
+        raise PrivacyBudgetError(f"epsilon must be a positive finite number; got {epsilon!r}.")
+    eps = float(epsilon)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise PrivacyBudgetError(f"epsilon must be a positive finite number; got {epsilon!r}.")
+    return _integer_scores(scores), int(sensitivity), eps
 
 
 # ------------------------------------------------------------ exact digits of exp(-v)
@@ -267,6 +325,19 @@ class NoiseSampler(ABC):
         """
         return self._draw_noise("sigma", sigma, size, self._discrete_gaussian)
 
+    def exponential_mechanism(self, scores: Any, sensitivity: int, epsilon: float) -> int:
+        """The exponential mechanism: index i with probability proportional to
+        exp(epsilon * k_i / (2 * sensitivity)), exactly, for integer scores k_i (higher is
+        better) that each move by at most ``sensitivity`` when one record changes.
+
+        epsilon-DP, and epsilon**2/8-zCDP (bounded range; see the module docstring).
+        """
+        return self._exponential(*exponential_inputs(scores, sensitivity, epsilon))
+
+    def _exponential(self, scores: np.ndarray, sensitivity: int, epsilon: float) -> int:
+        """The exponential mechanism on validated inputs (see :meth:`exponential_mechanism`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no exponential mechanism.")
+
     @staticmethod
     def _draw_noise(
         name: str, value: float, size: Size, draw: Callable[[float, int], np.ndarray]
@@ -341,6 +412,27 @@ def _opendp_noise(kind: str, scale: float) -> Any:
     return dp.m.make_gaussian(domain, dp.l2_distance(T="i64"), scale=scale)
 
 
+@functools.lru_cache(maxsize=64)
+def _opendp_noisy_max(scale: float) -> Any:
+    """OpenDP's report-noisy-max with Gumbel noise of ``scale`` on i64 scores (zCDP)."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    domain = dp.vector_domain(dp.atom_domain(T="i64"))
+    return dp.m.make_noisy_max(
+        domain, dp.linf_distance(T="i64"), dp.zero_concentrated_divergence(), scale=scale
+    )
+
+
+def _gumbel_scale(sensitivity: int, epsilon: float) -> float:
+    """The smallest float >= 2 sensitivity / epsilon: the noise is never below what is charged."""
+    exact = Fraction(2 * sensitivity) / Fraction(epsilon)
+    scale = float(exact)
+    while Fraction(scale) < exact:
+        scale = math.nextafter(scale, math.inf)
+    return scale
+
+
 class SecureSampler(NoiseSampler):
     """Cryptographically secure sampler: the one to use for every real release.
 
@@ -379,6 +471,26 @@ class SecureSampler(NoiseSampler):
 
     def _discrete_gaussian(self, sigma: float, n: int) -> np.ndarray:
         return self._noise("gaussian", sigma, n)
+
+    def _exponential(self, scores: np.ndarray, sensitivity: int, epsilon: float) -> int:
+        """OpenDP's noisy max with Gumbel noise of scale 2 sensitivity / epsilon: exactly the
+        exponential mechanism. The scores are shifted by their maximum (which changes no
+        probability) and must then fit in int64, as must the sensitivity."""
+        top = max(scores.tolist())
+        shifted = [int(k) - top for k in scores.tolist()]
+        if min(shifted) < -_INT64_LIMIT or sensitivity >= _INT64_LIMIT:
+            raise ConfigError(
+                "OpenDP's noisy max takes int64 scores: the score range and the sensitivity "
+                "must be below 2**63; use a smaller scale s for round(s q)."
+            )
+        scale = _gumbel_scale(sensitivity, epsilon)
+        measurement = _opendp_noisy_max(scale)
+        if measurement.map(sensitivity) > epsilon**2 / 8 * (1 + 1e-9):
+            raise PrivacyBudgetError(
+                f"OpenDP charges {measurement.map(sensitivity)!r} for this selection, above "
+                f"epsilon**2/8 = {epsilon**2 / 8!r}; refusing to draw."
+            )
+        return int(measurement(shifted))
 
     def __repr__(self) -> str:
         return "SecureSampler()"
@@ -506,6 +618,37 @@ class _ExactSampler(NoiseSampler):
             return y[self._bern_exp_neg(num, den)]
 
         return _collect(n, draw, rate=0.4)
+
+    def _exponential(self, scores: np.ndarray, sensitivity: int, epsilon: float) -> int:
+        """Rejection sampling with a uniform proposal: propose i uniformly, accept it with
+        probability exp(-gamma (k_max - k_i)), gamma = epsilon / (2 sensitivity), exactly
+        (``Fraction(epsilon)``). An accepted i has probability proportional to
+        exp(gamma k_i), the exponential mechanism; the proposals are batched and the first
+        accepted one in order is returned, which keeps the draw exact. The expected number
+        of proposals is K / sum_j exp(-gamma (k_max - k_j)), at most K.
+        """
+        k = len(scores)
+        if k == 1:
+            return 0
+        values = scores.tolist()
+        top = max(values)
+        eps = Fraction(epsilon)
+        den = 2 * sensitivity * eps.denominator
+        nums = [eps.numerator * (top - v) for v in values]
+        if max(nums) < _INT64_LIMIT:
+            num = np.array(nums, dtype=np.int64)
+        else:
+            num = np.empty(k, dtype=object)
+            num[:] = nums
+        # The batch size only sets how much randomness is read, never which index is drawn.
+        gaps = np.array([float(min(top - v, 1 << 60)) for v in values])
+        rate = float(np.mean(np.exp(-float(eps) / (2 * sensitivity) * gaps)))  # >= 1/K
+        batch = min(max(16, int(2 / rate)), 1 << 16)
+        while True:
+            proposals = self._below(k, batch, np.int64)
+            accepted = np.flatnonzero(self._bern_exp_neg(num[proposals], den))
+            if accepted.size:
+                return int(proposals[accepted[0]])
 
 
 class SeededSampler(_ExactSampler):

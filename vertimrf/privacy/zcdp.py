@@ -85,6 +85,18 @@ def pure_to_rho(epsilon: float) -> float:
     return 0.5 * epsilon * epsilon
 
 
+def exponential_rho(epsilon: float) -> float:
+    """zCDP cost of one exponential-mechanism selection at epsilon: rho = eps^2 / 8.
+
+    It has epsilon-bounded range, and an epsilon-bounded-range mechanism is eps^2/8-zCDP
+    (Cesar and Rogers 2021; the charge AIM uses).
+
+    >>> exponential_rho(2.0)
+    0.5
+    """
+    return epsilon * epsilon / 8.0
+
+
 def gaussian_rho(sensitivity: float, sigma: float) -> float:
     """zCDP cost of a Gaussian mechanism with L2 sensitivity Delta and std sigma.
 

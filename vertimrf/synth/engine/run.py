@@ -1,11 +1,13 @@
 """The engine end to end on one table (Centralized): the noisy count and the first release
 of every 2-way marginal, the selection, the re-measurement and the fit, each release drawn
-by the local oracle. The budget splits as the secure plan's does: fixed shares of rho for
-the count, the first release and the re-measurement, each spent exactly (one noise scale
-per release, set by its share and its number of marginals)."""
+by the local oracle. The budget splits into shares of rho for the count, the first release
+and the re-measurement, each spent exactly (one noise scale per release, set by its share
+and its number of marginals). The split between the last two is the options' or, by
+default, adapts to the noisy count (:func:`first_share`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +26,27 @@ from vertimrf.synth.privmrf.budget_split import COUNT_SENSITIVITY, sigma_for_sha
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult
 from vertimrf.synth.privmrf.noise import FitNoise
 from vertimrf.synth.privmrf.options import EngineOptions, PrivMRFOptions
+
+# The adaptive split (first_share): the first release gets FIRST_SHARES[0] of rho when its
+# pairs' expected noise TVD at that share is at most NOISY_FIRST, else FIRST_SHARES[1].
+FIRST_SHARES = (0.5, 0.2)
+NOISY_FIRST = 0.05
+
+
+def first_share(sizes: tuple[int, ...], rho: float, count: float) -> float:
+    """The first release's share of ``rho`` for a table of ``sizes`` and about ``count``
+    records (the noisy count: post-processing): 0.5 when, released at that share, its
+    2-way marginals would be informative (the mean over pairs of their noise's expected
+    TVD, 1/2 cells sigma sqrt(2 / pi) / count, at most NOISY_FIRST), else 0.2, leaving more
+    for the re-measurement. That mean is 0.002-0.012 on NLTCS at epsilon 3.2-0.4 and
+    0.03-0.20 on Adult (``benchmarks/results/engine_shares.md``: 0.5 is the better share on
+    NLTCS at epsilon 0.4, 0.2 on Adult at 0.4 and 0.8, and the two tie elsewhere). The
+    threshold was set on those two tables."""
+    pairs = [(i, j) for i in range(len(sizes)) for j in range(i + 1, len(sizes))]
+    sigma = sigma_for_share(rho * FIRST_SHARES[0], len(pairs), MARGINAL_SENSITIVITY)
+    cells = sum(sizes[i] * sizes[j] for i, j in pairs)
+    noise = 0.5 * cells * sigma * math.sqrt(2.0 / math.pi) / (len(pairs) * max(count, 1.0))
+    return FIRST_SHARES[0] if noise <= NOISY_FIRST else FIRST_SHARES[1]
 
 
 @dataclass(frozen=True)
@@ -59,11 +82,16 @@ def fit_local(
     sigma_n = sigma_for_share(rho * engine.count, 1, COUNT_SENSITIVITY)
     noise.charge("engine.count", COUNT_SENSITIVITY, sigma_n, 1, "noisy record count")
     count = float(noise.gaussian(np.array([codes.shape[0]]), sigma_n)[0])
+    if engine.select is not None and engine.measure is not None:
+        select, measure = engine.select, engine.measure
+    else:
+        select = first_share(domain.sizes, rho, count)
+        measure = 1.0 - engine.count - select
     pairs = oracle.all_pairs()
-    sigma1 = sigma_for_share(rho * engine.select, len(pairs), MARGINAL_SENSITIVITY)
+    sigma1 = sigma_for_share(rho * select, len(pairs), MARGINAL_SENSITIVITY)
     first = oracle.measure(pairs, sigma1, "first release: every 2-way marginal")
     n_hat = record_total(count, 1.0 / sigma_n**2, first)
-    rho_measure = rho * engine.measure
+    rho_measure = rho * measure
     plan = EnginePlan(domain, sigma1, rho_measure, engine.refine_fraction, engine.iters, options)
     choice = choose(first, n_hat, plan, oracle, rng)
     sigma2 = sigma_for_share(rho_measure, len(choice.marginals), MARGINAL_SENSITIVITY)

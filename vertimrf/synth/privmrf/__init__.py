@@ -3,10 +3,11 @@ in the vertical protocol."""
 
 from vertimrf.synth.privmrf.budget_split import BudgetSplit
 from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
-from vertimrf.synth.privmrf.options import EngineOptions, PrivMRFOptions
+from vertimrf.synth.privmrf.options import AIMOptions, EngineOptions, PrivMRFOptions
 from vertimrf.synth.privmrf.synthesizer import PrivMRF
 
 __all__ = [
+    "AIMOptions",
     "AttributeGraph",
     "BudgetSplit",
     "EngineOptions",

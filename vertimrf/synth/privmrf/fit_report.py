@@ -90,14 +90,10 @@ class PrivMRFReport:
         lines = [
             f"PrivMRF fit: requested (epsilon, delta) = ({self.epsilon}, {self.delta:.3g}), "
             f"accounting {mode}",
-            f"{'mechanism':<24} {'count':>7} {'sensitivity':>12} {'sigma':>11} {'rho':>11}",
+            f"{'mechanism':<24} {'count':>7} {'sensitivity':>12} {'noise':>15} {'rho':>11}",
         ]
-        for r in self.releases:
-            sens = r.params.get("sensitivity", float("nan"))
-            sigma = r.params.get("sigma", float("nan"))
-            lines.append(
-                f"{r.mechanism:<24} {r.count:>7} {sens:>12.4g} {sigma:>11.4g} {r.rho:>11.4e}"
-            )
+        for (mechanism, sens, noise), (count, rho) in _grouped(self.releases).items():
+            lines.append(f"{mechanism:<24} {count:>7} {sens:>12} {noise:>15} {rho:>11.4e}")
         total = f"total (epsilon, delta) = ({self.epsilon_zcdp:.6g}, {self.delta:.3g}) by zCDP"
         if self.gdp_accounting:
             total += " (the reference's GDP curve needs continuous noise; this fit's is discrete)"
@@ -108,7 +104,23 @@ class PrivMRFReport:
             total,
             f"model: {self.model_size}; cliques {list(self.cliques)}",
             f"measured {self.n_measurements} marginals with sigma {self.measurement_sigma:.4g}; "
-            f"{self.rounds} refinement rounds; mirror-descent iterations {list(self.iterations)}",
+            f"{self.rounds} rounds after the first fit; mirror-descent iterations "
+            f"{list(self.iterations)}",
             f"fit time {self.fit_seconds:.2f} s",
         ]
         return "\n".join(lines)
+
+
+def _grouped(releases: tuple[Release, ...]) -> dict[tuple[str, str, str], tuple[int, float]]:
+    """The releases summed by (mechanism, sensitivity, noise) in order of first appearance:
+    the noise is "sigma=..." or "epsilon=..." (a selection); count and rho add up."""
+    out: dict[tuple[str, str, str], tuple[int, float]] = {}
+    for r in releases:
+        if "sigma" in r.params:
+            noise = f"sigma={r.params['sigma']:.4g}"
+        else:
+            noise = f"epsilon={r.params.get('epsilon', float('nan')):.4g}"
+        key = (r.mechanism, f"{r.params.get('sensitivity', float('nan')):.4g}", noise)
+        count, rho = out.get(key, (0, 0.0))
+        out[key] = (count + r.count, rho + r.rho)
+    return out

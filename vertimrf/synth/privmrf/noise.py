@@ -5,18 +5,25 @@ Real-valued queries (the R-scores, the L1 error queries) are released on the 1/s
 public scale s (:func:`vertimrf.privacy.mechanisms.quantum_scale`): the caller computes
 round(s q) exactly and :func:`~vertimrf.privacy.mechanisms.scaled_discrete_gaussian` adds
 discrete Gaussian noise of parameter s sigma, charged for the rounded query's sensitivity
-ceil(s Delta). No release uses floating-point noise.
+ceil(s Delta). A selection among candidates uses the exact exponential mechanism
+(:func:`~vertimrf.privacy.mechanisms.exponential_mechanism`, charged eps^2/8). No release uses
+floating-point noise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from vertimrf.privacy.ledger import PrivacyLedger, Release
-from vertimrf.privacy.mechanisms import quantum_scale, scaled_discrete_gaussian
+from vertimrf.privacy.mechanisms import (
+    exponential_mechanism,
+    quantum_scale,
+    scaled_discrete_gaussian,
+)
 from vertimrf.privacy.samplers import NoiseSampler
 
 
@@ -70,11 +77,31 @@ class FitNoise:
             scale=scale,
             sensitivity=sensitivity,
             sigma=sigma,
-            noise=self.sampler,
-            ledger=self.ledger,
-            mechanism=mechanism,
-            party=self.party,
-            description=what,
+            **self._release(mechanism, what),
         )
         self.charged.append(release)
         return noisy.astype(np.float64) / scale
+
+    def select(
+        self, mechanism: str, scores: np.ndarray, sensitivity: int, epsilon: float, what: str
+    ) -> int:
+        """One candidate by the exponential mechanism on integer ``scores`` of integer
+        ``sensitivity`` (charged epsilon^2/8 first); returns its index."""
+        index, release = exponential_mechanism(
+            scores,
+            sensitivity=sensitivity,
+            epsilon=epsilon,
+            **self._release(mechanism, what),
+        )
+        self.charged.append(release)
+        return index
+
+    def _release(self, mechanism: str, what: str) -> dict[str, Any]:
+        """The keyword arguments every mechanism of this fit takes."""
+        return {
+            "noise": self.sampler,
+            "ledger": self.ledger,
+            "mechanism": mechanism,
+            "party": self.party,
+            "description": what,
+        }

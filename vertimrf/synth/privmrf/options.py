@@ -99,39 +99,99 @@ class PrivMRFOptions:
         return cls(**options)
 
 
-# selection="privmrf" (the paper's PrivMRF, the default) or "engine" (EngineOptions).
-SELECTIONS = ("privmrf", "engine")
+# selection="privmrf" (the paper's PrivMRF, the default), "engine" (EngineOptions) or
+# "aim" (AIMOptions).
+SELECTIONS = ("privmrf", "engine", "aim")
 
 
 @dataclass(frozen=True)
 class EngineOptions:
     """Options of ``PrivMRF(..., selection="engine")``: the select-measure-fit engine
     (:mod:`vertimrf.synth.engine`) with the local oracle, the algorithm of method "secure"
-    on the whole table. The defaults are method "secure"'s (``secure_shares``,
-    ``secure_refine_fraction``, ``secure_iters``).
+    on the whole table. The defaults are method "secure"'s (``secure_refine_fraction``,
+    ``secure_iters``) except the split between the first release and the re-measurement,
+    which adapts (:func:`vertimrf.synth.engine.run.first_share`): after the count, the first
+    release gets 0.5 of rho where it is informative and 0.2 where it would be mostly noise,
+    and the re-measurement the rest. ``benchmarks/results/engine_shares.md`` measured both
+    on NLTCS and Adult; method secure's shares are fixed by its config (0.5 for the first
+    release: its cross pairs carry 1.5 sigma^2 there, and at 0.2 it was worse at 6 of 8
+    points).
 
     Attributes:
         count, select, measure: fractions of rho for the noisy count, the first release of
             every 2-way marginal and the re-measurement of the selection; they sum to 1.
+            ``select`` and ``measure`` both None (the default): the adaptive split above.
         refine_fraction: the re-measured pairs beyond the initial set (times d).
         iters: the mirror-descent cap of each of the two fits.
     """
 
     count: float = 0.001
-    select: float = 0.5
-    measure: float = 0.499
+    select: float | None = None
+    measure: float | None = None
     refine_fraction: float = 1.6
     iters: int = 1000
 
     def __post_init__(self) -> None:
+        if (self.select is None) != (self.measure is None):
+            raise ConfigError(
+                "give the engine's select and measure shares both, or neither (the adaptive split)."
+            )
         shares = {"count": self.count, "select": self.select, "measure": self.measure}
-        bad = {k: v for k, v in shares.items() if not (0.0 < v <= 1.0 and math.isfinite(v))}
+        given = {k: v for k, v in shares.items() if v is not None}
+        bad = {k: v for k, v in given.items() if not (0.0 < v <= 1.0 and math.isfinite(v))}
         if bad:
             raise ConfigError(f"the engine's shares must be in (0, 1]; got {bad}.")
-        total = math.fsum(shares.values())
-        if abs(total - 1.0) > 1e-12:
+        if self.select is None and self.count >= 0.5:
+            raise ConfigError(
+                f"with the adaptive split the count's share must be below 0.5; got {self.count!r}."
+            )
+        total = math.fsum(given.values())
+        if self.select is not None and abs(total - 1.0) > 1e-12:
             raise ConfigError(f"the engine's shares must sum to 1; they sum to {total!r}.")
         if not (self.refine_fraction >= 0.0 and math.isfinite(self.refine_fraction)):
             raise ConfigError(f"refine_fraction must be >= 0; got {self.refine_fraction!r}.")
+        if not (isinstance(self.iters, int) and self.iters >= 1):
+            raise ConfigError(f"iters must be an integer >= 1; got {self.iters!r}.")
+
+
+@dataclass(frozen=True)
+class AIMOptions:
+    """Options of ``PrivMRF(..., selection="aim")``: the aim-like preset
+    (:mod:`vertimrf.synth.engine.aim`), AIM's rounds on the engine's MRF with the local
+    oracle. The defaults are the AIM paper's (McKenna et al., VLDB 2022) except the model
+    cap and the fit's iterations (80 MB of float64, about 1e7 cells, and 1000 there): on
+    Adult at epsilon 0.8, seed 0, a 1e7 cap grew a 1.1M-cell model and took 390 s (3-way
+    TVD 0.0477), and 1e6 cells with 300 iterations a round took 38 s (0.0479), both on 2
+    shared cores. ``benchmarks/results/vs_mst.md`` compares it with the engine over seeds.
+
+    Attributes:
+        workload: the marginals the synthetic data should answer, as column names (or
+            indices), each alone (weight 1) or as ``(columns, weight)``; None: every 3-way
+            marginal, weight 1.
+        rounds_per_attribute: T = this times d rounds at the first rounds' budget.
+        alpha: the share of each round's budget spent on the measurement (the rest selects).
+        max_cells: the model's cap on cells, reached when the whole budget is spent; a
+            round selects only marginals in a clique or whose model fits the cap times the
+            share of the budget spent so far.
+        iters: the mirror-descent cap of each round's fit.
+    """
+
+    workload: tuple[Any, ...] | None = None
+    rounds_per_attribute: int = 16
+    alpha: float = 0.9
+    max_cells: float = 1e6
+    iters: int = 300
+
+    def __post_init__(self) -> None:
+        if self.workload is not None:
+            object.__setattr__(self, "workload", tuple(self.workload))
+        if not (isinstance(self.rounds_per_attribute, int) and self.rounds_per_attribute >= 1):
+            raise ConfigError(
+                f"rounds_per_attribute must be an integer >= 1; got {self.rounds_per_attribute!r}."
+            )
+        if not (0.0 < self.alpha < 1.0):
+            raise ConfigError(f"alpha must be in (0, 1); got {self.alpha!r}.")
+        if not (self.max_cells >= 1 and math.isfinite(self.max_cells)):
+            raise ConfigError(f"max_cells must be a number >= 1; got {self.max_cells!r}.")
         if not (isinstance(self.iters, int) and self.iters >= 1):
             raise ConfigError(f"iters must be an integer >= 1; got {self.iters!r}.")

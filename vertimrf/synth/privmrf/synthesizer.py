@@ -55,7 +55,7 @@ from vertimrf.synth.privmrf.graph_search import GraphSearchResult, greedy_graph_
 from vertimrf.synth.privmrf.histograms import CliqueTables
 from vertimrf.synth.privmrf.initial_set import initial_marginals
 from vertimrf.synth.privmrf.noise import FitNoise
-from vertimrf.synth.privmrf.options import SELECTIONS, EngineOptions, PrivMRFOptions
+from vertimrf.synth.privmrf.options import SELECTIONS, AIMOptions, EngineOptions, PrivMRFOptions
 from vertimrf.synth.privmrf.refinement import CandidatePool, candidate_pool
 from vertimrf.synth.privmrf.scores import noisy_tvd_scores
 from vertimrf.synth.privmrf.source import GaussianSource, Marginal
@@ -103,7 +103,11 @@ class PrivMRF:
             (:mod:`vertimrf.synth.engine`) with exact local counts, its budget split by
             ``engine`` (:class:`EngineOptions`); it releases its own count (no
             ``noisy_count``).
+            Or "aim": the aim-like preset (:mod:`vertimrf.synth.engine.aim`), AIM's
+            rounds, workload and annealing on this library's MRF, set by ``aim``
+            (:class:`AIMOptions`); it reads its count off the 1-way marginals.
         engine: the engine's options (default ``EngineOptions()``), with ``selection="engine"``.
+        aim: the aim-like preset's options (default ``AIMOptions()``), with ``selection="aim"``.
         **options: see :class:`PrivMRFOptions`.
     """
 
@@ -120,6 +124,7 @@ class PrivMRF:
         rho: float | None = None,
         selection: str = "privmrf",
         engine: EngineOptions | None = None,
+        aim: AIMOptions | None = None,
         **options: Any,
     ) -> None:
         self.options = PrivMRFOptions.from_kwargs(options)
@@ -127,10 +132,13 @@ class PrivMRF:
             raise ConfigError(f"selection must be one of {SELECTIONS}; got {selection!r}.")
         if engine is not None and selection != "engine":
             raise ConfigError("engine options apply to selection='engine' only.")
-        if selection == "engine" and noisy_count is not None:
-            raise ConfigError("selection='engine' releases its own count; drop noisy_count.")
+        if aim is not None and selection != "aim":
+            raise ConfigError("aim options apply to selection='aim' only.")
+        if selection in ("engine", "aim") and noisy_count is not None:
+            raise ConfigError(f"selection={selection!r} releases its own count; drop noisy_count.")
         self.selection = selection
         self.engine = EngineOptions() if engine is None else engine
+        self.aim = AIMOptions() if aim is None else aim
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         if rho is not None and not (rho > 0 and math.isfinite(rho)):
@@ -164,7 +172,7 @@ class PrivMRF:
         warn_small_table(len(codes))
         opts, domain = self.options, codec.domain
         noise = FitNoise(self._ledger(), self._noise, self.party)
-        if self.selection == "engine":
+        if self.selection != "privmrf":
             return self._fit_engine(codes, codec, noise, decoder_for(data, spec), start)
         shares = self._shares(len(domain))
         self._say(
@@ -223,13 +231,23 @@ class PrivMRF:
         decoder: Decoder | None,
         start: float,
     ) -> PrivMRF:
-        """:meth:`fit` by the engine with the local oracle (``selection="engine"``)."""
+        """:meth:`fit` by the engine with the local oracle (``selection="engine"`` or
+        ``"aim"``)."""
         # Imported here: the engine reads PrivMRF's modules, whose package imports this one.
+        from vertimrf.synth.engine.aim import fit_aim
         from vertimrf.synth.engine.run import fit_local
 
         domain = codec.domain
-        self._say(f"fit by the engine: d={len(domain)}")
-        fit = fit_local(codes, domain, self.rho_budget, self.engine, self.options, noise, self._rng)
+        self._say(f"fit by the engine ({self.selection}): d={len(domain)}")
+        if self.selection == "aim":
+            fit, rounds = fit_aim(
+                codes, domain, self.rho_budget, self.aim, self.options, noise, self._say
+            )
+            self._say(f"{len(rounds)} rounds")
+        else:
+            fit = fit_local(
+                codes, domain, self.rho_budget, self.engine, self.options, noise, self._rng
+            )
         self._fitted = {
             "codec": codec,
             "model": fit.model,
