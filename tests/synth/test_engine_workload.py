@@ -8,7 +8,7 @@ import pytest
 
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
-from vertimrf.synth.engine.workload import WEIGHT_GRID, Workload, integer_weights
+from vertimrf.workload import WEIGHT_GRID, Workload, integer_weights
 
 DOMAIN = Domain(("a", "b", "c", "d", "e"), (2, 3, 2, 4, 2))
 

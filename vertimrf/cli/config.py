@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vertimrf.cli.common import (
@@ -61,7 +63,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     from vertimrf.protocol.options import PRESETS, describe, options_class
     from vertimrf.protocol.plan import run_plan
 
-    check_outputs(args, [args.out], [args.spec, *(args.pin or [])])
+    check_outputs(args, [args.out], [args.spec, args.workload, *(args.pin or [])])
     spec = load_spec(args)
     parties = parse_parties(args.party)
     refuse_positions(parties, spec)
@@ -74,6 +76,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         "secure_feature_width": args.feature_width,
         "secure_binning": args.binning,
         "secure_buckets": args.buckets,
+        "secure_workload": None if args.workload is None else _read_workload(args.workload),
         "secure_pipeline": args.pipeline,
         "method": args.method,
         "record_sets": args.record_sets,
@@ -85,7 +88,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         raise ConfigError(f"--pipeline is not an option of method {method!r}.")
     cls = options_class(method, args.pipeline)
     flags = {"--feature-width": "secure_feature_width", "--binning": "secure_binning",
-             "--buckets": "secure_buckets", "--t": "t"}  # fmt: skip
+             "--buckets": "secure_buckets", "--t": "t",
+             "--workload": "secure_workload"}  # fmt: skip
     for flag, name in flags.items():
         if given[name] is not None and name not in cls.FLAT:
             raise ConfigError(f"{flag} is not an option of {describe(cls)}.")
@@ -184,6 +188,15 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         "on Dask (--workers, --scheduler) aligns and streams its rows bucket by bucket",
     )
     config.add_argument(
+        "--workload",
+        default=None,
+        metavar="WORKLOAD.json",
+        help="secure: the marginals the synthetic table should answer, a JSON list whose "
+        'items are lists of column names (weight 1) or [columns, weight], e.g. [["age", '
+        '"sex"], [["race", "income"], 2]]; the server\'s selection favours the pairs they '
+        "hold (default: every 3-way marginal, weight 1)",
+    )
+    config.add_argument(
         "--pipeline",
         choices=("select", "paper"),
         default=None,
@@ -233,6 +246,14 @@ def add_config(sub: argparse._SubParsersAction) -> None:
     config.add_argument("--out", required=True, help="config JSON to write")
     force_arg(config)
     config.set_defaults(func=cmd_config)
+
+
+def _read_workload(path: str) -> object:
+    """The JSON value of the ``--workload`` file (checked by the config)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"the workload file {path} is not JSON: {exc}.") from None
 
 
 def _feature_width(value: str) -> int | str:

@@ -58,6 +58,7 @@ from vertimrf.protocol.options import (
     unknown_fields,
 )
 from vertimrf.protocol.seeds import SERVER
+from vertimrf.workload import Workload
 
 __all__ = ["DEFAULTS", "PRESETS", "PartySpec", "ProtocolConfig"]
 
@@ -217,6 +218,9 @@ class ProtocolConfig:
             unknown = sorted(set(binned) - set(self.spec.names))
             if unknown:
                 raise ConfigError(f"binned columns {unknown} are not in the spec.")
+        workload = getattr(self.options, "workload", None)
+        if workload is not None:
+            Workload.of(self.spec.domain, workload)  # every column is the spec's
         if not (
             self.max_rows is None
             or (isinstance(self.max_rows, int) and not isinstance(self.max_rows, bool))

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.calibration import ACCOUNTING_MODES, sketch_epsilon
 from vertimrf.protocol.buckets import check_buckets
+from vertimrf.workload import workload_entries
 
 if TYPE_CHECKING:
     from vertimrf.domain import DomainSpec
@@ -91,6 +92,9 @@ DEFAULTS: dict[str, Any] = {
     # PRF buckets of the secure rows (a power of two; vertimrf.protocol.buckets): each holds
     # about max_rows / buckets records, so a party on Dask works bucket by bucket.
     "secure_buckets": 1,
+    # The marginals the synthetic table should answer, weighted ([[columns], weight] or
+    # [columns]); None: every 3-way marginal, weight 1 (vertimrf.workload).
+    "secure_workload": None,
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "default": DEFAULTS,
@@ -484,13 +488,19 @@ class SecureOptions(_PaddedRows, _Options):
         buckets: the PRF buckets of the aligned rows, a power of two
             (:mod:`vertimrf.protocol.buckets`): a party on Dask aligns and streams its rows
             bucket by bucket. The padded rows grow from max_rows to buckets x capacity.
+        workload: the marginals the synthetic table should answer, each a list of column
+            names alone (weight 1) or ``[columns, weight]``; the server's selection weighs
+            each pair of attributes by the workload marginals holding it
+            (:meth:`vertimrf.workload.Workload.pair_weights`). None (the default): every
+            3-way marginal, weight 1, and the config's bytes are those of a config made
+            before this setting.
     """
 
     METHOD: ClassVar[str] = "secure"
     PIPELINE: ClassVar[str] = "select"
     binned: ClassVar[None] = None  # no binned columns (the paper pipeline's setting)
     RECORD_SETS: ClassVar[str] = "partial"
-    LATER: ClassVar[frozenset[str]] = frozenset({"buckets"})
+    LATER: ClassVar[frozenset[str]] = frozenset({"buckets", "workload"})
     SELECT: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"method": "secure", "secure_pipeline": "select"}
     )
@@ -506,6 +516,7 @@ class SecureOptions(_PaddedRows, _Options):
                 "max_total_cells",
                 "binning",
                 "buckets",
+                "workload",
             )
         }
     )
@@ -518,8 +529,16 @@ class SecureOptions(_PaddedRows, _Options):
     max_total_cells: float = DEFAULTS["secure_max_total_cells"]
     binning: str = DEFAULTS["secure_binning"]
     buckets: int = DEFAULTS["secure_buckets"]
+    workload: tuple[tuple[tuple[str, ...], float], ...] | None = DEFAULTS["secure_workload"]
 
     def __post_init__(self) -> None:
+        if self.workload is not None:
+            entries = workload_entries(self.workload)
+            _require(
+                all(isinstance(c, str) for columns, _ in entries for c in columns),
+                f"a config's workload names columns by name; got {self.workload!r:.80}.",
+            )
+            object.__setattr__(self, "workload", entries)
         need = {"count", "select", "measure"}
         _frozen_shares(self, "shares", need, need)
         _require(

@@ -33,6 +33,7 @@ from vertimrf.synth.engine.scores import laplace_weight, pooled_one_way, record_
 from vertimrf.synth.engine.select import choose
 from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.union import UnionDomain, union_cells
+from vertimrf.workload import Workload
 
 STATE_KIND = "vertimrf-secure-server-state"
 S = TypeVar("S", bound="Selection")
@@ -107,14 +108,19 @@ class Selection(Dealer):
 
     def engine_plan(self) -> EnginePlan:
         """The plan's public numbers as the engine reads them."""
-        plan = self.plan
+        plan, domain = self.plan, self.config.spec.domain
+        workload = self.config.secure_options().workload
+        weights = (
+            None if workload is None else Workload.of(domain, workload).pair_weights(len(domain))
+        )
         return EnginePlan(
-            domain=self.config.spec.domain,
+            domain=domain,
             sigma_select=plan.sigma(SELECT, plan.all_pairs()),
             rho_measure=plan.rho_measure,
             refine_fraction=plan.refine_fraction,
             iters=self.config.secure_options().iters,
             options=self.options,
+            pair_weights=weights,
         )
 
     def model_caps(self) -> tuple[float, float]:

@@ -44,10 +44,10 @@ from vertimrf.synth.engine.local import LocalOracle
 from vertimrf.synth.engine.run import LocalFit
 from vertimrf.synth.engine.scores import record_total
 from vertimrf.synth.engine.tables import Marginal
-from vertimrf.synth.engine.workload import Workload, integer_weights
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult
 from vertimrf.synth.privmrf.noise import FitNoise
 from vertimrf.synth.privmrf.options import AIMOptions, PrivMRFOptions
+from vertimrf.workload import Workload, integer_weights
 
 NOISE_L1 = math.sqrt(2.0 / math.pi)  # E|Z| for Z ~ N(0, 1)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from vertimrf.domain import Domain
 from vertimrf.synth.privmrf.options import PrivMRFOptions
 
@@ -19,7 +21,9 @@ class EnginePlan:
     scale ``sigma_select`` (every 2-way marginal, nominal); the re-measurement's zCDP share
     ``rho_measure``; ``refine_fraction`` (the re-measured pairs beyond the initial set, times
     d); the cap ``iters`` of each fit; and the search and fit settings of ``options`` (theta,
-    size penalty, the ceilings of the model caps, convergence)."""
+    size penalty, the ceilings of the model caps, convergence); and the workload's
+    ``pair_weights`` (:meth:`vertimrf.workload.Workload.pair_weights`; None: every pair
+    weighs 1, as in the default workload of every 3-way marginal)."""
 
     domain: Domain
     sigma_select: float
@@ -27,6 +31,7 @@ class EnginePlan:
     refine_fraction: float
     iters: int
     options: PrivMRFOptions
+    pair_weights: np.ndarray | None = None
 
     @property
     def planned(self) -> float:

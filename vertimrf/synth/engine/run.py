@@ -1,9 +1,10 @@
 """The engine end to end on one table (Centralized): the noisy count and the first release
-of every 2-way marginal, the selection, the re-measurement and the fit, each release drawn
-by the local oracle. The budget splits into shares of rho for the count, the first release
-and the re-measurement, each spent exactly (one noise scale per release, set by its share
-and its number of marginals). The split between the last two is the options' or, by
-default, adapts to the noisy count (:func:`first_share`)."""
+of every 2-way marginal (with a workload, of those it holds:
+:meth:`vertimrf.workload.Workload.first_release`), the selection, the re-measurement and
+the fit, each release drawn by the local oracle. The budget splits into shares of rho for
+the count, the first release and the re-measurement, each spent exactly (one noise scale
+per release, set by its share and its number of marginals). The split between the last two
+is the options' or, by default, adapts to the noisy count (:func:`first_share`)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ from vertimrf.synth.engine.local import MARGINAL_SENSITIVITY, LocalOracle
 from vertimrf.synth.engine.plan import EnginePlan
 from vertimrf.synth.engine.scores import record_total
 from vertimrf.synth.engine.select import choose
+from vertimrf.synth.engine.tables import Marginal
 from vertimrf.synth.privmrf.budget_split import COUNT_SENSITIVITY, sigma_for_share
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult
 from vertimrf.synth.privmrf.noise import FitNoise
 from vertimrf.synth.privmrf.options import EngineOptions, PrivMRFOptions
+from vertimrf.workload import Workload
 
 # The adaptive split (first_share): the first release gets FIRST_SHARES[0] of rho when its
 # pairs' expected noise TVD at that share is at most NOISY_FIRST, else FIRST_SHARES[1].
@@ -33,19 +36,23 @@ FIRST_SHARES = (0.5, 0.2)
 NOISY_FIRST = 0.05
 
 
-def first_share(sizes: tuple[int, ...], rho: float, count: float) -> float:
+def first_share(
+    sizes: tuple[int, ...], rho: float, count: float, first: list[Marginal] | None = None
+) -> float:
     """The first release's share of ``rho`` for a table of ``sizes`` and about ``count``
-    records (the noisy count: post-processing): 0.5 when, released at that share, its
-    2-way marginals would be informative (the mean over pairs of their noise's expected
-    TVD, 1/2 cells sigma sqrt(2 / pi) / count, at most NOISY_FIRST), else 0.2, leaving more
+    records (the noisy count: post-processing), whose first release is ``first`` (default:
+    every 2-way marginal): 0.5 when, released at that share, its marginals would be
+    informative (the mean over them of their noise's expected TVD, 1/2 cells sigma
+    sqrt(2 / pi) / count, at most NOISY_FIRST), else 0.2, leaving more
     for the re-measurement. That mean is 0.002-0.012 on NLTCS at epsilon 3.2-0.4 and
     0.03-0.20 on Adult (``benchmarks/results/engine_shares.md``: 0.5 is the better share on
     NLTCS at epsilon 0.4, 0.2 on Adult at 0.4 and 0.8, and the two tie elsewhere). The
     threshold was set on those two tables."""
-    pairs = [(i, j) for i in range(len(sizes)) for j in range(i + 1, len(sizes))]
-    sigma = sigma_for_share(rho * FIRST_SHARES[0], len(pairs), MARGINAL_SENSITIVITY)
-    cells = sum(sizes[i] * sizes[j] for i, j in pairs)
-    noise = 0.5 * cells * sigma * math.sqrt(2.0 / math.pi) / (len(pairs) * max(count, 1.0))
+    if first is None:
+        first = [(i, j) for i in range(len(sizes)) for j in range(i + 1, len(sizes))]
+    sigma = sigma_for_share(rho * FIRST_SHARES[0], len(first), MARGINAL_SENSITIVITY)
+    cells = sum(math.prod(sizes[a] for a in m) for m in first)
+    noise = 0.5 * cells * sigma * math.sqrt(2.0 / math.pi) / (len(first) * max(count, 1.0))
     return FIRST_SHARES[0] if noise <= NOISY_FIRST else FIRST_SHARES[1]
 
 
@@ -78,21 +85,33 @@ def fit_local(
     d = len(domain)
     if d < 2:
         raise ConfigError("selection='engine' needs a table of at least 2 columns.")
+    workload = None if engine.workload is None else Workload.of(domain, engine.workload)
     oracle = LocalOracle(codes, domain, noise)
     sigma_n = sigma_for_share(rho * engine.count, 1, COUNT_SENSITIVITY)
     noise.charge("engine.count", COUNT_SENSITIVITY, sigma_n, 1, "noisy record count")
     count = float(noise.gaussian(np.array([codes.shape[0]]), sigma_n)[0])
+    pairs, what = oracle.all_pairs(), "first release: every 2-way marginal"
+    weights = None if workload is None else workload.pair_weights(d)
+    if workload is not None:
+        pairs, what = workload.first_release(d), "first release: the workload's 2-way marginals"
     if engine.select is not None and engine.measure is not None:
         select, measure = engine.select, engine.measure
     else:
-        select = first_share(domain.sizes, rho, count)
+        select = first_share(domain.sizes, rho, count, pairs)
         measure = 1.0 - engine.count - select
-    pairs = oracle.all_pairs()
     sigma1 = sigma_for_share(rho * select, len(pairs), MARGINAL_SENSITIVITY)
-    first = oracle.measure(pairs, sigma1, "first release: every 2-way marginal")
+    first = oracle.measure(pairs, sigma1, what)
     n_hat = record_total(count, 1.0 / sigma_n**2, first)
     rho_measure = rho * measure
-    plan = EnginePlan(domain, sigma1, rho_measure, engine.refine_fraction, engine.iters, options)
+    plan = EnginePlan(
+        domain,
+        sigma1,
+        rho_measure,
+        engine.refine_fraction,
+        engine.iters,
+        options,
+        weights,
+    )
     choice = choose(first, n_hat, plan, oracle, rng)
     sigma2 = sigma_for_share(rho_measure, len(choice.marginals), MARGINAL_SENSITIVITY)
     second = oracle.measure(choice.marginals, sigma2, "re-measurement of the selection")

@@ -13,12 +13,18 @@ from vertimrf.synth.engine.tables import Marginal, Tables
 
 def _pooled(tables: Tables, sizes: Sequence[int]) -> tuple[list[np.ndarray], list[float]]:
     """Inverse-variance sums of every attribute's row or column sums (a sum over k cells of
-    noise scale s has variance k s^2): the weighted numerators and the total weights."""
+    noise scale s has variance k s^2), and of its 1-way table if one was released: the
+    weighted numerators and the total weights."""
     num = [np.zeros(int(k)) for k in sizes]
     den = [0.0] * len(sizes)
-    for (i, j), flat in tables.values.items():
+    for m, flat in tables.values.items():
+        s2 = tables.scale[m] ** 2
+        if len(m) == 1:  # a 1-way table: its own counts
+            num[m[0]] += flat / s2
+            den[m[0]] += 1.0 / s2
+            continue
+        i, j = m
         t = flat.reshape(sizes[i], sizes[j])
-        s2 = tables.scale[i, j] ** 2
         for a, sums, k in ((i, t.sum(1), sizes[j]), (j, t.sum(0), sizes[i])):
             num[a] += sums / (k * s2)
             den[a] += 1.0 / (k * s2)
@@ -58,7 +64,10 @@ def pair_scores(
     out = np.zeros((d, d))
     ones = one_way(tables, sizes)
     probs = [v / v.sum() if v.sum() > 0 else np.full(v.size, 1.0 / v.size) for v in ones]
-    for (i, j), flat in tables.values.items():
+    for m, flat in tables.values.items():
+        if len(m) != 2:
+            continue
+        i, j = m
         t = flat.reshape(sizes[i], sizes[j])
         n = n_hat if populations is None else max(populations[i, j], 1.0)
         indep = np.outer(probs[i], probs[j]) * n

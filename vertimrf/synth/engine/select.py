@@ -2,7 +2,9 @@
 noisy pairwise scores, the greedy graph search under model caps that grow with the
 re-measurement's precision, the initial marginal set per clique (split by the oracle into
 what it can measure), plus the highest-scoring pairs inside the cliques whose first release
-is still noisy: the marginals to re-measure."""
+is still noisy: the marginals to re-measure. A workload weighs each pair's score (a pair
+that no workload marginal holds scores 0 and is not re-measured as an extra), so the
+search spends the model's cells and the re-measurement where the workload's error is."""
 
 from __future__ import annotations
 
@@ -49,6 +51,8 @@ def choose(
     opts, sizes = plan.options, plan.domain.sizes
     d = len(sizes)
     scores = pair_scores(first, sizes, n_hat, oracle.populations())
+    if plan.pair_weights is not None:
+        scores = scores * plan.pair_weights
     graph, max_total = _search(scores, n_hat, plan, oracle, rng)
     tree = JunctionTree.build(
         plan.domain, graph.cliques, heuristic="min_fill", max_cells=int(max_total)
@@ -57,10 +61,13 @@ def choose(
     # little from a re-measurement (its budget goes to the others instead).
     cliques = [set(c) for c in tree.cliques]
     limit = n_hat / (EXTRA_PRECISION * plan.sigma_select)
+    weights = plan.pair_weights
     eligible = [
         m
         for m in oracle.all_pairs()
-        if any(set(m) <= c for c in cliques) and oracle.cells(m) > limit
+        if any(set(m) <= c for c in cliques)
+        and oracle.cells(m) > limit
+        and (weights is None or weights[m] > 0)
     ]
     sigma_est = math.sqrt(plan.planned / (2.0 * plan.rho_measure))
     init = initial_marginals(

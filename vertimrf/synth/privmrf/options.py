@@ -123,6 +123,11 @@ class EngineOptions:
             ``select`` and ``measure`` both None (the default): the adaptive split above.
         refine_fraction: the re-measured pairs beyond the initial set (times d).
         iters: the mirror-descent cap of each of the two fits.
+        workload: the marginals the synthetic data should answer, as column names (or
+            indices), each alone (weight 1) or as ``(columns, weight)``; the selection
+            weighs each pair of attributes by the workload marginals holding it
+            (:meth:`vertimrf.workload.Workload.pair_weights`). None: every 3-way marginal,
+            weight 1 (every pair weighs the same).
     """
 
     count: float = 0.001
@@ -130,8 +135,11 @@ class EngineOptions:
     measure: float | None = None
     refine_fraction: float = 1.6
     iters: int = 1000
+    workload: tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.workload is not None:
+            object.__setattr__(self, "workload", tuple(self.workload))
         if (self.select is None) != (self.measure is None):
             raise ConfigError(
                 "give the engine's select and measure shares both, or neither (the adaptive split)."

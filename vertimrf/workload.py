@@ -1,21 +1,30 @@
-"""A workload of marginals with weights, the candidates it makes and their weights.
+"""A workload of marginals with weights: the candidates it makes for AIM and their weights,
+and the weight it gives each pair of attributes in the engine's selection.
 
 AIM (McKenna, Mullins, Sheldon and Miklau, VLDB 2022) selects among the workload's
 downward closure: every nonempty subset of a workload marginal. A candidate r helps each
 workload marginal s it overlaps, so its weight is w_r = sum over s of c_s |r & s|, for the
 workload weights c_s. The default workload is every 3-way marginal, each of weight 1.
+
+The engine (Centralized and Secure) selects by pairs: a dependence between attributes i and
+j is wrong in a workload marginal only if that marginal holds both, so the pair's weight is
+the sum of c_s over the workload marginals s holding i and j, divided by the largest. Every
+pair of the default workload weighs 1.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
+import numpy as np
+
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
-from vertimrf.synth.engine.tables import Marginal
+
+Marginal = tuple[int, ...]
 
 # A workload of weights that are not whole numbers is scored with integer weights: each
 # weight times WEIGHT_GRID / the largest, rounded (at least 1).
@@ -42,28 +51,16 @@ class Workload:
     def of(
         cls,
         domain: Domain,
-        entries: Iterable[Sequence[str | int]] | Iterable[tuple[Sequence[str | int], float]],
+        entries: Sequence[object],
     ) -> Workload:
         """A workload over ``domain`` from marginals named by column names or indices, each
         either alone (weight 1) or as ``(columns, weight)``."""
         found: dict[Marginal, float] = {}
-        for entry in entries:
-            columns, weight = _split(entry)
+        for columns, weight in workload_entries(entries):
             m = tuple(sorted(_index(domain, c) for c in columns))
-            if not m or len(set(m)) != len(m):
-                raise ConfigError(
-                    f"a workload marginal needs distinct columns; got {list(columns)}."
-                )
-            if not (weight > 0 and math.isfinite(weight)):
-                raise ConfigError(
-                    f"a workload weight must be positive and finite; got {weight!r} for "
-                    f"{list(columns)}."
-                )
             if m in found:
                 raise ConfigError(f"the workload names {list(columns)} twice; give it once.")
-            found[m] = float(weight)
-        if not found:
-            raise ConfigError("the workload is empty; give at least one marginal.")
+            found[m] = weight
         return cls(tuple(found), tuple(found.values()))
 
     def candidates(self) -> dict[Marginal, float]:
@@ -80,6 +77,59 @@ class Workload:
             for r in ordered
         }
 
+    def pair_weights(self, d: int) -> np.ndarray:
+        """The ``d`` x ``d`` symmetric weights of the pairs of attributes: the sum of the
+        weights of the workload marginals holding both, divided by the largest (all zero
+        when no workload marginal holds two attributes)."""
+        out = np.zeros((d, d))
+        for m, c in zip(self.marginals, self.weights, strict=True):
+            for i, j in combinations(m, 2):
+                out[i, j] += c
+                out[j, i] += c
+        top = out.max()
+        return out / top if top > 0 else out
+
+    def first_release(self, d: int) -> list[Marginal]:
+        """The engine's first release under this workload: every pair of attributes that a
+        workload marginal holds (in the order of ``combinations(range(d), 2)``), then the
+        1-way marginal of each attribute in none of them, so that every attribute is
+        measured."""
+        weights = self.pair_weights(d)
+        pairs = [m for m in combinations(range(d), 2) if weights[m] > 0]
+        alone = [(a,) for a in range(d) if not any(a in m for m in pairs)]
+        return pairs + alone
+
+
+def workload_entries(
+    entries: Sequence[object],
+) -> tuple[tuple[tuple[str | int, ...], float], ...]:
+    """The entries of a workload as (columns, weight) pairs, checked without a domain:
+    each marginal has distinct columns, each weight is positive and finite, and there is at
+    least one."""
+    if not isinstance(entries, (list, tuple)):
+        raise ConfigError(
+            f"a workload is a list of marginals, each a list of columns or (columns, weight); "
+            f"got {entries!r:.80}."
+        )
+    out = []
+    for entry in entries:
+        columns, weight = _split(entry)
+        if not all(isinstance(c, (str, int)) and not isinstance(c, bool) for c in columns):
+            raise ConfigError(
+                f"a workload marginal lists column names or indices; got {list(columns)}."
+            )
+        if not columns or len(set(columns)) != len(columns):
+            raise ConfigError(f"a workload marginal needs distinct columns; got {list(columns)}.")
+        if not (weight > 0 and math.isfinite(weight)):
+            raise ConfigError(
+                f"a workload weight must be positive and finite; got {weight!r} for "
+                f"{list(columns)}."
+            )
+        out.append((tuple(columns), weight))
+    if not out:
+        raise ConfigError("the workload is empty; give at least one marginal.")
+    return tuple(out)
+
 
 def integer_weights(weights: Sequence[float]) -> list[int]:
     """The weights as integers: themselves when all are whole numbers, else on a grid of
@@ -92,9 +142,10 @@ def integer_weights(weights: Sequence[float]) -> list[int]:
 
 
 def _split(entry: object) -> tuple[Sequence[str | int], float]:
-    """(columns, weight) of a workload entry."""
+    """(columns, weight) of a workload entry: a list of columns, or a pair (list of
+    columns, weight) as a tuple or, from JSON, a list."""
     if (
-        isinstance(entry, tuple)
+        isinstance(entry, (tuple, list))
         and len(entry) == 2
         and isinstance(entry[0], (list, tuple))
         and isinstance(entry[1], (int, float))
