@@ -1,11 +1,12 @@
 """A workload's error with and without telling the engine the workload.
 
-NLTCS and Adult, delta 1e-6, seeds 0..2: the engine (``PrivMRF(..., selection="engine")``)
-and method secure (``simulate(..., method="secure", max_rows=65_536)``, the columns split
-8 | the rest) fitted twice, with the default workload (every 3-way marginal) and with a
-workload of the 3-way marginals over five columns of both parties (``WORKLOADS``). Each fit
-is scored by ``metrics.workload_tvd`` on that workload, and by ``metrics.tvd`` (3-way, 300
-marginals) on the whole table.
+NLTCS and Adult, delta 1e-6, seeds 0..2: the engine (``PrivMRF(..., selection="engine")``),
+method secure (``simulate(..., method="secure", max_rows=65_536)``, the columns split 8 |
+the rest) and, for reference, the aim-like preset (``selection="aim"``), each fitted twice:
+with the default workload (every 3-way marginal) and with a workload of the 3-way marginals
+over five columns of both parties (``WORKLOADS``). Each fit is scored by
+``metrics.workload_tvd`` on that workload, and by ``metrics.tvd`` (3-way, 300 marginals) on
+the whole table.
 
     python benchmarks/bench_engine_workload.py --json benchmarks/results/engine_workload.json \
         --md benchmarks/results/engine_workload.md
@@ -33,7 +34,7 @@ def measure(dataset: str, method: str, epsilon: float, seed: int, aware: bool) -
     """One fit: its workload TVD, whole-table 3-way TVD and seconds."""
     from vertimrf import PrivMRF, load_dataset, simulate
     from vertimrf.metrics import tvd, workload_tvd
-    from vertimrf.synth.privmrf import EngineOptions
+    from vertimrf.synth.privmrf import AIMOptions, EngineOptions
 
     df, spec = load_dataset(dataset)
     workload = WORKLOADS[dataset]
@@ -45,6 +46,10 @@ def measure(dataset: str, method: str, epsilon: float, seed: int, aware: bool) -
             df, spec, [names[:SPLIT], names[SPLIT:]], epsilon, DELTA, method="secure",
             seed=seed, max_rows=MAX_ROWS, **extra,
         )  # fmt: skip
+    elif method == "aim-like":
+        aim = AIMOptions(workload=workload if aware else None)
+        fit = PrivMRF(epsilon, DELTA, seed=seed, selection="aim", aim=aim, progress=False)
+        synth = fit.fit(df, spec).sample()
     else:
         engine = EngineOptions(workload=workload if aware else None)
         fit = PrivMRF(epsilon, DELTA, seed=seed, selection="engine", engine=engine, progress=False)
@@ -74,7 +79,8 @@ def markdown(head: dict, rows: list[dict]) -> str:
         f"seeds {head['seeds']}; mean +- standard error. The workload: every 3-way marginal "
         f"of columns {dict(COLUMNS)} (both parties' columns). 'default' is the default "
         "workload (every 3-way marginal of the table); 'given' passes the workload "
-        "(`EngineOptions(workload=...)`, or the config's `secure_workload`).",
+        "(`EngineOptions(workload=...)`, the config's `secure_workload`, or "
+        "`AIMOptions(workload=...)`).",
         "",
         "| dataset | method | epsilon | workload TVD, default | workload TVD, given | "
         "ratio | 3-way TVD, default | 3-way TVD, given |",
@@ -100,7 +106,7 @@ def markdown(head: dict, rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="*", default=["nltcs", "adult"])
-    parser.add_argument("--methods", nargs="+", default=["engine", "secure"])
+    parser.add_argument("--methods", nargs="+", default=["engine", "secure", "aim-like"])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.4, 1.6])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--json")

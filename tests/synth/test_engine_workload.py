@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import chain, combinations
 
+import numpy as np
 import pytest
 
 from vertimrf.domain import Domain
@@ -67,3 +68,108 @@ def test_integer_weights_keep_whole_numbers_and_ratios():
     assert integer_weights([3.0, 105.0, 7.0]) == [3, 105, 7]
     got = integer_weights([0.5, 2.0, 1e-9])
     assert got == [WEIGHT_GRID // 4, WEIGHT_GRID, 1]
+
+
+# ----------------------------------------------------------------- the engine's pair weights
+
+
+def test_pair_weights_sum_the_marginals_holding_both_by_brute_force():
+    w = Workload.of(DOMAIN, [(("a", "b", "c"), 1.0), (("b", "d"), 2.5), ["e"], (("b", "c"), 0.5)])
+    got = w.pair_weights(5)
+    brute = np.zeros((5, 5))
+    for i, j in combinations(range(5), 2):
+        for s, c in zip(w.marginals, w.weights, strict=True):
+            if i in s and j in s:
+                brute[i, j] += c
+                brute[j, i] += c
+    np.testing.assert_array_equal(got, brute / brute.max())
+    assert got[1, 3] == 1.0 and got[0, 1] == 0.4 and got[1, 2] == 0.6 and got[3, 4] == 0.0
+    assert w.first_release(5) == [(0, 1), (0, 2), (1, 2), (1, 3), (4,)]
+
+
+@pytest.mark.parametrize("d", [2, 3, 4, 6])
+def test_the_default_workload_weighs_every_pair_one_and_releases_every_pair(d):
+    w = Workload.all_way(d)
+    np.testing.assert_array_equal(w.pair_weights(d), np.ones((d, d)) - np.eye(d))
+    assert w.first_release(d) == list(combinations(range(d), 2))
+
+
+def test_a_workload_of_single_columns_weighs_no_pair_and_releases_every_1_way():
+    w = Workload.of(DOMAIN, [["a"], ["c"]])
+    assert not w.pair_weights(5).any()
+    assert w.first_release(5) == [(a,) for a in range(5)]
+
+
+# ------------------------------------------------------------------- the engine with a workload
+
+
+def _engine(epsilon, workload, *, zero=False, ledger=None, seed=0):
+    from vertimrf import PrivMRF
+    from vertimrf.privacy.ledger import PrivacyLedger
+    from vertimrf.privacy.samplers import NoiseSampler, randomness
+    from vertimrf.synth.privmrf import EngineOptions
+
+    class Zero(NoiseSampler):
+        def __init__(self) -> None:
+            self.inner, _ = randomness(seed)
+
+        def _words(self, n):
+            return self.inner._words(n)
+
+        def _discrete_laplace(self, scale, n):
+            raise AssertionError("no Laplace noise")
+
+        def _discrete_gaussian(self, sigma, n):
+            return np.zeros(n, np.int64)
+
+    ledger = PrivacyLedger(epsilon, 1e-6) if ledger is None else ledger
+    return PrivMRF(
+        epsilon,
+        1e-6,
+        seed=seed,
+        ledger=ledger,
+        noise=Zero() if zero else None,
+        selection="engine",
+        engine=EngineOptions(workload=workload),
+    )
+
+
+def test_the_engine_releases_the_workloads_pairs_and_lone_1_ways_exactly():
+    """Noise off: the first release is the workload's pairs and the other columns' 1-way
+    marginals, each the exact count (brute force); the budget is spent exactly."""
+    from tests.synth.latent_table import assert_exact, latent_table
+    from vertimrf.privacy.zcdp import epsilon_to_rho
+
+    df, spec = latent_table(rows=400)
+    fit = _engine(2.0, [("c0", "c1", "c2")], zero=True).fit(df, spec)
+    first = fit.ledger.releases[1]
+    assert first.count == 5 and "workload" in first.description
+    attrs = [m.attrs for m in fit.measurements]
+    # the first release's tables close the list: (0, 1), (0, 2), (1, 2), then (3,) and (4,)
+    assert attrs[-5:] == [(0, 1), (0, 2), (1, 2), (3,), (4,)]
+    assert_exact(df, fit.measurements)
+    rho = epsilon_to_rho(2.0, 1e-6)
+    assert fit.ledger.total_rho == pytest.approx(rho, rel=1e-9) and fit.ledger.total_rho <= rho
+
+
+def test_the_default_workload_given_is_the_default_fit():
+    import pandas as pd
+
+    from tests.synth.latent_table import latent_table
+
+    df, spec = latent_table()
+    every = [list(m) for m in combinations(spec.names, 3)]
+    a = _engine(1.0, None, seed=3).fit(df, spec).sample(seed=1)
+    b = _engine(1.0, every, seed=3).fit(df, spec).sample(seed=1)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_bad_workload_is_refused_before_anything_is_charged():
+    from tests.synth.latent_table import latent_table
+    from vertimrf.privacy.ledger import PrivacyLedger
+
+    df, spec = latent_table(rows=100)
+    ledger = PrivacyLedger(1.0, 1e-6)
+    with pytest.raises(ConfigError, match="'zz'"):
+        _engine(1.0, [("c0", "zz")], ledger=ledger).fit(df, spec)
+    assert ledger.total_rho == 0.0 and not ledger.releases
