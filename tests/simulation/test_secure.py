@@ -404,10 +404,11 @@ def test_a_workload_sets_the_first_release_and_the_run_spends_the_budget():
     assert server.ledger.total_rho <= budget * (1 + 1e-12)
 
 
-def test_a_workloads_first_release_is_the_exact_counts_without_noise(monkeypatch):
+def test_a_workloads_first_release_is_the_exact_counts_without_noise(monkeypatch, tmp_path):
     """With the noise off, each party releases (and charges) its within marginals of the
     workload's first release, its 1-way ones included, and its shares of the cross ones,
-    nothing else; the server's summed tables are the exact counts, by brute force."""
+    nothing else; the server's summed tables are the exact counts, by brute force, and its
+    saved state loads them, and their charge, again."""
     monkeypatch.setattr(
         NoiseSampler, "discrete_gaussian", lambda self, sigma, size: np.zeros(size, np.int64)
     )
@@ -429,6 +430,10 @@ def test_a_workloads_first_release_is_the_exact_counts_without_noise(monkeypatch
     for m, values in server._first.values.items():
         np.testing.assert_array_equal(values, joint(codes, spec.names, plan.sizes, m).ravel())
     assert sum(r.count for r in _select_entries(server.ledger)) == len(WORKLOAD_FIRST)
+    server.save_state(tmp_path / "server.state")
+    again = SecureServer.load_state(cfg, tmp_path / "server.state", seed=2)
+    assert sorted(again._first.values) == sorted(WORKLOAD_FIRST)
+    assert again.ledger.releases == server.ledger.releases
 
 
 def test_without_a_workload_the_first_release_is_every_pair():
