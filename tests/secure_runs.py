@@ -74,9 +74,10 @@ def split(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, **fields):
     return cfg, spec, pd.DataFrame(cols), parties
 
 
-def secure_parties(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=True):
-    """A random table split over parties, their SecureParty objects and the server."""
-    cfg, spec, frame, parties = split(sizes_by_party, n, seed, epsilon=epsilon, rows=rows)
+def secure_parties(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=True, **fields):
+    """A random table split over parties (the config with any other ``fields``), their
+    SecureParty objects and the server."""
+    cfg, spec, frame, parties = split(sizes_by_party, n, seed, epsilon=epsilon, rows=rows, **fields)
     keys = {name: KeyPair.generate(name) for name, _ in parties}
     public = {name: k.public() for name, k in keys.items()}
     members = {}
@@ -94,11 +95,11 @@ def secure_parties(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=T
     return cfg, spec, members, server, public, codes
 
 
-def driven(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, before=None):
-    """A seeded run of the drivers in one process (each party's rows in its own order),
-    up to the step ``before`` (default: to the end); the config, the server's SecureServer
-    and the exact codes."""
-    cfg, spec, frame, parties = split(sizes_by_party, n, seed, epsilon=epsilon, rows=rows)
+def driven(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, before=None, **fields):
+    """A seeded run of the drivers in one process (each party's rows in its own order; the
+    config with any other ``fields``), up to the step ``before`` (default: to the end); the
+    config, the server's SecureServer and the exact codes."""
+    cfg, spec, frame, parties = split(sizes_by_party, n, seed, epsilon=epsilon, rows=rows, **fields)
     data = {
         name: frame[names].assign(id=np.arange(n)).sample(frac=1.0, random_state=seed)
         for name, names in parties

@@ -95,8 +95,8 @@ class Workload:
         1-way marginal of each attribute in none of them, so that every attribute is
         measured."""
         weights = self.pair_weights(d)
-        pairs = [m for m in combinations(range(d), 2) if weights[m] > 0]
-        alone = [(a,) for a in range(d) if not any(a in m for m in pairs)]
+        pairs: list[Marginal] = [m for m in combinations(range(d), 2) if weights[m] > 0]
+        alone: list[Marginal] = [(a,) for a in range(d) if not any(a in m for m in pairs)]
         return pairs + alone
 
 

@@ -320,3 +320,55 @@ def test_the_config_command_prints_the_cost(tmp_path, capsys):
         r"needs about [\d.]+ MB of memory \((features|release|groups|measure)\)", lines[3]
     )
     assert lines[5].startswith("server: sends ") and len(lines) == 6
+
+
+def test_a_workloads_plan_counts_only_its_first_release(tmp_path):
+    """With a workload the plan charges, costs and sizes only the workload's first release
+    (its pairs, then 1-ways): each party's sends fall by 8 bytes per cell it no longer
+    releases (counted on the real releases), the server's state holds the real first
+    tables' cells, and its select step 32 bytes less per cell."""
+    spec = vertimrf.load_dataset("adult")[1]
+    names = list(spec.names)
+    workload = [[names[0], names[1], names[6]], [names[2], names[12]]]
+
+    def config(**fields):
+        return from_preset(
+            "default", record_sets="equal",
+            epsilon=1.0, delta=1e-6, spec=spec, max_rows=1024, run_nonce=NONCE,
+            parties=[("A", names[:5]), ("B", names[5:10]), ("C", names[10:])], **fields,
+        )  # fmt: skip
+
+    def released(cfg):
+        """Each party's released cells (within and cross) and the first tables' cells."""
+        parties, _, _, deals = _secure_roles(cfg)
+        blobs = {n: p.features(deals[n]) for n, p in parties.items()}
+        out = {}
+        for name, party in parties.items():
+            r = party.release({q: blobs[q][name] for q in parties if q != name})
+            out[name] = (
+                sum(v.size for v in r.within.values()),
+                sum(v.size for v in r.cross.values()),
+            )
+        tables = sum(w for w, _ in out.values()) + sum(c for _, c in out.values()) // 2
+        return {n: w + c for n, (w, c) in out.items()}, tables
+
+    default, given = config(), config(secure_workload=workload)
+    layout = secure_plan(given)
+    first = layout.first_release()
+    assert first[:4] == [(0, 1), (0, 6), (1, 6), (2, 12)] and len(first) == 4 + 10
+    assert first[4:] == [(a,) for a in range(len(names)) if a not in {0, 1, 2, 6, 12}]
+    (cells_d, tables_d), (cells_w, tables_w) = released(default), released(given)
+    plan_d, plan_w = run_plan(default), run_plan(given)
+    for name in cells_d:
+        assert cells_w[name] < cells_d[name]
+        drop = plan_d.role(name).sends - plan_w.role(name).sends
+        assert drop == 8 * (cells_d[name] - cells_w[name])
+    assert tables_w == sum(layout.cells(m) for m in first)
+    keeps = plan_module._state_bytes(tables_w) + 64 * len(first)
+    assert plan_w.role("server").keeps == keeps
+    select = plan_d.role("server").steps["select"] - plan_w.role("server").steps["select"]
+    assert select == 32 * (tables_d - tables_w)
+    charged = [r for r in plan_w.releases if r.description.startswith("select:")]
+    assert sum(r.count for r in charged) == len(first)
+    assert f"{len(plan_w.releases)} releases fixed by the config" in plan_w.describe()
+    assert plan_w.ledger_total == pytest.approx(plan_w.budget_rho, rel=1e-9)

@@ -28,9 +28,10 @@ from vertimrf import simulate
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ChannelError, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.privacy.ddg import ddg_rho
+from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.privacy.zcdp import epsilon_to_rho, rho_to_epsilon
 from vertimrf.protocol import from_preset
-from vertimrf.protocol.secure import SELECT
+from vertimrf.protocol.secure import MEASURE, SELECT
 from vertimrf.protocol.securemsg import open_features
 from vertimrf.server.secure import SecureServer
 
@@ -371,3 +372,76 @@ def test_model_caps_grow_with_the_precision_within_their_bounds():
     assert caps[0] == (srv.MIN_CLIQUE_CELLS, srv.MIN_TOTAL_CELLS)
     assert caps[-1] == (cfg.options.max_clique_cells, cfg.options.max_total_cells)
     assert all(a[1] <= b[1] and a[0] <= b[0] for a, b in zip(caps[:-1], caps[1:], strict=True))
+
+
+# Parties P0 (attributes 0, 1, 2) and P1 (3, 4); the workload's one marginal (0, 1, 3) holds
+# the pairs (0, 1), (0, 3) and (1, 3), and neither 2 nor 4, measured alone.
+WORKLOAD_SIZES = [[3, 4, 2], [5, 3]]
+WORKLOAD = [["p0c0", "p0c1", "p1c0"]]
+WORKLOAD_FIRST = [(0, 1), (0, 3), (1, 3), (2,), (4,)]
+
+
+def _select_entries(ledger, release=SELECT):
+    return [r for r in ledger.releases if r.description.startswith(f"{release}:")]
+
+
+def test_a_workload_sets_the_first_release_and_the_run_spends_the_budget():
+    """With a workload, the server's ledger charges and its first tables hold exactly the
+    workload's first release, at the (smaller) noise of its 5 marginals, not the 10 pairs';
+    the whole run spends the budget."""
+    cfg, spec, server, codes = driven(WORKLOAD_SIZES, 300, 2, secure_workload=WORKLOAD)
+    plan = server.plan
+    assert plan.first_release() == WORKLOAD_FIRST
+    assert sorted(server._first.values) == sorted(WORKLOAD_FIRST)
+    entries = _select_entries(server.ledger)
+    assert sum(r.count for r in entries) == len(WORKLOAD_FIRST)
+    sigma = plan.sigma(SELECT, WORKLOAD_FIRST)
+    assert {r.params["sigma"] for r in entries} == {sigma}
+    assert sigma < plan.sigma(SELECT, plan.all_pairs())
+    assert _select_entries(server.ledger, MEASURE)  # the re-measurement ran
+    budget = epsilon_to_rho(cfg.epsilon, cfg.delta)
+    assert server.ledger.total_rho == pytest.approx(budget, rel=1e-9)
+    assert server.ledger.total_rho <= budget * (1 + 1e-12)
+
+
+def test_a_workloads_first_release_is_the_exact_counts_without_noise(monkeypatch, tmp_path):
+    """With the noise off, each party releases (and charges) its within marginals of the
+    workload's first release, its 1-way ones included, and its shares of the cross ones,
+    nothing else; the server's summed tables are the exact counts, by brute force, and its
+    saved state loads them, and their charge, again."""
+    monkeypatch.setattr(
+        NoiseSampler, "discrete_gaussian", lambda self, sigma, size: np.zeros(size, np.int64)
+    )
+    cfg, spec, members, server, public, codes = secure_parties(
+        WORKLOAD_SIZES, 300, 2, rows=512, secure_workload=WORKLOAD
+    )
+    inbox = exchange(members, server.deal(public, commitments(members)))
+    releases = [m.release(inbox[name]) for name, m in members.items()]
+    plan = server.plan
+    for r in releases:
+        p = plan.party_index(r.party)
+        own = [m for m in WORKLOAD_FIRST if {plan.owner[a] for a in m} == {p}]
+        assert sorted(r.within) == own
+        assert {k: v.size for k, v in r.cross.items()} == {"P0+P1": 3 * 5 + 4 * 5}
+        charged = _select_entries(members[r.party].ledger)
+        assert sum(e.count for e in charged) == len(own) + 2  # own, then the cross pairs
+    server.select(releases)
+    assert sorted(server._first.values) == sorted(WORKLOAD_FIRST)
+    for m, values in server._first.values.items():
+        np.testing.assert_array_equal(values, joint(codes, spec.names, plan.sizes, m).ravel())
+    assert sum(r.count for r in _select_entries(server.ledger)) == len(WORKLOAD_FIRST)
+    server.save_state(tmp_path / "server.state")
+    again = SecureServer.load_state(cfg, tmp_path / "server.state", seed=2)
+    assert sorted(again._first.values) == sorted(WORKLOAD_FIRST)
+    assert again.ledger.releases == server.ledger.releases
+
+
+def test_without_a_workload_the_first_release_is_every_pair():
+    cfg, *_ = secure_parties(WORKLOAD_SIZES, 10, 0)
+    plan = SecureServer(cfg).plan
+    assert plan.workload_first is None
+    assert (
+        plan.first_release()
+        == plan.all_pairs()
+        == [plan.canonical(m) for m in combinations(range(5), 2)]
+    )

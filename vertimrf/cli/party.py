@@ -132,8 +132,8 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         help="method secure: the secure release for the server",
         description="After `party features` (recorded in --state-dir, with the same deal and "
         "data), read the peers' feature blobs (--blobs DIR/PEER-to-NAME.features) and write "
-        "the first release of every 2-way marginal; once per run: a re-run writes the "
-        "recorded release again and spends nothing new. The shares are kept for `party "
+        "the first release (every 2-way marginal, or the workload's); once per run: a re-run "
+        "writes the recorded release again and spends nothing new. The shares are kept for `party "
         "measure` in the private state (never give it to anyone). Paper pipeline: the one "
         "release of every binned cross-party pair.",
     )

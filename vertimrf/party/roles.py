@@ -233,8 +233,9 @@ class Party:
         return self._secure_role().features(deal, slot_map)
 
     def secure_release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
-        """Method "secure": the first release (select pipeline: every 2-way marginal and,
-        at the count party, the noisy count; paper pipeline: the binned cross pairs)."""
+        """Method "secure": the first release (select pipeline: every 2-way marginal, or a
+        workload's first release, and at the count party the noisy count; paper pipeline:
+        the binned cross pairs)."""
         return self._secure_role().release(blobs)
 
     def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:

@@ -32,7 +32,8 @@ from vertimrf.protocol.options import (
     options_class,
 )
 from vertimrf.protocol.regions import REGION_DELTA_SHARE, RegionNoise
-from vertimrf.protocol.secure import SELECT, SecurePlan, feature_width, group_width
+from vertimrf.protocol.secure import SELECT, Marginal, SecurePlan, feature_width, group_width
+from vertimrf.workload import Workload
 
 # A role's estimated peak memory (bytes) with the domain's sizes replaced (see plan.py).
 PeakFn = Callable[[tuple[int, ...]], int]
@@ -213,6 +214,7 @@ class SecureRules(MethodRules):
             select=self.selects,
             buckets=buckets,
             regions=regions,
+            workload_first=self.plan_first(config),
         )
 
     def plan_releases(
@@ -221,7 +223,7 @@ class SecureRules(MethodRules):
         """The local messages' releases and bounds, then the secure product's release."""
         fixed, bounds = super().plan_releases(config, epsilon, plan)
         assert plan is not None  # secure_plan gives one
-        fixed += plan.releases(SELECT, plan.all_pairs())
+        fixed += plan.releases(SELECT, plan.first_release())
         return fixed, bounds
 
     def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
@@ -239,6 +241,11 @@ class SecureRules(MethodRules):
         widths, ``domain`` the domain's sizes): here none (one release of the pairs)."""
         return (0,) * len(widths)
 
+    def plan_first(self, config: ProtocolConfig) -> tuple[Marginal, ...] | None:
+        """The first release's marginals when they are not every pair the pipeline
+        measures: here None (every binned cross pair)."""
+        return None
+
     def plan_shares(
         self, config: ProtocolConfig, epsilon: float, rho: float
     ) -> tuple[float, float, float, float]:
@@ -254,7 +261,8 @@ UNION_CELLS = 4
 
 class SecureSelectRules(SecureRules):
     """Method "secure", the select pipeline: no local messages at all; the secure product
-    releases every 2-way marginal and the count, then re-measures what the server selects."""
+    releases every 2-way marginal (with a workload, its first release) and the count, then
+    re-measures what the server selects."""
 
     label = "secure/select"
     equal_sets_only = ""
@@ -266,7 +274,7 @@ class SecureSelectRules(SecureRules):
     ) -> tuple[list[Release], list[Release]]:
         """The first release; the re-measurement's bound is its share, whatever the request."""
         assert plan is not None  # secure_plan gives one
-        fixed = list(plan.releases(SELECT, plan.all_pairs()))
+        fixed = list(plan.releases(SELECT, plan.first_release()))
         return fixed, [Release("bound", "re-measurement (any request)", plan.rho_measure)]
 
     def model_cap(self, config: ProtocolConfig) -> float:
@@ -302,6 +310,17 @@ class SecureSelectRules(SecureRules):
 
     def plan_bins(self, config: ProtocolConfig) -> dict[str, int]:
         return {}
+
+    def plan_first(self, config: ProtocolConfig) -> tuple[Marginal, ...] | None:
+        """With a workload, its first release
+        (:meth:`vertimrf.workload.Workload.first_release`: the pairs its marginals hold,
+        then 1-way marginals of the attributes in none); else None (every pair). Public:
+        from the config."""
+        entries = config.secure_options().workload
+        if entries is None:
+            return None
+        domain = config.spec.domain
+        return tuple(Workload.of(domain, entries).first_release(len(domain)))
 
     def summary(self, config: ProtocolConfig) -> str:
         from vertimrf.protocol.secure import feature_width

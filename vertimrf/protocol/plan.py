@@ -283,7 +283,7 @@ def _noise_scales(
     if plan is not None:
         if plan.rho_count > 0:
             out["the noisy count's"] = 1.0 / plan.count_epsilon
-        out["the first release's"] = plan.nominal_sigma(SELECT, len(plan.all_pairs()))
+        out["the first release's"] = plan.nominal_sigma(SELECT, len(plan.first_release()))
         if plan.rho_measure > 0:
             planned = len(plan.all_pairs()) + len(plan.sizes) * (1 + plan.refine_fraction)
             out["the re-measurement's"] = plan.nominal_sigma(MEASURE, math.ceil(planned))
@@ -308,7 +308,7 @@ def _budget_problem(config: ProtocolConfig, epsilon: float) -> tuple[str, str] |
     except PrivacyBudgetError:
         if plan is None:  # only a cross release's bound raises
             raise
-        s = plan.nominal_sigma(SELECT, len(plan.all_pairs())) / math.sqrt(2.0)
+        s = plan.nominal_sigma(SELECT, len(plan.first_release())) / math.sqrt(2.0)
         return (
             f"the first release's noise components (s = {s:.3g}) would be below the 1/2 that "
             "the distributed discrete Gaussian bound needs",
@@ -376,11 +376,6 @@ def _secure_plan(
     return rules(config).secure_plan(config, epsilon=epsilon, sizes=sizes)
 
 
-def _pair_cells(plan: SecurePlan) -> int:
-    """Cells of every first-release table."""
-    return sum(plan.cells(m) for m in plan.all_pairs())
-
-
 def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ...]:
     """Every role's costs in a secure run (the module doc's memory model)."""
     rows, widths, caps, names = plan.rows, plan.widths, plan.group_caps, plan.names
@@ -397,7 +392,8 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     shares = [sum(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
     grown = [sum(plan.max_cells(a, b) for a, b in pairs if p in (a, b)) for p in range(m)]
     largest = [max(widths[a] * widths[b] for a, b in pairs if p in (a, b)) for p in range(m)]
-    tables = _pair_cells(plan)
+    first = plan.first_release()
+    tables = sum(plan.cells(mg) for mg in first)
     cap = rules(config).model_cap(config)
     roles = []
     for p, name in enumerate(names):
@@ -425,7 +421,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
             )
         else:
             steps["local"] = _local_peak(config, d_p)
-        own = sum(plan.cells(mg) for mg in plan.all_pairs() if p in {plan.owner[a] for a in mg})
+        own = sum(plan.cells(mg) for mg in first if p in {plan.owner[a] for a in mg})
         blobs = wire * rows * (widths[p] + caps[p]) + 2 * BLOB_OVERHEAD
         sends = (m - 1) * blobs + 8 * (own + grown[p] + plan.max_tokens) + 2 * CONTAINER_BYTES
         keeps = _state_bytes(shares[p]) if plan.select else 0
@@ -448,7 +444,7 @@ def _secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, .
     deals = sum(_deal_bytes(plan).values())
     if plan.max_tokens:  # partial record sets: every party's slot map
         deals += m * slot_map_bytes(plan.max_tokens)
-    keeps = _state_bytes(tables) + 64 * len(plan.all_pairs()) if plan.select else 0
+    keeps = _state_bytes(tables) + 64 * len(first) if plan.select else 0
     roles.append(RoleCost("server", deals, keeps, server))
     return tuple(roles)
 
@@ -566,13 +562,13 @@ def _check_tables(config: ProtocolConfig) -> None:
     if plan is None or not plan.select:
         return
     names = config.spec.names
-    for m in plan.all_pairs():
+    for m in plan.first_release():
         if plan.kind(m) == "within" and plan.cells(m) > MAX_WITHIN_CELLS:
-            a, b = (names[i] for i in m)
+            what = " and ".join(repr(names[i]) for i in m)
             raise ConfigError(
-                f"attributes {a!r} and {b!r} of one party have {plan.cells(m):,} cells "
-                f"together, more than a release may hold ({MAX_WITHIN_CELLS:,}); bin them to "
-                "fewer values."
+                f"the marginal of {what} (party {plan.names[plan.owner[m[0]]]!r}) has "
+                f"{plan.cells(m):,} cells, more than a release may hold "
+                f"({MAX_WITHIN_CELLS:,}); bin its attributes to fewer values."
             )
 
 

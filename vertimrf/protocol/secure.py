@@ -175,6 +175,8 @@ class SecurePlan:
     ``max_rows`` rows by default), which hold at most ``max_rows`` records in all. With
     partial record sets (``regions`` set) the rows are ``max_rows`` slots that the server
     gives out (:mod:`vertimrf.server.slots`), and ``rho`` excludes the region counts' share.
+    ``workload_first`` is the first release a workload sets
+    (:meth:`vertimrf.workload.Workload.first_release`; None: every pair).
     """
 
     names: tuple[str, ...]
@@ -195,6 +197,7 @@ class SecurePlan:
     select: bool = True  # the select pipeline (else the paper pipeline)
     buckets: int = 1
     regions: RegionNoise | None = None  # partial record sets: the region counts' noise
+    workload_first: tuple[Marginal, ...] | None = None
 
     @property
     def max_tokens(self) -> int:
@@ -213,8 +216,8 @@ class SecurePlan:
         :data:`RING_WIDTHS` in whose signed range every count (at most ``max_rows``) plus the
         noise tail bound (:data:`RING_TAIL`) of the first release, and of a re-measurement
         of :data:`RING_MIN_REQUEST` marginals, lies. Public: from the config only."""
-        pairs = self.all_pairs()
-        sigma = self.sigma(SELECT, pairs) if self.rho_select > 0 and pairs else 0.0
+        first = self.first_release()
+        sigma = self.sigma(SELECT, first) if self.rho_select > 0 and first else 0.0
         if self.rho_measure > 0:
             sigma = max(sigma, self.nominal_sigma(MEASURE, RING_MIN_REQUEST))
         return next((b for b in RING_WIDTHS[:-1] if self._ring_sigma(b) >= sigma), 64)
@@ -378,12 +381,20 @@ class SecurePlan:
         )
 
     def all_pairs(self) -> list[Marginal]:
-        """The first release: every 2-way marginal, canonical."""
+        """Every 2-way marginal (the paper pipeline: every cross-party one), canonical."""
         d = len(self.sizes)
         pairs = [self.canonical((i, j)) for i in range(d) for j in range(i + 1, d)]
         if self.select:
             return pairs
         return [m for m in pairs if self.owner[m[0]] != self.owner[m[1]]]
+
+    def first_release(self) -> list[Marginal]:
+        """The first release's marginals, canonical: the workload's
+        (:attr:`workload_first`: its pairs, then 1-way marginals of the attributes in none),
+        else :meth:`all_pairs`."""
+        if self.workload_first is None:
+            return self.all_pairs()
+        return [self.canonical(m) for m in self.workload_first]
 
     # ------------------------------------------------------------------ noise
     def _share(self, release: str, count: int) -> float:

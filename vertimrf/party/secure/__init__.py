@@ -10,7 +10,7 @@ party's commitment, so other data gets other masks), then runs its steps, each o
    peer under the pairwise key;
 2. release (:mod:`.shares`, :mod:`.release`): check each peer's record-set digest, compute
    the share of every product, and release the first, cheap measurement of every 2-way
-   marginal;
+   marginal (with a workload, of its first release);
 3. groups (:mod:`.features`): after the server's request, the round-2 groups each peer needs;
 4. measure (:mod:`.release`): the marginals the server requests, with fresh noise and a
    fresh pad, from the kept shares.

@@ -1,6 +1,6 @@
-"""A party's releases: the first, cheap measurement of every 2-way marginal
-(:meth:`SecureParty.release`) and the re-measurement of the server's request
-(:meth:`SecureParty.measure`).
+"""A party's releases: the first, cheap measurement of every 2-way marginal, or of a
+workload's first release (:meth:`SecureParty.release`), and the re-measurement of the
+server's request (:meth:`SecureParty.measure`).
 
 Own marginals get N_Z(0, sigma^2); cross ones are released as share + N_Z(0, sigma^2 / 2)
 + R, where the pad R (from the pairwise key) is added by the lower party and subtracted by
@@ -35,13 +35,14 @@ class SecureParty(Shares):
     arguments: :class:`~vertimrf.party.secure.state.PartyState`)."""
 
     def release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
-        """Step 2: shares of every product, then the first release of every 2-way marginal
-        (with the noisy count at the count party)."""
+        """Step 2: shares of every product, then the first release (the plan's
+        :meth:`~vertimrf.protocol.secure.SecurePlan.first_release`: every 2-way marginal,
+        or a workload's) with the noisy count at the count party."""
         if "deal" not in self._state:
             raise ConfigError("run features(deal) or open_deal(deal) before release(blobs).")
         shares = self._shares(blobs)  # checks every blob before anything is released
         self._check_step(SELECT)
-        marginals = self.plan.all_pairs()
+        marginals = self.plan.first_release()
         noise = self._sampler(SELECT, Request(tuple(marginals)))
         with self.ledger.transaction():
             count = None

@@ -80,7 +80,7 @@ def secure_sigma(epsilon: float, delta: float) -> float:
     )
     plan = rules(config).secure_plan(config)
     assert plan is not None
-    return plan.sigma(SELECT, plan.all_pairs())
+    return plan.sigma(SELECT, plan.first_release())
 
 
 def secure_fires(run: int, with_x: bool, *, sigma: float) -> bool:

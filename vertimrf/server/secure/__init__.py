@@ -4,9 +4,10 @@ cryptography apart from the DP post-processing:
 1. deal (:mod:`.dealer`): seeds for every party's mask U_p and every pair's W, and
    Z_pq = U_p^T U_q - W_pq, each sealed to its party; after the request, the round-2 deals.
    The masks are expanded under the labels of :mod:`vertimrf.protocol.masks`.
-2. select (:mod:`.selection`): from the first releases (every 2-way marginal, cheap), summed
-   with the server's noise (:mod:`.state`), PrivMRF's selection on the whole table as
-   post-processing; it returns the request for re-measurement.
+2. select (:mod:`.selection`): from the first releases (every 2-way marginal, or a
+   workload's first release, cheap), summed with the server's noise (:mod:`.state`),
+   PrivMRF's selection on the whole table as post-processing; it returns the request for
+   re-measurement.
 3. synthesize (:mod:`.fit`): every measurement fits the MRF by mirror descent, and n rows are
    sampled.
 

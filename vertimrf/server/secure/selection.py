@@ -1,9 +1,9 @@
 """The server's selection, post-processing of the first release: from every 2-way
-marginal (summed, with the server's noise) the engine's selection
-(:mod:`vertimrf.synth.engine`) on the whole table, with the secure product as its oracle
-(:mod:`.oracle`: within one party, or cross blocks within the round-2 caps). It returns the
-request for re-measurement, in which a 2-way marginal is binned where its estimated error is
-lower binned than at its full domain (``secure_binning="auto"``,
+marginal, or a workload's first release (summed, with the server's noise), the engine's
+selection (:mod:`vertimrf.synth.engine`) on the whole table, with the secure product as its
+oracle (:mod:`.oracle`: within one party, or cross blocks within the round-2 caps). It
+returns the request for re-measurement, in which a 2-way marginal is binned where its
+estimated error is lower binned than at its full domain (``secure_binning="auto"``,
 :mod:`vertimrf.server.binning`). What select found is kept between processes in the server's
 private state file (:meth:`Selection.save_state`).
 """
@@ -49,7 +49,7 @@ class Selection(Dealer):
         failed call changes nothing."""
         if self._first is not None:
             raise MessageError("this server already ran select; each run selects once.")
-        marginals = self.plan.all_pairs()
+        marginals = self.plan.first_release()
         self._check_releases(SELECT, marginals, releases)
         self._check_commit_set(releases)
         count = [r.count for r in releases if r.party == self.plan.count_party]
@@ -115,7 +115,7 @@ class Selection(Dealer):
         )
         return EnginePlan(
             domain=domain,
-            sigma_select=plan.sigma(SELECT, plan.all_pairs()),
+            sigma_select=plan.sigma(SELECT, plan.first_release()),
             rho_measure=plan.rho_measure,
             refine_fraction=plan.refine_fraction,
             iters=self.config.secure_options().iters,
@@ -128,9 +128,10 @@ class Selection(Dealer):
         return self.engine_plan().model_caps(self.n_hat)
 
     def _pair_populations(self) -> dict[Marginal, float] | None:
-        """Partial record sets with a model over the union: each pair's population, the
-        records both its owners hold, summed from the published region counts (a
-        post-processing); None otherwise (every table is over the same records)."""
+        """Partial record sets with a model over the union: each pair of attributes'
+        population (every pair, whatever the first release holds), the records both its
+        owners hold, summed from the published region counts (a post-processing); None
+        otherwise (every table is over the same records)."""
         if not self.models_union:
             return None
         assert self._regions is not None  # the union is modelled after the deal
@@ -168,7 +169,7 @@ class Selection(Dealer):
         attribute order of its canonical marginal."""
         if self.plan.select or self._first is not None:
             raise MessageError("cross_tables is the paper pipeline's one step, run once.")
-        marginals = self.plan.all_pairs()
+        marginals = self.plan.first_release()
         self._check_releases(SELECT, marginals, releases)
         noise, _ = self._randomness(SELECT, releases)
         with self._atomic():
@@ -213,7 +214,8 @@ class Selection(Dealer):
         """A server ready to :meth:`synthesize`, from :meth:`save_state`'s file."""
         server = cls(config, seed=seed, keypair=keypair)
         plan = server.plan
-        cells = max(plan.cells(m) for m in plan.all_pairs())
+        released = plan.first_release()
+        cells = max(plan.cells(m) for m in released)
         meta, arrays = read_container(path, STATE_KIND, array_bytes=lambda name: 8 * cells)
         if meta.get("config_hash") != config.config_hash():
             raise MessageError(f"{path}: the server state belongs to another run.")
@@ -243,6 +245,6 @@ class Selection(Dealer):
         server._request = plan.check_request(
             marginals, {m: c.maps for m, c in server._bins.items()}
         )
-        for r in plan.releases(SELECT, plan.all_pairs()):
+        for r in plan.releases(SELECT, released):
             server.ledger.charge(r)
         return server

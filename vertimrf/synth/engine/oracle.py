@@ -15,7 +15,8 @@ class Oracle(Protocol):
     too_large: str  # the error message when no model over the cliques fits model_fits
 
     def all_pairs(self) -> list[Marginal]:
-        """The first release: every 2-way marginal, canonical, in release order."""
+        """Every 2-way marginal, canonical, in release order (the first release without a
+        workload)."""
         ...
 
     def canonical(self, m: Marginal) -> Marginal:

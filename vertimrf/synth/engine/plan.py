@@ -18,12 +18,13 @@ MIN_CLIQUE_CELLS = 1e5
 @dataclass(frozen=True)
 class EnginePlan:
     """What the engine knows before any data: the ``domain``; the first release's noise
-    scale ``sigma_select`` (every 2-way marginal, nominal); the re-measurement's zCDP share
-    ``rho_measure``; ``refine_fraction`` (the re-measured pairs beyond the initial set, times
-    d); the cap ``iters`` of each fit; and the search and fit settings of ``options`` (theta,
-    size penalty, the ceilings of the model caps, convergence); and the workload's
-    ``pair_weights`` (:meth:`vertimrf.workload.Workload.pair_weights`; None: every pair
-    weighs 1, as in the default workload of every 3-way marginal)."""
+    scale ``sigma_select`` (of every 2-way marginal, or a workload's first release); the
+    re-measurement's zCDP share ``rho_measure``; ``refine_fraction`` (the re-measured pairs
+    beyond the initial set, times d); the cap ``iters`` of each fit; and the search and fit
+    settings of ``options`` (theta, size penalty, the ceilings of the model caps,
+    convergence); and the workload's ``pair_weights``
+    (:meth:`vertimrf.workload.Workload.pair_weights`; None: every pair weighs 1, as in the
+    default workload of every 3-way marginal)."""
 
     domain: Domain
     sigma_select: float

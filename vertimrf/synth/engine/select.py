@@ -46,8 +46,9 @@ class Choice:
 def choose(
     first: Tables, n_hat: float, plan: EnginePlan, oracle: Oracle, rng: np.random.Generator
 ) -> Choice:
-    """The marginals to re-measure after the ``first`` release (every 2-way marginal) of a
-    table of about ``n_hat`` records; ``rng`` breaks the search's ties."""
+    """The marginals to re-measure after the ``first`` release (every 2-way marginal, or a
+    workload's first release) of a table of about ``n_hat`` records; ``rng`` breaks the
+    search's ties."""
     opts, sizes = plan.options, plan.domain.sizes
     d = len(sizes)
     scores = pair_scores(first, sizes, n_hat, oracle.populations())
