@@ -63,6 +63,18 @@ class Workload:
             found[m] = weight
         return cls(tuple(found), tuple(found.values()))
 
+    @classmethod
+    def given(cls, domain: Domain, entries: Sequence[object] | None) -> Workload | None:
+        """The workload of ``entries`` over ``domain`` for the engine's selection: None when
+        there are none or they are the default workload (every 3-way marginal, equal
+        weights), whose selection is the default one."""
+        if entries is None:
+            return None
+        workload = cls.of(domain, entries)
+        default = cls.all_way(len(domain))
+        same = set(workload.marginals) == set(default.marginals) and len(set(workload.weights)) == 1
+        return None if same else workload
+
     def candidates(self) -> dict[Marginal, float]:
         """Every nonempty subset r of a workload marginal, with weight sum_s c_s |r & s|,
         in order of size, then attributes."""

@@ -173,3 +173,26 @@ def test_a_bad_workload_is_refused_before_anything_is_charged():
     with pytest.raises(ConfigError, match="'zz'"):
         _engine(1.0, [("c0", "zz")], ledger=ledger).fit(df, spec)
     assert ledger.total_rho == 0.0 and not ledger.releases
+
+
+def test_the_default_workload_given_is_no_workload():
+    every = [list(m) for m in combinations("abcde", 3)]
+    assert Workload.given(DOMAIN, None) is None
+    assert Workload.given(DOMAIN, every) is None
+    assert Workload.given(DOMAIN, [(m, 2.0) for m in every]) is None
+    assert Workload.given(DOMAIN, every[:-1]) is not None
+    assert Workload.given(DOMAIN, [*every[:-1], (every[-1], 2.0)]) is not None
+
+
+def test_a_useful_workload_marginal_in_a_clique_is_re_measured_itself():
+    """Noise off, a large budget: the workload's triple lies in the model's one clique and
+    is useful, so it is re-measured as it is (exact counts, brute force)."""
+    from tests.synth.latent_table import assert_exact, latent_table
+
+    df, spec = latent_table(rows=400)
+    fit = _engine(40.0, [("c0", "c2", "c4"), ("c1", "c3")], zero=True).fit(df, spec)
+    again = [m.attrs for m in fit.measurements][: fit.ledger.releases[2].count]
+    assert (0, 2, 4) in again
+    assert all(len(m) == 1 or any(p in {(0, 2), (0, 4), (2, 4), (1, 3)}
+               for p in combinations(m, 2)) for m in again)  # fmt: skip
+    assert_exact(df, fit.measurements)

@@ -314,13 +314,11 @@ class SecureSelectRules(SecureRules):
     def plan_first(self, config: ProtocolConfig) -> tuple[Marginal, ...] | None:
         """With a workload, its first release
         (:meth:`vertimrf.workload.Workload.first_release`: the pairs its marginals hold,
-        then 1-way marginals of the attributes in none); else None (every pair). Public:
-        from the config."""
-        entries = config.secure_options().workload
-        if entries is None:
-            return None
+        then 1-way marginals of the attributes in none); else None (every pair, as under
+        the default workload). Public: from the config."""
         domain = config.spec.domain
-        return tuple(Workload.of(domain, entries).first_release(len(domain)))
+        workload = Workload.given(domain, config.secure_options().workload)
+        return None if workload is None else tuple(workload.first_release(len(domain)))
 
     def summary(self, config: ProtocolConfig) -> str:
         from vertimrf.protocol.secure import feature_width

@@ -110,9 +110,6 @@ class Selection(Dealer):
         """The plan's public numbers as the engine reads them."""
         plan, domain = self.plan, self.config.spec.domain
         workload = self.config.secure_options().workload
-        weights = (
-            None if workload is None else Workload.of(domain, workload).pair_weights(len(domain))
-        )
         return EnginePlan(
             domain=domain,
             sigma_select=plan.sigma(SELECT, plan.first_release()),
@@ -120,7 +117,7 @@ class Selection(Dealer):
             refine_fraction=plan.refine_fraction,
             iters=self.config.secure_options().iters,
             options=self.options,
-            pair_weights=weights,
+            workload=Workload.given(domain, workload),
         )
 
     def model_caps(self) -> tuple[float, float]:

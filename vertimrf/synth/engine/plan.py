@@ -8,6 +8,7 @@ import numpy as np
 
 from vertimrf.domain import Domain
 from vertimrf.synth.privmrf.options import PrivMRFOptions
+from vertimrf.workload import Workload
 
 # The model caps (see model_caps).
 MODEL_CELLS_PER_PRECISION = 2750.0
@@ -22,9 +23,7 @@ class EnginePlan:
     re-measurement's zCDP share ``rho_measure``; ``refine_fraction`` (the re-measured pairs
     beyond the initial set, times d); the cap ``iters`` of each fit; and the search and fit
     settings of ``options`` (theta, size penalty, the ceilings of the model caps,
-    convergence); and the workload's ``pair_weights``
-    (:meth:`vertimrf.workload.Workload.pair_weights`; None: every pair weighs 1, as in the
-    default workload of every 3-way marginal)."""
+    convergence); and the ``workload`` (None: every 3-way marginal, weight 1)."""
 
     domain: Domain
     sigma_select: float
@@ -32,7 +31,13 @@ class EnginePlan:
     refine_fraction: float
     iters: int
     options: PrivMRFOptions
-    pair_weights: np.ndarray | None = None
+    workload: Workload | None = None
+
+    @property
+    def pair_weights(self) -> np.ndarray | None:
+        """The workload's weight of each pair (:meth:`Workload.pair_weights`); None with
+        the default workload, in which every pair weighs the same."""
+        return None if self.workload is None else self.workload.pair_weights(len(self.domain))
 
     @property
     def planned(self) -> float:

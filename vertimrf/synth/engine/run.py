@@ -85,13 +85,12 @@ def fit_local(
     d = len(domain)
     if d < 2:
         raise ConfigError("selection='engine' needs a table of at least 2 columns.")
-    workload = None if engine.workload is None else Workload.of(domain, engine.workload)
+    workload = Workload.given(domain, engine.workload)
     oracle = LocalOracle(codes, domain, noise)
     sigma_n = sigma_for_share(rho * engine.count, 1, COUNT_SENSITIVITY)
     noise.charge("engine.count", COUNT_SENSITIVITY, sigma_n, 1, "noisy record count")
     count = float(noise.gaussian(np.array([codes.shape[0]]), sigma_n)[0])
     pairs, what = oracle.all_pairs(), "first release: every 2-way marginal"
-    weights = None if workload is None else workload.pair_weights(d)
     if workload is not None:
         pairs, what = workload.first_release(d), "first release: the workload's 2-way marginals"
     if engine.select is not None and engine.measure is not None:
@@ -110,7 +109,7 @@ def fit_local(
         engine.refine_fraction,
         engine.iters,
         options,
-        weights,
+        workload,
     )
     choice = choose(first, n_hat, plan, oracle, rng)
     sigma2 = sigma_for_share(rho_measure, len(choice.marginals), MARGINAL_SENSITIVITY)
