@@ -78,3 +78,15 @@ def test_the_config_command_reads_a_workload_file(tmp_path, capsys):
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'zz'" in err[0] and not bad.exists()
+
+
+def test_the_plan_says_what_a_workload_changes():
+    from vertimrf.protocol.plan import run_plan
+
+    lines = run_plan(_cfg(secure_workload=[["a", "b"]])).describe().splitlines()
+    assert (
+        "workload: the first release is the 1 pair the workload's marginals hold and the 1-way "
+        "marginals of the 1 other column (not every pair); the selection favours the "
+        "workload's pairs"
+    ) in lines
+    assert not any(line.startswith("workload") for line in run_plan(_cfg()).describe().splitlines())

@@ -156,7 +156,8 @@ class RunPlan:
     each party's round-1 feature blob to each peer, ``group_blob_bytes`` the most its
     round-2 blob to a peer may hold, ``deal_bytes`` (an upper bound) its deal and
     ``ring_bits`` the ring of the masked values and ``buckets`` the PRF buckets and their
-    capacity in rows (method secure); ``roles`` the per-role
+    capacity in rows and ``workload_first`` the first release a workload sets (method
+    secure; None: every pair); ``roles`` the per-role
     costs; ``max_memory`` the limit (bytes).
     """
 
@@ -173,6 +174,7 @@ class RunPlan:
     ring_bits: int | None = None
     buckets: tuple[int, int] | None = None
     regions: RegionNoise | None = None
+    workload_first: tuple[tuple[int, ...], ...] | None = None
     roles: tuple[RoleCost, ...] = ()
     max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
 
@@ -216,6 +218,16 @@ class RunPlan:
                 "max_rows must hold every party's records at once (their union) plus up to "
                 f"{noise.dummy_rows:,} dummy rows and a margin of "
                 f"{noise.regions * noise.margin:,}"
+            )
+        if self.workload_first is not None:
+            first = self.workload_first
+            alone = sum(1 for m in first if len(m) == 1)
+            pairs = len(first) - alone
+            lines.append(
+                f"workload: the first release is the {pairs} pair{'s' * (pairs != 1)} the "
+                f"workload's marginals hold and the 1-way marginals of the {alone} other "
+                f"column{'s' * (alone != 1)} (not every pair); the selection favours the "
+                "workload's pairs"
             )
         if self.buckets is not None and self.buckets[0] > 1:
             count, capacity = self.buckets
@@ -533,6 +545,7 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
         ring_bits=plan.ring_bits,
         buckets=(plan.buckets, plan.capacity),
         regions=plan.regions,
+        workload_first=plan.workload_first,
         blob_bytes={
             n: plan.word_bytes * plan.rows * w + BLOB_OVERHEAD
             for n, w in zip(plan.names, plan.widths, strict=True)
