@@ -124,10 +124,12 @@ class EngineOptions:
         refine_fraction: the re-measured pairs beyond the initial set (times d).
         iters: the mirror-descent cap of each of the two fits.
         workload: the marginals the synthetic data should answer, as column names (or
-            indices), each alone (weight 1) or as ``(columns, weight)``; the selection
-            weighs each pair of attributes by the workload marginals holding it
-            (:meth:`vertimrf.workload.Workload.pair_weights`). None: every 3-way marginal,
-            weight 1 (every pair weighs the same).
+            indices), each alone (weight 1) or as ``(columns, weight)``. The first release
+            is then the pairs they hold (and the 1-way marginal of each other column), the
+            selection weighs each pair by the workload marginals holding it, and the
+            re-measurement adds the workload's useful marginals
+            (:mod:`vertimrf.synth.engine.select`). None, or every 3-way marginal with equal
+            weights: the default selection.
     """
 
     count: float = 0.001
