@@ -445,3 +445,20 @@ def test_without_a_workload_the_first_release_is_every_pair():
         == plan.all_pairs()
         == [plan.canonical(m) for m in combinations(range(5), 2)]
     )
+
+
+@pytest.mark.parametrize("population", ["intersection", "union"])
+def test_a_workload_with_partial_record_sets_runs_and_spends_the_budget(population):
+    """Partial record sets (the region counts, and over the union the pair populations and
+    the union model) under a workload: the first release is the workload's, the run ends
+    and spends the budget."""
+    cfg, _, server, _ = driven(
+        WORKLOAD_SIZES, 300, 2, rows=4000, record_sets="partial", population=population,
+        secure_workload=WORKLOAD,
+    )  # fmt: skip
+    assert cfg.record_sets == "partial" and server.plan.first_release() == WORKLOAD_FIRST
+    assert sorted(server._first.values) == sorted(WORKLOAD_FIRST)
+    assert _select_entries(server.ledger, MEASURE)
+    # partial record sets keep part of delta for the region counts' failure probability
+    spent = server.ledger.total_epsilon(cfg.delta)
+    assert spent == pytest.approx(cfg.epsilon, rel=1e-9) and spent <= cfg.epsilon + 1e-12
