@@ -10,7 +10,13 @@ import pytest
 
 from vertimrf.domain import ColumnSpec, Domain, DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError, DomainError
-from vertimrf.metrics import SVMResult, sample_marginal_subsets, svm_misclassification, tvd
+from vertimrf.metrics import (
+    SVMResult,
+    sample_marginal_subsets,
+    svm_misclassification,
+    tvd,
+    workload_tvd,
+)
 
 
 def _random_frame(rng: np.random.Generator, domain: Domain, n: int) -> pd.DataFrame:
@@ -245,3 +251,19 @@ def test_tvd_counts_missing_as_a_value() -> None:
     row = int(np.flatnonzero(real.color.eq("red").to_numpy())[0])
     moved.loc[row, "color"] = None
     assert tvd(real, moved, spec, ways=1) == pytest.approx((1 / 60) / 3, abs=1e-12)
+
+
+def test_workload_tvd_is_the_weighted_mean_of_brute_force_tvds() -> None:
+    rng = np.random.default_rng(5)
+    dom = Domain(("a", "b", "c", "d", "e"), (2, 3, 4, 2, 5))
+    real, synth = _random_frame(rng, dom, 200), _random_frame(rng, dom, 137)
+    workload = [["a", "c", "e"], (("b", "d"), 3.0), ["e"]]
+    each = [_brute_tvd(real, synth, ["a", "c", "e"]), _brute_tvd(real, synth, ["b", "d"]),
+            _brute_tvd(real, synth, ["e"])]  # fmt: skip
+    expected = (each[0] + 3.0 * each[1] + each[2]) / 5.0
+    assert workload_tvd(real, synth, dom, workload) == pytest.approx(expected, abs=1e-12)
+    assert workload_tvd(real, real, dom, workload) == 0.0
+    with pytest.raises(ConfigError, match="'zz'"):
+        workload_tvd(real, synth, dom, [["a", "zz"]])
+    with pytest.raises(DomainError, match="at least one row"):
+        workload_tvd(real, synth.iloc[:0], dom, workload)

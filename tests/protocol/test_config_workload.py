@@ -78,6 +78,11 @@ def test_the_config_command_reads_a_workload_file(tmp_path, capsys):
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'zz'" in err[0] and not bad.exists()
+    fo = [*base, *parties, "--method", "fo", "--workload", str(tmp_path / "w.json")]
+    assert main([*fo, "--out", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["vertimrf: error: --workload is not an option of method 'fo'."]
+    assert not bad.exists()
 
 
 def test_the_plan_says_what_a_workload_changes():
