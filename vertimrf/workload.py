@@ -71,9 +71,12 @@ class Workload:
         if entries is None:
             return None
         workload = cls.of(domain, entries)
-        default = cls.all_way(len(domain))
-        same = set(workload.marginals) == set(default.marginals) and len(set(workload.weights)) == 1
-        return None if same else workload
+        d = len(domain)
+        way = min(DEFAULT_WAY, d)
+        # its marginals are distinct: math.comb(d, way) of them of size `way` are all of them
+        every = all(len(m) == way for m in workload.marginals)
+        every = every and len(workload.marginals) == math.comb(d, way)
+        return None if every and len(set(workload.weights)) == 1 else workload
 
     def candidates(self) -> dict[Marginal, float]:
         """Every nonempty subset r of a workload marginal, with weight sum_s c_s |r & s|,
