@@ -4,7 +4,10 @@ killed at a time cap, so one slow run cannot stall the report.
 About half of a run's time is JAX compiling mbi's inference for each new marginal shape. Runs that
 share a ``cache`` folder share JAX's persistent compilation cache, so a run after the first
 on the same table compiles little (AIM on Adult at epsilon 1.6 with 100 iterations a fit: 126
-s against 239 s, 2 cores). The cache holds compiled code only, no data."""
+s against 239 s, 2 cores). The cache holds compiled code only, no data.
+
+Runs given a ``store`` folder are kept there (:mod:`vertimrf.report.run_store`), so that a
+report or benchmark made over several sessions runs each baseline once."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import numpy as np
 
 from vertimrf.domain import TableEncoder
 from vertimrf.privacy.zcdp import epsilon_to_rho
+from vertimrf.report import run_store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,11 +36,13 @@ LABELS = {"mst": "MST (OpenDP)", "aim": "AIM (OpenDP)"}
 @dataclass(frozen=True)
 class CappedRun:
     """A baseline's synthetic table (None unless it finished), its status ("finished",
-    "timed out" or "failed: " and the last line the child wrote) and its seconds."""
+    "timed out" or "failed: " and the last line the child wrote), its seconds, and whether it
+    was read from a run store rather than run."""
 
     synth: pd.DataFrame | None
     status: str
     seconds: float
+    reused: bool = False
 
 
 def run_capped(
@@ -48,16 +54,55 @@ def run_capped(
     seed: int,
     cap: float,
     cache: str | None = None,
+    store: str | os.PathLike[str] | None = None,
 ) -> CappedRun:
     """``method`` ("mst" or "aim") on ``df`` encoded by ``spec`` at (``epsilon``,
     ``delta``), decoded like our methods' tables with generators seeded by ``seed`` (OpenDP's
     noise itself is not seeded); the child is killed after ``cap`` seconds. ``cache``: a
-    folder for JAX's compilation cache, shared by the runs given it."""
+    folder for JAX's compilation cache, shared by the runs given it. ``store``: a folder of
+    runs (:mod:`vertimrf.report.run_store`): a run it holds that finished, or that timed out
+    at a cap of at least ``cap``, is returned without running; a finished or timed-out run
+    is added to it (a failed one is not)."""
     encoder = TableEncoder(spec)
+    codes = encoder.encode(df[list(spec.names)])
+    sizes = [int(s) for s in spec.domain.sizes]
+    rho = epsilon_to_rho(epsilon, delta)
+    if store is not None:
+        opendp = run_store.opendp_version()
+        key = run_store.run_key(codes, sizes, method, rho, seed, opendp)
+        stored = run_store.find(store, key, cap)
+        if stored is not None:
+            synth = None if stored.codes is None else _decode(encoder, stored.codes, seed)
+            return CappedRun(synth, stored.status, stored.seconds, reused=True)
+    status, seconds, synth_codes = _run_child(method, codes, sizes, rho, seed, cap, cache)
+    if store is not None and status in run_store.STATUSES:
+        record = {"method": method, "epsilon": float(epsilon), "delta": float(delta)}
+        record |= {"rho": rho, "seed": int(seed), "cap": float(cap)}
+        record |= {"status": status, "seconds": seconds}
+        run_store.save(store, key, record | {"opendp": opendp}, synth_codes)
+    synth = None if synth_codes is None else _decode(encoder, synth_codes, seed)
+    return CappedRun(synth, status, seconds)
+
+
+def _decode(encoder: TableEncoder, codes: np.ndarray, seed: int) -> pd.DataFrame:
+    """The synthetic codes as a table, numeric bins drawn by a generator seeded by ``seed``."""
+    return encoder.decode(codes, np.random.default_rng(seed))
+
+
+def _run_child(
+    method: str,
+    codes: np.ndarray,
+    sizes: list[int],
+    rho: float,
+    seed: int,
+    cap: float,
+    cache: str | None,
+) -> tuple[str, float, np.ndarray | None]:
+    """Run ``method`` in a child process killed after ``cap`` seconds: its status, seconds
+    and synthetic codes (None unless it finished)."""
     with tempfile.TemporaryDirectory() as folder:
-        np.save(os.path.join(folder, "codes.npy"), encoder.encode(df[list(spec.names)]))
-        np.save(os.path.join(folder, "sizes.npy"), np.asarray(spec.domain.sizes, dtype=np.int64))
-        rho = epsilon_to_rho(epsilon, delta)
+        np.save(os.path.join(folder, "codes.npy"), codes, allow_pickle=False)
+        np.save(os.path.join(folder, "sizes.npy"), np.asarray(sizes, dtype=np.int64))
         command = [sys.executable, "-m", "vertimrf.report.opendp_mechanisms", folder, method]
         command += [repr(rho), str(seed)]
         start = time.perf_counter()
@@ -66,15 +111,13 @@ def run_capped(
                 command, check=True, timeout=cap, capture_output=True, env=_environment(cache)
             )
         except subprocess.TimeoutExpired:
-            return CappedRun(None, "timed out", time.perf_counter() - start)
+            return "timed out", time.perf_counter() - start, None
         except subprocess.CalledProcessError as error:  # one failed run does not stop a report
             lines = error.stderr.decode("utf-8", "replace").strip().splitlines() or ["no message"]
             reason = lines[-1].strip()[:200]
-            return CappedRun(None, f"failed: {reason}", time.perf_counter() - start)
+            return f"failed: {reason}", time.perf_counter() - start, None
         seconds = time.perf_counter() - start
-        codes = np.load(os.path.join(folder, "synth.npy"), allow_pickle=False)
-    rng = np.random.default_rng(seed)
-    return CappedRun(encoder.decode(codes, rng), "finished", seconds)
+        return "finished", seconds, np.load(os.path.join(folder, "synth.npy"), allow_pickle=False)
 
 
 def _environment(cache: str | None) -> dict[str, str]:
