@@ -44,7 +44,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seeds must be at least 1; got {seeds}.")
     overrides = _baseline_overrides(args)
     name, df, spec = _table(args, level)
-    ctx = ReportContext(name, df, spec, seeds, progress=False if args.quiet else None)
+    store = _baseline_store(args.baseline_store)
+    ctx = ReportContext(
+        name, df, spec, seeds, progress=False if args.quiet else None, baseline_store=store
+    )
     kept = kept_records(out, ctx, level, names) if args.update else {}
     print(
         f"vertimrf report --{level}: {', '.join(names)} on {name} ({len(df):,} rows), "
@@ -89,6 +92,15 @@ def _baseline_overrides(args: argparse.Namespace) -> dict[str, object]:
             raise ConfigError(f"--cap must be a positive number of seconds; got {args.cap}.")
         overrides["cap"] = args.cap
     return overrides
+
+
+def _baseline_store(value: str | None) -> str | None:
+    """``--baseline-store``: a folder (made if missing), or None."""
+    if value is not None and Path(value).exists() and not Path(value).is_dir():
+        raise ConfigError(
+            f"--baseline-store {value} is a file: give a folder for the baseline runs."
+        )
+    return value
 
 
 def _table(args: argparse.Namespace, level: str) -> tuple[str, pd.DataFrame, DomainSpec]:
@@ -168,6 +180,14 @@ def add_report(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         help="seconds each baseline run may take (quick 240, full 900)",
+    )
+    rep.add_argument(
+        "--baseline-store",
+        default=None,
+        metavar="DIR",
+        help="a folder keeping MST and AIM runs across reports (and bench_engine.py --store): "
+        "a run it holds (same table, method, epsilon, seed and OpenDP) is read, not run again; "
+        "one killed at a cap is reused for a cap no longer than its own",
     )
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
     force_arg(rep)

@@ -38,7 +38,8 @@ class Run:
 
 @dataclass
 class ReportContext:
-    """The real table, its spec and name, the seeds and whether to draw progress bars."""
+    """The real table, its spec and name, the seeds, whether to draw progress bars, and the
+    folder of baseline runs kept across reports (:mod:`vertimrf.report.run_store`), if any."""
 
     name: str
     df: pd.DataFrame
@@ -46,6 +47,7 @@ class ReportContext:
     seeds: int
     progress: bool | None = None
     delta: float = DEFAULT_DELTA
+    baseline_store: str | None = None
     _runs: dict[tuple, Run] = field(default_factory=dict, repr=False)
 
     @property

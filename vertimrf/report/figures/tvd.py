@@ -94,7 +94,8 @@ def _points(
 def _baselines(
     ctx: ReportContext, params: Mapping[str, Any], scores: dict[tuple[str, float, int], list[float]]
 ) -> list[str]:
-    """Score MST and AIM into ``scores``, each run killed at the cap; the notes saying so."""
+    """Score MST and AIM into ``scores``, each run killed at the cap (or read from the
+    context's baseline store); the notes saying so."""
     jobs = [
         (m, e, s)
         for m in params["baselines"]
@@ -102,11 +103,15 @@ def _baselines(
         for s in range(ctx.seeds)
     ]
     outcomes: dict[str, list[str]] = {}
+    any_reused = False
     with tempfile.TemporaryDirectory() as cache:  # JAX's compiled programs, shared by the runs
         for method, eps, seed in progress_bar(jobs, desc="tvd: baselines", progress=ctx.progress):
-            run = run_capped(method, ctx.df, ctx.spec, eps, ctx.delta, seed, params["cap"], cache)
+            cap, store = params["cap"], ctx.baseline_store
+            run = run_capped(method, ctx.df, ctx.spec, eps, ctx.delta, seed, cap, cache, store)
+            reused = "reused from the store, " if run.reused else ""
+            any_reused = any_reused or run.reused
             outcomes.setdefault(method, []).append(
-                f"eps {eps} seed {seed}: {run.status} {run.seconds:.0f} s"
+                f"eps {eps} seed {seed}: {reused}{run.status} {run.seconds:.0f} s"
             )
             for w in params["ways"]:
                 cell = scores.setdefault((method, eps, w), [])
@@ -120,5 +125,10 @@ def _baselines(
         "drawn where at least one seed finished, and the mean is over the seeds that did. TVD "
         "is vertimrf.metrics.tvd on the same marginals for every method."
     )
+    if any_reused:
+        head += (
+            " A run reused from the store was made by an earlier report or benchmark on the "
+            "same table (`--baseline-store`), possibly under a longer cap."
+        )
     runs = [f"{LABELS[m]}: " + "; ".join(text) for m, text in outcomes.items()]
     return [head, *runs] + ([MST_NOTE] if "mst" in params["baselines"] else [])
