@@ -17,12 +17,15 @@ Each row has the 3-way TVD (``metrics.tvd``, 300 marginals) of ``round(n_hat)`` 
 rows, the ledger's total rho against the budget's (OpenDP keeps its own: None there), and the
 seconds of fit and sampling. With ``--resume`` the rows already in ``--json`` are kept and not
 run again, and the files are written after every row, so a long run (AIM: up to an hour a
-run) can stop and go on.
+run) can stop and go on. With ``--store DIR`` each MST and AIM run is kept in DIR
+(``vertimrf.report.run_store``, shared with ``vertimrf report --baseline-store``) and read back
+instead of run again, its row marked ``reused`` with the stored run's seconds.
 
     python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 1.6 \
         --json benchmarks/results/engine.json --md benchmarks/results/engine.md
     python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 0.8 1.6 3.2 \
         --methods engine secure mst aim --resume --jax-cache ~/.cache/vertimrf-jax \
+        --store ~/.cache/vertimrf-baselines \
         --json benchmarks/results/vs_aim.json --md benchmarks/results/vs_aim.md
 """
 
@@ -48,9 +51,18 @@ SELECTIONS = {"privmrf": "privmrf", "engine": "engine", "aim-like": "aim"}
 BASELINES = ("mst", "aim")
 
 
-def measure(dataset: str, method: str, epsilon: float, seed: int, cap: float, cache: str) -> dict:
+def measure(
+    dataset: str,
+    method: str,
+    epsilon: float,
+    seed: int,
+    cap: float,
+    cache: str,
+    store: str | None = None,
+) -> dict:
     """One run: the 3-way TVD (None for a baseline that did not finish), spent and budgeted
-    rho, status and seconds; ``cap`` and ``cache`` are a baseline's time cap and JAX cache."""
+    rho, status and seconds; ``cap``, ``cache`` and ``store`` are a baseline's time cap, JAX
+    cache and run store (a baseline read from the store has the seconds of the run stored)."""
     from vertimrf import PrivMRF, load_dataset, simulate
     from vertimrf.metrics import tvd
     from vertimrf.privacy.zcdp import epsilon_to_rho
@@ -58,10 +70,10 @@ def measure(dataset: str, method: str, epsilon: float, seed: int, cap: float, ca
 
     df, spec = load_dataset(dataset)
     start = time.perf_counter()
-    status, spent = "finished", None
+    status, spent, reused = "finished", None, False
     if method in BASELINES:
-        run = run_capped(method, df, spec, epsilon, DELTA, seed, cap, cache)
-        synth, status = run.synth, run.status
+        run = run_capped(method, df, spec, epsilon, DELTA, seed, cap, cache, store)
+        synth, status, reused = run.synth, run.status, run.reused
     elif method == "secure":
         names = list(spec.names)
         parts = [names[: SPLITS[dataset]], names[SPLITS[dataset] :]]
@@ -73,8 +85,8 @@ def measure(dataset: str, method: str, epsilon: float, seed: int, cap: float, ca
         fit = PrivMRF(epsilon, DELTA, seed=seed, selection=SELECTIONS[method], progress=False)
         synth = fit.fit(df, spec).sample()
         spent = fit.report().rho
-    seconds = time.perf_counter() - start
-    return {
+    seconds = run.seconds if reused else time.perf_counter() - start
+    row = {
         "dataset": dataset,
         "method": method,
         "epsilon": epsilon,
@@ -85,6 +97,7 @@ def measure(dataset: str, method: str, epsilon: float, seed: int, cap: float, ca
         "status": status,
         "seconds": seconds,
     }
+    return row | ({"reused": True} if reused else {})
 
 
 def _mean(values: list[float]) -> tuple[float, float]:
@@ -135,6 +148,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--jax-cache", help="a folder for MST's and AIM's compiled programs, kept between runs"
     )
+    parser.add_argument(
+        "--store",
+        help="a folder keeping MST's and AIM's runs across processes (and vertimrf report "
+        "--baseline-store): a run it holds is read, not run again",
+    )
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args(argv)
@@ -153,7 +171,9 @@ def main(argv: list[str] | None = None) -> None:
                     for method in args.methods:
                         if (dataset, method, epsilon, seed) in done:
                             continue
-                        rows.append(measure(dataset, method, epsilon, seed, args.cap, cache))
+                        rows.append(
+                            measure(dataset, method, epsilon, seed, args.cap, cache, args.store)
+                        )
                         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
                         if args.resume:
                             write_results(args.json, args.md, head, rows, markdown)
