@@ -83,8 +83,16 @@ def test_a_second_run_is_read_from_the_store_not_run(tmp_path, child):
     # Decoded as a fresh run's codes are, numeric values drawn by the run's seed.
     fresh = TableEncoder(spec).decode(child.written[0], np.random.default_rng(0))
     pd.testing.assert_frame_equal(second.synth, fresh)
-    # A finished run answers any cap, even one shorter than its seconds.
-    assert run_capped("aim", df, spec, 1.6, 1e-6, 0, cap=1e-9, store=store).reused
+    # Under a cap shorter than its seconds, a finished run answers as timed out at that cap:
+    # the report states the cap of every run it draws.
+    short = run_capped("aim", df, spec, 1.6, 1e-6, 0, cap=1e-9, store=store)
+    assert (short.status, short.seconds, short.synth, short.reused) == (
+        "timed out",
+        1e-9,
+        None,
+        True,
+    )
+    assert child.launches == 1
     # The store holds the synthetic codes and the record, not the real table.
     names = _entries(store)
     assert len(names) == 2 and names[0].endswith(".finished.json")
@@ -245,7 +253,7 @@ def test_tvd_figure_notes_a_run_reused_from_the_store(tmp_path, child, monkeypat
     _with_mbi(monkeypatch)
     df, spec = _table(300)
     params = dict(FIGURES["tvd"].params["tiny"])
-    params |= {"methods": [], "baselines": ["aim"], "cap": 300, "only_at": {}}
+    params |= {"methods": [], "baselines": ["aim"], "cap": 3600, "only_at": {}}
     ctx = ReportContext("t", df, spec, seeds=1, progress=False, baseline_store=str(tmp_path))
     notes = FIGURES["tvd"].compute(ctx, params).notes
     assert notes[1].startswith("AIM (OpenDP): eps 1.6 seed 0: finished ")

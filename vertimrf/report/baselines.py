@@ -60,8 +60,9 @@ def run_capped(
     ``delta``), decoded like our methods' tables with generators seeded by ``seed`` (OpenDP's
     noise itself is not seeded); the child is killed after ``cap`` seconds. ``cache``: a
     folder for JAX's compilation cache, shared by the runs given it. ``store``: a folder of
-    runs (:mod:`vertimrf.report.run_store`): a run it holds that finished, or that timed out
-    at a cap of at least ``cap``, is returned without running; a finished or timed-out run
+    runs (:mod:`vertimrf.report.run_store`): a run it holds that finished within ``cap``, or
+    that timed out at a cap of at least ``cap``, is returned without running (one that
+    finished but took longer than ``cap`` as timed out at ``cap``); a finished or timed-out run
     is added to it (a failed one is not)."""
     encoder = TableEncoder(spec)
     codes = encoder.encode(df[list(spec.names)])
@@ -71,6 +72,8 @@ def run_capped(
         opendp = run_store.opendp_version()
         key = run_store.run_key(codes, sizes, method, rho, seed, opendp)
         stored = run_store.find(store, key, cap)
+        if stored is not None and stored.status == "finished" and stored.seconds > cap:
+            return CappedRun(None, "timed out", float(cap), reused=True)  # slower than the cap
         if stored is not None:
             synth = None if stored.codes is None else _decode(encoder, stored.codes, seed)
             return CappedRun(synth, stored.status, stored.seconds, reused=True)
