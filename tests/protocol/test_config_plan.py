@@ -312,14 +312,15 @@ def test_the_config_command_prints_the_cost(tmp_path, capsys):
     blob = plan_module.size(plan.blob_bytes["A"])
     assert lines[1].startswith("privacy: ") and "of the budget rho" in lines[1]
     assert lines[2].startswith("ring: Z_2^16 (masked values in 2-byte words")
+    assert lines[3].startswith("budget split: count 0.1%, first release ")
     group = plan_module.size(plan.group_blob_bytes["A"])
-    assert lines[3].startswith(
+    assert lines[4].startswith(
         f"party A: sends {blob} to each peer, then at most {group} of groups, receives a "
     )
     assert re.search(
-        r"needs about [\d.]+ MB of memory \((features|release|groups|measure)\)", lines[3]
+        r"needs about [\d.]+ MB of memory \((features|release|groups|measure)\)", lines[4]
     )
-    assert lines[5].startswith("server: sends ") and len(lines) == 6
+    assert lines[6].startswith("server: sends ") and len(lines) == 7
 
 
 def test_a_workloads_plan_counts_only_its_first_release(tmp_path):

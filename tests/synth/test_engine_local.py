@@ -16,10 +16,11 @@ from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import NoiseSampler, randomness
+from vertimrf.privacy.split import NOISY_FIRST, first_share
 from vertimrf.privacy.zcdp import epsilon_to_rho
-from vertimrf.protocol.options import DEFAULTS
+from vertimrf.protocol.options import AUTO_COUNT_SHARE, DEFAULTS
 from vertimrf.synth.engine.local import LocalOracle
-from vertimrf.synth.engine.run import NOISY_FIRST, first_share, fit_local
+from vertimrf.synth.engine.run import fit_local
 from vertimrf.synth.privmrf import EngineOptions, PrivMRFOptions
 from vertimrf.synth.privmrf.noise import FitNoise
 
@@ -113,7 +114,8 @@ def test_seeded_engine_runs_repeat_and_the_default_is_privmrf():
 def test_the_engine_defaults_and_refusals():
     e = EngineOptions()
     assert (e.count, e.select, e.measure) == (0.001, None, None)
-    assert DEFAULTS["secure_shares"] == {"count": 0.001, "select": 0.5, "measure": 0.499}
+    # method secure's "auto" shares: the same count share, the same adaptive split
+    assert DEFAULTS["secure_shares"] == "auto" and e.count == AUTO_COUNT_SHARE
     assert (e.refine_fraction, e.iters) == (
         DEFAULTS["secure_refine_fraction"],
         DEFAULTS["secure_iters"],

@@ -20,11 +20,13 @@ from typing import ClassVar
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import Release
+from vertimrf.privacy.split import first_share
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
 from vertimrf.protocol.buckets import bucket_capacity, check_buckets
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.options import (
+    AUTO_COUNT_SHARE,
     FMOptions,
     FOOptions,
     SecureOptions,
@@ -341,9 +343,18 @@ class SecureSelectRules(SecureRules):
     def plan_shares(
         self, config: ProtocolConfig, epsilon: float, rho: float
     ) -> tuple[float, float, float, float]:
-        """The options' shares of rho, and their refine fraction."""
+        """The options' shares of rho, and their refine fraction. Shares "auto": the count
+        :data:`AUTO_COUNT_SHARE`, the first release the engine's adaptive share
+        (:func:`first_share`, max_rows standing for the count), the re-measurement the rest:
+        a pure function of the config, so every role derives the same split."""
         options = config.secure_options()
         s = options.shares
+        if isinstance(s, str):  # "auto"
+            sizes = config.spec.domain.sizes
+            first = self.plan_first(config)
+            select = first_share(sizes, rho, float(config.max_rows or 1), first)
+            s = {"count": AUTO_COUNT_SHARE, "select": select}
+            s["measure"] = 1.0 - AUTO_COUNT_SHARE - select
         return (
             rho * s["count"],
             rho * s["select"],

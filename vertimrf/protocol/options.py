@@ -67,9 +67,11 @@ DEFAULTS: dict[str, Any] = {
     "local_max_clique_cells": 1e5,
     "local_max_total_cells": 3e5,
     # method="secure": the count, the cheap first release of every 2-way marginal (for the
-    # server's selection) and the re-measurement of the chosen marginals, as fractions of rho;
-    # and how many marginals beyond the initial set the server re-measures (times d).
-    "secure_shares": {"count": 0.001, "select": 0.5, "measure": 0.499},
+    # server's selection) and the re-measurement of the chosen marginals, as fractions of rho
+    # ("auto": AUTO_COUNT_SHARE for the count, the first release's share adapted to the
+    # public config, vertimrf.privacy.split.first_share); and how many marginals beyond the
+    # initial set the server re-measures (times d).
+    "secure_shares": "auto",
     "secure_refine_fraction": 1.6,
     # "auto": min(576, 2^26 / max_rows as a power of two), at least the widest attribute
     # (vertimrf.protocol.secure.feature_width): 576 up to max_rows 65536, 64 at 2^20.
@@ -181,6 +183,10 @@ def _positive(owner: object, *names: str) -> None:
 
 def _choice(value: object, allowed: tuple[str, ...], what: str) -> None:
     _require(value in allowed, f"{what} must be one of {allowed}; got {value!r}.")
+
+
+# The count's share of rho under secure_shares="auto" (the engine's default count share).
+AUTO_COUNT_SHARE = 0.001
 
 
 def _frozen_shares(owner: object, name: str, need: set[str], positive: set[str]) -> None:
@@ -472,7 +478,10 @@ class SecureOptions(_PaddedRows, _Options):
     Attributes:
         shares: fractions of rho for the ``count``, the cheap first release of every 2-way
             marginal (``select``, for the server's selection) and the re-measurement of the
-            chosen marginals (``measure``).
+            chosen marginals (``measure``); or "auto" (the default): the count
+            :data:`AUTO_COUNT_SHARE`, the first release 0.5 or 0.2 of rho by
+            :func:`vertimrf.privacy.split.first_share` (the engine's rule, with max_rows
+            standing for the count: public), the re-measurement the rest.
         refine_fraction: the number of re-measured marginals beyond the initial set (times d).
         feature_width: the cap on each party's one-hot width (attribute pairs and triples are
             added within it, so that cross marginals of higher order can be measured): an
@@ -521,7 +530,7 @@ class SecureOptions(_PaddedRows, _Options):
         }
     )
 
-    shares: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULTS["secure_shares"]))
+    shares: Mapping[str, float] | str = DEFAULTS["secure_shares"]
     refine_fraction: float = DEFAULTS["secure_refine_fraction"]
     feature_width: int | str = DEFAULTS["secure_feature_width"]
     iters: int = DEFAULTS["secure_iters"]
@@ -539,8 +548,14 @@ class SecureOptions(_PaddedRows, _Options):
                 f"a config's workload names columns by name; got {self.workload!r:.80}.",
             )
             object.__setattr__(self, "workload", entries)
-        need = {"count", "select", "measure"}
-        _frozen_shares(self, "shares", need, need)
+        if isinstance(self.shares, str):
+            _require(
+                self.shares == "auto",
+                f"shares must be 'auto' or name count, select and measure; got {self.shares!r}.",
+            )
+        else:
+            need = {"count", "select", "measure"}
+            _frozen_shares(self, "shares", need, need)
         _require(
             isinstance(self.refine_fraction, int | float)
             and not isinstance(self.refine_fraction, bool)

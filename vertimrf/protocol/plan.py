@@ -157,7 +157,9 @@ class RunPlan:
     round-2 blob to a peer may hold, ``deal_bytes`` (an upper bound) its deal and
     ``ring_bits`` the ring of the masked values and ``buckets`` the PRF buckets and their
     capacity in rows and ``workload_first`` the first release a workload sets (method
-    secure; None: every pair); ``roles`` the per-role
+    secure; None: every pair); ``split`` the select pipeline's fractions of rho for the
+    count, the first release and the re-measurement (``split_auto``: chosen by
+    ``secure_shares="auto"``); ``roles`` the per-role
     costs; ``max_memory`` the limit (bytes).
     """
 
@@ -175,6 +177,8 @@ class RunPlan:
     buckets: tuple[int, int] | None = None
     regions: RegionNoise | None = None
     workload_first: tuple[tuple[int, ...], ...] | None = None
+    split: tuple[float, float, float] | None = None
+    split_auto: bool = False
     roles: tuple[RoleCost, ...] = ()
     max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
 
@@ -218,6 +222,19 @@ class RunPlan:
                 "max_rows must hold every party's records at once (their union) plus up to "
                 f"{noise.dummy_rows:,} dummy rows and a margin of "
                 f"{noise.regions * noise.margin:,}"
+            )
+        if self.split is not None:
+            count, select, measure = self.split
+            why = ""
+            if self.split_auto:
+                why = (
+                    " (auto: at 50% the first release would be "
+                    + ("informative" if select >= 0.5 else "mostly noise")
+                    + " for max_rows records)"
+                )
+            lines.append(
+                f"budget split: count {count:.1%}, first release {select:.1%}, "
+                f"re-measurement {measure:.1%} of rho{why}"
             )
         if self.workload_first is not None:
             first = self.workload_first
@@ -546,6 +563,12 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
         buckets=(plan.buckets, plan.capacity),
         regions=plan.regions,
         workload_first=plan.workload_first,
+        split=(
+            (plan.rho_count / plan.rho, plan.rho_select / plan.rho, plan.rho_measure / plan.rho)
+            if plan.select
+            else None
+        ),
+        split_auto=plan.select and isinstance(config.secure_options().shares, str),
         blob_bytes={
             n: plan.word_bytes * plan.rows * w + BLOB_OVERHEAD
             for n, w in zip(plan.names, plan.widths, strict=True)

@@ -27,7 +27,9 @@ NOT_YET = """## Not in this report yet
   halves it). With 100 iterations a fit (an earlier version of this report) its fits stayed
   far from its own measurements and its 3-way TVD on Adult at epsilon 1.6 was 0.16, twice
   MST's: not AIM as its paper runs it, so it is not drawn (`--baselines mst,aim --cap
-  SECONDS` draws it where there is the time).
+  SECONDS` draws it where there is the time; with `--baseline-store DIR` each finished run is
+  kept, so the runs can be made over several sessions, and `benchmarks/bench_engine.py
+  --store DIR` fills the same store).
 """
 
 

@@ -4,11 +4,11 @@ of every 2-way marginal (with a workload, of those it holds:
 the fit, each release drawn by the local oracle. The budget splits into shares of rho for
 the count, the first release and the re-measurement, each spent exactly (one noise scale
 per release, set by its share and its number of marginals). The split between the last two
-is the options' or, by default, adapts to the noisy count (:func:`first_share`)."""
+is the options' or, by default, adapts to the noisy count
+(:func:`vertimrf.privacy.split.first_share`)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,42 +18,17 @@ from vertimrf.errors import ConfigError
 from vertimrf.mrf.estimation import Measurement
 from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.mrf.model import MarkovRandomField
+from vertimrf.privacy.split import first_share
 from vertimrf.synth.engine.fit import fit_model, measurements
 from vertimrf.synth.engine.local import MARGINAL_SENSITIVITY, LocalOracle
 from vertimrf.synth.engine.plan import EnginePlan
 from vertimrf.synth.engine.scores import record_total
 from vertimrf.synth.engine.select import choose
-from vertimrf.synth.engine.tables import Marginal
 from vertimrf.synth.privmrf.budget_split import COUNT_SENSITIVITY, sigma_for_share
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult
 from vertimrf.synth.privmrf.noise import FitNoise
 from vertimrf.synth.privmrf.options import EngineOptions, PrivMRFOptions
 from vertimrf.workload import Workload
-
-# The adaptive split (first_share): the first release gets FIRST_SHARES[0] of rho when its
-# pairs' expected noise TVD at that share is at most NOISY_FIRST, else FIRST_SHARES[1].
-FIRST_SHARES = (0.5, 0.2)
-NOISY_FIRST = 0.05
-
-
-def first_share(
-    sizes: tuple[int, ...], rho: float, count: float, first: list[Marginal] | None = None
-) -> float:
-    """The first release's share of ``rho`` for a table of ``sizes`` and about ``count``
-    records (the noisy count: post-processing), whose first release is ``first`` (default:
-    every 2-way marginal): 0.5 when, released at that share, its marginals would be
-    informative (the mean over them of their noise's expected TVD, 1/2 cells sigma
-    sqrt(2 / pi) / count, at most NOISY_FIRST), else 0.2, leaving more
-    for the re-measurement. That mean is 0.002-0.012 on NLTCS at epsilon 3.2-0.4 and
-    0.03-0.20 on Adult (``benchmarks/results/engine_shares.md``: 0.5 is the better share on
-    NLTCS at epsilon 0.4, 0.2 on Adult at 0.4 and 0.8, and the two tie elsewhere). The
-    threshold was set on those two tables."""
-    if first is None:
-        first = [(i, j) for i in range(len(sizes)) for j in range(i + 1, len(sizes))]
-    sigma = sigma_for_share(rho * FIRST_SHARES[0], len(first), MARGINAL_SENSITIVITY)
-    cells = sum(math.prod(sizes[a] for a in m) for m in first)
-    noise = 0.5 * cells * sigma * math.sqrt(2.0 / math.pi) / (len(first) * max(count, 1.0))
-    return FIRST_SHARES[0] if noise <= NOISY_FIRST else FIRST_SHARES[1]
 
 
 @dataclass(frozen=True)

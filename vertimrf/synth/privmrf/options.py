@@ -110,12 +110,11 @@ class EngineOptions:
     (:mod:`vertimrf.synth.engine`) with the local oracle, the algorithm of method "secure"
     on the whole table. The defaults are method "secure"'s (``secure_refine_fraction``,
     ``secure_iters``) except the split between the first release and the re-measurement,
-    which adapts (:func:`vertimrf.synth.engine.run.first_share`): after the count, the first
+    which adapts (:func:`vertimrf.privacy.split.first_share`): after the count, the first
     release gets 0.5 of rho where it is informative and 0.2 where it would be mostly noise,
     and the re-measurement the rest. ``benchmarks/results/engine_shares.md`` measured both
-    on NLTCS and Adult; method secure's shares are fixed by its config (0.5 for the first
-    release: its cross pairs carry 1.5 sigma^2 there, and at 0.2 it was worse at 6 of 8
-    points).
+    on NLTCS and Adult; method secure's default (``secure_shares="auto"``) is the same rule
+    with the config's max_rows for the count.
 
     Attributes:
         count, select, measure: fractions of rho for the noisy count, the first release of
