@@ -8,9 +8,10 @@ import math
 import pytest
 
 from vertimrf.domain import DomainSpec
+from vertimrf.errors import ConfigError
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.zcdp import epsilon_to_rho
-from vertimrf.protocol import ProtocolConfig, from_preset
+from vertimrf.protocol import ProtocolConfig, from_preset, load_config
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.methods import expected_releases, rules
 from vertimrf.protocol.plan import run_plan
@@ -130,3 +131,21 @@ def test_the_plan_states_the_split_and_why():
     fixed = run_plan(_config("select", secure_shares=shares)).describe().splitlines()
     assert "budget split: count 1.0%, first release 30.0%, re-measurement 69.0% of rho" in fixed
     assert "budget split" not in run_plan(_config("paper")).describe()
+
+
+@pytest.mark.parametrize("shares", ["half", "AUTO", {"count": 0.1, "select": 0.5}])
+def test_shares_other_than_auto_or_the_three_fractions_are_refused_in_one_line(shares):
+    with pytest.raises(ConfigError) as info:
+        _config("select", secure_shares=shares)
+    message = str(info.value)
+    assert "\n" not in message and "shares" in message
+    assert ("'auto'" in message) == isinstance(shares, str)
+
+
+def test_auto_shares_survive_a_config_file_with_their_hash(tmp_path):
+    cfg = _config("select")
+    cfg.save(tmp_path / "config.json")
+    again = load_config(tmp_path / "config.json")
+    assert again.secure_options().shares == "auto"
+    assert again.config_hash() == cfg.config_hash()
+    assert '"shares": "auto"' in (tmp_path / "config.json").read_text()
