@@ -72,8 +72,6 @@ def run_capped(
         opendp = run_store.opendp_version()
         key = run_store.run_key(codes, sizes, method, rho, seed, opendp)
         stored = run_store.find(store, key, cap)
-        if stored is not None and stored.status == "finished" and stored.seconds > cap:
-            return CappedRun(None, "timed out", float(cap), reused=True)  # slower than the cap
         if stored is not None:
             synth = None if stored.codes is None else _decode(encoder, stored.codes, seed)
             return CappedRun(synth, stored.status, stored.seconds, reused=True)

@@ -68,7 +68,8 @@ def run_key(
 
 
 def find(store: str | os.PathLike[str], key: str, cap: float) -> StoredRun | None:
-    """The stored run of ``key`` that answers a run capped at ``cap``: the finished one, else
+    """The stored run of ``key`` that answers a run capped at ``cap``: the finished one (as
+    timed out at ``cap`` if it took longer), else
     one that timed out at a cap of at least ``cap`` (the longest such); None if neither.
     A corrupt entry raises ConfigError naming its file."""
     folder = Path(store)
@@ -85,6 +86,8 @@ def find(store: str | os.PathLike[str], key: str, cap: float) -> StoredRun | Non
                 raise ValueError(f"codes of shape {codes.shape} and dtype {codes.dtype}")
         except (OSError, ValueError, EOFError) as error:
             raise _corrupt(codes_path, error) from None
+        if record["seconds"] > cap:  # slower than the cap asked for: timed out at it
+            return StoredRun("timed out", float(cap), float(cap), None)
         return StoredRun("finished", record["seconds"], record["cap"], codes)
     timed_out = [_read_record(p, "timed out") for p in folder.glob(f"{key}.timed-out-*.json")]
     longest = max((r for r in timed_out if r["cap"] >= cap), key=lambda r: r["cap"], default=None)
