@@ -9,7 +9,8 @@ NLTCS and Adult, delta 1e-6, at each epsilon and seed, these synthesizers on the
 * ``secure``: ``simulate(..., method="secure", max_rows=65_536)`` over two parties (the
   paper's split, 8 & 8 and 8 & 7 columns, as ``bench_budget_spent.py``), the same engine
   with the secure product as its oracle;
-* ``mst``, ``aim``: OpenDP's MST and AIM at their defaults (``vertimrf.report.baselines``),
+* ``mst``, ``aim``: MST and AIM through OpenDP (``vertimrf.report.baselines``; MST at
+  OpenDP's contingency table's defaults, AIM as its paper configures it on the exact domain),
   each in a child process killed after ``--cap`` seconds (default 3600), its status and
   seconds kept; OpenDP's noise is not seeded. Only when asked for with ``--methods``.
 

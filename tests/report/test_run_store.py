@@ -101,6 +101,7 @@ def test_a_second_run_is_read_from_the_store_not_run(tmp_path, child):
     record = json.loads((store / names[0]).read_text())
     assert {"method", "epsilon", "delta", "rho", "seed", "cap", "status", "seconds"} <= set(record)
     assert {"opendp", "made"} <= set(record)
+    assert record["configuration"] == baselines.CONFIGURATIONS["aim"]
     assert (record["method"], record["epsilon"], record["seed"], record["cap"]) == (
         "aim",
         1.6,
@@ -119,6 +120,7 @@ def test_a_second_run_is_read_from_the_store_not_run(tmp_path, child):
         {"method": "mst"},
         {"df": "other"},
         {"opendp": "9.9.9"},
+        {"configuration": "another way of running AIM"},
     ],
 )
 def test_another_input_is_another_run(tmp_path, child, monkeypatch, change):
@@ -127,6 +129,8 @@ def test_another_input_is_another_run(tmp_path, child, monkeypatch, change):
     run_capped(**call, spec=spec, cap=300, store=tmp_path)
     if "opendp" in change:
         monkeypatch.setattr(run_store, "opendp_version", lambda: change["opendp"])
+    elif "configuration" in change:  # a run of AIM made another way is not this one
+        monkeypatch.setitem(baselines.CONFIGURATIONS, "aim", change["configuration"])
     else:
         call |= change
     if change.get("df") == "other":

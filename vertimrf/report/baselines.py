@@ -24,6 +24,7 @@ import numpy as np
 from vertimrf.domain import TableEncoder
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.report import run_store
+from vertimrf.report.opendp_mechanisms import CONFIGURATIONS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,14 +71,16 @@ def run_capped(
     rho = epsilon_to_rho(epsilon, delta)
     if store is not None:
         opendp = run_store.opendp_version()
-        key = run_store.run_key(codes, sizes, method, rho, seed, opendp)
+        configuration = CONFIGURATIONS.get(method, "unknown")
+        key = run_store.run_key(codes, sizes, f"{method}: {configuration}", rho, seed, opendp)
         stored = run_store.find(store, key, cap)
         if stored is not None:
             synth = None if stored.codes is None else _decode(encoder, stored.codes, seed)
             return CappedRun(synth, stored.status, stored.seconds, reused=True)
     status, seconds, synth_codes = _run_child(method, codes, sizes, rho, seed, cap, cache)
     if store is not None and status in run_store.STATUSES:
-        record = {"method": method, "epsilon": float(epsilon), "delta": float(delta)}
+        record: dict[str, object] = {"method": method, "configuration": configuration}
+        record |= {"epsilon": float(epsilon), "delta": float(delta)}
         record |= {"rho": rho, "seed": int(seed), "cap": float(cap)}
         record |= {"status": status, "seconds": seconds}
         run_store.save(store, key, record | {"opendp": opendp}, synth_codes)

@@ -11,6 +11,7 @@ from vertimrf.logs import progress_bar
 from vertimrf.metrics import tvd
 from vertimrf.report.baselines import LABELS, run_capped
 from vertimrf.report.context import DASHED, METHODS, ReportContext
+from vertimrf.report.opendp_mechanisms import CONFIGURATIONS
 from vertimrf.report.registry import FigureData, Panel, register, series
 
 EPSILONS = [0.4, 0.8, 1.6, 3.2]
@@ -119,8 +120,10 @@ def _baselines(
                     n = params["marginals"]
                     cell.append(tvd(ctx.df, run.synth, ctx.spec, ways=w, n_marginals=n))
     head = (
-        f"{' and '.join(LABELS[m] for m in params['baselines'])}: OpenDP's extras.mbi at its "
-        "defaults (vertimrf.report.opendp_mechanisms; OpenDP's noise is not seeded), each run "
+        f"{' and '.join(LABELS[m] for m in params['baselines'])} through OpenDP's extras.mbi "
+        "(vertimrf.report.opendp_mechanisms; OpenDP's noise is not seeded): "
+        + "; ".join(f"{LABELS[m]}: {CONFIGURATIONS[m]}" for m in params["baselines"])
+        + ". Each run "
         f"in a child process killed after {params['cap']} s (the cap per run); a point is "
         "drawn where at least one seed finished, and the mean is over the seeds that did. TVD "
         "is vertimrf.metrics.tvd on the same marginals for every method."
