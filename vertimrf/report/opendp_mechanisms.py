@@ -20,8 +20,8 @@ AIM is run as its paper configures it, by OpenDP's own measurements on the exact
 budget (0.9 rho / T for T = 16 d rounds, so :data:`AIM_ONEWAY_SHARE` = 0.9 / 16 of rho in all),
 then OpenDP's AIM rounds on the rest, composed by OpenDP's ``Sequential``. Through the
 contingency table's defaults (a null category in every column, half of rho on the one-way
-marginals) AIM's 3-way TVD on NLTCS at epsilon 0.4 was 0.055 (3 seeds); this way it was 0.018
-(seed 0): the defaults are OpenDP's wrapper's, not AIM's.
+marginals) AIM's 3-way TVD on NLTCS at epsilon 0.4 was 0.055; this way it was 0.0155 (3 seeds
+each, rows i.i.d.): the defaults are OpenDP's wrapper's, not AIM's.
 
 OpenDP 0.16's MST refuses its own inner queries by a rounding error in its budget split
  ("insufficient budget for query: x > x - 1e-18", opendp/opendp#2789): MST gives each of
@@ -33,27 +33,38 @@ and OpenDP's compositors still check every query against what is left. AIM's spl
 what its odometer reports spent and do not fail; its ``prior`` is left alone (AIM stops when
 ``prior`` of what is left is not positive, which a relative slack would never reach).
 
-The synthetic rows are drawn i.i.d. from the fitted model (``synthesize(method="sample")``).
-The default, ``"round"``, of mbi 1.1.0 (which OpenDP 0.16 pins) assigns each column's values
-within a group of rows sharing its parents' values in the rows' order, so two columns with the
-same parents come out sorted together: a correlation that is in no measurement. On Adult at
-epsilon 1.6 MST's 3-way TVD was 0.25 with it and 0.080 with ``"sample"``.
+The synthetic rows are drawn from the fitted model by vertimrf's own junction-tree sampler
+(:func:`rows`), as our methods' rows are: mbi's log-potentials become a
+:class:`~vertimrf.mrf.MarkovRandomField` over the same cells, and its counts are rounded per
+separator group. So a difference in TVD is the models', not the samplers'. mbi 1.1.0's own
+samplers (OpenDP 0.16 pins it) are not that: ``"sample"`` draws rows i.i.d., which alone
+costs a 3-way TVD of 0.004-0.007 on NLTCS and 0.018-0.020 on Adult (a bootstrap of the real
+table against itself); ``"round"`` assigns each column's values within a group of rows sharing
+its parents' values in the rows' order, so two columns with the same parents come out sorted
+together, a correlation that is in no measurement (on Adult at epsilon 1.6 MST's 3-way TVD
+was 0.25 with it and 0.080 i.i.d.).
 
 Run it as a child process (:mod:`vertimrf.report.baselines`), killed at the cap.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from vertimrf.mrf import MarkovRandomField
 
 MECHANISMS = ("mst", "aim")
 SLACK = 1e-9  # the relative amount each of MST's budget splits leaves unspent
 AIM_ONEWAY_SHARE = 0.9 / 16  # AIM's one-way marginals: d rounds' measurements of T = 16 d
+ROWS = "rows by vertimrf's junction-tree sampler"
 CONFIGURATIONS = {
-    "mst": "OpenDP's contingency table at its defaults",
-    "aim": f"AIM's own: one-ways at {AIM_ONEWAY_SHARE} of rho, then its rounds, exact domain",
+    "mst": f"OpenDP's contingency table at its defaults; {ROWS}",
+    "aim": (
+        f"AIM's own: one-ways at {AIM_ONEWAY_SHARE} of rho, then its rounds, exact domain; " + ROWS
+    ),
 }
 """How each method is run; part of a stored run's key (:mod:`vertimrf.report.run_store`)."""
 
@@ -67,16 +78,21 @@ def synthesize(
     method: str, codes: np.ndarray, sizes: list[int], rho: float, rng: np.random.Generator
 ) -> np.ndarray:
     """``method``'s synthetic codes (as many rows as ``codes``) at zCDP ``rho``; ``rng``
-    draws the values of MST's null cells."""
-    import opendp.prelude as dp
-    import polars as pl
-
+    draws the rows (:func:`rows`)."""
     if method not in MECHANISMS:
         raise ValueError(f"method must be one of {MECHANISMS}")
     names = [column(j) for j in range(len(sizes))]
-    dp.enable_features("contrib")  # this child process's own OpenDP state
-    if method == "aim":
-        return _aim(codes, names, sizes, rho)
+    fit = aim_table if method == "aim" else mst_table
+    return rows(fit(codes, names, sizes, rho), sizes, len(codes), rng)
+
+
+def mst_table(codes: np.ndarray, names: list[str], sizes: list[int], rho: float) -> Any:
+    """MST's release on ``codes`` at zCDP ``rho``: OpenDP's ContingencyTable at its
+    defaults (a null category in every column), with :func:`_leave_slack`."""
+    import opendp.prelude as dp
+    import polars as pl
+
+    dp.enable_features("contrib")  # this process's own OpenDP state
     frame = pl.LazyFrame({c: codes[:, j].astype(np.int64) for j, c in enumerate(names)})
     keys = {c: list(range(s)) for c, s in zip(names, sizes, strict=True)}
     _leave_slack()
@@ -87,9 +103,7 @@ def synthesize(
         split_evenly_over=1,
     )
     query = context.query().select(*names)
-    table = query.contingency_table(keys=keys, algorithm=dp.mbi.MST()).release()
-    synth = table.synthesize(rows=len(codes), method="sample")
-    return np.stack([_filled(synth[c], s, rng) for c, s in zip(names, sizes, strict=True)], axis=1)
+    return query.contingency_table(keys=keys, algorithm=dp.mbi.MST()).release()
 
 
 def aim_measurement(names: list[str], sizes: list[int], rho: float) -> tuple[Any, Any]:
@@ -138,10 +152,39 @@ def aim_table(codes: np.ndarray, names: list[str], sizes: list[int], rho: float)
     return dp.mbi.ContingencyTable(keys=keys, cuts={}, marginals=marginals, model=model)
 
 
-def _aim(codes: np.ndarray, names: list[str], sizes: list[int], rho: float) -> np.ndarray:
-    """AIM's synthetic codes (:func:`aim_table`), as many rows as ``codes``."""
-    synth = aim_table(codes, names, sizes, rho).synthesize(rows=len(codes), method="sample")
-    return np.stack([synth[c].to_numpy().astype(np.int64) for c in names], axis=1)
+def model_of(table: Any) -> MarkovRandomField:
+    """The fitted model of OpenDP's ContingencyTable ``table`` as vertimrf's MRF: mbi's
+    log-potentials over the table's cells (one code per key of a column, null included), the
+    columns in the table's order, scaled to the model's total."""
+    from vertimrf.domain import Domain
+    from vertimrf.mrf import MarkovRandomField
+
+    names = list(table.keys)
+    index = {c: j for j, c in enumerate(names)}
+    potentials = table.model.potentials
+    factors = {}
+    for clique in potentials.cliques:
+        factor = potentials[clique]
+        attrs = tuple(index[a] for a in factor.domain.attrs)
+        factors[attrs] = np.asarray(factor.values, dtype=np.float64)
+    domain = Domain(tuple(names), tuple(len(table.keys[c]) for c in names))
+    return MarkovRandomField(domain, list(factors), factors, total=float(table.model.total))
+
+
+def rows(table: Any, sizes: list[int], n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` synthetic rows of codes below ``sizes`` from ``table`` (OpenDP's
+    ContingencyTable): drawn from :func:`model_of` by vertimrf's junction-tree sampler with
+    ``rng``, each cell mapped to its key, and each null (MST's extra category) replaced by a
+    code of its column drawn uniformly by ``rng`` (post-processing), so it counts as error."""
+    drawn = model_of(table).sample(n, rng)
+    keys = [table.keys[c] for c in table.keys]
+    return np.stack(
+        [
+            _filled(k.gather(drawn[:, j]), s, rng)
+            for j, (k, s) in enumerate(zip(keys, sizes, strict=True))
+        ],
+        axis=1,
+    )
 
 
 def _leave_slack() -> None:
