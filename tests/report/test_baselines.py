@@ -130,6 +130,29 @@ def test_the_baselines_model_is_mbis_model_cell_for_cell():
         np.testing.assert_allclose(model.marginal(attrs), np.asarray(factor.values), rtol=1e-9)
 
 
+def test_baseline_rows_map_cells_to_keys_and_draw_nulls_uniformly():
+    """A model over keys (0, 1, null) per column whose mass is all (up to e^-40) on b = 1 and
+    a = null, given over (b, a) in that axis order: every row has b = 1, and a's null is
+    replaced by 0 or 1 uniformly. 4,000 rows: the share of a = 1 has sd 0.008; 0.05 is 6 sd."""
+    from types import SimpleNamespace
+
+    import jax.numpy as jnp
+    import polars as pl
+    from mbi import CliqueVector, Domain, Factor
+
+    from vertimrf.report.opendp_mechanisms import rows
+
+    log = np.full((3, 3), -40.0)
+    log[1, 2] = 0.0  # b = key 1, a = null
+    factor = Factor(Domain(["b", "a"], [3, 3]), jnp.asarray(log))
+    potentials = CliqueVector(Domain(["a", "b"], [3, 3]), [("b", "a")], {("b", "a"): factor})
+    keys = {c: pl.Series(c, [0, 1, None]) for c in ("a", "b")}
+    table = SimpleNamespace(keys=keys, model=SimpleNamespace(potentials=potentials, total=4000.0))
+    drawn = rows(table, [2, 2], 4000, np.random.default_rng(0))
+    assert drawn.shape == (4000, 2) and (drawn[:, 1] == 1).all()
+    assert set(np.unique(drawn[:, 0])) == {0, 1} and abs(drawn[:, 0].mean() - 0.5) < 0.05
+
+
 def test_mst_spends_its_budget_over_sixteen_columns():
     """OpenDP 0.16's MST splits its selection budget b into 15 rounds of the float just below
     b / 15 for 16 columns, and those can sum past b: on this table it refused its own last
