@@ -149,6 +149,16 @@ def reference_scaled_loss(
     return 0.5 * float(np.dot(w2 * r, r))
 
 
+def reference_dot_diff(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    """Plain numpy reference of ``kernels.loss.dot_diff``."""
+    return float(np.sum(g * (a - b)))
+
+
+def reference_weighted_squares(w: np.ndarray, r: np.ndarray) -> float:
+    """Plain numpy reference of ``kernels.loss.weighted_squares``."""
+    return float(np.sum(w * r * r))
+
+
 def estimate_cardinality(values: np.ndarray, gamma: float = 1.0) -> float:
     """Non-private harmonic estimate of a set's size from its t sketch values (shape (t,))."""
     values = np.asarray(values, dtype=np.int64)

@@ -241,7 +241,7 @@ class _Objective:
         self.proj.project(probs, mu)
         loss = float(loss_kernel.scaled_loss(mu, factor, self.home, self.y, self.w2))
         if self.yb.size:
-            loss += 0.5 * float(np.dot(self.w2b, self._bin_residual(mu) ** 2))
+            loss += 0.5 * float(loss_kernel.weighted_squares(self.w2b, self._bin_residual(mu)))
         return loss
 
     def _bin_residual(self, mu: np.ndarray) -> np.ndarray:
@@ -302,7 +302,7 @@ def _backtrack(
     for k in range(max_halvings + 1):
         obj.step(trial, theta, alpha, grad)
         new = obj.evaluate(trial, mu_trial)
-        if new <= loss and loss - new >= 0.5 * alpha * float(np.dot(g, mu - mu_trial)):
+        if new <= loss and loss - new >= 0.5 * alpha * loss_kernel.dot_diff(g, mu, mu_trial):
             return new, alpha, k == 0
         alpha *= 0.5
     return None, alpha, False
