@@ -20,16 +20,16 @@ SAME_RUN = ("dataset", "rows", "delta", "seeds", "level")
 
 NOT_YET = """## Not in this report yet
 
-- AIM. At its defaults (mbi's 1000 mirror-descent iterations a fit) one run on Adult at
-  epsilon 1.6 did not finish in 40 minutes on 2 cores (shared with another run), and one on
-  NLTCS not in 25, so 3 seeds at 4 epsilons do not fit in a report run. About half of a run's
-  time is JAX compiling mbi's inference for each marginal's shape (a cache shared by the runs
-  halves it). With 100 iterations a fit (an earlier version of this report) its fits stayed
-  far from its own measurements and its 3-way TVD on Adult at epsilon 1.6 was 0.16, twice
-  MST's: not AIM as its paper runs it, so it is not drawn (`--baselines mst,aim --cap
-  SECONDS` draws it where there is the time; with `--baseline-store DIR` each finished run is
-  kept, so the runs can be made over several sessions, and `benchmarks/bench_engine.py
-  --store DIR` fills the same store).
+- AIM. Run as its paper configures it (OpenDP's measurements on the exact domain, mbi's 1000
+  mirror-descent iterations a fit, its rows drawn by our sampler), one run on Adult takes
+  about 40 minutes on a core of 2, and over 60 with CI on the other, so its 12 runs (3 seeds
+  at 4 epsilons) do not fit in one report run. `--baselines mst,aim --cap SECONDS` draws it
+  where there is the time; with `--baseline-store DIR` each finished run is kept, so the
+  runs can be made over several sessions, and `benchmarks/bench_engine.py --store DIR` fills
+  the same store. With 100 iterations a fit its fits stayed far from its own measurements
+  (3-way TVD on Adult at epsilon 1.6 0.16, twice MST's), and through OpenDP's contingency
+  table at its defaults (a null category in every column, half of rho on one-way marginals)
+  it was not AIM as its paper runs it: neither is drawn.
 """
 
 
