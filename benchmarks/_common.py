@@ -92,3 +92,27 @@ def write_results(
     if md_path:
         atomic_write_text(md_path, text)
     print(text)
+
+
+def interleaved(
+    first: Callable[[int], float], second: Callable[[int], float], repeats: int
+) -> dict:
+    """Seconds of ``first(seed)`` and ``second(seed)``: one warm-up of each (seed 0), then
+    ``repeats`` rounds of (first, second), seed = the round; both lists, their medians and
+    the ratio second / first of the medians."""
+    import statistics
+
+    first(0)
+    second(0)
+    a, b = [], []
+    for seed in range(repeats):
+        a.append(first(seed))
+        b.append(second(seed))
+    med_a, med_b = statistics.median(a), statistics.median(b)
+    return {
+        "first": a,
+        "second": b,
+        "first_median": med_a,
+        "second_median": med_b,
+        "ratio": med_b / med_a,
+    }

@@ -18,7 +18,6 @@ is of the medians.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import run_head, write_results  # noqa: E402
+from _common import interleaved, run_head, write_results  # noqa: E402
 
 DELTA = 1e-6
 
@@ -62,21 +61,19 @@ def measure(dataset: str, epsilon: float, repeats: int) -> dict:
     from vertimrf import load_dataset
 
     df, spec = load_dataset(dataset)
-    _fit(df, spec, epsilon, 0, None)
-    _fit(df, spec, epsilon, 0, _by_numpy_dot())
-    kernels, blas = [], []
-    for seed in range(repeats):
-        kernels.append(_fit(df, spec, epsilon, seed, None))
-        blas.append(_fit(df, spec, epsilon, seed, _by_numpy_dot()))
-    med_k, med_b = statistics.median(kernels), statistics.median(blas)
+    times = interleaved(
+        lambda seed: _fit(df, spec, epsilon, seed, None),
+        lambda seed: _fit(df, spec, epsilon, seed, _by_numpy_dot()),
+        repeats,
+    )
     return {
         "dataset": dataset,
         "epsilon": epsilon,
-        "kernels_seconds": kernels,
-        "numpy_dot_seconds": blas,
-        "kernels_median": med_k,
-        "numpy_dot_median": med_b,
-        "ratio": med_b / med_k,
+        "kernels_seconds": times["first"],
+        "numpy_dot_seconds": times["second"],
+        "kernels_median": times["first_median"],
+        "numpy_dot_median": times["second_median"],
+        "ratio": times["ratio"],
     }
 
 

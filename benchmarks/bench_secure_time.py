@@ -14,13 +14,12 @@ it, the engine's does not).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import run_head, write_results  # noqa: E402
+from _common import interleaved, run_head, write_results  # noqa: E402
 
 DELTA, SPLIT = 1e-6, 8
 
@@ -50,22 +49,20 @@ def measure(dataset: str, epsilon: float, repeats: int, max_rows: int) -> dict:
     from vertimrf import load_dataset
 
     df, spec = load_dataset(dataset)
-    _engine(df, spec, epsilon, 0)
-    _secure(df, spec, epsilon, 0, max_rows)
-    engine, secure = [], []
-    for seed in range(repeats):
-        engine.append(_engine(df, spec, epsilon, seed))
-        secure.append(_secure(df, spec, epsilon, seed, max_rows))
-    med_e, med_s = statistics.median(engine), statistics.median(secure)
+    times = interleaved(
+        lambda seed: _engine(df, spec, epsilon, seed),
+        lambda seed: _secure(df, spec, epsilon, seed, max_rows),
+        repeats,
+    )
     return {
         "dataset": dataset,
         "epsilon": epsilon,
         "max_rows": max_rows,
-        "engine_seconds": engine,
-        "secure_seconds": secure,
-        "engine_median": med_e,
-        "secure_median": med_s,
-        "ratio": med_s / med_e,
+        "engine_seconds": times["first"],
+        "secure_seconds": times["second"],
+        "engine_median": times["first_median"],
+        "secure_median": times["second_median"],
+        "ratio": times["ratio"],
     }
 
 
