@@ -20,13 +20,19 @@ seconds of fit and sampling. With ``--resume`` the rows already in ``--json`` ar
 run again, and the files are written after every row, so a long run (AIM: up to an hour a
 run) can stop and go on. With ``--store DIR`` each MST and AIM run is kept in DIR
 (``vertimrf.report.run_store``, shared with ``vertimrf report --baseline-store``) and read back
-instead of run again, its row marked ``reused`` with the stored run's seconds.
+instead of run again, its row marked ``reused`` with the stored run's seconds. With
+``--stored-only`` (MST and AIM only) nothing runs: the rows are the store's runs, and a run it
+does not hold is a row "not run", so the table of runs made over several sessions and
+processes is written by one command.
 
     python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 1.6 \
         --json benchmarks/results/engine.json --md benchmarks/results/engine.md
     python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 0.8 1.6 3.2 \
         --methods engine secure mst aim --resume --jax-cache ~/.cache/vertimrf-jax \
         --store ~/.cache/vertimrf-baselines \
+        --json benchmarks/results/vs_aim.json --md benchmarks/results/vs_aim.md
+    python benchmarks/bench_engine.py nltcs adult --seeds 3 --epsilons 0.4 0.8 1.6 3.2 \
+        --methods aim --stored-only --store ~/.cache/vertimrf-baselines \
         --json benchmarks/results/vs_aim.json --md benchmarks/results/vs_aim.md
 """
 
@@ -60,10 +66,12 @@ def measure(
     cap: float,
     cache: str,
     store: str | None = None,
+    stored_only: bool = False,
 ) -> dict:
     """One run: the 3-way TVD (None for a baseline that did not finish), spent and budgeted
     rho, status and seconds; ``cap``, ``cache`` and ``store`` are a baseline's time cap, JAX
-    cache and run store (a baseline read from the store has the seconds of the run stored)."""
+    cache and run store (a baseline read from the store has the seconds of the run stored);
+    ``stored_only``: a baseline is only read from the store ("not run" if it is not there)."""
     from vertimrf import PrivMRF, load_dataset, simulate
     from vertimrf.metrics import tvd
     from vertimrf.privacy.zcdp import epsilon_to_rho
@@ -73,7 +81,9 @@ def measure(
     start = time.perf_counter()
     status, spent, reused = "finished", None, False
     if method in BASELINES:
-        run = run_capped(method, df, spec, epsilon, DELTA, seed, cap, cache, store)
+        run = run_capped(
+            method, df, spec, epsilon, DELTA, seed, cap, cache, store, run_missing=not stored_only
+        )
         synth, status, reused = run.synth, run.status, run.reused
     elif method == "secure":
         names = list(spec.names)
@@ -130,12 +140,19 @@ def markdown(head: dict, rows: list[dict]) -> str:
             tvd = "{:.4f} +- {:.4f}".format(*_mean(done)) if done else "-"
             frac = [r["spent_rho"] / r["rho"] for r in sel if r["spent_rho"] is not None]
             spent = f"{min(frac):.10f}-{max(frac):.10f}" if frac else "OpenDP's"
-            seconds = _mean([r["seconds"] for r in sel])[0]
-            runs = "; ".join(f"{r.get('status', 'finished')} {r['seconds']:.0f} s" for r in sel)
+            ran = [r["seconds"] for r in sel if r.get("status") != "not run"]
+            seconds = f"{_mean(ran)[0]:.1f}" if ran else "-"
+            runs = "; ".join(_run(r) for r in sel)
             out.append(
-                f"| {dataset} | {epsilon:g} | {method} | {tvd} | {spent} | {runs} | {seconds:.1f} |"
+                f"| {dataset} | {epsilon:g} | {method} | {tvd} | {spent} | {runs} | {seconds} |"
             )
     return "\n".join(out) + "\n"
+
+
+def _run(row: dict) -> str:
+    """A run's status and seconds, as the table lists it."""
+    status = row.get("status", "finished")
+    return status if status == "not run" else f"{status} {row['seconds']:.0f} s"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -154,9 +171,17 @@ def main(argv: list[str] | None = None) -> None:
         help="a folder keeping MST's and AIM's runs across processes (and vertimrf report "
         "--baseline-store): a run it holds is read, not run again",
     )
+    parser.add_argument(
+        "--stored-only",
+        action="store_true",
+        help="run nothing: MST's and AIM's rows are --store's runs ('not run' if missing)",
+    )
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args(argv)
+    if args.stored_only and (not args.store or set(args.methods) - set(BASELINES)):
+        only = "--stored-only reads MST's and AIM's runs from --store: give --store and "
+        parser.error(only + "only the methods mst and aim")
     with open("/proc/loadavg", encoding="utf-8") as fh:
         load = " ".join(fh.read().split()[:3])
     head = {**run_head(__file__, argv), "seeds": f"0..{args.seeds - 1}", "load": load}
@@ -173,7 +198,16 @@ def main(argv: list[str] | None = None) -> None:
                         if (dataset, method, epsilon, seed) in done:
                             continue
                         rows.append(
-                            measure(dataset, method, epsilon, seed, args.cap, cache, args.store)
+                            measure(
+                                dataset,
+                                method,
+                                epsilon,
+                                seed,
+                                args.cap,
+                                cache,
+                                args.store,
+                                args.stored_only,
+                            )  # fmt: skip
                         )
                         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
                         if args.resume:

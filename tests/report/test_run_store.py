@@ -71,6 +71,19 @@ def _entries(store: Path) -> list[str]:
     return sorted(p.name for p in store.iterdir()) if store.exists() else []
 
 
+def test_only_stored_runs_are_read_when_asked_and_nothing_runs(tmp_path, child):
+    df, spec = _table()
+    store = tmp_path / "store"
+    missing = run_capped("aim", df, spec, 1.6, 1e-6, 0, cap=300, store=store, run_missing=False)
+    assert missing == baselines.CappedRun(None, baselines.NOT_RUN, 0.0)
+    assert child.launches == 0 and _entries(store) == []
+    run_capped("aim", df, spec, 1.6, 1e-6, 0, cap=300, store=store)
+    stored = run_capped("aim", df, spec, 1.6, 1e-6, 0, cap=300, store=store, run_missing=False)
+    assert child.launches == 1 and stored.status == "finished" and stored.reused
+    with pytest.raises(ConfigError, match="no store was given"):
+        run_capped("aim", df, spec, 1.6, 1e-6, 0, cap=300, run_missing=False)
+
+
 def test_a_second_run_is_read_from_the_store_not_run(tmp_path, child):
     df, spec = _table()
     store = tmp_path / "store"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vertimrf.domain import TableEncoder
+from vertimrf.errors import ConfigError
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.report import run_store
 from vertimrf.report.opendp_mechanisms import CONFIGURATIONS
@@ -32,13 +33,15 @@ if TYPE_CHECKING:
     from vertimrf.domain import DomainSpec
 
 LABELS = {"mst": "MST (OpenDP)", "aim": "AIM (OpenDP)"}
+NOT_RUN = "not run"
+"""The status of a run missing from the store when only stored runs were asked for."""
 
 
 @dataclass(frozen=True)
 class CappedRun:
     """A baseline's synthetic table (None unless it finished), its status ("finished",
-    "timed out" or "failed: " and the last line the child wrote), its seconds, and whether it
-    was read from a run store rather than run."""
+    "timed out", "failed: " and the last line the child wrote, or :data:`NOT_RUN`), its
+    seconds, and whether it was read from a run store rather than run."""
 
     synth: pd.DataFrame | None
     status: str
@@ -56,6 +59,8 @@ def run_capped(
     cap: float,
     cache: str | None = None,
     store: str | os.PathLike[str] | None = None,
+    *,
+    run_missing: bool = True,
 ) -> CappedRun:
     """``method`` ("mst" or "aim") on ``df`` encoded by ``spec`` at (``epsilon``,
     ``delta``), decoded like our methods' tables with generators seeded by ``seed`` (OpenDP's
@@ -64,7 +69,10 @@ def run_capped(
     runs (:mod:`vertimrf.report.run_store`): a run it holds that finished within ``cap``, or
     that timed out at a cap of at least ``cap``, is returned without running (one that
     finished but took longer than ``cap`` as timed out at ``cap``); a finished or timed-out run
-    is added to it (a failed one is not)."""
+    is added to it (a failed one is not). ``run_missing=False``: only read the store; a run it
+    does not hold is :data:`NOT_RUN` (no synthetic table, 0 seconds)."""
+    if not run_missing and store is None:
+        raise ConfigError("Only stored runs were asked for, but no store was given; give one.")
     encoder = TableEncoder(spec)
     codes = encoder.encode(df[list(spec.names)])
     sizes = [int(s) for s in spec.domain.sizes]
@@ -77,6 +85,8 @@ def run_capped(
         if stored is not None:
             synth = None if stored.codes is None else _decode(encoder, stored.codes, seed)
             return CappedRun(synth, stored.status, stored.seconds, reused=True)
+        if not run_missing:
+            return CappedRun(None, NOT_RUN, 0.0)
     status, seconds, synth_codes = _run_child(method, codes, sizes, rho, seed, cap, cache)
     if store is not None and status in run_store.STATUSES:
         record: dict[str, object] = {"method": method, "configuration": configuration}
