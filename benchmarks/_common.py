@@ -25,6 +25,11 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {model}"
 
 
+def load_average() -> str:
+    """The machine's 1-, 5- and 15-minute load averages, as /proc/loadavg shows them."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def table_head(rows: int, max_rows: int) -> dict:
     """The head of a results file: the table's size and the machine it ran on."""
     return {

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import run_head, write_results  # noqa: E402
+from _common import load_average, run_head, write_results  # noqa: E402
 
 DELTA, MAX_ROWS = 1e-6, 65_536
 SPLITS = {"nltcs": 8, "adult": 8}
@@ -182,9 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.stored_only and (not args.store or set(args.methods) - set(BASELINES)):
         only = "--stored-only reads MST's and AIM's runs from --store: give --store and "
         parser.error(only + "only the methods mst and aim")
-    with open("/proc/loadavg", encoding="utf-8") as fh:
-        load = " ".join(fh.read().split()[:3])
-    head = {**run_head(__file__, argv), "seeds": f"0..{args.seeds - 1}", "load": load}
+    head = {**run_head(__file__, argv), "seeds": f"0..{args.seeds - 1}", "load": load_average()}
     rows = []
     if args.resume and args.json and Path(args.json).exists():
         rows = json.loads(Path(args.json).read_text(encoding="utf-8"))["rows"]

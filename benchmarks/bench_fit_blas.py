@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import interleaved, run_head, write_results  # noqa: E402
+from _common import interleaved, load_average, run_head, write_results  # noqa: E402
 
 DELTA = 1e-6
 
@@ -105,9 +105,7 @@ def main() -> None:
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args()
-    with open("/proc/loadavg") as fh:
-        load = " ".join(fh.read().split()[:3])
-    head = {**run_head(__file__, None), "load": load, "busy": args.busy}
+    head = {**run_head(__file__, None), "load": load_average(), "busy": args.busy}
     spin = "while True:\n    pass\n"
     spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(args.busy)]
     try:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import interleaved, run_head, write_results  # noqa: E402
+from _common import interleaved, load_average, run_head, write_results  # noqa: E402
 
 DELTA, SPLIT = 1e-6, 8
 
@@ -95,9 +95,7 @@ def main() -> None:
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args()
-    with open("/proc/loadavg") as fh:
-        load = " ".join(fh.read().split()[:3])
-    head = {**run_head(__file__, None), "load": load}
+    head = {**run_head(__file__, None), "load": load_average()}
     rows = []
     for dataset in args.datasets:
         for max_rows in args.max_rows:
