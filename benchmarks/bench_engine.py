@@ -23,16 +23,18 @@ run) can stop and go on. With ``--store DIR`` each MST and AIM run is kept in DI
 instead of run again, its row marked ``reused`` with the stored run's seconds. With
 ``--stored-only`` (MST and AIM only) nothing runs: the rows are the store's runs, and a run it
 does not hold is a row "not run", so the table of runs made over several sessions and
-processes is written by one command.
+processes is written by one command. The store of the committed results is
+``benchmarks/results/baseline_runs``, in the repository, so that runs made on one machine are
+not lost with it.
 
     python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 1.6 \
         --json benchmarks/results/engine.json --md benchmarks/results/engine.md
     python benchmarks/bench_engine.py --seeds 3 --epsilons 0.4 0.8 1.6 3.2 \
         --methods engine secure mst aim --resume --jax-cache ~/.cache/vertimrf-jax \
-        --store ~/.cache/vertimrf-baselines \
+        --store benchmarks/results/baseline_runs \
         --json benchmarks/results/vs_aim.json --md benchmarks/results/vs_aim.md
     python benchmarks/bench_engine.py nltcs adult --seeds 3 --epsilons 0.4 0.8 1.6 3.2 \
-        --methods aim --stored-only --store ~/.cache/vertimrf-baselines \
+        --methods aim --stored-only --store benchmarks/results/baseline_runs \
         --json benchmarks/results/vs_aim.json --md benchmarks/results/vs_aim.md
 """
 
