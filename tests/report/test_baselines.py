@@ -169,6 +169,31 @@ def test_aims_marginals_outside_the_model_are_mbis_variable_elimination(seed):
     np.testing.assert_array_equal(np.asarray(held.values), np.asarray(marginals[cliques[0]].values))
 
 
+def test_aims_model_sizes_are_mbis_asked_once_each(monkeypatch):
+    """With mbi's model-size answers remembered as AIM's runs remember them, every answer is
+    mbi's own, and mbi is asked once per question (domain and cliques), however often it is
+    asked; another question is asked anew."""
+    from mbi import Domain, junction_tree
+
+    from vertimrf.report import opendp_mechanisms
+
+    asked = []
+    original = junction_tree.hypothetical_model_size
+
+    def counted(domain, cliques):
+        asked.append(tuple(cliques))
+        return original(domain, cliques)
+
+    monkeypatch.setattr(junction_tree, "hypothetical_model_size", counted)
+    opendp_mechanisms._model_sizes_remembered()
+    domain = Domain(["a", "b", "c", "d"], [3, 40, 5, 7])
+    questions = [[("a", "b"), ("b", "c")], [("a", "b"), ("c", "d")], [("a", "b", "c"), ("d",)]]
+    for cliques in questions * 3:
+        got = junction_tree.hypothetical_model_size(domain, cliques=cliques)
+        assert got == original(domain, cliques)
+    assert asked == [tuple(c) for c in questions]
+
+
 def test_baseline_rows_map_cells_to_keys_and_draw_nulls_uniformly():
     """A model over keys (0, 1, null) per column whose mass is all (up to e^-40) on b = 1 and
     a = null, given over (b, a) in that axis order: every row has b = 1, and a's null is

@@ -156,6 +156,7 @@ def aim_table(codes: np.ndarray, names: list[str], sizes: list[int], rho: float)
 
     measurement, d_in = aim_measurement(names, sizes, rho)
     _marginals_outside_the_model_by_junction_tree()
+    _model_sizes_remembered()
     if not measurement.map(d_in) <= rho:
         raise ValueError(f"AIM's measurement spends {measurement.map(d_in)} > rho {rho}")
     frame = pl.LazyFrame({c: codes[:, j].astype(np.uint32) for j, c in enumerate(names)})
@@ -195,11 +196,11 @@ def _marginals_outside_the_model_by_junction_tree() -> None:
     """Make mbi's ``MarkovRandomField.project``, in this process, compute a marginal that no
     clique of the model holds by vertimrf's exact junction-tree inference (in float64) instead
     of mbi's variable elimination, as a numpy float64 array. The values are the same marginal
-    (tested against mbi's to float32's precision, in which mbi computes); only the routine
-    differs. AIM scores every candidate marginal
-    against its model in every round, and mbi's routine traces and compiles JAX code for each
-    marginal's shape: profiled on Adult, 99% of a run went there, about 60% of it in JAX
-    lowering. A marginal the model holds is still mbi's own."""
+    (tested against mbi's, which computes in float64 too, to 1e-9 relative); only the routine
+    differs. AIM scores every candidate marginal against its model in every round, and mbi's
+    routine traces and compiles JAX code for each marginal's shape: profiled on Adult, 99% of
+    a run went there, about 60% of it in JAX lowering. A marginal the model holds is still
+    mbi's own."""
     import mbi
 
     original = mbi.MarkovRandomField.project
@@ -222,6 +223,30 @@ def _marginals_outside_the_model_by_junction_tree() -> None:
 
     project.by_junction_tree = True  # type: ignore[attr-defined]
     mbi.MarkovRandomField.project = project
+
+
+def _model_sizes_remembered() -> None:
+    """Make mbi's ``hypothetical_model_size``, in this process, remember its answers. AIM asks
+    it, in every round, for the model's cliques plus each candidate (its model-size cap), and
+    it builds a junction tree each time (about a quarter of a run once the marginals above are
+    fast). It is a deterministic function of the domain and the cliques in their order (mbi's
+    greedy elimination order, not its stochastic one), so a remembered answer is the answer:
+    rounds that leave the model's cliques as they were ask the same questions again."""
+    from mbi import junction_tree
+
+    original = junction_tree.hypothetical_model_size
+    if getattr(original, "remembered", False):
+        return
+    answers: dict[tuple[Any, ...], float] = {}
+
+    def size(domain: Any, cliques: list[tuple[str, ...]]) -> float:
+        key = (tuple(domain.attributes), tuple(domain.shape), tuple(tuple(c) for c in cliques))
+        if key not in answers:
+            answers[key] = original(domain, cliques)
+        return answers[key]
+
+    size.remembered = True  # type: ignore[attr-defined]
+    junction_tree.hypothetical_model_size = size
 
 
 def rows(table: Any, sizes: list[int], n: int, rng: np.random.Generator) -> np.ndarray:
