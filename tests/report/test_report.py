@@ -181,3 +181,15 @@ def test_scaling_line_is_least_squares_and_never_falls():
     assert linear_projection([1, 2], [3.0, 5.0], [10]) == pytest.approx([21.0])
     # A falling line (fixed costs at tiny sizes) projects the largest measured value.
     assert linear_projection([1, 2], [5.0, 3.0], [10]) == [5.0]
+
+
+def test_the_not_yet_section_goes_once_the_tvd_figure_runs_aim():
+    """REPORT.md says AIM is not in the report until the TVD figure ran it as a baseline."""
+    from vertimrf.report.build import NOT_YET, not_yet
+
+    def tvd(baselines: list[str]) -> dict:
+        return {"tvd": {"params": {"baselines": baselines}}}
+
+    assert not_yet({}) == [NOT_YET]
+    assert not_yet(tvd(["mst"])) == [NOT_YET]
+    assert not_yet(tvd(["mst", "aim"])) == []
