@@ -213,6 +213,23 @@ def test_an_entry_is_never_replaced(tmp_path):
     assert not [n for n in _entries(tmp_path) if n.endswith(".tmp")]
 
 
+def test_codes_are_kept_in_the_smallest_unsigned_dtype_that_holds_them(tmp_path):
+    """int64 codes below 256 are kept as uint8 (a byte a code, plus numpy's header), those up
+    to 300 as uint16, and read back as the same values; negative codes are refused."""
+    record = {"method": "aim", "status": "finished", "seconds": 1.0, "cap": 9.0}
+    small = np.random.default_rng(0).integers(0, 256, (1000, 15))
+    run_store.save(tmp_path, "small", record, small)
+    assert (tmp_path / "small.finished.npy").stat().st_size <= 15_000 + 128
+    stored = run_store.find(tmp_path, "small", 9.0).codes
+    assert stored.dtype == np.uint8 and np.array_equal(stored, small)
+    wide = np.array([[0, 300]])
+    run_store.save(tmp_path, "wide", record, wide)
+    stored = run_store.find(tmp_path, "wide", 9.0).codes
+    assert stored.dtype == np.uint16 and np.array_equal(stored, wide)
+    with pytest.raises(ValueError, match="non-negative"):
+        run_store.save(tmp_path, "negative", record, np.array([[-1, 2]]))
+
+
 @pytest.mark.parametrize(
     "damage",
     [
