@@ -194,6 +194,34 @@ def test_aims_model_sizes_are_mbis_asked_once_each(monkeypatch):
     assert asked == [tuple(c) for c in questions]
 
 
+def test_aims_score_transformation_is_built_once_for_the_same_arguments(monkeypatch):
+    """With AIM's score transformation built once, as AIM's runs build it, a call with the
+    same objects returns what the first call built, without building again; a call with any
+    other object (a new round's candidates or model) builds anew."""
+    from opendp.extras.mbi import _aim
+
+    from vertimrf.report import opendp_mechanisms
+
+    built = []
+
+    def counted(*args):
+        built.append(args)
+        return object()
+
+    monkeypatch.setattr(_aim, "_make_aim_scores", counted)
+    opendp_mechanisms._aim_scores_built_once()
+    domain, metric, candidates, expectations, model = (object() for _ in range(5))
+    args = (domain, metric, candidates, expectations, model)
+    first = _aim._make_aim_scores(*args)
+    assert all(_aim._make_aim_scores(*args) is first for _ in range(40))
+    assert len(built) == 1
+    other_model = object()
+    second = _aim._make_aim_scores(domain, metric, candidates, expectations, other_model)
+    assert second is not first and len(built) == 2
+    assert _aim._make_aim_scores(domain, metric, [], expectations, other_model) is not second
+    assert len(built) == 3
+
+
 def test_baseline_rows_map_cells_to_keys_and_draw_nulls_uniformly():
     """A model over keys (0, 1, null) per column whose mass is all (up to e^-40) on b = 1 and
     a = null, given over (b, a) in that axis order: every row has b = 1, and a's null is
