@@ -1,0 +1,141 @@
+"""The engine against AIM and MST, and method secure against the engine, in one table.
+
+It runs nothing: it reads the rows of ``bench_engine.py``'s result files (by default
+``benchmarks/results/vs_mst.json``, which holds the engine, secure and MST, and
+``vs_aim.json``, which holds AIM) and writes, for each table and epsilon:
+
+* each method's mean 3-way TVD with its standard error over the seeds that finished, and
+  AIM's finished runs out of those asked for (a run past its cap has no TVD);
+* whether the engine is at or below the better of AIM and MST within one standard error:
+  ``engine <= other + sqrt(se_engine^2 + se_other^2)``, against MST alone where no AIM run
+  finished (said so);
+* secure's TVD over the engine's, and whether it is at most 1.05;
+* the mean seconds of the engine's and AIM's runs, and their ratio.
+
+    python benchmarks/vs_summary.py --md benchmarks/results/vs_summary.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import run_head, write_results  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SOURCES = (RESULTS / "vs_mst.json", RESULTS / "vs_aim.json")
+METHODS = ("engine", "secure", "mst", "aim")
+SECURE_LIMIT = 1.05
+
+
+def stats(rows: list[dict]) -> dict:
+    """Mean and standard error of the finished rows' 3-way TVD, mean seconds of the runs that
+    ran (a run past its cap counts its seconds to the cap), and how many runs finished, timed
+    out and were not run."""
+    done = [r["tvd3"] for r in rows if r.get("tvd3") is not None]
+    statuses = [r.get("status", "finished") for r in rows]
+    ran = [r["seconds"] for r in rows if r.get("status", "finished") != "not run"]
+    mean = sum(done) / len(done) if done else math.nan
+    se = 0.0
+    if len(done) > 1:
+        se = math.sqrt(sum((x - mean) ** 2 for x in done) / (len(done) - 1) / len(done))
+    seconds = sum(ran) / len(ran) if ran else math.nan
+    return {
+        "mean": mean,
+        "se": se,
+        "finished": len(done),
+        "timed out": statuses.count("timed out"),
+        "not run": statuses.count("not run"),
+        "runs": len(rows),
+        "seconds": seconds,
+    }
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    """One entry per (dataset, epsilon) with the engine: the methods' stats and the checks."""
+    points = sorted({(r["dataset"], r["epsilon"]) for r in rows if r["method"] == "engine"})
+    out = []
+    for dataset, epsilon in points:
+        at = {m: [r for r in rows if (r["dataset"], r["epsilon"], r["method"]) ==
+                  (dataset, epsilon, m)] for m in METHODS}  # fmt: skip
+        s = {m: stats(v) for m, v in at.items() if v}
+        engine = s["engine"]
+        others = [m for m in ("aim", "mst") if m in s and s[m]["finished"]]
+        best = min(others, key=lambda m: s[m]["mean"]) if others else None
+        entry = {"dataset": dataset, "epsilon": epsilon, "stats": s, "best": best}
+        if best is not None:
+            margin = math.hypot(engine["se"], s[best]["se"])
+            entry["engine_at_or_below"] = engine["mean"] <= s[best]["mean"] + margin
+        if "secure" in s:
+            entry["secure_ratio"] = s["secure"]["mean"] / engine["mean"]
+        if "aim" in s and s["aim"]["finished"]:
+            entry["aim_time_ratio"] = s["aim"]["seconds"] / engine["seconds"]
+        out.append(entry)
+    return out
+
+
+def _cell(s: dict | None) -> str:
+    if s is None:
+        return "-"
+    text = f"{s['mean']:.4f} +- {s['se']:.4f}" if s["finished"] else "none finished"
+    if s["finished"] == s["runs"]:
+        return text
+    counts = [f"{s[k]} {k}" for k in ("finished", "timed out", "not run") if s[k]]
+    return f"{text} ({', '.join(counts)})"
+
+
+def markdown(head: dict, entries: list[dict]) -> str:
+    out = [
+        "# The engine against AIM and MST; method secure against the engine",
+        "",
+        f"`{head['command']}`; commit {head['commit']}; read from {head['sources']}. "
+        "3-way TVD, mean +- standard error over the seeds that finished; the engine is "
+        "'at or below' the better of AIM and MST if engine <= other + sqrt(se_engine^2 + "
+        f"se_other^2); secure passes if its TVD is at most {SECURE_LIMIT}x the engine's.",
+        "",
+        "| dataset | epsilon | engine | secure | MST | AIM | engine at or below "
+        "min(AIM, MST) | secure / engine | seconds: engine, AIM (ratio) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in entries:
+        s = e["stats"]
+        aim = s.get("aim")
+        verdict = "-"
+        if e["best"] is not None:
+            verdict = ("yes" if e["engine_at_or_below"] else "NO") + f" (vs {e['best']}"
+            verdict += "; no AIM run finished)" if aim and not aim["finished"] else ")"
+        ratio = e.get("secure_ratio")
+        secure = "-" if ratio is None else f"{ratio:.3f} " + (
+            "yes" if ratio <= SECURE_LIMIT else "NO")  # fmt: skip
+        seconds = f"{s['engine']['seconds']:.1f}"
+        if "aim_time_ratio" in e:
+            seconds += f", {aim['seconds']:.0f} ({e['aim_time_ratio']:.0f}x)"
+        out.append(
+            f"| {e['dataset']} | {e['epsilon']:g} | {_cell(s['engine'])} | "
+            f"{_cell(s.get('secure'))} | {_cell(s.get('mst'))} | {_cell(aim)} | {verdict} | "
+            f"{secure} | {seconds} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sources", nargs="*", default=[str(p) for p in SOURCES])
+    parser.add_argument("--json")
+    parser.add_argument("--md")
+    args = parser.parse_args(argv)
+    rows = []
+    for source in args.sources:
+        rows += json.loads(Path(source).read_text(encoding="utf-8"))["rows"]
+    names = ", ".join(Path(s).name for s in args.sources)
+    head = run_head(__file__, argv) | {"sources": names}
+    entries = summarise(rows)
+    write_results(args.json, args.md, head, entries, markdown)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""``benchmarks/vs_summary.py``: the engine against the better of AIM and MST within one
+combined standard error, secure against 1.05x the engine, on rows made up for the test."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+PATH = Path(__file__).parents[1] / "benchmarks" / "vs_summary.py"
+
+
+@pytest.fixture(scope="module")
+def summary():
+    spec = importlib.util.spec_from_file_location("vs_summary", PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows(method: str, tvds: list[float | None], status: str = "finished") -> list[dict]:
+    return [
+        {"dataset": "t", "epsilon": 0.4, "method": method, "seed": s, "tvd3": v,
+         "status": status if v is None else "finished", "seconds": 10.0 * (s + 1)}
+        for s, v in enumerate(tvds)
+    ]  # fmt: skip
+
+
+def test_the_engine_passes_within_one_combined_standard_error(summary):
+    """Three seeds 0.001 apart have a standard error of 0.001 / sqrt(3) = 0.000577, so two
+    such means may differ by sqrt(2) x 0.000577 = 0.000816: the engine at 0.0110 passes
+    against AIM at 0.0105 and fails against AIM at 0.0100."""
+    engine = _rows("engine", [0.010, 0.011, 0.012])
+    mst = _rows("mst", [0.2, 0.2, 0.2])
+    (entry,) = summary.summarise(engine + mst + _rows("aim", [0.0095, 0.0105, 0.0115]))
+    assert math.isclose(entry["stats"]["engine"]["se"], 0.001 / math.sqrt(3))
+    assert entry["best"] == "aim" and entry["engine_at_or_below"]
+    (entry,) = summary.summarise(engine + mst + _rows("aim", [0.009, 0.010, 0.011]))
+    assert entry["best"] == "aim" and not entry["engine_at_or_below"]
+
+
+def test_without_a_finished_aim_run_mst_is_the_bar_and_the_table_says_so(summary):
+    engine = _rows("engine", [0.05, 0.05])
+    rows = engine + _rows("mst", [0.08, 0.08]) + _rows("aim", [None, None], "timed out")
+    (entry,) = summary.summarise(rows)
+    assert entry["best"] == "mst" and entry["engine_at_or_below"]
+    assert entry["stats"]["aim"]["timed out"] == 2 and "aim_time_ratio" not in entry
+    text = summary.markdown({"command": "c", "commit": "x", "sources": "s"}, [entry])
+    assert "none finished (2 timed out)" in text and "no AIM run finished" in text
+
+
+def test_secure_is_held_to_five_percent_over_the_engine(summary):
+    engine = _rows("engine", [0.100, 0.100])
+    (passing,) = summary.summarise(engine + _rows("secure", [0.105, 0.105]))
+    (failing,) = summary.summarise(engine + _rows("secure", [0.106, 0.106]))
+    head = {"command": "c", "commit": "x", "sources": "s"}
+    assert "1.050 yes" in summary.markdown(head, [passing])
+    assert "1.060 NO" in summary.markdown(head, [failing])
