@@ -57,7 +57,7 @@ Run it as a child process (:mod:`vertimrf.report.baselines`), killed at the cap.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -193,84 +193,93 @@ def _mrf_of(potentials: Any, names: list[str], sizes: list[int], total: float) -
     return MarkovRandomField(domain, cliques, factors, total=total)
 
 
+def _replace(owner: Any, name: str, make: Callable[[Any], Callable[..., Any]]) -> None:
+    """Replace the function ``name`` of module or class ``owner``, in this process only, by
+    ``make(original)``; a second call for the same function leaves the first replacement."""
+    original = getattr(owner, name)
+    if getattr(original, "replaced_by_vertimrf", False):
+        return
+    replacement = make(original)
+    replacement.replaced_by_vertimrf = True  # type: ignore[attr-defined]
+    setattr(owner, name, replacement)
+
+
 def _marginals_outside_the_model_by_junction_tree() -> None:
-    """Make mbi's ``MarkovRandomField.project``, in this process, compute a marginal that no
-    clique of the model holds by vertimrf's exact junction-tree inference (in float64) instead
-    of mbi's variable elimination, as a numpy float64 array. The values are the same marginal
-    (tested against mbi's, which computes in float64 too, to 1e-9 relative); only the routine
-    differs. AIM scores every candidate marginal against its model in every round, and mbi's
-    routine traces and compiles JAX code for each marginal's shape: profiled on Adult, 99% of
-    a run went there, about 60% of it in JAX lowering. A marginal the model holds is still
-    mbi's own."""
+    """Make mbi's ``MarkovRandomField.project`` compute a marginal that no clique of the model
+    holds by vertimrf's exact junction-tree inference instead of mbi's variable elimination,
+    as a float64 numpy array: the same marginal (tested against mbi's, which computes in
+    float64 too, to 1e-9 relative), another routine. AIM scores every candidate marginal
+    against its model in every round, and mbi's routine traces and compiles JAX code for each
+    marginal's shape: profiled on Adult, 99% of a run went there, about 60% of it in JAX
+    lowering. A marginal the model holds is still mbi's own."""
     import mbi
 
-    original = mbi.MarkovRandomField.project
-    if getattr(original, "by_junction_tree", False):
-        return
-    last: list[tuple[Any, MarkovRandomField]] = []  # the model of the latest potentials
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        last: list[tuple[Any, MarkovRandomField]] = []  # the model of the latest potentials
 
-    def project(self: Any, attrs: str | Sequence[str]) -> Any:
-        attrs = (attrs,) if isinstance(attrs, str) else tuple(attrs)
-        if self.marginals.supports(attrs):
-            return original(self, attrs)
-        if not last or last[0][0] is not self.potentials:
-            names = list(self.domain.attributes)
-            sizes = [int(self.domain.config[c]) for c in names]
-            last[:] = [(self.potentials, _mrf_of(self.potentials, names, sizes, float(self.total)))]
-        model = last[0][1]
-        index = {c: j for j, c in enumerate(model.domain.names)}
-        values = model.marginal([index[a] for a in attrs])
-        return mbi.Factor(self.domain.project(attrs), values)
+        def project(self: Any, attrs: str | Sequence[str]) -> Any:
+            attrs = (attrs,) if isinstance(attrs, str) else tuple(attrs)
+            if self.marginals.supports(attrs):
+                return original(self, attrs)
+            if not last or last[0][0] is not self.potentials:
+                names = list(self.domain.attributes)
+                sizes = [int(self.domain.config[c]) for c in names]
+                model = _mrf_of(self.potentials, names, sizes, float(self.total))
+                last[:] = [(self.potentials, model)]
+            model = last[0][1]
+            index = {c: j for j, c in enumerate(model.domain.names)}
+            values = model.marginal([index[a] for a in attrs])
+            return mbi.Factor(self.domain.project(attrs), values)
 
-    project.by_junction_tree = True  # type: ignore[attr-defined]
-    mbi.MarkovRandomField.project = project
+        return project
+
+    _replace(mbi.MarkovRandomField, "project", make)
 
 
 def _model_sizes_remembered() -> None:
-    """Make mbi's ``hypothetical_model_size``, in this process, remember its answers. AIM asks
-    it, in every round, for the model's cliques plus each candidate (its model-size cap), and
-    it builds a junction tree each time (about a quarter of a run once the marginals above are
-    fast). It is a deterministic function of the domain and the cliques in their order (mbi's
-    greedy elimination order, not its stochastic one), so a remembered answer is the answer:
-    rounds that leave the model's cliques as they were ask the same questions again."""
+    """Make mbi's ``hypothetical_model_size`` remember its answers. AIM asks it, in every
+    round, for the model's cliques plus each candidate (its model-size cap), and it builds a
+    junction tree each time (about a quarter of a run once the marginals above are fast). It
+    is a deterministic function of the domain and the cliques in their order (mbi's greedy
+    elimination order, not its stochastic one), so a remembered answer is the answer: rounds
+    that leave the model's cliques as they were ask the same questions again."""
     from mbi import junction_tree
 
-    original = junction_tree.hypothetical_model_size
-    if getattr(original, "remembered", False):
-        return
-    answers: dict[tuple[Any, ...], float] = {}
+    def make(original: Callable[..., float]) -> Callable[..., float]:
+        answers: dict[tuple[Any, ...], float] = {}
 
-    def size(domain: Any, cliques: list[tuple[str, ...]]) -> float:
-        key = (tuple(domain.attributes), tuple(domain.shape), tuple(tuple(c) for c in cliques))
-        if key not in answers:
-            answers[key] = original(domain, cliques)
-        return answers[key]
+        def size(domain: Any, cliques: list[tuple[str, ...]]) -> float:
+            shape = (tuple(domain.attributes), tuple(domain.shape))
+            key = (*shape, tuple(tuple(c) for c in cliques))
+            if key not in answers:
+                answers[key] = original(domain, cliques)
+            return answers[key]
 
-    size.remembered = True  # type: ignore[attr-defined]
-    junction_tree.hypothetical_model_size = size
+        return size
+
+    _replace(junction_tree, "hypothetical_model_size", make)
 
 
 def _aim_scores_built_once() -> None:
-    """Make OpenDP's AIM, in this process, build its score transformation once per selection.
-    Its binary search for the selection's noise scale builds the transformation again for
-    every scale it tries, from the same candidates, model and domain, casting each
-    candidate's domain through OpenDP's library each time (about a fifth of a run on Adult
-    once the two fixes above are in). The transformation is immutable, so the one built for
-    the same arguments (the same objects) is returned again."""
+    """Make OpenDP's AIM build its score transformation once per selection. Its binary search
+    for the selection's noise scale builds the transformation again for every scale it tries,
+    from the same candidates, model and domain, casting each candidate's domain through
+    OpenDP's library each time (about a fifth of a run on Adult once the two fixes above are
+    in). The transformation is immutable, so the one built for the same arguments (the same
+    objects) is returned again."""
     from opendp.extras.mbi import _aim
 
-    original = _aim._make_aim_scores
-    if getattr(original, "built_once", False):
-        return
-    last: list[tuple[tuple[Any, ...], Any]] = []
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        last: list[tuple[tuple[Any, ...], Any]] = []
 
-    def scores(*args: Any) -> Any:
-        if not (last and _same_objects(args, last[0][0])):
-            last[:] = [(args, original(*args))]
-        return last[0][1]
+        def scores(*args: Any) -> Any:
+            if not (last and _same_objects(args, last[0][0])):
+                last[:] = [(args, original(*args))]
+            return last[0][1]
 
-    scores.built_once = True  # type: ignore[attr-defined]
-    _aim._make_aim_scores = scores  # type: ignore[assignment]
+        return scores
+
+    _replace(_aim, "_make_aim_scores", make)
 
 
 def _same_objects(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -298,10 +307,13 @@ def _leave_slack() -> None:
     :data:`SLACK` unspent instead of one float, in this process."""
     from opendp.extras.mbi import _mst
 
-    def lowered(x: float) -> float:
-        return float(x) * (1 - SLACK)
+    def make(_: Callable[[float], float]) -> Callable[[float], float]:
+        def lowered(x: float) -> float:
+            return float(x) * (1 - SLACK)
 
-    _mst.prior = lowered
+        return lowered
+
+    _replace(_mst, "prior", make)
 
 
 def _filled(values: Any, size: int, rng: np.random.Generator) -> np.ndarray:

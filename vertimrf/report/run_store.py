@@ -132,7 +132,8 @@ def compact(codes: np.ndarray) -> np.ndarray:
     same values in as few bytes (a row of Adult's 15 codes in 15 bytes, not 120)."""
     codes = np.asarray(codes)
     if codes.dtype.kind not in "iu" or (codes.size and codes.min() < 0):
-        raise ValueError(f"codes must be non-negative integers; got dtype {codes.dtype}")
+        low = codes.min() if codes.size else None
+        raise ValueError(f"codes must be non-negative integers; got {codes.dtype}, min {low}")
     top = int(codes.max()) if codes.size else 0
     return codes.astype(np.min_scalar_type(top), copy=False)
 
