@@ -22,14 +22,15 @@ NOT_YET = """## Not in this report yet
 
 - AIM. Run as its paper configures it (OpenDP's measurements on the exact domain, mbi's 1000
   mirror-descent iterations a fit, its rows drawn by our sampler), one run on Adult takes
-  about 40 minutes on a core of 2, and over 60 with CI on the other, so its 12 runs (3 seeds
-  at 4 epsilons) do not fit in one report run. `--baselines mst,aim --cap SECONDS` draws it
-  where there is the time; with `--baseline-store DIR` each finished run is kept, so the
-  runs can be made over several sessions, and `benchmarks/bench_engine.py --store DIR` fills
-  the same store. With 100 iterations a fit its fits stayed far from its own measurements
-  (3-way TVD on Adult at epsilon 1.6 0.16, twice MST's), and through OpenDP's contingency
-  table at its defaults (a null category in every column, half of rho on one-way marginals)
-  it was not AIM as its paper runs it: neither is drawn.
+  13-21 minutes on a core of 2 at epsilon 0.4-0.8 and longer at higher epsilon, so its 12
+  runs (3 seeds at 4 epsilons) do not fit in one report run. They are made over several
+  sessions and kept in the repository's run store, `benchmarks/results/baseline_runs`
+  (`benchmarks/bench_engine.py --store` fills it); `--baselines mst,aim --cap 3600
+  --baseline-store benchmarks/results/baseline_runs` draws AIM from it once the 12 are there.
+  With 100 iterations a fit its fits stayed far from its own measurements (3-way TVD on Adult
+  at epsilon 1.6 0.16, twice MST's), and through OpenDP's contingency table at its defaults
+  (a null category in every column, half of rho on one-way marginals) it was not AIM as its
+  paper runs it: neither is drawn.
 """
 
 

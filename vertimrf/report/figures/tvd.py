@@ -21,8 +21,8 @@ NO_MBI_NOTE = (
 )
 
 
-# Shared by --quick and --full. AIM at its defaults took over 40 minutes a run on Adult on 2
-# cores, so neither runs it (`vertimrf report --baselines mst,aim` does).
+# Shared by --quick and --full. An AIM run on Adult takes 13-21 minutes on a core at epsilon
+# 0.4-0.8, so neither runs it (`vertimrf report --baselines mst,aim` does, from a run store).
 ALL_EPSILONS = {"epsilons": EPSILONS, "ways": [3, 4, 5], "methods": list(METHODS)}
 
 
