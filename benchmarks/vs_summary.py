@@ -128,11 +128,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args(argv)
-    rows = []
+    rows, names = [], []
     for source in args.sources:
-        rows += json.loads(Path(source).read_text(encoding="utf-8"))["rows"]
-    names = ", ".join(Path(s).name for s in args.sources)
-    head = run_head(__file__, argv) | {"sources": names}
+        data = json.loads(Path(source).read_text(encoding="utf-8"))
+        rows += data["rows"]
+        names.append(f"{Path(source).name} (commit {data['commit']}, {data['machine']})")
+    head = run_head(__file__, argv) | {"sources": ", ".join(names)}
     entries = summarise(rows)
     write_results(args.json, args.md, head, entries, markdown)
 
