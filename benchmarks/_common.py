@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -28,6 +29,14 @@ def machine() -> str:
 def load_average() -> str:
     """The machine's 1-, 5- and 15-minute load averages, as /proc/loadavg shows them."""
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """The mean of ``values`` and its standard error (sample sd / sqrt(n); 0 for one value)."""
+    n = len(values)
+    mean = sum(values) / n
+    se = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1) / n) if n > 1 else 0.0
+    return mean, se
 
 
 def table_head(rows: int, max_rows: int) -> dict:

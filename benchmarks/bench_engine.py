@@ -47,10 +47,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_average, run_head, write_results  # noqa: E402
+from _common import load_average, mean_se, run_head, write_results  # noqa: E402
 
 DELTA, MAX_ROWS = 1e-6, 65_536
 SPLITS = {"nltcs": 8, "adult": 8}
@@ -113,12 +111,6 @@ def measure(
     return row | ({"reused": True} if reused else {})
 
 
-def _mean(values: list[float]) -> tuple[float, float]:
-    v = np.asarray(values, dtype=float)
-    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
-    return float(v.mean()), se
-
-
 def markdown(head: dict, rows: list[dict]) -> str:
     out = [
         "# Centralized PrivMRF, the engine and aim-like on one table, method secure, MST and AIM",
@@ -139,11 +131,11 @@ def markdown(head: dict, rows: list[dict]) -> str:
             if not sel:
                 continue
             done = [r["tvd3"] for r in sel if r["tvd3"] is not None]
-            tvd = "{:.4f} +- {:.4f}".format(*_mean(done)) if done else "-"
+            tvd = "{:.4f} +- {:.4f}".format(*mean_se(done)) if done else "-"
             frac = [r["spent_rho"] / r["rho"] for r in sel if r["spent_rho"] is not None]
             spent = f"{min(frac):.10f}-{max(frac):.10f}" if frac else "OpenDP's"
             ran = [r["seconds"] for r in sel if r.get("status") != "not run"]
-            seconds = f"{_mean(ran)[0]:.1f}" if ran else "-"
+            seconds = f"{mean_se(ran)[0]:.1f}" if ran else "-"
             runs = "; ".join(_run(r) for r in sel)
             out.append(
                 f"| {dataset} | {epsilon:g} | {method} | {tvd} | {spent} | {runs} | {seconds} |"

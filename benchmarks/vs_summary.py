@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import run_head, write_results  # noqa: E402
+from _common import mean_se, run_head, write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SOURCES = (RESULTS / "vs_mst.json", RESULTS / "vs_aim.json")
@@ -39,10 +39,7 @@ def stats(rows: list[dict]) -> dict:
     done = [r["tvd3"] for r in rows if r.get("tvd3") is not None]
     statuses = [r.get("status", "finished") for r in rows]
     ran = [r["seconds"] for r in rows if r.get("status", "finished") != "not run"]
-    mean = sum(done) / len(done) if done else math.nan
-    se = 0.0
-    if len(done) > 1:
-        se = math.sqrt(sum((x - mean) ** 2 for x in done) / (len(done) - 1) / len(done))
+    mean, se = mean_se(done) if done else (math.nan, 0.0)
     seconds = sum(ran) / len(ran) if ran else math.nan
     return {
         "mean": mean,
