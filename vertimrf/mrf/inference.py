@@ -4,8 +4,11 @@ A query inside one clique projects that clique's calibrated table. Otherwise it 
 smallest subtree whose cliques cover the query, where the joint is
 ``prod_C mu_C / prod_S mu_S``, keeps in each clique only the query attributes and its
 separators (other attributes occur in no other clique of the subtree, so they are summed out
-locally, in log space), and eliminates the remaining separator attributes by collecting
-messages towards a root, each clique's step one ``np.einsum`` contraction of conditionals.
+locally), and eliminates the remaining separator attributes by collecting messages towards
+a root, each clique's step one ``np.einsum`` contraction of conditionals, in probability
+space (probabilities below ~1e-308 flush to zero). A clique's conditional depends on the query
+only through the attributes it keeps, so the model's :class:`~vertimrf.mrf.memo.QueryMemo`
+keeps it, and the clique's probabilities, for the next query on the same calibration.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from vertimrf.mrf.junction_tree import (
     check_model_size,
     model_size,
 )
+from vertimrf.mrf.memo import QueryMemo
 
 LogFactor = tuple[Clique, np.ndarray]
 
@@ -50,12 +54,6 @@ def _lse_onto(f: LogFactor, keep: set[int]) -> LogFactor:
 def _product(f: LogFactor, g: LogFactor) -> LogFactor:
     attrs = tuple(sorted(set(f[0]) | set(g[0])))
     return attrs, expand_to(f[1], f[0], attrs) + expand_to(g[1], g[0], attrs)
-
-
-def _divide(f: LogFactor, s: LogFactor) -> LogFactor:
-    """f / s in log space, with 0/0 = 0 (-inf stays -inf, never inf - inf)."""
-    sb = expand_to(s[1], s[0], f[0])
-    return f[0], np.where(sb > -np.inf, f[1] - np.where(sb > -np.inf, sb, 0.0), -np.inf)
 
 
 def _steiner(model: CalibratedModel, query: set[int]) -> dict[int, dict[int, Clique]]:
@@ -94,28 +92,32 @@ def query_log_marginal(model: CalibratedModel, attrs: Sequence[int]) -> np.ndarr
     return np.transpose(f[1], [order.index(a) for a in attrs])
 
 
-def _contract(factors: list[LogFactor], out: Clique) -> LogFactor:
-    """log of sum over the variables outside ``out`` of the product of ``factors``.
+def _contract(memo: QueryMemo, factors: list[LogFactor], out: Clique) -> LogFactor:
+    """Sum over the variables outside ``out`` of the product of ``factors``, all in
+    probability space.
 
-    The factors are conditionals or marginals (values <= 1), so they are contracted in
-    probability space with ``np.einsum`` (which picks the elimination order and never builds
+    The factors are conditionals, marginals or messages (values <= 1), contracted with
+    ``np.einsum`` (which picks the elimination order, remembered per shapes, and never builds
     the full product); joint probabilities below ~1e-308 flush to zero. Above einsum's 52
     labels it falls back to log-space products.
     """
     labels = sorted(set().union(*(f[0] for f in factors)))
     if len(labels) > 52:
-        f = factors[0]
-        for g in factors[1:]:
-            f = _product(f, g)
-        return _lse_onto(f, set(out))
+        with np.errstate(divide="ignore"):
+            f = (factors[0][0], np.log(factors[0][1]))
+            for attrs, table in factors[1:]:
+                f = _product(f, (attrs, np.log(table)))
+        return out, np.exp(_lse_onto(f, set(out))[1])
     pos = {a: i for i, a in enumerate(labels)}
     args: list = []
     for attrs, table in factors:
-        args += [np.exp(table), [pos[a] for a in attrs]]
+        args += [table, [pos[a] for a in attrs]]
     args.append([pos[a] for a in out])
-    path = np.einsum_path(*args, optimize=("greedy", EINSUM_MAX_INTERMEDIATE))[0]
-    with np.errstate(divide="ignore"):
-        return out, np.log(np.einsum(*args, optimize=path))
+    key = (tuple((f[0], f[1].shape) for f in factors), out)
+    path = memo.path(
+        key, lambda: np.einsum_path(*args, optimize=("greedy", EINSUM_MAX_INTERMEDIATE))[0]
+    )
+    return out, np.einsum(*args, optimize=path)
 
 
 def _rooted(adj: dict[int, dict[int, Clique]], root: int) -> tuple[dict[int, int], list[int]]:
@@ -147,8 +149,34 @@ def _message_scopes(
     return parent, order, scopes
 
 
+def _conditional(model: CalibratedModel, c: int, keep: Clique, given: Clique | None) -> LogFactor:
+    """Clique ``c``'s calibrated marginal of ``keep``, divided by its marginal of ``given``
+    (unless None), as probabilities (0/0 = 0); summed from the clique's probabilities. Both
+    are remembered for the model's calibration."""
+    memo = model.query_memo()
+    clique = model.layout.cliques[c]
+
+    def make() -> LogFactor:
+        probs = memo.table(c, lambda: (clique, np.exp(model.clique_log_marginal(clique))))
+        f = _sum_onto(probs, keep)
+        if given is None:
+            return f
+        s = expand_to(_sum_onto(f, given)[1], given, keep)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return keep, np.where(s > 0, f[1] / s, 0.0)
+
+    return memo.table((c, keep, given), make)
+
+
+def _sum_onto(f: LogFactor, keep: Clique) -> LogFactor:
+    """Probability table ``f`` summed over its attributes outside ``keep`` (sorted)."""
+    axes = tuple(i for i, a in enumerate(f[0]) if a not in keep)
+    return (keep, f[1].sum(axis=axes)) if axes else f
+
+
 def _tree_query(model: CalibratedModel, query: set[int]) -> LogFactor:
     cliques = model.layout.cliques
+    memo = model.query_memo()
     adj = _steiner(model, query)
     cost = {}
     for r in adj:  # root the subtree where the messages, which carry query attrs, are smallest
@@ -157,11 +185,14 @@ def _tree_query(model: CalibratedModel, query: set[int]) -> LogFactor:
     root = min(adj, key=lambda r: (cost[r], r))
     parent, order, scopes = _message_scopes(model, adj, root, query)
     msgs: dict[int, list[LogFactor]] = {c: [] for c in order}
+
+    def kept(c: int) -> Clique:
+        return tuple(sorted((set(cliques[c]) & query).union(*(set(s) for s in adj[c].values()))))
+
     for c in reversed(order[1:]):
-        keep = (set(cliques[c]) & query).union(*(set(s) for s in adj[c].values()))
-        f = _lse_onto((cliques[c], model.clique_log_marginal(cliques[c])), keep)
-        f = _divide(f, _lse_onto(f, set(adj[c][parent[c]])))
-        msgs[parent[c]].append(_contract([f, *msgs[c]], tuple(sorted(scopes[c]))))
-    keep = (set(cliques[root]) & query).union(*(set(s) for s in adj[root].values()))
-    f = _lse_onto((cliques[root], model.clique_log_marginal(cliques[root])), keep)
-    return _contract([f, *msgs[root]], tuple(sorted(query)))
+        f = _conditional(model, c, kept(c), tuple(adj[c][parent[c]]))
+        msgs[parent[c]].append(_contract(memo, [f, *msgs[c]], tuple(sorted(scopes[c]))))
+    f = _conditional(model, root, kept(root), None)
+    attrs, probs = _contract(memo, [f, *msgs[root]], tuple(sorted(query)))
+    with np.errstate(divide="ignore"):
+        return attrs, np.log(probs)

@@ -21,13 +21,15 @@ import numpy as np
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError, DomainError, ModelTooLargeError
 from vertimrf.mrf.cliques import Clique, CliqueLayout
+from vertimrf.mrf.memo import QUERY_MEMO_TABLE_SETS, QueryMemo
 
 #: Default cell limit: total cells over all clique tables (one float64 table set is 8 bytes/cell).
 DEFAULT_MAX_CELLS = 50_000_000
 
 #: Float64 clique-table buffers alive during a mirror-descent fit: the model's potentials,
-#: beliefs and probabilities, and the fit's current, trial and gradient potentials.
-FIT_TABLE_SETS = 6
+#: beliefs and probabilities, the fit's current, trial and gradient potentials, and the
+#: memo of the model's exact queries.
+FIT_TABLE_SETS = 6 + QUERY_MEMO_TABLE_SETS
 
 HEURISTICS = ("min_fill", "min_weight", "static_min_degree")
 
@@ -432,3 +434,5 @@ class CalibratedModel(Protocol):
     def clique_log_marginal(self, clique: Iterable[int]) -> np.ndarray: ...
 
     def clique_marginals(self) -> np.ndarray: ...
+
+    def query_memo(self) -> QueryMemo: ...

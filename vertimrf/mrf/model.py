@@ -33,6 +33,7 @@ from vertimrf.mrf.junction_tree import (
     check_model_size,
     model_size,
 )
+from vertimrf.mrf.memo import QUERY_MEMO_TABLE_SETS, QueryMemo
 from vertimrf.mrf.sampling import forward_sample, sample_chunks
 
 PotentialsLike = CliquePotentials | np.ndarray | Mapping[tuple[int, ...], np.ndarray]
@@ -141,6 +142,7 @@ class MarkovRandomField:
         self._up = np.empty(int(self.plan.eptr[-1]))
         self._logz = np.nan
         self._calibrated: tuple[int, int] | None = None
+        self._memo = QueryMemo(QUERY_MEMO_TABLE_SETS * self.layout.total_cells)
         self._potentials = CliquePotentials(self.layout)
         if potentials is not None:
             self.set_potentials(potentials)
@@ -207,6 +209,7 @@ class MarkovRandomField:
             )
         self._logz = float(logz)
         self._calibrated = (id(self._potentials), self._potentials.version)
+        self._memo.clear()
         return self
 
     def calibrate_buffer(self, theta: np.ndarray) -> float:
@@ -238,6 +241,13 @@ class MarkovRandomField:
         """Calibrated unnormalised log-beliefs (flat buffer, same layout as the potentials)."""
         self._ensure()
         return self._beliefs
+
+    def query_memo(self) -> QueryMemo:
+        """What queries on the current calibration share (calibrates if needed); cleared
+        whenever the beliefs change. Its tables take at most
+        :data:`~vertimrf.mrf.memo.QUERY_MEMO_TABLE_SETS` times the potentials' cells."""
+        self._ensure()
+        return self._memo
 
     def _clique_index(self, clique: Iterable[int]) -> int:
         key = tuple(sorted(int(a) for a in clique))
