@@ -39,8 +39,10 @@ junction-tree inference instead of mbi's variable elimination, which traced and 
 code for each marginal's shape (the same values, tested); mbi's model-size answers are
 remembered; and OpenDP's score transformation is built once per selection. On Adult at
 epsilon 0.4 a run took 760-815 s with them, against 2,287-3,149 s before (3 seeds each, one
-core, another machine); at epsilon 1.6 most of what is left is vertimrf's own out-of-model
-marginal.
+core, another machine). At epsilon 1.6 seed 0 took 2,604 s on one core beside another AIM
+run; a one-minute profile 40 minutes into a run found 42% of the time in mbi's mirror descent
+and 33% in vertimrf's out-of-model marginals (whose queries share each calibration's
+conditionals, :class:`vertimrf.mrf.memo.QueryMemo`).
 
 The synthetic rows are drawn from the fitted model by vertimrf's own junction-tree sampler
 (:func:`rows`), as our methods' rows are: mbi's log-potentials become a
