@@ -1,12 +1,12 @@
 """Benchmark of exact marginal queries outside a model's cliques, as AIM's scoring asks them.
 
 A model on Adult's domain (random 3-way cliques, kept while the junction tree stays within
-2M cells; random potentials), asked every 3-way marginal that no clique holds, on a fresh
-calibration each time, in this process's CPU seconds (so other work on the cores does not
-count), with BLAS on one thread (its idle threads spin and would count): with the model's
-query memo (its cliques' probabilities and
+2M cells; random potentials) is asked every 3-way marginal that no clique holds, on a fresh
+calibration each time: with the model's query memo (its cliques' probabilities and
 conditionals shared by the queries of one calibration) against the same queries with a memo
-that keeps no table (the baseline), timed in turn in one run. The answers are checked equal.
+that keeps no table (the baseline), timed in turn in one run. Times are this process's CPU
+seconds (other work on the cores does not count) with BLAS on one thread (its idle threads
+spin and would count). The answers are checked equal.
 
     python benchmarks/bench_queries.py --json benchmarks/results/bench_queries.json \
         --md benchmarks/results/bench_queries.md

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vertimrf.mrf.cliques import Clique, expand_to
+from vertimrf.mrf.cliques import Clique, expand_to, sum_onto_many
 from vertimrf.mrf.junction_tree import (
     DEFAULT_MAX_CELLS,
     CalibratedModel,
@@ -149,11 +149,12 @@ def _message_scopes(
     return parent, order, scopes
 
 
-def _conditional(model: CalibratedModel, c: int, keep: Clique, given: Clique | None) -> LogFactor:
+def _conditional(
+    model: CalibratedModel, memo: QueryMemo, c: int, keep: Clique, given: Clique | None
+) -> LogFactor:
     """Clique ``c``'s calibrated marginal of ``keep``, divided by its marginal of ``given``
     (unless None), as probabilities (0/0 = 0); summed from the clique's probabilities. Both
-    are remembered for the model's calibration."""
-    memo = model.query_memo()
+    are remembered in ``memo``, the model's for its calibration."""
     clique = model.layout.cliques[c]
 
     def make() -> LogFactor:
@@ -170,8 +171,9 @@ def _conditional(model: CalibratedModel, c: int, keep: Clique, given: Clique | N
 
 def _sum_onto(f: LogFactor, keep: Clique) -> LogFactor:
     """Probability table ``f`` summed over its attributes outside ``keep`` (sorted)."""
-    axes = tuple(i for i, a in enumerate(f[0]) if a not in keep)
-    return (keep, f[1].sum(axis=axes)) if axes else f
+    if len(keep) == len(f[0]):
+        return f
+    return keep, sum_onto_many(f[1], [[a in keep for a in f[0]]])[0]
 
 
 def _tree_query(model: CalibratedModel, query: set[int]) -> LogFactor:
@@ -190,9 +192,9 @@ def _tree_query(model: CalibratedModel, query: set[int]) -> LogFactor:
         return tuple(sorted((set(cliques[c]) & query).union(*(set(s) for s in adj[c].values()))))
 
     for c in reversed(order[1:]):
-        f = _conditional(model, c, kept(c), tuple(adj[c][parent[c]]))
+        f = _conditional(model, memo, c, kept(c), tuple(adj[c][parent[c]]))
         msgs[parent[c]].append(_contract(memo, [f, *msgs[c]], tuple(sorted(scopes[c]))))
-    f = _conditional(model, root, kept(root), None)
+    f = _conditional(model, memo, root, kept(root), None)
     attrs, probs = _contract(memo, [f, *msgs[root]], tuple(sorted(query)))
     with np.errstate(divide="ignore"):
         return attrs, np.log(probs)
