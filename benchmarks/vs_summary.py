@@ -1,8 +1,10 @@
 """The engine against AIM and MST, and method secure against the engine, in one table.
 
 It runs nothing: it reads the rows of ``bench_engine.py``'s result files (by default
-``benchmarks/results/vs_mst.json``, which holds the engine, secure and MST, and
-``vs_aim.json``, which holds AIM) and writes, for each table and epsilon:
+``benchmarks/results/vs_mst.json``, which holds the engine, secure and MST;
+``vs_engine.json``, the engine's rows again at its present defaults; and ``vs_aim.json``,
+which holds AIM; a later file's rows of a method at a table and epsilon replace an earlier
+file's) and writes, for each table and epsilon:
 
 * each method's mean 3-way TVD with its standard error over the seeds that finished, and
   AIM's finished runs out of those asked for (a run past its cap has no TVD);
@@ -27,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import mean_se, run_head, write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SOURCES = (RESULTS / "vs_mst.json", RESULTS / "vs_aim.json")
+SOURCES = (RESULTS / "vs_mst.json", RESULTS / "vs_engine.json", RESULTS / "vs_aim.json")
 METHODS = ("engine", "secure", "mst", "aim")
 SECURE_LIMIT = 1.05
 
@@ -73,6 +75,13 @@ def summarise(rows: list[dict]) -> list[dict]:
             entry["aim_time_ratio"] = s["aim"]["seconds"] / engine["seconds"]
         out.append(entry)
     return out
+
+
+def replaced(rows: list[dict], new: list[dict]) -> list[dict]:
+    """``rows`` and ``new``, where ``new`` holds a method at a table and epsilon, only
+    ``new``'s rows of it."""
+    given = {(r["dataset"], r["epsilon"], r["method"]) for r in new}
+    return [r for r in rows if (r["dataset"], r["epsilon"], r["method"]) not in given] + new
 
 
 def _cell(s: dict | None) -> str:
@@ -125,10 +134,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args(argv)
-    rows, names = [], []
+    rows: list[dict] = []
+    names = []
     for source in args.sources:
         data = json.loads(Path(source).read_text(encoding="utf-8"))
-        rows += data["rows"]
+        rows = replaced(rows, data["rows"])
         names.append(f"{Path(source).name} (commit {data['commit']}, {data['machine']})")
     head = run_head(__file__, argv) | {"sources": ", ".join(names)}
     entries = summarise(rows)

@@ -58,3 +58,16 @@ def test_secure_is_held_to_five_percent_over_the_engine(summary):
     head = {"command": "c", "commit": "x", "sources": "s"}
     assert "1.050 yes" in summary.markdown(head, [passing])
     assert "1.060 NO" in summary.markdown(head, [failing])
+
+
+def test_a_later_files_rows_of_a_method_replace_an_earlier_files(summary):
+    """The engine's rows again (a later file) replace the old ones at that table and epsilon
+    only; other methods and points are kept."""
+    old = _rows("engine", [0.2, 0.2]) + _rows("mst", [0.08, 0.08])
+    other = [r | {"epsilon": 0.8} for r in _rows("engine", [0.3, 0.3])]
+    new = _rows("engine", [0.05, 0.05])
+    rows = summary.replaced(old + other, new)
+    assert sorted((r["method"], r["epsilon"], r["tvd3"]) for r in rows) == [
+        ("engine", 0.4, 0.05), ("engine", 0.4, 0.05), ("engine", 0.8, 0.3),
+        ("engine", 0.8, 0.3), ("mst", 0.4, 0.08), ("mst", 0.4, 0.08),
+    ]  # fmt: skip

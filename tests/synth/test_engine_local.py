@@ -20,6 +20,7 @@ from vertimrf.privacy.split import NOISY_FIRST, first_share
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.options import AUTO_COUNT_SHARE, DEFAULTS
 from vertimrf.synth.engine.local import LocalOracle
+from vertimrf.synth.engine.plan import MODEL_CELLS_PER_PRECISION
 from vertimrf.synth.engine.run import fit_local
 from vertimrf.synth.privmrf import EngineOptions, PrivMRFOptions
 from vertimrf.synth.privmrf.noise import FitNoise
@@ -132,6 +133,29 @@ def test_the_engine_defaults_and_refusals():
         PrivMRF(1.0, 1e-6, selection="engine", noisy_count=100.0)
     with pytest.raises(ConfigError, match="selection='engine' only"):
         PrivMRF(1.0, 1e-6, engine=EngineOptions())
+    # the model caps: four times method secure's (benchmarks/results/engine_caps.md)
+    assert (e.cells_per_precision, e.max_clique_cells, e.max_total_cells) == (
+        4 * MODEL_CELLS_PER_PRECISION,
+        4 * DEFAULTS["secure_max_clique_cells"],
+        4 * DEFAULTS["secure_max_total_cells"],
+    )
+    for bad in (0.0, -1.0, math.inf, math.nan, True, "1e6"):
+        with pytest.raises(ConfigError, match="model caps must be positive"):
+            EngineOptions(max_total_cells=bad)
+    with pytest.raises(ConfigError, match="EngineOptions' \\(max_total_cells\\)"):
+        PrivMRF(1.0, 1e-6, selection="engine", max_total_cells=1e5)
+
+
+def test_the_engine_searches_under_its_own_caps_not_privmrfs():
+    """The model's total cells stay within EngineOptions' cap; PrivMRF's own caps (the
+    paper selection's, 1e6 by default) do not bound the engine's model."""
+    df, spec = latent_table()
+    small = EngineOptions(cells_per_precision=1e9, max_clique_cells=40, max_total_cells=80)
+    fit = PrivMRF(4.0, 1e-6, seed=1, selection="engine", engine=small).fit(df, spec)
+    assert fit.report().model_size.total_cells <= 80
+    big = EngineOptions(cells_per_precision=1e9, max_clique_cells=1e9, max_total_cells=1e9)
+    wide = PrivMRF(4.0, 1e-6, seed=1, selection="engine", engine=big).fit(df, spec)
+    assert wide.report().model_size.total_cells > 80
 
 
 def test_fit_local_needs_two_columns():

@@ -10,7 +10,8 @@ from vertimrf.domain import Domain
 from vertimrf.synth.privmrf.options import PrivMRFOptions
 from vertimrf.workload import Workload
 
-# The model caps (see model_caps).
+# The model caps (see model_caps): method secure's cells per unit of precision (the local
+# engine's are EngineOptions.cells_per_precision).
 MODEL_CELLS_PER_PRECISION = 2750.0
 MIN_TOTAL_CELLS = 2.5e5
 MIN_CLIQUE_CELLS = 1e5
@@ -23,7 +24,8 @@ class EnginePlan:
     re-measurement's zCDP share ``rho_measure``; ``refine_fraction`` (the re-measured pairs
     beyond the initial set, times d); the cap ``iters`` of each fit; and the search and fit
     settings of ``options`` (theta, size penalty, the ceilings of the model caps,
-    convergence); and the ``workload`` (None: every 3-way marginal, weight 1)."""
+    convergence); the ``workload`` (None: every 3-way marginal, weight 1); and the model
+    caps' ``cells_per_precision``."""
 
     domain: Domain
     sigma_select: float
@@ -32,6 +34,7 @@ class EnginePlan:
     iters: int
     options: PrivMRFOptions
     workload: Workload | None = None
+    cells_per_precision: float = MODEL_CELLS_PER_PRECISION
 
     @property
     def pair_weights(self) -> np.ndarray | None:
@@ -46,12 +49,12 @@ class EnginePlan:
 
     def model_caps(self, n_hat: float) -> tuple[float, float]:
         """The graph search's (clique, total) cell caps: the total grows with the planned
-        measurements' precision n_hat / sigma^2 (MODEL_CELLS_PER_PRECISION cells per unit),
+        measurements' precision n_hat / sigma^2 (``cells_per_precision`` cells per unit),
         between MIN_TOTAL_CELLS and the options' cap; the clique cap is 0.4 of it, between
         MIN_CLIQUE_CELLS and the options'. Small models fit several times faster and are as
         accurate while the noise is large; at high epsilon a larger model pays."""
         sigma2 = self.planned / (2.0 * self.rho_measure)
-        total = MODEL_CELLS_PER_PRECISION * n_hat / sigma2
+        total = self.cells_per_precision * n_hat / sigma2
         opts = self.options
         total = min(opts.max_total_cells, max(MIN_TOTAL_CELLS, total))
         clique = min(opts.max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))

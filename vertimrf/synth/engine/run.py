@@ -1,15 +1,16 @@
 """The engine end to end on one table (Centralized): the noisy count and the first release
 of every 2-way marginal (with a workload, of those it holds:
 :meth:`vertimrf.workload.Workload.first_release`), the selection, the re-measurement and
-the fit, each release drawn by the local oracle. The budget splits into shares of rho for
-the count, the first release and the re-measurement, each spent exactly (one noise scale
-per release, set by its share and its number of marginals). The split between the last two
+the fit, each release drawn by the local oracle, under the model caps of the engine's
+options (not PrivMRF's, which are the paper selection's). The budget splits into shares of
+rho for the count, the first release and the re-measurement, each spent exactly (one noise
+scale per release, set by its share and its number of marginals). The split between the last two
 is the options' or, by default, adapts to the noisy count
 (:func:`vertimrf.privacy.split.first_share`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -77,14 +78,18 @@ def fit_local(
     first = oracle.measure(pairs, sigma1, what)
     n_hat = record_total(count, 1.0 / sigma_n**2, first)
     rho_measure = rho * measure
+    caps = replace(
+        options, max_clique_cells=engine.max_clique_cells, max_total_cells=engine.max_total_cells
+    )
     plan = EnginePlan(
         domain,
         sigma1,
         rho_measure,
         engine.refine_fraction,
         engine.iters,
-        options,
+        caps,
         workload,
+        engine.cells_per_precision,
     )
     choice = choose(first, n_hat, plan, oracle, rng)
     sigma2 = sigma_for_share(rho_measure, len(choice.marginals), MARGINAL_SENSITIVITY)

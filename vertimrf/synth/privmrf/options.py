@@ -68,7 +68,7 @@ class PrivMRFOptions:
             "convergence_ratio": self.convergence_ratio,
             "final_convergence_ratio": self.final_convergence_ratio,
         }
-        bad = {k: v for k, v in positive.items() if not (v > 0 and math.isfinite(v))}
+        bad = {k: v for k, v in positive.items() if not _positive_number(v)}
         if bad:
             raise ConfigError(f"these PrivMRF options must be positive and finite: {bad}.")
         at_least_one = {
@@ -122,6 +122,15 @@ class EngineOptions:
             ``select`` and ``measure`` both None (the default): the adaptive split above.
         refine_fraction: the re-measured pairs beyond the initial set (times d).
         iters: the mirror-descent cap of each of the two fits.
+        cells_per_precision, max_clique_cells, max_total_cells: the model caps of the
+            graph search (:meth:`vertimrf.synth.engine.plan.EnginePlan.model_caps`): the
+            total grows by ``cells_per_precision`` cells per unit of the re-measurement's
+            precision n_hat / sigma^2, up to ``max_total_cells``; a clique has at most 0.4
+            of it, up to ``max_clique_cells``. Four times method secure's defaults: on
+            Adult (held-out seeds) they lowered the 3-way TVD from 0.0390 to 0.0377 at
+            epsilon 1.6 and from 0.0349 to 0.0323 at 3.2, for 5x the time
+            (``benchmarks/results/engine_caps.md``). PrivMRF's own ``max_clique_cells``
+            and ``max_total_cells`` are the paper selection's, not these.
         workload: the marginals the synthetic data should answer, as column names (or
             indices), each alone (weight 1) or as ``(columns, weight)``. The first release
             is then the pairs they hold (and the 1-way marginal of each other column), the
@@ -136,11 +145,22 @@ class EngineOptions:
     measure: float | None = None
     refine_fraction: float = 1.6
     iters: int = 1000
+    cells_per_precision: float = 11000.0
+    max_clique_cells: float = 8e5
+    max_total_cells: float = 4e6
     workload: tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.workload is not None:
             object.__setattr__(self, "workload", tuple(self.workload))
+        caps = {
+            "cells_per_precision": self.cells_per_precision,
+            "max_clique_cells": self.max_clique_cells,
+            "max_total_cells": self.max_total_cells,
+        }
+        bad_caps = {k: v for k, v in caps.items() if not _positive_number(v)}
+        if bad_caps:
+            raise ConfigError(f"the engine's model caps must be positive numbers; got {bad_caps}.")
         if (self.select is None) != (self.measure is None):
             raise ConfigError(
                 "give the engine's select and measure shares both, or neither (the adaptive split)."
@@ -161,6 +181,16 @@ class EngineOptions:
             raise ConfigError(f"refine_fraction must be >= 0; got {self.refine_fraction!r}.")
         if not (isinstance(self.iters, int) and self.iters >= 1):
             raise ConfigError(f"iters must be an integer >= 1; got {self.iters!r}.")
+
+
+def _positive_number(value: object) -> bool:
+    """Whether ``value`` is a finite number above 0 (not a bool)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and value > 0
+        and math.isfinite(value)
+    )
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,12 @@ class PrivMRF:
             raise ConfigError(f"selection must be one of {SELECTIONS}; got {selection!r}.")
         if engine is not None and selection != "engine":
             raise ConfigError("engine options apply to selection='engine' only.")
+        caps = sorted({"max_clique_cells", "max_total_cells"} & set(options))
+        if selection == "engine" and caps:
+            raise ConfigError(
+                f"with selection='engine' the model caps are EngineOptions' ({', '.join(caps)}); "
+                "pass them as engine=EngineOptions(...)."
+            )
         if aim is not None and selection != "aim":
             raise ConfigError("aim options apply to selection='aim' only.")
         if selection in ("engine", "aim") and noisy_count is not None:

@@ -1,0 +1,146 @@
+"""The engine's model caps: method secure's (scale 1) against four times them (scale 4).
+
+Held-out seeds (100.. by default, not the 0..2 of the comparisons with AIM and MST), delta
+1e-6: the engine (``PrivMRF(..., selection="engine")``) with
+``EngineOptions(cells_per_precision=2750 k, max_clique_cells=2e5 k, max_total_cells=1e6 k)``
+for each scale k, and with ``--methods secure`` method secure (``simulate(..., method="secure",
+max_rows=65_536)``, the columns split 8 | the rest) with the config's ``secure_max_*`` times
+k and the server's cells per unit of precision times k (set in this process on
+``Selection.engine_plan``: the config has no such field). Each run is scored by
+``metrics.tvd`` (3-way, 300 marginals); the model's cells and the seconds are kept.
+
+    python benchmarks/bench_engine_caps.py adult --epsilons 0.8 1.6 3.2 \
+        --json benchmarks/results/engine_caps.json --md benchmarks/results/engine_caps.md
+    python benchmarks/bench_engine_caps.py adult --methods secure \
+        --json benchmarks/results/secure_caps.json --md benchmarks/results/secure_caps.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import load_average, mean_se, run_head, write_results  # noqa: E402
+
+DELTA, MAX_ROWS, SPLIT = 1e-6, 65_536, 8
+SCALES = (1.0, 4.0)
+
+
+def measure(dataset: str, method: str, scale: float, epsilon: float, seed: int) -> dict:
+    """One run at ``scale`` times method secure's caps: 3-way TVD, model cells, seconds."""
+    from vertimrf import PrivMRF, load_dataset, simulate
+    from vertimrf.metrics import tvd
+    from vertimrf.protocol.options import DEFAULTS
+    from vertimrf.server.secure.selection import Selection
+    from vertimrf.synth.engine import plan
+    from vertimrf.synth.privmrf import EngineOptions
+
+    df, spec = load_dataset(dataset)
+    clique = scale * DEFAULTS["secure_max_clique_cells"]
+    total = scale * DEFAULTS["secure_max_total_cells"]
+    per = scale * plan.MODEL_CELLS_PER_PRECISION
+    start = time.perf_counter()
+    cells = None
+    if method == "secure":
+        names, kept = list(spec.names), Selection.engine_plan
+        Selection.engine_plan = lambda self: replace(kept(self), cells_per_precision=per)
+        try:
+            synth, _ = simulate(
+                df, spec, [names[:SPLIT], names[SPLIT:]], epsilon, DELTA, method="secure",
+                seed=seed, max_rows=MAX_ROWS, secure_max_clique_cells=clique,
+                secure_max_total_cells=total,
+            )  # fmt: skip
+        finally:
+            Selection.engine_plan = kept
+    else:
+        engine = EngineOptions(
+            cells_per_precision=per, max_clique_cells=clique, max_total_cells=total
+        )
+        fit = PrivMRF(epsilon, DELTA, seed=seed, selection="engine", engine=engine, progress=False)
+        synth = fit.fit(df, spec).sample()
+        cells = fit.report().model_size.total_cells
+    return {
+        "dataset": dataset,
+        "method": method,
+        "scale": scale,
+        "epsilon": epsilon,
+        "seed": seed,
+        "tvd3": tvd(df, synth, spec, ways=3),
+        "cells": cells,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def _cell(rows: list[dict], key: str) -> str:
+    mean, se = mean_se([r[key] for r in rows])
+    return f"{mean:.4f} +- {se:.4f}"
+
+
+def markdown(head: dict, rows: list[dict]) -> str:
+    out = [
+        "# The engine's model caps: method secure's against four times them",
+        "",
+        f"`{head['command']}`; commit {head['commit']}; {head['machine']}; load before the "
+        f"run {head['load']}; delta {DELTA}, held-out seeds {head['seeds']}; 3-way TVD, mean "
+        "+- standard error. Scale k: cells per unit of precision 2750 k, clique cap 2e5 k, "
+        "total cap 1e6 k.",
+        "",
+        "| dataset | method | epsilon | TVD, scale 1 | TVD, scale 4 | ratio | model cells, "
+        "scale 1 / 4 | seconds, scale 1 / 4 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    keys = sorted({(r["dataset"], r["method"], r["epsilon"]) for r in rows})
+    for key in keys:
+        at = {s: [r for r in rows if (r["dataset"], r["method"], r["epsilon"]) == key
+                  and r["scale"] == s] for s in SCALES}  # fmt: skip
+        if not all(at.values()):
+            continue
+        one, four = at[SCALES[0]], at[SCALES[1]]
+        ratio = np.mean([r["tvd3"] for r in four]) / np.mean([r["tvd3"] for r in one])
+        cells = "-"
+        if one[0]["cells"] is not None:
+            cells = f"{np.mean([r['cells'] for r in one]):,.0f} / "
+            cells += f"{np.mean([r['cells'] for r in four]):,.0f}"
+        seconds = f"{np.mean([r['seconds'] for r in one]):.1f} / "
+        seconds += f"{np.mean([r['seconds'] for r in four]):.1f}"
+        out.append(
+            f"| {key[0]} | {key[1]} | {key[2]:g} | {_cell(one, 'tvd3')} | "
+            f"{_cell(four, 'tvd3')} | {ratio:.3f} | {cells} | {seconds} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="*", default=["adult"])
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[1.6, 3.2])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=100)
+    parser.add_argument("--methods", nargs="+", choices=["engine", "secure"], default=["engine"])
+    parser.add_argument("--json")
+    parser.add_argument("--md")
+    args = parser.parse_args(argv)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    head = run_head(__file__, argv) | {
+        "seeds": f"{seeds[0]}..{seeds[-1]}",
+        "load": load_average(),
+    }
+    rows = [
+        measure(dataset, method, scale, epsilon, seed)
+        for dataset in args.datasets
+        for method in args.methods
+        for epsilon in args.epsilons
+        for scale in SCALES
+        for seed in seeds
+    ]
+    write_results(args.json, args.md, head, rows, markdown)
+
+
+if __name__ == "__main__":
+    main()
