@@ -39,6 +39,11 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return mean, se
 
 
+def mean_se_text(values: list[float]) -> str:
+    """``values``' mean and standard error (:func:`mean_se`) as "mean +- se", 4 decimals."""
+    return "{:.4f} +- {:.4f}".format(*mean_se(values))
+
+
 def table_head(rows: int, max_rows: int) -> dict:
     """The head of a results file: the table's size and the machine it ran on."""
     return {

@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_average, mean_se, run_head, write_results  # noqa: E402
+from _common import load_average, mean_se, mean_se_text, run_head, write_results  # noqa: E402
 
 DELTA, MAX_ROWS = 1e-6, 65_536
 SPLITS = {"nltcs": 8, "adult": 8}
@@ -131,7 +131,7 @@ def markdown(head: dict, rows: list[dict]) -> str:
             if not sel:
                 continue
             done = [r["tvd3"] for r in sel if r["tvd3"] is not None]
-            tvd = "{:.4f} +- {:.4f}".format(*mean_se(done)) if done else "-"
+            tvd = mean_se_text(done) if done else "-"
             frac = [r["spent_rho"] / r["rho"] for r in sel if r["spent_rho"] is not None]
             spent = f"{min(frac):.10f}-{max(frac):.10f}" if frac else "OpenDP's"
             ran = [r["seconds"] for r in sel if r.get("status") != "not run"]

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_average, mean_se, run_head, write_results  # noqa: E402
+from _common import load_average, mean_se_text, run_head, write_results  # noqa: E402
 
 DELTA, MAX_ROWS, SPLIT = 1e-6, 65_536, 8
 SCALES = (1.0, 4.0)
@@ -77,9 +77,8 @@ def measure(dataset: str, method: str, scale: float, epsilon: float, seed: int) 
     }
 
 
-def _cell(rows: list[dict], key: str) -> str:
-    mean, se = mean_se([r[key] for r in rows])
-    return f"{mean:.4f} +- {se:.4f}"
+def _mean(rows: list[dict], key: str) -> float:
+    return float(np.mean([r[key] for r in rows]))
 
 
 def markdown(head: dict, rows: list[dict]) -> str:
@@ -102,16 +101,15 @@ def markdown(head: dict, rows: list[dict]) -> str:
         if not all(at.values()):
             continue
         one, four = at[SCALES[0]], at[SCALES[1]]
-        ratio = np.mean([r["tvd3"] for r in four]) / np.mean([r["tvd3"] for r in one])
+        ratio = _mean(four, "tvd3") / _mean(one, "tvd3")
         cells = "-"
         if one[0]["cells"] is not None:
-            cells = f"{np.mean([r['cells'] for r in one]):,.0f} / "
-            cells += f"{np.mean([r['cells'] for r in four]):,.0f}"
-        seconds = f"{np.mean([r['seconds'] for r in one]):.1f} / "
-        seconds += f"{np.mean([r['seconds'] for r in four]):.1f}"
+            cells = f"{_mean(one, 'cells'):,.0f} / {_mean(four, 'cells'):,.0f}"
+        seconds = f"{_mean(one, 'seconds'):.1f} / {_mean(four, 'seconds'):.1f}"
+        tvds = [mean_se_text([r["tvd3"] for r in rs]) for rs in (one, four)]
         out.append(
-            f"| {key[0]} | {key[1]} | {key[2]:g} | {_cell(one, 'tvd3')} | "
-            f"{_cell(four, 'tvd3')} | {ratio:.3f} | {cells} | {seconds} |"
+            f"| {key[0]} | {key[1]} | {key[2]:g} | {tvds[0]} | {tvds[1]} | {ratio:.3f} | "
+            f"{cells} | {seconds} |"
         )
     return "\n".join(out) + "\n"
 

@@ -68,7 +68,7 @@ class PrivMRFOptions:
             "convergence_ratio": self.convergence_ratio,
             "final_convergence_ratio": self.final_convergence_ratio,
         }
-        bad = {k: v for k, v in positive.items() if not _positive_number(v)}
+        bad = _not_positive(positive)
         if bad:
             raise ConfigError(f"these PrivMRF options must be positive and finite: {bad}.")
         at_least_one = {
@@ -158,7 +158,7 @@ class EngineOptions:
             "max_clique_cells": self.max_clique_cells,
             "max_total_cells": self.max_total_cells,
         }
-        bad_caps = {k: v for k, v in caps.items() if not _positive_number(v)}
+        bad_caps = _not_positive(caps)
         if bad_caps:
             raise ConfigError(f"the engine's model caps must be positive numbers; got {bad_caps}.")
         if (self.select is None) != (self.measure is None):
@@ -183,14 +183,13 @@ class EngineOptions:
             raise ConfigError(f"iters must be an integer >= 1; got {self.iters!r}.")
 
 
-def _positive_number(value: object) -> bool:
-    """Whether ``value`` is a finite number above 0 (not a bool)."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and value > 0
-        and math.isfinite(value)
-    )
+def _not_positive(named: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``named`` that are not finite numbers above 0 (a bool is not one)."""
+    return {
+        k: v
+        for k, v in named.items()
+        if isinstance(v, bool) or not isinstance(v, int | float) or not (v > 0 and math.isfinite(v))
+    }
 
 
 @dataclass(frozen=True)
