@@ -16,6 +16,7 @@ from vertimrf.report import FIGURES, LEVELS
 from vertimrf.report.figures.audit import secure_fires, secure_sigma
 from vertimrf.report.figures.cost import by_role
 from vertimrf.report.figures.scaling import linear_projection
+from vertimrf.report.figures.svm import svm_figure, training_rows
 from vertimrf.report.figures.theta import split_shares
 
 pytest.importorskip("matplotlib")
@@ -146,6 +147,34 @@ def test_a_missing_optional_module_stops_before_any_run(tmp_path, capsys, monkey
         "leave it out with --figures."
     )
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("rows", [7, 600, 2000, 3000, 3001])
+@pytest.mark.parametrize("folds", [2, 3, 5])
+def test_training_rows_is_the_largest_training_set(rows, folds):
+    sizes = [len(f) for f in np.array_split(np.arange(rows), folds)]
+    assert training_rows(rows, folds) == max(rows - s for s in sizes)
+
+
+def test_svm_figure_gives_the_secure_method_the_training_sets_bound(monkeypatch):
+    # The secure method's budget split reads max_rows as the table's size; the default
+    # (65,536) on folds of 400 rows gave it a first release far noisier than it planned.
+    from vertimrf.report.context import ReportContext, Run
+
+    df, spec = load_dataset("nltcs")
+    ctx = ReportContext("nltcs", df.iloc[:600], spec, seeds=1, progress=False)
+    seen: list[tuple[str, int, dict]] = []
+
+    def run(method, epsilon, seed, *, df=None, **overrides):
+        seen.append((method, len(df), overrides))
+        return Run(df.sample(n=len(df), replace=True, random_state=seed), 0.0, {}, {})
+
+    monkeypatch.setattr(ctx, "run", run)
+    params = {"epsilons": [1.6], "rows": 600, "folds": 3, "methods": ["secure", "central"]}
+    data = svm_figure.compute(ctx, params)
+    assert {(m, n) for m, n, _ in seen} == {("secure", 400), ("central", 400)}
+    assert all(o == ({"max_rows": 400} if m == "secure" else {}) for m, _, o in seen)
+    assert "max_rows is 400" in data.notes[0]
 
 
 def test_theta_split_keeps_the_other_shares():
