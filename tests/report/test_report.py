@@ -158,7 +158,7 @@ def test_training_rows_is_the_largest_training_set(rows, folds):
 
 def test_svm_figure_gives_the_secure_method_the_training_sets_bound(monkeypatch):
     # The secure method's budget split reads max_rows as the table's size; the default
-    # (65,536) on folds of 400 rows gave it a first release far noisier than it planned.
+    # (65,536) on small folds gave its first release a share planned for a larger table.
     from vertimrf.report.context import ReportContext, Run
 
     df, spec = load_dataset("nltcs")
