@@ -1,12 +1,13 @@
-"""The engine's model caps: method secure's (scale 1) against four times them (scale 4).
+"""The engine's model caps: method secure's former ones (scale 1) against four times them
+(scale 4, the present defaults of both).
 
 Held-out seeds (100.. by default, not the 0..2 of the comparisons with AIM and MST), delta
 1e-6: the engine (``PrivMRF(..., selection="engine")``) with
 ``EngineOptions(cells_per_precision=2750 k, max_clique_cells=2e5 k, max_total_cells=1e6 k)``
 for each scale k, and with ``--methods secure`` method secure (``simulate(..., method="secure",
-max_rows=65_536)``, the columns split 8 | the rest) with the config's ``secure_max_*`` times
-k and the server's cells per unit of precision times k (set in this process on
-``Selection.engine_plan``: the config has no such field). Each run is scored by
+max_rows=65_536)``, the columns split 8 | the rest) with ``secure_max_clique_cells`` 2e5 k
+and ``secure_max_total_cells`` 1e6 k (its cells per unit of precision follow the ceiling:
+:func:`vertimrf.synth.engine.plan.cells_per_precision`). Each run is scored by
 ``metrics.tvd`` (3-way, 300 marginals); the model's cells and the seconds are kept.
 
     python benchmarks/bench_engine_caps.py adult --epsilons 0.8 1.6 3.2 \
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,34 +30,28 @@ from _common import load_average, mean_se_text, run_head, write_results  # noqa:
 
 DELTA, MAX_ROWS, SPLIT = 1e-6, 65_536, 8
 SCALES = (1.0, 4.0)
+# Scale 1: method secure's caps before they became the engine's (cells per unit of
+# precision, clique ceiling, total ceiling).
+BASE = (2750.0, 2e5, 1e6)
 
 
 def measure(dataset: str, method: str, scale: float, epsilon: float, seed: int) -> dict:
     """One run at ``scale`` times method secure's caps: 3-way TVD, model cells, seconds."""
     from vertimrf import PrivMRF, load_dataset, simulate
     from vertimrf.metrics import tvd
-    from vertimrf.protocol.options import DEFAULTS
-    from vertimrf.server.secure.selection import Selection
-    from vertimrf.synth.engine import plan
     from vertimrf.synth.privmrf import EngineOptions
 
     df, spec = load_dataset(dataset)
-    clique = scale * DEFAULTS["secure_max_clique_cells"]
-    total = scale * DEFAULTS["secure_max_total_cells"]
-    per = scale * plan.MODEL_CELLS_PER_PRECISION
+    per, clique, total = (scale * b for b in BASE)
     start = time.perf_counter()
     cells = None
     if method == "secure":
-        names, kept = list(spec.names), Selection.engine_plan
-        Selection.engine_plan = lambda self: replace(kept(self), cells_per_precision=per)
-        try:
-            synth, _ = simulate(
-                df, spec, [names[:SPLIT], names[SPLIT:]], epsilon, DELTA, method="secure",
-                seed=seed, max_rows=MAX_ROWS, secure_max_clique_cells=clique,
-                secure_max_total_cells=total,
-            )  # fmt: skip
-        finally:
-            Selection.engine_plan = kept
+        names = list(spec.names)
+        synth, _ = simulate(
+            df, spec, [names[:SPLIT], names[SPLIT:]], epsilon, DELTA, method="secure",
+            seed=seed, max_rows=MAX_ROWS, secure_max_clique_cells=clique,
+            secure_max_total_cells=total,
+        )  # fmt: skip
     else:
         engine = EngineOptions(
             cells_per_precision=per, max_clique_cells=clique, max_total_cells=total
@@ -83,10 +77,10 @@ def _mean(rows: list[dict], key: str) -> float:
 
 def markdown(head: dict, rows: list[dict]) -> str:
     out = [
-        "# The engine's model caps: method secure's against four times them",
+        "# The engine's model caps: method secure's former ones against four times them",
         "",
         f"`{head['command']}`; commit {head['commit']}; {head['machine']}; load before the "
-        f"run {head['load']}; delta {DELTA}, held-out seeds {head['seeds']}; 3-way TVD, mean "
+        f"run {head['load']}; delta {DELTA}, {head['held']}seeds {head['seeds']}; 3-way TVD, mean "
         "+- standard error. Scale k: cells per unit of precision 2750 k, clique cap 2e5 k, "
         "total cap 1e6 k.",
         "",
@@ -127,6 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     head = run_head(__file__, argv) | {
         "seeds": f"{seeds[0]}..{seeds[-1]}",
+        "held": "held-out " if args.first_seed >= 100 else "",
         "load": load_average(),
     }
     rows = [

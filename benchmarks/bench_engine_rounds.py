@@ -127,8 +127,8 @@ def patched_fit_local(variant: Rounds):  # noqa: ANN201 - the engine's fit_local
         sigma1 = run.sigma_for_share(rho * select, len(pairs), run.MARGINAL_SENSITIVITY)
         first = oracle.measure(pairs, sigma1, "first release")
         n_hat = run.record_total(count, 1.0 / sigma_n**2, first)
-        plan = run.EnginePlan(
-            domain, sigma1, rho_measure, engine.refine_fraction, engine.iters, options, None
+        plan = run.EnginePlan(  # method secure's cells per unit of precision when measured
+            domain, sigma1, rho_measure, engine.refine_fraction, engine.iters, options, 2750.0
         )
         choice = run.choose(first, n_hat, plan, oracle, rng)
         rho1 = rho_measure * variant.fraction

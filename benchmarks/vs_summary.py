@@ -2,9 +2,10 @@
 
 It runs nothing: it reads the rows of ``bench_engine.py``'s result files (by default
 ``benchmarks/results/vs_mst.json``, which holds the engine, secure and MST;
-``vs_engine.json``, the engine's rows again at its present defaults; and ``vs_aim.json``,
-which holds AIM; a later file's rows of a method at a table and epsilon replace an earlier
-file's) and writes, for each table and epsilon:
+``vs_engine.json``, the engine's rows again at its present defaults; ``vs_secure.json``,
+secure's rows again at its present defaults; and ``vs_aim.json``, which holds AIM; a later
+file's rows of a method at a table and epsilon replace an earlier file's) and writes, for
+each table and epsilon:
 
 * each method's mean 3-way TVD with its standard error over the seeds that finished, and
   AIM's finished runs out of those asked for (a run past its cap has no TVD);
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import mean_se, run_head, write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SOURCES = (RESULTS / "vs_mst.json", RESULTS / "vs_engine.json", RESULTS / "vs_aim.json")
+SOURCES = tuple(RESULTS / f"vs_{name}.json" for name in ("mst", "engine", "secure", "aim"))
 METHODS = ("engine", "secure", "mst", "aim")
 SECURE_LIMIT = 1.05
 

@@ -52,3 +52,18 @@ def test_where_the_caps_do_not_bind_both_oracles_choose_the_same():
     owner = server.plan.owner
     assert any(len(m) > 2 and len({owner[a] for a in m}) == 2 for m in secure.marginals)
     assert ledger.total_rho == 0.0  # choosing measures nothing
+
+
+def test_one_engine_one_set_of_model_caps():
+    """Method secure's server plans its model under the caps the local engine uses by
+    default: the same ceilings and the same growth per unit of precision."""
+    from vertimrf.synth.privmrf import EngineOptions
+
+    cfg, _ = _correlated(400, 0)
+    plan = SecureServer(cfg, seed=0).engine_plan()
+    engine = EngineOptions()
+    assert (
+        plan.cells_per_precision,
+        plan.options.max_clique_cells,
+        plan.options.max_total_cells,
+    ) == (engine.cells_per_precision, engine.max_clique_cells, engine.max_total_cells)

@@ -20,7 +20,7 @@ from vertimrf.privacy.split import NOISY_FIRST, first_share
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.options import AUTO_COUNT_SHARE, DEFAULTS
 from vertimrf.synth.engine.local import LocalOracle
-from vertimrf.synth.engine.plan import MODEL_CELLS_PER_PRECISION
+from vertimrf.synth.engine.plan import cells_per_precision
 from vertimrf.synth.engine.run import fit_local
 from vertimrf.synth.privmrf import EngineOptions, PrivMRFOptions
 from vertimrf.synth.privmrf.noise import FitNoise
@@ -133,12 +133,14 @@ def test_the_engine_defaults_and_refusals():
         PrivMRF(1.0, 1e-6, selection="engine", noisy_count=100.0)
     with pytest.raises(ConfigError, match="selection='engine' only"):
         PrivMRF(1.0, 1e-6, engine=EngineOptions())
-    # the model caps: four times method secure's (benchmarks/results/engine_caps.md)
+    # the model caps: method secure's (one engine), its growth per unit of precision the
+    # rule of its ceiling (2,750 under 1e6 as measured, benchmarks/results/engine_caps.md)
     assert (e.cells_per_precision, e.max_clique_cells, e.max_total_cells) == (
-        4 * MODEL_CELLS_PER_PRECISION,
-        4 * DEFAULTS["secure_max_clique_cells"],
-        4 * DEFAULTS["secure_max_total_cells"],
-    )
+        cells_per_precision(DEFAULTS["secure_max_total_cells"]),
+        DEFAULTS["secure_max_clique_cells"],
+        DEFAULTS["secure_max_total_cells"],
+    ) == (11000.0, 8e5, 4e6)
+    assert cells_per_precision(1e6) == 2750.0
     for bad in (0.0, -1.0, math.inf, math.nan, True, "1e6"):
         with pytest.raises(ConfigError, match="model caps must be positive"):
             EngineOptions(max_total_cells=bad)

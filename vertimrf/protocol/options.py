@@ -78,9 +78,12 @@ DEFAULTS: dict[str, Any] = {
     "secure_feature_width": "auto",
     "secure_iters": 1000,
     # The ceilings of the server's model caps, which grow with the measurements' precision
-    # (SecureServer.model_caps).
-    "secure_max_clique_cells": 2e5,
-    "secure_max_total_cells": 1e6,
+    # (SecureServer.model_caps; by max_total_cells / 364 cells per unit,
+    # vertimrf.synth.engine.plan.cells_per_precision): the engine's (EngineOptions). On Adult
+    # (seeds 0..2) they lowered the secure method's 3-way TVD by 8% at epsilon 1.6 and 3.2
+    # against 2e5 and 1e6, for 2.4x and 4.4x the time (benchmarks/results/secure_caps_vs.md).
+    "secure_max_clique_cells": 8e5,
+    "secure_max_total_cells": 4e6,
     # "select": one budget and PrivMRF's selection over the whole table (SecureOptions);
     # "paper": the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure estimates of
     # every binned cross-party 2-way marginal (SecurePaperOptions), to compare the two.

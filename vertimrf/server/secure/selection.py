@@ -28,7 +28,7 @@ from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.server.binning import BinChoice, choose_bins
 from vertimrf.server.secure.dealer import Dealer
 from vertimrf.server.secure.oracle import SecureOracle
-from vertimrf.synth.engine.plan import EnginePlan
+from vertimrf.synth.engine.plan import EnginePlan, cells_per_precision
 from vertimrf.synth.engine.scores import laplace_weight, pooled_one_way, record_total
 from vertimrf.synth.engine.select import choose
 from vertimrf.synth.engine.tables import Tables
@@ -117,6 +117,7 @@ class Selection(Dealer):
             refine_fraction=plan.refine_fraction,
             iters=self.config.secure_options().iters,
             options=self.options,
+            cells_per_precision=cells_per_precision(self.options.max_total_cells),
             workload=Workload.given(domain, workload),
         )
 

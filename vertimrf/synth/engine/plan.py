@@ -10,9 +10,11 @@ from vertimrf.domain import Domain
 from vertimrf.synth.privmrf.options import PrivMRFOptions
 from vertimrf.workload import Workload
 
-# The model caps (see model_caps): method secure's cells per unit of precision (the local
-# engine's are EngineOptions.cells_per_precision).
-MODEL_CELLS_PER_PRECISION = 2750.0
+# The model caps (see model_caps): the total cap grows with the planned precision and
+# reaches its ceiling at a precision n_hat / sigma^2 of CEILING_PRECISION (4000 / 11, about
+# 364). Measured on Adult as 2,750 cells per unit under a ceiling of 1e6, then 11,000 under
+# 4e6 (benchmarks/results/engine_caps.md, secure_caps.md): the defaults of both oracles.
+CEILING_PRECISION = 4000.0 / 11.0
 MIN_TOTAL_CELLS = 2.5e5
 MIN_CLIQUE_CELLS = 1e5
 
@@ -24,8 +26,8 @@ class EnginePlan:
     re-measurement's zCDP share ``rho_measure``; ``refine_fraction`` (the re-measured pairs
     beyond the initial set, times d); the cap ``iters`` of each fit; and the search and fit
     settings of ``options`` (theta, size penalty, the ceilings of the model caps,
-    convergence); the ``workload`` (None: every 3-way marginal, weight 1); and the model
-    caps' ``cells_per_precision``."""
+    convergence); the model caps' ``cells_per_precision`` (:func:`cells_per_precision`);
+    and the ``workload`` (None: every 3-way marginal, weight 1)."""
 
     domain: Domain
     sigma_select: float
@@ -33,8 +35,8 @@ class EnginePlan:
     refine_fraction: float
     iters: int
     options: PrivMRFOptions
+    cells_per_precision: float
     workload: Workload | None = None
-    cells_per_precision: float = MODEL_CELLS_PER_PRECISION
 
     @property
     def pair_weights(self) -> np.ndarray | None:
@@ -59,3 +61,9 @@ class EnginePlan:
         total = min(opts.max_total_cells, max(MIN_TOTAL_CELLS, total))
         clique = min(opts.max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))
         return clique, total
+
+
+def cells_per_precision(max_total_cells: float) -> float:
+    """The model cap's growth per unit of precision under the ceiling ``max_total_cells``:
+    the ceiling over :data:`CEILING_PRECISION` (11,000 under 4e6, 2,750 under 1e6)."""
+    return max_total_cells * 11.0 / 4000.0

@@ -88,8 +88,8 @@ def fit_local(
         engine.refine_fraction,
         engine.iters,
         caps,
-        workload,
         engine.cells_per_precision,
+        workload,
     )
     choice = choose(first, n_hat, plan, oracle, rng)
     sigma2 = sigma_for_share(rho_measure, len(choice.marginals), MARGINAL_SENSITIVITY)

@@ -126,11 +126,13 @@ class EngineOptions:
             graph search (:meth:`vertimrf.synth.engine.plan.EnginePlan.model_caps`): the
             total grows by ``cells_per_precision`` cells per unit of the re-measurement's
             precision n_hat / sigma^2, up to ``max_total_cells``; a clique has at most 0.4
-            of it, up to ``max_clique_cells``. Four times method secure's defaults: on
-            Adult (held-out seeds) they lowered the 3-way TVD from 0.0390 to 0.0377 at
-            epsilon 1.6 and from 0.0349 to 0.0323 at 3.2, for 5x the time
-            (``benchmarks/results/engine_caps.md``). PrivMRF's own ``max_clique_cells``
-            and ``max_total_cells`` are the paper selection's, not these.
+            of it, up to ``max_clique_cells``. Method secure's defaults too
+            (``secure_max_clique_cells``, ``secure_max_total_cells``; its cells per unit
+            are :func:`vertimrf.synth.engine.plan.cells_per_precision` of its ceiling, as
+            these are). Against a quarter of each, on Adult (held-out seeds) they lowered the
+            3-way TVD from 0.0390 to 0.0377 at epsilon 1.6 and from 0.0349 to 0.0323 at 3.2,
+            for 5x the time (``benchmarks/results/engine_caps.md``). PrivMRF's own
+            ``max_clique_cells`` and ``max_total_cells`` are the paper selection's, not these.
         workload: the marginals the synthetic data should answer, as column names (or
             indices), each alone (weight 1) or as ``(columns, weight)``. The first release
             is then the pairs they hold (and the 1-way marginal of each other column), the
