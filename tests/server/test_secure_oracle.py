@@ -67,3 +67,16 @@ def test_one_engine_one_set_of_model_caps():
         plan.options.max_clique_cells,
         plan.options.max_total_cells,
     ) == (engine.cells_per_precision, engine.max_clique_cells, engine.max_total_cells)
+
+
+def test_a_config_made_before_the_engines_caps_plans_as_it_did():
+    """A config of vertimrf 0.1.0 holds the former ceilings (2e5, 1e6): its server grows the
+    model by 2,750 cells per unit of precision, as it did when the config was made."""
+    from pathlib import Path
+
+    from vertimrf.protocol import load_config
+
+    cfg = load_config(Path(__file__).parents[1] / "protocol" / "data" / "config_v0_secure.json")
+    plan = SecureServer(cfg, seed=0).engine_plan()
+    assert (plan.options.max_clique_cells, plan.options.max_total_cells) == (2e5, 1e6)
+    assert plan.cells_per_precision == 2750.0
