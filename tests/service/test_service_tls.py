@@ -34,12 +34,13 @@ OLD_HASH = "6052297353996c493587a1804357c81a2a2e583b69084a6f8608de6ae8b5fe1e"
 
 
 def _config() -> ProtocolConfig:
-    """A config as made before identities (and with the shares then the default, which a
-    config file states: it keeps its hash under the later default "auto")."""
+    """A config as made before identities (and with the shares and model caps then the
+    defaults, which a config file states: it keeps its hash under the later defaults)."""
     return from_preset(
         "default", record_sets="equal", epsilon=2.0, delta=1e-5, spec=SPEC,
         parties=[("A", ["c0", "c1"]), ("B", ["c2"])], max_rows=512, run_nonce="ef" * 16,
         secure_shares={"count": 0.001, "select": 0.5, "measure": 0.499},
+        secure_max_clique_cells=2e5, secure_max_total_cells=1e6,
     )  # fmt: skip
 
 
