@@ -135,11 +135,15 @@ def test_the_engine_defaults_and_refusals():
         PrivMRF(1.0, 1e-6, engine=EngineOptions())
     # the model caps: method secure's (one engine), its growth per unit of precision the
     # rule of its ceiling (2,750 under 1e6 as measured, benchmarks/results/engine_caps.md)
-    assert (e.cells_per_precision, e.max_clique_cells, e.max_total_cells) == (
-        cells_per_precision(DEFAULTS["secure_max_total_cells"]),
-        DEFAULTS["secure_max_clique_cells"],
-        DEFAULTS["secure_max_total_cells"],
-    ) == (11000.0, 8e5, 4e6)
+    assert (
+        (e.cells_per_precision, e.max_clique_cells, e.max_total_cells)
+        == (
+            cells_per_precision(DEFAULTS["secure_max_total_cells"]),
+            DEFAULTS["secure_max_clique_cells"],
+            DEFAULTS["secure_max_total_cells"],
+        )
+        == (11000.0, 8e5, 4e6)
+    )
     assert cells_per_precision(1e6) == 2750.0
     for bad in (0.0, -1.0, math.inf, math.nan, True, "1e6"):
         with pytest.raises(ConfigError, match="model caps must be positive"):
