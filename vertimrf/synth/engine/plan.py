@@ -66,4 +66,4 @@ class EnginePlan:
 def cells_per_precision(max_total_cells: float) -> float:
     """The model cap's growth per unit of precision under the ceiling ``max_total_cells``:
     the ceiling over :data:`CEILING_PRECISION` (11,000 under 4e6, 2,750 under 1e6)."""
-    return max_total_cells * 11.0 / 4000.0
+    return max_total_cells / CEILING_PRECISION
