@@ -115,6 +115,7 @@ def later_round(variant: Rounds, state: dict, rho_round: float) -> None:
 def patched_fit_local(variant: Rounds):  # noqa: ANN201 - the engine's fit_local
     """The engine's ``fit_local`` with its re-measurement split into ``variant``'s rounds."""
     from vertimrf.synth.engine import run
+    from vertimrf.synth.engine.plan import cells_per_precision
 
     def fit_local(codes, domain, rho, engine, options, noise, rng):  # noqa: ANN001, ANN202
         oracle = run.LocalOracle(codes, domain, noise)
@@ -127,8 +128,9 @@ def patched_fit_local(variant: Rounds):  # noqa: ANN201 - the engine's fit_local
         sigma1 = run.sigma_for_share(rho * select, len(pairs), run.MARGINAL_SENSITIVITY)
         first = oracle.measure(pairs, sigma1, "first release")
         n_hat = run.record_total(count, 1.0 / sigma_n**2, first)
-        plan = run.EnginePlan(  # method secure's cells per unit of precision when measured
-            domain, sigma1, rho_measure, engine.refine_fraction, engine.iters, options, 2750.0
+        per = cells_per_precision(1e6)  # method secure's ceiling when this was measured
+        plan = run.EnginePlan(
+            domain, sigma1, rho_measure, engine.refine_fraction, engine.iters, options, per
         )
         choice = run.choose(first, n_hat, plan, oracle, rng)
         rho1 = rho_measure * variant.fraction
