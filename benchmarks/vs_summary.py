@@ -13,6 +13,10 @@ each table and epsilon:
   ``engine <= other + sqrt(se_engine^2 + se_other^2)``, against MST alone where no AIM run
   finished (said so);
 * secure's TVD over the engine's, and whether it is at most 1.05;
+* secure's TVD over the floor's (``bench_secure_gap.py``'s ``engine+cross`` rows, default
+  ``benchmarks/results/secure_floor.json``: the engine with every cross-party marginal
+  published at 1.5 sigma^2, the least variance any split of the noise among the three
+  viewers publishes), and whether that is at most 1.05;
 * the mean seconds of the engine's and AIM's runs, and their ratio.
 
     python benchmarks/vs_summary.py --md benchmarks/results/vs_summary.md
@@ -31,7 +35,9 @@ from _common import mean_se, run_head, write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SOURCES = tuple(RESULTS / f"vs_{name}.json" for name in ("mst", "engine", "secure", "aim"))
-METHODS = ("engine", "secure", "mst", "aim")
+FLOOR = RESULTS / "secure_floor.json"
+FLOOR_VARIANT = "engine+cross"
+METHODS = ("engine", "secure", "mst", "aim", "floor")
 SECURE_LIMIT = 1.05
 
 
@@ -72,6 +78,8 @@ def summarise(rows: list[dict]) -> list[dict]:
             entry["engine_at_or_below"] = engine["mean"] <= s[best]["mean"] + margin
         if "secure" in s:
             entry["secure_ratio"] = s["secure"]["mean"] / engine["mean"]
+            if "floor" in s:
+                entry["floor_ratio"] = s["secure"]["mean"] / s["floor"]["mean"]
         if "aim" in s and s["aim"]["finished"]:
             entry["aim_time_ratio"] = s["aim"]["seconds"] / engine["seconds"]
         out.append(entry)
@@ -83,6 +91,19 @@ def replaced(rows: list[dict], new: list[dict]) -> list[dict]:
     ``new``'s rows of it."""
     given = {(r["dataset"], r["epsilon"], r["method"]) for r in new}
     return [r for r in rows if (r["dataset"], r["epsilon"], r["method"]) not in given] + new
+
+
+def floor_rows(data: dict) -> list[dict]:
+    """``bench_secure_gap.py``'s rows of the floor variant as rows of method "floor"."""
+    return [
+        {k: v for k, v in r.items() if k != "variant"} | {"method": "floor"}
+        for r in data["rows"]
+        if r["variant"] == FLOOR_VARIANT
+    ]
+
+
+def _ratio(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.3f} " + ("yes" if ratio <= SECURE_LIMIT else "NO")
 
 
 def _cell(s: dict | None) -> str:
@@ -102,11 +123,15 @@ def markdown(head: dict, entries: list[dict]) -> str:
         f"`{head['command']}`; commit {head['commit']}; read from {head['sources']}. "
         "3-way TVD, mean +- standard error over the seeds that finished; the engine is "
         "'at or below' the better of AIM and MST if engine <= other + sqrt(se_engine^2 + "
-        f"se_other^2); secure passes if its TVD is at most {SECURE_LIMIT}x the engine's.",
+        f"se_other^2); secure passes if its TVD is at most {SECURE_LIMIT}x the engine's. "
+        "The floor is the engine with every cross-party marginal published at 1.5 sigma^2, "
+        "the least variance any split of the noise among the three viewers publishes "
+        "(docs/accounting.md); secure / floor is held to the same limit.",
         "",
         "| dataset | epsilon | engine | secure | MST | AIM | engine at or below "
-        "min(AIM, MST) | secure / engine | seconds: engine, AIM (ratio) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "min(AIM, MST) | secure / engine | floor | secure / floor | "
+        "seconds: engine, AIM (ratio) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in entries:
         s = e["stats"]
@@ -115,16 +140,14 @@ def markdown(head: dict, entries: list[dict]) -> str:
         if e["best"] is not None:
             verdict = ("yes" if e["engine_at_or_below"] else "NO") + f" (vs {e['best']}"
             verdict += "; no AIM run finished)" if aim and not aim["finished"] else ")"
-        ratio = e.get("secure_ratio")
-        secure = "-" if ratio is None else f"{ratio:.3f} " + (
-            "yes" if ratio <= SECURE_LIMIT else "NO")  # fmt: skip
         seconds = f"{s['engine']['seconds']:.1f}"
         if "aim_time_ratio" in e:
             seconds += f", {aim['seconds']:.0f} ({e['aim_time_ratio']:.0f}x)"
         out.append(
             f"| {e['dataset']} | {e['epsilon']:g} | {_cell(s['engine'])} | "
             f"{_cell(s.get('secure'))} | {_cell(s.get('mst'))} | {_cell(aim)} | {verdict} | "
-            f"{secure} | {seconds} |"
+            f"{_ratio(e.get('secure_ratio'))} | {_cell(s.get('floor'))} | "
+            f"{_ratio(e.get('floor_ratio'))} | {seconds} |"
         )
     return "\n".join(out) + "\n"
 
@@ -132,6 +155,7 @@ def markdown(head: dict, entries: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sources", nargs="*", default=[str(p) for p in SOURCES])
+    parser.add_argument("--floor", default=str(FLOOR), help="bench_secure_gap.py's results")
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args(argv)
@@ -141,6 +165,10 @@ def main(argv: list[str] | None = None) -> None:
         data = json.loads(Path(source).read_text(encoding="utf-8"))
         rows = replaced(rows, data["rows"])
         names.append(f"{Path(source).name} (commit {data['commit']}, {data['machine']})")
+    if args.floor:
+        data = json.loads(Path(args.floor).read_text(encoding="utf-8"))
+        rows = replaced(rows, floor_rows(data))
+        names.append(f"{Path(args.floor).name} (commit {data['commit']}, {data['machine']})")
     head = run_head(__file__, argv) | {"sources": ", ".join(names)}
     entries = summarise(rows)
     write_results(args.json, args.md, head, entries, markdown)

@@ -71,3 +71,26 @@ def test_a_later_files_rows_of_a_method_replace_an_earlier_files(summary):
         ("engine", 0.4, 0.05), ("engine", 0.4, 0.05), ("engine", 0.8, 0.3),
         ("engine", 0.8, 0.3), ("mst", 0.4, 0.08), ("mst", 0.4, 0.08),
     ]  # fmt: skip
+
+
+def test_secure_is_also_held_against_the_floor_of_its_three_viewers(summary):
+    """bench_secure_gap.py's engine+cross rows are the floor; its other variants are not
+    read. Secure at 0.110 over an engine at 0.100 fails (1.100) but passes over a floor at
+    0.105 (1.048) and fails over one at 0.104 (1.058)."""
+    engine, secure = _rows("engine", [0.100, 0.100]), _rows("secure", [0.110, 0.110])
+    gap = {"rows": [
+        {k: v for k, v in r.items() if k != "method"} | {"variant": variant}
+        for variant, value in (("engine+cross", 0.105), ("engine", 0.5), ("secure", 0.5))
+        for r in _rows("x", [value, value])
+    ]}  # fmt: skip
+    floor = summary.floor_rows(gap)
+    assert {r["method"] for r in floor} == {"floor"} and len(floor) == 2
+    (entry,) = summary.summarise(engine + secure + floor)
+    assert math.isclose(entry["secure_ratio"], 1.1) and math.isclose(
+        entry["floor_ratio"], 0.11 / 0.105
+    )
+    text = summary.markdown({"command": "c", "commit": "x", "sources": "s"}, [entry])
+    assert "1.100 NO" in text and "1.048 yes" in text
+    lower = [r | {"tvd3": 0.104} for r in floor]
+    (entry,) = summary.summarise(engine + secure + lower)
+    assert "1.058 NO" in summary.markdown({"command": "c", "commit": "x", "sources": "s"}, [entry])
