@@ -3,10 +3,15 @@
 NLTCS and Adult, delta 1e-6, at each epsilon and share s: ``PrivMRF(..., selection="engine",
 engine=EngineOptions(select=s, measure=0.999 - s))`` (the count keeps 0.001), seeds 0..2,
 ``metrics.tvd`` (3-way, 300 marginals) of ``round(n_hat)`` synthetic rows. It chose the
-default first-release share of the engine and of method secure.
+default first-release share of the engine and of method secure. With ``--rows N`` each seed
+fits a sample of N rows of the table (``DataFrame.sample(random_state=seed)``) and is scored
+against that sample: the SVM figure's folds are 2,000 rows.
 
     python benchmarks/bench_engine_shares.py --json benchmarks/results/engine_shares.json \
         --md benchmarks/results/engine_shares.md
+    python benchmarks/bench_engine_shares.py adult --rows 2000 --shares 0.2 0.5 --seeds 5 \
+        --json benchmarks/results/engine_shares_2000.json \
+        --md benchmarks/results/engine_shares_2000.md
 """
 
 from __future__ import annotations
@@ -23,8 +28,11 @@ from _common import run_head, write_results  # noqa: E402
 DELTA, COUNT = 1e-6, 0.001
 
 
-def measure(dataset: str, epsilon: float, share: float, seeds: int) -> dict:
-    """The 3-way TVD of each seed's fit at first-release share ``share``."""
+def measure(
+    dataset: str, epsilon: float, share: float, seeds: int, rows: int | None = None
+) -> dict:
+    """The 3-way TVD of each seed's fit at first-release share ``share`` (on a sample of
+    ``rows`` rows, drawn by the seed, if given)."""
     from vertimrf import PrivMRF, load_dataset
     from vertimrf.metrics import tvd
     from vertimrf.synth.privmrf import EngineOptions
@@ -33,8 +41,9 @@ def measure(dataset: str, epsilon: float, share: float, seeds: int) -> dict:
     options = EngineOptions(count=COUNT, select=share, measure=round(1.0 - COUNT - share, 9))
     tvds = []
     for seed in range(seeds):
+        real = df if rows is None else df.sample(n=rows, random_state=seed, ignore_index=True)
         fit = PrivMRF(epsilon, DELTA, seed=seed, selection="engine", engine=options, progress=False)
-        tvds.append(tvd(df, fit.fit(df, spec).sample(), spec, ways=3))
+        tvds.append(tvd(real, fit.fit(real, spec).sample(), spec, ways=3))
     return {"dataset": dataset, "epsilon": epsilon, "share": share, "tvd3": tvds}
 
 
@@ -44,7 +53,7 @@ def markdown(head: dict, rows: list[dict]) -> str:
         "# The engine's 3-way TVD against its first-release share",
         "",
         f"`{head['command']}`; commit {head['commit']}; {head['machine']}; delta {DELTA}, "
-        f"seeds {head['seeds']}; mean +- standard error.",
+        f"seeds {head['seeds']}; {head['rows']}; mean +- standard error.",
         "",
         "| dataset | epsilon | " + " | ".join(f"share {s:g}" for s in shares) + " |",
         "|---|---|" + "---|" * len(shares),
@@ -66,12 +75,14 @@ def main() -> None:
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.4, 0.8, 1.6, 3.2])
     parser.add_argument("--shares", type=float, nargs="+", default=[0.2, 0.3, 0.5])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--rows", type=int, help="fit and score a sample of this many rows")
     parser.add_argument("--json")
     parser.add_argument("--md")
     args = parser.parse_args()
     head = {**run_head(__file__, None), "seeds": f"0..{args.seeds - 1}"}
+    head["rows"] = "the whole table" if args.rows is None else f"samples of {args.rows:,} rows"
     rows = [
-        measure(dataset, epsilon, share, args.seeds)
+        measure(dataset, epsilon, share, args.seeds, args.rows)
         for dataset in args.datasets
         for epsilon in args.epsilons
         for share in args.shares
