@@ -43,6 +43,7 @@ tasks (table, epsilon, design) at a time.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import math
 import sys
@@ -66,11 +67,8 @@ DESIGNS = {  # name: (cross pairs as their interaction only, cross variance / si
     "interactions + 1-ways": (True, 1.0, True),
     "interactions + 1-ways, cross at 1.5": (True, 1.5, True),
 }
-PAIRS_OF = {  # the last column's ratios: (secure's design, the local oracle's)
-    "tables": ("tables, cross at 1.5", "tables"),
-    "interactions": ("interactions, cross at 1.5", "interactions"),
-    "interactions + 1-ways": ("interactions + 1-ways, cross at 1.5", "interactions + 1-ways"),
-}
+# The last column's ratios: each local oracle's design to its secure twin.
+SECURE_OF = {d: f"{d}, cross at 1.5" for d in DESIGNS if f"{d}, cross at 1.5" in DESIGNS}
 
 
 def centering(k: int) -> np.ndarray:
@@ -98,8 +96,9 @@ class Toy:
         self.truth = np.bincount(flat, minlength=cells) / self.n
         grid = np.indices(self.sizes).reshape(len(attrs), -1)
         self.pairs = list(itertools.combinations(range(len(attrs)), 2))
-        singles = [(a,) for a in range(len(attrs))]
-        self.index = {q: self._index(grid, q) for q in self.pairs + singles}
+        self.singles = [(a,) for a in range(len(attrs))]
+        self.index = {q: self._index(grid, q) for q in self.pairs + self.singles}
+        self.cells = {q: math.prod(self.sizes[a] for a in q) for q in self.index}
         triples = itertools.combinations(range(len(attrs)), 3)
         self.triples = [self._index(grid, t) for t in triples]
 
@@ -108,8 +107,7 @@ class Toy:
         return np.ravel_multi_index(tuple(grid[list(q)]), tuple(self.sizes[a] for a in q))
 
     def marginal(self, p: np.ndarray, q: tuple[int, ...]) -> np.ndarray:
-        idx = self.index[q]
-        return np.bincount(idx, p, minlength=int(idx.max()) + 1)
+        return np.bincount(self.index[q], p, minlength=self.cells[q])
 
     def release(self, design: str, epsilon: float, rng: np.random.Generator) -> list[tuple]:
         """Every pair's noisy release: (pair, query over its table, values, variance). A
@@ -118,18 +116,14 @@ class Toy:
         from vertimrf.privacy.zcdp import epsilon_to_rho
 
         only_t, factor, ones = DESIGNS[design]
-        singles = [(a,) for a in range(len(self.sizes))] if ones else []
-        sigma2 = (len(self.pairs) + len(singles)) / (2.0 * epsilon_to_rho(epsilon, DELTA))
+        released = (self.singles if ones else []) + self.pairs  # 1-ways: by their party alone
+        sigma2 = len(released) / (2.0 * epsilon_to_rho(epsilon, DELTA))
         out = []
-        for q in singles:  # each party's own 1-way marginals, released alone
-            exact = self.marginal(self.truth, q) * self.n
-            query = np.eye(exact.size)
-            out.append((q, query, exact + rng.normal(0.0, math.sqrt(sigma2), exact.size), sigma2))
-        for q in self.pairs:
-            r, c = (self.sizes[a] for a in q)
-            cross = (q[0] < self.split) != (q[1] < self.split)
-            query, variance = np.eye(r * c), sigma2 * (factor if cross else 1.0)
+        for q in released:
+            cross = len({a < self.split for a in q}) > 1
+            query, variance = np.eye(self.cells[q]), sigma2 * (factor if cross else 1.0)
             if cross and only_t:
+                r, c = (self.sizes[a] for a in q)
                 query = np.kron(centering(r), centering(c))
                 variance *= r * (r - 1) * c * (c - 1)
             exact = query @ self.marginal(self.truth, q) * self.n
@@ -142,7 +136,7 @@ class Toy:
         squares."""
         from scipy.optimize import minimize
 
-        sizes = [self.sizes[q[0]] * self.sizes[q[1]] for q in self.pairs]
+        sizes = [self.cells[q] for q in self.pairs]
         offsets = np.concatenate([[0], np.cumsum(sizes)])
 
         def joint(theta: np.ndarray) -> np.ndarray:
@@ -192,7 +186,7 @@ def markdown(head: dict, rows: list[dict]) -> str:
         base = at["tables"]["mean"] if "tables" in at else math.nan
         for design in (d for d in DESIGNS if d in at):
             mean, se = at[design]["mean"], at[design]["se"]
-            secure, local = PAIRS_OF.get(design, (None, None))
+            secure = SECURE_OF.get(design)
             ratio = f"{at[secure]['mean'] / mean:.3f}" if secure in at else ""
             out.append(
                 f"| {dataset} | {epsilon:g} | {design} | {mean:.5f} +- {se:.5f} | "
@@ -201,10 +195,16 @@ def markdown(head: dict, rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+@functools.cache
+def toy_of(dataset: str) -> Toy:
+    """The table's toy, built once per process."""
+    return Toy(dataset)
+
+
 def measure(task: tuple[str, float, str, int]) -> dict:
     """One table, epsilon and design over ``seeds`` seeds (one generator, seeded 0)."""
     dataset, epsilon, design, seeds = task
-    toy, rng = Toy(dataset), np.random.default_rng(0)
+    toy, rng = toy_of(dataset), np.random.default_rng(0)
     errors = [toy.error(toy.fit(toy.release(design, epsilon, rng))) for _ in range(seeds)]
     mean, se = mean_se(errors)
     print(f"{dataset} {epsilon:g} {design}: {mean:.5f} +- {se:.5f}", file=sys.stderr, flush=True)

@@ -102,6 +102,12 @@ def floor_rows(data: dict) -> list[dict]:
     ]
 
 
+def read(path: str) -> tuple[dict, str]:
+    """A result file's data, and its name as the table's header cites it."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return data, f"{Path(path).name} (commit {data['commit']}, {data['machine']})"
+
+
 def _ratio(ratio: float | None) -> str:
     return "-" if ratio is None else f"{ratio:.3f} " + ("yes" if ratio <= SECURE_LIMIT else "NO")
 
@@ -162,13 +168,13 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict] = []
     names = []
     for source in args.sources:
-        data = json.loads(Path(source).read_text(encoding="utf-8"))
+        data, name = read(source)
         rows = replaced(rows, data["rows"])
-        names.append(f"{Path(source).name} (commit {data['commit']}, {data['machine']})")
+        names.append(name)
     if args.floor:
-        data = json.loads(Path(args.floor).read_text(encoding="utf-8"))
+        data, name = read(args.floor)
         rows = replaced(rows, floor_rows(data))
-        names.append(f"{Path(args.floor).name} (commit {data['commit']}, {data['machine']})")
+        names.append(name)
     head = run_head(__file__, argv) | {"sources": ", ".join(names)}
     entries = summarise(rows)
     write_results(args.json, args.md, head, entries, markdown)
