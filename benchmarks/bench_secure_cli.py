@@ -226,8 +226,10 @@ def deal_steps(
     commits = [f"S/{n}.commit" for n in names]
     tokens: list[str] = []
     if load_config(root / "config.json").record_sets == "partial":  # admit, then tokens
-        step("S", "server admit", ["server", "admit", "--config", "config.json", "--commits",
-                                   *commits, "--out-dir", "S"])  # fmt: skip
+        pubs = [f"S/{n}.pub" for n in names]
+        step("S", "server admit", ["server", "admit", "--config", "config.json", "--keys",
+                                   *pubs, "--commits", *commits, "--out-dir", "S",
+                                   "--server-key", "S/server.key"])  # fmt: skip
         for n in names:
             relay(root / "S" / f"{n}.admit", root / n)
             own = party_command(n, more.get(n, ()), False)

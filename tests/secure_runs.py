@@ -222,7 +222,7 @@ def partial_deals(members, public, seed=4):
     config = next(iter(members.values())).config
     server = SecureServer(config, seed=seed, keypair=PARTIAL_SERVER_KEY)
     commitments = {name: m.commitment() for name, m in members.items()}
-    admit = server.admit(commitments)
+    admit = server.admit(commitments, public).digest
     tokens = {name: m.tokens(admit) for name, m in members.items()}
     deals = server.deal(public, commitments, tokens)
     maps = server.slot_maps

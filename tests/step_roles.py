@@ -82,8 +82,9 @@ def make_partial_deals(root: Path, parties: dict[str, list[str]]) -> None:
     ok([["party", "commit", *commit_args(n, parties), "--out", f"S/{n}.commit"]
         for n in names], root)  # fmt: skip
     commits = [f"S/{n}.commit" for n in names]
-    ok([["server", "admit", "--config", "config.json", "--commits", *commits, "--out-dir", "S"]],
-       root)  # fmt: skip
+    keys = [f"S/{n}.pub" for n in names]
+    ok([["server", "admit", "--config", "config.json", "--keys", *keys, "--commits", *commits,
+         "--out-dir", "S", *SERVER_KEY]], root)  # fmt: skip
     ok([["party", "tokens", *commit_args(n, parties), "--admit", f"S/{n}.admit", "--out",
          f"S/{n}.tokens"] for n in names], root)  # fmt: skip
     ok([["server", "deal", "--config", "config.json", "--keys", *[f"S/{n}.pub" for n in names],

@@ -20,9 +20,15 @@ from tests.https_roles import pinned_files
 from tests.runs import SEED, correlated_table
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import local_run
-from vertimrf.party.tokens import dummy_counts
+from vertimrf.party.tokens import TokenKeys, dummy_counts
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.securemsg import TOKENS_MAGIC, read_admit, slot_map_bytes
+from vertimrf.protocol.securemsg import (
+    TokenList,
+    read_admit,
+    slot_map_bytes,
+    tokens_head,
+    tokens_size,
+)
 
 
 def _run(root: Path, b_holds_x: bool) -> dict[str, int]:
@@ -46,11 +52,14 @@ def _run(root: Path, b_holds_x: bool) -> dict[str, int]:
     plan = secure_plan(cfg)
     assert plan.regions is not None
     admit = read_admit((root / "mail" / "A" / "server.admit").read_bytes(), cfg.config_hash())
-    dummies = dummy_counts(SECRET, cfg.run_context(), admit, plan.regions, 0)
-    head = len(TOKENS_MAGIC) + len(cfg.config_hash()) + 1 + len("A")
-    assert sizes["to server: A.tokens"] == head + 8 + 8 * plan.max_tokens
+    own = TokenKeys(SECRET, keys["A"].local_secret(), cfg.run_context())
+    dummies = dummy_counts(own, admit.digest, plan.regions, 0)
+    head = tokens_head(cfg.config_hash(), "A")
+    assert sizes["to server: A.tokens"] == tokens_size(head, plan.max_tokens)
     data = (root / "mail" / "server" / "A.tokens").read_bytes()
-    assert int.from_bytes(data[head : head + 8], "little") == 200 + sum(dummies.values())
+    server = KeyPair.load(root / "server.key")
+    listed = TokenList(data, cfg.config_hash(), "A", plan.max_tokens, server)
+    assert listed.count == 200 + sum(dummies.values())
     assert sizes["to A: server.deal-slots"] == slot_map_bytes(plan.max_tokens)
     return {k: v for k, v in sizes.items() if k.startswith("to A:") or ": A." in k}
 

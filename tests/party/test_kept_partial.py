@@ -57,8 +57,10 @@ def test_a_corrected_table_is_read_again(tmp_path, monkeypatch):
 def test_a_later_process_makes_the_token_list_from_the_kept_tokens(tmp_path, monkeypatch):
     cfg, members, public, _, _, keys = partial_parties(keep=tmp_path)
     first = members["P0"]
-    admit = SecureServer(cfg, seed=4, keypair=PARTIAL_SERVER_KEY).admit(
-        {n: m.commitment() for n, m in members.items()}
+    admit = (
+        SecureServer(cfg, seed=4, keypair=PARTIAL_SERVER_KEY)
+        .admit({n: m.commitment() for n, m in members.items()}, public)
+        .digest
     )
     tokens = first.tokens(admit)
     assert (tmp_path / "P0" / "partial" / "tokens.npy").is_file()
@@ -74,8 +76,10 @@ def test_a_later_process_makes_the_token_list_from_the_kept_tokens(tmp_path, mon
 
 def test_altered_kept_tokens_are_not_read(tmp_path):
     cfg, members, public, _, _, keys = partial_parties(keep=tmp_path)
-    admit = SecureServer(cfg, seed=4, keypair=PARTIAL_SERVER_KEY).admit(
-        {n: m.commitment() for n, m in members.items()}
+    admit = (
+        SecureServer(cfg, seed=4, keypair=PARTIAL_SERVER_KEY)
+        .admit({n: m.commitment() for n, m in members.items()}, public)
+        .digest
     )
     tokens = members["P0"].tokens(admit)
     kept = tmp_path / "P0" / "partial" / "tokens.npy"

@@ -63,12 +63,11 @@ def test_the_same_inputs_deal_the_same_bytes_and_other_data_fresh_ones():
     server3, deals3 = partial_deals(fewer, public)
     assert all(deals3[name] != deals[name] for name in deals)
     commitments = {name: m.commitment() for name, m in fewer.items()}
-    admit = server3.admit(commitments)
+    admit = server3.admit(commitments, public).digest
     b = next(iter(fewer))
-    assert admit != server.admit({n: m.commitment() for n, m in members.items()})
-    assert set(fewer[b].tokens(admit).tolist()) - set(
-        members[b].tokens(server.admit({n: m.commitment() for n, m in members.items()})).tolist()
-    )
+    before = server.admit({n: m.commitment() for n, m in members.items()}, public).digest
+    assert admit != before
+    assert not set(fewer[b].tokens(admit).tolist()) & set(members[b].tokens(before).tolist())
 
 
 def test_a_party_cannot_lay_out_before_the_deal():
@@ -119,7 +118,7 @@ def test_a_server_that_did_not_deal_makes_round_two_only_on_the_kept_slots():
     server._request = request  # the server's selection, fixed by the test
     config = next(iter(members.values())).config
     again = SecureServer(config, seed=4, keypair=PARTIAL_SERVER_KEY)
-    again.admit({name: m.commitment() for name, m in members.items()})
+    again.admit({name: m.commitment() for name, m in members.items()}, public)
     again._request = request
     with pytest.raises(MessageError, match="slot assignment") as caught:
         again.group_deals(public)

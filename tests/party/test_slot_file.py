@@ -24,11 +24,14 @@ from vertimrf.party.file_table import FileTable
 from vertimrf.party.slot_file import FileSlotAligned, TokenFiles
 from vertimrf.party.slot_table import MemoryRecords
 from vertimrf.party.table_input import read_party_table
+from vertimrf.party.tokens import TokenKeys
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import secure_plan
 
 ADMIT = bytes(range(7, 39))
 ASSIGNMENT = bytes(range(3, 35))
+
+OWN = bytes(range(5, 37))  # party A's own secret
 
 
 def _config(max_rows):
@@ -42,9 +45,9 @@ def _pair(path, cfg, **kwargs):
     """Party A's records at ``path`` sorted through files and held in memory."""
     plan, spec = secure_plan(cfg), cfg.spec.subset(["a0", "a1"])
     table = FileTable(path, **kwargs).check("A", spec, "id")
-    files = table.partial_records(spec, SECRET, cfg.run_context(), plan, 0)
+    files = table.partial_records(spec, TokenKeys(SECRET, OWN, cfg.run_context()), plan, 0)
     codes, fingerprints = read_party_table(path, spec, "id", party="A")
-    memory = MemoryRecords(codes, fingerprints, SECRET, cfg.run_context(), plan, 0)
+    memory = MemoryRecords(codes, fingerprints, TokenKeys(SECRET, OWN, cfg.run_context()), plan, 0)
     return files, memory, plan
 
 
@@ -161,13 +164,13 @@ def test_bad_slots_repeated_ids_and_too_many_records_are_refused(tmp_path):
     twice = _write(_frame(n, 7)[["id", "a0", "a1"]].iloc[[*range(n), 0]], tmp_path / "b.parquet")
     with pytest.raises(RecordIDError, match="2 tokens repeat: records carry duplicated IDs"):
         FileTable(twice, part_rows=64, temp_dir=temp).check("A", spec, "id").partial_records(
-            spec, SECRET, cfg.run_context(), secure_plan(_config(n + 2001)), 0
+            spec, TokenKeys(SECRET, OWN, cfg.run_context()), secure_plan(_config(n + 2001)), 0
         )
     with pytest.raises(
         ConfigError, match="holds at least 50[0-9] records but the config's max_rows is 499"
     ):
         FileTable(path, part_rows=64, temp_dir=temp).check("A", spec, "id").partial_records(
-            spec, SECRET, cfg.run_context(), secure_plan(_config(n - 1)), 0
+            spec, TokenKeys(SECRET, OWN, cfg.run_context()), secure_plan(_config(n - 1)), 0
         )
     assert not any(temp.iterdir())  # an error leaves nothing behind
 
@@ -254,10 +257,12 @@ def _peak(path, n, held):
     try:
         if held:
             table = FileTable(path, batch_rows=4096, part_rows=4096).check("A", spec, "id")
-            records = table.partial_records(spec, SECRET, cfg.run_context(), plan, 0)
+            records = table.partial_records(
+                spec, TokenKeys(SECRET, OWN, cfg.run_context()), plan, 0
+            )
         else:
             codes, fps = read_party_table(path, spec, "id", party="A", batch_rows=4096)
-            records = MemoryRecords(codes, fps, SECRET, cfg.run_context(), plan, 0)
+            records = MemoryRecords(codes, fps, TokenKeys(SECRET, OWN, cfg.run_context()), plan, 0)
         count, blocks = records.tokens(ADMIT)
         sink = Sink()
         for block in blocks():

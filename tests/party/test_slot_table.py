@@ -17,7 +17,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.secure import SecureParty
 from vertimrf.party.slot_table import SlotAligned, SlotTable
-from vertimrf.party.tokens import make_tokens, record_slots
+from vertimrf.party.tokens import TokenKeys, make_tokens, order_tokens, record_slots
 from vertimrf.protocol.regions import RegionNoise
 from vertimrf.server.secure import SecureServer
 from vertimrf.server.slots import assign_slots
@@ -46,7 +46,8 @@ def _run(sizes, n, held, seed):
         rows = np.flatnonzero(held[:, i])
         encoded[name] = TableEncoder(spec.subset(names)).table(frame.iloc[rows][names])
         fps[name] = record_fingerprints(rows)
-        tokens[name] = make_tokens(fps[name], SECRET, RUN, ADMIT, noise, i)
+        own = TokenKeys(SECRET, bytes([i + 1]) * 32, RUN)
+        tokens[name] = make_tokens(order_tokens(fps[name], own), own, ADMIT, noise, i)
     slots = assign_slots({i: tokens[name].sorted for i, (name, _) in enumerate(parties)},
                          noise, plan_rows, SERVER, RUN)  # fmt: skip
     members = {}

@@ -54,7 +54,7 @@ def _draws(sampler: NoiseSampler, n: int, scores=SCORES, sensitivity=DELTA, eps=
 
 
 def _exact_samplers() -> list[NoiseSampler]:
-    return [SeededSampler(2026), KeyedSampler(b"k" * 32, "test", "exponential")]
+    return [SeededSampler(2026), KeyedSampler(b"k" * 32, "party-noise", "test", "exponential")]
 
 
 @pytest.mark.parametrize("sampler", _exact_samplers(), ids=["seeded", "keyed"])
@@ -87,7 +87,7 @@ def test_big_sensitivity_takes_the_big_integer_path_and_keeps_the_distribution()
 @pytest.mark.parametrize("kind", ["seeded", "keyed", "secure"])
 def test_equal_scores_are_uniform(kind):
     sampler = {"seeded": SeededSampler(11), "secure": SecureSampler()}.get(
-        kind, KeyedSampler(b"u" * 32, "uniform")
+        kind, KeyedSampler(b"u" * 32, "party-noise", "uniform")
     )
     n, k = (3_000, 6) if kind == "secure" else (12_000, 6)
     draws = _draws(sampler, n, scores=[7] * k, sensitivity=1, eps=0.9)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from vertimrf.crypto.prp import KeyedPermutation
+from vertimrf.crypto.schedule import derive
 from vertimrf.errors import ConfigError, MessageError
-from vertimrf.party.tokens import dummy_counts, make_tokens, record_slots
-from vertimrf.privacy.samplers import derive_key
+from vertimrf.party.tokens import TokenKeys, dummy_counts, make_tokens, record_slots
 from vertimrf.protocol.regions import RegionNoise, regions_of
 from vertimrf.server.slots import ArrayTokens, assign_slots, merged
 
@@ -30,7 +30,8 @@ def _sets(m, n, overlap, rng):
 
 
 def _run(sets, noise, max_rows, admit=ADMIT, server=SERVER):
-    tokens = [make_tokens(s, SECRET, RUN, admit, noise, i) for i, s in enumerate(sets)]
+    keys = [TokenKeys(SECRET, bytes([i + 1]) * 32, RUN) for i in range(len(sets))]
+    tokens = [make_tokens(s, keys[i], admit, noise, i) for i, s in enumerate(sets)]
     slots = assign_slots({i: t.sorted for i, t in enumerate(tokens)}, noise, max_rows, server,
                          RUN)  # fmt: skip
     return tokens, slots, [record_slots(t, slots.of(i)) for i, t in enumerate(tokens)]
@@ -46,7 +47,7 @@ def test_the_server_sees_each_regions_records_plus_its_dummies(m, overlap):
     seen = np.bincount(region, minlength=1 << m)
     dummies = {}
     for i in range(m):
-        dummies.update(dummy_counts(SECRET, RUN, ADMIT, noise, i))
+        dummies.update(dummy_counts(TokenKeys(SECRET, bytes([i + 1]) * 32, RUN), ADMIT, noise, i))
     ids = sorted(set().union(*map(set, sets)))
     for t in regions_of(m):  # brute force: the IDs held by exactly the parties in t
         held = [{int(x) for x in s} for s in sets]
@@ -145,7 +146,7 @@ def test_the_injection_is_uniform():
     distinct slots, 20 ways, equally likely over 20,000 keys (derived from a fixed secret
     and the draw's number; a chi-square test at 1e-6)."""
     draws = [
-        tuple(KeyedPermutation(derive_key(SERVER, "slots", str(k)), 5)(np.array([1, 3])).tolist())
+        tuple(KeyedPermutation(derive(SERVER, "slots", str(k)), 5)(np.array([1, 3])).tolist())
         for k in range(20_000)
     ]
     pairs = list(itertools.permutations(range(5), 2))

@@ -257,7 +257,7 @@ def test_keyed_sampler_is_exact_discrete_gaussian():
     9, tails pooled); fixed key, so deterministic; a correct sampler fails with probability
     below 1e-6 (the threshold)."""
     sigma = 3.0
-    draws = KeyedSampler(b"k" * 32, "test").discrete_gaussian(sigma, 200_000)
+    draws = KeyedSampler(b"k" * 32, "party-noise", "test").discrete_gaussian(sigma, 200_000)
     support = np.arange(-60, 61)
     pmf = np.exp(-(support**2) / (2 * sigma**2))
     pmf /= pmf.sum()
@@ -266,9 +266,10 @@ def test_keyed_sampler_is_exact_discrete_gaussian():
     expected = [pmf[support < -9].sum()] + [pmf[support == v].sum() for v in edges]
     expected = np.array([*expected, pmf[support > 9].sum()]) * len(draws)
     assert stats.chisquare(observed, expected).pvalue > 1e-6
-    assert np.array_equal(draws, KeyedSampler(b"k" * 32, "test").discrete_gaussian(sigma, 200_000))
-    assert not np.array_equal(draws[:100], KeyedSampler(b"k" * 32, "other").discrete_gaussian(
-        sigma, 100))  # fmt: skip
+    again = KeyedSampler(b"k" * 32, "party-noise", "test").discrete_gaussian(sigma, 200_000)
+    other = KeyedSampler(b"k" * 32, "party-noise", "other").discrete_gaussian(sigma, 100)
+    assert np.array_equal(draws, again)
+    assert not np.array_equal(draws[:100], other)
 
 
 # ------------------------------------------------------------------ 4. seeds

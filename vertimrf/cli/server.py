@@ -77,13 +77,16 @@ def add_server(sub: argparse._SubParsersAction) -> None:
         Kind.ADMIT,
         help="method secure, partial record sets: admit the parties' commitments",
         description="Write DIR/NAME.admit for each party: the digest of every party's data "
-        "commitment (public). Each party keys its dummy tokens by it (`party tokens`), so a "
-        "party whose data changed changes every party's dummies.",
+        "commitment and of every role's public key (public), and the server's public key. "
+        "Each party keys its tokens by it and seals them to the server (`party tokens`), so a "
+        "changed table or key at any role gives every record a fresh token.",
     )
     adm.add_argument("--config", required=True, help="the shared protocol config")
+    adm.add_argument("--keys", nargs="+", required=True, help="every party's public key")
     adm.add_argument(
         "--commits", nargs="+", required=True, help="every party's commit file (`party commit`)"
     )
+    server_key_arg(adm)
     adm.add_argument("--out-dir", required=True, help="folder for the admit files")
     force_arg(adm)
     sel = ssub.add_parser(

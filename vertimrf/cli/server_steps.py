@@ -68,26 +68,37 @@ def cmd_server_admit(args: argparse.Namespace) -> int:
     from vertimrf.driver.files import route
 
     cfg, run = step_config(args.config, SERVER, Kind.ADMIT)
+    keys = _party_keys(args.keys, run.names)
     folder = Path(args.out_dir)
     admits = {m: folder / m.step_file_name for m in run.sends(Kind.ADMIT, SERVER)}
-    check_outputs(args, admits.values(), [args.config, args.commits], make_dirs=True)
+    inputs = [args.config, args.keys, args.commits, args.server_key]
+    check_outputs(args, admits.values(), inputs, make_dirs=True)
     commits = route(args.commits, Kind.COMMIT, cfg, what="commits")
-    driver, transport = _driver(args, cfg, commits, admits, keypair=None, public_keys={})
+    driver, transport = _driver(
+        args, cfg, commits, admits, keypair=server_key(args), public_keys=keys
+    )
     with Phases("server admit", ("admit", "write"), True) as ph:
         run_file_step(driver, transport, Kind.ADMIT, ph)
     print(f"wrote {len(admits)} admit files to {folder} (give each party its NAME.admit)")
     return 0
 
 
-def cmd_server_deal(args: argparse.Namespace) -> int:
+def _party_keys(paths: list[str], names: tuple[str, ...]) -> dict[str, PublicKey]:
+    """The parties' public keys in the files ``paths`` (ConfigError for another role's)."""
     from vertimrf.crypto.keys import load_public_keys
+
+    keys = load_public_keys(paths)
+    unknown = sorted(set(keys) - set(names))
+    if unknown:
+        raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(names)}.")
+    return keys
+
+
+def cmd_server_deal(args: argparse.Namespace) -> int:
     from vertimrf.driver.files import route
 
     cfg, run = step_config(args.config, SERVER, Kind.DEAL)
-    keys = load_public_keys(args.keys)
-    unknown = sorted(set(keys) - set(run.names))
-    if unknown:
-        raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(run.names)}.")
+    keys = _party_keys(args.keys, run.names)
     folder = Path(args.out_dir)
     deals = {m: folder / m.step_file_name for m in run.sends(Kind.DEAL, SERVER)}
     inputs = [args.config, args.keys, args.commits, args.server_key]

@@ -206,7 +206,8 @@ class ServerDriver(RoleDriver):
     # ------------------------------------------------------------------ step bodies
     def _admit(self, inputs: Mapping[Message, Payload]) -> Outputs:
         commits = {m.sender: bytes(data) for m, data in inputs.items()}
-        return self._to_parties(Kind.ADMIT, dict.fromkeys(self._names, self.server.admit(commits)))
+        admit = self.server.admit(commits, self._keys)
+        return self._to_parties(Kind.ADMIT, dict.fromkeys(self._names, admit))
 
     def _deal(self, inputs: Mapping[Message, Payload]) -> Outputs:
         commits = {m.sender: bytes(d) for m, d in inputs.items() if m.kind == Kind.COMMIT}

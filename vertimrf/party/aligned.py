@@ -17,7 +17,6 @@ and codes in row order, which binds the party's private state and derived keys t
 from __future__ import annotations
 
 import hashlib
-import hmac
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,19 +24,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from vertimrf.crypto.schedule import mac, record_set_mac_key
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, RecordIDError
 from vertimrf.mrf.cliques import histogram
-from vertimrf.party.keys import HashKeys, hkdf_expand, hkdf_extract
+from vertimrf.party.keys import HashKeys
 from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of, record_slots
 
 if TYPE_CHECKING:
     from vertimrf.party.slot_file import TokenFiles
+    from vertimrf.party.tokens import TokenKeys
     from vertimrf.protocol.secure import SecurePlan
 
 _ORDER_CONTEXT = b"vertimrf/secure-order"
-_DIGEST_CONTEXT = b"vertimrf/secure-record-set"
 # The codes are hashed as 4-byte little-endian integers, whatever type holds them.
 _CODE_BYTES = "<i4"
 _HASH_ROWS = 1 << 16
@@ -50,7 +50,7 @@ def order_keys(secret: bytes, context: bytes) -> HashKeys:
 
 def record_set_key(secret: bytes, context: bytes) -> bytes:
     """The HMAC key of the record-set digest."""
-    return hkdf_expand(hkdf_extract(_DIGEST_CONTEXT, secret), context, 32)
+    return record_set_mac_key(secret, context)
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def combine_digests(
     empty = hashlib.sha256(b"").digest()
     records = b"".join(record_hashes.get(b, empty) for b in range(buckets))
     data = b"".join(data_hashes.get(b, empty) for b in range(buckets))
-    return hmac.new(mac_key, records, hashlib.sha256).digest(), hashlib.sha256(data).hexdigest()
+    return mac(mac_key, records), hashlib.sha256(data).hexdigest()
 
 
 def check_count(n: int, max_rows: int, *, so_far: bool = False) -> None:
@@ -244,7 +244,7 @@ class HeldTable(ABC):
         return None
 
     def partial_records(
-        self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan, index: int
+        self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
     ) -> TokenFiles:
         """Partial record sets: the records of party ``index`` sorted by token where they
         are held (:class:`~vertimrf.party.slot_file.TokenFiles`); ConfigError for a table

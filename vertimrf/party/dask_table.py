@@ -46,6 +46,7 @@ from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import check_id_column, frame_table
 from vertimrf.party.registers import keyed_prf
 from vertimrf.party.slot_file import TokenFiles
+from vertimrf.party.tokens import TokenKeys
 from vertimrf.protocol.buckets import bucket_of
 from vertimrf.protocol.plan import ALIGN_PART_ROWS
 
@@ -135,7 +136,7 @@ class DaskTable(HeldTable):
         return str(self._client.submit(source_digest, self._path, pure=False).result())
 
     def partial_records(
-        self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan, index: int
+        self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
     ) -> TokenFiles:
         """Partial record sets: party ``index``'s records sorted by token through temporary
         files of this process (:class:`~vertimrf.party.slot_file.TokenFiles`), the workers
@@ -147,7 +148,7 @@ class DaskTable(HeldTable):
         parts = (encode(part, self._name, spec, self._id_column) for part in frame.to_delayed())
         batches = (self._client.compute(part).result() for part in parts)
         return TokenFiles(
-            batches, TableEncoder(spec).dtype, len(spec.names), secret, context, plan, index,
+            batches, TableEncoder(spec).dtype, len(spec.names), keys, plan, index,
             part_rows=ALIGN_PART_ROWS,
         )  # fmt: skip
 

@@ -61,6 +61,7 @@ from vertimrf.party.table_input import (
     read_party_table,
     stream_party_table,
 )
+from vertimrf.party.tokens import TokenKeys
 from vertimrf.protocol.buckets import bucket_of, spill_slots
 from vertimrf.protocol.plan import ALIGN_PART_ROWS
 
@@ -125,7 +126,7 @@ class FileTable(HeldTable):
         return source_digest(self.path)
 
     def partial_records(
-        self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan, index: int
+        self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
     ) -> TokenFiles:
         """Partial record sets: party ``index``'s records sorted by token through temporary
         files (:class:`~vertimrf.party.slot_file.TokenFiles`), read in batches; a file whose
@@ -133,8 +134,8 @@ class FileTable(HeldTable):
 
         def sort(batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> TokenFiles:
             return TokenFiles(
-                batches, TableEncoder(spec).dtype, len(spec.names), secret, context, plan,
-                index, part_rows=self.part_rows, temp_dir=self.temp_dir,
+                batches, TableEncoder(spec).dtype, len(spec.names), keys, plan, index,
+                part_rows=self.part_rows, temp_dir=self.temp_dir,
             )  # fmt: skip
 
         try:

@@ -20,7 +20,6 @@ its token list without reading the table.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import math
 import mmap
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vertimrf.crypto.schedule import mac
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import atomic_open, atomic_write_text
@@ -65,7 +65,7 @@ def binding(secret: bytes, context: bytes, party: str, id_column: str, source: s
     """What kept records are bound to: HMAC-SHA256 under the run's record-set key of the
     party, its ID column and its table's digest ``source`` (hex)."""
     text = json.dumps([KEPT_FORMAT, party, id_column, source]).encode()
-    return hmac.new(record_set_key(secret, context), text, hashlib.sha256).hexdigest()
+    return mac(record_set_key(secret, context), text).hex()
 
 
 class _Mapped:

@@ -1,6 +1,7 @@
 """Secret hash keys shared by the parties, derived from one shared secret.
 
-The t keys of the FM sketches are derived with HKDF-SHA256 (RFC 5869; expand from ``cryptography``):
+The t keys of the FM sketches are derived by the run's key schedule
+(:func:`vertimrf.crypto.schedule.hash_key_words`, HKDF-SHA256):
 one extract step over the shared secret, then one expand step per key index, giving t distinct
 128-bit SipHash keys ``(k0, k1)``; xxh64 uses ``k0`` as its 64-bit seed. Every party derives the
 same keys from the same secret. The server must never see them: it only gets
@@ -14,17 +15,13 @@ import hmac
 import secrets
 
 import numpy as np
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
+from vertimrf.crypto.schedule import hash_key_words
 from vertimrf.errors import KeyMaterialError
 
 MIN_SECRET_BYTES = 32
 _MIN_DISTINCT_BYTES = 8
-_HKDF_SALT = b"vertimrf/v1/hkdf-salt/fm-sketch-keys"
-_KEY_INFO = b"vertimrf/v1/fm-sketch-key"
 _FINGERPRINT_TAG = b"vertimrf/v1/key-fingerprint"
-_KEY_BYTES = 16
 
 
 def new_shared_secret(n_bytes: int = MIN_SECRET_BYTES) -> bytes:
@@ -34,18 +31,6 @@ def new_shared_secret(n_bytes: int = MIN_SECRET_BYTES) -> bytes:
             f"A shared secret needs at least {MIN_SECRET_BYTES} bytes; asked for {n_bytes}."
         )
     return secrets.token_bytes(n_bytes)
-
-
-def hkdf_extract(salt: bytes, ikm: bytes) -> bytes:
-    """HKDF-Extract (RFC 5869 section 2.2) with HMAC-SHA256."""
-    return hmac.new(salt, ikm, hashlib.sha256).digest()
-
-
-def hkdf_expand(prk: bytes, info: bytes, length: int) -> bytes:
-    """HKDF-Expand (RFC 5869 section 2.3) with HMAC-SHA256."""
-    if not 0 < length <= 255 * hashlib.sha256().digest_size:
-        raise KeyMaterialError(f"HKDF-SHA256 can expand to 1..8160 bytes; asked for {length}.")
-    return HKDFExpand(algorithm=hashes.SHA256(), length=length, info=info).derive(prk)
 
 
 def _check_secret(secret: bytes) -> bytes:
@@ -108,11 +93,7 @@ class HashKeys:
         if not isinstance(context, bytes):
             raise KeyMaterialError(f"context must be bytes; got {type(context).__name__}.")
         t = int(t)
-        prk = hkdf_extract(_HKDF_SALT, secret)
-        prefix = _KEY_INFO + len(context).to_bytes(4, "big") + context
-        raw = b"".join(
-            hkdf_expand(prk, prefix + i.to_bytes(8, "big"), _KEY_BYTES) for i in range(t)
-        )
+        raw = hash_key_words(secret, t, context)
         words = np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(t, 2)
         return cls(words[:, 0], words[:, 1])
 

@@ -221,10 +221,14 @@ class Party:
         """Partial record sets: the length of the tokens message (:meth:`tokens`) and a
         function that writes it to a binary file block by block, so that a table held in a
         file never has its whole token list in memory."""
-        config_hash = self.config.config_hash()
-        count, blocks = self._secure_role().token_list(read_admit(admit, config_hash))
-        head, most = tokens_head(config_hash, self.name), self._secure_role().plan.max_tokens
-        return tokens_size(head, most), lambda out: write_tokens(out, head, count, most, blocks())
+        config_hash, role = self.config.config_hash(), self._secure_role()
+        opened = read_admit(admit, config_hash)
+        count, blocks = role.token_list(opened.digest)
+        sealing = role.token_seal(opened)
+        head, most = tokens_head(config_hash, self.name), role.plan.max_tokens
+        return tokens_size(head, most), lambda out: write_tokens(
+            out, head, count, most, blocks(), sealing
+        )
 
     def features(self, deal: bytes, slot_map: Any = None) -> SealedBlobs:
         """Method "secure": the masked-feature blob for each peer, from the server's deal

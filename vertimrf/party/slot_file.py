@@ -5,13 +5,16 @@ its number of records.
 :class:`TokenFiles` reads the table once in batches of (codes, ID fingerprints): a
 :class:`~vertimrf.party.file_table.FileTable`'s file, a
 :class:`~vertimrf.party.dask_table.DaskTable`'s partitions. Pass 1 computes each record's
-token (:func:`~vertimrf.party.tokens.record_tokens`: it does not depend on the admit digest)
-and appends the record (token, fingerprint, codes) to one of F part files by the top log2 F
-bits of its token; pass 2 sorts each part alone, refuses a repeated token (an ID), and writes
-the tokens, fingerprints and codes in token order to three files, from which the records'
-digest is hashed (:func:`~vertimrf.party.tokens.records_digest`).
+order token (:func:`~vertimrf.party.tokens.order_tokens`: it does not depend on the admit
+digest) and appends the record (order token, fingerprint, codes) to one of F part files by
+the top log2 F bits of its order token; pass 2 sorts each part alone, refuses a repeated
+token (an ID), and writes the order tokens, fingerprints and codes in that order to three
+files, from which the records' digest is hashed
+(:func:`~vertimrf.party.tokens.records_digest`).
 
-The token list of an admit digest is the token file merged, block by block, with the party's
+For an admit digest, the same two passes sort the records again by the tokens sent
+(:func:`~vertimrf.party.tokens.release_tokens`, keyed by the admit digest) into a folder of
+their own. The token list is that token file merged, block by block, with the party's
 dummies (a few per region, sorted in memory), so the tokens message is written by blocks. The
 slot map gives one slot per token, in the list's order, read by blocks in step with the
 records (:class:`_SlotCursor`); record i in token order has the slot at list position i plus
@@ -42,11 +45,13 @@ from vertimrf.party.aligned import check_count, code_histogram, slot_columns
 from vertimrf.party.part_files import part_count, read_rows, row_chunks, scatter
 from vertimrf.party.slot_table import check_distinct, check_slots, layout_digest
 from vertimrf.party.tokens import (
+    TokenKeys,
     check_slot_count,
     checked_dummies,
     merged_tokens,
-    record_tokens,
+    order_tokens,
     records_digest,
+    release_tokens,
     repeats_error,
 )
 from vertimrf.protocol.buckets import bucket_of
@@ -94,8 +99,8 @@ def _sorted_parts(
 
 
 class TokenFiles:
-    """Party ``index``'s records from ``batches``, sorted by token in temporary files in
-    ``temp_dir``, ``part_rows`` records at a time (codes of ``dtype``, ``width`` columns):
+    """Party ``index``'s records from ``batches``, sorted by order token in temporary files
+    in ``temp_dir``, ``part_rows`` records at a time (codes of ``dtype``, ``width`` columns):
     their count ``n`` and ``digest`` (:func:`~vertimrf.party.tokens.records_digest`).
     ConfigError past the plan's max_rows, RecordIDError for a repeated ID."""
 
@@ -104,8 +109,7 @@ class TokenFiles:
         batches: Iterable[Batch],
         dtype: np.dtype,
         width: int,
-        secret: bytes,
-        context: bytes,
+        keys: TokenKeys,
         plan: SecurePlan,
         index: int,
         *,
@@ -113,29 +117,30 @@ class TokenFiles:
         temp_dir: str | os.PathLike | None = None,
     ) -> None:
         self._dtype, self._width, self._part_rows = np.dtype(dtype), width, part_rows
-        self._secret, self._context, self._plan, self._index = secret, context, plan, index
+        self._keys, self._plan, self._index = keys, plan, index
         self._temp_dir = temp_dir
         self._folder = tempfile.TemporaryDirectory(prefix="vertimrf-tokens-", dir=temp_dir)
         self._where = Path(self._folder.name)
-        self._dummies: tuple[bytes, np.ndarray] | None = None
+        self._released: tuple[bytes, Path, np.ndarray] | None = None
         try:
-            self.n = self._sort(batches)
+            keyed = ((c, fp, order_tokens(fp, keys)) for c, fp in batches)
+            self.n = self._sort(keyed, self._where)
             self.digest = records_digest(
-                self.n, width, self._blocks("fp", np.dtype("<u8")), self._blocks("c", dtype, width)
+                self.n, width, self._blocks(self._where, "fp"), self._blocks(self._where, "c")
             )
         except BaseException:
             self._folder.cleanup()
             raise
 
-    def _sort(self, batches: Iterable[Batch]) -> int:
-        """Pass 1 (scatter by token) and pass 2 (sort each part); the record count."""
+    def _sort(self, batches: Iterable[tuple[np.ndarray, ...]], where: Path) -> int:
+        """Pass 1 (scatter the (codes, fingerprints, tokens) ``batches`` by token) and pass
+        2 (sort each part by token) into ``where``; the record count."""
         parts = part_count(self._plan.max_rows, self._part_rows)
         record = _record("tok", self._dtype, self._width)
         n = 0
         with ExitStack() as stack:
-            files = _part_files(self._where, parts, stack)
-            for codes, fingerprints in batches:
-                tokens = record_tokens(fingerprints, self._secret, self._context)
+            files = _part_files(where, parts, stack)
+            for codes, fingerprints, tokens in batches:
                 n += tokens.size
                 check_count(n, self._plan.max_rows, so_far=True)
                 rows = np.empty(tokens.size, record)
@@ -147,36 +152,56 @@ class TokenFiles:
             nonlocal repeats
             repeats += int(np.count_nonzero(tokens[1:] == tokens[:-1]))
 
-        _sorted_parts(self._where, record, "tok", parts, count)
+        _sorted_parts(where, record, "tok", parts, count)
         if repeats:
             raise repeats_error(repeats)
         return n
 
-    def _blocks(self, name: str, dtype: np.dtype, width: int = 1) -> Iterator[np.ndarray]:
-        """The records' ``name`` file (``keys``, ``fp`` or ``c``) in token order, by parts."""
-        return row_chunks(self._where / name, np.dtype(dtype), width, 0, self.n, self._part_rows)
+    def _blocks(self, where: Path, name: str) -> Iterator[np.ndarray]:
+        """The records' ``name`` file in ``where`` (``keys``, ``fp`` or ``c``) in its order,
+        by parts."""
+        dtype, width = {"keys": ("<u8", 1), "fp": ("<u8", 1), "c": (self._dtype, self._width)}[name]
+        return row_chunks(where / name, np.dtype(dtype), width, 0, self.n, self._part_rows)
+
+    def _keys_in(self, where: Path) -> Iterator[np.ndarray]:
+        """The sorted keys (order tokens, or tokens sent) of the records in ``where``, by
+        blocks of about a part."""
+        return (block.reshape(-1) for block in self._blocks(where, "keys"))
 
     def sorted_tokens(self) -> Iterator[np.ndarray]:
-        """The records' tokens, sorted, by blocks of about a part."""
-        return (block.reshape(-1) for block in self._blocks("keys", np.dtype("<u8")))
+        """The records' order tokens, sorted, by blocks of about a part."""
+        return self._keys_in(self._where)
 
-    def _dummy_list(self, admit: bytes) -> np.ndarray:
-        """The party's dummies for ``admit``, sorted and checked against its records'
-        tokens (:func:`~vertimrf.party.tokens.checked_dummies`)."""
-        if self._dummies is None or self._dummies[0] != admit:
+    def _release(self, admit: bytes) -> tuple[Path, np.ndarray]:
+        """The folder of the records sorted by the tokens sent for ``admit`` (made once) and
+        the party's dummies, sorted and checked against those tokens
+        (:func:`~vertimrf.party.tokens.checked_dummies`)."""
+        if self._released is None or self._released[0] != admit:
             assert self._plan.regions is not None  # a plan of partial record sets
+            where = self._where / "released"
+            if where.exists():
+                for path in where.iterdir():
+                    path.unlink()
+            where.mkdir(exist_ok=True)
+            blocks = zip(
+                self._blocks(self._where, "c"),
+                self._blocks(self._where, "fp"),
+                self.sorted_tokens(),
+                strict=True,
+            )
+            keys = self._keys
+            self._sort(((c, f[:, 0], release_tokens(o, keys, admit)) for c, f, o in blocks), where)
             dummies = checked_dummies(
-                self.sorted_tokens(), self._secret, self._context, admit, self._plan.regions,
-                self._index,
-            )  # fmt: skip
-            self._dummies = (admit, dummies)
-        return self._dummies[1]
+                self._keys_in(where), self._keys, admit, self._plan.regions, self._index
+            )
+            self._released = (admit, where, dummies)
+        return self._released[1], self._released[2]
 
     def tokens(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:
         """The number of tokens made with ``admit`` and a function giving them sorted, by
         blocks of about a part; RecordIDError for a repeated token."""
-        dummies = self._dummy_list(admit)
-        return self.n + dummies.size, lambda: merged_tokens(self.sorted_tokens, dummies)
+        where, dummies = self._release(admit)
+        return self.n + dummies.size, lambda: merged_tokens(lambda: self._keys_in(where), dummies)
 
     def lay_out(
         self, slots: Iterable[np.ndarray], count: int, admit: bytes, assignment: bytes
@@ -185,7 +210,7 @@ class TokenFiles:
         ``admit`` (one per token, in its order, by blocks: each read once, in step with the
         records), in the assignment of digest ``assignment`` (MessageError for a miscounted
         list, ConfigError for a slot off the rows or given twice)."""
-        dummies = self._dummy_list(admit)
+        released, dummies = self._release(admit)
         check_slot_count(count, self.n + dummies.size)
         cursor = _SlotCursor(slots)
         max_rows = self._plan.max_rows
@@ -199,9 +224,9 @@ class TokenFiles:
                 files = _part_files(where, parts, stack)
                 i0 = 0
                 blocks = zip(
-                    self.sorted_tokens(),
-                    self._blocks("fp", np.dtype("<u8")),
-                    self._blocks("c", self._dtype, self._width),
+                    self._keys_in(released),
+                    self._blocks(released, "fp"),
+                    self._blocks(released, "c"),
                     strict=True,
                 )
                 for tokens, fingerprints, codes in blocks:

@@ -28,11 +28,12 @@ from vertimrf.domain import DomainSpec, EncodedTable
 from vertimrf.errors import ConfigError
 from vertimrf.party.aligned import HeldTable, check_count, code_histogram, slot_columns
 from vertimrf.party.tokens import (
+    TokenKeys,
     Tokens,
     check_slot_count,
     make_tokens,
+    order_tokens,
     record_slots,
-    record_tokens,
     records_digest,
 )
 
@@ -144,26 +145,25 @@ class SlotTable(HeldTable):
 
 class MemoryRecords:
     """Party ``index``'s records held in memory (``table`` and their ID ``fingerprints``)
-    before the deal lays them out: their digest in token order (:func:`records_digest`),
-    its token list for each admit digest, and the layout at the slots of its slot map (read
-    whole). ConfigError past the plan's max_rows."""
+    before the deal lays them out: their digest in the order of their order tokens
+    (:func:`records_digest`), its token list for each admit digest, and the layout at the
+    slots of its slot map (read whole). ConfigError past the plan's max_rows."""
 
     def __init__(
         self,
         table: EncodedTable,
         fingerprints: np.ndarray,
-        secret: bytes,
-        context: bytes,
+        keys: TokenKeys,
         plan: SecurePlan,
         index: int,
     ) -> None:
         check_count(fingerprints.size, plan.max_rows)
         self._table, self._fingerprints = table, fingerprints
-        self._secret, self._context, self._plan, self._index = secret, context, plan, index
+        self._keys, self._plan, self._index = keys, plan, index
         self.n = int(fingerprints.size)
-        tokens = record_tokens(fingerprints, secret, context)
-        order = np.argsort(tokens, kind="stable")
-        self._sorted = tokens[order]
+        self._order = order_tokens(fingerprints, keys)
+        order = np.argsort(self._order, kind="stable")
+        self._sorted = self._order[order]
         self.digest = records_digest(
             self.n, table.codes.shape[1], [fingerprints[order]], [table.codes[order]]
         )
@@ -172,15 +172,12 @@ class MemoryRecords:
     def _tokens(self, admit: bytes) -> Tokens:
         if self._made is None or self._made[0] != admit:  # made once (tokens, then the deal)
             assert self._plan.regions is not None  # a plan of partial record sets
-            made = make_tokens(
-                self._fingerprints, self._secret, self._context, admit, self._plan.regions,
-                self._index,
-            )  # fmt: skip
+            made = make_tokens(self._order, self._keys, admit, self._plan.regions, self._index)
             self._made = (admit, made)
         return self._made[1]
 
     def sorted_tokens(self) -> Iterator[np.ndarray]:
-        """The records' tokens, sorted (one block)."""
+        """The records' order tokens, sorted (one block)."""
         return iter((self._sorted,))
 
     def tokens(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:

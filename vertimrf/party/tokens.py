@@ -1,20 +1,27 @@
 """A party's tokens when the parties' record sets differ (``record_sets="partial"``).
 
-A record's token is a PRF of its ID fingerprint (SipHash-2-4) under a key derived from the
-group secret and the run: the parties that hold a record make the same token, and the
-server, which never holds the group secret, can neither invert a token nor test an ID.
+Every key here comes from the run's key schedule (:mod:`vertimrf.crypto.schedule`):
 
-For every region T that holds the party (:mod:`vertimrf.protocol.regions`), the party adds
-d_T dummy tokens, PRF values of (T, i) for i < d_T under a second key. d_T = offset + Z_T,
-Z_T a discrete Gaussian clipped to [-offset, offset], drawn from an AES-CTR stream
-(:class:`~vertimrf.privacy.samplers.KeyedSampler`) keyed by the group secret, the run, T and
-the admit digest (the digest of every party's data commitment). So the parties in T make the
-same dummies without talking, a re-run on the same data makes the same ones, and a changed
-table at any party makes fresh ones: the same dummy count never hides two different region
-counts.
+- A record's **order token** is a PRF of its ID fingerprint (SipHash-2-4) under a key of the
+  group secret and the run. It never leaves the party: it orders the records the commitment
+  hashes (:func:`records_digest`), which must come before the admit digest.
+- A record's **token**, the one sent, is a PRF of its order token under a key of the group
+  secret, the run and the **admit digest** (every party's commitment and every role's public
+  key). The parties that hold a record make the same token, the server, which never holds
+  the group secret, can neither invert a token nor test an ID, and any changed input of the
+  run (a table, a key pair, the group secret) gives every record a fresh token, so two runs
+  share no token.
+- For every region T that holds the party (:mod:`vertimrf.protocol.regions`), the party adds
+  d_T dummy tokens, PRF values of (T, i) for i < d_T. d_T = offset + Z_T, Z_T a discrete
+  Gaussian clipped to [-offset, offset], drawn from an AES-CTR stream
+  (:class:`~vertimrf.privacy.samplers.KeyedSampler`) keyed by the run, T and the admit
+  digest. The dummies of a region of several parties are keyed by the group secret, so its
+  parties make the same ones without talking; those of the party's own region {p} by its
+  own secret, which no peer holds.
 
-The party sends its tokens sorted (real and dummy mixed; the order says nothing), and reads
-back one slot per token in that order (:func:`record_slots`).
+The party sends its tokens sorted (real and dummy mixed; the order says nothing), sealed to
+the server (:func:`vertimrf.protocol.securemsg.write_tokens`), and reads back one slot per
+token in that order (:func:`record_slots`).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vertimrf.crypto.schedule import derive
 from vertimrf.errors import MessageError, RecordIDError
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.registers import keyed_prf
@@ -32,6 +40,7 @@ from vertimrf.privacy.samplers import KeyedSampler
 from vertimrf.protocol.regions import RegionNoise, regions_of
 
 __all__ = [
+    "TokenKeys",
     "Tokens",
     "check_slot_count",
     "checked_dummies",
@@ -39,25 +48,43 @@ __all__ = [
     "dummy_tokens",
     "make_tokens",
     "merged_tokens",
+    "order_tokens",
     "records_digest",
     "record_slots",
-    "record_tokens",
+    "release_tokens",
     "repeats_error",
 ]
 
-_TOKEN_CONTEXT = b"vertimrf/record-token"
+_ORDER_CONTEXT = b"vertimrf/record-token"  # the order tokens' (never sent)
+_TOKEN_CONTEXT = b"vertimrf/released-token"
 _DUMMY_CONTEXT = b"vertimrf/dummy-token"
 _REGION_BITS = 40  # a dummy's PRF input: its region above bit 40, its index below
 
 
-def dummy_counts(
-    secret: bytes, context: bytes, admit: bytes, noise: RegionNoise, index: int
-) -> dict[int, int]:
+@dataclass(frozen=True)
+class TokenKeys:
+    """What a party's tokens are keyed by: the ``group`` secret (the parties'), its ``own``
+    secret (its local secret: its own region's dummies) and the run's ``context``."""
+
+    group: bytes
+    own: bytes
+    context: bytes
+
+    def region(self, region: int, index: int) -> tuple[bytes, str]:
+        """The secret and the stream of ``region``'s dummies at party ``index``: its own
+        secret for its own region {index}, else the group secret."""
+        if region == 1 << index:
+            return self.own, "own-dummies"
+        return self.group, "region-dummies"
+
+
+def dummy_counts(keys: TokenKeys, admit: bytes, noise: RegionNoise, index: int) -> dict[int, int]:
     """d_T for every region T holding party ``index``: the offset plus a discrete
     Gaussian clipped to [-offset, offset], drawn from the region's own keyed stream."""
     out = {}
     for region in regions_of(noise.m, index):
-        sampler = KeyedSampler(secret, "region-dummies", context, admit, str(region))
+        secret, stream = keys.region(region, index)
+        sampler = KeyedSampler(secret, stream, keys.context, admit, str(region))
         z = int(sampler.discrete_gaussian(noise.sigma, 1)[0])
         out[region] = noise.offset + min(max(z, -noise.offset), noise.offset)
     return out
@@ -72,32 +99,39 @@ class Tokens:
     position: np.ndarray
 
 
-def record_tokens(fingerprints: np.ndarray, secret: bytes, context: bytes) -> np.ndarray:
-    """The token of each record (uint64, in record order) from its ID ``fingerprints``: a
-    PRF keyed by the group secret and the run alone, so it does not change with the admit
-    digest."""
-    keys = HashKeys.from_secret(secret, 1, context=_TOKEN_CONTEXT + context)
-    return keyed_prf(keys, fingerprints)
+def order_tokens(fingerprints: np.ndarray, keys: TokenKeys) -> np.ndarray:
+    """The order token of each record (uint64, in record order) from its ID
+    ``fingerprints``: a PRF keyed by the group secret and the run alone (it does not change
+    with the admit digest, so the commitment can hash the records in its order). Never
+    sent."""
+    prf = HashKeys.from_secret(keys.group, 1, context=_ORDER_CONTEXT + keys.context)
+    return keyed_prf(prf, fingerprints)
 
 
-def dummy_tokens(
-    secret: bytes, context: bytes, admit: bytes, noise: RegionNoise, index: int
-) -> np.ndarray:
+def release_tokens(order: np.ndarray, keys: TokenKeys, admit: bytes) -> np.ndarray:
+    """The token sent for each record (uint64) from its ``order`` token: a PRF keyed by the
+    group secret, the run and the ``admit`` digest, so that any changed input of the run
+    gives every record a fresh token."""
+    key = derive(keys.group, "record-token", keys.context, admit)
+    return keyed_prf(HashKeys.from_secret(key, 1, context=_TOKEN_CONTEXT), order)
+
+
+def dummy_tokens(keys: TokenKeys, admit: bytes, noise: RegionNoise, index: int) -> np.ndarray:
     """Party ``index``'s dummy tokens (uint64, sorted): d_T of them for every region T
-    holding it (:func:`dummy_counts`)."""
-    keys = HashKeys.from_secret(secret, 1, context=_DUMMY_CONTEXT + context + admit)
-    counts = dummy_counts(secret, context, admit, noise, index)
-    inputs = [
-        (np.uint64(region) << np.uint64(_REGION_BITS)) + np.arange(d, dtype=np.uint64)
-        for region, d in counts.items()
-    ]
-    return np.sort(keyed_prf(keys, np.concatenate(inputs) if inputs else np.empty(0, np.uint64)))
+    holding it (:func:`dummy_counts`), each region's under its own secret
+    (:meth:`TokenKeys.region`)."""
+    pieces = [np.empty(0, np.uint64)]
+    for region, d in dummy_counts(keys, admit, noise, index).items():
+        secret, stream = keys.region(region, index)
+        key = derive(secret, stream, keys.context, admit, "tokens")
+        inputs = (np.uint64(region) << np.uint64(_REGION_BITS)) + np.arange(d, dtype=np.uint64)
+        pieces.append(keyed_prf(HashKeys.from_secret(key, 1, context=_DUMMY_CONTEXT), inputs))
+    return np.sort(np.concatenate(pieces))
 
 
 def checked_dummies(
     record_blocks: Iterable[np.ndarray],
-    secret: bytes,
-    context: bytes,
+    keys: TokenKeys,
     admit: bytes,
     noise: RegionNoise,
     index: int,
@@ -105,7 +139,7 @@ def checked_dummies(
     """Party ``index``'s dummy tokens (:func:`dummy_tokens`), checked against its records'
     sorted tokens given by ``record_blocks`` (ascending blocks): RecordIDError when a token
     repeats in the list they make together."""
-    dummies = dummy_tokens(secret, context, admit, noise, index)
+    dummies = dummy_tokens(keys, admit, noise, index)
     repeats = int(np.count_nonzero(dummies[1:] == dummies[:-1]))
     for block in record_blocks:
         if block.size:
@@ -143,17 +177,13 @@ def repeats_error(repeats: int) -> RecordIDError:
 
 
 def make_tokens(
-    fingerprints: np.ndarray,
-    secret: bytes,
-    context: bytes,
-    admit: bytes,
-    noise: RegionNoise,
-    index: int,
+    order: np.ndarray, keys: TokenKeys, admit: bytes, noise: RegionNoise, index: int
 ) -> Tokens:
-    """Party ``index``'s tokens: one per record (RecordIDError when two records share a
-    token, i.e. an ID) and its dummies for every region that holds it."""
-    real = record_tokens(fingerprints, secret, context)
-    tokens = np.concatenate((real, dummy_tokens(secret, context, admit, noise, index)))
+    """Party ``index``'s tokens: one per record, from its ``order`` token (RecordIDError
+    when two records share a token, i.e. an ID), and its dummies for every region that
+    holds it."""
+    real = release_tokens(order, keys, admit)
+    tokens = np.concatenate((real, dummy_tokens(keys, admit, noise, index)))
     order = np.argsort(tokens, kind="stable")
     ordered = tokens[order]
     repeats = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
@@ -168,7 +198,7 @@ def records_digest(
     count: int, width: int, fingerprints: Iterable[np.ndarray], codes: Iterable[np.ndarray]
 ) -> str:
     """The digest of a party's ``count`` records of ``width`` columns in the order of their
-    tokens (hex): SHA-256 of the length-prefixed ID fingerprints (8-byte little-endian) and
+    order tokens (hex): SHA-256 of the length-prefixed ID fingerprints (8-byte little-endian) and
     then the codes (4-byte little-endian), each given by blocks in token order, so that a
     table held in memory and one sorted through files give the same digest."""
     h = hashlib.sha256()

@@ -92,7 +92,6 @@ __all__ = [
     "NoiseSampler",
     "SecureSampler",
     "SeededSampler",
-    "derive_key",
     "exponential_inputs",
     "noise_sampler",
     "randomness",
@@ -686,25 +685,10 @@ class SeededSampler(_ExactSampler):
 # ------------------------------------------------------------------------------- keyed
 
 
-def derive_key(secret: bytes, *parts: bytes | str) -> bytes:
-    """32 bytes from ``secret`` and the labelled ``parts`` (HKDF-SHA256; each part is
-    length-prefixed, so no two lists of parts give the same input)."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
-    if not isinstance(secret, bytes | bytearray) or len(secret) < 16:
-        raise ConfigError("a keyed sampler needs a secret of at least 16 bytes.")
-    info = b"".join(
-        len(b).to_bytes(8, "little") + b
-        for b in (p.encode("utf-8") if isinstance(p, str) else bytes(p) for p in parts)
-    )
-    hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"vertimrf/keyed-noise", info=info)
-    return hkdf.derive(bytes(secret))
-
-
 class KeyedSampler(_ExactSampler):
-    """Exact noise from an AES-256-CTR keystream under a key derived with :func:`derive_key`
-    from a secret only its holder knows and a label of everything the release depends on.
+    """Exact noise from an AES-256-CTR keystream under the key of a ``stream`` of the run's
+    key schedule (:func:`vertimrf.crypto.schedule.derive`), from a secret only its holder
+    knows and the ``inputs`` of everything the release depends on.
 
     The same secret and label give the same draws, so a re-run of a step on the same inputs
     writes the same bytes and releases nothing new; without the secret the keystream, and so
@@ -714,10 +698,12 @@ class KeyedSampler(_ExactSampler):
 
     seeded = False
 
-    def __init__(self, secret: bytes, *label: bytes | str) -> None:
+    def __init__(self, secret: bytes, stream: str, *inputs: bytes | str) -> None:
         from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-        key = derive_key(secret, *label)
+        from vertimrf.crypto.schedule import derive
+
+        key = derive(secret, stream, *inputs)
         self._keystream = Cipher(algorithms.AES(key), modes.CTR(bytes(16))).encryptor()
 
     def _words(self, n: int) -> np.ndarray:

@@ -276,40 +276,62 @@ def read_commit(data: bytes | bytearray | memoryview, config_hash: str, party: s
     return commitment
 
 
-ADMIT_KIND = "vertimrf-secure-admit/1"
-TOKENS_MAGIC = b"VMRFTOK2"  # then the config hash (64 hex), the name, count and padded tokens
+ADMIT_KIND = "vertimrf-secure-admit/2"
+TOKENS_MAGIC = b"VMRFTOK3"  # then the config hash (64 hex), the name, the sealed key and list
+# The tokens message's key sealed to the server: version, ephemeral key, nonce, key, tag.
+SEALED_KEY_BYTES = 1 + 32 + NONCE_BYTES + 32 + TAG_BYTES
 
 
-def admit_bytes(config_hash: str, admit: bytes) -> bytes:
-    """The server's admit message (partial record sets): the digest of every party's data
-    commitment, public, for the run ``config_hash``, as JSON."""
-    data = {"format": ADMIT_KIND, "config_hash": config_hash, "admit": admit.hex()}
+@dataclass(frozen=True)
+class Admit:
+    """The server's admit message (partial record sets): the ``digest`` every party keys
+    its tokens by (its commitments and every role's public key) and the server's public
+    key (``server``, raw), which each party seals its tokens message to."""
+
+    digest: bytes
+    server: bytes
+
+
+def admit_bytes(config_hash: str, admit: Admit) -> bytes:
+    """The server's admit message for the run ``config_hash``, as JSON (public)."""
+    data = {
+        "format": ADMIT_KIND,
+        "config_hash": config_hash,
+        "admit": admit.digest.hex(),
+        "server_key": admit.server.hex(),
+    }
     return (json.dumps(data, sort_keys=True) + "\n").encode()
 
 
-def read_admit(data: bytes | bytearray | memoryview, config_hash: str) -> bytes:
-    """The admit digest of the run ``config_hash`` (MessageError when malformed or another
-    run's)."""
+def read_admit(data: bytes | bytearray | memoryview, config_hash: str) -> Admit:
+    """The admit message of the run ``config_hash`` (MessageError when malformed or
+    another run's)."""
     fields: dict[str, Any] = {}
     try:
         raw = bytes(data)
         parsed = json.loads(raw) if len(raw) <= MAX_COMMIT_BYTES else None
-        if isinstance(parsed, dict) and set(parsed) == {"format", "config_hash", "admit"}:
+        if isinstance(parsed, dict) and set(parsed) == {
+            "format", "config_hash", "admit", "server_key"
+        }:  # fmt: skip
             fields = parsed
         admit = bytes.fromhex(str(fields["admit"])) if fields else b""
+        server = bytes.fromhex(str(fields["server_key"])) if fields else b""
     except (UnicodeDecodeError, ValueError):
-        admit = b""
-    if fields.get("format") != ADMIT_KIND or len(admit) != DIGEST_BYTES:
+        admit = server = b""
+    if fields.get("format") != ADMIT_KIND or len(admit) != DIGEST_BYTES or len(server) != 32:
         raise MessageError("the admit message is malformed: take the server's again.")
     if fields["config_hash"] != config_hash:
-        raise MessageError("the admit message belongs to another run (config hash).")
-    return admit
+        raise MessageError(
+            f"the admit message belongs to the run {str(fields['config_hash'])[:16]}, not "
+            f"this run {config_hash[:16]}: take this run's admit from the server."
+        )
+    return Admit(admit, server)
 
 
 def tokens_head(config_hash: str, party: str) -> bytes:
     """The start of ``party``'s tokens message for the server (partial record sets): the
     magic, the run's config hash (64 hex) and the party's name (one length byte, UTF-8).
-    The count of its tokens and the tokens themselves follow (:func:`write_tokens`)."""
+    The sealed key and the encrypted list follow (:func:`write_tokens`)."""
     name = party.encode("utf-8")
     return TOKENS_MAGIC + config_hash.encode() + len(name).to_bytes(1, "little") + name
 
@@ -317,44 +339,67 @@ def tokens_head(config_hash: str, party: str) -> bytes:
 def tokens_size(head: bytes, most: int) -> int:
     """The length of every tokens message with ``head`` in a run whose parties have at most
     ``most`` tokens (the plan's public max_tokens): the same whatever a party holds."""
-    return len(head) + 8 + 8 * most
+    return len(head) + SEALED_KEY_BYTES + NONCE_BYTES + 8 * (most + 1) + TAG_BYTES
+
+
+@dataclass(frozen=True)
+class TokenSeal:
+    """How a party seals its tokens message: the server's public key, and the list's
+    ``key``, ``nonce`` and sealing ``randomness``, all from the party's own secret (so that
+    no peer can recompute the message's bytes, nor its digest)."""
+
+    server: PublicKey
+    key: bytes
+    nonce: bytes
+    randomness: bytes
 
 
 def write_tokens(
-    out: Any, head: bytes, count: int, most: int, blocks: Iterable[np.ndarray]
+    out: Any, head: bytes, count: int, most: int, blocks: Iterable[np.ndarray], sealing: TokenSeal
 ) -> None:
     """Write a tokens message to the binary file ``out``: its ``head`` (:func:`tokens_head`),
-    the ``count`` of tokens (uint64, little-endian), the sorted tokens given by ``blocks``,
-    then zero words up to ``most`` tokens, so that its length is public
-    (:func:`tokens_size`)."""
+    the list's key sealed to the server, then, encrypted under that key (AES-256-GCM, the
+    head as associated data), the ``count`` of tokens (uint64, little-endian), the sorted
+    tokens given by ``blocks`` and zero words up to ``most`` tokens, so that its length is
+    public (:func:`tokens_size`)."""
     out.write(head)
-    out.write(np.uint64(count).astype("<u8").tobytes())
-    written = 0
-    for block in blocks:
-        out.write(np.ascontiguousarray(block, "<u8").data.cast("B"))
-        written += block.size
-    if written != count or count > most:
-        raise MessageError(f"a token list of {written} tokens, not {count} of at most {most}.")
-    zeros = np.zeros(1 << 16, "<u8")
-    for start in range(count, most, zeros.size):
-        out.write(zeros[: min(zeros.size, most - start)].data.cast("B"))
+    out.write(seal(sealing.server, sealing.key, head, randomness=sealing.randomness))
+
+    def words() -> Iterator[bytes]:
+        yield np.uint64(count).astype("<u8").tobytes()
+        written = 0
+        for block in blocks:
+            yield np.ascontiguousarray(block, "<u8").tobytes()
+            written += block.size
+        if written != count or count > most:
+            raise MessageError(f"a token list of {written} tokens, not {count} of at most {most}.")
+        zeros = bytes(8 << 16)
+        for start in range(count, most, 1 << 16):
+            yield zeros[: 8 * min(1 << 16, most - start)]
+
+    size = 8 * (most + 1)
+    encrypt_chunks_to(out, sealing.key, words(), size, head, nonce=sealing.nonce)
 
 
 def _tokens_parts(data: bytes | bytearray | memoryview, config_hash: str) -> tuple[str, int]:
-    """The sender of a tokens message of the run ``config_hash`` and where its tokens
-    start (MessageError when malformed or another run's)."""
+    """The sender of a tokens message of the run ``config_hash`` and where its sealed key
+    starts (MessageError when malformed or another run's)."""
     raw = memoryview(data).cast("B")
     at = len(TOKENS_MAGIC) + len(config_hash)
     if bytes(raw[: len(TOKENS_MAGIC)]) != TOKENS_MAGIC or len(raw) <= at:
         raise MessageError("not a tokens message (from `party tokens`).")
     if bytes(raw[len(TOKENS_MAGIC) : at]) != config_hash.encode():
-        raise MessageError("the tokens message belongs to another run (config hash).")
+        other = bytes(raw[len(TOKENS_MAGIC) : at]).decode("ascii", "replace")[:16]
+        raise MessageError(
+            f"the tokens message belongs to the run {other}, not this run {config_hash[:16]}: "
+            "have the party send this run's tokens."
+        )
     start = at + 1 + raw[at]
     try:
         sender = bytes(raw[at + 1 : start]).decode("utf-8")
     except UnicodeDecodeError:
         sender = ""
-    if not sender or len(raw) < start or (len(raw) - start) % 8:
+    if not sender or len(raw) < start + SEALED_KEY_BYTES:
         raise MessageError("the tokens message is malformed: have the party send it again.")
     return sender, start
 
@@ -366,47 +411,68 @@ def tokens_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str
 
 class TokenList:
     """The token list in ``party``'s tokens message ``data`` of the run ``config_hash``,
-    padded to ``most`` tokens, read in place (MessageError when malformed, another run's or
-    party's, or not of the run's public length): its ``count`` and its tokens by blocks
-    (:meth:`blocks`), so that a mapped message is never resident whole."""
+    padded to ``most`` tokens, opened with the server's ``keypair`` and read in place
+    (MessageError when malformed, another run's or party's, or not of the run's public
+    length; ChannelError when it is not sealed to this server or was altered): its ``count``
+    and its tokens by blocks (:meth:`blocks`), each pass decrypting and authenticating the
+    list again, so that a mapped message is never resident whole."""
 
     def __init__(
-        self, data: bytes | bytearray | memoryview, config_hash: str, party: str, most: int
+        self,
+        data: bytes | bytearray | memoryview,
+        config_hash: str,
+        party: str,
+        most: int,
+        keypair: KeyPair,
     ) -> None:
         sender, start = _tokens_parts(data, config_hash)
         if sender != party:
             raise MessageError(f"the tokens message from {party!r} names party {sender!r}.")
         raw = memoryview(data).cast("B")
-        if len(raw) != start + 8 + 8 * most:
+        if len(raw) != tokens_size(bytes(raw[:start]), most):
             raise MessageError(f"the tokens message is not padded to the run's {most} tokens.")
-        self._raw, self._start = raw, start + 8
-        self.count = int(np.frombuffer(raw[start : start + 8], "<u8")[0])
-        if self.count > most:
-            raise MessageError("the tokens message is malformed: have the party send it again.")
-        for block in self._words(self.count, most, PACK_WORDS):
-            if np.any(block):
-                raise MessageError("the tokens message is malformed: have the party send it again.")
-
-    def _words(self, first: int, stop: int, step: int) -> Iterator[np.ndarray]:
-        """Copies of the words first:stop of the list, by ``step``, the pages of a mapped
-        message dropped once read."""
-        body = self._raw[self._start + 8 * first : self._start + 8 * stop]
-        read = ReadOnce(body)
-        for at in range(0, stop - first, step):
-            end = min(stop - first, at + step)
-            yield np.frombuffer(body[8 * at : 8 * end], "<u8").astype(np.uint64)
-            read.done(8 * end)
+        self._head = bytes(raw[:start])
+        sealed = bytes(raw[start : start + SEALED_KEY_BYTES])
+        self._key = open_sealed(keypair, sealed, self._head)
+        self._blob = raw[start + SEALED_KEY_BYTES :]
+        self._most, self.count = most, 0
+        for _ in decrypt_chunks(self._key, self._blob, self._head, 8 * PACK_WORDS):
+            pass  # the tag first: an altered list is refused as such, before it is read
+        for _ in self.blocks(PACK_WORDS):  # the count and the padding, checked once
+            pass
 
     def blocks(self, step: int) -> Iterator[np.ndarray]:
-        """The tokens (uint64, as sent: sorted), by blocks of ``step``."""
-        return self._words(0, self.count, max(1, step))
+        """The tokens (uint64, as sent: sorted), by blocks of at most ``step``, each a copy;
+        the padding and the tag are checked once the last is read."""
+        step, at, count = max(1, step), 0, -1
+        read = ReadOnce(self._blob)
+        for piece in decrypt_chunks(self._key, self._blob, self._head, 8 * step):
+            words = np.frombuffer(piece, "<u8")
+            if count < 0:
+                count = int(words[0])
+                if count > self._most:
+                    raise MessageError(
+                        "the tokens message is malformed: have the party send it again."
+                    )
+                self.count = count
+            lo, hi = max(at, 1), min(at + words.size, count + 1)
+            if hi > lo:
+                yield words[lo - at : hi - at].astype(np.uint64)
+            if np.any(words[max(0, count + 1 - at) :]):
+                raise MessageError("the tokens message is malformed: have the party send it again.")
+            at += words.size
+            read.done(NONCE_BYTES + 8 * at)
 
 
 def read_tokens(
-    data: bytes | bytearray | memoryview, config_hash: str, party: str, most: int
+    data: bytes | bytearray | memoryview,
+    config_hash: str,
+    party: str,
+    most: int,
+    keypair: KeyPair,
 ) -> np.ndarray:
     """The token list of :class:`TokenList`, whole."""
-    tokens = TokenList(data, config_hash, party, most)
+    tokens = TokenList(data, config_hash, party, most, keypair)
     return np.concatenate([np.empty(0, np.uint64), *tokens.blocks(PACK_WORDS)])
 
 

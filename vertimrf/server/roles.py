@@ -64,6 +64,7 @@ class Server:
         self._rules = rules(config)
         if keypair is None and self._rules.secure_product:
             keypair = KeyPair.generate(SERVER)
+        self._keypair = keypair
         self.paper: PaperServer | None = None
         self.secure: SecureServer | None = None
         if self._rules.local_message:
@@ -74,13 +75,14 @@ class Server:
     def __repr__(self) -> str:
         return f"Server(method={self.config.method!r}, pipeline={self.config.pipeline!r})"
 
-    def admit(self, commits: Mapping[str, bytes]) -> bytes:
-        """Partial record sets: the admit message, from the parties' commit messages."""
+    def admit(self, commits: Mapping[str, bytes], public_keys: Mapping[str, PublicKey]) -> bytes:
+        """Partial record sets: the admit message, from the parties' commit messages and
+        public keys."""
         if self.secure is None or self.config.record_sets != "partial":
             raise ConfigError("admit is a step of method 'secure' with partial record sets.")
         config_hash = self.config.config_hash()
         commitments = {n: read_commit(data, config_hash, n) for n, data in commits.items()}
-        return admit_bytes(config_hash, self.secure.admit(commitments))
+        return admit_bytes(config_hash, self.secure.admit(commitments, public_keys))
 
     def deal(
         self,
@@ -99,7 +101,11 @@ class Server:
         lists = None
         if tokens is not None:
             most = self.secure.plan.max_tokens
-            lists = {n: TokenList(data, config_hash, n, most) for n, data in tokens.items()}
+            assert self._keypair is not None  # the secure product always has one
+            keypair = self._keypair
+            lists = {
+                n: TokenList(data, config_hash, n, most, keypair) for n, data in tokens.items()
+            }
         return self.secure.deal(dict(public_keys), commitments, lists)
 
     @property

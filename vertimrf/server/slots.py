@@ -34,8 +34,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from vertimrf.crypto.prp import KeyedPermutation
+from vertimrf.crypto.schedule import derive
 from vertimrf.errors import ConfigError, MessageError
-from vertimrf.privacy.samplers import KeyedSampler, derive_key
+from vertimrf.privacy.samplers import KeyedSampler
 from vertimrf.protocol.regions import RegionNoise, regions_of
 from vertimrf.protocol.securemsg import SLOT_BLOCK
 
@@ -199,6 +200,6 @@ def assign_slots(
             f"the parties' records and dummies need about {need} rows, more than max_rows "
             f"{max_rows}: make a new config with a larger public max_rows."
         )
-    key = derive_key(server_secret, "slots", *label)
-    digest = derive_key(server_secret, "slot-assignment", *label, str(max_rows))
+    key = derive(server_secret, "slots", *label)
+    digest = derive(server_secret, "slot-assignment", *label, str(max_rows))
     return Slots(released, digest, sources, KeyedPermutation(key, max_rows), step)

@@ -103,7 +103,8 @@ class SecureParty(Shares):
         commands."""
         if self._seed is None:
             inputs = json.dumps(self._inputs(), sort_keys=True)
-            return KeyedSampler(self._label_key("party-noise", step, request.digest(), inputs))
+            bound = self._bound(step, request.digest(), inputs)
+            return KeyedSampler(self._local, "party-noise", *bound)
         return randomness(role_seed(self._seed, f"{self.name}/{step}"))[0]
 
     def _pad_binding(self, peer: str, request: Request, grown: bool) -> str:

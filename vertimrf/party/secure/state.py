@@ -11,7 +11,6 @@ reads the peers' blobs. A state of another run, party, data set or deal is refus
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -22,6 +21,7 @@ import pandas as pd
 
 from vertimrf.container import read_container, write_container
 from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
+from vertimrf.crypto.schedule import derive, mac
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
@@ -37,13 +37,14 @@ from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
 from vertimrf.party.slot_file import TokenFiles
 from vertimrf.party.slot_table import MemoryRecords
-from vertimrf.party.tokens import checked_dummies, merged_tokens
+from vertimrf.party.tokens import TokenKeys, checked_dummies, merged_tokens, release_tokens
 from vertimrf.privacy.ledger import PrivacyLedger
-from vertimrf.privacy.samplers import derive_key
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import SELECT
+from vertimrf.protocol.securemsg import Admit, TokenSeal
+from vertimrf.protocol.seeds import SERVER
 
 STATE_KIND = "vertimrf-secure-party-state"
 
@@ -168,10 +169,34 @@ class PartyState:
         if kept is None:
             return self._partial_records().tokens(admit)
         assert self.plan.regions is not None  # a kept record: a plan of partial record sets
-        dummies = checked_dummies(
-            kept.token_blocks(), self._secret, self._context, admit, self.plan.regions, self.index
-        )
-        return kept.tokens.size + dummies.size, lambda: merged_tokens(kept.token_blocks, dummies)
+        keys = self._token_keys()
+        real = [np.sort(release_tokens(kept.tokens, keys, admit))]
+        dummies = checked_dummies(real, keys, admit, self.plan.regions, self.index)
+        return real[0].size + dummies.size, lambda: merged_tokens(lambda: iter(real), dummies)
+
+    def token_seal(self, admit: Admit) -> TokenSeal:
+        """How this party seals its tokens message for ``admit``: to the server's key the
+        admit names (MessageError when the config pins another), under a key, nonce and
+        sealing randomness of its own secret bound to the run and the admit digest, so no
+        peer can recompute the message or its digest."""
+        pinned = self.config.public_keys().get(SERVER) if self.config.identities else None
+        if pinned is not None and pinned.raw != admit.server:
+            raise MessageError(
+                "the admit message names a server key other than the one this run's config "
+                "pins: take the admit from this run's server."
+            )
+        bound = (self.config.config_hash(), self.name, admit.digest, admit.server)
+
+        def derived(what: str) -> bytes:
+            return derive(self._local, "tokens-seal", *bound, what)
+
+        server = PublicKey(SERVER, admit.server)
+        return TokenSeal(server, derived("key"), derived("nonce")[:12], derived("seal"))
+
+    def _token_keys(self) -> TokenKeys:
+        """What this party's tokens are keyed by: the group secret, its local secret and
+        the run."""
+        return TokenKeys(self._secret, self._local, self._context)
 
     def _partial_records(self) -> MemoryRecords | TokenFiles:
         """This party's records before the deal lays them out, sorted by token (made once
@@ -184,14 +209,13 @@ class PartyState:
                 raise ConfigError("the tokens are made before the deal lays the records out.")
             if isinstance(table, HeldTable):
                 self._partial = table.partial_records(
-                    self.spec, self._secret, self._context, self.plan, self.index
+                    self.spec, self._token_keys(), self.plan, self.index
                 )
             else:
                 assert self._fingerprints is not None  # with the table in memory
                 self._partial = MemoryRecords(
-                    table, self._fingerprints, self._secret, self._context, self.plan,
-                    self.index,
-                )  # fmt: skip
+                    table, self._fingerprints, self._token_keys(), self.plan, self.index
+                )
         return self._partial
 
     def lay_out(
@@ -284,12 +308,15 @@ class PartyState:
 
     def commitment(self) -> bytes:
         """This party's data commitment for this run: HMAC-SHA256 of its data digest under
-        a key derived from its local secret (which nobody else holds), so the server learns
-        nothing of the data from it, yet a changed table gives another commitment, and so
+        a key derived from its local secret (which nobody else holds) and bound to the group
+        secret, so the server learns nothing of the data from it, yet a changed table, key
+        pair or group secret gives another commitment, and so another admit digest and
         another deal (see :meth:`SecureServer.deal`)."""
-        key = derive_key(self._local, "data-commitment", self.config.config_hash(), self.name)
+        group = hashlib.sha256(b"vertimrf/group-secret" + self._secret).hexdigest()
+        config_hash = self.config.config_hash()
+        key = derive(self._local, "data-commitment", config_hash, self.name, group)
         digest = self.data_digest() if self.plan.regions is None else self._records_digest()
-        return hmac.new(key, digest.encode(), hashlib.sha256).digest()
+        return mac(key, digest.encode())
 
     def _records_digest(self) -> str:
         """Partial record sets: the digest of this party's records (ID fingerprints and
@@ -327,18 +354,17 @@ class PartyState:
         inputs: dict[str, str] = self._state.setdefault("inputs", {})
         return inputs
 
-    def _label_key(self, what: str, *label: str) -> bytes:
-        """32 bytes from this party's local secret, bound to the run, the party, ``what``,
-        ``label``, its data and its deal: a re-run on the same inputs gets the same bytes."""
-        return derive_key(
-            self._local,
-            what,
-            self.config.config_hash(),
-            self.name,
-            *label,
-            self.data_digest(),
-            self._state.get("deal_hash", ""),
-        )
+    def _label_key(self, stream: str, *label: str) -> bytes:
+        """The key of ``stream`` under this party's local secret, bound to the run, the
+        party, ``label``, its data and its deal: a re-run on the same inputs gets the same
+        bytes."""
+        return derive(self._local, stream, *self._bound(*label))
+
+    def _bound(self, *label: str) -> tuple[str, ...]:
+        """The inputs a private stream of this party is bound to: the run, the party,
+        ``label``, its data and its deal."""
+        config_hash, deal = self.config.config_hash(), self._state.get("deal_hash", "")
+        return (config_hash, self.name, *label, self.data_digest(), deal)
 
     def _once(self, step: str) -> None:
         self._check_step(step)

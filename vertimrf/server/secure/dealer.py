@@ -15,12 +15,19 @@ import numpy as np
 
 from vertimrf.crypto.kdf import NONCE_BYTES
 from vertimrf.crypto.keys import PublicKey
+from vertimrf.crypto.schedule import admit_digest, derive
 from vertimrf.errors import MessageError
 from vertimrf.kernels.secure import matmul_tn_u64
-from vertimrf.privacy.samplers import derive_key
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure import MASK_BLOCK_WORDS, Layout, SecurePlan
-from vertimrf.protocol.securemsg import Deal, GroupDeal, commit_set_digest, write_slot_map
+from vertimrf.protocol.securemsg import (
+    Admit,
+    Deal,
+    GroupDeal,
+    commit_set_digest,
+    write_slot_map,
+)
+from vertimrf.protocol.seeds import SERVER
 from vertimrf.server.secure.state import ServerState
 from vertimrf.server.slots import TokenSource, assign_slots
 
@@ -114,18 +121,31 @@ class Dealer(ServerState):
             label += (self._slot_digest.hex(),)
 
         def derived(*what: str) -> bytes:
-            return derive_key(self._secret, "server-deal", *label, *what)
+            return derive(self._secret, "server-deal", *label, *what)
 
         return derived
 
-    def admit(self, commitments: Mapping[str, bytes]) -> bytes:
-        """Partial record sets: the admit digest, the digest of every party's data
-        ``commitments`` (public; each party keys its dummy tokens by it)."""
+    def admit(
+        self, commitments: Mapping[str, bytes], public_keys: Mapping[str, PublicKey]
+    ) -> Admit:
+        """The admit digest, the digest of every party's data ``commitments`` and of every
+        role's public key (``public_keys``, the parties', and the server's own), public:
+        each party keys its tokens by it, and the deal's masks are bound to it. With the
+        server's public key, which each party seals its tokens to."""
         missing = sorted(set(self.plan.names) - set(commitments))
         if missing:
             raise MessageError(f"the server needs the data commitments of {missing}.")
-        self._commit_set = commit_set_digest(dict(commitments), self.plan.names)
-        return self._commit_set
+        unkeyed = sorted(set(self.plan.names) - set(public_keys))
+        if unkeyed:
+            raise MessageError(
+                f"the server needs the public keys of {unkeyed} to admit: give every party's "
+                "public key file."
+            )
+        keys = {name: public_keys[name].raw for name in self.plan.names}
+        keys[SERVER] = self._keypair.public_bytes
+        commit_set = commit_set_digest(dict(commitments), self.plan.names)
+        self._commit_set = admit_digest(commit_set, keys)
+        return Admit(self._commit_set, self._keypair.public_bytes)
 
     def deal(
         self,
@@ -140,7 +160,7 @@ class Dealer(ServerState):
         slots are then written to its slot map (:attr:`slot_maps`, a file each), which its
         deal opens, and the region counts are published (:attr:`regions_released`)."""
         plan, ctx = self.plan, self.config.run_context()
-        commit_set = self.admit(commitments)
+        commit_set = self.admit(commitments, public_keys).digest
         if (plan.regions is None) != (tokens is None):
             raise MessageError(
                 "the server deals on every party's tokens exactly when the record sets are partial."

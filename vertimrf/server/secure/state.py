@@ -8,7 +8,6 @@ processes is what select found (:mod:`vertimrf.server.secure.selection`).
 from __future__ import annotations
 
 import math
-import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -49,8 +48,10 @@ class ServerState:
         keypair: KeyPair | None = None,
     ) -> None:
         self.config = config
-        # The server's own secret: its deal and its noise derive from it (see _randomness).
-        self._secret = os.urandom(32) if keypair is None else keypair.local_secret()
+        # The server's key pair (the parties seal their tokens to it) and its own secret:
+        # its deal and its noise derive from it (see _randomness).
+        self._keypair = KeyPair.generate(SERVER) if keypair is None else keypair
+        self._secret = self._keypair.local_secret()
         self.plan = secure_plan(config)
         self.options = server_strategy(config).search_options(config)
         regions = self.plan.regions  # partial record sets: the region counts' share too
