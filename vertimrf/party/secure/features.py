@@ -7,6 +7,7 @@ is uniform (its simulator draws uniform words); the server knows U but cannot op
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import math
@@ -104,7 +105,9 @@ class Features(PartyState):
                 return open_slot_map(d.slot_key, blob, self._context, self.name, d, most)
 
             self.lay_out(slots, d.slot_count, d.commit_set, d.assignment)
-        digest = self.aligned().record_digest
+        # The record-set digest the peers and the server see, bound to the deal's admit
+        # digest: two runs of one config on other inputs never show the same value.
+        digest = hashlib.sha256(self.aligned().record_digest + d.commit_set).digest()
         deal_hash = sha256_parts(bytes(deal))
         self._state.update(deal=d, deal_hash=deal_hash, digest=digest)
         self._inputs().update(

@@ -94,7 +94,10 @@ class PartyState:
         missing = sorted(set(self.plan.names) - {name} - set(peers))
         if missing:
             raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
-        self.spec = config.spec.subset(config.party(name).columns)
+        # The party's columns in the spec's order, the plan's order of its attributes
+        # (the config may list them in another).
+        own = set(config.party(name).columns)
+        self.spec = config.spec.subset([c for c in config.spec.names if c in own])
         self._table: EncodedTable | HeldTable | None
         self._fingerprints: np.ndarray | None = None
         if isinstance(data, HeldTable):
