@@ -167,6 +167,8 @@ def test_a_column_that_may_be_empty_but_is_not_decodes_as_before():
 
 
 def test_without_the_key_an_empty_cell_gets_the_same_one_line_message():
+    """Whatever marks it empty (None, NaN, ""), the line names the row, counts the bad rows
+    and gives the fix "missing": true first."""
     spec = DomainSpec(
         [
             ColumnSpec("color", "categorical", ("red", "green")),
@@ -174,23 +176,25 @@ def test_without_the_key_an_empty_cell_gets_the_same_one_line_message():
         ]
     )
     enc = TableEncoder(spec)
+    fix = (
+        '1 bad row in all; declare "missing": true for the column in the spec (an empty cell '
+        "is then a value of its own), or fill the cell or drop the row."
+    )
     cases = [
         (
             {"color": pd.Series(["red", None], dtype=object), "age": [1.0, 2.0]},
-            "column 'color', row 2 (counting from 1 after the header): the value None is "
-            "missing (empty, NaN or None); change the data, or add a category for it in the "
-            "domain spec.",
+            "column 'color', row 2 (counting from 1 after the header): the cell is missing "
+            f"(None: empty, NaN or None); {fix}",
         ),
         (
             {"color": ["red", "red"], "age": [1.0, np.nan]},
-            "column 'age', row 2 (counting from 1 after the header): the value nan is missing "
-            "(empty or NaN); fill it or drop the row.",
+            "column 'age', row 2 (counting from 1 after the header): the cell is missing "
+            f"(nan: empty, NaN or None); {fix}",
         ),
         (
             {"color": ["red", "red"], "age": [1.0, ""]},
-            "column 'age', row 2 (counting from 1 after the header): the value '' is not a "
-            "number (the column is numeric in the domain spec); change the data, or make the "
-            "column categorical in the domain spec.",
+            "column 'age', row 2 (counting from 1 after the header): the cell is missing "
+            f"(nan: empty, NaN or None); {fix}",
         ),
     ]
     for frame, message in cases:

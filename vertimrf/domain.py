@@ -14,6 +14,7 @@ import json
 import math
 import numbers
 import os
+import re
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -131,6 +132,13 @@ class EncodedTable:
 
 CATEGORICAL = "categorical"
 NUMERIC = "numeric"
+IGNORE = "ignore"  # a spec file's column left out of the domain, wherever it is read
+# pandas.read_csv's default missing-value strings. vertimrf reads none of them as missing
+# (only an empty cell is), so a numeric cell holding one is named as not a number.
+NA_STRINGS = (
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+)  # fmt: skip
 _MAX_CODES = 65536
 
 
@@ -238,15 +246,22 @@ class ColumnSpec:
 
 
 class DomainSpec:
-    """The public domain of a table: one :class:`ColumnSpec` per column, in order."""
+    """The public domain of a table: one :class:`ColumnSpec` per column, in order.
 
-    def __init__(self, columns: Sequence[ColumnSpec]) -> None:
+    ``ignored`` names the table's columns that the spec leaves out (``"type": "ignore"`` in
+    its file): they are no part of the domain, so an encoder skips them, and neither the
+    names, the domain nor :meth:`to_dict` (a config's spec) holds them.
+    """
+
+    def __init__(self, columns: Sequence[ColumnSpec], ignored: Sequence[str] = ()) -> None:
         self.columns: tuple[ColumnSpec, ...] = tuple(columns)
+        self.ignored: tuple[str, ...] = tuple(str(n) for n in ignored)
         names = [c.name for c in self.columns]
         if not names:
-            raise DomainError("a DomainSpec needs at least one column.")
-        if len(set(names)) != len(names):
-            raise DomainError(f"column names must be unique; got {names}.")
+            every = "; every column is ignored: give one a type" if self.ignored else ""
+            raise DomainError(f"a DomainSpec needs at least one column{every}.")
+        if len(set(names + list(self.ignored))) != len(names) + len(self.ignored):
+            raise DomainError(f"column names must be unique; got {names + list(self.ignored)}.")
         self._by_name = {c.name: c for c in self.columns}
 
     @property
@@ -265,11 +280,17 @@ class DomainSpec:
         try:
             return self._by_name[str(name)]
         except KeyError:
+            if str(name) in self.ignored:
+                raise DomainError(
+                    f'column {name!r} is ignored in the spec ("type": "ignore"); give it a '
+                    "type to use it."
+                ) from None
             raise DomainError(
                 f"unknown column {name!r}; the spec has {list(self.names)}."
             ) from None
 
     def __eq__(self, other: object) -> bool:
+        """Specs with the same columns are equal: their ignored columns are no part of it."""
         return isinstance(other, DomainSpec) and self.columns == other.columns
 
     def __hash__(self) -> int:
@@ -283,6 +304,7 @@ class DomainSpec:
         return DomainSpec([self[n] for n in names])
 
     def to_dict(self) -> dict:
+        """The domain, JSON-ready: the columns, not the ignored ones (a config holds this)."""
         return {"columns": [c.to_dict() for c in self.columns]}
 
     @classmethod
@@ -297,7 +319,11 @@ class DomainSpec:
         if not isinstance(data, dict) or not data:
             raise _format_error(f"a domain must be a non-empty JSON object, got {_brief(data)}.")
         if isinstance(data.get("columns"), list):
-            return cls([_column_from_dict(i, c) for i, c in enumerate(data["columns"])])
+            read = [_column_from_dict(i, c) for i, c in enumerate(data["columns"])]
+            return cls(
+                [c for c in read if isinstance(c, ColumnSpec)],
+                [c for c in read if isinstance(c, str)],
+            )
         for name, value in data.items():
             if not isinstance(value, dict) and not _is_int(value):
                 raise _format_error(
@@ -326,16 +352,19 @@ class DomainSpec:
             raise DomainError(f"{path}: {exc}") from None
 
     def to_json(self, path: str | os.PathLike) -> None:
-        """Save the spec as JSON (atomically)."""
-        atomic_write_text(path, json.dumps(self.to_dict(), indent=1))
+        """Save the spec as JSON (atomically): its columns, then its ignored ones."""
+        data = self.to_dict()
+        data["columns"] += [{"name": n, "type": IGNORE} for n in self.ignored]
+        atomic_write_text(path, json.dumps(data, indent=1))
 
 
 DOMAIN_FORMATS = (
     "Accepted domain formats: "
     '(1) vertimrf\'s {"columns": [{"name": "sex", "type": "categorical", '
     '"categories": ["F", "M"]}, {"name": "age", "type": "numeric", "lower": 0, '
-    '"upper": 100, "bins": 10, "missing": true}]} ("missing": true makes an empty cell a '
-    "value of its own); "
+    '"upper": 100, "bins": 10, "missing": true}, {"name": "notes", "type": "ignore"}]} '
+    '("missing": true makes an empty cell a value of its own; "ignore" leaves the column '
+    "out); "
     '(2) integer-coded {"0": {"type": "discrete", "domain": 16}, "1": {...}}; '
     '(3) private-pgm / mbi {"age": 85, "sex": 2} (column name -> number of values).'
 )
@@ -385,17 +414,22 @@ def _discrete_column(name: object, c: dict) -> ColumnSpec:
     return ColumnSpec(str(name), CATEGORICAL, tuple(range(_size(name, c["domain"], "'domain'"))))
 
 
-def _column_from_dict(i: int, c: object) -> ColumnSpec:
-    """A column of this library's ``{"columns": [...]}`` format."""
+def _column_from_dict(i: int, c: object) -> ColumnSpec | str:
+    """A column of this library's ``{"columns": [...]}`` format, or the name of an ignored
+    one."""
     where = f"'columns'[{i}]"
     if not isinstance(c, dict):
         raise _format_error(f"{where} is {_brief(c)}, not a column object.")
     kind = c.get("type")
-    if kind not in (CATEGORICAL, NUMERIC):
+    if kind not in (CATEGORICAL, NUMERIC, IGNORE):
         raise _format_error(
-            f"{where}: 'type' must be 'categorical' or 'numeric', got {_brief(kind)}."
+            f"{where}: 'type' must be 'categorical', 'numeric' or 'ignore', got {_brief(kind)}."
         )
-    need = ("name", "categories") if kind == CATEGORICAL else ("name", "lower", "upper", "bins")
+    need = {
+        CATEGORICAL: ("name", "categories"),
+        NUMERIC: ("name", "lower", "upper", "bins"),
+        IGNORE: ("name",),
+    }[kind]
     missing = [k for k in need if k not in c]
     if missing:
         raise _format_error(
@@ -404,6 +438,8 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec:
     name = c["name"]
     if not isinstance(name, str):
         raise _format_error(f"{where}: 'name' must be a string, got {_brief(name)}.")
+    if kind == IGNORE:
+        return name
     missing = c.get("missing", False)
     if kind == CATEGORICAL:
         cats = c["categories"]
@@ -434,8 +470,12 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
     """Read a spec off the data. NOT differentially private: the result leaks the data.
 
     Columns with at most ``max_categories`` distinct values become categorical; other numeric
-    columns become numeric with the observed min/max as bounds. A column with empty cells
-    (NaN, None or "") gets ``missing``. Prefer a public spec.
+    columns become numeric with the observed min/max as bounds; other text columns, and
+    columns of dates or times with more values, are ignored (``"type": "ignore"``). A column
+    with empty cells (NaN, None or "") gets ``missing``. A :class:`SpecWarning` names each
+    column a user would likely not want as proposed: ignored for its many values, dates or
+    times, numbers with a few cells of text, a different value in every row (a record ID),
+    one value in every row. Prefer a public spec.
     """
     import pandas as pd
 
@@ -445,7 +485,7 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
         PrivacyWarning,
         stacklevel=2,
     )
-    cols = []
+    cols, ignored = [], []
     for name in df.columns:
         empty = empty_cells(df[name])
         s = df[name][~empty]
@@ -453,9 +493,18 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
             s = s.infer_objects()  # the numbers of a column that held "" too
         uniq = pd.unique(s)
         missing = bool(empty.any())
-        if len(uniq) <= max_categories or not pd.api.types.is_numeric_dtype(s):
+        numeric = pd.api.types.is_numeric_dtype(s)
+        timed = pd.api.types.is_datetime64_any_dtype(s)
+        dated = timed or _dates_or_times(uniq)
+        ids = len(df) >= _ID_ROWS and len(uniq) == len(df) and (s.dtype.kind in "iu" or not numeric)
+        many = len(uniq) > max_categories
+        if timed or (many and (ids or not numeric)):
+            ignored.append(name)
+            proposed = '"type": "ignore"'
+        elif not many or not numeric:
             cats = sorted(uniq.tolist(), key=lambda v: (str(type(v)), v))
             cols.append(ColumnSpec(name, CATEGORICAL, tuple(_py(v) for v in cats), missing=missing))
+            proposed = f"categorical with {len(cats):,} categor{'y' if len(cats) == 1 else 'ies'}"
         else:
             lo, hi = float(s.min()), float(s.max())
             cols.append(
@@ -463,11 +512,94 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
                     name, NUMERIC, None, lo, hi if hi > lo else lo + 1, numeric_bins, missing
                 )
             )
-    return DomainSpec(cols)
+            proposed = "numeric"
+        odd = _odd_column(df[name], empty, uniq, numeric, dated, ids, max_categories)
+        if odd:
+            what, fix = odd
+            message = f"column {name!r} {what}: proposed as {proposed}; {fix}."
+            warnings.warn(message, SpecWarning, stacklevel=2)
+    return DomainSpec(cols, ignored)
+
+
+# A text value that starts as a date or a time does: 2013-01-01, 1/31/2013, 31.01.13, 05:30.
+_DATE_TIME = re.compile(r"\s*(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{1,2}:\d{2})")
+_ID_ROWS = 20  # fewer rows than this cannot tell a record ID from a column of few values
+
+
+def _dates_or_times(uniq: np.ndarray) -> bool:
+    """Every one of the distinct values ``uniq`` (up to 1,000 of them tried) is text that
+    reads as a date or a time."""
+    import pandas as pd
+
+    tried = uniq[:1000]
+    if not len(tried) or not all(isinstance(v, str) and _DATE_TIME.match(v) for v in tried):
+        return False
+    read = pd.to_datetime(pd.Series(tried, dtype=object), errors="coerce", format="mixed")
+    return bool(read.notna().all())
+
+
+def _cells(n: int) -> str:
+    return "1 cell holds" if n == 1 else f"{n:,} cells hold"
+
+
+def _odd_column(
+    column: pd.Series,
+    empty: np.ndarray,
+    uniq: np.ndarray,
+    numeric: bool,
+    dated: bool,
+    ids: bool,
+    max_categories: int,
+) -> tuple[str, str] | None:
+    """What a user would likely not want in the proposal of ``column`` (``empty`` where its
+    cells are empty, ``uniq`` its distinct other values; ``dated``: they are dates or times,
+    ``ids``: they are distinct in every row), and how to fix it; or None."""
+    import pandas as pd
+
+    if dated:
+        return (
+            f"holds dates or times (e.g. {_py(uniq[0])!r})",
+            "a spec has no date type: to use it, write it in the table as a number or as a few "
+            "categories (e.g. the month)",
+        )
+    values = column.to_numpy(dtype=object)
+    text = np.fromiter((isinstance(v, str) for v in values), bool, len(values)) & ~empty
+    if not numeric and text.any():
+        reads = pd.notna(pd.to_numeric(pd.Series(values, dtype=object), errors="coerce"))
+        words = text & ~np.asarray(reads)
+        if words.sum() * 2 < (~empty).sum():
+            row = int(np.flatnonzero(words)[0])
+            return (
+                f"holds numbers, but {_cells(int(words.sum()))} none (the first: row {row + 1}, "
+                f"counting from 1 after the header, {values[row]!r})",
+                "fix those cells (only an empty cell is missing), and it is proposed as numeric",
+            )
+    if ids:
+        return (
+            "holds a different value in every row, like a record ID",
+            "a record ID is never in the spec: give it as the ID column (--id-column), or "
+            "leave it out (--drop)",
+        )
+    if len(uniq) > max_categories and not numeric:
+        return (
+            f"has {len(uniq):,} distinct text values, more than max categories ({max_categories})",
+            "to keep it, list its categories in the spec, raise --max-categories, or group "
+            "its values in the table",
+        )
+    if len(uniq) == 1 and not empty.any():
+        return (
+            f"holds one value ({_py(uniq[0])!r}) in every row",
+            "it tells nothing: leave it out (--drop), unless other tables may hold other values",
+        )
+    return None
 
 
 class PrivacyWarning(UserWarning):
     """Warns that an operation is not differentially private."""
+
+
+class SpecWarning(UserWarning):
+    """Warns that :func:`infer_spec` proposed a column a user would likely not want so."""
 
 
 class SmallTableWarning(UserWarning):
@@ -535,8 +667,9 @@ class TableEncoder:
         return out
 
     def check_columns(self, columns: Sequence[str]) -> None:
-        """DomainError unless ``columns`` are the spec's (in any order)."""
-        unknown = [c for c in columns if c not in self.spec.names]
+        """DomainError unless ``columns`` are the spec's (in any order), with or without its
+        ignored ones."""
+        unknown = [c for c in columns if c not in self.spec.names and c not in self.spec.ignored]
         missing = [c for c in self.spec.names if c not in columns]
         if unknown or missing:
             raise DomainError(
@@ -592,9 +725,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
         if bad.any():
             nan = pd.isna(values) & bad
             if nan.any():
-                raise _cell_error(
-                    col, values, nan, "is missing (empty, NaN or None)", "add a category for it"
-                )
+                raise _cell_error(col, values, nan, _EMPTY, _EMPTY_FIX)
             # A value that equals a category as text (1 against '1') is a type mismatch, as
             # when one bad cell makes a CSV column text: name a truly foreign value first.
             texts = {str(c) for c in col.values}
@@ -610,13 +741,13 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
                 values,
                 foreign if foreign.any() else bad,
                 problem,
-                "add the value to the column's categories",
+                "change the data, or add the value to the column's categories in the spec",
             )
         return codes
     x = _numbers(s, col)
     nan = np.isnan(x)
     if nan.any() and col.missing_code is None:
-        raise _cell_error(col, x, nan, "is missing (empty or NaN)", None)
+        raise _cell_error(col, x, nan, _EMPTY, _EMPTY_FIX)
     lower, upper, bins = col.bounds
     out = (x < lower) | (x > upper)
     if out.any():
@@ -625,7 +756,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
             x,
             out,
             f"is outside its public bounds [{lower}, {upper}]",
-            "widen the bounds",
+            "change the data, or widen the bounds in the spec",
         )
     b = np.floor((np.where(nan, lower, x) - lower) / (upper - lower) * bins).astype(np.int64)
     b = np.minimum(b, bins - 1)
@@ -634,49 +765,73 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
     return b
 
 
+_EMPTY = "the cell is missing ({value}: empty, NaN or None)"
+_EMPTY_FIX = (
+    'declare "missing": true for the column in the spec (an empty cell is then a value of '
+    "its own), or fill the cell or drop the row"
+)
+
+
 def _numbers(s: pd.Series, col: ColumnSpec) -> np.ndarray:
-    """The values of numeric column ``col`` as float64 (NaN where missing); a DomainError
-    naming the first value that is not a number."""
+    """The values of numeric column ``col`` as float64 (NaN where empty); a DomainError
+    naming the first cell that holds no number, else the first that holds one as text (one
+    cell that is no number makes pandas read a whole CSV column as text)."""
     import pandas as pd
 
     if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         return s.to_numpy(dtype=np.float64, na_value=np.nan)
     values = s.to_numpy(dtype=object)
-    missing = empty_cells(values) if col.missing else pd.isna(values)
+    empty = empty_cells(values)
     number = np.fromiter(
         (isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) for v in values),
         dtype=bool,
         count=len(values),
     )
-    bad = ~(number | missing)
+    text = np.fromiter((isinstance(v, str) for v in values), bool, len(values)) & ~empty
+    reads = text.copy()  # text that reads as a number ("72.0"; not "nan")
+    reads[text] = pd.notna(pd.to_numeric(pd.Series(values[text], dtype=object), errors="coerce"))
+    bad = ~(number | reads | empty)
     if bad.any():
-        problem = "is not a number (the column is numeric in the domain spec)"
-        raise _cell_error(col, values, bad, problem, "make the column categorical")
-    return np.where(missing, np.nan, values).astype(np.float64)
+        na = isinstance(values[bad][0], str) and values[bad][0].strip() in NA_STRINGS
+        problem = "is not a number" + (" (only an empty cell is missing)" if na else "")
+        raise _cell_error(col, values, bad, problem, _number_fix(col))
+    if reads.any():
+        problem = "is not a number (it is text; the column is numeric in the spec)"
+        fix = "give the column as numbers, or declare it categorical in the spec"
+        raise _cell_error(col, values, reads, problem, fix)
+    return np.where(empty, np.nan, values).astype(np.float64)
+
+
+def _number_fix(col: ColumnSpec) -> str:
+    """The fixes of a cell of numeric column ``col`` that holds no number."""
+    empty = "empty it" if col.missing else 'empty it and declare "missing": true in the spec'
+    return f"fix the cell, {empty}, or declare the column categorical in the spec"
 
 
 def _cell_error(
-    col: ColumnSpec, values: np.ndarray, bad: np.ndarray, problem: str, spec_fix: str | None
+    col: ColumnSpec, values: np.ndarray, bad: np.ndarray, problem: str, fix: str
 ) -> DomainError:
     """One line naming the column, the first bad value and its row (counting from 1, as in
-    a CSV file after its header), how many rows are bad, and how to fix it: change the data
-    or (``spec_fix``) the domain spec; without ``spec_fix``, fill the value or drop the row."""
+    a CSV file after its header), how many rows are bad, and ``fix``, how to fix them.
+    ``problem`` says what is wrong with the value, or with the cell where it holds
+    ``{value}`` (the value's repr)."""
     import pandas as pd
 
     rows = np.flatnonzero(bad)
     first = rows[0]
-    more = ""
+    more = f"; {len(rows)} bad row{'s' * (len(rows) > 1)} in all"
     if len(rows) > 1:
-        shown = ", ".join(repr(_py(v)) for v in pd.unique(values[rows[1:]])[:3])
-        more = f"; {len(rows)} bad rows in all (other values: {shown})"
-    fix = (
-        f"change the data, or {spec_fix} in the domain spec"
-        if spec_fix
-        else "fill it or drop the row"
+        others = pd.unique(pd.Series(values[rows[1:]], dtype=object))[:3]
+        more += f" (other values: {', '.join(repr(_py(v)) for v in others)})"
+    value = repr(_py(values[first]))
+    what = (
+        problem.replace("{value}", value)
+        if "{value}" in problem
+        else f"the value {value} {problem}"
     )
     return DomainError(
-        f"column {col.name!r}, row {first + 1} (counting from 1 after the header): the value "
-        f"{_py(values[first])!r} {problem}{more}; {fix}."
+        f"column {col.name!r}, row {first + 1} (counting from 1 after the header): {what}{more}; "
+        f"{fix}."
     )
 
 

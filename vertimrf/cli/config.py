@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,11 @@ from vertimrf.errors import (
 
 if TYPE_CHECKING:
     from vertimrf.domain import DomainSpec
+    from vertimrf.protocol import ProtocolConfig
+    from vertimrf.protocol.plan import RunPlan
+
+# A party that sends more than this many times its table's bytes is told so.
+TRAFFIC_RATIO = 10
 
 
 def parse_parties(items: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -122,8 +128,36 @@ def cmd_config(args: argparse.Namespace) -> int:
             print(
                 f"  {name}: key {key.fingerprint}; certificate {cfg.identities[name].fingerprint}"
             )
-    print(run_plan(cfg).describe())
+    plan = run_plan(cfg)
+    print(plan.describe())
+    for line in traffic_warnings(cfg, plan):
+        print(f"vertimrf: warning: {line}", file=sys.stderr)
     return 0
+
+
+def traffic_warnings(cfg: ProtocolConfig, plan: RunPlan) -> list[str]:
+    """One line for each party whose planned bytes sent exceed :data:`TRAFFIC_RATIO` times
+    its table's size: max_rows rows of its columns as codes (1 or 2 bytes a cell). Method
+    secure only, whose parties send their rows."""
+    from vertimrf.domain import TableEncoder
+    from vertimrf.protocol.plan import size
+
+    if plan.rows is None or not plan.blob_bytes:
+        return []
+    lines = []
+    for party in cfg.parties:
+        sends = plan.role(party.name).sends
+        cell = TableEncoder(cfg.spec.subset(party.columns)).dtype.itemsize
+        table = plan.rows * len(party.columns) * cell
+        if sends > TRAFFIC_RATIO * table:
+            lines.append(
+                f"party {party.name} sends {size(sends)} in all, {sends / table:,.0f} times its "
+                f"table ({plan.rows:,} rows of max_rows x {len(party.columns)} columns x "
+                f"{cell} byte{'s' * (cell > 1)} a cell = {size(table)}): the secure method "
+                "sends masked one-hot features of every row; a smaller --max-rows or "
+                "--feature-width sends less."
+            )
+    return lines
 
 
 def add_config(sub: argparse._SubParsersAction) -> None:

@@ -20,22 +20,27 @@ NOT_DP = (
 
 
 def cmd_spec(args: argparse.Namespace) -> int:
-    from vertimrf.domain import PrivacyWarning, empty_cells, infer_spec
+    from vertimrf.domain import DomainSpec, PrivacyWarning, SpecWarning, empty_cells, infer_spec
 
     if args.bins < 1 or args.max_categories < 1:
         raise ConfigError("--bins and --max-categories must be positive integers.")
     check_outputs(args, [args.out], [args.data])
     df = read_table(args.data)
-    if args.id_column is not None:
-        if args.id_column not in df.columns:
+    for option, names in (("--id-column", [args.id_column] if args.id_column else []),
+                          ("--drop", args.drop)):  # fmt: skip
+        unknown = [c for c in names if c not in df.columns]
+        if unknown:
             raise ConfigError(
-                f"{args.data} has no column {args.id_column!r} (--id-column); its columns are "
+                f"{args.data} has no column {unknown[0]!r} ({option}); its columns are "
                 f"{list(df.columns)}."
             )
-        df = df.drop(columns=[args.id_column])
-    with warnings.catch_warnings():  # infer_spec's warning speaks Python; NOT_DP replaces it
-        warnings.simplefilter("ignore", PrivacyWarning)
-        spec = infer_spec(df, numeric_bins=args.bins, max_categories=args.max_categories)
+    kept = df.drop(columns=[*([args.id_column] if args.id_column else []), *args.drop])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("ignore", PrivacyWarning)  # it speaks Python; NOT_DP replaces it
+        warnings.simplefilter("always", SpecWarning)
+        spec = infer_spec(kept, numeric_bins=args.bins, max_categories=args.max_categories)
+    dropped = set(args.drop) | set(spec.ignored)
+    spec = DomainSpec(spec.columns, [c for c in df.columns if c in dropped and c != args.id_column])
     with staged(args.out) as (tmp,):
         spec.to_json(tmp)
     print(f"wrote a PROPOSED spec to {args.out}, read off the data (NOT DP); fix every column:")
@@ -48,6 +53,11 @@ def cmd_spec(args: argparse.Namespace) -> int:
         empty = int(empty_cells(df[col.name]).sum())
         gaps = f'; {empty} empty cells, so "missing": true (empty is a value)' if empty else ""
         print(f"  {col.name}: {seen}{gaps}")
+    for name in spec.ignored:
+        why = "--drop" if name in args.drop else "see the warning"
+        print(f'  {name}: "type": "ignore", left out of every table ({why})')
+    for warning in caught:
+        print(f"vertimrf: warning: {warning.message}", file=sys.stderr)
     print(f"vertimrf: warning: {NOT_DP}", file=sys.stderr)
     return 0
 
@@ -59,8 +69,11 @@ def add_spec(sub: argparse._SubParsersAction) -> None:
         help="propose a domain spec from a table (NOT DP: fix it by hand)",
         description="Write a domain spec JSON proposed from the table: a column with at most "
         "--max-categories distinct values is categorical, another numeric column is numeric "
-        'with the data\'s min and max as bounds; a column with empty cells gets "missing": '
-        "true (an empty cell is a value of its own). The proposal is read off the data and is "
+        'with the data\'s min and max as bounds, another text column is "type": "ignore" (left '
+        'out); a column with empty cells gets "missing": true (an empty cell is a value of its '
+        "own). A warning on stderr names each column you would likely not want as proposed "
+        "(too many values, dates or times, numbers with a few text cells, a different value in "
+        "every row, one value in every row). The proposal is read off the data and is "
         "NOT differentially private: replace its categories and bounds with public "
         "knowledge before any run (docs/own-data.md).",
     )
@@ -70,10 +83,18 @@ def add_spec(sub: argparse._SubParsersAction) -> None:
         "--id-column", default=None, metavar="COL", help="the record-ID column, left out"
     )
     spec.add_argument(
+        "--drop",
+        action="append",
+        default=[],
+        metavar="COL",
+        help='a column to leave out, written as "type": "ignore" (repeat for more)',
+    )
+    spec.add_argument(
         "--max-categories",
         type=int,
         default=64,
-        help="a column with at most this many distinct values is categorical (default 64)",
+        help="a column with at most this many distinct values is categorical; a text column "
+        'with more is proposed as "type": "ignore" (default 64)',
     )
     spec.add_argument(
         "--bins", type=int, default=16, help="equal-width bins of a numeric column (default 16)"

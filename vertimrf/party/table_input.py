@@ -16,10 +16,12 @@ parser takes. A column that a batch cannot settle, or that holds a value off the
 again alone by pandas at the end, which gives pandas' codes or its error; so are IDs that are
 missing or repeated. A CSV file that pyarrow cannot parse is read whole by pandas.
 
-In a column whose spec declares ``missing``, a null (an empty cell, or any of pandas' missing
-strings in a CSV file) is a value: a batch holding nulls converts as pandas converts the whole
-column (numbers as floats, NaN where null), unless the column's integer categories reach
-2**53 in size, which floats could round; then pandas reads the column.
+In a CSV file only an empty cell is missing: pandas' default missing strings ("NA", "n/a",
+"NaN", "null", ... :data:`~vertimrf.domain.NA_STRINGS`) are read as text, so a numeric cell
+holding one is refused by name. In a column whose spec declares ``missing``, a null (an empty
+cell) is a value: a batch holding nulls converts as pandas converts the whole column (numbers
+as floats, NaN where null), unless the column's integer categories reach 2**53 in size, which
+floats could round; then pandas reads the column.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 
 from vertimrf.domain import CATEGORICAL, ColumnSpec, DomainSpec, EncodedTable, TableEncoder
+from vertimrf.domain import NA_STRINGS as NA_STRINGS  # pandas' defaults: read here as text
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.party.ids import int_fingerprints, record_fingerprints, text_fingerprints
 from vertimrf.party.party import check_id_column, frame_table
@@ -46,11 +49,8 @@ BATCH_ROWS = 65_536
 # longer row makes the file unreadable to it, and pandas reads it whole.
 _BLOCK_BYTES = 1 << 16
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
-# pandas.read_csv's default missing-value strings.
-NA_STRINGS = (
-    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
-)  # fmt: skip
+# The only text a CSV file holds for a missing value: an empty cell (quoted or not).
+_MISSING = ("",)
 _INTEGER = r"^-?[0-9]{1,19}$"  # int64 for pandas and pyarrow, when in range
 _FLOAT_EXACT = 1 << 53  # every integer of smaller size is exact as a float64
 _NUMBER = r"^-?(?:[0-9]{1,18}|(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
@@ -473,9 +473,13 @@ def _line(exc: BaseException) -> str:
 def _pandas_csv(
     path: str | os.PathLike, *, nrows: int | None = None, usecols: list[str] | None = None
 ) -> pd.DataFrame:
-    """pandas.read_csv, each column's type inferred from all of its values."""
+    """pandas.read_csv, each column's type inferred from all of its values, only an empty
+    cell missing."""
     try:
-        return pd.read_csv(path, low_memory=False, nrows=nrows, usecols=usecols)
+        return pd.read_csv(
+            path, low_memory=False, nrows=nrows, usecols=usecols, keep_default_na=False,
+            na_values=list(_MISSING),
+        )  # fmt: skip
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read CSV {path}: {_line(exc)}") from None
 
@@ -500,7 +504,7 @@ class _Csv:
     def batches(self, names: Sequence[str], rows: int) -> Iterator[pa.Table]:
         convert = pa_csv.ConvertOptions(
             column_types={name: pa.string() for name in self._names},
-            null_values=list(NA_STRINGS),
+            null_values=list(_MISSING),
             strings_can_be_null=True,
             quoted_strings_can_be_null=True,
         )
