@@ -61,6 +61,11 @@ class RunFailedError(ServiceError):
     """The run has failed (a role said so): every role stops."""
 
 
+class StepError(VertimrfError):
+    """A role's step failed in a way vertimrf did not expect (a bug): one line naming the
+    role, the step and the exception, so that the role can tell the others and stop."""
+
+
 RUN_CHANGED = (
     "this run has released; a corrected table needs a new config (a new run), which spends a "
     "new budget"

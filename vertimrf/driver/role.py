@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from vertimrf.driver.transport import Outgoing, Payload, Stored, Streamed, Transport, nbytes
-from vertimrf.errors import ConfigError
+from vertimrf.errors import ConfigError, StepError, VertimrfError
 from vertimrf.logs import progress_bar
 from vertimrf.protocol.schedule import Message
 
@@ -133,11 +133,27 @@ class RoleDriver:
         start = time.perf_counter()
         resent = self.recorded(step)
         if resent is None:
-            self.send(self.keep(step, step.body(inputs)))  # the outputs dropped once kept
+            self.send(self.keep(step, self._body(step, inputs)))  # dropped once kept
         else:
             self.send(resent)
         self.done.append(step.name)
         self.seconds[step.name] = self.seconds.get(step.name, 0.0) + time.perf_counter() - start
+
+    def _body(self, step: Step, inputs: Mapping[Message, Payload]) -> Outputs:
+        """The step's outputs; an exception vertimrf does not raise on purpose becomes one
+        line naming the role and the step (:class:`StepError`), which the commands send to
+        the other roles like any error."""
+        try:
+            return step.body(inputs)
+        except VertimrfError:
+            raise
+        except Exception as exc:
+            what = str(exc).splitlines()[0] if str(exc) else ""
+            raise StepError(
+                f"{self.name}, step {step.name}: unexpected {type(exc).__name__}"
+                f"{': ' + what if what else ''}. This is a bug in vertimrf: please report it "
+                "with the command and the config (not the data)."
+            ) from exc
 
     def send(self, outputs: Mapping[Message, Outgoing]) -> None:
         """Send each output message, counting its bytes."""
