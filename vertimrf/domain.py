@@ -491,7 +491,7 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
         s = df[name][~empty]
         if empty.any() and s.dtype == object:
             s = s.infer_objects()  # the numbers of a column that held "" too
-        uniq = pd.unique(s)
+        uniq = np.asarray(pd.unique(s))
         missing = bool(empty.any())
         numeric = pd.api.types.is_numeric_dtype(s)
         timed = pd.api.types.is_datetime64_any_dtype(s)

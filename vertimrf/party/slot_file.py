@@ -160,8 +160,8 @@ class TokenFiles:
     def _blocks(self, where: Path, name: str) -> Iterator[np.ndarray]:
         """The records' ``name`` file in ``where`` (``keys``, ``fp`` or ``c``) in its order,
         by parts."""
-        dtype, width = {"keys": ("<u8", 1), "fp": ("<u8", 1), "c": (self._dtype, self._width)}[name]
-        return row_chunks(where / name, np.dtype(dtype), width, 0, self.n, self._part_rows)
+        dtype, width = (self._dtype, self._width) if name == "c" else (np.dtype("<u8"), 1)
+        return row_chunks(where / name, dtype, width, 0, self.n, self._part_rows)
 
     def _keys_in(self, where: Path) -> Iterator[np.ndarray]:
         """The sorted keys (order tokens, or tokens sent) of the records in ``where``, by
