@@ -152,9 +152,16 @@ def test_a_client_stalled_mid_header_or_mid_handshake_is_dropped(service):
     assert poll.status_code == 204  # a long-poll twice the read time-out is answered
 
 
-def _long_poll(session: requests.Session, url: str, answers: list) -> None:
+def _long_poll(
+    session: requests.Session, url: str, route: str, answers: list, ready: threading.Event
+) -> None:
+    """Connect to the service at ``url`` (a status request: the TLS handshake done, the
+    connection kept), say so in ``ready``, then long-poll ``route`` on that connection; its
+    answer into ``answers``."""
     try:
-        answers.append(session.get(url, params={"wait": "60"}, timeout=90).status_code)
+        session.get(f"{url}/v1/status", timeout=90).raise_for_status()
+        ready.set()
+        answers.append(session.get(f"{url}{route}", params={"wait": "60"}, timeout=90).status_code)
     except requests.ConnectionError as exc:
         answers.append(type(exc).__name__)
 
@@ -166,26 +173,31 @@ def _long_poll(session: requests.Session, url: str, answers: list) -> None:
 def test_a_signal_stops_the_service_within_5_s_with_long_polls_open(tmp_path, sig, extra):
     """Two parties long-poll (wait=60) for blobs that never come; SIGTERM (or SIGINT) stops
     the service within 5 s, exit 128 + the signal (143, 130), with one line on the way out;
-    the polls are answered 204."""
+    the polls are answered 204. The signal comes once both are connected (at most 120 s: a
+    TLS handshake is slow on a loaded machine) and 1.5 s more for their requests to be in."""
     df, spec = correlated_table(40)
     cfg = pinned_files(tmp_path, df, spec)
     server, url = start_server(tmp_path, *extra)
     run = cfg.config_hash()
     answers: list = []
+    ready = [threading.Event() for _ in ("B", "C")]
     polls = [
         threading.Thread(
             target=_long_poll,
             args=(
                 pinned_session(cfg, _keys(tmp_path, n)),
-                f"{url}/v1/runs/{run}/messages/A/{n}/features",
+                url,
+                f"/v1/runs/{run}/messages/A/{n}/features",
                 answers,
+                connected,
             ),
         )
-        for n in ("B", "C")
+        for n, connected in zip(("B", "C"), ready, strict=True)
     ]
     try:
         for poll in polls:
             poll.start()
+        assert all(connected.wait(120) for connected in ready), answers
         time.sleep(1.5)  # the polls are in
         assert server.poll() is None and not answers
         start = time.monotonic()

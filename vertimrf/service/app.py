@@ -7,9 +7,10 @@ certificate, and the authenticated party is the one it pins):
   ``Content-Length`` (required) and ``X-Content-SHA256`` (hex digest of the body). The
   sender, the kind and the length are checked before any body byte is read; the body is
   streamed in chunks to a partial file with a running SHA-256, its first bytes checked
-  against its format, and renamed into the store only when whole and matching its digest
-  (and, for a container or count, naming this run's config hash). 201 stored; 200 the
-  same bytes were held already (a resumed party resends); 409 other bytes are held.
+  against its format, and renamed into the store only when whole, matching its digest,
+  and (but a sealed blob, which only its receiver can read) naming this run's config hash
+  and its sender (:func:`origin`). 201 stored; 200 the same bytes were held already (a
+  resumed party resends); 409 other bytes are held.
 * ``GET /v1/runs/<run>/messages/<sender>/<receiver>/<kind>?wait=SECONDS``: download a
   message addressed to the authenticated party, waiting up to ``wait`` seconds (at most
   :data:`MAX_WAIT`) for it; 200 with the body streamed and its ``X-Content-SHA256``, or
@@ -21,15 +22,18 @@ certificate, and the authenticated party is the one it pins):
 * ``GET /v1/status`` (any pinned role, the server's operator included): the run's state
   (``waiting``, ``running``, ``done``, ``failed`` and why), the step it waits for and the
   roles yet to send in it, once done the paths of the synthetic table and the report, every
-  message held (sender, receiver, kind, SHA-256, bytes, time) and each party's last step
-  and bytes sent, as JSON.
+  message held and each party's last step and bytes sent, as JSON. A message the role sent
+  or receives shows its sender, receiver, kind, SHA-256, bytes and time; any other only its
+  sender, kind and bytes (its size follows from public settings; a digest would let a
+  role test a guess of another's message).
 
 Refusals (JSON ``{"error": ...}``): 400 a malformed name (or one over :data:`MAX_NAME`
 characters), header, ``wait`` (not a number of seconds from 0) or body (a feature blob not
 of its planned length; a container of another kind, or naming another party), or a kind
 the sender never sends to that receiver; 403 the sender (PUT) or receiver (GET) is not the
 authenticated party; 404 another run; 409 a message held with other bytes, or a body of
-another run (its config hash); 411 no length; 413 over the kind's size limit
+another run (its config hash: another config, or another attempt at this run), named
+beside this run and never stored; 411 no length; 413 over the kind's size limit
 (:meth:`vertimrf.protocol.schedule.Schedule.uploads`). A client without a pinned
 certificate fails the TLS handshake and gets no status at all. A chunk that does not arrive
 within the read time-out (:data:`READ_TIMEOUT` seconds unless set) ends its upload (a slow
@@ -46,24 +50,26 @@ import math
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from vertimrf.container import read_container
+from vertimrf.driver.transport import map_file
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
-from vertimrf.protocol.schedule import (
-    CONTAINER_KINDS,
-    COUNT_BYTES,
-    SEALED_KINDS,
-    Kind,
-    Message,
-    schedule,
+from vertimrf.protocol.schedule import COUNT_BYTES, SEALED_KINDS, Kind, Message, schedule
+from vertimrf.protocol.securemsg import (
+    MAX_COMMIT_BYTES,
+    RELEASE_KIND,
+    TOKENS_MAGIC,
+    commit_sender,
+    tokens_sender,
 )
-from vertimrf.protocol.securemsg import RELEASE_KIND
 from vertimrf.service.store import CHUNK, MessageStore
 from vertimrf.service.tls import party_fingerprints, party_of, role_fingerprints
 
@@ -90,27 +96,80 @@ def _refuse(status: int, text: str) -> web.Response:
     return web.json_response({"error": text}, status=status)
 
 
-def body_run(path: Path) -> str | None:
-    """The config hash a count body names (None if it names none)."""
+@dataclass(frozen=True)
+class Origin:
+    """The run a message's bytes name (its config hash, which covers the run nonce) and
+    the party (None: the kind names none; only the count party sends a count)."""
+
+    run: str
+    party: str | None
+
+
+def _run(value: object) -> str:
+    """``value`` if it is a config hash (64 lowercase hex digits), else MessageError."""
+    if not isinstance(value, str) or not _SHA256.fullmatch(value):
+        raise MessageError("it names no config hash")
+    return value
+
+
+def _json(path: Path, limit: int) -> dict[str, Any]:
+    """The JSON object of at most ``limit`` bytes at ``path`` (MessageError otherwise)."""
+    with open(path, "rb") as fh:
+        raw = fh.read(limit + 1)
     try:
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read(COUNT_BYTES + 1))
-        return str(data["config_hash"])
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return None
+        data = json.loads(raw) if len(raw) <= limit else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise MessageError(f"it is not a JSON object of at most {limit:,} bytes")
+    return data
 
 
-def container_meta(kind: str, path: Path) -> dict[str, Any]:
-    """The metadata of the container a ``kind`` message's body holds at ``path``: its
-    manifest verified (format, version, container kind, checksum), no array read (so no
-    array size is bounded here: the receiver's reader bounds them); MessageError if it
-    holds none."""
-    with open(path, "rb") as fh:  # read as a file object: errors name "the message"
+def _count_origin(path: Path) -> Origin:
+    return Origin(_run(_json(path, COUNT_BYTES).get("config_hash")), None)
+
+
+def _commit_origin(path: Path) -> Origin:
+    run = _run(_json(path, MAX_COMMIT_BYTES).get("config_hash"))
+    return Origin(run, commit_sender(path.read_bytes(), run))
+
+
+def _tokens_origin(path: Path) -> Origin:
+    with open(path, "rb") as fh:
+        named = fh.read(len(TOKENS_MAGIC) + 64)[len(TOKENS_MAGIC) :]
+    run = _run(named.decode("ascii", "replace"))
+    return Origin(run, tokens_sender(map_file(path), run))
+
+
+def _container_origin(container: str, path: Path) -> Origin:
+    # its manifest verified, no array read (so no array size is bounded here: the
+    # receiver's reader bounds them); read as a file object: errors name "the message"
+    with open(path, "rb") as fh:
         meta, _ = read_container(
-            fh, CONTAINER_FORMATS[kind], array_bytes=lambda _: sys.maxsize,
-            manifest_bytes=_MANIFEST_BYTES, arrays=False,
+            fh, container, array_bytes=lambda _: sys.maxsize, manifest_bytes=_MANIFEST_BYTES,
+            arrays=False,
         )  # fmt: skip
-    return meta
+    party = meta.get("party")
+    return Origin(_run(meta.get("config_hash")), party if isinstance(party, str) else "")
+
+
+# How each kind a party uploads names its run: a count or a commit in its JSON, a token list
+# after its magic, a container in its manifest. A sealed blob (SEALED_KINDS) has none here:
+# its associated data binds it to the run, and only its receiver holds the key to check it.
+ORIGINS: dict[str, Callable[[Path], Origin]] = {
+    Kind.LOCAL_COUNT: _count_origin,
+    Kind.COMMIT: _commit_origin,
+    Kind.TOKENS: _tokens_origin,
+    **{kind: partial(_container_origin, fmt) for kind, fmt in CONTAINER_FORMATS.items()},
+}
+
+
+def origin(kind: str, path: Path) -> Origin | None:
+    """The run and party a ``kind`` message's bytes at ``path`` name; None for a kind whose
+    bytes name none the service can read (a sealed blob); MessageError when they are not a
+    ``kind`` message."""
+    reader = ORIGINS.get(kind)
+    return None if reader is None else reader(path)
 
 
 def _absorb(digest: Any, fh: Any, chunk: bytes) -> None:
@@ -123,16 +182,16 @@ def _absorb(digest: Any, fh: Any, chunk: bytes) -> None:
 def make_app(
     config: ProtocolConfig,
     store: MessageStore,
-    status: Callable[[], dict],
+    status: Callable[[str], dict],
     failure: Callable[[str], str | None],
     fail: Callable[[str, str], None],
     *,
     read_timeout: float = READ_TIMEOUT,
 ) -> web.Application:
-    """The service's routes over ``store``; ``status()`` gives the run's state for
-    ``/v1/status``; an upload whose next chunk takes over ``read_timeout`` seconds ends;
-    ``failure(party)`` is why the run failed (None: it has not), told to ``party``;
-    ``fail(error, party)`` fails it with a party's report."""
+    """The service's routes over ``store``; ``status(role)`` gives the run's state for
+    ``/v1/status`` as ``role`` may see it; an upload whose next chunk takes over
+    ``read_timeout`` seconds ends; ``failure(party)`` is why the run failed (None: it has
+    not), told to ``party``; ``fail(error, party)`` fails it with a party's report."""
     long = [p.name for p in config.parties if len(p.name) > MAX_NAME]
     if long:
         raise ConfigError(
@@ -214,18 +273,24 @@ def make_app(
             return _refuse(409, f"the {message} is already held with other bytes: {RUN_CHANGED}.")
         return await _receive(request, message, upload.magic, length, declared)
 
-    def _check_container(message: Message, path: Path) -> web.Response | None:
-        """The refusal of a container body of another kind, run or sender (None: none)."""
+    def _check_origin(message: Message, path: Path) -> web.Response | None:
+        """The refusal of a body of another kind, run or sender (None: none); a sealed
+        blob is its receiver's to check."""
         try:
-            meta = container_meta(message.kind, path)
+            named = origin(message.kind, path)
         except MessageError as exc:
             return _refuse(400, f"the body is not a {message.kind} message ({exc})")
-        if meta.get("config_hash") != run:
-            return _refuse(409, "the body is another run's message (its config hash).")
-        party = meta.get("party")
-        if party != message.sender:
+        if named is None:
+            return None
+        if named.run != run:
             return _refuse(
-                400, f"the body is {party!r:.{MAX_NAME}}'s {message.kind}, not "
+                409, f"the body is a {message.kind} of run {named.run[:16]}, not of this run "
+                f"{run[:16]} (another config, or another attempt at this run): send the "
+                "one made with this run's config.",
+            )  # fmt: skip
+        if named.party is not None and named.party != message.sender:
+            return _refuse(
+                400, f"the body is {named.party!r:.{MAX_NAME}}'s {message.kind}, not "
                 f"{message.sender}'s: upload your own.",
             )  # fmt: skip
         return None
@@ -265,16 +330,8 @@ def make_app(
                 return _refuse(400, f"the body ended after {size:,} of {length:,} bytes.")
             if digest is not None and digest.hexdigest() != declared:
                 return _refuse(400, "the body does not match its X-Content-SHA256.")
-            if message.kind in CONTAINER_KINDS:
-                refusal = _check_container(message, path)
-                if refusal is not None:
-                    return refusal
-            if message.kind == Kind.LOCAL_COUNT:
-                named = body_run(path)
-                if named is None:
-                    return _refuse(400, f"the body is not a {message.kind} message.")
-                if named != run:
-                    return _refuse(409, "the body is another run's message (its config hash).")
+            if (refusal := _check_origin(message, path)) is not None:
+                return refusal
             try:
                 stored = store.commit(message, path, declared)
             except MessageError as exc:
@@ -316,9 +373,10 @@ def make_app(
         return response
 
     async def get_status(request: web.Request) -> web.StreamResponse:
-        if peer(request, readers) is None:
+        role = peer(request, readers)
+        if role is None:
             return _refuse(403, "only the run's roles may read its status.")
-        return web.json_response(status())
+        return web.json_response(status(role))
 
     async def post_failure(request: web.Request) -> web.StreamResponse:
         party = peer(request)

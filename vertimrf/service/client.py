@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import os
 import ssl
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -168,6 +169,8 @@ class HttpTransport:
         self._status_session: requests.Session | None = None
         self.reached = False  # the server has answered once
         self.trouble = ""  # why the last request failed ("": it did not)
+        self._said_unreachable = False  # said at once, by whichever thread failed first
+        self._saying = threading.Lock()
         self._uploader: tuple[ThreadPoolExecutor, requests.Session] | None = None
         self._uploads: list[Future[None]] = []
 
@@ -222,15 +225,26 @@ class HttpTransport:
                         "and that the server runs."
                     )
                 if self.notices is not None and backoff == FIRST_BACKOFF:
-                    # said at once: the server may not have started, or the URL is wrong
-                    waiting.enter_context(self.notices.waiting(self._unreachable, first=0))
+                    # said at once (the server may not have started, or the URL is wrong),
+                    # even within a wait that says what it waits for later (a receive's, or
+                    # another thread's); then again as the wait goes on
+                    self._say_unreachable(self.notices)
+                    every = self.notices.every
+                    waiting.enter_context(self.notices.waiting(self._unreachable, first=every))
                 pause = backoff
                 if not self.reached:  # a try falls when refused connections end the party
                     pause = min(pause, max(0.05, start + REFUSED_FOR - time.monotonic()))
                 time.sleep(pause)
                 backoff = min(2 * backoff, MAX_BACKOFF)
-        self.trouble = ""
+        self.trouble, self._said_unreachable = "", False
         return self._answer(response, what)
+
+    def _say_unreachable(self, notices: WaitNotices) -> None:
+        """Say that the server is not reachable, once until it answers again."""
+        with self._saying:
+            if not self._said_unreachable:
+                self._said_unreachable = True
+                notices.say(self._unreachable(0.0))
 
     def _unreachable(self, seconds: float) -> str:
         return (

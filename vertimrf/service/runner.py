@@ -53,6 +53,11 @@ def _by_message(rows: list[dict[str, Any]], field: str) -> dict[Message, Any]:
     return {Message(r["sender"], r["receiver"], r["kind"]): r[field] for r in rows}
 
 
+def _unseen(row: dict[str, Any]) -> dict[str, Any]:
+    """What the status shows of a message to a role that neither sent nor receives it."""
+    return {key: row[key] for key in ("sender", "kind", "bytes")}
+
+
 class ServiceRun:
     """The server's run of ``config`` over ``store``, its state in ``state_dir``."""
 
@@ -102,9 +107,11 @@ class ServiceRun:
             "report": [str(p.absolute()) for p in reports],
         }
 
-    def status(self) -> dict[str, Any]:
+    def status(self, role: str) -> dict[str, Any]:
         """The run's state, what it waits for (while it runs) or its outputs (once done),
-        every message held and each party's last step and bytes."""
+        every message held and each party's last step and bytes, as ``role`` may see them:
+        a message it neither sent nor receives shows only its sender, kind and bytes (no
+        digest to test a guess of it against, no time)."""
         state, rows = self.state, self.store.rows()
         waiting = None
         if state in ("waiting", "running"):
@@ -126,7 +133,9 @@ class ServiceRun:
             "waiting": waiting,
             "outputs": self.outputs() if state == "done" else None,
             "parties": parties,
-            "messages": rows,
+            "messages": [
+                row if role in (row["sender"], row["receiver"]) else _unseen(row) for row in rows
+            ],
         }
 
     def fail(self, error: str, party: str | None = None) -> None:

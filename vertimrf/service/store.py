@@ -6,7 +6,8 @@ directory transport's (the server's own run reads its inbox ``messages/server/``
 writes its messages there too); ``messages/.partial/`` holds uploads in progress, each
 renamed into place only once whole and checked; ``messages.sqlite`` logs each message held
 (run, sender, receiver, kind, SHA-256, bytes, time). A message is held once: the same bytes
-again are accepted (a resumed party resends what it sent), other bytes are refused.
+again are accepted (a resumed party resends what it sent), other bytes are refused. Every
+file of the store is its owner's alone (mode 0600).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ CREATE TABLE IF NOT EXISTS messages (
 )
 """
 CHUNK = 1 << 20
+PRIVATE = 0o600  # the mode of every file of the store
 
 
 class MessageStore:
@@ -62,7 +64,11 @@ class MessageStore:
             leftover.unlink()
         self.run = run
         self._lock = threading.Lock()
-        with self._db() as db:
+        os.close(os.open(self.folder / LOG_FILE, os.O_WRONLY | os.O_CREAT, PRIVATE))
+        for path in [self.folder / LOG_FILE, *self.root.rglob("*")]:  # a store made before
+            if path.is_file():
+                path.chmod(PRIVATE)
+        with self._db() as db:  # its journal takes the log's mode
             db.execute(_SCHEMA)
 
     def _db(self) -> sqlite3.Connection:
@@ -101,7 +107,8 @@ class MessageStore:
     def new_upload(self) -> tuple[Path, BinaryIO]:
         """A fresh partial file for an upload, open for writing."""
         path = self.partial / uuid.uuid4().hex
-        return path, open(path, "xb", buffering=0)  # noqa: SIM115 (closed by the caller)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE)
+        return path, open(fd, "wb", buffering=0)  # noqa: SIM115 (closed by the caller)
 
     def commit(self, message: Message, partial: Path, digest: str) -> bool:
         """Hold the whole upload ``partial`` as ``message``: True if new, False if the same
