@@ -488,8 +488,12 @@ def rerun_matrix(
 # ------------------------------------------------------------------------------- table
 
 IN_PROCESS = [Scenario(r, p) for r in ("equal", "partial") for p in (2, 3)]
-HTTPS = Scenario("partial", 2, tls=True)
-HTTPS_CHANGES = (NOTHING, "A: one value changed", f"{SERVER} key")
+# Over HTTPS, each record-set layout and party count once: the audit's rows (partial record
+# sets, two parties) and equal record sets over three parties.
+HTTPS = [
+    (Scenario("partial", 2, tls=True), (NOTHING, "A: one value changed", f"{SERVER} key")),
+    (Scenario("equal", 3, tls=True), (NOTHING, "B: one value changed")),
+]
 
 
 def markdown(findings: Iterable[Finding]) -> str:
@@ -528,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     findings, seconds = [], {}
     plans = [(s, "in process", None) for s in IN_PROCESS]
     if args.https:
-        plans.append((HTTPS, "https", HTTPS_CHANGES))
+        plans += [(scenario, "https", changes) for scenario, changes in HTTPS]
     with tempfile.TemporaryDirectory(prefix="rerun-harness-") as tmp:
         for i, (scenario, transport, only) in enumerate(plans):
             start = time.perf_counter()

@@ -18,7 +18,6 @@ import pytest
 
 from tests.rerun_harness import (
     HTTPS,
-    HTTPS_CHANGES,
     IN_PROCESS,
     NOTHING,
     Scenario,
@@ -91,7 +90,11 @@ def test_a_rerun_with_any_one_input_changed_shares_nothing_a_viewer_receives(tmp
 
 @pytest.mark.slow
 @pytest.mark.service
-def test_a_rerun_over_https_shares_nothing_a_viewer_receives(tmp_path):
+@pytest.mark.parametrize(
+    ("scenario", "changes"), HTTPS, ids=[f"{s.record_sets}-{s.parties}" for s, _ in HTTPS]
+)
+def test_a_rerun_over_https_shares_nothing_a_viewer_receives(tmp_path, scenario, changes):
     """Over the HTTPS service (every role a process on 127.0.0.1, fresh state folders, the
-    server's too): nothing changed, one value at A, the server's key pair."""
-    _assert_nothing_shared(rerun_matrix(HTTPS, tmp_path, "https", HTTPS_CHANGES))
+    server's too): partial record sets over two parties (nothing changed, one value at A,
+    the server's key pair) and equal record sets over three (nothing, one value at B)."""
+    _assert_nothing_shared(rerun_matrix(scenario, tmp_path, "https", changes))
