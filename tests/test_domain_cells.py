@@ -34,7 +34,7 @@ def test_one_bad_text_cell_in_a_column_read_as_text_is_the_one_named():
     assert message == (
         "column 'air_time', row 123 (counting from 1 after the header): the value '12k' is not "
         'a number; 1 bad row in all; fix the cell, empty it and declare "missing": true in the '
-        "spec, or declare the column categorical in the spec."
+        "domain spec, or declare the column categorical in the domain spec."
     )
 
 
@@ -47,7 +47,7 @@ def test_bad_cells_are_counted_and_a_missing_string_is_told_apart():
         "number (only an empty cell is missing); 3 bad rows in all (other values: 'NA', 'x'); "
     )
     assert message.endswith(
-        "fix the cell, empty it, or declare the column categorical in the spec."
+        "fix the cell, empty it, or declare the column categorical in the domain spec."
     )
 
 
@@ -62,7 +62,7 @@ def test_an_empty_cell_names_the_missing_fix(column):
     values = ["a", "b", "a", None] if column.kind == "categorical" else [1.0, 2.0, 3.0, np.nan]
     message = _error(DomainSpec([column]), pd.DataFrame({"c": pd.Series(values, dtype=object)}))
     assert "row 4 (counting from 1 after the header)" in message and "1 bad row in all" in message
-    assert 'declare "missing": true for the column in the spec' in message
+    assert 'declare "missing": true for the column in the domain spec' in message
 
 
 def test_numbers_written_as_text_are_still_refused_by_name():

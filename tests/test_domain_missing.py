@@ -177,8 +177,8 @@ def test_without_the_key_an_empty_cell_gets_the_same_one_line_message():
     )
     enc = TableEncoder(spec)
     fix = (
-        '1 bad row in all; declare "missing": true for the column in the spec (an empty cell '
-        "is then a value of its own), or fill the cell or drop the row."
+        '1 bad row in all; declare "missing": true for the column in the domain spec (an empty '
+        "cell is then a value of its own), or fill the cell or drop the row."
     )
     cases = [
         (

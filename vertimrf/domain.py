@@ -741,7 +741,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
                 values,
                 foreign if foreign.any() else bad,
                 problem,
-                "change the data, or add the value to the column's categories in the spec",
+                "change the data, or add the value to the column's categories in the domain spec",
             )
         return codes
     x = _numbers(s, col)
@@ -756,7 +756,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
             x,
             out,
             f"is outside its public bounds [{lower}, {upper}]",
-            "change the data, or widen the bounds in the spec",
+            "change the data, or widen the bounds in the domain spec",
         )
     b = np.floor((np.where(nan, lower, x) - lower) / (upper - lower) * bins).astype(np.int64)
     b = np.minimum(b, bins - 1)
@@ -767,7 +767,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
 
 _EMPTY = "the cell is missing ({value}: empty, NaN or None)"
 _EMPTY_FIX = (
-    'declare "missing": true for the column in the spec (an empty cell is then a value of '
+    'declare "missing": true for the column in the domain spec (an empty cell is then a value of '
     "its own), or fill the cell or drop the row"
 )
 
@@ -796,16 +796,16 @@ def _numbers(s: pd.Series, col: ColumnSpec) -> np.ndarray:
         problem = "is not a number" + (" (only an empty cell is missing)" if na else "")
         raise _cell_error(col, values, bad, problem, _number_fix(col))
     if reads.any():
-        problem = "is not a number (it is text; the column is numeric in the spec)"
-        fix = "give the column as numbers, or declare it categorical in the spec"
+        problem = "is not a number (it is text; the column is numeric in the domain spec)"
+        fix = "give the column as numbers, or declare it categorical in the domain spec"
         raise _cell_error(col, values, reads, problem, fix)
     return np.where(empty, np.nan, values).astype(np.float64)
 
 
 def _number_fix(col: ColumnSpec) -> str:
     """The fixes of a cell of numeric column ``col`` that holds no number."""
-    empty = "empty it" if col.missing else 'empty it and declare "missing": true in the spec'
-    return f"fix the cell, {empty}, or declare the column categorical in the spec"
+    empty = "empty it" if col.missing else 'empty it and declare "missing": true in the domain spec'
+    return f"fix the cell, {empty}, or declare the column categorical in the domain spec"
 
 
 def _cell_error(

@@ -265,6 +265,6 @@ def test_split_names_the_one_bad_cell_of_a_numeric_column(tmp_path, capsys):
     assert err == (
         "vertimrf: error: column 'air_time', row 77 (counting from 1 after the header): the "
         "value '12k' is not a number; 2 bad rows in all (other values: 'n/a'); fix the cell, "
-        'empty it and declare "missing": true in the spec, or declare the column categorical '
-        "in the spec.\n"
+        'empty it and declare "missing": true in the domain spec, or declare the column '
+        "categorical in the domain spec.\n"
     )
