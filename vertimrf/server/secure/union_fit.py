@@ -9,8 +9,9 @@ Every table is post-processing of a DP release (no new charge):
 * a marginal across two parties is counted over the records both hold: a ``cross`` table
   (when each party's part lies in an own table, whose counts fill its absent cells);
 * a party's attribute against a peer's presence (its counts over the records both hold) is
-  the sum of a cross table over the peer's attribute with the fewest values (every record
-  the peer holds has one value of it), of variance that many times the cell's;
+  a cross table of it and one of the peer's attributes summed over the peer's (every record
+  the peer holds has one value of it), of variance that many times the cell's: the table
+  whose sum has the least variance;
 * the region counts are those the deal published, each with the dummies' and the server's
   noise (variance 2 sigma_r^2 to the server).
 
@@ -78,14 +79,17 @@ def _presence(
     cross: Sequence[NoisyTable], owner: Sequence[int], sizes: Sequence[int]
 ) -> dict[tuple[int, int], tuple[NoisyTable, ...]]:
     """For each ordered pair (p, q), p's attributes counted over the records p and q both
-    hold: each 2-way cross table of p's attribute and q's, summed over q's (the fewest
-    values)."""
+    hold: a 2-way cross table of p's attribute and q's, summed over q's, the one whose sum
+    has the least variance (its sigma^2 times q's attribute's values)."""
+
+    def variance(t: NoisyTable, a: int) -> float:
+        return t.sigma**2 * sizes[_other(t, a)]
+
     best: dict[tuple[int, int], NoisyTable] = {}  # (a, q) -> the table to sum
     for t in (t for t in cross if len(t.attrs) == 2):
         for axis, a in enumerate(t.attrs):
-            other = t.attrs[1 - axis]
-            key = (a, owner[other])
-            if key not in best or sizes[other] < sizes[_other(best[key], a)]:
+            key = (a, owner[t.attrs[1 - axis]])
+            if key not in best or variance(t, a) < variance(best[key], a):
                 best[key] = t
     out: dict[tuple[int, int], list[NoisyTable]] = {}
     for (a, q), t in sorted(best.items()):

@@ -19,8 +19,10 @@ record of the union: N = sum_T r_T of them.
   sum_{T holding neither} r_T at (all absent, 0).
 
 Where the issue gives (P_p, a), the own table of a padded with its absent cell carries the
-same numbers once a's absence is P_p = 0. own_A comes from p's smallest own table holding
-A, summed onto A (likewise pres); a sum of k noisy cells has k times a cell's variance.
+same numbers once a's absence is P_p = 0. own_A comes from the own table of p holding A
+whose sum onto A has the least variance (likewise pres): a sum of k noisy cells has k
+times a cell's variance, so a small table of a noisy release (the first, say) loses to a
+larger one of a precise release.
 
 **Weights.** A cell made of several released numbers has the sum of their variances. An
 assembled table gets sigma^2 = the mean variance of its non-structural cells, so its loss
@@ -133,15 +135,16 @@ class _Parts:
     def summed(
         self, tables: Sequence[NoisyTable], attrs: tuple[int, ...], what: str
     ) -> tuple[np.ndarray, float]:
-        """The counts over ``attrs`` (axes in that order) from the table with fewest cells
-        holding them, and the variance of each summed cell."""
+        """The counts over ``attrs`` (axes in that order) from the table holding them whose
+        sums have the least variance (sigma^2 times the cells each sums), and that
+        variance."""
         holding = [t for t in tables if set(attrs) <= set(t.attrs)]
         if not holding:
             raise ConfigError(
                 f"the releases hold no {what} table over {attrs}; release one, or drop the "
                 "tables that need it."
             )
-        best = min(holding, key=lambda t: t.values.size)
+        best = min(holding, key=lambda t: t.sigma**2 * t.values.size)
         others = tuple(i for i, a in enumerate(best.attrs) if a not in attrs)
         kept = [a for a in best.attrs if a in attrs]
         values = np.transpose(best.values.sum(axis=others), [kept.index(a) for a in attrs])
