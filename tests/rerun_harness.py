@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import inspect
 import io
 import json
 import re
@@ -367,13 +366,10 @@ def shared_windows(
 
 def read_token_list(data: bytes, inputs: Inputs, party: str) -> np.ndarray:
     """Every token (real and dummy) of ``party``'s tokens message in the run of ``inputs``,
-    read as the server does: with its key pair when the message is sealed to it."""
-    cfg = inputs.config
-    extra = {}
-    if "keypair" in inspect.signature(read_tokens).parameters:
-        extra["keypair"] = inputs.keys[SERVER]
+    opened as the server opens it, with its key pair."""
+    cfg, server = inputs.config, inputs.keys[SERVER]
     most = secure_plan(cfg).max_tokens
-    return np.asarray(read_tokens(data, cfg.config_hash(), party, most, **extra), np.uint64)
+    return np.asarray(read_tokens(data, cfg.config_hash(), party, most, server), np.uint64)
 
 
 def shared_tokens(
