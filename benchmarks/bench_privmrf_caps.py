@@ -4,7 +4,7 @@ For each cap setting (cells per clique / cells in total) and seed, fit PrivMRF o
 (delta = 1e-6, public), sample n_hat rows and report the model size, the 3-, 4- and 5-way TVD
 and the
 wall time of fit + sample. Writes the rows as JSON and a markdown table (means over seeds,
-median time), the table quoted in ``PrivMRFOptions`` and the README.
+median time), the table quoted in ``PrivMRFOptions``.
 
 Usage: python benchmarks/bench_privmrf_caps.py [--seeds 0 1 2] [--json PATH] [--md PATH]
 """

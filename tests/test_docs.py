@@ -48,8 +48,10 @@ def test_the_docs_cover_the_protocol_threat_model_accounting_and_formats():
 def test_python_examples_in_the_docs_run(page, capsys):
     threads, handlers, level = numba.get_num_threads(), logging.root.handlers[:], logging.root.level
     try:
-        for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
-            exec(compile(block, str(page), "exec"), {})
+        text = page.read_text(encoding="utf-8")
+        for mark, block in re.findall(r"(<!-- checked: \S+ -->\n)?```python\n(.*?)```", text, re.S):
+            if not mark:  # a marked block runs, with its checks, in the test the mark names
+                exec(compile(block, str(page), "exec"), {})
     finally:  # the examples configure logging and threads; later tests expect the defaults
         numba.set_num_threads(threads)
         logging.root.handlers[:] = handlers
@@ -60,6 +62,20 @@ def test_python_examples_in_the_docs_run(page, capsys):
 def test_links_in_the_docs_point_to_pages_that_exist(page):
     for target in re.findall(r"\]\(([^)#]+\.md)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
         assert (DOCS / target).is_file(), f"{page.name} links to a missing {target}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_a_marked_example_names_a_test_that_exists(page):
+    for name in re.findall(r"<!-- checked: (\S+) -->", page.read_text(encoding="utf-8")):
+        assert (ROOT / name).is_file(), f"{page.name} marks an example for a missing {name}"
+
+
+def test_every_page_is_in_the_sites_nav():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:\n", 1)[1]
+    nav = nav.split("\ntheme:", 1)[0]
+    listed = set(re.findall(r": (\S+\.md)$", nav, re.M))
+    assert sorted(p.name for p in PAGES if p.name not in listed) == []
+    assert sorted(name for name in listed if not (DOCS / name).is_file()) == []
 
 
 def test_nothing_points_to_design_notes_outside_the_repository():

@@ -1,6 +1,7 @@
-"""The README's network walkthrough runs as written: keys, fingerprints, the pinned config,
-the server and each party, each its own process on loopback (the port swapped for a free
-one), and the run writes a synthetic table over the bundled data's domain."""
+"""The network walkthrough of docs/two-organisations.md runs as written: keys, fingerprints,
+the pinned config, the server and each party, each its own process on loopback (the port
+swapped for a free one), and the run writes a synthetic table over the bundled data's
+domain."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ import pytest
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import TableEncoder
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "two-organisations.md"
 
 
 def _walkthrough() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     found = re.search(r"<!-- walkthrough -->\n```bash\n(.*?)```", text, re.S)
-    assert found, "the README has no walkthrough block"
+    assert found, "docs/two-organisations.md has no walkthrough block"
     return found.group(1)
 
 
@@ -41,7 +42,7 @@ def test_the_walkthrough_names_every_step():
 
 
 @pytest.mark.slow
-def test_the_readme_walkthrough_runs(tmp_path):
+def test_the_walkthrough_runs(tmp_path):
     script = _walkthrough().replace("8443", str(_free_port()))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
