@@ -238,6 +238,34 @@ def test_features_shares_and_releases_are_exact_at_any_width_and_block_size(draw
         assert_round_two_is_exact(run, (*run.plan.attrs[1], run.plan.attrs[0][0]))
 
 
+def test_finding_2_width_157_at_max_rows_2_19_with_partial_sets_is_exact():
+    """Issue 59's finding 2, scaled: A of one-hot width 157 (columns of 77 and 80 values,
+    listed against the spec's order), max_rows 524,288 = 2^19, partial record sets, three
+    parties. A row block holds 2^20 // 157 = 6,678 rows, a mask of 157 x 6,678 = 1,048,446
+    words; a record on a block's last row with code 79 of the 80-value column put its one
+    at column 80 + 79 = 159 of a 157-wide row: index 6,677 x 157 + 159 = 1,048,448, the
+    IndexError of the finding. Held at 2^10 rows with the block sizes divided by 2^9 (13
+    rows a block, the same arithmetic), features, shares and the release are exact."""
+    shift = 19 - 10
+    case = Case(
+        ((77, 80), (3, 4), (5,)), (1, 0, 2, 3, 4), 200, HELD_ROWS, "partial", 5,
+        fixed=(("p0c1", 79),),
+    )  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch, one_thread():
+        patch.setattr(securemsg, "ROW_BLOCK_WORDS", securemsg.ROW_BLOCK_WORDS >> shift)
+        patch.setattr(securemsg, "PACK_WORDS", max(1, securemsg.PACK_WORDS >> shift))
+        patch.setattr(dealer, "DEAL_BLOCK_WORDS", max(1, MASK_BLOCK_WORDS >> shift))
+        patch.setattr(
+            NoiseSampler, "discrete_gaussian", lambda self, sigma, size: np.zeros(size, np.int64)
+        )
+        run = dealt(case)
+        rows = securemsg.ROW_BLOCK_WORDS // 157
+        assert run.plan.widths[0] == 157 and rows == (1 << 20) // 157 >> shift
+        held = run.members["P0"]._columns(0, HELD_ROWS)  # -1 on rows A holds no record of
+        assert (held[rows - 1 :: rows] >= 0).any(), "no record of A on a block's last row"
+        assert_round_one_is_exact(run)
+
+
 def test_own_marginals_of_a_party_listing_its_columns_out_of_spec_order_are_its_counts(no_noise):
     """P0 lists b before a, the spec a before b: its released marginal (a, b) is the count
     of (a, b), not of (b, a) read in C order."""
