@@ -75,6 +75,7 @@ NONCE_HEX_CHARS = 32
 # The config file's format: 1 (no "format" key) is the flat one of vertimrf 0.1.0.
 CONFIG_FORMAT = 2
 RECORD_SETS = ("equal", "partial")
+ID_TYPES = ("integer", "text")  # a declared record-ID type (id_type)
 POPULATIONS = ("intersection", "union")
 REGION_SHARE = 0.02  # of the zCDP budget, for the region counts of partial record sets
 
@@ -133,6 +134,14 @@ class ProtocolConfig:
             every party holds) or "union" (every record, empty where a party holds none).
         region_share: "partial" only: the fraction of the zCDP budget spent on the noisy
             region counts the server sees (:mod:`vertimrf.protocol.regions`).
+        id_type: every party's record-ID column, "integer" (7, 7.0 and "007" are the ID 7)
+            or "text" (taken as written), checked on every row as a party reads its table;
+            "" (the default): each party's IDs as its table gives them, all integers or all
+            text. Written to the file and the hash only when declared.
+        expected_shared: "partial" only, a public guess: the fraction of all records that
+            every party holds. When the noisy count of those records is under a quarter of
+            it, the server warns that the parties' IDs likely differ in type or format.
+            None: no guess (not in the file or the hash).
     """
 
     epsilon: float
@@ -150,6 +159,8 @@ class ProtocolConfig:
     record_sets: str = ""
     population: str = "intersection"
     region_share: float = REGION_SHARE
+    id_type: str = ""
+    expected_shared: float | None = None
     if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
         _hash: ClassVar[str]
 
@@ -204,6 +215,7 @@ class ProtocolConfig:
         if self.record_sets == "":
             object.__setattr__(self, "record_sets", self.options.RECORD_SETS)
         self._check_record_sets()
+        self._check_ids()
         self._check_identities(names)
         self._check_privacy()
         self._check_finite()
@@ -244,6 +256,24 @@ class ProtocolConfig:
             or (isinstance(gb, int | float) and not isinstance(gb, bool) and 0 < gb < math.inf)
         ):
             raise ConfigError(f"max_memory_gb must be None or a positive number; got {gb!r}.")
+
+    def _check_ids(self) -> None:
+        """``id_type`` is declared or not, and ``expected_shared`` a fraction of partial sets."""
+        if self.id_type not in ("", *ID_TYPES):
+            raise ConfigError(
+                f"id_type must be one of {list(ID_TYPES)} (or '' for each party's own); got "
+                f"{self.id_type!r}."
+            )
+        shared = self.expected_shared
+        if shared is None:
+            return
+        if isinstance(shared, bool) or not isinstance(shared, int | float) or not 0 < shared <= 1:
+            raise ConfigError(f"expected_shared must be a fraction in (0, 1]; got {shared!r}.")
+        if self.record_sets != "partial":
+            raise ConfigError(
+                "expected_shared is a setting of record_sets='partial' (equal sets share every "
+                "record); drop it or use partial record sets."
+            )
 
     def _check_record_sets(self) -> None:
         """``record_sets``, ``population`` and ``region_share`` are known values, the last
@@ -400,8 +430,8 @@ class ProtocolConfig:
         fields, ``options``, or the method's settings under their flat names (``method="fo"``
         switches the method, keeping the settings both read, the rest from the config's
         preset). A switch to a method whose default is equal record sets, with no
-        ``record_sets`` given, makes partial sets equal (and population and region share
-        their defaults)."""
+        ``record_sets`` given, makes partial sets equal (and population, region share and
+        expected shared their defaults)."""
         shared, settings = split_settings(changes, "ProtocolConfig.with_changes")
         if settings:
             if "options" in shared:
@@ -411,7 +441,10 @@ class ProtocolConfig:
             shared["options"] = from_flat(base, settings, where="ProtocolConfig.with_changes")
         options = shared.get("options", self.options)
         if "record_sets" not in shared and options.RECORD_SETS != self.record_sets == "partial":
-            shared.update(record_sets="equal", population="intersection", region_share=REGION_SHARE)
+            shared.update(
+                record_sets="equal", population="intersection", region_share=REGION_SHARE,
+                expected_shared=None,
+            )  # fmt: skip
         return replace(self, **shared)
 
     # ------------------------------------------------------------------ files
@@ -437,6 +470,10 @@ class ProtocolConfig:
             d["record_sets"] = self.record_sets
             d["population"] = self.population
             d["region_share"] = self.region_share
+        if self.id_type:
+            d["id_type"] = self.id_type
+        if self.expected_shared is not None:
+            d["expected_shared"] = self.expected_shared
         if self.identities is not None:
             d["identities"] = {n: i.to_dict() for n, i in self.identities.items()}
         return d
