@@ -37,6 +37,11 @@ class ModelTooLargeError(VertimrfError, MemoryError):
     """A graphical model would exceed the configured cell limit."""
 
 
+class ModelShrunkWarning(UserWarning):
+    """The server's fit ran out of memory, or over a cell limit, and fitted again from the
+    same releases with a smaller model (post-processing: no budget spent again)."""
+
+
 class ConfigError(VertimrfError, ValueError):
     """A configuration value is missing, out of range or inconsistent."""
 

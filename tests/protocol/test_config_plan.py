@@ -13,6 +13,7 @@ import pytest
 import vertimrf
 from tests.helpers import SECRET, small_adult
 from vertimrf.cli import main
+from vertimrf.cli.config import machine_memory_gb
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
@@ -78,7 +79,7 @@ REFUSED = {
     "65,536 values": (
         lambda: _adult(1.6, _wide_adult(), max_memory_gb=1),
         r"(party \w|the server) would need about [\d.]+ GB of memory .* more than "
-        r"max_memory_gb = 1: "
+        r"max_memory_gb = 1 \(`vertimrf config --memory`\): "
         r"attribute 'big' has 65,536 values .* bin it to at most [\d,]+ values",
     ),
 }
@@ -313,14 +314,20 @@ def test_the_config_command_prints_the_cost(tmp_path, capsys):
     assert lines[1].startswith("privacy: ") and "of the budget rho" in lines[1]
     assert lines[2].startswith("ring: Z_2^16 (masked values in 2-byte words")
     assert lines[3].startswith("budget split: count 0.1%, first release ")
+    # The config states the memory each role may use: by default this machine's.
+    assert plan.max_memory == int(machine_memory_gb() * 1e9) > 0
+    assert lines[4] == (
+        f"memory: each role may use {plan_module.size(plan.max_memory)} (max_memory_gb); the "
+        "server's model holds at most 4,000,000 cells (256 MB to fit)"
+    )
     group = plan_module.size(plan.group_blob_bytes["A"])
-    assert lines[4].startswith(
+    assert lines[5].startswith(
         f"party A: sends {blob} to each peer, then at most {group} of groups, receives a "
     )
     assert re.search(
-        r"needs about [\d.]+ MB of memory \((features|release|groups|measure)\)", lines[4]
+        r"needs about [\d.]+ MB of memory \((features|release|groups|measure)\)", lines[5]
     )
-    assert lines[6].startswith("server: sends ") and len(lines) == 7
+    assert lines[7].startswith("server: sends ") and len(lines) == 8
 
 
 def test_a_workloads_plan_counts_only_its_first_release(tmp_path):

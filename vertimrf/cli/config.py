@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,7 +78,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         "t": None if args.t is None else _parse_t(args.t),
         "count_party": args.count_party,
         "max_rows": args.max_rows,
-        "max_memory_gb": args.max_memory_gb,
+        "max_memory_gb": args.memory or machine_memory_gb(),
+        "secure_max_total_cells": args.model_cells,
         "allow_non_dp": args.allow_non_dp or None,
         "secure_feature_width": args.feature_width,
         "secure_binning": args.binning,
@@ -95,7 +97,8 @@ def cmd_config(args: argparse.Namespace) -> int:
     cls = options_class(method, args.pipeline)
     flags = {"--feature-width": "secure_feature_width", "--binning": "secure_binning",
              "--buckets": "secure_buckets", "--t": "t",
-             "--workload": "secure_workload"}  # fmt: skip
+             "--workload": "secure_workload",
+             "--model-cells": "secure_max_total_cells"}  # fmt: skip
     for flag, name in flags.items():
         if given[name] is not None and name not in cls.FLAT:
             raise ConfigError(f"{flag} is not an option of {describe(cls)}.")
@@ -262,11 +265,24 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         "region counts (default 0.02)",
     )
     config.add_argument(
+        "--memory",
         "--max-memory-gb",
-        type=float,
+        dest="memory",
+        type=_memory,
         default=None,
-        help="the memory any one role may need (GB; default 16): a config whose estimated "
-        "peak is larger is refused",
+        metavar="GB",
+        help="the memory any one role may use, in GB (10^9 bytes; 64, or 64GB, 512MB, 1TB); "
+        "default: this machine's physical memory. The config states it; a config whose "
+        "estimated peak (the server's with the largest model its cap allows) is larger is "
+        "refused, naming the levers",
+    )
+    config.add_argument(
+        "--model-cells",
+        type=int,
+        default=None,
+        metavar="N",
+        help="secure (select pipeline): the ceiling of the server's model cells (default "
+        "4,000,000; with partial record sets the model over the union may hold 4 times it)",
     )
     config.add_argument("--count-party", default=None, help="party releasing the noisy count")
     config.add_argument(
@@ -280,6 +296,40 @@ def add_config(sub: argparse._SubParsersAction) -> None:
     config.add_argument("--out", required=True, help="config JSON to write")
     force_arg(config)
     config.set_defaults(func=cmd_config)
+
+
+UNITS = {"": 1.0, "gb": 1.0, "g": 1.0, "mb": 1e-3, "m": 1e-3, "tb": 1e3, "t": 1e3}
+
+
+def _memory(value: str) -> float:
+    """``--memory``: GB, with an optional unit (GB, MB, TB)."""
+    text = value.strip().lower().replace(" ", "")
+    number = text.rstrip("gmbt")
+    try:
+        gb = float(number) * UNITS[text[len(number) :]]
+    except (KeyError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"GB as a number (64, 64GB, 512MB), not {value!r}"
+        ) from None
+    if not 0 < gb < float("inf"):
+        raise argparse.ArgumentTypeError(f"a positive size, not {value!r}")
+    return gb
+
+
+def machine_memory_gb() -> float:
+    """This machine's physical memory in GB (10^9 bytes), from the OS."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    except (AttributeError, ValueError, OSError):
+        pass
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024 / 1e9
+    except OSError:
+        pass
+    raise ConfigError("cannot read this machine's memory: give `--memory GB`.")
 
 
 def _read_workload(path: str) -> object:

@@ -9,7 +9,7 @@ from vertimrf.cli.common import (
     force_arg,
 )
 from vertimrf.cli.run import add_server_run
-from vertimrf.cli.server_steps import STEP_COMMANDS
+from vertimrf.cli.server_steps import STEP_COMMANDS, cmd_server_refit
 from vertimrf.protocol.schedule import SYNTHESIZE, Kind
 
 
@@ -159,3 +159,48 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     force_arg(syn)
     for step, command in STEP_COMMANDS.items():
         ssub.choices[step].set_defaults(func=command)
+    _add_refit(ssub)
+
+
+def _add_refit(ssub: argparse._SubParsersAction) -> None:
+    """The `server refit` command."""
+    refit = ssub.add_parser(
+        "refit",
+        help="method secure: fit again from a stored run's releases with a smaller model",
+        description="Fit the synthetic table's model again from a run the server has "
+        "stored (the select state in --state-dir, the parties' re-measurements in its inbox) "
+        "with a smaller model, then write the table and the report. Post-processing of the "
+        "same releases: the server's noise derives from its key and the releases, so no "
+        "noise is drawn and no budget is spent again. For a run whose fit failed, or whose "
+        "model was too large for this machine.",
+    )
+    refit.add_argument("--config", required=True, help="the run's protocol config")
+    refit.add_argument(
+        "--server-key", required=True, help="the server's NAME.key, the run's (its noise)"
+    )
+    _state_dir_arg(refit)
+    refit.add_argument(
+        "--inbox",
+        default=None,
+        help="the folder where the server received the parties' messages (`server run "
+        "--inbox`; default: --state-dir's messages/server, where the HTTPS service keeps them)",
+    )
+    refit.add_argument(
+        "--model-cells",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fit a model of at most N cells (default: half the cells of the run's model)",
+    )
+    refit.add_argument("--out", required=True, help="synthetic table to write (.csv, .parquet)")
+    refit.add_argument("--report", default=None, help="also write the report as JSON")
+    refit.add_argument("--n", type=int, default=None, help="rows (default: the noisy count)")
+    refit.add_argument(
+        "--seed", type=int, default=None, help="the run's seed, if it had one (experiments only)"
+    )
+    refit.add_argument(
+        "--sample-seed", type=int, default=None, help="seeds the sampling of the rows only"
+    )
+    refit.add_argument("--quiet", action="store_true", help="no progress bars")
+    force_arg(refit)
+    refit.set_defaults(func=cmd_server_refit)

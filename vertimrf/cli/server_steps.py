@@ -204,12 +204,58 @@ def cmd_server_synthesize(args: argparse.Namespace) -> int:
     inputs = _synthesize_inputs(args, cfg, run)
     if not inputs:
         raise ConfigError("give the parties' message files (or --releases FILE ...).")
+    return _fit_and_write(args, cfg, run, inputs, "server synthesize")
+
+
+def cmd_server_refit(args: argparse.Namespace) -> int:
+    """``server refit``: the select pipeline's fit again from a stored run (its select
+    state and the re-measurements in its inbox) on a smaller model, then the sample: the
+    server's noise derives from its key and the releases, so nothing is drawn or charged
+    again."""
+    from vertimrf.driver.state import default_state_dir
+    from vertimrf.synth.table_file import check_table_file
+
+    cfg, run = step_config(args.config, SERVER, SYNTHESIZE)
+    if not run.takes(Kind.SELECT, SERVER):
+        raise ConfigError(
+            f"`server refit` refits method secure's select pipeline; the config's method is "
+            f"{run.method}: run `server synthesize` again instead."
+        )
+    if args.model_cells is not None and args.model_cells < 1:
+        raise ConfigError(f"--model-cells must be a positive integer; got {args.model_cells}.")
+    state_dir = Path(args.state_dir or default_state_dir("server") / cfg.config_hash()[:16])
+    args.state_dir = str(state_dir)
+    inbox = Path(args.inbox) if args.inbox else state_dir / "messages" / SERVER
+    inputs = {m: inbox / m.file_name for m in run.inputs(SYNTHESIZE, SERVER)}
+    missing = [str(path) for path in inputs.values() if not path.is_file()]
+    if missing:
+        raise ConfigError(
+            f"{missing[0]}: no such re-measurement; give --inbox, the folder where the run's "
+            "server received the parties' messages (`server run --inbox`; over HTTPS its "
+            "--state-dir's messages/server)."
+        )
+    check_outputs(args, [args.out, args.report], [args.config, args.server_key])
+    check_table_file(args.out, cfg.spec)
+    return _fit_and_write(args, cfg, run, inputs, "server refit", refit=args.model_cells or 0)
+
+
+def _fit_and_write(
+    args: argparse.Namespace,
+    cfg: ProtocolConfig,
+    run: Schedule,
+    inputs: Mapping[Message, PathLike],
+    command: str,
+    refit: int | None = None,
+) -> int:
+    """The server's synthesize step on the ``inputs`` (a refit's model at most ``refit``
+    cells, 0: half the selection's), then the synthetic table and report written."""
     dealt = run.takes(Kind.DEAL, SERVER)
     keypair = server_key(args) if dealt or args.server_key else None
     selects = run.takes(Kind.SELECT, SERVER)
     driver, transport = _driver(args, cfg, inputs, {}, keypair=keypair, state=selects)
+    driver.refit = refit
     try:
-        with Phases("server synthesize", ("synthesize", "write", "sample"), args.quiet) as ph:
+        with Phases(command, ("synthesize", "write", "sample"), args.quiet) as ph:
             run_file_step(driver, transport, SYNTHESIZE, ph)
             sizes = dict.fromkeys((p.name for p in cfg.parties), 0)
             for message, path in inputs.items():

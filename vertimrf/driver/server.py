@@ -94,6 +94,9 @@ class ServerDriver(RoleDriver):
         self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)
         self._inputs: Mapping[Message, Payload] = {}
         self._computed: set[str] = set()  # the steps run in this process (not resent)
+        # `server refit`: the select pipeline's fit on a model of at most this many cells
+        # (0: half the selection's); None: the selection's model.
+        self.refit: int | None = None
 
     def __repr__(self) -> str:
         return f"ServerDriver(method={self.config.method!r}, done={self.done})"
@@ -248,6 +251,8 @@ class ServerDriver(RoleDriver):
             self._resume_select()
         secure = self.server.secure
         assert secure is not None
+        if self.refit is not None:
+            secure.max_model_cells = self.refit or secure.model_cells() // 2
         start = time.perf_counter()
         rng = secure.fit(self._releases(inputs, Kind.MEASURE))
         self.phase_seconds["fit"] = time.perf_counter() - start

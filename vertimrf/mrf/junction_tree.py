@@ -342,6 +342,39 @@ def _max_spanning_tree(cliques: Sequence[Clique]) -> list[tuple[int, int]]:
     return edges
 
 
+def _triangulated(
+    domain: Domain, cliques_or_edges: Iterable[Iterable[int]] | nx.Graph, heuristic: str
+) -> tuple[nx.Graph, list[Clique]]:
+    """The chordal graph of the attribute graph under ``heuristic`` and its sorted maximal
+    cliques."""
+    if len(domain) == 0:
+        raise DomainError("The domain has no attributes; an MRF needs at least one.")
+    chordal = triangulate(_as_graph(domain, cliques_or_edges), domain, heuristic)
+    return chordal, sorted(maximal_cliques(chordal))
+
+
+def triangulated_cliques(
+    domain: Domain,
+    cliques_or_edges: Iterable[Iterable[int]] | nx.Graph,
+    *,
+    heuristic: str = "min_fill",
+) -> list[Clique]:
+    """The cliques :meth:`JunctionTree.build` gives the same graph, however many cells
+    they hold (nothing is allocated, nothing refused)."""
+    return _triangulated(domain, cliques_or_edges, heuristic)[1]
+
+
+def triangulated_size(
+    domain: Domain,
+    cliques_or_edges: Iterable[Iterable[int]] | nx.Graph,
+    *,
+    heuristic: str = "min_fill",
+) -> ModelSize:
+    """The size of the model :meth:`JunctionTree.build` makes of the same graph, found on
+    the same triangulation, however large (nothing is allocated, nothing refused)."""
+    return model_size(domain, triangulated_cliques(domain, cliques_or_edges, heuristic=heuristic))
+
+
 class JunctionTree:
     """Maximal cliques of a chordal graph joined into a rooted tree with a two-pass message order.
 
@@ -411,11 +444,7 @@ class JunctionTree:
         cliques. Raises ModelTooLargeError when the tables would exceed ``max_cells`` cells
         (default :data:`DEFAULT_MAX_CELLS`); nothing is allocated before that check.
         """
-        if len(domain) == 0:
-            raise DomainError("The domain has no attributes; an MRF needs at least one.")
-        graph = _as_graph(domain, cliques_or_edges)
-        chordal = triangulate(graph, domain, heuristic)
-        cliques = sorted(maximal_cliques(chordal))
+        chordal, cliques = _triangulated(domain, cliques_or_edges, heuristic)
         check_model_size(model_size(domain, cliques), max_cells)
         return cls(domain, chordal, cliques, _max_spanning_tree(cliques))
 

@@ -115,7 +115,7 @@ class MethodRules:
     def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
         """What to change so that every role's peak fits ``limit`` bytes (``peak`` gives the
         largest with the domain's sizes replaced)."""
-        return "lower the model caps, or raise max_memory_gb"
+        return "lower the model caps"
 
     def summary(self, config: ProtocolConfig) -> str:
         """The config's size settings, in words (``vertimrf config``'s line)."""
@@ -229,7 +229,7 @@ class SecureRules(MethodRules):
         return fixed, bounds
 
     def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
-        return "lower max_rows or the feature width, or raise max_memory_gb"
+        return "lower max_rows or the feature width"
 
     def plan_bins(self, config: ProtocolConfig) -> dict[str, int]:
         """The secure product's bin count of each binned column: the local message's bins."""
@@ -286,6 +286,26 @@ class SecureSelectRules(SecureRules):
         cap = config.secure_options().max_total_cells
         return cap * UNION_CELLS if config.record_sets == "partial" else cap
 
+    def smallest_model(self, config: ProtocolConfig) -> int:
+        """The cells of the smallest model the server's selection falls back to, every
+        attribute alone. With partial record sets the model over the union
+        (:mod:`vertimrf.synth.union.structure`): each attribute has one more value,
+        "absent"; each party's attributes are joined by its cheapest spanning tree of pairs
+        (a star on its smallest attribute, a pair costing the product of its sizes), and
+        one clique joins each party's smallest attribute. That graph is chordal (trees
+        hung on one clique), so these are its cliques and fill-in adds none. The server
+        builds it only when it models the union, so this bounds both cases."""
+        sizes = config.spec.domain.sizes
+        if config.record_sets != "partial":
+            return int(sum(sizes))
+        index = {c: i for i, c in enumerate(config.spec.names)}
+        links, joined = 0, 1
+        for p in config.parties:
+            held = sorted(int(sizes[index[c]]) + 1 for c in p.columns)
+            links += sum(held[0] * u for u in held[1:])
+            joined *= held[0]
+        return links + joined
+
     def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
         """Bin the widest attribute when it alone sets the feature width and binning it fits."""
         sizes = tuple(int(u) for u in config.spec.domain.sizes)
@@ -305,8 +325,7 @@ class SecureSelectRules(SecureRules):
                     lo, hi = (mid, hi) if fits(mid) else (lo, mid)
                 return (
                     f"attribute {config.spec.names[widest]!r} has {sizes[widest]:,} values and "
-                    f"sets every party's feature width: bin it to at most {lo:,} values, or "
-                    "raise max_memory_gb"
+                    f"sets every party's feature width: bin it to at most {lo:,} values"
                 )
         return super().memory_hint(config, limit, peak)
 

@@ -14,7 +14,13 @@ estimates, for each role, the bytes it sends and keeps and its peak memory. :fun
   :meth:`SecurePlan.sigma` solves each release's noise for its share, the KLS tau term
   included; a local PrivMRF's is its share);
 * a first-release within-party table over the release reader's cell limit;
-* an estimated peak memory of any role above ``max_memory_gb`` (default 16 GB).
+* a smallest model (method secure's select pipeline: every attribute alone, over the union
+  of the records with partial record sets) above the server's model cap: the selection
+  picks a model whose junction tree, triangulated as the fit builds it, fits the cap, else
+  that smallest one, so the fit's model is bounded by the cap before any release;
+* an estimated peak memory of any role above ``max_memory_gb`` (default 16 GB; ``vertimrf
+  config --memory``, whose default is this machine's memory), the server's counting the
+  largest model the cap allows.
 
 The memory model (bytes; R = max_rows, k_p = party p's round-1 width (its singles), c_p its
 round-2 cap toward one peer, f_p = k_p + c_p, d_p its attributes, w the bytes of a ring
@@ -92,7 +98,7 @@ from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.buckets import BALANCE_TAIL_BITS
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import rules
+from vertimrf.protocol.methods import SecureSelectRules, rules
 from vertimrf.protocol.regions import RegionNoise
 from vertimrf.protocol.secure import (
     MASK_BLOCK_WORDS,
@@ -122,6 +128,12 @@ OUTPUT_BYTES_PER_CELL = 40  # a synthetic cell: sampled codes, decoded frame, CS
 OUTPUT_CHUNK_ROWS = 65_536  # synthetic rows sampled and written at once (mrf SAMPLE_CHUNK)
 SEARCH_STEPS = 48  # bisection steps of a hint's boundary
 ALIGN_PART_ROWS = 1 << 20  # records a party aligns at once from its file (party.file_table)
+# What a user can change when a run would not fit (a refusal's last words).
+LEVERS = (
+    "coarser bins (`vertimrf spec --bins N`, or fewer values in the spec), fewer columns "
+    "(`vertimrf spec --drop COL`), or a cap (`vertimrf config --model-cells N`, "
+    "--max-rows, --feature-width)"
+)
 
 
 @dataclass(frozen=True)
@@ -160,7 +172,8 @@ class RunPlan:
     secure; None: every pair); ``split`` the select pipeline's fractions of rho for the
     count, the first release and the re-measurement (``split_auto``: chosen by
     ``secure_shares="auto"``); ``roles`` the per-role
-    costs; ``max_memory`` the limit (bytes).
+    costs; ``max_memory`` the limit (bytes); ``model_cells`` the most cells the server's
+    model may hold (the select pipeline's cap, which its selection keeps to).
     """
 
     method: str
@@ -181,6 +194,7 @@ class RunPlan:
     split_auto: bool = False
     roles: tuple[RoleCost, ...] = ()
     max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
+    model_cells: int | None = None
 
     @property
     def ledger_total(self) -> float:
@@ -253,6 +267,13 @@ class RunPlan:
                 f"rows for max_rows {self.rows:,}); a bucket overflows with probability at most "
                 f"2^-{BALANCE_TAIL_BITS}, into free rows that no message reveals"
             )
+        model = ""
+        if self.model_cells is not None:
+            model = (
+                f"; the server's model holds at most {self.model_cells:,} cells "
+                f"({size(MODEL_BYTES_PER_CELL * self.model_cells)} to fit)"
+            )
+        lines.append(f"memory: each role may use {size(self.max_memory)} (max_memory_gb){model}")
         for r in self.roles:
             blob, deal = self.blob_bytes.get(r.role), self.deal_bytes.get(r.role)
             group = self.group_blob_bytes.get(r.role)
@@ -580,6 +601,7 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
         },
         deal_bytes=_deal_bytes(plan),
         roles=_secure_roles(config, plan),
+        model_cells=int(rules(config).model_cap(config)) if plan.select else None,
     )
 
 
@@ -621,7 +643,34 @@ def _check_memory(config: ProtocolConfig) -> None:
     who = "the server" if worst.role == "server" else f"party {worst.role}"
     raise ConfigError(
         f"{who} would need about {size(worst.peak)} of memory ({worst.step}), more than "
-        f"max_memory_gb = {limit / GB:g}: {_memory_hint(config, limit)}."
+        f"max_memory_gb = {limit / GB:g} (`vertimrf config --memory`): "
+        f"{_memory_hint(config, limit)}; the levers: {LEVERS}; or more memory, if the "
+        "machine has it."
+    )
+
+
+def _check_model(config: ProtocolConfig) -> None:
+    """The smallest model the server's selection may fall back to must fit its cap, so the
+    selection always finds one that fits (the plan's memory counts the cap)."""
+    method = rules(config)
+    if not isinstance(method, SecureSelectRules):
+        return
+    cap, smallest = method.model_cap(config), method.smallest_model(config)
+    if smallest <= cap:
+        return
+    spec = config.spec
+    widest = sorted(spec.names, key=lambda c: -spec[c].size)[:2]
+    union = (
+        " over the union of the parties' records (every column alone, with one more value, "
+        "absent, and each party's columns linked)"
+        if config.record_sets == "partial"
+        else " (every column alone)"
+    )
+    raise ConfigError(
+        f"even the smallest model the server may fit{union} needs {smallest:,} cells, over "
+        f"its cap of {int(cap):,}; the widest columns are "
+        + " and ".join(f"{c!r} ({spec[c].size:,} values)" for c in widest)
+        + f": {LEVERS}."
     )
 
 
@@ -630,4 +679,5 @@ def check_plan(config: ProtocolConfig) -> None:
     rules(config).check_record_sets(config)
     _check_budget(config)
     _check_tables(config)
+    _check_model(config)
     _check_memory(config)

@@ -7,6 +7,7 @@ rows are sampled.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import cast
 
@@ -14,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.domain import TableEncoder
-from vertimrf.errors import ConfigError, MessageError
+from vertimrf.errors import ConfigError, MessageError, ModelShrunkWarning
+from vertimrf.mrf.junction_tree import JunctionTree, model_size, triangulated_cliques
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.regions import members, population_rows
@@ -26,7 +28,7 @@ from vertimrf.server.secure.union_fit import partial_releases
 from vertimrf.synth.engine.fit import fit_model, measurements
 from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.fitted import absent_decoder
-from vertimrf.synth.union import Population, fit_union
+from vertimrf.synth.union import Population, UnionDomain, fit_union, union_cells
 
 # The union model's iteration cap over the config's (partial record sets: more cells and
 # more tables, fitted cold; on Adult at 80% overlap 3x lowered the 3-way TVD by about 2%).
@@ -83,17 +85,93 @@ class SecureServer(Selection):
         request: Request,
         noise: NoiseSampler,
     ) -> None:
+        """The fit on both releases (the server's noise drawn once). A fit that runs out of
+        memory, or over a cell limit, fits again on the same tables with a smaller model
+        (:meth:`_shrunk`): post-processing, no new noise and no new charge; a
+        :class:`ModelShrunkWarning` says so. With :attr:`max_model_cells` (``vertimrf
+        server refit``), a model over it is shrunk before the fit."""
         second = self._tables(MEASURE, request.marginals, releases, noise, request.bins)
+        cliques: list[tuple[int, ...]] = list(self.tree.cliques)
+        limit = self.max_model_cells
+        if limit is not None and self._model_cells(cliques) > limit:
+            cliques = self._shrunk(cliques, limit, f"was over the {limit:,} asked for")
+        while True:
+            try:
+                self._fit_on(first_release, second, request, cliques)
+                return
+            except MemoryError as exc:  # ModelTooLargeError is one
+                cause = "ran out of memory" if type(exc) is MemoryError else "was too large"
+                if not any(len(c) > 1 for c in cliques):
+                    raise
+                cliques = self._shrunk(cliques, self._model_cells(cliques) // 2, cause)
+
+    def _shrunk(
+        self, cliques: Sequence[Sequence[int]], target: int, cause: str
+    ) -> list[tuple[int, ...]]:
+        """Cliques of a model of at most ``target`` cells, or every attribute alone: the
+        smallest of ``cliques`` first, each kept while the model fits (the rest left out,
+        with the re-measured marginals they held). Noted in :attr:`refits` and warned
+        (:class:`ModelShrunkWarning`) with ``cause``."""
+        joined = sorted(
+            (tuple(c) for c in cliques if len(c) > 1),
+            key=lambda c: (self.config.spec.domain.size(c), c),
+        )
+        kept: list[tuple[int, ...]] = []
+        for c in joined:
+            if self._model_cells([*kept, c]) <= target:
+                kept.append(c)
+        was, now = self._model_cells(cliques), self._model_cells(kept)
+        self.refits = [
+            *self.refits,
+            f"the model of {was:,} cells {cause}; the server fitted again from the same "
+            f"releases with a model of {now:,} cells (post-processing: no noise drawn and no "
+            "budget spent again)",
+        ]
+        warnings.warn(self.refits[-1], ModelShrunkWarning, stacklevel=3)
+        return kept
+
+    def _fit_on(
+        self,
+        first_release: Tables,
+        second: Tables,
+        request: Request,
+        cliques: Sequence[Sequence[int]],
+    ) -> None:
+        """The fit of the model over ``cliques`` (the selection's, or smaller ones)."""
+        if list(cliques) != list(self.tree.cliques):
+            domain = self.config.spec.domain
+            size = model_size(domain, triangulated_cliques(domain, cliques))
+            self.tree = JunctionTree.build(domain, cliques, max_cells=size.total_cells)
+            inside = [set(c) for c in self.tree.cliques]
+            second = Tables(
+                {m: v for m, v in second.values.items() if any(set(m) <= c for c in inside)},
+                second.scale,
+            )
         if self.models_union:  # partial record sets: one model over the union
             self._fit_union(first_release, second)
             return
-        bins = {m: request.maps(m) for m in request.bins}
+        bins = {m: request.maps(m) for m in request.bins if m in second.values}
         plan = self.engine_plan()
         self.model, self.iterations = fit_model(
             plan, self.tree, self.n_hat, *measurements(first_release, second, self.tree, bins)
         )
         if self._regions is not None:  # partial sets, every party holding every record
             self.n_hat = float(population_rows(self._regions, self.config.population))
+
+    def model_cells(self) -> int:
+        """The cells of the model the fit builds over the selection's cliques."""
+        if self._first is None:
+            raise MessageError("run select before asking for the model's cells.")
+        return self._model_cells(self.tree.cliques)
+
+    def _model_cells(self, cliques: Sequence[Sequence[int]]) -> int:
+        """The cells of the model the fit builds over ``cliques`` (over the union with
+        partial record sets), triangulated as it is built."""
+        domain = self.config.spec.domain
+        data = triangulated_cliques(domain, cliques)
+        if self.models_union:
+            return union_cells(UnionDomain(domain, self.plan.owner), data)
+        return model_size(domain, data).total_cells
 
     def _fit_union(self, first_release: Tables, second: Tables) -> None:
         """The model over the union of the records (:mod:`vertimrf.synth.union`) on every

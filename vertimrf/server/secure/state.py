@@ -69,6 +69,8 @@ class ServerState:
         self._regions: dict[int, int] | None = None  # and the region counts it published
         self._slot_digest: bytes | None = None  # and its digest, which binds the deal's masks
         self.skipped = 0  # partial sets: marginals the union fit could not read
+        self.refits: list[str] = []  # each fit again with a smaller model, in words
+        self.max_model_cells: int | None = None  # a refit's cap on the fitted model's cells
         self.union: UnionModel | None = None  # partial sets: the fitted model over the union
 
     @property

@@ -113,7 +113,8 @@ def _for_workload(
 def _search(
     scores: np.ndarray, n_hat: float, plan: EnginePlan, oracle: Oracle, rng: np.random.Generator
 ) -> tuple[GraphSearchResult, float]:
-    """The greedy graph search under the plan's caps, shrunk until the oracle's model fits;
+    """The greedy graph search under the plan's caps, shrunk until the oracle's model fits,
+    else the graph without edges (every attribute alone, the smallest model) if that fits;
     the graph and the total cap it was found under."""
     max_clique, max_total = plan.model_caps(n_hat)
     for _ in range(SHRINKS):
@@ -129,4 +130,7 @@ def _search(
             return found, max_total
         max_total *= SHRINK
         max_clique = min(max_clique, max_total)
+    alone = tuple((a,) for a in range(len(plan.domain)))
+    if oracle.model_fits(alone):
+        return GraphSearchResult((), (), alone), float(sum(plan.domain.sizes))
     raise ConfigError(oracle.too_large)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vertimrf.mrf.estimation import Measurement
-from vertimrf.mrf.junction_tree import JunctionTree
+from vertimrf.mrf.junction_tree import triangulated_size
 from vertimrf.synth.union.measurements import Assembled, UnionDomain
 
 __all__ = ["Structure", "presence_bins", "union_structure"]
@@ -105,10 +105,10 @@ def _joined(
 def union_cells(space: UnionDomain, cliques: Sequence[Sequence[int]]) -> int:
     """The cells of the junction tree that :func:`~vertimrf.synth.union.fit_union` builds
     over data ``cliques`` (with the links and the representatives' group, triangulated as
-    the model is), so a caller can choose cliques whose union model fits its cap."""
+    the model is), however many, so a caller can choose cliques whose union model fits its
+    cap."""
     groups, _, _ = _joined(space, [{int(a) for a in c} for c in cliques])
-    tree = JunctionTree.build(space.model_domain, groups, heuristic="min_fill")
-    return int(tree.size.total_cells)
+    return triangulated_size(space.model_domain, groups, heuristic="min_fill").total_cells
 
 
 def presence_bins(space: UnionDomain, a: int) -> np.ndarray:
