@@ -95,7 +95,7 @@ def measure(
     else:
         fit = PrivMRF(epsilon, DELTA, seed=seed, selection=SELECTIONS[method], progress=False)
         synth = fit.fit(df, spec).sample()
-        spent = fit.report().rho
+        spent = fit.report.rho
     seconds = run.seconds if reused else time.perf_counter() - start
     row = {
         "dataset": dataset,

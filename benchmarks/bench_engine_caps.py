@@ -60,7 +60,7 @@ def measure(dataset: str, method: str, scale: float, epsilon: float, seed: int) 
         )
         fit = PrivMRF(epsilon, DELTA, seed=seed, selection="engine", engine=engine, progress=False)
         synth = fit.fit(df, spec).sample()
-        cells = fit.report().model_size.total_cells
+        cells = fit.report.model_size.total_cells
     return {
         "dataset": dataset,
         "method": method,

@@ -181,7 +181,7 @@ def measure(dataset: str, variant: Rounds, epsilon: float, seed: int) -> dict:
         "epsilon": epsilon,
         "seed": seed,
         "tvd3": tvd(df, synth, spec, ways=3),
-        "spent_rho": fit.report().rho,
+        "spent_rho": fit.report.rho,
         "rho": epsilon_to_rho(epsilon, DELTA),
         "seconds": time.perf_counter() - start,
     }

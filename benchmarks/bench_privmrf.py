@@ -49,7 +49,7 @@ def run(dataset: str, epsilon: float, seed: int, secure: bool = False, **options
         "seed": seed,
         "seconds": seconds,
         "model_cells": synth.model.tree.size.total_cells,
-        "rho": synth.report().rho,
+        "rho": synth.report.rho,
         "noise": "secure" if secure else "seeded",
         "discrete_noise_values": 1 + sum(m.values.size for m in synth.measurements),
         "machine": machine(),

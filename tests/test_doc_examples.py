@@ -1,6 +1,7 @@
 """The Python examples that docs/ marks as checked here run as written, and give what they
 promise (docs that run): the sketch engine (docs/accuracy.md), PrivMRF and the vertical
-protocol in one process (docs/synthesizers.md). tests/test_docs.py runs every other example.
+protocol in one process (docs/synthesizers.md), and both synthesizers side by side
+(docs/api.md). tests/test_docs.py runs every other example.
 
 The examples are unseeded, as a user would run them, so each bound below is one that a correct
 run breaks with probability below 1e-8 (six standard deviations, or twenty Laplace scales), and
@@ -14,8 +15,10 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from vertimrf import FitReport, PrivMRF, VerticalModel
 from vertimrf.domain import TableEncoder
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -32,7 +35,7 @@ BLOCKS = [(p.name, b) for p in sorted(DOCS.glob("*.md")) for b in checked_blocks
 
 
 def _kind(block: str) -> str:
-    for kind in ("locenc", "PrivMRF(", "simulate("):
+    for kind in ("locenc", "fit_vertical(", "PrivMRF(", "simulate("):
         if kind in block:
             return kind
     raise AssertionError(f"a checked example without a check here:\n{block}")
@@ -41,6 +44,7 @@ def _kind(block: str) -> str:
 def test_the_docs_have_the_checked_examples():
     assert sorted((page, _kind(b)) for page, b in BLOCKS) == [
         ("accuracy.md", "locenc"),
+        ("api.md", "fit_vertical("),
         ("synthesizers.md", "PrivMRF("),
         ("synthesizers.md", "simulate("),
     ]
@@ -70,7 +74,7 @@ def _check_privmrf(ns: dict, printed: str) -> None:
     # n_hat = n + discrete Gaussian noise of sigma 176.5 at epsilon 0.8, delta 1e-6 (the
     # report's privmrf.count line).
     assert len(fake) == synth.n_hat and abs(len(fake) - len(df)) <= 6 * 176.5
-    report = synth.report()
+    report = synth.report
     assert not report.seeded and report.epsilon <= 0.8 and report.delta == 1e-6
     # The last line is the 3-way TVD: about 0.005 at epsilon 0.8 on NLTCS (PrivMRF's 3-way
     # TVD there is 0.0036 at epsilon 1.6); 0.02 leaves room for an unseeded run.
@@ -89,13 +93,43 @@ def _check_simulate(ns: dict, printed: str) -> None:
     assert "differentially private" in printed and "colludes with no party" in printed
 
 
-CHECKS = {"locenc": _check_sketches, "PrivMRF(": _check_privmrf, "simulate(": _check_simulate}
+def _check_api(ns: dict, printed: str) -> None:
+    central, vertical, folder = ns["central"], ns["vertical"], ns["folder"]
+    for name, model, cls in [
+        ("centralized", central, PrivMRF),
+        ("vertical", vertical, VerticalModel),
+    ]:
+        report = model.report
+        assert isinstance(report, FitReport) and report.dp_guarantee and not report.seeded
+        assert report.total_epsilon is not None and report.total_epsilon <= 1.0 * (1 + 1e-9)
+        again = cls.load(folder / f"{name}.vmrf")
+        assert again.report.to_dict() == report.to_dict()
+        rows = model.sample(50, seed=0)
+        assert rows.dtypes.to_dict() == {
+            **ns["df"].dtypes.to_dict(),
+            "workclass": pd.CategoricalDtype(ns["spec"]["workclass"].values),
+        }
+        line = next(x for x in printed.splitlines() if x.startswith(f"{name}: "))
+        assert line.startswith(f"{name}: 1000 rows, workclass category, age Int64; DP True, ")
+    # B lacks 500 of the 3000 records: A's region count is 500 plus two noises of the
+    # report's region_sigma each (6 standard deviations).
+    report = vertical.report
+    assert list(report.regions) == ["A", "B", "A+B"] and report.region_sigma is not None
+    assert abs(report.regions["A"] - 500) <= 6 * math.sqrt(2) * report.region_sigma
+
+
+CHECKS = {
+    "locenc": _check_sketches,
+    "fit_vertical(": _check_api,
+    "PrivMRF(": _check_privmrf,
+    "simulate(": _check_simulate,
+}
 
 
 @pytest.mark.parametrize(
     "index",
     [
-        pytest.param(i, marks=pytest.mark.slow) if "simulate(" in b else i
+        pytest.param(i, marks=pytest.mark.slow) if _kind(b) in ("simulate(", "fit_vertical(") else i
         for i, (_, b) in enumerate(BLOCKS)
     ],
 )

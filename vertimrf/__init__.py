@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the lazy names below, typed for type checkers
     from vertimrf.party import LocalParty as LocalParty
     from vertimrf.party import Party as Party
     from vertimrf.party import SecureParty as SecureParty
+    from vertimrf.privacy import FitReport as FitReport
     from vertimrf.privacy import PrivacyLedger as PrivacyLedger
     from vertimrf.protocol import FMOptions as FMOptions
     from vertimrf.protocol import FOOptions as FOOptions
@@ -53,6 +54,7 @@ _EXPORTS = {
     "TableEncoder": "vertimrf.domain",
     "infer_spec": "vertimrf.domain",
     "load_dataset": "vertimrf.datasets",
+    "FitReport": "vertimrf.privacy",
     "PrivacyLedger": "vertimrf.privacy",
     "PartyMessage": "vertimrf.protocol",
     "ProtocolConfig": "vertimrf.protocol",

@@ -65,6 +65,13 @@ _FILE_ERRORS = (
 # yields exactly the numbers ZipFile then trusts, so the directory can be bounded first.
 _END_RECORD = getattr(zipfile, "_EndRecData", None)
 _ECD_ENTRIES_TOTAL, _ECD_SIZE = 4, 5
+# The public call that loads each kind of model file, named when a file of one is opened as
+# another (tests/test_container.py checks these kinds against the modules that write them).
+MODEL_LOADERS = {
+    "vertimrf-vertical-model": "vertimrf.VerticalModel.load",
+    "vertimrf-privmrf": "vertimrf.PrivMRF.load",
+    "vertimrf-mrf": "vertimrf.mrf.MarkovRandomField.load",
+}
 
 
 def _npy_bytes(arr: np.ndarray) -> bytes:
@@ -173,9 +180,11 @@ def _read_zip(
     try:
         _check_directory(path, fh)
         with zipfile.ZipFile(fh) as zf:
-            infos, bounds = _check_entries(path, zf, array_bytes, manifest_bytes)
+            infos, bounds, unexpected = _check_entries(path, zf, array_bytes, manifest_bytes)
             manifest = _read_manifest(path, zf, infos, manifest_bytes)
             _check_header(path, manifest, kind)
+            if unexpected:  # after the header: a file of another kind is named as such
+                raise MessageError(f"{path}: unexpected array {_short(unexpected[0])}.")
             index = _check_index(path, manifest, bounds, array_bytes)
             arrays = {
                 name: _read_array(path, zf, infos[f"{name}.npy"], name, spec, bounds[name])
@@ -249,13 +258,15 @@ def _check_entries(
     zf: zipfile.ZipFile,
     array_bytes: Callable[[str], int | None],
     manifest_bytes: int,
-) -> tuple[dict[str, zipfile.ZipInfo], dict[str, int]]:
-    """Vet the entry list and every declared size; return the entries and array bounds."""
+) -> tuple[dict[str, zipfile.ZipInfo], dict[str, int], list[str]]:
+    """Vet the entry list and every declared size; return the entries, the array bounds
+    and the arrays that may not appear (never read)."""
     entries = zf.infolist()
     if len(entries) > _MAX_ENTRIES:
         raise MessageError(f"{path}: {len(entries)} zip entries; at most {_MAX_ENTRIES}.")
     infos: dict[str, zipfile.ZipInfo] = {}
     bounds: dict[str, int] = {}
+    unexpected: list[str] = []
     for info in entries:
         name = info.filename
         if name in infos:
@@ -268,7 +279,8 @@ def _check_entries(
         elif name.endswith(".npy"):
             bound = array_bytes(name[:-4])
             if bound is None:
-                raise MessageError(f"{path}: unexpected array {_short(name[:-4])}.")
+                unexpected.append(name[:-4])
+                continue
             bounds[name[:-4]] = bound
             limit = _NPY_HEADER_MAX + bound
         else:
@@ -287,7 +299,7 @@ def _check_entries(
             )
     if _MANIFEST not in infos or _MANIFEST_SUM not in infos:
         raise MessageError(f"{path}: not a vertimrf file (no manifest).")
-    return infos, bounds
+    return infos, bounds, unexpected
 
 
 def _read_manifest(
@@ -335,8 +347,11 @@ def _check_header(path: str | os.PathLike, manifest: dict, kind: str) -> None:
             f"{path}: file version {_short(version)} is not supported (this "
             f"vertimrf reads version {VERSION}); re-create it with a matching vertimrf."
         )
-    if manifest.get("kind") != kind:
-        raise MessageError(f"{path}: holds a {_short(manifest.get('kind'))}, expected a {kind!r}.")
+    found = manifest.get("kind")
+    if found != kind:
+        loader = MODEL_LOADERS.get(found) if isinstance(found, str) else None
+        fix = f"; load it with {loader}(path)" if loader else ""
+        raise MessageError(f"{path}: holds a {_short(found)}, expected a {kind!r}{fix}.")
 
 
 def _check_index(

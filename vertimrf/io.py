@@ -65,6 +65,13 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         fh.write(text)
 
 
+def refuse_existing(path: str | os.PathLike, overwrite: bool) -> None:
+    """ConfigError if ``path`` exists and ``overwrite`` is False (a library call's check
+    before it writes a file)."""
+    if not overwrite and os.path.lexists(path):
+        raise ConfigError(f"{path} exists; give a new path, or overwrite=True to replace it.")
+
+
 def read_json(path: str | os.PathLike, error: type[Exception], what: str) -> Any:
     """Parse the JSON file ``path``; any unreadable, non-UTF-8, invalid or too deeply nested
     file raises ``error`` with a one-line message naming ``what`` and the path."""

@@ -1,7 +1,8 @@
 """``fit_vertical`` and ``simulate``: every party and the server in one process.
 
-``fit_vertical`` returns the fitted :class:`~vertimrf.vertical_model.VerticalModel`;
-``simulate`` is ``fit_vertical`` followed by one sample of n_hat rows.
+``fit_vertical`` returns the fitted :class:`~vertimrf.vertical_model.VerticalModel`, from
+one frame split by columns or one frame per party linked by a record-ID column; ``simulate``
+is ``fit_vertical`` followed by one sample of n_hat rows.
 
 Every role runs through its driver (:mod:`vertimrf.driver`), the one that runs it in its
 own process, here over an in-process transport (or files in ``message_dir``); every role
@@ -16,6 +17,7 @@ import dataclasses
 import os
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,7 @@ from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.methods import rules_of
 from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.seeds import seeded_nonce, seeded_secret
+from vertimrf.synth.dtypes import column_dtypes
 from vertimrf.vertical_model import VerticalModel
 
 ID_COLUMN = "__record_id__"
@@ -65,7 +68,7 @@ _SPENT = _SpentRuns()
 
 
 def fit_vertical(
-    df: pd.DataFrame,
+    df: pd.DataFrame | Mapping[str, pd.DataFrame],
     spec: DomainSpec | None = None,
     parties: list[list[str]] | None = None,
     epsilon: float | None = None,
@@ -73,6 +76,7 @@ def fit_vertical(
     method: str = "secure",
     seed: int | None = None,
     *,
+    id_column: str | None = None,
     config: ProtocolConfig | None = None,
     secret: bytes | None = None,
     allow_non_dp: bool = False,
@@ -81,7 +85,15 @@ def fit_vertical(
     message_dir: str | os.PathLike | None = None,
     **fields: Any,
 ) -> VerticalModel:
-    """Run the protocol on ``df`` split by columns; return the fitted :class:`VerticalModel`.
+    """Run the protocol on ``df`` split by columns, or on one frame per party; return the
+    fitted :class:`VerticalModel`, whose samples take the frames' dtypes.
+
+    ``df`` is one frame (``parties`` then lists each party's columns), or a dict of party
+    name to that party's frame: its columns and the record-ID column ``id_column``, which
+    links the parties' records (``parties`` then comes from the frames). A party may hold
+    records the others do not: a config built here then has ``record_sets="partial"``
+    (declared, never read off the IDs) unless the method needs equal sets or
+    ``record_sets="equal"`` is given.
 
     Give either ``config`` (a :class:`ProtocolConfig`, e.g. one written by ``vertimrf
     config``) or the pieces to build one: ``spec``, ``parties`` (lists of column names),
@@ -92,10 +104,10 @@ def fit_vertical(
     :data:`DEFAULT_MAX_ROWS` applies. ``delta`` is public too (e.g. 1e-6), never derived from
     the row count.
 
-    Rows are linked by position (the record ID is the row number). ``seed`` is the run seed
-    (experiments only: the report then says the noise is not for release); without
-    ``secret`` it also fixes the shared secret and, when the config is built here, the run
-    nonce. With ``seed=None`` the noise comes from a cryptographically secure sampler.
+    One frame's rows are linked by position (the record ID is the row number). ``seed`` is
+    the run seed (experiments only: the report then says the noise is not for release);
+    without ``secret`` it also fixes the shared secret and, when the config is built here,
+    the run nonce. With ``seed=None`` the noise comes from a cryptographically secure sampler.
     Every message (deals, feature blobs, releases, the request) goes through the roles'
     drivers, in memory or, with ``message_dir``, through files in its folders (the
     directory transport: ``message_dir/<receiver>/<sender>.<kind>``); the bytes each party
@@ -113,28 +125,46 @@ def fit_vertical(
     cost; without a seed it continues the run's stream, so a seeded ``fit_vertical`` then
     ``sample()`` gives the rows :func:`simulate` gives.
     """
-    if not isinstance(df, pd.DataFrame):
-        raise DomainError(f"df must be a pandas DataFrame; got {type(df).__name__}.")
+    frames = _party_frames(df, parties, id_column)
     if config is not None and (spec, parties, epsilon, delta) != (None, None, None, None):
         raise ConfigError("give either config=... or spec, parties, epsilon and delta, not both.")
-    cfg = (
-        config
-        if config is not None
-        else _build_config(
-            spec, parties, epsilon, delta, method, seed, allow_non_dp, preset, fields
+    if config is None:
+        named = None
+        if frames is not None:
+            named = [(n, [str(c) for c in f.columns if c != id_column]) for n, f in frames.items()]
+            partial = not rules_of(method, fields.get("secure_pipeline")).equal_sets_only
+            fields.setdefault("record_sets", "partial" if partial else "equal")
+        cfg = _build_config(
+            spec, parties, epsilon, delta, method, seed, allow_non_dp, preset, fields, named
         )
-    )
+    else:
+        cfg = config
     if not isinstance(cfg, ProtocolConfig):
         raise ConfigError(f"config must be a ProtocolConfig; got {type(cfg).__name__}.")
     check_plan(cfg)
     if secret is None:
         secret = seeded_secret(seed) if seed is not None else os.urandom(32)
-    frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
-    return _fit(frame, cfg, secret, seed, message_dir, progress)
+    if frames is None:
+        assert isinstance(df, pd.DataFrame)
+        frame = df.reset_index(drop=True).assign(**{ID_COLUMN: np.arange(len(df))})
+        data = {p.name: frame[[ID_COLUMN, *p.columns]] for p in cfg.parties}
+        id_column = ID_COLUMN
+    else:
+        names = [p.name for p in cfg.parties]
+        if sorted(frames) != sorted(names):
+            raise ConfigError(
+                f"the frames are those of parties {sorted(frames)}, the config's parties are "
+                f"{names}; give one frame per party of the config, keyed by its name."
+            )
+        data = dict(frames)
+    assert id_column is not None
+    dtypes = {k: v for f in data.values() for k, v in column_dtypes(f, cfg.spec).items()}
+    model = _fit(data, id_column, cfg, secret, seed, message_dir, progress)
+    return model.with_dtypes(dtypes)
 
 
 def simulate(
-    df: pd.DataFrame,
+    df: pd.DataFrame | Mapping[str, pd.DataFrame],
     spec: DomainSpec | None = None,
     parties: list[list[str]] | None = None,
     epsilon: float | None = None,
@@ -142,6 +172,7 @@ def simulate(
     method: str = "secure",
     seed: int | None = None,
     *,
+    id_column: str | None = None,
     config: ProtocolConfig | None = None,
     secret: bytes | None = None,
     allow_non_dp: bool = False,
@@ -155,9 +186,9 @@ def simulate(
     :func:`fit_vertical`; each run spends its budget, so an unseeded config is simulated
     once per process (``config.new_run()`` for another run)."""
     fitted = fit_vertical(
-        df, spec, parties, epsilon, delta, method, seed, config=config, secret=secret,
-        allow_non_dp=allow_non_dp, preset=preset, progress=progress, message_dir=message_dir,
-        **fields,
+        df, spec, parties, epsilon, delta, method, seed, id_column=id_column, config=config,
+        secret=secret, allow_non_dp=allow_non_dp, preset=preset, progress=progress,
+        message_dir=message_dir, **fields,
     )  # fmt: skip
     start = time.perf_counter()
     synth = fitted.sample()
@@ -165,21 +196,55 @@ def simulate(
     return synth, dataclasses.replace(fitted.report, seconds=seconds)
 
 
+def _party_frames(
+    df: object, parties: object, id_column: str | None
+) -> dict[str, pd.DataFrame] | None:
+    """The frames of ``df`` by party when it is a dict of them (None for one frame);
+    DomainError or ConfigError (one line) for anything else."""
+    if isinstance(df, pd.DataFrame):
+        if id_column is not None:
+            raise ConfigError(
+                "id_column links one frame per party; one frame's rows are linked by "
+                "position: drop id_column, or give a dict of frames by party."
+            )
+        return None
+    if not isinstance(df, Mapping) or not df:
+        raise DomainError(
+            f"df must be a pandas DataFrame or a dict of party name to DataFrame; got "
+            f"{type(df).__name__}."
+        )
+    bad = [
+        str(n) for n, f in df.items() if not isinstance(n, str) or not isinstance(f, pd.DataFrame)
+    ]
+    if bad:
+        raise DomainError(f"df must map party names (str) to DataFrames; not so for {bad}.")
+    if id_column is None:
+        raise ConfigError(
+            "one frame per party needs the record-ID column that links them: give id_column=..."
+        )
+    if parties is not None:
+        raise ConfigError(
+            "with one frame per party each party's columns are its frame's: drop parties."
+        )
+    return dict(df)
+
+
 def _fit(
-    frame: pd.DataFrame,
+    data: dict[str, pd.DataFrame],
+    id_column: str,
     cfg: ProtocolConfig,
     secret: bytes,
     seed: int | None,
     message_dir: str | os.PathLike | None,
     progress: bool,
 ) -> VerticalModel:
-    """Every party's and the server's driver, run in this process over one transport (files
-    in ``message_dir`` when given); the server's fitted model."""
-    data = {p.name: frame[[ID_COLUMN, *p.columns]] for p in cfg.parties}
+    """Every party's and the server's driver, each party with its frame in ``data`` (its
+    columns and ``id_column``), run in this process over one transport (files in
+    ``message_dir`` when given); the server's fitted model."""
     if seed is None:
         _SPENT.check(cfg)
     run = local_run(
-        data, cfg, secret, seed=seed, id_column=ID_COLUMN, message_dir=message_dir,
+        data, cfg, secret, seed=seed, id_column=id_column, message_dir=message_dir,
         progress=progress,
     )  # fmt: skip
     try:
@@ -199,10 +264,16 @@ def _build_config(
     allow_non_dp: bool,
     preset: str,
     fields: dict[str, Any],
+    named: list[tuple[str, list[str]]] | None = None,
 ) -> ProtocolConfig:
-    if spec is None or parties is None or epsilon is None or delta is None:
+    """The config of ``fit_vertical``'s pieces; ``named`` are (name, columns) of the
+    parties of frames by party, in place of ``parties``."""
+    if named is not None:
+        if spec is None or epsilon is None or delta is None:
+            raise ConfigError("give config=..., or spec, epsilon and delta to build one.")
+    elif spec is None or parties is None or epsilon is None or delta is None:
         raise ConfigError("give config=..., or spec, parties, epsilon and delta to build one.")
-    if not isinstance(parties, list | tuple) or not all(
+    elif not isinstance(parties, list | tuple) or not all(
         isinstance(p, list | tuple) for p in parties
     ):
         raise ConfigError("parties must be a list of column-name lists, one per party.")
@@ -217,7 +288,7 @@ def _build_config(
         epsilon=epsilon,
         delta=delta,
         spec=spec,
-        parties=[list(p) for p in parties],
+        parties=named if named is not None else [list(p) for p in parties or ()],
         method=method,
         allow_non_dp=allow_non_dp,
         **fields,

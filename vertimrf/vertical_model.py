@@ -8,7 +8,7 @@ saves to and loads from the library's checksummed container (no pickle).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,12 @@ import pandas as pd
 
 from vertimrf.container import read_container, write_container
 from vertimrf.domain import DomainSpec
-from vertimrf.errors import MessageError
+from vertimrf.errors import DomainError, MessageError
+from vertimrf.io import refuse_existing
 from vertimrf.mrf.model import MarkovRandomField, mrf_from_state, mrf_state, potentials_bound
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.report_file import report_from_meta, report_meta
+from vertimrf.synth.dtypes import check_dtypes, typed
 from vertimrf.synth.fitted import (
     absent_decoder,
     check_rows,
@@ -38,7 +40,8 @@ MODEL_KIND = "vertimrf-vertical-model"
 class VerticalModel:
     """A fitted vertical model: ``sample(n)`` rows (or ``write_sample(path, n)`` to a CSV or
     Parquet file) and ``marginal(columns)`` at no privacy cost; ``save(path)`` and
-    ``VerticalModel.load(path)``.
+    ``VerticalModel.load(path)``. ``report`` is a :class:`~vertimrf.privacy.FitReport`, as a
+    :class:`~vertimrf.PrivMRF`'s is.
 
     Args:
         model: the fitted global MRF over the spec's columns (marginals scaled to n_hat).
@@ -48,6 +51,9 @@ class VerticalModel:
             from OS entropy).
         absent: the model is over the union of the records of parties whose record sets
             differ: each column has one more value, "absent", sampled as an empty cell.
+        dtypes: the pandas dtype of each column a sample casts, by name (see
+            :mod:`vertimrf.synth.dtypes`); :func:`~vertimrf.fit_vertical` gives the fitted
+            frames' dtypes.
     """
 
     def __init__(
@@ -58,13 +64,23 @@ class VerticalModel:
         *,
         rng: np.random.Generator | None = None,
         absent: bool = False,
+        dtypes: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
         self.spec = spec
         self.report = report
         self.absent = absent
-        self._decode = absent_decoder(spec) if absent else decoder_of(spec)
+        self.dtypes = check_dtypes({} if dtypes is None else dtypes, spec)
+        decode = absent_decoder(spec) if absent else decoder_of(spec)
+        self._decode = typed(decode, spec, self.dtypes, absent=absent)
         self._rng = np.random.default_rng() if rng is None else rng
+
+    def with_dtypes(self, dtypes: Mapping[str, str]) -> VerticalModel:
+        """This model (sharing its generator), its samples cast to ``dtypes`` (see
+        :func:`~vertimrf.synth.dtypes.column_dtypes`)."""
+        return VerticalModel(
+            self.model, self.spec, self.report, rng=self._rng, absent=self.absent, dtypes=dtypes
+        )
 
     @property
     def n_hat(self) -> int:
@@ -110,7 +126,7 @@ class VerticalModel:
         file appears complete or not at all; an existing one is refused unless
         ``overwrite``. Returns the path."""
         chunks = self.sample_chunks(n, seed)
-        save_table(path, chunks, self.spec, overwrite=overwrite)
+        save_table(path, chunks, self.spec, overwrite=overwrite, decode=self._decode)
         return Path(path)
 
     def marginal(self, columns: Sequence[str]) -> pd.Series:
@@ -119,8 +135,10 @@ class VerticalModel:
         (categories or numeric bin midpoints): a MultiIndex for several columns."""
         return marginal_series(self.model, self._decode, columns)
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the model, spec and report to ``path`` (atomically); returns the path."""
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write the model, spec, dtypes and report to ``path`` (atomically); returns the
+        path. An existing file is refused unless ``overwrite``."""
+        refuse_existing(path, overwrite)
         mrf_meta, arrays = mrf_state(self.model)
         meta: dict[str, Any] = {
             "decoder": decoder_meta(self.spec),
@@ -129,6 +147,8 @@ class VerticalModel:
         }
         if self.absent:
             meta["absent"] = True
+        if self.dtypes:
+            meta["dtypes"] = self.dtypes
         write_container(path, MODEL_KIND, meta, arrays)
         return Path(path)
 
@@ -147,7 +167,12 @@ class VerticalModel:
         sizes = tuple(u + 1 for u in want) if absent else tuple(want)
         if model.domain.names != spec.domain.names or tuple(model.domain.sizes) != sizes:
             raise MessageError(f"{path}: the model's columns do not match its spec.")
-        return cls(model, spec, report_from_meta(meta.get("report"), path), absent=absent)
+        try:
+            dtypes = check_dtypes(meta.get("dtypes", {}), spec)
+        except DomainError as exc:
+            raise MessageError(f"{path}: {exc}") from None
+        report = report_from_meta(meta.get("report"), path)
+        return cls(model, spec, report, absent=absent, dtypes=dtypes)
 
     def __repr__(self) -> str:
         return f"VerticalModel({self.report.method}, n_hat={self.n_hat}, {self.model.tree.size})"

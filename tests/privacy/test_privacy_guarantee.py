@@ -118,7 +118,7 @@ def test_fo_is_dp_and_its_total_is_within_budget(table, method):
 def test_centralized_is_dp_and_seeded_runs_say_so(table):
     df, spec = table
     fit = PrivMRF(1.0, 1e-5, seed=0, progress=False).fit(df, spec)
-    rep = fit.report()
+    rep = fit.report
     assert fit.ledger.dp_guarantee and rep.epsilon_zcdp <= 1.0 * (1 + 1e-9)
     assert rep.seeded and "seeded run: reproducible noise, not for release" in str(rep)
 
@@ -141,7 +141,7 @@ def test_unseeded_runs_use_the_secure_sampler(table, monkeypatch):
     df, spec = table
     drawn = _spy_on_noise(monkeypatch)
     fit = PrivMRF(1.0, 1e-5, progress=False).fit(df.iloc[:300], spec)
-    assert not fit.report().seeded and "seeded run" not in str(fit.report())
+    assert not fit.report.seeded and "seeded run" not in str(fit.report)
     assert not math.isnan(fit.n_hat)
     # Every noisy value (the count and each measurement) came from the OpenDP sampler.
     assert drawn and set(drawn) == {"SecureSampler"}, drawn

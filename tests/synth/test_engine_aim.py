@@ -178,7 +178,7 @@ def test_seeded_aim_runs_repeat_and_save(tmp_path):
     b = PrivMRF(1.0, DELTA, seed=3, selection="aim", aim=opts).fit(df, spec)
     pd.testing.assert_frame_equal(a.sample(seed=1), b.sample(seed=1))
     # the report sums the rounds' releases by mechanism and noise: a line per noise level
-    text = str(a.report())
+    text = str(a.report)
     lines = [x for x in text.splitlines() if x.startswith("engine.")]
     levels = {
         (r.mechanism, r.params.get("sigma"), r.params.get("epsilon")) for r in a.ledger.releases
@@ -210,7 +210,7 @@ def test_bad_aim_options_are_refused():
 def test_an_unseeded_aim_fit_draws_from_the_secure_sampler_and_spends_its_budget():
     df, spec = latent_table(rows=300)
     fit = PrivMRF(1.0, DELTA, selection="aim", aim=AIMOptions(iters=10)).fit(df, spec)
-    assert not fit.report().seeded
+    assert not fit.report.seeded
     assert math.isclose(fit.ledger.total_rho, epsilon_to_rho(1.0, DELTA), rel_tol=1e-9)
     assert {r.mechanism for r in fit.ledger.releases} == {"engine.marginals", "engine.select"}
 

@@ -62,7 +62,7 @@ def test_the_engine_spends_exactly_its_budget_and_charges_before_it_draws(epsilo
     rho = epsilon_to_rho(epsilon, 1e-6)
     assert math.isclose(fit.ledger.total_rho, rho, rel_tol=1e-9)
     assert fit.ledger.total_rho <= rho * (1 + 1e-12)
-    assert math.isclose(fit.report().rho, rho, rel_tol=1e-9)
+    assert math.isclose(fit.report.rho, rho, rel_tol=1e-9)
     shares = [r.rho / rho for r in fit.ledger.releases]
     # the adaptive split: at epsilon 0.3 the first release's pairs would be mostly noise
     assert shares == pytest.approx([0.001, select, 0.999 - select], rel=1e-9)
@@ -158,10 +158,10 @@ def test_the_engine_searches_under_its_own_caps_not_privmrfs():
     df, spec = latent_table()
     small = EngineOptions(cells_per_precision=1e9, max_clique_cells=40, max_total_cells=80)
     fit = PrivMRF(4.0, 1e-6, seed=1, selection="engine", engine=small).fit(df, spec)
-    assert fit.report().model_size.total_cells <= 80
+    assert fit.report.model_size.total_cells <= 80
     big = EngineOptions(cells_per_precision=1e9, max_clique_cells=1e9, max_total_cells=1e9)
     wide = PrivMRF(4.0, 1e-6, seed=1, selection="engine", engine=big).fit(df, spec)
-    assert wide.report().model_size.total_cells > 80
+    assert wide.report.model_size.total_cells > 80
 
 
 def test_fit_local_needs_two_columns():
@@ -180,7 +180,7 @@ def test_an_engine_fit_saves_and_loads(tmp_path):
     fit = PrivMRF(1.0, 1e-6, seed=2, selection="engine").fit(df, spec)
     back = PrivMRF.load(fit.save(tmp_path / "fit.vmrf"))
     pd.testing.assert_frame_equal(back.sample(100, seed=5), fit.sample(100, seed=5))
-    assert back.report().rho == fit.report().rho and back.n_hat == fit.n_hat
+    assert back.report.rho == fit.report.rho and back.n_hat == fit.n_hat
 
 
 def test_the_first_release_gets_half_where_it_is_informative_else_a_fifth():

@@ -184,9 +184,9 @@ def test_a_file_of_another_kind_is_refused(model, tmp_path):
 
 def test_privmrf_round_trips_and_samples_identically(privmrf, data, tmp_path):
     spec = data[1]
-    before = privmrf.report()
+    before = privmrf.report
     loaded = PrivMRF.load(privmrf.save(tmp_path / "fit.vmrf"))
-    assert loaded.report() == privmrf.report() == before
+    assert loaded.report == privmrf.report == before
     assert loaded.n_hat == privmrf.n_hat
     assert loaded.options == privmrf.options
     assert [(m.attrs, m.weight) for m in loaded.measurements] == [
@@ -197,7 +197,7 @@ def test_privmrf_round_trips_and_samples_identically(privmrf, data, tmp_path):
     big = loaded.sample(10_000)
     assert len(big) == 10_000 and _in_domain(big, spec)
     pd.testing.assert_series_equal(loaded.marginal(["num", "c0"]), privmrf.marginal(["num", "c0"]))
-    assert privmrf.report() == before  # sampling and saving charge nothing
+    assert privmrf.report == before  # sampling and saving charge nothing
 
 
 def test_privmrf_on_coded_frames_round_trips(tmp_path):

@@ -24,4 +24,4 @@ def test_a_seeded_privmrf_fit_gives_its_committed_tvd(row):
     fit = PrivMRF(row["epsilon"], 1e-6, seed=row["seed"], progress=False).fit(df, spec)
     assert fit.selection == "privmrf"
     assert tvd(df, fit.sample(), spec, ways=3) == row["tvd3"]
-    assert fit.report().rho == pytest.approx(row["spent_rho"], rel=1e-12)
+    assert fit.report.rho == pytest.approx(row["spent_rho"], rel=1e-12)

@@ -42,7 +42,7 @@ def fitted() -> PrivMRF:
 def test_ledger_total_equals_the_budget(fitted: PrivMRF) -> None:
     assert abs(fitted.ledger.total_rho - epsilon_to_rho(1.0, 1e-5)) <= 1e-9 * fitted.rho_budget
     assert abs(fitted.ledger.total_epsilon() - 1.0) <= 1e-9
-    rep = fitted.report()
+    rep = fitted.report
     assert rep.rho == pytest.approx(fitted.ledger.total_rho, rel=1e-12)
     assert rep.epsilon_zcdp == pytest.approx(1.0, abs=1e-9)
     assert "privmrf.r_scores" in str(rep)
@@ -91,7 +91,7 @@ def test_no_marginal_is_measured_twice(fitted: PrivMRF) -> None:
     assert len(attrs) == len(set(attrs))
     n_charged = sum(r.count for r in fitted.ledger.releases if r.mechanism == "privmrf.marginals")
     assert n_charged == len(attrs)
-    sigma = fitted.report().measurement_sigma
+    sigma = fitted.report.measurement_sigma
     assert all(m.weight == pytest.approx(1 / sigma) for m in fitted.measurements)
 
 
@@ -141,7 +141,7 @@ def test_gdp_accounting_reproduces_the_reference_noise() -> None:
     # The noise is discrete, so the reference's GDP curve does not apply: the guarantee is
     # the zCDP conversion of the same rho, a larger epsilon, and the report says so.
     assert all(r.params["sampler"] == "discrete_gaussian" for r in rel)
-    rep = model.report()
+    rep = model.report
     assert rep.epsilon_zcdp > 0.8
     assert "GDP curve needs continuous noise" in str(rep)
 
@@ -154,7 +154,7 @@ def test_zero_or_one_refinement_round(rounds: int) -> None:
     kinds = [r.mechanism for r in model.ledger.releases]
     assert kinds.count("privmrf.error_queries") == rounds
     assert model.ledger.total_rho == pytest.approx(model.rho_budget, rel=1e-12)
-    assert model.report().rounds == rounds
+    assert model.report.rounds == rounds
 
 
 def test_single_attribute_table() -> None:

@@ -1,6 +1,7 @@
 """Privacy accounting: one zCDP ledger, conversions and calibration."""
 
 from vertimrf.privacy.calibration import ACCOUNTING_MODES, sketch_epsilon
+from vertimrf.privacy.fit_report import FitReport
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.zcdp import (
     DEFAULT_DELTA,
@@ -15,6 +16,7 @@ from vertimrf.privacy.zcdp import (
 __all__ = [
     "DEFAULT_DELTA",
     "ACCOUNTING_MODES",
+    "FitReport",
     "PrivacyLedger",
     "Release",
     "epsilon_to_rho",

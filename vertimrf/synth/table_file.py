@@ -8,7 +8,7 @@ under one schema fixed up front from the spec (so every chunk has the same colum
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -19,9 +19,11 @@ import pyarrow.parquet as pq
 
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError
-from vertimrf.io import atomic_open
+from vertimrf.io import atomic_open, refuse_existing
 
 FORMATS = {".csv": "csv", ".parquet": "parquet"}
+# Codes -> frame, as the model decodes them (default: the spec's TableEncoder).
+Decode = Callable[[np.ndarray], pd.DataFrame]
 
 
 def table_format(path: str | os.PathLike) -> str:
@@ -34,22 +36,31 @@ def table_format(path: str | os.PathLike) -> str:
     return fmt
 
 
-def check_table_file(path: str | os.PathLike, spec: DomainSpec) -> str:
-    """The format of ``path`` once it is known to be writable for ``spec``'s columns (for
-    Parquet: pyarrow is installed and every column has one type), before any work."""
+def check_table_file(
+    path: str | os.PathLike, spec: DomainSpec, decode: Decode | None = None
+) -> str:
+    """The format of ``path`` once it is known to be writable for ``spec``'s columns as
+    ``decode`` gives them (for Parquet: pyarrow is installed and every column has one
+    type), before any work."""
     fmt = table_format(path)
     if fmt == "parquet":
-        _parquet_schema(spec)
+        _parquet_schema(spec, decode)
     return fmt
 
 
-def write_table(fh: IO[bytes], fmt: str, chunks: Iterable[pd.DataFrame], spec: DomainSpec) -> int:
-    """Write ``chunks`` (frames of ``spec``'s columns) to the open binary file ``fh`` as one
-    table in ``fmt``; the number of rows written."""
+def write_table(
+    fh: IO[bytes],
+    fmt: str,
+    chunks: Iterable[pd.DataFrame],
+    spec: DomainSpec,
+    decode: Decode | None = None,
+) -> int:
+    """Write ``chunks`` (frames of ``spec``'s columns, as ``decode`` gives them) to the
+    open binary file ``fh`` as one table in ``fmt``; the number of rows written."""
     if fmt == "csv":
-        return _write_csv(fh, chunks, spec)
+        return _write_csv(fh, chunks, spec, decode)
     if fmt == "parquet":
-        return _write_parquet(fh, chunks, spec)
+        return _write_parquet(fh, chunks, spec, decode)
     raise ConfigError(f"unknown table format {fmt!r}: use 'csv' or 'parquet'.")
 
 
@@ -59,26 +70,30 @@ def save_table(
     spec: DomainSpec,
     *,
     overwrite: bool = False,
+    decode: Decode | None = None,
 ) -> int:
-    """Write ``chunks`` to ``path`` (its suffix picks CSV or Parquet) atomically: a temporary
-    file in the same folder, renamed over ``path`` once complete, so a failure leaves no
-    file. An existing ``path`` is refused unless ``overwrite``. The number of rows written."""
-    fmt = check_table_file(path, spec)
-    if not overwrite and os.path.lexists(path):
-        raise ConfigError(f"{path} exists; give a new path, or overwrite=True to replace it.")
+    """Write ``chunks`` (as ``decode`` gives them) to ``path`` (its suffix picks CSV or
+    Parquet) atomically: a temporary file in the same folder, renamed over ``path`` once
+    complete, so a failure leaves no file. An existing ``path`` is refused unless
+    ``overwrite``. The number of rows written."""
+    fmt = check_table_file(path, spec, decode)
+    refuse_existing(path, overwrite)
     with atomic_open(path, "wb") as fh:
-        return write_table(fh, fmt, chunks, spec)
+        return write_table(fh, fmt, chunks, spec, decode)
 
 
-def _values(spec: DomainSpec) -> pd.DataFrame:
+def _values(spec: DomainSpec, decode: Decode | None) -> pd.DataFrame:
     """A frame holding every value of every column (as a sample holds them)."""
     sizes = np.asarray(spec.domain.sizes, dtype=np.int64)
     rows = np.arange(int(sizes.max(initial=1)), dtype=np.int64)
-    return TableEncoder(spec).decode(np.minimum(rows[:, None], sizes[None, :] - 1))
+    codes = np.minimum(rows[:, None], sizes[None, :] - 1)
+    return (TableEncoder(spec).decode if decode is None else decode)(codes)
 
 
-def _write_csv(fh: IO[bytes], chunks: Iterable[pd.DataFrame], spec: DomainSpec) -> int:
-    _values(spec).iloc[:0].to_csv(fh, index=False)  # the header, as pandas writes it
+def _write_csv(
+    fh: IO[bytes], chunks: Iterable[pd.DataFrame], spec: DomainSpec, decode: Decode | None
+) -> int:
+    _values(spec, decode).iloc[:0].to_csv(fh, index=False)  # the header, as pandas writes it
     rows = 0
     for chunk in chunks:
         chunk.to_csv(fh, index=False, header=False)
@@ -87,8 +102,10 @@ def _write_csv(fh: IO[bytes], chunks: Iterable[pd.DataFrame], spec: DomainSpec) 
     return rows
 
 
-def _write_parquet(fh: IO[bytes], chunks: Iterable[pd.DataFrame], spec: DomainSpec) -> int:
-    schema = _parquet_schema(spec)
+def _write_parquet(
+    fh: IO[bytes], chunks: Iterable[pd.DataFrame], spec: DomainSpec, decode: Decode | None
+) -> int:
+    schema = _parquet_schema(spec, decode)
     rows = 0
     with pq.ParquetWriter(fh, schema) as writer:
         for chunk in chunks:
@@ -99,9 +116,9 @@ def _write_parquet(fh: IO[bytes], chunks: Iterable[pd.DataFrame], spec: DomainSp
     return rows
 
 
-def _parquet_schema(spec: DomainSpec) -> Any:
+def _parquet_schema(spec: DomainSpec, decode: Decode | None) -> Any:
     """The Arrow schema of ``spec``'s sampled columns."""
-    values = _values(spec)
+    values = _values(spec, decode)
     for name in values.columns:
         try:
             pa.array(values[name])

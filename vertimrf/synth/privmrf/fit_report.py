@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -30,6 +32,8 @@ class PrivMRFReport:
     reference's GDP budget, whose exact Gaussian curve holds for continuous noise only, so
     ``epsilon_zcdp`` then exceeds the requested epsilon.
     ``seeded`` marks a run whose noise came from a seed: reproducible, not for release.
+    ``dp_guarantee``, ``total_epsilon`` and :meth:`to_dict` are those of a vertical run's
+    :class:`~vertimrf.protocol.ProtocolReport` (:class:`~vertimrf.privacy.FitReport`).
     """
 
     epsilon: float
@@ -84,6 +88,47 @@ class PrivMRFReport:
             fit_seconds=fit_seconds,
             seeded=seeded,
         )
+
+    @property
+    def dp_guarantee(self) -> bool:
+        """True when the fit is differentially private: its noise came from no seed."""
+        return not self.seeded
+
+    @property
+    def total_epsilon(self) -> float | None:
+        """The epsilon of the releases' total rho at ``delta`` (a true upper bound), or None
+        when the fit is not differentially private."""
+        return self.epsilon_zcdp if self.dp_guarantee else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, with the keys of a vertical run's report where they mean the same."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "dp_guarantee": self.dp_guarantee,
+            "seeded": self.seeded,
+            "total_epsilon": self.total_epsilon,
+            "total_rho": self.rho,
+            "rho_budget": self.rho_budget,
+            "gdp_accounting": self.gdp_accounting,
+            "model": str(self.model_size),
+            "cliques": [list(c) for c in self.cliques],
+            "n_measurements": self.n_measurements,
+            "measurement_sigma": self.measurement_sigma,
+            "iterations": list(self.iterations),
+            "seconds": {"fit": self.fit_seconds},
+            "releases": [asdict(r) for r in self.releases],
+        }
+
+    def __call__(self) -> PrivMRFReport:
+        """This report: ``PrivMRF.report`` was a method; it is now an attribute, as on
+        :class:`~vertimrf.VerticalModel` (DeprecationWarning)."""
+        warnings.warn(
+            "PrivMRF.report is an attribute now, as on VerticalModel: drop the ().",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self
 
     def __str__(self) -> str:
         mode = "the reference's GDP budget x/2" if self.gdp_accounting else "zCDP"

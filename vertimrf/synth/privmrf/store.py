@@ -21,6 +21,7 @@ from vertimrf.mrf.estimation import Measurement
 from vertimrf.mrf.junction_tree import DEFAULT_MAX_CELLS, ModelSize
 from vertimrf.mrf.model import POTENTIALS, MarkovRandomField, mrf_from_state, mrf_state
 from vertimrf.privacy.ledger import Release
+from vertimrf.synth.dtypes import check_dtypes
 from vertimrf.synth.fitted import Decoder, decoder_from_meta, decoder_meta
 from vertimrf.synth.privmrf.budget_split import BudgetSplit
 from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
@@ -42,6 +43,7 @@ class FitState:
     measurements: tuple[Measurement, ...]
     graph: AttributeGraph
     report: PrivMRFReport
+    dtypes: dict[str, str]
 
 
 def save_fit(state: FitState, path: str | os.PathLike) -> None:
@@ -67,6 +69,7 @@ def save_fit(state: FitState, path: str | os.PathLike) -> None:
             "cliques": [list(c) for c in state.graph.cliques],
         },
         "report": report,
+        "dtypes": state.dtypes,
     }
     write_container(path, PRIVMRF_KIND, meta, arrays)
 
@@ -96,6 +99,9 @@ def load_fit(path: str | os.PathLike, max_cells: int | None = None) -> FitState:
             ),
             graph=_graph(d, meta["graph"]),
             report=_report(meta["report"]),
+            dtypes=check_dtypes(meta.get("dtypes", {}), decoder)
+            if isinstance(decoder, DomainSpec)
+            else {},
         )
     except (KeyError, TypeError, ValueError, ConfigError) as exc:
         raise MessageError(f"{path}: malformed PrivMRF file ({exc}).") from None

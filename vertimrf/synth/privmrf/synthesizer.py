@@ -34,14 +34,16 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.codec import SpecLike, TableCodec, as_table, resolve_codec
-from vertimrf.domain import Domain, EncodedTable, warn_small_table
+from vertimrf.domain import Domain, DomainSpec, EncodedTable, warn_small_table
 from vertimrf.errors import ConfigError, PrivacyBudgetError
+from vertimrf.io import refuse_existing
 from vertimrf.mrf.cliques import histogram
 from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import NoiseSampler, randomness
+from vertimrf.synth.dtypes import column_dtypes, typed
 from vertimrf.synth.fitted import (
     Decoder,
     check_rows,
@@ -81,7 +83,9 @@ class PrivMRF:
 
     A fitted PrivMRF draws any number of rows (:meth:`sample`) and reads its marginals
     (:meth:`marginal`) at no privacy cost, and saves to a file (:meth:`save`,
-    :meth:`PrivMRF.load`).
+    :meth:`PrivMRF.load`). Samples of a fit on a frame with a DomainSpec take the frame's
+    dtypes (:mod:`vertimrf.synth.dtypes`). ``report`` is the fit's :class:`PrivMRFReport`,
+    a :class:`~vertimrf.privacy.FitReport` as a :class:`~vertimrf.VerticalModel`'s is.
 
     Args:
         epsilon: the privacy budget this fit spends, with ``delta``.
@@ -178,8 +182,15 @@ class PrivMRF:
         warn_small_table(len(codes))
         opts, domain = self.options, codec.domain
         noise = FitNoise(self._ledger(), self._noise, self.party)
+        decoder = decoder_for(data, spec)
+        dtypes = (
+            column_dtypes(data, decoder)
+            if isinstance(data, pd.DataFrame) and isinstance(decoder, DomainSpec)
+            else {}
+        )
+        decoding = _decoding(codec, decoder, dtypes)
         if self.selection != "privmrf":
-            return self._fit_engine(codes, codec, noise, decoder_for(data, spec), start)
+            return self._fit_engine(codes, codec, noise, decoding, start)
         shares = self._shares(len(domain))
         self._say(
             f"fit: d={len(domain)}, model caps {opts.max_clique_cells:g} / "
@@ -210,7 +221,7 @@ class PrivMRF:
             "n_hat": n_hat,
             "measurements": tuple(measurements),
             "graph": _graph(len(domain), found),
-            "decoder": decoder_for(data, spec),
+            **decoding,
         }
         self._report = PrivMRFReport.build(
             epsilon=self.epsilon,
@@ -234,7 +245,7 @@ class PrivMRF:
         codes: np.ndarray,
         codec: TableCodec,
         noise: FitNoise,
-        decoder: Decoder | None,
+        decoding: dict[str, Any],
         start: float,
     ) -> PrivMRF:
         """:meth:`fit` by the engine with the local oracle (``selection="engine"`` or
@@ -260,7 +271,7 @@ class PrivMRF:
             "n_hat": fit.n_hat,
             "measurements": fit.measurements,
             "graph": _graph(len(domain), fit.graph),
-            "decoder": decoder,
+            **decoding,
         }
         self._report = PrivMRFReport.build(
             epsilon=self.epsilon,
@@ -503,18 +514,24 @@ class PrivMRF:
             raise ConfigError("give seed or rng to sample(), not both.")
         n = round(self.n_hat) if n is None else check_rows(n)
         codes = self.model.sample(n, generator(rng if seed is None else seed, self._rng))
-        return self.codec.decode(codes)
+        return self._state("decode")(codes)
 
     def marginal(self, columns: Sequence[str]) -> pd.Series:
         """The model's distribution over ``columns`` (probabilities summing to 1) as a Series
         indexed, in C order over the columns as given, by the values a sample holds: one
         column gives an Index, several a MultiIndex."""
-        return marginal_series(self.model, self.codec.decode, columns)
+        return marginal_series(self.model, self._state("decode"), columns)
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the fit (model, columns, measurements, graph, options, report) to ``path``
-        in the library's checksummed container; returns the path. A fit on a custom
-        encoder cannot be saved (fit with a DomainSpec or Domain)."""
+    @property
+    def dtypes(self) -> dict[str, str]:
+        """The pandas dtype of each column a sample casts, by name (the fitted frame's)."""
+        return dict(self._state("dtypes"))
+
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write the fit (model, columns, dtypes, measurements, graph, options, report) to
+        ``path`` in the library's checksummed container (atomically); returns the path. An
+        existing file is refused unless ``overwrite``. A fit on a custom encoder cannot be
+        saved (fit with a DomainSpec or Domain)."""
         decoder: Decoder | None = self._state("decoder")
         if decoder is None:
             raise ConfigError(
@@ -530,8 +547,10 @@ class PrivMRF:
             self.n_hat,
             self.measurements,
             self.graph,
-            self.report(),
+            self.report,
+            self.dtypes,
         )
+        refuse_existing(path, overwrite)
         save_fit(state, path)
         return Path(path)
 
@@ -545,22 +564,31 @@ class PrivMRF:
         fit = cls(state.epsilon, state.delta, **options)
         fit.rho_budget = state.report.rho_budget
         fit._fitted = {
-            "codec": resolve_codec(state.decoder),
             "model": state.model,
             "n_hat": state.n_hat,
             "measurements": state.measurements,
             "graph": state.graph,
-            "decoder": state.decoder,
+            **_decoding(resolve_codec(state.decoder), state.decoder, state.dtypes),
         }
         fit._report = state.report
         return fit
 
+    @property
     def report(self) -> PrivMRFReport:
         """The privacy and model report of the fit (``str()`` it for a readable table)."""
         self._state("model")
         if self._report is None:
             raise ConfigError("this PrivMRF is not fitted; call fit(df, spec) first.")
         return self._report
+
+
+def _decoding(codec: TableCodec, decoder: Decoder | None, dtypes: dict[str, str]) -> dict[str, Any]:
+    """How a fit decodes: its codec, its storable decoder, the dtypes its samples take and
+    the decoding that casts them."""
+    decode = (
+        typed(codec.decode, decoder, dtypes) if isinstance(decoder, DomainSpec) else codec.decode
+    )
+    return {"codec": codec, "decoder": decoder, "dtypes": dtypes, "decode": decode}
 
 
 def _graph(d: int, found: GraphSearchResult) -> AttributeGraph:

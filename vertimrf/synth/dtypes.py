@@ -1,0 +1,166 @@
+"""Synthetic frames in the pandas dtypes of the frame a model was fitted on.
+
+A fit records each spec column's dtype (:func:`column_dtypes`); like the spec, the dtypes are
+the caller's schema, taken as public, and a saved model keeps them. :func:`typed` then casts
+every decoded frame: a ``category`` column stays ``category`` (over the spec's categories), an
+integer column stays integer (a numeric one decodes to the integer nearest its value inside
+its bin and the public bounds), and booleans, strings and floats keep their dtype. A column
+that can hold an empty cell (declared ``missing``, or absent at a party) gets the dtype's
+nullable form (``int64`` -> ``Int64``, ``bool`` -> ``boolean``), so that every frame of one
+model has the same dtypes. Other dtypes (dates, say) are not recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vertimrf.domain import CATEGORICAL, ColumnSpec, DomainSpec
+from vertimrf.errors import DomainError
+
+CATEGORY = "category"
+ORDERED = "category (ordered)"
+
+Cast = Callable[[pd.Series], pd.Series]
+
+
+def column_dtypes(frame: pd.DataFrame, spec: DomainSpec) -> dict[str, str]:
+    """The dtype of each of ``spec``'s columns that ``frame`` holds, by name: ``"category"``,
+    ``"category (ordered)"``, or the name of a boolean, integer, float or text dtype
+    (``"int64"``, ``"Int64"``, ...)."""
+    out = {}
+    for name in spec.names:
+        if name in frame.columns:
+            dtype = frame[name].dtype
+            if isinstance(dtype, pd.CategoricalDtype):
+                out[name] = ORDERED if dtype.ordered else CATEGORY
+            elif _supported(dtype):
+                out[name] = str(dtype)
+    return out
+
+
+def check_dtypes(dtypes: object, spec: DomainSpec) -> dict[str, str]:
+    """``dtypes`` (as :func:`column_dtypes` gives them) checked against ``spec``;
+    DomainError naming the first that does not fit."""
+    if not isinstance(dtypes, Mapping):
+        raise DomainError(f"dtypes must map column names to dtype names; got {dtypes!r}.")
+    for name, dtype in dtypes.items():
+        if name not in spec.names:
+            raise DomainError(f"dtypes name column {name!r}, which the spec does not have.")
+        _cast(spec[name], dtype, empty=False)
+    return dict(dtypes)
+
+
+def typed(
+    decode: Callable[[np.ndarray], pd.DataFrame],
+    spec: DomainSpec,
+    dtypes: Mapping[str, str],
+    *,
+    absent: bool = False,
+) -> Callable[[np.ndarray], pd.DataFrame]:
+    """``decode`` followed by the cast of each column named in ``dtypes`` (in a model over
+    the union of records, ``absent``, every column can be empty)."""
+    if not dtypes:
+        return decode
+    casts = {
+        name: _cast(spec[name], dtype, empty=absent or spec[name].missing)
+        for name, dtype in dtypes.items()
+    }
+
+    def run(codes: np.ndarray) -> pd.DataFrame:
+        frame = decode(codes)
+        return frame.assign(**{name: cast(frame[name]) for name, cast in casts.items()})
+
+    return run
+
+
+def _supported(dtype: Any) -> bool:
+    return (
+        pd.api.types.is_bool_dtype(dtype)
+        or pd.api.types.is_integer_dtype(dtype)
+        or pd.api.types.is_float_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+    )
+
+
+def _cast(col: ColumnSpec, dtype: object, *, empty: bool) -> Cast:
+    """How a decoded column of ``col`` becomes ``dtype`` (nullable when it can be ``empty``);
+    DomainError if the column's values cannot."""
+    if dtype in (CATEGORY, ORDERED):
+        if col.kind != CATEGORICAL:
+            raise DomainError(f"column {col.name!r} is numeric: it cannot be a category.")
+        kind = pd.CategoricalDtype(list(col.values), ordered=dtype == ORDERED)
+        return lambda s: s.astype(kind)
+    try:
+        want = pd.api.types.pandas_dtype(dtype)
+    except TypeError:
+        want = None
+    if want is None or not _supported(want):
+        raise DomainError(f"column {col.name!r}: {dtype!r} is not a dtype a sample can take.")
+    if pd.api.types.is_bool_dtype(want):
+        if col.kind != CATEGORICAL or not set(col.values) <= {False, True}:
+            raise DomainError(f"column {col.name!r} has values that are not booleans.")
+        target = pd.BooleanDtype() if empty else want
+        return lambda s: s.astype(target)
+    if pd.api.types.is_integer_dtype(want):
+        return _integers(col, want, empty)
+    return lambda s: s.astype(want)
+
+
+def _integers(col: ColumnSpec, want: Any, empty: bool) -> Cast:
+    """Integers of dtype ``want`` (64-bit if the column's values do not fit it)."""
+    if col.kind == CATEGORICAL:
+        if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in col.values):
+            raise DomainError(f"column {col.name!r} has categories that are not integers.")
+        least, most = int(min(col.values)), int(max(col.values))
+    else:
+        starts, ends = integer_bins(col)
+        least, most = int(starts[0]), int(ends[-1])
+    base = np.dtype(getattr(want, "numpy_dtype", want))
+    info = np.iinfo(base)
+    if not info.min <= least <= most <= info.max:
+        base = np.dtype(np.int64)
+    nullable = empty or isinstance(want, pd.api.extensions.ExtensionDtype)
+    target: Any = f"{'U' if base.kind == 'u' else ''}Int{8 * base.itemsize}" if nullable else base
+    if col.kind == CATEGORICAL:
+        return lambda s: s.astype(target)
+    lower, upper, bins = col.bounds
+
+    def run(s: pd.Series) -> pd.Series:
+        x = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        k = bin_of(np.nan_to_num(x, nan=lower), lower, upper, bins)
+        near = np.floor(x + 0.5)
+        inside = starts[k] <= ends[k]
+        v = np.where(inside, np.clip(near, starts[k], ends[k]), np.clip(near, least, most))
+        return pd.Series(v, index=s.index, name=s.name).astype(target)
+
+    return run
+
+
+def bin_of(x: np.ndarray, lower: float, upper: float, bins: int) -> np.ndarray:
+    """The bin of each value in [lower, upper], as :class:`~vertimrf.domain.TableEncoder`
+    encodes it."""
+    b = np.floor((x - lower) / (upper - lower) * bins).astype(np.int64)
+    return np.clip(b, 0, bins - 1)
+
+
+def integer_bins(col: ColumnSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Each bin's least and greatest integer inside numeric ``col``'s bounds (least >
+    greatest for a bin that holds none); DomainError if the bounds hold no integer."""
+    lower, upper, bins = col.bounds
+    first, last = int(np.ceil(lower)), int(np.floor(upper))
+    if first > last:
+        raise DomainError(
+            f"column {col.name!r}: no integer lies in its bounds [{lower}, {upper}]; widen the "
+            "bounds in the domain spec."
+        )
+    k = np.arange(bins)
+    edges = lower + k * ((upper - lower) / bins)
+    start = np.clip(np.ceil(edges), first, last + 1).astype(np.int64)
+    # The encoder's own bins settle a start that rounding put one off the edge.
+    start += (start <= last) & (bin_of(start.astype(float), lower, upper, bins) < k)
+    start -= (start - 1 >= first) & (bin_of(start - 1.0, lower, upper, bins) >= k)
+    return start, np.append(start[1:] - 1, last)
