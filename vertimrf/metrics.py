@@ -94,6 +94,24 @@ def tvd(
     return float(np.mean(values))
 
 
+def column_tvd(
+    real: pd.DataFrame | EncodedTable,
+    synth: pd.DataFrame | EncodedTable,
+    spec: SpecLike | None = None,
+) -> dict[str, float]:
+    """Each column's 1-way TVD (an empty cell counts as a value), by column name in the
+    spec's order; with up to 300 columns their mean is ``tvd(..., ways=1)``."""
+    real_table, codec = as_table(real, spec)
+    domain = codec.domain
+    a, b = real_table.codes, as_table(synth, domain if spec is None else spec)[0].codes
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        raise DomainError("column_tvd needs at least one row in both tables.")
+    return {
+        name: _subset_tvd(a[:, [i]], b[:, [i]], domain.shape([i]))
+        for i, name in enumerate(domain.names)
+    }
+
+
 def workload_tvd(
     real: pd.DataFrame | EncodedTable,
     synth: pd.DataFrame | EncodedTable,

@@ -9,10 +9,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tests.synth.union_truth import make_truth, releases
+from tests.synth.union_truth import EXACT, make_truth, releases
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
 from vertimrf.synth.union import NoisyTable, UnionDomain, union_tables
+from vertimrf.synth.union.measurements import pooled
 
 SPLITS = {
     "2 parties": ((2, 3, 4, 3), (0, 0, 1, 1)),
@@ -31,7 +32,7 @@ def test_every_table_from_exact_releases_is_the_true_union_table(split):
     pairs = sum(owner.count(p) * owner.count(q) for p in range(m) for q in range(p + 1, m))
     assert len(tables) == 1 + len(sizes) + m + pairs + len(sizes) * (m - 1)
     for table in tables:
-        np.testing.assert_array_equal(table.values, truth.union_marginal(table.attrs))
+        np.testing.assert_allclose(table.values, truth.union_marginal(table.attrs), atol=1e-6)
         # Cells that no record can reach are the structural zeros, and only they.
         assert table.measured_cells == int(np.count_nonzero(table.variance))
     space = UnionDomain(rel.domain, rel.owner)
@@ -50,11 +51,24 @@ def test_a_cell_made_of_several_releases_adds_their_variances_and_the_table_take
     (table,) = [t for t in union_tables(rel) if t.attrs == (0, 1)]
     expected = np.zeros((3, 4))
     expected[:2, :3] = 9.0  # the cross counts
-    expected[:2, 3] = expected[2, :3] = 4.0 + 25.0  # own minus the presence 1-way
+    # Own minus the pooled shared counts: own (4) pooled with the presence 1-way (25).
+    share = (
+        rel.regions[3] / (rel.regions[1] + rel.regions[3]),
+        rel.regions[3] / (rel.regions[2] + rel.regions[3]),
+    )
+    for a, p, q in ((0, 0, 1), (1, 1, 0)):
+        (own,) = [t.values for t in rel.own if t.attrs == (a,)]
+        (both,) = [t.values for t in rel.presence[(p, q)] if t.attrs == (a,)]
+        rest = pooled(own, 4.0, both, 25.0, share[p]).rest_var
+        assert rest < 4.0 + 25.0  # less than the unpooled sum
+        if a == 0:
+            expected[:2, 3] = rest
+        else:
+            expected[2, :3] = rest
     # (absent, absent) sums the regions holding neither party: none of two parties' regions.
-    np.testing.assert_array_equal(table.variance, expected)
+    np.testing.assert_allclose(table.variance, expected)
     assert table.measured_cells == 11
-    assert table.sigma == pytest.approx(np.sqrt((6 * 9.0 + 5 * 29.0) / 11))
+    assert table.sigma == pytest.approx(np.sqrt(expected.sum() / 11))
 
 
 def test_an_own_table_sums_the_smallest_release_holding_it():
@@ -64,10 +78,11 @@ def test_an_own_table_sums_the_smallest_release_holding_it():
     own = tuple(t for t in rel.own if t.attrs != (1,))
     rel = dataclasses.replace(rel, own=own)
     for table in union_tables(rel):
-        np.testing.assert_array_equal(table.values, truth.union_marginal(table.attrs))
+        np.testing.assert_allclose(table.values, truth.union_marginal(table.attrs), atol=1e-6)
     (shared,) = [t for t in union_tables(rel) if t.attrs == (1, 5)]
-    # (held, P_1 = 0) = own - shared: the own cell sums 2 cells of variance 1, plus 1.
-    np.testing.assert_array_equal(shared.variance[:3, 0], 3.0)
+    # (held, P_1 = 0) = own - pooled shared: the own cell sums 2 cells of variance EXACT^2
+    # and the presence 1-way has EXACT^2; pooled at weight ~1 on it, 3 EXACT^2.
+    np.testing.assert_allclose(shared.variance[:3, 0], 3 * EXACT**2)
 
 
 def test_releases_that_cannot_make_the_tables_are_refused_in_one_line():
@@ -91,7 +106,7 @@ def test_releases_that_cannot_make_the_tables_are_refused_in_one_line():
         NoisyTable((0,), np.zeros(2), 0.0)
     without = dataclasses.replace(rel, presence={})  # a cross table's own sums serve
     for table in union_tables(without):
-        np.testing.assert_array_equal(table.values, truth.union_marginal(table.attrs))
+        np.testing.assert_allclose(table.values, truth.union_marginal(table.attrs), atol=1e-6)
     clash = Domain(("present:0", "b", "c"), (2, 3, 2))
     with pytest.raises(ConfigError, match="rename"):
         UnionDomain(clash, (0, 1, 1))
@@ -107,6 +122,6 @@ def test_a_cross_table_over_three_attributes_of_two_parties_is_exact():
     shared = np.zeros((2, 3, 3))
     for row in truth.codes[both]:
         shared[row[0], row[1], row[3]] += 1
-    rel = dataclasses.replace(rel, cross=(*rel.cross, NoisyTable((0, 1, 3), shared, 1.0)))
+    rel = dataclasses.replace(rel, cross=(*rel.cross, NoisyTable((0, 1, 3), shared, EXACT)))
     (table,) = [t for t in union_tables(rel) if t.attrs == (0, 1, 3)]
-    np.testing.assert_array_equal(table.values, truth.union_marginal((0, 1, 3)))
+    np.testing.assert_allclose(table.values, truth.union_marginal((0, 1, 3)), atol=1e-6)

@@ -12,6 +12,7 @@ import numpy as np
 from vertimrf.domain import Domain
 from vertimrf.server.secure.union_fit import _presence
 from vertimrf.synth.union import NoisyTable, PartialReleases, union_tables
+from vertimrf.synth.union.measurements import pooled
 
 SIZES = (3, 4, 6, 2, 5)
 OWNER = (0, 0, 0, 1, 1)
@@ -34,6 +35,9 @@ def test_parts_come_from_the_least_noisy_release():
     regions = {1: 50.0, 2: 50.0, 3: 300.0}
     releases = PartialReleases(Domain.from_sizes(SIZES), OWNER, own, cross, presence, regions, 1.0)
     (table,) = [t for t in union_tables(releases) if t.attrs == (0, 4)]
-    # Where 0 is held and 4 absent: own counts less the shared ones, each at its variance.
-    want = PRECISE**2 * SIZES[2] + shared.sigma**2
+    # Where 0 is held and 4 absent: own counts (summed off (0, 2)) less the shared ones
+    # pooled with them (measurements.pooled), each source at its least variance.
+    own = np.full(SIZES[0], 100.0 * SIZES[2])
+    share = regions[3] / (regions[1] + regions[3])
+    want = pooled(own, PRECISE**2 * SIZES[2], shared.values, shared.sigma**2, share).rest_var
     np.testing.assert_allclose(table.variance[: SIZES[0], SIZES[4]], want)

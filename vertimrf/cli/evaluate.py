@@ -19,11 +19,13 @@ from vertimrf.errors import (
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from vertimrf.metrics import svm_misclassification, tvd
+    from vertimrf.metrics import column_tvd, svm_misclassification, tvd
 
     check_outputs(args, [args.json], [args.spec, args.real, args.synth])
     spec = load_spec(args)
     ways = _parse_ways(args.ways, len(spec))
+    if args.worst < 0:
+        raise ConfigError(f"--worst must be 0 or more columns; got {args.worst}.")
     if args.label is not None:
         if args.label not in spec.names:
             raise ConfigError(
@@ -45,16 +47,33 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 "the spec (others are ignored)."
             )
     real, synth = real[list(spec.names)], synth[list(spec.names)]
-    out = {f"tvd{w}": tvd(real, synth, spec, ways=w) for w in ways}
+    out: dict[str, object] = {f"tvd{w}": tvd(real, synth, spec, ways=w) for w in ways}
     if args.label:
         # The synthetic file was made from all real rows; every fold tests on real rows.
         res = svm_misclassification(real, lambda _: synth, spec, args.label)
         out["svm_misclassification"] = res.mean
     for k, v in out.items():
         print(f"{k}: {v:.4f}")
+    columns = column_tvd(real, synth, spec)
+    for line in worst_columns(columns, args.worst):
+        print(line)
     if args.json:
-        write_json(args.json, out)
+        write_json(args.json, {**out, "tvd1_by_column": columns})
     return 0
+
+
+def worst_columns(columns: dict[str, float], k: int) -> list[str]:
+    """The lines of a table of the ``k`` columns of highest 1-way TVD, worst first (none
+    when ``k`` is 0): an average over columns hides one column gone wrong."""
+    if k == 0:
+        return []
+    ranked = sorted(columns.items(), key=lambda c: (-c[1], c[0]))[:k]
+    width = max(len("column"), *(len(name) for name, _ in ranked))
+    lines = [
+        f"1-way TVD by column, worst first ({len(ranked)} of {len(columns)}):",
+        f"  {'column':<{width}}  tvd1",
+    ]
+    return lines + [f"  {name:<{width}}  {v:.4f}" for name, v in ranked]
 
 
 def _parse_ways(value: str, columns: int) -> list[int]:
@@ -76,8 +95,9 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser(
         "evaluate",
         help="TVD and SVM metrics of a synthetic CSV against the real one",
-        description="l-way TVD (300 random marginals) and, with --label, the misclassification "
-        "rate of an RBF SVM trained on the synthetic rows and tested on real folds.",
+        description="l-way TVD (300 random marginals), the columns of highest 1-way TVD and, "
+        "with --label, the misclassification rate of an RBF SVM trained on the synthetic rows "
+        "and tested on real folds.",
     )
     spec_args(ev)
     ev.add_argument("--real", required=True, help="real table (CSV or Parquet)")
@@ -88,6 +108,16 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="label column for the SVM metric (needs scikit-learn: pip install vertimrf[eval])",
     )
-    ev.add_argument("--json", default=None, help="also write the figures as JSON")
+    ev.add_argument(
+        "--worst",
+        type=int,
+        default=10,
+        help="how many columns of highest 1-way TVD to list, worst first (default 10; 0: none)",
+    )
+    ev.add_argument(
+        "--json",
+        default=None,
+        help="also write the figures as JSON (with every column's 1-way TVD)",
+    )
     force_arg(ev)
     ev.set_defaults(func=cmd_evaluate)

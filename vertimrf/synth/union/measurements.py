@@ -24,6 +24,15 @@ whose sum onto A has the least variance (likewise pres): a sum of k noisy cells 
 times a cell's variance, so a small table of a noisy release (the first, say) loses to a
 larger one of a precise release.
 
+**Shared counts.** Party p's counts over the records it and q hold (the presence table,
+or a cross table summed over q's part: sigma^2 times q's values per cell) are far noisier
+than its own counts over all its records, and the own-only region takes own minus them: with
+them alone the fit gives the shared records p's 1-way with that noise, the own-only ones
+with twice it. So they are pooled (:func:`pooled`, empirical Bayes) with the own counts
+times the share of p's records q holds (from the region counts): w = tau^2 / (tau^2 + v),
+tau^2 how far the two differ beyond their noise v. Records held apart from q like the rest
+(tau^2 ~ 0) take the precise own counts' shape; records that differ take the noisy counts.
+
 **Weights.** A cell made of several released numbers has the sum of their variances. An
 assembled table gets sigma^2 = the mean variance of its non-structural cells, so its loss
 at the truth, 1/2 sum_c var_c / sigma^2, is in expectation 1/2 of its measured cells, the
@@ -43,7 +52,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.protocol.regions import regions_of
 from vertimrf.synth.union.releases import NoisyTable, PartialReleases
 
-__all__ = ["Assembled", "UnionDomain", "union_tables"]
+__all__ = ["Assembled", "Split", "UnionDomain", "pooled", "union_tables"]
 
 
 @dataclass(frozen=True)
@@ -165,6 +174,52 @@ class _Parts:
         tables = self.releases.presence.get((p, q), ())
         return any(set(attrs) <= set(t.attrs) for t in tables)
 
+    def split(
+        self, p: int, q: int, attrs: tuple[int, ...], both: np.ndarray, both_var: float
+    ) -> Split:
+        """p's own counts over ``attrs`` split into the records q also holds and the rest,
+        from ``both`` (a noisy count of the former, of variance ``both_var`` per cell):
+        :func:`pooled`'s estimate of the former and own minus it."""
+        own, own_var = self.own(p, attrs)
+        held = self.regions((p,), ())[0]
+        share = min(max(self.regions((p, q), ())[0] / held, 0.0), 1.0) if held > 0 else 0.0
+        return pooled(own, own_var, both, both_var, share)
+
+
+@dataclass(frozen=True)
+class Split:
+    """A party's own counts split by a peer's presence: ``both`` (over the records the peer
+    also holds) and ``rest`` (own minus both), each with its variance per cell."""
+
+    both: np.ndarray
+    both_var: float
+    rest: np.ndarray
+    rest_var: float
+
+
+def pooled(
+    own: np.ndarray, own_var: float, both: np.ndarray, both_var: float, share: float
+) -> Split:
+    """The counts over the records a peer also holds, pooled from two noisy sources, and own
+    minus them (module doc, **Shared counts**): ``own`` (all of the party's records, variance
+    ``own_var`` per cell) times ``share`` (the fraction the peer holds too), and ``both``
+    (variance ``both_var``), weighted w = tau^2 / (tau^2 + v), v = both_var + share^2
+    own_var, tau^2 = max(mean (both - share own)^2 - v, 0): the two sources' spread beyond
+    their noise."""
+    prop, prop_var = share * own, share**2 * own_var
+    gap = both - prop
+    noise = both_var + prop_var
+    tau2 = max(float(np.mean(gap**2)) - noise, 0.0)
+    w = tau2 / (tau2 + noise)
+    # own - pooled = (1 - share (1 - w)) own - w both: the sources' noises are independent.
+    keep = 1.0 - share * (1.0 - w)
+    return Split(
+        prop + w * gap,
+        w**2 * both_var + (1.0 - w) ** 2 * prop_var,
+        own - prop - w * gap,
+        keep**2 * own_var + w**2 * both_var,
+    )
+
 
 def _holds(region: int, p: int) -> bool:
     return bool(region >> p & 1)
@@ -231,14 +286,14 @@ def _cross_table(parts: _Parts, table: NoisyTable) -> Assembled:
         (mine, held_p, gone_q, p, q, tuple(range(k, len(attrs))), theirs),
         (theirs, held_q, gone_p, q, p, tuple(range(k)), mine),
     ):
-        own, own_var = parts.own(owner, part)
         index = held + gone if part is mine else gone + held
         if parts.has_shared(owner, peer, part):  # a presence table: the least noise
             both, both_var = parts.shared(owner, peer, part)
         else:  # this table summed over the peer's part
             both = counts.sum(axis=axes)
             both_var = cell * math.prod(space.absent(a) for a in other)
-        values[index], variance[index] = own - both, own_var + both_var
+        split = parts.split(owner, peer, part, both, both_var)
+        values[index], variance[index] = split.rest, split.rest_var
     values[gone_p + gone_q], variance[gone_p + gone_q] = parts.regions((), (p, q))
     back = list(np.argsort(order))
     return Assembled(attrs, np.transpose(values, back), np.transpose(variance, back))
@@ -248,11 +303,11 @@ def _shared_table(parts: _Parts, p: int, q: int, table: NoisyTable) -> Assembled
     """A table of p's attributes over the records p and q hold, against P_q."""
     space, attrs = parts.space, table.attrs
     held, nowhere = _held(space, attrs), _nowhere(space, attrs)
-    own, own_var = parts.own(p, attrs)
+    split = parts.split(p, q, attrs, table.values, table.sigma**2)
     sides = []
     for counts, var, holding, lacking in (
-        (own - table.values, own_var + table.sigma**2, (), (p, q)),  # P_q = 0
-        (table.values, table.sigma**2, (q,), (p,)),  # P_q = 1
+        (split.rest, split.rest_var, (), (p, q)),  # P_q = 0
+        (split.both, split.both_var, (q,), (p,)),  # P_q = 1
     ):
         values, variance = _blank(space, attrs)
         values[held], variance[held] = counts, var
