@@ -14,7 +14,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ from vertimrf.cli.common import (
     write_synthetic,
 )
 from vertimrf.driver.lock import state_lock
+from vertimrf.driver.role import failure_report, unexpected
 from vertimrf.driver.transport import DirectoryTransport, Transport
 from vertimrf.driver.waits import WaitNotices
 from vertimrf.errors import ConfigError, RunFailedError, VertimrfError
@@ -124,23 +125,40 @@ def cmd_party_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--name {args.party!r} is not a party of the config ({names}).")
     name = file_name(args.party)
     keypair = own_key(args) if args.keys is not None or args.server is not None else None
+    transport = party_transport(args, cfg, keypair)
+    state_dir = _state_dir(args)
     with dask_client(args) as client:
-        party = party_role(args, cfg, keypair, progress=_progress(args), client=client)
-        transport = party_transport(args, cfg, keypair)
-        state_dir = _state_dir(args)
+        with _telling(transport, args.party, lambda: None):  # its table, read or opened
+            party = party_role(args, cfg, keypair, progress=_progress(args), client=client)
+        # another run's state, or other data in this run: refused here, nothing sent
         driver = PartyDriver(party, transport, state_dir=state_dir)
-        try:
+        with _telling(transport, args.party, lambda: driver.step):
             driver.run(progress=_progress(args))
-        except VertimrfError as exc:
-            report = getattr(transport, "report_failure", None)
-            if report is not None and not isinstance(exc, RunFailedError):
-                report(str(exc))  # the server fails the run: no party waits on
-            raise
     print(
         f"{name}: ran {', '.join(driver.done)}; sent {driver.sent_bytes:,} bytes; its private "
         f"state is in {state_dir}"
     )
     return 0
+
+
+@contextlib.contextmanager
+def _telling(transport: Transport, role: str, step: Callable[[], str | None]) -> Iterator[None]:
+    """Tell the server (if the transport can) when the block fails, naming ``step()``, so
+    that it fails the run and no role waits on; an exception vertimrf does not raise on
+    purpose becomes a StepError (one line). Another role's failure is not told back."""
+    try:
+        yield
+    except RunFailedError:
+        raise
+    except Exception as exc:
+        known = isinstance(exc, VertimrfError | OSError)
+        error = exc if known else unexpected(role, step(), exc)
+        report = getattr(transport, "report_failure", None)
+        if report is not None:
+            report(failure_report(role, step(), error))
+        if error is not exc:
+            raise error from exc
+        raise
 
 
 def _public_keys(args: argparse.Namespace, names: list[str]) -> dict:

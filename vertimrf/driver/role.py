@@ -65,6 +65,29 @@ class Inputs(Mapping[Message, Payload]):
         return len(self._held)
 
 
+def at_step(step: str | None) -> str:
+    """Where a role is: ``step NAME``, or before its first step."""
+    return "before its first step" if step is None else f"step {step}"
+
+
+def unexpected(role: str, step: str | None, exc: BaseException) -> StepError:
+    """An exception vertimrf does not raise on purpose, in ``role`` at ``step``, as one
+    line: a StepError saying it is a bug."""
+    what = str(exc).splitlines()[0] if str(exc) else ""
+    return StepError(
+        f"{role}, {at_step(step)}: unexpected {type(exc).__name__}{': ' + what if what else ''}"
+        ". This is a bug in vertimrf: please report it with the command and the config (not "
+        "the data)."
+    )
+
+
+def failure_report(role: str, step: str | None, exc: BaseException) -> str:
+    """What ``role`` tells the others when its run fails at ``step`` with ``exc``: the
+    step and why, one line (the role is named by whoever relays it)."""
+    where = at_step(step)
+    return f"{where}: {str(exc).removeprefix(f'{role}, {where}: ')}"
+
+
 @dataclass(frozen=True)
 class Step:
     """One protocol step: its name, the messages it needs and what it does with them."""
@@ -93,6 +116,7 @@ class RoleDriver:
         self.sent_bytes = 0
         self.seconds: dict[str, float] = {}
         self.phase_seconds: dict[str, float] = {}
+        self.step: str | None = None  # the step gathering or running, or the last one run
 
     def steps(self) -> tuple[Step, ...]:
         """The role's steps, in order."""
@@ -123,6 +147,7 @@ class RoleDriver:
     def gather(self, step: Step) -> Mapping[Message, Payload]:
         """The step's input messages (MissingMessageError if one has not arrived; see
         :class:`Inputs`); none for a step already recorded."""
+        self.step = step.name
         if self.recorded(step) is not None:
             return {}
         return Inputs(self.transport, step.inputs, step.lazy)
@@ -131,6 +156,7 @@ class RoleDriver:
         """Run the step on its inputs, :meth:`keep` its outputs and send them; a recorded
         step is not run again: what it sent is resent."""
         start = time.perf_counter()
+        self.step = step.name
         resent = self.recorded(step)
         if resent is None:
             self.send(self.keep(step, self._body(step, inputs)))  # dropped once kept
@@ -148,12 +174,7 @@ class RoleDriver:
         except VertimrfError:
             raise
         except Exception as exc:
-            what = str(exc).splitlines()[0] if str(exc) else ""
-            raise StepError(
-                f"{self.name}, step {step.name}: unexpected {type(exc).__name__}"
-                f"{': ' + what if what else ''}. This is a bug in vertimrf: please report it "
-                "with the command and the config (not the data)."
-            ) from exc
+            raise unexpected(self.name, step.name, exc) from exc
 
     def send(self, outputs: Mapping[Message, Outgoing]) -> None:
         """Send each output message, counting its bytes."""

@@ -184,7 +184,8 @@ class DirectoryTransport:
 
     A failed run: :meth:`report_failure` writes ``outbox/<r>/<role>.failure`` (the reason,
     one line) for each role ``r`` in ``tell``; a wait that finds a ``<sender>.failure`` in
-    the inbox stops with :class:`RunFailedError` and its reason.
+    the inbox stops with :class:`RunFailedError` and its reason, and a later
+    :meth:`report_failure` relays that failure, under its sender's name, to the others.
     """
 
     def __init__(
@@ -205,20 +206,23 @@ class DirectoryTransport:
         self.timeout, self.max_bytes = float(timeout), int(max_bytes)
         self.watch, self.notices = watch, notices
         self.role, self.tell = role, tuple(tell)
+        self.told: tuple[str, str] | None = None  # (sender, reason) of a failure found
 
     def report_failure(self, error: str) -> None:
-        """Tell every role in ``tell`` that this role's run failed, and why."""
-        line = " ".join(error.split())[:MAX_FAILURE]
+        """Tell every role in ``tell`` that this role's run failed, and why; or, when the
+        failure was another role's (found in a wait), relay its reason under its name."""
+        sender, line = self.told or (self.role, " ".join(error.split())[:MAX_FAILURE])
         for receiver in self.tell:
-            path = self.outbox / receiver / f"{self.role}{FAILURE_SUFFIX}"
-            with atomic_open(path, "wb") as fh:
-                fh.write(line.encode("utf-8") + b"\n")
+            if receiver != sender:
+                with atomic_open(self.outbox / receiver / f"{sender}{FAILURE_SUFFIX}", "wb") as fh:
+                    fh.write(line.encode("utf-8") + b"\n")
 
     def _check_failures(self) -> None:
         """RunFailedError when a role told this one that the run failed."""
         for path in sorted(self.inbox.glob(f"*{FAILURE_SUFFIX}")):
             sender = path.name.removesuffix(FAILURE_SUFFIX)
             reason = path.read_bytes()[:MAX_FAILURE].decode("utf-8", "replace").strip()
+            self.told = sender, reason
             where = "at the server" if sender == SERVER else f"at party {sender}"
             raise RunFailedError(f"the run has failed {where}: {reason}")
 

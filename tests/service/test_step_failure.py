@@ -1,0 +1,139 @@
+"""A party that fails at a step (issue 59, finding 2: A's features raised an IndexError while
+B, C and the server waited an hour) tells the server, which fails the run naming the party
+and the step; the other parties and the server stop within 10 s of the failure, each with
+one line naming them. Every role is its own process, over folders and over HTTPS on
+127.0.0.1."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.folder_roles import THREE
+from tests.https_roles import pinned_files, start_party, start_server
+from tests.runs import correlated_table, role_env, vertimrf_process
+
+WITHIN = 10.0  # seconds from the failing party's exit to every other role's
+# A's `vertimrf` with its features step broken as finding 2's was, as its own process.
+BROKEN = """
+import sys
+from vertimrf.party.roles import Party
+def features(self, *args, **kwargs):
+    raise IndexError("index 1048448 is out of bounds for axis 0 with size 1048446")
+Party.features = features
+from vertimrf.cli.app import main
+sys.exit(main(sys.argv[1:]))
+"""
+REASON = "step features: unexpected IndexError: index 1048448 is out of bounds"
+
+
+def broken_party(tmp_path: Path, *args: str) -> subprocess.Popen:
+    """``vertimrf ARGS`` with Party.features raising finding 2's IndexError."""
+    return subprocess.Popen(
+        [sys.executable, "-c", BROKEN, *args], cwd=tmp_path, env=role_env(tmp_path),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def exits(procs: dict[str, subprocess.Popen], seconds: float = 300) -> dict[str, float]:
+    """The time each process exits (polled; every one killed after ``seconds``)."""
+    ended: dict[str, float] = {}
+    deadline = time.monotonic() + seconds
+    try:
+        while len(ended) < len(procs) and time.monotonic() < deadline:
+            for name, proc in procs.items():
+                if name not in ended and proc.poll() is not None:
+                    ended[name] = time.monotonic()
+            time.sleep(0.05)
+    finally:
+        for proc in procs.values():
+            proc.kill()
+    assert len(ended) == len(procs), f"still running after {seconds} s: {set(procs) - set(ended)}"
+    return ended
+
+
+def last_lines(procs: dict[str, subprocess.Popen]) -> dict[str, str]:
+    """Each process's last line on stderr that is not a notice of a wait; exit 2 each."""
+    out = {}
+    for name, proc in procs.items():
+        err = proc.communicate(timeout=60)[1]
+        assert proc.returncode == 2, err[-3000:]
+        assert "Traceback" not in err, err[-3000:]
+        lines = [x for x in err.strip().splitlines() if ": waiting for " not in x]
+        out[name] = lines[-1]
+    return out
+
+
+def assert_within(ended: dict[str, float]) -> None:
+    """Every role stopped within WITHIN seconds of A's exit."""
+    late = {n: round(t - ended["A"], 1) for n, t in ended.items() if t - ended["A"] > WITHIN}
+    assert not late, f"seconds after A's failure: {late}"
+    print(f"stopped {max(t - ended['A'] for t in ended.values()):.1f} s after A's failure")
+
+
+def test_a_party_failing_at_a_step_stops_every_role_over_folders(tmp_path):
+    """A's features step raises: A exits with one line naming itself and the step and
+    writes ``mail/server/A.failure``; the server (waiting for the releases, --timeout 300)
+    fails the run naming A and its step and relays A's failure to B and C, who stop with
+    the same line, all within 10 s."""
+    df, spec = correlated_table(60)
+    pinned_files(tmp_path, df, spec)
+    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300", "--quiet"]
+
+    def party(n: str) -> list[str]:
+        return ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data",
+                f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex", "--keys",
+                f"{n}.key", "--state-dir", f"state-{n}"]  # fmt: skip
+
+    procs = {
+        "server": vertimrf_process(
+            tmp_path, "server", "run", *common, "--inbox", "mail/server", "--server-key",
+            "server.key", "--out", "synth.csv", "--state-dir", "server-state",
+        ),
+        "A": broken_party(tmp_path, *party("A")),
+        **{n: vertimrf_process(tmp_path, *party(n)) for n in THREE if n != "A"},
+    }  # fmt: skip
+    ended = exits(procs)
+    lines = last_lines(procs)
+    assert lines["A"].startswith(f"vertimrf: error: A, {REASON}"), lines
+    for role in ("server", "B", "C"):
+        assert lines[role].startswith(
+            f"vertimrf: error: the run has failed at party A: {REASON}"
+        ), lines
+    assert_within(ended)
+    assert not (tmp_path / "synth.csv").exists()
+
+
+@pytest.mark.service
+def test_a_party_failing_at_a_step_stops_every_role_over_https(tmp_path):
+    """Over HTTPS, A's features step raises: A tells the service, which fails the run
+    naming A and its step (its log, its status); B and C, long-polling for A's blobs with
+    a 300 s --timeout, and the service (--exit-when-done) stop within 10 s, each with one
+    line naming A and the step."""
+    df, spec = correlated_table(60)
+    pinned_files(tmp_path, df, spec)
+    server, url = start_server(tmp_path, "--exit-when-done")
+    procs = {
+        "server": server,
+        "A": broken_party(
+            tmp_path, "party", "run", "--server", url, "--config", "config.json", "--data",
+            "A.csv", "--keys", "A.key", "--secret", "secret.hex", "--state-dir", "state-A",
+            "--id-column", "rid", "--timeout", "300", "--quiet",
+        ),
+        **{n: start_party(tmp_path, n, url) for n in THREE if n != "A"},
+    }  # fmt: skip
+    ended = exits(procs)
+    lines = last_lines(procs)
+    assert lines["A"].startswith(f"vertimrf: error: A, {REASON}"), lines
+    assert lines["server"].startswith(
+        f"vertimrf server: the run failed: party A failed: {REASON}"
+    ), lines
+    for role in ("B", "C"):
+        assert lines[role].startswith(
+            f"vertimrf: error: the run has failed at the server: party A failed: {REASON}"
+        ), lines
+    assert_within(ended)
