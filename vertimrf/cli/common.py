@@ -419,7 +419,9 @@ def party_role(
 
         data, ids = FileTable(args.data), None
     else:
-        data, ids = read_party_table(args.data, spec, args.id_column, party=name)
+        data, ids = read_party_table(
+            args.data, spec, args.id_column, party=name, id_type=cfg.id_type
+        )
     return Party(
         name, data, cfg, read_hex_secret(args.secret_file), keypair=keypair, peers=peers,
         id_column=args.id_column, ids=ids, seed=args.seed, progress=progress,

@@ -90,6 +90,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         "record_sets": args.record_sets,
         "population": args.population,
         "region_share": args.region_share,
+        "id_type": args.id_type,
+        "expected_shared": args.expected_shared,
     }
     method = args.method or PRESETS[args.preset]["method"]
     if args.pipeline is not None and "secure_pipeline" not in options_class(method).SELECT:
@@ -263,6 +265,23 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="with --record-sets partial: the fraction of the budget spent on the noisy "
         "region counts (default 0.02)",
+    )
+    config.add_argument(
+        "--id-type",
+        choices=("integer", "text"),
+        default=None,
+        help="every party's record-ID column, checked on every row it reads: integer (7, 7.0 "
+        "and 007 are one ID) or text (as written); default: each party's IDs as its table "
+        "gives them, all integers or all text",
+    )
+    config.add_argument(
+        "--expected-shared",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="with --record-sets partial: the fraction of all records you expect every party "
+        "to hold (public, e.g. split's --overlap); the server warns when the noisy count is "
+        "under a quarter of it (IDs of another type or format at some party)",
     )
     config.add_argument(
         "--memory",

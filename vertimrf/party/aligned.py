@@ -225,9 +225,10 @@ class HeldTable(ABC):
     aligns its records where it is held."""
 
     @abstractmethod
-    def check(self, name: str, spec: DomainSpec, id_column: str) -> HeldTable:
+    def check(self, name: str, spec: DomainSpec, id_column: str, id_type: str = "") -> HeldTable:
         """This table as party ``name``'s over ``spec`` (DomainError or ConfigError unless it
-        has ``id_column`` and every column of ``spec``)."""
+        has ``id_column`` and every column of ``spec``), its IDs of the declared ``id_type``
+        (the config's; checked on every row as they are read)."""
 
     @abstractmethod
     def align(self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan) -> Aligned:

@@ -89,18 +89,19 @@ class DaskTable(HeldTable):
                 f"{type(data).__name__}."
             )
         self._frame, self._client = data, client
-        self._name, self._id_column = "", ""
+        self._name, self._id_column, self._id_type = "", "", ""
         self._keep: Path | None = None
 
-    def check(self, name: str, spec: DomainSpec, id_column: str) -> DaskTable:
+    def check(self, name: str, spec: DomainSpec, id_column: str, id_type: str = "") -> DaskTable:
         """This table as party ``name``'s over ``spec``: DomainError or ConfigError unless it
-        has ``id_column`` and every column of ``spec``."""
+        has ``id_column`` and every column of ``spec``; its IDs of the declared ``id_type``
+        (checked on every row as each partition is read, rows counted in the partition)."""
         columns = [str(c) for c in self._frame.columns]
         check_id_column(name, columns, id_column)
         missing = [c for c in spec.names if c not in columns]
         if missing:
             raise ConfigError(f"party {name!r}: the table on Dask lacks the columns {missing}.")
-        self._name, self._id_column = name, id_column
+        self._name, self._id_column, self._id_type = name, id_column, id_type
         return self
 
     def keep(self, folder: Path) -> None:
@@ -145,7 +146,8 @@ class DaskTable(HeldTable):
         dask, _ = _dask()
         frame = self._frame[[self._id_column, *spec.names]]
         encode = dask.delayed(_records)
-        parts = (encode(part, self._name, spec, self._id_column) for part in frame.to_delayed())
+        ids = self._id_column, self._id_type
+        parts = (encode(part, self._name, spec, *ids) for part in frame.to_delayed())
         batches = (self._client.compute(part).result() for part in parts)
         return TokenFiles(
             batches, TableEncoder(spec).dtype, len(spec.names), keys, plan, index,
@@ -168,8 +170,9 @@ class DaskTable(HeldTable):
             | {f"c{j}": np.empty(0, np.int32) for j in range(width)}
         )
         encoded = frame.map_partitions(
-            _encode, self._name, spec, self._id_column, keys.k0, keys.k1, plan.buckets, meta=meta
-        )
+            _encode, self._name, spec, self._id_column, self._id_type, keys.k0, keys.k1,
+            plan.buckets, meta=meta,
+        )  # fmt: skip
         shuffled = encoded.shuffle(on="bucket", npartitions=plan.buckets).persist()
         parts = shuffled.to_delayed()
         delayed = dask.delayed
@@ -267,13 +270,14 @@ def _encode(
     name: str,
     spec: DomainSpec,
     id_column: str,
+    id_type: str,
     k0: np.ndarray,
     k1: np.ndarray,
     buckets: int,
 ) -> pd.DataFrame:
     """One partition's codes, ID fingerprints, PRF values and buckets."""
     table, ids = frame_table(name, spec, frame, id_column)
-    fp = record_fingerprints(ids)
+    fp = record_fingerprints(ids, id_type, id_column)
     prf = keyed_prf(HashKeys(k0, k1), fp)
     out = {"prf": prf, "fp": fp, "bucket": bucket_of(prf, buckets)}
     out |= {f"c{j}": table.codes[:, j].astype(np.int32) for j in range(table.codes.shape[1])}
@@ -281,11 +285,11 @@ def _encode(
 
 
 def _records(
-    frame: pd.DataFrame, name: str, spec: DomainSpec, id_column: str
+    frame: pd.DataFrame, name: str, spec: DomainSpec, id_column: str, id_type: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """One partition's codes and ID fingerprints."""
     table, ids = frame_table(name, spec, frame, id_column)
-    return table.codes, record_fingerprints(ids)
+    return table.codes, record_fingerprints(ids, id_type, id_column)
 
 
 def _counts(frame: pd.DataFrame, buckets: int) -> np.ndarray:

@@ -94,14 +94,15 @@ class FileTable(HeldTable):
             raise ConfigError(f"no folder {temp_dir} for the temporary files; create it first.")
         self.path, self.batch_rows, self.part_rows = path, batch_rows, part_rows
         self.temp_dir = temp_dir
-        self._name, self._id_column = "", ""
+        self._name, self._id_column, self._id_type = "", "", ""
         self._keep: Path | None = None
 
-    def check(self, name: str, spec: DomainSpec, id_column: str) -> FileTable:
+    def check(self, name: str, spec: DomainSpec, id_column: str, id_type: str = "") -> FileTable:
         """This table as party ``name``'s over ``spec``: DomainError or ConfigError unless the
-        file has ``id_column`` and every column of ``spec`` (its header alone is read)."""
+        file has ``id_column`` and every column of ``spec`` (its header alone is read); its
+        IDs of the declared ``id_type`` (checked on every row as they are read)."""
         check_party_columns(self.path, spec, id_column, party=name)
-        self._name, self._id_column = name, id_column
+        self._name, self._id_column, self._id_type = name, id_column, id_type
         return self
 
     def keep(self, folder: Path) -> None:
@@ -141,12 +142,22 @@ class FileTable(HeldTable):
         try:
             return sort(
                 stream_party_table(
-                    self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
+                    self.path,
+                    spec,
+                    self._id_column,
+                    party=self._name,
+                    batch_rows=self.batch_rows,
+                    id_type=self._id_type,
                 )
             )
         except WholeTableNeededError:
             table, fingerprints = read_party_table(
-                self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
+                self.path,
+                spec,
+                self._id_column,
+                party=self._name,
+                batch_rows=self.batch_rows,
+                id_type=self._id_type,
             )
             return sort([(table.codes, fingerprints)])
 
@@ -165,7 +176,12 @@ class FileTable(HeldTable):
                 folder.cleanup()
                 raise
         table, fingerprints = read_party_table(
-            self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
+            self.path,
+            spec,
+            self._id_column,
+            party=self._name,
+            batch_rows=self.batch_rows,
+            id_type=self._id_type,
         )
         return AlignedTable(
             table.codes, fingerprints, secret, context, plan.buckets, plan.capacity,
@@ -183,7 +199,12 @@ class FileTable(HeldTable):
     ) -> FileAligned:
         parts = part_count(plan.max_rows, self.part_rows)
         batches = stream_party_table(
-            self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows
+            self.path,
+            spec,
+            self._id_column,
+            party=self._name,
+            batch_rows=self.batch_rows,
+            id_type=self._id_type,
         )
         keys = order_keys(secret, context)
         counts = np.zeros(plan.buckets, np.int64)

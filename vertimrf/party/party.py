@@ -90,7 +90,8 @@ class LocalParty:
         self.columns = config.party(name).columns
         self.spec = config.spec.subset(self.columns)
         self._table, ids = own_table(self.name, self.spec, data, id_column, ids)
-        self._fingerprints = record_fingerprints(ids)
+        typed = config.id_type if isinstance(data, pd.DataFrame) else ""  # not fingerprints
+        self._fingerprints = record_fingerprints(ids, typed, id_column)
         HashKeys.from_secret(secret, 1)  # validates the secret now, not at release time
         self._secret = secret
         self._seed = seed

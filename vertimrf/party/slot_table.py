@@ -121,9 +121,9 @@ class SlotTable(HeldTable):
         self._table, self._fingerprints = table, fingerprints
         self._slots, self._assignment = np.asarray(slots, np.int64), assignment
 
-    def check(self, name: str, spec: DomainSpec, id_column: str) -> SlotTable:
+    def check(self, name: str, spec: DomainSpec, id_column: str, id_type: str = "") -> SlotTable:
         """This table as party ``name``'s over ``spec`` (ConfigError unless it holds
-        exactly ``spec``'s columns)."""
+        exactly ``spec``'s columns); it holds fingerprints, not IDs: no ``id_type`` to check."""
         if self._table.domain.names != spec.names:
             raise ConfigError(
                 f"party {name!r}'s slot table holds the columns {list(self._table.domain.names)}"

@@ -41,7 +41,12 @@ import pyarrow.dataset as ds
 from vertimrf.domain import CATEGORICAL, ColumnSpec, DomainSpec, EncodedTable, TableEncoder
 from vertimrf.domain import NA_STRINGS as NA_STRINGS  # pandas' defaults: read here as text
 from vertimrf.errors import ConfigError, DomainError
-from vertimrf.party.ids import int_fingerprints, record_fingerprints, text_fingerprints
+from vertimrf.party.ids import (
+    int_fingerprints,
+    record_fingerprints,
+    text_fingerprints,
+    typed_fingerprints,
+)
 from vertimrf.party.party import check_id_column, frame_table
 
 BATCH_ROWS = 65_536
@@ -105,19 +110,21 @@ def read_party_table(
     *,
     party: str,
     batch_rows: int = BATCH_ROWS,
+    id_type: str = "",
 ) -> tuple[EncodedTable, np.ndarray]:
     """Party ``party``'s table at ``path`` (``id_column`` and ``spec``'s columns), read and
     encoded ``batch_rows`` rows at a time: the EncodedTable over ``spec`` and the record IDs'
     fingerprints (:func:`~vertimrf.party.ids.record_fingerprints`; a party takes them as its
     ``ids``, since an unsigned 64-bit ID is its own fingerprint). The result and any error are
-    those of :func:`read_frame` and :func:`~vertimrf.party.party.frame_table`."""
+    those of :func:`read_frame` and :func:`~vertimrf.party.party.frame_table`. A declared
+    ``id_type`` (the config's) is checked on every ID as it is read."""
     check_row_count("batch_rows", batch_rows)
     source = _source(path)
     try:
-        return _read(source, spec, id_column, party, batch_rows)
+        return _read(source, spec, id_column, party, batch_rows, id_type)
     except _UnreadableError:
         table, ids = frame_table(party, spec, read_frame(path), id_column)
-        return table, record_fingerprints(ids)
+        return table, record_fingerprints(ids, id_type, id_column)
 
 
 class WholeTableNeededError(Exception):
@@ -157,10 +164,11 @@ class _Reader:
 
 
 def _read(
-    source: _Csv | _Parquet, spec: DomainSpec, id_column: str, party: str, rows: int
-) -> tuple[EncodedTable, np.ndarray]:
+    source: _Csv | _Parquet, spec: DomainSpec, id_column: str, party: str, rows: int,
+    id_type: str,
+) -> tuple[EncodedTable, np.ndarray]:  # fmt: skip
     reader = _Reader(source, spec, id_column, party)
-    ids = _Ids(source.typed)
+    ids = _Ids(source.typed, id_type, id_column)
     rows_out = _Rows(len(spec), reader.dtype)
     for block, id_values in reader.batches(rows):
         ids.add(id_values)
@@ -175,7 +183,7 @@ def _read(
     fingerprints = ids.fingerprints()
     if fingerprints is None:  # pandas reads the IDs: their fingerprints, or its error
         fingerprints = record_fingerprints(
-            source.pandas_columns([id_column], len(codes))[id_column]
+            source.pandas_columns([id_column], len(codes))[id_column], id_type, id_column
         )
     return EncodedTable(codes, spec.domain), fingerprints
 
@@ -198,20 +206,22 @@ def stream_party_table(
     *,
     party: str,
     batch_rows: int = BATCH_ROWS,
+    id_type: str = "",
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Party ``party``'s table at ``path`` one batch at a time: each batch's codes and its
     record IDs' fingerprints, as :func:`read_party_table` gives them for those rows. The
     columns are checked before the first batch. WholeTableNeededError (possibly after some
     batches) when a batch does not settle how pandas reads a column or the IDs, or the IDs
     hold a missing value; then :func:`read_party_table` gives the codes or pandas' error.
-    IDs repeated across batches are not caught here."""
+    IDs repeated across batches are not caught here. A declared ``id_type`` is checked on
+    every ID (RecordIDError naming the row)."""
     check_row_count("batch_rows", batch_rows)
     source = _source(path)
     try:
         reader = _Reader(source, spec, id_column, party)
     except _UnreadableError:
         raise WholeTableNeededError from None
-    ids = _StreamIds(source.typed)
+    ids = _StreamIds(source.typed, id_type, id_column)
     try:
         for block, id_values in reader.batches(batch_rows):
             if not all(column.ok for column in reader.columns):
@@ -296,8 +306,9 @@ class _Column:
 class _Ids:
     """The record IDs' fingerprints, batch by batch; None where pandas is to read them."""
 
-    def __init__(self, typed: bool) -> None:
-        self.typed = typed
+    def __init__(self, typed: bool, id_type: str = "", column: str = "id") -> None:
+        self.typed, self.id_type, self.column = typed, id_type, column
+        self.rows = 0  # the rows read so far
         self.ok = True
         self.integers = True  # every CSV batch so far holds integers only
         self.text_seen = False
@@ -305,7 +316,10 @@ class _Ids:
         self.done = _Rows(None, np.uint64)
 
     def add(self, values: pa.ChunkedArray) -> None:
-        if values.null_count or not self.ok:
+        if self.id_type:  # declared: every row checked (RecordIDError), whatever the file
+            self.done.append(_declared(values, self.id_type, self.column, self.rows))
+            self.rows += len(values)
+        elif values.null_count or not self.ok:
             self.ok = False
         elif self.typed:
             self._add_typed(values)
@@ -334,7 +348,7 @@ class _Ids:
     def fingerprints(self) -> np.ndarray | None:
         if not self.ok:
             return None
-        if not self.typed:
+        if not self.typed and not self.id_type:
             if self.integers:
                 self._flush(lambda v: int_fingerprints(pc.cast(v, pa.int64()).to_numpy()))
             elif not self.text_seen:
@@ -350,12 +364,16 @@ class _StreamIds:
     """The record IDs' fingerprints batch by batch, as :class:`_Ids` gives them for the whole
     column; WholeTableNeededError once a batch shows that pandas reads them otherwise."""
 
-    def __init__(self, typed: bool) -> None:
-        self.typed = typed
+    def __init__(self, typed: bool, id_type: str = "", column: str = "id") -> None:
+        self.typed, self.id_type, self.column = typed, id_type, column
+        self.rows = 0  # the rows read so far
         self.integers: bool | None = None  # every CSV batch so far holds integers only
         self.text_seen = False
 
     def fingerprints(self, values: pa.ChunkedArray) -> np.ndarray:
+        if self.id_type:  # declared: every row checked (RecordIDError), whatever the file
+            self.rows += len(values)
+            return _declared(values, self.id_type, self.column, self.rows - len(values))
         if values.null_count:
             raise WholeTableNeededError
         if self.typed:
@@ -377,7 +395,15 @@ class _StreamIds:
     def settled(self) -> bool:
         """The batches' fingerprints are those of the whole column (integers, or text that
         pandas reads as text)."""
-        return self.typed or self.integers is not False or self.text_seen
+        return bool(self.typed or self.id_type or self.integers is not False or self.text_seen)
+
+
+def _declared(values: pa.ChunkedArray, id_type: str, column: str, first_row: int) -> np.ndarray:
+    """The fingerprints of IDs of the declared ``id_type`` (CSV text or Parquet's types),
+    every row checked (see :func:`~vertimrf.party.ids.typed_fingerprints`)."""
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    return typed_fingerprints(values.to_pandas(), id_type, column, first_row)
 
 
 def _typed_fingerprints(values: pa.ChunkedArray) -> np.ndarray | None:

@@ -35,10 +35,12 @@ from vertimrf.errors import ConfigError
 __all__ = [
     "REGION_DELTA_SHARE",
     "RegionNoise",
+    "SmallSharedWarning",
     "members",
     "population_rows",
     "region_mask",
     "regions_of",
+    "small_shared",
 ]
 
 # Each of the two failure probabilities (a clipped dummy count; a run that goes on with too
@@ -64,6 +66,29 @@ def population_rows(released: Mapping[int, float], population: str) -> int:
     if population == "union":
         return round(max(sum(released.values()), 0.0))
     raise ConfigError(f"population must be 'intersection' or 'union'; got {population!r}.")
+
+
+class SmallSharedWarning(UserWarning):
+    """The records every party holds are far fewer than the config's expected_shared."""
+
+
+def small_shared(released: Mapping[int, float], expected: float | None) -> str | None:
+    """A line naming the likely cause when the published count of the records every party
+    holds is under a quarter of ``expected`` (the config's public expected_shared) of the
+    published count of all records; None otherwise, or with no expectation. Judged on the
+    noisy counts alone (post-processing)."""
+    if expected is None:
+        return None
+    shared, total = max(released[max(released)], 0.0), max(sum(released.values()), 0.0)
+    if total == 0 or shared >= expected / 4 * total:
+        return None
+    return (
+        f"the records every party holds are about {shared / total:.1%} of all (noisy counts), "
+        f"under a quarter of the expected_shared {expected:.0%}: the likely cause is record IDs "
+        "of another type or format at some party (7 against '7' or '007', or one text ID among "
+        "integers); declare the ID type with `vertimrf config --id-type integer|text` and "
+        "check each party's ID column."
+    )
 
 
 def members(region: int, names: tuple[str, ...]) -> tuple[str, ...]:

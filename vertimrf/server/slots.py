@@ -27,6 +27,7 @@ counts and releases nothing new.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -37,7 +38,7 @@ from vertimrf.crypto.prp import KeyedPermutation
 from vertimrf.crypto.schedule import derive
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.samplers import KeyedSampler
-from vertimrf.protocol.regions import RegionNoise, regions_of
+from vertimrf.protocol.regions import RegionNoise, SmallSharedWarning, regions_of, small_shared
 from vertimrf.protocol.securemsg import SLOT_BLOCK
 
 __all__ = ["BLOCK", "ArrayTokens", "Slots", "TokenSource", "assign_slots", "merged"]
@@ -168,10 +169,13 @@ def assign_slots(
     context: bytes,
     *,
     step: int = BLOCK,
+    expected_shared: float | None = None,
 ) -> Slots:
     """Match the token lists (by party index; arrays or :class:`TokenSource` s, read by
     blocks of ``step``), publish the region counts and key each party's slots;
-    ConfigError (one line) when the published counts leave too few rows."""
+    ConfigError (one line) when the published counts leave too few rows. A
+    SmallSharedWarning first when the published count of the records every party holds is
+    far under the config's ``expected_shared`` (:func:`~vertimrf.protocol.regions.small_shared`)."""
     if sorted(lists) != list(range(noise.m)):
         raise MessageError(f"the slots need every party's tokens; got parties {sorted(lists)}.")
     sources = tuple(
@@ -194,6 +198,9 @@ def assign_slots(
         t: int(seen[t]) - noise.offset + int(z)
         for t, z in zip(regions_of(noise.m), zeta, strict=True)
     }
+    line = small_shared(released, expected_shared)
+    if line is not None:
+        warnings.warn(line, SmallSharedWarning, stacklevel=3)
     if not noise.goes_on(released, max_rows) or distinct > max_rows:
         need = sum(released.values()) + noise.regions * (noise.offset + noise.margin)
         raise ConfigError(

@@ -106,7 +106,7 @@ class PartyState:
                     f"a {type(data).__name__} runs the select pipeline only "
                     "(secure_pipeline='select')."
                 )
-            self._table = data.check(name, self.spec, id_column)
+            self._table = data.check(name, self.spec, id_column, config.id_type)
         else:
             self._table, ids = own_table(name, self.spec, data, id_column, ids)
             if not self.plan.select:
@@ -115,7 +115,8 @@ class PartyState:
                 raise ConfigError(
                     "bins are an input of the paper pipeline (secure_pipeline='paper')."
                 )
-            self._fingerprints = record_fingerprints(ids)
+            typed = config.id_type if isinstance(data, pd.DataFrame) else ""  # not fingerprints
+            self._fingerprints = record_fingerprints(ids, typed, id_column)
         self._aligned: Aligned | None = None
         self._partial: MemoryRecords | TokenFiles | None = None
         self._keep: Path | None = None

@@ -169,7 +169,10 @@ class Dealer(ServerState):
             assert plan.regions is not None  # checked above
             lists = {i: tokens[name] for i, name in enumerate(plan.names)}
             secret = self._stream_secret()
-            self._slots = assign_slots(lists, plan.regions, plan.max_rows, secret, ctx)
+            self._slots = assign_slots(
+                lists, plan.regions, plan.max_rows, secret, ctx,
+                expected_shared=self.config.expected_shared,
+            )  # fmt: skip
             self._regions = dict(self._slots.released)
             self._slot_digest = self._slots.digest
         derived = self._dealer(public_keys)
