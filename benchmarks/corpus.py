@@ -176,6 +176,15 @@ def markdown(head: dict, rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write(path: Path, md: Path, head: dict, rows: dict, order: dict) -> None:
+    """The rows, in the corpus's order, as JSON at ``path`` and as the table at ``md``."""
+    ordered = sorted(rows.values(), key=lambda r: order.get(_key(r), 1 << 30))
+    head["load"] = load_average()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**head, "rows": ordered}, indent=1) + "\n")
+    md.write_text(markdown(head, ordered))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     names = _harness(["--list"], ROOT)
@@ -184,12 +193,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=float, default=900.0, help="seconds for one table's path")
     ap.add_argument("--no-https", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep every run's folder")
+    ap.add_argument("--merge", nargs="+", default=[], help="also take the rows of these JSONs")
+    ap.add_argument("--no-run", action="store_true", help="only rewrite the table")
     ap.add_argument("--json", default=str(RESULTS / "corpus.json"))
     ap.add_argument("--md", default=str(RESULTS / "corpus.md"))
     args = ap.parse_args(argv)
     path = Path(args.json)
     old = json.loads(path.read_text()) if path.exists() else {"rows": []}
     rows = {_key(r): r for r in old["rows"]}
+    for other in args.merge:
+        rows.update({_key(r): r for r in json.loads(Path(other).read_text())["rows"]})
     head = {**run_head(__file__, argv), "defects": old.get("defects", [])}
     # Every table at the first party count, then the next; HTTPS, then the largest, last.
     chosen = sorted((t for t in names if t in args.tables), key=lambda t: t in BIG_CAP)
@@ -197,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_https:
         jobs += [(t, HTTPS[t], True) for t in chosen if t in HTTPS]
     jobs += [(t, m, False) for m in args.parties for t in chosen if t in BIG_CAP]
+    if args.no_run:
+        jobs = []
     order = {
         (t, m, tr): i
         for i, (t, m, tr) in enumerate(
@@ -228,11 +243,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"  kept {work}", flush=True)
-        ordered = sorted(rows.values(), key=lambda r: order.get(_key(r), 1 << 30))
-        head["load"] = load_average()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({**head, "rows": ordered}, indent=1) + "\n")
-        Path(args.md).write_text(markdown(head, ordered))
+        _write(path, Path(args.md), head, rows, order)
+    _write(path, Path(args.md), head, rows, order)
     print(Path(args.md).read_text())
     return 0
 

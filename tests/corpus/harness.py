@@ -96,6 +96,7 @@ class Proc:
     err: Path
     code: int | None = None
     peak_mb: float = 0.0
+    killed: bool = False  # stopped at the deadline
 
 
 def _env(work: Path) -> dict[str, str]:
@@ -138,6 +139,7 @@ def _wait(procs: list[Proc], deadline: float) -> bool:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.pid, signal.SIGKILL)
                 _reap(p, 0)
+                p.killed = True
             return False
         time.sleep(0.1)
     return True
@@ -167,14 +169,13 @@ class Steps:
         """Run one command to its end (or the deadline)."""
         self.count += 1
         proc = _start(self.work, f"{self.count:02d}-{step}", list(args))
-        if not _wait([proc], self.deadline):
-            proc.code = None
+        _wait([proc], self.deadline)
         self.check([proc])
         return proc
 
     def stopped(self, proc: Proc, status: str) -> Outcome:
         """The outcome of a path that ``proc`` stopped."""
-        self.outcome.status = status if proc.code is not None else "timed out"
+        self.outcome.status = status if not proc.killed else "timed out"
         self.outcome.step = proc.name.split("-", 1)[-1]
         self.outcome.message = _last_line(proc)
         return self.outcome
@@ -290,6 +291,10 @@ def run_table(
             else "refused before release"
         )  # fmt: skip
         outcome = path.stopped(first, kind)
+        if any(p.killed for p in roles):  # the cap, not the run, stopped it
+            outcome.status = "timed out" + (
+                f" after {outcome.released[-1]}" if outcome.released else ""
+            )
         outcome.message = " | ".join(f"{p.name}: {_last_line(p)}" for p in failed)[:1200]
         outcome.path_seconds = time.monotonic() - start
         return outcome
