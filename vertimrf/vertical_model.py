@@ -51,6 +51,9 @@ class VerticalModel:
             from OS entropy).
         absent: the model is over the union of the records of parties whose record sets
             differ: each column has one more value, "absent", sampled as an empty cell.
+        empty: samples can hold empty cells (default: ``absent``). A model over the union
+            conditioned on the intersection of the records has none: its integer and
+            boolean columns keep their non-nullable dtypes.
         dtypes: the pandas dtype of each column a sample casts, by name (see
             :mod:`vertimrf.synth.dtypes`); :func:`~vertimrf.fit_vertical` gives the fitted
             frames' dtypes.
@@ -64,22 +67,30 @@ class VerticalModel:
         *,
         rng: np.random.Generator | None = None,
         absent: bool = False,
+        empty: bool | None = None,
         dtypes: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
         self.spec = spec
         self.report = report
         self.absent = absent
+        self.empty = absent if empty is None else empty and absent
         self.dtypes = check_dtypes({} if dtypes is None else dtypes, spec)
         decode = absent_decoder(spec) if absent else decoder_of(spec)
-        self._decode = typed(decode, spec, self.dtypes, absent=absent)
+        self._decode = typed(decode, spec, self.dtypes, absent=self.empty)
         self._rng = np.random.default_rng() if rng is None else rng
 
     def with_dtypes(self, dtypes: Mapping[str, str]) -> VerticalModel:
         """This model (sharing its generator), its samples cast to ``dtypes`` (see
         :func:`~vertimrf.synth.dtypes.column_dtypes`)."""
         return VerticalModel(
-            self.model, self.spec, self.report, rng=self._rng, absent=self.absent, dtypes=dtypes
+            self.model,
+            self.spec,
+            self.report,
+            rng=self._rng,
+            absent=self.absent,
+            empty=self.empty,
+            dtypes=dtypes,
         )
 
     @property
@@ -147,6 +158,7 @@ class VerticalModel:
         }
         if self.absent:
             meta["absent"] = True
+            meta["empty"] = self.empty
         if self.dtypes:
             meta["dtypes"] = self.dtypes
         write_container(path, MODEL_KIND, meta, arrays)
@@ -163,6 +175,7 @@ class VerticalModel:
             raise MessageError(f"{path}: a vertical model needs a column spec.")
         model = mrf_from_state(meta.get("mrf"), arrays, path, max_cells)
         absent = meta.get("absent", False) is True
+        empty = meta.get("empty", True) is not False
         want = spec.domain.sizes
         sizes = tuple(u + 1 for u in want) if absent else tuple(want)
         if model.domain.names != spec.domain.names or tuple(model.domain.sizes) != sizes:
@@ -172,7 +185,7 @@ class VerticalModel:
         except DomainError as exc:
             raise MessageError(f"{path}: {exc}") from None
         report = report_from_meta(meta.get("report"), path)
-        return cls(model, spec, report, absent=absent, dtypes=dtypes)
+        return cls(model, spec, report, absent=absent, empty=empty, dtypes=dtypes)
 
     def __repr__(self) -> str:
         return f"VerticalModel({self.report.method}, n_hat={self.n_hat}, {self.model.tree.size})"

@@ -136,7 +136,8 @@ class ServerDriver(RoleDriver):
             message_bytes=dict(message_bytes or {}),
         )
         absent = model.domain.sizes != self.config.spec.domain.sizes  # over the union
-        return VerticalModel(model, self.config.spec, report, rng=rng, absent=absent)
+        empty = self.config.population == "union"  # else conditioned on every party holding it
+        return VerticalModel(model, self.config.spec, report, rng=rng, absent=absent, empty=empty)
 
     # ------------------------------------------------------------------ running
     def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
