@@ -10,6 +10,7 @@ its result is not differentially private.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import numbers
@@ -140,6 +141,9 @@ NA_STRINGS = (
     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 )  # fmt: skip
 _MAX_CODES = 65536
+# A numeric column's bin edges: equal width, the user's cut points, log-spaced, DP quantiles.
+EQUAL, CUTS, LOG, QUANTILE = "equal", "cuts", "log", "quantile"
+SCALES = (EQUAL, CUTS, LOG, QUANTILE)
 
 
 @dataclass(frozen=True)
@@ -147,10 +151,15 @@ class ColumnSpec:
     """Public description of one column.
 
     A categorical column has an ordered list of categories (code i is ``categories[i]``).
-    A numeric column has public ``lower``/``upper`` bounds cut into ``bins`` equal-width bins.
-    With ``missing``, an empty cell (NaN, None or "") is one more value, coded
-    :attr:`missing_code`: right after the column's own values, so every engine sees an
-    ordinary categorical value.
+    A numeric column has public ``lower``/``upper`` bounds cut into ``bins`` bins by its
+    ``scale`` (see :data:`SCALES`): equal width (the default); the user's own interior
+    ``cuts`` (``bins`` is then their number + 1); ``"log"``, edges evenly spaced in
+    log(x - lower + 1), for positive heavy tails; or ``"quantile"``, DP quantile cuts that the
+    column's party measures at run time (charged to the run's ledger; :meth:`with_cuts`
+    gives the column with them). Bin ``b`` holds the values in [edge b, edge b+1); the upper
+    bound lands in the last bin. With ``missing``, an empty cell (NaN, None or "") is one
+    more value, coded :attr:`missing_code`: right after the column's own values, so every
+    engine sees an ordinary categorical value.
     """
 
     name: str
@@ -160,6 +169,8 @@ class ColumnSpec:
     upper: float | None = None
     bins: int | None = None
     missing: bool = False
+    scale: str = EQUAL
+    cuts: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", str(self.name))
@@ -179,8 +190,16 @@ class ColumnSpec:
                     f'column {self.name!r}: with "missing": true an empty cell is its own '
                     'value; drop null and "" from the categories.'
                 )
+            if self.scale != EQUAL or self.cuts is not None:
+                raise DomainError(
+                    f"column {self.name!r} is categorical: it takes no scale nor cuts."
+                )
             object.__setattr__(self, "categories", cats)
         elif self.kind == NUMERIC:
+            if self.cuts is not None and self.scale == EQUAL:
+                object.__setattr__(self, "scale", CUTS)
+            if self.bins is None and self.scale == CUTS and self.cuts is not None:
+                object.__setattr__(self, "bins", len(self.cuts) + 1)
             lo, hi, b = self.lower, self.upper, self.bins
             if lo is None or hi is None or b is None or not (float(lo) < float(hi)) or int(b) < 1:
                 raise DomainError(
@@ -190,6 +209,7 @@ class ColumnSpec:
             object.__setattr__(self, "lower", float(lo))
             object.__setattr__(self, "upper", float(hi))
             object.__setattr__(self, "bins", int(b))
+            self._check_scale()
         else:
             raise DomainError(
                 f"column {self.name!r}: unknown type {self.kind!r}; use "
@@ -199,6 +219,80 @@ class ColumnSpec:
             raise DomainError(
                 f"column {self.name!r} has {self.size} codes; at most {_MAX_CODES} are supported."
             )
+
+    def _check_scale(self) -> None:
+        """DomainError unless the scale is known and its cuts fit the bounds and bins."""
+        where = f"column {self.name!r}"
+        if self.scale not in SCALES:
+            raise DomainError(f"{where}: unknown scale {self.scale!r}; use one of {list(SCALES)}.")
+        if self.cuts is None:
+            if self.scale == CUTS:
+                raise DomainError(f"{where}: scale 'cuts' needs the cut points ('cuts': [...]).")
+            return
+        if self.scale == LOG:
+            raise DomainError(
+                f"{where}: scale {self.scale!r} takes no 'cuts'; drop them, or drop the scale "
+                "to use them."
+            )
+        try:
+            cuts = tuple(float(c) for c in self.cuts)
+        except (TypeError, ValueError):
+            raise DomainError(f"{where}: 'cuts' must be a list of numbers.") from None
+        lo, hi = float(self.lower or 0.0), float(self.upper or 0.0)
+        if len(cuts) != self.bins - 1:  # type: ignore[operator]
+            raise DomainError(
+                f"{where}: {len(cuts)} cuts make {len(cuts) + 1} bins, not bins={self.bins}."
+            )
+        # the user's cuts rise strictly inside the bounds; DP quantile cuts may tie
+        strict = self.scale == CUTS
+        inside = all(lo < c < hi if strict else lo <= c <= hi for c in cuts)
+        rising = all(a < b if strict else a <= b for a, b in zip(cuts, cuts[1:], strict=False))
+        if not (inside and rising and all(math.isfinite(c) for c in cuts)):
+            raise DomainError(
+                f"{where}: 'cuts' must rise {'strictly ' * strict}inside the bounds "
+                f"({lo:g}, {hi:g}); got {_brief(list(self.cuts))}."
+            )
+        object.__setattr__(self, "cuts", cuts)
+
+    @property
+    def resolved(self) -> bool:
+        """False for a numeric column whose DP quantile cuts are not measured yet."""
+        return not (self.scale == QUANTILE and self.cuts is None)
+
+    def with_cuts(self, cuts: Sequence[float]) -> ColumnSpec:
+        """This ``"quantile"`` column with its measured ``cuts`` (non-decreasing, inside the
+        bounds, one fewer than the bins)."""
+        if self.scale != QUANTILE:
+            raise DomainError(f"column {self.name!r} is not cut at quantiles.")
+        return dataclasses.replace(self, cuts=tuple(float(c) for c in cuts))
+
+    @property
+    def edges(self) -> np.ndarray:
+        """The ``bins + 1`` bin edges of a numeric column, lower bound first, upper last."""
+        lower, upper, bins = self.bounds
+        if self.cuts is not None:
+            return np.array([lower, *self.cuts, upper])
+        if self.scale == QUANTILE:
+            raise DomainError(
+                f"column {self.name!r}: its bins are DP quantile cuts, which its party measures "
+                "at run time; they are not known yet."
+            )
+        k = np.arange(bins + 1)
+        if self.scale == LOG:
+            out = lower - 1.0 + np.power(upper - lower + 1.0, k / bins)
+        else:
+            out = lower + k * ((upper - lower) / bins)
+        out[0], out[-1] = lower, upper
+        return out
+
+    def bin_of(self, x: np.ndarray) -> np.ndarray:
+        """The bin (int64) of each value of ``x`` (inside the bounds) of a numeric column."""
+        lower, upper, bins = self.bounds
+        if self.scale == EQUAL:
+            b = np.floor((x - lower) / (upper - lower) * bins).astype(np.int64)
+        else:
+            b = np.searchsorted(self.edges[1:-1], x, side="right").astype(np.int64)
+        return np.clip(b, 0, bins - 1)
 
     @property
     def size(self) -> int:
@@ -242,6 +336,10 @@ class ColumnSpec:
                 "upper": self.upper,
                 "bins": self.bins,
             }
+            if self.scale != EQUAL:
+                out["scale"] = self.scale
+            if self.cuts is not None:
+                out["cuts"] = list(self.cuts)
         return {**out, "missing": True} if self.missing else out
 
 
@@ -427,7 +525,7 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec | str:
         )
     need = {
         CATEGORICAL: ("name", "categories"),
-        NUMERIC: ("name", "lower", "upper", "bins"),
+        NUMERIC: ("name", "lower", "upper", "bins" if "cuts" not in c else "cuts"),
         IGNORE: ("name",),
     }[kind]
     missing = [k for k in need if k not in c]
@@ -449,13 +547,21 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec | str:
                 f"booleans or null), got {_brief(cats)}."
             )
         return ColumnSpec(name, CATEGORICAL, tuple(cats), missing=missing)
-    lo, hi, bins = c["lower"], c["upper"], c["bins"]
+    lo, hi, cuts = c["lower"], c["upper"], c.get("cuts")
+    scale = c.get("scale", EQUAL if cuts is None else CUTS)
+    if cuts is not None and not (
+        isinstance(cuts, list) and all(_is_finite_number(v) for v in cuts)
+    ):
+        raise _format_error(
+            f"column {name!r}: 'cuts' must be a list of numbers, got {_brief(cuts)}."
+        )
+    bins = c.get("bins", None if cuts is None else len(cuts) + 1)
     if not (_is_finite_number(lo) and _is_finite_number(hi) and _is_int(bins)):
         raise _format_error(
             f"column {name!r}: 'lower' and 'upper' must be finite numbers and 'bins' an "
             f"integer, got lower={_brief(lo)}, upper={_brief(hi)}, bins={_brief(bins)}."
         )
-    return ColumnSpec(name, NUMERIC, None, lo, hi, bins, missing)
+    return ColumnSpec(name, NUMERIC, None, lo, hi, bins, missing, scale, cuts)
 
 
 def _hashable(value: object) -> bool:
@@ -637,7 +743,7 @@ class TableEncoder:
     """Maps a DataFrame to compact integer codes (n x d, uint8 or uint16) and back.
 
     Categorical values map to their index in the spec's category list; numeric values map to
-    their equal-width bin over the public bounds. Decoding returns categories exactly and, for
+    their bin (:meth:`ColumnSpec.bin_of`). Decoding returns categories exactly and, for
     numeric columns, the bin midpoint (or a uniform draw inside the bin when ``rng`` is given).
     In a column declared ``missing``, an empty cell (NaN, None, pandas' NA or "") encodes to
     the column's missing code and decodes to NaN, pandas' marker for a missing value, which
@@ -705,10 +811,10 @@ class TableEncoder:
                     index = pd.Index([*index, np.nan], dtype=exact)
                 data[col.name] = index[c]
             else:
-                lower, upper, bins = col.bounds
+                edges = col.edges
                 offset = 0.5 if rng is None else rng.random(len(c))
-                width = (upper - lower) / bins
-                x = np.minimum(lower + (c + offset) * width, upper)
+                at = np.minimum(c, len(edges) - 2)  # the missing code reads bin 0, then NaN
+                x = edges[at] + offset * (edges[at + 1] - edges[at])
                 data[col.name] = np.where(empty, np.nan, x) if empty.any() else x
         return pd.DataFrame(data)
 
@@ -748,7 +854,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
     nan = np.isnan(x)
     if nan.any() and col.missing_code is None:
         raise _cell_error(col, x, nan, _EMPTY, _EMPTY_FIX)
-    lower, upper, bins = col.bounds
+    lower, upper, _ = col.bounds
     out = (x < lower) | (x > upper)
     if out.any():
         raise _cell_error(
@@ -758,8 +864,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
             f"is outside its public bounds [{lower}, {upper}]",
             "change the data, or widen the bounds in the domain spec",
         )
-    b = np.floor((np.where(nan, lower, x) - lower) / (upper - lower) * bins).astype(np.int64)
-    b = np.minimum(b, bins - 1)
+    b = col.bin_of(np.where(nan, lower, x))
     if col.missing_code is not None:
         b[nan] = col.missing_code
     return b

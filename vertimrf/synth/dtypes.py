@@ -127,24 +127,17 @@ def _integers(col: ColumnSpec, want: Any, empty: bool) -> Cast:
     target: Any = f"{'U' if base.kind == 'u' else ''}Int{8 * base.itemsize}" if nullable else base
     if col.kind == CATEGORICAL:
         return lambda s: s.astype(target)
-    lower, upper, bins = col.bounds
+    lower, _, _ = col.bounds
 
     def run(s: pd.Series) -> pd.Series:
         x = s.to_numpy(dtype=np.float64, na_value=np.nan)
-        k = bin_of(np.nan_to_num(x, nan=lower), lower, upper, bins)
+        k = col.bin_of(np.nan_to_num(x, nan=lower))
         near = np.floor(x + 0.5)
         inside = starts[k] <= ends[k]
         v = np.where(inside, np.clip(near, starts[k], ends[k]), np.clip(near, least, most))
         return pd.Series(v, index=s.index, name=s.name).astype(target)
 
     return run
-
-
-def bin_of(x: np.ndarray, lower: float, upper: float, bins: int) -> np.ndarray:
-    """The bin of each value in [lower, upper], as :class:`~vertimrf.domain.TableEncoder`
-    encodes it."""
-    b = np.floor((x - lower) / (upper - lower) * bins).astype(np.int64)
-    return np.clip(b, 0, bins - 1)
 
 
 def integer_bins(col: ColumnSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -157,10 +150,15 @@ def integer_bins(col: ColumnSpec) -> tuple[np.ndarray, np.ndarray]:
             f"column {col.name!r}: no integer lies in its bounds [{lower}, {upper}]; widen the "
             "bounds in the domain spec."
         )
+    # the bin of every integer, found by binary search on the encoder's own bins: the least
+    # integer of bin k is the first whose bin is >= k
     k = np.arange(bins)
-    edges = lower + k * ((upper - lower) / bins)
-    start = np.clip(np.ceil(edges), first, last + 1).astype(np.int64)
-    # The encoder's own bins settle a start that rounding put one off the edge.
-    start += (start <= last) & (bin_of(start.astype(float), lower, upper, bins) < k)
-    start -= (start - 1 >= first) & (bin_of(start - 1.0, lower, upper, bins) >= k)
+    lo = np.full(bins, first, dtype=np.int64)
+    hi = np.full(bins, last + 1, dtype=np.int64)
+    while (lo < hi).any():
+        mid = (lo + hi) // 2
+        below = col.bin_of(mid.astype(np.float64)) < k
+        lo = np.where(below & (lo < hi), mid + 1, lo)
+        hi = np.where(~below & (lo < hi), mid, hi)
+    start = lo
     return start, np.append(start[1:] - 1, last)
