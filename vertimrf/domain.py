@@ -277,7 +277,7 @@ class ColumnSpec:
                 f"column {self.name!r}: its bins are DP quantile cuts, which its party measures "
                 "at run time; they are not known yet."
             )
-        k = np.arange(bins + 1)
+        k = np.arange(bins + 1, dtype=np.float64)
         if self.scale == LOG:
             out = lower - 1.0 + np.power(upper - lower + 1.0, k / bins)
         else:
@@ -561,7 +561,9 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec | str:
             f"column {name!r}: 'lower' and 'upper' must be finite numbers and 'bins' an "
             f"integer, got lower={_brief(lo)}, upper={_brief(hi)}, bins={_brief(bins)}."
         )
-    return ColumnSpec(name, NUMERIC, None, lo, hi, bins, missing, scale, cuts)
+    return ColumnSpec(
+        name, NUMERIC, None, lo, hi, bins, missing, scale, None if cuts is None else tuple(cuts)
+    )
 
 
 def _hashable(value: object) -> bool:
