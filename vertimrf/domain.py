@@ -29,6 +29,8 @@ from vertimrf.io import atomic_write_text, read_json
 if TYPE_CHECKING:  # imported where a table is read or written: the protocol needs no pandas
     import pandas as pd
 
+    from vertimrf.within import Placement
+
 
 @dataclass(frozen=True)
 class Domain:
@@ -789,9 +791,20 @@ class TableEncoder:
         """``df`` as an :class:`EncodedTable` over the spec's domain."""
         return EncodedTable(self.encode(df), self.domain)
 
-    def decode(self, codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.DataFrame:
-        """DataFrame for ``codes`` (n x d); numeric bins decode to midpoints or uniform draws."""
+    def decode(
+        self,
+        codes: np.ndarray,
+        rng: np.random.Generator | None = None,
+        within: Placement | None = None,
+    ) -> pd.DataFrame:
+        """DataFrame for ``codes`` (n x d); a numeric bin decodes to a value inside it as
+        ``within`` places it (:mod:`vertimrf.within`; default uniform), or to its midpoint
+        without ``rng``."""
         import pandas as pd
+
+        from vertimrf.within import Uniform
+
+        place = Uniform() if within is None else within
 
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != len(self.spec):
@@ -813,10 +826,8 @@ class TableEncoder:
                     index = pd.Index([*index, np.nan], dtype=exact)
                 data[col.name] = index[c]
             else:
-                edges = col.edges
-                offset = 0.5 if rng is None else rng.random(len(c))
-                at = np.minimum(c, len(edges) - 2)  # the missing code reads bin 0, then NaN
-                x = edges[at] + offset * (edges[at + 1] - edges[at])
+                at = np.minimum(c, col.value_codes - 1)  # the missing code: NaN below
+                x = place.place(col, at, rng)
                 data[col.name] = np.where(empty, np.nan, x) if empty.any() else x
         return pd.DataFrame(data)
 

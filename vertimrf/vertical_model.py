@@ -33,6 +33,7 @@ from vertimrf.synth.fitted import (
     marginal_series,
 )
 from vertimrf.synth.table_file import save_table
+from vertimrf.within import Midpoint, Placement, within_from_meta, within_meta
 
 MODEL_KIND = "vertimrf-vertical-model"
 
@@ -51,6 +52,8 @@ class VerticalModel:
             from OS entropy).
         absent: the model is over the union of the records of parties whose record sets
             differ: each column has one more value, "absent", sampled as an empty cell.
+        within: where a numeric value lies inside its bin (:mod:`vertimrf.within`;
+            default: the midpoint).
         empty: samples can hold empty cells (default: ``absent``). A model over the union
             conditioned on the intersection of the records has none: its integer and
             boolean columns keep their non-nullable dtypes.
@@ -69,6 +72,7 @@ class VerticalModel:
         absent: bool = False,
         empty: bool | None = None,
         dtypes: Mapping[str, str] | None = None,
+        within: Placement | None = None,
     ) -> None:
         self.model = model
         self.spec = spec
@@ -76,7 +80,8 @@ class VerticalModel:
         self.absent = absent
         self.empty = absent if empty is None else empty and absent
         self.dtypes = check_dtypes({} if dtypes is None else dtypes, spec)
-        decode = absent_decoder(spec) if absent else decoder_of(spec)
+        self.within: Placement = Midpoint() if within is None else within
+        decode = (absent_decoder if absent else decoder_of)(spec, self.within)
         self._decode = typed(decode, spec, self.dtypes, absent=self.empty)
         self._rng = np.random.default_rng() if rng is None else rng
 
@@ -91,6 +96,7 @@ class VerticalModel:
             absent=self.absent,
             empty=self.empty,
             dtypes=dtypes,
+            within=self.within,
         )
 
     @property
@@ -106,8 +112,8 @@ class VerticalModel:
         run's stream, so ``simulate`` and ``fit_vertical(...).sample()`` agree). The rows
         are those of :meth:`sample_chunks`, concatenated."""
         rows = self.n_hat if n is None else check_rows(n)
-        codes = self.model.sample(rows, generator(seed, self._rng))
-        return self._decode(codes)
+        g = generator(seed, self._rng)
+        return self._decode(self.model.sample(rows, g), g)
 
     def sample_chunks(
         self, n: int | None = None, seed: int | np.random.Generator | None = None
@@ -116,11 +122,14 @@ class VerticalModel:
         frames of at most :data:`~vertimrf.mrf.sampling.SAMPLE_CHUNK` rows, each drawn as
         the iterator reaches it; none for n = 0."""
         rows = self.n_hat if n is None else check_rows(n)
-        return self._decoded(self.model.sample_chunks(rows, generator(seed, self._rng)))
+        g = generator(seed, self._rng)
+        return self._decoded(self.model.sample_chunks(rows, g), g)
 
-    def _decoded(self, chunks: Iterator[np.ndarray]) -> Iterator[pd.DataFrame]:
+    def _decoded(
+        self, chunks: Iterator[np.ndarray], g: np.random.Generator
+    ) -> Iterator[pd.DataFrame]:
         for codes in chunks:
-            yield self._decode(codes)
+            yield self._decode(codes, g)
             del codes  # the next chunk is drawn without holding this one
 
     def write_sample(
@@ -161,6 +170,8 @@ class VerticalModel:
             meta["empty"] = self.empty
         if self.dtypes:
             meta["dtypes"] = self.dtypes
+        if self.within.name != "midpoint":
+            meta["within"] = within_meta(self.within)
         write_container(path, MODEL_KIND, meta, arrays)
         return Path(path)
 
@@ -185,7 +196,8 @@ class VerticalModel:
         except DomainError as exc:
             raise MessageError(f"{path}: {exc}") from None
         report = report_from_meta(meta.get("report"), path)
-        return cls(model, spec, report, absent=absent, empty=empty, dtypes=dtypes)
+        within = within_from_meta(meta.get("within"), spec, path)
+        return cls(model, spec, report, absent=absent, empty=empty, dtypes=dtypes, within=within)
 
     def __repr__(self) -> str:
         return f"VerticalModel({self.report.method}, n_hat={self.n_hat}, {self.model.tree.size})"

@@ -55,14 +55,15 @@ def check_dtypes(dtypes: object, spec: DomainSpec) -> dict[str, str]:
 
 
 def typed(
-    decode: Callable[[np.ndarray], pd.DataFrame],
+    decode: Callable[..., pd.DataFrame],
     spec: DomainSpec,
     dtypes: Mapping[str, str],
     *,
     absent: bool = False,
-) -> Callable[[np.ndarray], pd.DataFrame]:
-    """``decode`` followed by the cast of each column named in ``dtypes`` (in a model over
-    the union of records, ``absent``, every column can be empty)."""
+) -> Callable[..., pd.DataFrame]:
+    """``decode`` (codes, rng=None) followed by the cast of each column named in
+    ``dtypes`` (in a model over the union of records, ``absent``, every column can be
+    empty)."""
     if not dtypes:
         return decode
     casts = {
@@ -70,8 +71,8 @@ def typed(
         for name, dtype in dtypes.items()
     }
 
-    def run(codes: np.ndarray) -> pd.DataFrame:
-        frame = decode(codes)
+    def run(codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.DataFrame:
+        frame = decode(codes) if rng is None else decode(codes, rng)
         return frame.assign(**{name: cast(frame[name]) for name, cast in casts.items()})
 
     return run

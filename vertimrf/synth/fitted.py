@@ -18,6 +18,7 @@ import pandas as pd
 from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder
 from vertimrf.errors import ConfigError, DomainError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
+from vertimrf.within import Placement
 
 Decoder = Domain | DomainSpec
 
@@ -43,24 +44,29 @@ def check_rows(n: object) -> int:
     return int(n)
 
 
-def decoder_of(decoder: Decoder) -> Callable[[np.ndarray], pd.DataFrame]:
-    """Codes -> frame: the spec's values, or integer codes named by the domain."""
+Decode = Callable[..., pd.DataFrame]  # (codes, rng=None) -> frame
+
+
+def decoder_of(decoder: Decoder, within: Placement | None = None) -> Decode:
+    """(codes, rng=None) -> frame: the spec's values (a numeric value placed inside its bin
+    by ``within``, the midpoint without ``rng``), or integer codes named by the domain."""
     if isinstance(decoder, DomainSpec):
-        return TableEncoder(decoder).decode
-    return lambda codes: pd.DataFrame(np.asarray(codes), columns=list(decoder.names))
+        encoder = TableEncoder(decoder)
+        return lambda codes, rng=None: encoder.decode(codes, rng, within)
+    return lambda codes, rng=None: pd.DataFrame(np.asarray(codes), columns=list(decoder.names))
 
 
-def absent_decoder(decoder: Decoder) -> Callable[[np.ndarray], pd.DataFrame]:
-    """Codes -> frame for a model over the union of records (partial record sets): as
-    :func:`decoder_of`, and an empty cell (NaN) where a code is one past the column's last,
-    the value "absent" (the column's party does not hold the record)."""
-    decode = decoder_of(decoder)
+def absent_decoder(decoder: Decoder, within: Placement | None = None) -> Decode:
+    """(codes, rng=None) -> frame for a model over the union of records (partial record
+    sets): as :func:`decoder_of`, and an empty cell (NaN) where a code is one past the
+    column's last, the value "absent" (the column's party does not hold the record)."""
+    decode = decoder_of(decoder, within)
     domain = decoder.domain if isinstance(decoder, DomainSpec) else decoder
     sizes = np.asarray(domain.sizes)
 
-    def run(codes: np.ndarray) -> pd.DataFrame:
+    def run(codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.DataFrame:
         absent = np.asarray(codes) == sizes
-        return decode(np.where(absent, 0, codes)).mask(absent)
+        return decode(np.where(absent, 0, codes), rng).mask(absent)
 
     return run
 

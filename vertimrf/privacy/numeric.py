@@ -1,0 +1,140 @@
+"""A numeric column's releases for its bins and its values: DP quantile cuts and a fine
+1-way histogram, measured by the party that holds the column, on its own records.
+
+**Quantile cuts** (a column of scale ``"quantile"``, ``bins`` = k): the k-1 cuts at the
+alphas 1/k, ..., (k-1)/k. Each is one exponential mechanism over a public grid of
+:data:`CANDIDATES` equally spaced candidates inside the bounds; the scores are OpenDP's
+``make_quantile_score_candidates`` (Smith 2011; lower is better, L-inf sensitivity as OpenDP
+maps one added or removed record), drawn exactly by the caller's sampler on the negated
+scores. Each costs eps^2/8 in zCDP (bounded range; see :mod:`vertimrf.privacy.mechanisms`),
+so a column's cuts at zCDP ``rho`` take eps = sqrt(8 rho / (k-1)) each. The cuts are sorted
+(post-processing); ties make empty bins.
+
+**Fine histogram**: each of the column's k bins split into ``max(1, FINE_CELLS // k)``
+equal sub-bins, one count per sub-bin of the records whose cell is not empty, plus
+discrete Gaussian noise. One record moves one count by 1 (L2 sensitivity 1), so the vector
+costs 1 / (2 sigma^2) at sigma. A decoder places a value inside its bin by these counts
+(:mod:`vertimrf.within`); it is post-processing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from vertimrf.domain import QUANTILE, ColumnSpec
+from vertimrf.errors import ConfigError
+from vertimrf.privacy.ledger import PrivacyLedger, Release
+from vertimrf.privacy.mechanisms import exponential_mechanism
+from vertimrf.privacy.samplers import NoiseSampler
+
+__all__ = [
+    "CANDIDATES",
+    "FINE_CELLS",
+    "fine_cells",
+    "fine_histogram",
+    "fine_index",
+    "quantile_cuts",
+]
+
+FINE_CELLS = 256  # a column's fine histogram: about this many sub-bins in all
+CANDIDATES = 1024  # the quantile cuts' public candidate grid, inside the bounds
+QUANTILE_MECHANISM = "quantile_cut"
+FINE_MECHANISM = "fine_histogram"
+
+
+def fine_cells(col: ColumnSpec) -> int:
+    """Sub-bins per bin of ``col``'s fine histogram."""
+    return max(1, FINE_CELLS // col.bounds[2])
+
+
+def fine_index(col: ColumnSpec, x: np.ndarray) -> np.ndarray:
+    """The fine sub-bin (int64, ``bin * fine_cells + j``) of each value of ``x`` (inside
+    the bounds, not NaN) of resolved numeric ``col``."""
+    s = fine_cells(col)
+    edges = col.edges
+    b = col.bin_of(x)
+    left, width = edges[b], edges[b + 1] - edges[b]
+    safe = np.where(width > 0, width, 1.0)
+    j = np.floor((x - left) / safe * s).astype(np.int64)
+    return b * s + np.clip(np.where(width > 0, j, 0), 0, s - 1)
+
+
+def fine_histogram(
+    col: ColumnSpec,
+    x: np.ndarray,
+    *,
+    rho: float,
+    noise: NoiseSampler,
+    ledger: PrivacyLedger,
+    party: str | None = None,
+) -> tuple[np.ndarray, Release]:
+    """The noisy fine histogram (int64, ``bins * fine_cells`` counts) of the non-empty
+    values ``x`` of ``col``, charged ``rho`` (sigma = sqrt(1 / (2 rho))) before its draw."""
+    _positive(rho, col)
+    x = np.asarray(x, dtype=np.float64)
+    cells = col.bounds[2] * fine_cells(col)
+    counts = np.bincount(fine_index(col, x[~np.isnan(x)]), minlength=cells).astype(np.int64)
+    sigma = math.sqrt(1.0 / (2.0 * rho))
+    release = ledger.charge_gaussian(
+        FINE_MECHANISM,
+        1.0,
+        sigma,
+        party=party,
+        description=f"fine histogram of {col.name!r} ({cells} cells)",
+        sampler="discrete_gaussian",
+        column=col.name,
+        cells=cells,
+    )
+    return counts + noise.discrete_gaussian(sigma, counts.shape), release
+
+
+def quantile_cuts(
+    col: ColumnSpec,
+    x: np.ndarray,
+    *,
+    rho: float,
+    noise: NoiseSampler,
+    ledger: PrivacyLedger,
+    party: str | None = None,
+) -> tuple[ColumnSpec, list[Release]]:
+    """``col`` (scale "quantile") with its k-1 DP cuts measured on the non-empty values
+    ``x``, each an exponential mechanism at eps = sqrt(8 rho / (k-1)), charged before its
+    draw; and the releases."""
+    import opendp.prelude as dp
+
+    _positive(rho, col)
+    if col.scale != QUANTILE:
+        raise ConfigError(f"column {col.name!r} is not cut at quantiles.")
+    lower, upper, bins = col.bounds
+    x = np.asarray(x, dtype=np.float64)
+    data = x[~np.isnan(x)].tolist()
+    grid = np.linspace(lower, upper, CANDIDATES + 2)[1:-1]
+    eps = math.sqrt(8.0 * rho / (bins - 1)) if bins > 1 else 0.0
+    dp.enable_features("contrib")
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    cuts, releases = [], []
+    for i in range(1, bins):
+        score = dp.t.make_quantile_score_candidates(
+            domain, dp.symmetric_distance(), grid.tolist(), i / bins
+        )
+        scores = -np.asarray(score(data), dtype=np.int64)
+        k, release = exponential_mechanism(
+            scores,
+            sensitivity=int(score.map(1)),
+            epsilon=eps,
+            noise=noise,
+            ledger=ledger,
+            mechanism=QUANTILE_MECHANISM,
+            party=party,
+            description=f"quantile cut {i}/{bins} of {col.name!r}",
+        )
+        cuts.append(float(grid[k]))
+        releases.append(release)
+    return col.with_cuts(sorted(cuts)), releases
+
+
+def _positive(rho: float, col: ColumnSpec) -> None:
+    if not (rho > 0 and math.isfinite(rho)):
+        raise ConfigError(f"column {col.name!r}: a numeric release needs rho > 0; got {rho!r}.")
