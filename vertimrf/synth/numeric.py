@@ -1,0 +1,82 @@
+"""A table's numeric releases before its fit: DP quantile cuts for the columns cut at
+quantiles, and a fine histogram per numeric column when values are placed by them.
+
+:func:`numeric_releases` checks every cell first (against the spec, its quantile columns
+read as equal-width for the check), so a table that cannot be encoded spends nothing. It
+then splits ``rho`` evenly over the columns that release, and a column that releases both
+gives half to each (:mod:`vertimrf.privacy.numeric` has the mechanisms and their charges).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from vertimrf.domain import EQUAL, NUMERIC, QUANTILE, DomainSpec, TableEncoder
+from vertimrf.errors import ConfigError
+from vertimrf.privacy.ledger import PrivacyLedger, Release
+from vertimrf.privacy.numeric import fine_histogram, quantile_cuts
+from vertimrf.privacy.samplers import NoiseSampler
+from vertimrf.within import PLACEMENTS, Placement, placement
+
+__all__ = ["NUMERIC_SHARE", "numeric_releases", "releasing_columns"]
+
+NUMERIC_SHARE = 0.05  # of a fit's rho, when any column releases
+
+
+def releasing_columns(spec: DomainSpec, values: str) -> list[str]:
+    """The columns of ``spec`` that release before the fit when values are placed by
+    ``values`` (one of :data:`~vertimrf.within.PLACEMENTS`): every numeric one for
+    "fine", else those cut at quantiles."""
+    if values not in PLACEMENTS:
+        raise ConfigError(f"values must be one of {list(PLACEMENTS)}; got {values!r}.")
+    return [
+        c.name
+        for c in spec.columns
+        if c.kind == NUMERIC and (values == "fine" or c.scale == QUANTILE)
+    ]
+
+
+def numeric_releases(
+    frame: pd.DataFrame,
+    spec: DomainSpec,
+    *,
+    values: str,
+    rho: float,
+    noise: NoiseSampler,
+    ledger: PrivacyLedger,
+    party: str | None = None,
+) -> tuple[DomainSpec, Placement, list[Release]]:
+    """``spec`` with its quantile cuts measured on ``frame``, the placement of values inside
+    their bins, and the releases, each charged to ``ledger`` before its draw."""
+    names = releasing_columns(spec, values)
+    provisional = DomainSpec(
+        [dataclasses.replace(c, scale=EQUAL) if not c.resolved else c for c in spec.columns],
+        spec.ignored,
+    )
+    TableEncoder(provisional).encode(frame[list(spec.names)])  # every cell, before any release
+    if not names:
+        return spec, placement(values), []
+    each = rho / len(names)
+    columns = {c.name: c for c in spec.columns}
+    counts: dict[str, np.ndarray] = {}
+    releases: list[Release] = []
+    for name in names:
+        col = columns[name]
+        x = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
+        both = values == "fine" and not col.resolved
+        if not col.resolved:
+            share = each / 2 if both else each
+            col, cuts = quantile_cuts(col, x, rho=share, noise=noise, ledger=ledger, party=party)
+            columns[name] = col
+            releases += cuts
+        if values == "fine":
+            share = each / 2 if both else each
+            counts[name], release = fine_histogram(
+                col, x, rho=share, noise=noise, ledger=ledger, party=party
+            )
+            releases.append(release)
+    resolved = DomainSpec([columns[c.name] for c in spec.columns], spec.ignored)
+    return resolved, placement(values, counts), releases
