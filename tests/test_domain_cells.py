@@ -108,10 +108,10 @@ def test_a_config_built_from_a_spec_with_an_ignored_column_does_not_hold_it(tmp_
     assert load_config(tmp_path / "config.json").spec.names == ("carrier", "air_time")
 
 
-def test_an_ignore_entry_needs_a_name_and_only_the_three_types_are_read():
+def test_an_ignore_entry_needs_a_name_and_only_the_four_types_are_read():
     with pytest.raises(DomainError, match=r"needs the keys \['name'\]"):
         DomainSpec.from_dict({"columns": [{"type": "ignore"}]})
-    with pytest.raises(DomainError, match="'categorical', 'numeric' or 'ignore'"):
+    with pytest.raises(DomainError, match="'categorical', 'numeric', 'datetime' or 'ignore'"):
         DomainSpec.from_dict({"columns": [{"name": "a", "type": "date"}]})
     with pytest.raises(DomainError, match="every column is ignored"):
         DomainSpec.from_dict({"columns": [{"name": "a", "type": "ignore"}]})
@@ -137,16 +137,14 @@ def test_infer_spec_warns_of_each_column_a_user_would_not_want():
     said = {
         str(w.message).split("'")[1]: str(w.message) for w in caught if w.category is SpecWarning
     }
-    assert set(said) == {"rownames", "year", "tailnum", "time_hour"}
+    assert set(said) == {"rownames", "year", "tailnum"}  # time_hour: datetime (issue 60)
     assert "like a record ID" in said["rownames"] and "--id-column" in said["rownames"]
     assert "holds one value (2013) in every row" in said["year"]
     assert "distinct text values, more than max categories (50)" in said["tailnum"]
-    assert "holds dates or times (e.g. '2013-01-01 00:00:00')" in said["time_hour"]
-    assert all(
-        'proposed as "type": "ignore"' in said[c] for c in ("rownames", "tailnum", "time_hour")
-    )
-    assert spec.names == ("year", "carrier", "air_time")
-    assert spec.ignored == ("rownames", "tailnum", "time_hour")
+    assert all('proposed as "type": "ignore"' in said[c] for c in ("rownames", "tailnum"))
+    assert spec.names == ("year", "carrier", "air_time", "time_hour")
+    assert spec["time_hour"].kind == "datetime" and spec["time_hour"].time.unit == "hour"
+    assert spec.ignored == ("rownames", "tailnum")
 
 
 def test_infer_spec_names_the_text_cell_in_a_column_of_numbers():

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
+from vertimrf import timecols
 from vertimrf.errors import DomainError
 from vertimrf.io import atomic_write_text, read_json
+from vertimrf.timecols import TimeAxis
 
 if TYPE_CHECKING:  # imported where a table is read or written: the protocol needs no pandas
     import pandas as pd
@@ -135,6 +137,7 @@ class EncodedTable:
 
 CATEGORICAL = "categorical"
 NUMERIC = "numeric"
+DATETIME = "datetime"  # binned like a numeric column, on seconds since 1970 (vertimrf.timecols)
 IGNORE = "ignore"  # a spec file's column left out of the domain, wherever it is read
 # pandas.read_csv's default missing-value strings. vertimrf reads none of them as missing
 # (only an empty cell is), so a numeric cell holding one is named as not a number.
@@ -162,6 +165,11 @@ class ColumnSpec:
     bound lands in the last bin. With ``missing``, an empty cell (NaN, None or "") is one
     more value, coded :attr:`missing_code`: right after the column's own values, so every
     engine sees an ordinary categorical value.
+
+    A datetime column has its public :class:`~vertimrf.timecols.TimeAxis` as ``time``: bins
+    of whole units (days, months, ...) between ISO bounds, and the strftime format of its
+    cells. Its ``lower``, ``upper``, ``bins`` and ``cuts`` are derived from it: the bins'
+    edges as seconds since 1970, so it bins as a numeric column with those cut points.
     """
 
     name: str
@@ -173,6 +181,7 @@ class ColumnSpec:
     missing: bool = False
     scale: str = EQUAL
     cuts: tuple[float, ...] | None = None
+    time: TimeAxis | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", str(self.name))
@@ -181,6 +190,8 @@ class ColumnSpec:
                 f"column {self.name!r}: 'missing' must be true or false, "
                 f"got {_brief(self.missing)}."
             )
+        if self.time is not None and self.kind != DATETIME:
+            raise DomainError(f"column {self.name!r} is {self.kind}: it takes no time axis.")
         if self.kind == CATEGORICAL:
             cats = tuple(self.categories or ())
             if not cats:
@@ -212,15 +223,37 @@ class ColumnSpec:
             object.__setattr__(self, "upper", float(hi))
             object.__setattr__(self, "bins", int(b))
             self._check_scale()
+        elif self.kind == DATETIME:
+            self._set_time_bins()
         else:
             raise DomainError(
                 f"column {self.name!r}: unknown type {self.kind!r}; use "
-                f"{CATEGORICAL!r} or {NUMERIC!r}."
+                f"{CATEGORICAL!r}, {NUMERIC!r} or {DATETIME!r}."
             )
         if self.size > _MAX_CODES:
             raise DomainError(
                 f"column {self.name!r} has {self.size} codes; at most {_MAX_CODES} are supported."
             )
+
+    def _set_time_bins(self) -> None:
+        """A datetime column's bounds, bins and cut points, from its time axis."""
+        if not isinstance(self.time, TimeAxis):
+            raise DomainError(
+                f"column {self.name!r}: a datetime column needs its time axis (time=TimeAxis(...))."
+            )
+        if self.categories is not None:
+            raise DomainError(f"column {self.name!r} is datetime: it takes no categories.")
+        bins = self.time.bins
+        if bins + self.missing > _MAX_CODES:
+            raise DomainError(
+                f"column {self.name!r} has {bins:,} bins of one {self.time.unit}; at most "
+                f"{_MAX_CODES:,} are supported: take a longer unit or a larger step."
+            )
+        edges = self.time.edges()
+        for key, value in (("lower", float(edges[0])), ("upper", float(edges[-1])),
+                           ("bins", bins), ("scale", CUTS),
+                           ("cuts", tuple(float(e) for e in edges[1:-1]))):  # fmt: skip
+            object.__setattr__(self, key, value)
 
     def _check_scale(self) -> None:
         """DomainError unless the scale is known and its cuts fit the bounds and bins."""
@@ -315,7 +348,7 @@ class ColumnSpec:
     def values(self) -> tuple[Any, ...]:
         """The categories of a categorical column (DomainError for a numeric one)."""
         if self.categories is None:
-            raise DomainError(f"column {self.name!r} is numeric: it has no categories.")
+            raise DomainError(f"column {self.name!r} is {self.kind}: it has no categories.")
         return self.categories
 
     @property
@@ -330,6 +363,8 @@ class ColumnSpec:
         out: dict[str, Any]
         if self.kind == CATEGORICAL:
             out = {"name": self.name, "type": CATEGORICAL, "categories": list(self.values)}
+        elif self.time is not None:
+            out = {"name": self.name, "type": DATETIME, **self.time.to_dict()}
         else:
             out = {
                 "name": self.name,
@@ -462,9 +497,12 @@ DOMAIN_FORMATS = (
     "Accepted domain formats: "
     '(1) vertimrf\'s {"columns": [{"name": "sex", "type": "categorical", '
     '"categories": ["F", "M"]}, {"name": "age", "type": "numeric", "lower": 0, '
-    '"upper": 100, "bins": 10, "missing": true}, {"name": "notes", "type": "ignore"}]} '
-    '("missing": true makes an empty cell a value of its own; "ignore" leaves the column '
-    "out); "
+    '"upper": 100, "bins": 10, "missing": true}, {"name": "day", "type": "datetime", '
+    '"lower": "2013-01-01", "upper": "2013-12-31", "unit": "day", "format": "%Y-%m-%d"}, '
+    '{"name": "notes", "type": "ignore"}]} '
+    '("missing": true makes an empty cell a value of its own; a datetime column has ISO '
+    'bounds, bins of one "unit" (second, minute, hour, day, week, month, year; "step" units '
+    'with "step") and the strftime "format" of its cells; "ignore" leaves the column out); '
     '(2) integer-coded {"0": {"type": "discrete", "domain": 16}, "1": {...}}; '
     '(3) private-pgm / mbi {"age": 85, "sex": 2} (column name -> number of values).'
 )
@@ -521,13 +559,15 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec | str:
     if not isinstance(c, dict):
         raise _format_error(f"{where} is {_brief(c)}, not a column object.")
     kind = c.get("type")
-    if kind not in (CATEGORICAL, NUMERIC, IGNORE):
+    if kind not in (CATEGORICAL, NUMERIC, DATETIME, IGNORE):
         raise _format_error(
-            f"{where}: 'type' must be 'categorical', 'numeric' or 'ignore', got {_brief(kind)}."
+            f"{where}: 'type' must be 'categorical', 'numeric', 'datetime' or 'ignore', got "
+            f"{_brief(kind)}."
         )
     need = {
         CATEGORICAL: ("name", "categories"),
         NUMERIC: ("name", "lower", "upper", "bins" if "cuts" not in c else "cuts"),
+        DATETIME: ("name", "lower", "upper", "unit"),
         IGNORE: ("name",),
     }[kind]
     missing = [k for k in need if k not in c]
@@ -549,6 +589,8 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec | str:
                 f"booleans or null), got {_brief(cats)}."
             )
         return ColumnSpec(name, CATEGORICAL, tuple(cats), missing=missing)
+    if kind == DATETIME:
+        return _datetime_from_dict(name, c, missing)
     lo, hi, cuts = c["lower"], c["upper"], c.get("cuts")
     scale = c.get("scale", EQUAL if cuts is None else CUTS)
     if cuts is not None and not (
@@ -568,6 +610,22 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec | str:
     )
 
 
+def _datetime_from_dict(name: str, c: dict, missing: Any) -> ColumnSpec:
+    """A datetime column of this library's format."""
+    keys = {k: c[k] for k in ("step", "format", "resolution") if k in c}
+    for k in ("lower", "upper", "unit", "format", "resolution"):
+        if k in c and not isinstance(c[k], str):
+            raise _format_error(f"column {name!r}: {k!r} must be text, got {_brief(c[k])}.")
+    try:
+        axis = TimeAxis(c["lower"], c["upper"], c["unit"], **keys)
+        return ColumnSpec(name, DATETIME, missing=missing, time=axis)
+    except DomainError as exc:
+        text = str(exc)
+        raise DomainError(
+            text if text.startswith("column") else f"column {name!r}: {text}"
+        ) from None
+
+
 def _hashable(value: object) -> bool:
     try:
         hash(value)
@@ -579,12 +637,14 @@ def _hashable(value: object) -> bool:
 def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int = 64) -> DomainSpec:
     """Read a spec off the data. NOT differentially private: the result leaks the data.
 
-    Columns with at most ``max_categories`` distinct values become categorical; other numeric
-    columns become numeric with the observed min/max as bounds; other text columns, and
-    columns of dates or times with more values, are ignored (``"type": "ignore"``). A column
-    with empty cells (NaN, None or "") gets ``missing``. A :class:`SpecWarning` names each
-    column a user would likely not want as proposed: ignored for its many values, dates or
-    times, numbers with a few cells of text, a different value in every row (a record ID),
+    Columns of dates (datetime64, or text that one date format reads) become datetime
+    (:func:`proposed_axis`: the data's first and last unit as bounds); other columns with at
+    most ``max_categories`` distinct values become categorical; other numeric columns become
+    numeric with the observed min/max as bounds; other text columns, and columns of times
+    of day with more values, are ignored (``"type": "ignore"``). A column with empty cells
+    (NaN, None or "") gets ``missing``. A :class:`SpecWarning` names each column a user
+    would likely not want as proposed: ignored for its many values, dates or times in no one
+    format, numbers with a few cells of text, a different value in every row (a record ID),
     one value in every row. Prefer a public spec.
     """
     import pandas as pd
@@ -606,9 +666,14 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
         numeric = pd.api.types.is_numeric_dtype(s)
         timed = pd.api.types.is_datetime64_any_dtype(s)
         dated = timed or _dates_or_times(uniq)
+        axis = proposed_axis(s, uniq) if dated and len(uniq) else None
         ids = len(df) >= _ID_ROWS and len(uniq) == len(df) and (s.dtype.kind in "iu" or not numeric)
+        ids = ids and axis is None  # a time in every row is no record ID
         many = len(uniq) > max_categories
-        if timed or (many and (ids or not numeric)):
+        if axis is not None:
+            cols.append(ColumnSpec(name, DATETIME, missing=missing, time=axis))
+            proposed = f"datetime by {axis.unit}"
+        elif timed or (many and (ids or not numeric)):
             ignored.append(name)
             proposed = '"type": "ignore"'
         elif not many or not numeric:
@@ -623,7 +688,9 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
                 )
             )
             proposed = "numeric"
-        odd = _odd_column(df[name], empty, uniq, numeric, dated, ids, max_categories)
+        odd = _odd_column(
+            df[name], empty, uniq, numeric, dated and not axis, ids, max_categories, bool(axis)
+        )
         if odd:
             what, fix = odd
             message = f"column {name!r} {what}: proposed as {proposed}; {fix}."
@@ -634,6 +701,73 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
 # A text value that starts as a date or a time does: 2013-01-01, 1/31/2013, 31.01.13, 05:30.
 _DATE_TIME = re.compile(r"\s*(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{1,2}:\d{2})")
 _ID_ROWS = 20  # fewer rows than this cannot tell a record ID from a column of few values
+
+
+def proposed_axis(s: pd.Series, uniq: np.ndarray) -> TimeAxis | None:
+    """The time axis :func:`infer_spec` proposes for the non-empty cells ``s`` of distinct
+    values ``uniq`` (NOT DP: read off the data), or None when no one format reads them.
+
+    The format: ``"%Y-%m-%d"`` (or with ``" %H:%M:%S"`` when a time is not midnight) for
+    datetime64 values, else the one pandas guesses that reads every distinct text (a
+    trailing ``Z`` kept as a literal). The resolution: the coarsest of second, minute,
+    hour, day, month and year that every value is a whole number of. The unit: the finest
+    one of at most 400 bins (:func:`~vertimrf.timecols.proposed_unit`). The bounds: the
+    starts of the first and the last value's units."""
+    import pandas as pd
+
+    if pd.api.types.is_datetime64_any_dtype(s):
+        stamps = s.dt.tz_localize(None) if isinstance(s.dtype, pd.DatetimeTZDtype) else s
+        x = timecols.seconds(stamps.to_numpy())
+        fmt = "%Y-%m-%d" if (x % 86400 == 0).all() else "%Y-%m-%d %H:%M:%S"
+    else:
+        found = _text_format(uniq)
+        if found is None:
+            return None
+        fmt, x = found
+    first, last = float(x.min()), float(x.max())
+    resolution = next(
+        u for u in ("year", "month", "day", "hour", "minute", "second")
+        if u == "second" or (timecols.floor(x, u) == x).all()
+    )  # fmt: skip
+    unit = timecols.proposed_unit(first, last, resolution)
+    start, end = timecols.floor(np.array([first, last]), unit)
+    if not timecols.divides(resolution, unit):
+        resolution = unit
+    try:
+        return TimeAxis(
+            timecols.bound_text(start), timecols.bound_text(end), unit, 1, fmt, resolution
+        )
+    except DomainError:  # a format that does not read back what it writes
+        return None
+
+
+def _text_format(uniq: np.ndarray) -> tuple[str, np.ndarray] | None:
+    """The format pandas guesses from one of the first 20 texts ``uniq`` that reads all of
+    them, and their times as seconds; or None."""
+    import pandas as pd
+    from pandas.tseries.api import guess_datetime_format
+
+    texts = pd.Series(uniq, dtype=object)
+    if not all(isinstance(v, str) for v in uniq):
+        return None
+    zulu = bool(texts.str.endswith("Z").all())
+    tried = set()
+    for value in uniq[:20]:
+        for dayfirst in (False, True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fmt = guess_datetime_format(value, dayfirst=dayfirst)
+            if fmt is None or fmt in tried:
+                continue
+            tried.add(fmt)
+            if zulu and fmt.endswith("%z"):
+                fmt = fmt[:-2] + "Z"
+            if "%z" in fmt or "%Z" in fmt:
+                continue
+            read = pd.to_datetime(texts, format=fmt, errors="coerce")
+            if read.notna().all():
+                return fmt, timecols.seconds(read.to_numpy())
+    return None
 
 
 def _dates_or_times(uniq: np.ndarray) -> bool:
@@ -660,17 +794,21 @@ def _odd_column(
     dated: bool,
     ids: bool,
     max_categories: int,
+    timed: bool = False,
 ) -> tuple[str, str] | None:
     """What a user would likely not want in the proposal of ``column`` (``empty`` where its
-    cells are empty, ``uniq`` its distinct other values; ``dated``: they are dates or times,
-    ``ids``: they are distinct in every row), and how to fix it; or None."""
+    cells are empty, ``uniq`` its distinct other values; ``dated``: they are dates or times
+    in no one format, ``ids``: they are distinct in every row, ``timed``: it is proposed as
+    datetime), and how to fix it; or None."""
     import pandas as pd
 
+    if timed:
+        return _one_value(uniq, empty)
     if dated:
         return (
-            f"holds dates or times (e.g. {_py(uniq[0])!r})",
-            "a spec has no date type: to use it, write it in the table as a number or as a few "
-            "categories (e.g. the month)",
+            f"holds dates or times (e.g. {_py(uniq[0])!r}) that no one date format reads",
+            "to have it proposed as datetime, write every cell as a date, or a date and a time, "
+            "in one format (e.g. 2013-01-01 05:00:00)",
         )
     values = column.to_numpy(dtype=object)
     text = np.fromiter((isinstance(v, str) for v in values), bool, len(values)) & ~empty
@@ -696,6 +834,10 @@ def _odd_column(
             "to keep it, list its categories in the spec, raise --max-categories, or group "
             "its values in the table",
         )
+    return _one_value(uniq, empty)
+
+
+def _one_value(uniq: np.ndarray, empty: np.ndarray) -> tuple[str, str] | None:
     if len(uniq) == 1 and not empty.any():
         return (
             f"holds one value ({_py(uniq[0])!r}) in every row",
@@ -747,8 +889,9 @@ class TableEncoder:
     """Maps a DataFrame to compact integer codes (n x d, uint8 or uint16) and back.
 
     Categorical values map to their index in the spec's category list; numeric values map to
-    their bin (:meth:`ColumnSpec.bin_of`). Decoding returns categories exactly and, for
-    numeric columns, the bin midpoint (or a uniform draw inside the bin when ``rng`` is given).
+    their bin (:meth:`ColumnSpec.bin_of`), and so do times, read in their column's format.
+    Decoding returns categories exactly; for numeric columns, the bin midpoint (or a uniform
+    draw inside the bin when ``rng`` is given); for datetime columns, text in their format.
     In a column declared ``missing``, an empty cell (NaN, None, pandas' NA or "") encodes to
     the column's missing code and decodes to NaN, pandas' marker for a missing value, which
     a CSV file writes as an empty cell and pandas reads back as NaN; a column of integer (or
@@ -799,6 +942,8 @@ class TableEncoder:
     ) -> pd.DataFrame:
         """DataFrame for ``codes`` (n x d); a numeric bin decodes to a value inside it as
         ``within`` places it (:mod:`vertimrf.within`; default uniform), or to its midpoint
+        without ``rng``; a datetime bin to text in the column's format, of a time drawn
+        uniformly inside it (:meth:`~vertimrf.timecols.TimeAxis.draw`), or of its start
         without ``rng``."""
         import pandas as pd
 
@@ -825,6 +970,11 @@ class TableEncoder:
                     exact = object if index.dtype.kind in "iub" else None
                     index = pd.Index([*index, np.nan], dtype=exact)
                 data[col.name] = index[c]
+            elif col.time is not None:  # text in the column's format, NaN where empty
+                at = np.minimum(c, col.value_codes - 1)
+                text = col.time.write(col.time.draw(col.edges, at, rng)).astype(object)
+                text[empty] = np.nan
+                data[col.name] = text
             else:
                 at = np.minimum(c, col.value_codes - 1)  # the missing code: NaN below
                 x = place.place(col, at, rng)
@@ -863,6 +1013,8 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
                 "change the data, or add the value to the column's categories in the domain spec",
             )
         return codes
+    if col.time is not None:
+        return _encode_times(s, col, col.time)
     x = _numbers(s, col)
     nan = np.isnan(x)
     if nan.any() and col.missing_code is None:
@@ -877,6 +1029,36 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
             f"is outside its public bounds [{lower}, {upper}]",
             "change the data, or widen the bounds in the domain spec",
         )
+    b = col.bin_of(np.where(nan, lower, x))
+    if col.missing_code is not None:
+        b[nan] = col.missing_code
+    return b
+
+
+def _encode_times(s: pd.Series, col: ColumnSpec, axis: TimeAxis) -> np.ndarray:
+    """The bins of datetime column ``col``'s cells; DomainError naming the first cell that
+    is no time in the column's format, or outside its bins."""
+    empty = empty_cells(s)
+    if empty.any() and col.missing_code is None:
+        raise _cell_error(col, s.to_numpy(dtype=object), empty, _EMPTY, _EMPTY_FIX)
+    x, bad = axis.read(s, empty)
+    if bad.any():
+        fix = "fix the cell, or correct the column's format in the domain spec"
+        problem = f"is not a time in the column's format {axis.format!r}"
+        raise _cell_error(col, s.to_numpy(dtype=object), bad, problem, fix)
+    lower, upper, _ = col.bounds
+    out = (x < lower) | (x >= upper)
+    if out.any():
+        last = f"the {axis.unit}" if axis.step == 1 else "the bin"
+        raise _cell_error(
+            col,
+            s.to_numpy(dtype=object),
+            out,
+            f"is outside its public bounds: from {axis.lower} to the end of {last} that "
+            f"holds {axis.upper}",
+            "change the data, or widen the bounds in the domain spec",
+        )
+    nan = np.isnan(x)
     b = col.bin_of(np.where(nan, lower, x))
     if col.missing_code is not None:
         b[nan] = col.missing_code
