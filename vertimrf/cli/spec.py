@@ -12,10 +12,10 @@ from vertimrf.errors import ConfigError
 
 NOT_DP = (
     "this spec is read off the data, so it is NOT differentially private: it reveals the "
-    "categories present and each numeric column's min and max. Fix it by hand before any "
-    "run: categories from public knowledge (every value a column may take, not only those "
-    "seen) and numeric bounds from public knowledge (never the data's min and max); see "
-    "docs/own-data.md."
+    "categories present, each numeric column's min and max, and each datetime column's first "
+    "and last date. Fix it by hand before any run: categories from public knowledge (every "
+    "value a column may take, not only those seen), numeric bounds and datetime bounds from "
+    "public knowledge (never the data's min and max); see docs/own-data.md."
 )
 
 
@@ -48,6 +48,13 @@ def cmd_spec(args: argparse.Namespace) -> int:
         if col.kind == "numeric":
             lower, upper, bins = col.bounds
             seen = f"numeric, bounds [{lower:g}, {upper:g}] = the data's min and max, {bins} bins"
+        elif col.time is not None:
+            axis = col.time
+            seen = (
+                f"datetime, bounds [{axis.lower}, {axis.upper}] = the {axis.unit}s of the data's "
+                f"first and last time, {col.bounds[2]} bins of one {axis.unit}, format "
+                f"{axis.format!r}"
+            )
         else:
             seen = f"categorical, the {len(col.values)} categories seen in the data"
         empty = int(empty_cells(df[col.name]).sum())
@@ -70,9 +77,12 @@ def add_spec(sub: argparse._SubParsersAction) -> None:
         description="Write a domain spec JSON proposed from the table: a column with at most "
         "--max-categories distinct values is categorical, another numeric column is numeric "
         'with the data\'s min and max as bounds, another text column is "type": "ignore" (left '
-        'out); a column with empty cells gets "missing": true (an empty cell is a value of its '
-        "own). A warning on stderr names each column you would likely not want as proposed "
-        "(too many values, dates or times, numbers with a few text cells, a different value in "
+        "out); a column of dates (text that one date format reads) is datetime, with the "
+        "format read off its cells, bounds at the data's first and last unit, and the finest "
+        "unit of minute, hour, day, week, month, year that gives at most 400 bins; a column "
+        'with empty cells gets "missing": true (an empty cell is a value of its own). A warning '
+        "on stderr names each column you would likely not want as proposed (too many values, "
+        "dates or times in no one format, numbers with a few text cells, a different value in "
         "every row, one value in every row). The proposal is read off the data and is "
         "NOT differentially private: replace its categories and bounds with public "
         "knowledge before any run (docs/own-data.md).",

@@ -12,7 +12,8 @@ batch alone may not show. So a CSV column is read as text, and a batch is conver
 where its text settles the column's pandas type: every value a plain integer in int64's range
 (a column of integer categories, or the IDs), every value a plain decimal number (a numeric
 column), or text categories and text IDs once any value anywhere is text that no number
-parser takes. A column that a batch cannot settle, or that holds a value off the spec, is read
+parser takes. A datetime column's text needs no settling: its format reads it whatever type
+pandas gives the column (an integer such as 20130101 is read as its digits). A column that a batch cannot settle, or that holds a value off the spec, is read
 again alone by pandas at the end, which gives pandas' codes or its error; so are IDs that are
 missing or repeated. A CSV file that pyarrow cannot parse is read whole by pandas.
 
@@ -38,7 +39,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 
-from vertimrf.domain import CATEGORICAL, ColumnSpec, DomainSpec, EncodedTable, TableEncoder
+from vertimrf.domain import (
+    CATEGORICAL,
+    DATETIME,
+    ColumnSpec,
+    DomainSpec,
+    EncodedTable,
+    TableEncoder,
+)
 from vertimrf.domain import NA_STRINGS as NA_STRINGS  # pandas' defaults: read here as text
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.party.ids import (
@@ -244,7 +252,7 @@ class _Column:
         self.missing = spec.missing  # an empty cell is a value: a batch may hold nulls
         # Categories matched as floats where a null makes pandas' whole column floats.
         self.float_matched = spec.missing and spec.kind == CATEGORICAL
-        self.kind = "number"
+        self.kind = "time" if spec.kind == DATETIME else "number"
         if spec.kind == CATEGORICAL:
             values = [v for v in spec.values if v is not None]
             if all(isinstance(v, str) for v in values):
@@ -282,6 +290,8 @@ class _Column:
         if self.kind == "text":
             self.text_seen = self.text_seen or _has_text(values)
             return values.to_pandas()
+        if self.kind == "time":  # text read in the column's format, whatever pandas' type
+            return values.to_pandas()
         if values.null_count and not self.missing:
             return None
         if self.kind == "integer":
@@ -292,8 +302,9 @@ class _Column:
 
     def _nulls_kept(self, t: pa.DataType) -> bool:
         """A batch of type ``t`` with nulls converts as pandas' whole column (floats, NaN
-        where null), and its nulls are a value of the column."""
-        return self.missing and (pa.types.is_integer(t) or pa.types.is_floating(t))
+        where null; times as times, NaT where null), and its nulls are a value of the column."""
+        numbers = pa.types.is_integer(t) or pa.types.is_floating(t)
+        return self.missing and (numbers or self.kind == "time")
 
     def _exact(self, series: pd.Series) -> pd.Series | None:
         """``series``, or None when a null elsewhere could make pandas round its numbers

@@ -7,7 +7,9 @@ integer column stays integer (a numeric one decodes to the integer nearest its v
 its bin and the public bounds), and booleans, strings and floats keep their dtype. A column
 that can hold an empty cell (declared ``missing``, or absent at a party) gets the dtype's
 nullable form (``int64`` -> ``Int64``, ``bool`` -> ``boolean``), so that every frame of one
-model has the same dtypes. Other dtypes (dates, say) are not recorded.
+model has the same dtypes. A datetime column decodes to text in its format; fitted on
+``datetime64`` values (without a time zone) it comes back as ``datetime64``, read with that
+format (NaT where empty). Other dtypes (a time zone's, say) are not recorded.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import CATEGORICAL, ColumnSpec, DomainSpec
+from vertimrf.domain import CATEGORICAL, DATETIME, ColumnSpec, DomainSpec
 from vertimrf.errors import DomainError
 
 CATEGORY = "category"
@@ -35,7 +37,10 @@ def column_dtypes(frame: pd.DataFrame, spec: DomainSpec) -> dict[str, str]:
     for name in spec.names:
         if name in frame.columns:
             dtype = frame[name].dtype
-            if isinstance(dtype, pd.CategoricalDtype):
+            if spec[name].kind == DATETIME:
+                if _times(dtype) or pd.api.types.is_string_dtype(dtype):
+                    out[name] = str(dtype)
+            elif isinstance(dtype, pd.CategoricalDtype):
                 out[name] = ORDERED if dtype.ordered else CATEGORY
             elif _supported(dtype):
                 out[name] = str(dtype)
@@ -78,6 +83,11 @@ def typed(
     return run
 
 
+def _times(dtype: Any) -> bool:
+    """``dtype`` is a ``datetime64`` without a time zone."""
+    return pd.api.types.is_datetime64_dtype(dtype) and not isinstance(dtype, pd.DatetimeTZDtype)
+
+
 def _supported(dtype: Any) -> bool:
     return (
         pd.api.types.is_bool_dtype(dtype)
@@ -99,6 +109,8 @@ def _cast(col: ColumnSpec, dtype: object, *, empty: bool) -> Cast:
         want = pd.api.types.pandas_dtype(dtype)
     except TypeError:
         want = None
+    if col.time is not None:
+        return _text_or_times(col, want, dtype)
     if want is None or not _supported(want):
         raise DomainError(f"column {col.name!r}: {dtype!r} is not a dtype a sample can take.")
     if pd.api.types.is_bool_dtype(want):
@@ -109,6 +121,20 @@ def _cast(col: ColumnSpec, dtype: object, *, empty: bool) -> Cast:
     if pd.api.types.is_integer_dtype(want):
         return _integers(col, want, empty)
     return lambda s: s.astype(want)
+
+
+def _text_or_times(col: ColumnSpec, want: Any, dtype: object) -> Cast:
+    """How the text a datetime column ``col`` decodes to becomes ``want``: text as it is,
+    ``datetime64`` read in the column's format."""
+    if want is not None and _times(want):
+        fmt = col.time.format if col.time is not None else None
+        return lambda s: pd.to_datetime(s, format=fmt).astype(want)
+    if want is not None and pd.api.types.is_string_dtype(want):
+        return lambda s: s.astype(want)
+    raise DomainError(
+        f"column {col.name!r} is datetime: {dtype!r} is not a dtype its sample can take "
+        "(text or datetime64)."
+    )
 
 
 def _integers(col: ColumnSpec, want: Any, empty: bool) -> Cast:
