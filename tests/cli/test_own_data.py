@@ -210,16 +210,15 @@ def test_spec_warns_of_unwanted_columns_one_line_each_and_ignores_them(tmp_path,
     assert main(argv) == 0
     captured = capsys.readouterr()
     warned = {line.split("'")[1]: line for line in captured.err.splitlines() if "column '" in line}
-    assert set(warned) == {"rownames", "year", "tailnum", "time_hour"}
-    assert len(captured.err.splitlines()) == 5  # and the NOT DP warning
+    assert set(warned) == {"rownames", "year", "tailnum"}  # time_hour: datetime (issue 60)
+    assert len(captured.err.splitlines()) == 4  # and the NOT DP warning
     assert all(line.startswith("vertimrf: warning: column '") for line in warned.values())
     assert "like a record ID" in warned["rownames"] and "one value (2013)" in warned["year"]
     assert "more than max categories (50)" in warned["tailnum"]
-    assert "dates or times" in warned["time_hour"]
     columns = json.loads(out.read_text())["columns"]
     types = {c["name"]: c["type"] for c in columns}
     assert types == {"year": "categorical", "carrier": "categorical", "air_time": "numeric",
-                     "rownames": "ignore", "tailnum": "ignore", "time_hour": "ignore",
+                     "rownames": "ignore", "tailnum": "ignore", "time_hour": "datetime",
                      "dest": "ignore"}  # fmt: skip
     assert '  dest: "type": "ignore", left out of every table (--drop)' in captured.out
     assert main([*argv[:-2], "--drop", "nope", "--force"]) == 2
@@ -230,7 +229,7 @@ def test_ignored_columns_stay_out_of_the_split_and_the_config(tmp_path, capsys):
     _flights(tmp_path / "flights.csv")
     spec = tmp_path / "flights.json"
     argv = ["spec", "--data", str(tmp_path / "flights.csv"), "--out", str(spec),
-            "--id-column", "rownames", "--drop", "year"]  # fmt: skip
+            "--id-column", "rownames", "--drop", "year", "--drop", "time_hour"]  # fmt: skip
     assert main(argv) == 0
     parties = ["--party", "A=carrier,dest", "--party", "B=air_time"]
     split = ["split", "--data", str(tmp_path / "flights.csv"), "--spec", str(spec),

@@ -64,7 +64,7 @@ def numeric(column: str, lower: float, upper: float, bins: int, reason: str) -> 
 
 
 ONE_VALUE = "one value in every row: it says nothing"
-TIMESTAMP = "a timestamp string: a spec has no date type, and the parts are other columns"
+TIMESTAMP = "a timestamp string whose parts (year, month, day, hour) are other columns"
 
 TABLES: tuple[Table, ...] = (
     Table(
