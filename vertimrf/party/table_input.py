@@ -13,9 +13,10 @@ where its text settles the column's pandas type: every value a plain integer in 
 (a column of integer categories, or the IDs), every value a plain decimal number (a numeric
 column), or text categories and text IDs once any value anywhere is text that no number
 parser takes. A datetime column's text needs no settling: its format reads it whatever type
-pandas gives the column (an integer such as 20130101 is read as its digits). A column that a batch cannot settle, or that holds a value off the spec, is read
-again alone by pandas at the end, which gives pandas' codes or its error; so are IDs that are
-missing or repeated. A CSV file that pyarrow cannot parse is read whole by pandas.
+pandas gives the column (an integer such as 20130101 is read as its digits). A column that a
+batch cannot settle, or that holds a value off the spec, is read again alone by pandas at the
+end, which gives pandas' codes or its error; so are IDs that are missing or repeated. A CSV
+file that pyarrow cannot parse is read whole by pandas.
 
 In a CSV file only an empty cell is missing: pandas' default missing strings ("NA", "n/a",
 "NaN", "null", ... :data:`~vertimrf.domain.NA_STRINGS`) are read as text, so a numeric cell
