@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the lazy names below, typed for type checkers
     from vertimrf.synth import PrivMRF as PrivMRF
     from vertimrf.threads import get_num_threads as get_num_threads
     from vertimrf.threads import set_num_threads as set_num_threads
+    from vertimrf.timecols import TimeAxis as TimeAxis
     from vertimrf.vertical_model import VerticalModel as VerticalModel
 
 _EXPORTS = {
@@ -53,6 +54,7 @@ _EXPORTS = {
     "EncodedTable": "vertimrf.domain",
     "TableEncoder": "vertimrf.domain",
     "infer_spec": "vertimrf.domain",
+    "TimeAxis": "vertimrf.timecols",
     "load_dataset": "vertimrf.datasets",
     "FitReport": "vertimrf.privacy",
     "PrivacyLedger": "vertimrf.privacy",
