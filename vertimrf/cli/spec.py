@@ -53,7 +53,7 @@ def cmd_spec(args: argparse.Namespace) -> int:
             seen = (
                 f"datetime, bounds [{axis.lower}, {axis.upper}] = the {axis.unit}s of the data's "
                 f"first and last time, {col.bounds[2]} bins of one {axis.unit}, format "
-                f"{axis.format!r}"
+                f"{axis.format!r}, drawn in whole {axis.resolution}s"
             )
         else:
             seen = f"categorical, the {len(col.values)} categories seen in the data"
