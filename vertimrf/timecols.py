@@ -87,8 +87,8 @@ def format_resolution(fmt: str) -> str:
 
 
 def proposed_unit(first: float, last: float, resolution: str) -> str:
-    """The finest of minute, hour, day, week, month and year (no finer than ``resolution``,
-    the values' own) that cuts the times ``first``..``last`` into at most
+    """The finest of minute, hour, day, week, month and year that ``resolution`` (the
+    values' own) divides and that cuts the times ``first``..``last`` into at most
     :data:`MAX_PROPOSED_BINS` bins; year when none does."""
     for unit in UNITS[1:-1]:
         if not divides(resolution, unit):
@@ -114,10 +114,9 @@ def _seconds(value: object, what: str) -> int:
         except ValueError:
             raise DomainError(f"{what} {value!r} is no date of the calendar.") from None
     if isinstance(value, dt.date | np.datetime64):
-        stamp = np.datetime64(value)
         if isinstance(value, dt.datetime) and value.tzinfo is not None:
             raise DomainError(f"{what} must have no time zone, got {value!r}.")
-        return int(stamp.astype("datetime64[s]").astype(np.int64))
+        return int(np.datetime64(value).astype("datetime64[s]").astype(np.int64))
     raise DomainError(f"{what} must be an ISO date or time text, got {value!r}.")
 
 
