@@ -1,10 +1,11 @@
-"""Utility metrics for synthetic tables: l-way marginal TVD, a workload's TVD and SVM
-misclassification.
+"""Utility metrics for synthetic tables: l-way marginal TVD, a workload's TVD, each column's
+distance (KS for numbers and times, 1-way TVD otherwise), each pair's 2-way TVD and trend
+(correlation or Cramér's V), and SVM misclassification.
 
-Both follow the evaluation protocol of the PrivMRF and VertiMRF papers with two fixes:
-the TVD evaluates exactly ``n_marginals`` distinct attribute subsets (the reference drew
-subsets with replacement and silently evaluated fewer), and the SVM trains the synthesizer
-on the training folds only (the reference let the test fold leak into it).
+The l-way TVD and the SVM follow the evaluation protocol of the PrivMRF and VertiMRF papers
+with two fixes: the TVD evaluates exactly ``n_marginals`` distinct attribute subsets (the
+reference drew subsets with replacement and silently evaluated fewer), and the SVM trains
+the synthesizer on the training folds only (the reference let the test fold leak into it).
 
 ``spec`` is a :class:`~vertimrf.domain.Domain` (frames are already integer-coded with columns
 named by ``Domain.names``), a :class:`~vertimrf.domain.DomainSpec`, or an encoder-like object
@@ -22,7 +23,15 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.codec import SpecLike, as_table, resolve_codec
-from vertimrf.domain import EncodedTable
+from vertimrf.domain import (
+    DATETIME,
+    NUMERIC,
+    ColumnSpec,
+    Domain,
+    DomainSpec,
+    EncodedTable,
+    empty_cells,
+)
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.workload import Workload
 
@@ -70,6 +79,22 @@ def _subset_tvd(a: np.ndarray, b: np.ndarray, shape: tuple[int, ...]) -> float:
     return 0.5 * float(np.abs(pa - pb).sum())
 
 
+def _both_codes(
+    real: pd.DataFrame | EncodedTable,
+    synth: pd.DataFrame | EncodedTable,
+    spec: SpecLike | None,
+    what: str,
+) -> tuple[np.ndarray, np.ndarray, Domain]:
+    """The codes of both tables over one domain (``spec``'s, or ``real``'s when it is an
+    EncodedTable and ``spec`` is None); DomainError naming ``what`` if either has no row."""
+    real_table, codec = as_table(real, spec)
+    domain = codec.domain
+    a, b = real_table.codes, as_table(synth, domain if spec is None else spec)[0].codes
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        raise DomainError(f"{what} needs at least one row in both tables.")
+    return a, b, domain
+
+
 def tvd(
     real: pd.DataFrame | EncodedTable,
     synth: pd.DataFrame | EncodedTable,
@@ -84,11 +109,7 @@ def tvd(
     full-domain histogram, so tables of different sizes compare as distributions. Either
     table may be an :class:`EncodedTable` (then ``spec`` may be None).
     """
-    real_table, codec = as_table(real, spec)
-    domain = codec.domain
-    a, b = real_table.codes, as_table(synth, domain if spec is None else spec)[0].codes
-    if a.shape[0] == 0 or b.shape[0] == 0:
-        raise DomainError("tvd needs at least one row in both tables.")
+    a, b, domain = _both_codes(real, synth, spec, "tvd")
     subsets = sample_marginal_subsets(len(domain), ways, n_marginals, seed)
     values = [_subset_tvd(a[:, s], b[:, s], domain.shape(s)) for s in subsets]
     return float(np.mean(values))
@@ -101,15 +122,172 @@ def column_tvd(
 ) -> dict[str, float]:
     """Each column's 1-way TVD (an empty cell counts as a value), by column name in the
     spec's order; with up to 300 columns their mean is ``tvd(..., ways=1)``."""
-    real_table, codec = as_table(real, spec)
-    domain = codec.domain
-    a, b = real_table.codes, as_table(synth, domain if spec is None else spec)[0].codes
-    if a.shape[0] == 0 or b.shape[0] == 0:
-        raise DomainError("column_tvd needs at least one row in both tables.")
+    a, b, domain = _both_codes(real, synth, spec, "column_tvd")
     return {
         name: _subset_tvd(a[:, [i]], b[:, [i]], domain.shape([i]))
         for i, name in enumerate(domain.names)
     }
+
+
+@dataclass(frozen=True)
+class ColumnDistance:
+    """One column's distance between a real and a synthetic table.
+
+    ``kind`` is the column's type in the spec ("categorical", "numeric", "datetime"; "codes"
+    for a :class:`~vertimrf.domain.Domain`), ``metric`` is ``"ks"`` (the Kolmogorov-Smirnov
+    distance of the values, :func:`ks_distance`) or ``"tvd"`` (the 1-way TVD of the codes),
+    and ``distance`` is in [0, 1]; ``tvd1`` is the column's 1-way TVD whatever the metric.
+    """
+
+    column: str
+    kind: str
+    metric: str
+    distance: float
+    tvd1: float
+
+
+def ks_distance(a: np.ndarray | Sequence[float], b: np.ndarray | Sequence[float]) -> float:
+    """The two-sample Kolmogorov-Smirnov distance: the largest gap between the empirical
+    CDFs of ``a`` and ``b``. An empty cell (NaN) counts as a value above every number, so a
+    difference in the share of empty cells counts too."""
+    x = np.sort(np.asarray(a, dtype=np.float64))  # NaN sorts last
+    y = np.sort(np.asarray(b, dtype=np.float64))
+    if x.size == 0 or y.size == 0:
+        raise DomainError("ks_distance needs at least one value in both samples.")
+    at = np.concatenate([x, y])
+    fx = np.searchsorted(x, at, side="right") / x.size
+    fy = np.searchsorted(y, at, side="right") / y.size
+    return float(np.max(np.abs(fx - fy)))
+
+
+def column_distances(
+    real: pd.DataFrame | EncodedTable,
+    synth: pd.DataFrame | EncodedTable,
+    spec: SpecLike | None = None,
+) -> dict[str, ColumnDistance]:
+    """Each column's distance, by name in the spec's order: the KS distance of the values
+    (:func:`ks_distance`) for a numeric column of a DomainSpec when both frames hold numbers
+    in it, or a datetime column's (its times as seconds); else the column's 1-way TVD
+    (:func:`column_tvd`)."""
+    tvds = column_tvd(real, synth, spec)
+    columns = _spec_columns(spec)
+    out = {}
+    for name, value in tvds.items():
+        col = columns.get(name)
+        kind = col.kind if col is not None else "codes"
+        x, y = (
+            (column_values(real, col), column_values(synth, col))
+            if col is not None
+            else (None, None)
+        )
+        if x is not None and y is not None:
+            out[name] = ColumnDistance(name, kind, "ks", ks_distance(x, y), value)
+        else:
+            out[name] = ColumnDistance(name, kind, "tvd", value, value)
+    return out
+
+
+def pair_tvd(
+    real: pd.DataFrame | EncodedTable,
+    synth: pd.DataFrame | EncodedTable,
+    spec: SpecLike | None = None,
+) -> dict[tuple[str, str], float]:
+    """The 2-way TVD of every pair of columns (an empty cell counts as a value), keyed by
+    the pair's names in the spec's order."""
+    a, b, domain = _both_codes(real, synth, spec, "pair_tvd")
+    names = domain.names
+    return {
+        (names[i], names[j]): _subset_tvd(a[:, [i, j]], b[:, [i, j]], domain.shape([i, j]))
+        for i, j in itertools.combinations(range(len(domain)), 2)
+    }
+
+
+@dataclass(frozen=True)
+class PairTrend:
+    """How two columns move together in each table: ``metric`` is ``"correlation"``
+    (Pearson's, for two columns of numbers or times, as :func:`column_distances` compares
+    them) or ``"cramers_v"`` (of their codes, :func:`cramers_v`)."""
+
+    metric: str
+    real: float
+    synth: float
+
+    @property
+    def difference(self) -> float:
+        """``|real - synth|``: up to 2 for a correlation, up to 1 for Cramér's V."""
+        return abs(self.real - self.synth)
+
+
+def cramers_v(x: np.ndarray, y: np.ndarray) -> float:
+    """Cramér's V of two code arrays: sqrt(chi2 / (n (k - 1))), with k the smaller number
+    of distinct values of either; 0 when either takes one value."""
+    _, xi = np.unique(np.asarray(x), return_inverse=True)
+    _, yi = np.unique(np.asarray(y), return_inverse=True)
+    r, c = int(xi.max(initial=-1)) + 1, int(yi.max(initial=-1)) + 1
+    if min(r, c) < 2:
+        return 0.0
+    n = xi.size
+    observed = np.bincount(xi * c + yi, minlength=r * c).reshape(r, c).astype(np.float64)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / n
+    chi2 = float(((observed - expected) ** 2 / expected).sum())
+    return math.sqrt(chi2 / (n * (min(r, c) - 1)))
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson's correlation over the rows where both values are present; 0 when either is
+    constant there or fewer than two rows are."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    both = ~(np.isnan(x) | np.isnan(y))
+    if both.sum() < 2:
+        return 0.0
+    x, y = x[both] - x[both].mean(), y[both] - y[both].mean()
+    scale = math.sqrt(float(x @ x) * float(y @ y))
+    return float(x @ y) / scale if scale > 0 else 0.0
+
+
+def pair_trends(
+    real: pd.DataFrame | EncodedTable,
+    synth: pd.DataFrame | EncodedTable,
+    spec: SpecLike | None = None,
+) -> dict[tuple[str, str], PairTrend]:
+    """Every pair's trend in both tables (:class:`PairTrend`), keyed as :func:`pair_tvd`."""
+    a, b, domain = _both_codes(real, synth, spec, "pair_trends")
+    columns = _spec_columns(spec)
+    values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for col in (columns[n] for n in domain.names if n in columns):
+        x, y = column_values(real, col), column_values(synth, col)
+        if x is not None and y is not None:
+            values[col.name] = (x, y)
+    out = {}
+    for i, j in itertools.combinations(range(len(domain)), 2):
+        u, v = domain.names[i], domain.names[j]
+        if u in values and v in values:
+            (ur, us), (vr, vs) = values[u], values[v]
+            trend = PairTrend("correlation", pearson(ur, vr), pearson(us, vs))
+        else:
+            trend = PairTrend("cramers_v", cramers_v(a[:, i], a[:, j]), cramers_v(b[:, i], b[:, j]))
+        out[(u, v)] = trend
+    return out
+
+
+def _spec_columns(spec: object) -> dict[str, ColumnSpec]:
+    """The column specs of a DomainSpec (or of a TableEncoder's); none for a Domain."""
+    spec = getattr(spec, "spec", spec)
+    return {c.name: c for c in spec.columns} if isinstance(spec, DomainSpec) else {}
+
+
+def column_values(frame: pd.DataFrame | EncodedTable, col: ColumnSpec) -> np.ndarray | None:
+    """Column ``col`` of a frame as float64, NaN where empty, as the column distances compare
+    it: a numeric column's numbers, a datetime column's times as seconds since 1970; None for
+    a categorical column, an EncodedTable, or a numeric column of text."""
+    if not isinstance(frame, pd.DataFrame) or col.kind not in (NUMERIC, DATETIME):
+        return None
+    s = frame.set_axis([str(c) for c in frame.columns], axis=1)[col.name]
+    if col.kind == DATETIME and col.time is not None:
+        return col.time.read(s, empty_cells(s))[0]
+    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return None
+    return s.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def workload_tvd(
@@ -121,11 +299,7 @@ def workload_tvd(
     """The weighted mean TVD over a workload's marginals (as
     :meth:`vertimrf.workload.Workload.of` reads it: column names or indices, each alone,
     weight 1, or with its weight): the error a workload-aware synthesizer minimises."""
-    real_table, codec = as_table(real, spec)
-    domain = codec.domain
-    a, b = real_table.codes, as_table(synth, domain if spec is None else spec)[0].codes
-    if a.shape[0] == 0 or b.shape[0] == 0:
-        raise DomainError("workload_tvd needs at least one row in both tables.")
+    a, b, domain = _both_codes(real, synth, spec, "workload_tvd")
     w = Workload.of(domain, workload)
     values = [_subset_tvd(a[:, list(m)], b[:, list(m)], domain.shape(m)) for m in w.marginals]
     return float(np.dot(values, w.weights) / math.fsum(w.weights))

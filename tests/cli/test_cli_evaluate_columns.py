@@ -1,5 +1,6 @@
-"""`vertimrf evaluate` lists the columns of highest 1-way TVD, worst first, next to the
-averages (issue 59, finding 6: a mean of 0.039 hid one column at 0.29)."""
+"""`vertimrf evaluate` lists the worst columns (KS distance for numbers, 1-way TVD otherwise)
+and column pairs, worst first, next to the averages (issue 59, finding 6: a mean of 0.039 hid
+one column at 0.29)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from vertimrf.cli import main
 from vertimrf.domain import ColumnSpec, DomainSpec
-from vertimrf.metrics import column_tvd, tvd
+from vertimrf.metrics import column_distances, column_tvd, ks_distance, tvd
 
 SPEC = DomainSpec(
     [
@@ -56,22 +57,31 @@ def test_evaluate_prints_the_worst_columns_first(tmp_path, capsys):
     # The averages stay.
     assert lines[0] == f"tvd1: {tvd(real, synth, SPEC, ways=1):.4f}"
     assert lines[1].startswith("tvd2: ")
-    # Then a table of the 2 worst of 4 columns, worst first. air_time (bins of 50) lost a
-    # fifth of its mass to "empty" and the rest moved by two bins: its 1-way TVD is
-    # (0.2 + 2/6 + 4 * 0.2/6 + 2 * 0.8/6) / 2 = 0.467 in expectation; a resample of 2,000
+    # Then a table of the 2 worst of 4 columns, worst first: numbers by their KS distance,
+    # categories by their 1-way TVD. air_time lost a fifth of its values to "empty" and the
+    # rest moved up by 100: real uniform on 0..300, synthetic 0.8 uniform on 100..400, the
+    # CDFs part most at 300, by 1 - 0.8 * 2/3 = 0.467 in expectation; a resample of 2,000
     # rows moves any other column's by less than 0.05.
     by_column = column_tvd(real, synth, SPEC)
-    assert by_column["air_time"] > 0.4
+    ks = ks_distance(real["air_time"], synth["air_time"])
+    assert ks == pytest.approx(0.467, abs=0.03)
     assert max(v for k, v in by_column.items() if k != "air_time") < 0.05
-    assert lines[2] == "1-way TVD by column, worst first (2 of 4):"
-    assert lines[3].split() == ["column", "tvd1"]
-    assert lines[4].split() == ["air_time", f"{by_column['air_time']:.4f}"]
-    second = max((k for k in by_column if k != "air_time"), key=by_column.__getitem__)
-    assert lines[5].split()[0] == second
-    assert len(lines) == 6
-    # Every column in the JSON; their mean is the 1-way average.
+    assert lines[2] == ""
+    assert lines[3].startswith("Columns, worst first (2 of 4; ")
+    assert lines[4].split() == ["column", "type", "metric", "distance"]
+    assert lines[5].split() == ["air_time", "numeric", "KS", f"{ks:.4f}"]
+    assert len(lines[5]) == len(lines[4])  # one width a column, numbers to the right
+    distances = column_distances(real, synth, SPEC)
+    second = max((k for k in by_column if k != "air_time"), key=lambda k: distances[k].distance)
+    assert lines[6].split()[0] == second
+    # Then the 2 worst of 6 pairs: the three with air_time lead.
+    assert lines[7:9] == ["", "Column pairs, worst first (2 of 6; 2-way TVD):"]
+    assert lines[9].split() == ["column", "1", "column", "2", "tvd2"]
+    assert all("air_time" in line for line in lines[10:12]) and len(lines) == 12
+    # Every column in the JSON; their 1-way TVDs' mean is the 1-way average.
     assert figures["tvd1_by_column"] == pytest.approx(by_column)
     assert np.mean(list(by_column.values())) == pytest.approx(figures["tvd1"])
+    assert figures["columns"]["air_time"] == {"type": "numeric", "metric": "ks", "distance": ks}
 
 
 def test_evaluate_worst_zero_prints_averages_only(tmp_path, capsys):

@@ -178,10 +178,20 @@ def test_evaluate_label_without_scikit_learn_is_one_line(people):
         "or leave out --label for the TVD figures alone.\n"
     )
     done = subprocess.run([*run, *args], cwd=people, capture_output=True, text=True, timeout=300)
-    columns = "".join(f"  {c:<6}  0.0000\n" for c in ("age", "city", "income", "sex", "smoker"))
+    kinds = {"age": "numeric", "city": "categorical", "income": "numeric", "sex": "categorical",
+             "smoker": "categorical"}  # fmt: skip
+    metric = {"numeric": "KS ", "categorical": "TVD"}
+    columns = "".join(f"  {c:<6}  {t:<11}  {metric[t]}       0.0000\n" for c, t in kinds.items())
+    pairs = [("age", "city"), ("age", "income"), ("age", "sex"), ("age", "smoker"),
+             ("city", "income"), ("city", "smoker"), ("income", "smoker"), ("sex", "city"),
+             ("sex", "income"), ("sex", "smoker")]  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
-        "tvd2: 0.0000\n1-way TVD by column, worst first (5 of 5):\n  column  tvd1\n" + columns
+        "tvd2: 0.0000\n\nColumns, worst first (5 of 5; KS distance of the values for numbers "
+        "and times, 1-way TVD otherwise):\n  column  type         metric  distance\n"
+        + columns
+        + "\nColumn pairs, worst first (10 of 10; 2-way TVD):\n  column 1  column 2    tvd2\n"
+        + "".join(f"  {u:<8}  {v:<8}  0.0000\n" for u, v in pairs)
     )
 
 

@@ -1,9 +1,15 @@
-"""``vertimrf evaluate``: TVD and SVM metrics of a synthetic CSV against the real one."""
+"""``vertimrf evaluate``: a synthetic table against the real one: TVD averages, each column's
+and the worst pairs' distances as tables, the SVM metric, a report folder of figures and
+sdmetrics' QualityReport."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vertimrf.cli.common import (
     check_outputs,
@@ -11,18 +17,34 @@ from vertimrf.cli.common import (
     load_spec,
     read_table,
     spec_args,
-    write_json,
+    write_all,
 )
 from vertimrf.errors import (
     ConfigError,
 )
 
+if TYPE_CHECKING:
+    from vertimrf.domain import DomainSpec
+    from vertimrf.evaluation import Evaluation, Quality
+
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from vertimrf.metrics import column_tvd, svm_misclassification, tvd
+    from vertimrf.evaluation import (
+        column_lines,
+        evaluate,
+        pair_lines,
+        report_files,
+        require_matplotlib,
+        require_sdmetrics,
+        sdmetrics_quality,
+    )
+    from vertimrf.metrics import svm_misclassification, tvd
 
-    check_outputs(args, [args.json], [args.spec, args.real, args.synth])
+    inputs = [args.spec, args.real, args.synth]
+    check_outputs(args, [args.json], inputs)
     spec = load_spec(args)
+    report = _report_outputs(args, spec)
+    check_outputs(args, report, [*inputs, args.json], make_dirs=True)
     ways = _parse_ways(args.ways, len(spec))
     if args.worst < 0:
         raise ConfigError(f"--worst must be 0 or more columns; got {args.worst}.")
@@ -38,6 +60,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 "--label (the SVM metric) needs scikit-learn: install vertimrf[eval], or leave "
                 "out --label for the TVD figures alone."
             ) from None
+    if args.sdmetrics:
+        require_sdmetrics()
+    if report:
+        require_matplotlib()
     real, synth = read_table(args.real), read_table(args.synth)
     for path, frame in ((args.real, real), (args.synth, synth)):
         missing = [c for c in spec.names if c not in frame.columns]
@@ -47,33 +73,84 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 "the spec (others are ignored)."
             )
     real, synth = real[list(spec.names)], synth[list(spec.names)]
-    out: dict[str, object] = {f"tvd{w}": tvd(real, synth, spec, ways=w) for w in ways}
+    out: dict[str, float] = {f"tvd{w}": tvd(real, synth, spec, ways=w) for w in ways}
     if args.label:
         # The synthetic file was made from all real rows; every fold tests on real rows.
         res = svm_misclassification(real, lambda _: synth, spec, args.label)
         out["svm_misclassification"] = res.mean
+    evaluation = evaluate(real, synth, spec)
+    quality = sdmetrics_quality(real, synth, spec) if args.sdmetrics else None
     for k, v in out.items():
         print(f"{k}: {v:.4f}")
-    columns = column_tvd(real, synth, spec)
-    for line in worst_columns(columns, args.worst):
-        print(line)
+    for table in (column_lines(evaluation, args.worst), pair_lines(evaluation, args.worst)):
+        if table:
+            print("\n" + "\n".join(table))
+    if quality is not None:
+        print("\n" + quality.line())
+    files: dict[Path, bytes] = {}
     if args.json:
-        write_json(args.json, {**out, "tvd1_by_column": columns})
+        figures = {**out, **_json_figures(evaluation, quality)}
+        files[Path(args.json)] = json.dumps(figures, indent=2).encode("utf-8")
+    if report:
+        made = report_files(
+            evaluation, real, synth, spec, averages=out, worst=args.worst,
+            sources=(args.real, args.synth), quality=quality,
+        )  # fmt: skip
+        files.update({Path(args.report) / name: data for name, data in made.items()})
+    write_all(files)
+    if report:
+        print(f"\nwrote the report to {report[0]} and {len(report) - 1} files beside it")
     return 0
 
 
-def worst_columns(columns: dict[str, float], k: int) -> list[str]:
-    """The lines of a table of the ``k`` columns of highest 1-way TVD, worst first (none
-    when ``k`` is 0): an average over columns hides one column gone wrong."""
-    if k == 0:
+def _report_outputs(args: argparse.Namespace, spec: DomainSpec) -> list[Path]:
+    """The files ``--report DIR`` writes, report.md first; a ConfigError when DIR is a
+    file, or a folder that holds anything and ``--force`` is not given."""
+    from vertimrf.evaluation import report_names
+
+    if args.report is None:
         return []
-    ranked = sorted(columns.items(), key=lambda c: (-c[1], c[0]))[:k]
-    width = max(len("column"), *(len(name) for name, _ in ranked))
-    lines = [
-        f"1-way TVD by column, worst first ({len(ranked)} of {len(columns)}):",
-        f"  {'column':<{width}}  tvd1",
-    ]
-    return lines + [f"  {name:<{width}}  {v:.4f}" for name, v in ranked]
+    folder = Path(args.report)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(
+            f"{folder}: --report names a file; give a folder for the report (made if missing)."
+        )
+    if folder.is_dir() and any(folder.iterdir()) and not args.force:
+        raise ConfigError(
+            f"{folder}: refusing to write the report into a folder that is not empty; give "
+            "--force to replace the report's files in it, or choose a new or empty folder."
+        )
+    return [folder / name for name in report_names(spec, args.sdmetrics)]
+
+
+def _json_figures(evaluation: Evaluation, quality: Quality | None) -> dict[str, object]:
+    """The --json figures beyond the averages: every column's 1-way TVD and distance, every
+    pair's 2-way TVD and trends (worst first), and sdmetrics' scores (null where none)."""
+    columns = evaluation.columns.values()
+    out: dict[str, object] = {
+        "tvd1_by_column": {c.column: c.tvd1 for c in columns},
+        "columns": {
+            c.column: {"type": c.kind, "metric": c.metric, "distance": c.distance} for c in columns
+        },
+        "pairs": [
+            {
+                "columns": list(pair),
+                "tvd2": value,
+                "trend": evaluation.trends[pair].metric,
+                "real": evaluation.trends[pair].real,
+                "synthetic": evaluation.trends[pair].synth,
+            }
+            for pair, value in evaluation.worst_pairs()
+        ],  # fmt: skip
+    }
+    if quality is not None:
+        scores = {
+            "column_shapes": quality.column_shapes,
+            "column_pair_trends": quality.column_pair_trends,
+            "overall": quality.overall,
+        }
+        out["sdmetrics"] = {k: None if math.isnan(v) else v for k, v in scores.items()}
+    return out
 
 
 def _parse_ways(value: str, columns: int) -> list[int]:
@@ -94,10 +171,13 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     """The `evaluate` command."""
     ev = sub.add_parser(
         "evaluate",
-        help="TVD and SVM metrics of a synthetic CSV against the real one",
-        description="l-way TVD (300 random marginals), the columns of highest 1-way TVD and, "
-        "with --label, the misclassification rate of an RBF SVM trained on the synthetic rows "
-        "and tested on real folds.",
+        help="a synthetic table against the real one: TVD, each column, the worst pairs",
+        description="l-way TVD (300 random marginals); each column's distance (the KS distance "
+        "of the values for a numeric column, 1-way TVD otherwise) and the column pairs of "
+        "highest 2-way TVD, worst first; with --label, the misclassification rate of an RBF "
+        "SVM trained on the synthetic rows and tested on real folds; with --report DIR, a "
+        "figure per column, a heatmap of the pair trends and report.md; with --sdmetrics, "
+        "sdmetrics' QualityReport.",
     )
     spec_args(ev)
     ev.add_argument("--real", required=True, help="real table (CSV or Parquet)")
@@ -112,12 +192,26 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         "--worst",
         type=int,
         default=10,
-        help="how many columns of highest 1-way TVD to list, worst first (default 10; 0: none)",
+        help="how many columns and column pairs to list, worst first (default 10; 0: none)",
     )
     ev.add_argument(
         "--json",
         default=None,
-        help="also write the figures as JSON (with every column's 1-way TVD)",
+        help="also write the figures as JSON (every column's and every pair's)",
+    )
+    ev.add_argument(
+        "--report",
+        default=None,
+        metavar="DIR",
+        help="write a PNG per column (real against synthetic), a heatmap of the pair trends' "
+        "differences and report.md linking them into DIR, a new or empty folder (needs "
+        'matplotlib: pip install "vertimrf[report]")',
+    )
+    ev.add_argument(
+        "--sdmetrics",
+        action="store_true",
+        help="also run sdmetrics' QualityReport (Column Shapes, Column Pair Trends) with the "
+        'spec\'s column types (needs pip install "vertimrf[quality]")',
     )
     force_arg(ev)
     ev.set_defaults(func=cmd_evaluate)
