@@ -31,10 +31,11 @@ sys.exit(main(sys.argv[1:]))
 REASON = "step features: unexpected IndexError: index 1048448 is out of bounds"
 
 
-def broken_party(tmp_path: Path, *args: str) -> subprocess.Popen:
-    """``vertimrf ARGS`` with Party.features raising finding 2's IndexError."""
+def broken_party(tmp_path: Path, *args: str, code: str = BROKEN) -> subprocess.Popen:
+    """``vertimrf ARGS`` with Party.features raising finding 2's IndexError (or ``code``'s
+    break)."""
     return subprocess.Popen(
-        [sys.executable, "-c", BROKEN, *args], cwd=tmp_path, env=role_env(tmp_path),
+        [sys.executable, "-c", code, *args], cwd=tmp_path, env=role_env(tmp_path),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -137,3 +138,45 @@ def test_a_party_failing_at_a_step_stops_every_role_over_https(tmp_path):
             f"vertimrf: error: the run has failed at the server: party A failed: {REASON}"
         ), lines
     assert_within(ended)
+
+
+# The server's `vertimrf` with its select step refusing the releases, as its own process.
+BROKEN_SERVER = """
+import sys
+from vertimrf.errors import MessageError
+from vertimrf.server.roles import Server
+def select(self, *args, **kwargs):
+    raise MessageError("the releases do not match the plan")
+Server.select = select
+from vertimrf.cli.app import main
+sys.exit(main(sys.argv[1:]))
+"""
+SERVER_REASON = "the server, step select: the releases do not match the plan"
+
+
+@pytest.mark.service
+def test_the_server_failing_at_a_step_names_it_to_every_role_over_https(tmp_path):
+    """Over HTTPS, the server's select step refuses (an error vertimrf raises on purpose):
+    the service fails the run naming the server and its step, and every party (long-polling with a 300 s --timeout) stops with
+    one line naming them."""
+    df, spec = correlated_table(60)
+    pinned_files(tmp_path, df, spec)
+    port_file = tmp_path / "port"
+    server = broken_party(
+        tmp_path, "server", "run", "--config", "config.json", "--listen", "127.0.0.1:0",
+        "--state-dir", "server-state", "--server-key", "server.key", "--party-timeout", "300",
+        "--port-file", "port", "--exit-when-done", "--quiet", code=BROKEN_SERVER,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not port_file.exists() and time.monotonic() < deadline and server.poll() is None:
+        time.sleep(0.05)
+    assert port_file.exists(), server.communicate(timeout=60)[1][-3000:]
+    url = f"https://127.0.0.1:{port_file.read_text().strip()}"
+    procs = {"server": server, **{n: start_party(tmp_path, n, url) for n in THREE}}
+    exits(procs)
+    lines = last_lines(procs)
+    assert lines["server"].startswith(f"vertimrf server: the run failed: {SERVER_REASON}"), lines
+    for role in THREE:
+        assert lines[role].startswith(
+            f"vertimrf: error: the run has failed at the server: {SERVER_REASON}"
+        ), lines

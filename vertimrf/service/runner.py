@@ -33,12 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from vertimrf.crypto.keys import KeyPair
+from vertimrf.driver.role import failure_report, unexpected
 from vertimrf.driver.schedule import observed_seconds, sent_bytes, waiting_on
 from vertimrf.driver.server import ServerDriver
 from vertimrf.errors import RunFailedError, VertimrfError
 from vertimrf.io import atomic_write_text
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.schedule import Message, schedule
+from vertimrf.protocol.seeds import SERVER
 from vertimrf.service.store import MessageStore, StoreTransport
 from vertimrf.synth.table_file import table_format
 
@@ -195,7 +197,16 @@ class ServiceRun:
             keypair=self.keypair, seed=self.seed, progress=False, state_dir=self.state_dir,
         )  # fmt: skip
         try:
-            driver.run()
+            try:
+                driver.run()
+            except RunFailedError:
+                raise
+            except Exception as exc:  # one line naming the server's step, expected or not
+                step = driver.next_step()
+                name = None if step is None else step.name
+                if not isinstance(exc, VertimrfError):
+                    exc = unexpected(SERVER, name, exc)
+                raise VertimrfError(f"the server, {failure_report(SERVER, name, exc)}") from None
             rows = self.store.rows()
             model = driver.fitted(
                 seconds={**observed_seconds(self.phases, _by_message(rows, "time")),
