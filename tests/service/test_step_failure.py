@@ -157,8 +157,8 @@ SERVER_REASON = "the server, step select: the releases do not match the plan"
 @pytest.mark.service
 def test_the_server_failing_at_a_step_names_it_to_every_role_over_https(tmp_path):
     """Over HTTPS, the server's select step refuses (an error vertimrf raises on purpose):
-    the service fails the run naming the server and its step, and every party (long-polling with a 300 s --timeout) stops with
-    one line naming them."""
+    the service fails the run naming the server and its step, and every party (long-polling
+    with a 300 s --timeout) stops with one line naming them."""
     df, spec = correlated_table(60)
     pinned_files(tmp_path, df, spec)
     port_file = tmp_path / "port"
