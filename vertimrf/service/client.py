@@ -67,7 +67,7 @@ CHUNK = 1 << 20  # bytes per read and write of a transfer (and per TLS write)
 STALL_ENV = "VERTIMRF_TEST_STALL_UPLOAD"
 TLS_TRIES = 3  # failed TLS handshakes in a row that end the party
 MAX_ERROR = 2000  # characters of a failure a party reports
-REFUSED_FOR = 25.0  # seconds of refused connections, to a server never reached, that end it
+REFUSED_FOR = 20.0  # seconds of refused connections, to a server never reached, that end it
 
 
 class _PinnedAdapter(HTTPAdapter):
