@@ -72,7 +72,7 @@ def test_config_and_status_import_no_numba(folder):
     names = list(load_dataset("nltcs")[1].names)
     config = ["config", "--spec", "spec.json", "--party", f"A={','.join(names[:4])}",
               "--party", f"B={','.join(names[4:])}", "--epsilon", "1", "--delta", "1e-6",
-              "--max-rows", "64", "--out", "c2.json"]  # fmt: skip
+              "--max-rows", "1024", "--out", "c2.json"]  # fmt: skip
     assert not _loaded(folder, *config)["numba"]
     assert (folder / "c2.json").exists()
     status = ["status", "--server", "https://127.0.0.1:9", "--config", "config.json",

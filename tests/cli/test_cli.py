@@ -203,7 +203,7 @@ def test_config_defaults_to_the_secure_method_which_needs_max_rows(tmp_path):
     proc = _run(*_config_args("--out", "c.json"), cwd=tmp_path)
     _one_line_error(proc, "--max-rows")
     assert not (tmp_path / "c.json").exists()
-    proc = _run(*_config_args("--max-rows", "128", "--out", "c.json"), cwd=tmp_path)
+    proc = _run(*_config_args("--max-rows", "1024", "--out", "c.json"), cwd=tmp_path)
     assert proc.returncode == 0 and "method secure" in proc.stdout
     assert json.loads((tmp_path / "c.json").read_text())["method"] == "secure"
     proc = _run(*_config_args("--preset", "paper", "--out", "p.json"), cwd=tmp_path)
@@ -223,7 +223,7 @@ def test_config_defaults_to_the_secure_method_which_needs_max_rows(tmp_path):
     proc = _run(*_config_args("--max-rows", "128", "--binning", "off", "--pipeline", "paper",
                               "--out", "o.json"), cwd=tmp_path)  # fmt: skip
     _one_line_error(proc, "--binning")  # the paper pipeline does not read it
-    proc = _run(*_config_args("--max-rows", "128", "--binning", "off", "--out", "o.json"),
+    proc = _run(*_config_args("--max-rows", "1024", "--binning", "off", "--out", "o.json"),
                 cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0 and "pipeline select, binning off" in proc.stdout
     written = json.loads((tmp_path / "o.json").read_text())["options"]

@@ -51,7 +51,7 @@ def test_workers_need_a_parquet_dataset_and_method_secure(tmp_path):
     df, spec = correlated_table()
     cfg = from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
-        max_rows=512, run_nonce="ab" * 16,
+        max_rows=1024, run_nonce="ab" * 16,
     )  # fmt: skip
     three_party_files(tmp_path, df, cfg)
     ((code, _, err),) = finish(

@@ -9,6 +9,7 @@ next to Centralized PrivMRF (the engine) fitted on those records at the same bud
 column's 1-way TVD, the time and each role's peak memory (its maximum resident set size).
 
     python -m tests.corpus.harness TABLE [--parties 2] [--https] [--cap SECONDS] [--dir DIR]
+        [--seed 0]
 """
 
 from __future__ import annotations
@@ -228,10 +229,11 @@ def default_max_rows(rows: int) -> int:
 
 def run_table(
     table: Table, parties: int, work: Path, *, https: bool = False, cap: float = 900.0,
-    central: bool = True,
+    central: bool = True, seed: int = SEED,
 ) -> Outcome:  # fmt: skip
     """Take ``table`` along the user's path with ``parties`` parties in the empty folder
-    ``work``; stop any command still running ``cap`` seconds after the start."""
+    ``work``; stop any command still running ``cap`` seconds after the start. ``seed`` draws
+    the split's overlap and seeds the roles and Centralized."""
     start = time.monotonic()
     outcome = Outcome(table.name, parties, "https" if https else "folders")
     path = Steps(work, outcome, start + cap)
@@ -249,7 +251,7 @@ def run_table(
     cols = party_columns(spec, parties)
     party_args = [f"{n}={','.join(c)}" for n, c in cols.items()]
     split = ["split", "--data", "table.csv", "--spec", "spec.json", "--add-id", "rid", "--all",
-             "--overlap", str(OVERLAP), "--seed", str(SEED), "--out-dir", "data"]  # fmt: skip
+             "--overlap", str(OVERLAP), "--seed", str(seed), "--out-dir", "data"]  # fmt: skip
     for p in party_args:
         split += ["--party", p]
     proc = path.cli("split", *split)
@@ -278,7 +280,7 @@ def run_table(
     if proc.code != 0:
         return path.stopped(proc, "refused at config")
     roles_start = time.monotonic()
-    roles = _run_roles(work, list(cols), https, path)
+    roles = _run_roles(work, list(cols), https, path, seed)
     outcome.seconds = time.monotonic() - roles_start
     path.check(roles)
     outcome.peak_mb = max(p.peak_mb for p in roles)
@@ -300,13 +302,15 @@ def run_table(
         return outcome
     outcome.status = "finished"
     outcome.path_seconds = time.monotonic() - start
-    measure(outcome, work, central, start + cap)
+    measure(outcome, work, central, start + cap, seed)
     return outcome
 
 
-def _run_roles(work: Path, parties: list[str], https: bool, path: Steps) -> list[Proc]:
+def _run_roles(
+    work: Path, parties: list[str], https: bool, path: Steps, seed: int = SEED
+) -> list[Proc]:
     """The server and every party, to their end or the deadline."""
-    common = ["--config", "config.json", "--seed", str(SEED), "--quiet", "--timeout", "900"]
+    common = ["--config", "config.json", "--seed", str(seed), "--quiet", "--timeout", "900"]
     server = ["server", "run", *common, "--server-key", "S/server.key", "--state-dir",
               "S/state", "--out", "synth.csv"]  # fmt: skip
     party = {
@@ -334,7 +338,7 @@ def _run_roles(work: Path, parties: list[str], https: bool, path: Steps) -> list
     return procs
 
 
-def measure(outcome: Outcome, work: Path, central: bool, deadline: float) -> None:
+def measure(outcome: Outcome, work: Path, central: bool, deadline: float, seed: int = SEED) -> None:
     """Fill in the synthetic table's TVDs against the shared records and, with ``central``,
     Centralized PrivMRF's (fitted in its own process, bounded by ``deadline``)."""
     from vertimrf.domain import DomainSpec
@@ -349,9 +353,9 @@ def measure(outcome: Outcome, work: Path, central: bool, deadline: float) -> Non
     t0 = time.monotonic()
     code = (
         "import sys; from tests.corpus.harness import fit_central; "
-        "fit_central(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))"
+        "fit_central(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))"
     )
-    args = ["-c", code, "spec.json", "data/shared.csv", "central.csv", str(len(synth))]
+    args = ["-c", code, "spec.json", "data/shared.csv", "central.csv", str(len(synth)), str(seed)]
     proc = _python(work, "central", args)
     _wait([proc], max(deadline, time.monotonic() + 60))
     outcome.central_seconds = time.monotonic() - t0
@@ -375,16 +379,16 @@ def _python(work: Path, name: str, args: list[str]) -> Proc:
     return Proc(name, proc.pid, out, err)
 
 
-def fit_central(spec_path: str, real_path: str, out_path: str, rows: int) -> None:
-    """Centralized PrivMRF (the engine) on the real table at the run's budget and seed,
+def fit_central(spec_path: str, real_path: str, out_path: str, rows: int, seed: int = SEED) -> None:
+    """Centralized PrivMRF (the engine) on the real table at the run's budget and ``seed``,
     ``rows`` rows drawn (the secure table's, so both TVDs have the same sampling noise)."""
     from vertimrf import PrivMRF
     from vertimrf.domain import DomainSpec
 
     spec = DomainSpec.from_json(spec_path)
     real = _read(Path(real_path), spec)
-    model = PrivMRF(EPSILON, DELTA, seed=SEED, progress=False).fit(real, spec)
-    model.sample(rows, seed=SEED).to_csv(out_path, index=False)
+    model = PrivMRF(EPSILON, DELTA, seed=seed, progress=False).fit(real, spec)
+    model.sample(rows, seed=seed).to_csv(out_path, index=False)
 
 
 def _read(path: Path, spec) -> object:
@@ -411,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-central", action="store_true")
     ap.add_argument("--dir", default=None, help="work folder (default: a new temporary one)")
     ap.add_argument("--json", default=None, help="write the outcome here")
+    ap.add_argument("--seed", type=int, default=SEED, help="the split's, roles' and Centralized's")
     args = ap.parse_args(argv)
     if args.list or args.table is None:
         print("\n".join(t.name for t in TABLES))
@@ -419,7 +424,13 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="corpus-"))
     work.mkdir(parents=True, exist_ok=True)
     outcome = run_table(
-        table, args.parties, work, https=args.https, cap=args.cap, central=not args.no_central
+        table,
+        args.parties,
+        work,
+        https=args.https,
+        cap=args.cap,
+        central=not args.no_central,
+        seed=args.seed,
     )
     text = json.dumps(asdict(outcome), indent=1)
     if args.json:

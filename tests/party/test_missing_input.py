@@ -99,7 +99,7 @@ def test_a_file_table_with_empty_cells_is_streamed_and_aligned_as_in_memory(path
     peer = ColumnSpec("b", "categorical", (0, 1))
     cfg = from_preset(
         "default", epsilon=2.0, delta=1e-6, spec=DomainSpec([*SPEC.columns, peer]),
-        parties=[("A", list(SPEC.names)), ("B", ["b"])], method="secure", max_rows=N + 17,
+        parties=[("A", list(SPEC.names)), ("B", ["b"])], method="secure", max_rows=N + 617,
         secure_buckets=4,
     )  # fmt: skip
     plan = secure_plan(cfg)

@@ -172,7 +172,9 @@ def _with_ids(
     name = args.add_id or "id"
     if name in df.columns:
         raise ConfigError(f"--add-id {name!r} is a column of the table; choose another name.")
-    return df.assign(**{name: range(len(df))}), name
+    out = df.copy(deep=False)  # not assign(**{name: ...}): the name may be "self"
+    out[name] = range(len(df))
+    return out, name
 
 
 def add_split(sub: argparse._SubParsersAction) -> None:

@@ -4,6 +4,9 @@
 estimates, for each role, the bytes it sends and keeps and its peak memory. :func:`check_plan`
 (called by ``ProtocolConfig.__post_init__``) refuses, with one line saying what to change:
 
+* partial record sets whose ``max_rows`` is at most the rows the server's stop rule sets
+  aside (R regions x (offset + margin), :attr:`RegionNoise.reserve`): no room for any record,
+  so the run would stop after the region counts, a charged release;
 * a noise scale outside the samplers' range: above 2**40 (epsilon too small), or a first
   release that cannot spend its share because its distributed discrete Gaussian components
   would be below 1/2 (KLS's bound; epsilon too large): the hint gives the largest epsilon
@@ -674,10 +677,32 @@ def _check_model(config: ProtocolConfig) -> None:
     )
 
 
+def _check_rows(config: ProtocolConfig) -> None:
+    """Partial record sets: max_rows must exceed the rows the server's stop rule sets aside
+    (:attr:`RegionNoise.reserve`), else the run stops after the region counts, a charged
+    release, unless their noise is below minus the records' count."""
+    plan = _secure_plan(config)
+    if plan is None or plan.regions is None:
+        return
+    noise, rows = plan.regions, plan.max_rows
+    if rows > noise.reserve:
+        return
+    raise ConfigError(
+        f"max_rows {rows:,} leaves no room for any record: with partial record sets the run "
+        f"needs the records of the union plus {noise.reserve:,} rows ({noise.regions} regions "
+        f"x (an offset of {noise.offset:,} dummy rows + a margin of {noise.margin:,})), so it "
+        "would stop after the parties spent budget on the region counts; give `vertimrf config "
+        f"--max-rows` at least {noise.reserve:,} plus the records of the union, or "
+        "--record-sets equal if every party holds the same records, or a larger --epsilon "
+        "or --region-share (fewer dummies)."
+    )
+
+
 def check_plan(config: ProtocolConfig) -> None:
     """Refuse (ConfigError, one line) a config whose run would fail: see the module doc."""
     rules(config).check_record_sets(config)
     _check_budget(config)
+    _check_rows(config)
     _check_tables(config)
     _check_model(config)
     _check_memory(config)

@@ -151,7 +151,13 @@ class RegionNoise:
         """The most dummy tokens a run can hold: 2 ``offset`` per region."""
         return 2 * self.offset * self.regions
 
+    @property
+    def reserve(self) -> int:
+        """R (offset + margin): the rows the stop rule sets aside beside the records' noisy
+        count. A max_rows at or under it leaves no room for any record."""
+        return self.regions * (self.offset + self.margin)
+
     def goes_on(self, released: dict[int, int], max_rows: int) -> bool:
         """Whether a run whose published region counts are ``released`` goes on: their sum
         plus R (offset + margin) fits in ``max_rows``."""
-        return sum(released.values()) + self.regions * (self.offset + self.margin) <= max_rows
+        return sum(released.values()) + self.reserve <= max_rows

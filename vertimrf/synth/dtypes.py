@@ -78,7 +78,10 @@ def typed(
 
     def run(codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.DataFrame:
         frame = decode(codes) if rng is None else decode(codes, rng)
-        return frame.assign(**{name: cast(frame[name]) for name, cast in casts.items()})
+        out = frame.copy(deep=False)  # not assign(**names): a column may be named "self"
+        for name, cast in casts.items():
+            out[name] = cast(frame[name])
+        return out
 
     return run
 
