@@ -2,7 +2,7 @@
 
 NLTCS and Adult, delta 1e-6, at each epsilon and seed, these synthesizers on the same table:
 
-* ``privmrf``: ``PrivMRF(epsilon, delta, seed=s)``, the paper's selection (the default);
+* ``privmrf``: ``PrivMRF(epsilon, delta, seed=s, selection="privmrf")``, the paper's selection;
 * ``engine``: ``PrivMRF(..., selection="engine")``, the select-measure-fit engine with the
   local oracle (exact counts plus discrete Gaussian noise, method secure's budget split);
 * ``aim-like``: ``PrivMRF(..., selection="aim")``, AIM's rounds on the engine's MRF;

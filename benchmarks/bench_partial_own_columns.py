@@ -98,7 +98,11 @@ def one_run(name: str, seed: int) -> dict:
     run = local_run(data, cfg, SECRET, seed=seed)
     synth = run.fitted(run.run()).sample()
     secure_seconds = time.perf_counter() - start
-    central = PrivMRF(EPSILON, DELTA, seed=seed, progress=False).fit(truth, spec).sample()
+    central = (
+        PrivMRF(EPSILON, DELTA, seed=seed, selection="privmrf", progress=False)
+        .fit(truth, spec)
+        .sample()
+    )
     owner = {c: p for p, cs in cols.items() for c in cs}
     return {
         "table": name,

@@ -64,7 +64,11 @@ def one_run(df, spec, overlap: float, seed: int, split_seed: int) -> dict:
     server = run.server.server.secure
     assert server is not None and server.union is not None
     start = time.perf_counter()
-    central = PrivMRF(EPSILON, DELTA, seed=seed, progress=False).fit(truth, spec).sample()
+    central = (
+        PrivMRF(EPSILON, DELTA, seed=seed, selection="privmrf", progress=False)
+        .fit(truth, spec)
+        .sample()
+    )
     central_seconds = time.perf_counter() - start
     d = len(names)
     pattern = server.union.marginal([d, d + 1])  # presence of A, B: [absent, held]

@@ -114,7 +114,11 @@ def run_one(
     start = time.perf_counter()
     extra: dict = {}
     if method == "central":
-        synth = PrivMRF(epsilon, delta, seed=seed, progress=False).fit(merged, merged_spec).sample()
+        synth = (
+            PrivMRF(epsilon, delta, seed=seed, selection="privmrf", progress=False)
+            .fit(merged, merged_spec)
+            .sample()
+        )
     else:
         parties = [[merged_name(g) for g in party] for party in PARTIES]
         synth, report = simulate(

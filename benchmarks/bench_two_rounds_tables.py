@@ -44,7 +44,8 @@ def measure(dataset: str, method: str, seed: int) -> dict:
 
     def job(s: int) -> tuple:
         if method == "central":
-            return PrivMRF(EPSILON, DELTA, seed=s, progress=False).fit(df, spec).sample(), None
+            central = PrivMRF(EPSILON, DELTA, seed=s, selection="privmrf", progress=False)
+            return central.fit(df, spec).sample(), None
         return simulate(df, spec, parts, EPSILON, DELTA, method="secure", seed=s,
                         max_rows=MAX_ROWS)  # fmt: skip
 

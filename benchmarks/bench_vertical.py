@@ -62,7 +62,11 @@ def run_one(
     names = list(spec.names)
     start = time.perf_counter()
     if method == "central":
-        synth = PrivMRF(epsilon, delta, seed=seed, progress=False).fit(df, spec).sample()
+        synth = (
+            PrivMRF(epsilon, delta, seed=seed, selection="privmrf", progress=False)
+            .fit(df, spec)
+            .sample()
+        )
         extra = {}
     else:
         synth, report = simulate(

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import vertimrf
@@ -102,7 +103,8 @@ def test_the_readme_example_runs(tmp_path, monkeypatch, capsys):
 @pytest.mark.slow
 def test_the_first_command_runs_the_main_job(tmp_path):
     """The part after the installation (the installation itself is tested in a fresh venv
-    by tests/test_examples.py): the demo runs to its end on the bundled data."""
+    by tests/test_examples.py): the demo runs to its end on the bundled data, and writes
+    the secure method's synthetic table with Adult's named columns to the file it names."""
     job = shlex.split(INSTALL_AND_RUN.split(" && ")[1])
     assert job[:3] == ["python", "-m", "vertimrf"]
     done = subprocess.run(
@@ -111,3 +113,8 @@ def test_the_first_command_runs_the_main_job(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "TVD" in done.stdout and "differentially private" in done.stdout
+    spec = vertimrf.load_dataset("adult_labeled")[1]
+    assert "to adult_synthetic.csv;" in done.stdout
+    synth = pd.read_csv(tmp_path / "adult_synthetic.csv")
+    assert list(synth.columns) == list(spec.names) and spec.names[1] == "workclass"
+    TableEncoder(spec).table(synth)  # every value one of the spec's categories

@@ -1,7 +1,7 @@
 """The network walkthrough of docs/two-organisations.md runs as written: keys, fingerprints,
 the pinned config, the server and each party, each its own process on loopback (the port
-swapped for a free one), and the run writes a synthetic table over the bundled data's
-domain."""
+swapped for a free one); the run writes a synthetic table with Adult's named columns and
+categories, and ends with ``vertimrf evaluate``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 
 from vertimrf.datasets import load_dataset
 from vertimrf.domain import TableEncoder
+from vertimrf.metrics import tvd
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "two-organisations.md"
 
@@ -36,9 +37,14 @@ def _free_port() -> int:
 
 def test_the_walkthrough_names_every_step():
     block = _walkthrough()
-    for step in ("vertimrf keys", "vertimrf config", "--pin", "vertimrf server run --config",
-                 "--listen", "vertimrf party run --server"):  # fmt: skip
+    for step in ("vertimrf split --dataset adult_labeled", "vertimrf keys", "vertimrf config",
+                 "--pin", "vertimrf server run --config", "--listen",
+                 "vertimrf party run --server"):  # fmt: skip
         assert step in block
+    # named columns, and the last command evaluates the synthetic table
+    assert "A=age,workclass," in block and "--dataset adult " not in block
+    last = block.strip().splitlines()[-1]
+    assert last.startswith("vertimrf evaluate --dataset adult_labeled --real data/shared.csv")
 
 
 @pytest.mark.slow
@@ -59,13 +65,18 @@ def test_the_walkthrough_runs(tmp_path):
             re.M,
         )
     assert "pinned identities" in out
-    real, spec = load_dataset("adult")
+    real, spec = load_dataset("adult_labeled")
     synth = pd.read_csv(tmp_path / "synth.csv")
-    synth.columns = [str(c) for c in synth.columns]
-    assert list(synth.columns) == list(spec.names)
-    TableEncoder(spec).table(synth)  # every value inside the public domain
+    assert list(synth.columns) == list(spec.names) and spec.names[:2] == ("age", "workclass")
+    TableEncoder(spec).table(synth)  # every value one of the spec's categories
+    assert set(synth["income"]) <= {"<=50K", ">50K"}
+    # evaluate's figures are those of the synthetic table against the rows both hold
+    shared_rows = pd.read_csv(tmp_path / "data" / "shared.csv")
+    got = float(re.search(r"^tvd3: ([0-9.]+)$", out, re.M).group(1))
+    assert got == pytest.approx(tvd(shared_rows, synth, spec, ways=3), abs=5e-5)
+    assert "Columns, worst first" in out
     # The rows are those both parties hold, as many as the noisy count of that region
     # (discrete Gaussian, sigma well under 1,000 at this budget): far inside 10% of the
     # true count, the rows of shared.csv (about 30,000 of the 45,222).
-    shared = len(pd.read_csv(tmp_path / "data" / "shared.csv"))
+    shared = len(shared_rows)
     assert shared < 0.7 * len(real) and abs(len(synth) - shared) < 0.1 * shared

@@ -104,12 +104,12 @@ def test_the_oracle_alone_counts_and_charges_one_release_per_call():
     assert oracle.all_pairs()[:3] == [(0, 1), (0, 2), (0, 3)] and oracle.canonical((4, 1)) == (1, 4)
 
 
-def test_seeded_engine_runs_repeat_and_the_default_is_privmrf():
+def test_seeded_engine_runs_repeat_and_the_engine_is_the_default():
     df, spec = latent_table()
     a = PrivMRF(1.0, 1e-6, seed=3, selection="engine").fit(df, spec).sample(seed=1)
     b = PrivMRF(1.0, 1e-6, seed=3, selection="engine").fit(df, spec).sample(seed=1)
     pd.testing.assert_frame_equal(a, b)
-    assert PrivMRF(1.0, 1e-6).selection == "privmrf"
+    assert PrivMRF(1.0, 1e-6).selection == "engine"  # the default
 
 
 def test_the_engine_defaults_and_refusals():
@@ -132,7 +132,7 @@ def test_the_engine_defaults_and_refusals():
     with pytest.raises(ConfigError, match="noisy_count"):
         PrivMRF(1.0, 1e-6, selection="engine", noisy_count=100.0)
     with pytest.raises(ConfigError, match="selection='engine' only"):
-        PrivMRF(1.0, 1e-6, engine=EngineOptions())
+        PrivMRF(1.0, 1e-6, selection="privmrf", engine=EngineOptions())
     # the model caps: method secure's (one engine), its growth per unit of precision the
     # rule of its ceiling (2,750 under 1e6 as measured, benchmarks/results/engine_caps.md)
     assert (

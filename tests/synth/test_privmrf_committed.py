@@ -21,7 +21,9 @@ ROWS = [
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r['dataset']}-{r['epsilon']}-{r['seed']}")
 def test_a_seeded_privmrf_fit_gives_its_committed_tvd(row):
     df, spec = load_dataset(row["dataset"])
-    fit = PrivMRF(row["epsilon"], 1e-6, seed=row["seed"], progress=False).fit(df, spec)
+    fit = PrivMRF(row["epsilon"], 1e-6, seed=row["seed"], selection="privmrf", progress=False).fit(
+        df, spec
+    )
     assert fit.selection == "privmrf"
     assert tvd(df, fit.sample(), spec, ways=3) == row["tvd3"]
     assert fit.report.rho == pytest.approx(row["spent_rho"], rel=1e-12)

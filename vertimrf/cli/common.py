@@ -274,7 +274,9 @@ def step_config(path: str, role: str, step: str) -> tuple[ProtocolConfig, Schedu
 
 
 def spec_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", default=None, help="a bundled dataset's spec (adult, nltcs)")
+    p.add_argument(
+        "--dataset", default=None, help="a bundled dataset's spec (adult, nltcs, adult_labeled)"
+    )
     p.add_argument("--spec", default=None, help="a DomainSpec JSON file")
 
 

@@ -186,14 +186,18 @@ def add_split(sub: argparse._SubParsersAction) -> None:
         "as a party would hold them; --all also writes the whole table (every column of the "
         "spec) as all.csv, the real table `vertimrf evaluate` compares with. Every value "
         "must lie in the spec's public domain. --party takes column NAMES (the table's "
-        "header, the spec's names), never positions: A=age,sex, not A=0,1 (the bundled data "
-        "sets' columns are named 0, 1, ...). --overlap F gives the parties different record "
+        "header, the spec's names), never positions: A=age,sex, not A=0,1 (the bundled adult "
+        "and nltcs name their columns 0, 1, ...; adult_labeled has Adult's own names and "
+        "categories). --overlap F gives the parties different record "
         "sets that share a fraction F of each party's records.",
     )
     source = split.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", default=None, help="your table: a CSV or Parquet file")
     source.add_argument(
-        "--dataset", default=None, choices=("adult", "nltcs"), help="a bundled data set"
+        "--dataset",
+        default=None,
+        choices=("adult", "nltcs", "adult_labeled"),
+        help="a bundled data set",
     )
     split.add_argument(
         "--spec", default=None, help="with --data: the table's public domain spec (JSON)"

@@ -251,6 +251,7 @@ class LocalParty:
             seed=self._rng,
             noise=self._noise,
             noisy_count=max(1, n_hat),
+            selection="privmrf",  # LocMRF is the paper's PrivMRF
             max_clique_cells=self.options.local_max_clique_cells,
             max_total_cells=self.options.local_max_total_cells,
             progress=False,

@@ -261,6 +261,27 @@ class PrivacyLedger:
         """The releases as JSON-ready dicts."""
         return [asdict(r) for r in self._releases]
 
+    def total_line(self, delta: float | None = None, *, no_total: str | None = None) -> str:
+        """One line above the table of :meth:`report`: the total epsilon at ``delta``
+        (``no_total``, or that the ledger is not DP, instead when no total holds), the total
+        rho and the number of releases."""
+        delta = self.delta if delta is None else delta
+        if no_total is not None:
+            head = f"no total (epsilon, delta): {no_total}"
+        elif not self.dp_guarantee:
+            head = "no total (epsilon, delta): NOT differentially private (FM sketches)"
+        elif delta is None:
+            head = "total: no delta given, so no epsilon"
+        else:
+            epsilon = self.epsilon_at(self.total_rho, delta)
+            head = f"total: epsilon = {round_up(epsilon)} at delta = {round_up(delta, 2)}"
+        count = sum(r.count for r in self._releases)
+        rows = len(self._releases)
+        return (
+            f"{head}; rho = {round_up(self.total_rho)}; {count:,} releases "
+            f"({rows} ledger row{'s' if rows != 1 else ''})"
+        )
+
     def report(self, delta: float | None = None, *, no_total: str | None = None) -> str:
         """A readable table of every release and the total (epsilon, delta); with
         ``no_total`` (why no guarantee holds, e.g. a seeded run), that reason instead."""

@@ -195,8 +195,19 @@ class ProtocolReport:
             COLLUSION_NOTE,
         ]
 
+    def total_line(self) -> str:
+        """The report's first line: the ledger's total (epsilon at this delta, rho, number
+        of releases), or why no total holds."""
+        why = None
+        if self.fm_bound is not None or not self.ledger.dp_guarantee:
+            why = "NOT differentially private (FM sketches)"
+        elif self.seeded:
+            why = f"seeded run (the noise of {', '.join(self.seeded_roles)} came from a seed)"
+        return self.ledger.total_line(self.delta, no_total=why)
+
     def __str__(self) -> str:
         lines = [
+            self.total_line(),
             *self._privacy_lines(),
             f"noisy record count n_hat = {self.n_hat}; model: {self.model}",
             f"cross-party edges added: {len(self.cross_edges)}; cross marginals fitted: "

@@ -95,7 +95,9 @@ class ReportContext:
 
         start = time.perf_counter()
         if method == "central":
-            model = PrivMRF(epsilon, self.delta, seed=seed, progress=False).fit(df, self.spec)
+            model = PrivMRF(
+                epsilon, self.delta, seed=seed, selection="privmrf", progress=False
+            ).fit(df, self.spec)
             synth = model.sample()
             return Run(synth, time.perf_counter() - start, {}, {})
         synth, report = simulate(

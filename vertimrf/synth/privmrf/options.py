@@ -99,8 +99,8 @@ class PrivMRFOptions:
         return cls(**options)
 
 
-# selection="privmrf" (the paper's PrivMRF, the default), "engine" (EngineOptions) or
-# "aim" (AIMOptions).
+# selection="engine" (the default; EngineOptions), "privmrf" (the paper's PrivMRF, kept for
+# reproduction) or "aim" (AIMOptions).
 SELECTIONS = ("privmrf", "engine", "aim")
 
 

@@ -102,11 +102,11 @@ class PrivMRF:
         rho: spend exactly this zCDP budget instead of the conversion of (epsilon, delta),
             e.g. a party's share of a protocol budget; (epsilon, delta) then only label the
             report.
-        selection: "privmrf" (default: the paper's selection, scores, refinement rounds) or
-            "engine": the select-measure-fit engine of method "secure"
+        selection: "engine" (default): the select-measure-fit engine of method "secure"
             (:mod:`vertimrf.synth.engine`) with exact local counts, its budget split by
             ``engine`` (:class:`EngineOptions`); it releases its own count (no
-            ``noisy_count``).
+            ``noisy_count``). Or "privmrf": the paper's PrivMRF (its selection, scores and
+            refinement rounds), kept for reproduction.
             Or "aim": the aim-like preset (:mod:`vertimrf.synth.engine.aim`), AIM's
             rounds, workload and annealing on this library's MRF, set by ``aim``
             (:class:`AIMOptions`); it reads its count off the 1-way marginals.
@@ -126,7 +126,7 @@ class PrivMRF:
         party: str | None = None,
         noisy_count: float | None = None,
         rho: float | None = None,
-        selection: str = "privmrf",
+        selection: str = "engine",
         engine: EngineOptions | None = None,
         aim: AIMOptions | None = None,
         **options: Any,
@@ -139,13 +139,17 @@ class PrivMRF:
         caps = sorted({"max_clique_cells", "max_total_cells"} & set(options))
         if selection == "engine" and caps:
             raise ConfigError(
-                f"with selection='engine' the model caps are EngineOptions' ({', '.join(caps)}); "
-                "pass them as engine=EngineOptions(...)."
+                f"with selection='engine' (the default) the model caps are EngineOptions' "
+                f"({', '.join(caps)}); pass them as engine=EngineOptions(...), or pass "
+                "selection='privmrf' for the paper's PrivMRF."
             )
         if aim is not None and selection != "aim":
             raise ConfigError("aim options apply to selection='aim' only.")
         if selection in ("engine", "aim") and noisy_count is not None:
-            raise ConfigError(f"selection={selection!r} releases its own count; drop noisy_count.")
+            raise ConfigError(
+                f"selection={selection!r} releases its own count; drop noisy_count, or pass "
+                "selection='privmrf' (the paper's PrivMRF) to use it."
+            )
         self.selection = selection
         self.engine = EngineOptions() if engine is None else engine
         self.aim = AIMOptions() if aim is None else aim
@@ -561,7 +565,9 @@ class PrivMRF:
         ``max_cells`` cells raises :class:`~vertimrf.errors.MessageError`."""
         state = load_fit(path, max_cells)
         options = {f.name: getattr(state.options, f.name) for f in fields(state.options)}
-        fit = cls(state.epsilon, state.delta, **options)
+        # the saved options are PrivMRFOptions (model caps included), which only
+        # selection="privmrf" takes; a loaded fit samples, it selects nothing
+        fit = cls(state.epsilon, state.delta, selection="privmrf", **options)
         fit.rho_budget = state.report.rho_budget
         fit._fitted = {
             "model": state.model,
