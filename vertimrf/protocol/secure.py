@@ -391,10 +391,22 @@ class SecurePlan:
     def first_release(self) -> list[Marginal]:
         """The first release's marginals, canonical: the workload's
         (:attr:`workload_first`: its pairs, then 1-way marginals of the attributes in none),
-        else :meth:`all_pairs`."""
+        else :meth:`all_pairs`; with partial record sets, then the 1-way marginal of each
+        attribute that is its party's only one (:meth:`lone_attributes`)."""
         if self.workload_first is None:
-            return self.all_pairs()
-        return [self.canonical(m) for m in self.workload_first]
+            first = self.all_pairs()
+        else:
+            first = [self.canonical(m) for m in self.workload_first]
+        return first + [(a,) for a in self.lone_attributes() if (a,) not in first]
+
+    def lone_attributes(self) -> list[int]:
+        """With partial record sets, each attribute that is its party's only one: no own
+        pair counts it over the party's records, and the union fit reads a cross marginal
+        only where an own table holds each party's part (an empty list with equal sets,
+        where every cross pair counts every record)."""
+        if self.regions is None or not self.select:
+            return []
+        return [own[0] for own in self.attrs if len(own) == 1]
 
     # ------------------------------------------------------------------ noise
     def _share(self, release: str, count: int) -> float:
