@@ -134,8 +134,8 @@ def test_a_party_that_never_joins_stops_the_others_with_the_servers_reason(tmp_p
             assert party.returncode == 2, perr
             last = perr.strip().splitlines()[-1]
             assert last == (
-                "vertimrf: error: the run has failed at the server: party C sent no message "
-                "within 2 s (never joined)."
+                "vertimrf: error: the run has failed at the server: the server, step deal: "
+                "party C sent no message within 2 s (never joined)."
             ), perr
     finally:
         _kill_all([server, *parties])
@@ -213,7 +213,7 @@ def test_a_signal_stops_server_run_exit_when_done_in_every_state(tmp_path, state
             wait_for(lambda: commits <= {r[:3] for r in held(tmp_path)}, server, "the commits")
             time.sleep(1.0)  # the long-polls for the deal are in
         elif state == "failed":
-            lines.first("the run failed: party A, B, C sent no message", 120)
+            lines.first("the run failed: the server, step deal: party A, B, C sent no message", 120)
         else:
             time.sleep(1.0)
         took, err = _signal_stops(lines, sig)

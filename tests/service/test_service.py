@@ -133,7 +133,11 @@ def test_a_party_that_never_joins_is_reported_and_the_others_go_no_further(tmp_p
         assert server.returncode == 128 + signal.SIGTERM, err
         server, _ = start_server(tmp_path, *listen, timeout=2)
         lines = StderrLines(server, time.monotonic())
-        lines.first("the run failed: party C sent no message within 2 s (never joined).", 300)
+        lines.first(
+            "the run failed: the server, step deal: party C sent no message within 2 s "
+            "(never joined).",
+            300,
+        )
         server.send_signal(signal.SIGTERM)
         assert lines.finish(120)[-1].endswith("serve it again to resume.")
     finally:
