@@ -8,6 +8,7 @@ from typing import Any
 
 from vertimrf.errors import ConfigError
 from vertimrf.synth.privmrf.budget_split import BudgetSplit
+from vertimrf.within import PLACEMENTS
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,12 @@ class PrivMRFOptions:
             one, a larger epsilon, see ``budget_split.py``).
         progress: log short progress lines (no data values) at INFO to the
             ``vertimrf.synth.privmrf`` logger (see :mod:`vertimrf.logs`).
+        values: where a sampled numeric value lies inside its bin: "fine" (by a DP fine
+            histogram of the column), "uniform" or "midpoint" (:mod:`vertimrf.within`).
+            Read on a fit of a frame with a DomainSpec only.
+        numeric_share: the fraction of the budget spent before the fit on the numeric
+            releases (:mod:`vertimrf.synth.numeric`: the fine histograms, and the cuts of
+            columns of scale "quantile"); nothing when no column releases.
     """
 
     theta: float = 6.0
@@ -59,6 +66,8 @@ class PrivMRFOptions:
     final_convergence_ratio: float = 0.7
     gdp_accounting: bool = False
     progress: bool = True
+    values: str = "fine"
+    numeric_share: float = 0.05
 
     def __post_init__(self) -> None:
         positive = {
@@ -88,6 +97,11 @@ class PrivMRFOptions:
             raise ConfigError("size_penalty and tol must be >= 0.")
         if not isinstance(self.split, BudgetSplit):
             raise ConfigError("split must be a BudgetSplit.")
+        if self.values not in PLACEMENTS:
+            raise ConfigError(f"values must be one of {list(PLACEMENTS)}; got {self.values!r}.")
+        share = self.numeric_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share < 1:
+            raise ConfigError(f"numeric_share must lie in (0, 1); got {share!r}.")
 
     @classmethod
     def from_kwargs(cls, options: dict[str, Any]) -> PrivMRFOptions:

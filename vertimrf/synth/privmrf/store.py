@@ -26,6 +26,7 @@ from vertimrf.synth.fitted import Decoder, decoder_from_meta, decoder_meta
 from vertimrf.synth.privmrf.budget_split import BudgetSplit
 from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
 from vertimrf.synth.privmrf.options import PrivMRFOptions
+from vertimrf.within import Midpoint, Placement, within_from_meta, within_meta
 
 PRIVMRF_KIND = "vertimrf-privmrf"
 
@@ -44,6 +45,7 @@ class FitState:
     graph: AttributeGraph
     report: PrivMRFReport
     dtypes: dict[str, str]
+    within: Placement = Midpoint()
 
 
 def save_fit(state: FitState, path: str | os.PathLike) -> None:
@@ -70,6 +72,7 @@ def save_fit(state: FitState, path: str | os.PathLike) -> None:
         },
         "report": report,
         "dtypes": state.dtypes,
+        "within": within_meta(state.within),
     }
     write_container(path, PRIVMRF_KIND, meta, arrays)
 
@@ -102,6 +105,9 @@ def load_fit(path: str | os.PathLike, max_cells: int | None = None) -> FitState:
             dtypes=check_dtypes(meta.get("dtypes", {}), decoder)
             if isinstance(decoder, DomainSpec)
             else {},
+            within=within_from_meta(meta.get("within"), decoder, path)
+            if isinstance(decoder, DomainSpec)
+            else Midpoint(),
         )
     except (KeyError, TypeError, ValueError, ConfigError) as exc:
         raise MessageError(f"{path}: malformed PrivMRF file ({exc}).") from None

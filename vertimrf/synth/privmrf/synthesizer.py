@@ -48,9 +48,11 @@ from vertimrf.synth.fitted import (
     Decoder,
     check_rows,
     decoder_for,
+    decoder_of,
     generator,
     marginal_series,
 )
+from vertimrf.synth.numeric import numeric_releases, releasing_columns
 from vertimrf.synth.privmrf import budget_split as bud
 from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult, greedy_graph_search
@@ -64,6 +66,7 @@ from vertimrf.synth.privmrf.source import GaussianSource, Marginal
 from vertimrf.synth.privmrf.store import FitState, load_fit, save_fit
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells, refinement_max_cells
 from vertimrf.synth.refine import refine, round_sizes
+from vertimrf.within import Midpoint, Placement, placement
 
 _log = logging.getLogger(__name__)
 
@@ -174,6 +177,7 @@ class PrivMRF:
             self._noise, self._rng = noise, np.random.default_rng(seed)
         self._fitted: dict[str, Any] | None = None
         self._report: PrivMRFReport | None = None
+        self._fit_rho = self.rho_budget  # less what a fit's numeric releases spend
 
     # ----------------------------------------------------------------------------- fitting
     def fit(self, data: pd.DataFrame | EncodedTable, spec: SpecLike | None = None) -> PrivMRF:
@@ -181,18 +185,19 @@ class PrivMRF:
         describes (a Domain for integer-coded frames, a DomainSpec, or a TableEncoder);
         returns self."""
         start = time.perf_counter()
+        noise = FitNoise(self._ledger(), self._noise, self.party)
+        spec, within = self._numeric(data, spec, noise)
         table, codec = as_table(data, spec)
         codes = np.ascontiguousarray(table.codes, dtype=np.int64)
         warn_small_table(len(codes))
         opts, domain = self.options, codec.domain
-        noise = FitNoise(self._ledger(), self._noise, self.party)
         decoder = decoder_for(data, spec)
         dtypes = (
             column_dtypes(data, decoder)
             if isinstance(data, pd.DataFrame) and isinstance(decoder, DomainSpec)
             else {}
         )
-        decoding = _decoding(codec, decoder, dtypes)
+        decoding = _decoding(codec, decoder, dtypes, within)
         if self.selection != "privmrf":
             return self._fit_engine(codes, codec, noise, decoding, start)
         shares = self._shares(len(domain))
@@ -244,6 +249,29 @@ class PrivMRF:
         self._say(f"done in {self._report.fit_seconds:.2f} s")
         return self
 
+    def _numeric(
+        self, data: object, spec: SpecLike | None, noise: FitNoise
+    ) -> tuple[SpecLike | None, Placement]:
+        """The numeric releases of a fit of a frame with a DomainSpec
+        (:func:`~vertimrf.synth.numeric.numeric_releases`, at ``numeric_share`` of the
+        budget when a column releases): the spec with its quantile cuts, and the placement
+        of values inside their bins. Other fits place values at the midpoint."""
+        self._fit_rho = self.rho_budget
+        values = self.options.values
+        if not (isinstance(data, pd.DataFrame) and isinstance(spec, DomainSpec)):
+            return spec, Midpoint()
+        if not releasing_columns(spec, values):
+            return spec, placement(values)
+        rho = self.options.numeric_share * self.rho_budget
+        spec, within, releases = numeric_releases(
+            data, spec, values=values, rho=rho, noise=noise.sampler, ledger=noise.ledger,
+            party=self.party,
+        )  # fmt: skip
+        noise.charged.extend(releases)
+        self._fit_rho = self.rho_budget - rho
+        self._say(f"numeric releases: {len(releases)} at rho {rho:.3g}")
+        return spec, within
+
     def _fit_engine(
         self,
         codes: np.ndarray,
@@ -262,12 +290,12 @@ class PrivMRF:
         self._say(f"fit by the engine ({self.selection}): d={len(domain)}")
         if self.selection == "aim":
             fit, rounds = fit_aim(
-                codes, domain, self.rho_budget, self.aim, self.options, noise, self._say
+                codes, domain, self._fit_rho, self.aim, self.options, noise, self._say
             )
             self._say(f"{len(rounds)} rounds")
         else:
             fit = fit_local(
-                codes, domain, self.rho_budget, self.engine, self.options, noise, self._rng
+                codes, domain, self._fit_rho, self.engine, self.options, noise, self._rng
             )
         self._fitted = {
             "codec": codec,
@@ -414,7 +442,7 @@ class PrivMRF:
 
     def _shares(self, d: int) -> _Shares:
         split = self.options.split
-        rho = self.rho_budget
+        rho = self._fit_rho
         shares = _Shares(
             rho * split.count,
             rho * split.scores,
@@ -517,8 +545,8 @@ class PrivMRF:
         if seed is not None and rng is not None:
             raise ConfigError("give seed or rng to sample(), not both.")
         n = round(self.n_hat) if n is None else check_rows(n)
-        codes = self.model.sample(n, generator(rng if seed is None else seed, self._rng))
-        return self._state("decode")(codes)
+        g = generator(rng if seed is None else seed, self._rng)
+        return self._state("decode")(self.model.sample(n, g), g)
 
     def marginal(self, columns: Sequence[str]) -> pd.Series:
         """The model's distribution over ``columns`` (probabilities summing to 1) as a Series
@@ -553,6 +581,7 @@ class PrivMRF:
             self.graph,
             self.report,
             self.dtypes,
+            self._state("within"),
         )
         refuse_existing(path, overwrite)
         save_fit(state, path)
@@ -574,7 +603,7 @@ class PrivMRF:
             "n_hat": state.n_hat,
             "measurements": state.measurements,
             "graph": state.graph,
-            **_decoding(resolve_codec(state.decoder), state.decoder, state.dtypes),
+            **_decoding(resolve_codec(state.decoder), state.decoder, state.dtypes, state.within),
         }
         fit._report = state.report
         return fit
@@ -588,13 +617,17 @@ class PrivMRF:
         return self._report
 
 
-def _decoding(codec: TableCodec, decoder: Decoder | None, dtypes: dict[str, str]) -> dict[str, Any]:
-    """How a fit decodes: its codec, its storable decoder, the dtypes its samples take and
-    the decoding that casts them."""
+def _decoding(
+    codec: TableCodec, decoder: Decoder | None, dtypes: dict[str, str], within: Placement
+) -> dict[str, Any]:
+    """How a fit decodes: its codec, its storable decoder, the dtypes its samples take, the
+    placement of numeric values in their bins, and the decoding that casts them."""
     decode = (
-        typed(codec.decode, decoder, dtypes) if isinstance(decoder, DomainSpec) else codec.decode
+        typed(decoder_of(decoder, within), decoder, dtypes)
+        if isinstance(decoder, DomainSpec)
+        else lambda codes, rng=None: codec.decode(codes)
     )
-    return {"codec": codec, "decoder": decoder, "dtypes": dtypes, "decode": decode}
+    return dict(codec=codec, decoder=decoder, dtypes=dtypes, decode=decode, within=within)
 
 
 def _graph(d: int, found: GraphSearchResult) -> AttributeGraph:
