@@ -48,17 +48,6 @@ class Placement(Protocol):
 
 
 @dataclass(frozen=True)
-class Midpoint:
-    name: str = "midpoint"
-
-    def place(
-        self, col: ColumnSpec, bins: np.ndarray, rng: np.random.Generator | None
-    ) -> np.ndarray:
-        edges = col.edges
-        return edges[bins] + 0.5 * (edges[bins + 1] - edges[bins])
-
-
-@dataclass(frozen=True)
 class Uniform:
     name: str = "uniform"
 
@@ -68,6 +57,18 @@ class Uniform:
         edges = col.edges
         offset = 0.5 if rng is None else rng.random(len(bins))
         return edges[bins] + offset * (edges[bins + 1] - edges[bins])
+
+
+@dataclass(frozen=True)
+class Midpoint(Uniform):
+    """Uniform's draw without a generator: the bin's midpoint, always."""
+
+    name: str = "midpoint"
+
+    def place(
+        self, col: ColumnSpec, bins: np.ndarray, rng: np.random.Generator | None
+    ) -> np.ndarray:
+        return super().place(col, bins, None)
 
 
 @dataclass(frozen=True)
