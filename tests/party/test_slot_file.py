@@ -169,11 +169,15 @@ def test_bad_slots_repeated_ids_and_too_many_records_are_refused(tmp_path):
         FileTable(twice, part_rows=64, temp_dir=temp).check("A", spec, "id").partial_records(
             spec, TokenKeys(SECRET, OWN, cfg.run_context()), secure_plan(_config(n + 2001)), 0
         )
+    # more records than max_rows, with max_rows above the dummies' reserve (config refuses
+    # less, tests/cli/test_cli_max_rows.py): 1,200 records against max_rows 1,199
+    many = _write(_frame(1200, 8)[["id", "a0", "a1"]], tmp_path / "c.parquet")
     with pytest.raises(
-        ConfigError, match="holds at least 50[0-9] records but the config's max_rows is 499"
+        ConfigError,
+        match="holds at least 1,?2[0-9][0-9] records but the config's max_rows is 1,?199",
     ):
-        FileTable(path, part_rows=64, temp_dir=temp).check("A", spec, "id").partial_records(
-            spec, TokenKeys(SECRET, OWN, cfg.run_context()), secure_plan(_config(n - 1)), 0
+        FileTable(many, part_rows=64, temp_dir=temp).check("A", spec, "id").partial_records(
+            spec, TokenKeys(SECRET, OWN, cfg.run_context()), secure_plan(_config(1199)), 0
         )
     assert not any(temp.iterdir())  # an error leaves nothing behind
 

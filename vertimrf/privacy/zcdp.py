@@ -117,11 +117,16 @@ def round_up(x: float, digits: int = 4) -> str:
     """``x`` rounded UP to ``digits`` significant digits, as text: a printed privacy loss
     (epsilon, delta, rho) is then never below the true one and carries no more digits.
 
-    >>> round_up(0.123412, 3), round_up(2.0)
-    ('0.124', '2')
+    A value whose shortest decimal form has at most ``digits`` significant digits (a
+    delta of 1e-05 as given, whose double lies a hair above 1e-05) prints as that form.
+
+    >>> round_up(0.123412, 3), round_up(2.0), round_up(1e-05, 2)
+    ('0.124', '2', '1e-05')
     """
     if not math.isfinite(x) or x == 0:
         return f"{x:g}"
+    if len(repr(abs(x)).split("e")[0].replace(".", "").strip("0")) <= digits:
+        return f"{x:.{digits}g}"
     exponent = math.floor(math.log10(abs(x))) - digits + 1
     scale = 10.0**exponent
     value = math.ceil(x / scale) * scale
