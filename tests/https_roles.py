@@ -63,9 +63,11 @@ class StderrLines:
 def pinned_files(tmp_path: Path, df: pd.DataFrame, spec: DomainSpec, **fields) -> ProtocolConfig:
     """Key files of every role, the config pinning them (the parties of ``THREE``), the
     secret and each party's rows (shuffled, linked by ``rid``) in ``tmp_path``."""
+    # partial record sets need max_rows above the dummies' reserve (about 900 rows here)
+    rows = 512 if fields.get("record_sets", "equal") == "equal" else 4096
     base = from_preset(
         "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(THREE.items()),
-        run_nonce="ef" * 16, **{"max_rows": 512, "record_sets": "equal", **fields},
+        run_nonce="ef" * 16, **{"max_rows": rows, "record_sets": "equal", **fields},
     )  # fmt: skip
     publics = []
     for name in [*THREE, "server"]:
