@@ -4,6 +4,7 @@ arguments, the roles exchanging messages through one mail folder."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -20,29 +21,35 @@ SERVER = ["server", "run", "--config", "config.json", "--keys-dir", "keys", "--s
           "--out", "synth.csv", "--seed", str(SEED), "--quiet"]  # fmt: skip
 
 
-def role_files(tmp_path: Path, df: pd.DataFrame, cfg: ProtocolConfig) -> tuple[list, list]:
-    """The files of a two-party run (``TWO_PARTIES``) in ``tmp_path``, public keys beside
-    the key pairs; the server's and each party's arguments to ``vertimrf server run`` /
-    ``party run``, sharing the mail folder."""
+def role_files(
+    tmp_path: Path,
+    df: pd.DataFrame,
+    cfg: ProtocolConfig,
+    parties: Mapping[str, list[str]] = TWO_PARTIES,
+    extra: Sequence[str] = (),
+) -> tuple[list, list]:
+    """The files of a two-party run (``parties``, A and B; ``TWO_PARTIES`` by default) in
+    ``tmp_path``, public keys beside the key pairs; the server's and each party's arguments
+    to ``vertimrf server run`` / ``party run`` (with ``extra``), sharing the mail folder."""
     cfg.save(tmp_path / "config.json")
     (tmp_path / "secret.hex").write_text(SECRET.hex())
     KeyPair.generate("server").save(tmp_path / "server.key")
-    for n, cols in TWO_PARTIES.items():
+    for n, cols in parties.items():
         KeyPair.generate(n).save(tmp_path / f"{n}.key")
         KeyPair.load(tmp_path / f"{n}.key").public().save(tmp_path / f"{n}.pub")
         frame = df[cols].assign(rid=range(len(df))).sample(frac=1.0, random_state=len(n))
         frame.to_csv(tmp_path / f"{n}.csv", index=False)
     common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
-              "--seed", str(SEED)]  # fmt: skip
+              "--seed", str(SEED), *extra]  # fmt: skip
     server = ["server", "run", *common, "--inbox", "mail/server", "--keys", "A.pub", "B.pub",
               "--server-key", "server.key", "--out", "synth.csv"]  # fmt: skip
-    parties = [
+    runs = [
         ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}.csv",
          "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
-         "--peers", *[f"{q}.pub" for q in TWO_PARTIES if q != n], "--state-dir", f"state-{n}"]
-        for n in TWO_PARTIES
+         "--peers", *[f"{q}.pub" for q in parties if q != n], "--state-dir", f"state-{n}"]
+        for n in parties
     ]  # fmt: skip
-    return server, parties
+    return server, runs
 
 
 def three_party_files(tmp_path: Path, df: pd.DataFrame, cfg: ProtocolConfig) -> None:

@@ -1029,10 +1029,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
             f"is outside its public bounds [{lower}, {upper}]",
             "change the data, or widen the bounds in the domain spec",
         )
-    b = col.bin_of(np.where(nan, lower, x))
-    if col.missing_code is not None:
-        b[nan] = col.missing_code
-    return b
+    return _bins(col, x, nan)
 
 
 def _encode_times(s: pd.Series, col: ColumnSpec, axis: TimeAxis) -> np.ndarray:
@@ -1058,8 +1055,12 @@ def _encode_times(s: pd.Series, col: ColumnSpec, axis: TimeAxis) -> np.ndarray:
             f"holds {axis.upper}",
             "change the data, or widen the bounds in the domain spec",
         )
-    nan = np.isnan(x)
-    b = col.bin_of(np.where(nan, lower, x))
+    return _bins(col, x, np.isnan(x))
+
+
+def _bins(col: ColumnSpec, x: np.ndarray, nan: np.ndarray) -> np.ndarray:
+    """The bin of each value ``x`` of ``col``, its missing code where ``nan``."""
+    b = col.bin_of(np.where(nan, col.bounds[0], x))
     if col.missing_code is not None:
         b[nan] = col.missing_code
     return b

@@ -7,18 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vertimrf.crypto.keys import KeyPair
+from tests.party.dask_runs import memory_and_dask_samples
 from vertimrf.domain import ColumnSpec, DomainSpec
-from vertimrf.driver import local_run
 from vertimrf.protocol import from_preset
 from vertimrf.timecols import TimeAxis
 
-dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("distributed")
-
-from vertimrf.party.dask_table import DaskTable  # noqa: E402
-
-SECRET = bytes(range(32))
+pytest.importorskip("dask.dataframe")
+pytest.importorskip("distributed")
 SPEC = DomainSpec([
     ColumnSpec("t", "datetime", missing=True,
                time=TimeAxis("2013-01-01", "2013-12-31", "month", format="%Y-%m-%d %H:%M")),
@@ -45,15 +40,7 @@ def test_a_dask_table_with_times_fits_the_in_memory_model(tmp_path):
         epsilon=1.6, delta=1e-6, spec=SPEC, parties=PARTIES, max_rows=1024,
         run_nonce="ab" * 16, secure_buckets=4,
     )  # fmt: skip
-    keys = {name: KeyPair.generate(name) for name in ("A", "B", "server")}
-    parties = {k: v for k, v in keys.items() if k != "server"}
-    memory = {p: frame[["id", *cols]] for p, cols in PARTIES}
-    dd.from_pandas(memory["A"], npartitions=3).to_parquet(tmp_path / "A.parquet")
-    samples = []
-    with distributed.Client(processes=False, n_workers=2, dashboard_address=None) as client:
-        for data in (memory, {**memory, "A": DaskTable(tmp_path / "A.parquet", client)}):
-            run = local_run(data, cfg, SECRET, seed=7, keys=parties, server_key=keys["server"])
-            samples.append(run.fitted(run.run()).sample(seed=8))
+    samples = memory_and_dask_samples(tmp_path, frame, cfg, PARTIES)
     pd.testing.assert_frame_equal(samples[0], samples[1])
     times = pd.to_datetime(samples[1]["t"], format="%Y-%m-%d %H:%M")
     assert times.isna().any() and times.dropna().dt.year.eq(2013).all()

@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.folder_roles import role_files
 from tests.helpers import ROOT, SECRET
 from tests.runs import SEED, finish, same_as_simulate, vertimrf_process
 from vertimrf import PrivMRF, fit_vertical, simulate
 from vertimrf.cli import main
-from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.protocol import ProtocolConfig
 from vertimrf.protocol.factory import load_config
@@ -110,7 +110,7 @@ def test_the_command_line_from_spec_to_evaluate(flights, tmp_path, capsys):
 @pytest.mark.slow
 def test_the_roles_as_processes_write_simulates_times(flights, tmp_path):
     config = _config(tmp_path)
-    server, parties = _role_files(tmp_path, flights)
+    server, parties = role_files(tmp_path, flights, config, PARTIES, ["--quiet"])
     env = {"PYTHONPATH": str(ROOT)}  # this checkout's vertimrf, whatever is installed
     done = finish([vertimrf_process(tmp_path, *server, env=env)]
                   + [vertimrf_process(tmp_path, *p, env=env) for p in parties])  # fmt: skip
@@ -129,25 +129,3 @@ def _config(root: Path) -> ProtocolConfig:
     config = load_config(root / "config.json")
     assert config.spec == DomainSpec.from_dict(SPEC)
     return config
-
-
-def _role_files(root: Path, df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Each role's files in ``root`` and its ``server run`` / ``party run`` arguments."""
-    (root / "secret.hex").write_text(SECRET.hex())
-    KeyPair.generate("server").save(root / "server.key")
-    for n, cols in PARTIES.items():
-        KeyPair.generate(n).save(root / f"{n}.key")
-        KeyPair.load(root / f"{n}.key").public().save(root / f"{n}.pub")
-        frame = df[cols].assign(rid=range(len(df))).sample(frac=1.0, random_state=len(n))
-        frame.to_csv(root / f"{n}.csv", index=False)
-    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300",
-              "--seed", str(SEED), "--quiet"]  # fmt: skip
-    server = ["server", "run", *common, "--inbox", "mail/server", "--keys", "A.pub", "B.pub",
-              "--server-key", "server.key", "--out", "synth.csv"]  # fmt: skip
-    parties = [
-        ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data", f"{n}.csv",
-         "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
-         "--peers", *[f"{q}.pub" for q in PARTIES if q != n], "--state-dir", f"state-{n}"]
-        for n in PARTIES
-    ]  # fmt: skip
-    return server, parties

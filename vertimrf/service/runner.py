@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.driver.role import failure_report, unexpected
+from vertimrf.driver.role import failure_report
 from vertimrf.driver.schedule import observed_seconds, sent_bytes, waiting_on
 from vertimrf.driver.server import ServerDriver
 from vertimrf.errors import RunFailedError, VertimrfError
@@ -201,12 +201,11 @@ class ServiceRun:
                 driver.run()
             except RunFailedError:
                 raise
-            except Exception as exc:  # one line naming the server's step, expected or not
-                step = driver.next_step()
-                name = None if step is None else step.name
-                if not isinstance(exc, VertimrfError):
-                    exc = unexpected(SERVER, name, exc)
-                raise VertimrfError(f"the server, {failure_report(SERVER, name, exc)}") from None
+            except VertimrfError as exc:  # one line naming the server's step (a bug in a
+                # step is a StepError already, by the driver)
+                raise VertimrfError(
+                    f"the server, {failure_report(SERVER, driver.step, exc)}"
+                ) from None
             rows = self.store.rows()
             model = driver.fitted(
                 seconds={**observed_seconds(self.phases, _by_message(rows, "time")),

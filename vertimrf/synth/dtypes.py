@@ -66,7 +66,7 @@ def typed(
     *,
     absent: bool = False,
 ) -> Callable[..., pd.DataFrame]:
-    """``decode`` (codes, rng=None) followed by the cast of each column named in
+    """``decode`` (codes, or codes and rng) followed by the cast of each column named in
     ``dtypes`` (in a model over the union of records, ``absent``, every column can be
     empty)."""
     if not dtypes:
@@ -77,7 +77,7 @@ def typed(
     }
 
     def run(codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.DataFrame:
-        frame = decode(codes) if rng is None else decode(codes, rng)
+        frame = decode(codes) if rng is None else decode(codes, rng)  # a one-argument decode
         out = frame.copy(deep=False)  # not assign(**names): a column may be named "self"
         for name, cast in casts.items():
             out[name] = cast(frame[name])

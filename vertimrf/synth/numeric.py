@@ -52,13 +52,13 @@ def numeric_releases(
     """``spec`` with its quantile cuts measured on ``frame``, the placement of values inside
     their bins, and the releases, each charged to ``ledger`` before its draw."""
     names = releasing_columns(spec, values)
+    if not names:  # the fit's encoding checks every cell
+        return spec, placement(values), []
     provisional = DomainSpec(
         [dataclasses.replace(c, scale=EQUAL) if not c.resolved else c for c in spec.columns],
         spec.ignored,
     )
     TableEncoder(provisional).encode(frame[list(spec.names)])  # every cell, before any release
-    if not names:
-        return spec, placement(values), []
     each = rho / len(names)
     columns = {c.name: c for c in spec.columns}
     counts: dict[str, np.ndarray] = {}
@@ -66,14 +66,12 @@ def numeric_releases(
     for name in names:
         col = columns[name]
         x = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
-        both = values == "fine" and not col.resolved
+        share = each / 2 if values == "fine" and not col.resolved else each
         if not col.resolved:
-            share = each / 2 if both else each
             col, cuts = quantile_cuts(col, x, rho=share, noise=noise, ledger=ledger, party=party)
             columns[name] = col
             releases += cuts
         if values == "fine":
-            share = each / 2 if both else each
             counts[name], release = fine_histogram(
                 col, x, rho=share, noise=noise, ledger=ledger, party=party
             )

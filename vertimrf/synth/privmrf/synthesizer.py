@@ -52,7 +52,7 @@ from vertimrf.synth.fitted import (
     generator,
     marginal_series,
 )
-from vertimrf.synth.numeric import numeric_releases, releasing_columns
+from vertimrf.synth.numeric import numeric_releases
 from vertimrf.synth.privmrf import budget_split as bud
 from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult, greedy_graph_search
@@ -66,7 +66,7 @@ from vertimrf.synth.privmrf.source import GaussianSource, Marginal
 from vertimrf.synth.privmrf.store import FitState, load_fit, save_fit
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells, refinement_max_cells
 from vertimrf.synth.refine import refine, round_sizes
-from vertimrf.within import Midpoint, Placement, placement
+from vertimrf.within import Midpoint, Placement
 
 _log = logging.getLogger(__name__)
 
@@ -260,16 +260,15 @@ class PrivMRF:
         values = self.options.values
         if not (isinstance(data, pd.DataFrame) and isinstance(spec, DomainSpec)):
             return spec, Midpoint()
-        if not releasing_columns(spec, values):
-            return spec, placement(values)
         rho = self.options.numeric_share * self.rho_budget
         spec, within, releases = numeric_releases(
             data, spec, values=values, rho=rho, noise=noise.sampler, ledger=noise.ledger,
             party=self.party,
         )  # fmt: skip
-        noise.charged.extend(releases)
-        self._fit_rho = self.rho_budget - rho
-        self._say(f"numeric releases: {len(releases)} at rho {rho:.3g}")
+        if releases:
+            noise.charged.extend(releases)
+            self._fit_rho = self.rho_budget - rho
+            self._say(f"numeric releases: {len(releases)} at rho {rho:.3g}")
         return spec, within
 
     def _fit_engine(
