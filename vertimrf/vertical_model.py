@@ -111,9 +111,11 @@ class VerticalModel:
         draw; without one the model's own generator is used (a fitted model continues its
         run's stream, so ``simulate`` and ``fit_vertical(...).sample()`` agree). The rows
         are those of :meth:`sample_chunks`, concatenated."""
-        rows = self.n_hat if n is None else check_rows(n)
-        g = generator(seed, self._rng)
-        return self._decode(self.model.sample(rows, g), g)
+        chunks = list(self.sample_chunks(n, seed))
+        if not chunks:  # no rows: an empty frame of the sample's columns and dtypes
+            empty = np.zeros((0, len(self.spec)), np.int64)
+            return self._decode(empty, generator(seed, self._rng))
+        return pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
 
     def sample_chunks(
         self, n: int | None = None, seed: int | np.random.Generator | None = None

@@ -85,6 +85,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         "secure_binning": args.binning,
         "secure_buckets": args.buckets,
         "secure_workload": None if args.workload is None else _read_workload(args.workload),
+        "secure_values": args.values,
+        "secure_numeric_share": args.numeric_share,
         "secure_pipeline": args.pipeline,
         "method": args.method,
         "record_sets": args.record_sets,
@@ -100,7 +102,8 @@ def cmd_config(args: argparse.Namespace) -> int:
     flags = {"--feature-width": "secure_feature_width", "--binning": "secure_binning",
              "--buckets": "secure_buckets", "--t": "t",
              "--workload": "secure_workload",
-             "--model-cells": "secure_max_total_cells"}  # fmt: skip
+             "--model-cells": "secure_max_total_cells", "--values": "secure_values",
+             "--numeric-share": "secure_numeric_share"}  # fmt: skip
     for flag, name in flags.items():
         if given[name] is not None and name not in cls.FLAT:
             raise ConfigError(f"{flag} is not an option of {describe(cls)}.")
@@ -234,6 +237,21 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         'items are lists of column names (weight 1) or [columns, weight], e.g. [["age", '
         '"sex"], [["race", "income"], 2]]; the server\'s selection favours the pairs they '
         "hold (default: every 3-way marginal, weight 1)",
+    )
+    config.add_argument(
+        "--values",
+        choices=("fine", "uniform", "midpoint"),
+        default=None,
+        help="secure: where a synthetic number lies inside its bin: 'fine' (the default: "
+        "each party releases a noisy fine histogram of each numeric column, about 256 "
+        "sub-bins, and numbers are drawn by it), 'uniform' or 'midpoint' (nothing released)",
+    )
+    config.add_argument(
+        "--numeric-share",
+        type=float,
+        default=None,
+        help="secure, with --values fine: the fraction of the budget the fine histograms "
+        "take in all (default 0.05)",
     )
     config.add_argument(
         "--pipeline",

@@ -42,6 +42,7 @@ from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.roles import Server
 from vertimrf.server.secure import SecureServer
 from vertimrf.vertical_model import VerticalModel
+from vertimrf.within import Midpoint, Placement
 
 
 class ServerDriver(RoleDriver):
@@ -89,7 +90,9 @@ class ServerDriver(RoleDriver):
         self._names = [p.name for p in config.parties]
         self._hash = config.config_hash()
         self._schedule = schedule(config)
-        self._fitted: tuple[MarkovRandomField, ProtocolReport, np.random.Generator] | None = None
+        self._fitted: (
+            tuple[MarkovRandomField, ProtocolReport, np.random.Generator, Placement] | None
+        ) = None
         self._steps = self._make_steps()
         self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)
         self._inputs: Mapping[Message, Payload] = {}
@@ -129,7 +132,7 @@ class ServerDriver(RoleDriver):
         """The fitted model, with ``seconds`` and ``message_bytes`` added to its report."""
         if self._fitted is None:
             raise MessageError("the server has not fitted yet: run its steps first.")
-        model, report, rng = self._fitted
+        model, report, rng, within = self._fitted
         report = dataclasses.replace(
             report,
             seconds={**(seconds or {}), **report.seconds},
@@ -137,7 +140,9 @@ class ServerDriver(RoleDriver):
         )
         absent = model.domain.sizes != self.config.spec.domain.sizes  # over the union
         empty = self.config.population == "union"  # else conditioned on every party holding it
-        return VerticalModel(model, self.config.spec, report, rng=rng, absent=absent, empty=empty)
+        return VerticalModel(
+            model, self.config.spec, report, rng=rng, absent=absent, empty=empty, within=within
+        )
 
     # ------------------------------------------------------------------ running
     def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
@@ -257,7 +262,7 @@ class ServerDriver(RoleDriver):
         start = time.perf_counter()
         rng = secure.fit(self._releases(inputs, Kind.MEASURE))
         self.phase_seconds["fit"] = time.perf_counter() - start
-        self._fitted = secure.model, secure.report(), rng
+        self._fitted = secure.model, secure.report(), rng, secure.within()
         return {}
 
     def _fit_paper(self, inputs: Mapping[Message, Payload]) -> Outputs:
@@ -273,5 +278,5 @@ class ServerDriver(RoleDriver):
 
         model, report = paper.fit(messages, seed=self.seed, callback=lap, secure_releases=cross)
         rng = np.random.default_rng(None if self.seed is None else role_seed(self.seed, SERVER))
-        self._fitted = model, report, rng
+        self._fitted = model, report, rng, Midpoint()
         return {}

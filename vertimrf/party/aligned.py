@@ -244,6 +244,15 @@ class HeldTable(ABC):
         None for a table without bytes to digest (its records are then never kept)."""
         return None
 
+    def one_way(self, spec: DomainSpec) -> list[np.ndarray]:
+        """The count of every code of each column of ``spec`` over the table's records
+        (ConfigError for a table that cannot give them)."""
+        raise ConfigError(
+            f"a {type(self).__name__} holds codes, not the values a fine histogram counts: "
+            "give the table in memory, as a FileTable or as a DaskTable, or set values "
+            "'uniform' (--values uniform)."
+        )
+
     def partial_records(
         self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
     ) -> TokenFiles:

@@ -136,6 +136,20 @@ class DaskTable(HeldTable):
             return None
         return str(self._client.submit(source_digest, self._path, pure=False).result())
 
+    def one_way(self, spec: DomainSpec) -> list[np.ndarray]:
+        """The count of every code of each column of ``spec`` over the table's records, each
+        partition encoded and counted on its worker (only the counts come here)."""
+        dask, _ = _dask()
+        frame = self._frame[[self._id_column, *spec.names]]
+        ids = self._id_column, self._id_type
+        count = dask.delayed(_one_way)
+        parts = [count(part, self._name, spec, *ids) for part in frame.to_delayed()]
+        totals = [np.zeros(c.size, np.int64) for c in spec.columns]
+        for counts in self._client.gather(self._client.compute(parts)):
+            for total, n in zip(totals, counts, strict=True):
+                total += n
+        return totals
+
     def partial_records(
         self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
     ) -> TokenFiles:
@@ -290,6 +304,14 @@ def _records(
     """One partition's codes and ID fingerprints."""
     table, ids = frame_table(name, spec, frame, id_column)
     return table.codes, record_fingerprints(ids, id_type, id_column)
+
+
+def _one_way(
+    frame: pd.DataFrame, name: str, spec: DomainSpec, id_column: str, id_type: str
+) -> list[np.ndarray]:
+    """One partition's count of every code of each column of ``spec``."""
+    codes, _ = _records(frame, name, spec, id_column, id_type)
+    return [np.bincount(codes[:, j], minlength=c.size) for j, c in enumerate(spec.columns)]
 
 
 def _counts(frame: pd.DataFrame, buckets: int) -> np.ndarray:

@@ -126,6 +126,26 @@ class FileTable(HeldTable):
         """SHA-256 (hex) of the file's bytes (a folder's: its files'), read in chunks."""
         return source_digest(self.path)
 
+    def one_way(self, spec: DomainSpec) -> list[np.ndarray]:
+        """The count of every code of each column of ``spec`` over the file's rows, read in
+        batches (a file whose batches do not settle how pandas reads it is read whole)."""
+        path, ids, name, rows, typed = (
+            self.path, self._id_column, self._name, self.batch_rows, self._id_type
+        )  # fmt: skip
+        counts = [np.zeros(c.size, np.int64) for c in spec.columns]
+        try:
+            batches = stream_party_table(
+                path, spec, ids, party=name, batch_rows=rows, id_type=typed
+            )
+            for codes, _ in batches:
+                for j, n in enumerate(counts):
+                    n += np.bincount(codes[:, j], minlength=n.size)
+        except WholeTableNeededError:
+            table, _ = read_party_table(path, spec, ids, party=name, batch_rows=rows, id_type=typed)
+            codes = table.codes
+            counts = [np.bincount(codes[:, j], minlength=n.size) for j, n in enumerate(counts)]
+        return counts
+
     def partial_records(
         self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
     ) -> TokenFiles:

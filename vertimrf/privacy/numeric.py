@@ -19,22 +19,27 @@ costs 1 / (2 sigma^2) at sigma. A decoder places a value inside its bin by these
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
-from vertimrf.domain import QUANTILE, ColumnSpec
+from vertimrf.domain import CUTS, QUANTILE, ColumnSpec
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.mechanisms import exponential_mechanism
 from vertimrf.privacy.samplers import NoiseSampler
+from vertimrf.privacy.zcdp import gaussian_rho
 
 __all__ = [
     "CANDIDATES",
     "FINE_CELLS",
     "fine_cells",
+    "fine_column",
     "fine_histogram",
     "fine_index",
+    "fine_release",
+    "noisy_fine",
     "quantile_cuts",
 ]
 
@@ -61,6 +66,50 @@ def fine_index(col: ColumnSpec, x: np.ndarray) -> np.ndarray:
     return b * s + np.clip(np.where(width > 0, j, 0), 0, s - 1)
 
 
+def fine_column(col: ColumnSpec) -> ColumnSpec:
+    """``col`` (resolved numeric, bins of positive width) cut into its fine sub-bins: its
+    codes are :func:`fine_index`'s, read as a table reader reads any column (its missing
+    code, if any, is the last)."""
+    edges, s = col.edges, fine_cells(col)
+    steps = np.arange(1, s) / s
+    inner = [
+        float(v)
+        for b in range(len(edges) - 1)
+        for v in edges[b] + steps * (edges[b + 1] - edges[b])
+    ]
+    cuts = sorted([*inner, *(float(e) for e in edges[1:-1])])
+    return dataclasses.replace(col, scale=CUTS, bins=len(cuts) + 1, cuts=tuple(cuts))
+
+
+def fine_release(column: str, cells: int, rho: float, party: str | None) -> Release:
+    """The ledger entry of ``column``'s fine histogram of ``cells`` counts at ``rho``
+    (sigma = sqrt(1 / (2 rho)); one record moves one count by 1)."""
+    sigma = math.sqrt(1.0 / (2.0 * rho))
+    return Release(
+        FINE_MECHANISM,
+        f"fine histogram of {column!r} ({cells} cells)",
+        gaussian_rho(1.0, sigma),
+        1,
+        party,
+        {"sensitivity": 1.0, "sigma": sigma, "sampler": "discrete_gaussian", "column": column,
+         "cells": cells},
+    )  # fmt: skip
+
+
+def noisy_fine(
+    release: Release, counts: np.ndarray, noise: NoiseSampler, ledger: PrivacyLedger
+) -> np.ndarray:
+    """``counts`` (the exact fine histogram ``release`` describes) plus discrete Gaussian
+    noise at its sigma, ``release`` charged to ``ledger`` before the draw."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.shape != (release.params["cells"],):
+        raise ConfigError(
+            f"{release.description}: {counts.size} counts, not {release.params['cells']}."
+        )
+    ledger.charge(release)
+    return counts + noise.discrete_gaussian(release.params["sigma"], counts.shape)
+
+
 def fine_histogram(
     col: ColumnSpec,
     x: np.ndarray,
@@ -75,19 +124,9 @@ def fine_histogram(
     _positive(rho, col)
     x = np.asarray(x, dtype=np.float64)
     cells = col.bounds[2] * fine_cells(col)
-    counts = np.bincount(fine_index(col, x[~np.isnan(x)]), minlength=cells).astype(np.int64)
-    sigma = math.sqrt(1.0 / (2.0 * rho))
-    release = ledger.charge_gaussian(
-        FINE_MECHANISM,
-        1.0,
-        sigma,
-        party=party,
-        description=f"fine histogram of {col.name!r} ({cells} cells)",
-        sampler="discrete_gaussian",
-        column=col.name,
-        cells=cells,
-    )
-    return counts + noise.discrete_gaussian(sigma, counts.shape), release
+    counts = np.bincount(fine_index(col, x[~np.isnan(x)]), minlength=cells)
+    release = fine_release(col.name, cells, rho, party)
+    return noisy_fine(release, counts, noise, ledger), release
 
 
 def quantile_cuts(

@@ -225,6 +225,13 @@ class ProtocolConfig:
         return hash(self._hash)
 
     def _check_run(self) -> None:
+        unmeasured = [c.name for c in self.spec.columns if not c.resolved]
+        if unmeasured:
+            raise ConfigError(
+                f"columns {unmeasured} are cut at DP quantiles, which a vertical run does not "
+                "measure (a centralized PrivMRF does): give their cut points (scale 'cuts'), "
+                "or scale 'equal' or 'log'."
+            )
         binned = self.options.binned
         if binned is not None:
             unknown = sorted(set(binned) - set(self.spec.names))

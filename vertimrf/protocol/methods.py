@@ -17,9 +17,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
+from vertimrf.domain import NUMERIC
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import Release
+from vertimrf.privacy.numeric import fine_cells
 from vertimrf.privacy.split import first_share
 from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
 from vertimrf.protocol.buckets import bucket_capacity, check_buckets
@@ -196,6 +198,8 @@ class SecureRules(MethodRules):
             rho -= regions.rho
         else:
             rho = epsilon_to_rho(epsilon, config.delta)
+        values, fine, rho_fine = self.plan_numeric(config, rho)
+        rho -= rho_fine * len(fine)  # the plan's fine_rho
         rho_count, rho_select, rho_measure, refine = self.plan_shares(config, epsilon, rho)
         return SecurePlan(
             names=tuple(p.name for p in config.parties),
@@ -217,6 +221,9 @@ class SecureRules(MethodRules):
             buckets=buckets,
             regions=regions,
             workload_first=self.plan_first(config),
+            values=values,
+            fine=fine,
+            rho_fine=rho_fine,
         )
 
     def plan_releases(
@@ -242,6 +249,13 @@ class SecureRules(MethodRules):
         """Each party's cap on round-2 columns toward one peer (``widths`` its round-1
         widths, ``domain`` the domain's sizes): here none (one release of the pairs)."""
         return (0,) * len(widths)
+
+    def plan_numeric(
+        self, config: ProtocolConfig, rho: float
+    ) -> tuple[str, tuple[tuple[str, int, int], ...], float]:
+        """Where a synthetic number lies inside its bin, the fine histograms (column,
+        attribute, cells) and each one's rho, out of ``rho``: here the midpoint, none."""
+        return "midpoint", (), 0.0
 
     def plan_first(self, config: ProtocolConfig) -> tuple[Marginal, ...] | None:
         """The first release's marginals when they are not every pair the pipeline
@@ -276,8 +290,26 @@ class SecureSelectRules(SecureRules):
     ) -> tuple[list[Release], list[Release]]:
         """The first release; the re-measurement's bound is its share, whatever the request."""
         assert plan is not None  # secure_plan gives one
-        fixed = list(plan.releases(SELECT, plan.first_release()))
+        fixed = [*plan.releases(SELECT, plan.first_release()), *plan.fine_releases()]
         return fixed, [Release("bound", "re-measurement (any request)", plan.rho_measure)]
+
+    def plan_numeric(
+        self, config: ProtocolConfig, rho: float
+    ) -> tuple[str, tuple[tuple[str, int, int], ...], float]:
+        """The options' ``values``; with "fine", a fine histogram of every numeric column
+        of fewer bins than :data:`~vertimrf.privacy.numeric.FINE_CELLS` (so more than one
+        sub-bin per bin), the options' ``numeric_share`` of ``rho`` split evenly over
+        them."""
+        options = config.secure_options()
+        columns = enumerate(config.spec.columns)
+        fine = tuple(
+            (c.name, a, c.bounds[2] * fine_cells(c))
+            for a, c in columns
+            if c.kind == NUMERIC and fine_cells(c) > 1  # else one cell per bin: nothing to place
+        )
+        if options.values != "fine" or not fine:
+            return options.values, (), 0.0
+        return options.values, fine, rho * options.numeric_share / len(fine)
 
     def model_cap(self, config: ProtocolConfig) -> float:
         """The select pipeline's ceiling on the model's cells; with partial record sets the

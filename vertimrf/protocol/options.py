@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.calibration import ACCOUNTING_MODES, sketch_epsilon
 from vertimrf.protocol.buckets import check_buckets
+from vertimrf.within import PLACEMENTS
 from vertimrf.workload import workload_entries
 
 if TYPE_CHECKING:
@@ -100,6 +101,11 @@ DEFAULTS: dict[str, Any] = {
     # The marginals the synthetic table should answer, weighted ([[columns], weight] or
     # [columns]); None: every 3-way marginal, weight 1 (vertimrf.workload).
     "secure_workload": None,
+    # Where a synthetic number lies inside its bin (vertimrf.within): "fine" (each party
+    # releases a noisy fine histogram of its numeric columns, FINE_CELLS sub-bins each, at
+    # secure_numeric_share of rho in all), "uniform" or "midpoint" (nothing released).
+    "secure_values": "fine",
+    "secure_numeric_share": 0.05,
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "default": DEFAULTS,
@@ -506,13 +512,19 @@ class SecureOptions(_PaddedRows, _Options):
             (:meth:`vertimrf.workload.Workload.pair_weights`). None (the default): every
             3-way marginal, weight 1, and the config's bytes are those of a config made
             before this setting.
+        values: where a synthetic number lies inside its bin: "fine" (the default: each
+            party releases a noisy fine 1-way histogram of each of its numeric columns, and
+            values are drawn by it; :mod:`vertimrf.within`), "uniform" or "midpoint"
+            (nothing released for them).
+        numeric_share: with values "fine" and a numeric column: the fraction of rho the
+            fine histograms take in all, split evenly over the numeric columns.
     """
 
     METHOD: ClassVar[str] = "secure"
     PIPELINE: ClassVar[str] = "select"
     binned: ClassVar[None] = None  # no binned columns (the paper pipeline's setting)
     RECORD_SETS: ClassVar[str] = "partial"
-    LATER: ClassVar[frozenset[str]] = frozenset({"buckets", "workload"})
+    LATER: ClassVar[frozenset[str]] = frozenset({"buckets", "workload", "values", "numeric_share"})
     SELECT: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"method": "secure", "secure_pipeline": "select"}
     )
@@ -529,6 +541,8 @@ class SecureOptions(_PaddedRows, _Options):
                 "binning",
                 "buckets",
                 "workload",
+                "values",
+                "numeric_share",
             )
         }
     )
@@ -542,6 +556,8 @@ class SecureOptions(_PaddedRows, _Options):
     binning: str = DEFAULTS["secure_binning"]
     buckets: int = DEFAULTS["secure_buckets"]
     workload: tuple[tuple[tuple[str, ...], float], ...] | None = DEFAULTS["secure_workload"]
+    values: str = DEFAULTS["secure_values"]
+    numeric_share: float = DEFAULTS["secure_numeric_share"]
 
     def __post_init__(self) -> None:
         if self.workload is not None:
@@ -573,6 +589,12 @@ class SecureOptions(_PaddedRows, _Options):
         _positive(self, "max_clique_cells", "max_total_cells")
         _choice(self.binning, SECURE_BINNING, "binning")
         check_buckets(self.buckets)
+        _choice(self.values, PLACEMENTS, "values")
+        share = self.numeric_share
+        _require(
+            isinstance(share, int | float) and not isinstance(share, bool) and 0 < share < 1,
+            f"numeric_share must lie in (0, 1); got {share!r}.",
+        )
 
     def paper(self) -> PaperOptions:
         """ConfigError: the select pipeline has none of the paper pipeline's settings."""

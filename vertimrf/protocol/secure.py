@@ -55,6 +55,7 @@ import numpy as np
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
+from vertimrf.privacy.numeric import fine_release
 from vertimrf.privacy.zcdp import pure_to_rho
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.regions import RegionNoise
@@ -176,7 +177,9 @@ class SecurePlan:
     partial record sets (``regions`` set) the rows are ``max_rows`` slots that the server
     gives out (:mod:`vertimrf.server.slots`), and ``rho`` excludes the region counts' share.
     ``workload_first`` is the first release a workload sets
-    (:meth:`vertimrf.workload.Workload.first_release`; None: every pair).
+    (:meth:`vertimrf.workload.Workload.first_release`; None: every pair). With ``values``
+    "fine", each numeric column of ``fine`` has its owner release a noisy fine histogram
+    at ``rho_fine`` with the re-measurement; ``rho`` excludes their share too.
     """
 
     names: tuple[str, ...]
@@ -198,6 +201,25 @@ class SecurePlan:
     buckets: int = 1
     regions: RegionNoise | None = None  # partial record sets: the region counts' noise
     workload_first: tuple[Marginal, ...] | None = None
+    values: str = "midpoint"  # where a synthetic number lies inside its bin (vertimrf.within)
+    fine: tuple[tuple[str, int, int], ...] = ()  # (column, attribute, cells) of each fine histogram
+    rho_fine: float = 0.0  # each fine histogram's rho (not in ``rho``)
+
+    @property
+    def fine_rho(self) -> float:
+        """The fine histograms' rho in all."""
+        return self.rho_fine * len(self.fine)
+
+    def fine_releases(self, party: str | None = None) -> list[Release]:
+        """The ledger entries of the fine histograms (:mod:`vertimrf.privacy.numeric`), of
+        every party's numeric columns or of ``party``'s; measured with the
+        re-measurement."""
+        out = []
+        for name, a, cells in self.fine:
+            owner = self.names[self.owner[a]]
+            if party in (None, owner):
+                out.append(fine_release(name, cells, self.rho_fine, owner))
+        return out
 
     @property
     def max_tokens(self) -> int:

@@ -801,8 +801,10 @@ def open_features(
 @dataclass(frozen=True)
 class SecureRelease:
     """One party's release: noisy own marginals (int64), padded noisy shares (uint64, one
-    flat vector per product in the plan's block order), the noisy count, if any, and
-    ``seeded``: whether the party's noise came from a seed (then no DP guarantee holds)."""
+    flat vector per product in the plan's block order), the noisy count, if any, the noisy
+    fine histograms of its numeric columns by name (int64; the re-measurement's, when the
+    plan has them) and ``seeded``: whether the party's noise came from a seed (then no DP
+    guarantee holds)."""
 
     party: str
     release: str
@@ -813,6 +815,7 @@ class SecureRelease:
     count: int | None = None
     commit_set: str = ""  # hex digest of the commitments the party's deal was made for
     seeded: bool = field(kw_only=True)
+    fine: dict[str, np.ndarray] = field(default_factory=dict, kw_only=True)
 
     def fingerprint(self) -> str:
         """SHA-256 of everything the release holds (what the server's keyed noise of a step
@@ -829,13 +832,16 @@ class SecureRelease:
         for k in sorted(self.cross):
             h.update(k.encode())
             h.update(np.ascontiguousarray(self.cross[k], "<u8").tobytes())
+        for k in sorted(self.fine):
+            h.update(json.dumps(["fine", k]).encode())
+            h.update(np.ascontiguousarray(self.fine[k], "<i8").tobytes())
         return h.hexdigest()
 
     def save(self, path: Target) -> None:
         """Write the release (public metadata, DP values and masked values) atomically, or
         into a binary file object."""
         marginals = list(self.within)
-        meta = {
+        meta: dict[str, Any] = {
             "party": self.party,
             "release": self.release,
             "config_hash": self.config_hash,
@@ -845,8 +851,12 @@ class SecureRelease:
             "commit_set": self.commit_set,
             "seeded": self.seeded,
         }
+        fine = list(self.fine)
+        if fine:
+            meta["fine"] = fine
         arrays = {f"w{i}": np.asarray(self.within[m], np.int64) for i, m in enumerate(marginals)}
         arrays.update({f"x/{k}": np.asarray(v, np.uint64) for k, v in self.cross.items()})
+        arrays.update({f"f{i}": np.asarray(self.fine[k], np.int64) for i, k in enumerate(fine)})
         write_container(path, RELEASE_KIND, meta, arrays)
 
     @classmethod
@@ -857,9 +867,13 @@ class SecureRelease:
         within_bytes = 8 * min(own, MAX_WITHIN_CELLS)
         pairs = {plan.pair_name(p, q): 8 * plan.max_cells(p, q) for p, q in plan.pairs()}
 
+        fine_bytes = 8 * max((cells for _, _, cells in plan.fine), default=0)
+
         def bound(name: str) -> int | None:
             if name.startswith("x/"):
                 return pairs.get(name[2:])
+            if name.startswith("f"):
+                return fine_bytes or None
             return within_bytes if name.startswith("w") else None
 
         meta, arrays = read_container(path, RELEASE_KIND, array_bytes=bound)
@@ -869,6 +883,9 @@ class SecureRelease:
                 for i, m in enumerate(meta["within"])
             }
             cross = {k[2:]: v.astype(np.uint64) for k, v in arrays.items() if k.startswith("x/")}
+            fine = {
+                str(k): arrays[f"f{i}"].astype(np.int64) for i, k in enumerate(meta.get("fine", []))
+            }
             count = meta["count"]
             if count is not None and not isinstance(count, int):
                 raise TypeError("count")
@@ -887,6 +904,7 @@ class SecureRelease:
                 count,
                 str(meta["commit_set"]),
                 seeded=meta["seeded"],
+                fine=fine,
             )
         except (KeyError, TypeError, ValueError) as exc:
             where = source_name(path)

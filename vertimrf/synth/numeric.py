@@ -17,7 +17,7 @@ import pandas as pd
 from vertimrf.domain import EQUAL, NUMERIC, QUANTILE, DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
-from vertimrf.privacy.numeric import fine_histogram, quantile_cuts
+from vertimrf.privacy.numeric import fine_cells, fine_histogram, quantile_cuts
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.within import PLACEMENTS, Placement, placement
 
@@ -28,14 +28,14 @@ NUMERIC_SHARE = 0.05  # of a fit's rho, when any column releases
 
 def releasing_columns(spec: DomainSpec, values: str) -> list[str]:
     """The columns of ``spec`` that release before the fit when values are placed by
-    ``values`` (one of :data:`~vertimrf.within.PLACEMENTS`): every numeric one for
-    "fine", else those cut at quantiles."""
+    ``values`` (one of :data:`~vertimrf.within.PLACEMENTS`): those cut at quantiles, and
+    for "fine" every numeric one with more than one fine sub-bin per bin."""
     if values not in PLACEMENTS:
         raise ConfigError(f"values must be one of {list(PLACEMENTS)}; got {values!r}.")
     return [
         c.name
         for c in spec.columns
-        if c.kind == NUMERIC and (values == "fine" or c.scale == QUANTILE)
+        if c.kind == NUMERIC and (values == "fine" and fine_cells(c) > 1 or c.scale == QUANTILE)
     ]
 
 
@@ -66,12 +66,13 @@ def numeric_releases(
     for name in names:
         col = columns[name]
         x = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
-        share = each / 2 if values == "fine" and not col.resolved else each
+        fine = values == "fine" and fine_cells(col) > 1
+        share = each / 2 if fine and not col.resolved else each
         if not col.resolved:
             col, cuts = quantile_cuts(col, x, rho=share, noise=noise, ledger=ledger, party=party)
             columns[name] = col
             releases += cuts
-        if values == "fine":
+        if fine:
             counts[name], release = fine_histogram(
                 col, x, rho=share, noise=noise, ledger=ledger, party=party
             )

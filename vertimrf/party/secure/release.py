@@ -12,6 +12,7 @@ the protocol's budget.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.party.secure.shares import Shares
 from vertimrf.party.secure.state import Blob
 from vertimrf.privacy.mechanisms import discrete_laplace_count
+from vertimrf.privacy.numeric import noisy_fine
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.bins import bin_axes
 from vertimrf.protocol.masks import pad
@@ -67,7 +69,8 @@ class SecureParty(Shares):
     ) -> SecureRelease:
         """Step 4: the re-measurement of the server's requested marginals (a :class:`Request`,
         whose bin maps are applied to the exact counts and shares before the noise; a plain
-        list means no bins), from the shares kept by :meth:`release` (or read by
+        list means no bins), with the fine histograms of this party's numeric columns when
+        the plan has them, from the shares kept by :meth:`release` (or read by
         :meth:`load_state` in a new process), or recomputed from the peers' ``blobs`` after
         :meth:`open_deal` with the same deal. A pair whose layout grows (round-2 groups)
         needs the peer's round-1 ``blobs`` and its ``group_blobs``, after :meth:`groups`
@@ -85,9 +88,15 @@ class SecureParty(Shares):
         self._check_step(MEASURE)
         layout = self.plan.layout(request.marginals)
         grown = self._grow(shares, layout, request, blobs, group_blobs)
+        exact = self.exact_fine()  # read before anything is charged
         noise = self._sampler(MEASURE, request)
         with self.ledger.transaction():
             release = self._measure(MEASURE, request.marginals, None, noise, request, grown, layout)
+            fine = {
+                r.params["column"]: noisy_fine(r, exact[r.params["column"]], noise, self.ledger)
+                for r in self.plan.fine_releases(self.name)
+            }
+        release = dataclasses.replace(release, fine=fine)
         self._state["shares"] = shares
         self._state.setdefault("done", set()).add(MEASURE)
         return release

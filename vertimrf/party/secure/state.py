@@ -25,6 +25,7 @@ from vertimrf.crypto.schedule import derive, mac
 from vertimrf.domain import EncodedTable
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
+from vertimrf.party.fine import fine_spec, frame_counts, one_way_fine
 from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.kept_aligned import (
     KeptRecords,
@@ -117,6 +118,18 @@ class PartyState:
                 )
             typed = config.id_type if isinstance(data, pd.DataFrame) else ""  # not fingerprints
             self._fingerprints = record_fingerprints(ids, typed, id_column)
+        fine = [r.params["column"] for r in self.plan.fine_releases(name)]
+        self._fine_spec = fine_spec(self.spec, fine) if fine else None
+        self._fine: dict[str, np.ndarray] | None = None if fine else {}  # the exact counts
+        # a frame is counted now (it is not kept); a table held elsewhere when measured
+        self._fine_table = data if fine and isinstance(data, HeldTable) else None
+        if self._fine_spec is not None and isinstance(data, pd.DataFrame):
+            self._fine = one_way_fine(self._fine_spec, frame_counts(data, self._fine_spec))
+        elif fine and not isinstance(data, HeldTable):
+            raise ConfigError(
+                f"party {name!r}: a table given as codes holds no values to place inside their "
+                "bins: give the DataFrame, or set values 'uniform' (secure_values='uniform')."
+            )
         self._aligned: Aligned | None = None
         self._partial: MemoryRecords | TokenFiles | None = None
         self._keep: Path | None = None
@@ -130,7 +143,7 @@ class PartyState:
         }
         self._seed = seed
         self._local = keypair.local_secret()
-        self.ledger = PrivacyLedger(rho=self.plan.rho, delta=config.delta)
+        self.ledger = PrivacyLedger(rho=self.plan.rho + self.plan.fine_rho, delta=config.delta)
         self._state: dict[str, Any] = {}
 
     def _check_bins(self, bins: Mapping[str, BinMap] | None) -> Mapping[str, BinMap]:
@@ -147,6 +160,15 @@ class PartyState:
             if m.n_bins != self.plan.sizes[self.config.spec.names.index(c)]:
                 raise ConfigError(f"the bin map of {c!r} has {m.n_bins} bins, not the plan's.")
         return got
+
+    def exact_fine(self) -> dict[str, np.ndarray]:
+        """The exact fine histograms of this party's columns the plan releases them of
+        (:mod:`vertimrf.party.fine`), counted once where the table is held."""
+        if self._fine is None:
+            assert self._fine_table is not None and self._fine_spec is not None
+            counts = self._fine_table.one_way(self._fine_spec)
+            self._fine = one_way_fine(self._fine_spec, counts)
+        return self._fine
 
     def keep_aligned(self, folder: str | os.PathLike) -> None:
         """Keep this party's aligned records in ``folder`` (its private state for the run),

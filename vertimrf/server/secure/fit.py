@@ -14,7 +14,6 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import TableEncoder
 from vertimrf.errors import ConfigError, MessageError, ModelShrunkWarning
 from vertimrf.mrf.junction_tree import JunctionTree, model_size, triangulated_cliques
 from vertimrf.privacy.samplers import NoiseSampler
@@ -27,8 +26,9 @@ from vertimrf.server.secure.selection import Selection
 from vertimrf.server.secure.union_fit import partial_releases
 from vertimrf.synth.engine.fit import fit_model, measurements
 from vertimrf.synth.engine.tables import Tables
-from vertimrf.synth.fitted import absent_decoder
+from vertimrf.synth.fitted import absent_decoder, decoder_of
 from vertimrf.synth.union import Population, UnionDomain, fit_union, union_cells
+from vertimrf.within import Placement, placement
 
 # The union model's iteration cap over the config's (partial record sets: more cells and
 # more tables, fitted cold; on Adult at 80% overlap 3x lowered the 3-way TVD by about 2%).
@@ -56,9 +56,11 @@ class SecureServer(Selection):
         if sample_seed is not None:
             rng = np.random.default_rng(sample_seed)
         n = round(self.n_hat) if rows is None else int(rows)
-        spec = self.config.spec
-        decode = TableEncoder(spec).decode if self.plan.regions is None else absent_decoder(spec)
-        return decode(self.model.sample(n, rng))
+        spec, within = self.config.spec, self.within()
+        decode = (
+            decoder_of(spec, within) if self.plan.regions is None else absent_decoder(spec, within)
+        )
+        return decode(self.model.sample(n, rng), rng)
 
     def fit(self, releases: Sequence[SecureRelease]) -> np.random.Generator:
         """Step 4 without sampling: charge the re-measurement and fit the MRF on every
@@ -75,8 +77,16 @@ class SecureServer(Selection):
             self._note_seeded(releases)
             for r in self.plan.releases(MEASURE, request.marginals, request.bins):
                 self.ledger.charge(r)
+            for r in self.plan.fine_releases():
+                self.ledger.charge(r)
             self._fit_model(releases, self._first, request, noise)
+            self.fine = {c: v for r in releases for c, v in r.fine.items()}
         return rng
+
+    def within(self) -> Placement:
+        """Where the synthetic numbers lie inside their bins: the plan's placement, by the
+        fine histograms of the fitted releases (:mod:`vertimrf.within`)."""
+        return placement(self.plan.values, self.fine)
 
     def _fit_model(
         self,

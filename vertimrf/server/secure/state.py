@@ -22,7 +22,7 @@ from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.regions import regions_of
-from vertimrf.protocol.secure import BinMaps, Marginal, Request
+from vertimrf.protocol.secure import MEASURE, BinMaps, Marginal, Request
 from vertimrf.protocol.securemsg import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice
@@ -55,7 +55,7 @@ class ServerState:
         self.plan = secure_plan(config)
         self.options = server_strategy(config).search_options(config)
         regions = self.plan.regions  # partial record sets: the region counts' share too
-        rho = self.plan.rho + (0.0 if regions is None else regions.rho)
+        rho = self.plan.rho + self.plan.fine_rho + (0.0 if regions is None else regions.rho)
         self.ledger = PrivacyLedger(rho=rho, delta=config.delta)
         self.seed = seed
         self._first: Tables | None = None
@@ -72,6 +72,7 @@ class ServerState:
         self.refits: list[str] = []  # each fit again with a smaller model, in words
         self.max_model_cells: int | None = None  # a refit's cap on the fitted model's cells
         self.union: UnionModel | None = None  # partial sets: the fitted model over the union
+        self.fine: dict[str, np.ndarray] = {}  # the fitted releases' fine histograms, by column
 
     @property
     def regions_released(self) -> dict[int, int] | None:
@@ -216,6 +217,15 @@ class ServerState:
             parts = [by_party[plan.names[i]].cross.get(key) for i in (p, q)]
             if any(x is None or x.shape != (total,) for x in parts):
                 raise MessageError(f"the {release} release lacks the shares of {key}.")
+        for name in plan.names:
+            fine = plan.fine_releases(name) if release == MEASURE else []
+            want = {r.params["column"]: r.params["cells"] for r in fine}
+            got = by_party[name].fine
+            if set(got) != set(want) or any(got[c].shape != (k,) for c, k in want.items()):
+                raise MessageError(
+                    f"{name!r}'s {release} release holds fine histograms of {sorted(got)}, not "
+                    f"of {sorted(want)} at the plan's cells."
+                )
 
     def _tables(
         self,
