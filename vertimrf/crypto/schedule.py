@@ -55,6 +55,7 @@ STREAMS: dict[str, str] = {
     "data-commitment": "own",  # the commitment's MAC key (bound to the group secret too)
     "tokens-seal": "own",  # the key, nonce and sealing randomness of the tokens message
     "party-noise": "own",  # a party's DP noise
+    "party-quantile": "own",  # a party's DP quantile cuts (before it encodes its table)
     "feature-nonce": "own",  # the nonce of a party's feature blob
     "group-nonce": "own",  # the nonce of a party's round-2 blob
     "server-noise": "own",  # the server's share of the cross noise

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from vertimrf.crypto.keys import KeyPair, PublicKey
+from vertimrf.domain import DomainSpec
 from vertimrf.driver import codec
 from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.server_state import ServerState
@@ -43,6 +44,10 @@ from vertimrf.server.roles import Server
 from vertimrf.server.secure import SecureServer
 from vertimrf.vertical_model import VerticalModel
 from vertimrf.within import Midpoint, Placement
+
+# A fit's model, report and sampling generator, and how its samples decode: the placement
+# of numbers inside their bins and the spec (with any quantile cuts the parties drew).
+Fitted = tuple[MarkovRandomField, ProtocolReport, np.random.Generator, Placement, DomainSpec]
 
 
 class ServerDriver(RoleDriver):
@@ -90,9 +95,7 @@ class ServerDriver(RoleDriver):
         self._names = [p.name for p in config.parties]
         self._hash = config.config_hash()
         self._schedule = schedule(config)
-        self._fitted: (
-            tuple[MarkovRandomField, ProtocolReport, np.random.Generator, Placement] | None
-        ) = None
+        self._fitted: Fitted | None = None
         self._steps = self._make_steps()
         self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)
         self._inputs: Mapping[Message, Payload] = {}
@@ -132,7 +135,7 @@ class ServerDriver(RoleDriver):
         """The fitted model, with ``seconds`` and ``message_bytes`` added to its report."""
         if self._fitted is None:
             raise MessageError("the server has not fitted yet: run its steps first.")
-        model, report, rng, within = self._fitted
+        model, report, rng, within, spec = self._fitted
         report = dataclasses.replace(
             report,
             seconds={**(seconds or {}), **report.seconds},
@@ -141,7 +144,7 @@ class ServerDriver(RoleDriver):
         absent = model.domain.sizes != self.config.spec.domain.sizes  # over the union
         empty = self.config.population == "union"  # else conditioned on every party holding it
         return VerticalModel(
-            model, self.config.spec, report, rng=rng, absent=absent, empty=empty, within=within
+            model, spec, report, rng=rng, absent=absent, empty=empty, within=within
         )
 
     # ------------------------------------------------------------------ running
@@ -262,7 +265,7 @@ class ServerDriver(RoleDriver):
         start = time.perf_counter()
         rng = secure.fit(self._releases(inputs, Kind.MEASURE))
         self.phase_seconds["fit"] = time.perf_counter() - start
-        self._fitted = secure.model, secure.report(), rng, secure.within()
+        self._fitted = secure.model, secure.report(), rng, secure.within(), secure.spec
         return {}
 
     def _fit_paper(self, inputs: Mapping[Message, Payload]) -> Outputs:
@@ -278,5 +281,5 @@ class ServerDriver(RoleDriver):
 
         model, report = paper.fit(messages, seed=self.seed, callback=lap, secure_releases=cross)
         rng = np.random.default_rng(None if self.seed is None else role_seed(self.seed, SERVER))
-        self._fitted = model, report, rng, Midpoint()
+        self._fitted = model, report, rng, Midpoint(), self.config.spec
         return {}

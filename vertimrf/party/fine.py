@@ -1,19 +1,58 @@
-"""A party's exact fine histograms: the counts of its numeric columns' values in the fine
-sub-bins of their bins (:func:`~vertimrf.privacy.numeric.fine_column`), read from its table
-wherever it is held. :meth:`~vertimrf.party.secure.SecureParty.measure` adds their noise.
+"""A party's numeric columns: the counts its DP quantile cuts and fine histograms are drawn
+from, read from its table wherever it is held.
+
+* :func:`grid_spec`: its columns cut at quantiles, cut at their candidate grids
+  (:func:`~vertimrf.privacy.numeric.grid_column`); :func:`measured_cuts` draws their cuts
+  from the counts, so the party encodes its table with them from its first step;
+* :func:`fine_spec`: its columns cut into their fine sub-bins; :func:`one_way_fine` gives
+  the exact fine histograms, to which
+  :meth:`~vertimrf.party.secure.SecureParty.measure` adds the noise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from vertimrf.domain import DomainSpec, TableEncoder
-from vertimrf.privacy.numeric import fine_column
+from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.numeric import fine_column, grid_column, quantile_cuts_from_counts
+from vertimrf.privacy.samplers import NoiseSampler
 
-__all__ = ["fine_spec", "frame_counts", "one_way_fine"]
+__all__ = ["fine_spec", "frame_counts", "grid_spec", "measured_cuts", "one_way_fine"]
+
+
+def grid_spec(spec: DomainSpec, columns: Sequence[str]) -> DomainSpec:
+    """The ``columns`` of a party's ``spec`` (cut at quantiles) cut at their candidate
+    grids, its other columns ignored."""
+    others = [c for c in spec.names if c not in columns]
+    return DomainSpec([grid_column(spec[c]) for c in columns], [*others, *spec.ignored])
+
+
+def measured_cuts(
+    spec: DomainSpec,
+    counts: Mapping[str, np.ndarray],
+    rhos: Mapping[str, float],
+    *,
+    noise: NoiseSampler,
+    ledger: PrivacyLedger,
+    party: str,
+) -> DomainSpec:
+    """``spec`` with the DP quantile cuts of each column of ``rhos`` drawn from its grid
+    ``counts`` (each cut charged before its draw); a column of one bin takes none."""
+    out = []
+    for col in spec.columns:
+        if col.name in rhos:
+            col, _ = quantile_cuts_from_counts(
+                col, counts[col.name], rho=rhos[col.name], noise=noise, ledger=ledger,
+                party=party,
+            )  # fmt: skip
+        elif not col.resolved:
+            col = col.with_cuts(())
+        out.append(col)
+    return DomainSpec(out, spec.ignored)
 
 
 def fine_spec(spec: DomainSpec, columns: Sequence[str]) -> DomainSpec:

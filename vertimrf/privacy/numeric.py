@@ -29,7 +29,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.mechanisms import exponential_mechanism
 from vertimrf.privacy.samplers import NoiseSampler
-from vertimrf.privacy.zcdp import gaussian_rho
+from vertimrf.privacy.zcdp import exponential_rho, gaussian_rho
 
 __all__ = [
     "CANDIDATES",
@@ -39,8 +39,11 @@ __all__ = [
     "fine_histogram",
     "fine_index",
     "fine_release",
+    "grid_column",
     "noisy_fine",
     "quantile_cuts",
+    "quantile_cuts_from_counts",
+    "quantile_releases",
 ]
 
 FINE_CELLS = 256  # a column's fine histogram: about this many sub-bins in all
@@ -129,6 +132,78 @@ def fine_histogram(
     return noisy_fine(release, counts, noise, ledger), release
 
 
+def grid_column(col: ColumnSpec) -> ColumnSpec:
+    """``col`` (numeric) cut at every candidate of its quantile grid and just above it, so
+    that its codes tell, for each candidate, the values below it, equal to it and above it
+    (bins [lower, g1), {g1}, (g1, g2), {g2}, ..., (gK, upper]): all a quantile score reads.
+    A table reader counts them (:func:`quantile_cuts_from_counts`)."""
+    grid = _grid(col)
+    cuts = np.ravel(np.column_stack([grid, np.nextafter(grid, np.inf)]))
+    return dataclasses.replace(col, scale=CUTS, bins=cuts.size + 1, cuts=tuple(cuts.tolist()))
+
+
+def quantile_releases(column: str, bins: int, rho: float, party: str | None) -> list[Release]:
+    """The ledger entries of the k-1 quantile cuts of ``column`` (``bins`` = k) at ``rho``
+    in all: each one exponential mechanism at eps = sqrt(8 rho / (k-1)) (eps^2 / 8 each),
+    its sensitivity OpenDP's for its alpha."""
+    if not (rho > 0 and math.isfinite(rho)):
+        raise ConfigError(f"column {column!r}: a numeric release needs rho > 0; got {rho!r}.")
+    eps = math.sqrt(8.0 * rho / (bins - 1))
+    return [
+        Release(
+            QUANTILE_MECHANISM,
+            f"quantile cut {i}/{bins} of {column!r}",
+            exponential_rho(eps),
+            1,
+            party,
+            {
+                "epsilon": eps,
+                "sampler": "exponential_mechanism",
+                "sensitivity": int(score.map(1)),
+                "candidates": CANDIDATES,
+            },
+        )  # fmt: skip
+        for i, score in enumerate(_scorers([0.0], bins), start=1)
+    ]
+
+
+def quantile_cuts_from_counts(
+    col: ColumnSpec,
+    counts: np.ndarray,
+    *,
+    rho: float,
+    noise: NoiseSampler,
+    ledger: PrivacyLedger,
+    party: str | None = None,
+) -> tuple[ColumnSpec, list[Release]]:
+    """``col`` (scale "quantile") with its k-1 DP cuts, from the count of each code of
+    :func:`grid_column` (a trailing empty-cell code is ignored): OpenDP's scores of a table
+    with the same values below, at and above every candidate, each cut's release charged
+    before its draw; and the releases."""
+    if col.scale != QUANTILE:
+        raise ConfigError(f"column {col.name!r} is not cut at quantiles.")
+    grid = _grid(col)
+    lower, upper, _ = col.bounds
+    between = (grid[:-1] + grid[1:]) / 2
+    stand_ins = np.concatenate([[lower], np.ravel(np.column_stack([grid, [*between, upper]]))])
+    data = np.repeat(stand_ins, np.asarray(counts, np.int64)[: stand_ins.size]).tolist()
+    planned = quantile_releases(col.name, col.bounds[2], rho, party)
+    cuts = []
+    for score, release in zip(_scorers(grid.tolist(), col.bounds[2]), planned, strict=True):
+        k, _ = exponential_mechanism(
+            -np.asarray(score(data), dtype=np.int64),
+            sensitivity=release.params["sensitivity"],
+            epsilon=release.params["epsilon"],
+            noise=noise,
+            ledger=ledger,
+            mechanism=QUANTILE_MECHANISM,
+            party=party,
+            description=release.description,
+        )
+        cuts.append(float(grid[k]))
+    return col.with_cuts(sorted(cuts)), planned
+
+
 def quantile_cuts(
     col: ColumnSpec,
     x: np.ndarray,
@@ -139,39 +214,29 @@ def quantile_cuts(
     party: str | None = None,
 ) -> tuple[ColumnSpec, list[Release]]:
     """``col`` (scale "quantile") with its k-1 DP cuts measured on the non-empty values
-    ``x``, each an exponential mechanism at eps = sqrt(8 rho / (k-1)), charged before its
-    draw; and the releases."""
+    ``x`` (:func:`quantile_cuts_from_counts`); and the releases."""
+    x = np.asarray(x, dtype=np.float64)
+    grid = grid_column(col)
+    counts = np.bincount(grid.bin_of(x[~np.isnan(x)]), minlength=grid.bounds[2])
+    return quantile_cuts_from_counts(col, counts, rho=rho, noise=noise, ledger=ledger, party=party)
+
+
+def _grid(col: ColumnSpec) -> np.ndarray:
+    """The quantile cuts' public candidates: CANDIDATES equally spaced inside the bounds."""
+    lower, upper, _ = col.bounds
+    return np.linspace(lower, upper, CANDIDATES + 2)[1:-1]
+
+
+def _scorers(grid: list[float], bins: int) -> list:
+    """OpenDP's score of the candidates ``grid`` for each alpha i / bins, i = 1..bins-1."""
     import opendp.prelude as dp
 
-    _positive(rho, col)
-    if col.scale != QUANTILE:
-        raise ConfigError(f"column {col.name!r} is not cut at quantiles.")
-    lower, upper, bins = col.bounds
-    x = np.asarray(x, dtype=np.float64)
-    data = x[~np.isnan(x)].tolist()
-    grid = np.linspace(lower, upper, CANDIDATES + 2)[1:-1]
-    eps = math.sqrt(8.0 * rho / (bins - 1)) if bins > 1 else 0.0
     dp.enable_features("contrib")
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-    cuts, releases = [], []
-    for i in range(1, bins):
-        score = dp.t.make_quantile_score_candidates(
-            domain, dp.symmetric_distance(), grid.tolist(), i / bins
-        )
-        scores = -np.asarray(score(data), dtype=np.int64)
-        k, release = exponential_mechanism(
-            scores,
-            sensitivity=int(score.map(1)),
-            epsilon=eps,
-            noise=noise,
-            ledger=ledger,
-            mechanism=QUANTILE_MECHANISM,
-            party=party,
-            description=f"quantile cut {i}/{bins} of {col.name!r}",
-        )
-        cuts.append(float(grid[k]))
-        releases.append(release)
-    return col.with_cuts(sorted(cuts)), releases
+    return [
+        dp.t.make_quantile_score_candidates(domain, dp.symmetric_distance(), grid, i / bins)
+        for i in range(1, bins)
+    ]
 
 
 def _positive(rho: float, col: ColumnSpec) -> None:

@@ -226,11 +226,11 @@ class ProtocolConfig:
 
     def _check_run(self) -> None:
         unmeasured = [c.name for c in self.spec.columns if not c.resolved]
-        if unmeasured:
+        if unmeasured and self.pipeline != "select":
             raise ConfigError(
-                f"columns {unmeasured} are cut at DP quantiles, which a vertical run does not "
-                "measure (a centralized PrivMRF does): give their cut points (scale 'cuts'), "
-                "or scale 'equal' or 'log'."
+                f"columns {unmeasured} are cut at DP quantiles, which only method secure's "
+                "select pipeline measures in a vertical run: use it, or give their cut points "
+                "(scale 'cuts'), or scale 'equal' or 'log'."
             )
         binned = self.options.binned
         if binned is not None:

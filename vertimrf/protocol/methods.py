@@ -56,6 +56,10 @@ def pure_release(
     return Release(mechanism, what, count * pure_to_rho(epsilon), count, party, params)
 
 
+# A plan's numeric releases, per column: (column, attribute, cells or bins, rho).
+NumericPlan = tuple[tuple[str, int, int, float], ...]
+
+
 class MethodRules:
     """A method's protocol rules. The base's local message holds no cross release (the
     secure ones: their cross release is the secure product's); the base has no secure
@@ -198,8 +202,8 @@ class SecureRules(MethodRules):
             rho -= regions.rho
         else:
             rho = epsilon_to_rho(epsilon, config.delta)
-        values, fine, rho_fine = self.plan_numeric(config, rho)
-        rho -= rho_fine * len(fine)  # the plan's fine_rho
+        values, fine, quantile = self.plan_numeric(config, rho)
+        rho -= math.fsum(r for *_, r in (*fine, *quantile))  # the plan's numeric_rho
         rho_count, rho_select, rho_measure, refine = self.plan_shares(config, epsilon, rho)
         return SecurePlan(
             names=tuple(p.name for p in config.parties),
@@ -223,7 +227,7 @@ class SecureRules(MethodRules):
             workload_first=self.plan_first(config),
             values=values,
             fine=fine,
-            rho_fine=rho_fine,
+            quantile=quantile,
         )
 
     def plan_releases(
@@ -252,10 +256,12 @@ class SecureRules(MethodRules):
 
     def plan_numeric(
         self, config: ProtocolConfig, rho: float
-    ) -> tuple[str, tuple[tuple[str, int, int], ...], float]:
+    ) -> tuple[str, NumericPlan, NumericPlan]:
         """Where a synthetic number lies inside its bin, the fine histograms (column,
-        attribute, cells) and each one's rho, out of ``rho``: here the midpoint, none."""
-        return "midpoint", (), 0.0
+        attribute, cells, rho) and the columns cut at DP quantiles (column, attribute,
+        bins, rho), out of ``rho``: here the midpoint, none (the config refuses quantile
+        columns outside the select pipeline)."""
+        return "midpoint", (), ()
 
     def plan_first(self, config: ProtocolConfig) -> tuple[Marginal, ...] | None:
         """The first release's marginals when they are not every pair the pipeline
@@ -290,26 +296,35 @@ class SecureSelectRules(SecureRules):
     ) -> tuple[list[Release], list[Release]]:
         """The first release; the re-measurement's bound is its share, whatever the request."""
         assert plan is not None  # secure_plan gives one
-        fixed = [*plan.releases(SELECT, plan.first_release()), *plan.fine_releases()]
+        fixed = [
+            *plan.quantile_releases(), *plan.releases(SELECT, plan.first_release()),
+            *plan.fine_releases(),
+        ]  # fmt: skip
         return fixed, [Release("bound", "re-measurement (any request)", plan.rho_measure)]
 
     def plan_numeric(
         self, config: ProtocolConfig, rho: float
-    ) -> tuple[str, tuple[tuple[str, int, int], ...], float]:
+    ) -> tuple[str, NumericPlan, NumericPlan]:
         """The options' ``values``; with "fine", a fine histogram of every numeric column
         of fewer bins than :data:`~vertimrf.privacy.numeric.FINE_CELLS` (so more than one
-        sub-bin per bin), the options' ``numeric_share`` of ``rho`` split evenly over
-        them."""
+        sub-bin per bin); the DP quantile cuts of every column cut at quantiles. The
+        options' ``numeric_share`` of ``rho`` is split evenly over the columns that
+        release, and a column releasing both gives half to each."""
         options = config.secure_options()
-        columns = enumerate(config.spec.columns)
-        fine = tuple(
-            (c.name, a, c.bounds[2] * fine_cells(c))
-            for a, c in columns
-            if c.kind == NUMERIC and fine_cells(c) > 1  # else one cell per bin: nothing to place
+        numeric = [(a, c) for a, c in enumerate(config.spec.columns) if c.kind == NUMERIC]
+        fine = {a for a, c in numeric if options.values == "fine" and fine_cells(c) > 1}
+        cut = {a for a, c in numeric if not c.resolved and c.bounds[2] > 1}
+        if not fine | cut:
+            return options.values, (), ()
+        each = rho * options.numeric_share / len(fine | cut)
+        part = {a: each / 2 if a in fine and a in cut else each for a in fine | cut}
+        return (
+            options.values,
+            tuple(
+                (c.name, a, c.bounds[2] * fine_cells(c), part[a]) for a, c in numeric if a in fine
+            ),
+            tuple((c.name, a, c.bounds[2], part[a]) for a, c in numeric if a in cut),
         )
-        if options.values != "fine" or not fine:
-            return options.values, (), 0.0
-        return options.values, fine, rho * options.numeric_share / len(fine)
 
     def model_cap(self, config: ProtocolConfig) -> float:
         """The select pipeline's ceiling on the model's cells; with partial record sets the

@@ -97,7 +97,7 @@ from dataclasses import dataclass, field, replace
 from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
-from vertimrf.privacy.numeric import FINE_MECHANISM
+from vertimrf.privacy.numeric import FINE_MECHANISM, QUANTILE_MECHANISM
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.protocol.buckets import BALANCE_TAIL_BITS
 from vertimrf.protocol.budget import ProtocolBudget
@@ -242,14 +242,19 @@ class RunPlan:
                 f"{noise.regions * noise.margin:,}"
             )
         fine = [r for r in self.releases if r.mechanism == FINE_MECHANISM]
-        if fine:
-            share = math.fsum(r.rho for r in fine) / self.budget_rho
-            names = ", ".join(str(r.params["column"]) for r in fine)
-            lines.append(
-                f"numeric values: a fine histogram of each of {names}, released by its party "
-                f"with N_Z(0, {fine[0].params['sigma']:.4g}^2) noise, {share:.1%} of rho in "
-                "all; a synthetic number is drawn inside its bin by them"
-            )
+        cuts = [r for r in self.releases if r.mechanism == QUANTILE_MECHANISM]
+        if fine or cuts:
+            share = math.fsum(r.rho for r in (*fine, *cuts)) / self.budget_rho
+            parts = []
+            if cuts:
+                parts.append(f"{len(cuts)} DP quantile cuts, measured by their parties first")
+            if fine:
+                names = ", ".join(str(r.params["column"]) for r in fine)
+                parts.append(
+                    f"a fine histogram of each of {names} with the re-measurement (a "
+                    "synthetic number is drawn inside its bin by it)"
+                )
+            lines.append(f"numeric values: {'; '.join(parts)}; {share:.1%} of rho in all")
         if self.split is not None:
             count, select, measure = self.split
             why = ""

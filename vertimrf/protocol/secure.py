@@ -55,7 +55,7 @@ import numpy as np
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
-from vertimrf.privacy.numeric import fine_release
+from vertimrf.privacy.numeric import fine_release, quantile_releases
 from vertimrf.privacy.zcdp import pure_to_rho
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.regions import RegionNoise
@@ -177,9 +177,10 @@ class SecurePlan:
     partial record sets (``regions`` set) the rows are ``max_rows`` slots that the server
     gives out (:mod:`vertimrf.server.slots`), and ``rho`` excludes the region counts' share.
     ``workload_first`` is the first release a workload sets
-    (:meth:`vertimrf.workload.Workload.first_release`; None: every pair). With ``values``
-    "fine", each numeric column of ``fine`` has its owner release a noisy fine histogram
-    at ``rho_fine`` with the re-measurement; ``rho`` excludes their share too.
+    (:meth:`vertimrf.workload.Workload.first_release`; None: every pair). Each column of ``fine``
+    (with ``values`` "fine") has its owner release a noisy fine histogram at its rho with
+    the re-measurement, and each of ``quantile`` its DP quantile cuts with the first
+    release; ``rho`` excludes their share (:attr:`numeric_rho`).
     """
 
     names: tuple[str, ...]
@@ -202,23 +203,34 @@ class SecurePlan:
     regions: RegionNoise | None = None  # partial record sets: the region counts' noise
     workload_first: tuple[Marginal, ...] | None = None
     values: str = "midpoint"  # where a synthetic number lies inside its bin (vertimrf.within)
-    fine: tuple[tuple[str, int, int], ...] = ()  # (column, attribute, cells) of each fine histogram
-    rho_fine: float = 0.0  # each fine histogram's rho (not in ``rho``)
+    fine: tuple[tuple[str, int, int, float], ...] = ()  # (column, attribute, cells, rho)
+    quantile: tuple[tuple[str, int, int, float], ...] = ()  # (column, attribute, bins, rho)
 
     @property
-    def fine_rho(self) -> float:
-        """The fine histograms' rho in all."""
-        return self.rho_fine * len(self.fine)
+    def numeric_rho(self) -> float:
+        """The rho of the numeric columns' releases in all (not in ``rho``)."""
+        return math.fsum(r for *_, r in (*self.fine, *self.quantile))
 
     def fine_releases(self, party: str | None = None) -> list[Release]:
         """The ledger entries of the fine histograms (:mod:`vertimrf.privacy.numeric`), of
         every party's numeric columns or of ``party``'s; measured with the
         re-measurement."""
         out = []
-        for name, a, cells in self.fine:
+        for name, a, cells, rho in self.fine:
             owner = self.names[self.owner[a]]
             if party in (None, owner):
-                out.append(fine_release(name, cells, self.rho_fine, owner))
+                out.append(fine_release(name, cells, rho, owner))
+        return out
+
+    def quantile_releases(self, party: str | None = None) -> list[Release]:
+        """The ledger entries of the DP quantile cuts of every party's columns cut at
+        quantiles, or of ``party``'s; measured before the party encodes its table, sent
+        with the first release."""
+        out = []
+        for name, a, bins, rho in self.quantile:
+            owner = self.names[self.owner[a]]
+            if party in (None, owner):
+                out += quantile_releases(name, bins, rho, owner)
         return out
 
     @property

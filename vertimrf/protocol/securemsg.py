@@ -803,7 +803,8 @@ class SecureRelease:
     """One party's release: noisy own marginals (int64), padded noisy shares (uint64, one
     flat vector per product in the plan's block order), the noisy count, if any, the noisy
     fine histograms of its numeric columns by name (int64; the re-measurement's, when the
-    plan has them) and ``seeded``: whether the party's noise came from a seed (then no DP
+    plan has them), the DP quantile cuts of its columns cut at quantiles (the first
+    release's) and ``seeded``: whether the party's noise came from a seed (then no DP
     guarantee holds)."""
 
     party: str
@@ -816,6 +817,7 @@ class SecureRelease:
     commit_set: str = ""  # hex digest of the commitments the party's deal was made for
     seeded: bool = field(kw_only=True)
     fine: dict[str, np.ndarray] = field(default_factory=dict, kw_only=True)
+    cuts: dict[str, list[float]] = field(default_factory=dict, kw_only=True)
 
     def fingerprint(self) -> str:
         """SHA-256 of everything the release holds (what the server's keyed noise of a step
@@ -823,7 +825,7 @@ class SecureRelease:
         h = hashlib.sha256()
         head = [
             self.party, self.release, self.config_hash, self.digest, self.count,
-            self.commit_set, self.seeded,
+            self.commit_set, self.seeded, *([self.cuts] if self.cuts else []),
         ]  # fmt: skip
         h.update(json.dumps(head).encode())
         for m in sorted(self.within):
@@ -854,6 +856,8 @@ class SecureRelease:
         fine = list(self.fine)
         if fine:
             meta["fine"] = fine
+        if self.cuts:
+            meta["cuts"] = {k: [float(v) for v in c] for k, c in self.cuts.items()}
         arrays = {f"w{i}": np.asarray(self.within[m], np.int64) for i, m in enumerate(marginals)}
         arrays.update({f"x/{k}": np.asarray(v, np.uint64) for k, v in self.cross.items()})
         arrays.update({f"f{i}": np.asarray(self.fine[k], np.int64) for i, k in enumerate(fine)})
@@ -867,7 +871,7 @@ class SecureRelease:
         within_bytes = 8 * min(own, MAX_WITHIN_CELLS)
         pairs = {plan.pair_name(p, q): 8 * plan.max_cells(p, q) for p, q in plan.pairs()}
 
-        fine_bytes = 8 * max((cells for _, _, cells in plan.fine), default=0)
+        fine_bytes = 8 * max((cells for _, _, cells, _ in plan.fine), default=0)
 
         def bound(name: str) -> int | None:
             if name.startswith("x/"):
@@ -905,8 +909,9 @@ class SecureRelease:
                 str(meta["commit_set"]),
                 seeded=meta["seeded"],
                 fine=fine,
+                cuts={str(k): [float(v) for v in c] for k, c in meta.get("cuts", {}).items()},
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             where = source_name(path)
             raise MessageError(f"{where}: malformed secure release ({exc!r}).") from None
 

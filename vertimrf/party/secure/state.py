@@ -22,10 +22,10 @@ import pandas as pd
 from vertimrf.container import read_container, write_container
 from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.crypto.schedule import derive, mac
-from vertimrf.domain import EncodedTable
+from vertimrf.domain import DomainSpec, EncodedTable
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
-from vertimrf.party.fine import fine_spec, frame_counts, one_way_fine
+from vertimrf.party.fine import fine_spec, frame_counts, grid_spec, measured_cuts, one_way_fine
 from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.kept_aligned import (
     KeptRecords,
@@ -40,12 +40,13 @@ from vertimrf.party.slot_file import TokenFiles
 from vertimrf.party.slot_table import MemoryRecords
 from vertimrf.party.tokens import TokenKeys, checked_dummies, merged_tokens, release_tokens
 from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.samplers import KeyedSampler, randomness
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure import SELECT
 from vertimrf.protocol.securemsg import Admit, TokenSeal
-from vertimrf.protocol.seeds import SERVER
+from vertimrf.protocol.seeds import SERVER, role_seed
 
 STATE_KIND = "vertimrf-secure-party-state"
 
@@ -99,6 +100,11 @@ class PartyState:
         # (the config may list them in another).
         own = set(config.party(name).columns)
         self.spec = config.spec.subset([c for c in config.spec.names if c in own])
+        self._seed = seed
+        self._local = keypair.local_secret()
+        self.ledger = PrivacyLedger(rho=self.plan.rho + self.plan.numeric_rho, delta=config.delta)
+        if not all(c.resolved for c in self.spec.columns):
+            self.spec = self._cut(data, id_column)
         self._table: EncodedTable | HeldTable | None
         self._fingerprints: np.ndarray | None = None
         if isinstance(data, HeldTable):
@@ -141,9 +147,6 @@ class PartyState:
         self._keys = {
             q: pairwise_key(keypair, peers[q], self._context) for q in self.plan.names if q != name
         }
-        self._seed = seed
-        self._local = keypair.local_secret()
-        self.ledger = PrivacyLedger(rho=self.plan.rho + self.plan.fine_rho, delta=config.delta)
         self._state: dict[str, Any] = {}
 
     def _check_bins(self, bins: Mapping[str, BinMap] | None) -> Mapping[str, BinMap]:
@@ -160,6 +163,35 @@ class PartyState:
             if m.n_bins != self.plan.sizes[self.config.spec.names.index(c)]:
                 raise ConfigError(f"the bin map of {c!r} has {m.n_bins} bins, not the plan's.")
         return got
+
+    def _cut(self, data: pd.DataFrame | EncodedTable | HeldTable, id_column: str) -> DomainSpec:
+        """This party's spec with the DP quantile cuts of its columns cut at quantiles,
+        drawn from the counts of its values on their candidate grids (charged before their
+        draw), from a keyed stream bound to the run, this party and those counts: every
+        process of the run draws the same cuts and encodes its table with them."""
+        rhos = {c: rho for c, a, _, rho in self.plan.quantile if self.plan.owner[a] == self.index}
+        grid = grid_spec(self.spec, list(rhos)) if rhos else None
+        if grid is None:
+            counts: list[np.ndarray] = []
+        elif isinstance(data, pd.DataFrame):
+            counts = frame_counts(data, grid)
+        elif isinstance(data, HeldTable):
+            counts = data.check(self.name, grid, id_column, self.config.id_type).one_way(grid)
+        else:
+            raise ConfigError(
+                f"party {self.name!r}: a table given as codes holds no values to cut at "
+                "quantiles: give the DataFrame, or the column's cut points (scale 'cuts')."
+            )
+        by_column = dict(zip(list(rhos), counts, strict=True))
+        if self._seed is not None:
+            noise = randomness(role_seed(self._seed, f"{self.name}/quantile"))[0]
+        else:
+            digest = sha256_parts(*(np.ascontiguousarray(n, "<i8").tobytes() for n in counts))
+            bound = (self.config.config_hash(), self.name, "quantile", digest)
+            noise = KeyedSampler(self._local, "party-quantile", *bound)
+        return measured_cuts(
+            self.spec, by_column, rhos, noise=noise, ledger=self.ledger, party=self.name
+        )
 
     def exact_fine(self) -> dict[str, np.ndarray]:
         """The exact fine histograms of this party's columns the plan releases them of

@@ -56,7 +56,7 @@ class SecureServer(Selection):
         if sample_seed is not None:
             rng = np.random.default_rng(sample_seed)
         n = round(self.n_hat) if rows is None else int(rows)
-        spec, within = self.config.spec, self.within()
+        spec, within = self.spec, self.within()
         decode = (
             decoder_of(spec, within) if self.plan.regions is None else absent_decoder(spec, within)
         )

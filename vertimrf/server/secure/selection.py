@@ -61,8 +61,9 @@ class Selection(Dealer):
         noise, rng = self._randomness(SELECT, releases)
         with self._atomic():
             self._note_seeded(releases)
-            for r in self.plan.releases(SELECT, marginals):
+            for r in [*self.plan.quantile_releases(), *self.plan.releases(SELECT, marginals)]:
                 self.ledger.charge(r)
+            self.spec = self._cut_spec({c: v for r in releases for c, v in r.cuts.items()})
             first = self._first = self._tables(SELECT, marginals, releases, noise)
             weight = laplace_weight(self.plan.count_epsilon)
             self.n_hat = record_total(count[0], weight, first)
@@ -193,6 +194,7 @@ class Selection(Dealer):
             "tables": [list(m) for m in keys],
             "scales": [self._first.scale[m] for m in keys],
             "seeded_parties": list(self._seeded_parties),
+            "cuts": {c: list(self.spec[c].cuts or ()) for c, *_ in self.plan.quantile},
         }
         regions = self.kept_regions()  # partial record sets: the region counts and slots
         if regions is not None:
@@ -229,6 +231,7 @@ class Selection(Dealer):
             if not isinstance(seeded, list) or not set(seeded) <= set(plan.names):
                 raise ValueError("seeded_parties")
             server._seeded_parties = tuple(n for n in plan.names if n in seeded)
+            server.spec = server._cut_spec(meta.get("cuts", {}))
             server.tree = JunctionTree.build(
                 config.spec.domain,
                 [tuple(c) for c in meta["cliques"]],
@@ -243,6 +246,6 @@ class Selection(Dealer):
         server._request = plan.check_request(
             marginals, {m: c.maps for m, c in server._bins.items()}
         )
-        for r in plan.releases(SELECT, released):
+        for r in [*plan.quantile_releases(), *plan.releases(SELECT, released)]:
             server.ledger.charge(r)
         return server

@@ -16,7 +16,8 @@ from hashlib import sha256
 import numpy as np
 
 from vertimrf.crypto.keys import KeyPair, PublicKey
-from vertimrf.errors import MessageError
+from vertimrf.domain import DomainSpec
+from vertimrf.errors import DomainError, MessageError
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.config import ProtocolConfig
@@ -55,7 +56,7 @@ class ServerState:
         self.plan = secure_plan(config)
         self.options = server_strategy(config).search_options(config)
         regions = self.plan.regions  # partial record sets: the region counts' share too
-        rho = self.plan.rho + self.plan.fine_rho + (0.0 if regions is None else regions.rho)
+        rho = self.plan.rho + self.plan.numeric_rho + (0.0 if regions is None else regions.rho)
         self.ledger = PrivacyLedger(rho=rho, delta=config.delta)
         self.seed = seed
         self._first: Tables | None = None
@@ -73,6 +74,7 @@ class ServerState:
         self.max_model_cells: int | None = None  # a refit's cap on the fitted model's cells
         self.union: UnionModel | None = None  # partial sets: the fitted model over the union
         self.fine: dict[str, np.ndarray] = {}  # the fitted releases' fine histograms, by column
+        self.spec = config.spec  # with the parties' DP quantile cuts once select reads them
 
     @property
     def regions_released(self) -> dict[int, int] | None:
@@ -217,6 +219,10 @@ class ServerState:
             parts = [by_party[plan.names[i]].cross.get(key) for i in (p, q)]
             if any(x is None or x.shape != (total,) for x in parts):
                 raise MessageError(f"the {release} release lacks the shares of {key}.")
+        if release != MEASURE:
+            self._cut_spec({c: v for r in releases for c, v in r.cuts.items()})
+        elif any(r.cuts for r in releases):
+            raise MessageError("a re-measurement holds quantile cuts; the first release has them.")
         for name in plan.names:
             fine = plan.fine_releases(name) if release == MEASURE else []
             want = {r.params["column"]: r.params["cells"] for r in fine}
@@ -226,6 +232,21 @@ class ServerState:
                     f"{name!r}'s {release} release holds fine histograms of {sorted(got)}, not "
                     f"of {sorted(want)} at the plan's cells."
                 )
+
+    def _cut_spec(self, cuts: Mapping[str, Sequence[float]]) -> DomainSpec:
+        """The config's spec with ``cuts`` (the first release's): MessageError unless they
+        are the plan's quantile columns', each a valid set of cut points."""
+        want = sorted(c for c, *_ in self.plan.quantile)
+        if sorted(cuts) != want:
+            raise MessageError(
+                f"the first release holds quantile cuts of {sorted(cuts)}, not of {want}."
+            )
+        spec = self.config.spec
+        try:
+            columns = [c.with_cuts(cuts[c.name]) if c.name in cuts else c for c in spec.columns]
+        except (DomainError, TypeError, ValueError):
+            raise MessageError("the first release holds malformed quantile cuts.") from None
+        return DomainSpec(columns, spec.ignored)
 
     def _tables(
         self,
