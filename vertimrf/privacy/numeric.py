@@ -70,18 +70,14 @@ def fine_index(col: ColumnSpec, x: np.ndarray) -> np.ndarray:
 
 
 def fine_column(col: ColumnSpec) -> ColumnSpec:
-    """``col`` (resolved numeric, bins of positive width) cut into its fine sub-bins: its
-    codes are :func:`fine_index`'s, read as a table reader reads any column (its missing
-    code, if any, is the last)."""
+    """``col`` (resolved numeric) cut into its fine sub-bins: its codes are
+    :func:`fine_index`'s, read as a table reader reads any column (its missing code, if
+    any, is the last). Its cut points may tie where a bin is empty (DP quantile cuts that
+    tie), so it takes them as measured cuts do."""
     edges, s = col.edges, fine_cells(col)
-    steps = np.arange(1, s) / s
-    inner = [
-        float(v)
-        for b in range(len(edges) - 1)
-        for v in edges[b] + steps * (edges[b + 1] - edges[b])
-    ]
-    cuts = sorted([*inner, *(float(e) for e in edges[1:-1])])
-    return dataclasses.replace(col, scale=CUTS, bins=len(cuts) + 1, cuts=tuple(cuts))
+    steps = np.arange(s) / s
+    cuts = np.ravel(edges[:-1, None] + steps * np.diff(edges)[:, None])[1:]
+    return dataclasses.replace(col, scale=QUANTILE, bins=cuts.size + 1, cuts=tuple(cuts.tolist()))
 
 
 def fine_release(column: str, cells: int, rho: float, party: str | None) -> Release:
