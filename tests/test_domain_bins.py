@@ -4,6 +4,8 @@ upper bound lands in the last bin, and an integer column decodes to integers ins
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -132,3 +134,37 @@ def test_decoding_stays_inside_the_bin_and_integers_decode_to_integers(col):
     starts, ends = integer_bins(col)
     inside = starts[codes[:, 0]] <= ends[codes[:, 0]]
     assert (col.bin_of(v.to_numpy(float))[inside] == codes[inside, 0]).all()
+
+
+def test_an_integer_column_is_declared_proposed_kept_and_decoded_to_integers():
+    """``"integer": true`` (numeric only) reads and writes with the spec; the proposal sets
+    it where every value is a whole number (empty cells aside); a decoder casts the column
+    to integers inside each bin whatever float dtype a fit recorded, nullable when it may be
+    empty."""
+    import warnings
+
+    from vertimrf.domain import infer_spec
+
+    col = ColumnSpec("n", "numeric", lower=0, upper=100, bins=7, integer=True)
+    assert col.to_dict()["integer"] is True
+    assert "integer" not in ColumnSpec("f", "numeric", lower=0, upper=1, bins=2).to_dict()
+    assert DomainSpec.from_dict(DomainSpec([col]).to_dict()) == DomainSpec([col])
+    with pytest.raises(DomainError, match="true for a numeric column only"):
+        ColumnSpec("c", "categorical", ("a",), integer=True)
+    with pytest.raises(DomainError, match="'integer' is true or false"):
+        ColumnSpec("n", "numeric", lower=0, upper=1, bins=2, integer="yes")
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"whole": rng.integers(0, 1000, 500).astype(float),
+                          "half": rng.integers(0, 1000, 500) / 2})  # fmt: skip
+    frame.loc[3, "whole"] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = infer_spec(frame)
+    assert spec["whole"].integer and spec["whole"].missing and not spec["half"].integer
+    codes = np.arange(7).repeat(20)[:, None]
+    for dtypes, empty in (({}, False), ({"n": "float64"}, False), ({}, True)):
+        one = DomainSpec([dataclasses.replace(col, missing=empty)])
+        decode = typed(lambda c, g=None, s=one: TableEncoder(s).decode(c, g), one, dtypes)
+        v = decode(codes, np.random.default_rng(1))["n"]
+        assert str(v.dtype) == ("Int64" if empty else "int64")
+        assert (col.bin_of(v.to_numpy(float)) == codes[:, 0]).all()

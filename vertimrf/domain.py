@@ -182,9 +182,15 @@ class ColumnSpec:
     scale: str = EQUAL
     cuts: tuple[float, ...] | None = None
     time: TimeAxis | None = None
+    integer: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", str(self.name))
+        if not isinstance(self.integer, bool) or self.integer and self.kind != NUMERIC:
+            raise DomainError(
+                f"column {self.name!r}: 'integer' is true or false, and true for a numeric "
+                f"column only; got {_brief(self.integer)} for a {self.kind} column."
+            )
         if not isinstance(self.missing, bool):
             raise DomainError(
                 f"column {self.name!r}: 'missing' must be true or false, "
@@ -377,6 +383,8 @@ class ColumnSpec:
                 out["scale"] = self.scale
             if self.cuts is not None:
                 out["cuts"] = list(self.cuts)
+            if self.integer:
+                out["integer"] = True
         return {**out, "missing": True} if self.missing else out
 
 
@@ -497,10 +505,12 @@ DOMAIN_FORMATS = (
     "Accepted domain formats: "
     '(1) vertimrf\'s {"columns": [{"name": "sex", "type": "categorical", '
     '"categories": ["F", "M"]}, {"name": "age", "type": "numeric", "lower": 0, '
-    '"upper": 100, "bins": 10, "missing": true}, {"name": "day", "type": "datetime", '
+    '"upper": 100, "bins": 10, "integer": true, "missing": true}, {"name": "day", '
+    '"type": "datetime", '
     '"lower": "2013-01-01", "upper": "2013-12-31", "unit": "day", "format": "%Y-%m-%d"}, '
     '{"name": "notes", "type": "ignore"}]} '
-    '("missing": true makes an empty cell a value of its own; a datetime column has ISO '
+    '("missing": true makes an empty cell a value of its own; "integer": true decodes a '
+    "numeric column to whole numbers; a datetime column has ISO "
     'bounds, bins of one "unit" (second, minute, hour, day, week, month, year; "step" units '
     'with "step") and the strftime "format" of its cells; "ignore" leaves the column out); '
     '(2) integer-coded {"0": {"type": "discrete", "domain": 16}, "1": {...}}; '
@@ -606,8 +616,9 @@ def _column_from_dict(i: int, c: object) -> ColumnSpec | str:
             f"integer, got lower={_brief(lo)}, upper={_brief(hi)}, bins={_brief(bins)}."
         )
     return ColumnSpec(
-        name, NUMERIC, None, lo, hi, bins, missing, scale, None if cuts is None else tuple(cuts)
-    )
+        name, NUMERIC, None, lo, hi, bins, missing, scale, None if cuts is None else tuple(cuts),
+        integer=c.get("integer", False),
+    )  # fmt: skip
 
 
 def _datetime_from_dict(name: str, c: dict, missing: Any) -> ColumnSpec:
@@ -640,7 +651,8 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
     Columns of dates (datetime64, or text that one date format reads) become datetime
     (:func:`proposed_axis`: the data's first and last unit as bounds); other columns with at
     most ``max_categories`` distinct values become categorical; other numeric columns become
-    numeric with the observed min/max as bounds; other text columns, and columns of times
+    numeric with the observed min/max as bounds (``integer`` when every value is a whole
+    number); other text columns, and columns of times
     of day with more values, are ignored (``"type": "ignore"``). A column with empty cells
     (NaN, None or "") gets ``missing``. A :class:`SpecWarning` names each column a user
     would likely not want as proposed: ignored for its many values, dates or times in no one
@@ -682,11 +694,14 @@ def infer_spec(df: pd.DataFrame, *, numeric_bins: int = 16, max_categories: int 
             proposed = f"categorical with {len(cats):,} categor{'y' if len(cats) == 1 else 'ies'}"
         else:
             lo, hi = float(s.min()), float(s.max())
+            values = pd.to_numeric(s, errors="coerce").dropna().to_numpy(np.float64)
+            whole = bool(np.all(np.mod(values, 1.0) == 0))
             cols.append(
                 ColumnSpec(
-                    name, NUMERIC, None, lo, hi if hi > lo else lo + 1, numeric_bins, missing
+                    name, NUMERIC, None, lo, hi if hi > lo else lo + 1, numeric_bins, missing,
+                    integer=whole,
                 )
-            )
+            )  # fmt: skip
             proposed = "numeric"
         odd = _odd_column(
             df[name], empty, uniq, numeric, dated and not axis, ids, max_categories, bool(axis)

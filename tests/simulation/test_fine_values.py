@@ -46,10 +46,11 @@ FINE = {"x": 10 * 25, "z": 8 * 32}  # FINE_CELLS // bins sub-bins of every bin
 
 
 def table(n: int, seed: int) -> pd.DataFrame:
-    """A skewed x, a category, z that follows x with some cells empty, and a uniform w."""
+    """A skewed x, a category, z (whole numbers) that follows x with some cells empty, and
+    a uniform w."""
     rng = np.random.default_rng(seed)
     x = np.clip(rng.gamma(2.0, 10.0, n), 0, 200)
-    z = np.clip(0.5 * x + rng.normal(0, 5, n), 0, 150)
+    z = np.clip(np.round(0.5 * x + rng.normal(0, 5, n)), 0, 150)  # whole numbers
     z[rng.random(n) < 0.05] = np.nan
     y = rng.choice(["a", "b", "c"], n)
     return pd.DataFrame({"id": np.arange(n), "x": x, "y": y, "z": z, "w": rng.random(n)})
@@ -114,7 +115,7 @@ QSPEC = DomainSpec(
     [
         ColumnSpec("x", "numeric", lower=0, upper=200, bins=6, scale="quantile"),
         ColumnSpec("y", "categorical", categories=("a", "b", "c")),
-        ColumnSpec("z", "numeric", lower=0, upper=150, bins=8, missing=True),
+        ColumnSpec("z", "numeric", lower=0, upper=150, bins=8, missing=True, integer=True),
         ColumnSpec("w", "numeric", lower=0, upper=1, bins=300),
     ]
 )
@@ -423,7 +424,8 @@ def test_a_re_measurement_on_the_same_inputs_gives_the_same_fine_bytes():
 def test_roles_as_processes_on_files_write_what_simulate_writes(tmp_path):
     """Each party reads its CSV file in batches, counts its grid and fine cells there,
     draws its cuts in every process of the run, and the synthetic CSV is simulate's, byte
-    for byte (the same cuts, fine histograms and noise as the run in memory)."""
+    for byte (the same cuts, fine histograms and noise as the run in memory); z, declared
+    integer in the spec, comes back as whole numbers inside its bounds."""
     frame = table(3000, 9).drop(columns="id")
     cfg = qconfig()
     server, parties = role_files(tmp_path, frame, cfg, dict(PARTIES), ["--quiet"])
@@ -432,3 +434,5 @@ def test_roles_as_processes_on_files_write_what_simulate_writes(tmp_path):
                   + [vertimrf_process(tmp_path, *p, env=env) for p in parties])  # fmt: skip
     assert all(code == 0 for code, _, _ in done), done[0][2][-2000:]
     same_as_simulate(tmp_path / "synth.csv", frame, cfg, seed=SEED, secret=SECRET)
+    z = pd.read_csv(tmp_path / "synth.csv", dtype=str)["z"].dropna()  # declared integer
+    assert z.str.fullmatch(r"\d+").all() and z.astype(int).between(0, 150).all()

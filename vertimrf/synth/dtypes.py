@@ -4,7 +4,8 @@ A fit records each spec column's dtype (:func:`column_dtypes`); like the spec, t
 the caller's schema, taken as public, and a saved model keeps them. :func:`typed` then casts
 every decoded frame: a ``category`` column stays ``category`` (over the spec's categories), an
 integer column stays integer (a numeric one decodes to the integer nearest its value inside
-its bin and the public bounds), and booleans, strings and floats keep their dtype. A column
+its bin and the public bounds), and booleans, strings and floats keep their dtype. A numeric column
+the spec declares ``integer`` decodes to integers too, whatever the fit recorded. A column
 that can hold an empty cell (declared ``missing``, or absent at a party) gets the dtype's
 nullable form (``int64`` -> ``Int64``, ``bool`` -> ``boolean``), so that every frame of one
 model has the same dtypes. A datetime column decodes to text in its format; fitted on
@@ -67,8 +68,12 @@ def typed(
     absent: bool = False,
 ) -> Callable[..., pd.DataFrame]:
     """``decode`` (codes, or codes and rng) followed by the cast of each column named in
-    ``dtypes`` (in a model over the union of records, ``absent``, every column can be
-    empty)."""
+    ``dtypes``, or declared ``integer`` in ``spec`` (to ``int64`` where ``dtypes`` names no
+    dtype or a float one, as a column of whole numbers with empty cells reads; in a model
+    over the union of records, ``absent``, every column can be empty)."""
+    whole = {c.name: "int64" for c in getattr(spec, "columns", ()) if c.integer}
+    kept = {n: d for n, d in dtypes.items() if n not in whole or not _float(d)}
+    dtypes = {**whole, **kept}
     if not dtypes:
         return decode
     casts = {
@@ -84,6 +89,13 @@ def typed(
         return out
 
     return run
+
+
+def _float(dtype: str) -> bool:
+    """``dtype`` names a float dtype (not a category's name)."""
+    return dtype not in (CATEGORY, ORDERED) and pd.api.types.is_float_dtype(
+        pd.api.types.pandas_dtype(dtype)
+    )
 
 
 def _times(dtype: Any) -> bool:
