@@ -126,11 +126,11 @@ def load_table(name: str, rows: int, sample_seed: int) -> tuple[pd.DataFrame, ob
     data = proposed.to_dict()
     by_name = {c["name"]: c for c in data["columns"]}
     for column, (lower, upper, bins) in numeric.items():
-        missing = bool(by_name[column].get("missing", False))  # the proposal saw empty cells
-        by_name[column].clear()
+        seen = {k: bool(by_name[column].get(k, False)) for k in ("missing", "integer")}
+        by_name[column].clear()  # the proposal's empty cells and whole numbers are kept
         by_name[column].update(
             {"name": column, "type": "numeric", "lower": lower, "upper": upper, "bins": bins,
-             "missing": missing}
+             **seen}
         )  # fmt: skip
     spec = DomainSpec.from_dict(data)
     full = len(df)

@@ -30,6 +30,7 @@ from vertimrf.mrf.junction_tree import DEFAULT_MAX_CELLS
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.plan import run_plan
+from vertimrf.protocol.report_file import report_from_meta, report_meta
 from vertimrf.server.secure import fit as fit_module
 from vertimrf.synth.union import UnionDomain, union_cells
 
@@ -177,6 +178,10 @@ def test_a_fit_that_fails_after_the_releases_fits_again_from_the_same_releases(m
         model = run.fitted(run.run())
     server = run.server.server.secure
     assert len(fits) == 2 and len(server.refits) == 1
+    # The report says so, in its text and in a saved model's report (a file of its own).
+    assert model.report.refits == tuple(server.refits)
+    assert f"refit: {server.refits[0]}" in str(model.report)
+    assert report_from_meta(report_meta(model.report), "m").refits == model.report.refits
     assert server.model_cells() <= server._model_cells(fits[0]) // 2
     # The same releases, charged once: the ledger is the unforced run's, and the plan's.
     assert _ledger(model.report) == _ledger(expected.report)
@@ -213,6 +218,7 @@ def test_server_refit_refits_a_stored_run_by_hand(tmp_path, capsys):
     written = json.loads(report.read_text())
     assert [(r["description"], r["rho"]) for r in written["releases"]] == _ledger(first.report)
     assert written["model"] != first.report.model  # a smaller model, from the same releases
+    assert len(written["refits"]) == 1 and "same releases" in written["refits"][0]
 
 
 @pytest.mark.slow

@@ -95,6 +95,8 @@ class ProtocolReport:
     # records held by exactly A and B), and the scale of each of their two noises
     regions: dict[str, int] = field(default_factory=dict)
     region_sigma: float | None = None
+    # each fit again from the same releases with a smaller model, in words (post-processing)
+    refits: tuple[str, ...] = ()
 
     @property
     def seeded(self) -> bool:
@@ -133,6 +135,7 @@ class ProtocolReport:
             "binned": [list(m) for m in self.binned],
             "regions": dict(self.regions),
             "region_sigma": self.region_sigma,
+            "refits": list(self.refits),
             "seconds": dict(self.seconds),
             "message_bytes": dict(self.message_bytes),
             "viewers": {
@@ -228,6 +231,7 @@ class ProtocolReport:
                 f"measured on bins (fitted as bin sums): {len(self.binned)} marginals "
                 f"({shown}{more})"
             )
+        lines += [f"refit: {refit}" for refit in self.refits]
         if self.seconds:
             lines.append("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in self.seconds.items()))
         if self.message_bytes:

@@ -29,7 +29,7 @@ def report_meta(report: ProtocolReport) -> dict[str, Any]:
         "releases": ledger.to_records(),
     }
     meta["fm_bound"] = None if report.fm_bound is None else dataclasses.asdict(report.fm_bound)
-    for key in (*_PAIRS, "iterations", "seeded_roles"):
+    for key in (*_PAIRS, "iterations", "seeded_roles", "refits"):
         meta[key] = [list(x) if isinstance(x, tuple) else x for x in meta[key]]
     return meta
 
@@ -46,6 +46,7 @@ def report_from_meta(meta: Any, where: str | os.PathLike) -> ProtocolReport:
             fields[key] = tuple(tuple(str(a) for a in x) for x in fields[key])
         fields["iterations"] = tuple(int(i) for i in fields["iterations"])
         fields["seeded_roles"] = tuple(str(r) for r in fields["seeded_roles"])
+        fields["refits"] = tuple(str(r) for r in fields.get("refits", ()))  # older: none
         for key in ("seconds", "message_bytes", "viewers"):
             fields[key] = dict(fields[key])
         return ProtocolReport(**fields)

@@ -239,6 +239,7 @@ class SecureServer(Selection):
             viewers=self.plan.viewer_rho(list(self.ledger.releases)),
             regions=self._region_names(),
             region_sigma=None if self.plan.regions is None else self.plan.regions.sigma,
+            refits=tuple(self.refits),
             seconds={} if seconds is None else seconds,
             message_bytes={} if message_bytes is None else message_bytes,
         )
