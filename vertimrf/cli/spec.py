@@ -48,6 +48,8 @@ def cmd_spec(args: argparse.Namespace) -> int:
         if col.kind == "numeric":
             lower, upper, bins = col.bounds
             seen = f"numeric, bounds [{lower:g}, {upper:g}] = the data's min and max, {bins} bins"
+            if col.integer:
+                seen += ', whole numbers, so "integer": true'
         elif col.time is not None:
             axis = col.time
             seen = (
