@@ -18,8 +18,9 @@ Variants, at epsilon 1 and delta 1e-6, seeds 0, 1, 2 (each the run seed and the 
   fine histogram of each of its numeric columns and values are drawn inside their bin by it;
 - "centralized": ``PrivMRF(1, 1e-6)`` (its default ``values="fine"``) on the whole table.
 
-The secure runs pad to max_rows = the larger of 65,536 and the next power of two at or above
-rows + 4,096. Each synthetic table is ``model.sample(seed=seed)`` (n_hat rows).
+The secure runs pad to the public bound max_rows = 65,536 (:data:`MAX_ROWS`: above
+``--rows`` plus the dummies' reserve; a larger ``--rows`` is refused). Each synthetic table
+is ``model.sample(seed=seed)`` (n_hat rows).
 
 Per numeric column (spec type "numeric"), real against synthetic over the non-empty cells:
 the Wasserstein-1 distance divided by the column's public range (upper - lower of the spec),
@@ -89,6 +90,7 @@ VARIANTS = ("midpoint", "fine", "centralized")
 SECURE = ("midpoint", "fine")
 PARTIES = 2
 ROWS = 50_000
+MAX_ROWS = 1 << 16  # the public row bound of every secure run: above ROWS + the dummies' reserve
 SAMPLE_SEED = 60
 QUANTILES = (0.05, 0.5, 0.95)
 SDM_PYTHON = "/tmp/sdm_venv/bin/python"
@@ -158,11 +160,6 @@ def party_columns(spec) -> list[list[str]]:
     return [names[k::PARTIES] for k in range(PARTIES)]
 
 
-def max_rows_for(rows: int) -> int:
-    """The public row bound: 65,536, or the next power of two at or above rows + 4,096."""
-    return max(1 << 16, 1 << math.ceil(math.log2(rows + 4096)))
-
-
 # ----------------------------------------------------------------------------- fitting
 def values_option() -> bool:
     """Whether the secure method takes ``secure_values`` (SecureOptions has ``values``)."""
@@ -185,7 +182,7 @@ def fit_variant(variant: str, df: pd.DataFrame, spec, seed: int) -> tuple[pd.Dat
         extra = {"secure_values": variant} if values_option() else {}
         model = fit_vertical(
             df, spec=spec, parties=party_columns(spec), epsilon=EPSILON, delta=DELTA,
-            seed=seed, max_rows=max_rows_for(len(df)), **extra,
+            seed=seed, max_rows=MAX_ROWS, **extra,
         )  # fmt: skip
         fitted = time.perf_counter()
         synth = model.sample(seed=seed)
@@ -527,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when a target fails")
     ap.add_argument("--score-sdmetrics", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.rows > MAX_ROWS - 4096:
+        ap.error(f"--rows must leave room for the dummies under max_rows {MAX_ROWS:,}.")
     if args.score_sdmetrics:
         return score_sdmetrics(Path(args.score_sdmetrics))
     head = run_head(__file__, argv)

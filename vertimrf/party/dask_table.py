@@ -40,6 +40,7 @@ from vertimrf.party.aligned import (
     record_set_key,
     slot_columns,
 )
+from vertimrf.party.fine import column_counts
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.kept_aligned import binding, source_digest
 from vertimrf.party.keys import HashKeys
@@ -311,7 +312,7 @@ def _one_way(
 ) -> list[np.ndarray]:
     """One partition's count of every code of each column of ``spec``."""
     codes, _ = _records(frame, name, spec, id_column, id_type)
-    return [np.bincount(codes[:, j], minlength=c.size) for j, c in enumerate(spec.columns)]
+    return column_counts(codes, spec)
 
 
 def _counts(frame: pd.DataFrame, buckets: int) -> np.ndarray:

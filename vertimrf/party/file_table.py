@@ -48,6 +48,7 @@ from vertimrf.party.aligned import (
     record_set_key,
     repeated_prf,
 )
+from vertimrf.party.fine import column_counts
 from vertimrf.party.kept_aligned import binding, kept_or_aligned, source_digest
 from vertimrf.party.part_files import part_count, read_rows, row_chunks, scatter
 from vertimrf.party.registers import keyed_prf
@@ -138,12 +139,11 @@ class FileTable(HeldTable):
                 path, spec, ids, party=name, batch_rows=rows, id_type=typed
             )
             for codes, _ in batches:
-                for j, n in enumerate(counts):
-                    n += np.bincount(codes[:, j], minlength=n.size)
+                for n, more in zip(counts, column_counts(codes, spec), strict=True):
+                    n += more
         except WholeTableNeededError:
             table, _ = read_party_table(path, spec, ids, party=name, batch_rows=rows, id_type=typed)
-            codes = table.codes
-            counts = [np.bincount(codes[:, j], minlength=n.size) for j, n in enumerate(counts)]
+            counts = column_counts(table.codes, spec)
         return counts
 
     def partial_records(

@@ -21,7 +21,14 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.numeric import fine_column, grid_column, quantile_cuts_from_counts
 from vertimrf.privacy.samplers import NoiseSampler
 
-__all__ = ["fine_spec", "frame_counts", "grid_spec", "measured_cuts", "one_way_fine"]
+__all__ = [
+    "column_counts",
+    "fine_spec",
+    "frame_counts",
+    "grid_spec",
+    "measured_cuts",
+    "one_way_fine",
+]
 
 
 def grid_spec(spec: DomainSpec, columns: Sequence[str]) -> DomainSpec:
@@ -62,10 +69,14 @@ def fine_spec(spec: DomainSpec, columns: Sequence[str]) -> DomainSpec:
     return DomainSpec([fine_column(spec[c]) for c in columns], [*others, *spec.ignored])
 
 
+def column_counts(codes: np.ndarray, spec: DomainSpec) -> list[np.ndarray]:
+    """The count of every code of each column of ``spec`` in ``codes`` (n x d, int64)."""
+    return [np.bincount(codes[:, j], minlength=c.size) for j, c in enumerate(spec.columns)]
+
+
 def frame_counts(data: pd.DataFrame, spec: DomainSpec) -> list[np.ndarray]:
     """The count of every code of each column of ``spec`` in ``data`` (int64)."""
-    codes = TableEncoder(spec).encode(data[list(spec.names)])
-    return [np.bincount(codes[:, j], minlength=c.size) for j, c in enumerate(spec.columns)]
+    return column_counts(TableEncoder(spec).encode(data[list(spec.names)]), spec)
 
 
 def one_way_fine(spec: DomainSpec, counts: Sequence[np.ndarray]) -> dict[str, np.ndarray]:

@@ -209,19 +209,8 @@ class PrivacyLedger:
         **params: Any,
     ) -> Release:
         """Charge one exponential-mechanism selection at ``epsilon`` (zCDP cost eps^2/8)."""
-        if not (epsilon > 0 and math.isfinite(epsilon)):
-            raise PrivacyBudgetError(
-                f"{mechanism}: epsilon must be positive and finite; got {epsilon!r}."
-            )
         return self.charge(
-            Release(
-                mechanism,
-                description,
-                exponential_rho(epsilon),
-                1,
-                party,
-                {"epsilon": epsilon, "sampler": "exponential_mechanism", **params},
-            )
+            exponential_release(mechanism, epsilon, party=party, description=description, **params)
         )
 
     def charge_gaussian(
@@ -236,21 +225,12 @@ class PrivacyLedger:
         **params: Any,
     ) -> Release:
         """Charge ``count`` Gaussian releases with L2 sensitivity and noise std sigma."""
-        if not (sigma > 0 and sensitivity > 0) or count < 1:
-            raise PrivacyBudgetError(
-                f"{mechanism}: sigma and sensitivity must be positive and count >= 1."
-            )
-        rho = count * gaussian_rho(sensitivity, sigma)
         return self.charge(
-            Release(
-                mechanism,
-                description,
-                rho,
-                count,
-                party,
-                {"sensitivity": sensitivity, "sigma": sigma, **params},
+            gaussian_release(
+                mechanism, sensitivity, sigma, count=count, party=party,
+                description=description, **params,
             )
-        )
+        )  # fmt: skip
 
     def extend(self, releases: list[Release] | tuple[Release, ...]) -> None:
         """Charge releases recorded elsewhere (e.g. in a party's message)."""
@@ -331,6 +311,46 @@ class PrivacyLedger:
                 f"{budget}rho budget = {self.budget_rho:.4g}; used {total / self.budget_rho:.2%}"
             )
         return "\n".join(lines)
+
+
+def exponential_release(
+    mechanism: str,
+    epsilon: float,
+    *,
+    party: str | None = None,
+    description: str = "",
+    **params: Any,
+) -> Release:
+    """The entry of one exponential-mechanism selection at ``epsilon`` (zCDP eps^2/8), not
+    yet charged (a plan lists it; :meth:`PrivacyLedger.charge_exponential` charges it)."""
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise PrivacyBudgetError(
+            f"{mechanism}: epsilon must be positive and finite; got {epsilon!r}."
+        )
+    params = {"epsilon": epsilon, "sampler": "exponential_mechanism", **params}
+    return Release(mechanism, description, exponential_rho(epsilon), 1, party, params)
+
+
+def gaussian_release(
+    mechanism: str,
+    sensitivity: float,
+    sigma: float,
+    *,
+    count: int = 1,
+    party: str | None = None,
+    description: str = "",
+    **params: Any,
+) -> Release:
+    """The entry of ``count`` Gaussian releases with L2 ``sensitivity`` and noise std
+    ``sigma``, not yet charged (a plan lists it; :meth:`PrivacyLedger.charge_gaussian`
+    charges it)."""
+    if not (sigma > 0 and sensitivity > 0) or count < 1:
+        raise PrivacyBudgetError(
+            f"{mechanism}: sigma and sensitivity must be positive and count >= 1."
+        )
+    rho = count * gaussian_rho(sensitivity, sigma)
+    params = {"sensitivity": sensitivity, "sigma": sigma, **params}
+    return Release(mechanism, description, rho, count, party, params)
 
 
 def _fmt(v: Any) -> str:

@@ -26,10 +26,9 @@ import numpy as np
 
 from vertimrf.domain import CUTS, QUANTILE, ColumnSpec
 from vertimrf.errors import ConfigError
-from vertimrf.privacy.ledger import PrivacyLedger, Release
+from vertimrf.privacy.ledger import PrivacyLedger, Release, exponential_release, gaussian_release
 from vertimrf.privacy.mechanisms import exponential_mechanism
 from vertimrf.privacy.samplers import NoiseSampler
-from vertimrf.privacy.zcdp import exponential_rho, gaussian_rho
 
 __all__ = [
     "CANDIDATES",
@@ -83,15 +82,11 @@ def fine_column(col: ColumnSpec) -> ColumnSpec:
 def fine_release(column: str, cells: int, rho: float, party: str | None) -> Release:
     """The ledger entry of ``column``'s fine histogram of ``cells`` counts at ``rho``
     (sigma = sqrt(1 / (2 rho)); one record moves one count by 1)."""
-    sigma = math.sqrt(1.0 / (2.0 * rho))
-    return Release(
-        FINE_MECHANISM,
-        f"fine histogram of {column!r} ({cells} cells)",
-        gaussian_rho(1.0, sigma),
-        1,
-        party,
-        {"sensitivity": 1.0, "sigma": sigma, "sampler": "discrete_gaussian", "column": column,
-         "cells": cells},
+    _positive(rho, column)
+    return gaussian_release(
+        FINE_MECHANISM, 1.0, math.sqrt(1.0 / (2.0 * rho)), party=party,
+        description=f"fine histogram of {column!r} ({cells} cells)",
+        sampler="discrete_gaussian", column=column, cells=cells,
     )  # fmt: skip
 
 
@@ -120,7 +115,6 @@ def fine_histogram(
 ) -> tuple[np.ndarray, Release]:
     """The noisy fine histogram (int64, ``bins * fine_cells`` counts) of the non-empty
     values ``x`` of ``col``, charged ``rho`` (sigma = sqrt(1 / (2 rho))) before its draw."""
-    _positive(rho, col)
     x = np.asarray(x, dtype=np.float64)
     cells = col.bounds[2] * fine_cells(col)
     counts = np.bincount(fine_index(col, x[~np.isnan(x)]), minlength=cells)
@@ -141,25 +135,25 @@ def grid_column(col: ColumnSpec) -> ColumnSpec:
 def quantile_releases(column: str, bins: int, rho: float, party: str | None) -> list[Release]:
     """The ledger entries of the k-1 quantile cuts of ``column`` (``bins`` = k) at ``rho``
     in all: each one exponential mechanism at eps = sqrt(8 rho / (k-1)) (eps^2 / 8 each),
-    its sensitivity OpenDP's for its alpha."""
-    if not (rho > 0 and math.isfinite(rho)):
-        raise ConfigError(f"column {column!r}: a numeric release needs rho > 0; got {rho!r}.")
+    its sensitivity OpenDP's for its alpha (which the candidates do not change)."""
+    return _cut_releases(column, rho, party, _scorers([0.0], bins))
+
+
+def _cut_releases(column: str, rho: float, party: str | None, scorers: list) -> list[Release]:
+    """:func:`quantile_releases`, with OpenDP's ``scorers`` of each alpha."""
+    _positive(rho, column)
+    bins = len(scorers) + 1
     eps = math.sqrt(8.0 * rho / (bins - 1))
     return [
-        Release(
+        exponential_release(
             QUANTILE_MECHANISM,
-            f"quantile cut {i}/{bins} of {column!r}",
-            exponential_rho(eps),
-            1,
-            party,
-            {
-                "epsilon": eps,
-                "sampler": "exponential_mechanism",
-                "sensitivity": int(score.map(1)),
-                "candidates": CANDIDATES,
-            },
+            eps,
+            party=party,
+            description=f"quantile cut {i}/{bins} of {column!r}",
+            sensitivity=int(score.map(1)),
+            candidates=CANDIDATES,
         )  # fmt: skip
-        for i, score in enumerate(_scorers([0.0], bins), start=1)
+        for i, score in enumerate(scorers, start=1)
     ]
 
 
@@ -183,9 +177,10 @@ def quantile_cuts_from_counts(
     between = (grid[:-1] + grid[1:]) / 2
     stand_ins = np.concatenate([[lower], np.ravel(np.column_stack([grid, [*between, upper]]))])
     data = np.repeat(stand_ins, np.asarray(counts, np.int64)[: stand_ins.size]).tolist()
-    planned = quantile_releases(col.name, col.bounds[2], rho, party)
+    scorers = _scorers(grid.tolist(), col.bounds[2])
+    planned = _cut_releases(col.name, rho, party, scorers)
     cuts = []
-    for score, release in zip(_scorers(grid.tolist(), col.bounds[2]), planned, strict=True):
+    for score, release in zip(scorers, planned, strict=True):
         k, _ = exponential_mechanism(
             -np.asarray(score(data), dtype=np.int64),
             sensitivity=release.params["sensitivity"],
@@ -235,6 +230,6 @@ def _scorers(grid: list[float], bins: int) -> list:
     ]
 
 
-def _positive(rho: float, col: ColumnSpec) -> None:
+def _positive(rho: float, column: str) -> None:
     if not (rho > 0 and math.isfinite(rho)):
-        raise ConfigError(f"column {col.name!r}: a numeric release needs rho > 0; got {rho!r}.")
+        raise ConfigError(f"column {column!r}: a numeric release needs rho > 0; got {rho!r}.")

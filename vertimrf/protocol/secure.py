@@ -222,6 +222,10 @@ class SecurePlan:
                 out.append(fine_release(name, cells, rho, owner))
         return out
 
+    def quantile_columns(self, p: int) -> dict[str, float]:
+        """Party ``p``'s columns cut at quantiles, with the rho of each one's cuts."""
+        return {name: rho for name, a, _, rho in self.quantile if self.owner[a] == p}
+
     def quantile_releases(self, party: str | None = None) -> list[Release]:
         """The ledger entries of the DP quantile cuts of every party's columns cut at
         quantiles, or of ``party``'s; measured before the party encodes its table, sent

@@ -57,7 +57,7 @@ class SecureParty(Shares):
                     party=self.name,
                 )
             release = self._measure(SELECT, marginals, count, noise, shares=shares)
-        cut = [c for c, a, _, _ in self.plan.quantile if self.plan.owner[a] == self.index]
+        cut = self.plan.quantile_columns(self.index)
         release = dataclasses.replace(
             release, cuts={c: list(self.spec[c].cuts or ()) for c in cut}
         )  # the cuts it drew before encoding its table

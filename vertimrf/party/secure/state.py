@@ -169,7 +169,7 @@ class PartyState:
         drawn from the counts of its values on their candidate grids (charged before their
         draw), from a keyed stream bound to the run, this party and those counts: every
         process of the run draws the same cuts and encodes its table with them."""
-        rhos = {c: rho for c, a, _, rho in self.plan.quantile if self.plan.owner[a] == self.index}
+        rhos = self.plan.quantile_columns(self.index)
         grid = grid_spec(self.spec, list(rhos)) if rhos else None
         if grid is None:
             counts: list[np.ndarray] = []
