@@ -32,6 +32,10 @@ SHAPES = [
     (7, 300, 400),
     (1100, 1000),
     (64, 130, 128),
+    # short runs inside the subset (a 2-value last axis next to an axis summed out), as the
+    # engine's cliques on Adult have them; the second crosses PAR_MIN_CELLS_CHEAP
+    (16, 14, 6, 16, 2),
+    (130, 64, 64, 2),
 ]
 
 

@@ -31,6 +31,7 @@ PAR_MIN_CELLS_CHEAP = 64 * GRAIN
 TINY = 1e-290
 LOG_TINY = np.log(TINY)
 LOOSE = 1e-12
+SHORT_RUN = 8  # subset-side runs shorter than this are walked in memory order, run by run
 NEG_INF = -np.inf
 
 _LOG2E = 1.4426950408889634
@@ -265,6 +266,38 @@ def _reduce_rest_runs(x, coff, base, rest, run, s0, s1, r0, r1, ps, poff, shift,
 
 
 @njit(cache=True)
+def _reduce_short_runs(x, coff, base, rest, run, s0, s1, r0, r1, pss, shift, use_log):
+    """Short runs along the subset axes: per run of subset cells, its cells over every rest
+    combination, read in memory order (the innermost rest axis is next to the run), then
+    summed per cell in rest order, as the rest-major loop sums them (the same bits). A
+    rest-major walk would use one run of every cache line per pass over the clique."""
+    rs = rest[r0:r1]
+    tmp = np.empty(rs.shape[0] * run)
+    for so in range(s0, s1, run):
+        b = coff + base[so]
+        if not use_log:
+            for j in range(run):
+                acc = 0.0
+                for r in range(rs.shape[0]):
+                    acc += x[b + rs[r] + j]
+                pss[so - s0 + j] += acc
+            continue
+        k = 0
+        for r in range(rs.shape[0]):
+            c = b + rs[r]
+            for j in range(run):
+                tmp[k] = x[c + j]
+                k += 1
+        for k in range(tmp.shape[0]):
+            tmp[k] = fexp(tmp[k] - shift)
+        for j in range(run):
+            acc = 0.0
+            for r in range(rs.shape[0]):
+                acc += tmp[r * run + j]
+            pss[so - s0 + j] += acc
+
+
+@njit(cache=True)
 def _reduce_base_runs(x, coff, base, rest, run, s0, s1, r0, r1, ps, poff, shift, use_log):
     """Runs along the subset axes: element-wise sums of exp(x - shift) (or of x) per cell.
 
@@ -272,6 +305,9 @@ def _reduce_base_runs(x, coff, base, rest, run, s0, s1, r0, r1, ps, poff, shift,
     """
     pss = ps[poff + s0 : poff + s1]
     pss[:] = 0.0
+    if run < SHORT_RUN:
+        _reduce_short_runs(x, coff, base, rest, run, s0, s1, r0, r1, pss, shift, use_log)
+        return
     tmp = np.empty(s1 - s0)
     for r in range(r0, r1):
         ro = coff + rest[r]
@@ -411,6 +447,18 @@ def _expand_task(x, coff, base, rest, run, side, s0, s1, r0, r1, vec, voff, scal
                 else:
                     for j in range(run):
                         xs[j] += v
+    elif run < SHORT_RUN:  # memory order, as in _reduce_short_runs
+        for so in range(s0, s1, run):
+            b = coff + base[so]
+            vs = vec[voff + so : voff + so + run]
+            for j in range(run):
+                v = scale * vs[j]
+                if mul:
+                    for r in range(r0, r1):
+                        x[b + rest[r] + j] *= v
+                else:
+                    for r in range(r0, r1):
+                        x[b + rest[r] + j] += v
     else:
         for r in range(r0, r1):
             ro = coff + rest[r]
