@@ -40,8 +40,25 @@ HTTPS = {"AER::CPS1985": 2, "ISLR::Wage": 3, "ggplot2::txhousing": 3}
 BIG_CAP = {"nycflights13::flights": 2400.0}  # seconds for the whole path
 
 
-def _key(row: dict) -> tuple[str, int, str]:
-    return row["table"], row["parties"], row["transport"]
+def _key(row: dict) -> tuple[str, int, str, int]:
+    return row["table"], row["parties"], row["transport"], row.get("seed", 0)
+
+
+def pooled(rows: list[dict]) -> dict:
+    """One table and party count over its seeds: the finished seeds' mean TVDs (3-way and
+    each column's 1-way, Secure's and Centralized's), the first unfinished seed's status."""
+    done = [r for r in rows if r["status"] == "finished" and r["tvd3_secure"] is not None]
+    out = dict(next((r for r in rows if r["status"] != "finished"), rows[0]))
+    out["seeds"] = sorted(r.get("seed", 0) for r in rows)
+    out["tracebacks"] = sorted({t for r in rows for t in r["tracebacks"]})
+    if not done or len(done) < len(rows):
+        return out
+    for side in ("secure", "central"):
+        out[f"tvd3_{side}"] = statistics.fmean(r[f"tvd3_{side}"] or math.nan for r in done)
+        cols = done[0][f"tvd1_{side}"]
+        out[f"tvd1_{side}"] = {c: statistics.fmean(r[f"tvd1_{side}"].get(c, math.nan)
+                                                   for r in done) for c in cols}  # fmt: skip
+    return out
 
 
 class Row:
@@ -98,7 +115,11 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 def markdown(head: dict, rows: list[dict]) -> str:
     """The corpus table and its summary."""
     outs = [Row(r) for r in rows]
-    finished = [o for o in outs if o.status == "finished" and o.ratio is not None]
+    groups: dict[tuple[str, int, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault(_key(r)[:3], []).append(r)
+    pools = [Row(pooled(g)) for g in groups.values()]
+    finished = [o for o in pools if o.status == "finished" and o.ratio is not None]
     ratios = sorted(o.ratio for o in finished)
     lines = [
         "# Conformance corpus: real public tables along a user's path (`benchmarks/corpus.py`)",
@@ -116,7 +137,10 @@ def markdown(head: dict, rows: list[dict]) -> str:
         "PrivMRF fitted on those records at the same budget and seed, sampling as many rows "
         "as the secure table. 1-way: the column furthest above max(2 x Centralized's, 0.02). "
         "Spent: the budget-spending steps any party sent (region counts, first release, "
-        "re-measurement).",
+        "re-measurement). A table run at several seeds (the split's, the roles' and "
+        "Centralized's) is judged by its means over them: the 3-way ratio is the mean "
+        "Secure TVD over the mean Centralized one, and each column's 1-way bound applies "
+        "to the two means.",
         "",
         "## Summary",
         "",
@@ -125,22 +149,25 @@ def markdown(head: dict, rows: list[dict]) -> str:
         worst = max(finished, key=lambda o: o.ratio)
         ok = [o for o in finished if o.one_way_ok()]
         lines += [
-            f"- Runs: {len(outs)}; finished {len(finished)}; every run finished or stopped "
-            f"before spending: {'yes' if all(o.acceptable() for o in outs) else 'NO'}; any "
-            f"traceback: {'yes' if any(o.tracebacks for o in outs) else 'no'}.",
-            f"- Median Secure / Centralized 3-way TVD ratio over the finished runs: "
+            f"- Runs: {len(outs)} ({len(pools)} tables and party counts, "
+            f"{sum(len(o.seeds) > 1 for o in pools)} of them at several seeds); finished "
+            f"{len(finished)}; every run finished or stopped before spending: "
+            f"{'yes' if all(o.acceptable() for o in outs) else 'NO'}; any traceback: "
+            f"{'yes' if any(o.tracebacks for o in outs) else 'no'}.",
+            f"- Median Secure / Centralized 3-way TVD ratio over the finished ones: "
             f"**{statistics.median(ratios):.3f}**; worst **{worst.ratio:.3f}** "
-            f"({worst.table}, {worst.parties} parties, {worst.transport}).",
+            f"({worst.table}, {worst.parties} parties, {worst.transport}, seeds "
+            f"{_seeds(worst)}).",
             f"- Every column's 1-way TVD within max(2 x Centralized's, 0.02): "
-            f"{len(ok)} of {len(finished)} finished runs"
+            f"{len(ok)} of {len(finished)} finished"
             + ("." if len(ok) == len(finished) else "; the others:"),
         ]
         for o in finished:
             if not o.one_way_ok():
                 col, sec, cen = o.worst_column()
                 lines.append(
-                    f"  - {o.table}, {o.parties} parties: `{col}` {sec:.3f} against "
-                    f"Centralized's {cen:.3f}"
+                    f"  - {o.table}, {o.parties} parties (seeds {_seeds(o)}): `{col}` "
+                    f"{sec:.3f} against Centralized's {cen:.3f}"
                 )
     stopped = [o for o in outs if o.status != "finished"]
     if stopped:
@@ -155,16 +182,17 @@ def markdown(head: dict, rows: list[dict]) -> str:
         "",
         "## Runs",
         "",
-        "| table | parties | transport | status | rows | cols | shared | 3-way secure | "
+        "| table | parties | transport | seed | status | rows | cols | shared | 3-way secure | "
         "3-way central | ratio | worst column | its 1-way secure | central | 1-way ok | "
         "spent | traceback | time s (2 cores) | central s | peak MB |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---:|---:|---:|",
+        "|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---:|---:|---:|",
     ]
     for o in outs:
         worst = o.worst_column()
         col, sec, cen = worst if worst else ("-", None, None)
         lines.append(
-            f"| {o.table} | {o.parties} | {o.transport} | {o.status} | {o.rows:,} | "
+            f"| {o.table} | {o.parties} | {o.transport} | {getattr(o, 'seed', 0)} | "
+            f"{o.status} | {o.rows:,} | "
             f"{o.cols} | {o.shared:,} | {_fmt(o.tvd3_secure)} | {_fmt(o.tvd3_central)} | "
             f"{_fmt(o.ratio, 2)} | {col} | {_fmt(sec)} | {_fmt(cen)} | "
             f"{('yes' if o.one_way_ok() else 'NO') if o.tvd1_secure else '-'} | "
@@ -174,6 +202,10 @@ def markdown(head: dict, rows: list[dict]) -> str:
     if head.get("defects"):
         lines += ["", "## Defects found", ""] + [f"- {d}" for d in head["defects"]]
     return "\n".join(lines) + "\n"
+
+
+def _seeds(o: Row) -> str:
+    return ", ".join(str(x) for x in getattr(o, "seeds", [0]))
 
 
 def _write(path: Path, md: Path, head: dict, rows: dict, order: dict) -> None:
@@ -190,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     names = _harness(["--list"], ROOT)
     ap.add_argument("--tables", nargs="+", default=names, choices=names)
     ap.add_argument("--parties", nargs="+", type=int, default=[2, 3])
-    ap.add_argument("--cap", type=float, default=900.0, help="seconds for one table's path")
+    ap.add_argument(
+        "--cap", type=float, default=900.0, help="seconds for a table's path (BIG_CAP's at least)"
+    )
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0],
+                    help="the split's, roles' and Centralized's seeds (default 0)")  # fmt: skip
     ap.add_argument("--no-https", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep every run's folder")
     ap.add_argument("--merge", nargs="+", default=[], help="also take the rows of these JSONs")
@@ -210,20 +246,22 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_https:
         jobs += [(t, HTTPS[t], True) for t in chosen if t in HTTPS]
     jobs += [(t, m, False) for m in args.parties for t in chosen if t in BIG_CAP]
-    if args.no_run:
-        jobs = []
+    jobs = [(*job, seed) for seed in args.seeds for job in jobs] if not args.no_run else []
+    seeds = sorted({r.get("seed", 0) for r in rows.values()} | set(args.seeds))
     order = {
-        (t, m, tr): i
-        for i, (t, m, tr) in enumerate(
-            (t, m, tr) for t in names for m in (2, 3) for tr in ("folders", "https")
+        key: i
+        for i, key in enumerate(
+            (t, m, tr, sd) for t in names for m in (2, 3) for tr in ("folders", "https")
+            for sd in seeds
         )
-    }
-    for name, parties, https in jobs:
+    }  # fmt: skip
+    for name, parties, https, seed in jobs:
         work = Path(tempfile.mkdtemp(prefix=f"corpus-{name.split(':')[-1]}-{parties}-"))
-        cap = BIG_CAP.get(name, args.cap)
+        cap = max(args.cap, BIG_CAP.get(name, 0.0))
         out = work / "outcome.json"
         run = [name, "--parties", str(parties), "--cap", str(cap), "--dir", str(work / "run"),
-               "--json", str(out), *(["--https"] if https else [])]  # fmt: skip
+               "--json", str(out), "--seed", str(seed),
+               *(["--https"] if https else [])]  # fmt: skip
         try:
             _harness(run, ROOT)
             row = json.loads(out.read_text())
@@ -232,10 +270,11 @@ def main(argv: list[str] | None = None) -> int:
             row = {**json.loads(_EMPTY), "table": name, "parties": parties,
                    "transport": transport, "status": "harness error",
                    "message": str(exc)[:400]}  # fmt: skip
+        row["seed"] = seed
         rows[_key(row)] = row
         r = Row(row)
         print(
-            f"{name} {parties} {r.transport}: {r.status} ratio {_fmt(r.ratio, 2)} "
+            f"{name} {parties} {r.transport} seed {seed}: {r.status} ratio {_fmt(r.ratio, 2)} "
             f"{r.seconds:.0f} s {r.message[:200]}",
             flush=True,
         )
