@@ -142,20 +142,31 @@ def mask_bits(mask: int) -> tuple[int, ...]:
 
 
 def _mcs_order(adj: Sequence[int]) -> list[int]:
-    """Maximum cardinality search visit order (ties by the smallest index)."""
+    """Maximum cardinality search visit order (ties by the smallest index).
+
+    The unvisited nodes are kept as one bitmask per weight, so each step takes the lowest bit
+    of the heaviest non-empty level: O(edges) mask operations, not O(d^2) comparisons.
+    """
     d = len(adj)
     weight = [0] * d
+    level = [(1 << d) - 1] + [0] * d  # level[w]: the unvisited nodes of weight w
+    top = 0
     unvisited = (1 << d) - 1
     order = []
     for _ in range(d):
-        v, best = -1, -1
-        for u in mask_bits(unvisited):
-            if weight[u] > best:
-                v, best = u, weight[u]
+        while not level[top]:
+            top -= 1
+        low = level[top] & -level[top]
+        v = low.bit_length() - 1
         order.append(v)
-        unvisited &= ~(1 << v)
+        level[top] ^= low
+        unvisited ^= low
         for u in mask_bits(adj[v] & unvisited):
+            bit = 1 << u
+            level[weight[u]] ^= bit
             weight[u] += 1
+            level[weight[u]] |= bit
+            top = max(top, weight[u])
     return order
 
 
@@ -223,14 +234,18 @@ def clique_masks(adj: Sequence[int], peo: Sequence[int]) -> list[int]:
     """
     later = (1 << len(adj)) - 1
     candidates = []
+    own: dict[int, int] = {}
+    maximal = set()
     for v in peo:
         later &= ~(1 << v)
-        candidates.append((1 << v) | (adj[v] & later))
-    out: list[int] = []
-    for c in sorted(set(candidates), key=lambda m: -m.bit_count()):
-        if not any(c & k == c for k in out):
-            out.append(c)
-    return out
+        c = (1 << v) | (adj[v] & later)
+        candidates.append(c)
+        # Only a node eliminated before v and adjacent to it has v in its candidate, so only
+        # such a node's candidate can hold v's.
+        if not any(c & own[u] == c for u in mask_bits(adj[v] & ~later & ~(1 << v))):
+            maximal.add(c)
+        own[v] = c
+    return [c for c in sorted(set(candidates), key=lambda m: -m.bit_count()) if c in maximal]
 
 
 def _masks(graph: nx.Graph) -> tuple[list[int], list]:
