@@ -86,6 +86,8 @@ def test_overlap_gives_each_party_its_records_and_the_shared_and_union_tables(
     assert f"rows every party holds: {s:,}; rows each party holds alone: {r:,}; " in out
     assert f"rows no party holds: {n - s - m * r:,} (of {n:,})" in out
     assert f"A: wrote {tmp_path / 'A.csv'} ({s + r:,} rows;" in out
+    if union:  # the fraction config's --expected-shared takes (shared over all records held)
+        assert f"--expected-shared {s / len(union):.2f}`" in out
 
 
 def test_overlap_files_depend_on_the_seed_only(tmp_path):

@@ -72,6 +72,12 @@ def cmd_split(args: argparse.Namespace) -> int:
         f"rows every party holds: {len(everyone):,}; rows each party holds alone: {own:,}; "
         f"rows no party holds: {len(df) - len(union):,} (of {len(df):,})"
     )
+    if len(union):
+        print(
+            f"every party holds {len(everyone) / len(union):.0%} of the parties' records: give "
+            f"`vertimrf config --expected-shared {len(everyone) / len(union):.2f}`, and the "
+            "server warns if the run finds far fewer (IDs that differ in type or format)"
+        )
     if args.all:
         print(
             f"wrote the union of the parties' records ({len(union):,} rows) to {paths[ALL]} and "
