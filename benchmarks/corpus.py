@@ -151,7 +151,8 @@ def markdown(head: dict, rows: list[dict]) -> str:
         lines += [
             f"- Runs: {len(outs)} ({len(pools)} tables and party counts, "
             f"{sum(len(o.seeds) > 1 for o in pools)} of them at several seeds); finished "
-            f"{len(finished)}; every run finished or stopped before spending: "
+            f"{sum(o.status == 'finished' for o in outs)} runs ({len(finished)} tables and "
+            "party counts, every seed); every run finished or stopped before spending: "
             f"{'yes' if all(o.acceptable() for o in outs) else 'NO'}; any traceback: "
             f"{'yes' if any(o.tracebacks for o in outs) else 'no'}.",
             f"- Median Secure / Centralized 3-way TVD ratio over the finished ones: "
