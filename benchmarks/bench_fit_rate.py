@@ -26,15 +26,9 @@ from vertimrf.domain import Domain
 from vertimrf.mrf import MarkovRandomField
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "kernels"))
 from _common import load_average, machine  # noqa: E402
-
-# The same model as benchmarks/kernels/test_bench_bp.py's adult1m.
-SIZES = [16, 7, 16, 16, 16, 7, 14, 6, 5, 2, 8, 15, 16, 41, 2]
-CLIQUES = [
-    (0, 3, 5, 6, 7, 9, 14), (1, 2, 3, 4, 8, 14), (1, 3, 4, 6, 7, 14), (1, 3, 4, 7, 8, 14),
-    (1, 3, 4, 7, 10, 14), (3, 4, 6, 7, 12, 14), (3, 4, 7, 8, 13, 14), (3, 5, 6, 7, 9, 12, 14),
-    (4, 7, 8, 11, 13, 14),
-]  # fmt: skip
+from kernel_references import ADULT_CLIQUES, ADULT_SIZES  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=10)
     args = ap.parse_args(argv)
     numba.set_num_threads(args.threads)
-    model = MarkovRandomField(Domain.from_sizes(SIZES), CLIQUES)
+    model = MarkovRandomField(Domain.from_sizes(ADULT_SIZES), ADULT_CLIQUES)
     plan, cells = model.plan, model.layout.total_cells
     theta = np.random.default_rng(0).normal(size=cells) * 3
     beliefs, probs = np.empty(cells), np.empty(cells)

@@ -3,6 +3,7 @@ the plain numpy calibration on the same schedule (cells/s: the clique tables' ce
 
 import numpy as np
 import pytest
+from kernel_references import ADULT_CLIQUES, ADULT_SIZES
 
 from vertimrf.domain import Domain
 from vertimrf.mrf import MarkovRandomField
@@ -11,15 +12,6 @@ from vertimrf.mrf.reference import NumpyCalibrator
 # A chain of 4-way cliques over 8 attributes of u values, each sharing two with the next:
 # u = 16 gives 3 x 65,536 cells, u = 32 gives 3 x 1,048,576.
 CLIQUES = [(0, 1, 2, 3), (2, 3, 4, 5), (4, 5, 6, 7)]
-# The model the engine picks on Adult at 1M rows (epsilon 1.6, delta 1e-6, seed 0): 15
-# attributes, 9 cliques of 6-7 attributes, 3,979,840 cells; its separators keep all but one
-# attribute, so several projections have 2-cell runs.
-ADULT_SIZES = [16, 7, 16, 16, 16, 7, 14, 6, 5, 2, 8, 15, 16, 41, 2]
-ADULT_CLIQUES = [
-    (0, 3, 5, 6, 7, 9, 14), (1, 2, 3, 4, 8, 14), (1, 3, 4, 6, 7, 14), (1, 3, 4, 7, 8, 14),
-    (1, 3, 4, 7, 10, 14), (3, 4, 6, 7, 12, 14), (3, 4, 7, 8, 13, 14), (3, 5, 6, 7, 9, 12, 14),
-    (4, 7, 8, 11, 13, 14),
-]  # fmt: skip
 MODELS = {
     "u16": ([16] * 8, CLIQUES),
     "u32": ([32] * 8, CLIQUES),
