@@ -1,5 +1,5 @@
 """Where a corpus table's Secure / Centralized 3-way TVD gap comes from (issue 59, item 5:
-the worst ratio of ``benchmarks/results/corpus.md``, ISLR::Default with 2 parties).
+the worst ratio of ``benchmarks/results/corpus_first_pass.md``, ISLR::Default with 2 parties).
 
 For each seed the corpus harness (``tests/corpus/harness.py``, run as a process) takes the
 table along the user's CLI path (partial record sets at overlap 0.8) and fits Centralized
