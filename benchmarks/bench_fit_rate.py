@@ -27,7 +27,7 @@ from vertimrf.mrf import MarkovRandomField
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kernels"))
-from _common import load_average, machine  # noqa: E402
+from _common import git_commit, load_average, machine  # noqa: E402
 from kernel_references import ADULT_CLIQUES, ADULT_SIZES  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
     out = {
-        "tree": str(Path(vertimrf.__file__).resolve().parents[1]),
+        "commit": git_commit(Path(vertimrf.__file__).resolve().parents[1]),
         "cells": cells,
         "threads": args.threads,
         "cpu_s_best": min(cpu),

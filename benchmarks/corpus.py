@@ -54,7 +54,9 @@ def pooled(rows: list[dict]) -> dict:
     if not done or len(done) < len(rows):
         return out
     for side in ("secure", "central"):
-        out[f"tvd3_{side}"] = statistics.fmean(r[f"tvd3_{side}"] or math.nan for r in done)
+        out[f"tvd3_{side}"] = statistics.fmean(
+            math.nan if r[f"tvd3_{side}"] is None else r[f"tvd3_{side}"] for r in done
+        )
         cols = done[0][f"tvd1_{side}"]
         out[f"tvd1_{side}"] = {c: statistics.fmean(r[f"tvd1_{side}"].get(c, math.nan)
                                                    for r in done) for c in cols}  # fmt: skip

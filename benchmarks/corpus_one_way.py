@@ -19,6 +19,8 @@ import sys
 import warnings
 from pathlib import Path
 
+import pandas as pd
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import mean_se, run_head, write_results  # noqa: E402
 
@@ -31,13 +33,19 @@ EPSILON, DELTA = 1.0, 1e-6
 SIDES = ("partial", "equal", "central")
 
 
-def one_seed(folder: Path, spec: DomainSpec, seed: int) -> dict[str, dict[str, float]]:
-    """Each column's 1-way TVD of the three synthetic tables of ``seed``."""
+def load(folder: Path, spec: DomainSpec) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """The parties' tables (by name) and the shared records, read once."""
     data = folder / "data"
     names = sorted(p.stem for p in data.glob("*.csv") if p.stem not in ("all", "shared"))
     frames = {n: read_table(str(data / f"{n}.csv")) for n in names}
-    shared = read_table(str(data / "shared.csv"))[list(spec.names)]
-    cols = [[c for c in frames[n].columns if c != "rid"] for n in names]
+    return frames, read_table(str(data / "shared.csv"))[list(spec.names)]
+
+
+def one_seed(
+    frames: dict[str, pd.DataFrame], shared: pd.DataFrame, spec: DomainSpec, seed: int
+) -> dict[str, dict[str, float]]:
+    """Each column's 1-way TVD of the three synthetic tables of ``seed``."""
+    cols = [[c for c in f.columns if c != "rid"] for f in frames.values()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         partial, _ = simulate(frames, spec, epsilon=EPSILON, delta=DELTA, seed=seed,
@@ -85,15 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     folder = Path(args.dir)
     spec = DomainSpec.from_json(folder / "spec.json")
-    runs = [one_seed(folder, spec, s) for s in range(args.seeds)]
-    owner = {}
-    for path in sorted((folder / "data").glob("*.csv")):
-        if path.stem not in ("all", "shared"):
-            owner.update({c: path.stem for c in read_table(str(path)).columns if c != "rid"})
+    frames, shared = load(folder, spec)
+    runs = [one_seed(frames, shared, spec, s) for s in range(args.seeds)]
+    owner = {c: name for name, f in frames.items() for c in f.columns if c != "rid"}
     result = {
         "table": folder.name,
         "seeds": args.seeds,
-        "shared": len(read_table(str(folder / "data" / "shared.csv"))),
+        "shared": len(shared),
         "columns": {
             col: {
                 "party": owner.get(col, "?"),

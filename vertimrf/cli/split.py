@@ -73,9 +73,10 @@ def cmd_split(args: argparse.Namespace) -> int:
         f"rows no party holds: {len(df) - len(union):,} (of {len(df):,})"
     )
     if len(union):
+        share = len(everyone) / len(union)
         print(
-            f"every party holds {len(everyone) / len(union):.0%} of the parties' records: give "
-            f"`vertimrf config --expected-shared {len(everyone) / len(union):.2f}`, and the "
+            f"every party holds {share:.0%} of the parties' records: give "
+            f"`vertimrf config --expected-shared {share:.2f}`, and the "
             "server warns if the run finds far fewer (IDs that differ in type or format)"
         )
     if args.all:

@@ -272,7 +272,7 @@ def _reduce_short_runs(x, coff, base, rest, run, s0, s1, r0, r1, pss, shift, use
     summed per cell in rest order, as the rest-major loop sums them (the same bits). A
     rest-major walk would use one run of every cache line per pass over the clique."""
     rs = rest[r0:r1]
-    tmp = np.empty(rs.shape[0] * run)
+    tmp = np.empty(rs.shape[0] * run if use_log else 0)
     for so in range(s0, s1, run):
         b = coff + base[so]
         if not use_log:
