@@ -180,3 +180,55 @@ def test_the_server_failing_at_a_step_names_it_to_every_role_over_https(tmp_path
         assert lines[role].startswith(
             f"vertimrf: error: the run has failed at the server: {SERVER_REASON}"
         ), lines
+
+
+# The server's fit, replaced by a marker file and a long sleep, as its own process.
+SLOW_FIT = """
+import sys, time
+from pathlib import Path
+from vertimrf.server.secure.fit import SecureServer
+def fit(self, releases):
+    Path("fitting").touch()
+    time.sleep(300)
+SecureServer.fit = fit
+from vertimrf.cli.app import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_signal_during_the_servers_fit_stops_it_with_one_line_not_a_bug(tmp_path):
+    """SIGTERM while the server fits (the corpus stopped modeldata::ames this way): exit 143
+    and the one line of a stop, with the state folder kept; not "unexpected _Stopped ... a
+    bug in vertimrf", which a step body's catch-all made of it."""
+    df, spec = correlated_table(60)
+    pinned_files(tmp_path, df, spec)
+    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300", "--quiet"]
+    server = broken_party(
+        tmp_path, "server", "run", *common, "--inbox", "mail/server", "--server-key",
+        "server.key", "--out", "synth.csv", "--state-dir", "server-state", code=SLOW_FIT,
+    )  # fmt: skip
+    parties = [vertimrf_process(tmp_path, *_party_args(common, n)) for n in THREE]
+    try:
+        deadline = time.monotonic() + 300
+        while not (tmp_path / "fitting").exists() and time.monotonic() < deadline:
+            assert server.poll() is None, server.communicate()[1][-3000:]
+            time.sleep(0.1)
+        assert (tmp_path / "fitting").exists(), "the server never reached its fit"
+        server.terminate()
+        err = server.communicate(timeout=60)[1]
+    finally:
+        for proc in (server, *parties):
+            proc.kill()
+    assert server.returncode == 143, err[-3000:]
+    assert "Traceback" not in err and "bug" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == (
+        "vertimrf server: stopped by SIGTERM; the state folder keeps the run: run it again to "
+        "resume."
+    ), err[-3000:]
+
+
+def _party_args(common: list[str], n: str) -> list[str]:
+    """``party run`` of party ``n`` over folders."""
+    return ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data",
+            f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
+            "--state-dir", f"state-{n}"]  # fmt: skip

@@ -300,8 +300,10 @@ def _folder_messages(
     return held
 
 
-class _Stopped(Exception):  # noqa: N818 (a signal, not an error)
-    """SIGINT or SIGTERM, raised in the main thread."""
+class _Stopped(BaseException):  # noqa: N818 (a signal, not an error)
+    """SIGINT or SIGTERM, raised in the main thread. Not an Exception, like
+    KeyboardInterrupt: a step's body turns any Exception into "a bug in vertimrf", and a
+    signal during the fit is not one."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
