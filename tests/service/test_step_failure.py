@@ -85,18 +85,13 @@ def test_a_party_failing_at_a_step_stops_every_role_over_folders(tmp_path):
     pinned_files(tmp_path, df, spec)
     common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300", "--quiet"]
 
-    def party(n: str) -> list[str]:
-        return ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data",
-                f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex", "--keys",
-                f"{n}.key", "--state-dir", f"state-{n}"]  # fmt: skip
-
     procs = {
         "server": vertimrf_process(
             tmp_path, "server", "run", *common, "--inbox", "mail/server", "--server-key",
             "server.key", "--out", "synth.csv", "--state-dir", "server-state",
         ),
-        "A": broken_party(tmp_path, *party("A")),
-        **{n: vertimrf_process(tmp_path, *party(n)) for n in THREE if n != "A"},
+        "A": broken_party(tmp_path, *_party_args(common, "A")),
+        **{n: vertimrf_process(tmp_path, *_party_args(common, n)) for n in THREE if n != "A"},
     }  # fmt: skip
     ended = exits(procs)
     lines = last_lines(procs)
