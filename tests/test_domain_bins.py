@@ -1,4 +1,4 @@
-"""A numeric column's bins (issue 60, item 1): equal width, the user's cut points, log-spaced
+"""A numeric column's bins: equal width, the user's cut points, log-spaced
 edges and DP quantile cuts, checked against brute force: bin b holds [edge b, edge b+1), the
 upper bound lands in the last bin, and an integer column decodes to integers inside its bin."""
 

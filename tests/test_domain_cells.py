@@ -137,7 +137,7 @@ def test_infer_spec_warns_of_each_column_a_user_would_not_want():
     said = {
         str(w.message).split("'")[1]: str(w.message) for w in caught if w.category is SpecWarning
     }
-    assert set(said) == {"rownames", "year", "tailnum"}  # time_hour: datetime (issue 60)
+    assert set(said) == {"rownames", "year", "tailnum"}  # time_hour: datetime
     assert "like a record ID" in said["rownames"] and "--id-column" in said["rownames"]
     assert "holds one value (2013) in every row" in said["year"]
     assert "distinct text values, more than max categories (50)" in said["tailnum"]

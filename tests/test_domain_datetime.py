@@ -1,4 +1,4 @@
-"""A datetime column (issue 60, item 2): bins of whole units between public ISO bounds (months
+"""A datetime column: bins of whole units between public ISO bounds (months
 the calendar's), cells read and written in the spec's strftime format, a bad cell or one
 outside the bounds named in one line, the spec's JSON round trip, and what infer_spec
 proposes for dates."""

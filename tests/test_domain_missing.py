@@ -1,4 +1,4 @@
-"""Missing values in the spec (issue 36): ``"missing": true`` makes an empty cell (NaN, None
+"""Missing values in the spec: ``"missing": true`` makes an empty cell (NaN, None
 or "") one more code of its column, after its values; without it an empty cell is refused
 with the one-line message it always had, and the spec's JSON is byte for byte as before."""
 

@@ -1,5 +1,5 @@
 """Each column's distance (KS for numbers, 1-way TVD otherwise) and each pair's 2-way TVD
-and trend, checked against hand-computed values and brute force (issue 60, item 3)."""
+and trend, checked against hand-computed values and brute force."""
 
 import itertools
 

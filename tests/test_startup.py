@@ -1,5 +1,5 @@
 """Cheap commands start fast: ``vertimrf --help``, ``keys``, ``secret``, ``config`` and
-``status`` import no Numba (issue 34, item 11). Each runs in a fresh interpreter, which
+``status`` import no Numba. Each runs in a fresh interpreter, which
 then reports the heavy modules it loaded."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`vertimrf evaluate` that a person can read (issue 60, item 3): each column's distance and
+"""`vertimrf evaluate` that a person can read: each column's distance and
 the worst pairs as aligned tables, `--report DIR` (a PNG per column, a heatmap of the pair
 trends, report.md), and sdmetrics' QualityReport from the same spec with `--sdmetrics`."""
 

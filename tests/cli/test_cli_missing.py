@@ -1,4 +1,4 @@
-"""Empty cells on the command line (issue 36): `vertimrf spec` proposes "missing": true for
+"""Empty cells on the command line: `vertimrf spec` proposes "missing": true for
 a column with empty cells and says so; `vertimrf evaluate` counts an empty cell as a value."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The command line loses no file, says what went wrong in one line a person can act on,
-and runs a 0- or 1-row table with a warning (issue 20, items 8-10).
+and runs a 0- or 1-row table with a warning.
 
 Most commands run in-process through ``main`` (fast); Ctrl-C runs a real process."""
 
@@ -195,7 +195,7 @@ def test_party_local_refuses_a_missing_folder_before_its_step_record(run, capsys
 
 
 def test_the_server_state_is_never_overwritten_even_with_force(run, capsys):
-    """Issue 33, item 8: `server synthesize --report S/state/server.sqlite --force` replaced
+    """`server synthesize --report S/state/server.sqlite --force` replaced
     the server's state. Now a path inside a state folder, a SQLite file (or its siblings,
     renamed or behind a symlink) is one line and the file kept; --force still replaces an
     ordinary file beside the state folder."""
@@ -353,7 +353,7 @@ def test_a_bad_cell_in_a_party_file_is_one_line_naming_it(run, capsys):
 
 def test_a_party_reads_parquet_data_as_its_csv(run, capsys):
     """--data as a Parquet file, a Parquet folder or a Parquet file named .csv: the release
-    (same seed) is byte for byte the one from the CSV (issue 23, item 3)."""
+    (same seed) is byte for byte the one from the CSV."""
     frame = pd.read_csv(run / "alice.csv")
     frame.to_parquet(run / "alice.parquet", index=False)
     (run / "alice-parts").mkdir()

@@ -417,7 +417,7 @@ def test_the_same_release_twice_names_its_party(two):
 @pytest.mark.slow  # in process: test_rerunning_features_and_release_writes_identical_bytes
 def test_features_and_release_rerun_in_a_fresh_folder_write_identical_bytes(two):
     """Party A runs `party features` and `party release` unseeded, twice, each time in a
-    fresh folder with a fresh state (the double-spend route of issue 20): the noise is
+    fresh folder with a fresh state (a double-spend route): the noise is
     keyed to A's own key and inputs, so both runs write the same blobs and the same release,
     and a second release spends nothing new. Another data file with the same deal is
     refused with the run's one line (the deal was made for A's commitment)."""

@@ -220,7 +220,7 @@ def test_spec_warns_of_unwanted_columns_one_line_each_and_ignores_them(tmp_path,
     assert main(argv) == 0
     captured = capsys.readouterr()
     warned = {line.split("'")[1]: line for line in captured.err.splitlines() if "column '" in line}
-    assert set(warned) == {"rownames", "year", "tailnum"}  # time_hour: datetime (issue 60)
+    assert set(warned) == {"rownames", "year", "tailnum"}  # time_hour: datetime
     assert len(captured.err.splitlines()) == 4  # and the NOT DP warning
     assert all(line.startswith("vertimrf: warning: column '") for line in warned.values())
     assert "like a record ID" in warned["rownames"] and "one value (2013)" in warned["year"]

@@ -1,4 +1,4 @@
-"""A datetime column in a party's table on Dask (issue 60, item 2): the partitions read its
+"""A datetime column in a party's table on Dask: the partitions read its
 times as the table in memory does, so the run fits the same model and samples the same rows."""
 
 from __future__ import annotations

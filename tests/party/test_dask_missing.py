@@ -1,4 +1,4 @@
-"""Empty cells in a party's table on Dask (issue 36): the partitions encode them as the
+"""Empty cells in a party's table on Dask: the partitions encode them as the
 table in memory does, so the run fits the same model and samples the same rows."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""IDs are typed once (issue 59, finding 7: one text ID among integers made a party's whole ID
-column text, so no record matched its peer's, and the run "succeeded" with a 29-row table).
+"""IDs are typed once: one text ID among integers once made a party's whole ID column text,
+so no record matched its peer's, and the run "succeeded" with a 29-row table.
 The config's id_type is checked on every row a party reads; integers are one ID however a
 file writes them; a shared region far smaller than the public expected_shared says why."""
 
@@ -54,7 +54,7 @@ def test_text_ids_are_taken_as_written(tmp_path):
 
 @pytest.mark.parametrize("parquet", [False, True])
 def test_one_text_id_among_integers_is_one_line_naming_row_column_value_and_fix(tmp_path, parquet):
-    """Finding 7's table: undeclared, the column silently became text; declared integer,
+    """The mixed-ID table: undeclared, the column silently became text; declared integer,
     the row is refused by name, in a later batch too (and by the streamed read)."""
     ids = [str(i) for i in range(6)] + ["A17"] + ["7", "8"]
     with pytest.raises(RecordIDError) as caught:
@@ -86,7 +86,7 @@ def test_the_warning_is_judged_on_the_published_counts():
 def test_a_run_whose_ids_differ_in_format_warns_and_names_the_likely_cause():
     """B writes its IDs as text ("r7") where A has integers: the region of both parties is
     about empty against expected_shared 0.8, and the server's deal warns once, naming the
-    cause (before its refusal for max_rows, which finding 7's first error blamed); with
+    cause (before its refusal for max_rows, which the first error once blamed); with
     the same IDs at both, no warning. Both runs stop before the features: the deal is
     where the counts are published."""
     df, spec = correlated_table(100)

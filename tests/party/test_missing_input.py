@@ -1,4 +1,4 @@
-"""Empty cells in a party's file (issue 36): in columns whose spec declares ``"missing"``, a
+"""Empty cells in a party's file: in columns whose spec declares ``"missing"``, a
 CSV or Parquet file read in batches, or streamed and aligned through part files, gives the
 codes of the whole table read by pandas and encoded in memory; the batches settle every
 column without pandas reading the data."""

@@ -1,4 +1,4 @@
-"""A party's table read in batches (issue 23, item 3): a CSV or Parquet file read and encoded
+"""A party's table read in batches: a CSV or Parquet file read and encoded
 batch by batch gives exactly the codes, the record-ID fingerprints and the errors of reading
 the whole file with pandas and encoding it, whatever the batch size, in far less memory."""
 

@@ -238,8 +238,9 @@ def test_features_shares_and_releases_are_exact_at_any_width_and_block_size(draw
         assert_round_two_is_exact(run, (*run.plan.attrs[1], run.plan.attrs[0][0]))
 
 
-def test_finding_2_width_157_at_max_rows_2_19_with_partial_sets_is_exact():
-    """Issue 59's finding 2, scaled: A of one-hot width 157 (columns of 77 and 80 values,
+def test_width_157_at_max_rows_2_19_with_partial_sets_is_exact():
+    """A features step that once raised an IndexError, scaled: A of one-hot width 157
+    (columns of 77 and 80 values,
     listed against the spec's order), max_rows 524,288 = 2^19, partial record sets, three
     parties. A row block holds 2^20 // 157 = 6,678 rows, a mask of 157 x 6,678 = 1,048,446
     words; a record on a block's last row with code 79 of the 80-value column put its one

@@ -1,4 +1,4 @@
-"""A numeric column's DP releases (issue 60, item 1): quantile cuts and the fine histogram,
+"""A numeric column's DP releases: quantile cuts and the fine histogram,
 their charges recomputed from their formulas, and the placement of a value inside its bin.
 
 Statistical checks use fixed seeds and bounds from theory, stated where they are used."""

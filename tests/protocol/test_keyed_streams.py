@@ -1,4 +1,4 @@
-"""Every keyed stream is bound to every input of its step (issue 33, items 1, 2, 5 and 6):
+"""Every keyed stream is bound to every input of its step:
 the noise to every blob and deal read and the canonical request, the deal to every party's
 data commitment, a round-2 nonce to the request and its layout; a request is canonical."""
 

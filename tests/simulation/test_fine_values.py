@@ -1,4 +1,4 @@
-"""Numbers placed inside their bins in a vertical run (issue 60, item 1): with values
+"""Numbers placed inside their bins in a vertical run: with values
 "fine" (the secure method's default) each party releases a noisy fine histogram of each of
 its numeric columns with the re-measurement, charged before its draw to its ledger and to
 the server's at the plan's rho; the synthetic numbers are drawn inside their bins by them.

@@ -1,5 +1,5 @@
-"""A party holding one column, with record sets that really differ (issue 59, item 5's
-corpus: ISLR::Default with 3 parties gave `student` back exactly 50/50 against 29% real).
+"""A party holding one column, with record sets that really differ: ISLR::Default with 3
+parties once gave `student` back exactly 50/50 against 29% real.
 No own pair counted the column over its party's records, and the union fit reads a cross
 marginal only where an own table holds each party's part: the column had no measurement at
 all. The first release now holds its 1-way marginal."""

@@ -1,4 +1,4 @@
-"""Missing values end to end (issue 36): a secure run over parties whose columns have empty
+"""Missing values end to end: a secure run over parties whose columns have empty
 cells writes a synthetic table with empty cells at the real rate, within the noise; the
 parties reading their tables from CSV or Parquet files, streamed through part files, give
 the in-memory run's model and rows."""

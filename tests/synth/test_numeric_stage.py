@@ -1,4 +1,4 @@
-"""A table's numeric releases before its fit (issue 60, item 1): a bad cell spends nothing;
+"""A table's numeric releases before its fit: a bad cell spends nothing;
 the releases' charges sum to the stage's rho, split evenly over the releasing columns and in
 half for a column that releases both its cuts and its fine histogram."""
 

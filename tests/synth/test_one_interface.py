@@ -1,4 +1,4 @@
-"""One interface for both synthesizers (issue 60, item 5): the report is a FitReport on a
+"""One interface for both synthesizers: the report is a FitReport on a
 VerticalModel and on a PrivMRF; samples keep the fitted frame's dtypes; ``save`` refuses to
 overwrite unless asked; loading another kind of model file names the class that loads it;
 ``fit_vertical`` takes one frame per party, joined on an ID column, with partial record sets."""

@@ -1,4 +1,4 @@
-"""Missing values in centralized PrivMRF (issue 36): the empty cells of columns declared
+"""Missing values in centralized PrivMRF: the empty cells of columns declared
 ``missing`` are modelled as a value, sampled back as empty cells at the real rate within the
 noise, and the saved model keeps the declaration."""
 

@@ -1,4 +1,4 @@
-"""PrivMRF on a frame with numeric columns (issue 60, item 1): the numeric releases come
+"""PrivMRF on a frame with numeric columns: the numeric releases come
 first, at numeric_share of the budget, in the ledger and the report; samples place values
 inside their bins by the fine histograms (integers stay integers); a saved fit samples the
 same rows."""

@@ -1,4 +1,4 @@
-"""Synthetic rows in fixed chunks (issue 23, item 3): ``VerticalModel.write_sample`` streams
+"""Synthetic rows in fixed chunks: ``VerticalModel.write_sample`` streams
 the rows of ``sample`` chunk by chunk to CSV or Parquet, atomically, in memory that does not
 grow with the number of rows."""
 

@@ -1,5 +1,6 @@
 """A party's 1-way over the records every party holds keeps the precision of its own counts
-(issue 59, finding 6): the union fit pools the noisy shared counts with the own counts.
+(a party's own 1-way came back far off): the union fit pools the noisy shared counts with the
+own counts.
 
 Party 0 holds a (K = 8 values), party 1 holds b (B = 20); every record is held by party 0 or
 1 or both, at random (as ``vertimrf split`` does), s = 2,400 by both, 800 by each alone. The
