@@ -5,13 +5,15 @@ record IDs that overflow a bucket."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from tests.helpers import SECRET
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec, SmallTableWarning, TableEncoder
 from vertimrf.driver import local_run
 from vertimrf.party.aligned import order_keys
 from vertimrf.party.registers import keyed_prf
@@ -85,10 +87,12 @@ def secure_parties(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=T
         part = frame[names].assign(id=np.arange(n))
         if shuffle:
             part = part.sample(frac=1.0, random_state=seed)
-        members[name] = SecureParty(
-            name, part, cfg, SECRET, keys[name],
-            {q: k for q, k in public.items() if q != name}, seed=seed,
-        )  # fmt: skip
+        with warnings.catch_warnings():  # 0- and 1-row tables are built on purpose here
+            warnings.simplefilter("ignore", SmallTableWarning)
+            members[name] = SecureParty(
+                name, part, cfg, SECRET, keys[name],
+                {q: k for q, k in public.items() if q != name}, seed=seed,
+            )  # fmt: skip
     server = SecureServer(cfg, seed=seed)
     table = TableEncoder(spec).table(frame).codes
     codes = {c: table[:, i].astype(np.int64) for i, c in enumerate(spec.names)}

@@ -1,12 +1,14 @@
-"""File safety: atomic writes (a file is written whole or not at all), JSON reading, and
-the checks a command makes on its outputs before it does any work."""
+"""File safety: atomic writes (a file is written whole or not at all), JSON reading, the
+checks a command makes on its outputs before it does any work, and scratch folders."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import shutil
 import tempfile
+import weakref
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -293,3 +295,17 @@ def read_hex_secret(path: str | os.PathLike) -> bytes:
         raise ConfigError(f"cannot read the secret file {path}: {exc.strerror}.") from None
     except ValueError:
         raise ConfigError(f"{path}: not a hex secret (make one with `vertimrf secret`).") from None
+
+
+class ScratchFolder:
+    """A fresh private temporary folder (``name``), removed by :meth:`cleanup`, or when
+    this object is collected, or at exit: TemporaryDirectory's lifetime without its
+    ResourceWarning, for folders that by design live as long as the object holding them."""
+
+    def __init__(self, prefix: str, dir: PathLike | None = None) -> None:  # noqa: A002
+        self.name = tempfile.mkdtemp(prefix=prefix, dir=dir)
+        self._remove = weakref.finalize(self, shutil.rmtree, self.name, True)
+
+    def cleanup(self) -> None:
+        """Remove the folder now."""
+        self._remove()

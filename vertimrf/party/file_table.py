@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -35,6 +34,7 @@ import numpy as np
 
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.errors import ConfigError
+from vertimrf.io import ScratchFolder
 from vertimrf.party.aligned import (
     Aligned,
     AlignedTable,
@@ -187,7 +187,7 @@ class FileTable(HeldTable):
         """The records aligned from the file. When the public max_rows fits one part, the
         table is read and aligned in memory: that holds no more than a part."""
         if plan.max_rows > self.part_rows:
-            folder = tempfile.TemporaryDirectory(prefix="vertimrf-rows-", dir=self.temp_dir)
+            folder = ScratchFolder(prefix="vertimrf-rows-", dir=self.temp_dir)
             try:
                 return self._align(Path(folder.name), folder, spec, secret, context, plan)
             except WholeTableNeededError:
@@ -211,7 +211,7 @@ class FileTable(HeldTable):
     def _align(
         self,
         where: Path,
-        folder: tempfile.TemporaryDirectory[str],
+        folder: ScratchFolder,
         spec: DomainSpec,
         secret: bytes,
         context: bytes,
@@ -316,7 +316,7 @@ class FileAligned:
 
     def __init__(
         self,
-        folder: tempfile.TemporaryDirectory[str],
+        folder: ScratchFolder,
         dtype: np.dtype,
         width: int,
         counts: np.ndarray,

@@ -32,7 +32,6 @@ this user only, and are removed when their object is let go or the process ends.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -41,6 +40,7 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 
 from vertimrf.errors import MessageError
+from vertimrf.io import ScratchFolder
 from vertimrf.party.aligned import check_count, code_histogram, slot_columns
 from vertimrf.party.part_files import part_count, read_rows, row_chunks, scatter
 from vertimrf.party.slot_table import check_distinct, check_slots, layout_digest
@@ -119,7 +119,7 @@ class TokenFiles:
         self._dtype, self._width, self._part_rows = np.dtype(dtype), width, part_rows
         self._keys, self._plan, self._index = keys, plan, index
         self._temp_dir = temp_dir
-        self._folder = tempfile.TemporaryDirectory(prefix="vertimrf-tokens-", dir=temp_dir)
+        self._folder = ScratchFolder(prefix="vertimrf-tokens-", dir=temp_dir)
         self._where = Path(self._folder.name)
         self._released: tuple[bytes, Path, np.ndarray] | None = None
         try:
@@ -216,7 +216,7 @@ class TokenFiles:
         max_rows = self._plan.max_rows
         parts = part_count(max_rows, self._part_rows)
         span = -(-max_rows // parts)  # the rows of one slot part
-        folder = tempfile.TemporaryDirectory(prefix="vertimrf-slots-", dir=self._temp_dir)
+        folder = ScratchFolder(prefix="vertimrf-slots-", dir=self._temp_dir)
         where = Path(folder.name)
         record = _record("slot", self._dtype, self._width)
         try:
@@ -298,7 +298,7 @@ class FileSlotAligned:
 
     def __init__(
         self,
-        folder: tempfile.TemporaryDirectory[str],
+        folder: ScratchFolder,
         dtype: np.dtype,
         width: int,
         first: np.ndarray,

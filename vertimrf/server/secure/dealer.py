@@ -6,7 +6,6 @@ from the server's own secret, the run, the parties' keys and every party's data 
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from hashlib import sha256
 from pathlib import Path
@@ -17,6 +16,7 @@ from vertimrf.crypto.kdf import NONCE_BYTES
 from vertimrf.crypto.keys import PublicKey
 from vertimrf.crypto.schedule import admit_digest, derive
 from vertimrf.errors import MessageError
+from vertimrf.io import ScratchFolder
 from vertimrf.kernels.secure import matmul_tn_u64
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure import MASK_BLOCK_WORDS, Layout, SecurePlan
@@ -208,7 +208,7 @@ class Dealer(ServerState):
         self._slot_folder = None
         if slots is None:
             return {}
-        self._slot_folder = tempfile.TemporaryDirectory(prefix="vertimrf-slot-maps-")
+        self._slot_folder = ScratchFolder(prefix="vertimrf-slot-maps-")
         out = {}
         for p, name in enumerate(plan.names):
             key, count = derived("slot-map", name), slots.sources[p].count

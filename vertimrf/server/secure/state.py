@@ -8,7 +8,6 @@ processes is what select found (:mod:`vertimrf.server.secure.selection`).
 from __future__ import annotations
 
 import math
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from hashlib import sha256
@@ -18,6 +17,7 @@ import numpy as np
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import DomainError, MessageError
+from vertimrf.io import ScratchFolder
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.config import ProtocolConfig
@@ -66,7 +66,7 @@ class ServerState:
         self._public_keys: dict[str, PublicKey] | None = None
         self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
         self._slots: Slots | None = None  # partial record sets: the slot assignment
-        self._slot_folder: tempfile.TemporaryDirectory[str] | None = None  # and its slot maps
+        self._slot_folder: ScratchFolder | None = None  # and its slot maps
         self._regions: dict[int, int] | None = None  # and the region counts it published
         self._slot_digest: bytes | None = None  # and its digest, which binds the deal's masks
         self.skipped = 0  # partial sets: marginals the union fit could not read
