@@ -21,7 +21,7 @@ so sum_{a,b} |g'_ab - g_ab| = n / (n + 1) * 2 (1 - p_x) * 2 (1 - p_y) < 4, and b
 triangle inequality |R(D + r) - R(D)| < 2. Hence each score has L2 sensitivity 2
 (tight as n grows and p_x, p_y -> 0). This is the bound the reference uses in normalised
 form (2 / n), which the analysis marks UNSURE (section 8, item 11); in count form it holds
-exactly, and ``tests/synth/test_privmrf_scores.py`` checks it by brute force.
+exactly, and ``tests/synth/privmrf/test_privmrf_scores.py`` checks it by brute force.
 
 Rounded, round(s R) has sensitivity ceil(2 s) = 2 s (s a positive integer; derivation in
 :mod:`vertimrf.privacy.mechanisms`), so the charge (2 s)^2 / (2 (s sigma)^2) per pair is the

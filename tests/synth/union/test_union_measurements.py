@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tests.synth.union_truth import EXACT, make_truth, releases
+from tests.synth.union.union_truth import EXACT, make_truth, releases
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
 from vertimrf.synth.union import NoisyTable, UnionDomain, union_tables

@@ -10,7 +10,7 @@ import pytest
 from vertimrf import PrivMRF, load_dataset
 from vertimrf.metrics import tvd
 
-COMMITTED = Path(__file__).parents[2] / "benchmarks" / "results" / "engine.json"
+COMMITTED = Path(__file__).parents[3] / "benchmarks" / "results" / "engine.json"
 ROWS = [
     r
     for r in json.loads(COMMITTED.read_text())["rows"]

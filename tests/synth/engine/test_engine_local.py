@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.synth.latent_table import assert_exact, latent_table
+from tests.synth.engine.latent_table import assert_exact, latent_table
 from vertimrf import PrivMRF
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, PrivacyBudgetError

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.synth.union_truth import Truth, make_truth, releases
+from tests.synth.union.union_truth import Truth, make_truth, releases
 from vertimrf.domain import ColumnSpec, DomainSpec
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.synth.union import UnionModel, fit_union, union_tables

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.synth.union_truth import make_truth, releases
+from tests.synth.union.union_truth import make_truth, releases
 from vertimrf.domain import Domain
 from vertimrf.synth.union import UnionDomain, union_tables
 from vertimrf.synth.union.structure import presence_bins, union_structure

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.synth.latent_table import SIZES, assert_exact, latent_table
+from tests.synth.engine.latent_table import SIZES, assert_exact, latent_table
 from vertimrf import PrivMRF
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError

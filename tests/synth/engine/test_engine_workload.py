@@ -137,7 +137,7 @@ def _engine(epsilon, workload, *, zero=False, ledger=None, seed=0):
 def test_the_engine_releases_the_workloads_pairs_and_lone_1_ways_exactly():
     """Noise off: the first release is the workload's pairs and the other columns' 1-way
     marginals, each the exact count (brute force); the budget is spent exactly."""
-    from tests.synth.latent_table import assert_exact, latent_table
+    from tests.synth.engine.latent_table import assert_exact, latent_table
     from vertimrf.privacy.zcdp import epsilon_to_rho
 
     df, spec = latent_table(rows=400)
@@ -155,7 +155,7 @@ def test_the_engine_releases_the_workloads_pairs_and_lone_1_ways_exactly():
 def test_the_default_workload_given_is_the_default_fit():
     import pandas as pd
 
-    from tests.synth.latent_table import latent_table
+    from tests.synth.engine.latent_table import latent_table
 
     df, spec = latent_table()
     every = [list(m) for m in combinations(spec.names, 3)]
@@ -165,7 +165,7 @@ def test_the_default_workload_given_is_the_default_fit():
 
 
 def test_a_bad_workload_is_refused_before_anything_is_charged():
-    from tests.synth.latent_table import latent_table
+    from tests.synth.engine.latent_table import latent_table
     from vertimrf.privacy.ledger import PrivacyLedger
 
     df, spec = latent_table(rows=100)
@@ -187,7 +187,7 @@ def test_the_default_workload_given_is_no_workload():
 def test_a_useful_workload_marginal_in_a_clique_is_re_measured_itself():
     """Noise off, a large budget: the workload's triple lies in the model's one clique and
     is useful, so it is re-measured as it is (exact counts, brute force)."""
-    from tests.synth.latent_table import assert_exact, latent_table
+    from tests.synth.engine.latent_table import assert_exact, latent_table
 
     df, spec = latent_table(rows=400)
     fit = _engine(40.0, [("c0", "c2", "c4"), ("c1", "c3")], zero=True).fit(df, spec)
