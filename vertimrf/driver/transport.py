@@ -69,6 +69,26 @@ class Stored:
         return self.path.read_bytes()
 
 
+def _linked(source: Path, path: Path) -> bool:
+    """Whether ``path`` is now a hard link to ``source`` (made under a temporary name, then
+    renamed over ``path``): False where the two folders are on other file systems or the
+    file system has no links, and the caller copies. A kept file is written once and never
+    changed in place, so the two names cannot drift apart."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.link")
+    try:
+        os.link(source, tmp)
+    except OSError:
+        return False
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return True
+
+
 @dataclass(frozen=True)
 class Streamed:
     """A step's output of ``size`` bytes that ``write_to(out)`` writes to a binary file as
@@ -231,12 +251,14 @@ class DirectoryTransport:
 
     def send(self, message: Message, data: Outgoing) -> None:
         """Write ``data`` to the receiver's folder in the outbox (unless those very bytes
-        are already there; a Stored file is copied)."""
+        are already there; a Stored file is hard-linked on one file system, else copied)."""
         path = self.outbox / message.receiver / message.file_name
         if path.exists():
             same = path.stat().st_size == nbytes(data)
             if not same or file_sha256(path) != sha256_hex(data):
                 raise _refuse_other(message)
+            return
+        if isinstance(data, Stored) and _linked(data.path, path):
             return
         with atomic_open(path, "wb") as fh:
             if isinstance(data, Stored):
