@@ -154,6 +154,34 @@ def test_callback_and_stopping_rules() -> None:
     assert len(capped.loss_history) == 8
 
 
+def test_a_plateau_below_the_expected_loss_stops_at_its_first_checkpoint() -> None:
+    """With ``plateau=(level, drop)`` the fit stops at the first checkpoint (every
+    ``check_every`` iterations) where the loss is at most ``level`` and fell by less than
+    ``drop`` since the last one; found by brute force on the history of the same fit run
+    to its cap (the fit is deterministic), and never before a checkpoint."""
+    truth = known_model(0)
+    rng = np.random.default_rng(5)
+    meas = [
+        Measurement(c, truth.clique_marginal(c) + rng.normal(scale=20.0, size=s.shape), 1 / 20)
+        for c, s in ((c, truth.clique_marginal(c)) for c in truth.cliques)
+    ]
+    fresh = lambda: MarkovRandomField(truth.domain, truth.tree, total=truth.total)  # noqa: E731
+    full = mirror_descent(fresh(), meas, iters=400, tol=0.0, check_every=10).loss_history
+    level = float(full[40])
+    drop = 0.5 * float(full[30] - full[40])
+    want = next(
+        it for it in range(10, 401, 10) if full[it] <= level and full[it - 10] - full[it] < drop
+    )
+    result = mirror_descent(fresh(), meas, iters=400, tol=0.0, check_every=10,
+                            plateau=(level, drop))  # fmt: skip
+    assert result.stop_reason == "plateau" and result.converged
+    assert result.iterations == want > 40
+    np.testing.assert_array_equal(result.loss_history, full[: want + 1])
+    never = mirror_descent(fresh(), meas, iters=400, tol=0.0, check_every=10,
+                           plateau=(float(full[-1]) / 2, drop))  # fmt: skip
+    assert never.stop_reason == "max_iters"  # the loss never reaches the level
+
+
 def binned_truth(table: np.ndarray, bins: tuple) -> np.ndarray:
     """Bin sums of a shaped table, one axis at a time, by an explicit loop over its cells."""
     shape = tuple(table.shape[i] if b is None else int(b.max()) + 1 for i, b in enumerate(bins))

@@ -153,8 +153,9 @@ class FitProgress:
 class FitResult:
     """Outcome of a fit: loss after each iteration (index 0 is the initial loss).
 
-    ``stop_reason`` is one of "exact", "tol", "target_loss", "stalled" (no step size decreased
-    the loss), "callback" or "max_iters"; ``calibrations`` counts BP runs, line search included.
+    ``stop_reason`` is one of "exact", "tol", "target_loss", "plateau", "stalled" (no step size
+    decreased the loss), "callback" or "max_iters"; ``calibrations`` counts BP runs, line
+    search included.
     """
 
     loss_history: np.ndarray
@@ -327,6 +328,7 @@ class _StopRule:
     min_iters: int
     check_every: int
     tol: float
+    plateau: tuple[float, float] | None = None
 
     def reason(self, it: int, loss: float, alpha: float) -> str | None:
         """The reason to stop after accepted step ``it`` with ``loss``, or None to go on."""
@@ -335,8 +337,13 @@ class _StopRule:
         if it >= self.min_iters and self.target_loss is not None and loss <= self.target_loss:
             return "target_loss"
         if it % self.check_every == 0:
-            if it >= self.min_iters and self.checkpoint - loss <= self.tol * self.checkpoint:
+            fell = self.checkpoint - loss
+            if it >= self.min_iters and fell <= self.tol * self.checkpoint:
                 return "tol"
+            if it >= self.min_iters and self.plateau is not None:
+                level, drop = self.plateau
+                if loss <= level and fell < drop:
+                    return "plateau"
             self.checkpoint = loss
         return None
 
@@ -394,6 +401,7 @@ def mirror_descent(
     max_halvings: int = 25,
     step_size: float | None = None,
     callback: Callable[[FitProgress], bool | None] | None = None,
+    plateau: tuple[float, float] | None = None,
 ) -> FitResult:
     """Fit the model's potentials to ``measurements`` in place; returns the loss history.
 
@@ -407,6 +415,9 @@ def mirror_descent(
             ("stalled") and keeps the last accepted potentials, so the loss never rises.
         step_size: initial step (default ``1 / (total * sum_M w_M^2)``).
         callback: called with a FitProgress after every iteration; returning True stops.
+        plateau: (level, drop): stop once the loss is at most ``level`` and fell by less
+            than ``drop`` (absolute) over ``check_every`` steps: e.g. the loss's expectation
+            at the truth and a fraction of its noise, past which a fit only follows noise.
     """
     _check_fit_args(iters, check_every, max_halvings, measurements)
     if warm_start is not None:
@@ -419,10 +430,10 @@ def mirror_descent(
         raise ConfigError("The initial loss is not finite; check the potentials and targets.")
     alpha = float(step_size) if step_size else 1.0 / (model.total * obj.sum_w2)
     history = [loss]
-    rule = _StopRule(loss, callback, target_loss, min_iters, check_every, tol)
+    rule = _StopRule(loss, callback, target_loss, min_iters, check_every, tol, plateau)
     theta, it, reason, alpha = _descend(obj, theta, mu, alpha, iters, max_halvings, rule, history)
     model.set_potentials(theta)
-    converged = reason in ("exact", "target_loss", "tol", "stalled")
+    converged = reason in ("exact", "target_loss", "tol", "stalled", "plateau")
     return FitResult(
         np.array(history), it, converged, reason, alpha, obj.calibrations, list(measurements)
     )

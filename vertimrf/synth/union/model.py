@@ -9,7 +9,12 @@ presence read off one attribute).
 **The fit** is mirror descent (:func:`~vertimrf.mrf.estimation.mirror_descent`) from the
 structural zeros (or a given warm start) on every measurement, with the model's total
 N = max(sum_T r_T, 1). It stops once the loss is ``target_ratio`` times its expectation at
-the truth (1/2 of the measured cells) or stalls, like the server's fit.
+the truth (1/2 of the measured cells) or stalls, like the server's fit; or once it is below
+that expectation and fell by less than ``PLATEAU`` times its noise (its square root, the
+standard deviation of the loss at the truth) over 50 iterations. Measurements that disagree
+beyond their noise keep the loss above the target: on MASS::Boston at 3 parties (12.5 M
+cells, 289 shared records) it sat at 0.97 of the expectation after 25 iterations, falling
+0.3 of its noise per 50 from iteration 150, and the fit ran 40 min towards its cap of 9,000.
 
 **Sampling** is post-processing of the fit. ``population="intersection"`` draws
 round(max(r_all, 0)) rows, r_all the count of the region of every party, from the model
@@ -21,6 +26,7 @@ party's attributes are empty (NaN) where it is absent.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -38,7 +44,11 @@ from vertimrf.synth.union.measurements import UnionDomain, union_tables
 from vertimrf.synth.union.releases import PartialReleases
 from vertimrf.synth.union.structure import Structure, presence_bins, union_structure
 
-__all__ = ["Population", "UnionModel", "fit_union"]
+__all__ = ["PLATEAU", "Population", "UnionModel", "fit_union"]
+
+#: The fit stops below the loss's expectation at the truth once 50 iterations take off less
+#: than this many of its standard deviations.
+PLATEAU = 0.5
 
 Population = Literal["intersection", "union"]
 
@@ -136,6 +146,9 @@ def fit_union(
         target_ratio: stop once the loss is this times its expectation at the truth (None:
             only ``tol``, ``iters`` or a stall stop the fit).
         tol: stop when the loss fell by less than this (relative) over 50 iterations.
+            Also stop once the loss is below its expectation at the truth (half the
+            measured cells) and fell by less than ``PLATEAU`` of its noise (the square root
+            of that expectation) over 50 iterations: past that the fit follows noise.
         cliques: the data attribute sets the model may join (e.g. a secure run's cliques);
             a table over two or more data attributes inside none of them is left out
             (default: every table's attributes are joined).
@@ -154,8 +167,10 @@ def fit_union(
     if warm_start is not None:
         model.set_potentials(warm_start)
         model.set_potentials(model.potentials.values + _factors(model, structure.zeros))
-    target = None
-    if target_ratio is not None:
-        target = target_ratio * 0.5 * sum(t.measured_cells for t in structure.tables)
-    result = mirror_descent(model, structure.measurements, iters=iters, tol=tol, target_loss=target)
+    expected = 0.5 * sum(t.measured_cells for t in structure.tables)  # the loss at the truth
+    target = None if target_ratio is None else target_ratio * expected
+    result = mirror_descent(
+        model, structure.measurements, iters=iters, tol=tol, target_loss=target,
+        plateau=(expected, PLATEAU * math.sqrt(expected)),
+    )  # fmt: skip
     return UnionModel(space, structure, model, dict(releases.regions), result)
