@@ -64,6 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with warnings.catch_warnings():
+            # The command's warnings are lines for its user, whatever filters its caller set
+            # (a test run that makes warnings errors calls main() in process).
+            warnings.simplefilter("default", UserWarning)
             warnings.showwarning = _one_line_warning(set())
             if args.threads is not None:
                 from vertimrf.threads import set_num_threads
