@@ -32,10 +32,11 @@ numerical, categorical, datetime, as ``vertimrf evaluate --sdmetrics``), mean ov
 target fine >= centralized - 0.02.
 
 sdmetrics pins pandas below 3, so it runs in a separate environment (``--sdmetrics-python``,
-default /tmp/sdm_venv/bin/python: ``python -m venv /tmp/sdm_venv && /tmp/sdm_venv/bin/pip
-install sdmetrics 'pandas<3'``): this script writes the real and synthetic tables as CSV
-files and the metadata as JSON, and runs itself there with ``--score-sdmetrics DIR``, which
-needs only pandas and sdmetrics. ``--sdmetrics-python none`` leaves the scores out.
+default .sdm_venv/bin/python in the repository: ``python -m venv .sdm_venv &&
+.sdm_venv/bin/pip install sdmetrics 'pandas<3'``): this script writes the real and synthetic
+tables as CSV files and the metadata as JSON, and runs itself there with
+``--score-sdmetrics DIR``, which needs only pandas and sdmetrics. ``--sdmetrics-python
+none`` leaves the scores out.
 
     python benchmarks/bench_numeric_values.py [--tables NAME ...] [--seeds 0 1 2]
         [--rows 50000] [--variants midpoint fine centralized] [--out-dir benchmarks/results]
@@ -93,7 +94,7 @@ ROWS = 50_000
 MAX_ROWS = 1 << 16  # the public row bound of every secure run: above ROWS + the dummies' reserve
 SAMPLE_SEED = 60
 QUANTILES = (0.05, 0.5, 0.95)
-SDM_PYTHON = "/tmp/sdm_venv/bin/python"
+SDM_PYTHON = str(Path(__file__).resolve().parents[1] / ".sdm_venv" / "bin" / "python")
 # Targets: fine / midpoint mean normalised W1; flights' dep_delay median difference in
 # minutes (fine); Column Shapes of fine at least centralized's less this.
 RATIO_MAX, MEDIAN_COLUMN, MEDIAN_MAX, SHAPES_GAP = 0.5, "dep_delay", 5.0, 0.02

@@ -161,11 +161,14 @@ def test_a_plateau_below_the_expected_loss_stops_at_its_first_checkpoint() -> No
     to its cap (the fit is deterministic), and never before a checkpoint."""
     truth = known_model(0)
     rng = np.random.default_rng(5)
-    meas = [
-        Measurement(c, truth.clique_marginal(c) + rng.normal(scale=20.0, size=s.shape), 1 / 20)
-        for c, s in ((c, truth.clique_marginal(c)) for c in truth.cliques)
-    ]
-    fresh = lambda: MarkovRandomField(truth.domain, truth.tree, total=truth.total)  # noqa: E731
+    meas = []
+    for c in truth.cliques:
+        marginal = truth.clique_marginal(c)
+        meas.append(Measurement(c, marginal + rng.normal(scale=20.0, size=marginal.shape), 1 / 20))
+
+    def fresh() -> MarkovRandomField:
+        return MarkovRandomField(truth.domain, truth.tree, total=truth.total)
+
     full = mirror_descent(fresh(), meas, iters=400, tol=0.0, check_every=10).loss_history
     level = float(full[40])
     drop = 0.5 * float(full[30] - full[40])

@@ -18,6 +18,8 @@ from tests.https_roles import pinned_files, start_party, start_server
 from tests.runs import correlated_table, role_env, vertimrf_process
 
 WITHIN = 10.0  # seconds from the failing party's exit to every other role's
+# Every role's options over folders, with a 300 s wait for each message.
+FOLDERS = ["--config", "config.json", "--outbox", "mail", "--timeout", "300", "--quiet"]
 # A's `vertimrf` with its features step broken as it once was, as its own process.
 BROKEN = """
 import sys
@@ -83,15 +85,11 @@ def test_a_party_failing_at_a_step_stops_every_role_over_folders(tmp_path):
     the same line, all within 10 s."""
     df, spec = correlated_table(60)
     pinned_files(tmp_path, df, spec)
-    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300", "--quiet"]
 
     procs = {
-        "server": vertimrf_process(
-            tmp_path, "server", "run", *common, "--inbox", "mail/server", "--server-key",
-            "server.key", "--out", "synth.csv", "--state-dir", "server-state",
-        ),
-        "A": broken_party(tmp_path, *_party_args(common, "A")),
-        **{n: vertimrf_process(tmp_path, *_party_args(common, n)) for n in THREE if n != "A"},
+        "server": vertimrf_process(tmp_path, *_server_args()),
+        "A": broken_party(tmp_path, *_party_args("A")),
+        **{n: vertimrf_process(tmp_path, *_party_args(n)) for n in THREE if n != "A"},
     }  # fmt: skip
     ended = exits(procs)
     lines = last_lines(procs)
@@ -197,12 +195,8 @@ def test_a_signal_during_the_servers_fit_stops_it_with_one_line_not_a_bug(tmp_pa
     bug in vertimrf", which a step body's catch-all made of it."""
     df, spec = correlated_table(60)
     pinned_files(tmp_path, df, spec)
-    common = ["--config", "config.json", "--outbox", "mail", "--timeout", "300", "--quiet"]
-    server = broken_party(
-        tmp_path, "server", "run", *common, "--inbox", "mail/server", "--server-key",
-        "server.key", "--out", "synth.csv", "--state-dir", "server-state", code=SLOW_FIT,
-    )  # fmt: skip
-    parties = [vertimrf_process(tmp_path, *_party_args(common, n)) for n in THREE]
+    server = broken_party(tmp_path, *_server_args(), code=SLOW_FIT)
+    parties = [vertimrf_process(tmp_path, *_party_args(n)) for n in THREE]
     try:
         deadline = time.monotonic() + 300
         while not (tmp_path / "fitting").exists() and time.monotonic() < deadline:
@@ -222,8 +216,14 @@ def test_a_signal_during_the_servers_fit_stops_it_with_one_line_not_a_bug(tmp_pa
     ), err[-3000:]
 
 
-def _party_args(common: list[str], n: str) -> list[str]:
+def _server_args() -> list[str]:
+    """``server run`` over folders."""
+    return ["server", "run", *FOLDERS, "--inbox", "mail/server", "--server-key", "server.key",
+            "--out", "synth.csv", "--state-dir", "server-state"]  # fmt: skip
+
+
+def _party_args(n: str) -> list[str]:
     """``party run`` of party ``n`` over folders."""
-    return ["party", "run", *common, "--inbox", f"mail/{n}", "--name", n, "--data",
+    return ["party", "run", *FOLDERS, "--inbox", f"mail/{n}", "--name", n, "--data",
             f"{n}.csv", "--id-column", "rid", "--secret", "secret.hex", "--keys", f"{n}.key",
             "--state-dir", f"state-{n}"]  # fmt: skip

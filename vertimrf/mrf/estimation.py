@@ -338,11 +338,10 @@ class _StopRule:
             return "target_loss"
         if it % self.check_every == 0:
             fell = self.checkpoint - loss
-            if it >= self.min_iters and fell <= self.tol * self.checkpoint:
-                return "tol"
-            if it >= self.min_iters and self.plateau is not None:
-                level, drop = self.plateau
-                if loss <= level and fell < drop:
+            if it >= self.min_iters:
+                if fell <= self.tol * self.checkpoint:
+                    return "tol"
+                if self.plateau is not None and loss <= self.plateau[0] and fell < self.plateau[1]:
                     return "plateau"
             self.checkpoint = loss
         return None

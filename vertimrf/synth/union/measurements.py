@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import chi2
+from scipy.special import chdtri
 
 from vertimrf.domain import Domain
 from vertimrf.errors import ConfigError
@@ -220,7 +220,7 @@ def pooled(
     gap = both - prop
     noise = both_var + prop_var
     k = gap.size
-    tau2 = max(float(np.mean(gap**2)) - noise * float(chi2.ppf(1.0 - ALPHA, k)) / k, 0.0)
+    tau2 = max(float(np.mean(gap**2)) - noise * float(chdtri(k, ALPHA)) / k, 0.0)
     w = tau2 / (tau2 + noise)
     # own - pooled = (1 - share (1 - w)) own - w both: the sources' noises are independent.
     keep = 1.0 - share * (1.0 - w)
