@@ -169,6 +169,15 @@ class KeyPair:
         tls_key, tls_certificate = make_tls_identity(name, hosts)
         return cls(name, X25519PrivateKey.generate(), tls_key, tls_certificate)
 
+    @classmethod
+    def from_private_bytes(cls, name: str, private: bytes) -> KeyPair:
+        """The key pair of the party ``name`` whose X25519 private key is the 32 bytes
+        ``private`` (no TLS identity): for seeded, in-process experiments only."""
+        _check_name(name, "KeyPair")
+        if not isinstance(private, bytes) or len(private) != 32:
+            raise KeyMaterialError(f"KeyPair {name!r} needs 32 private key bytes.")
+        return cls(name, X25519PrivateKey.from_private_bytes(private))
+
     @property
     def public_bytes(self) -> bytes:
         """The 32 raw bytes of the public key."""

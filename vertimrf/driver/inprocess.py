@@ -24,7 +24,7 @@ from vertimrf.logs import progress_bar
 from vertimrf.party.roles import Party
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
-from vertimrf.protocol.seeds import SERVER
+from vertimrf.protocol.seeds import SERVER, seeded_key
 from vertimrf.vertical_model import VerticalModel
 
 
@@ -107,10 +107,14 @@ def local_run(
     transport, or over the directory transport in ``message_dir`` (``message_dir/<role>``
     is each role's inbox). With ``state_dir``, each party's private state lives in
     ``state_dir/<party>``. The server's deal derives from ``server_key`` (default: a fresh
-    secret), so a re-run with the same keys and seed writes the same bytes."""
+    secret), so a re-run with the same keys and seed writes the same bytes. A seeded run's
+    default keys come from the seed (:func:`~vertimrf.protocol.seeds.seeded_key`), so it
+    writes the same bytes with no keys given."""
     secure = rules(config).secure_product
     if keys is None:
-        keys = {p.name: KeyPair.generate(p.name) for p in config.parties} if secure else {}
+        keys = {p.name: _keypair(p.name, seed) for p in config.parties} if secure else {}
+    if server_key is None and secure and seed is not None and config.identities is None:
+        server_key = _keypair(SERVER, seed)
     public = {name: k.public() for name, k in keys.items()}
     shared = InProcessTransport()
 
@@ -136,3 +140,10 @@ def local_run(
         for p in config.parties
     ]  # fmt: skip
     return LocalRun(server, parties)
+
+
+def _keypair(name: str, seed: int | None) -> KeyPair:
+    """A fresh key pair for ``name``, or its seeded run's (experiments only)."""
+    if seed is None:
+        return KeyPair.generate(name)
+    return KeyPair.from_private_bytes(name, seeded_key(seed, name))

@@ -32,6 +32,13 @@ def seeded_secret(seed: int) -> bytes:
     return _digest(seed, "parties", b"vertimrf/seeded-secret")
 
 
+def seeded_key(seed: int, role: str) -> bytes:
+    """32 bytes of ``role``'s X25519 private key in a seeded run, for experiments only: the
+    tokens and deals are keyed by every role's public key, so fresh keys would give a seeded
+    run fresh record-set noise."""
+    return _digest(seed, role, b"vertimrf/seeded-key")
+
+
 def seeded_nonce(seed: int) -> str:
     """A run nonce made from a run seed (hex), for experiments only."""
     return _digest(seed, "nonce", b"vertimrf/seeded-nonce")[:16].hex()
