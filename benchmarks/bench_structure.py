@@ -28,6 +28,21 @@ PREDICATES = {
     ".secure_product": re.compile(r"\.secure_product\b"),
 }
 
+# Where the record-set variation is chosen outside a strategy (issue 61): the plan's regions
+# tested for None, the config's record_sets compared, and a party's table classes tested by
+# isinstance.
+TABLE_CLASSES = (
+    "HeldTable", "AlignedTable", "FileAligned", "DaskAligned", "SlotAligned", "FileSlotAligned",
+    "SlotTable", "MemoryRecords", "TokenFiles", "KeptAligned", "KeptRecords", "Aligned",
+)  # fmt: skip
+BRANCHES = {
+    "regions is None": re.compile(r"\bregions\s+is\s+(?:not\s+)?None"),
+    "record_sets ==": re.compile(r"\brecord_sets\s*[!=]=|[!=]=\s*self\.config\.record_sets"),
+    "isinstance(table class)": re.compile(
+        r"isinstance\([^)]*\b(?:" + "|".join(TABLE_CLASSES) + r")\b"
+    ),
+}
+
 # Every message kind before and after issue 35 (old and new names).
 KINDS = (
     "commit", "deal", "blob", "features", "select", "release", "request", "group-deal",
@@ -74,6 +89,19 @@ def predicate_sites() -> dict[str, int]:
     return counts
 
 
+def branch_sites() -> dict[str, dict[str, int]]:
+    """Each record-set branch spelling (:data:`BRANCHES`): its sites by module, and in all."""
+    out: dict[str, dict[str, int]] = {}
+    for name, pattern in BRANCHES.items():
+        where = {}
+        for path in _sources():
+            hits = sum(len(pattern.findall(line)) for line in path.read_text().splitlines())
+            if hits:
+                where[str(path.relative_to(ROOT))] = hits
+        out[name] = {"total": sum(where.values()), **where}
+    return out
+
+
 def kind_sites() -> dict[str, int]:
     """For each message kind, how many modules spell it as a bare string on a line that
     speaks of a message or a kind (``Message(``, ``kind``): a message kind named by hand."""
@@ -117,6 +145,8 @@ def main() -> None:
         "modules": len(_sources()),
         "import_cycles": [c for c in cycles],
         "modules_over_500_lines": long_modules(),
+        "modules_over_700_lines": long_modules(700),
+        "record_set_branch_sites": branch_sites(),
         "method_predicate_sites": predicate_sites(),
         "message_kind_modules": kind_sites(),
         "duplicate_pairs": duplicate_pairs(),

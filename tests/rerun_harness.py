@@ -51,7 +51,8 @@ from vertimrf.domain import SmallTableWarning
 from vertimrf.driver import local_run
 from vertimrf.protocol import ProtocolConfig, from_preset
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.securemsg import read_commit, read_tokens
+from vertimrf.protocol.secure.commit import read_commit
+from vertimrf.protocol.secure.tokens import read_tokens
 from vertimrf.protocol.seeds import SERVER
 
 RECORDS = 300  # NLTCS records in the table

@@ -19,7 +19,7 @@ import re
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import numpy as np
 
@@ -30,8 +30,6 @@ from vertimrf.timecols import TimeAxis
 
 if TYPE_CHECKING:  # imported where a table is read or written: the protocol needs no pandas
     import pandas as pd
-
-    from vertimrf.within import Placement
 
 
 @dataclass(frozen=True)
@@ -962,10 +960,6 @@ class TableEncoder:
         without ``rng``."""
         import pandas as pd
 
-        from vertimrf.within import Uniform
-
-        place = Uniform() if within is None else within
-
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != len(self.spec):
             raise DomainError(f"codes must have shape (n, {len(self.spec)}); got {codes.shape}.")
@@ -992,9 +986,31 @@ class TableEncoder:
                 data[col.name] = text
             else:
                 at = np.minimum(c, col.value_codes - 1)  # the missing code: NaN below
-                x = place.place(col, at, rng)
+                x = uniform_values(col, at, rng) if within is None else within.place(col, at, rng)
                 data[col.name] = np.where(empty, np.nan, x) if empty.any() else x
         return pd.DataFrame(data)
+
+
+class Placement(Protocol):
+    """Where a decoded numeric value lies inside its bin (:mod:`vertimrf.within`): values for
+    bins ``bins`` (int64, valid codes of the column's own values)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def place(
+        self, col: ColumnSpec, bins: np.ndarray, rng: np.random.Generator | None
+    ) -> np.ndarray: ...
+
+
+def uniform_values(
+    col: ColumnSpec, bins: np.ndarray, rng: np.random.Generator | None
+) -> np.ndarray:
+    """A value drawn uniformly inside each of ``bins`` of ``col``; its midpoint without
+    ``rng``."""
+    edges = col.edges
+    offset = 0.5 if rng is None else rng.random(len(bins))
+    return edges[bins] + offset * (edges[bins + 1] - edges[bins])
 
 
 def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:

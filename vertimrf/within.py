@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from vertimrf.domain import NUMERIC, ColumnSpec, DomainSpec
+from vertimrf.domain import NUMERIC, ColumnSpec, DomainSpec, Placement, uniform_values
 from vertimrf.errors import DomainError, MessageError
 
 __all__ = [
@@ -36,17 +36,6 @@ __all__ = [
 PLACEMENTS = ("fine", "uniform", "midpoint")
 
 
-class Placement(Protocol):
-    """Values for bins ``bins`` (int64, valid codes of the column's own values)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def place(
-        self, col: ColumnSpec, bins: np.ndarray, rng: np.random.Generator | None
-    ) -> np.ndarray: ...
-
-
 @dataclass(frozen=True)
 class Uniform:
     name: str = "uniform"
@@ -54,9 +43,7 @@ class Uniform:
     def place(
         self, col: ColumnSpec, bins: np.ndarray, rng: np.random.Generator | None
     ) -> np.ndarray:
-        edges = col.edges
-        offset = 0.5 if rng is None else rng.random(len(bins))
-        return edges[bins] + offset * (edges[bins + 1] - edges[bins])
+        return uniform_values(col, bins, rng)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.domain import DomainSpec
 from vertimrf.protocol import load_config
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.securemsg import SecureRelease, seal_features
+from vertimrf.protocol.secure.features import seal_features
+from vertimrf.protocol.secure.release import SecureRelease
 
 ROWS = 300
 TWO = {"A": ["c0", "c1", "c2"], "B": ["c3", "c4"]}

@@ -22,13 +22,9 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import local_run
 from vertimrf.party.tokens import TokenKeys, dummy_counts
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.securemsg import (
-    TokenList,
-    read_admit,
-    slot_map_bytes,
-    tokens_head,
-    tokens_size,
-)
+from vertimrf.protocol.secure.commit import read_admit
+from vertimrf.protocol.secure.slot_map import slot_map_bytes
+from vertimrf.protocol.secure.tokens import TokenList, tokens_head, tokens_size
 
 
 def _run(root: Path, b_holds_x: bool) -> dict[str, int]:

@@ -19,7 +19,7 @@ from tests.secure_runs import (
 )
 from vertimrf.errors import ChannelError, ConfigError, MessageError
 from vertimrf.protocol.regions import regions_of
-from vertimrf.protocol.securemsg import slot_map_bytes
+from vertimrf.protocol.secure.slot_map import slot_map_bytes
 from vertimrf.server.secure import SecureServer
 
 

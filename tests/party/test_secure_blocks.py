@@ -21,9 +21,9 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec, TableEncoder
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.samplers import NoiseSampler
-from vertimrf.protocol import securemsg
 from vertimrf.protocol.factory import from_preset
-from vertimrf.protocol.secure import MASK_BLOCK_WORDS, SecurePlan
+from vertimrf.protocol.secure import wire
+from vertimrf.protocol.secure.plan import MASK_BLOCK_WORDS, SecurePlan
 from vertimrf.server.secure import SecureServer, dealer
 from vertimrf.threads import get_num_threads, set_num_threads
 
@@ -182,7 +182,7 @@ def test_a_party_listing_its_columns_out_of_spec_order_masks_and_counts_them_exa
     width) every record lies on a block's last row, where that column is past the block's
     mask (features raised IndexError); on another row it counted the record in the next
     row's cells. Features, shares and the release are exact."""
-    monkeypatch.setattr(securemsg, "ROW_BLOCK_WORDS", 3)
+    monkeypatch.setattr(wire, "ROW_BLOCK_WORDS", 3)
     n = 4
     rows = n if record_sets == "equal" else 128  # partial: room for the dummies
     run = dealt(Case(((1, 2), (2,)), (1, 0, 2), n, rows, record_sets, fixed=(("p0c1", 1),)))
@@ -227,8 +227,8 @@ def test_features_shares_and_releases_are_exact_at_any_width_and_block_size(draw
     case, log_rows = drawn
     shift = log_rows - 10
     with pytest.MonkeyPatch.context() as patch, one_thread():
-        patch.setattr(securemsg, "ROW_BLOCK_WORDS", max(1, securemsg.ROW_BLOCK_WORDS >> shift))
-        patch.setattr(securemsg, "PACK_WORDS", max(1, securemsg.PACK_WORDS >> shift))
+        patch.setattr(wire, "ROW_BLOCK_WORDS", max(1, wire.ROW_BLOCK_WORDS >> shift))
+        patch.setattr(wire, "PACK_WORDS", max(1, wire.PACK_WORDS >> shift))
         patch.setattr(dealer, "DEAL_BLOCK_WORDS", max(1, MASK_BLOCK_WORDS >> shift))
         patch.setattr(
             NoiseSampler, "discrete_gaussian", lambda self, sigma, size: np.zeros(size, np.int64)
@@ -253,14 +253,14 @@ def test_width_157_at_max_rows_2_19_with_partial_sets_is_exact():
         fixed=(("p0c1", 79),),
     )  # fmt: skip
     with pytest.MonkeyPatch.context() as patch, one_thread():
-        patch.setattr(securemsg, "ROW_BLOCK_WORDS", securemsg.ROW_BLOCK_WORDS >> shift)
-        patch.setattr(securemsg, "PACK_WORDS", max(1, securemsg.PACK_WORDS >> shift))
+        patch.setattr(wire, "ROW_BLOCK_WORDS", wire.ROW_BLOCK_WORDS >> shift)
+        patch.setattr(wire, "PACK_WORDS", max(1, wire.PACK_WORDS >> shift))
         patch.setattr(dealer, "DEAL_BLOCK_WORDS", max(1, MASK_BLOCK_WORDS >> shift))
         patch.setattr(
             NoiseSampler, "discrete_gaussian", lambda self, sigma, size: np.zeros(size, np.int64)
         )
         run = dealt(case)
-        rows = securemsg.ROW_BLOCK_WORDS // 157
+        rows = wire.ROW_BLOCK_WORDS // 157
         assert run.plan.widths[0] == 157 and rows == (1 << 20) // 157 >> shift
         held = run.members["P0"]._columns(0, HELD_ROWS)  # -1 on rows A holds no record of
         assert (held[rows - 1 :: rows] >= 0).any(), "no record of A on a block's last row"

@@ -10,7 +10,6 @@ import zipfile
 import numpy as np
 import pytest
 
-import vertimrf.protocol.securemsg as securemsg
 from tests.helpers import SECRET
 from tests.secure_runs import (
     assert_shares_sum_to_the_exact_product,
@@ -20,7 +19,8 @@ from tests.secure_runs import (
 )
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.secure import SecureParty
-from vertimrf.protocol.secure import SELECT, feature_width
+from vertimrf.protocol.secure import wire
+from vertimrf.protocol.secure.plan import SELECT, feature_width
 from vertimrf.server.secure import dealer
 
 SIZES = [[2, 3, 4], [3, 2], [4, 2]]
@@ -142,7 +142,7 @@ def test_save_state_needs_the_release(run, tmp_path):
 def test_block_wise_products_give_the_exact_cross_counts(monkeypatch):
     """With tiny blocks (many partial ones, and blocks that start mid AES block), every
     pair's shares still sum to X^T Y exactly."""
-    monkeypatch.setattr(securemsg, "ROW_BLOCK_WORDS", 7)
+    monkeypatch.setattr(wire, "ROW_BLOCK_WORDS", 7)
     monkeypatch.setattr(dealer, "DEAL_BLOCK_WORDS", 11)
     assert_shares_sum_to_the_exact_product(SIZES, 37, 1, rows=45)
 

@@ -18,11 +18,12 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
 from vertimrf.party.secure import SecureParty
-from vertimrf.protocol import ProtocolConfig, from_preset, load_config, securemsg
+from vertimrf.protocol import ProtocolConfig, from_preset, load_config
 from vertimrf.protocol import plan as plan_module
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.plan import run_plan
-from vertimrf.protocol.secure import MEASURE
+from vertimrf.protocol.secure import wire
+from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.server.secure import SecureServer, dealer
 
 SMALL = [("A", ["0", "2", "5"]), ("B", ["1", "3", "4"])]
@@ -271,7 +272,7 @@ def test_the_models_block_sizes_are_the_codes():
     from vertimrf.mrf.sampling import SAMPLE_CHUNK
 
     assert plan_module.OUTPUT_CHUNK_ROWS == SAMPLE_CHUNK
-    assert plan_module.ROW_BLOCK_WORDS == securemsg.ROW_BLOCK_WORDS
+    assert plan_module.ROW_BLOCK_WORDS == wire.ROW_BLOCK_WORDS
     assert plan_module.MASK_BLOCK_WORDS == dealer.DEAL_BLOCK_WORDS
 
 

@@ -15,7 +15,7 @@ from vertimrf.protocol import ProtocolConfig, from_preset, load_config
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.methods import expected_releases, rules
 from vertimrf.protocol.plan import run_plan
-from vertimrf.protocol.secure import SELECT
+from vertimrf.protocol.secure.plan import SELECT
 
 SPEC = DomainSpec.from_dict({"a": 3, "b": 40, "c": 2, "d": 5})
 PARTIES = [("A", ["a", "b"]), ("B", ["c", "d"])]

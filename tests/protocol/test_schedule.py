@@ -26,7 +26,7 @@ from vertimrf.protocol.schedule import (
     Kind,
     schedule,
 )
-from vertimrf.protocol.securemsg import TOKENS_MAGIC
+from vertimrf.protocol.secure.tokens import TOKENS_MAGIC
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.service.app import CONTAINER_FORMATS
 

@@ -23,13 +23,9 @@ from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.errors import MessageError
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.plan import run_plan
-from vertimrf.protocol.secure import RING_MIN_REQUEST, RING_TAIL
-from vertimrf.protocol.securemsg import (
-    DIGEST_BYTES,
-    PACK_WORDS,
-    open_features,
-    seal_features,
-)
+from vertimrf.protocol.secure.features import open_features, seal_features
+from vertimrf.protocol.secure.plan import RING_MIN_REQUEST, RING_TAIL
+from vertimrf.protocol.secure.wire import DIGEST_BYTES, PACK_WORDS
 from vertimrf.server.secure.oracle import SecureOracle
 
 

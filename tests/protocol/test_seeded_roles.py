@@ -18,7 +18,7 @@ from vertimrf.protocol.message import KIND, PartyMessage
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.report_file import report_from_meta, report_meta
-from vertimrf.protocol.securemsg import RELEASE_KIND, SecureRelease
+from vertimrf.protocol.secure.release import RELEASE_KIND, SecureRelease
 from vertimrf.server.secure import SecureServer
 
 NAMES = ("p", "q")

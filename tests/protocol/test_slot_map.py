@@ -13,7 +13,8 @@ import pytest
 
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.errors import ChannelError, MessageError
-from vertimrf.protocol.securemsg import Deal, open_slot_map, slot_map_bytes, write_slot_map
+from vertimrf.protocol.secure.deal import Deal
+from vertimrf.protocol.secure.slot_map import open_slot_map, slot_map_bytes, write_slot_map
 
 KEY, RUN, ASSIGNMENT, NONCE = bytes(range(32)), b"run-1", bytes(range(2, 34)), bytes(12)
 

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from vertimrf.crypto.aead import encrypt_chunks_to
 from vertimrf.crypto.keys import KeyPair, seal
 from vertimrf.errors import ChannelError, MessageError
-from vertimrf.protocol.securemsg import (
+from vertimrf.protocol.secure.tokens import (
     TokenList,
     TokenSeal,
     read_tokens,

@@ -13,7 +13,7 @@ from vertimrf import load_dataset, simulate
 from vertimrf.driver import codec
 from vertimrf.privacy.split import first_share
 from vertimrf.privacy.zcdp import epsilon_to_rho
-from vertimrf.protocol.secure import MEASURE
+from vertimrf.protocol.secure.plan import MEASURE
 
 # Summing the count's, the first release's and the re-measurement's costs (each at most its
 # share, the shares' sum at most rho) may round up by a few units in the last place.

@@ -25,7 +25,9 @@ from tests.https_roles import (
 )
 from tests.runs import correlated_table
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.protocol.securemsg import SecureRelease, commit_bytes, tokens_head
+from vertimrf.protocol.secure.commit import commit_bytes
+from vertimrf.protocol.secure.release import SecureRelease
+from vertimrf.protocol.secure.tokens import tokens_head
 
 pytestmark = pytest.mark.service  # every test here runs the HTTPS service
 

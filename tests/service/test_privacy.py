@@ -15,7 +15,7 @@ import pytest
 from tests.folder_roles import THREE
 from tests.https_roles import held, pinned_session, put
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.protocol.securemsg import commit_bytes
+from vertimrf.protocol.secure.commit import commit_bytes
 
 pytestmark = pytest.mark.service  # every test here runs the HTTPS service
 

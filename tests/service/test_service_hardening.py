@@ -22,7 +22,7 @@ from vertimrf.container import write_container
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
 from vertimrf.protocol.plan import run_plan
-from vertimrf.protocol.securemsg import SecureRelease
+from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.service.tls import client_context
 
 pytestmark = pytest.mark.service  # every test here runs the HTTPS service

@@ -41,8 +41,9 @@ from vertimrf.driver import codec, local_run
 from vertimrf.errors import PrivacyBudgetError, RunChangedError
 from vertimrf.protocol import ProtocolConfig, from_preset
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.secure import MEASURE, SELECT, SecurePlan
-from vertimrf.protocol.securemsg import SecureRelease, open_features
+from vertimrf.protocol.secure.features import open_features
+from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
+from vertimrf.protocol.secure.release import SecureRelease
 
 ROWS = 2000
 SECRET = bytes(range(32))

@@ -28,8 +28,8 @@ from vertimrf.privacy.zcdp import epsilon_to_rho, gaussian_rho
 from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.plan import run_plan
-from vertimrf.protocol.secure import MEASURE
-from vertimrf.protocol.securemsg import RELEASE_KIND, SecureRelease
+from vertimrf.protocol.secure.plan import MEASURE
+from vertimrf.protocol.secure.release import RELEASE_KIND, SecureRelease
 from vertimrf.server.secure import SecureServer
 from vertimrf.within import Fine
 

@@ -34,13 +34,8 @@ from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.tokens import TokenKeys, dummy_tokens, order_tokens, release_tokens
 from vertimrf.protocol import ProtocolConfig, from_preset
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.securemsg import (
-    TokenSeal,
-    read_admit,
-    read_tokens,
-    tokens_head,
-    write_tokens,
-)
+from vertimrf.protocol.secure.commit import read_admit
+from vertimrf.protocol.secure.tokens import TokenSeal, read_tokens, tokens_head, write_tokens
 from vertimrf.protocol.seeds import SERVER
 
 ROWS = 600

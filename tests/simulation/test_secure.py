@@ -31,8 +31,8 @@ from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.privacy.zcdp import epsilon_to_rho, rho_to_epsilon
 from vertimrf.protocol import from_preset
-from vertimrf.protocol.secure import MEASURE, SELECT
-from vertimrf.protocol.securemsg import open_features
+from vertimrf.protocol.secure.features import open_features
+from vertimrf.protocol.secure.plan import MEASURE, SELECT
 from vertimrf.server.secure import SecureServer
 
 
@@ -268,7 +268,7 @@ def test_messages_hold_only_dp_masked_or_public_values(tmp_path):
     arrays are noisy marginals (exact + discrete Gaussian, never all exact) and its uint64
     arrays are padded shares (uniform bytes). Bounds as in test_every_view_is_uniform."""
     from vertimrf.container import read_container
-    from vertimrf.protocol.securemsg import RELEASE_KIND, SecureRelease
+    from vertimrf.protocol.secure.release import RELEASE_KIND, SecureRelease
 
     cfg, spec, members, server, public, codes = secure_parties([[64, 3], [64]], 3000, 5, rows=4096)
     deals = server.deal(public, commitments(members))

@@ -18,7 +18,7 @@ from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.secure import SELECT
+from vertimrf.protocol.secure.plan import SELECT
 from vertimrf.server import PaperServer as Server
 from vertimrf.server.secure import SecureServer
 

@@ -21,10 +21,10 @@ from vertimrf.domain import SmallTableWarning
 from vertimrf.driver import local_run
 from vertimrf.errors import ChannelError
 from vertimrf.party.secure import SecureParty
-from vertimrf.protocol import securemsg
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.plan import run_plan
-from vertimrf.protocol.securemsg import (
+from vertimrf.protocol.secure import wire
+from vertimrf.protocol.secure.features import (
     block_rows,
     feature_blob_bytes,
     open_feature_blocks,
@@ -124,10 +124,10 @@ def test_a_partys_peak_memory_is_set_by_the_block_size_not_by_max_rows(monkeypat
     streaming (5c7e61c), where each step held R x k matrices of words: 23.5 / 19.1, 20.2 /
     11.1, 13.0 / 26.3, 47.9 / 23.9.
     """
-    monkeypatch.setattr(securemsg, "ROW_BLOCK_WORDS", TEST_BLOCK)
+    monkeypatch.setattr(wire, "ROW_BLOCK_WORDS", TEST_BLOCK)
     _Run(256).run()  # the kernels loaded before anything is traced
     small, large = _Run(1 << 14).run(), _Run(1 << 17).run()
-    block = 8 * securemsg.ROW_BLOCK_WORDS
+    block = 8 * wire.ROW_BLOCK_WORDS
     for p, name in enumerate(small.plan.names):
         d_p = len(small.plan.attrs[p])
         columns = 8 * d_p * ((1 << 17) - (1 << 14))
@@ -154,7 +154,7 @@ def test_the_block_size_changes_no_output_byte(monkeypatch, reference, words):
     """Every blob and every release of both rounds is the same byte for byte whether the
     blocks hold one row (1, 7 values: fewer than a row), a few, or all rows."""
     rows = 211  # as the reference; 7 values: one row
-    monkeypatch.setattr(securemsg, "ROW_BLOCK_WORDS", words)
+    monkeypatch.setattr(wire, "ROW_BLOCK_WORDS", words)
     assert block_rows(24) == max(1, words // 24)
     again = _Run(rows, reference).run()
     for key, value in reference.out.items():
@@ -256,12 +256,12 @@ def test_a_party_with_a_state_writes_each_blob_as_it_is_sealed(tmp_path, monkeyp
     2^17, k_P0 = 32: 96 bytes a row); without a state the step makes each blob in memory,
     and its peak grows by at least the blob's growth. Measured growth (MB): 1.83 with a
     state (the columns: 1.83), 13.4 without; blob growth 11.5."""
-    monkeypatch.setattr(securemsg, "ROW_BLOCK_WORDS", TEST_BLOCK)
+    monkeypatch.setattr(wire, "ROW_BLOCK_WORDS", TEST_BLOCK)
     _driven_features(tmp_path, 256, state=True)  # the kernels loaded before anything is traced
     small, small_blob = _driven_features(tmp_path, 1 << 14, state=True)
     large, blob = _driven_features(tmp_path, 1 << 17, state=True)
     columns = 8 * 2 * ((1 << 17) - (1 << 14))
-    block = 8 * securemsg.ROW_BLOCK_WORDS
+    block = 8 * wire.ROW_BLOCK_WORDS
     assert large - small < columns + block < blob - small_blob
     in_memory = _driven_features(tmp_path, 1 << 17, state=False)[0]
     in_memory -= _driven_features(tmp_path, 1 << 14, state=False)[0]

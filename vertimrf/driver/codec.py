@@ -10,13 +10,9 @@ from vertimrf.errors import MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.schedule import COUNT_BYTES
-from vertimrf.protocol.secure import Request, SecurePlan
-from vertimrf.protocol.securemsg import (
-    MAX_REQUEST_BYTES,
-    SecureRelease,
-    parse_request,
-    request_text,
-)
+from vertimrf.protocol.secure.plan import Request, SecurePlan
+from vertimrf.protocol.secure.release import SecureRelease
+from vertimrf.protocol.secure.request import MAX_REQUEST_BYTES, parse_request, request_text
 
 
 def message_bytes(message: PartyMessage) -> bytes:

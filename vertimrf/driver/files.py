@@ -33,7 +33,8 @@ from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.schedule import Kind, Message
-from vertimrf.protocol.securemsg import commit_sender, tokens_sender
+from vertimrf.protocol.secure.commit import commit_sender
+from vertimrf.protocol.secure.tokens import tokens_sender
 from vertimrf.protocol.seeds import SERVER
 
 PathLike = str | os.PathLike

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,9 +34,8 @@ from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of, record_slots
 
 if TYPE_CHECKING:
-    from vertimrf.party.slot_file import TokenFiles
     from vertimrf.party.tokens import TokenKeys
-    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.secure.plan import SecurePlan
 
 _ORDER_CONTEXT = b"vertimrf/secure-order"
 # The codes are hashed as 4-byte little-endian integers, whatever type holds them.
@@ -188,6 +188,29 @@ class Aligned(Protocol):
         ...
 
 
+class PartialRecords(Protocol):
+    """A party's records before the deal lays them out (partial record sets), sorted by
+    token, in memory or in files: their count ``n`` and ``digest``, its token list for each
+    admit digest, and the layout at the slots of its slot map."""
+
+    n: int
+    digest: str
+
+    def sorted_tokens(self) -> Iterator[np.ndarray]:
+        """The records' order tokens, sorted, by blocks."""
+        ...
+
+    def tokens(self, admit: bytes) -> tuple[int, Callable[[], Iterator[np.ndarray]]]:
+        """The count of the token list made with ``admit`` and its blocks."""
+        ...
+
+    def lay_out(
+        self, slots: Iterable[np.ndarray], count: int, admit: bytes, assignment: bytes
+    ) -> Aligned:
+        """The records at the ``count`` ``slots`` the deal gave that token list."""
+        ...
+
+
 class AlignedTable:
     """A party's records aligned in memory (one call of :func:`align_buckets` over all)."""
 
@@ -255,9 +278,9 @@ class HeldTable(ABC):
 
     def partial_records(
         self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
-    ) -> TokenFiles:
+    ) -> PartialRecords:
         """Partial record sets: the records of party ``index`` sorted by token where they
-        are held (:class:`~vertimrf.party.slot_file.TokenFiles`); ConfigError for a table
+        are held (e.g. :class:`~vertimrf.party.slot_file.TokenFiles`); ConfigError for a table
         that cannot give them."""
         raise ConfigError(
             f"a {type(self).__name__} does not take partial record sets: give the table in "

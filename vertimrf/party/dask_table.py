@@ -52,7 +52,7 @@ from vertimrf.protocol.buckets import bucket_of
 from vertimrf.protocol.plan import ALIGN_PART_ROWS
 
 if TYPE_CHECKING:
-    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.secure.plan import SecurePlan
 
 _FORMAT = "vertimrf-kept-aligned-dask/1"
 _RECORD = "aligned.json"

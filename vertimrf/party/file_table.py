@@ -67,7 +67,7 @@ from vertimrf.protocol.buckets import bucket_of, spill_slots
 from vertimrf.protocol.plan import ALIGN_PART_ROWS
 
 if TYPE_CHECKING:
-    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.secure.plan import SecurePlan
 
 # Records sorted at once in pass 2 (about 2 (d + 16) + 24 bytes each while sorted), and read
 # at once from the row-order files (hashing, count tables): the plan's memory model's.

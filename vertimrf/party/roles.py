@@ -40,15 +40,10 @@ from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.plan import check_plan
-from vertimrf.protocol.secure import Marginal, Request
-from vertimrf.protocol.securemsg import (
-    SecureRelease,
-    commit_bytes,
-    read_admit,
-    tokens_head,
-    tokens_size,
-    write_tokens,
-)
+from vertimrf.protocol.secure.commit import commit_bytes, read_admit
+from vertimrf.protocol.secure.plan import Marginal, Request
+from vertimrf.protocol.secure.release import SecureRelease
+from vertimrf.protocol.secure.tokens import tokens_head, tokens_size, write_tokens
 
 R = TypeVar("R", LocalParty, SecureParty)
 

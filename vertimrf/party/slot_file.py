@@ -57,7 +57,7 @@ from vertimrf.party.tokens import (
 from vertimrf.protocol.buckets import bucket_of
 
 if TYPE_CHECKING:
-    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.secure.plan import SecurePlan
 
 __all__ = ["FileSlotAligned", "TokenFiles"]
 

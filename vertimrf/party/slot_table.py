@@ -39,7 +39,7 @@ from vertimrf.party.tokens import (
 
 if TYPE_CHECKING:
     from vertimrf.party.aligned import Aligned
-    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.secure.plan import SecurePlan
 
 __all__ = [
     "MemoryRecords",

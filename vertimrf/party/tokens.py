@@ -20,7 +20,7 @@ Every key here comes from the run's key schedule (:mod:`vertimrf.crypto.schedule
   own secret, which no peer holds.
 
 The party sends its tokens sorted (real and dummy mixed; the order says nothing), sealed to
-the server (:func:`vertimrf.protocol.securemsg.write_tokens`), and reads back one slot per
+the server (:func:`vertimrf.protocol.secure.tokens.write_tokens`), and reads back one slot per
 token in that order (:func:`record_slots`).
 """
 

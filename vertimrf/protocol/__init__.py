@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the lazy names below, typed for type checkers
     from vertimrf.protocol.options import SecureOptions as SecureOptions
     from vertimrf.protocol.options import SecurePaperOptions as SecurePaperOptions
     from vertimrf.protocol.report import ProtocolReport as ProtocolReport
-    from vertimrf.protocol.securemsg import SecureRelease as SecureRelease
+    from vertimrf.protocol.secure.release import SecureRelease as SecureRelease
 
 _EXPORTS = {
     "choose_t": "vertimrf.protocol.autot",
@@ -36,7 +36,7 @@ _EXPORTS = {
     "SecureOptions": "vertimrf.protocol.options",
     "SecurePaperOptions": "vertimrf.protocol.options",
     "ProtocolReport": "vertimrf.protocol.report",
-    "SecureRelease": "vertimrf.protocol.securemsg",
+    "SecureRelease": "vertimrf.protocol.secure.release",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -7,7 +7,7 @@ party's and the server's per-method code is in :mod:`vertimrf.party.methods` and
 :mod:`vertimrf.server.methods`, and each method's schedule (its ``label``'s) in
 :mod:`vertimrf.protocol.schedule`. What a caller asks of a method, it asks here. The rules
 stand on the budget split (:mod:`vertimrf.protocol.budget`) and the secure product's algebra
-(:mod:`vertimrf.protocol.secure`), which know no method; the message formats check a message
+(:mod:`vertimrf.protocol.secure.plan`), which know no method; the message formats check a message
 against them. Importing this module imports no Numba code.
 """
 
@@ -36,7 +36,7 @@ from vertimrf.protocol.options import (
     options_class,
 )
 from vertimrf.protocol.regions import REGION_DELTA_SHARE, RegionNoise
-from vertimrf.protocol.secure import SELECT, Marginal, SecurePlan, feature_width, group_width
+from vertimrf.protocol.secure.plan import SELECT, Marginal, SecurePlan, feature_width, group_width
 from vertimrf.workload import Workload
 
 # A role's estimated peak memory (bytes) with the domain's sizes replaced (see plan.py).
@@ -389,7 +389,7 @@ class SecureSelectRules(SecureRules):
         return None if workload is None else tuple(workload.first_release(len(domain)))
 
     def summary(self, config: ProtocolConfig) -> str:
-        from vertimrf.protocol.secure import feature_width
+        from vertimrf.protocol.secure.plan import feature_width
 
         options = config.secure_options()
         width = options.feature_width
@@ -530,7 +530,7 @@ def expected_releases(
     """Every release ``party`` makes outside its local PrivMRF, with config-derived parameters.
 
     For method="secure" (the paper pipeline) the cross-party release is the secure
-    product's, charged by :meth:`vertimrf.protocol.secure.SecurePlan.releases`, not here.
+    product's, charged by :meth:`vertimrf.protocol.secure.plan.SecurePlan.releases`, not here.
 
     The local PrivMRF's releases are data-dependent in number; their total is
     ``ProtocolBudget.rho_locmrf_party`` (see :func:`party_rho`). ``epsilon`` overrides the

@@ -104,20 +104,15 @@ from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import SecureSelectRules, rules
 from vertimrf.protocol.regions import RegionNoise
-from vertimrf.protocol.secure import (
+from vertimrf.protocol.secure.plan import (
     MASK_BLOCK_WORDS,
     MEASURE,
     SELECT,
     SecurePlan,
 )
-from vertimrf.protocol.securemsg import (
-    DIGEST_BYTES,
-    MAX_WITHIN_CELLS,
-    ROW_BLOCK_WORDS,
-    SEED_BYTES,
-    SLOT_BLOCK,
-    slot_map_bytes,
-)
+from vertimrf.protocol.secure.release import MAX_WITHIN_CELLS
+from vertimrf.protocol.secure.slot_map import slot_map_bytes
+from vertimrf.protocol.secure.wire import DIGEST_BYTES, ROW_BLOCK_WORDS, SEED_BYTES, SLOT_BLOCK
 
 DEFAULT_MAX_MEMORY_GB = 16.0
 GB = 1e9

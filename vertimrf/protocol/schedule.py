@@ -36,7 +36,7 @@ from vertimrf.protocol.seeds import SERVER
 if TYPE_CHECKING:
     from vertimrf.protocol.config import ProtocolConfig
     from vertimrf.protocol.plan import RunPlan
-    from vertimrf.protocol.secure import SecurePlan
+    from vertimrf.protocol.secure.plan import SecurePlan
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 COUNT_BYTES = 1024  # a count message (JSON)
@@ -305,7 +305,9 @@ class Schedule:
 
     def limit(self, message: Message) -> Limit | None:
         """The most bytes ``message`` may hold, and its first bytes (None: unbounded)."""
-        from vertimrf.protocol.securemsg import MAX_COMMIT_BYTES, TOKENS_MAGIC, slot_map_bytes
+        from vertimrf.protocol.secure.commit import MAX_COMMIT_BYTES
+        from vertimrf.protocol.secure.slot_map import slot_map_bytes
+        from vertimrf.protocol.secure.tokens import TOKENS_MAGIC
 
         kind, plan = message.kind, self.plan
         if kind == Kind.LOCAL_COUNT:

@@ -30,8 +30,10 @@ from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.report import ProtocolReport
-from vertimrf.protocol.secure import Request
-from vertimrf.protocol.securemsg import SecureRelease, TokenList, admit_bytes, read_commit
+from vertimrf.protocol.secure.commit import admit_bytes, read_commit
+from vertimrf.protocol.secure.plan import Request
+from vertimrf.protocol.secure.release import SecureRelease
+from vertimrf.protocol.secure.tokens import TokenList
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.server.secure import SecureServer
 from vertimrf.server.server import PaperServer

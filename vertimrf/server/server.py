@@ -38,7 +38,7 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.report import ProtocolReport
-from vertimrf.protocol.securemsg import SecureRelease
+from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.estimates import CrossEstimates
 from vertimrf.server.graphcom import GraphComResult, join_graphs

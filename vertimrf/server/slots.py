@@ -39,7 +39,7 @@ from vertimrf.crypto.schedule import derive
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.privacy.samplers import KeyedSampler
 from vertimrf.protocol.regions import RegionNoise, SmallSharedWarning, regions_of, small_shared
-from vertimrf.protocol.securemsg import SLOT_BLOCK
+from vertimrf.protocol.secure.wire import SLOT_BLOCK
 
 __all__ = ["BLOCK", "ArrayTokens", "Slots", "TokenSource", "assign_slots", "merged"]
 

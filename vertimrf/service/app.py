@@ -63,13 +63,9 @@ from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import KIND as LOCAL_CONTAINER
 from vertimrf.protocol.schedule import COUNT_BYTES, SEALED_KINDS, Kind, Message, schedule
-from vertimrf.protocol.securemsg import (
-    MAX_COMMIT_BYTES,
-    RELEASE_KIND,
-    TOKENS_MAGIC,
-    commit_sender,
-    tokens_sender,
-)
+from vertimrf.protocol.secure.commit import MAX_COMMIT_BYTES, commit_sender
+from vertimrf.protocol.secure.release import RELEASE_KIND
+from vertimrf.protocol.secure.tokens import TOKENS_MAGIC, tokens_sender
 from vertimrf.service.store import CHUNK, MessageStore
 from vertimrf.service.tls import party_fingerprints, party_of, role_fingerprints
 

@@ -16,7 +16,7 @@ party's commitment, so other data gets other masks), then runs its steps, each o
    fresh pad, from the kept shares.
 
 Between processes (the command-line roles) the shares are kept in a private state file
-(:mod:`.state`). :class:`vertimrf.protocol.secure.SecurePlan` fixes every parameter; the
+(:mod:`.state`). :class:`vertimrf.protocol.secure.plan.SecurePlan` fixes every parameter; the
 masks and pads are expanded under the labels of :mod:`vertimrf.protocol.masks`. Its noise is
 keyed by every input of the step, its pads by both blobs of the pair and the request, its
 nonces by what each plaintext depends on (``docs/protocol.md``, "Why nothing repeats on

@@ -21,15 +21,10 @@ from vertimrf.errors import ConfigError, MessageError, RunChangedError
 from vertimrf.party.party import sha256_parts
 from vertimrf.party.secure.state import PartyState
 from vertimrf.protocol.masks import RowMask, row_mask
-from vertimrf.protocol.secure import Layout, Marginal, Request
-from vertimrf.protocol.securemsg import (
-    Deal,
-    GroupDeal,
-    block_rows,
-    feature_blob_bytes,
-    open_slot_map,
-    write_feature_blocks,
-)
+from vertimrf.protocol.secure.deal import Deal, GroupDeal
+from vertimrf.protocol.secure.features import block_rows, feature_blob_bytes, write_feature_blocks
+from vertimrf.protocol.secure.plan import Layout, Marginal, Request
+from vertimrf.protocol.secure.slot_map import open_slot_map
 
 
 def c_order_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:

@@ -27,8 +27,15 @@ from vertimrf.privacy.numeric import noisy_fine
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.bins import bin_axes
 from vertimrf.protocol.masks import pad
-from vertimrf.protocol.secure import COUNT_MECHANISM, MEASURE, SELECT, Layout, Marginal, Request
-from vertimrf.protocol.securemsg import SecureRelease
+from vertimrf.protocol.secure.plan import (
+    COUNT_MECHANISM,
+    MEASURE,
+    SELECT,
+    Layout,
+    Marginal,
+    Request,
+)
+from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.seeds import role_seed
 
 
@@ -38,7 +45,7 @@ class SecureParty(Shares):
 
     def release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
         """Step 2: shares of every product, then the first release (the plan's
-        :meth:`~vertimrf.protocol.secure.SecurePlan.first_release`: every 2-way marginal,
+        :meth:`~vertimrf.protocol.secure.plan.SecurePlan.first_release`: every 2-way marginal,
         or a workload's) with the noisy count at the count party."""
         if "deal" not in self._state:
             raise ConfigError("run features(deal) or open_deal(deal) before release(blobs).")

@@ -18,8 +18,8 @@ from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
 from vertimrf.party.secure.features import Features
 from vertimrf.party.secure.state import Blob
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
-from vertimrf.protocol.secure import Layout, Request
-from vertimrf.protocol.securemsg import blob_nonce, block_rows, open_feature_blocks
+from vertimrf.protocol.secure.features import blob_nonce, block_rows, open_feature_blocks
+from vertimrf.protocol.secure.plan import Layout, Request
 
 
 class Shares(Features):

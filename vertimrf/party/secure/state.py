@@ -24,7 +24,7 @@ from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.crypto.schedule import derive, mac
 from vertimrf.domain import DomainSpec, EncodedTable
 from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError, PrivacyBudgetError
-from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable
+from vertimrf.party.aligned import Aligned, AlignedTable, HeldTable, PartialRecords
 from vertimrf.party.fine import fine_spec, frame_counts, grid_spec, measured_cuts, one_way_fine
 from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.kept_aligned import (
@@ -36,7 +36,6 @@ from vertimrf.party.kept_aligned import (
 )
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.party import bin_table, own_table, sha256_parts, table_digest
-from vertimrf.party.slot_file import TokenFiles
 from vertimrf.party.slot_table import MemoryRecords
 from vertimrf.party.tokens import TokenKeys, checked_dummies, merged_tokens, release_tokens
 from vertimrf.privacy.ledger import PrivacyLedger
@@ -44,8 +43,9 @@ from vertimrf.privacy.samplers import KeyedSampler, randomness
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.secure import SELECT
-from vertimrf.protocol.securemsg import Admit, TokenSeal
+from vertimrf.protocol.secure.commit import Admit
+from vertimrf.protocol.secure.plan import SELECT
+from vertimrf.protocol.secure.tokens import TokenSeal
 from vertimrf.protocol.seeds import SERVER, role_seed
 
 STATE_KIND = "vertimrf-secure-party-state"
@@ -137,7 +137,7 @@ class PartyState:
                 "bins: give the DataFrame, or set values 'uniform' (secure_values='uniform')."
             )
         self._aligned: Aligned | None = None
-        self._partial: MemoryRecords | TokenFiles | None = None
+        self._partial: PartialRecords | None = None
         self._keep: Path | None = None
         self._id_column = id_column
         self._offsets = np.asarray(self.plan.offsets[self.index], np.int64)
@@ -256,7 +256,7 @@ class PartyState:
         the run."""
         return TokenKeys(self._secret, self._local, self._context)
 
-    def _partial_records(self) -> MemoryRecords | TokenFiles:
+    def _partial_records(self) -> PartialRecords:
         """This party's records before the deal lays them out, sorted by token (made once
         per process: the commitment, the tokens, then the deal)."""
         if self.plan.regions is None:

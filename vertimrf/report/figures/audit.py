@@ -70,7 +70,7 @@ def secure_sigma(epsilon: float, delta: float) -> float:
     this setting's table (the plan the roles derive from the config)."""
     from vertimrf.protocol.factory import from_preset
     from vertimrf.protocol.methods import rules
-    from vertimrf.protocol.secure import SELECT
+    from vertimrf.protocol.secure.plan import SELECT
 
     names = [str(i) for i in range(PARTIES * COLUMNS)]
     spec = DomainSpec.from_dict({c: U for c in names})

@@ -12,7 +12,7 @@ cryptography apart from the DP post-processing:
    sampled.
 
 Every noise scale is re-derived from the config
-(:class:`~vertimrf.protocol.secure.SecurePlan`); the ledger holds the plan's releases, so the
+(:class:`~vertimrf.protocol.secure.plan.SecurePlan`); the ledger holds the plan's releases, so the
 report's (epsilon, delta) does not depend on what parties declare.
 """
 

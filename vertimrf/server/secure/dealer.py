@@ -19,14 +19,10 @@ from vertimrf.errors import MessageError
 from vertimrf.io import ScratchFolder
 from vertimrf.kernels.secure import matmul_tn_u64
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
-from vertimrf.protocol.secure import MASK_BLOCK_WORDS, Layout, SecurePlan
-from vertimrf.protocol.securemsg import (
-    Admit,
-    Deal,
-    GroupDeal,
-    commit_set_digest,
-    write_slot_map,
-)
+from vertimrf.protocol.secure.commit import Admit, commit_set_digest
+from vertimrf.protocol.secure.deal import Deal, GroupDeal
+from vertimrf.protocol.secure.plan import MASK_BLOCK_WORDS, Layout, SecurePlan
+from vertimrf.protocol.secure.slot_map import write_slot_map
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.server.secure.state import ServerState
 from vertimrf.server.slots import TokenSource, assign_slots
@@ -154,7 +150,7 @@ class Dealer(ServerState):
         tokens: Mapping[str, TokenSource | np.ndarray] | None = None,
     ) -> dict[str, bytes]:
         """Step 0: one sealed deal per party, made for every party's data ``commitments``
-        (each party's commit message, :func:`~vertimrf.protocol.securemsg.read_commit`);
+        (each party's commit message, :func:`~vertimrf.protocol.secure.commit.read_commit`);
         with partial record sets also for every party's ``tokens`` (sorted lists,
         :meth:`~vertimrf.party.secure.SecureParty.tokens`, read by blocks): each party's
         slots are then written to its slot map (:attr:`slot_maps`, a file each), which its

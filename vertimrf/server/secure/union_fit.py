@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from vertimrf.domain import Domain
-from vertimrf.protocol.secure import SecurePlan
+from vertimrf.protocol.secure.plan import SecurePlan
 from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.union import NoisyTable, PartialReleases
 

@@ -106,7 +106,7 @@ class Request:
 
 # Words of masks expanded at once in a block-wise deal (32 MiB): what bounds the server's
 # mask memory whatever max_rows is (server.secure and the plan's model; a party streams its
-# blobs and masks by the row blocks of securemsg.ROW_BLOCK_WORDS).
+# blobs and masks by the row blocks of wire.ROW_BLOCK_WORDS).
 MASK_BLOCK_WORDS = 1 << 22
 AUTO_WIDTH_WORDS = 1 << 26  # "auto": max_rows x width words per party (512 MiB of uint64)
 # 576 holds every single, pair and triple of 8 binary attributes (NLTCS's parties: 568).

@@ -1,0 +1,259 @@
+"""A feature blob: one party's masked features X - U for one peer, encrypted under the
+pair's key, written and read by blocks of whole rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from vertimrf.crypto.aead import BufferWriter, decrypt_chunks, encrypt_chunks_to
+from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
+from vertimrf.errors import ChannelError, MessageError
+from vertimrf.protocol.secure import wire
+from vertimrf.protocol.secure.wire import DIGEST_BYTES
+
+SLOT_MAP_ROUND = 0  # the slot map's purpose in its associated data (feature blobs: 1 and 2)
+
+
+def feature_aad(
+    context: bytes, sender: str, receiver: str, digest: bytes, round_: int = 1
+) -> bytes:
+    """Associated data of ``sender``'s masked features of round ``round_`` for
+    ``receiver`` in this run."""
+    what = {SLOT_MAP_ROUND: b"/secure-slot-map/", 1: b"/secure-features/"}.get(
+        round_, b"/secure-groups/"
+    )
+    return b"".join((context, what, sender.encode(), b"->", receiver.encode(), b"/", digest))
+
+
+def seal_features(
+    key: bytes,
+    features: np.ndarray,
+    context: bytes,
+    sender: str,
+    receiver: str,
+    digest: bytes,
+    *,
+    nonce: bytes | None = None,
+    round_: int = 1,
+    word_bytes: int | None = None,
+) -> bytearray:
+    """``sender``'s masked features X - U (ring words, uint32 or uint64) of round
+    ``round_`` as a blob only ``receiver`` can open: the digest, then the ciphertext of
+    each value's low ``word_bytes`` bytes, little-endian (default: the whole word, i.e. a
+    ring of 2^(8 word_bytes)), encrypted straight from the array in blocks (no copy of a
+    multi-GB matrix). ``nonce``: see :func:`vertimrf.crypto.aead.encrypt_buffer`."""
+    if features.dtype not in (np.uint32, np.uint64):
+        raise MessageError(f"masked features are ring words, not {features.dtype}.")
+    body = np.ascontiguousarray(features).reshape(1, -1)  # one row: an empty one casts too
+    return seal_feature_blocks(
+        key, [body], body.shape, context, sender, receiver, digest,
+        word=body.dtype.type, nonce=nonce, round_=round_, word_bytes=word_bytes,
+    )  # fmt: skip
+
+
+def seal_feature_blocks(
+    key: bytes,
+    blocks: Iterable[np.ndarray],
+    shape: tuple[int, int],
+    context: bytes,
+    sender: str,
+    receiver: str,
+    digest: bytes,
+    *,
+    word: type = np.uint64,
+    nonce: bytes | None = None,
+    round_: int = 1,
+    word_bytes: int | None = None,
+) -> bytearray:
+    """:func:`seal_features` of the ``shape`` matrix of ``word``s given as consecutive
+    ``blocks`` of whole rows: each is packed and encrypted as it comes, so the matrix never
+    exists at once. The same bytes as :func:`seal_features` of the rows stacked."""
+    out = BufferWriter(feature_blob_bytes(shape, word, word_bytes))
+    write_feature_blocks(
+        out, key, blocks, shape, context, sender, receiver, digest,
+        word=word, nonce=nonce, round_=round_, word_bytes=word_bytes,
+    )  # fmt: skip
+    return out.result()
+
+
+def write_feature_blocks(
+    out: Any,
+    key: bytes,
+    blocks: Iterable[np.ndarray],
+    shape: tuple[int, int],
+    context: bytes,
+    sender: str,
+    receiver: str,
+    digest: bytes,
+    *,
+    word: type = np.uint64,
+    nonce: bytes | None = None,
+    round_: int = 1,
+    word_bytes: int | None = None,
+) -> None:
+    """The bytes of :func:`seal_feature_blocks`, written to ``out`` (anything with a binary
+    ``write``, e.g. a file) as they are made: the blob never exists whole either (its
+    length is :func:`feature_blob_bytes`)."""
+    size = _word_bytes(np.dtype(word).newbyteorder("<"), word_bytes)
+    aad = feature_aad(context, sender, receiver, digest, round_)
+    chunks = _packed_rows(blocks, shape[1], np.dtype(word), size)
+    encrypt_chunks_to(out, key, chunks, shape[0] * shape[1] * size, aad, digest, nonce=nonce)
+
+
+def feature_blob_bytes(shape: tuple[int, int], word: type, word_bytes: int | None = None) -> int:
+    """The length of a feature blob of a ``shape`` matrix of ``word``s (see
+    :func:`seal_features`)."""
+    size = _word_bytes(np.dtype(word), word_bytes)
+    return DIGEST_BYTES + NONCE_BYTES + shape[0] * shape[1] * size + TAG_BYTES
+
+
+def _packed_rows(
+    blocks: Iterable[np.ndarray], width: int, word: np.dtype, size: int
+) -> Iterator[np.ndarray]:
+    """The packed values of row ``blocks``, each checked to be ``width`` ``word``s wide."""
+    for block in blocks:
+        if block.dtype != word or block.ndim != 2 or block.shape[1] != width:
+            raise MessageError(
+                f"a block of masked features is {block.dtype} {block.shape}, not rows of "
+                f"{width} {word} values."
+            )
+        yield from _packed(np.ascontiguousarray(block).reshape(-1), size)
+
+
+def _word_bytes(word: np.dtype, word_bytes: int | None) -> int:
+    if word_bytes is None:
+        return word.itemsize
+    if not 1 <= word_bytes <= word.itemsize:
+        raise MessageError(f"a {word} value has 1 to {word.itemsize} bytes, not {word_bytes}.")
+    return word_bytes
+
+
+def _packed(body: np.ndarray, size: int) -> Iterator[np.ndarray]:
+    """The low ``size`` bytes of each value of ``body``, little-endian, in blocks."""
+    little = body.dtype.newbyteorder("<")
+    for start in range(0, body.size, wire.PACK_WORDS):
+        block = body[start : start + wire.PACK_WORDS].astype(little, copy=False)
+        yield np.ascontiguousarray(block.view(np.uint8).reshape(-1, body.dtype.itemsize)[:, :size])
+
+
+def block_rows(width: int) -> int:
+    """Rows per block of a feature blob ``width`` values wide, streamed in or out: whole
+    rows, about ROW_BLOCK_WORDS values (public: it depends on the width alone)."""
+    return max(1, wire.ROW_BLOCK_WORDS // max(1, width))
+
+
+def open_feature_blocks(
+    key: bytes,
+    blob: object,
+    context: bytes,
+    sender: str,
+    receiver: str,
+    shape: tuple[int, int],
+    step: int,
+    *,
+    word: type = np.uint64,
+    round_: int = 1,
+    word_bytes: int | None = None,
+    hasher: Any = None,
+) -> tuple[bytes, Iterator[tuple[int, int, np.ndarray]]]:
+    """The sender's record-set digest in ``blob`` and an iterator of its masked features
+    (see :func:`open_features`) by blocks of ``step`` whole rows: (r0, r1, rows r0:r1 as
+    ``word``s), each valid until the next is read. The size is checked at once; the GCM
+    tag only when the iteration ends, which raises ChannelError when the blob is not
+    ``sender``'s for ``receiver`` in this run: a caller must discard everything it made of
+    the blocks unless the iteration finished. ``hasher`` (a hashlib object) is fed the
+    blob's bytes as they are read: once the iteration ends, it holds the whole blob."""
+    try:
+        view = memoryview(blob).cast("B")  # type: ignore[arg-type]
+    except TypeError:
+        raise ChannelError(f"the feature blob from {sender!r} is not bytes.") from None
+    if len(view) < DIGEST_BYTES:
+        raise ChannelError(f"the feature blob from {sender!r} is truncated.")
+    digest = bytes(view[:DIGEST_BYTES])
+    body = view[DIGEST_BYTES:]
+    size = len(body) - NONCE_BYTES - TAG_BYTES
+    little = np.dtype(word).newbyteorder("<")
+    each = _word_bytes(little, word_bytes)
+    rows, width = shape
+    want = each * rows * width
+    if size != want:
+        if size < 0:
+            raise ChannelError(f"the feature blob from {sender!r} is truncated.")
+        raise MessageError(
+            f"the feature blob from {sender!r} holds {size} bytes, not the "
+            f"{want} of a {rows} x {width} matrix."
+        )
+    aad = feature_aad(context, sender, receiver, digest, round_)
+    if hasher is not None:
+        hasher.update(digest)
+    blocks = _blocks(key, body, aad, rows, width, max(1, step), little, each, word, hasher)
+    return digest, blocks
+
+
+def blob_nonce(blob: object) -> bytes:
+    """The nonce of a feature blob (public, in its header): a PRF of everything its
+    plaintext depends on (see the party's sealing)."""
+    view = memoryview(blob).cast("B")  # type: ignore[arg-type]
+    if len(view) < DIGEST_BYTES + NONCE_BYTES:
+        raise ChannelError("the feature blob is truncated.")
+    return bytes(view[DIGEST_BYTES : DIGEST_BYTES + NONCE_BYTES])
+
+
+def _blocks(
+    key: bytes,
+    body: memoryview,
+    aad: bytes,
+    rows: int,
+    width: int,
+    step: int,
+    little: np.dtype,
+    each: int,
+    word: type,
+    hasher: Any = None,
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """The row blocks of :func:`open_feature_blocks` (the tag checked after the last)."""
+    pieces = decrypt_chunks(key, body, aad, max(1, step * width * each), hasher)
+    out = np.zeros((min(step, rows), width), little)
+    cells = out.reshape(-1).view(np.uint8).reshape(-1, little.itemsize)
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        count = (r1 - r0) * width
+        if count:
+            piece = next(pieces)
+            cells[:count, :each] = np.frombuffer(piece, np.uint8).reshape(count, each)
+        yield r0, r1, out[: r1 - r0].astype(word, copy=False)
+    for _ in pieces:  # runs to the end: the tag is checked here
+        raise ChannelError("the feature blob holds more than its rows.")
+
+
+def open_features(
+    key: bytes,
+    blob: object,
+    context: bytes,
+    sender: str,
+    receiver: str,
+    shape: tuple[int, int],
+    *,
+    word: type = np.uint64,
+    round_: int = 1,
+    word_bytes: int | None = None,
+) -> tuple[np.ndarray, bytes]:
+    """The masked features (``word``s; the blob holds each one's low ``word_bytes`` bytes,
+    see :func:`seal_features`) of round ``round_`` in ``blob`` (bytes or any bytes-like,
+    e.g. a memoryview of a mapped file: read in place) and the sender's record-set digest,
+    as one array (:func:`open_feature_blocks` reads them by row blocks).
+
+    Raises ChannelError when the blob is not ``sender``'s for ``receiver`` in this run
+    (foreign, replayed from another run, or altered).
+    """
+    digest, blocks = open_feature_blocks(
+        key, blob, context, sender, receiver, shape, block_rows(shape[1]),
+        word=word, round_=round_, word_bytes=word_bytes,
+    )  # fmt: skip
+    out: np.ndarray = np.empty(shape, word)
+    for r0, r1, block in blocks:
+        out[r0:r1] = block
+    return out, digest
