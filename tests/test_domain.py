@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vertimrf.datasets import load_dataset
-from vertimrf.domain import ColumnSpec, Domain, DomainSpec, PrivacyWarning, TableEncoder, infer_spec
+from vertimrf.domain import ColumnSpec, Domain, DomainSpec, PrivacyWarning
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import DomainError
+from vertimrf.propose import infer_spec
 
 
 def _mixed_spec() -> DomainSpec:

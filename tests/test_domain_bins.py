@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vertimrf.domain import ColumnSpec, DomainSpec, TableEncoder
+from vertimrf.domain import ColumnSpec, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import DomainError
 from vertimrf.synth.dtypes import integer_bins, typed
 
@@ -143,7 +144,7 @@ def test_an_integer_column_is_declared_proposed_kept_and_decoded_to_integers():
     empty."""
     import warnings
 
-    from vertimrf.domain import infer_spec
+    from vertimrf.propose import infer_spec
 
     col = ColumnSpec("n", "numeric", lower=0, upper=100, bins=7, integer=True)
     assert col.to_dict()["integer"] is True

@@ -13,8 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vertimrf.domain import ColumnSpec, DomainSpec, SpecWarning, TableEncoder, infer_spec
+from vertimrf.domain import ColumnSpec, DomainSpec, SpecWarning
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import DomainError
+from vertimrf.propose import infer_spec
 
 AIR = ColumnSpec("air_time", "numeric", lower=0, upper=800, bins=8)
 

@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vertimrf.domain import ColumnSpec, DomainSpec, PrivacyWarning, TableEncoder, infer_spec
+from vertimrf.domain import ColumnSpec, DomainSpec, PrivacyWarning
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import DomainError
+from vertimrf.propose import infer_spec
 
 # The JSON of a spec without the key, as this library wrote it before the key existed.
 PLAIN_JSON = """{

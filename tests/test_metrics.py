@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vertimrf.domain import ColumnSpec, Domain, DomainSpec, TableEncoder
+from vertimrf.domain import ColumnSpec, Domain, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.metrics import (
     SVMResult,

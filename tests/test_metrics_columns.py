@@ -10,7 +10,8 @@ from scipy.stats import ks_2samp
 from scipy.stats.contingency import association
 
 from tests.test_metrics import _brute_tvd
-from vertimrf.domain import ColumnSpec, Domain, DomainSpec, TableEncoder
+from vertimrf.domain import ColumnSpec, Domain, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import DomainError
 from vertimrf.metrics import (
     column_distances,

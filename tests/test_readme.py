@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import vertimrf
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from vertimrf.datasets import load_dataset
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 from vertimrf.metrics import tvd
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "two-organisations.md"

@@ -18,13 +18,13 @@ if TYPE_CHECKING:  # the lazy names below, typed for type checkers
     from vertimrf.domain import Domain as Domain
     from vertimrf.domain import DomainSpec as DomainSpec
     from vertimrf.domain import EncodedTable as EncodedTable
-    from vertimrf.domain import TableEncoder as TableEncoder
-    from vertimrf.domain import infer_spec as infer_spec
+    from vertimrf.encoding import TableEncoder as TableEncoder
     from vertimrf.party import LocalParty as LocalParty
     from vertimrf.party import Party as Party
     from vertimrf.party import SecureParty as SecureParty
     from vertimrf.privacy import FitReport as FitReport
     from vertimrf.privacy import PrivacyLedger as PrivacyLedger
+    from vertimrf.propose import infer_spec as infer_spec
     from vertimrf.protocol import FMOptions as FMOptions
     from vertimrf.protocol import FOOptions as FOOptions
     from vertimrf.protocol import PartyMessage as PartyMessage
@@ -52,8 +52,8 @@ _EXPORTS = {
     "Domain": "vertimrf.domain",
     "DomainSpec": "vertimrf.domain",
     "EncodedTable": "vertimrf.domain",
-    "TableEncoder": "vertimrf.domain",
-    "infer_spec": "vertimrf.domain",
+    "TableEncoder": "vertimrf.encoding",
+    "infer_spec": "vertimrf.propose",
     "TimeAxis": "vertimrf.timecols",
     "load_dataset": "vertimrf.datasets",
     "FitReport": "vertimrf.privacy",

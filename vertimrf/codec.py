@@ -5,7 +5,7 @@ which needs no ``spec``: :func:`as_table` turns either form into one.
 
 * :class:`~vertimrf.domain.Domain`: frames are already integer-coded, columns named by
   ``Domain.names``; decoding gives back such a frame.
-* :class:`~vertimrf.domain.DomainSpec`: wrapped in a :class:`~vertimrf.domain.TableEncoder`.
+* :class:`~vertimrf.domain.DomainSpec`: wrapped in a :class:`~vertimrf.encoding.TableEncoder`.
 * any object with ``encode(df) -> (n, d)`` codes and a ``.domain`` (a ``TableEncoder``);
   ``decode(codes)`` is used when present.
 """
@@ -19,7 +19,8 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder
+from vertimrf.domain import Domain, DomainSpec, EncodedTable
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, DomainError
 
 

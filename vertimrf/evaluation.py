@@ -455,7 +455,7 @@ def _shares(
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Each value's label and share of rows in both tables: categories, or bins for a
     numeric column not held as numbers; "(empty)" last for a column with empty cells."""
-    from vertimrf.domain import TableEncoder
+    from vertimrf.encoding import TableEncoder
 
     one = DomainSpec([col])
     encoder = TableEncoder(one)

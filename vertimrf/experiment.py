@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import DomainSpec, EncodedTable, TableEncoder
+from vertimrf.domain import DomainSpec, EncodedTable
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys

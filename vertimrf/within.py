@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from vertimrf.domain import NUMERIC, ColumnSpec, DomainSpec, Placement, uniform_values
+from vertimrf.domain import NUMERIC, ColumnSpec, DomainSpec
+from vertimrf.encoding import Placement, uniform_values
 from vertimrf.errors import DomainError, MessageError
 
 __all__ = [

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.helpers import party_frames, small_adult
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 
 
 def _run(*args, cwd):

@@ -23,9 +23,10 @@ from vertimrf import PrivMRF, simulate
 from vertimrf.cli import common as cli_common
 from vertimrf.cli import main
 from vertimrf.cli import secret as cli_secret
-from vertimrf.domain import ColumnSpec, DomainSpec, SmallTableWarning, TableEncoder
+from vertimrf.domain import ColumnSpec, DomainSpec, SmallTableWarning
 from vertimrf.driver.server_state import ServerState
 from vertimrf.driver.state import PartyState
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import DomainError
 from vertimrf.protocol.schedule import Message
 from vertimrf.server import PaperServer as Server

@@ -19,7 +19,7 @@ import vertimrf
 from vertimrf.cli import demo as cli_demo
 from vertimrf.cli import main
 from vertimrf.datasets import load_dataset
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 from vertimrf.metrics import tvd
 
 ROWS = 2000

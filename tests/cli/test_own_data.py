@@ -18,7 +18,8 @@ import pytest
 
 from tests.helpers import ROOT
 from vertimrf.cli import main
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec
+from vertimrf.encoding import TableEncoder
 
 PAGE = ROOT / "docs" / "own-data.md"
 PARTIES = ["--party", "A=age,sex,smoker", "--party", "B=city,income"]

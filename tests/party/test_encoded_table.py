@@ -8,7 +8,8 @@ import pytest
 
 from tests.helpers import SECRET, make_config, small_adult
 from vertimrf import PrivMRF, metrics
-from vertimrf.domain import Domain, EncodedTable, TableEncoder
+from vertimrf.domain import Domain, EncodedTable
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import DomainError
 from vertimrf.party import LocalParty as Party
 

@@ -18,7 +18,8 @@ import pyarrow.csv as pa_csv
 import pytest
 
 from tests.helpers import ROOT
-from vertimrf.domain import ColumnSpec, DomainSpec, TableEncoder
+from vertimrf.domain import ColumnSpec, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import VertimrfError
 from vertimrf.party import table_input
 from vertimrf.party.ids import record_fingerprints

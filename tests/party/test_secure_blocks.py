@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from tests.helpers import SECRET
 from tests.secure_runs import commitments, exact_product, exchange, joint, partial_deals
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.protocol.factory import from_preset

@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import SECRET
 from tests.secure_runs import commitments, exchange, split
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.secure import SecureParty

@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from vertimrf.domain import ColumnSpec, DomainSpec, TableEncoder
+from vertimrf.domain import ColumnSpec, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.numeric import (
     CANDIDATES,

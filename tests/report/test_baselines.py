@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vertimrf.domain import ColumnSpec, DomainSpec, TableEncoder
+from vertimrf.domain import ColumnSpec, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.report import FIGURES, ReportContext
 from vertimrf.report.baselines import run_capped
 

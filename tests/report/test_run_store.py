@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from vertimrf.cli import main
-from vertimrf.domain import ColumnSpec, DomainSpec, TableEncoder
+from vertimrf.domain import ColumnSpec, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.report import FIGURES, ReportContext, baselines, run_store
 from vertimrf.report.baselines import run_capped

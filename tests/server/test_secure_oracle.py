@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.secure_runs import split
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 from vertimrf.mrf.cliques import histogram
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import randomness

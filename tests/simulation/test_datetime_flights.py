@@ -18,7 +18,8 @@ from tests.helpers import ROOT, SECRET
 from tests.runs import SEED, finish, same_as_simulate, vertimrf_process
 from vertimrf import PrivMRF, fit_vertical, simulate
 from vertimrf.cli import main
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.protocol import ProtocolConfig
 from vertimrf.protocol.factory import load_config
 

@@ -363,7 +363,7 @@ def test_the_server_refuses_releases_without_their_fine_histograms():
 
 def test_a_party_given_codes_is_refused_unless_values_need_none():
     frame = table(50, 3)
-    codes = vertimrf.domain.TableEncoder(SPEC.subset(["x", "y"])).table(frame[["x", "y"]])
+    codes = vertimrf.encoding.TableEncoder(SPEC.subset(["x", "y"])).table(frame[["x", "y"]])
     keys = {n: KeyPair.generate(n) for n in ("A", "B")}
     peers = {"B": keys["B"].public()}
     with pytest.raises(ConfigError, match="holds no values to place.*secure_values='uniform'"):

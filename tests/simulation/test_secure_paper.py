@@ -11,8 +11,9 @@ import pytest
 
 from vertimrf import simulate
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec
 from vertimrf.driver import Message, codec, local_run
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty

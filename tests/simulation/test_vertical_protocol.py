@@ -8,7 +8,8 @@ import pytest
 
 from tests.helpers import SECRET, make_config, party_frames, release_all, small_adult
 from vertimrf.datasets import load_dataset
-from vertimrf.domain import Domain, EncodedTable, TableEncoder
+from vertimrf.domain import Domain, EncodedTable
+from vertimrf.encoding import TableEncoder
 from vertimrf.metrics import tvd
 from vertimrf.party import LocalParty as Party
 from vertimrf.party.fo import aligned_rows

@@ -14,8 +14,9 @@ import pytest
 from tests.synth.mixed_table import PARTIES, mixed_table
 from vertimrf import FitReport, PrivMRF, VerticalModel, fit_vertical
 from vertimrf.container import MODEL_LOADERS
-from vertimrf.domain import ColumnSpec, DomainSpec, TableEncoder
+from vertimrf.domain import ColumnSpec, DomainSpec
 from vertimrf.driver import local_run
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, DomainError, MessageError
 from vertimrf.mrf import MarkovRandomField
 from vertimrf.mrf.model import MRF_KIND

@@ -147,7 +147,7 @@ def traffic_warnings(cfg: ProtocolConfig, plan: RunPlan) -> list[str]:
     """One line for each party whose planned bytes sent exceed :data:`TRAFFIC_RATIO` times
     its table's size: max_rows rows of its columns as codes (1 or 2 bytes a cell). Method
     secure only, whose parties send their rows."""
-    from vertimrf.domain import TableEncoder
+    from vertimrf.encoding import TableEncoder
     from vertimrf.protocol.plan import size
 
     if plan.rows is None or not plan.blob_bytes:

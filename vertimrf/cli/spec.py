@@ -20,7 +20,8 @@ NOT_DP = (
 
 
 def cmd_spec(args: argparse.Namespace) -> int:
-    from vertimrf.domain import DomainSpec, PrivacyWarning, SpecWarning, empty_cells, infer_spec
+    from vertimrf.domain import DomainSpec, PrivacyWarning, SpecWarning, empty_cells
+    from vertimrf.propose import infer_spec
 
     if args.bins < 1 or args.max_categories < 1:
         raise ConfigError("--bins and --max-categories must be positive integers.")

@@ -43,7 +43,7 @@ def cmd_split(args: argparse.Namespace) -> int:
     import numpy as np
 
     from vertimrf.datasets.overlap import split_records
-    from vertimrf.domain import TableEncoder
+    from vertimrf.encoding import TableEncoder
 
     # A value off the public spec is refused before anything is written.
     TableEncoder(spec.subset(written)).encode(df[written])

@@ -32,7 +32,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import ScratchFolder
 from vertimrf.party.aligned import (

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.numeric import fine_column, grid_column, quantile_cuts_from_counts
 from vertimrf.privacy.samplers import NoiseSampler

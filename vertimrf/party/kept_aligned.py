@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from vertimrf.crypto.schedule import mac
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import atomic_open, atomic_write_text
 from vertimrf.party.aligned import Aligned, code_histogram, record_set_key, slot_columns

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder, warn_small_table
+from vertimrf.domain import Domain, DomainSpec, EncodedTable, warn_small_table
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.logs import progress_bar
 from vertimrf.party.ids import RecordIds, record_fingerprints

@@ -40,15 +40,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.dataset as ds
 
-from vertimrf.domain import (
-    CATEGORICAL,
-    DATETIME,
-    ColumnSpec,
-    DomainSpec,
-    EncodedTable,
-    TableEncoder,
-)
+from vertimrf.domain import CATEGORICAL, DATETIME, ColumnSpec, DomainSpec, EncodedTable
 from vertimrf.domain import NA_STRINGS as NA_STRINGS  # pandas' defaults: read here as text
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.party.ids import (
     int_fingerprints,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.zcdp import epsilon_to_rho
 from vertimrf.report import run_store

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from vertimrf.crypto.keys import KeyPair
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.logs import progress_bar
 from vertimrf.mrf.estimation import Measurement, mirror_descent

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import Domain, DomainSpec, EncodedTable, TableEncoder
+from vertimrf.domain import Domain, DomainSpec, EncodedTable
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, DomainError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.within import Placement

@@ -14,7 +14,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import EQUAL, NUMERIC, QUANTILE, DomainSpec, TableEncoder
+from vertimrf.domain import EQUAL, NUMERIC, QUANTILE, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.numeric import fine_cells, fine_histogram, quantile_cuts

@@ -17,7 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vertimrf.domain import DomainSpec, TableEncoder
+from vertimrf.domain import DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import atomic_open, refuse_existing
 

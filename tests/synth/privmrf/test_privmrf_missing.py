@@ -12,7 +12,7 @@ import pytest
 
 from tests.missing_table import EMPTY, SPEC, N, missing_table
 from vertimrf import PrivMRF
-from vertimrf.domain import TableEncoder
+from vertimrf.encoding import TableEncoder
 from vertimrf.synth.table_file import save_table
 
 

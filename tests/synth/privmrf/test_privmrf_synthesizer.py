@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vertimrf.domain import ColumnSpec, Domain, DomainSpec, TableEncoder
+from vertimrf.domain import ColumnSpec, Domain, DomainSpec
+from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
 from vertimrf.metrics import tvd
 from vertimrf.privacy import PrivacyLedger, epsilon_to_rho
