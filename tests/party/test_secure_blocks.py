@@ -24,7 +24,8 @@ from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.secure import wire
-from vertimrf.protocol.secure.plan import MASK_BLOCK_WORDS, SecurePlan
+from vertimrf.protocol.secure.plan import SecurePlan
+from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
 from vertimrf.server.secure import SecureServer, dealer
 from vertimrf.threads import get_num_threads, set_num_threads
 

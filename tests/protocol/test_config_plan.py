@@ -18,7 +18,7 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
 from vertimrf.party.secure import SecureParty
-from vertimrf.protocol import ProtocolConfig, from_preset, load_config
+from vertimrf.protocol import ProtocolConfig, costs, from_preset, load_config
 from vertimrf.protocol import plan as plan_module
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.plan import run_plan
@@ -247,7 +247,7 @@ def test_the_memory_model_bounds_the_large_arrays():
     285; 351, 277 and 372 MB.)"""
     cfg = _adult(1.0).with_changes(max_rows=8192)
     roles = {r.role: r.steps for r in run_plan(cfg).roles}
-    base = plan_module.BASE_BYTES
+    base = costs.BASE_BYTES
     tracemalloc.start()
     try:
         parties, server, public, _ = _secure_roles(cfg)
@@ -271,9 +271,9 @@ def test_the_memory_model_bounds_the_large_arrays():
 def test_the_models_block_sizes_are_the_codes():
     from vertimrf.mrf.sampling import SAMPLE_CHUNK
 
-    assert plan_module.OUTPUT_CHUNK_ROWS == SAMPLE_CHUNK
-    assert plan_module.ROW_BLOCK_WORDS == wire.ROW_BLOCK_WORDS
-    assert plan_module.MASK_BLOCK_WORDS == dealer.DEAL_BLOCK_WORDS
+    assert costs.OUTPUT_CHUNK_ROWS == SAMPLE_CHUNK
+    assert costs.ROW_BLOCK_WORDS == wire.ROW_BLOCK_WORDS
+    assert costs.MASK_BLOCK_WORDS == dealer.DEAL_BLOCK_WORDS
 
 
 def test_binning_the_wide_attribute_as_the_message_says_is_accepted():
@@ -373,7 +373,7 @@ def test_a_workloads_plan_counts_only_its_first_release(tmp_path):
         drop = plan_d.role(name).sends - plan_w.role(name).sends
         assert drop == 8 * (cells_d[name] - cells_w[name])
     assert tables_w == sum(layout.cells(m) for m in first)
-    keeps = plan_module._state_bytes(tables_w) + 64 * len(first)
+    keeps = costs.state_bytes(tables_w) + 64 * len(first)
     assert plan_w.role("server").keeps == keeps
     select = plan_d.role("server").steps["select"] - plan_w.role("server").steps["select"]
     assert select == 32 * (tables_d - tables_w)

@@ -10,7 +10,8 @@ import pytest
 from tests.secure_runs import commitments, exchange, round_two, secure_parties
 from vertimrf.errors import MessageError, RunChangedError
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.secure.plan import SELECT, Request, SecurePlan
+from vertimrf.protocol.secure.marginals import Request
+from vertimrf.protocol.secure.plan import SELECT, SecurePlan
 from vertimrf.protocol.secure.request import request_text
 
 SIZES = [[3, 2, 2], [2, 3]]

@@ -18,7 +18,8 @@ from vertimrf import simulate
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import MessageError
 from vertimrf.protocol.bins import bin_axes
-from vertimrf.protocol.secure.plan import MEASURE, Request
+from vertimrf.protocol.secure.marginals import Request
+from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.request import load_request, save_request
 from vertimrf.server.binning import binned_error, choose_bins, recover
 

@@ -24,7 +24,8 @@ from vertimrf.privacy.zcdp import round_up
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure.features import open_features
-from vertimrf.protocol.secure.plan import SELECT, Request
+from vertimrf.protocol.secure.marginals import Request
+from vertimrf.protocol.secure.plan import SELECT
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.server.secure import SecureServer, dealer
 

@@ -10,7 +10,8 @@ from vertimrf.errors import MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.schedule import COUNT_BYTES
-from vertimrf.protocol.secure.plan import Request, SecurePlan
+from vertimrf.protocol.secure.marginals import Request
+from vertimrf.protocol.secure.plan import SecurePlan
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.secure.request import MAX_REQUEST_BYTES, parse_request, request_text
 

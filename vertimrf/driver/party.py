@@ -25,7 +25,7 @@ from vertimrf.party.roles import Party
 from vertimrf.party.secure import SealedBlobs
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.schedule import Kind, Message, schedule
-from vertimrf.protocol.secure.plan import Request
+from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.seeds import SERVER
 
 # Inputs that must be the same in every step of a run (another deal gives shares that do

@@ -50,7 +50,7 @@ from vertimrf.party.registers import keyed_prf
 from vertimrf.party.slot_file import TokenFiles
 from vertimrf.party.tokens import TokenKeys
 from vertimrf.protocol.buckets import bucket_of
-from vertimrf.protocol.plan import ALIGN_PART_ROWS
+from vertimrf.protocol.costs import ALIGN_PART_ROWS
 
 if TYPE_CHECKING:
     from vertimrf.protocol.secure.plan import SecurePlan

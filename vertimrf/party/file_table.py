@@ -65,7 +65,7 @@ from vertimrf.party.table_input import (
 )
 from vertimrf.party.tokens import TokenKeys
 from vertimrf.protocol.buckets import bucket_of, spill_slots
-from vertimrf.protocol.plan import ALIGN_PART_ROWS
+from vertimrf.protocol.costs import ALIGN_PART_ROWS
 
 if TYPE_CHECKING:
     from vertimrf.protocol.secure.plan import SecurePlan

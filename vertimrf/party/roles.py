@@ -41,7 +41,7 @@ from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.secure.commit import commit_bytes, read_admit
-from vertimrf.protocol.secure.plan import Marginal, Request
+from vertimrf.protocol.secure.marginals import Marginal, Request
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.secure.tokens import tokens_head, tokens_size, write_tokens
 

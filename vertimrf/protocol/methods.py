@@ -36,7 +36,9 @@ from vertimrf.protocol.options import (
     options_class,
 )
 from vertimrf.protocol.regions import REGION_DELTA_SHARE, RegionNoise
-from vertimrf.protocol.secure.plan import SELECT, Marginal, SecurePlan, feature_width, group_width
+from vertimrf.protocol.secure.marginals import Marginal
+from vertimrf.protocol.secure.plan import SELECT, SecurePlan
+from vertimrf.protocol.secure.widths import feature_width, group_width
 from vertimrf.workload import Workload
 
 # A role's estimated peak memory (bytes) with the domain's sizes replaced (see plan.py).
@@ -389,7 +391,7 @@ class SecureSelectRules(SecureRules):
         return None if workload is None else tuple(workload.first_release(len(domain)))
 
     def summary(self, config: ProtocolConfig) -> str:
-        from vertimrf.protocol.secure.plan import feature_width
+        from vertimrf.protocol.secure.widths import feature_width
 
         options = config.secure_options()
         width = options.feature_width

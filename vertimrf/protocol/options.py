@@ -75,7 +75,7 @@ DEFAULTS: dict[str, Any] = {
     "secure_shares": "auto",
     "secure_refine_fraction": 1.6,
     # "auto": min(576, 2^26 / max_rows as a power of two), at least the widest attribute
-    # (vertimrf.protocol.secure.plan.feature_width): 576 up to max_rows 65536, 64 at 2^20.
+    # (vertimrf.protocol.secure.widths.feature_width): 576 up to max_rows 65536, 64 at 2^20.
     "secure_feature_width": "auto",
     "secure_iters": 1000,
     # The ceilings of the server's model caps, which grow with the measurements' precision
@@ -496,7 +496,7 @@ class SecureOptions(_PaddedRows, _Options):
             added within it, so that cross marginals of higher order can be measured): an
             integer, or "auto", min(576, 2^26 / max_rows rounded down to a power of two),
             never below the widest attribute's domain, so that a party's work (max_rows x
-            width words) stays bounded (:func:`vertimrf.protocol.secure.plan.feature_width`).
+            width words) stays bounded (:func:`vertimrf.protocol.secure.widths.feature_width`).
         iters: the cap of each of the server's two mirror-descent fits.
         max_clique_cells, max_total_cells: the ceilings of the server's model caps (its
             graph search; the caps grow with the precision).

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vertimrf.protocol.bins import BinMap, bin_axes, frequency_bins
-from vertimrf.protocol.secure.plan import BinMaps
+from vertimrf.protocol.secure.marginals import BinMaps
 from vertimrf.server.recovery import hisrec
 
 

@@ -31,7 +31,7 @@ from vertimrf.protocol.methods import rules
 from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure.commit import admit_bytes, read_commit
-from vertimrf.protocol.secure.plan import Request
+from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.secure.tokens import TokenList
 from vertimrf.protocol.seeds import SERVER

@@ -23,7 +23,8 @@ from vertimrf.party.secure.state import PartyState
 from vertimrf.protocol.masks import RowMask, row_mask
 from vertimrf.protocol.secure.deal import Deal, GroupDeal
 from vertimrf.protocol.secure.features import block_rows, feature_blob_bytes, write_feature_blocks
-from vertimrf.protocol.secure.plan import Layout, Marginal, Request
+from vertimrf.protocol.secure.marginals import Marginal, Request
+from vertimrf.protocol.secure.plan import Layout
 from vertimrf.protocol.secure.slot_map import open_slot_map
 
 

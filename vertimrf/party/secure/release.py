@@ -27,14 +27,8 @@ from vertimrf.privacy.numeric import noisy_fine
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.bins import bin_axes
 from vertimrf.protocol.masks import pad
-from vertimrf.protocol.secure.plan import (
-    COUNT_MECHANISM,
-    MEASURE,
-    SELECT,
-    Layout,
-    Marginal,
-    Request,
-)
+from vertimrf.protocol.secure.marginals import Marginal, Request
+from vertimrf.protocol.secure.plan import COUNT_MECHANISM, MEASURE, SELECT, Layout
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.seeds import role_seed
 

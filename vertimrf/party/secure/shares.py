@@ -19,7 +19,8 @@ from vertimrf.party.secure.features import Features
 from vertimrf.party.secure.state import Blob
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure.features import blob_nonce, block_rows, open_feature_blocks
-from vertimrf.protocol.secure.plan import Layout, Request
+from vertimrf.protocol.secure.marginals import Request
+from vertimrf.protocol.secure.plan import Layout
 
 
 class Shares(Features):

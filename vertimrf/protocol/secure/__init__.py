@@ -1,4 +1,5 @@
-"""Method "secure": its plan (:mod:`.plan`) and its byte formats, one module per message kind:
+"""Method "secure": its plan (:mod:`.plan`, on :mod:`.marginals` and :mod:`.widths`) and its
+byte formats, one module per message kind:
 :mod:`.deal` (deals and round-2 deals), :mod:`.slot_map`, :mod:`.commit` (commit and admit),
 :mod:`.tokens`, :mod:`.features` (feature blobs), :mod:`.release` and :mod:`.request`;
 :mod:`.wire` holds what they share.

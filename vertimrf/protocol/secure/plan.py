@@ -43,8 +43,6 @@ adding noise and pads.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,8 +55,8 @@ from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.numeric import fine_release, quantile_releases
 from vertimrf.privacy.zcdp import pure_to_rho
-from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.regions import RegionNoise
+from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
 from vertimrf.protocol.seeds import SERVER
 
 SELECT = "select"
@@ -70,85 +68,6 @@ WITHIN_MECHANISM = "discrete_gaussian"
 CROSS_MECHANISM = "distributed_discrete_gaussian"
 # The smallest noise scale of a cross release: its components' s = sigma / sqrt(2) is 1/2.
 _MIN_CROSS_SIGMA = math.sqrt(0.5)  # sqrt(0.5) / sqrt(2) is 0.5 exactly in binary64
-
-Marginal = tuple[int, ...]
-BinMaps = tuple[tuple[int, ...] | None, ...]  # per attribute of a marginal: value -> bin
-
-
-@dataclass(frozen=True)
-class Request:
-    """The server's re-measurement request: the marginals (canonical) and, for some of them,
-    a bin map per attribute (``None``: the attribute at its full domain). Public: a function
-    of the first release (post-processing), sent to every party."""
-
-    marginals: tuple[Marginal, ...]
-    bins: Mapping[Marginal, BinMaps] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:  # canonical: the same statistics, one request
-        object.__setattr__(self, "marginals", tuple(sorted(self.marginals)))
-
-    def maps(self, m: Marginal) -> tuple[np.ndarray | None, ...]:
-        """``m``'s bin maps as arrays (all ``None`` when it is measured at full domain)."""
-        maps = self.bins.get(m, (None,) * len(m))
-        return tuple(None if b is None else np.asarray(b, np.int64) for b in maps)
-
-    def digest(self) -> str:
-        """SHA-256 of the marginals and bin maps (canonical JSON)."""
-        data = {
-            "marginals": [[int(a) for a in m] for m in self.marginals],
-            "bins": sorted(
-                [[int(a) for a in m], [None if b is None else [int(x) for x in b] for b in maps]]
-                for m, maps in self.bins.items()
-            ),
-        }
-        return hashlib.sha256(json.dumps(data, separators=(",", ":")).encode()).hexdigest()
-
-
-# Words of masks expanded at once in a block-wise deal (32 MiB): what bounds the server's
-# mask memory whatever max_rows is (server.secure and the plan's model; a party streams its
-# blobs and masks by the row blocks of wire.ROW_BLOCK_WORDS).
-MASK_BLOCK_WORDS = 1 << 22
-AUTO_WIDTH_WORDS = 1 << 26  # "auto": max_rows x width words per party (512 MiB of uint64)
-# 576 holds every single, pair and triple of 8 binary attributes (NLTCS's parties: 568).
-MAX_AUTO_WIDTH = 576
-
-
-def feature_width(config: ProtocolConfig, sizes: Sequence[int] | None = None) -> int:
-    """The cap on each party's one-hot width toward one peer, over both rounds:
-    ``config.options.feature_width`` when it is an integer; for "auto", min(576,
-    floor(2^26 / max_rows) rounded down to a power of two), but never below the widest
-    single attribute's domain. ``sizes`` replaces the domain's sizes (to cost a binned
-    domain). A party's singles always fit (:func:`group_width` may be 0).
-
-    A party's time, memory and bytes sent are linear in max_rows x its width (and its
-    products in k_p x k_q), so "auto" bounds them at any size: 576 up to max_rows 65,536
-    (Adult, NLTCS), 512 at 131,072, 256 at 262,144, 64 at 1,048,576. Public: a pure function
-    of the config, which every role re-derives."""
-    width = config.secure_options().feature_width
-    if width != "auto":
-        return int(width)
-    rows = max(1, int(config.max_rows or 1))
-    cap = AUTO_WIDTH_WORDS // rows
-    cap = min(MAX_AUTO_WIDTH, 1 << (cap.bit_length() - 1) if cap >= 1 else 0)
-    sizes = config.spec.domain.sizes if sizes is None else sizes
-    return max(cap, max((int(s) for s in sizes), default=1))
-
-
-# Round 2 toward one peer carries at most GROUP_FACTOR times the party's singles, and never
-# less than GROUP_FLOOR columns (within the feature width): where the singles are wide, a
-# peer receives at most 3 times round 1's bytes. Measured (bench_two_rounds_tables): Adult's
-# first party sent 32% of the one-round bytes without it, 19-22% with it, at the same 3-way
-# TVD; NLTCS (16 binary singles) needs the floor, at 2 x 16 columns its TVD rose by 20%.
-GROUP_FACTOR, GROUP_FLOOR = 2, 128
-
-
-def group_width(width: int, singles: int) -> int:
-    """A party's cap on round-2 columns toward one peer: what its ``singles`` (its round-1
-    width) leave of the feature ``width`` (:func:`feature_width`), at most
-    :data:`GROUP_FACTOR` times the singles or :data:`GROUP_FLOOR`, whichever is larger."""
-    room = int(width) - int(singles)
-    return max(0, min(room, max(GROUP_FACTOR * int(singles), GROUP_FLOOR)))
-
 
 # A count plus noise is read back correctly from Z_{2^r} when it lies in [-2^(r-1), 2^(r-1)).
 # The noise of a cross cell is the sum of three N_Z(0, sigma^2 / 2), which is

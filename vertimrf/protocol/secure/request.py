@@ -8,7 +8,8 @@ import os
 
 from vertimrf.errors import MessageError
 from vertimrf.io import atomic_write_text, read_json
-from vertimrf.protocol.secure.plan import Request, SecurePlan
+from vertimrf.protocol.secure.marginals import Request
+from vertimrf.protocol.secure.plan import SecurePlan
 
 MAX_REQUEST_BYTES = 1 << 22  # a request lists at most a few thousand short marginals
 

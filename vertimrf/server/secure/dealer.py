@@ -21,8 +21,9 @@ from vertimrf.kernels.secure import matmul_tn_u64
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure.commit import Admit, commit_set_digest
 from vertimrf.protocol.secure.deal import Deal, GroupDeal
-from vertimrf.protocol.secure.plan import MASK_BLOCK_WORDS, Layout, SecurePlan
+from vertimrf.protocol.secure.plan import Layout, SecurePlan
 from vertimrf.protocol.secure.slot_map import write_slot_map
+from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.server.secure.state import ServerState
 from vertimrf.server.slots import TokenSource, assign_slots

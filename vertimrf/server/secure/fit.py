@@ -20,7 +20,8 @@ from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.regions import members, population_rows
 from vertimrf.protocol.report import ProtocolReport
-from vertimrf.protocol.secure.plan import MEASURE, Request
+from vertimrf.protocol.secure.marginals import Request
+from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.server.secure.selection import Selection
 from vertimrf.server.secure.union_fit import partial_releases

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 
-from vertimrf.protocol.secure.plan import Marginal, SecurePlan
+from vertimrf.protocol.secure.marginals import Marginal
+from vertimrf.protocol.secure.plan import SecurePlan
 
 TOO_LARGE = (
     "the model over the union of the parties' records would not fit the server's "

@@ -23,7 +23,8 @@ from vertimrf.errors import MessageError
 from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
-from vertimrf.protocol.secure.plan import MEASURE, SELECT, Marginal, Request
+from vertimrf.protocol.secure.marginals import Marginal, Request
+from vertimrf.protocol.secure.plan import MEASURE, SELECT
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.server.binning import BinChoice, choose_bins
 from vertimrf.server.secure.dealer import Dealer

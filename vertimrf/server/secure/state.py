@@ -23,7 +23,8 @@ from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.regions import regions_of
-from vertimrf.protocol.secure.plan import MEASURE, BinMaps, Marginal, Request
+from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
+from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice
