@@ -19,12 +19,11 @@ import pytest
 from scipy.stats import chi2
 
 from vertimrf.errors import ConfigError, PrivacyBudgetError
+from vertimrf.privacy.exact import _exp_neg_floor, _exp_neg_table
 from vertimrf.privacy.samplers import (
     NoiseSampler,
     SecureSampler,
     SeededSampler,
-    _exp_neg_floor,
-    _exp_neg_table,
     noise_sampler,
 )
 
