@@ -2,13 +2,21 @@
 is marked ``service``, so that the fast subset ``-m "not slow and not service"`` starts none).
 Shared helpers are public names in the helper modules beside the test folders
 (``helpers``, ``runs``, ``folder_roles``, ``https_roles``, ``step_roles``, ``secure_runs``,
-``zip_bombs``) and ``naive`` (the plain references)."""
+``zip_bombs``) and ``naive`` (the plain references). Every session first runs the kernels'
+paths once (``warm_up``), so that no test pays Numba's compile."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests import https_roles
+from tests.warm_up import warm_up
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kernels_ready() -> None:
+    """Numba's compile, or its cache load, once before the first test (:mod:`tests.warm_up`)."""
+    warm_up()
 
 
 @pytest.fixture(autouse=True)
