@@ -26,7 +26,8 @@ from vertimrf.driver.transport import CHUNK, MAP_BYTES, Stored
 from vertimrf.errors import ServiceError
 from vertimrf.party.roles import Party
 from vertimrf.protocol import from_preset
-from vertimrf.protocol.plan import BASE_BYTES, run_plan
+from vertimrf.protocol.costs import BASE_BYTES
+from vertimrf.protocol.plan import run_plan
 from vertimrf.service.client import HttpTransport
 
 BLOB = Message("B", "A", "features")
