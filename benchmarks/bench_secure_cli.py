@@ -54,7 +54,7 @@ from vertimrf.protocol import (
     load_config,
 )
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.secure.plan import feature_width  # noqa: E402
+from vertimrf.protocol.secure.widths import feature_width  # noqa: E402
 
 PARTIES = {"A": range(0, 5), "B": range(5, 10), "C": range(10, 15)}
 SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 8, 6, 4, 3, 2)
