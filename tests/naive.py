@@ -186,3 +186,13 @@ def onehot_scatter_u64_ref(
             if c >= 0:
                 exact[:, c] += rows[r]
     return (exact % 2**ring_bits).astype(np.uint64)
+
+
+def merge_sorted_ref(lists: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct tokens of sorted lists and each one's list mask (bit i: list i), by
+    ``np.unique`` of their concatenation."""
+    distinct = np.unique(np.concatenate([np.empty(0, np.uint64), *lists]))
+    region = np.zeros(distinct.size, np.int64)
+    for i, tokens in enumerate(lists):
+        region[np.searchsorted(distinct, tokens)] |= 1 << i
+    return distinct, region

@@ -141,3 +141,13 @@ def aes_ctr_words(subkey: bytes, n: int) -> np.ndarray:
     encryptor = Cipher(algorithms.AES(subkey), modes.ECB()).encryptor()
     stream = encryptor.update(counters.tobytes()) + encryptor.finalize()
     return np.frombuffer(stream, dtype="<u8", count=n).astype(np.uint64)
+
+
+def merge_sorted_numpy(lists: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The server's merge before the kernel: ``np.unique`` of the lists' concatenation, then
+    one ``searchsorted`` per list for each token's region."""
+    distinct = np.unique(np.concatenate(lists))
+    region = np.zeros(distinct.size, np.int64)
+    for i, tokens in enumerate(lists):
+        region[np.searchsorted(distinct, tokens)] |= 1 << i
+    return distinct, region

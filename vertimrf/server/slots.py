@@ -37,6 +37,7 @@ import numpy as np
 from vertimrf.crypto.prp import KeyedPermutation
 from vertimrf.crypto.schedule import derive
 from vertimrf.errors import ConfigError, MessageError
+from vertimrf.kernels.merge import merge_sorted
 from vertimrf.privacy.samplers import KeyedSampler
 from vertimrf.protocol.regions import RegionNoise, SmallSharedWarning, regions_of, small_shared
 from vertimrf.protocol.secure.wire import SLOT_BLOCK
@@ -112,7 +113,8 @@ def merged(
     sources: Sequence[TokenSource], step: int = BLOCK, hashers: Sequence[Any] | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The distinct tokens of the sorted lists ``sources`` (party i: bit i of a region), in
-    order, by blocks: (distinct tokens, the region of each). Each list is read ``step``
+    order, by blocks: (distinct tokens, the region of each), each block merged in one linear
+    pass (:func:`~vertimrf.kernels.merge.merge_sorted`). Each list is read ``step``
     tokens at a time (fed to ``hashers[i]`` as read); MessageError for a list that is not
     strictly increasing."""
     cursors = [
@@ -126,11 +128,12 @@ def merged(
             return
         bound = min(int(c.held[-1]) for c in live)  # every list past it holds larger tokens
         taken = [c.take(bound) for c in cursors]
-        distinct = np.unique(np.concatenate(taken))
-        region = np.zeros(distinct.size, np.int64)
-        for i, tokens in enumerate(taken):
-            region[np.searchsorted(distinct, tokens)] |= 1 << i
-        yield distinct, region
+        offsets = np.zeros(len(taken) + 1, np.int64)
+        np.cumsum([t.size for t in taken], out=offsets[1:])
+        distinct = np.empty(int(offsets[-1]), np.uint64)
+        region = np.empty(distinct.size, np.int64)
+        k = merge_sorted(np.concatenate(taken), offsets, distinct, region)
+        yield distinct[:k], region[:k]
 
 
 @dataclass(frozen=True)
