@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from scipy.special import erfcx
 
 from vertimrf.synth.engine.tables import Marginal, Tables
 
@@ -84,14 +85,24 @@ def laplace_weight(epsilon: float) -> float:
 
 def record_total(count: float, weight: float, *releases: Tables) -> float:
     """The record count from the noisy ``count`` (of inverse variance ``weight``) and every
-    noisy table's sum (each sums to the true count plus its noise): the inverse-variance
-    weighted mean, floored at 1. The count has a tiny budget share; the tables' sums are far
-    more accurate, so this is post-processing that fixes n_hat's percent-level error at low
-    epsilon."""
+    noisy table's sum (each sums to the true count plus its noise). Their inverse-variance
+    weighted mean m, of standard error s, is the count's estimate; the count is never
+    negative, so this returns the mean of N >= 0 given m under a flat prior (a truncated
+    normal's): m + s phi(m / s) / Phi(m / s), floored at 1. Once m is a few s above 0 that is
+    m; near or below 0 (a table of a hundred records at epsilon 1) it stays of the noise's
+    scale, where m floored at 1 made the fit put every record in one cell. The count has a
+    tiny budget share; the tables' sums are far more accurate, so this is post-processing
+    that fixes n_hat's percent-level error at low epsilon."""
     weights = [weight]
     values = [float(count)]
     for tables in releases:
         for m, v in tables.values.items():
             weights.append(1.0 / (v.size * tables.scale[m] ** 2))
             values.append(float(v.sum()))
-    return max(1.0, float(np.dot(weights, values) / np.sum(weights)))
+    precision = float(np.sum(weights))
+    if not precision > 0:
+        return 1.0
+    mean, se = float(np.dot(weights, values)) / precision, 1.0 / math.sqrt(precision)
+    # phi(z) / Phi(z) = sqrt(2 / pi) / erfcx(-z / sqrt(2)): exact in the tails (0 far above).
+    mean += se * math.sqrt(2.0 / math.pi) / float(erfcx(-mean / se / math.sqrt(2.0)))
+    return max(1.0, mean)
