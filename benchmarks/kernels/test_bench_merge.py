@@ -1,12 +1,13 @@
 """The server's merge of the parties' sorted token lists (tokens/s): one linear pass over m
-lists against ``np.unique`` of their concatenation and a ``searchsorted`` per list. Three
-lists of n tokens each, 80% of them shared by all three (the corpus's overlap)."""
+lists (the kernel with its concatenation, as the server calls it) against ``np.unique`` of
+their concatenation and a ``searchsorted`` per list. Three lists of n tokens each, 80% of them
+shared by all three (the corpus's overlap)."""
 
 import numpy as np
 import pytest
 from kernel_references import merge_sorted_numpy
 
-from vertimrf.kernels.merge import merge_sorted
+from vertimrf.server.slots import merge_lists
 
 SIZES = [pytest.param(65_536, id="64k"), pytest.param(1 << 20, marks=pytest.mark.large, id="1M")]
 
@@ -21,24 +22,16 @@ def test_merge_sorted(pair, n: int) -> None:
         np.sort(np.concatenate([shared, pool[int(0.8 * n) + i :: 3][: n - shared.size]]))
         for i in range(3)
     ]
-    offsets = np.zeros(4, np.int64)
-    np.cumsum([t.size for t in lists], out=offsets[1:])
-    flat = np.concatenate(lists)
-    out, region = np.empty(flat.size, np.uint64), np.empty(flat.size, np.int64)
-
-    def kernel() -> tuple[np.ndarray, np.ndarray]:
-        k = merge_sorted(flat, offsets, out, region)
-        return out[:k], region[:k]
 
     def check(got: tuple, want: tuple) -> None:
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
 
     pair(
-        kernel=kernel,
+        kernel=lambda: merge_lists(lists),
         reference=lambda: merge_sorted_numpy(lists),
         check=check,
-        items=flat.size,
+        items=sum(t.size for t in lists),
         unit="tokens/s",
         reference_name="np.unique + searchsorted",
     )

@@ -1,5 +1,6 @@
-"""The linear merge of sorted token lists against ``np.unique`` of their concatenation
-(:func:`tests.naive.merge_sorted_ref`), on random lists of several counts and overlaps."""
+"""The linear merge of sorted token lists (the kernel, through the server's call) against
+``np.unique`` of their concatenation (:func:`tests.naive.merge_sorted_ref`), on random lists
+of several counts and overlaps."""
 
 from __future__ import annotations
 
@@ -7,16 +8,7 @@ import numpy as np
 import pytest
 
 from tests.naive import merge_sorted_ref
-from vertimrf.kernels.merge import merge_sorted
-
-
-def _merge(lists: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.zeros(len(lists) + 1, np.int64)
-    np.cumsum([t.size for t in lists], out=offsets[1:])
-    flat = np.concatenate([np.empty(0, np.uint64), *lists])
-    out, region = np.empty(flat.size, np.uint64), np.empty(flat.size, np.int64)
-    k = merge_sorted(flat, offsets, out, region)
-    return out[:k], region[:k]
+from vertimrf.server.slots import merge_lists as _merge
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 8])

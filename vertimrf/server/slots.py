@@ -42,7 +42,7 @@ from vertimrf.privacy.samplers import KeyedSampler
 from vertimrf.protocol.regions import RegionNoise, SmallSharedWarning, regions_of, small_shared
 from vertimrf.protocol.secure.wire import SLOT_BLOCK
 
-__all__ = ["BLOCK", "ArrayTokens", "Slots", "TokenSource", "assign_slots", "merged"]
+__all__ = ["BLOCK", "ArrayTokens", "Slots", "TokenSource", "assign_slots", "merge_lists", "merged"]
 
 BLOCK = SLOT_BLOCK  # tokens read from each list at a time
 
@@ -114,7 +114,7 @@ def merged(
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The distinct tokens of the sorted lists ``sources`` (party i: bit i of a region), in
     order, by blocks: (distinct tokens, the region of each), each block merged in one linear
-    pass (:func:`~vertimrf.kernels.merge.merge_sorted`). Each list is read ``step``
+    pass (:func:`merge_lists`). Each list is read ``step``
     tokens at a time (fed to ``hashers[i]`` as read); MessageError for a list that is not
     strictly increasing."""
     cursors = [
@@ -127,13 +127,19 @@ def merged(
         if not live:
             return
         bound = min(int(c.held[-1]) for c in live)  # every list past it holds larger tokens
-        taken = [c.take(bound) for c in cursors]
-        offsets = np.zeros(len(taken) + 1, np.int64)
-        np.cumsum([t.size for t in taken], out=offsets[1:])
-        distinct = np.empty(int(offsets[-1]), np.uint64)
-        region = np.empty(distinct.size, np.int64)
-        k = merge_sorted(np.concatenate(taken), offsets, distinct, region)
-        yield distinct[:k], region[:k]
+        yield merge_lists([c.take(bound) for c in cursors])
+
+
+def merge_lists(lists: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct tokens of strictly increasing uint64 ``lists``, in order, and each one's
+    region (bit i: list i holds it), in one linear pass
+    (:func:`~vertimrf.kernels.merge.merge_sorted`)."""
+    offsets = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum([t.size for t in lists], out=offsets[1:])
+    flat = np.concatenate([np.empty(0, np.uint64), *lists])
+    distinct, region = np.empty(flat.size, np.uint64), np.empty(flat.size, np.int64)
+    k = merge_sorted(flat, offsets, distinct, region)
+    return distinct[:k], region[:k]
 
 
 @dataclass(frozen=True)
