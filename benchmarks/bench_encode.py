@@ -35,8 +35,8 @@ import pandas as pd
 import xxhash
 
 from vertimrf.domain import Domain
-from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
+from vertimrf.party.records.ids import record_fingerprints
 from vertimrf.party.registers import compute_registers, registers_to_geometric
 
 REPO = Path(__file__).resolve().parents[1]

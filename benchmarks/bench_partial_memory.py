@@ -8,7 +8,7 @@ The commands of :func:`bench_secure_cli.deal_steps` after its setup (keys, secre
 admit, party tokens, server deal and party features, each its own process, one after
 another. Reported: the wall time and peak RSS (GNU time) of each; the party reads its table
 in batches and sorts and lays out its records through temporary files
-(:mod:`vertimrf.party.slot_file`), reading its slot map by blocks; the server merges the
+(:mod:`vertimrf.party.records.slot_file`), reading its slot map by blocks; the server merges the
 token lists by blocks, read in place, and writes each slot map as it is made
 (:mod:`vertimrf.server.slots`).
 

@@ -16,7 +16,7 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec, SmallTableWarning
 from vertimrf.driver import local_run
 from vertimrf.encoding import TableEncoder
-from vertimrf.party.aligned import order_keys
+from vertimrf.party.records.aligned import order_keys
 from vertimrf.party.registers import keyed_prf
 from vertimrf.party.secure import SecureParty
 from vertimrf.protocol.buckets import bucket_of

@@ -16,7 +16,7 @@ import pytest
 from vertimrf.domain import ColumnSpec, DomainSpec, SpecWarning
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import DomainError
-from vertimrf.party.table_input import read_party_table
+from vertimrf.party.records.table_input import read_party_table
 from vertimrf.propose import infer_spec
 from vertimrf.synth.dtypes import column_dtypes, typed
 from vertimrf.timecols import TimeAxis, floor, format_resolution, proposed_unit

@@ -20,9 +20,9 @@ import pandas as pd
 from vertimrf.domain import DomainSpec, EncodedTable
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
-from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc
+from vertimrf.party.records.ids import record_fingerprints
 from vertimrf.privacy import DEFAULT_DELTA, PrivacyLedger, sketch_epsilon
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.samplers import noise_sampler

@@ -20,7 +20,7 @@ from tests.https_roles import pinned_files
 from tests.runs import SEED, correlated_table
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import local_run
-from vertimrf.party.tokens import TokenKeys, dummy_counts
+from vertimrf.party.records.tokens import TokenKeys, dummy_counts
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure.commit import read_admit
 from vertimrf.protocol.secure.slot_map import slot_map_bytes

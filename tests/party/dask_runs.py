@@ -22,7 +22,7 @@ def memory_and_dask_samples(
     import dask.dataframe as dd
     import distributed
 
-    from vertimrf.party.dask_table import DaskTable
+    from vertimrf.party.records.dask_table import DaskTable
 
     keys = {name: KeyPair.generate(name) for name in ("A", "B", "server")}
     owners = {k: v for k, v in keys.items() if k != "server"}

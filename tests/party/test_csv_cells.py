@@ -12,7 +12,7 @@ import pytest
 
 from vertimrf.domain import ColumnSpec, DomainSpec
 from vertimrf.errors import DomainError
-from vertimrf.party.table_input import read_frame, read_party_table
+from vertimrf.party.records.table_input import read_frame, read_party_table
 
 SPEC = DomainSpec(
     [

@@ -21,7 +21,7 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 from tests.party.test_slot_file import partial_tables, same_run_bytes  # noqa: E402
-from vertimrf.party.dask_table import DaskTable  # noqa: E402
+from vertimrf.party.records.dask_table import DaskTable  # noqa: E402
 
 SECRET = bytes(range(32))
 SIZES = {"a0": 4, "a1": 3, "b0": 5, "b1": 2, "c0": 3}

@@ -18,9 +18,9 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, DomainError, RecordIDError
-from vertimrf.party.aligned import AlignedTable
-from vertimrf.party.file_table import FileAligned, FileTable
-from vertimrf.party.table_input import read_party_table
+from vertimrf.party.records.aligned import AlignedTable
+from vertimrf.party.records.file_table import FileAligned, FileTable
+from vertimrf.party.records.table_input import read_party_table
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import secure_plan
 

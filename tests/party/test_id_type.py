@@ -17,7 +17,7 @@ from vertimrf.cli.app import main
 from vertimrf.domain import DomainSpec, SmallTableWarning
 from vertimrf.driver import local_run
 from vertimrf.errors import RecordIDError, VertimrfError
-from vertimrf.party.table_input import read_party_table, stream_party_table
+from vertimrf.party.records.table_input import read_party_table, stream_party_table
 from vertimrf.protocol.factory import load_config
 from vertimrf.protocol.regions import SmallSharedWarning, small_shared
 

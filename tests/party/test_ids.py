@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from vertimrf.errors import RecordIDError
-from vertimrf.party import ids as ids_module
-from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.records import ids as ids_module
+from vertimrf.party.records.ids import record_fingerprints
 
 STRINGS = ["alice", "bob", "Émile", "李", "x" * 200, "0"]
 # pandas.util.hash_array of STRINGS[:2]; pinned because every party must agree on it.
@@ -53,7 +53,7 @@ def test_series_index_is_ignored():
 
 def test_fingerprints_are_the_same_in_another_process():
     code = (
-        "from vertimrf.party.ids import record_fingerprints;"
+        "from vertimrf.party.records.ids import record_fingerprints;"
         f"print(record_fingerprints({STRINGS!r}).tolist())"
     )
     for seed in ("1", "12345"):

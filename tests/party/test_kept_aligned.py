@@ -11,19 +11,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import vertimrf.party.aligned
-import vertimrf.party.file_table
+import vertimrf.party.records.aligned
+import vertimrf.party.records.file_table
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.driver.party import PartyDriver
 from vertimrf.driver.state import run_folder
 from vertimrf.driver.transport import DirectoryTransport
 from vertimrf.errors import RunChangedError
-from vertimrf.party.aligned import AlignedTable
-from vertimrf.party.file_table import FileTable
-from vertimrf.party.kept_aligned import KeptAligned
+from vertimrf.party.records.aligned import AlignedTable
+from vertimrf.party.records.file_table import FileTable
+from vertimrf.party.records.kept_aligned import KeptAligned
+from vertimrf.party.records.table_input import read_party_table
 from vertimrf.party.roles import Party
-from vertimrf.party.table_input import read_party_table
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import secure_plan
 
@@ -37,7 +37,7 @@ KEYS = {name: KeyPair.generate(name) for name, _ in PARTIES}
 def alignments(monkeypatch):
     """The number of alignments (each computes the records' PRF values once or per batch)."""
     count = [0]
-    for module in (vertimrf.party.aligned, vertimrf.party.file_table):
+    for module in (vertimrf.party.records.aligned, vertimrf.party.records.file_table):
         prf = module.keyed_prf
 
         def counted(*args, prf=prf):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.secure_runs import PARTIAL_SERVER_KEY, partial_deals, partial_parties
-from vertimrf.party.kept_aligned import KeptAligned
+from vertimrf.party.records.kept_aligned import KeptAligned
 from vertimrf.server.secure import SecureServer
 
 
@@ -27,7 +27,7 @@ def test_a_later_process_reads_the_kept_digest_and_layout_and_writes_the_same_by
         raise AssertionError("the records were read again")
 
     later = partial_parties(keep=tmp_path, keys=keys, nonce=cfg.run_nonce)[1]["P0"]
-    monkeypatch.setattr("vertimrf.party.secure.state.MemoryRecords", refuse)
+    monkeypatch.setattr("vertimrf.party.records.memory.MemoryRecords", refuse)
     assert later.commitment() == first.commitment()
     assert later.features(*deals["P0"]) == blobs["P0"]
     rows, offsets = first.plan.rows, np.zeros(2, np.int64)
@@ -41,7 +41,7 @@ def test_a_corrected_table_is_read_again(tmp_path, monkeypatch):
     _, deals = partial_deals(members, public)
     members["P0"].features(*deals["P0"])
     reads = []
-    from vertimrf.party.secure import state
+    from vertimrf.party.records import memory as state
 
     real = state.MemoryRecords
 
@@ -69,7 +69,7 @@ def test_a_later_process_makes_the_token_list_from_the_kept_tokens(tmp_path, mon
         raise AssertionError("the records were read again")
 
     later = partial_parties(keep=tmp_path, keys=keys, nonce=cfg.run_nonce)[1]["P0"]
-    monkeypatch.setattr("vertimrf.party.secure.state.MemoryRecords", refuse)
+    monkeypatch.setattr("vertimrf.party.records.memory.MemoryRecords", refuse)
     np.testing.assert_array_equal(later.tokens(admit), tokens)
     assert later.commitment() == first.commitment()
 

@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 
 from vertimrf.domain import ColumnSpec, DomainSpec
-from vertimrf.party import table_input
-from vertimrf.party.aligned import AlignedTable
-from vertimrf.party.file_table import FileAligned, FileTable
-from vertimrf.party.ids import record_fingerprints
-from vertimrf.party.party import frame_table
-from vertimrf.party.table_input import read_frame, read_party_table
+from vertimrf.party.records import table_input
+from vertimrf.party.records.aligned import AlignedTable
+from vertimrf.party.records.file_table import FileAligned, FileTable
+from vertimrf.party.records.frame import frame_table
+from vertimrf.party.records.ids import record_fingerprints
+from vertimrf.party.records.table_input import read_frame, read_party_table
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import secure_plan
 

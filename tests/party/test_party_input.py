@@ -21,10 +21,10 @@ from tests.helpers import ROOT
 from vertimrf.domain import ColumnSpec, DomainSpec
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import VertimrfError
-from vertimrf.party import table_input
-from vertimrf.party.ids import record_fingerprints
-from vertimrf.party.party import frame_table
-from vertimrf.party.table_input import input_format, read_frame, read_party_table
+from vertimrf.party.records import table_input
+from vertimrf.party.records.frame import frame_table
+from vertimrf.party.records.ids import record_fingerprints
+from vertimrf.party.records.table_input import input_format, read_frame, read_party_table
 
 N = 300
 # Text categories that CSV quoting must carry (a quote, a comma, a newline, spaces) and one
@@ -273,9 +273,9 @@ _MEMORY = """
 import sys
 import numpy as np, pandas as pd
 from vertimrf.domain import ColumnSpec, DomainSpec
-from vertimrf.party.ids import record_fingerprints
-from vertimrf.party.party import frame_table
-from vertimrf.party.table_input import read_party_table
+from vertimrf.party.records.ids import record_fingerprints
+from vertimrf.party.records.frame import frame_table
+from vertimrf.party.records.table_input import read_party_table
 
 path, small = sys.argv[1], sys.argv[2]
 spec = DomainSpec(

@@ -7,10 +7,10 @@ import pytest
 
 from vertimrf.domain import Domain, EncodedTable
 from vertimrf.errors import ConfigError, PrivacyBudgetError
-from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc, sketch_from_registers
 from vertimrf.party.phantoms import privatize, sample_max_geometric
+from vertimrf.party.records.ids import record_fingerprints
 from vertimrf.party.registers import compute_registers, merge_registers
 from vertimrf.privacy import PrivacyLedger
 from vertimrf.privacy.fm import fm_noise

@@ -23,11 +23,11 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, MessageError, RecordIDError
-from vertimrf.party.file_table import FileTable
-from vertimrf.party.slot_file import FileSlotAligned, TokenFiles
-from vertimrf.party.slot_table import MemoryRecords
-from vertimrf.party.table_input import read_party_table
-from vertimrf.party.tokens import TokenKeys
+from vertimrf.party.records.file_table import FileTable
+from vertimrf.party.records.slot_file import FileSlotAligned, TokenFiles
+from vertimrf.party.records.slot_table import MemoryRecords
+from vertimrf.party.records.table_input import read_party_table
+from vertimrf.party.records.tokens import TokenKeys
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import secure_plan
 

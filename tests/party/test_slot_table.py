@@ -14,10 +14,10 @@ from tests.secure_runs import commitments, exchange, split
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
-from vertimrf.party.ids import record_fingerprints
+from vertimrf.party.records.ids import record_fingerprints
+from vertimrf.party.records.slot_table import SlotAligned, SlotTable
+from vertimrf.party.records.tokens import TokenKeys, make_tokens, order_tokens, record_slots
 from vertimrf.party.secure import SecureParty
-from vertimrf.party.slot_table import SlotAligned, SlotTable
-from vertimrf.party.tokens import TokenKeys, make_tokens, order_tokens, record_slots
 from vertimrf.protocol.regions import RegionNoise
 from vertimrf.server.secure import SecureServer
 from vertimrf.server.slots import assign_slots

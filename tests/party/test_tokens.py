@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vertimrf.errors import MessageError, RecordIDError
-from vertimrf.party.tokens import (
+from vertimrf.party.records.tokens import (
     TokenKeys,
     dummy_counts,
     dummy_tokens,

@@ -32,9 +32,9 @@ import pytest
 from scipy.stats import beta
 
 from vertimrf.domain import Domain, EncodedTable
-from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc
+from vertimrf.party.records.ids import record_fingerprints
 from vertimrf.privacy.calibration import sketch_epsilon
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import PrivacyLedger

@@ -16,7 +16,7 @@ from tests.secure_runs import ids_overflowing
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.errors import ConfigError, RecordIDError
-from vertimrf.party.aligned import AlignedTable
+from vertimrf.party.records.aligned import AlignedTable
 from vertimrf.protocol import from_preset, load_config
 from vertimrf.protocol.buckets import (
     BALANCE_TAIL_BITS,

@@ -15,7 +15,7 @@ import pytest
 from vertimrf.crypto.prp import KeyedPermutation
 from vertimrf.crypto.schedule import derive
 from vertimrf.errors import ConfigError, MessageError
-from vertimrf.party.tokens import TokenKeys, dummy_counts, make_tokens, record_slots
+from vertimrf.party.records.tokens import TokenKeys, dummy_counts, make_tokens, record_slots
 from vertimrf.protocol.regions import RegionNoise, regions_of
 from vertimrf.server.slots import ArrayTokens, assign_slots, merged
 

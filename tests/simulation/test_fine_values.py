@@ -376,7 +376,7 @@ def test_a_party_given_codes_is_refused_unless_values_need_none():
 def test_a_table_in_a_file_counts_as_the_frame_does(tmp_path, suffix):
     """Brute force: the exact fine histograms of a file read in batches of 97 rows equal
     those of the frame in memory."""
-    from vertimrf.party.file_table import FileTable
+    from vertimrf.party.records.file_table import FileTable
 
     frame = table(1000, 4)[["id", "z", "w"]]
     path = tmp_path / f"B.{suffix}"
@@ -394,7 +394,7 @@ def test_a_table_on_dask_counts_as_the_frame_does(tmp_path):
     import dask.dataframe as dd
     import distributed
 
-    from vertimrf.party.dask_table import DaskTable
+    from vertimrf.party.records.dask_table import DaskTable
 
     frame = table(1000, 5)[["id", "z", "w"]]
     dd.from_pandas(frame, npartitions=3).to_parquet(tmp_path / "B.parquet")

@@ -13,7 +13,7 @@ import pytest
 from tests.missing_table import EMPTY, PARTIES, SPEC, N, missing_table
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import local_run
-from vertimrf.party.file_table import FileTable
+from vertimrf.party.records.file_table import FileTable
 from vertimrf.protocol import from_preset
 
 SECRET = bytes(range(32))

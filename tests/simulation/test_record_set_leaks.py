@@ -30,8 +30,8 @@ from vertimrf import load_dataset
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import SmallTableWarning
 from vertimrf.driver import local_run
-from vertimrf.party.ids import record_fingerprints
-from vertimrf.party.tokens import TokenKeys, dummy_tokens, order_tokens, release_tokens
+from vertimrf.party.records.ids import record_fingerprints
+from vertimrf.party.records.tokens import TokenKeys, dummy_tokens, order_tokens, release_tokens
 from vertimrf.protocol import ProtocolConfig, from_preset
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure.commit import read_admit

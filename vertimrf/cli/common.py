@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from vertimrf.domain import DomainSpec, EncodedTable
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.role import RoleDriver
-    from vertimrf.party.aligned import HeldTable
+    from vertimrf.party.records.aligned import HeldTable
     from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.schedule import Schedule
@@ -91,7 +91,7 @@ def load_spec(args: argparse.Namespace) -> DomainSpec:
 
 def read_table(path: str) -> pd.DataFrame:
     """The whole table at ``path``: a CSV file, or a Parquet file or dataset directory."""
-    from vertimrf.party.table_input import read_frame
+    from vertimrf.party.records.table_input import read_frame
 
     return read_frame(path)
 
@@ -380,8 +380,8 @@ def party_role(
     pinned in the config or given as ``--peers``."""
     from vertimrf.crypto.keys import load_public_keys
     from vertimrf.io import read_hex_secret
+    from vertimrf.party.records.table_input import read_party_table
     from vertimrf.party.roles import Party
-    from vertimrf.party.table_input import read_party_table
     from vertimrf.protocol.methods import rules
 
     name = file_name(args.party)
@@ -406,8 +406,8 @@ def party_role(
             raise ConfigError(f"--peers holds keys of {unknown}, not parties of {names}.")
     spec = cfg.spec.subset(cfg.party(name).columns)
     if client is not None:
-        from vertimrf.party.dask_table import DaskTable
-        from vertimrf.party.table_input import input_format
+        from vertimrf.party.records.dask_table import DaskTable
+        from vertimrf.party.records.table_input import input_format
 
         if not rules(cfg).secure_product or input_format(args.data) != "parquet":
             raise ConfigError(
@@ -417,7 +417,7 @@ def party_role(
         data: EncodedTable | HeldTable = DaskTable(args.data, client)
         ids = None
     elif rules(cfg).selects:  # streamed from its file
-        from vertimrf.party.file_table import FileTable
+        from vertimrf.party.records.file_table import FileTable
 
         data, ids = FileTable(args.data), None
     else:

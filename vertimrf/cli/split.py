@@ -157,7 +157,7 @@ def _with_ids(
             "give --id-column COL (the table's IDs) or --add-id NAME (number the rows), not both."
         )
     if args.id_column is not None:
-        from vertimrf.party.ids import record_fingerprints
+        from vertimrf.party.records.ids import record_fingerprints
 
         if args.id_column not in df.columns:
             raise ConfigError(

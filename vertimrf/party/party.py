@@ -20,21 +20,19 @@ own share of the budget, derived from the config, and a party releases once per 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
-from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from vertimrf.domain import Domain, DomainSpec, EncodedTable, warn_small_table
-from vertimrf.encoding import TableEncoder
-from vertimrf.errors import ConfigError, DomainError, PrivacyBudgetError
+from vertimrf.domain import EncodedTable
+from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.logs import progress_bar
-from vertimrf.party.ids import RecordIds, record_fingerprints
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.methods import CrossFields, ReleaseInputs, party_method
+from vertimrf.party.records.frame import bin_table, own_table, table_digest
+from vertimrf.party.records.ids import RecordIds, record_fingerprints
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.mechanisms import discrete_laplace_count, discrete_laplace_histogram
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
@@ -291,80 +289,3 @@ class LocalParty:
             )
             out[c] = BinMap(frequency_bins(noisy, self.options.bins), noisy)
         return out
-
-
-def sha256_parts(*parts: bytes) -> str:
-    """SHA-256 of length-prefixed ``parts`` (hex)."""
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.hexdigest()
-
-
-def table_digest(table: EncodedTable, fingerprints: np.ndarray) -> str:
-    """SHA-256 of a party's records: their ID fingerprints and codes, in input order."""
-    codes = np.ascontiguousarray(table.codes)
-    return sha256_parts(
-        np.ascontiguousarray(fingerprints, "<u8").tobytes(),
-        str(codes.dtype).encode(),
-        str(codes.shape).encode(),
-        codes.tobytes(),
-    )
-
-
-def bin_table(table: EncodedTable, bins: Mapping[str, BinMap]) -> EncodedTable:
-    """``table`` with each binned column's codes replaced by their bins."""
-    names, sizes = table.domain.names, table.domain.sizes
-    out = table.codes.copy()
-    for c, m in bins.items():
-        j = names.index(c)
-        out[:, j] = m.value_to_bin[table.codes[:, j]]
-    new = [bins[c].n_bins if c in bins else u for c, u in zip(names, sizes, strict=True)]
-    return EncodedTable(out, Domain(tuple(names), tuple(new)))
-
-
-def own_table(
-    name: str,
-    spec: DomainSpec,
-    data: pd.DataFrame | EncodedTable,
-    id_column: str,
-    ids: RecordIds | None,
-) -> tuple[EncodedTable, RecordIds]:
-    """Party ``name``'s columns as an EncodedTable over ``spec``, and its rows' record IDs
-    (from ``ids`` for an EncodedTable, from ``id_column`` for a DataFrame)."""
-    domain = spec.domain
-    if isinstance(data, EncodedTable):
-        if data.domain != domain:
-            raise DomainError(
-                f"party {name!r}: the table's domain {data.domain} is not the config's {domain}."
-            )
-        if ids is None:
-            raise DomainError(f"party {name!r}: an EncodedTable needs ids=....")
-        warn_small_table(len(data), stacklevel=4)
-        return data, ids
-    if not isinstance(data, pd.DataFrame):
-        raise DomainError(
-            f"data must be a DataFrame or an EncodedTable; got {type(data).__name__}."
-        )
-    check_id_column(name, list(data.columns), id_column)
-    warn_small_table(len(data), stacklevel=4)
-    return frame_table(name, spec, data, id_column)
-
-
-def check_id_column(name: str, columns: list, id_column: str) -> None:
-    """DomainError naming party ``name``'s ``columns`` unless ``id_column`` is one of them."""
-    if id_column not in columns:
-        raise DomainError(
-            f"party {name!r}: no record-ID column {id_column!r}; columns are "
-            f"{columns}; name the ID column (--id-column, or id_column in Python)."
-        )
-
-
-def frame_table(
-    name: str, spec: DomainSpec, data: pd.DataFrame, id_column: str
-) -> tuple[EncodedTable, pd.Series]:
-    """Party ``name``'s DataFrame ``data`` as an EncodedTable over ``spec``, and its
-    ``id_column``."""
-    check_id_column(name, list(data.columns), id_column)
-    return TableEncoder(spec).table(data.drop(columns=[id_column])), data[id_column]

@@ -141,7 +141,7 @@ def compute_registers(
         )
         raise RecordIDError(
             f"fingerprints must be a uint64 array with one entry per row ({arr.shape[0]}); "
-            f"got {got}. Compute them with vertimrf.party.ids.record_fingerprints(ids)."
+            f"got {got}. Compute them with vertimrf.party.records.ids.record_fingerprints(ids)."
         )
     fps = np.require(fingerprints, requirements=["C", "W"])
     with numba.parallel_chunksize(1):

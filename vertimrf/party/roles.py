@@ -25,15 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pandas as pd
-
 from vertimrf.crypto.aead import BufferWriter
 from vertimrf.crypto.keys import KeyPair, PublicKey
-from vertimrf.domain import EncodedTable
 from vertimrf.errors import ConfigError
-from vertimrf.party.aligned import HeldTable
-from vertimrf.party.ids import RecordIds
 from vertimrf.party.party import LocalParty
+from vertimrf.party.records.ids import RecordIds
+from vertimrf.party.records.open import Input
 from vertimrf.party.secure import Blob, SealedBlobs, SecureParty
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
@@ -56,8 +53,8 @@ class Party:
         data: a DataFrame with ``id_column`` and the party's columns, or an
             :class:`EncodedTable` of the party's columns with the record IDs in ``ids``;
             for method "secure" (select pipeline) also a table aligned where it is held: a
-            :class:`~vertimrf.party.file_table.FileTable` (a CSV or Parquet file, memory
-            set by a part size) or a :class:`~vertimrf.party.dask_table.DaskTable`.
+            :class:`~vertimrf.party.records.file_table.FileTable` (a CSV or Parquet file, memory
+            set by a part size) or a :class:`~vertimrf.party.records.dask_table.DaskTable`.
         config: the protocol config every role shares.
         secret: the parties' shared secret (>= 32 random bytes); never sent anywhere.
         keypair: method "secure" only: this party's key pair (``KeyPair.generate``).
@@ -73,7 +70,7 @@ class Party:
     def __init__(
         self,
         name: str,
-        data: pd.DataFrame | EncodedTable | HeldTable,
+        data: Input,
         config: ProtocolConfig,
         secret: bytes,
         *,
@@ -95,7 +92,7 @@ class Party:
                 "(keypair=..., peers={name: public key})."
             )
         self.name, self.config = name, config
-        self._data: pd.DataFrame | EncodedTable | HeldTable | None = data
+        self._data: Input | None = data
         self._secret = secret
         self._keypair, self._peers = keypair, peers
         self._id_column, self._ids, self._seed = id_column, ids, seed
@@ -105,11 +102,6 @@ class Party:
         self.secure: SecureParty | None = None
         self._keep: Path | None = None
         if self._rules.local_message:
-            if isinstance(data, HeldTable):
-                raise ConfigError(
-                    f"a {type(data).__name__} runs method secure's select pipeline only; read "
-                    "the table into memory for this method."
-                )
             self.local = LocalParty(
                 name, data, config, secret, id_column=id_column, ids=ids, seed=seed,
                 local_secret=local_secret, progress=progress,

@@ -11,7 +11,7 @@ values x wide in memory (h = 4 or 8 bytes each): a party streams every feature b
 out by blocks of whole rows of at most ROW_BLOCK_WORDS values, so no R x k matrix of ring
 values exists; a block's int64 column indices and the mask's zero input count as one or
 two L each; C_p = min(R, PART) (3 d_p + 80) bytes for aligning the party's table from its
-file, PART = ALIGN_PART_ROWS records at a time (:mod:`vertimrf.party.file_table`: a part's
+file, PART = ALIGN_PART_ROWS records at a time (:mod:`vertimrf.party.records.file_table`: a part's
 records, their sorted copy, order and PRF values; a batch of the input in the pass before
 weighs less) follows the code's large arrays. It is the cost of a role command (a driver
 with a state folder, the table in a file). Through the Python API, a table given in memory
@@ -24,7 +24,7 @@ w R k_p (round 2: w R c_p).
   is sealed from blocks of X - U into its kept copy as it is made);
 * partial record sets (T = max_tokens, the records and every dummy; K = min(T, SLOT_BLOCK)):
   the table's records are sorted by token and laid out at their slots a part at a time
-  (:mod:`vertimrf.party.slot_file`), which C_p covers (a part's records, their sorted copy,
+  (:mod:`vertimrf.party.records.slot_file`), which C_p covers (a part's records, their sorted copy,
   order and keys); party tokens: BASE + C_p (the token list is written by blocks); every
   step that may lay the records out (features, and release, groups and measure in a process
   that does not find the layout kept) adds 32 K + min(T, PART) (2 d_p + 112): the slot map
@@ -86,7 +86,7 @@ CONTAINER_BYTES = 4096  # a container's manifest, checksum and directory (upper 
 MODEL_BYTES_PER_CELL = 64  # a fit: ~6 float64 arrays per model cell (44.9 MiB for 980,592)
 OUTPUT_BYTES_PER_CELL = 40  # a synthetic cell: sampled codes, decoded frame, CSV text
 OUTPUT_CHUNK_ROWS = 65_536  # synthetic rows sampled and written at once (mrf SAMPLE_CHUNK)
-ALIGN_PART_ROWS = 1 << 20  # records a party aligns at once from its file (party.file_table)
+ALIGN_PART_ROWS = 1 << 20  # records a party aligns at once from its file (party.records.file_table)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The server's slots when the parties' record sets differ (``record_sets="partial"``).
 
-The server matches the parties' token lists (:mod:`vertimrf.party.tokens`): a token held by
+The server matches the parties' token lists (:mod:`vertimrf.party.records.tokens`): a token held by
 exactly the parties in T lies in region T (:mod:`vertimrf.protocol.regions`), so it sees
 each region's count plus its dummies, v_T = c_T + d_T. It gives every distinct token a slot
 and returns each party the slots of its own tokens only.

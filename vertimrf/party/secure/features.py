@@ -1,5 +1,5 @@
 """A party's masked features, both rounds: it opens the server's deal, orders its rows
-(:mod:`vertimrf.party.aligned`) and seals X - U for every peer under the pairwise key
+(:mod:`vertimrf.party.records.aligned`) and seals X - U for every peer under the pairwise key
 (round 1), then, after the request, G - U2 for each peer holding the attribute groups the
 request needs (round 2). U is uniform and the peer does not know it, so the peer's view of X
 is uniform (its simulator draws uniform words); the server knows U but cannot open it.
@@ -18,14 +18,13 @@ import numpy as np
 
 from vertimrf.crypto.aead import BufferWriter
 from vertimrf.errors import ConfigError, MessageError, RunChangedError
-from vertimrf.party.party import sha256_parts
+from vertimrf.party.records.frame import sha256_parts
 from vertimrf.party.secure.state import PartyState
 from vertimrf.protocol.masks import RowMask, row_mask
 from vertimrf.protocol.secure.deal import Deal, GroupDeal
 from vertimrf.protocol.secure.features import block_rows, feature_blob_bytes, write_feature_blocks
 from vertimrf.protocol.secure.marginals import Marginal, Request
 from vertimrf.protocol.secure.plan import Layout
-from vertimrf.protocol.secure.slot_map import open_slot_map
 
 
 def c_order_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
@@ -88,19 +87,7 @@ class Features(PartyState):
                 f"party {self.name!r}: the deal was made for other data of this party than the "
                 "table given now"
             )
-        if self.plan.regions is not None:
-            if not d.slot_key or slot_map is None:
-                raise MessageError(
-                    "a run with partial record sets needs the deal and its slot map (the "
-                    "server's NAME.deal and NAME.deal-slots)."
-                )
-
-            def slots() -> Iterator[np.ndarray]:
-                blob = slot_map() if callable(slot_map) else slot_map
-                most = self.plan.max_tokens
-                return open_slot_map(d.slot_key, blob, self._context, self.name, d, most)
-
-            self.lay_out(slots, d.slot_count, d.commit_set, d.assignment)
+        self.records.place(d, slot_map)
         # The record-set digest the peers and the server see, bound to the deal's admit
         # digest: two runs of one config on other inputs never show the same value.
         digest = hashlib.sha256(self.aligned().record_digest + d.commit_set).digest()

@@ -21,9 +21,9 @@ import numpy as np
 
 from vertimrf.domain import Domain, DomainSpec, EncodedTable
 from vertimrf.logs import progress_bar
-from vertimrf.party.ids import record_fingerprints
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc
+from vertimrf.party.records.ids import record_fingerprints
 from vertimrf.privacy.calibration import sketch_epsilon
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import PrivacyLedger

@@ -1,7 +1,7 @@
 """Records in temporary part files: a table too large for memory is scattered to F part files
 by a key's range, each part then read and sorted alone
-(:mod:`vertimrf.party.file_table`, :mod:`vertimrf.party.slot_file`), and read back a range
-of records at a time."""
+(:mod:`vertimrf.party.records.file_table`, :mod:`vertimrf.party.records.slot_file`), and read
+back a range of records at a time."""
 
 from __future__ import annotations
 

@@ -3,17 +3,17 @@ differ (``record_sets="partial"``), so that its memory is set by the batch and p
 its number of records.
 
 :class:`TokenFiles` reads the table once in batches of (codes, ID fingerprints): a
-:class:`~vertimrf.party.file_table.FileTable`'s file, a
-:class:`~vertimrf.party.dask_table.DaskTable`'s partitions. Pass 1 computes each record's
-order token (:func:`~vertimrf.party.tokens.order_tokens`: it does not depend on the admit
+:class:`~vertimrf.party.records.file_table.FileTable`'s file, a
+:class:`~vertimrf.party.records.dask_table.DaskTable`'s partitions. Pass 1 computes each record's
+order token (:func:`~vertimrf.party.records.tokens.order_tokens`: it does not depend on the admit
 digest) and appends the record (order token, fingerprint, codes) to one of F part files by
 the top log2 F bits of its order token; pass 2 sorts each part alone, refuses a repeated
 token (an ID), and writes the order tokens, fingerprints and codes in that order to three
 files, from which the records' digest is hashed
-(:func:`~vertimrf.party.tokens.records_digest`).
+(:func:`~vertimrf.party.records.tokens.records_digest`).
 
 For an admit digest, the same two passes sort the records again by the tokens sent
-(:func:`~vertimrf.party.tokens.release_tokens`, keyed by the admit digest) into a folder of
+(:func:`~vertimrf.party.records.tokens.release_tokens`, keyed by the admit digest) into a folder of
 their own. The token list is that token file merged, block by block, with the party's
 dummies (a few per region, sorted in memory), so the tokens message is written by blocks. The
 slot map gives one slot per token, in the list's order, read by blocks in step with the
@@ -22,7 +22,7 @@ the number of dummies below its token. Each
 record goes to one of F files by its slot's range of rows, each of those is sorted by slot,
 and :class:`FileSlotAligned` reads the padded rows back one slot range at a time. Every
 digest, and so every message, is that of the table in memory
-(:class:`~vertimrf.party.slot_table.MemoryRecords`).
+(:class:`~vertimrf.party.records.slot_table.MemoryRecords`).
 
 The temporary files (about n (d + 24) bytes for n records of d columns, twice while the
 records are laid out) go to ``temp_dir`` (by default the system's, ``TMPDIR``), readable by
@@ -41,10 +41,10 @@ import numpy as np
 
 from vertimrf.errors import MessageError
 from vertimrf.io import ScratchFolder
-from vertimrf.party.aligned import check_count, code_histogram, slot_columns
-from vertimrf.party.part_files import part_count, read_rows, row_chunks, scatter
-from vertimrf.party.slot_table import check_distinct, check_slots, layout_digest
-from vertimrf.party.tokens import (
+from vertimrf.party.records.aligned import check_count, code_histogram, slot_columns
+from vertimrf.party.records.part_files import part_count, read_rows, row_chunks, scatter
+from vertimrf.party.records.slot_table import check_distinct, check_slots, layout_digest
+from vertimrf.party.records.tokens import (
     TokenKeys,
     check_slot_count,
     checked_dummies,
@@ -101,7 +101,7 @@ def _sorted_parts(
 class TokenFiles:
     """Party ``index``'s records from ``batches``, sorted by order token in temporary files
     in ``temp_dir``, ``part_rows`` records at a time (codes of ``dtype``, ``width`` columns):
-    their count ``n`` and ``digest`` (:func:`~vertimrf.party.tokens.records_digest`).
+    their count ``n`` and ``digest`` (:func:`~vertimrf.party.records.tokens.records_digest`).
     ConfigError past the plan's max_rows, RecordIDError for a repeated ID."""
 
     def __init__(
@@ -175,7 +175,7 @@ class TokenFiles:
     def _release(self, admit: bytes) -> tuple[Path, np.ndarray]:
         """The folder of the records sorted by the tokens sent for ``admit`` (made once) and
         the party's dummies, sorted and checked against those tokens
-        (:func:`~vertimrf.party.tokens.checked_dummies`)."""
+        (:func:`~vertimrf.party.records.tokens.checked_dummies`)."""
         if self._released is None or self._released[0] != admit:
             assert self._plan.regions is not None  # a plan of partial record sets
             where = self._where / "released"
@@ -294,7 +294,7 @@ class FileSlotAligned:
     """A party's records at their slots in a temporary folder: the records of slot part j
     (padded rows [j span, (j + 1) span)) are records ``first[j]:first[j + 1]`` of its files
     ``keys`` (slots) and ``c`` (codes), in slot order; one part is held at a time (the
-    :class:`~vertimrf.party.aligned.Aligned` protocol)."""
+    :class:`~vertimrf.party.records.aligned.Aligned` protocol)."""
 
     def __init__(
         self,
@@ -328,7 +328,7 @@ class FileSlotAligned:
 
     def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
         """The one-hot columns of padded rows r0:r1 (see
-        :func:`vertimrf.party.aligned.slot_columns`)."""
+        :func:`vertimrf.party.records.aligned.slot_columns`)."""
         out = np.full((r1 - r0, self._width), -1, np.int32)
         span, parts = self._span, self._first.size - 1
         for j in range(r0 // span, min((r1 - 1) // span + 1, parts)):

@@ -2,8 +2,8 @@
 codes at once, so that the party never holds its table as a DataFrame.
 
 :func:`read_party_table` gives exactly what reading the whole file with pandas
-(:func:`read_frame`) and encoding it (:func:`~vertimrf.party.party.frame_table` and
-:func:`~vertimrf.party.ids.record_fingerprints`) gives, whatever the batch size: the same
+(:func:`read_frame`) and encoding it (:func:`~vertimrf.party.records.frame.frame_table` and
+:func:`~vertimrf.party.records.ids.record_fingerprints`) gives, whatever the batch size: the same
 codes, the same record-ID fingerprints in the same order, the same error.
 
 Parquet columns carry their types, so each batch converts as the whole table would. A CSV
@@ -44,13 +44,13 @@ from vertimrf.domain import CATEGORICAL, DATETIME, ColumnSpec, DomainSpec, Encod
 from vertimrf.domain import NA_STRINGS as NA_STRINGS  # pandas' defaults: read here as text
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError, DomainError
-from vertimrf.party.ids import (
+from vertimrf.party.records.frame import check_id_column, frame_table
+from vertimrf.party.records.ids import (
     int_fingerprints,
     record_fingerprints,
     text_fingerprints,
     typed_fingerprints,
 )
-from vertimrf.party.party import check_id_column, frame_table
 
 BATCH_ROWS = 65_536
 # pyarrow parses a CSV file in blocks of this many bytes (its memory grows with them); a
@@ -117,9 +117,9 @@ def read_party_table(
 ) -> tuple[EncodedTable, np.ndarray]:
     """Party ``party``'s table at ``path`` (``id_column`` and ``spec``'s columns), read and
     encoded ``batch_rows`` rows at a time: the EncodedTable over ``spec`` and the record IDs'
-    fingerprints (:func:`~vertimrf.party.ids.record_fingerprints`; a party takes them as its
+    fingerprints (:func:`~vertimrf.party.records.ids.record_fingerprints`; a party takes them as its
     ``ids``, since an unsigned 64-bit ID is its own fingerprint). The result and any error are
-    those of :func:`read_frame` and :func:`~vertimrf.party.party.frame_table`. A declared
+    those of :func:`read_frame` and :func:`~vertimrf.party.records.frame.frame_table`. A declared
     ``id_type`` (the config's) is checked on every ID as it is read."""
     check_row_count("batch_rows", batch_rows)
     source = _source(path)
@@ -406,7 +406,7 @@ class _StreamIds:
 
 def _declared(values: pa.ChunkedArray, id_type: str, column: str, first_row: int) -> np.ndarray:
     """The fingerprints of IDs of the declared ``id_type`` (CSV text or Parquet's types),
-    every row checked (see :func:`~vertimrf.party.ids.typed_fingerprints`)."""
+    every row checked (see :func:`~vertimrf.party.records.ids.typed_fingerprints`)."""
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
     return typed_fingerprints(values.to_pandas(), id_type, column, first_row)

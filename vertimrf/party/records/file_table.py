@@ -1,7 +1,7 @@
 """A party's table in a CSV or Parquet file, aligned through temporary files a part at a time,
 so that the party's memory is set by the batch and part sizes, not by its number of rows.
 
-Pass 1 reads the file in batches (:func:`~vertimrf.party.table_input.stream_party_table`),
+Pass 1 reads the file in batches (:func:`~vertimrf.party.records.table_input.stream_party_table`),
 computes each record's PRF value and appends the record (PRF value, ID fingerprint, codes) to
 one of F part files by the top log2 F bits of that value; so part i holds a contiguous range
 of the row order (F, at most 512, is set by the public max_rows and the part size). Pass 2
@@ -10,11 +10,12 @@ sorted PRF values bucket by bucket on the way; pass 3 hashes each bucket's finge
 codes. Bucket b's records are then the rows [first_b, first_b + count_b) of the codes file,
 its first C at home in padded rows b C onward and the rest spilled
 (:func:`vertimrf.protocol.buckets.spill_slots`), so the rows, the digests and every message are
-those of :class:`vertimrf.party.aligned.AlignedTable` over the whole table.
+those of :class:`vertimrf.party.records.aligned.AlignedTable` over the whole table.
 
 A table whose public max_rows fits one part is read whole and aligned in memory, which holds
 no more than a part; so is a file whose batches do not settle how pandas reads it (a CSV
-column of mixed types, say), as :func:`~vertimrf.party.table_input.read_party_table` reads it. The
+column of mixed types, say), as
+:func:`~vertimrf.party.records.table_input.read_party_table` reads it. The
 temporary files (about n (d + 24) bytes for n records of d columns) go to ``temp_dir`` (by
 default the system's, ``TMPDIR``), readable by this user only, and are removed when the
 aligned table is let go or the process ends. Given a folder of the party's state
@@ -36,7 +37,8 @@ from vertimrf.domain import DomainSpec
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import ScratchFolder
-from vertimrf.party.aligned import (
+from vertimrf.party.fine import column_counts
+from vertimrf.party.records.aligned import (
     Aligned,
     AlignedTable,
     HeldTable,
@@ -49,12 +51,10 @@ from vertimrf.party.aligned import (
     record_set_key,
     repeated_prf,
 )
-from vertimrf.party.fine import column_counts
-from vertimrf.party.kept_aligned import binding, kept_or_aligned, source_digest
-from vertimrf.party.part_files import part_count, read_rows, row_chunks, scatter
-from vertimrf.party.registers import keyed_prf
-from vertimrf.party.slot_file import TokenFiles
-from vertimrf.party.table_input import (
+from vertimrf.party.records.kept_aligned import binding, kept_or_aligned, source_digest
+from vertimrf.party.records.part_files import part_count, read_rows, row_chunks, scatter
+from vertimrf.party.records.slot_file import TokenFiles
+from vertimrf.party.records.table_input import (
     BATCH_ROWS,
     WholeTableNeededError,
     check_party_columns,
@@ -63,7 +63,8 @@ from vertimrf.party.table_input import (
     read_party_table,
     stream_party_table,
 )
-from vertimrf.party.tokens import TokenKeys
+from vertimrf.party.records.tokens import TokenKeys
+from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of, spill_slots
 from vertimrf.protocol.costs import ALIGN_PART_ROWS
 
@@ -110,7 +111,7 @@ class FileTable(HeldTable):
     def keep(self, folder: Path) -> None:
         """Keep the aligned records in ``folder``: :meth:`align` then reads back those an
         earlier process kept there for the same run, secret, party and file bytes, else
-        aligns the table and keeps its records (:mod:`vertimrf.party.kept_aligned`)."""
+        aligns the table and keeps its records (:mod:`vertimrf.party.records.kept_aligned`)."""
         self._keep = folder
 
     def align(self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan) -> Aligned:
@@ -151,7 +152,7 @@ class FileTable(HeldTable):
         self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
     ) -> TokenFiles:
         """Partial record sets: party ``index``'s records sorted by token through temporary
-        files (:class:`~vertimrf.party.slot_file.TokenFiles`), read in batches; a file whose
+        files (:class:`~vertimrf.party.records.slot_file.TokenFiles`), read in batches; a file whose
         batches do not settle how pandas reads it is read whole first."""
 
         def sort(batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> TokenFiles:
@@ -347,7 +348,7 @@ class FileAligned:
 
     def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
         """The one-hot columns of padded rows r0:r1 (see
-        :func:`vertimrf.party.aligned.slot_columns`)."""
+        :func:`vertimrf.party.records.aligned.slot_columns`)."""
         c = self._capacity
         out = np.full((r1 - r0, self._width), -1, np.int32)
         with open(self._path, "rb") as fh:

@@ -3,7 +3,7 @@
 The workers encode the table partition by partition, compute each record's PRF value and
 bucket, and shuffle the records so that every bucket sits whole in one partition (bucket b
 holds the same people at every party). Each partition then aligns its buckets with
-:func:`vertimrf.party.aligned.align_buckets`, the very function the in-memory table uses, so
+:func:`vertimrf.party.records.aligned.align_buckets`, the very function the in-memory table uses, so
 the rows, the digests and every message are the same bytes as in memory. The party's
 process then streams its features and products row block by row block as it does in
 memory, fetching one bucket's codes at a time; the within-party count tables are summed over
@@ -29,7 +29,9 @@ from vertimrf.domain import DomainSpec
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import atomic_open, atomic_write_text
-from vertimrf.party.aligned import (
+from vertimrf.party.fine import column_counts
+from vertimrf.party.keys import HashKeys
+from vertimrf.party.records.aligned import (
     BucketRows,
     HeldTable,
     align_buckets,
@@ -41,14 +43,12 @@ from vertimrf.party.aligned import (
     record_set_key,
     slot_columns,
 )
-from vertimrf.party.fine import column_counts
-from vertimrf.party.ids import record_fingerprints
-from vertimrf.party.kept_aligned import binding, source_digest
-from vertimrf.party.keys import HashKeys
-from vertimrf.party.party import check_id_column, frame_table
+from vertimrf.party.records.frame import check_id_column, frame_table
+from vertimrf.party.records.ids import record_fingerprints
+from vertimrf.party.records.kept_aligned import binding, source_digest
+from vertimrf.party.records.slot_file import TokenFiles
+from vertimrf.party.records.tokens import TokenKeys
 from vertimrf.party.registers import keyed_prf
-from vertimrf.party.slot_file import TokenFiles
-from vertimrf.party.tokens import TokenKeys
 from vertimrf.protocol.buckets import bucket_of
 from vertimrf.protocol.costs import ALIGN_PART_ROWS
 
@@ -156,7 +156,7 @@ class DaskTable(HeldTable):
         self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
     ) -> TokenFiles:
         """Partial record sets: party ``index``'s records sorted by token through temporary
-        files of this process (:class:`~vertimrf.party.slot_file.TokenFiles`), the workers
+        files of this process (:class:`~vertimrf.party.records.slot_file.TokenFiles`), the workers
         encoding one partition at a time and sending its codes and ID fingerprints here (so
         this process holds one partition's codes at a time)."""
         dask, _ = _dask()
@@ -410,7 +410,7 @@ class DaskAligned:
 
     def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
         """The one-hot columns of padded rows r0:r1 (see
-        :func:`vertimrf.party.aligned.slot_columns`)."""
+        :func:`vertimrf.party.records.aligned.slot_columns`)."""
         c, parts = self._capacity, []
         for b in range(r0 // c, (r1 - 1) // c + 1):
             slots, codes = self._rows(b)

@@ -1,18 +1,18 @@
 """A party's records laid out at the server's slots (``record_sets="partial"``).
 
 When the parties hold different record sets, a record's row is not found by each party on
-its own (the PRF buckets of :mod:`vertimrf.party.aligned` need the same set everywhere):
-the server gives every distinct token a slot (:mod:`vertimrf.server.slots`), and each party
-lays its records out at its tokens' slots. Every other row, a peer's record, a dummy or
-padding, is a zero row, so the secure product counts exactly the records both parties of a
-pair hold. A party's slots are a uniform injection of its own tokens whatever the others
-hold, so the layout says nothing of who else holds its records.
+its own (the PRF buckets of :mod:`vertimrf.party.records.aligned` need the same set
+everywhere): the server gives every distinct token a slot (:mod:`vertimrf.server.slots`),
+and each party lays its records out at its tokens' slots. Every other row, a peer's record,
+a dummy or padding, is a zero row, so the secure product counts exactly the records both
+parties of a pair hold. A party's slots are a uniform injection of its own tokens whatever
+the others hold, so the layout says nothing of who else holds its records.
 
-:class:`SlotTable` is that layout as a held table (:class:`~vertimrf.party.aligned.HeldTable`)
-of the secure role. Its record-set digest is the digest of the server's whole assignment, the
-same at every party of the run (the round-1 blobs carry it, so a party given another
-assignment stops the run); its data digest binds the party's keyed streams to its records,
-their codes and their slots.
+:class:`SlotTable` is that layout as a held table
+(:class:`~vertimrf.party.records.aligned.HeldTable`) of the secure role. Its record-set
+digest is the digest of the server's whole assignment, the same at every party of the run
+(the round-1 blobs carry it, so a party given another assignment stops the run); its data
+digest binds the party's keyed streams to its records, their codes and their slots.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import numpy as np
 
 from vertimrf.domain import DomainSpec, EncodedTable
 from vertimrf.errors import ConfigError
-from vertimrf.party.aligned import HeldTable, check_count, code_histogram, slot_columns
-from vertimrf.party.tokens import (
+from vertimrf.party.records.aligned import HeldTable, check_count, code_histogram, slot_columns
+from vertimrf.party.records.tokens import (
     TokenKeys,
     Tokens,
     check_slot_count,
@@ -38,7 +38,7 @@ from vertimrf.party.tokens import (
 )
 
 if TYPE_CHECKING:
-    from vertimrf.party.aligned import Aligned
+    from vertimrf.party.records.aligned import Aligned
     from vertimrf.protocol.secure.plan import SecurePlan
 
 __all__ = [
@@ -82,7 +82,7 @@ def check_distinct(slots: np.ndarray) -> None:
 
 class SlotAligned:
     """Records at given slots: their codes in slot order, the padded rows' one-hot columns
-    and exact count tables (the :class:`~vertimrf.party.aligned.Aligned` protocol)."""
+    and exact count tables (the :class:`~vertimrf.party.records.aligned.Aligned` protocol)."""
 
     def __init__(
         self, codes: np.ndarray, fingerprints: np.ndarray, slots: np.ndarray, assignment: bytes
@@ -99,7 +99,7 @@ class SlotAligned:
 
     def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
         """The one-hot columns of padded rows r0:r1 (see
-        :func:`~vertimrf.party.aligned.slot_columns`)."""
+        :func:`~vertimrf.party.records.aligned.slot_columns`)."""
         return slot_columns(self._slots, self._codes, r0, r1, offsets)
 
     def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:

@@ -4,7 +4,7 @@ Every party orders its records by a PRF of their IDs (keyed by the group secret 
 run) and lays them out in PRF buckets of the plan's capacity
 (:mod:`vertimrf.protocol.buckets`), so row r holds the same person at every party.
 :func:`align_buckets` does this for any set of whole buckets, so the table in memory
-(:class:`AlignedTable`) and a table on Dask (:mod:`vertimrf.party.dask_table`, one call per
+(:class:`AlignedTable`) and a table on Dask (:mod:`vertimrf.party.records.dask_table`, one call per
 partition) get the same rows, the same digests and so the same messages.
 
 The digests are made bucket by bucket: the record-set digest is HMAC(secret, the SHA-256 of
@@ -34,7 +34,7 @@ from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of, record_slots
 
 if TYPE_CHECKING:
-    from vertimrf.party.tokens import TokenKeys
+    from vertimrf.party.records.tokens import TokenKeys
     from vertimrf.protocol.secure.plan import SecurePlan
 
 _ORDER_CONTEXT = b"vertimrf/secure-order"
@@ -280,8 +280,8 @@ class HeldTable(ABC):
         self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
     ) -> PartialRecords:
         """Partial record sets: the records of party ``index`` sorted by token where they
-        are held (e.g. :class:`~vertimrf.party.slot_file.TokenFiles`); ConfigError for a table
-        that cannot give them."""
+        are held (e.g. :class:`~vertimrf.party.records.slot_file.TokenFiles`); ConfigError
+        for a table that cannot give them."""
         raise ConfigError(
             f"a {type(self).__name__} does not take partial record sets: give the table in "
             "memory, as a FileTable or as a DaskTable."

@@ -7,7 +7,7 @@ from the process's memory after each block, so a file read once is never residen
 ``aligned.json``:
 the SHA-256 of each array's bytes, the record count, the record-set and data digests, and the
 binding, an HMAC under the run's record-set key
-(:func:`~vertimrf.party.aligned.record_set_key`: the group secret and the run) of the party,
+(:func:`~vertimrf.party.records.aligned.record_set_key`: the group secret and the run) of the party,
 its ID column and the SHA-256 of its table (of a file's bytes, or of an in-memory table's codes
 and ID fingerprints). Records kept for another run, secret, party or table, or altered since,
 are not read: the table is aligned again and kept anew.
@@ -36,7 +36,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import atomic_open, atomic_write_text
-from vertimrf.party.aligned import Aligned, code_histogram, record_set_key, slot_columns
+from vertimrf.party.records.aligned import Aligned, code_histogram, record_set_key, slot_columns
 
 KEPT_FORMAT = "vertimrf-kept-aligned/1"
 _RECORD = "aligned.json"
@@ -122,7 +122,7 @@ class KeptAligned:
 
     def columns(self, r0: int, r1: int, offsets: np.ndarray) -> np.ndarray:
         """The one-hot columns of padded rows r0:r1 (see
-        :func:`vertimrf.party.aligned.slot_columns`)."""
+        :func:`vertimrf.party.records.aligned.slot_columns`)."""
         out = slot_columns(self._slots, self._codes, r0, r1, offsets)
         self._drop()
         return out
