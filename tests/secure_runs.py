@@ -77,15 +77,17 @@ def split(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, **fields):
     return cfg, spec, pd.DataFrame(cols), parties
 
 
-def secure_parties(sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=True, **fields):
+def secure_parties(
+    sizes_by_party, n, seed, *, epsilon=1.0, rows=None, shuffle=True, id_shift=None, **fields
+):
     """A random table split over parties (the config with any other ``fields``), their
-    SecureParty objects and the server."""
+    SecureParty objects and the server; ``id_shift`` (by party) is added to its IDs."""
     cfg, spec, frame, parties = split(sizes_by_party, n, seed, epsilon=epsilon, rows=rows, **fields)
     keys = {name: KeyPair.generate(name) for name, _ in parties}
     public = {name: k.public() for name, k in keys.items()}
     members = {}
     for name, names in parties:
-        part = frame[names].assign(id=np.arange(n))
+        part = frame[names].assign(id=np.arange(n) + (id_shift or {}).get(name, 0))
         if shuffle:
             part = part.sample(frac=1.0, random_state=seed)
         with warnings.catch_warnings():  # 0- and 1-row tables are built on purpose here

@@ -48,7 +48,10 @@ def test_no_module_derives_a_key_around_the_schedule():
     """Fails on any hmac.new / HKDF / HKDFExpand / hkdf call outside the schedule and the
     primitives (the wrappers of the 64-bit PRF keys and the record-set MAC keys count as
     the schedule's: only party/keys.py and party/records/aligned.py may call them)."""
-    wrappers = {"party/keys.py": {"hash_key_words"}, "party/records/aligned.py": {"record_set_mac_key"}}
+    wrappers = {
+        "party/keys.py": {"hash_key_words"},
+        "party/records/aligned.py": {"record_set_mac_key"},
+    }
     bypasses = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()

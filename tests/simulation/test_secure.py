@@ -207,8 +207,7 @@ def test_parties_and_server_refuse_bad_inputs():
 
 
 def test_different_record_sets_are_refused():
-    _, _, members, server, public, _ = secure_parties([[3], [4]], 50, 2)
-    members["P1"]._fingerprints = members["P1"]._fingerprints + np.uint64(1)
+    _, _, members, server, public, _ = secure_parties([[3], [4]], 50, 2, id_shift={"P1": 1})
     deals = server.deal(public, commitments(members))
     blobs = exchange(members, deals)
     with pytest.raises(MessageError, match="different record sets"):

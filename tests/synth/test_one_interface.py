@@ -294,7 +294,7 @@ def test_an_intersection_fitted_over_the_union_keeps_non_nullable_dtypes(data, t
     """Whether the server fits over the union depends on the noisy region counts; the
     intersection's samples never hold an empty cell either way, so their dtypes are the
     frames' (int64, not Int64), also after save and load. 250 of the 600 records at each
-    party only make the union fit all but certain (server/secure/state.py, models_union):
+    party only make the union fit all but certain (server/secure/record_sets.py, models_union):
     the regions lacking a party hold 500 records, their noise has sd 2 x region_sigma (64
     here), and the threshold is 3 sd: a miss is 4.8 sd away (p < 1e-6)."""
     df, spec = data

@@ -27,10 +27,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from vertimrf.crypto.keys import KeyPair, PublicKey
-    from vertimrf.domain import DomainSpec, EncodedTable
+    from vertimrf.domain import DomainSpec
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.role import RoleDriver
-    from vertimrf.party.records.aligned import HeldTable
     from vertimrf.party.roles import Party
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.schedule import Schedule
@@ -380,7 +379,7 @@ def party_role(
     pinned in the config or given as ``--peers``."""
     from vertimrf.crypto.keys import load_public_keys
     from vertimrf.io import read_hex_secret
-    from vertimrf.party.records.table_input import read_party_table
+    from vertimrf.party.records.source import table_at
     from vertimrf.party.roles import Party
     from vertimrf.protocol.methods import rules
 
@@ -405,25 +404,10 @@ def party_role(
         if unknown:
             raise ConfigError(f"--peers holds keys of {unknown}, not parties of {names}.")
     spec = cfg.spec.subset(cfg.party(name).columns)
-    if client is not None:
-        from vertimrf.party.records.dask_table import DaskTable
-        from vertimrf.party.records.table_input import input_format
-
-        if not rules(cfg).secure_product or input_format(args.data) != "parquet":
-            raise ConfigError(
-                "--scheduler and --workers run method secure on a Parquet dataset (a folder or "
-                "a .parquet file): convert the CSV to Parquet first."
-            )
-        data: EncodedTable | HeldTable = DaskTable(args.data, client)
-        ids = None
-    elif rules(cfg).selects:  # streamed from its file
-        from vertimrf.party.records.file_table import FileTable
-
-        data, ids = FileTable(args.data), None
-    else:
-        data, ids = read_party_table(
-            args.data, spec, args.id_column, party=name, id_type=cfg.id_type
-        )
+    data, ids = table_at(
+        args.data, spec, name=name, id_column=args.id_column, id_type=cfg.id_type,
+        secure=rules(cfg).secure_product, select=rules(cfg).selects, client=client,
+    )  # fmt: skip
     return Party(
         name, data, cfg, read_hex_secret(args.secret_file), keypair=keypair, peers=peers,
         id_column=args.id_column, ids=ids, seed=args.seed, progress=progress,

@@ -226,7 +226,7 @@ class PartyDriver(RoleDriver):
         p = self._plan.party_index(self.name)
         grows = any(layout.grows(a, b) for a, b in self._plan.pairs() if p in (a, b))
         if Kind.GROUPS not in self._computed:  # a new process: the round-2 deal keys the noise
-            if grows or self._plan.regions is not None:  # partial sets: the slots are in it
+            if grows or secure.records.from_deal:  # partial sets: the slots are in it
                 self._open_deal(inputs)
             secure.open_group_deal(bytes(inputs[self._from_server(Kind.SELECT_DEAL)]), request)
         blobs, group_blobs = (

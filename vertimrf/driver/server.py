@@ -201,7 +201,7 @@ class ServerDriver(RoleDriver):
         """Partial record sets, in a new process after ``deal``: the published region counts
         and the slot assignment's digest kept with it."""
         secure = self.server.secure
-        if secure is None or secure.plan.regions is None or secure.regions_released is not None:
+        if secure is None or secure.record_sets.ready:
             return
         kept = None if self.state is None else self.state.secure_state(Kind.DEAL)
         if kept is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,9 @@ from vertimrf.protocol.message import LocalModel, PartyMessage
 from vertimrf.protocol.methods import party_rho, rules
 from vertimrf.protocol.seeds import role_seed
 from vertimrf.synth.privmrf import PrivMRF
+
+if TYPE_CHECKING:
+    from vertimrf.party.records.aligned import HeldTable
 
 
 class LocalParty:
@@ -70,7 +74,7 @@ class LocalParty:
     def __init__(
         self,
         name: str,
-        data: pd.DataFrame | EncodedTable,
+        data: pd.DataFrame | EncodedTable | HeldTable,
         config: ProtocolConfig,
         secret: bytes,
         *,

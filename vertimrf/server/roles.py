@@ -80,8 +80,9 @@ class Server:
     def admit(self, commits: Mapping[str, bytes], public_keys: Mapping[str, PublicKey]) -> bytes:
         """Partial record sets: the admit message, from the parties' commit messages and
         public keys."""
-        if self.secure is None or self.config.record_sets != "partial":
+        if self.secure is None:
             raise ConfigError("admit is a step of method 'secure' with partial record sets.")
+        self.secure.record_sets.check_admit()
         config_hash = self.config.config_hash()
         commitments = {n: read_commit(data, config_hash, n) for n, data in commits.items()}
         return admit_bytes(config_hash, self.secure.admit(commitments, public_keys))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,9 @@ from vertimrf.encoding import TableEncoder
 from vertimrf.errors import DomainError
 from vertimrf.party.records.ids import RecordIds
 from vertimrf.protocol.bins import BinMap
+
+if TYPE_CHECKING:
+    from vertimrf.party.records.aligned import HeldTable
 
 
 def sha256_parts(*parts: bytes) -> str:
@@ -50,7 +54,7 @@ def bin_table(table: EncodedTable, bins: Mapping[str, BinMap]) -> EncodedTable:
 def own_table(
     name: str,
     spec: DomainSpec,
-    data: pd.DataFrame | EncodedTable,
+    data: pd.DataFrame | EncodedTable | HeldTable,
     id_column: str,
     ids: RecordIds | None,
 ) -> tuple[EncodedTable, RecordIds]:

@@ -56,6 +56,9 @@ class Owner:
 class Records(Protocol):
     """A party's records on their way to the run's row order (module doc)."""
 
+    #: Whether the deal lays the records out (a new process opens it again to find them).
+    from_deal: bool
+
     def keep(self, folder: Path) -> None:
         """Keep what a later process of the run reads back in ``folder``."""
         ...
@@ -80,6 +83,8 @@ class Records(Protocol):
 class Buckets:
     """Equal record sets: the records aligned by PRF buckets where the table is held (once;
     the table is then dropped)."""
+
+    from_deal = False
 
     def __init__(self, table: HeldTable, spec: DomainSpec, plan: SecurePlan, owner: Owner):
         self._table: HeldTable | None = table
@@ -117,6 +122,8 @@ class Buckets:
 class Slots:
     """Partial record sets: the records sorted by token before the deal, laid out at its
     slots after (module doc)."""
+
+    from_deal = True
 
     def __init__(
         self,
@@ -253,7 +260,6 @@ class Slots:
         """The records' digest and sorted tokens as an earlier process of the run kept them
         (read once per process), or None."""
         if self._kept is None:
-            bound = self._binding()
-            assert bound is None or self._folder is not None
-            self._kept = (None if bound is None else load_records(self._folder, bound),)
+            bound, folder = self._binding(), self._folder
+            self._kept = (None if bound is None or folder is None else load_records(folder, bound),)
         return self._kept[0]

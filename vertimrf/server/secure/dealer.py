@@ -12,21 +12,18 @@ from pathlib import Path
 
 import numpy as np
 
-from vertimrf.crypto.kdf import NONCE_BYTES
 from vertimrf.crypto.keys import PublicKey
 from vertimrf.crypto.schedule import admit_digest, derive
 from vertimrf.errors import MessageError
-from vertimrf.io import ScratchFolder
 from vertimrf.kernels.secure import matmul_tn_u64
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure.commit import Admit, commit_set_digest
 from vertimrf.protocol.secure.deal import Deal, GroupDeal
 from vertimrf.protocol.secure.plan import Layout, SecurePlan
-from vertimrf.protocol.secure.slot_map import write_slot_map
 from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.server.secure.state import ServerState
-from vertimrf.server.slots import TokenSource, assign_slots
+from vertimrf.server.slots import TokenSource
 
 DEAL_BLOCK_WORDS = MASK_BLOCK_WORDS  # mask words of all parties expanded at once (deal_matrices)
 
@@ -108,14 +105,8 @@ class Dealer(ServerState):
             self.config.config_hash(),
             keys.hexdigest(),
             self._commit_set.hex(),
+            *self.record_sets.deal_label(),  # partial record sets: bound to the slots too
         )
-        if self.plan.regions is not None:  # partial record sets: bound to the slots too
-            if self._slot_digest is None:
-                raise MessageError(
-                    "the server deals with partial record sets only on its slot assignment: "
-                    "deal on every party's tokens, or restore the kept deal state first."
-                )
-            label += (self._slot_digest.hex(),)
 
         def derived(*what: str) -> bytes:
             return derive(self._secret, "server-deal", *label, *what)
@@ -158,23 +149,11 @@ class Dealer(ServerState):
         deal opens, and the region counts are published (:attr:`regions_released`)."""
         plan, ctx = self.plan, self.config.run_context()
         commit_set = self.admit(commitments, public_keys).digest
-        if (plan.regions is None) != (tokens is None):
-            raise MessageError(
-                "the server deals on every party's tokens exactly when the record sets are partial."
-            )
-        if tokens is not None:
-            assert plan.regions is not None  # checked above
-            lists = {i: tokens[name] for i, name in enumerate(plan.names)}
-            secret = self._stream_secret()
-            self._slots = assign_slots(
-                lists, plan.regions, plan.max_rows, secret, ctx,
-                expected_shared=self.config.expected_shared,
-            )  # fmt: skip
-            self._regions = dict(self._slots.released)
-            self._slot_digest = self._slots.digest
+        secret, shared = self._stream_secret(), self.config.expected_shared
+        self.record_sets.assign(tokens, secret, ctx, shared)
         derived = self._dealer(public_keys)
         self._public_keys = dict(public_keys)
-        slot_maps = self._write_slot_maps(derived)
+        slot_maps = self.record_sets.write_slot_maps(derived, ctx)
         seeds_u = [derived("U", name) for name in plan.names]
         seeds_w = {(p, q): derived("W", plan.names[p], plan.names[q]) for p, q in plan.pairs()}
         z = deal_matrices(plan, seeds_u, seeds_w)
@@ -190,42 +169,16 @@ class Dealer(ServerState):
                 key,
                 digest,
                 count,
-                b"" if self._slots is None else self._slots.digest,
+                self.record_sets.assignment(),
             )
             deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
         return deals
-
-    def _write_slot_maps(
-        self, derived: Callable[..., bytes]
-    ) -> dict[str, tuple[bytes, bytes, int]]:
-        """Partial record sets: each party's slot map written by blocks to a file of a
-        fresh temporary folder (:attr:`slot_maps`), under a key of the dealer's; each
-        party's key, plaintext digest and count of slots (for its deal)."""
-        slots, plan = self._slots, self.plan
-        self._slot_folder = None
-        if slots is None:
-            return {}
-        self._slot_folder = ScratchFolder(prefix="vertimrf-slot-maps-")
-        out = {}
-        for p, name in enumerate(plan.names):
-            key, count = derived("slot-map", name), slots.sources[p].count
-            nonce = derived("slot-map-nonce", name)[:NONCE_BYTES]
-            with open(self.slot_maps[name], "wb") as fh:
-                digest = write_slot_map(
-                    fh, key, slots.party(p), count, plan.max_tokens, self.config.run_context(),
-                    name, slots.digest, nonce,
-                )  # fmt: skip
-            out[name] = (key, digest, count)
-        return out
 
     @property
     def slot_maps(self) -> dict[str, Path]:
         """Partial record sets, after :meth:`deal`: each party's slot map, a file (kept
         while this server is; empty otherwise)."""
-        if self._slot_folder is None:
-            return {}
-        where = Path(self._slot_folder.name)
-        return {name: where / f"{name}.deal-slots" for name in self.plan.names}
+        return self.record_sets.slot_maps()
 
     def group_deals(self, public_keys: Mapping[str, PublicKey] | None = None) -> dict[str, bytes]:
         """Step 2, after :meth:`select`: one sealed round-2 deal per party, for the groups

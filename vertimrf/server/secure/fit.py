@@ -18,7 +18,6 @@ from vertimrf.errors import ConfigError, MessageError, ModelShrunkWarning
 from vertimrf.mrf.junction_tree import JunctionTree, model_size, triangulated_cliques
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.protocol.methods import rules
-from vertimrf.protocol.regions import members, population_rows
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import MEASURE
@@ -27,7 +26,6 @@ from vertimrf.server.secure.selection import Selection
 from vertimrf.server.secure.union_fit import partial_releases
 from vertimrf.synth.engine.fit import fit_model, measurements
 from vertimrf.synth.engine.tables import Tables
-from vertimrf.synth.fitted import absent_decoder, decoder_of
 from vertimrf.synth.union import Population, UnionDomain, fit_union, union_cells
 from vertimrf.within import Placement, placement
 
@@ -57,10 +55,7 @@ class SecureServer(Selection):
         if sample_seed is not None:
             rng = np.random.default_rng(sample_seed)
         n = round(self.n_hat) if rows is None else int(rows)
-        spec, within = self.spec, self.within()
-        decode = (
-            decoder_of(spec, within) if self.plan.regions is None else absent_decoder(spec, within)
-        )
+        decode = self.record_sets.decoder(self.spec, self.within())
         return decode(self.model.sample(n, rng), rng)
 
     def fit(self, releases: Sequence[SecureRelease]) -> np.random.Generator:
@@ -166,8 +161,7 @@ class SecureServer(Selection):
         self.model, self.iterations = fit_model(
             plan, self.tree, self.n_hat, *measurements(first_release, second, self.tree, bins)
         )
-        if self._regions is not None:  # partial sets, every party holding every record
-            self.n_hat = float(population_rows(self._regions, self.config.population))
+        self.n_hat = self.record_sets.rows(self.n_hat, self.config.population)
 
     def model_cells(self) -> int:
         """The cells of the model the fit builds over the selection's cliques."""
@@ -188,10 +182,9 @@ class SecureServer(Selection):
         """The model over the union of the records (:mod:`vertimrf.synth.union`) on every
         release and the published region counts, conditioned on the config's population;
         ``n_hat`` becomes the population's DP row count."""
-        if self._regions is None:
-            raise MessageError("the server fits partial record sets on its deal's region counts.")
+        counts, sigma = self.record_sets.regions()
         releases, self.skipped = partial_releases(
-            self.plan, self.config.spec.domain, (first_release, second), self._regions
+            self.plan, self.config.spec.domain, (first_release, second), counts, sigma
         )
         union = fit_union(
             releases,
@@ -204,11 +197,6 @@ class SecureServer(Selection):
         self.model = union.population_model(population)
         self.n_hat = float(union.rows(population))
         self.iterations = [int(union.fit.iterations)]
-
-    def _region_names(self) -> dict[str, int]:
-        """The published region counts by the names of their parties ("A+B")."""
-        released = self.regions_released or {}
-        return {"+".join(members(t, self.plan.names)): r for t, r in sorted(released.items())}
 
     def report(
         self,
@@ -238,8 +226,8 @@ class SecureServer(Selection):
             binned=tuple(tuple(names[a] for a in m) for m in self._bins),
             iterations=tuple(self.iterations),
             viewers=self.plan.viewer_rho(list(self.ledger.releases)),
-            regions=self._region_names(),
-            region_sigma=None if self.plan.regions is None else self.plan.regions.sigma,
+            regions=self.record_sets.region_names(),
+            region_sigma=self.record_sets.region_sigma(),
             refits=tuple(self.refits),
             seconds={} if seconds is None else seconds,
             message_bytes={} if message_bytes is None else message_bytes,

@@ -127,22 +127,6 @@ class Selection(Dealer):
         """The graph search's (clique, total) cell caps (:meth:`EnginePlan.model_caps`)."""
         return self.engine_plan().model_caps(self.n_hat)
 
-    def _pair_populations(self) -> dict[Marginal, float] | None:
-        """Partial record sets with a model over the union: each pair of attributes'
-        population (every pair, whatever the first release holds), the records both its
-        owners hold, summed from the published region counts (a post-processing); None
-        otherwise (every table is over the same records)."""
-        if not self.models_union:
-            return None
-        assert self._regions is not None  # the union is modelled after the deal
-        owner = self.plan.owner
-        return {
-            (i, j): float(
-                sum(r for t, r in self._regions.items() if t >> owner[i] & 1 and t >> owner[j] & 1)
-            )
-            for i, j in self.plan.all_pairs()
-        }
-
     def _union_fits(self, cliques: Sequence[Sequence[int]]) -> bool:
         """Partial record sets: whether the union model over ``cliques`` (with each party's
         links and the representatives' group) fits the fit's cap on cells."""
@@ -154,7 +138,7 @@ class Selection(Dealer):
         union = self.models_union
         return SecureOracle(
             self.plan,
-            populations=self._pair_populations(),
+            populations=self.record_sets.pair_populations(),
             union_fits=self._union_fits if union else None,
         )
 

@@ -17,25 +17,19 @@ import numpy as np
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import DomainError, MessageError
-from vertimrf.io import ScratchFolder
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.regions import regions_of
 from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
 from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice
 from vertimrf.server.methods import server_strategy
-from vertimrf.server.slots import Slots
+from vertimrf.server.secure.record_sets import RecordSets, record_sets
 from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.union import UnionModel
-
-# The published counts of the regions that lack a party must exceed this many standard
-# deviations of their summed noise for the model to cover the union (see models_union).
-UNION_Z = 3.0
 
 
 class ServerState:
@@ -56,8 +50,10 @@ class ServerState:
         self._secret = self._keypair.local_secret()
         self.plan = secure_plan(config)
         self.options = server_strategy(config).search_options(config)
-        regions = self.plan.regions  # partial record sets: the region counts' share too
-        rho = self.plan.rho + self.plan.numeric_rho + (0.0 if regions is None else regions.rho)
+        self.record_sets: RecordSets = record_sets(
+            self.plan
+        )  # partial: the region counts' share too
+        rho = self.plan.rho + self.plan.numeric_rho + self.record_sets.rho
         self.ledger = PrivacyLedger(rho=rho, delta=config.delta)
         self.seed = seed
         self._first: Tables | None = None
@@ -66,10 +62,6 @@ class ServerState:
         self._seeded_parties: tuple[str, ...] = ()
         self._public_keys: dict[str, PublicKey] | None = None
         self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
-        self._slots: Slots | None = None  # partial record sets: the slot assignment
-        self._slot_folder: ScratchFolder | None = None  # and its slot maps
-        self._regions: dict[int, int] | None = None  # and the region counts it published
-        self._slot_digest: bytes | None = None  # and its digest, which binds the deal's masks
         self.skipped = 0  # partial sets: marginals the union fit could not read
         self.refits: list[str] = []  # each fit again with a smaller model, in words
         self.max_model_cells: int | None = None  # a refit's cap on the fitted model's cells
@@ -81,51 +73,25 @@ class ServerState:
     def regions_released(self) -> dict[int, int] | None:
         """Partial record sets, after the deal: the published noisy region counts, by
         region bit mask (:mod:`vertimrf.protocol.regions`); None before or otherwise."""
-        return None if self._regions is None else dict(self._regions)
+        return self.record_sets.released
 
     @property
     def models_union(self) -> bool:
-        """Partial record sets: whether the model covers the union of the records with an
-        "absent" value per attribute. Not when the published counts of the regions that
-        lack some party sum to within UNION_Z standard deviations of their noise above 0
-        (no evidence that any party lacks records: then every release is over the same
-        records, and the model of equal sets fits them, without the absent cells' cost).
-        A post-processing of the published counts."""
-        regions = self.plan.regions
-        if regions is None or self._regions is None:
-            return False
-        everyone = (1 << regions.m) - 1
-        partial = sum(r for t, r in self._regions.items() if t != everyone)
-        sd = math.sqrt(2.0 * (regions.regions - 1)) * regions.sigma
-        return partial > UNION_Z * sd
+        """Whether the model covers the union of the records
+        (:attr:`~vertimrf.server.secure.record_sets.PartialSets.models_union`)."""
+        return self.record_sets.models_union
 
     def kept_regions(self) -> dict[str, object] | None:
         """Partial record sets, after the deal: what a server in a new process needs of it,
-        JSON-ready (the published region counts, and the slot assignment's digest, which
-        binds every deal's masks: the round-2 deal's too); None before or otherwise."""
-        if self._regions is None or self._slot_digest is None:
-            return None
-        counts = {str(t): r for t, r in self._regions.items()}
-        return {"counts": counts, "slots": self._slot_digest.hex()}
+        JSON-ready (the published region counts, and the slot assignment's digest); None
+        before or otherwise."""
+        return self.record_sets.kept()
 
     def restore_regions(self, kept: object) -> None:
-        """Partial record sets: what :meth:`kept_regions` gave after this run's deal (kept
-        by the server's state between processes); MessageError (one line) unless it holds
-        the slot assignment's digest and a count of every region."""
-        regions = self.plan.regions
-        if not isinstance(kept, Mapping) or "slots" not in kept:
-            raise MessageError(
-                "the server's kept deal state lacks the slot assignment's digest (kept by an "
-                "older vertimrf): deal again into a new state folder, then select."
-            )
-        try:
-            counts = {int(t): int(r) for t, r in kept["counts"].items()}
-            digest = bytes.fromhex(kept["slots"])
-        except (AttributeError, KeyError, TypeError, ValueError):
-            raise MessageError("the server's kept deal state is malformed.") from None
-        if regions is None or sorted(counts) != list(regions_of(regions.m)) or len(digest) != 32:
-            raise MessageError("the kept region counts do not name this run's regions.")
-        self._regions, self._slot_digest = counts, digest
+        """Partial record sets: what :meth:`kept_regions` gave after this run's deal;
+        MessageError (one line) unless it holds the slot assignment's digest and a count of
+        every region."""
+        self.record_sets.restore(kept)
 
     def _stream_secret(self) -> bytes:
         """The secret of the server's keyed streams: its own, or one made from the seed

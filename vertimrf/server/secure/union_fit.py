@@ -37,11 +37,11 @@ def partial_releases(
     domain: Domain,
     tables: Iterable[Tables],
     regions: Mapping[int, int],
+    sigma: float,
 ) -> tuple[PartialReleases, int]:
     """The run's releases (``tables``: each release's noisy marginals and their noise
-    scales; ``regions``: the published region counts) over ``domain`` as the union model's
-    input, and the number of marginals left out."""
-    assert plan.regions is not None  # partial record sets
+    scales; ``regions``: the published region counts, each with noise of scale ``sigma``)
+    over ``domain`` as the union model's input, and the number of marginals left out."""
     sizes = domain.sizes
     owner = tuple(plan.owner[a] for a in range(len(sizes)))
     own: list[NoisyTable] = []
@@ -70,7 +70,7 @@ def partial_releases(
         cross=tuple(cross),
         presence=_presence(cross, owner, sizes),
         regions={t: float(r) for t, r in regions.items()},
-        region_sigma=math.sqrt(2.0) * plan.regions.sigma,
+        region_sigma=math.sqrt(2.0) * sigma,
     )
     return releases, skipped
 
