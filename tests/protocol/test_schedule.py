@@ -20,7 +20,6 @@ from vertimrf.protocol import ProtocolConfig
 from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.schedule import (
     CONTAINER_KINDS,
-    SCHEDULES,
     SEALED_KINDS,
     SYNTHESIZE,
     Kind,
@@ -59,10 +58,15 @@ def _config(method: str) -> ProtocolConfig:
     )  # fmt: skip
 
 
+def _schedules() -> dict[str, type]:
+    """Each method's schedule class, by its name, as its Method gives it."""
+    return {m: type(schedule(_config(m))) for m in METHODS}
+
+
 def test_one_schedule_per_method_and_every_step_names_its_kind():
-    """Five schedules; a step that sends names the kind it sends first (a second kind to
-    the same receivers is ``<step>-<part>``)."""
-    assert sorted(SCHEDULES) == sorted(METHODS)
+    """Five schedules, one per method; a step that sends names the kind it sends first (a
+    second kind to the same receivers is ``<step>-<part>``)."""
+    assert sorted(cls.method for cls in _schedules().values()) == sorted(METHODS)
     for method in METHODS:
         run = schedule(_config(method))
         assert run.method == method
@@ -163,8 +167,8 @@ def test_the_cli_has_one_step_command_per_step_of_the_schedules():
     schedule (besides `run`), each running the step of its name."""
     parser = build_parser()
     roles = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    party_steps = {s.name for cls in SCHEDULES.values() for s in cls.STEPS if not s.server}
-    server_steps = {s.name for cls in SCHEDULES.values() for s in cls.STEPS if s.server}
+    party_steps = {s.name for cls in _schedules().values() for s in cls.STEPS if not s.server}
+    server_steps = {s.name for cls in _schedules().values() for s in cls.STEPS if s.server}
     assert set(PARTY_COMMANDS) == party_steps and set(SERVER_COMMANDS) == server_steps
     for role, steps, commands in (
         ("party", party_steps, PARTY_COMMANDS),
@@ -175,5 +179,5 @@ def test_the_cli_has_one_step_command_per_step_of_the_schedules():
         for step in steps:
             assert actions[step].get_default("func") is commands[step]
     assert {k.value for k in Kind} == {
-        s.kind for cls in SCHEDULES.values() for step in cls.STEPS for s in step.sends
+        s.kind for cls in _schedules().values() for step in cls.STEPS for s in step.sends
     }

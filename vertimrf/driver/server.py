@@ -172,9 +172,9 @@ class ServerDriver(RoleDriver):
             return outputs
         kept = None
         secure = self.server.secure
-        regions = None if secure is None else secure.kept_regions()
-        if step.name == Kind.DEAL and regions is not None:
-            kept = json.dumps(regions).encode()  # for a new process's select and round 2
+        dealt = None if secure is None else secure.kept_regions()
+        if step.name == Kind.DEAL and dealt is not None:
+            kept = json.dumps(dealt).encode()  # for a new process's select and round 2
         if step.name == Kind.SELECT:
             assert self.server.secure is not None
             with tempfile.TemporaryDirectory(dir=self.state.path.parent) as tmp:

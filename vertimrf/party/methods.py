@@ -15,8 +15,7 @@ from vertimrf.party.grr import grr_perturb
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.locenc import locenc
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import fm_options, rules
-from vertimrf.protocol.options import FMOptions, FOOptions, SecurePaperOptions
+from vertimrf.protocol.methods import fm_options, rules, strategy
 
 if TYPE_CHECKING:
     from vertimrf.domain import EncodedTable
@@ -121,13 +120,6 @@ class FMParty(PartyMethod):
         return {"sketch": sketch}
 
 
-PARTY_METHODS: dict[type, PartyMethod] = {
-    SecurePaperOptions: SecurePaperParty(),
-    FOOptions: FOParty(),
-    FMOptions: FMParty(),
-}
-
-
 def party_method(config: ProtocolConfig) -> PartyMethod:
     """The local-message strategy of ``config``'s method."""
     if not rules(config).local_message:
@@ -135,4 +127,4 @@ def party_method(config: ProtocolConfig) -> PartyMethod:
             "the secure select pipeline has no local message: its parties are SecureParty "
             "objects (or Party, which runs features, secure_release and measure)."
         )
-    return PARTY_METHODS[type(config.options)]
+    return strategy(PartyMethod, rules(config).party)()

@@ -35,7 +35,7 @@ from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import (
     FMRules,
     FORules,
-    MethodRules,
+    Method,
     SecureRules,
     rules,
 )
@@ -366,9 +366,7 @@ def _no_cross_release(
 
 # The cross-party release a local message must hold, by its method's rules (a method with
 # local messages): MessageError unless it does.
-CROSS_CHECKS: dict[
-    type[MethodRules], Callable[[PartyMessage, ProtocolConfig, str, Domain], None]
-] = {
+CROSS_CHECKS: dict[type[Method], Callable[[PartyMessage, ProtocolConfig, str, Domain], None]] = {
     SecureRules: _no_cross_release,
     FORules: _grr_rows,
     FMRules: _fm_sketches,

@@ -2,7 +2,7 @@
 (the budget's list of releases), what a local message of it holds, the secure product's
 layout and budget, and what its plan charges and costs.
 
-:func:`rules` gives the :class:`MethodRules` of a config, from the type of its options; the
+:func:`rules` gives the :class:`Method` of a config, from the type of its options; the
 party's and the server's per-method code is in :mod:`vertimrf.party.methods` and
 :mod:`vertimrf.server.methods`, and each method's schedule (its ``label``'s) in
 :mod:`vertimrf.protocol.schedule`. What a caller asks of a method, it asks here. The rules
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from vertimrf.domain import NUMERIC
 from vertimrf.errors import ConfigError
@@ -36,6 +36,14 @@ from vertimrf.protocol.options import (
     options_class,
 )
 from vertimrf.protocol.regions import REGION_DELTA_SHARE, RegionNoise
+from vertimrf.protocol.schedule import (
+    FMSchedule,
+    FOSchedule,
+    PaperSchedule,
+    PartialSelectSchedule,
+    Schedule,
+    SelectSchedule,
+)
 from vertimrf.protocol.secure.marginals import Marginal
 from vertimrf.protocol.secure.plan import SELECT, SecurePlan
 from vertimrf.protocol.secure.widths import feature_width, group_width
@@ -58,17 +66,25 @@ def pure_release(
     return Release(mechanism, what, count * pure_to_rho(epsilon), count, party, params)
 
 
+T = TypeVar("T")
+
 # A plan's numeric releases, per column: (column, attribute, cells or bins, rho).
 NumericPlan = tuple[tuple[str, int, int, float], ...]
 
 
-class MethodRules:
-    """A method's protocol rules. The base's local message holds no cross release (the
-    secure ones: their cross release is the secure product's); the base has no secure
-    product, and its plan is the paper pipeline's (methods fo and fm)."""
+class Method:
+    """One method: its protocol rules, its schedule, and the names of its party's and its
+    server's strategies (classes of :mod:`vertimrf.party.methods` and
+    :mod:`vertimrf.server.methods`, which look them up there: the protocol imports
+    neither). The base's local message holds no cross release (the secure ones: their cross
+    release is the secure product's); the base has no secure product, and its plan is the
+    paper pipeline's (methods fo and fm)."""
 
     name: ClassVar[str]
     label: ClassVar[str]  # the method and, for "secure", its pipeline: its schedule's name
+    steps: ClassVar[type[Schedule]]
+    party: ClassVar[str] = ""  # its local message's strategy ("": none)
+    server: ClassVar[str]
     # The method's steps: a local message (release_count, release), the secure product
     # (a key pair per role, the deal, features and a secure release), the select step
     # (the server's selection and the parties' re-measurement).
@@ -77,6 +93,10 @@ class MethodRules:
     selects: ClassVar[bool] = False
     # Why the method cannot run on record sets that differ ("": it can).
     equal_sets_only: ClassVar[str] = ""
+
+    def schedule(self, config: ProtocolConfig) -> Schedule:
+        """The run's steps for ``config``."""
+        return self.steps(config)
 
     def check_record_sets(self, config: ProtocolConfig) -> None:
         """ConfigError (one line) when ``config`` has partial record sets and the method
@@ -150,12 +170,14 @@ class MethodRules:
         return 0
 
 
-class SecureRules(MethodRules):
+class SecureRules(Method):
     """Method "secure", the paper pipeline: local messages without a cross release, then
     the secure product of the binned cross pairs (one feature group per attribute)."""
 
     name = "secure"
     label = "secure/paper"
+    steps: ClassVar[type[Schedule]] = PaperSchedule
+    party, server = "SecurePaperParty", "SecurePaperServer"
     equal_sets_only = "its local models and bins are not built for them; the select pipeline is"
     secure_product = True
 
@@ -289,9 +311,17 @@ class SecureSelectRules(SecureRules):
     re-measures what the server selects."""
 
     label = "secure/select"
+    steps = SelectSchedule
+    party, server = "", "SecureSelectServer"
     equal_sets_only = ""
     local_message = False
     selects = True
+
+    def schedule(self, config: ProtocolConfig) -> Schedule:
+        """The select pipeline's steps: with partial record sets, the tokens' too."""
+        if config.record_sets == "partial":
+            return PartialSelectSchedule(config)
+        return self.steps(config)
 
     def plan_releases(
         self, config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
@@ -431,10 +461,12 @@ class SecureSelectRules(SecureRules):
         )
 
 
-class FORules(MethodRules):
+class FORules(Method):
     """Method "fo": GRR rows of the binned columns, one row per noisy-count record."""
 
     name = label = "fo"
+    steps = FOSchedule
+    party, server = "FOParty", "FOServer"
     equal_sets_only = "its randomized rows are joined by position"
 
     def cross_releases(
@@ -454,10 +486,12 @@ class FORules(MethodRules):
         return d_p * (rows or 0)
 
 
-class FMRules(MethodRules):
+class FMRules(Method):
     """Method "fm": the paper's FM sketches, t per attribute (NOT DP)."""
 
     name = label = "fm"
+    steps = FMSchedule
+    party, server = "FMParty", "FMServer"
 
     def cross_releases(
         self, config: ProtocolConfig, budget: ProtocolBudget, party: str, d: int
@@ -493,7 +527,7 @@ class FMRules(MethodRules):
         return d_p * self.sketch_rows(config)
 
 
-RULES: dict[type, MethodRules] = {
+METHODS: dict[type, Method] = {
     SecureOptions: SecureSelectRules(),
     SecurePaperOptions: SecureRules(),
     FOOptions: FORules(),
@@ -501,9 +535,9 @@ RULES: dict[type, MethodRules] = {
 }
 
 
-def rules(config: ProtocolConfig) -> MethodRules:
+def rules(config: ProtocolConfig) -> Method:
     """The protocol rules of ``config``'s method."""
-    return RULES[type(config.options)]
+    return METHODS[type(config.options)]
 
 
 def secure_plan(
@@ -576,9 +610,21 @@ def party_rho(config: ProtocolConfig, party: str) -> float:
     return math.fsum([local, *(r.rho for r in expected_releases(config, party))])
 
 
-def rules_of(method: object, pipeline: object = None) -> MethodRules:
+def strategy(base: type[T], name: str) -> type[T]:
+    """The subclass of ``base`` named ``name``: a party's or a server's strategy, as a
+    :class:`Method` names it (ConfigError for none)."""
+    todo = list(base.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ == name:
+            return cls
+        todo += cls.__subclasses__()
+    raise ConfigError(f"no {base.__name__} {name!r}: a method names one of its subclasses.")
+
+
+def rules_of(method: object, pipeline: object = None) -> Method:
     """The protocol rules of ``method`` (and, for "secure", ``pipeline``), by name."""
-    return RULES[options_class(method, pipeline)]
+    return METHODS[options_class(method, pipeline)]
 
 
 def fm_options(config: ProtocolConfig, what: str) -> FMOptions:

@@ -394,17 +394,9 @@ class FMSchedule(FOSchedule):
     method = "fm"
 
 
-SCHEDULES: dict[str, type[Schedule]] = {
-    s.method: s
-    for s in (SelectSchedule, PartialSelectSchedule, PaperSchedule, FOSchedule, FMSchedule)
-}
-
-
 def schedule(config: ProtocolConfig) -> Schedule:
-    """The schedule of ``config``'s method (and record sets)."""
+    """The schedule of ``config``'s method (and record sets):
+    :meth:`vertimrf.protocol.methods.Method.schedule`."""
     from vertimrf.protocol.methods import rules
 
-    label = rules(config).label
-    if config.record_sets == "partial" and label == SelectSchedule.method:
-        label = PartialSelectSchedule.method
-    return SCHEDULES[label](config)
+    return rules(config).schedule(config)

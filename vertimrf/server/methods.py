@@ -12,8 +12,7 @@ import numpy as np
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
-from vertimrf.protocol.methods import fm_options, rules
-from vertimrf.protocol.options import FMOptions, FOOptions, SecureOptions, SecurePaperOptions
+from vertimrf.protocol.methods import fm_options, rules, strategy
 from vertimrf.protocol.report import FMBound, fm_worst_case
 from vertimrf.server.carest import CarEst
 from vertimrf.server.grr import grr_marginal
@@ -221,17 +220,9 @@ class SecureSelectServer(ServerMethod):
         )
 
 
-SERVER_METHODS: dict[type, ServerMethod] = {
-    SecureOptions: SecureSelectServer(),
-    SecurePaperOptions: SecurePaperServer(),
-    FOOptions: FOServer(),
-    FMOptions: FMServer(),
-}
-
-
 def server_strategy(config: ProtocolConfig) -> ServerMethod:
     """The server strategy of ``config``'s method."""
-    return SERVER_METHODS[type(config.options)]
+    return strategy(ServerMethod, rules(config).server)()
 
 
 def server_method(config: ProtocolConfig) -> ServerMethod:

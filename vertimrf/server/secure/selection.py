@@ -181,9 +181,9 @@ class Selection(Dealer):
             "seeded_parties": list(self._seeded_parties),
             "cuts": {c: list(self.spec[c].cuts or ()) for c, *_ in self.plan.quantile},
         }
-        regions = self.kept_regions()  # partial record sets: the region counts and slots
-        if regions is not None:
-            meta["regions"] = regions
+        dealt = self.kept_regions()  # partial record sets: the region counts and slots
+        if dealt is not None:
+            meta["regions"] = dealt
         arrays = {f"t{i}": self._first.values[m] for i, m in enumerate(keys)}
         write_container(path, STATE_KIND, meta, arrays)
 
