@@ -36,14 +36,6 @@ from vertimrf.protocol.options import (
     options_class,
 )
 from vertimrf.protocol.regions import REGION_DELTA_SHARE, RegionNoise
-from vertimrf.protocol.schedule import (
-    FMSchedule,
-    FOSchedule,
-    PaperSchedule,
-    PartialSelectSchedule,
-    Schedule,
-    SelectSchedule,
-)
 from vertimrf.protocol.secure.marginals import Marginal
 from vertimrf.protocol.secure.plan import SELECT, SecurePlan
 from vertimrf.protocol.secure.widths import feature_width, group_width
@@ -73,16 +65,15 @@ NumericPlan = tuple[tuple[str, int, int, float], ...]
 
 
 class Method:
-    """One method: its protocol rules, its schedule, and the names of its party's and its
-    server's strategies (classes of :mod:`vertimrf.party.methods` and
-    :mod:`vertimrf.server.methods`, which look them up there: the protocol imports
-    neither). The base's local message holds no cross release (the secure ones: their cross
-    release is the secure product's); the base has no secure product, and its plan is the
-    paper pipeline's (methods fo and fm)."""
+    """One method: its protocol rules, the name of its schedule, and the names of its
+    party's and its server's strategies (classes of :mod:`vertimrf.protocol.schedule`,
+    :mod:`vertimrf.party.methods` and :mod:`vertimrf.server.methods`, which look them up
+    there: the rules import none of them). The base's local message holds no cross
+    release (the secure ones: their cross release is the secure product's); the base has no
+    secure product, and its plan is the paper pipeline's (methods fo and fm)."""
 
     name: ClassVar[str]
     label: ClassVar[str]  # the method and, for "secure", its pipeline: its schedule's name
-    steps: ClassVar[type[Schedule]]
     party: ClassVar[str] = ""  # its local message's strategy ("": none)
     server: ClassVar[str]
     # The method's steps: a local message (release_count, release), the secure product
@@ -94,9 +85,9 @@ class Method:
     # Why the method cannot run on record sets that differ ("": it can).
     equal_sets_only: ClassVar[str] = ""
 
-    def schedule(self, config: ProtocolConfig) -> Schedule:
-        """The run's steps for ``config``."""
-        return self.steps(config)
+    def schedule(self, config: ProtocolConfig) -> str:
+        """The name of the run's schedule for ``config``."""
+        return self.label
 
     def check_record_sets(self, config: ProtocolConfig) -> None:
         """ConfigError (one line) when ``config`` has partial record sets and the method
@@ -176,7 +167,6 @@ class SecureRules(Method):
 
     name = "secure"
     label = "secure/paper"
-    steps: ClassVar[type[Schedule]] = PaperSchedule
     party, server = "SecurePaperParty", "SecurePaperServer"
     equal_sets_only = "its local models and bins are not built for them; the select pipeline is"
     secure_product = True
@@ -311,17 +301,14 @@ class SecureSelectRules(SecureRules):
     re-measures what the server selects."""
 
     label = "secure/select"
-    steps = SelectSchedule
     party, server = "", "SecureSelectServer"
     equal_sets_only = ""
     local_message = False
     selects = True
 
-    def schedule(self, config: ProtocolConfig) -> Schedule:
-        """The select pipeline's steps: with partial record sets, the tokens' too."""
-        if config.record_sets == "partial":
-            return PartialSelectSchedule(config)
-        return self.steps(config)
+    def schedule(self, config: ProtocolConfig) -> str:
+        """The select pipeline's schedule: with partial record sets, the tokens' too."""
+        return self.label + ("/partial" if config.record_sets == "partial" else "")
 
     def plan_releases(
         self, config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
@@ -465,7 +452,6 @@ class FORules(Method):
     """Method "fo": GRR rows of the binned columns, one row per noisy-count record."""
 
     name = label = "fo"
-    steps = FOSchedule
     party, server = "FOParty", "FOServer"
     equal_sets_only = "its randomized rows are joined by position"
 
@@ -490,7 +476,6 @@ class FMRules(Method):
     """Method "fm": the paper's FM sketches, t per attribute (NOT DP)."""
 
     name = label = "fm"
-    steps = FMSchedule
     party, server = "FMParty", "FMServer"
 
     def cross_releases(
@@ -610,13 +595,13 @@ def party_rho(config: ProtocolConfig, party: str) -> float:
     return math.fsum([local, *(r.rho for r in expected_releases(config, party))])
 
 
-def strategy(base: type[T], name: str) -> type[T]:
-    """The subclass of ``base`` named ``name``: a party's or a server's strategy, as a
-    :class:`Method` names it (ConfigError for none)."""
+def strategy(base: type[T], name: str, attr: str = "__name__") -> type[T]:
+    """The subclass of ``base`` whose ``attr`` is ``name``: a schedule, or a party's or a
+    server's strategy, as a :class:`Method` names it (ConfigError for none)."""
     todo = list(base.__subclasses__())
     while todo:
         cls = todo.pop()
-        if cls.__name__ == name:
+        if getattr(cls, attr) == name:
             return cls
         todo += cls.__subclasses__()
     raise ConfigError(f"no {base.__name__} {name!r}: a method names one of its subclasses.")

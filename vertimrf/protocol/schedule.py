@@ -397,6 +397,6 @@ class FMSchedule(FOSchedule):
 def schedule(config: ProtocolConfig) -> Schedule:
     """The schedule of ``config``'s method (and record sets):
     :meth:`vertimrf.protocol.methods.Method.schedule`."""
-    from vertimrf.protocol.methods import rules
+    from vertimrf.protocol.methods import rules, strategy
 
-    return rules(config).schedule(config)
+    return strategy(Schedule, rules(config).schedule(config), "method")(config)
