@@ -7,9 +7,12 @@ paths once (``warm_up``), so that no test pays Numba's compile."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tests import https_roles
+from tests.runs import reap_started
 from tests.warm_up import warm_up
 
 
@@ -24,3 +27,10 @@ def _service_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     """Let the test start the HTTPS service only if it is marked ``service``."""
     marked = request.node.get_closest_marker("service") is not None
     monkeypatch.setattr(https_roles, "SERVICE_MARKED", marked)
+
+
+@pytest.fixture(autouse=True)
+def _processes_reaped() -> Iterator[None]:
+    """Every process the test started ends with it, its pipes closed (:mod:`tests.runs`)."""
+    yield
+    reap_started()

@@ -20,7 +20,7 @@ import requests
 
 from tests.folder_roles import THREE
 from tests.helpers import SECRET
-from tests.runs import SEED, correlated_table, finish, vertimrf_process
+from tests.runs import SEED, correlated_table, finish, reap, vertimrf_process
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.protocol.config import ProtocolConfig
@@ -39,8 +39,11 @@ class StderrLines:
         self._thread.start()
 
     def _read(self) -> None:
-        for line in self.proc.stderr:
-            self.lines.append((time.monotonic() - self.start, line.rstrip("\n")))
+        try:
+            for line in self.proc.stderr:
+                self.lines.append((time.monotonic() - self.start, line.rstrip("\n")))
+        except (OSError, ValueError):  # the pipe closed as the process was reaped
+            return
 
     def first(self, words: str, seconds: float) -> float:
         """Seconds from the start to the first line with ``words`` (waiting up to
@@ -57,6 +60,7 @@ class StderrLines:
         """The process's exit and every line."""
         self.proc.wait(timeout=seconds)
         self._thread.join(30)
+        reap(self.proc)
         return [line for _, line in self.lines]
 
 
@@ -147,9 +151,10 @@ def wait_for(
 
 
 def kill(proc: subprocess.Popen) -> None:
-    """SIGKILL ``proc`` and wait for its end."""
+    """SIGKILL ``proc``, wait for its end and close its pipes."""
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=60) == -signal.SIGKILL
+    reap(proc)
 
 
 def free_port() -> int:
@@ -196,6 +201,6 @@ def c_never_joins(
         wait_for(lambda: {r[:3] for r in held(tmp_path)} >= A_AND_B_COMMITS, server, "commits")
     except BaseException:
         for proc in [server, *parties]:
-            proc.kill()
+            reap(proc)
         raise
     return server, url, listen, parties

@@ -59,13 +59,24 @@ def role_env(cwd: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "XDG_STATE_HOME": str(cwd / "xdg"), **extra}
 
 
+# Every process the running test started (:func:`started`), reaped when it ends
+# (tests/conftest.py), so that none outlives it and no pipe is left to the collector.
+STARTED: list[subprocess.Popen] = []
+
+
+def started(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
+    """``args`` as a process in ``cwd`` with text pipes, reaped when the test ends."""
+    proc = subprocess.Popen(
+        args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    STARTED.append(proc)
+    return proc
+
+
 def vertimrf_process(cwd: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
     """``vertimrf ARGS`` as its own process in ``cwd`` (text pipes; ``env`` added to
     :func:`role_env`)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "vertimrf", *args], cwd=cwd, env=role_env(cwd, **(env or {})),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    return started([sys.executable, "-m", "vertimrf", *args], cwd, role_env(cwd, **(env or {})))
 
 
 def finish(procs: list[subprocess.Popen], seconds: float = 600) -> list[tuple[int, str, str]]:
@@ -75,4 +86,20 @@ def finish(procs: list[subprocess.Popen], seconds: float = 600) -> list[tuple[in
         return [(p.returncode, out, err) for p, (out, err) in zip(procs, outs, strict=True)]
     finally:
         for p in procs:
-            p.kill()
+            reap(p)
+
+
+def reap(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` if it still runs, wait for its end and close its pipes (none is left
+    to the collector)."""
+    proc.kill()
+    proc.wait(timeout=60)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def reap_started() -> None:
+    """Reap every process the test started."""
+    while STARTED:
+        reap(STARTED.pop())

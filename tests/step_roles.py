@@ -4,13 +4,14 @@ pipeline's steps after it, the server's relaying a file copy."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.runs import SEED
+from tests.runs import SEED, started
 from vertimrf.crypto.keys import KeyPair
 
 SERVER_KEY = ("--server-key", "S/server.key")
@@ -23,12 +24,7 @@ def command(*args: str) -> list[str]:
 
 def run_all(steps: list[list[str]], cwd: Path) -> list[subprocess.CompletedProcess]:
     """Run independent commands at once (each its own process); their completed processes."""
-    procs = [
-        subprocess.Popen(
-            command(*s), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for s in steps
-    ]
+    procs = [started(command(*s), cwd, dict(os.environ)) for s in steps]
     out = []
     for step, proc in zip(steps, procs, strict=True):
         stdout, stderr = proc.communicate(timeout=600)

@@ -23,6 +23,7 @@ from tests.runs import (
     SEED,
     TWO_PARTIES,
     correlated_table,
+    reap,
     same_as_simulate,
     two_party_config,
     vertimrf_process,
@@ -190,10 +191,12 @@ def test_a_server_killed_after_its_deal_and_after_its_request_resumes_the_run(tm
         _wait_for(tmp_path / "mail" / "A" / "server.deal", procs[0])
         procs[0].send_signal(signal.SIGKILL)
         assert procs[0].wait(timeout=60) == -signal.SIGKILL
+        reap(procs[0])
         procs[0] = start(server)
         _wait_for(tmp_path / "mail" / "A" / "server.select", procs[0])
         procs[0].send_signal(signal.SIGKILL)
         assert procs[0].wait(timeout=60) == -signal.SIGKILL
+        reap(procs[0])
         assert not (tmp_path / "synth.csv").exists()  # killed mid-run
         procs[0] = start(server)
         for proc in procs:
@@ -201,7 +204,7 @@ def test_a_server_killed_after_its_deal_and_after_its_request_resumes_the_run(tm
             assert proc.returncode == 0, err[-2000:]
     finally:
         for proc in procs:
-            proc.kill()
+            reap(proc)
     _, report = same_as_simulate(tmp_path / "synth.csv", df, cfg, seed=SEED, secret=SECRET)
     _same_report(json.loads((tmp_path / "report.json").read_text()), report.to_dict())
 

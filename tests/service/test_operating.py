@@ -103,6 +103,7 @@ def test_a_url_that_cannot_work_is_one_line_within_30_s(tmp_path, how):
     finally:
         party.proc.kill()
         plain.shutdown()
+        plain.server_close()
     assert party.proc.returncode == 2, err
     waits = [at for at, line in party.lines if line.startswith("vertimrf A: waiting")]
     lines = [line for line in err if not line.startswith("vertimrf A: waiting")]

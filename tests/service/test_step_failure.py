@@ -15,7 +15,7 @@ import pytest
 
 from tests.folder_roles import THREE
 from tests.https_roles import pinned_files, start_party, start_server
-from tests.runs import correlated_table, role_env, vertimrf_process
+from tests.runs import correlated_table, role_env, started, vertimrf_process
 
 WITHIN = 10.0  # seconds from the failing party's exit to every other role's
 # Every role's options over folders, with a 300 s wait for each message.
@@ -36,10 +36,7 @@ REASON = "step features: unexpected IndexError: index 1048448 is out of bounds"
 def broken_party(tmp_path: Path, *args: str, code: str = BROKEN) -> subprocess.Popen:
     """``vertimrf ARGS`` with Party.features raising that IndexError (or ``code``'s
     break)."""
-    return subprocess.Popen(
-        [sys.executable, "-c", code, *args], cwd=tmp_path, env=role_env(tmp_path),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    return started([sys.executable, "-c", code, *args], tmp_path, role_env(tmp_path))
 
 
 def exits(procs: dict[str, subprocess.Popen], seconds: float = 300) -> dict[str, float]:

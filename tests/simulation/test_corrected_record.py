@@ -23,6 +23,7 @@ deterministic.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import time
@@ -33,6 +34,7 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from tests.runs import started
 from vertimrf import load_dataset
 from vertimrf.crypto.identity import make_tls_identity
 from vertimrf.crypto.keys import KeyPair, pairwise_key
@@ -204,10 +206,7 @@ def test_simulate_twice_under_one_config_is_refused_unseeded():
 
 
 def _start(folder: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "vertimrf", *args], cwd=folder, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    return started([sys.executable, "-m", "vertimrf", *args], folder, dict(os.environ))
 
 
 def _serve(folder: Path, *extra: str) -> tuple[subprocess.Popen, str]:
