@@ -17,6 +17,7 @@ and codes in row order, which binds the party's private state and derived keys t
 from __future__ import annotations
 
 import hashlib
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -28,7 +29,6 @@ import numpy as np
 from vertimrf.crypto.schedule import mac, record_set_mac_key
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, RecordIDError
-from vertimrf.mrf.cliques import histogram
 from vertimrf.party.keys import HashKeys
 from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of, record_slots
@@ -169,7 +169,9 @@ def slot_columns(
 
 def code_histogram(codes: np.ndarray, attrs: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarray:
     """Exact counts (int64, shape ``sizes[attrs]``) of the records' codes on ``attrs``."""
-    return np.rint(histogram(codes, attrs, sizes)).astype(np.int64)
+    shape = tuple(int(sizes[a]) for a in attrs)
+    flat = np.ravel_multi_index(tuple(codes[:, a] for a in attrs), shape)
+    return np.bincount(flat, minlength=math.prod(shape)).astype(np.int64).reshape(shape)
 
 
 class Aligned(Protocol):
