@@ -258,6 +258,9 @@ class _Column:
                 self.kind = "mixed"
         self.ok = typed or self.kind != "mixed"
         self.text_seen = False  # a CSV column of text categories: pandas reads it as text
+        self._lookup: tuple[pa.Array, np.ndarray, np.ndarray] | None = None
+        if not typed and self.kind in ("text", "integer") and not self.float_matched:
+            self._lookup = _lookup(spec, self.kind)
 
     def settled(self) -> bool:
         """Every batch was encoded as pandas encodes the whole column."""
@@ -267,6 +270,9 @@ class _Column:
         """The codes of one batch of the column, or None once the column is to be redone."""
         if not self.ok:
             return None
+        codes = self._looked_up(values)
+        if codes is not None:
+            return codes
         series = self._series(values)
         if series is None:
             self.ok = False
@@ -276,6 +282,21 @@ class _Column:
         except DomainError:
             self.ok = False
             return None
+
+    def _looked_up(self, values: pa.ChunkedArray) -> np.ndarray | None:
+        """A CSV batch whose every cell is one of the column's categories, text or integer,
+        as codes by arrow's lookup (:func:`_lookup`): the encoder's codes, without pandas;
+        None for any other batch, which takes the encoder's path (its codes or its error)."""
+        if self._lookup is None or values.null_count or not pa.types.is_string(values.type):
+            return None  # a CSV's columns are read as text
+        categories, positions, number_like = self._lookup
+        found = pc.index_in(values, value_set=categories)
+        if found.null_count:
+            return None
+        codes = positions[found.to_numpy()]
+        if self.kind == "text" and not self.text_seen:  # a category no number parser takes
+            self.text_seen = not number_like[np.unique(codes)].all()
+        return codes.astype(self.encoder.dtype)
 
     def _series(self, values: pa.ChunkedArray) -> pd.Series | None:
         if self.typed:
@@ -421,6 +442,22 @@ def _typed_fingerprints(values: pa.ChunkedArray) -> np.ndarray | None:
     if _is_text(values.type):
         return _text_fingerprints(values)
     return None
+
+
+def _lookup(spec: ColumnSpec, kind: str) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """The column's categories as arrow text (an integer as its plain decimal text, which
+    pandas reads as that integer; the empty cell's left out), each one's code, and whether
+    each category (by code) is number-like text, which pandas would not read as text (for
+    :meth:`_Column.settled`)."""
+    kept = [(code, v) for code, v in enumerate(spec.values) if v is not None]
+    values = [v if kind == "text" else str(int(v)) for _, v in kept]
+    categories = pa.array(values, pa.string())
+    positions = np.array([code for code, _ in kept], np.int64)
+    number_like = np.ones(len(spec.values), bool)
+    if kind == "text":
+        like = pc.match_substring_regex(categories, _NUMBER_LIKE).to_numpy(zero_copy_only=False)
+        number_like[positions] = like
+    return categories, positions, number_like
 
 
 def _is_int(value: object) -> bool:
