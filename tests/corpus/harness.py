@@ -25,6 +25,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.corpus.tables import TABLES, Table
 
@@ -95,6 +96,7 @@ class Proc:
     pid: int
     out: Path
     err: Path
+    popen: Any = None  # its Popen, told the exit that os.wait4 collects
     code: int | None = None
     peak_mb: float = 0.0
     killed: bool = False  # stopped at the deadline
@@ -116,7 +118,7 @@ def _start(work: Path, name: str, args: list[str]) -> Proc:
             [sys.executable, "-m", "vertimrf", *args], cwd=work, env=_env(work),
             stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-    return Proc(name, proc.pid, out, err)
+    return Proc(name, proc.pid, out, err, proc)
 
 
 def _reap(proc: Proc, flags: int) -> bool:
@@ -126,6 +128,8 @@ def _reap(proc: Proc, flags: int) -> bool:
         return False
     proc.code = os.waitstatus_to_exitcode(status)
     proc.peak_mb = usage.ru_maxrss / 1024  # kB on Linux
+    if proc.popen is not None:
+        proc.popen.returncode = proc.code  # reaped here: the Popen must not wait for it
     return True
 
 
@@ -376,7 +380,7 @@ def _python(work: Path, name: str, args: list[str]) -> Proc:
             [sys.executable, *args], cwd=work, env=_env(work), stdout=fo, stderr=fe,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-    return Proc(name, proc.pid, out, err)
+    return Proc(name, proc.pid, out, err, proc)
 
 
 def fit_central(spec_path: str, real_path: str, out_path: str, rows: int, seed: int = SEED) -> None:
