@@ -246,8 +246,8 @@ class AlignedTable:
 
 
 class HeldTable(ABC):
-    """A party's table held outside this process's memory (a file, a Dask cluster), which
-    aligns its records where it is held."""
+    """A party's table where it is held (this process's memory, a file, a Dask cluster),
+    which aligns its records there."""
 
     @abstractmethod
     def check(self, name: str, spec: DomainSpec, id_column: str, id_type: str = "") -> HeldTable:
