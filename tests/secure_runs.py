@@ -34,13 +34,13 @@ def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows):
     sum to X_p^T X_q exactly (in the ring: read as signed words)."""
     cfg, spec, members, server, public, codes = secure_parties(sizes_by_party, n, seed, rows=rows)
     for name, blobs in exchange(members, server.deal(public, commitments(members))).items():
-        members[name]._state["shares"] = members[name]._shares(blobs)
+        members[name]._step.shares = members[name]._shares(blobs)
     plan = server.plan
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)
         total = (
-            members[plan.names[p]]._state["shares"][key]
-            + members[plan.names[q]]._state["shares"][key]
+            members[plan.names[p]]._step.shares[key]
+            + members[plan.names[q]]._step.shares[key]
         )
         exact = exact_product(plan, plan.layout(), codes, spec.names, p, q)
         np.testing.assert_array_equal(plan.signed(total), exact)

@@ -27,13 +27,13 @@ def test_shares_count_the_records_both_parties_hold_and_the_regions_are_publishe
     cfg, members, public, held, codes, _ = partial_parties()
     server, deals = partial_deals(members, public)
     for name, blobs in exchange(members, deals).items():
-        members[name]._state["shares"] = members[name]._shares(blobs)
+        members[name]._step.shares = members[name]._shares(blobs)
     plan, layout = server.plan, server.plan.layout()
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)
         total = plan.signed(
-            members[plan.names[p]]._state["shares"][key]
-            + members[plan.names[q]]._state["shares"][key]
+            members[plan.names[p]]._step.shares[key]
+            + members[plan.names[q]]._step.shares[key]
         )
         exact = np.zeros(layout.shape(p, q), np.int64)
         for a in plan.attrs[p]:

@@ -122,7 +122,7 @@ def assert_round_one_is_exact(run: Run) -> None:
     for p, q in plan.pairs():
         a, b, key = plan.names[p], plan.names[q], plan.pair_name(p, q)
         both = run.both(p, q)
-        shares = run.members[a]._state["shares"][key] + run.members[b]._state["shares"][key]
+        shares = run.members[a]._step.shares[key] + run.members[b]._step.shares[key]
         exact = exact_product(plan, plan.layout(), both, run.names, p, q)
         np.testing.assert_array_equal(plan.signed(shares), exact)
         released = plan.signed(releases[a].cross[key] + releases[b].cross[key])
@@ -143,7 +143,7 @@ def assert_round_two_is_exact(run: Run, marginal: tuple[int, ...]) -> None:
     sent = {name: m.groups(deals[name], request) for name, m in members.items()}
     groups = {n: {q: sent[q][n] for q in members if q != n} for n in members}
     grown = {
-        name: m._grow(m._state["shares"], layout, request, run.inbox[name], groups[name])
+        name: m._grow(m._step.shares, layout, request, run.inbox[name], groups[name])
         for name, m in members.items()
     }
     for p, q in plan.pairs():

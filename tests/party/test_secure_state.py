@@ -129,7 +129,7 @@ def test_a_foreign_state_is_refused(run, tmp_path):
     # the right one loads
     twin = _twin(a)
     twin.load_state(path, deal=deals["P0"], binding="x")
-    assert SELECT in twin._state["done"]
+    assert SELECT in twin._step.done
 
 
 def test_save_state_needs_the_release(run, tmp_path):

@@ -58,7 +58,7 @@ def _run(sizes, n, held, seed):
         members[name] = SecureParty(name, table, cfg, SECRET, keys[name], peers, seed=seed)
     server = SecureServer(cfg, seed=seed)
     for name, blobs in exchange(members, server.deal(public, commitments(members))).items():
-        members[name]._state["shares"] = members[name]._shares(blobs)
+        members[name]._step.shares = members[name]._shares(blobs)
     codes = TableEncoder(spec).table(frame).codes.astype(np.int64)
     return server.plan, spec, members, codes
 
@@ -81,8 +81,8 @@ def test_shares_sum_to_the_counts_over_the_records_both_parties_hold(sizes, case
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)
         total = plan.signed(
-            members[plan.names[p]]._state["shares"][key]
-            + members[plan.names[q]]._state["shares"][key]
+            members[plan.names[p]]._step.shares[key]
+            + members[plan.names[q]]._step.shares[key]
         )
         both = held[:, p] & held[:, q]
         exact = np.zeros(layout.shape(p, q), np.int64)

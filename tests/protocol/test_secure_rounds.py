@@ -53,7 +53,7 @@ def test_grown_shares_sum_to_the_exact_product(sizes, n, pad, seed, shape):
     )
     layout = plan.layout(request.marginals)
     grown = {
-        name: m._grow(m._state["shares"], layout, request, inbox[name], groups[name])
+        name: m._grow(m._step.shares, layout, request, inbox[name], groups[name])
         for name, m in members.items()
     }
     for p, q in plan.pairs():

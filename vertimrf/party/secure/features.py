@@ -92,7 +92,7 @@ class Features(PartyState):
         # digest: two runs of one config on other inputs never show the same value.
         digest = hashlib.sha256(self.aligned().record_digest + d.commit_set).digest()
         deal_hash = sha256_parts(bytes(deal))
-        self._state.update(deal=d, deal_hash=deal_hash, digest=digest)
+        self._step.deal, self._step.deal_hash, self._step.digest = d, deal_hash, digest
         self._inputs().update(
             {"data": self.data_digest(), "deal": deal_hash, "commit-set": d.commit_set.hex()}
         )
@@ -127,7 +127,7 @@ class Features(PartyState):
     def _mask_rows(self, r0: int, r1: int) -> np.ndarray:
         """Rows r0:r1 of this party's mask U (a block of its AES-CTR stream)."""
         k = self.plan.widths[self.index]
-        seed = self._state["deal"].seed_u
+        seed = self._step.opened().seed_u
         return row_mask(seed, RowMask.U, r0, r1, k, self.plan.word)
 
     def _seal(
@@ -144,7 +144,7 @@ class Features(PartyState):
         and written to ``out`` (anything with a binary ``write``) as it is made."""
         nonce = self._nonce(peer, round_)
         width = self.plan.widths[self.index] if width is None else width
-        key, shape, digest = self._keys[peer], (self.plan.rows, width), self._state["digest"]
+        key, shape, digest = self._keys[peer], (self.plan.rows, width), self._step.digest
         word, size = self.plan.word, self.plan.word_bytes
         write_feature_blocks(
             out, key, blocks, shape, self._context, self.name, peer, digest,
@@ -158,11 +158,12 @@ class Features(PartyState):
         (key, nonce)."""
         if round_ == 1:
             return self._label_key("feature-nonce", peer)[:12]
-        st = self._state
+        st = self._step
+        layout = st.round_two()[1]
         groups = json.dumps(
-            [list(g) for g in st["layout"].groups(self.index, self.plan.names.index(peer))]
+            [list(g) for g in layout.groups(self.index, self.plan.names.index(peer))]
         )
-        label = (peer, st["group_deal_hash"], st["request"], groups)
+        label = (peer, st.group_deal_hash, st.request, groups)
         return self._label_key("group-nonce", *label)[:12]
 
     def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:
@@ -170,7 +171,7 @@ class Features(PartyState):
         attribute groups that the request's cross marginals with that peer need, masked with
         this party's fresh mask from ``group_deal`` (an empty blob where it needs none): a
         mapping that seals a peer's blob when it is read, the same bytes every time."""
-        if "deal" not in self._state:
+        if self._step.deal is None:
             raise ConfigError("run features(deal) or open_deal(deal) before groups(...).")
         self.open_group_deal(group_deal, request)
         self._once("groups")
@@ -203,10 +204,9 @@ class Features(PartyState):
                     "use the round-2 deal the server made with this request."
                 )
         group_deal_hash = sha256_parts(bytes(group_deal))
-        self._state.update(
-            group_deal=deal, group_deal_hash=group_deal_hash, layout=layout,
-            request=request.digest(),
-        )  # fmt: skip
+        step = self._step
+        step.group_deal, step.group_deal_hash = deal, group_deal_hash
+        step.layout, step.request = layout, request.digest()
         self._inputs()["group-deal"] = group_deal_hash
 
     def _dealt_z(self, deal: GroupDeal, layout: Layout, a: int, b: int) -> bool:
@@ -219,7 +219,7 @@ class Features(PartyState):
 
     def _group_width(self, peer: str) -> int:
         """The values a row of this party's round-2 blob toward ``peer``."""
-        return self._state["layout"].width(self.index, self.plan.names.index(peer))
+        return self._step.round_two()[1].width(self.index, self.plan.names.index(peer))
 
     def _group_blob(self, peer: str, out: Any) -> None:
         """This party's round-2 groups toward ``peer``, masked and sealed by row blocks,
@@ -229,7 +229,7 @@ class Features(PartyState):
 
     def _masked_groups(self, peer: str, q: int, k: int) -> Iterator[np.ndarray]:
         """G - U2 toward party q (``k`` values a row) by blocks of whole rows."""
-        plan, seed = self.plan, self._state["group_deal"].seeds_u[peer]
+        plan, seed = self.plan, self._step.round_two()[0].seeds_u[peer]
         step = block_rows(k)
         for r0 in range(0, plan.rows, step):
             r1 = min(plan.rows, r0 + step)
@@ -243,7 +243,7 @@ class Features(PartyState):
         plan, p = self.plan, self.index
         local = {a: j for j, a in enumerate(plan.attrs[p])}
         sizes = [plan.sizes[a] for a in plan.attrs[p]]
-        groups = [tuple(local[a] for a in g) for g in self._state["layout"].groups(p, q)]
+        groups = [tuple(local[a] for a in g) for g in self._step.round_two()[1].groups(p, q)]
         return group_columns(singles, plan.offsets[p], sizes, groups)
 
 

@@ -41,7 +41,7 @@ class SecureParty(Shares):
         """Step 2: shares of every product, then the first release (the plan's
         :meth:`~vertimrf.protocol.secure.plan.SecurePlan.first_release`: every 2-way marginal,
         or a workload's) with the noisy count at the count party."""
-        if "deal" not in self._state:
+        if self._step.deal is None:
             raise ConfigError("run features(deal) or open_deal(deal) before release(blobs).")
         shares = self._shares(blobs)  # checks every blob before anything is released
         self._check_step(SELECT)
@@ -62,8 +62,8 @@ class SecureParty(Shares):
         release = dataclasses.replace(
             release, cuts={c: list(self.spec[c].cuts or ()) for c in cut}
         )  # the cuts it drew before encoding its table
-        self._state["shares"] = shares
-        self._state.setdefault("done", set()).add(SELECT)
+        self._step.shares = shares
+        self._step.done.add(SELECT)
         return release
 
     def measure(
@@ -80,9 +80,9 @@ class SecureParty(Shares):
         :meth:`open_deal` with the same deal. A pair whose layout grows (round-2 groups)
         needs the peer's round-1 ``blobs`` and its ``group_blobs``, after :meth:`groups`
         (or :meth:`open_group_deal`) with this request."""
-        shares = self._state.get("shares")
+        shares = self._step.shares
         if shares is None:
-            if blobs is None or "deal" not in self._state:
+            if blobs is None or self._step.deal is None:
                 raise ConfigError(
                     "measure(request) needs the shares: run release(blobs) first, or "
                     "load_state(path) with the state release saved, or open_deal(deal) and "
@@ -102,8 +102,8 @@ class SecureParty(Shares):
                 for r in self.plan.fine_releases(self.name)
             }
         release = dataclasses.replace(release, fine=fine)
-        self._state["shares"] = shares
-        self._state.setdefault("done", set()).add(MEASURE)
+        self._step.shares = shares
+        self._step.done.add(MEASURE)
         return release
 
     def _sampler(self, step: str, request: Request) -> NoiseSampler:
@@ -145,7 +145,9 @@ class SecureParty(Shares):
         layout: Layout | None = None,
     ) -> SecureRelease:
         plan, p = self.plan, self.index
-        shares = self._state["shares"] if shares is None else shares
+        shares = self._step.shares if shares is None else shares
+        if shares is None:
+            raise ConfigError("the release needs the shares: run release(blobs) first.")
         request = request or Request(tuple(marginals))
         layout = layout or plan.layout()
         for r in plan.releases(release, marginals, request.bins):
@@ -191,7 +193,7 @@ class SecureParty(Shares):
             self.name,
             release,
             self.config.config_hash(),
-            self._state["digest"].hex(),
+            self._step.digest.hex(),
             within,
             cross,
             count,

@@ -27,7 +27,7 @@ class Shares(Features):
     """The shares of a party's products with each peer, from the peers' blobs."""
 
     def _shares(self, blobs: Mapping[str, Blob]) -> dict[str, np.ndarray]:
-        plan, p, st = self.plan, self.index, self._state
+        plan, p, deal = self.plan, self.index, self._step.opened()
         shares = {}
         for a, b in plan.pairs():
             if p not in (a, b):
@@ -42,12 +42,12 @@ class Shares(Features):
             key = plan.pair_name(a, b)
             if p == a:  # U_p^T Y' + W, block by block of rows
                 shape = (plan.widths[a], plan.widths[b])
-                share = share_mask(st["deal"].seeds_w[peer], ShareMask.W, shape).copy()
+                share = share_mask(deal.seeds_w[peer], ShareMask.W, shape).copy()
                 step = block_rows(max(plan.widths[a], plan.widths[b]))
                 for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
                     share += matmul_tn_u64(self._mask_rows(r0, r1), theirs)
             else:  # X_p'^T Y + Z, block by block of rows
-                share = st["deal"].z[peer].copy()
+                share = deal.z[peer].copy()
                 step = block_rows(plan.widths[a])
                 for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
                     share += onehot_scatter_u64(theirs, self._columns(r0, r1), plan.widths[b])
@@ -64,12 +64,12 @@ class Shares(Features):
     ) -> dict[str, np.ndarray]:
         """Each pair's share matrix in ``layout``: the round-1 share, with the blocks of the
         round-2 groups added where the pair grows."""
-        plan, p, st = self.plan, self.index, self._state
+        plan, p, st = self.plan, self.index, self._step
         out = dict(shares)
         growing = [(a, b) for a, b in plan.pairs() if p in (a, b) and layout.grows(a, b)]
         if not growing:
             return out
-        if st.get("request") != request.digest() or "deal" not in st:
+        if st.request != request.digest() or st.deal is None:
             raise ConfigError(
                 "this request measures round-2 groups: run groups(group_deal, request) first, "
                 "or open_deal(deal) and open_group_deal(group_deal, request) in a new process."
@@ -115,7 +115,7 @@ class Shares(Features):
         self._inputs().update(
             {f"{kind}/{peer}": hasher.hexdigest(), f"{kind}-nonce/{peer}": blob_nonce(blob).hex()}
         )
-        if not hmac.compare_digest(digest, self._state["digest"]):
+        if not hmac.compare_digest(digest, self._step.digest):
             raise MessageError(
                 "parties hold different record sets or use different shared secrets: "
                 f"{peer!r}'s record-set digest differs from {self.name!r}'s (both must hold "
@@ -141,7 +141,7 @@ class Shares(Features):
         (its groups' rows) and B = U^T Y2' + W_B (its singles against the peer's groups),
         from the peer's blobs of both rounds, block by block of rows."""
         plan, p = self.plan, self.index
-        peer, deal = plan.names[b], self._state["group_deal"]
+        peer, deal = plan.names[b], self._step.round_two()[0]
         wa, wb = layout.width(p, b), layout.width(b, p)
         cols = plan.widths[b] + wb
         block_a = share_mask(deal.seeds_w[peer], ShareMask.WA, (wa, cols))
@@ -159,8 +159,8 @@ class Shares(Features):
         """The higher party's shares of the pair's new blocks: A = X2'^T [Y | Y2] + Z_A and
         B = X'^T Y2 + Z_B, one-hot sums of the lower party's masked rows of both rounds,
         block by block of rows."""
-        plan, p, st = self.plan, self.index, self._state
-        peer, deal = plan.names[a], st["group_deal"]
+        plan, p = self.plan, self.index
+        peer, deal = plan.names[a], self._step.round_two()[0]
         width, wq = layout.width(p, a), layout.width(a, p)
         block_a = deal.z_a[peer].copy()
         block_b = deal.z_b[peer].copy()

@@ -31,6 +31,7 @@ from vertimrf.party.records.ids import RecordIds
 from vertimrf.party.records.layout import Owner, Records
 from vertimrf.party.records.open import Input, held_table, open_records, value_counts
 from vertimrf.party.records.tokens import TokenKeys
+from vertimrf.party.secure.step_data import StepData
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, randomness
 from vertimrf.protocol.bins import BinMap
@@ -124,7 +125,7 @@ class PartyState:
         self._keys = {
             q: pairwise_key(keypair, peers[q], self._context) for q in self.plan.names if q != name
         }
-        self._state: dict[str, Any] = {}
+        self._step = StepData()
 
     def _check_bins(self, bins: Mapping[str, BinMap] | None) -> Mapping[str, BinMap]:
         """The bin maps of exactly this party's binned columns, each with the plan's size."""
@@ -236,8 +237,7 @@ class PartyState:
         """The digests of every input this party's steps have used so far (its data, the
         deal, each peer blob read, the round-2 deal and blobs): what its noise, pads and
         nonces are keyed by."""
-        inputs: dict[str, str] = self._state.setdefault("inputs", {})
-        return inputs
+        return self._step.inputs
 
     def _label_key(self, stream: str, *label: str) -> bytes:
         """The key of ``stream`` under this party's local secret, bound to the run, the
@@ -248,15 +248,15 @@ class PartyState:
     def _bound(self, *label: str) -> tuple[str, ...]:
         """The inputs a private stream of this party is bound to: the run, the party,
         ``label``, its data and its deal."""
-        config_hash, deal = self.config.config_hash(), self._state.get("deal_hash", "")
+        config_hash, deal = self.config.config_hash(), self._step.deal_hash
         return (config_hash, self.name, *label, self.data_digest(), deal)
 
     def _once(self, step: str) -> None:
         self._check_step(step)
-        self._state.setdefault("done", set()).add(step)
+        self._step.done.add(step)
 
     def _check_step(self, step: str) -> None:
-        if step in self._state.get("done", ()):
+        if step in self._step.done:
             raise PrivacyBudgetError(f"party {self.name!r} already ran {step!r}; each runs once.")
 
     def data_digest(self) -> str:
@@ -280,17 +280,7 @@ class PartyState:
         record-set digest, with the run, the party, a hash of its data and of its deal, and
         the caller's ``binding`` (e.g. a digest of its input files). The file is private (it
         holds shares, never sent), written atomically with mode 0600; no pickle."""
-        st = self._state
-        if "shares" not in st or "deal_hash" not in st:
-            raise ConfigError("save_state needs the shares: run release(blobs) first.")
-        meta = {
-            **self._state_meta(binding),
-            "deal": st["deal_hash"],
-            "digest": st["digest"].hex(),
-            "done": sorted(st.get("done", ())),
-            "inputs": self._inputs(),
-        }
-        arrays = {f"s/{key}": share for key, share in st["shares"].items()}
+        meta, arrays = self._step.saved(self._state_meta(binding))
         write_container(path, STATE_KIND, meta, arrays)
 
     def load_state(
@@ -347,5 +337,7 @@ class PartyState:
             )
         if SELECT not in done:
             raise MessageError(f"{path}: the state records no release.")
-        self._state.update(shares=shares, digest=digest, done=done, deal_hash=meta.get("deal"))
-        self._inputs().update(inputs)
+        step = self._step
+        step.shares, step.digest, step.done = shares, digest, done
+        step.deal_hash = str(meta.get("deal") or "")
+        step.inputs.update(inputs)
