@@ -38,10 +38,7 @@ def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows):
     plan = server.plan
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)
-        total = (
-            members[plan.names[p]]._step.shares[key]
-            + members[plan.names[q]]._step.shares[key]
-        )
+        total = members[plan.names[p]]._step.shares[key] + members[plan.names[q]]._step.shares[key]
         exact = exact_product(plan, plan.layout(), codes, spec.names, p, q)
         np.testing.assert_array_equal(plan.signed(total), exact)
 

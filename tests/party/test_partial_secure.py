@@ -32,8 +32,7 @@ def test_shares_count_the_records_both_parties_hold_and_the_regions_are_publishe
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)
         total = plan.signed(
-            members[plan.names[p]]._step.shares[key]
-            + members[plan.names[q]]._step.shares[key]
+            members[plan.names[p]]._step.shares[key] + members[plan.names[q]]._step.shares[key]
         )
         exact = np.zeros(layout.shape(p, q), np.int64)
         for a in plan.attrs[p]:

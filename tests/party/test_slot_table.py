@@ -81,8 +81,7 @@ def test_shares_sum_to_the_counts_over_the_records_both_parties_hold(sizes, case
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)
         total = plan.signed(
-            members[plan.names[p]]._step.shares[key]
-            + members[plan.names[q]]._step.shares[key]
+            members[plan.names[p]]._step.shares[key] + members[plan.names[q]]._step.shares[key]
         )
         both = held[:, p] & held[:, q]
         exact = np.zeros(layout.shape(p, q), np.int64)
