@@ -103,7 +103,7 @@ def _by_blocks(slots, step=97):
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-@pytest.mark.parametrize("part_rows", [7, 300, 1 << 20])
+@pytest.mark.parametrize("part_rows", [7, 300, 3999])
 def test_records_sorted_through_files_are_those_in_memory(tmp_path, suffix, part_rows):
     """Hundreds of parts, a few, or one: the same count and records digest, the same token
     list (by blocks, with the dummies merged in), and at the same slots the same digests,
@@ -112,7 +112,7 @@ def test_records_sorted_through_files_are_those_in_memory(tmp_path, suffix, part
     frame = _frame(n, 3).sample(frac=1.0, random_state=4)
     path = _write(frame[["id", "a0", "a1"]], tmp_path / f"a{suffix}")
     files, memory, plan = _pair(path, _config(n + 2000), part_rows=part_rows, batch_rows=333)
-    assert isinstance(files, TokenFiles)
+    assert isinstance(files, TokenFiles)  # max_rows 4,000 is over a part
     assert (files.n, files.digest) == (memory.n, memory.digest)
     tokens, blocks = _tokens(files)
     np.testing.assert_array_equal(tokens, _tokens(memory)[0])
@@ -317,3 +317,18 @@ def test_the_memory_of_partial_records_from_a_file_does_not_grow_with_their_numb
     assert held_large < 1 << 20
     assert peaks[400_000][1] > 60 * 400_000
     assert peaks[400_000][1] > 3.5 * peaks[100_000][1]
+
+
+def test_records_that_fit_one_part_are_sorted_in_memory(tmp_path):
+    """A max_rows within one part: the file is read and sorted in memory, no part file is
+    written, and the records are those the files would give."""
+    n = 500
+    path = _write(_frame(n, 9)[["id", "a0", "a1"]], tmp_path / "a.parquet")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    cfg = _config(n + 2000)
+    held, memory, plan = _pair(path, cfg, part_rows=n + 2000, temp_dir=temp)
+    files, _, _ = _pair(path, cfg, part_rows=n + 1999, temp_dir=temp)
+    assert isinstance(held, MemoryRecords) and isinstance(files, TokenFiles)
+    assert (held.n, held.digest) == (files.n, files.digest) == (memory.n, memory.digest)
+    np.testing.assert_array_equal(_tokens(held)[0], _tokens(files)[0])

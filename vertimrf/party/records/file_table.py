@@ -54,6 +54,7 @@ from vertimrf.party.records.aligned import (
 from vertimrf.party.records.kept_aligned import binding, kept_or_aligned, source_digest
 from vertimrf.party.records.part_files import part_count, read_rows, row_chunks, scatter
 from vertimrf.party.records.slot_file import TokenFiles
+from vertimrf.party.records.slot_table import MemoryRecords
 from vertimrf.party.records.table_input import (
     BATCH_ROWS,
     WholeTableNeededError,
@@ -150,10 +151,19 @@ class FileTable(HeldTable):
 
     def partial_records(
         self, spec: DomainSpec, keys: TokenKeys, plan: SecurePlan, index: int
-    ) -> TokenFiles:
+    ) -> TokenFiles | MemoryRecords:
         """Partial record sets: party ``index``'s records sorted by token through temporary
-        files (:class:`~vertimrf.party.records.slot_file.TokenFiles`), read in batches; a file whose
-        batches do not settle how pandas reads it is read whole first."""
+        files (:class:`~vertimrf.party.records.slot_file.TokenFiles`), read in batches; a
+        file whose batches do not settle how pandas reads it is read whole first. When the
+        public max_rows fits one part, the records are read and sorted in memory
+        (:class:`~vertimrf.party.records.slot_table.MemoryRecords`): that holds no more than
+        a part, and the same tokens, digest and layout come without the part files."""
+        if plan.max_rows <= self.part_rows:
+            table, fingerprints = read_party_table(
+                self.path, spec, self._id_column, party=self._name,
+                batch_rows=self.batch_rows, id_type=self._id_type,
+            )  # fmt: skip
+            return MemoryRecords(table, fingerprints, keys, plan, index)
 
         def sort(batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> TokenFiles:
             return TokenFiles(
