@@ -2,6 +2,10 @@
 and every pair's W, and Z_pq = U_p^T U_q - W_pq, each sealed to its party (and, after the
 request, the round-2 deals of the groups). The server never sees X - U. Every seed derives
 from the server's own secret, the run, the parties' keys and every party's data commitment.
+
+:class:`Dealer` is an object of its own, which the server holds: it reads no release, and
+imports neither the server's state, its selection nor its fit (an import-linter contract
+keeps it so), so the cryptography can be read and audited apart from the DP post-processing.
 """
 
 from __future__ import annotations
@@ -12,17 +16,19 @@ from pathlib import Path
 
 import numpy as np
 
-from vertimrf.crypto.keys import PublicKey
+from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.crypto.schedule import admit_digest, derive
 from vertimrf.errors import MessageError
 from vertimrf.kernels.secure import matmul_tn_u64
+from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure.commit import Admit, commit_set_digest
 from vertimrf.protocol.secure.deal import Deal, GroupDeal
+from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import Layout, SecurePlan
 from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
 from vertimrf.protocol.seeds import SERVER
-from vertimrf.server.secure.state import ServerState
+from vertimrf.server.secure.record_sets import RecordSets
 from vertimrf.server.slots import TokenSource
 
 DEAL_BLOCK_WORDS = MASK_BLOCK_WORDS  # mask words of all parties expanded at once (deal_matrices)
@@ -85,8 +91,24 @@ def group_matrices(
     return out
 
 
-class Dealer(ServerState):
-    """The server's deals: :meth:`deal` (round 1) and :meth:`group_deals` (round 2)."""
+class Dealer:
+    """The server's deals (module doc): :meth:`admit`, :meth:`deal` (round 1) and
+    :meth:`group_deals` (round 2), under the server's ``keypair`` (its own secret keys every
+    deal), ``stream`` (the secret of its slot assignment's keyed streams) and the run's
+    ``record_sets``."""
+
+    def __init__(
+        self,
+        config: ProtocolConfig,
+        plan: SecurePlan,
+        keypair: KeyPair,
+        stream: bytes,
+        record_sets: RecordSets,
+    ) -> None:
+        self.config, self.plan, self.record_sets = config, plan, record_sets
+        self._keypair, self._secret, self._stream = keypair, keypair.local_secret(), stream
+        self.commit_set: bytes | None = None  # the deal's commitments (see _dealer)
+        self.public_keys: dict[str, PublicKey] | None = None
 
     def _dealer(self, public_keys: Mapping[str, PublicKey]) -> Callable[..., bytes]:
         """The server's deal keys for this run, these parties' keys and their data
@@ -96,7 +118,7 @@ class Dealer(ServerState):
         missing = sorted(set(self.plan.names) - set(public_keys))
         if missing:
             raise MessageError(f"the server needs the public keys of {missing} to deal.")
-        if self._commit_set is None:
+        if self.commit_set is None:
             raise MessageError("the server deals only on every party's data commitment.")
         keys = sha256()
         for name in self.plan.names:
@@ -104,7 +126,7 @@ class Dealer(ServerState):
         label: tuple[str, ...] = (
             self.config.config_hash(),
             keys.hexdigest(),
-            self._commit_set.hex(),
+            self.commit_set.hex(),
             *self.record_sets.deal_label(),  # partial record sets: bound to the slots too
         )
 
@@ -132,8 +154,8 @@ class Dealer(ServerState):
         keys = {name: public_keys[name].raw for name in self.plan.names}
         keys[SERVER] = self._keypair.public_bytes
         commit_set = commit_set_digest(dict(commitments), self.plan.names)
-        self._commit_set = admit_digest(commit_set, keys)
-        return Admit(self._commit_set, self._keypair.public_bytes)
+        self.commit_set = admit_digest(commit_set, keys)
+        return Admit(self.commit_set, self._keypair.public_bytes)
 
     def deal(
         self,
@@ -149,10 +171,9 @@ class Dealer(ServerState):
         deal opens, and the region counts are published (:attr:`regions_released`)."""
         plan, ctx = self.plan, self.config.run_context()
         commit_set = self.admit(commitments, public_keys).digest
-        secret, shared = self._stream_secret(), self.config.expected_shared
-        self.record_sets.assign(tokens, secret, ctx, shared)
+        self.record_sets.assign(tokens, self._stream, ctx, self.config.expected_shared)
         derived = self._dealer(public_keys)
-        self._public_keys = dict(public_keys)
+        self.public_keys = dict(public_keys)
         slot_maps = self.record_sets.write_slot_maps(derived, ctx)
         seeds_u = [derived("U", name) for name in plan.names]
         seeds_w = {(p, q): derived("W", plan.names[p], plan.names[q]) for p, q in plan.pairs()}
@@ -180,20 +201,20 @@ class Dealer(ServerState):
         while this server is; empty otherwise)."""
         return self.record_sets.slot_maps()
 
-    def group_deals(self, public_keys: Mapping[str, PublicKey] | None = None) -> dict[str, bytes]:
-        """Step 2, after :meth:`select`: one sealed round-2 deal per party, for the groups
-        of the request (fresh masks, bound to the request and to the commitments the
+    def group_deals(
+        self, request: Request, public_keys: Mapping[str, PublicKey] | None = None
+    ) -> dict[str, bytes]:
+        """Step 2, after the server's selection: one sealed round-2 deal per party, for the
+        groups of ``request`` (fresh masks, bound to the request and to the commitments the
         first deal was made for); ``public_keys`` default to those :meth:`deal` used."""
-        if self._request is None:
-            raise MessageError("run select(first releases) before group_deals.")
         if public_keys is None:
-            if self._public_keys is None:
+            if self.public_keys is None:
                 raise MessageError("group_deals needs every party's public key.")
-            public_keys = self._public_keys
+            public_keys = self.public_keys
         plan, ctx, names = self.plan, self.config.run_context(), self.plan.names
         derived = self._dealer(public_keys)
-        digest = self._request.digest()
-        layout = plan.layout(self._request.marginals)
+        digest = request.digest()
+        layout = plan.layout(request.marginals)
         seeds_u = [derived("U", name) for name in names]
         ends = [(p, q) for p in range(len(names)) for q in range(len(names)) if p != q]
         seeds_u2 = {(p, q): derived("U2", names[p], names[q], digest) for p, q in ends}

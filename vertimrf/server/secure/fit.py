@@ -26,6 +26,7 @@ from vertimrf.server.secure.selection import Selection
 from vertimrf.server.secure.union_fit import partial_releases
 from vertimrf.synth.engine.fit import fit_model, measurements
 from vertimrf.synth.engine.tables import Tables
+from vertimrf.synth.fitted import absent_decoder, decoder_of
 from vertimrf.synth.union import Population, UnionDomain, fit_union, union_cells
 from vertimrf.within import Placement, placement
 
@@ -55,7 +56,8 @@ class SecureServer(Selection):
         if sample_seed is not None:
             rng = np.random.default_rng(sample_seed)
         n = round(self.n_hat) if rows is None else int(rows)
-        decode = self.record_sets.decoder(self.spec, self.within())
+        decoder = absent_decoder if self.record_sets.absent else decoder_of
+        decode = decoder(self.spec, self.within())
         return decode(self.model.sample(n, rng), rng)
 
     def fit(self, releases: Sequence[SecureRelease]) -> np.random.Generator:

@@ -21,7 +21,6 @@ from typing import Protocol
 import numpy as np
 
 from vertimrf.crypto.kdf import NONCE_BYTES
-from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.io import ScratchFolder
 from vertimrf.protocol.regions import RegionNoise, members, population_rows, regions_of
@@ -29,8 +28,6 @@ from vertimrf.protocol.secure.marginals import Marginal
 from vertimrf.protocol.secure.plan import SecurePlan
 from vertimrf.protocol.secure.slot_map import write_slot_map
 from vertimrf.server.slots import Slots, TokenSource, assign_slots
-from vertimrf.synth.fitted import Decode, absent_decoder, decoder_of
-from vertimrf.within import Placement
 
 __all__ = ["UNION_Z", "EqualSets", "PartialSets", "RecordSets", "SlotMapKey", "record_sets"]
 
@@ -47,6 +44,8 @@ class RecordSets(Protocol):
 
     #: The share of the budget the region counts take (0 for equal sets).
     rho: float
+    #: Whether a synthetic row may leave a party's columns empty (the record is not its).
+    absent: bool
 
     @property
     def released(self) -> dict[int, int] | None:
@@ -124,15 +123,12 @@ class RecordSets(Protocol):
         """The region counts' noise scale (None without them)."""
         ...
 
-    def decoder(self, spec: DomainSpec, within: Placement) -> Decode:
-        """How the model's codes become the synthetic table's values."""
-        ...
-
 
 class EqualSets:
     """Every party holds the same records."""
 
     rho = 0.0
+    absent = False
     released = None
     ready = True
     models_union = False
@@ -200,17 +196,13 @@ class EqualSets:
         """No region counts."""
         return None
 
-    def decoder(self, spec: DomainSpec, within: Placement) -> Decode:
-        """The spec's values."""
-        return decoder_of(spec, within)
-
 
 class PartialSets:
     """The parties hold partly different records (module doc)."""
 
     def __init__(self, plan: SecurePlan, regions: RegionNoise) -> None:
         self._plan, self._noise = plan, regions
-        self.rho = regions.rho
+        self.rho, self.absent = regions.rho, True
         self._slots: Slots | None = None  # the slot assignment
         self._folder: ScratchFolder | None = None  # and its slot maps
         self._released: dict[int, int] | None = None  # and the region counts it published
@@ -372,10 +364,6 @@ class PartialSets:
     def region_sigma(self) -> float | None:
         """The region counts' noise scale."""
         return self._noise.sigma
-
-    def decoder(self, spec: DomainSpec, within: Placement) -> Decode:
-        """The spec's values, empty where a party is absent."""
-        return absent_decoder(spec, within)
 
 
 def record_sets(plan: SecurePlan) -> EqualSets | PartialSets:

@@ -27,8 +27,8 @@ from vertimrf.protocol.secure.marginals import Marginal, Request
 from vertimrf.protocol.secure.plan import MEASURE, SELECT
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.server.binning import BinChoice, choose_bins
-from vertimrf.server.secure.dealer import Dealer
 from vertimrf.server.secure.oracle import SecureOracle
+from vertimrf.server.secure.state import ServerState
 from vertimrf.synth.engine.plan import EnginePlan, cells_per_precision
 from vertimrf.synth.engine.scores import laplace_weight, pooled_one_way, record_total
 from vertimrf.synth.engine.select import choose
@@ -40,7 +40,7 @@ STATE_KIND = "vertimrf-secure-server-state"
 S = TypeVar("S", bound="Selection")
 
 
-class Selection(Dealer):
+class Selection(ServerState):
     """The server's first-release step: :meth:`select` (or the paper pipeline's
     :meth:`cross_tables`), and its state between processes."""
 
@@ -78,14 +78,14 @@ class Selection(Dealer):
         """Every first release names the commitments its deal was made for, all the same
         (and this server's, if it dealt in this process); they bind the round-2 deals."""
         sets = {r.commit_set for r in releases}
-        mine = None if self._commit_set is None else self._commit_set.hex()
+        mine = None if self.dealer.commit_set is None else self.dealer.commit_set.hex()
         if len(sets) != 1 or (mine is not None and sets != {mine}):
             raise MessageError(
                 "the first releases were made with deals of other data commitments: every "
                 "party must release with the deal the server made in this run."
             )
         try:
-            self._commit_set = bytes.fromhex(sets.pop())
+            self.dealer.commit_set = bytes.fromhex(sets.pop())
         except ValueError:
             raise MessageError("a first release names a malformed commit set.") from None
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from hashlib import sha256
+from pathlib import Path
 
 import numpy as np
 
@@ -21,13 +22,16 @@ from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
+from vertimrf.protocol.secure.commit import Admit
 from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
 from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
 from vertimrf.server.binning import BinChoice
 from vertimrf.server.methods import server_strategy
+from vertimrf.server.secure.dealer import Dealer
 from vertimrf.server.secure.record_sets import RecordSets, record_sets
+from vertimrf.server.slots import TokenSource
 from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.union import UnionModel
 
@@ -50,18 +54,17 @@ class ServerState:
         self._secret = self._keypair.local_secret()
         self.plan = secure_plan(config)
         self.options = server_strategy(config).search_options(config)
-        self.record_sets: RecordSets = record_sets(
-            self.plan
-        )  # partial: the region counts' share too
+        self.record_sets: RecordSets = record_sets(self.plan)  # partial: region counts too
         rho = self.plan.rho + self.plan.numeric_rho + self.record_sets.rho
         self.ledger = PrivacyLedger(rho=rho, delta=config.delta)
         self.seed = seed
+        self.dealer = Dealer(
+            config, self.plan, self._keypair, self._stream_secret(), self.record_sets
+        )
         self._first: Tables | None = None
         self._request: Request | None = None
         self._bins: dict[Marginal, BinChoice] = {}
         self._seeded_parties: tuple[str, ...] = ()
-        self._public_keys: dict[str, PublicKey] | None = None
-        self._commit_set: bytes | None = None  # the deal's commitments (see _dealer)
         self.skipped = 0  # partial sets: marginals the union fit could not read
         self.refits: list[str] = []  # each fit again with a smaller model, in words
         self.max_model_cells: int | None = None  # a refit's cap on the fitted model's cells
@@ -92,6 +95,34 @@ class ServerState:
         MessageError (one line) unless it holds the slot assignment's digest and a count of
         every region."""
         self.record_sets.restore(kept)
+
+    def admit(
+        self, commitments: Mapping[str, bytes], public_keys: Mapping[str, PublicKey]
+    ) -> Admit:
+        """The admit digest (:meth:`Dealer.admit`)."""
+        return self.dealer.admit(commitments, public_keys)
+
+    def deal(
+        self,
+        public_keys: Mapping[str, PublicKey],
+        commitments: Mapping[str, bytes],
+        tokens: Mapping[str, TokenSource | np.ndarray] | None = None,
+    ) -> dict[str, bytes]:
+        """Step 0: one sealed deal per party (:meth:`Dealer.deal`)."""
+        return self.dealer.deal(public_keys, commitments, tokens)
+
+    @property
+    def slot_maps(self) -> dict[str, Path]:
+        """Partial record sets, after :meth:`deal`: each party's slot map, a file (kept
+        while this server is; empty otherwise)."""
+        return self.dealer.slot_maps
+
+    def group_deals(self, public_keys: Mapping[str, PublicKey] | None = None) -> dict[str, bytes]:
+        """Step 2, after select: one sealed round-2 deal per party for the request
+        (:meth:`Dealer.group_deals`); ``public_keys`` default to those :meth:`deal` used."""
+        if self._request is None:
+            raise MessageError("run select(first releases) before group_deals.")
+        return self.dealer.group_deals(self._request, public_keys)
 
     def _stream_secret(self) -> bytes:
         """The secret of the server's keyed streams: its own, or one made from the seed
