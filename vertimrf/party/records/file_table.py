@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from vertimrf.domain import DomainSpec
+from vertimrf.domain import DomainSpec, EncodedTable
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import ScratchFolder
@@ -159,11 +159,7 @@ class FileTable(HeldTable):
         (:class:`~vertimrf.party.records.slot_table.MemoryRecords`): that holds no more than
         a part, and the same tokens, digest and layout come without the part files."""
         if plan.max_rows <= self.part_rows:
-            table, fingerprints = read_party_table(
-                self.path, spec, self._id_column, party=self._name,
-                batch_rows=self.batch_rows, id_type=self._id_type,
-            )  # fmt: skip
-            return MemoryRecords(table, fingerprints, keys, plan, index)
+            return MemoryRecords(*self._whole(spec), keys, plan, index)
 
         def sort(batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> TokenFiles:
             return TokenFiles(
@@ -172,26 +168,24 @@ class FileTable(HeldTable):
             )  # fmt: skip
 
         try:
-            return sort(
-                stream_party_table(
-                    self.path,
-                    spec,
-                    self._id_column,
-                    party=self._name,
-                    batch_rows=self.batch_rows,
-                    id_type=self._id_type,
-                )
-            )
+            return sort(self._batches(spec))
         except WholeTableNeededError:
-            table, fingerprints = read_party_table(
-                self.path,
-                spec,
-                self._id_column,
-                party=self._name,
-                batch_rows=self.batch_rows,
-                id_type=self._id_type,
-            )
+            table, fingerprints = self._whole(spec)
             return sort([(table.codes, fingerprints)])
+
+    def _batches(self, spec: DomainSpec) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The table's batches, encoded, with their IDs' fingerprints."""
+        return stream_party_table(
+            self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows,
+            id_type=self._id_type,
+        )  # fmt: skip
+
+    def _whole(self, spec: DomainSpec) -> tuple[EncodedTable, np.ndarray]:
+        """The table read whole and encoded, with its IDs' fingerprints."""
+        return read_party_table(
+            self.path, spec, self._id_column, party=self._name, batch_rows=self.batch_rows,
+            id_type=self._id_type,
+        )  # fmt: skip
 
     def _aligned(
         self, spec: DomainSpec, secret: bytes, context: bytes, plan: SecurePlan
@@ -207,14 +201,7 @@ class FileTable(HeldTable):
             except BaseException:
                 folder.cleanup()
                 raise
-        table, fingerprints = read_party_table(
-            self.path,
-            spec,
-            self._id_column,
-            party=self._name,
-            batch_rows=self.batch_rows,
-            id_type=self._id_type,
-        )
+        table, fingerprints = self._whole(spec)
         return AlignedTable(
             table.codes, fingerprints, secret, context, plan.buckets, plan.capacity,
             plan.max_rows,
@@ -230,14 +217,7 @@ class FileTable(HeldTable):
         plan: SecurePlan,
     ) -> FileAligned:
         parts = part_count(plan.max_rows, self.part_rows)
-        batches = stream_party_table(
-            self.path,
-            spec,
-            self._id_column,
-            party=self._name,
-            batch_rows=self.batch_rows,
-            id_type=self._id_type,
-        )
+        batches = self._batches(spec)
         keys = order_keys(secret, context)
         counts = np.zeros(plan.buckets, np.int64)
         dtype, width = TableEncoder(spec).dtype, len(spec.names)
