@@ -140,7 +140,8 @@ class Slots:
         self._folder: Path | None = None
         self._source: str | None = None
         self._digest: str | None = None
-        self._kept: tuple[KeptRecords | None] | None = None
+        self._kept: KeptRecords | None = None
+        self._kept_read = False
 
     def keep(self, folder: Path) -> None:
         """Keep the records' digest and sorted tokens, then their layout, in
@@ -259,7 +260,9 @@ class Slots:
     def _kept_records(self) -> KeptRecords | None:
         """The records' digest and sorted tokens as an earlier process of the run kept them
         (read once per process), or None."""
-        if self._kept is None:
+        if not self._kept_read:
             bound, folder = self._binding(), self._folder
-            self._kept = (None if bound is None or folder is None else load_records(folder, bound),)
-        return self._kept[0]
+            if bound is not None and folder is not None:
+                self._kept = load_records(folder, bound)
+            self._kept_read = True
+        return self._kept
