@@ -29,10 +29,13 @@ from vertimrf.server.secure import SecureServer
 P_REJECT = 1e-6
 
 
-def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows):
-    """Deal, exchange and compute the shares of a random run; every pair's two shares must
-    sum to X_p^T X_q exactly (in the ring: read as signed words)."""
-    cfg, spec, members, server, public, codes = secure_parties(sizes_by_party, n, seed, rows=rows)
+def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows, **fields):
+    """Deal, exchange and compute the shares of a random run (the config with any other
+    ``fields``); every pair's two shares must sum to X_p^T X_q exactly (in the ring: read
+    as signed words)."""
+    cfg, spec, members, server, public, codes = secure_parties(
+        sizes_by_party, n, seed, rows=rows, **fields
+    )
     for name, blobs in exchange(members, server.deal(public, commitments(members))).items():
         members[name]._step.shares = members[name]._shares(blobs)
     plan = server.plan
@@ -156,10 +159,13 @@ def joint(codes, names, sizes, attrs):
     return out
 
 
-def round_two(sizes_by_party, n, seed, marginals, *, rows):
-    """A run up to the round-2 exchange for ``marginals``: the members, the server, the
-    codes, the request, the round-1 blobs and the round-2 blobs by receiver."""
-    cfg, spec, members, server, public, codes = secure_parties(sizes_by_party, n, seed, rows=rows)
+def round_two(sizes_by_party, n, seed, marginals, *, rows, **fields):
+    """A run up to the round-2 exchange for ``marginals`` (the config with any other
+    ``fields``): the members, the server, the codes, the request, the round-1 blobs and the
+    round-2 blobs by receiver."""
+    cfg, spec, members, server, public, codes = secure_parties(
+        sizes_by_party, n, seed, rows=rows, **fields
+    )
     inbox = exchange(members, server.deal(public, commitments(members)))
     for name, m in members.items():
         m.release(inbox[name])

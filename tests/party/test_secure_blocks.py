@@ -22,11 +22,12 @@ from vertimrf.domain import DomainSpec
 from vertimrf.encoding import TableEncoder
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.samplers import NoiseSampler
+from vertimrf.product import dealer
 from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.secure import wire
 from vertimrf.protocol.secure.plan import SecurePlan
 from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
-from vertimrf.server.secure import SecureServer, dealer
+from vertimrf.server.secure import SecureServer
 from vertimrf.threads import get_num_threads, set_num_threads
 
 # Tables of a few records warn that their synthetic data will be noise; these runs check counts.

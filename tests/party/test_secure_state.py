@@ -19,10 +19,10 @@ from tests.secure_runs import (
 )
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.secure import SecureParty
+from vertimrf.product import dealer
 from vertimrf.protocol.secure import wire
 from vertimrf.protocol.secure.plan import SELECT
 from vertimrf.protocol.secure.widths import feature_width
-from vertimrf.server.secure import dealer
 
 SIZES = [[2, 3, 4], [3, 2], [4, 2]]
 

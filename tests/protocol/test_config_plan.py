@@ -18,13 +18,14 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError
 from vertimrf.party.secure import SecureParty
+from vertimrf.product import dealer
 from vertimrf.protocol import ProtocolConfig, costs, from_preset, load_config
 from vertimrf.protocol import plan as plan_module
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.secure import wire
 from vertimrf.protocol.secure.plan import MEASURE
-from vertimrf.server.secure import SecureServer, dealer
+from vertimrf.server.secure import SecureServer
 
 SMALL = [("A", ["0", "2", "5"]), ("B", ["1", "3", "4"])]
 NONCE = "ab" * 16

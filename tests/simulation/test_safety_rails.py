@@ -21,13 +21,14 @@ from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
 from vertimrf.privacy.samplers import KeyedSampler, SecureSampler
 from vertimrf.privacy.zcdp import round_up
+from vertimrf.product.dealer import DealerProduct
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure.features import open_features
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import SELECT
 from vertimrf.protocol.secure.release import SecureRelease
-from vertimrf.server.secure import SecureServer, dealer
+from vertimrf.server.secure import SecureServer
 
 SECRET = bytes(range(32))
 
@@ -64,13 +65,13 @@ def test_server_and_one_party_recover_a_masked_table_exactly(monkeypatch, sizes)
     the one-hot table, hence every record. No finite epsilon holds against that coalition."""
     cfg, frame, parties, keys, server_key = _secure_run(sizes, 40)
     dealt = {}
-    real = dealer.deal_matrices
+    real = DealerProduct.deal
 
-    def spy(plan, seeds_u, seeds_w):  # what the server knows: the seeds it drew
+    def spy(self, plan, seeds_u, seeds_w):  # what the server knows: the seeds it drew
         dealt["u"] = list(seeds_u)
-        return real(plan, seeds_u, seeds_w)
+        return real(self, plan, seeds_u, seeds_w)
 
-    monkeypatch.setattr(dealer, "deal_matrices", spy)
+    monkeypatch.setattr(DealerProduct, "deal", spy)
     server = SecureServer(cfg, keypair=server_key)
     deals = _deal(server, cfg, frame, parties, keys)
     owner = _party(cfg, frame, parties, keys, "P0")

@@ -142,6 +142,10 @@ class ProtocolConfig:
             every party holds. When the noisy count of those records is under a quarter of
             it, the server warns that the parties' IDs likely differ in type or format.
             None: no guess (not in the file or the hash).
+        product: method "secure" only: the cross product's backend by name
+            (:data:`~vertimrf.protocol.secure.product.PRODUCTS`; checked with the plan).
+            "dealer" (the default, the server deals the masks) is not written to the file
+            or the hash.
     """
 
     epsilon: float
@@ -161,6 +165,7 @@ class ProtocolConfig:
     region_share: float = REGION_SHARE
     id_type: str = ""
     expected_shared: float | None = None
+    product: str = "dealer"
     if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
         _hash: ClassVar[str]
 
@@ -215,6 +220,12 @@ class ProtocolConfig:
         if self.record_sets == "":
             object.__setattr__(self, "record_sets", self.options.RECORD_SETS)
         self._check_record_sets()
+        if not isinstance(self.product, str) or not self.product:
+            raise ConfigError(f"product must be a backend's name; got {self.product!r}.")
+        if self.product != "dealer" and self.method != "secure":
+            raise ConfigError(
+                f"product is a setting of method 'secure'; drop it for {self.method!r}."
+            )
         self._check_ids()
         self._check_identities(names)
         self._check_privacy()
@@ -481,6 +492,8 @@ class ProtocolConfig:
             d["id_type"] = self.id_type
         if self.expected_shared is not None:
             d["expected_shared"] = self.expected_shared
+        if self.product != "dealer":
+            d["product"] = self.product
         if self.identities is not None:
             d["identities"] = {n: i.to_dict() for n, i in self.identities.items()}
         return d

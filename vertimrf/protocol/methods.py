@@ -38,6 +38,7 @@ from vertimrf.protocol.options import (
 from vertimrf.protocol.regions import REGION_DELTA_SHARE, RegionNoise
 from vertimrf.protocol.secure.marginals import Marginal
 from vertimrf.protocol.secure.plan import SELECT, SecurePlan
+from vertimrf.protocol.secure.product import check_product
 from vertimrf.protocol.secure.widths import feature_width, group_width
 from vertimrf.workload import Workload
 
@@ -537,6 +538,7 @@ def secure_plan(
     plan = rules(config).secure_plan(config, epsilon=epsilon, sizes=sizes)
     if plan is None:
         raise ConfigError(f"a secure plan needs method='secure'; got {config.method!r}.")
+    check_product(config.product)
     return plan
 
 

@@ -20,7 +20,7 @@ from vertimrf.crypto.aead import BufferWriter
 from vertimrf.errors import ConfigError, MessageError, RunChangedError
 from vertimrf.party.records.frame import sha256_parts
 from vertimrf.party.secure.state import PartyState
-from vertimrf.protocol.masks import RowMask, row_mask
+from vertimrf.protocol.masks import RowMask
 from vertimrf.protocol.secure.deal import Deal, GroupDeal
 from vertimrf.protocol.secure.features import block_rows, feature_blob_bytes, write_feature_blocks
 from vertimrf.protocol.secure.marginals import Marginal, Request
@@ -34,21 +34,6 @@ def c_order_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarr
     for c, u in zip(codes, sizes, strict=True):
         index = index * u + c
     return index
-
-
-def mask_features(cols: np.ndarray, mask: np.ndarray, *, inplace: bool = False) -> np.ndarray:
-    """X - U for the one-hot X given by ``cols`` (in the ring of ``mask``'s words, uint32
-    or uint64, which wrap); ``inplace`` overwrites ``mask`` (no second rows x k matrix). A
-    row has one column per group and the groups' columns differ, so each group is one
-    scatter of distinct cells."""
-    out = np.negative(mask, out=mask if inplace else None)
-    flat = out.reshape(-1)
-    k = out.shape[1]
-    one = out.dtype.type(1)
-    for j in range(cols.shape[1]):
-        real = np.flatnonzero(cols[:, j] >= 0)
-        flat[real * k + cols[real, j]] += one
-    return out
 
 
 def group_columns(
@@ -116,19 +101,14 @@ class Features(PartyState):
         """X - U by blocks of whole rows."""
         plan = self.plan
         step = block_rows(plan.widths[self.index])
+        k, seed = plan.widths[self.index], self._step.opened().seed_u
         for r0 in range(0, plan.rows, step):
             r1 = min(plan.rows, r0 + step)
-            yield mask_features(self._columns(r0, r1), self._mask_rows(r0, r1), inplace=True)
+            yield self.product.sent(self._columns(r0, r1), seed, RowMask.U, r0, r1, k, plan.word)
 
     def _columns(self, r0: int, r1: int) -> np.ndarray:
         """The one-hot columns of this party's singles in padded rows r0:r1 (-1: padding)."""
         return self.aligned().columns(r0, r1, self._offsets)
-
-    def _mask_rows(self, r0: int, r1: int) -> np.ndarray:
-        """Rows r0:r1 of this party's mask U (a block of its AES-CTR stream)."""
-        k = self.plan.widths[self.index]
-        seed = self._step.opened().seed_u
-        return row_mask(seed, RowMask.U, r0, r1, k, self.plan.word)
 
     def _seal(
         self,
@@ -233,9 +213,8 @@ class Features(PartyState):
         step = block_rows(k)
         for r0 in range(0, plan.rows, step):
             r1 = min(plan.rows, r0 + step)
-            mask = row_mask(seed, RowMask.U2, r0, r1, k, plan.word)
             cols = self._group_features(q, self._columns(r0, r1))
-            yield mask_features(cols, mask, inplace=True)
+            yield self.product.sent(cols, seed, RowMask.U2, r0, r1, k, plan.word)
 
     def _group_features(self, q: int, singles: np.ndarray) -> np.ndarray:
         """The one-hot column indices of this party's round-2 groups toward party q, in the

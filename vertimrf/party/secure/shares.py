@@ -14,10 +14,8 @@ from itertools import zip_longest
 import numpy as np
 
 from vertimrf.errors import ChannelError, ConfigError, MessageError
-from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
 from vertimrf.party.secure.features import Features
 from vertimrf.party.secure.state import Blob
-from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure.features import blob_nonce, block_rows, open_feature_blocks
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import Layout
@@ -40,17 +38,17 @@ class Shares(Features):
                     f"relay {peer!r}'s features before this step."
                 )
             key = plan.pair_name(a, b)
-            if p == a:  # U_p^T Y' + W, block by block of rows
+            step = block_rows(max(plan.widths[a], plan.widths[b]) if p == a else plan.widths[a])
+            received = self._read(peer, blobs[peer], plan.widths[q], 1, step)
+            if p == a:  # the lower party's share, from the higher's rows
                 shape = (plan.widths[a], plan.widths[b])
-                share = share_mask(deal.seeds_w[peer], ShareMask.W, shape).copy()
-                step = block_rows(max(plan.widths[a], plan.widths[b]))
-                for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
-                    share += matmul_tn_u64(self._mask_rows(r0, r1), theirs)
-            else:  # X_p'^T Y + Z, block by block of rows
-                share = deal.z[peer].copy()
-                step = block_rows(plan.widths[a])
-                for r0, r1, theirs in self._read(peer, blobs[peer], plan.widths[q], 1, step):
-                    share += onehot_scatter_u64(theirs, self._columns(r0, r1), plan.widths[b])
+                share = self.product.lower_share(
+                    deal.seeds_w[peer], deal.seed_u, shape, received, plan.word
+                )
+            else:  # the higher party's, from the lower's rows
+                share = self.product.higher_share(
+                    deal.z[peer], received, self._columns, plan.widths[b]
+                )
             shares[key] = share  # only once the whole blob is read and checked
         return shares
 
@@ -144,14 +142,11 @@ class Shares(Features):
         peer, deal = plan.names[b], self._step.round_two()[0]
         wa, wb = layout.width(p, b), layout.width(b, p)
         cols = plan.widths[b] + wb
-        block_a = share_mask(deal.seeds_w[peer], ShareMask.WA, (wa, cols))
-        block_b = share_mask(deal.seeds_w[peer], ShareMask.WB, (plan.widths[p], wb))
         step = block_rows(max(cols, wa, plan.widths[p]))
-        for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[b], wb), step):
-            mask = row_mask(deal.seeds_u[peer], RowMask.U2, r0, r1, wa, plan.word)
-            block_a += matmul_tn_u64(mask, np.hstack((one, two)))
-            block_b += matmul_tn_u64(self._mask_rows(r0, r1), two)
-        return block_a, block_b
+        received = self._read_both(peer, first, second, (plan.widths[b], wb), step)
+        seeds = (deal.seeds_w[peer], self._step.opened().seed_u, deal.seeds_u[peer])
+        shapes = ((wa, cols), (plan.widths[p], wb))
+        return self.product.lower_blocks(seeds, shapes, received, plan.word)
 
     def _right_blocks(
         self, layout: Layout, a: int, first: Blob, second: Blob
@@ -162,14 +157,12 @@ class Shares(Features):
         plan, p = self.plan, self.index
         peer, deal = plan.names[a], self._step.round_two()[0]
         width, wq = layout.width(p, a), layout.width(a, p)
-        block_a = deal.z_a[peer].copy()
-        block_b = deal.z_b[peer].copy()
         step = block_rows(max(plan.widths[a], wq))
-        for r0, r1, one, two in self._read_both(peer, first, second, (plan.widths[a], wq), step):
+        received = self._read_both(peer, first, second, (plan.widths[a], wq), step)
+
+        def columns(r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
             singles = self._columns(r0, r1)
-            mine = self._group_features(a, singles)
-            shifted = np.where(mine >= 0, mine + plan.widths[p], -1)
-            both = np.hstack((singles, shifted))
-            block_a += onehot_scatter_u64(two, both, plan.widths[p] + width)
-            block_b += onehot_scatter_u64(one, mine, width)
-        return block_a, block_b
+            return singles, self._group_features(a, singles)
+
+        dealt = (deal.z_a[peer], deal.z_b[peer])
+        return self.product.higher_blocks(dealt, received, columns, (plan.widths[p], width))

@@ -34,11 +34,13 @@ from vertimrf.party.records.tokens import TokenKeys
 from vertimrf.party.secure.step_data import StepData
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, randomness
+from vertimrf.product import cross_product
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure.commit import Admit
 from vertimrf.protocol.secure.plan import SELECT
+from vertimrf.protocol.secure.product import CrossProduct
 from vertimrf.protocol.secure.tokens import TokenSeal
 from vertimrf.protocol.seeds import SERVER, role_seed
 
@@ -83,6 +85,7 @@ class PartyState:
         if not isinstance(config, ProtocolConfig):
             raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
         self.plan = secure_plan(config)
+        self.product: CrossProduct = cross_product(config.product)
         self.name, self.config = name, config
         self.index = self.plan.party_index(name)
         if keypair.name != name:

@@ -1,7 +1,9 @@
 """The dealer, the server's one cryptographic step: seeds for every party's mask U_p
-and every pair's W, and Z_pq = U_p^T U_q - W_pq, each sealed to its party (and, after the
-request, the round-2 deals of the groups). The server never sees X - U. Every seed derives
-from the server's own secret, the run, the parties' keys and every party's data commitment.
+and every pair's W, and the matrices the run's product backend deals from them
+(:mod:`vertimrf.protocol.secure.product`; Z_pq = U_p^T U_q - W_pq for the default), each
+sealed to its party (and, after the request, the round-2 deals of the groups). The server
+never sees a party's blob. Every seed derives from the server's own secret, the run, the
+parties' keys and every party's data commitment.
 
 :class:`Dealer` is an object of its own, which the server holds: it reads no release, and
 imports neither the server's state, its selection nor its fit (an import-linter contract
@@ -10,7 +12,7 @@ keeps it so), so the cryptography can be read and audited apart from the DP post
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from hashlib import sha256
 from pathlib import Path
 
@@ -19,76 +21,16 @@ import numpy as np
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.crypto.schedule import admit_digest, derive
 from vertimrf.errors import MessageError
-from vertimrf.kernels.secure import matmul_tn_u64
+from vertimrf.product import cross_product
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure.commit import Admit, commit_set_digest
 from vertimrf.protocol.secure.deal import Deal, GroupDeal
 from vertimrf.protocol.secure.marginals import Request
-from vertimrf.protocol.secure.plan import Layout, SecurePlan
-from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
+from vertimrf.protocol.secure.plan import SecurePlan
+from vertimrf.protocol.secure.product import CrossProduct
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.server.secure.record_sets import RecordSets
 from vertimrf.server.slots import TokenSource
-
-DEAL_BLOCK_WORDS = MASK_BLOCK_WORDS  # mask words of all parties expanded at once (deal_matrices)
-
-
-def _masks(
-    plan: SecurePlan, seeds: Sequence[bytes], labels: Sequence[RowMask], widths: Sequence[int]
-) -> Iterator[list[np.ndarray]]:
-    """Row blocks of the masks expanded from ``seeds`` under ``labels`` (each block: every
-    mask's next rows, of its ``widths`` columns), about DEAL_BLOCK_WORDS words at a time."""
-    step = max(1, DEAL_BLOCK_WORDS // max(1, sum(widths)))
-    for r0 in range(0, plan.rows, step):
-        r1 = min(plan.rows, r0 + step)
-        yield [
-            row_mask(s, label, r0, r1, w, plan.word)
-            for s, label, w in zip(seeds, labels, widths, strict=True)
-        ]
-
-
-def deal_matrices(plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: dict) -> dict:
-    """Z_pq = U_p^T U_q - W_pq for every pair (p, q) (the server's one dense product each).
-
-    The masks are expanded block by block of rows (each block of every party's AES-CTR
-    stream once, about DEAL_BLOCK_WORDS words in all) and the products summed over the
-    blocks, which is exact in the ring: memory stays at one block, not rows x sum(k_p)."""
-    out = {
-        (p, q): -share_mask(seeds_w[p, q], ShareMask.W, (plan.widths[p], plan.widths[q]))
-        for p, q in plan.pairs()
-    }
-    for masks in _masks(plan, seeds_u, [RowMask.U] * len(seeds_u), plan.widths):
-        for p, q in plan.pairs():
-            out[p, q] += matmul_tn_u64(masks[p], masks[q])
-    return out
-
-
-def group_matrices(
-    plan: SecurePlan, layout: Layout, seeds_u: Sequence[bytes], seeds_u2: dict, seeds_w2: dict
-) -> dict:
-    """For each pair p < q that grows in ``layout``: Z_A = U2_pq^T [U_q | U2_qp] - W_A and
-    Z_B = U_p^T U2_qp - W_B (U2: the round-2 masks, from ``seeds_u2[p, q]``; W from
-    ``seeds_w2[p, q]``), the masks expanded block by block of rows as in deal_matrices."""
-    pairs = [(p, q) for p, q in plan.pairs() if layout.grows(p, q)]
-    out = {}
-    for p, q in pairs:
-        a, b = layout.width(p, q), layout.width(q, p)
-        wa = share_mask(seeds_w2[p, q], ShareMask.WA, (a, plan.widths[q] + b))
-        wb = share_mask(seeds_w2[p, q], ShareMask.WB, (plan.widths[p], b))
-        out[p, q] = (-wa, -wb)
-    if not pairs:
-        return out
-    seeds = list(seeds_u) + [seeds_u2[key] for p, q in pairs for key in ((p, q), (q, p))]
-    m = len(plan.names)
-    widths = list(plan.widths) + [layout.width(*key) for p, q in pairs for key in ((p, q), (q, p))]
-    labels = [RowMask.U] * m + [RowMask.U2] * (2 * len(pairs))
-    for masks in _masks(plan, seeds, labels, widths):
-        for i, (p, q) in enumerate(pairs):
-            g_p, g_q = masks[m + 2 * i], masks[m + 2 * i + 1]
-            out[p, q][0][...] += matmul_tn_u64(g_p, np.hstack((masks[q], g_q)))
-            out[p, q][1][...] += matmul_tn_u64(masks[p], g_q)
-    return out
 
 
 class Dealer:
@@ -106,6 +48,7 @@ class Dealer:
         record_sets: RecordSets,
     ) -> None:
         self.config, self.plan, self.record_sets = config, plan, record_sets
+        self.product: CrossProduct = cross_product(config.product)
         self._keypair, self._secret, self._stream = keypair, keypair.local_secret(), stream
         self.commit_set: bytes | None = None  # the deal's commitments (see _dealer)
         self.public_keys: dict[str, PublicKey] | None = None
@@ -177,7 +120,7 @@ class Dealer:
         slot_maps = self.record_sets.write_slot_maps(derived, ctx)
         seeds_u = [derived("U", name) for name in plan.names]
         seeds_w = {(p, q): derived("W", plan.names[p], plan.names[q]) for p, q in plan.pairs()}
-        z = deal_matrices(plan, seeds_u, seeds_w)
+        z = self.product.deal(plan, seeds_u, seeds_w)
         deals = {}
         for p, name in enumerate(plan.names):
             key, digest, count = slot_maps.get(name, (b"", b"", 0))
@@ -219,7 +162,7 @@ class Dealer:
         ends = [(p, q) for p in range(len(names)) for q in range(len(names)) if p != q]
         seeds_u2 = {(p, q): derived("U2", names[p], names[q], digest) for p, q in ends}
         seeds_w2 = {(p, q): derived("W2", names[p], names[q], digest) for p, q in plan.pairs()}
-        z = group_matrices(plan, layout, seeds_u, seeds_u2, seeds_w2)
+        z = self.product.group_deal(plan, layout, seeds_u, seeds_u2, seeds_w2)
         deals = {}
         for p, name in enumerate(names):
             deal = GroupDeal(

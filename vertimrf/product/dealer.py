@@ -1,0 +1,174 @@
+"""The dealer-assisted cross product (:class:`DealerProduct`, the config's ``product``
+"dealer", the default backend of :class:`~vertimrf.protocol.secure.product.CrossProduct`).
+
+The lower party p of a pair sends X_p - U_p and the higher q sends Y - U_q, each under the
+pairwise key; the dealer, who knows the masks but never sees a blob, deals
+Z = U_p^T U_q - W to q; p holds U_p^T (Y - U_q) + W and q holds (X_p - U_p)^T Y + Z, which
+sum to X_p^T Y. Round 2 does the same for the groups, with fresh masks U2 and W_A, W_B.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
+from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
+from vertimrf.protocol.secure.plan import Layout, SecurePlan
+from vertimrf.protocol.secure.product import Columns, Pair, Received, ReceivedBoth
+from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
+
+DEAL_BLOCK_WORDS = MASK_BLOCK_WORDS  # mask words of all parties expanded at once (deal)
+
+
+def _masks(
+    plan: SecurePlan, seeds: Sequence[bytes], labels: Sequence[RowMask], widths: Sequence[int]
+) -> Iterator[list[np.ndarray]]:
+    """Row blocks of the masks expanded from ``seeds`` under ``labels`` (each block: every
+    mask's next rows, of its ``widths`` columns), about DEAL_BLOCK_WORDS words at a time."""
+    step = max(1, DEAL_BLOCK_WORDS // max(1, sum(widths)))
+    for r0 in range(0, plan.rows, step):
+        r1 = min(plan.rows, r0 + step)
+        yield [
+            row_mask(s, label, r0, r1, w, plan.word)
+            for s, label, w in zip(seeds, labels, widths, strict=True)
+        ]
+
+
+def mask_features(cols: np.ndarray, mask: np.ndarray, *, inplace: bool = False) -> np.ndarray:
+    """X - U for the one-hot X given by ``cols`` (in the ring of ``mask``'s words, uint32
+    or uint64, which wrap); ``inplace`` overwrites ``mask`` (no second rows x k matrix). A
+    row has one column per group and the groups' columns differ, so each group is one
+    scatter of distinct cells."""
+    out = np.negative(mask, out=mask if inplace else None)
+    flat = out.reshape(-1)
+    k = out.shape[1]
+    one = out.dtype.type(1)
+    for j in range(cols.shape[1]):
+        real = np.flatnonzero(cols[:, j] >= 0)
+        flat[real * k + cols[real, j]] += one
+    return out
+
+
+class DealerProduct:
+    """The dealer-assisted product (module doc)."""
+
+    def deal(
+        self, plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: Mapping[Pair, bytes]
+    ) -> dict[Pair, np.ndarray]:
+        """Z_pq = U_p^T U_q - W_pq for every pair (the dealer's one dense product each).
+
+        The masks are expanded block by block of rows (each block of every party's AES-CTR
+        stream once, about DEAL_BLOCK_WORDS words in all) and the products summed over the
+        blocks, which is exact in the ring: memory stays at one block, not rows x sum(k_p)."""
+        out = {
+            (p, q): -share_mask(seeds_w[p, q], ShareMask.W, (plan.widths[p], plan.widths[q]))
+            for p, q in plan.pairs()
+        }
+        for masks in _masks(plan, seeds_u, [RowMask.U] * len(seeds_u), plan.widths):
+            for p, q in plan.pairs():
+                out[p, q] += matmul_tn_u64(masks[p], masks[q])
+        return out
+
+    def group_deal(
+        self,
+        plan: SecurePlan,
+        layout: Layout,
+        seeds_u: Sequence[bytes],
+        seeds_u2: Mapping[Pair, bytes],
+        seeds_w2: Mapping[Pair, bytes],
+    ) -> dict[Pair, tuple[np.ndarray, np.ndarray]]:
+        """For each pair p < q that grows in ``layout``: Z_A = U2_pq^T [U_q | U2_qp] - W_A and
+        Z_B = U_p^T U2_qp - W_B, the masks expanded block by block of rows as in
+        :meth:`deal`."""
+        pairs = [(p, q) for p, q in plan.pairs() if layout.grows(p, q)]
+        out = {}
+        for p, q in pairs:
+            a, b = layout.width(p, q), layout.width(q, p)
+            wa = share_mask(seeds_w2[p, q], ShareMask.WA, (a, plan.widths[q] + b))
+            wb = share_mask(seeds_w2[p, q], ShareMask.WB, (plan.widths[p], b))
+            out[p, q] = (-wa, -wb)
+        if not pairs:
+            return out
+        ends = [key for p, q in pairs for key in ((p, q), (q, p))]
+        seeds = list(seeds_u) + [seeds_u2[key] for key in ends]
+        m = len(plan.names)
+        widths = list(plan.widths) + [layout.width(*key) for key in ends]
+        labels = [RowMask.U] * m + [RowMask.U2] * len(ends)
+        for masks in _masks(plan, seeds, labels, widths):
+            for i, (p, q) in enumerate(pairs):
+                g_p, g_q = masks[m + 2 * i], masks[m + 2 * i + 1]
+                out[p, q][0][...] += matmul_tn_u64(g_p, np.hstack((masks[q], g_q)))
+                out[p, q][1][...] += matmul_tn_u64(masks[p], g_q)
+        return out
+
+    def sent(
+        self,
+        cols: np.ndarray,
+        seed: bytes,
+        label: RowMask,
+        r0: int,
+        r1: int,
+        width: int,
+        word: type,
+    ) -> np.ndarray:
+        """X - U: the one-hot rows less the mask ``label`` of ``seed`` (uniform to the peer,
+        who does not know it)."""
+        return mask_features(cols, row_mask(seed, label, r0, r1, width, word), inplace=True)
+
+    def lower_share(
+        self, seed_w: bytes, seed_u: bytes, shape: Pair, received: Received, word: type
+    ) -> np.ndarray:
+        """U_p^T (Y - U_q) + W, block by block of the peer's rows."""
+        share = share_mask(seed_w, ShareMask.W, shape).copy()
+        for r0, r1, theirs in received:
+            share += matmul_tn_u64(row_mask(seed_u, RowMask.U, r0, r1, shape[0], word), theirs)
+        return share
+
+    def higher_share(
+        self, dealt: np.ndarray, received: Received, columns: Columns, width: int
+    ) -> np.ndarray:
+        """(X_p - U_p)^T Y + Z: one-hot sums of the peer's rows, block by block."""
+        share = dealt.copy()
+        for r0, r1, theirs in received:
+            share += onehot_scatter_u64(theirs, columns(r0, r1), width)
+        return share
+
+    def lower_blocks(
+        self,
+        seeds: tuple[bytes, bytes, bytes],
+        shapes: tuple[Pair, Pair],
+        received: ReceivedBoth,
+        word: type,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A = U2^T [Y' | Y2'] + W_A (the party's groups' rows) and B = U^T Y2' + W_B (its
+        singles against the peer's groups), block by block of the peer's rows."""
+        seed_w, seed_u, seed_u2 = seeds
+        (wa, cols), (k, wb) = shapes
+        block_a = share_mask(seed_w, ShareMask.WA, (wa, cols))
+        block_b = share_mask(seed_w, ShareMask.WB, (k, wb))
+        for r0, r1, one, two in received:
+            block_a += matmul_tn_u64(
+                row_mask(seed_u2, RowMask.U2, r0, r1, wa, word), np.hstack((one, two))
+            )
+            block_b += matmul_tn_u64(row_mask(seed_u, RowMask.U, r0, r1, k, word), two)
+        return block_a, block_b
+
+    def higher_blocks(
+        self,
+        dealt: tuple[np.ndarray, np.ndarray],
+        received: ReceivedBoth,
+        columns: Callable[[int, int], tuple[np.ndarray, np.ndarray]],
+        widths: Pair,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A = X2'^T [Y | Y2] + Z_A and B = X'^T Y2 + Z_B, one-hot sums of the lower
+        party's masked rows of both rounds, block by block."""
+        k, width = widths
+        block_a, block_b = dealt[0].copy(), dealt[1].copy()
+        for r0, r1, one, two in received:
+            singles, mine = columns(r0, r1)
+            shifted = np.where(mine >= 0, mine + k, -1)
+            block_a += onehot_scatter_u64(two, np.hstack((singles, shifted)), k + width)
+            block_b += onehot_scatter_u64(one, mine, width)
+        return block_a, block_b

@@ -1,0 +1,124 @@
+"""The cross product as a backend: what turns two parties' one-hot feature blocks into
+additive shares (mod 2^64) of their cross counts, for every role that takes part in it.
+
+:class:`CrossProduct` is the seam; a backend is a module of :mod:`vertimrf.product` (which
+may use the kernels; the protocol does not) with one line in :data:`PRODUCTS`, chosen by
+the config's ``product`` and imported when a role uses it
+(:func:`vertimrf.product.cross_product`). Its two halves:
+
+* the dealer's: the correlated randomness dealt to each party (:meth:`CrossProduct.deal`,
+  :meth:`CrossProduct.group_deal`), from the seeds the dealer drew;
+* a party's: the rows it sends each peer (:meth:`CrossProduct.sent`), and its share of each
+  pair's counts from the peer's rows, read block by block (:meth:`CrossProduct.lower_share`,
+  :meth:`CrossProduct.higher_share` in round 1; :meth:`CrossProduct.lower_blocks`,
+  :meth:`CrossProduct.higher_blocks` for the round-2 groups).
+
+The roles keep the rest: sealing and reading blobs, checking them, the noise and pads.
+
+The first backend, ``"dealer"`` (the default), is the dealer-assisted product
+(:mod:`vertimrf.product.dealer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from vertimrf.errors import ConfigError
+from vertimrf.protocol.masks import RowMask
+from vertimrf.protocol.secure.plan import Layout, SecurePlan
+
+Pair = tuple[int, int]
+# A peer's rows, block by block: (r0, r1, its rows r0:r1 of round 1) ...
+Received = Iterable[tuple[int, int, np.ndarray]]
+# ... and of rounds 1 and 2 together: (r0, r1, round-1 rows, round-2 rows).
+ReceivedBoth = Iterable[tuple[int, int, np.ndarray, np.ndarray]]
+# A party's one-hot columns in rows r0:r1 (int64, -1: no column).
+Columns = Callable[[int, int], np.ndarray]
+
+
+class CrossProduct(Protocol):
+    """Two parties' one-hot feature blocks to additive shares of their cross counts (module
+    doc). ``plan``: the run's :class:`SecurePlan`; a pair is (p, q) with p < q."""
+
+    def deal(
+        self, plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: Mapping[Pair, bytes]
+    ) -> dict[Pair, np.ndarray]:
+        """The dealer: the higher party's dealt matrix of every pair (round 1)."""
+        ...
+
+    def group_deal(
+        self,
+        plan: SecurePlan,
+        layout: Layout,
+        seeds_u: Sequence[bytes],
+        seeds_u2: Mapping[Pair, bytes],
+        seeds_w2: Mapping[Pair, bytes],
+    ) -> dict[Pair, tuple[np.ndarray, np.ndarray]]:
+        """The dealer: the higher party's dealt matrices (A, B) of every pair that grows in
+        ``layout`` (round 2)."""
+        ...
+
+    def sent(
+        self,
+        cols: np.ndarray,
+        seed: bytes,
+        label: RowMask,
+        r0: int,
+        r1: int,
+        width: int,
+        word: type,
+    ) -> np.ndarray:
+        """A party: its rows r0:r1 (one-hot ``cols``, ``width`` words a row of ``word``) as
+        sent to a peer, hidden by the stream ``label`` of ``seed``."""
+        ...
+
+    def lower_share(
+        self, seed_w: bytes, seed_u: bytes, shape: Pair, received: Received, word: type
+    ) -> np.ndarray:
+        """The lower party: its share (``shape``) of the pair, from the higher party's rows."""
+        ...
+
+    def higher_share(
+        self, dealt: np.ndarray, received: Received, columns: Columns, width: int
+    ) -> np.ndarray:
+        """The higher party: its share of the pair from its ``dealt`` matrix, the lower
+        party's rows and its own one-hot ``columns`` (``width`` of them)."""
+        ...
+
+    def lower_blocks(
+        self,
+        seeds: tuple[bytes, bytes, bytes],
+        shapes: tuple[Pair, Pair],
+        received: ReceivedBoth,
+        word: type,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The lower party: its shares of the pair's round-2 blocks A and B (``shapes``),
+        from ``seeds`` (its W2 seed, its round-1 mask's and its round-2 mask's toward the
+        peer) and the peer's rows of both rounds."""
+        ...
+
+    def higher_blocks(
+        self,
+        dealt: tuple[np.ndarray, np.ndarray],
+        received: ReceivedBoth,
+        columns: Callable[[int, int], tuple[np.ndarray, np.ndarray]],
+        widths: Pair,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The higher party: its shares of the pair's round-2 blocks A and B, from its
+        ``dealt`` pair, the peer's rows of both rounds and ``columns(r0, r1)``: its
+        singles' and its groups' one-hot columns (``widths``: how many of each)."""
+        ...
+
+
+# The backends by the config's ``product`` name ("module:class"): a new backend is its
+# module and one line here.
+PRODUCTS: dict[str, str] = {"dealer": "vertimrf.product.dealer:DealerProduct"}
+
+
+def check_product(name: str) -> None:
+    """ConfigError unless ``name`` is a known backend (imports nothing)."""
+    if name not in PRODUCTS:
+        raise ConfigError(f"product must be one of {sorted(PRODUCTS)}; got {name!r}.")
