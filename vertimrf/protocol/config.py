@@ -57,6 +57,7 @@ from vertimrf.protocol.options import (
     strict_fields,
     unknown_fields,
 )
+from vertimrf.protocol.record_sets import POPULATIONS, RECORD_SETS, REGION_SHARE, RecordSets
 from vertimrf.protocol.seeds import SERVER
 from vertimrf.workload import Workload
 
@@ -74,10 +75,7 @@ NON_DP_REASON = (
 NONCE_HEX_CHARS = 32
 # The config file's format: 1 (no "format" key) is the flat one of vertimrf 0.1.0.
 CONFIG_FORMAT = 2
-RECORD_SETS = ("equal", "partial")
 ID_TYPES = ("integer", "text")  # a declared record-ID type (id_type)
-POPULATIONS = ("intersection", "union")
-REGION_SHARE = 0.02  # of the zCDP budget, for the region counts of partial record sets
 
 
 def _flat_hint(name: str) -> str:
@@ -217,8 +215,7 @@ class ProtocolConfig:
         if not self.run_nonce:
             object.__setattr__(self, "run_nonce", secrets.token_hex(NONCE_HEX_CHARS // 2))
         self._check_run()
-        if self.record_sets == "":
-            object.__setattr__(self, "record_sets", self.options.RECORD_SETS)
+        object.__setattr__(self, "record_sets", self.record_sets or self.options.RECORD_SETS)
         self._check_record_sets()
         if not isinstance(self.product, str) or not self.product:
             raise ConfigError(f"product must be a backend's name; got {self.product!r}.")
@@ -283,15 +280,10 @@ class ProtocolConfig:
                 f"{self.id_type!r}."
             )
         shared = self.expected_shared
-        if shared is None:
-            return
-        if isinstance(shared, bool) or not isinstance(shared, int | float) or not 0 < shared <= 1:
+        fraction = isinstance(shared, int | float) and not isinstance(shared, bool)
+        if shared is not None and not (fraction and 0 < shared <= 1):
             raise ConfigError(f"expected_shared must be a fraction in (0, 1]; got {shared!r}.")
-        if self.record_sets != "partial":
-            raise ConfigError(
-                "expected_shared is a setting of record_sets='partial' (equal sets share every "
-                "record); drop it or use partial record sets."
-            )
+        self.sets.check(self.population, self.region_share, shared)
 
     def _check_record_sets(self) -> None:
         """``record_sets``, ``population`` and ``region_share`` are known values, the last
@@ -308,13 +300,12 @@ class ProtocolConfig:
         share = self.region_share
         if not (isinstance(share, int | float) and not isinstance(share, bool) and 0 < share < 1):
             raise ConfigError(f"region_share must lie in (0, 1); got {share!r}.")
-        if self.record_sets == "equal":
-            if self.population != "intersection" or share != REGION_SHARE:
-                raise ConfigError(
-                    "population and region_share are settings of record_sets='partial'; with "
-                    "equal record sets every record is every party's."
-                )
-            return
+
+    @property
+    def sets(self) -> type[RecordSets]:
+        """The record sets' strategy (:mod:`vertimrf.protocol.record_sets`): its class,
+        whose methods need no plan (the plan holds an instance, with its noise)."""
+        return RECORD_SETS[self.record_sets]
 
     def _check_identities(self, names: list[str]) -> None:
         """The identities, if any, name every party and the server, once each."""
@@ -458,11 +449,8 @@ class ProtocolConfig:
             base = {**preset, **self.options.flat()}
             shared["options"] = from_flat(base, settings, where="ProtocolConfig.with_changes")
         options = shared.get("options", self.options)
-        if "record_sets" not in shared and options.RECORD_SETS != self.record_sets == "partial":
-            shared.update(
-                record_sets="equal", population="intersection", region_share=REGION_SHARE,
-                expected_shared=None,
-            )  # fmt: skip
+        if "record_sets" not in shared:
+            shared.update(self.sets.reverted(options.RECORD_SETS))
         return replace(self, **shared)
 
     # ------------------------------------------------------------------ files
@@ -484,10 +472,7 @@ class ProtocolConfig:
         }
         if self.max_memory_gb is not None:
             d["max_memory_gb"] = self.max_memory_gb
-        if self.record_sets != "equal":
-            d["record_sets"] = self.record_sets
-            d["population"] = self.population
-            d["region_share"] = self.region_share
+        d.update(self.sets.fields(self.population, self.region_share))
         if self.id_type:
             d["id_type"] = self.id_type
         if self.expected_shared is not None:

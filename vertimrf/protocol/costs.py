@@ -147,8 +147,7 @@ def secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ..
             + slots
             + 4 * row_block(max(widths[p], peer)),
         }
-        if plan.regions is not None:
-            steps["tokens"] = BASE_BYTES + columns
+        steps.update(plan.sets.token_steps(BASE_BYTES + columns))
         if plan.select:
             steps["groups"] = BASE_BYTES + columns + slots + 6 * row_block(caps[p])
             steps["measure"] = (

@@ -23,7 +23,7 @@ from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.numeric import fine_cells
 from vertimrf.privacy.split import first_share
-from vertimrf.privacy.zcdp import epsilon_to_rho, pure_to_rho
+from vertimrf.privacy.zcdp import pure_to_rho
 from vertimrf.protocol.buckets import bucket_capacity, check_buckets
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
@@ -35,7 +35,6 @@ from vertimrf.protocol.options import (
     SecurePaperOptions,
     options_class,
 )
-from vertimrf.protocol.regions import REGION_DELTA_SHARE, RegionNoise
 from vertimrf.protocol.secure.marginals import Marginal
 from vertimrf.protocol.secure.plan import SELECT, SecurePlan
 from vertimrf.protocol.secure.product import check_product
@@ -93,11 +92,7 @@ class Method:
     def check_record_sets(self, config: ProtocolConfig) -> None:
         """ConfigError (one line) when ``config`` has partial record sets and the method
         needs equal ones."""
-        if config.record_sets == "partial" and self.equal_sets_only:
-            raise ConfigError(
-                f"method {self.label!r} needs every party to hold the same records "
-                f"({self.equal_sets_only}): use record_sets='equal'."
-            )
+        config.sets.refuse(self.label, self.equal_sets_only)
 
     # ------------------------------------------------------------------ the plan
     def secure_plan(
@@ -207,16 +202,9 @@ class SecureRules(Method):
         buckets = check_buckets(getattr(config.options, "buckets", 1))
         capacity = bucket_capacity(int(config.max_rows), buckets)
         epsilon = config.epsilon if epsilon is None else epsilon
-        regions = None
-        if config.record_sets == "partial":  # slots, not buckets; the region counts' share
-            buckets, capacity = 1, int(config.max_rows)
-            delta = config.delta * (1 - 2 * REGION_DELTA_SHARE)
-            rho = epsilon_to_rho(epsilon, delta)
-            fail = config.delta * REGION_DELTA_SHARE
-            regions = RegionNoise(len(config.parties), rho * config.region_share, fail, fail)
-            rho -= regions.rho
-        else:
-            rho = epsilon_to_rho(epsilon, config.delta)
+        parties, share = len(config.parties), config.region_share
+        rho, sets = config.sets.split(epsilon, config.delta, parties, share)
+        buckets, capacity = sets.rows(buckets, capacity, int(config.max_rows))
         values, fine, quantile = self.plan_numeric(config, rho)
         rho -= math.fsum(r for *_, r in (*fine, *quantile))  # the plan's numeric_rho
         rho_count, rho_select, rho_measure, refine = self.plan_shares(config, epsilon, rho)
@@ -238,7 +226,7 @@ class SecureRules(Method):
             refine_fraction=refine,
             select=self.selects,
             buckets=buckets,
-            regions=regions,
+            sets=sets,
             workload_first=self.plan_first(config),
             values=values,
             fine=fine,
@@ -292,10 +280,6 @@ class SecureRules(Method):
         return 0.0, rho_select, 0.0, 0.0
 
 
-# The union model's cell cap over the selected model's (partial record sets).
-UNION_CELLS = 4
-
-
 class SecureSelectRules(SecureRules):
     """Method "secure", the select pipeline: no local messages at all; the secure product
     releases every 2-way marginal (with a workload, its first release) and the count, then
@@ -309,7 +293,7 @@ class SecureSelectRules(SecureRules):
 
     def schedule(self, config: ProtocolConfig) -> str:
         """The select pipeline's schedule: with partial record sets, the tokens' too."""
-        return self.label + ("/partial" if config.record_sets == "partial" else "")
+        return config.sets.schedule(self.label)
 
     def plan_releases(
         self, config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
@@ -347,31 +331,19 @@ class SecureSelectRules(SecureRules):
         )
 
     def model_cap(self, config: ProtocolConfig) -> float:
-        """The select pipeline's ceiling on the model's cells; with partial record sets the
-        union model's, UNION_CELLS times it (each attribute has one more value, "absent",
-        and a party's attributes are linked: :mod:`vertimrf.synth.union`)."""
+        """The select pipeline's ceiling on the model's cells (the union model's with
+        partial record sets: :meth:`~vertimrf.protocol.record_sets.PartialSets.model_cap`)."""
         cap = config.secure_options().max_total_cells
-        return cap * UNION_CELLS if config.record_sets == "partial" else cap
+        return config.sets.model_cap(cap)
 
     def smallest_model(self, config: ProtocolConfig) -> int:
         """The cells of the smallest model the server's selection falls back to, every
-        attribute alone. With partial record sets the model over the union
-        (:mod:`vertimrf.synth.union.structure`): each attribute has one more value,
-        "absent"; each party's attributes are joined by its cheapest spanning tree of pairs
-        (a star on its smallest attribute, a pair costing the product of its sizes), and
-        one clique joins each party's smallest attribute. That graph is chordal (trees
-        hung on one clique), so these are its cliques and fill-in adds none. The server
-        builds it only when it models the union, so this bounds both cases."""
-        sizes = config.spec.domain.sizes
-        if config.record_sets != "partial":
-            return int(sum(sizes))
-        index = {c: i for i, c in enumerate(config.spec.names)}
-        links, joined = 0, 1
-        for p in config.parties:
-            held = sorted(int(sizes[index[c]]) + 1 for c in p.columns)
-            links += sum(held[0] * u for u in held[1:])
-            joined *= held[0]
-        return links + joined
+        attribute alone (over the union with partial record sets:
+        :meth:`~vertimrf.protocol.record_sets.PartialSets.smallest_model`; the server
+        builds it only when it models the union, so this bounds both cases)."""
+        spec = config.spec
+        held = [[spec[c].size for c in p.columns] for p in config.parties]
+        return config.sets.smallest_model(spec.domain.sizes, held)
 
     def memory_hint(self, config: ProtocolConfig, limit: float, peak: PeakFn) -> str:
         """Bin the widest attribute when it alone sets the feature width and binning it fits."""

@@ -50,6 +50,7 @@ from vertimrf.protocol.costs import (
     secure_roles,
 )
 from vertimrf.protocol.methods import SecureSelectRules, rules
+from vertimrf.protocol.record_sets import EqualSets, RecordSets
 from vertimrf.protocol.regions import RegionNoise
 from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
 from vertimrf.protocol.secure.release import MAX_WITHIN_CELLS
@@ -76,7 +77,9 @@ class RunPlan:
     each party's round-1 feature blob to each peer, ``group_blob_bytes`` the most its
     round-2 blob to a peer may hold, ``deal_bytes`` (an upper bound) its deal and
     ``ring_bits`` the ring of the masked values and ``buckets`` the PRF buckets and their
-    capacity in rows and ``workload_first`` the first release a workload sets (method
+    capacity in rows, ``sets`` the record sets (with partial ones, the region counts'
+    noise: :mod:`vertimrf.protocol.record_sets`) and ``workload_first`` the first release a
+    workload sets (method
     secure; None: every pair); ``split`` the select pipeline's fractions of rho for the
     count, the first release and the re-measurement (``split_auto``: chosen by
     ``secure_shares="auto"``); ``roles`` the per-role
@@ -96,13 +99,18 @@ class RunPlan:
     deal_bytes: Mapping[str, int] = field(default_factory=dict)
     ring_bits: int | None = None
     buckets: tuple[int, int] | None = None
-    regions: RegionNoise | None = None
+    sets: RecordSets = EqualSets()
     workload_first: tuple[tuple[int, ...], ...] | None = None
     split: tuple[float, float, float] | None = None
     split_auto: bool = False
     roles: tuple[RoleCost, ...] = ()
     max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
     model_cells: int | None = None
+
+    @property
+    def regions(self) -> RegionNoise | None:
+        """Partial record sets: the region counts' noise; None with equal sets."""
+        return self.sets.noise
 
     @property
     def ledger_total(self) -> float:
@@ -134,17 +142,7 @@ class RunPlan:
                     else "a count plus its noise may need all 64 bits)"
                 )
             )
-        if self.regions is not None:
-            noise = self.regions
-            lines.append(
-                f"record sets: partial; the server sees the count of each of the "
-                f"{noise.regions} regions (the records held by exactly one set of parties) plus "
-                f"N_Z(0, {noise.sigma:.4g}^2) noise from the parties' dummy tokens, and "
-                f"publishes them with its own noise of the same scale (rho {noise.rho:.4g}); "
-                "max_rows must hold every party's records at once (their union) plus up to "
-                f"{noise.dummy_rows:,} dummy rows and a margin of "
-                f"{noise.regions * noise.margin:,}"
-            )
+        lines += self.sets.plan_lines()
         fine = [r for r in self.releases if r.mechanism == FINE_MECHANISM]
         cuts = [r for r in self.releases if r.mechanism == QUANTILE_MECHANISM]
         if fine or cuts:
@@ -372,7 +370,7 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
         common,
         ring_bits=plan.ring_bits,
         buckets=(plan.buckets, plan.capacity),
-        regions=plan.regions,
+        sets=plan.sets,
         workload_first=plan.workload_first,
         split=(
             (plan.rho_count / plan.rho, plan.rho_select / plan.rho, plan.rho_measure / plan.rho)
@@ -450,12 +448,7 @@ def _check_model(config: ProtocolConfig) -> None:
         return
     spec = config.spec
     widest = sorted(spec.names, key=lambda c: -spec[c].size)[:2]
-    union = (
-        " over the union of the parties' records (every column alone, with one more value, "
-        "absent, and each party's columns linked)"
-        if config.record_sets == "partial"
-        else " (every column alone)"
-    )
+    union = config.sets.union_words
     raise ConfigError(
         f"even the smallest model the server may fit{union} needs {smallest:,} cells, over "
         f"its cap of {int(cap):,}; the widest columns are "
@@ -469,20 +462,8 @@ def _check_rows(config: ProtocolConfig) -> None:
     (:attr:`RegionNoise.reserve`), else the run stops after the region counts, a charged
     release, unless their noise is below minus the records' count."""
     plan = _secure_plan(config)
-    if plan is None or plan.regions is None:
-        return
-    noise, rows = plan.regions, plan.max_rows
-    if rows > noise.reserve:
-        return
-    raise ConfigError(
-        f"max_rows {rows:,} leaves no room for any record: with partial record sets the run "
-        f"needs the records of the union plus {noise.reserve:,} rows ({noise.regions} regions "
-        f"x (an offset of {noise.offset:,} dummy rows + a margin of {noise.margin:,})), so it "
-        "would stop after the parties spent budget on the region counts; give `vertimrf config "
-        f"--max-rows` at least {noise.reserve:,} plus the records of the union, or "
-        "--record-sets equal if every party holds the same records, or a larger --epsilon "
-        "or --region-share (fewer dummies)."
-    )
+    if plan is not None:
+        plan.sets.check_rows(plan.max_rows)
 
 
 def check_plan(config: ProtocolConfig) -> None:

@@ -20,6 +20,7 @@ from vertimrf.party.records.ids import RecordIds, record_fingerprints
 from vertimrf.party.records.layout import Buckets, Owner, Records, Slots
 from vertimrf.party.records.memory import MemoryTable
 from vertimrf.protocol.bins import BinMap
+from vertimrf.protocol.regions import RegionNoise
 from vertimrf.protocol.secure.plan import SecurePlan
 
 #: What a party's records may be given as.
@@ -76,6 +77,11 @@ def value_counts(
 def open_records(table: HeldTable, spec: DomainSpec, plan: SecurePlan, owner: Owner) -> Records:
     """``table``'s records on their way to the run's row order: by buckets for equal record
     sets, by the deal's slots for partial ones (:mod:`vertimrf.party.records.layout`)."""
-    if plan.regions is None:
+
+    def buckets() -> Records:
         return Buckets(table, spec, plan, owner)
-    return Slots(table, spec, plan, owner, plan.regions)
+
+    def slots(noise: RegionNoise) -> Records:
+        return Slots(table, spec, plan, owner, noise)
+
+    return plan.sets.choose(buckets, slots)

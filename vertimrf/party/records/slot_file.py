@@ -177,7 +177,6 @@ class TokenFiles:
         the party's dummies, sorted and checked against those tokens
         (:func:`~vertimrf.party.records.tokens.checked_dummies`)."""
         if self._released is None or self._released[0] != admit:
-            assert self._plan.regions is not None  # a plan of partial record sets
             where = self._where / "released"
             if where.exists():
                 for path in where.iterdir():
@@ -192,7 +191,7 @@ class TokenFiles:
             keys = self._keys
             self._sort(((c, f[:, 0], release_tokens(o, keys, admit)) for c, f, o in blocks), where)
             dummies = checked_dummies(
-                self._keys_in(where), self._keys, admit, self._plan.regions, self._index
+                self._keys_in(where), self._keys, admit, self._plan.sets.region_noise(), self._index
             )
             self._released = (admit, where, dummies)
         return self._released[1], self._released[2]

@@ -171,8 +171,9 @@ class MemoryRecords:
 
     def _tokens(self, admit: bytes) -> Tokens:
         if self._made is None or self._made[0] != admit:  # made once (tokens, then the deal)
-            assert self._plan.regions is not None  # a plan of partial record sets
-            made = make_tokens(self._order, self._keys, admit, self._plan.regions, self._index)
+            made = make_tokens(
+                self._order, self._keys, admit, self._plan.sets.region_noise(), self._index
+            )
             self._made = (admit, made)
         return self._made[1]
 

@@ -55,6 +55,7 @@ from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.numeric import fine_release, quantile_releases
 from vertimrf.privacy.zcdp import pure_to_rho
+from vertimrf.protocol.record_sets import EqualSets, RecordSets
 from vertimrf.protocol.regions import RegionNoise
 from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
 from vertimrf.protocol.seeds import SERVER
@@ -63,7 +64,6 @@ SELECT = "select"
 MEASURE = "measure"
 RELEASES = (SELECT, MEASURE)
 COUNT_MECHANISM = "discrete_laplace"
-REGION_MECHANISM = "region_discrete_gaussian"  # dummy tokens seen by the server, its own noise
 WITHIN_MECHANISM = "discrete_gaussian"
 CROSS_MECHANISM = "distributed_discrete_gaussian"
 # The smallest noise scale of a cross release: its components' s = sigma / sqrt(2) is 1/2.
@@ -93,8 +93,9 @@ class SecurePlan:
     round-2 columns toward one peer; ``rows`` is the public padded row count, ``buckets``
     PRF buckets of ``capacity`` rows each (:mod:`vertimrf.protocol.buckets`; one bucket of
     ``max_rows`` rows by default), which hold at most ``max_rows`` records in all. With
-    partial record sets (``regions`` set) the rows are ``max_rows`` slots that the server
-    gives out (:mod:`vertimrf.server.slots`), and ``rho`` excludes the region counts' share.
+    partial record sets (``sets``: :mod:`vertimrf.protocol.record_sets`) the rows are
+    ``max_rows`` slots that the server gives out (:mod:`vertimrf.server.slots`), and
+    ``rho`` excludes the region counts' share.
     ``workload_first`` is the first release a workload sets
     (:meth:`vertimrf.workload.Workload.first_release`; None: every pair). Each column of ``fine``
     (with ``values`` "fine") has its owner release a noisy fine histogram at its rho with
@@ -119,7 +120,7 @@ class SecurePlan:
     refine_fraction: float
     select: bool = True  # the select pipeline (else the paper pipeline)
     buckets: int = 1
-    regions: RegionNoise | None = None  # partial record sets: the region counts' noise
+    sets: RecordSets = EqualSets()  # equal or partial (with the region counts' noise)
     workload_first: tuple[Marginal, ...] | None = None
     values: str = "midpoint"  # where a synthetic number lies inside its bin (vertimrf.within)
     fine: tuple[tuple[str, int, int, float], ...] = ()  # (column, attribute, cells, rho)
@@ -157,10 +158,15 @@ class SecurePlan:
         return out
 
     @property
+    def regions(self) -> RegionNoise | None:
+        """Partial record sets: the region counts' noise; None with equal sets."""
+        return self.sets.noise
+
+    @property
     def max_tokens(self) -> int:
         """Partial record sets: the most tokens (and so slots) one party may have, max_rows
         records plus every dummy; 0 with equal record sets."""
-        return 0 if self.regions is None else self.max_rows + self.regions.dummy_rows
+        return self.sets.max_tokens(self.max_rows)
 
     @property
     def capacity(self) -> int:
@@ -361,9 +367,7 @@ class SecurePlan:
         pair counts it over the party's records, and the union fit reads a cross marginal
         only where an own table holds each party's part (an empty list with equal sets,
         where every cross pair counts every record)."""
-        if self.regions is None or not self.select:
-            return []
-        return [own[0] for own in self.attrs if len(own) == 1]
+        return self.sets.lone_attributes(self.attrs) if self.select else []
 
     # ------------------------------------------------------------------ noise
     def _share(self, release: str, count: int) -> float:
@@ -476,22 +480,8 @@ class SecurePlan:
         bins = bins or {}
         sigma = self.sigma(release, marginals, bins)
         out = []
-        if release == SELECT and self.regions is not None:
-            r = self.regions
-            out.append(
-                Release(
-                    REGION_MECHANISM,
-                    f"noisy counts of the {r.regions} regions of the record sets",
-                    r.rho,
-                    r.regions,
-                    None,
-                    {
-                        "sigma": r.sigma,
-                        "offset": r.offset,
-                        "failure_delta": r.delta_clip + r.delta_stop,
-                    },
-                )
-            )
+        if release == SELECT:
+            out += self.sets.releases()
         if release == SELECT and self.rho_count > 0:
             out.append(
                 Release(

@@ -368,6 +368,11 @@ class PartialSets:
 
 def record_sets(plan: SecurePlan) -> EqualSets | PartialSets:
     """The plan's record sets."""
-    if plan.regions is None:
+
+    def equal() -> EqualSets | PartialSets:
         return EqualSets()
-    return PartialSets(plan, plan.regions)
+
+    def partial(noise: RegionNoise) -> EqualSets | PartialSets:
+        return PartialSets(plan, noise)
+
+    return plan.sets.choose(equal, partial)
