@@ -5,6 +5,8 @@ the same synthetic table as the dealer backend, while its blobs differ."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -38,9 +40,11 @@ def test_the_config_names_its_backend_and_an_unknown_one_is_refused(reference):
     dealer, *_ = split([[3], [2]], 10, 0)
     assert "product" not in dealer.to_dict()  # the default keeps every config's bytes
     assert isinstance(cross_product(dealer.product), DealerProduct)
-    wrong, *_ = split([[3], [2]], 10, 0, product="paillier")
     with pytest.raises(ConfigError, match="product must be one of"):
-        secure_plan(wrong)
+        split([[3], [2]], 10, 0, product="paillier")  # refused with the plan, at config time
+    unchecked = dataclasses.replace(dealer, product="paillier")
+    with pytest.raises(ConfigError, match="product must be one of"):
+        secure_plan(unchecked)  # and by any role given such a config
 
 
 @pytest.mark.parametrize("sizes", [[[3, 2], [4]], [[2], [3, 2], [2, 2]]])

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.role import RoleDriver
     from vertimrf.party.roles import Party
-    from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.schedule import Schedule
+    from vertimrf.protocol.setup import RunSetup
     from vertimrf.vertical_model import VerticalModel
 
 
@@ -254,14 +254,14 @@ class Phases:
         return ", ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
 
 
-def step_config(path: str, role: str, step: str) -> tuple[ProtocolConfig, Schedule]:
-    """The config at ``path`` and its schedule; ConfigError unless ``role`` (a party's name,
-    or the server) takes ``step`` in the config's method."""
-    from vertimrf.protocol.factory import load_config
-    from vertimrf.protocol.schedule import schedule
+def step_config(path: str, role: str, step: str) -> tuple[RunSetup, Schedule]:
+    """The run's setup from the config at ``path`` (checked once) and its schedule;
+    ConfigError unless ``role`` (a party's name, or the server) takes ``step`` in the
+    config's method."""
+    from vertimrf.protocol.factory import load_setup
 
-    cfg = load_config(path)
-    run = schedule(cfg)
+    setup = load_setup(path)
+    run = setup.schedule
     if not run.takes(step, role):
         who = SERVER if role == SERVER else "party"
         steps = ", ".join(f"{SERVER if s.server else 'party'} {s.name}" for s in run.STEPS)
@@ -269,7 +269,7 @@ def step_config(path: str, role: str, step: str) -> tuple[ProtocolConfig, Schedu
             f"{path}: `{who} {step}` is not a step of method {run.method}, whose steps are: "
             f"{steps}."
         )
-    return cfg, run
+    return setup, run
 
 
 def spec_args(p: argparse.ArgumentParser) -> None:
@@ -368,7 +368,7 @@ def dask_client(args: argparse.Namespace) -> Iterator[object | None]:
 
 def party_role(
     args: argparse.Namespace,
-    cfg: ProtocolConfig,
+    setup: RunSetup,
     keypair: KeyPair | None,
     *,
     progress: bool | None,
@@ -376,13 +376,14 @@ def party_role(
 ) -> Party:
     """This party (``--name``, ``--data``: a CSV or Parquet file read in batches, or with a
     Dask ``client`` a Parquet dataset on its cluster; ``--secret``), its peers' public keys
-    pinned in the config or given as ``--peers``."""
+    pinned in the config or given as ``--peers``; ``setup``: the run's (its config checked
+    once)."""
     from vertimrf.crypto.keys import load_public_keys
     from vertimrf.io import read_hex_secret
     from vertimrf.party.records.source import table_at
     from vertimrf.party.roles import Party
-    from vertimrf.protocol.methods import rules
 
+    cfg, method = setup.config, setup.method
     name = file_name(args.party)
     peers: dict[str, PublicKey] | None
     if cfg.identities is not None:  # pinned: the peers' keys come from the config
@@ -394,7 +395,7 @@ def party_role(
         peers = {p.name: pinned[p.name] for p in cfg.parties if p.name != name}
     else:
         peers = load_public_keys(args.peers) if args.peers else None
-    if peers is None and rules(cfg).secure_product:
+    if peers is None and method.secure_product:
         raise ConfigError("method secure needs --peers: the other parties' public keys.")
     if peers is not None:
         names = [p.name for p in cfg.parties]
@@ -406,10 +407,10 @@ def party_role(
     spec = cfg.spec.subset(cfg.party(name).columns)
     data, ids = table_at(
         args.data, spec, name=name, id_column=args.id_column, id_type=cfg.id_type,
-        secure=rules(cfg).secure_product, select=rules(cfg).selects, client=client,
+        secure=method.secure_product, select=method.selects, client=client,
     )  # fmt: skip
     return Party(
-        name, data, cfg, read_hex_secret(args.secret_file), keypair=keypair, peers=peers,
+        name, data, setup, read_hex_secret(args.secret_file), keypair=keypair, peers=peers,
         id_column=args.id_column, ids=ids, seed=args.seed, progress=progress,
     )  # fmt: skip
 

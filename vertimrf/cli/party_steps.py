@@ -29,13 +29,13 @@ from vertimrf.protocol.seeds import SERVER
 
 if TYPE_CHECKING:
     from vertimrf.driver.files import PathLike
-    from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.schedule import Schedule
+    from vertimrf.protocol.setup import RunSetup
 
 
 def _run(
     args: argparse.Namespace,
-    cfg: ProtocolConfig,
+    setup: RunSetup,
     step: str,
     inputs: Mapping[Message, PathLike | bytes],
     outputs: Mapping[Message, PathLike | None],
@@ -45,10 +45,9 @@ def _run(
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.party import PartyDriver
     from vertimrf.driver.state import default_state_dir
-    from vertimrf.protocol.schedule import schedule
 
     name = file_name(args.party)
-    run = schedule(cfg)
+    run = setup.schedule
     transport = FileTransport(inputs, outputs, force=args.force, limits=run.bytes_limit)
     if args.state_dir is not None:
         state_dir: Path | None = Path(args.state_dir)
@@ -62,7 +61,7 @@ def _run(
         with ph("read"):
             keypair = own_key(args) if args.keys is not None or args.seed is None else None
             quiet = False if args.quiet else None
-            party = party_role(args, cfg, keypair, progress=quiet, client=client)
+            party = party_role(args, setup, keypair, progress=quiet, client=client)
             driver = PartyDriver(party, transport, state_dir=state_dir)
         run_file_step(driver, transport, step, ph)
     return ph
@@ -117,7 +116,7 @@ def _step(
     """Run this party's ``step`` over the files its schedule names; the files written and
     the timed phases."""
     name = file_name(args.party)
-    cfg, run = step_config(args.config, name, step)
+    setup, run = step_config(args.config, name, step)
     inputs, outputs = _files(args, run, step)
     written = [p for p in outputs.values() if p is not None]
     check_outputs(args, written, [*party_inputs(args), list(inputs.values())], make_dirs=make_dirs)
@@ -125,8 +124,8 @@ def _step(
     if Kind.LOCAL_COUNT in run.step(step).reads:  # from the count party's local message
         from vertimrf.driver.files import count_input
 
-        sources.update(count_input(name, args.count_from, cfg))
-    return written, _run(args, cfg, step, sources, outputs)
+        sources.update(count_input(name, args.count_from, setup.config))
+    return written, _run(args, setup, step, sources, outputs)
 
 
 def cmd_party_local(args: argparse.Namespace) -> int:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from vertimrf.crypto.keys import KeyPair
     from vertimrf.protocol.config import ProtocolConfig
     from vertimrf.protocol.schedule import Phase
+    from vertimrf.protocol.setup import RunSetup
 
 
 TIMEOUT = 3600.0  # --timeout's default: see its help
@@ -117,9 +118,10 @@ def _party_name(args: argparse.Namespace) -> str:
 
 def cmd_party_run(args: argparse.Namespace) -> int:
     from vertimrf.driver.party import PartyDriver
-    from vertimrf.protocol.factory import load_config
+    from vertimrf.protocol.factory import load_setup
 
-    cfg = load_config(args.config)
+    setup = load_setup(args.config)
+    cfg = setup.config
     names = [p.name for p in cfg.parties]
     if _party_name(args) not in names:
         raise ConfigError(f"--name {args.party!r} is not a party of the config ({names}).")
@@ -129,7 +131,7 @@ def cmd_party_run(args: argparse.Namespace) -> int:
     state_dir = _state_dir(args)
     with dask_client(args) as client:
         with _telling(transport, args.party, lambda: None):  # its table, read or opened
-            party = party_role(args, cfg, keypair, progress=_progress(args), client=client)
+            party = party_role(args, setup, keypair, progress=_progress(args), client=client)
         # another run's state, or other data in this run: refused here, nothing sent
         driver = PartyDriver(party, transport, state_dir=state_dir)
         with _telling(transport, args.party, lambda: driver.step):
@@ -179,18 +181,19 @@ def _public_keys(args: argparse.Namespace, names: list[str]) -> dict:
 
 
 def cmd_server_run(args: argparse.Namespace) -> int:
-    from vertimrf.protocol.factory import load_config
+    from vertimrf.protocol.factory import load_setup
 
-    cfg = load_config(args.config)
+    setup = load_setup(args.config)
     if _network_or_folders(args, "--listen HOST:PORT", args.listen):
-        return _serve(args, cfg)
+        return _serve(args, setup)
     if args.out is None:
         raise ConfigError("give --out FILE, the synthetic table to write (.csv or .parquet).")
-    return _server_over_folders(args, cfg)
+    return _server_over_folders(args, setup)
 
 
-def _serve(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
+def _serve(args: argparse.Namespace, setup: RunSetup) -> int:
     """``server run --listen``: the network service of the run."""
+    cfg = setup.config
     from vertimrf.driver.state import default_state_dir
     from vertimrf.service.commands import serve
 
@@ -202,7 +205,7 @@ def _serve(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
     _show_service_log(args.log_level, args.log_file)
     return serve(
-        cfg, server_key(args), state_dir, args.listen, party_timeout=args.timeout,
+        setup, server_key(args), state_dir, args.listen, party_timeout=args.timeout,
         seed=args.seed, out=args.out, report=args.report, exit_when_done=args.exit_when_done,
         port_file=args.port_file, read_timeout=args.read_timeout,
         announce=lambda line: print(f"vertimrf server: {line}", flush=True),
@@ -226,13 +229,12 @@ def _show_service_log(level: str, file: str | None) -> None:
     service.setLevel(level.upper())
 
 
-def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
+def _server_over_folders(args: argparse.Namespace, setup: RunSetup) -> int:
     """``server run --inbox/--outbox``: the server's steps over the directory transport."""
+    cfg = setup.config
     from vertimrf.driver.schedule import observed_seconds, sent_bytes
     from vertimrf.driver.server import ServerDriver
     from vertimrf.driver.state import default_state_dir
-    from vertimrf.protocol.methods import rules
-    from vertimrf.protocol.schedule import schedule
     from vertimrf.synth.table_file import check_table_file
 
     names = [p.name for p in cfg.parties]
@@ -240,7 +242,7 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
         args, [args.out, args.report], [args.config, args.server_key, args.keys, args.keys_dir]
     )
     check_table_file(args.out, cfg.spec)
-    secure = rules(cfg).secure_product
+    secure = setup.method.secure_product
     pinned = cfg.identities is not None
     keys = (
         _public_keys(args, names) if not pinned and (secure or args.keys or args.keys_dir) else None
@@ -251,7 +253,7 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
     transport = _directory_transport(args, "--listen HOST:PORT", SERVER, names)
     with state_lock(state_dir, lambda line: print(f"vertimrf server: {line}", file=sys.stderr)):
         driver = ServerDriver(
-            cfg, transport, public_keys=keys, keypair=keypair, seed=args.seed,
+            setup, transport, public_keys=keys, keypair=keypair, seed=args.seed,
             progress=_progress(args), state_dir=state_dir,
         )  # fmt: skip
         try:
@@ -271,7 +273,7 @@ def _server_over_folders(args: argparse.Namespace, cfg: ProtocolConfig) -> int:
         finally:
             if driver.state is not None:
                 driver.state.close()
-    phases = schedule(cfg).phases()
+    phases = setup.schedule.phases()
     held = _folder_messages(transport, phases)
     model = driver.fitted(
         seconds={**observed_seconds(phases, {m: st.st_mtime for m, st in held.items()}),

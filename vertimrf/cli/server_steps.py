@@ -29,11 +29,12 @@ if TYPE_CHECKING:
     from vertimrf.driver.server import ServerDriver
     from vertimrf.protocol import ProtocolConfig
     from vertimrf.protocol.schedule import Schedule
+    from vertimrf.protocol.setup import RunSetup
 
 
 def _driver(
     args: argparse.Namespace,
-    cfg: ProtocolConfig,
+    setup: RunSetup,
     inputs: Mapping[Message, PathLike],
     outputs: Mapping[Message, PathLike],
     *,
@@ -46,16 +47,16 @@ def _driver(
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.server import ServerDriver
     from vertimrf.driver.state import default_state_dir
-    from vertimrf.protocol.schedule import schedule
 
+    cfg = setup.config
     transport = FileTransport(inputs, outputs, force=args.force)
     state_dir = None
     if state:
         state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
-    if public_keys is None and schedule(cfg).takes(Kind.DEAL, SERVER):
+    if public_keys is None and setup.schedule.takes(Kind.DEAL, SERVER):
         public_keys = {}  # select and synthesize read no party key (the deal does)
     driver = ServerDriver(
-        cfg, transport, public_keys=public_keys, keypair=keypair,
+        setup, transport, public_keys=public_keys, keypair=keypair,
         seed=getattr(args, "seed", None), progress=False if getattr(args, "quiet", False) else None,
         state_dir=state_dir,
     )  # fmt: skip
@@ -67,7 +68,8 @@ def cmd_server_admit(args: argparse.Namespace) -> int:
     file per party (NAME.admit)."""
     from vertimrf.driver.files import route
 
-    cfg, run = step_config(args.config, SERVER, Kind.ADMIT)
+    setup, run = step_config(args.config, SERVER, Kind.ADMIT)
+    cfg = setup.config
     keys = _party_keys(args.keys, run.names)
     folder = Path(args.out_dir)
     admits = {m: folder / m.step_file_name for m in run.sends(Kind.ADMIT, SERVER)}
@@ -75,7 +77,7 @@ def cmd_server_admit(args: argparse.Namespace) -> int:
     check_outputs(args, admits.values(), inputs, make_dirs=True)
     commits = route(args.commits, Kind.COMMIT, cfg, what="commits")
     driver, transport = _driver(
-        args, cfg, commits, admits, keypair=server_key(args), public_keys=keys
+        args, setup, commits, admits, keypair=server_key(args), public_keys=keys
     )
     with Phases("server admit", ("admit", "write"), True) as ph:
         run_file_step(driver, transport, Kind.ADMIT, ph)
@@ -97,7 +99,8 @@ def _party_keys(paths: list[str], names: tuple[str, ...]) -> dict[str, PublicKey
 def cmd_server_deal(args: argparse.Namespace) -> int:
     from vertimrf.driver.files import route
 
-    cfg, run = step_config(args.config, SERVER, Kind.DEAL)
+    setup, run = step_config(args.config, SERVER, Kind.DEAL)
+    cfg = setup.config
     keys = _party_keys(args.keys, run.names)
     folder = Path(args.out_dir)
     deals = {m: folder / m.step_file_name for m in run.sends(Kind.DEAL, SERVER)}
@@ -112,7 +115,7 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
         raise ConfigError("--tokens belongs to runs with partial record sets.")
     partial = run.step(Kind.DEAL).reads != (Kind.COMMIT,)  # it keeps the region counts
     driver, transport = _driver(
-        args, cfg, commits, deals, keypair=server_key(args), public_keys=keys, state=partial
+        args, setup, commits, deals, keypair=server_key(args), public_keys=keys, state=partial
     )
     with Phases("server deal", ("deal", "write"), True) as ph:
         run_file_step(driver, transport, Kind.DEAL, ph)
@@ -127,7 +130,8 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
 def cmd_server_select(args: argparse.Namespace) -> int:
     from vertimrf.driver.files import route
 
-    cfg, run = step_config(args.config, SERVER, Kind.SELECT)
+    setup, run = step_config(args.config, SERVER, Kind.SELECT)
+    cfg = setup.config
     folder = Path(args.select_deals)
     sent = run.sends(Kind.SELECT, SERVER)
     deals = {m: folder / m.step_file_name for m in sent if m.kind == Kind.SELECT_DEAL}
@@ -144,7 +148,7 @@ def cmd_server_select(args: argparse.Namespace) -> int:
     elif cfg.identities is not None:
         keys = cfg.public_keys()
     driver, transport = _driver(
-        args, cfg, releases, {**requests, **deals}, keypair=server_key(args),
+        args, setup, releases, {**requests, **deals}, keypair=server_key(args),
         public_keys=keys, state=True,
     )  # fmt: skip
     try:
@@ -197,14 +201,15 @@ def cmd_server_synthesize(args: argparse.Namespace) -> int:
     """``server synthesize``: the server's fit on the parties' messages, then the sample."""
     from vertimrf.synth.table_file import check_table_file
 
-    cfg, run = step_config(args.config, SERVER, SYNTHESIZE)
+    setup, run = step_config(args.config, SERVER, SYNTHESIZE)
+    cfg = setup.config
     check_outputs(args, [args.out, args.report],
                   [args.config, *args.messages, args.releases, args.server_key])  # fmt: skip
     check_table_file(args.out, cfg.spec)
     inputs = _synthesize_inputs(args, cfg, run)
     if not inputs:
         raise ConfigError("give the parties' message files (or --releases FILE ...).")
-    return _fit_and_write(args, cfg, run, inputs, "server synthesize")
+    return _fit_and_write(args, setup, run, inputs, "server synthesize")
 
 
 def cmd_server_refit(args: argparse.Namespace) -> int:
@@ -215,7 +220,8 @@ def cmd_server_refit(args: argparse.Namespace) -> int:
     from vertimrf.driver.state import default_state_dir
     from vertimrf.synth.table_file import check_table_file
 
-    cfg, run = step_config(args.config, SERVER, SYNTHESIZE)
+    setup, run = step_config(args.config, SERVER, SYNTHESIZE)
+    cfg = setup.config
     if not run.takes(Kind.SELECT, SERVER):
         raise ConfigError(
             f"`server refit` refits method secure's select pipeline; the config's method is "
@@ -236,12 +242,12 @@ def cmd_server_refit(args: argparse.Namespace) -> int:
         )
     check_outputs(args, [args.out, args.report], [args.config, args.server_key])
     check_table_file(args.out, cfg.spec)
-    return _fit_and_write(args, cfg, run, inputs, "server refit", refit=args.model_cells or 0)
+    return _fit_and_write(args, setup, run, inputs, "server refit", refit=args.model_cells or 0)
 
 
 def _fit_and_write(
     args: argparse.Namespace,
-    cfg: ProtocolConfig,
+    setup: RunSetup,
     run: Schedule,
     inputs: Mapping[Message, PathLike],
     command: str,
@@ -252,7 +258,8 @@ def _fit_and_write(
     dealt = run.takes(Kind.DEAL, SERVER)
     keypair = server_key(args) if dealt or args.server_key else None
     selects = run.takes(Kind.SELECT, SERVER)
-    driver, transport = _driver(args, cfg, inputs, {}, keypair=keypair, state=selects)
+    cfg = setup.config
+    driver, transport = _driver(args, setup, inputs, {}, keypair=keypair, state=selects)
     driver.refit = refit
     try:
         with Phases(command, ("synthesize", "write", "sample"), args.quiet) as ph:

@@ -23,8 +23,8 @@ from vertimrf.errors import MessageError
 from vertimrf.logs import progress_bar
 from vertimrf.party.roles import Party
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import rules
 from vertimrf.protocol.seeds import SERVER, seeded_key
+from vertimrf.protocol.setup import run_setup
 from vertimrf.vertical_model import VerticalModel
 
 
@@ -110,7 +110,8 @@ def local_run(
     secret), so a re-run with the same keys and seed writes the same bytes. A seeded run's
     default keys come from the seed (:func:`~vertimrf.protocol.seeds.seeded_key`), so it
     writes the same bytes with no keys given."""
-    secure = rules(config).secure_product
+    setup = run_setup(config)  # checked once, for every role
+    secure = setup.method.secure_product
     if keys is None:
         keys = {p.name: _keypair(p.name, seed) for p in config.parties} if secure else {}
     if server_key is None and secure and seed is not None and config.identities is None:
@@ -124,13 +125,13 @@ def local_run(
         return DirectoryTransport(Path(message_dir) / role, message_dir)
 
     server = ServerDriver(
-        config, transport(SERVER), public_keys=public if secure else None, keypair=server_key,
+        setup, transport(SERVER), public_keys=public if secure else None, keypair=server_key,
         seed=seed, progress=progress,
     )  # fmt: skip
     parties = [
         PartyDriver(
             Party(
-                p.name, data[p.name], config, secret, keypair=keys.get(p.name),
+                p.name, data[p.name], setup, secret, keypair=keys.get(p.name),
                 peers={q: k for q, k in public.items() if q != p.name} if secure else None,
                 id_column=id_column, seed=seed, progress=progress,
             ),

@@ -23,8 +23,7 @@ from vertimrf.driver.transport import Outgoing, Payload, Streamed, Transport
 from vertimrf.errors import ConfigError
 from vertimrf.party.roles import Party
 from vertimrf.party.secure import SealedBlobs
-from vertimrf.protocol.methods import rules
-from vertimrf.protocol.schedule import Kind, Message, schedule
+from vertimrf.protocol.schedule import Kind, Message
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.seeds import SERVER
 
@@ -52,8 +51,7 @@ class PartyDriver(RoleDriver):
         self._hash = cfg.config_hash()
         self._names = [p.name for p in cfg.parties]
         self._peers = [q for q in self._names if q != self.name]
-        self._schedule = schedule(cfg)
-        self._plan = rules(cfg).secure_plan(cfg)
+        self._schedule, self._plan = party.setup.schedule, party.setup.plan
         self.state: PartyState | None = None
         if state_dir is not None:
             party.keep_aligned(run_folder(state_dir, self._hash) / "aligned")  # aligned once

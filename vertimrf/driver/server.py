@@ -36,10 +36,10 @@ from vertimrf.driver.transport import Outgoing, Payload, Stored, Transport, file
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import rules
 from vertimrf.protocol.report import ProtocolReport
-from vertimrf.protocol.schedule import SYNTHESIZE, Kind, Message, schedule
+from vertimrf.protocol.schedule import SYNTHESIZE, Kind, Message
 from vertimrf.protocol.seeds import SERVER, role_seed
+from vertimrf.protocol.setup import RunSetup, run_setup
 from vertimrf.server.roles import Server
 from vertimrf.server.secure import SecureServer
 from vertimrf.vertical_model import VerticalModel
@@ -70,7 +70,7 @@ class ServerDriver(RoleDriver):
 
     def __init__(
         self,
-        config: ProtocolConfig,
+        config: ProtocolConfig | RunSetup,
         transport: Transport,
         *,
         public_keys: Mapping[str, PublicKey] | None = None,
@@ -80,21 +80,22 @@ class ServerDriver(RoleDriver):
         state_dir: str | os.PathLike | None = None,
     ) -> None:
         super().__init__(transport)
+        setup = run_setup(config)  # checked once, shared with its Server
+        config, self._plan = setup.config, setup.plan
         if config.identities is not None and keypair is not None:  # pinned: keys from the config
             config.check_keypair(keypair)
             pinned = config.public_keys()
             public_keys = {p.name: pinned[p.name] for p in config.parties}
-        self._plan = rules(config).secure_plan(config)
         if self._plan is not None and public_keys is None:
             raise ConfigError("method 'secure' needs every party's public key (public_keys=...).")
         if keypair is None:
             keypair = KeyPair.generate(SERVER)
         self.config, self.seed, self._keypair = config, seed, keypair
-        self.server = Server(config, keypair=keypair, seed=seed, progress=progress)
+        self.server = Server(setup, keypair=keypair, seed=seed, progress=progress)
         self._keys = dict(public_keys or {})
         self._names = [p.name for p in config.parties]
         self._hash = config.config_hash()
-        self._schedule = schedule(config)
+        self._schedule = setup.schedule
         self._fitted: Fitted | None = None
         self._steps = self._make_steps()
         self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)

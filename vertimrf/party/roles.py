@@ -35,12 +35,11 @@ from vertimrf.party.secure import Blob, SealedBlobs, SecureParty
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
-from vertimrf.protocol.methods import rules
-from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.secure.commit import commit_bytes, read_admit
 from vertimrf.protocol.secure.marginals import Marginal, Request
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.secure.tokens import tokens_head, tokens_size, write_tokens
+from vertimrf.protocol.setup import RunSetup, run_setup
 
 R = TypeVar("R", LocalParty, SecureParty)
 
@@ -71,7 +70,7 @@ class Party:
         self,
         name: str,
         data: Input,
-        config: ProtocolConfig,
+        config: ProtocolConfig | RunSetup,
         secret: bytes,
         *,
         keypair: KeyPair | None = None,
@@ -82,10 +81,9 @@ class Party:
         local_secret: bytes | None = None,
         progress: bool | None = None,
     ) -> None:
-        if not isinstance(config, ProtocolConfig):
-            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
-        check_plan(config)
-        self._rules = rules(config)
+        self.setup = run_setup(config)  # checked once; a setup given is not checked again
+        config = self.setup.config
+        self._rules = self.setup.method
         if self._rules.secure_product and (keypair is None or peers is None):
             raise ConfigError(
                 "method 'secure' needs this party's keypair and its peers' public keys "
@@ -128,7 +126,7 @@ class Party:
         secure = SecureParty(
             self.name,
             self._data,
-            self.config,
+            self.setup,
             self._secret,
             self._keypair,
             self._peers,

@@ -19,6 +19,7 @@ from vertimrf.protocol.autot import choose_t
 from vertimrf.protocol.config import PartySpec, ProtocolConfig, split_settings
 from vertimrf.protocol.options import PRESETS, from_flat
 from vertimrf.protocol.plan import check_plan
+from vertimrf.protocol.setup import RunSetup, run_setup
 
 __all__ = ["from_preset", "load_config"]
 
@@ -71,6 +72,10 @@ def from_preset(
 def load_config(path: str | os.PathLike) -> ProtocolConfig:
     """The checked config in the file at ``path``, written by :meth:`ProtocolConfig.save`
     (or by vertimrf 0.1.0: converted)."""
-    cfg = ProtocolConfig.from_dict(read_json(path, ConfigError, "config file"))
-    check_plan(cfg)
-    return cfg
+    return load_setup(path).config
+
+
+def load_setup(path: str | os.PathLike) -> RunSetup:
+    """The setup of the config file at ``path`` (:func:`load_config`): the config checked
+    and its plan derived, once."""
+    return run_setup(ProtocolConfig.from_dict(read_json(path, ConfigError, "config file")))

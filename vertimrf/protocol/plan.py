@@ -53,6 +53,7 @@ from vertimrf.protocol.methods import SecureSelectRules, rules
 from vertimrf.protocol.record_sets import EqualSets, RecordSets
 from vertimrf.protocol.regions import RegionNoise
 from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
+from vertimrf.protocol.secure.product import check_product
 from vertimrf.protocol.secure.release import MAX_WITHIN_CELLS
 
 DEFAULT_MAX_MEMORY_GB = 16.0
@@ -266,9 +267,16 @@ def _noise_scales(
 
 
 def _budget_problem(config: ProtocolConfig, epsilon: float) -> tuple[str, str] | None:
+    """:func:`_problem` at ``epsilon``, its plan derived there."""
+    return _problem(config, epsilon, _secure_plan(config, epsilon=epsilon))
+
+
+def _problem(
+    config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
+) -> tuple[str, str] | None:
     """None when every noise scale is within range and the worst-case ledger fits at
-    ``epsilon``; else (what is wrong, "large" or "small": which way epsilon must move)."""
-    plan = _secure_plan(config, epsilon=epsilon)
+    ``epsilon`` (``plan``: the secure plan there); else (what is wrong, "large" or
+    "small": which way epsilon must move)."""
     for name, scale in _noise_scales(config, epsilon, plan).items():
         if not scale <= MAX_NOISE_SCALE:
             what = f"{name} noise scale {scale:.3g} would exceed 2**40, the samplers' limit"
@@ -324,8 +332,8 @@ def _boundary(ok: Callable[[float], bool], bad: float, direction: str) -> float 
     return float(f"{rounded:.3g}")
 
 
-def _check_budget(config: ProtocolConfig) -> None:
-    problem = _budget_problem(config, config.epsilon)
+def _check_budget(config: ProtocolConfig, plan: SecurePlan | None) -> None:
+    problem = _problem(config, config.epsilon, plan)
     if problem is None:
         return
     what, direction = problem
@@ -396,15 +404,13 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
 # ---------------------------------------------------------------------------- checks
 
 
-def _peak(config: ProtocolConfig, sizes: tuple[int, ...] | None = None) -> RoleCost:
-    """The role with the largest estimated peak (with the domain's ``sizes`` replaced)."""
-    plan = _secure_plan(config, sizes=sizes)
+def _peak(config: ProtocolConfig, plan: SecurePlan | None) -> RoleCost:
+    """The role with the largest estimated peak under ``plan``."""
     roles = local_roles(config) if plan is None else secure_roles(config, plan)
     return max(roles, key=lambda r: r.peak)
 
 
-def _check_tables(config: ProtocolConfig) -> None:
-    plan = _secure_plan(config)
+def _check_tables(config: ProtocolConfig, plan: SecurePlan | None) -> None:
     if plan is None or not plan.select:
         return
     names = config.spec.names
@@ -420,12 +426,14 @@ def _check_tables(config: ProtocolConfig) -> None:
 
 def _memory_hint(config: ProtocolConfig, limit: float) -> str:
     """What to change so that every role fits ``limit`` bytes."""
-    return rules(config).memory_hint(config, limit, lambda sizes: _peak(config, sizes).peak)
+    return rules(config).memory_hint(
+        config, limit, lambda sizes: _peak(config, _secure_plan(config, sizes=sizes)).peak
+    )
 
 
-def _check_memory(config: ProtocolConfig) -> None:
+def _check_memory(config: ProtocolConfig, plan: SecurePlan | None) -> None:
     limit = (config.max_memory_gb or DEFAULT_MAX_MEMORY_GB) * GB
-    worst = _peak(config)
+    worst = _peak(config, plan)
     if worst.peak <= limit:
         return
     who = "the server" if worst.role == "server" else f"party {worst.role}"
@@ -457,20 +465,17 @@ def _check_model(config: ProtocolConfig) -> None:
     )
 
 
-def _check_rows(config: ProtocolConfig) -> None:
-    """Partial record sets: max_rows must exceed the rows the server's stop rule sets aside
-    (:attr:`RegionNoise.reserve`), else the run stops after the region counts, a charged
-    release, unless their noise is below minus the records' count."""
-    plan = _secure_plan(config)
-    if plan is not None:
+def check_plan(config: ProtocolConfig) -> SecurePlan | None:
+    """Refuse (ConfigError, one line) a config whose run would fail: see the module doc.
+    Its secure plan, derived once here (None for a method without one)."""
+    method = rules(config)
+    method.check_record_sets(config)
+    check_product(config.product)
+    plan = method.secure_plan(config)
+    _check_budget(config, plan)
+    if plan is not None:  # partial record sets: rows beyond the stop rule's reserve
         plan.sets.check_rows(plan.max_rows)
-
-
-def check_plan(config: ProtocolConfig) -> None:
-    """Refuse (ConfigError, one line) a config whose run would fail: see the module doc."""
-    rules(config).check_record_sets(config)
-    _check_budget(config)
-    _check_rows(config)
-    _check_tables(config)
+    _check_tables(config, plan)
     _check_model(config)
-    _check_memory(config)
+    _check_memory(config, plan)
+    return plan

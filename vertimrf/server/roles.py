@@ -27,14 +27,13 @@ from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.errors import ConfigError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
-from vertimrf.protocol.methods import rules
-from vertimrf.protocol.plan import check_plan
 from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure.commit import admit_bytes, read_commit
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.secure.tokens import TokenList
 from vertimrf.protocol.seeds import SERVER
+from vertimrf.protocol.setup import RunSetup, run_setup
 from vertimrf.server.secure import SecureServer
 from vertimrf.server.server import PaperServer
 
@@ -53,17 +52,16 @@ class Server:
 
     def __init__(
         self,
-        config: ProtocolConfig,
+        config: ProtocolConfig | RunSetup,
         *,
         keypair: KeyPair | None = None,
         seed: int | None = None,
         progress: bool | None = None,
     ) -> None:
-        if not isinstance(config, ProtocolConfig):
-            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
-        check_plan(config)
+        self.setup = run_setup(config)  # checked once; a setup given is not checked again
+        config = self.setup.config
         self.config, self.seed = config, seed
-        self._rules = rules(config)
+        self._rules = self.setup.method
         if keypair is None and self._rules.secure_product:
             keypair = KeyPair.generate(SERVER)
         self._keypair = keypair
@@ -72,7 +70,7 @@ class Server:
         if self._rules.local_message:
             self.paper = PaperServer(config, progress=progress, keypair=keypair)
         if self._rules.secure_product:
-            self.secure = SecureServer(config, seed=seed, keypair=keypair)
+            self.secure = SecureServer(self.setup, seed=seed, keypair=keypair)
 
     def __repr__(self) -> str:
         return f"Server(method={self.config.method!r}, pipeline={self.config.pipeline!r})"

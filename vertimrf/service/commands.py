@@ -39,6 +39,7 @@ from vertimrf.driver.lock import state_lock
 from vertimrf.errors import ConfigError, ServiceError
 from vertimrf.io import atomic_write_text
 from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.setup import RunSetup, run_setup
 from vertimrf.service.app import READ_TIMEOUT, make_app
 from vertimrf.service.runner import ServiceRun
 from vertimrf.service.store import MessageStore
@@ -87,7 +88,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 def serve(
-    config: ProtocolConfig,
+    config: ProtocolConfig | RunSetup,
     keypair: KeyPair,
     state_dir: str | os.PathLike,
     listen: str,
@@ -106,6 +107,8 @@ def serve(
     SIGTERM or SIGINT stops it. A connection with no request in progress for
     ``read_timeout`` seconds, or an upload whose next chunk takes that long, is dropped.
     ``announce`` says where the synthetic table and the report were written."""
+    setup = run_setup(config)  # checked once, for the run and its driver
+    config = setup.config
     context = server_context(config, keypair)
     host, port = parse_listen(listen)
     if not party_timeout > 0:
@@ -120,7 +123,7 @@ def serve(
     with state_lock(state_dir, log.warning):
         store = MessageStore(state_dir, config.config_hash())
         run = ServiceRun(
-            config, keypair, store, state_dir, party_timeout=party_timeout, seed=seed, out=out,
+            setup, keypair, store, state_dir, party_timeout=party_timeout, seed=seed, out=out,
             report=report, announce=announce,
         )  # fmt: skip
         app = make_app(config, store, run.status, run.failure, run.fail, read_timeout=read_timeout)

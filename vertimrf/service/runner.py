@@ -39,8 +39,9 @@ from vertimrf.driver.server import ServerDriver
 from vertimrf.errors import RunFailedError, VertimrfError
 from vertimrf.io import atomic_write_text
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.schedule import Message, schedule
+from vertimrf.protocol.schedule import Message
 from vertimrf.protocol.seeds import SERVER
+from vertimrf.protocol.setup import RunSetup, run_setup
 from vertimrf.service.store import MessageStore, StoreTransport
 from vertimrf.synth.table_file import table_format
 
@@ -65,7 +66,7 @@ class ServiceRun:
 
     def __init__(
         self,
-        config: ProtocolConfig,
+        config: ProtocolConfig | RunSetup,
         keypair: KeyPair,
         store: MessageStore,
         state_dir: str | os.PathLike,
@@ -76,7 +77,8 @@ class ServiceRun:
         report: str | os.PathLike | None = None,
         announce: Callable[[str], object] = log.info,
     ) -> None:
-        self.config, self.keypair, self.store = config, keypair, store
+        self.setup = run_setup(config)  # checked once, for its server driver
+        self.config, self.keypair, self.store = self.setup.config, keypair, store
         self.announce = announce  # says, once done, where the table and report are
         self.state_dir = Path(state_dir)
         self.party_timeout, self.seed = party_timeout, seed
@@ -85,7 +87,7 @@ class ServiceRun:
         self.synthetic = self.state_dir / f"{SYNTHETIC}.{fmt}"
         self.report = None if report is None else Path(report)
         self.state, self.error = "waiting", ""
-        self.phases = schedule(config).phases()
+        self.phases = self.setup.schedule.phases()
         self.finished = threading.Event()
         self.told: set[str] = set()  # the parties told that the run failed
         self._failing = threading.Lock()
@@ -193,7 +195,7 @@ class ServiceRun:
     def _fit(self) -> None:
         names = [p.name for p in self.config.parties]
         driver = ServerDriver(
-            self.config, StoreTransport(self.store, self.party_timeout, names, self.check),
+            self.setup, StoreTransport(self.store, self.party_timeout, names, self.check),
             keypair=self.keypair, seed=self.seed, progress=False, state_dir=self.state_dir,
         )  # fmt: skip
         try:

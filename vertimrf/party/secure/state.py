@@ -37,12 +37,12 @@ from vertimrf.privacy.samplers import KeyedSampler, randomness
 from vertimrf.product import cross_product
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure.commit import Admit
 from vertimrf.protocol.secure.plan import SELECT
 from vertimrf.protocol.secure.product import CrossProduct
 from vertimrf.protocol.secure.tokens import TokenSeal
 from vertimrf.protocol.seeds import SERVER, role_seed
+from vertimrf.protocol.setup import RunSetup, secure_setup
 
 STATE_KIND = "vertimrf-secure-party-state"
 
@@ -72,7 +72,7 @@ class PartyState:
         self,
         name: str,
         data: Input,
-        config: ProtocolConfig,
+        config: ProtocolConfig | RunSetup,
         secret: bytes,
         keypair: KeyPair,
         peers: Mapping[str, PublicKey],
@@ -82,9 +82,7 @@ class PartyState:
         seed: int | None = None,
         bins: Mapping[str, BinMap] | None = None,
     ) -> None:
-        if not isinstance(config, ProtocolConfig):
-            raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
-        self.plan = secure_plan(config)
+        config, self.plan = secure_setup(config)  # a setup's plan, derived once
         self.product: CrossProduct = cross_product(config.product)
         self.name, self.config = name, config
         self.index = self.plan.party_index(name)

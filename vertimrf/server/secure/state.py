@@ -21,12 +21,12 @@ from vertimrf.errors import DomainError, MessageError
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler, randomness
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure.commit import Admit
 from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
 from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed
+from vertimrf.protocol.setup import RunSetup, secure_setup
 from vertimrf.server.binning import BinChoice
 from vertimrf.server.methods import server_strategy
 from vertimrf.server.secure.dealer import Dealer
@@ -42,17 +42,17 @@ class ServerState:
 
     def __init__(
         self,
-        config: ProtocolConfig,
+        config: ProtocolConfig | RunSetup,
         *,
         seed: int | None = None,
         keypair: KeyPair | None = None,
     ) -> None:
+        config, self.plan = secure_setup(config)  # a setup's plan, derived once
         self.config = config
         # The server's key pair (the parties seal their tokens to it) and its own secret:
         # its deal and its noise derive from it (see _randomness).
         self._keypair = KeyPair.generate(SERVER) if keypair is None else keypair
         self._secret = self._keypair.local_secret()
-        self.plan = secure_plan(config)
         self.options = server_strategy(config).search_options(config)
         self.record_sets: RecordSets = record_sets(self.plan)  # partial: region counts too
         rho = self.plan.rho + self.plan.numeric_rho + self.record_sets.rho
