@@ -1,7 +1,8 @@
 """Synthetic tables written to a file chunk by chunk: CSV or Parquet, by the path's suffix.
 
 A writer holds one chunk at a time, so its memory does not grow with the number of rows.
-CSV gets its header once, then each chunk's rows; Parquet gets one row group per chunk, all
+CSV gets its header once (by pandas), then each chunk's rows (pandas' bytes, built by Arrow:
+:func:`~vertimrf.synth.csv_rows.write_rows`); Parquet gets one row group per chunk, all
 under one schema fixed up front from the spec (so every chunk has the same column types).
 """
 
@@ -21,6 +22,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import atomic_open, refuse_existing
+from vertimrf.synth.csv_rows import write_rows
 
 FORMATS = {".csv": "csv", ".parquet": "parquet"}
 # Codes -> frame, as the model decodes them (default: the spec's TableEncoder).
@@ -97,7 +99,7 @@ def _write_csv(
     _values(spec, decode).iloc[:0].to_csv(fh, index=False)  # the header, as pandas writes it
     rows = 0
     for chunk in chunks:
-        chunk.to_csv(fh, index=False, header=False)
+        write_rows(fh, chunk)
         rows += len(chunk)
         del chunk  # not held while the next chunk is drawn
     return rows
