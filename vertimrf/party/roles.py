@@ -23,12 +23,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from vertimrf.crypto.aead import BufferWriter
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.errors import ConfigError
-from vertimrf.party.party import LocalParty
 from vertimrf.party.records.ids import RecordIds
 from vertimrf.party.records.open import Input
 from vertimrf.party.secure import Blob, SealedBlobs, SecureParty
@@ -41,7 +40,10 @@ from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.secure.tokens import tokens_head, tokens_size, write_tokens
 from vertimrf.protocol.setup import RunSetup, run_setup
 
-R = TypeVar("R", LocalParty, SecureParty)
+if TYPE_CHECKING:  # imported when a method has a local message (it loads the synthesizers)
+    from vertimrf.party.party import LocalParty
+
+R = TypeVar("R", "LocalParty", SecureParty)
 
 
 class Party:
@@ -100,6 +102,8 @@ class Party:
         self.secure: SecureParty | None = None
         self._keep: Path | None = None
         if self._rules.local_message:
+            from vertimrf.party.party import LocalParty
+
             self.local = LocalParty(
                 name, data, config, secret, id_column=id_column, ids=ids, seed=seed,
                 local_secret=local_secret, progress=progress,
