@@ -73,6 +73,11 @@ def test_project_and_expand_match_numpy(shape: tuple[int, ...]) -> None:
         reference_broadcast_add(want_table, s, vec[slot], -0.7)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
     assert np.array_equal(got[layout.slice(0)], x[layout.slice(0)])  # the decoy is untouched
+    # overwrite: the clique's old values are not read, as if it were zeroed first
+    zeroed = x.copy()
+    zeroed[layout.slice(1)] = 0.0
+    over = plan.expand_add(x.copy(), vec, -0.7, overwrite=True)
+    assert np.array_equal(over, plan.expand_add(zeroed, vec, -0.7))
 
 
 def test_inf_and_nan_propagate_like_plain_sums() -> None:

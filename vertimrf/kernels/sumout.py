@@ -141,26 +141,42 @@ def project_sum(x, coff, sptr, steps, out, optr, tmp0, tmp1):
 
 
 @njit(cache=True)
-def expand_sum(x, coff, sptr, steps, vec, optr, scale, tmp0, tmp1):
+def _first_of_clique(coff, p):
+    """Whether no projection before p is of p's clique (the same offset)."""
+    first = True
+    for q in range(p):
+        first = first and coff[q] != coff[p]
+    return first
+
+
+@njit(cache=True)
+def expand_sum(x, coff, sptr, steps, vec, optr, scale, tmp0, tmp1, overwrite):
     """The transpose of :func:`project_sum`: x[clique of p] += scale * vec[slot of p], broadcast
-    over the summed axes, for every projection p."""
+    over the summed axes, for every projection p. With ``overwrite``, the first projection of
+    each clique assigns instead of adding (as if the clique were zeroed first, without the
+    pass that zeroes it)."""
     for p in range(coff.shape[0]):
         k0 = sptr[p]
         k1 = sptr[p + 1]
         o0 = optr[p]
         n = optr[p + 1] - o0
+        add = not (overwrite and _first_of_clique(coff, p))
         if k0 == k1:
             xs = x[coff[p] : coff[p] + n]
             vs = vec[o0 : o0 + n]
-            for i in range(n):
-                xs[i] += scale * vs[i]
+            if add:
+                for i in range(n):
+                    xs[i] += scale * vs[i]
+            else:
+                for i in range(n):
+                    xs[i] = scale * vs[i]
             continue
         for i in range(n):
             tmp0[i] = scale * vec[o0 + i]
         src = tmp0
         for k in range(k1 - 1, k0 - 1, -1):
             if k == k0:
-                _bcast_step(src, 0, x, coff[p], steps[k, 0], steps[k, 1], steps[k, 2], True)
+                _bcast_step(src, 0, x, coff[p], steps[k, 0], steps[k, 1], steps[k, 2], add)
             else:
                 dst = tmp1 if (k1 - 1 - k) % 2 == 0 else tmp0
                 _bcast_step(src, 0, dst, 0, steps[k, 0], steps[k, 1], steps[k, 2], False)

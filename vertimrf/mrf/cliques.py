@@ -277,8 +277,12 @@ class SumOutPlan:
         )
         return out
 
-    def expand_add(self, x: np.ndarray, vec: np.ndarray, scale: float = 1.0) -> np.ndarray:
-        """x[clique of p] += scale * vec[slot p], broadcast over the summed axes; x."""
+    def expand_add(
+        self, x: np.ndarray, vec: np.ndarray, scale: float = 1.0, *, overwrite: bool = False
+    ) -> np.ndarray:
+        """x[clique of p] += scale * vec[slot p], broadcast over the summed axes; x. With
+        ``overwrite``, the plan's cliques of x are first taken as zeros (their old values are
+        not read)."""
         sumout.expand_sum(
             x,
             self.clique_off,
@@ -289,6 +293,7 @@ class SumOutPlan:
             float(scale),
             self._tmp0,
             self._tmp1,
+            overwrite,
         )
         return x
 
@@ -346,11 +351,12 @@ class SharedSumOutPlan:
         self.first.project(x, self._mid)
         return self.second.project(self._mid, out)
 
-    def expand_add(self, x: np.ndarray, vec: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    def expand_add(
+        self, x: np.ndarray, vec: np.ndarray, scale: float = 1.0, *, overwrite: bool = False
+    ) -> np.ndarray:
         """As :meth:`SumOutPlan.expand_add`."""
-        self._mid[:] = 0.0
-        self.second.expand_add(self._mid, vec, scale)
-        return self.first.expand_add(x, self._mid)
+        self.second.expand_add(self._mid, vec, scale, overwrite=True)
+        return self.first.expand_add(x, self._mid, overwrite=overwrite)
 
 
 def _ptr(lengths: Sequence[int]) -> np.ndarray:

@@ -262,9 +262,7 @@ class _Objective:
         g = self.w2 * (mu - self.y)
         if self.yb.size:
             g[self.bin_pos] = (self.w2b * self._bin_residual(mu))[self.bin_of]
-        for a, b in zip(self.starts, self.ends, strict=True):
-            out[a:b] = 0.0
-        self.proj.expand_add(out, g)
+        self.proj.expand_add(out, g, overwrite=True)
         return g
 
 
