@@ -1,6 +1,7 @@
 """The fit's output pinned: a small model fitted under one seed against the potentials and
 marginals the tree of commit e4799cb (before the calibration and fit passes were reworked)
-gave for it, stored in ``data/fit_pinned.npz``.
+gave for it, stored in ``data/fit_pinned.npz`` (``pinned_fit()`` run with that tree first
+on the path, its three arrays saved as ``theta``, ``counts`` and ``history``).
 
 The rework keeps every sum in its order, so on the same machine the results are the same
 bits; the tolerance (1e-9 relative) only leaves room for another CPU or libm rounding a few
