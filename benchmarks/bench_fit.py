@@ -1,0 +1,178 @@
+"""The server's whole fit (``vertimrf.synth.engine.fit.fit_model``: the warm start on the
+first release, then every measurement) on the measurements of one real run, in CPU seconds.
+
+``capture`` runs method secure in this process on Adult resampled to 1M rows (rows drawn
+with a fixed seed; 2 parties of 8 and 7 columns, epsilon 1.6, delta 1e-6, seed 0) and, when
+the server reaches its fit, saves the fit's inputs and stops the run: the model (domain,
+junction tree, n_hat; potentials zero) as the library's model file, the measurements and
+the fit's options. ``run`` reads them and fits, with the tree given by PYTHONPATH, so
+the trees of two commits run on the same model and measurements (after a fit of one
+iteration that compiles the kernels or loads them from the cache); with ``--out`` it saves
+the fitted log-potentials, and ``compare`` reports how far two such files are apart.
+
+The inputs of one capture are kept in ``benchmarks/results/fit_time_inputs`` (the default
+``--dir``).
+
+    python benchmarks/bench_fit.py capture --dir D
+    PYTHONPATH=OLD_TREE python benchmarks/bench_fit.py run --threads 1 --out old.npy
+    PYTHONPATH=NEW_TREE python benchmarks/bench_fit.py run --threads 1 --out new.npy
+    python benchmarks/bench_fit.py compare old.npy new.npy
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import git_commit, load_average, machine  # noqa: E402
+
+ROWS, ROW_SEED, EPSILON, DELTA, SPLIT = 1_000_000, 20240611, 1.6, 1e-6, 8
+INPUTS = Path(__file__).resolve().parent / "results" / "fit_time_inputs"
+OPTIONS = ("convergence_ratio", "final_convergence_ratio", "tol", "check_every")
+
+
+class _CapturedError(Exception):
+    """Raised once the fit's inputs are saved: the run needs go no further."""
+
+
+def capture(folder: Path) -> None:
+    """Run method secure up to the server's fit and save the fit's inputs in ``folder``."""
+    import vertimrf.server.secure.fit as server_fit
+    from vertimrf import load_dataset, simulate
+    from vertimrf.mrf import MarkovRandomField
+
+    def save(plan, tree, n_hat, again, pairs):  # noqa: ANN001, ANN202
+        folder.mkdir(parents=True, exist_ok=True)
+        MarkovRandomField(plan.domain, tree, total=n_hat).save(folder / "model.vmrf")
+        arrays: dict[str, np.ndarray] = {}
+        kinds = []
+        for i, m in enumerate([*again, *pairs]):
+            arrays[f"attrs{i}"] = np.array(m.attrs, dtype=np.int64)
+            arrays[f"values{i}"] = m.values
+            arrays[f"weight{i}"] = np.array(m.weight)
+            for a, b in enumerate(m.bins or ()):
+                if b is not None:
+                    arrays[f"bins{i}_{a}"] = b
+            kinds.append("again" if i < len(again) else "pair")
+        np.savez_compressed(folder / "measurements.npz", **arrays)
+        opts = {name: getattr(plan.options, name) for name in OPTIONS}
+        meta = {"iters": plan.iters, "kinds": kinds, **opts}
+        (folder / "fit.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+        raise _CapturedError
+
+    df, spec = load_dataset("adult")
+    rows = np.random.default_rng(ROW_SEED).integers(0, len(df), ROWS)
+    big = df.iloc[rows].reset_index(drop=True)
+    names = list(spec.names)
+    server_fit.fit_model = save  # type: ignore[assignment]
+    try:
+        simulate(big, spec, [names[:SPLIT], names[SPLIT:]], EPSILON, DELTA, seed=0,
+                 max_rows=1 << 21)  # fmt: skip
+    except Exception as exc:  # the run reports the stop as a step's error
+        if not isinstance(exc.__cause__, _CapturedError):
+            raise
+        print(f"saved the fit's inputs in {folder}")
+        return
+    raise SystemExit("the run finished without reaching the server's fit")
+
+
+def load(folder: Path):  # noqa: ANN201
+    """The fit's plan (its domain, options and iteration cap), tree, n_hat and measurements."""
+    from vertimrf.mrf import MarkovRandomField
+    from vertimrf.mrf.estimation import Measurement
+
+    model = MarkovRandomField.load(folder / "model.vmrf")
+    meta = json.loads((folder / "fit.json").read_text(encoding="utf-8"))
+    arrays = np.load(folder / "measurements.npz")
+    again, pairs = [], []
+    for i, kind in enumerate(meta["kinds"]):
+        attrs = tuple(int(a) for a in arrays[f"attrs{i}"])
+        bins = tuple(arrays.get(f"bins{i}_{a}") for a in range(len(attrs)))
+        m = Measurement(
+            attrs,
+            arrays[f"values{i}"],
+            float(arrays[f"weight{i}"]),
+            bins=bins if any(b is not None for b in bins) else None,
+        )
+        (again if kind == "again" else pairs).append(m)
+    options = SimpleNamespace(**{name: meta[name] for name in OPTIONS})
+    plan = SimpleNamespace(domain=model.domain, options=options, iters=meta["iters"])
+    return plan, model.tree, model.total, again, pairs
+
+
+def run(folder: Path, threads: int, out: Path | None) -> dict:
+    """One whole fit: CPU and wall seconds, iterations, the tree's commit and the load."""
+    import numba
+
+    import vertimrf
+    from vertimrf.synth.engine.fit import fit_model
+
+    numba.set_num_threads(threads)
+    plan, tree, n_hat, again, pairs = load(folder)
+    warm = SimpleNamespace(domain=plan.domain, options=plan.options, iters=1)
+    fit_model(warm, tree, n_hat, again, pairs)  # type: ignore[arg-type]  # compile or load
+    load_before = load_average()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    model, iterations = fit_model(plan, tree, n_hat, again, pairs)  # type: ignore[arg-type]
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    if out is not None:
+        np.save(out, model.potentials.values)
+    return {
+        "commit": git_commit(Path(vertimrf.__file__).resolve().parents[1]),
+        "threads": threads,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "iterations": iterations,
+        "cells": int(model.layout.total_cells),
+        "measurements": len(again) + len(pairs),
+        "machine": machine(),
+        "load_before": load_before,
+        "load_after": load_average(),
+    }
+
+
+def compare(folder: Path, first: Path, second: Path) -> dict:
+    """How far two fitted potentials are apart: in the potentials and in the model's clique
+    marginals (counts)."""
+    from vertimrf.mrf import MarkovRandomField
+
+    base = MarkovRandomField.load(folder / "model.vmrf")
+    a, b = np.load(first), np.load(second)
+    counts = []
+    for theta in (a, b):
+        model = base.copy()
+        model.set_potentials(theta)
+        counts.append(model.clique_marginals())
+    return {
+        "max_abs_theta": float(np.max(np.abs(a - b))),
+        "max_abs_counts": float(np.max(np.abs(counts[0] - counts[1]))),
+        "max_counts": float(np.max(counts[0])),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("action", choices=["capture", "run", "compare"])
+    ap.add_argument("--dir", type=Path, default=INPUTS, help="the fit's inputs")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", type=Path, help="run: save the fitted potentials (.npy)")
+    ap.add_argument("files", nargs="*", type=Path, help="compare: two saved potentials")
+    args = ap.parse_args(argv)
+    if args.action == "capture":
+        capture(args.dir)
+    elif args.action == "run":
+        print(json.dumps(run(args.dir, args.threads, args.out)))
+    else:
+        print(json.dumps(compare(args.dir, *args.files)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
