@@ -17,12 +17,17 @@ The inputs of one capture are kept in ``benchmarks/results/fit_time_inputs`` (th
     PYTHONPATH=OLD_TREE python benchmarks/bench_fit.py run --threads 1 --out old.npy
     PYTHONPATH=NEW_TREE python benchmarks/bench_fit.py run --threads 1 --out new.npy
     python benchmarks/bench_fit.py compare old.npy new.npy
+
+``trees`` does the same in turn, ``--rounds`` times at each of ``--threads-list``:
+
+    python benchmarks/bench_fit.py trees --old OLD_TREE --new NEW_TREE --json J
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -107,8 +112,9 @@ def load(folder: Path):  # noqa: ANN201
     return plan, model.tree, model.total, again, pairs
 
 
-def run(folder: Path, threads: int, out: Path | None) -> dict:
-    """One whole fit: CPU and wall seconds, iterations, the tree's commit and the load."""
+def run(folder: Path, threads: int, out: Path | None, iters: int | None = None) -> dict:
+    """One whole fit (each of its two fits capped at ``iters`` if given, else the run's cap):
+    CPU and wall seconds, iterations, the tree's commit and the load."""
     import numba
 
     import vertimrf
@@ -118,6 +124,8 @@ def run(folder: Path, threads: int, out: Path | None) -> dict:
     plan, tree, n_hat, again, pairs = load(folder)
     warm = SimpleNamespace(domain=plan.domain, options=plan.options, iters=1)
     fit_model(warm, tree, n_hat, again, pairs)  # type: ignore[arg-type]  # compile or load
+    if iters is not None:
+        plan.iters = iters
     load_before = load_average()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     model, iterations = fit_model(plan, tree, n_hat, again, pairs)  # type: ignore[arg-type]
@@ -157,18 +165,70 @@ def compare(folder: Path, first: Path, second: Path) -> dict:
     }
 
 
+def trees(args: argparse.Namespace) -> dict:
+    """``run`` under the old and the new tree in turn (each its own process), ``--rounds``
+    times for each thread count; the CPU seconds, their medians, the ratio new / old of the
+    medians, and how far the fitted potentials are apart."""
+    import statistics
+    import subprocess
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rnd in range(args.rounds):
+            for threads in args.threads_list:
+                for label, tree in (("old", args.old), ("new", args.new)):
+                    out = Path(tmp) / f"{label}_{threads}.npy"
+                    cmd = [sys.executable, __file__, "run", "--dir", str(args.dir),
+                           "--threads", str(threads), "--out", str(out)]  # fmt: skip
+                    if args.iters is not None:
+                        cmd += ["--iters", str(args.iters)]
+                    env = {**os.environ, "PYTHONPATH": str(tree)}
+                    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+                    row = {"tree": label, "round": rnd, **json.loads(proc.stdout)}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+        apart = {
+            threads: compare(
+                args.dir, Path(tmp) / f"old_{threads}.npy", Path(tmp) / f"new_{threads}.npy"
+            )
+            for threads in args.threads_list
+        }
+    summary = []
+    for threads in args.threads_list:
+        med = {
+            label: statistics.median(
+                r["cpu_s"] for r in rows if r["tree"] == label and r["threads"] == threads
+            )
+            for label in ("old", "new")
+        }
+        summary.append({"threads": threads, **med, "ratio": med["new"] / med["old"]})
+    return {"machine": machine(), "rows": rows, "summary": summary, "apart": apart}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=["capture", "run", "compare"])
+    ap.add_argument("action", choices=["capture", "run", "compare", "trees"])
     ap.add_argument("--dir", type=Path, default=INPUTS, help="the fit's inputs")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, help="run: save the fitted potentials (.npy)")
     ap.add_argument("files", nargs="*", type=Path, help="compare: two saved potentials")
+    ap.add_argument("--old", type=Path, help="trees: the old tree")
+    ap.add_argument("--new", type=Path, help="trees: the new tree")
+    ap.add_argument("--threads-list", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--iters", type=int, help="cap each of the two fits (a quick check)")
+    ap.add_argument("--json", type=Path, help="trees: write the results here")
     args = ap.parse_args(argv)
     if args.action == "capture":
         capture(args.dir)
+    elif args.action == "trees":
+        result = trees(args)
+        print(json.dumps(result["summary"]), json.dumps(result["apart"]))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     elif args.action == "run":
-        print(json.dumps(run(args.dir, args.threads, args.out)))
+        print(json.dumps(run(args.dir, args.threads, args.out, args.iters)))
     else:
         print(json.dumps(compare(args.dir, *args.files)))
     return 0
