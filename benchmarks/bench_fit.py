@@ -53,7 +53,7 @@ def capture(folder: Path) -> None:
     from vertimrf import load_dataset, simulate
     from vertimrf.mrf import MarkovRandomField
 
-    def save(plan, tree, n_hat, again, pairs):  # noqa: ANN001, ANN202
+    def save(plan, tree, n_hat, again, pairs):
         folder.mkdir(parents=True, exist_ok=True)
         MarkovRandomField(plan.domain, tree, total=n_hat).save(folder / "model.vmrf")
         arrays: dict[str, np.ndarray] = {}
@@ -88,7 +88,7 @@ def capture(folder: Path) -> None:
     raise SystemExit("the run finished without reaching the server's fit")
 
 
-def load(folder: Path):  # noqa: ANN201
+def load(folder: Path):
     """The fit's plan (its domain, options and iteration cap), tree, n_hat and measurements."""
     from vertimrf.mrf import MarkovRandomField
     from vertimrf.mrf.estimation import Measurement
