@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.role import RoleDriver
     from vertimrf.party.roles import Party
-    from vertimrf.protocol.schedule import Schedule
     from vertimrf.protocol.setup import RunSetup
     from vertimrf.vertical_model import VerticalModel
 
@@ -254,10 +253,9 @@ class Phases:
         return ", ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
 
 
-def step_config(path: str, role: str, step: str) -> tuple[RunSetup, Schedule]:
-    """The run's setup from the config at ``path`` (checked once) and its schedule;
-    ConfigError unless ``role`` (a party's name, or the server) takes ``step`` in the
-    config's method."""
+def step_config(path: str, role: str, step: str) -> RunSetup:
+    """The run's setup from the config at ``path`` (checked once); ConfigError unless
+    ``role`` (a party's name, or the server) takes ``step`` in its schedule."""
     from vertimrf.protocol.factory import load_setup
 
     setup = load_setup(path)
@@ -269,7 +267,7 @@ def step_config(path: str, role: str, step: str) -> tuple[RunSetup, Schedule]:
             f"{path}: `{who} {step}` is not a step of method {run.method}, whose steps are: "
             f"{steps}."
         )
-    return setup, run
+    return setup
 
 
 def spec_args(p: argparse.ArgumentParser) -> None:

@@ -116,7 +116,8 @@ def _step(
     """Run this party's ``step`` over the files its schedule names; the files written and
     the timed phases."""
     name = file_name(args.party)
-    setup, run = step_config(args.config, name, step)
+    setup = step_config(args.config, name, step)
+    run = setup.schedule
     inputs, outputs = _files(args, run, step)
     written = [p for p in outputs.values() if p is not None]
     check_outputs(args, written, [*party_inputs(args), list(inputs.values())], make_dirs=make_dirs)

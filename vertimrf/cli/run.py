@@ -193,10 +193,10 @@ def cmd_server_run(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace, setup: RunSetup) -> int:
     """``server run --listen``: the network service of the run."""
-    cfg = setup.config
     from vertimrf.driver.state import default_state_dir
     from vertimrf.service.commands import serve
 
+    cfg = setup.config
     if args.keys or args.keys_dir:
         raise ConfigError("the service takes every public key from the config: give no --keys.")
     if args.server_key is None:
@@ -231,12 +231,12 @@ def _show_service_log(level: str, file: str | None) -> None:
 
 def _server_over_folders(args: argparse.Namespace, setup: RunSetup) -> int:
     """``server run --inbox/--outbox``: the server's steps over the directory transport."""
-    cfg = setup.config
     from vertimrf.driver.schedule import observed_seconds, sent_bytes
     from vertimrf.driver.server import ServerDriver
     from vertimrf.driver.state import default_state_dir
     from vertimrf.synth.table_file import check_table_file
 
+    cfg = setup.config
     names = [p.name for p in cfg.parties]
     check_outputs(
         args, [args.out, args.report], [args.config, args.server_key, args.keys, args.keys_dir]

@@ -68,8 +68,8 @@ def cmd_server_admit(args: argparse.Namespace) -> int:
     file per party (NAME.admit)."""
     from vertimrf.driver.files import route
 
-    setup, run = step_config(args.config, SERVER, Kind.ADMIT)
-    cfg = setup.config
+    setup = step_config(args.config, SERVER, Kind.ADMIT)
+    cfg, run = setup.config, setup.schedule
     keys = _party_keys(args.keys, run.names)
     folder = Path(args.out_dir)
     admits = {m: folder / m.step_file_name for m in run.sends(Kind.ADMIT, SERVER)}
@@ -99,8 +99,8 @@ def _party_keys(paths: list[str], names: tuple[str, ...]) -> dict[str, PublicKey
 def cmd_server_deal(args: argparse.Namespace) -> int:
     from vertimrf.driver.files import route
 
-    setup, run = step_config(args.config, SERVER, Kind.DEAL)
-    cfg = setup.config
+    setup = step_config(args.config, SERVER, Kind.DEAL)
+    cfg, run = setup.config, setup.schedule
     keys = _party_keys(args.keys, run.names)
     folder = Path(args.out_dir)
     deals = {m: folder / m.step_file_name for m in run.sends(Kind.DEAL, SERVER)}
@@ -130,8 +130,8 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
 def cmd_server_select(args: argparse.Namespace) -> int:
     from vertimrf.driver.files import route
 
-    setup, run = step_config(args.config, SERVER, Kind.SELECT)
-    cfg = setup.config
+    setup = step_config(args.config, SERVER, Kind.SELECT)
+    cfg, run = setup.config, setup.schedule
     folder = Path(args.select_deals)
     sent = run.sends(Kind.SELECT, SERVER)
     deals = {m: folder / m.step_file_name for m in sent if m.kind == Kind.SELECT_DEAL}
@@ -201,8 +201,8 @@ def cmd_server_synthesize(args: argparse.Namespace) -> int:
     """``server synthesize``: the server's fit on the parties' messages, then the sample."""
     from vertimrf.synth.table_file import check_table_file
 
-    setup, run = step_config(args.config, SERVER, SYNTHESIZE)
-    cfg = setup.config
+    setup = step_config(args.config, SERVER, SYNTHESIZE)
+    cfg, run = setup.config, setup.schedule
     check_outputs(args, [args.out, args.report],
                   [args.config, *args.messages, args.releases, args.server_key])  # fmt: skip
     check_table_file(args.out, cfg.spec)
@@ -220,8 +220,8 @@ def cmd_server_refit(args: argparse.Namespace) -> int:
     from vertimrf.driver.state import default_state_dir
     from vertimrf.synth.table_file import check_table_file
 
-    setup, run = step_config(args.config, SERVER, SYNTHESIZE)
-    cfg = setup.config
+    setup = step_config(args.config, SERVER, SYNTHESIZE)
+    cfg, run = setup.config, setup.schedule
     if not run.takes(Kind.SELECT, SERVER):
         raise ConfigError(
             f"`server refit` refits method secure's select pipeline; the config's method is "

@@ -100,8 +100,8 @@ class Features(PartyState):
     def _masked_rows(self) -> Iterator[np.ndarray]:
         """X - U by blocks of whole rows."""
         plan = self.plan
-        step = block_rows(plan.widths[self.index])
         k, seed = plan.widths[self.index], self._step.opened().seed_u
+        step = block_rows(k)
         for r0 in range(0, plan.rows, step):
             r1 = min(plan.rows, r0 + step)
             yield self.product.sent(self._columns(r0, r1), seed, RowMask.U, r0, r1, k, plan.word)
