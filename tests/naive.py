@@ -188,6 +188,24 @@ def onehot_scatter_u64_ref(
     return (exact % 2**ring_bits).astype(np.uint64)
 
 
+def onehot_minus_ref(mask: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Reference of kernels.packing.onehot_minus: X - U over Python integers, X the one-hot
+    with a 1 at (r, cols[r, j]) for every ``cols[r, j] >= 0``, modulo the word's 2**bits."""
+    top = 2 ** (8 * mask.dtype.itemsize)
+    exact = -np.asarray(mask).astype(object)
+    for r in range(cols.shape[0]):
+        for c in cols[r]:
+            if c >= 0:
+                exact[r, c] += 1
+    return (exact % top).astype(mask.dtype)
+
+
+def pack_low_ref(words: np.ndarray, size: int) -> bytes:
+    """Reference of kernels.packing.pack_low: each word's low ``size`` bytes, little-endian,
+    by Python's ``int.to_bytes``."""
+    return b"".join((int(w) % 256**size).to_bytes(size, "little") for w in words)
+
+
 def merge_sorted_ref(lists: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The distinct tokens of sorted lists and each one's list mask (bit i: list i), by
     ``np.unique`` of their concatenation."""

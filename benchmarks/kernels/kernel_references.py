@@ -132,6 +132,17 @@ def onehot_scatter_numpy(a: np.ndarray, cols: np.ndarray, kb: int) -> np.ndarray
     return np.ascontiguousarray(acc[:kb].T)
 
 
+def onehot_minus_numpy(mask: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """X - U in place for the one-hot X at (r, cols[r, j] >= 0): one negation of the whole
+    matrix, then one scatter per group (each group's columns are distinct within a row)."""
+    np.negative(mask, out=mask)
+    flat, k, one = mask.reshape(-1), mask.shape[1], mask.dtype.type(1)
+    for j in range(cols.shape[1]):
+        real = np.flatnonzero(cols[:, j] >= 0)
+        flat[real * k + cols[real, j]] += one
+    return mask
+
+
 def aes_ctr_words(subkey: bytes, n: int) -> np.ndarray:
     """``n`` uint64 words of the AES-256-CTR keystream of ``subkey`` from counter 0: the
     big-endian counter blocks 0, 1, ... encrypted with AES-ECB, read little-endian."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from vertimrf.kernels.packing import onehot_minus
 from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
 from vertimrf.protocol.secure.plan import Layout, SecurePlan
@@ -38,16 +39,10 @@ def _masks(
 
 def mask_features(cols: np.ndarray, mask: np.ndarray, *, inplace: bool = False) -> np.ndarray:
     """X - U for the one-hot X given by ``cols`` (in the ring of ``mask``'s words, uint32
-    or uint64, which wrap); ``inplace`` overwrites ``mask`` (no second rows x k matrix). A
-    row has one column per group and the groups' columns differ, so each group is one
-    scatter of distinct cells."""
-    out = np.negative(mask, out=mask if inplace else None)
-    flat = out.reshape(-1)
-    k = out.shape[1]
-    one = out.dtype.type(1)
-    for j in range(cols.shape[1]):
-        real = np.flatnonzero(cols[:, j] >= 0)
-        flat[real * k + cols[real, j]] += one
+    or uint64, which wrap); ``inplace`` overwrites ``mask`` (no second rows x k matrix).
+    One pass of :func:`~vertimrf.kernels.packing.onehot_minus`."""
+    out = mask if inplace and mask.flags.c_contiguous else np.array(mask, order="C")
+    onehot_minus(out, np.ascontiguousarray(cols, np.int64))
     return out
 
 

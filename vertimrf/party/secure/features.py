@@ -18,6 +18,7 @@ import numpy as np
 
 from vertimrf.crypto.aead import BufferWriter
 from vertimrf.errors import ConfigError, MessageError, RunChangedError
+from vertimrf.kernels.packing import pack_low
 from vertimrf.party.records.frame import sha256_parts
 from vertimrf.party.secure.state import PartyState
 from vertimrf.protocol.masks import RowMask
@@ -51,6 +52,14 @@ def group_columns(
         codes = [cols[real, a] - offsets[a] for a in group]
         out[real, j] = start + c_order_index(codes, [sizes[a] for a in group])
         start += math.prod(sizes[a] for a in group)
+    return out
+
+
+def packed(words: np.ndarray, size: int) -> np.ndarray:
+    """The low ``size`` bytes of each of ``words``, little-endian, by the kernel (a
+    :data:`~vertimrf.protocol.secure.features.Packer`)."""
+    out = np.empty(words.size * size, np.uint8)
+    pack_low(words, size, out)
     return out
 
 
@@ -128,7 +137,7 @@ class Features(PartyState):
         word, size = self.plan.word, self.plan.word_bytes
         write_feature_blocks(
             out, key, blocks, shape, self._context, self.name, peer, digest,
-            word=word, nonce=nonce, round_=round_, word_bytes=size,
+            word=word, nonce=nonce, round_=round_, word_bytes=size, pack=packed,
         )  # fmt: skip
 
     def _nonce(self, peer: str, round_: int) -> bytes:

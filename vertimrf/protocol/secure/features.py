@@ -3,7 +3,7 @@ pair's key, written and read by blocks of whole rows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,10 @@ from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.errors import ChannelError, MessageError
 from vertimrf.protocol.secure import wire
 from vertimrf.protocol.secure.wire import DIGEST_BYTES
+
+#: Packs a piece of ring words (1-D, at most ``wire.PACK_WORDS``) into their low ``size``
+#: bytes each, little-endian: ``pack(words, size)``.
+Packer = Callable[[np.ndarray, int], np.ndarray]
 
 SLOT_MAP_ROUND = 0  # the slot map's purpose in its associated data (feature blobs: 1 and 2)
 
@@ -93,13 +97,15 @@ def write_feature_blocks(
     nonce: bytes | None = None,
     round_: int = 1,
     word_bytes: int | None = None,
+    pack: Packer | None = None,
 ) -> None:
     """The bytes of :func:`seal_feature_blocks`, written to ``out`` (anything with a binary
     ``write``, e.g. a file) as they are made: the blob never exists whole either (its
-    length is :func:`feature_blob_bytes`)."""
+    length is :func:`feature_blob_bytes`). ``pack`` packs each piece of words (default
+    :func:`low_bytes`; a party passes its kernel's)."""
     size = _word_bytes(np.dtype(word).newbyteorder("<"), word_bytes)
     aad = feature_aad(context, sender, receiver, digest, round_)
-    chunks = _packed_rows(blocks, shape[1], np.dtype(word), size)
+    chunks = _packed_rows(blocks, shape[1], np.dtype(word), size, pack or low_bytes)
     encrypt_chunks_to(out, key, chunks, shape[0] * shape[1] * size, aad, digest, nonce=nonce)
 
 
@@ -111,7 +117,7 @@ def feature_blob_bytes(shape: tuple[int, int], word: type, word_bytes: int | Non
 
 
 def _packed_rows(
-    blocks: Iterable[np.ndarray], width: int, word: np.dtype, size: int
+    blocks: Iterable[np.ndarray], width: int, word: np.dtype, size: int, pack: Packer
 ) -> Iterator[np.ndarray]:
     """The packed values of row ``blocks``, each checked to be ``width`` ``word``s wide."""
     for block in blocks:
@@ -120,7 +126,9 @@ def _packed_rows(
                 f"a block of masked features is {block.dtype} {block.shape}, not rows of "
                 f"{width} {word} values."
             )
-        yield from _packed(np.ascontiguousarray(block).reshape(-1), size)
+        flat = np.ascontiguousarray(block).reshape(-1)
+        for start in range(0, flat.size, wire.PACK_WORDS):
+            yield pack(flat[start : start + wire.PACK_WORDS], size)
 
 
 def _word_bytes(word: np.dtype, word_bytes: int | None) -> int:
@@ -131,12 +139,12 @@ def _word_bytes(word: np.dtype, word_bytes: int | None) -> int:
     return word_bytes
 
 
-def _packed(body: np.ndarray, size: int) -> Iterator[np.ndarray]:
-    """The low ``size`` bytes of each value of ``body``, little-endian, in blocks."""
-    little = body.dtype.newbyteorder("<")
-    for start in range(0, body.size, wire.PACK_WORDS):
-        block = body[start : start + wire.PACK_WORDS].astype(little, copy=False)
-        yield np.ascontiguousarray(block.view(np.uint8).reshape(-1, body.dtype.itemsize)[:, :size])
+def low_bytes(words: np.ndarray, size: int) -> np.ndarray:
+    """The low ``size`` bytes of each of ``words`` (1-D), little-endian (a :data:`Packer`;
+    no copy when ``size`` is the whole word)."""
+    little = words.astype(words.dtype.newbyteorder("<"), copy=False)
+    cells = little.view(np.uint8).reshape(-1, words.dtype.itemsize)[:, :size]
+    return np.ascontiguousarray(cells)
 
 
 def block_rows(width: int) -> int:
