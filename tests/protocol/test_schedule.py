@@ -20,6 +20,7 @@ from vertimrf.protocol import ProtocolConfig
 from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.schedule import (
     CONTAINER_KINDS,
+    OWN_DEALER,
     SEALED_KINDS,
     SYNTHESIZE,
     Kind,
@@ -75,7 +76,7 @@ def test_one_schedule_per_method_and_every_step_names_its_kind():
                 named = [s.kind for s in step.sends if s.kind == step.name]
                 assert named, step
                 assert all(s.kind.startswith(step.name) for s in step.sends), step
-        assert run.STEPS[-1].name == SYNTHESIZE and run.STEPS[-1].server
+        assert run.STEPS[-1].name == SYNTHESIZE and run.STEPS[-1].by == SERVER
         assert set(run.kinds) == {m.kind for m in run.messages()}
 
 
@@ -167,8 +168,8 @@ def test_the_cli_has_one_step_command_per_step_of_the_schedules():
     schedule (besides `run`), each running the step of its name."""
     parser = build_parser()
     roles = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    party_steps = {s.name for cls in _schedules().values() for s in cls.STEPS if not s.server}
-    server_steps = {s.name for cls in _schedules().values() for s in cls.STEPS if s.server}
+    party_steps = {s.name for cls in _schedules().values() for s in cls.STEPS if s.by != SERVER}
+    server_steps = {s.name for cls in _schedules().values() for s in cls.STEPS if s.by == SERVER}
     assert set(PARTY_COMMANDS) == party_steps and set(SERVER_COMMANDS) == server_steps
     for role, steps, commands in (
         ("party", party_steps, PARTY_COMMANDS),
@@ -178,6 +179,6 @@ def test_the_cli_has_one_step_command_per_step_of_the_schedules():
         assert set(actions) - {"run", "refit"} == steps  # refit: a server's fit again, no step
         for step in steps:
             assert actions[step].get_default("func") is commands[step]
-    assert {k.value for k in Kind} == {
-        s.kind for cls in _schedules().values() for step in cls.STEPS for s in step.sends
-    }
+    own = [step for steps in OWN_DEALER.values() for step in steps]  # an own dealer's steps
+    every = [step for cls in _schedules().values() for step in cls.STEPS] + own
+    assert {k.value for k in Kind} == {s.kind for step in every for s in step.sends}

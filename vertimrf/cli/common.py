@@ -257,12 +257,13 @@ def step_config(path: str, role: str, step: str) -> RunSetup:
     """The run's setup from the config at ``path`` (checked once); ConfigError unless
     ``role`` (a party's name, or the server) takes ``step`` in its schedule."""
     from vertimrf.protocol.factory import load_setup
+    from vertimrf.protocol.schedule import PARTIES
 
     setup = load_setup(path)
     run = setup.schedule
     if not run.takes(step, role):
         who = SERVER if role == SERVER else "party"
-        steps = ", ".join(f"{SERVER if s.server else 'party'} {s.name}" for s in run.STEPS)
+        steps = ", ".join(f"{'party' if s.by == PARTIES else s.by} {s.name}" for s in run.rules)
         raise ConfigError(
             f"{path}: `{who} {step}` is not a step of method {run.method}, whose steps are: "
             f"{steps}."

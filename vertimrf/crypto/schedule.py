@@ -60,6 +60,7 @@ STREAMS: dict[str, str] = {
     "group-nonce": "own",  # the nonce of a party's round-2 blob
     "server-noise": "own",  # the server's share of the cross noise
     "server-deal": "own",  # the server's masks, seeds, slot-map keys and deal sealing
+    "dealer-deal": "own",  # the same, dealt by a dealer of its own (config dealer="own")
     "region-counts": "own",  # the server's noise on the region counts
     "slots": "own",  # the key of the slots' permutation
     "slot-assignment": "own",  # the digest of the slot assignment

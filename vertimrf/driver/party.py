@@ -89,10 +89,12 @@ class PartyDriver(RoleDriver):
         )
 
     def _from_server(self, kind: Kind) -> Message:
-        return Message(SERVER, self.name, kind)
+        """The ``kind`` message to this party from the server (or an own dealer)."""
+        return Message(self._schedule.sender(kind), self.name, kind)
 
     def _to_server(self, kind: Kind, data: bytes | Streamed) -> Outputs:
-        return {Message(self.name, SERVER, kind): data}
+        """This party's ``kind`` message to the server (or an own dealer)."""
+        return {Message(self.name, self._schedule.receiver(kind), kind): data}
 
     # ------------------------------------------------------------------ running
     def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:

@@ -3,7 +3,10 @@
 Its steps are the server's steps of the run's schedule (:mod:`vertimrf.protocol.schedule`):
 ``deal`` (every party's data commitment in, one sealed deal out to each party), ``select``
 (the first releases in; the request and a sealed round-2 deal out to each party) and
-``synthesize`` (the fit, on the re-measurements or the local messages and releases).
+``synthesize`` (the fit, on the re-measurements or the local messages and releases). With an
+own dealer (:class:`~vertimrf.driver.dealer.DealerDriver`) the server does not deal:
+``select`` sends the request to the parties and the dealer, and reads the region counts the
+dealer published.
 
 After ``synthesize``, :meth:`ServerDriver.fitted` is the fitted model, its report and the
 generator the run's sampling continues from.
@@ -210,11 +213,7 @@ class ServerDriver(RoleDriver):
                 "the server's state lacks the region counts of its deal: run `server deal` "
                 "and `server select` with the same --state-dir."
             )
-        try:
-            regions = json.loads(kept)
-        except ValueError:
-            raise MessageError("the server's kept deal state is malformed.") from None
-        secure.restore_regions(regions)
+        secure.restore_regions(_json(kept, "the server's kept deal state"))
 
     # ------------------------------------------------------------------ step bodies
     def _admit(self, inputs: Mapping[Message, Payload]) -> Outputs:
@@ -234,20 +233,32 @@ class ServerDriver(RoleDriver):
         assert self._plan is not None
         return [codec.read_release(d, self._plan) for m, d in inputs.items() if m.kind == kind]
 
+    @property
+    def _deals_round_two(self) -> bool:
+        """Whether the server's select step deals round 2 (not with an own dealer)."""
+        sends = self._schedule.step(Kind.SELECT).sends
+        return any(s.kind == Kind.SELECT_DEAL for s in sends)
+
     def _select(self, inputs: Mapping[Message, Payload]) -> Outputs:
         missing = sorted(set(self._names) - set(self._keys))
-        if missing:  # before anything is charged: the round-2 deals are sealed to them
+        if missing and self._deals_round_two:  # before any charge: round 2 is sealed to them
             raise ConfigError(
                 f"the server's select step needs the public keys of {missing} (it seals each "
                 "party's round-2 deal to its key): give every party's public key."
             )
+        regions = [d for m, d in inputs.items() if m.kind == Kind.DEAL_REGIONS]
+        if regions and self.server.secure is not None:  # an own dealer's region counts
+            self.server.secure.restore_regions(_json(regions[0], "the dealer's region counts"))
         self._resume_regions()
         request = self.server.select(self._releases(inputs, Kind.RELEASE))
         data = codec.request_bytes(request, self._hash)
-        deals = self.server.group_deals(self._keys)
+        sent = self._schedule.sends(Kind.SELECT, SERVER)  # to the parties (and own dealer)
+        request_to = dict.fromkeys((m for m in sent if m.kind == Kind.SELECT), data)
+        if not self._deals_round_two:  # an own dealer deals round 2
+            return request_to
         return {
-            **self._to_parties(Kind.SELECT, dict.fromkeys(self._names, data)),
-            **self._to_parties(Kind.SELECT_DEAL, deals),
+            **request_to,
+            **self._to_parties(Kind.SELECT_DEAL, self.server.group_deals(self._keys)),
         }
 
     def _synthesize(self, inputs: Mapping[Message, Payload]) -> Outputs:
@@ -284,3 +295,11 @@ class ServerDriver(RoleDriver):
         rng = np.random.default_rng(None if self.seed is None else role_seed(self.seed, SERVER))
         self._fitted = model, report, rng, Midpoint(), self.config.spec
         return {}
+
+
+def _json(data: Payload, what: str) -> object:
+    """The JSON in ``data``, ``what`` (MessageError, one line, if it is not)."""
+    try:
+        return json.loads(bytes(data))
+    except ValueError:
+        raise MessageError(f"{what} is malformed.") from None

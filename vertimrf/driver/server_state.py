@@ -5,7 +5,8 @@ server's state after ``select``. A step is recorded in one transaction, so a ser
 mid-step leaves the state of the steps before it; a restarted server resends what a
 recorded step sent instead of running it again.
 
-A database of another run (another config hash) is refused.
+A database of another run (another config hash) is refused. An own dealer keeps its state
+the same way (``state_dir/dealer.sqlite``, the dealer's state after its deal).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from vertimrf.driver.transport import CHUNK, Payload, Stored, file_sha256
 from vertimrf.errors import MessageError
 from vertimrf.io import atomic_open, mark_state_folder
 from vertimrf.protocol.schedule import Message
+from vertimrf.protocol.seeds import SERVER
 
 STATE_FORMAT = "vertimrf-server-driver-state/1"
-FILE_NAME = "server.sqlite"
+FILE_NAME = f"{SERVER}.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run (
@@ -66,16 +68,21 @@ def _digest(data: bytes | bytearray | memoryview) -> str:
 
 
 class ServerState:
-    """The server's state for the run ``config_hash`` among ``parties``, in ``state_dir``."""
+    """The server's (or ``role``'s) state for the run ``config_hash`` among ``parties``, in
+    ``state_dir``."""
 
     def __init__(
-        self, state_dir: str | os.PathLike, config_hash: str, parties: Sequence[str]
+        self,
+        state_dir: str | os.PathLike,
+        config_hash: str,
+        parties: Sequence[str],
+        role: str = SERVER,
     ) -> None:
         folder = Path(state_dir)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(folder, 0o700)  # private: the server's noisy first release lives here
-        mark_state_folder(folder, "server")
-        self.path = folder / FILE_NAME
+        mark_state_folder(folder, role)
+        self.path = folder / f"{role}.sqlite"
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None)
             self._db.execute("PRAGMA foreign_keys = ON")

@@ -58,11 +58,13 @@ from vertimrf.protocol.options import (
     unknown_fields,
 )
 from vertimrf.protocol.record_sets import POPULATIONS, RECORD_SETS, REGION_SHARE, RecordSets
-from vertimrf.protocol.seeds import SERVER
+from vertimrf.protocol.seeds import DEALER, SERVER
 from vertimrf.workload import Workload
 
 __all__ = ["DEFAULTS", "PRESETS", "PartySpec", "ProtocolConfig"]
 
+# Who deals the masks, by the config's ``dealer``: the server, or a role of its own.
+DEALER_ROLES = {"server": SERVER, "own": DEALER}
 _PARTY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 NON_DP_REASON = (
     "the paper's FM sketches are not differentially private: one record's geometric hash value "
@@ -144,6 +146,9 @@ class ProtocolConfig:
             (:data:`~vertimrf.protocol.secure.product.PRODUCTS`; checked with the plan).
             "dealer" (the default, the server deals the masks) is not written to the file
             or the hash.
+        dealer: method "secure" only: who deals the masks, "server" (the default, not
+            written to the file or the hash) or "own" (a role of its own, ``dealer``, with
+            its own key pair and steps, :data:`DEALER_ROLES`).
     """
 
     epsilon: float
@@ -164,6 +169,7 @@ class ProtocolConfig:
     id_type: str = ""
     expected_shared: float | None = None
     product: str = "dealer"
+    dealer: str = "server"
     if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
         _hash: ClassVar[str]
 
@@ -200,11 +206,12 @@ class ProtocolConfig:
                 f"owned twice {dup}, unowned {missing}, not in the spec {extra}."
             )
         names = [p.name for p in parties]
-        bad = [n for n in names if not _PARTY_NAME.fullmatch(n) or n == SERVER]
+        roles = dict.fromkeys((SERVER, DEALER_ROLES.get(self.dealer, SERVER)))  # an own dealer
+        bad = [n for n in names if not _PARTY_NAME.fullmatch(n) or n in roles]
         if bad:
             raise ConfigError(
                 f"party names {bad} are not allowed: use letters, digits, '_', '.' or '-' "
-                f"(no '+', which joins pair names), and not {SERVER!r}."
+                f"(no '+', which joins pair names), and not {' nor '.join(map(repr, roles))}."
             )
         if len(set(names)) != len(names):
             raise ConfigError(f"party names must be unique; got {names}.")
@@ -219,9 +226,15 @@ class ProtocolConfig:
         self._check_record_sets()
         if not isinstance(self.product, str) or not self.product:
             raise ConfigError(f"product must be a backend's name; got {self.product!r}.")
-        if self.product != "dealer" and self.method != "secure":
+        secure = self.method == "secure"
+        if self.product != "dealer" and not secure:
             raise ConfigError(
                 f"product is a setting of method 'secure'; drop it for {self.method!r}."
+            )
+        if self.dealer not in DEALER_ROLES or (self.dealer != "server" and not secure):
+            raise ConfigError(
+                f"dealer must be one of {sorted(DEALER_ROLES)}, and 'own' only for method "
+                f"'secure'; got {self.dealer!r} for {self.method!r}."
             )
         self._check_ids()
         self._check_identities(names)
@@ -302,6 +315,11 @@ class ProtocolConfig:
             raise ConfigError(f"region_share must lie in (0, 1); got {share!r}.")
 
     @property
+    def dealer_role(self) -> str:
+        """The role that deals the masks: the server, or an own dealer's role."""
+        return DEALER_ROLES[self.dealer]
+
+    @property
     def sets(self) -> type[RecordSets]:
         """The record sets' strategy (:mod:`vertimrf.protocol.record_sets`): its class,
         whose methods need no plan (the plan holds an instance, with its noise)."""
@@ -315,11 +333,11 @@ class ProtocolConfig:
             isinstance(v, Identity) for v in self.identities.values()
         ):
             raise ConfigError("identities must map role names to Identity objects.")
-        want = [*names, SERVER]
+        want = [*names, *sorted({SERVER, self.dealer_role})]
         if sorted(self.identities) != sorted(want):
             raise ConfigError(
                 f"the identities name {sorted(self.identities)}, not every role {want}: pin "
-                "every party's and the server's public key file."
+                "every party's, the server's (and an own dealer's) public key file."
             )
         publics = [i.public for i in self.identities.values()]
         certs = [i.fingerprint for i in self.identities.values()]
@@ -479,6 +497,8 @@ class ProtocolConfig:
             d["expected_shared"] = self.expected_shared
         if self.product != "dealer":
             d["product"] = self.product
+        if self.dealer != "server":
+            d["dealer"] = self.dealer
         if self.identities is not None:
             d["identities"] = {n: i.to_dict() for n, i in self.identities.items()}
         return d

@@ -17,6 +17,12 @@ their steps:
 * "fo" and "fm" (:class:`FOSchedule`, :class:`FMSchedule`): the parties' ``local``, the
   server's ``synthesize``.
 
+With an own dealer (config ``dealer="own"``) the secure schedules' dealing steps are the
+dealer's (:data:`OWN_DEALER`): the commitments and tokens go to it, it admits and deals, and
+after the server's ``select`` (the request, to the parties and the dealer) it takes a step
+of its own, ``select-deal``; with partial record sets its deal also sends the server the
+published region counts (``deal-regions``). The server then holds no mask.
+
 :func:`schedule` gives a config's schedule. The drivers' steps, the service's upload rules,
 the step commands' files and every transport's size limits derive from it. Importing this
 module imports no other module of the protocol's (a transport names its messages with it).
@@ -25,13 +31,14 @@ module imports no other module of the protocol's (a transport names its messages
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 from vertimrf.errors import ConfigError
-from vertimrf.protocol.seeds import SERVER
+from vertimrf.protocol.seeds import DEALER, SERVER
 
 if TYPE_CHECKING:
     from vertimrf.protocol.config import ProtocolConfig
@@ -56,6 +63,7 @@ class Kind(str, Enum):
     TOKENS = "tokens"  # partial record sets: a party's token list, to the server
     DEAL = "deal"  # the server's sealed deal, to each party
     DEAL_SLOTS = "deal-slots"  # partial record sets: a party's slot map, to it
+    DEAL_REGIONS = "deal-regions"  # an own dealer, partial sets: the region counts, to the server
     FEATURES = "features"  # a party's sealed masked features, to each peer
     RELEASE = "release"  # a party's secure release, to the server
     SELECT = "select"  # the server's request, to each party
@@ -106,7 +114,8 @@ class Message:
     @property
     def step_file_name(self) -> str:
         """The message's file name among a step command's files: ``SENDER-to-RECEIVER.KIND``
-        between parties, ``RECEIVER.KIND`` from the server, ``SENDER.KIND`` to it."""
+        between parties (or from and to an own dealer), ``RECEIVER.KIND`` from the server,
+        ``SENDER.KIND`` to it."""
         if SERVER not in (self.sender, self.receiver):
             return f"{self.sender}-to-{self.receiver}.{self.kind}"
         return f"{self.receiver if self.sender == SERVER else self.sender}.{self.kind}"
@@ -121,8 +130,9 @@ class Limit:
     exact: bool = False
 
 
-# Whom a step's message goes to: the server, every party, or every other party.
-TO_SERVER, TO_PARTIES, TO_PEERS = "server", "parties", "peers"
+# Whom a step's message goes to: the server, an own dealer, every party, or every other party.
+TO_SERVER, TO_DEALER, TO_PARTIES, TO_PEERS = SERVER, DEALER, "parties", "peers"
+PARTIES = "parties"  # who takes a step: the server, the dealer, or every party
 
 
 @dataclass(frozen=True)
@@ -136,11 +146,12 @@ class Send:
 
 @dataclass(frozen=True)
 class StepRule:
-    """One step: its name, whether the server or every party takes it, what it sends, the
-    kinds addressed to the role that it reads, and those it may read (``lazy``)."""
+    """One step: its name, who takes it (``by``: the server, the dealer or every party),
+    what it sends, the kinds addressed to the role that it reads, and those it may read
+    (``lazy``)."""
 
     name: str
-    server: bool
+    by: str
     sends: tuple[Send, ...] = ()
     reads: tuple[Kind, ...] = ()
     lazy: tuple[Kind, ...] = ()
@@ -159,11 +170,15 @@ class Phase:
 def _party(
     name: str, *sends: Send, reads: tuple[Kind, ...] = (), lazy: tuple[Kind, ...] = ()
 ) -> StepRule:
-    return StepRule(name, False, sends, reads, lazy)
+    return StepRule(name, PARTIES, sends, reads, lazy)
 
 
 def _server(name: str, *sends: Send, reads: tuple[Kind, ...] = ()) -> StepRule:
-    return StepRule(name, True, sends, reads)
+    return StepRule(name, SERVER, sends, reads)
+
+
+def _dealer(name: str, *sends: Send, reads: tuple[Kind, ...] = ()) -> StepRule:
+    return StepRule(name, DEALER, sends, reads)
 
 
 LOCAL = _party(
@@ -200,6 +215,39 @@ MEASURE = _party(
 )  # fmt: skip
 
 
+# An own dealer (config dealer="own"): each dealing step of the server's schedules, and the
+# parties' steps that send to the dealer, as the own dealer's schedule has them.
+_TO_DEALER = (Kind.COMMIT, Kind.TOKENS)
+OWN_DEALER: dict[StepRule, tuple[StepRule, ...]] = {
+    COMMIT: (_party("commit", Send(Kind.COMMIT, TO_DEALER)),),
+    ADMIT: (_dealer("admit", Send(Kind.ADMIT, TO_PARTIES), reads=(Kind.COMMIT,)),),
+    TOKENS: (_party("tokens", Send(Kind.TOKENS, TO_DEALER), reads=(Kind.ADMIT,)),),
+    DEAL: (_dealer("deal", Send(Kind.DEAL, TO_PARTIES), reads=(Kind.COMMIT,)),),
+    SLOT_DEAL: (
+        _dealer(
+            "deal",
+            Send(Kind.DEAL, TO_PARTIES),
+            Send(Kind.DEAL_SLOTS, TO_PARTIES),
+            Send(Kind.DEAL_REGIONS, TO_SERVER),
+            reads=(Kind.COMMIT, Kind.TOKENS),
+        ),
+    ),  # fmt: skip
+    SELECT: (
+        _server(
+            "select",
+            Send(Kind.SELECT, TO_PARTIES),
+            Send(Kind.SELECT, TO_DEALER),
+            reads=(Kind.RELEASE, Kind.DEAL_REGIONS),
+        ),
+        _dealer("select-deal", Send(Kind.SELECT_DEAL, TO_PARTIES), reads=(Kind.SELECT,)),
+    ),  # fmt: skip
+}
+# Each arrangement's steps from a schedule's (the server deals: as written).
+DEALERS: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]] = {
+    "server": lambda steps: steps,
+    "own": lambda steps: tuple(r for s in steps for r in OWN_DEALER.get(s, (s,))),
+}
+
 SYNTHESIZE = "synthesize"  # the server's last step: the fit and the sample; it sends nothing
 
 
@@ -222,21 +270,40 @@ class Schedule:
         """The parties' names."""
         return tuple(p.name for p in self.config.parties)
 
+    @cached_property
+    def rules(self) -> tuple[StepRule, ...]:
+        """The run's steps: the method's, as the config's dealer arranges them
+        (:data:`DEALERS`)."""
+        return DEALERS[self.config.dealer](self.STEPS)
+
     @property
     def kinds(self) -> tuple[Kind, ...]:
         """The kinds this method's messages have, in the order they are first sent."""
-        return tuple(dict.fromkeys(s.kind for step in self.STEPS for s in step.sends))
+        return tuple(dict.fromkeys(s.kind for step in self.rules for s in step.sends))
 
     def steps(self, role: str) -> tuple[StepRule, ...]:
-        """The steps ``role`` (the server or a party) takes, in order."""
-        return tuple(s for s in self.STEPS if s.server == (role == SERVER))
+        """The steps ``role`` (the server, the dealer or a party) takes, in order."""
+        by = role if role in (SERVER, DEALER) else PARTIES
+        return tuple(s for s in self.rules if s.by == by)
+
+    def sender(self, kind: Kind) -> str:
+        """Who sends ``kind`` to the parties (the server or the dealer; a party's kinds:
+        the parties; a kind the run does not send: the dealing role)."""
+        senders = (s.by for s in self.rules for send in s.sends if send.kind == kind)
+        return next(senders, self.config.dealer_role)
+
+    def receiver(self, kind: Kind) -> str:
+        """Who receives the parties' ``kind`` (the server or the dealer; a kind the run
+        does not send: the server)."""
+        receivers = (send.to for s in self.rules for send in s.sends if send.kind == kind)
+        return next(receivers, SERVER)
 
     def step(self, name: str) -> StepRule:
         """The step called ``name`` (ConfigError if this method has none)."""
-        for s in self.STEPS:
+        for s in self.rules:
             if s.name == name:
                 return s
-        steps = [s.name for s in self.STEPS]
+        steps = [s.name for s in self.rules]
         raise ConfigError(f"method {self.method} has no step {name!r}; its steps: {steps}.")
 
     def takes(self, name: str, role: str) -> bool:
@@ -246,8 +313,8 @@ class Schedule:
     def _sent(self, send: Send, sender: str) -> tuple[Message, ...]:
         if send.count_only and sender != self.config.count_party:
             return ()
-        if send.to == TO_SERVER:
-            receivers: tuple[str, ...] = (SERVER,)
+        if send.to in (TO_SERVER, TO_DEALER):
+            receivers: tuple[str, ...] = (send.to,)
         else:
             receivers = tuple(q for q in self.names if q != sender)
         return tuple(Message(sender, r, send.kind) for r in receivers)
@@ -276,8 +343,8 @@ class Schedule:
         """The run's steps in order, each with the messages it sends (a step whose count
         party sends first: that party's messages as a phase of their own)."""
         out = []
-        for step in self.STEPS:
-            roles = (SERVER,) if step.server else self.names
+        for step in self.rules:
+            roles = self.names if step.by == PARTIES else (step.by,)
             first = tuple(s for s in step.sends if s.count_only)
             rest = tuple(s for s in step.sends if not s.count_only)
             if first:
@@ -312,7 +379,7 @@ class Schedule:
         kind, plan = message.kind, self.plan
         if kind == Kind.LOCAL_COUNT:
             return Limit(COUNT_BYTES, JSON_MAGIC)
-        if kind in (Kind.COMMIT, Kind.ADMIT):
+        if kind in (Kind.COMMIT, Kind.ADMIT, Kind.DEAL_REGIONS):
             return Limit(MAX_COMMIT_BYTES, JSON_MAGIC)
         if kind == Kind.TOKENS:
             return Limit(len(TOKENS_MAGIC) + 64 + 256 + 8 * self._slot_bound(), TOKENS_MAGIC)
@@ -340,8 +407,8 @@ class Schedule:
         return 0 if self._secure is None else self._secure.max_tokens
 
     def uploads(self) -> dict[tuple[str, str, str], Limit]:
-        """Every message a party sends, as (sender, receiver, kind), with its limit (the
-        server's own are written by the server's run, never uploaded)."""
+        """Every message a party (or an own dealer) sends, as (sender, receiver, kind), with
+        its limit (the server's own are written by the server's run, never uploaded)."""
         out = {}
         for m in self.messages():
             limit = self.limit(m)

@@ -14,6 +14,7 @@ import hashlib
 from vertimrf.errors import ConfigError
 
 SERVER = "server"
+DEALER = "dealer"  # the dealer, when it is a role of its own (config dealer="own")
 
 
 def _digest(seed: int, role: str, what: bytes) -> bytes:

@@ -41,7 +41,7 @@ from vertimrf.protocol.secure.commit import Admit
 from vertimrf.protocol.secure.plan import SELECT
 from vertimrf.protocol.secure.product import CrossProduct
 from vertimrf.protocol.secure.tokens import TokenSeal
-from vertimrf.protocol.seeds import SERVER, role_seed
+from vertimrf.protocol.seeds import role_seed
 from vertimrf.protocol.setup import RunSetup, secure_setup
 
 STATE_KIND = "vertimrf-secure-party-state"
@@ -203,7 +203,8 @@ class PartyState:
         admit names (MessageError when the config pins another), under a key, nonce and
         sealing randomness of its own secret bound to the run and the admit digest, so no
         peer can recompute the message or its digest."""
-        pinned = self.config.public_keys().get(SERVER) if self.config.identities else None
+        dealer = self.config.dealer_role  # the server, or an own dealer
+        pinned = self.config.public_keys().get(dealer) if self.config.identities else None
         if pinned is not None and pinned.raw != admit.server:
             raise MessageError(
                 "the admit message names a server key other than the one this run's config "
@@ -214,7 +215,7 @@ class PartyState:
         def derived(what: str) -> bytes:
             return derive(self._local, "tokens-seal", *bound, what)
 
-        server = PublicKey(SERVER, admit.server)
+        server = PublicKey(dealer, admit.server)
         return TokenSeal(server, derived("key"), derived("nonce")[:12], derived("seal"))
 
     def aligned(self) -> Aligned:

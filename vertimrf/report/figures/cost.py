@@ -13,7 +13,9 @@ from vertimrf.report.registry import FigureData, register
 # The steps the parties take (every other timed phase is the server's: its steps, the fit,
 # the sampling); a phase "<party> <part>" is that party's part of its local step.
 PARTY_STEPS = frozenset(
-    v.name for v in vars(schedule).values() if isinstance(v, schedule.StepRule) and not v.server
+    v.name
+    for v in vars(schedule).values()
+    if isinstance(v, schedule.StepRule) and v.by == schedule.PARTIES
 )
 
 

@@ -16,6 +16,15 @@ Every noise scale is re-derived from the config
 report's (epsilon, delta) does not depend on what parties declare.
 """
 
-from vertimrf.server.secure.fit import SecureServer
+from __future__ import annotations
 
-__all__ = ["SecureServer"]
+from typing import TYPE_CHECKING
+
+from vertimrf.lazy import lazy_names
+
+if TYPE_CHECKING:  # loaded on first use: the dealer alone imports no selection nor fit
+    from vertimrf.server.secure.fit import SecureServer as SecureServer
+
+_EXPORTS = {"SecureServer": "vertimrf.server.secure.fit"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

@@ -2,8 +2,12 @@
 and every pair's W, and the matrices the run's product backend deals from them
 (:mod:`vertimrf.protocol.secure.product`; Z_pq = U_p^T U_q - W_pq for the default), each
 sealed to its party (and, after the request, the round-2 deals of the groups). The server
-never sees a party's blob. Every seed derives from the server's own secret, the run, the
+never sees a party's blob. Every seed derives from the dealer's own secret, the run, the
 parties' keys and every party's data commitment.
+
+The dealer is the server (the default) or a role of its own (config ``dealer="own"``, run
+by :class:`~vertimrf.driver.dealer.DealerDriver`): its key pair is then the dealer's, its
+keys derive under a label of its own (:data:`DEAL_LABELS`), and the server holds no mask.
 
 :class:`Dealer` is an object of its own, which the server holds: it reads no release, and
 imports neither the server's state, its selection nor its fit (an import-linter contract
@@ -12,6 +16,7 @@ keeps it so), so the cryptography can be read and audited apart from the DP post
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from hashlib import sha256
 from pathlib import Path
@@ -28,16 +33,19 @@ from vertimrf.protocol.secure.deal import Deal, GroupDeal
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import SecurePlan
 from vertimrf.protocol.secure.product import CrossProduct
-from vertimrf.protocol.seeds import SERVER
+from vertimrf.protocol.seeds import DEALER, SERVER
 from vertimrf.server.secure.record_sets import RecordSets
 from vertimrf.server.slots import TokenSource
 
+# The label every deal key derives under, by the dealing role.
+DEAL_LABELS = {SERVER: "server-deal", DEALER: "dealer-deal"}
+
 
 class Dealer:
-    """The server's deals (module doc): :meth:`admit`, :meth:`deal` (round 1) and
-    :meth:`group_deals` (round 2), under the server's ``keypair`` (its own secret keys every
-    deal), ``stream`` (the secret of its slot assignment's keyed streams) and the run's
-    ``record_sets``."""
+    """The deals (module doc): :meth:`admit`, :meth:`deal` (round 1) and :meth:`group_deals`
+    (round 2), under the dealing role's ``keypair`` (its own secret keys every deal; its
+    name, the server or the dealer, the role), ``stream`` (the secret of its slot
+    assignment's keyed streams) and the run's ``record_sets``."""
 
     def __init__(
         self,
@@ -50,6 +58,8 @@ class Dealer:
         self.config, self.plan, self.record_sets = config, plan, record_sets
         self.product: CrossProduct = cross_product(config.product)
         self._keypair, self._secret, self._stream = keypair, keypair.local_secret(), stream
+        self.role = config.dealer_role  # the server, or an own dealer
+        self._label = DEAL_LABELS[self.role]
         self.commit_set: bytes | None = None  # the deal's commitments (see _dealer)
         self.public_keys: dict[str, PublicKey] | None = None
 
@@ -74,7 +84,7 @@ class Dealer:
         )
 
         def derived(*what: str) -> bytes:
-            return derive(self._secret, "server-deal", *label, *what)
+            return derive(self._secret, self._label, *label, *what)
 
         return derived
 
@@ -95,7 +105,7 @@ class Dealer:
                 "public key file."
             )
         keys = {name: public_keys[name].raw for name in self.plan.names}
-        keys[SERVER] = self._keypair.public_bytes
+        keys[self.role] = self._keypair.public_bytes
         commit_set = commit_set_digest(dict(commitments), self.plan.names)
         self.commit_set = admit_digest(commit_set, keys)
         return Admit(self.commit_set, self._keypair.public_bytes)
@@ -137,6 +147,24 @@ class Dealer:
             )
             deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
         return deals
+
+    def kept(self) -> bytes:
+        """What a dealer in a new process needs for round 2, as JSON: the commitments'
+        digest the deal was made for, and the record sets' kept state (partial: the
+        region counts and the slot assignment's digest)."""
+        commit_set = None if self.commit_set is None else self.commit_set.hex()
+        return json.dumps({"commit_set": commit_set, "sets": self.record_sets.kept()}).encode()
+
+    def restore(self, kept: bytes) -> None:
+        """Read back what :meth:`kept` gave (MessageError, one line, when malformed)."""
+        try:
+            data = json.loads(kept)
+            commit_set = bytes.fromhex(data["commit_set"])
+        except (ValueError, KeyError, TypeError):
+            raise MessageError("the dealer's kept deal state is malformed.") from None
+        if data.get("sets") is not None:
+            self.record_sets.restore(data["sets"])
+        self.commit_set = commit_set
 
     @property
     def slot_maps(self) -> dict[str, Path]:

@@ -1,0 +1,174 @@
+"""DealerDriver: an own dealer's steps over a transport (config ``dealer="own"``).
+
+Its steps are the dealer's of the run's schedule (:data:`~vertimrf.protocol.schedule.OWN_DEALER`):
+``admit`` (partial record sets: every party's commitment in, the admit digest out), ``deal``
+(the commitments, and the tokens, in; one sealed deal per party out, with partial record sets
+each party's slot map and, to the server, the published region counts) and ``select-deal``
+(the server's request in; one sealed round-2 deal per party out). It reads no release and
+imports neither the server's selection nor its fit (an import-linter contract keeps it so):
+the fitting server then holds no mask, and the dealer no release.
+
+With a ``state_dir``, its run state lives there (``dealer.sqlite``,
+:class:`~vertimrf.driver.server_state.ServerState`): a step already done is resent, and
+``select-deal`` in a new process starts from the deal's kept state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from hashlib import sha256
+
+from vertimrf.crypto.keys import KeyPair, PublicKey
+from vertimrf.driver import codec
+from vertimrf.driver.role import Body, Materialised, Outputs, RoleDriver, Step
+from vertimrf.driver.server_state import ServerState
+from vertimrf.driver.transport import Outgoing, Payload, Stored, Transport, file_sha256
+from vertimrf.errors import ConfigError, MessageError
+from vertimrf.protocol.config import ProtocolConfig
+from vertimrf.protocol.schedule import Kind, Message
+from vertimrf.protocol.secure.commit import admit_bytes, read_commit
+from vertimrf.protocol.secure.tokens import TokenList
+from vertimrf.protocol.seeds import DEALER
+from vertimrf.protocol.setup import RunSetup, run_setup
+from vertimrf.server.secure.dealer import Dealer
+from vertimrf.server.secure.record_sets import record_sets
+
+ROUND_TWO = "select-deal"  # the dealer's step after the server's select
+
+
+class DealerDriver(RoleDriver):
+    """Runs an own dealer's steps over ``transport``, under its ``keypair`` (pinned in the
+    config); every party's public key is the config's; ``seed`` (experiments only) seeds
+    the slot assignment's streams; its run state in ``state_dir`` (default: this object)."""
+
+    name = DEALER
+
+    def __init__(
+        self,
+        config: ProtocolConfig | RunSetup,
+        transport: Transport,
+        *,
+        keypair: KeyPair,
+        seed: int | None = None,
+        state_dir: str | os.PathLike | None = None,
+    ) -> None:
+        super().__init__(transport)
+        setup = run_setup(config)
+        config, plan = setup.config, setup.plan
+        if config.dealer_role != DEALER or plan is None:
+            raise ConfigError("a dealer of its own needs method 'secure' with dealer='own'.")
+        config.check_keypair(keypair)  # pinned: every role's key is the config's
+        pinned = config.public_keys()
+        self.config, self._plan, self._keypair = config, plan, keypair
+        self._names = [p.name for p in config.parties]
+        self._keys: dict[str, PublicKey] = {n: pinned[n] for n in self._names}
+        self._hash, self._schedule = config.config_hash(), setup.schedule
+        stream = keypair.local_secret() if seed is None else _seeded(seed)
+        self.dealer = Dealer(config, plan, keypair, stream, record_sets(plan))
+        self.state = None
+        if state_dir is not None:
+            self.state = ServerState(state_dir, self._hash, self._names, role=DEALER)
+        self._inputs: Mapping[Message, Payload] = {}
+        bodies: dict[str, Body] = {
+            Kind.ADMIT: self._admit,
+            Kind.DEAL: self._deal,
+            ROUND_TWO: self._group_deals,
+        }
+        self._steps = tuple(
+            Step(s.name, self._schedule.inputs(s.name, DEALER), bodies[s.name])
+            for s in self._schedule.steps(DEALER)
+        )
+        self._computed: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"DealerDriver(done={self.done})"
+
+    def steps(self) -> tuple[Step, ...]:
+        return self._steps
+
+    # ------------------------------------------------------------------ running
+    def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
+        """What ``step`` sent, if the state records it as done."""
+        if self.state is None or step.name not in self.state.steps:
+            return None
+        return self.state.sent(step.name)
+
+    def execute(self, step: Step, inputs: Mapping[Message, Payload]) -> None:
+        """Run (or resend) ``step``, its inputs kept for :meth:`keep`."""
+        self._inputs = inputs
+        try:
+            super().execute(step, inputs)
+        finally:
+            self._inputs = {}
+
+    def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
+        """Record ``step``, what it received and sent (after the deal, the dealer's kept
+        state) in one transaction before the outputs leave; the outputs, to be sent."""
+        self._computed.add(step.name)
+        outputs = Materialised(outputs)
+        if self.state is not None:
+            kept = self.dealer.kept() if step.name == Kind.DEAL else None
+            self.state.record(step.name, self._inputs, outputs, secure_state=kept)
+        return outputs
+
+    def close(self) -> None:
+        """Close the state's database, if any."""
+        if self.state is not None:
+            self.state.close()
+
+    # ------------------------------------------------------------------ step bodies
+    def _to_parties(self, kind: Kind, data: Mapping[str, bytes | Stored]) -> Outputs:
+        return {Message(DEALER, n, kind): data[n] for n in self._names}
+
+    def _commitments(self, inputs: Mapping[Message, Payload]) -> dict[str, bytes]:
+        return {
+            m.sender: read_commit(d, self._hash, m.sender)
+            for m, d in inputs.items()
+            if m.kind == Kind.COMMIT
+        }
+
+    def _admit(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        self.dealer.record_sets.check_admit()
+        admit = self.dealer.admit(self._commitments(inputs), self._keys)
+        return self._to_parties(
+            Kind.ADMIT, dict.fromkeys(self._names, admit_bytes(self._hash, admit))
+        )
+
+    def _deal(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        most = self._plan.max_tokens
+        tokens = {
+            m.sender: TokenList(d, self._hash, m.sender, most, self._keypair)
+            for m, d in inputs.items()
+            if m.kind == Kind.TOKENS
+        }
+        deals = self.dealer.deal(self._keys, self._commitments(inputs), tokens or None)
+        out = dict(self._to_parties(Kind.DEAL, deals))
+        maps = self.dealer.slot_maps  # partial record sets: files, sent from disk
+        slots = {n: Stored(p, file_sha256(p), p.stat().st_size) for n, p in maps.items()}
+        if slots:
+            out.update(self._to_parties(Kind.DEAL_SLOTS, slots))
+        regions = self.dealer.record_sets.kept()  # the published counts, for the server
+        for m in self._schedule.sends(Kind.DEAL, DEALER):
+            if m.kind == Kind.DEAL_REGIONS and regions is not None:
+                out[m] = json.dumps(regions).encode()
+        return out
+
+    def _group_deals(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        if Kind.DEAL not in self._computed:  # a new process: the deal's kept state
+            kept = None if self.state is None else self.state.secure_state(Kind.DEAL)
+            if kept is None:
+                raise MessageError(
+                    "the dealer's state lacks its deal: run the dealer's steps with the same "
+                    "--state-dir."
+                )
+            self.dealer.restore(kept)
+        (data,) = inputs.values()
+        request = codec.read_request(data, self._plan, self._hash)
+        return self._to_parties(Kind.SELECT_DEAL, self.dealer.group_deals(request, self._keys))
+
+
+def _seeded(seed: int) -> bytes:
+    """The seeded dealer's stream secret (experiments: anyone with the seed replays it)."""
+    return sha256(f"vertimrf/seeded-dealer/{seed}".encode()).digest()
