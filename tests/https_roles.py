@@ -20,7 +20,7 @@ import requests
 
 from tests.folder_roles import THREE
 from tests.helpers import SECRET
-from tests.runs import SEED, correlated_table, finish, reap, vertimrf_process
+from tests.runs import SEED, TWO_PARTIES, correlated_table, finish, reap, vertimrf_process
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.protocol.config import ProtocolConfig
@@ -81,6 +81,28 @@ def pinned_files(tmp_path: Path, df: pd.DataFrame, spec: DomainSpec, **fields) -
     cfg.save(tmp_path / "config.json")
     (tmp_path / "secret.hex").write_text(SECRET.hex())
     for n, cols in THREE.items():
+        frame = df[cols].assign(rid=range(len(df))).sample(frac=1.0, random_state=len(n) + 7)
+        frame.to_csv(tmp_path / f"{n}.csv", index=False)
+    return cfg
+
+
+def own_dealer_files(
+    tmp_path: Path, df: pd.DataFrame, spec: DomainSpec, **fields
+) -> ProtocolConfig:
+    """Key files of the parties of ``TWO_PARTIES``, the server and a dealer of its own, the
+    config (dealer="own", ``fields``) pinning them, the secret and each party's rows
+    (shuffled, linked by ``rid``) in ``tmp_path``."""
+    base = from_preset(
+        "default", epsilon=2.0, delta=1e-5, spec=spec, parties=list(TWO_PARTIES.items()),
+        run_nonce="ab" * 16, dealer="own", **{"max_rows": 512, "record_sets": "equal", **fields},
+    )  # fmt: skip
+    for name in [*TWO_PARTIES, "server", "dealer"]:
+        KeyPair.generate(name).save(tmp_path / f"{name}.key")
+    publics = [KeyPair.load(p).public() for p in sorted(tmp_path.glob("*.key"))]
+    cfg = base.with_identities(publics)
+    cfg.save(tmp_path / "config.json")
+    (tmp_path / "secret.hex").write_text(SECRET.hex())
+    for n, cols in TWO_PARTIES.items():
         frame = df[cols].assign(rid=range(len(df))).sample(frac=1.0, random_state=len(n) + 7)
         frame.to_csv(tmp_path / f"{n}.csv", index=False)
     return cfg

@@ -11,6 +11,7 @@ from vertimrf.cli.common import (
     Interrupted,
 )
 from vertimrf.cli.config import add_config
+from vertimrf.cli.dealer import add_dealer
 from vertimrf.cli.demo import add_demo
 from vertimrf.cli.evaluate import add_evaluate
 from vertimrf.cli.keys import add_keys
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_config,
         add_party,
         add_server,
+        add_dealer,
         add_status,
         add_evaluate,
         add_report,

@@ -94,6 +94,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         "region_share": args.region_share,
         "id_type": args.id_type,
         "expected_shared": args.expected_shared,
+        "dealer": args.dealer,
     }
     method = args.method or PRESETS[args.preset]["method"]
     if args.pipeline is not None and "secure_pipeline" not in options_class(method).SELECT:
@@ -260,6 +261,13 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         help="secure: 'select' (the default: one budget, the server's selection over the whole "
         "table) or 'paper' (the paper's LocMRF -> GraphCom -> InitMRF -> OptMRF on secure "
         "estimates of the binned cross-party pairs; its parties run `party local` first)",
+    )
+    config.add_argument(
+        "--dealer",
+        choices=("server", "own"),
+        default=None,
+        help="method secure: who deals the masks, 'server' (the default) or 'own' (a role of "
+        "its own, `vertimrf dealer run`, with its own key pair: pin dealer.pub too)",
     )
     config.add_argument(
         "--record-sets",

@@ -89,13 +89,13 @@ def _context(protocol: int, config: ProtocolConfig, keypair: KeyPair) -> ssl.SSL
 
 
 def server_context(config: ProtocolConfig, keypair: KeyPair) -> ssl.SSLContext:
-    """The server's context: its pinned identity; a client must present a party's pinned
-    certificate or the server's own."""
+    """The server's context: its pinned identity; a client must present a party's (or an
+    own dealer's) pinned certificate or the server's own."""
     pinned = _pinned(config)
     if keypair.name != SERVER:
         raise KeyMaterialError(f"the server needs the server's key file, not {keypair.name!r}'s.")
     context = _context(ssl.PROTOCOL_TLS_SERVER, config, keypair)
-    roles = "".join(pinned[n] for n in [*(p.name for p in config.parties), SERVER])
+    roles = "".join(pinned.values())  # every party, the server and an own dealer
     context.load_verify_locations(cadata=roles)
     return context
 
@@ -110,9 +110,10 @@ def client_context(config: ProtocolConfig, keypair: KeyPair) -> ssl.SSLContext:
 
 
 def party_fingerprints(config: ProtocolConfig) -> dict[str, str]:
-    """Each party's name by its pinned certificate's SHA-256 fingerprint (64 hex digits)."""
+    """Each party's name (and an own dealer's: the roles that upload) by its pinned
+    certificate's SHA-256 fingerprint (64 hex digits)."""
     pinned = _pinned(config)
-    return {certificate_fingerprint(pinned[p.name]): p.name for p in config.parties}
+    return {certificate_fingerprint(c): n for n, c in pinned.items() if n != SERVER}
 
 
 def role_fingerprints(config: ProtocolConfig) -> dict[str, str]:
