@@ -1,4 +1,4 @@
-"""``vertimrf keys``: a party's (or the server's) key pair."""
+"""``vertimrf keys``: a party's (or the server's, or an own dealer's) key pair."""
 
 from __future__ import annotations
 
@@ -54,7 +54,12 @@ def add_keys(sub: argparse._SubParsersAction) -> None:
         "their fingerprints to compare with the other roles out of band. Never overwrites a "
         "key.",
     )
-    keys.add_argument("--name", required=True, help="this party's name in the config")
+    keys.add_argument(
+        "--name",
+        required=True,
+        help="this role's name: a party's in the config, 'server', or 'dealer' (a dealer of "
+        "its own, config --dealer own)",
+    )
     keys.add_argument("--out-dir", required=True, help="folder for NAME.key and NAME.pub")
     keys.add_argument(
         "--host",

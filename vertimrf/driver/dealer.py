@@ -149,10 +149,9 @@ class DealerDriver(RoleDriver):
         slots = {n: Stored(p, file_sha256(p), p.stat().st_size) for n, p in maps.items()}
         if slots:
             out.update(self._to_parties(Kind.DEAL_SLOTS, slots))
-        regions = self.dealer.record_sets.kept()  # the published counts, for the server
-        for m in self._schedule.sends(Kind.DEAL, DEALER):
-            if m.kind == Kind.DEAL_REGIONS and regions is not None:
-                out[m] = json.dumps(regions).encode()
+        for m in self._schedule.sends(Kind.DEAL, DEALER):  # partial sets: the region counts
+            if m.kind == Kind.DEAL_REGIONS:
+                out[m] = json.dumps(self.dealer.record_sets.kept()).encode()
         return out
 
     def _group_deals(self, inputs: Mapping[Message, Payload]) -> Outputs:

@@ -393,7 +393,7 @@ class HttpTransport:
             if self._status_session is None:  # the notices' own (a session is one thread's)
                 self._status_session = self._session()
             status = self._status_session.get(f"{self.url}/v1/status", timeout=(3, 5)).json()
-            if sender == SERVER:
+            if sender not in status["parties"]:  # the server, or a dealer of its own
                 news = f"the run is {status['state']}"
             else:
                 news = f"{sender} last sent: {status['parties'][sender]['last'] or 'nothing'}"
