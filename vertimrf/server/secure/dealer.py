@@ -70,9 +70,9 @@ class Dealer:
         every mask changes with it, so no mask is used on two different tables)."""
         missing = sorted(set(self.plan.names) - set(public_keys))
         if missing:
-            raise MessageError(f"the server needs the public keys of {missing} to deal.")
+            raise MessageError(f"the {self.role} needs the public keys of {missing} to deal.")
         if self.commit_set is None:
-            raise MessageError("the server deals only on every party's data commitment.")
+            raise MessageError(f"the {self.role} deals only on every party's data commitment.")
         keys = sha256()
         for name in self.plan.names:
             keys.update(name.encode() + b"\0" + public_keys[name].raw)
@@ -97,11 +97,11 @@ class Dealer:
         server's public key, which each party seals its tokens to."""
         missing = sorted(set(self.plan.names) - set(commitments))
         if missing:
-            raise MessageError(f"the server needs the data commitments of {missing}.")
+            raise MessageError(f"the {self.role} needs the data commitments of {missing}.")
         unkeyed = sorted(set(self.plan.names) - set(public_keys))
         if unkeyed:
             raise MessageError(
-                f"the server needs the public keys of {unkeyed} to admit: give every party's "
+                f"the {self.role} needs the public keys of {unkeyed} to admit: give every party's "
                 "public key file."
             )
         keys = {name: public_keys[name].raw for name in self.plan.names}
