@@ -217,7 +217,6 @@ MEASURE = _party(
 
 # An own dealer (config dealer="own"): each dealing step of the server's schedules, and the
 # parties' steps that send to the dealer, as the own dealer's schedule has them.
-_TO_DEALER = (Kind.COMMIT, Kind.TOKENS)
 OWN_DEALER: dict[StepRule, tuple[StepRule, ...]] = {
     COMMIT: (_party("commit", Send(Kind.COMMIT, TO_DEALER)),),
     ADMIT: (_dealer("admit", Send(Kind.ADMIT, TO_PARTIES), reads=(Kind.COMMIT,)),),
@@ -231,7 +230,7 @@ OWN_DEALER: dict[StepRule, tuple[StepRule, ...]] = {
             Send(Kind.DEAL_REGIONS, TO_SERVER),
             reads=(Kind.COMMIT, Kind.TOKENS),
         ),
-    ),  # fmt: skip
+    ),
     SELECT: (
         _server(
             "select",
@@ -240,7 +239,7 @@ OWN_DEALER: dict[StepRule, tuple[StepRule, ...]] = {
             reads=(Kind.RELEASE, Kind.DEAL_REGIONS),
         ),
         _dealer("select-deal", Send(Kind.SELECT_DEAL, TO_PARTIES), reads=(Kind.SELECT,)),
-    ),  # fmt: skip
+    ),
 }
 # Each arrangement's steps from a schedule's (the server deals: as written).
 DEALERS: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]] = {
