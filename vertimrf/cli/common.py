@@ -384,25 +384,9 @@ def party_role(
 
     cfg, method = setup.config, setup.method
     name = file_name(args.party)
-    peers: dict[str, PublicKey] | None
-    if cfg.identities is not None:  # pinned: the peers' keys come from the config
-        if args.peers:
-            raise ConfigError("the config pins every public key: give no --peers.")
-        if keypair is not None:
-            cfg.check_keypair(keypair)
-        pinned = cfg.public_keys()
-        peers = {p.name: pinned[p.name] for p in cfg.parties if p.name != name}
-    else:
-        peers = load_public_keys(args.peers) if args.peers else None
-    if peers is None and method.secure_product:
+    peers = setup.keys(name, keypair, load_public_keys(args.peers) if args.peers else None)
+    if peers is None and method.secure_product:  # checked before the table is read
         raise ConfigError("method secure needs --peers: the other parties' public keys.")
-    if peers is not None:
-        names = [p.name for p in cfg.parties]
-        if name in peers:
-            raise ConfigError(f"--peers lists {name!r}'s own public key; list the other parties'.")
-        unknown = sorted(set(peers) - set(names))
-        if unknown:
-            raise ConfigError(f"--peers holds keys of {unknown}, not parties of {names}.")
     spec = cfg.spec.subset(cfg.party(name).columns)
     data, ids = table_at(
         args.data, spec, name=name, id_column=args.id_column, id_type=cfg.id_type,

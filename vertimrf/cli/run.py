@@ -163,20 +163,28 @@ def _telling(transport: Transport, role: str, step: Callable[[], str | None]) ->
         raise
 
 
-def _public_keys(args: argparse.Namespace, names: list[str]) -> dict:
-    """Every party's public key: ``--keys`` files, or ``--keys-dir DIR/NAME.pub``."""
+def _public_keys(args: argparse.Namespace, setup: RunSetup) -> dict | None:
+    """Every party's public key: the config's pins, else ``--keys`` files or ``--keys-dir
+    DIR/NAME.pub`` (:meth:`~vertimrf.protocol.setup.RunSetup.keys`); ConfigError when a
+    secure run has none of them, or misses a party's."""
     from vertimrf.crypto.keys import load_public_keys
 
     if args.keys and args.keys_dir:
         raise ConfigError("give --keys FILE ... or --keys-dir DIR, not both.")
-    paths = args.keys or [Path(args.keys_dir) / f"{file_name(n)}.pub" for n in names]
-    keys = load_public_keys(paths)
+    names = [p.name for p in setup.config.parties]
+    folder = [Path(args.keys_dir) / f"{file_name(n)}.pub" for n in names] if args.keys_dir else []
+    paths = args.keys or folder
+    keys = setup.keys(SERVER, given=load_public_keys(paths) if paths else None)
+    if keys is None:
+        if setup.method.secure_product:
+            raise ConfigError(
+                "method secure needs every party's public key: give --keys FILE ... or "
+                "--keys-dir DIR, or pin them in the config (`vertimrf config --pin`)."
+            )
+        return None
     missing = sorted(set(names) - set(keys))
-    unknown = sorted(set(keys) - set(names))
-    if missing or unknown:
-        raise ConfigError(
-            f"give one public key of each party {names} (missing {missing}, not parties {unknown})."
-        )
+    if missing:
+        raise ConfigError(f"give one public key of each party {names} (missing {missing}).")
     return keys
 
 
@@ -243,10 +251,7 @@ def _server_over_folders(args: argparse.Namespace, setup: RunSetup) -> int:
     )
     check_table_file(args.out, cfg.spec)
     secure = setup.method.secure_product
-    pinned = cfg.identities is not None
-    keys = (
-        _public_keys(args, names) if not pinned and (secure or args.keys or args.keys_dir) else None
-    )
+    keys = _public_keys(args, setup)
     keypair = server_key(args) if secure or args.server_key else None
     state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
     names = [p.name for p in cfg.parties]

@@ -70,7 +70,7 @@ def cmd_server_admit(args: argparse.Namespace) -> int:
 
     setup = step_config(args.config, SERVER, Kind.ADMIT)
     cfg, run = setup.config, setup.schedule
-    keys = _party_keys(args.keys, run.names)
+    keys = _party_keys(args.keys, setup)
     folder = Path(args.out_dir)
     admits = {m: folder / m.step_file_name for m in run.sends(Kind.ADMIT, SERVER)}
     inputs = [args.config, args.keys, args.commits, args.server_key]
@@ -85,14 +85,14 @@ def cmd_server_admit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _party_keys(paths: list[str], names: tuple[str, ...]) -> dict[str, PublicKey]:
-    """The parties' public keys in the files ``paths`` (ConfigError for another role's)."""
+def _party_keys(paths: list[str] | None, setup: RunSetup) -> dict[str, PublicKey]:
+    """The parties' public keys: the config's pins, else the files ``paths``
+    (:meth:`~vertimrf.protocol.setup.RunSetup.keys`); ConfigError with neither."""
     from vertimrf.crypto.keys import load_public_keys
 
-    keys = load_public_keys(paths)
-    unknown = sorted(set(keys) - set(names))
-    if unknown:
-        raise ConfigError(f"--keys holds keys of {unknown}, not parties of {list(names)}.")
+    keys = setup.keys(SERVER, given=load_public_keys(paths) if paths else None)
+    if keys is None:
+        raise ConfigError("give --keys, every party's public key (or pin them in the config).")
     return keys
 
 
@@ -101,7 +101,7 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
 
     setup = step_config(args.config, SERVER, Kind.DEAL)
     cfg, run = setup.config, setup.schedule
-    keys = _party_keys(args.keys, run.names)
+    keys = _party_keys(args.keys, setup)
     folder = Path(args.out_dir)
     deals = {m: folder / m.step_file_name for m in run.sends(Kind.DEAL, SERVER)}
     inputs = [args.config, args.keys, args.commits, args.server_key]
@@ -140,13 +140,7 @@ def cmd_server_select(args: argparse.Namespace) -> int:
     check_outputs(args, outputs, inputs, make_dirs=True)
     releases = route(args.releases, Kind.RELEASE, cfg, what="releases")
     requests = {m: args.out for m in sent if m.kind == Kind.SELECT}
-    keys = None
-    if args.keys:
-        from vertimrf.crypto.keys import load_public_keys
-
-        keys = load_public_keys(args.keys)
-    elif cfg.identities is not None:
-        keys = cfg.public_keys()
+    keys = _party_keys(args.keys, setup) if args.keys or cfg.identities else None
     driver, transport = _driver(
         args, setup, releases, {**requests, **deals}, keypair=server_key(args),
         public_keys=keys, state=True,

@@ -59,11 +59,12 @@ class DealerDriver(RoleDriver):
         config, plan = setup.config, setup.plan
         if config.dealer_role != DEALER or plan is None:
             raise ConfigError("a dealer of its own needs method 'secure' with dealer='own'.")
-        config.check_keypair(keypair)  # pinned: every role's key is the config's
-        pinned = config.public_keys()
         self.config, self._plan, self._keypair = config, plan, keypair
         self._names = [p.name for p in config.parties]
-        self._keys: dict[str, PublicKey] = {n: pinned[n] for n in self._names}
+        keys = setup.keys(DEALER, keypair)
+        if keys is None:
+            raise ConfigError("a dealer of its own needs a config that pins every role's key.")
+        self._keys: dict[str, PublicKey] = keys
         self._hash, self._schedule = config.config_hash(), setup.schedule
         stream = keypair.local_secret() if seed is None else _seeded(seed)
         self.dealer = Dealer(config, plan, keypair, stream, record_sets(plan))

@@ -85,10 +85,7 @@ class ServerDriver(RoleDriver):
         super().__init__(transport)
         setup = run_setup(config)  # checked once, shared with its Server
         config, self._plan = setup.config, setup.plan
-        if config.identities is not None and keypair is not None:  # pinned: keys from the config
-            config.check_keypair(keypair)
-            pinned = config.public_keys()
-            public_keys = {p.name: pinned[p.name] for p in config.parties}
+        public_keys = setup.keys(SERVER, keypair, public_keys)  # pinned: the config's
         if self._plan is not None and public_keys is None:
             raise ConfigError("method 'secure' needs every party's public key (public_keys=...).")
         if keypair is None:
