@@ -22,7 +22,7 @@ from hashlib import sha256
 
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.driver import codec
-from vertimrf.driver.role import Body, Materialised, Outputs, RoleDriver, Step
+from vertimrf.driver.role import Body, KeptDriver, Materialised, Outputs, Step
 from vertimrf.driver.server_state import ServerState
 from vertimrf.driver.transport import Outgoing, Payload, Stored, Transport, file_sha256
 from vertimrf.errors import ConfigError, MessageError
@@ -38,7 +38,7 @@ from vertimrf.server.secure.record_sets import record_sets
 ROUND_TWO = "select-deal"  # the dealer's step after the server's select
 
 
-class DealerDriver(RoleDriver):
+class DealerDriver(KeptDriver):
     """Runs an own dealer's steps over ``transport``, under its ``keypair`` (pinned in the
     config); every party's public key is the config's; ``seed`` (experiments only) seeds
     the slot assignment's streams; its run state in ``state_dir`` (default: this object)."""
@@ -90,20 +90,6 @@ class DealerDriver(RoleDriver):
         return self._steps
 
     # ------------------------------------------------------------------ running
-    def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
-        """What ``step`` sent, if the state records it as done."""
-        if self.state is None or step.name not in self.state.steps:
-            return None
-        return self.state.sent(step.name)
-
-    def execute(self, step: Step, inputs: Mapping[Message, Payload]) -> None:
-        """Run (or resend) ``step``, its inputs kept for :meth:`keep`."""
-        self._inputs = inputs
-        try:
-            super().execute(step, inputs)
-        finally:
-            self._inputs = {}
-
     def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
         """Record ``step``, what it received and sent (after the deal, the dealer's kept
         state) in one transaction before the outputs leave; the outputs, to be sent."""

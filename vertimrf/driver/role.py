@@ -6,11 +6,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vertimrf.driver.transport import Outgoing, Payload, Stored, Streamed, Transport, nbytes
 from vertimrf.errors import ConfigError, StepError, VertimrfError
 from vertimrf.logs import progress_bar
 from vertimrf.protocol.schedule import Message
+
+if TYPE_CHECKING:
+    from vertimrf.driver.server_state import ServerState
 
 # A step's outputs: the messages to send (a mapping may make a large one when it is read;
 # a Streamed one is written to a party's kept copy as it is made, see materialised; a
@@ -207,3 +211,26 @@ class RoleDriver:
             self.transport.flush()
         finally:
             bar.close()
+
+
+class KeptDriver(RoleDriver):
+    """A role that records its steps in ``state`` (a
+    :class:`~vertimrf.driver.server_state.ServerState`, or None: this object only): a step
+    it recorded is resent, and a running step's inputs are kept for its ``keep``."""
+
+    state: ServerState | None
+    _inputs: Mapping[Message, Payload]
+
+    def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
+        """What ``step`` sent, if the state records it as done."""
+        if self.state is None or step.name not in self.state.steps:
+            return None
+        return self.state.sent(step.name)
+
+    def execute(self, step: Step, inputs: Mapping[Message, Payload]) -> None:
+        """Run (or resend) ``step``, its inputs kept for :meth:`keep`."""
+        self._inputs = inputs
+        try:
+            super().execute(step, inputs)
+        finally:
+            self._inputs = {}

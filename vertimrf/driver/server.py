@@ -33,7 +33,7 @@ import numpy as np
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.domain import DomainSpec
 from vertimrf.driver import codec
-from vertimrf.driver.role import Materialised, Outputs, RoleDriver, Step
+from vertimrf.driver.role import KeptDriver, Materialised, Outputs, Step
 from vertimrf.driver.server_state import ServerState
 from vertimrf.driver.transport import Outgoing, Payload, Stored, Transport, file_sha256
 from vertimrf.errors import ConfigError, MessageError
@@ -53,7 +53,7 @@ from vertimrf.within import Midpoint, Placement
 Fitted = tuple[MarkovRandomField, ProtocolReport, np.random.Generator, Placement, DomainSpec]
 
 
-class ServerDriver(RoleDriver):
+class ServerDriver(KeptDriver):
     """Runs the server's steps over ``transport``.
 
     Args:
@@ -149,20 +149,6 @@ class ServerDriver(RoleDriver):
         )
 
     # ------------------------------------------------------------------ running
-    def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
-        """What ``step`` sent, if the state records it as done."""
-        if self.state is None or step.name not in self.state.steps:
-            return None
-        return self.state.sent(step.name)
-
-    def execute(self, step: Step, inputs: Mapping[Message, Payload]) -> None:
-        """Run (or resend) ``step``, its inputs kept for :meth:`keep`."""
-        self._inputs = inputs
-        try:
-            super().execute(step, inputs)
-        finally:
-            self._inputs = {}
-
     def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
         """Record ``step`` (but ``synthesize``), what it received and sent, and after ``select``
         the secure server's state, in one transaction before the outputs leave; the
