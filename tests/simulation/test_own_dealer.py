@@ -1,6 +1,6 @@
 """A dealer of its own in one process: the server, the dealer and two parties finish a
-secure run (equal and partial record sets) over one in-process transport; a dealer in a new
-process, from its state, deals round 2 again byte for byte."""
+secure run (equal and partial record sets) over one in-process transport, the server holding
+no dealer; a dealer in a new process, from its state, deals round 2 again byte for byte."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from vertimrf.driver.inprocess import run_in_process
 from vertimrf.driver.party import PartyDriver
 from vertimrf.driver.server import ServerDriver
 from vertimrf.driver.transport import InProcessTransport
+from vertimrf.errors import MessageError
 from vertimrf.party.roles import Party
 from vertimrf.protocol.setup import run_setup
 
@@ -51,6 +52,10 @@ def test_an_own_dealer_in_process_and_its_round_two_from_its_state(sets, tmp_pat
     run_in_process([server, dealer, *parties])
     dealer.close()
     assert len(server.fitted().sample(20)) == 20
+    secure = server.server.secure
+    assert secure is not None and secure.dealer is None  # the server holds no dealer
+    with pytest.raises(MessageError, match="the server deals nothing"):
+        secure.group_deals()
     with closing(sqlite3.connect(tmp_path / "dealer.sqlite")) as db:  # as if killed before round 2
         db.execute("DELETE FROM messages WHERE step = 'select-deal'")
         db.execute("DELETE FROM steps WHERE name = 'select-deal'")

@@ -78,14 +78,14 @@ class Selection(ServerState):
         """Every first release names the commitments its deal was made for, all the same
         (and this server's, if it dealt in this process); they bind the round-2 deals."""
         sets = {r.commit_set for r in releases}
-        mine = None if self.dealer.commit_set is None else self.dealer.commit_set.hex()
+        mine = None if self.commit_set is None else self.commit_set.hex()
         if len(sets) != 1 or (mine is not None and sets != {mine}):
             raise MessageError(
                 "the first releases were made with deals of other data commitments: every "
                 "party must release with the deal the server made in this run."
             )
         try:
-            self.dealer.commit_set = bytes.fromhex(sets.pop())
+            self.commit_set = bytes.fromhex(sets.pop())
         except ValueError:
             raise MessageError("a first release names a malformed commit set.") from None
 

@@ -58,9 +58,12 @@ class ServerState:
         rho = self.plan.rho + self.plan.numeric_rho + self.record_sets.rho
         self.ledger = PrivacyLedger(rho=rho, delta=config.delta)
         self.seed = seed
-        self.dealer = Dealer(
-            config, self.plan, self._keypair, self._stream_secret(), self.record_sets
-        )
+        # The server deals unless the run's dealer is a role of its own: it then holds none.
+        self.dealer: Dealer | None = None
+        if config.dealer_role == SERVER:
+            secret = self._stream_secret()
+            self.dealer = Dealer(config, self.plan, self._keypair, secret, self.record_sets)
+        self._commit_set: bytes | None = None  # an own dealer's: read off the releases
         self._first: Tables | None = None
         self._request: Request | None = None
         self._bins: dict[Marginal, BinChoice] = {}
@@ -100,7 +103,7 @@ class ServerState:
         self, commitments: Mapping[str, bytes], public_keys: Mapping[str, PublicKey]
     ) -> Admit:
         """The admit digest (:meth:`Dealer.admit`)."""
-        return self.dealer.admit(commitments, public_keys)
+        return self._dealing().admit(commitments, public_keys)
 
     def deal(
         self,
@@ -109,20 +112,42 @@ class ServerState:
         tokens: Mapping[str, TokenSource | np.ndarray] | None = None,
     ) -> dict[str, bytes]:
         """Step 0: one sealed deal per party (:meth:`Dealer.deal`)."""
-        return self.dealer.deal(public_keys, commitments, tokens)
+        return self._dealing().deal(public_keys, commitments, tokens)
 
     @property
     def slot_maps(self) -> dict[str, Path]:
         """Partial record sets, after :meth:`deal`: each party's slot map, a file (kept
         while this server is; empty otherwise)."""
-        return self.dealer.slot_maps
+        return self._dealing().slot_maps
 
     def group_deals(self, public_keys: Mapping[str, PublicKey] | None = None) -> dict[str, bytes]:
         """Step 2, after select: one sealed round-2 deal per party for the request
         (:meth:`Dealer.group_deals`); ``public_keys`` default to those :meth:`deal` used."""
         if self._request is None:
             raise MessageError("run select(first releases) before group_deals.")
-        return self.dealer.group_deals(self._request, public_keys)
+        return self._dealing().group_deals(self._request, public_keys)
+
+    @property
+    def commit_set(self) -> bytes | None:
+        """The digest of the commitments the run's deals were made for: this server's
+        deal's, or (an own dealer's deals) the one the first releases name."""
+        return self._commit_set if self.dealer is None else self.dealer.commit_set
+
+    @commit_set.setter
+    def commit_set(self, digest: bytes) -> None:
+        if self.dealer is None:
+            self._commit_set = digest
+        else:
+            self.dealer.commit_set = digest
+
+    def _dealing(self) -> Dealer:
+        """The server's dealer (MessageError when the run's dealer is a role of its own)."""
+        if self.dealer is None:
+            raise MessageError(
+                "this run's dealer is a role of its own (config dealer 'own'): the server "
+                "deals nothing; run `vertimrf dealer run`."
+            )
+        return self.dealer
 
     def _stream_secret(self) -> bytes:
         """The secret of the server's keyed streams: its own, or one made from the seed
