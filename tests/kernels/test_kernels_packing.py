@@ -73,3 +73,10 @@ def test_packers_agree(words: np.ndarray, size: int) -> None:
     size = min(size, words.dtype.itemsize)
     assert packed(words, size).tobytes() == pack_low_ref(words, size)
     assert low_bytes(words, size).tobytes() == pack_low_ref(words, size)
+
+
+def test_onehot_minus_refuses_a_column_past_the_width() -> None:
+    mask = np.zeros((3, 4), np.uint32)
+    cols = np.array([[0], [3], [4]], np.int64)
+    with pytest.raises(IndexError, match="past its row's width"):
+        onehot_minus(mask, cols)

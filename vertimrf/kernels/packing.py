@@ -15,7 +15,8 @@ _SHIFT = np.arange(0, 64, 8).astype(np.uint64)  # bit shift of byte b
 def onehot_minus(mask, cols):
     """``mask`` (rows x k, C-contiguous, uint32 or uint64) becomes X - U in its ring: each
     word negated, then 1 added at (r, cols[r, j]) for every ``cols[r, j] >= 0`` (int64,
-    rows x groups; -1: no column). Row by row, so a row is read and written once."""
+    rows x groups; -1: no column; IndexError for one past the width). Row by row, so a row
+    is read and written once."""
     k = mask.shape[1]
     flat = mask.reshape(mask.size)
     zero, one = mask.dtype.type(0), mask.dtype.type(1)
@@ -25,6 +26,8 @@ def onehot_minus(mask, cols):
             flat[i] = zero - flat[i]
         for j in range(cols.shape[1]):
             c = cols[r, j]
+            if c >= k:  # no write outside the row (numpy's scatter raised too)
+                raise IndexError("a one-hot column lies past its row's width")
             if c >= 0:
                 flat[base + c] += one
 
