@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from hashlib import sha256
 
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.driver import codec
@@ -30,7 +29,7 @@ from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.schedule import Kind, Message
 from vertimrf.protocol.secure.commit import admit_bytes, read_commit
 from vertimrf.protocol.secure.tokens import TokenList
-from vertimrf.protocol.seeds import DEALER
+from vertimrf.protocol.seeds import DEALER, seeded_stream
 from vertimrf.protocol.setup import RunSetup, run_setup
 from vertimrf.server.secure.dealer import Dealer
 from vertimrf.server.secure.record_sets import record_sets
@@ -66,7 +65,7 @@ class DealerDriver(KeptDriver):
             raise ConfigError("a dealer of its own needs a config that pins every role's key.")
         self._keys: dict[str, PublicKey] = keys
         self._hash, self._schedule = config.config_hash(), setup.schedule
-        stream = keypair.local_secret() if seed is None else _seeded(seed)
+        stream = keypair.local_secret() if seed is None else seeded_stream(seed, DEALER)
         self.dealer = Dealer(config, plan, keypair, stream, record_sets(plan))
         self.state = None
         if state_dir is not None:
@@ -106,9 +105,6 @@ class DealerDriver(KeptDriver):
             self.state.close()
 
     # ------------------------------------------------------------------ step bodies
-    def _to_parties(self, kind: Kind, data: Mapping[str, bytes | Stored]) -> Outputs:
-        return {Message(DEALER, n, kind): data[n] for n in self._names}
-
     def _commitments(self, inputs: Mapping[Message, Payload]) -> dict[str, bytes]:
         return {
             m.sender: read_commit(d, self._hash, m.sender)
@@ -153,8 +149,3 @@ class DealerDriver(KeptDriver):
         (data,) = inputs.values()
         request = codec.read_request(data, self._plan, self._hash)
         return self._to_parties(Kind.SELECT_DEAL, self.dealer.group_deals(request, self._keys))
-
-
-def _seeded(seed: int) -> bytes:
-    """The seeded dealer's stream secret (experiments: anyone with the seed replays it)."""
-    return sha256(f"vertimrf/seeded-dealer/{seed}".encode()).digest()

@@ -218,8 +218,14 @@ class KeptDriver(RoleDriver):
     :class:`~vertimrf.driver.server_state.ServerState`, or None: this object only): a step
     it recorded is resent, and a running step's inputs are kept for its ``keep``."""
 
+    name: str
     state: ServerState | None
     _inputs: Mapping[Message, Payload]
+    _names: list[str]  # the parties'
+
+    def _to_parties(self, kind: str, data: Mapping[str, bytes | bytearray | Stored]) -> Outputs:
+        """One ``kind`` message from this role to each party, its ``data`` by name."""
+        return {Message(self.name, n, kind): data[n] for n in self._names}
 
     def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
         """What ``step`` sent, if the state records it as done."""

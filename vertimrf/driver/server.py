@@ -111,9 +111,6 @@ class ServerDriver(KeptDriver):
     def steps(self) -> tuple[Step, ...]:
         return self._steps
 
-    def _to_parties(self, kind: Kind, data: Mapping[str, bytes | Stored]) -> Outputs:
-        return {Message(SERVER, n, kind): data[n] for n in self._names}
-
     def _make_steps(self) -> tuple[Step, ...]:
         schedule = self._schedule
         bodies = {

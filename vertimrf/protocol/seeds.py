@@ -33,6 +33,12 @@ def seeded_secret(seed: int) -> bytes:
     return _digest(seed, "parties", b"vertimrf/seeded-secret")
 
 
+def seeded_stream(seed: int, role: str) -> bytes:
+    """The secret of a dealing ``role``'s keyed streams (slot assignment) in a seeded run,
+    for experiments only (anyone with the seed replays them)."""
+    return hashlib.sha256(f"vertimrf/seeded-{role}/{seed}".encode()).digest()
+
+
 def seeded_key(seed: int, role: str) -> bytes:
     """32 bytes of ``role``'s X25519 private key in a seeded run, for experiments only: the
     tokens and deals are keyed by every role's public key, so fresh keys would give a seeded

@@ -25,7 +25,7 @@ from vertimrf.protocol.secure.commit import Admit
 from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
 from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.release import SecureRelease
-from vertimrf.protocol.seeds import SERVER, role_seed
+from vertimrf.protocol.seeds import SERVER, role_seed, seeded_stream
 from vertimrf.protocol.setup import RunSetup, secure_setup
 from vertimrf.server.binning import BinChoice
 from vertimrf.server.methods import server_strategy
@@ -154,7 +154,7 @@ class ServerState:
         (experiments: anyone who knows the seed can replay them)."""
         if self.seed is None:
             return self._secret
-        return sha256(f"vertimrf/seeded-server/{self.seed}".encode()).digest()
+        return seeded_stream(self.seed, SERVER)
 
     @property
     def seeded(self) -> bool:
