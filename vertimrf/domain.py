@@ -116,7 +116,9 @@ class EncodedTable:
         if not np.issubdtype(codes.dtype, np.integer):
             raise DomainError(f"codes must be integers; got dtype {codes.dtype}.")
         if codes.size:
-            bad = (codes.min(axis=0) < 0) | (codes.max(axis=0) >= np.asarray(self.domain.sizes))
+            bad = codes.max(axis=0) >= np.asarray(self.domain.sizes)
+            if codes.dtype.kind == "i":  # unsigned codes are never negative
+                bad |= codes.min(axis=0) < 0
             if bad.any():
                 names = [self.domain.names[j] for j in np.flatnonzero(bad)]
                 raise DomainError(f"columns {names} hold codes outside 0..size-1 of the domain.")

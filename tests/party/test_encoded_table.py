@@ -19,9 +19,12 @@ def test_an_encoded_table_checks_its_codes():
     table = EncodedTable(np.array([[0, 1], [2, 0]], dtype=np.uint8), dom)
     assert len(table) == 2 and table.select(["b"]).domain == Domain(("b",), (2,))
     np.testing.assert_array_equal(table.select(["b", "a"]).codes, [[1, 0], [0, 2]])
-    for bad in (np.array([[0, 2]]), np.array([[-1, 0]]), np.array([[0.0, 1.0]]), np.zeros((2, 3))):
+    too_large = np.array([[3, 0]], dtype=np.uint8)  # unsigned: only the upper end is checked
+    for bad in (np.array([[0, 2]]), np.array([[-1, 0]]), too_large, np.array([[0.0, 1.0]])):
         with pytest.raises(DomainError):
             EncodedTable(bad, dom)
+    with pytest.raises(DomainError):
+        EncodedTable(np.zeros((2, 3)), dom)
 
 
 def test_privmrf_and_metrics_take_an_encoded_table():

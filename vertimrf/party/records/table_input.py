@@ -6,7 +6,8 @@ codes at once, so that the party never holds its table as a DataFrame.
 :func:`~vertimrf.party.records.ids.record_fingerprints`) gives, whatever the batch size: the same
 codes, the same record-ID fingerprints in the same order, the same error.
 
-Parquet columns carry their types, so each batch converts as the whole table would. A CSV
+Parquet columns carry their types, so each batch converts as the whole table would (a batch of
+integer categories by a table from integer to code, any other by pandas). A CSV
 file has none: pandas gives each column one type inferred from all of its values, which a
 batch alone may not show. So a CSV column is read as text, and a batch is converted only
 where its text settles the column's pandas type: every value a plain integer in int64's range
@@ -60,6 +61,7 @@ PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 # The only text a CSV file holds for a missing value: an empty cell (quoted or not).
 _MISSING = ("",)
 _INTEGER = r"^-?[0-9]{1,19}$"  # int64 for pandas and pyarrow, when in range
+_SPAN = 1 << 20  # integer categories spanning more are matched by pandas in a Parquet file
 _FLOAT_EXACT = 1 << 53  # every integer of smaller size is exact as a float64
 _NUMBER = r"^-?(?:[0-9]{1,18}|(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
 _SPACE = r"[ \t\n\v\f\r]*"
@@ -259,8 +261,11 @@ class _Column:
         self.ok = typed or self.kind != "mixed"
         self.text_seen = False  # a CSV column of text categories: pandas reads it as text
         self._lookup: tuple[pa.Array, np.ndarray, np.ndarray] | None = None
+        self._ints: tuple[int, np.ndarray] | None = None  # Parquet's integers
         if not typed and self.kind in ("text", "integer") and not self.float_matched:
             self._lookup = _lookup(spec, self.kind)
+        elif typed and self.kind == "integer" and not self.float_matched:
+            self._ints = _int_lookup(spec)  # None: pandas matches them
 
     def settled(self) -> bool:
         """Every batch was encoded as pandas encodes the whole column."""
@@ -285,8 +290,11 @@ class _Column:
 
     def _looked_up(self, values: pa.ChunkedArray) -> np.ndarray | None:
         """A CSV batch whose every cell is one of the column's categories, text or integer,
-        as codes by arrow's lookup (:func:`_lookup`): the encoder's codes, without pandas;
-        None for any other batch, which takes the encoder's path (its codes or its error)."""
+        as codes by arrow's lookup (:func:`_lookup`), or a Parquet batch of integers by a
+        table from integer to code: the encoder's codes, without pandas; None for any
+        other batch, which takes the encoder's path (its codes or its error)."""
+        if self._ints is not None and not values.null_count:
+            return _int_codes(values, *self._ints, self.encoder.dtype)
         if self._lookup is None or values.null_count or not pa.types.is_string(values.type):
             return None  # a CSV's columns are read as text
         categories, positions, number_like = self._lookup
@@ -351,10 +359,10 @@ class _Ids:
         elif self.typed:
             self._add_typed(values)
         else:
-            self.text_seen = self.text_seen or _has_text(values)
             if self.integers and _cast(values, _INTEGER, pa.int64()) is not None:
-                self.pending.append(values)
+                self.pending.append(values)  # integers: no text here
                 return
+            self.text_seen = self.text_seen or _has_text(values)
             self.integers = False
             self.pending.append(values)
             self._flush(_text_fingerprints)
@@ -408,15 +416,15 @@ class _StreamIds:
             if fingerprints is None:
                 raise WholeTableNeededError
             return fingerprints
-        self.text_seen = self.text_seen or _has_text(values)
         if self.integers is not False:
             integers = _cast(values, _INTEGER, pa.int64())
-            if integers is not None:
+            if integers is not None:  # integers: no text here
                 self.integers = True
                 return int_fingerprints(integers)
             if self.integers:  # integers before, not now: pandas reads every ID as text
                 raise WholeTableNeededError
             self.integers = False
+        self.text_seen = self.text_seen or _has_text(values)
         return _text_fingerprints(values)
 
     def settled(self) -> bool:
@@ -458,6 +466,34 @@ def _lookup(spec: ColumnSpec, kind: str) -> tuple[pa.Array, np.ndarray, np.ndarr
         like = pc.match_substring_regex(categories, _NUMBER_LIKE).to_numpy(zero_copy_only=False)
         number_like[positions] = like
     return categories, positions, number_like
+
+
+def _int_lookup(spec: ColumnSpec) -> tuple[int, np.ndarray] | None:
+    """The least integer category and a table from each integer above it to its code (-1
+    for none); None when the categories span more than :data:`_SPAN` integers."""
+    ints = np.array([int(v) for v in spec.values], np.int64)
+    low = int(ints.min())
+    if int(ints.max()) - low >= _SPAN:
+        return None
+    table = np.full(int(ints.max()) - low + 1, -1, np.int32)
+    table[ints - low] = np.arange(len(ints))
+    return low, table
+
+
+def _int_codes(
+    values: pa.ChunkedArray, low: int, table: np.ndarray, dtype: np.dtype
+) -> np.ndarray | None:
+    """The codes of a batch of typed integers that are all categories (:func:`_int_lookup`);
+    None for any other batch (floats, text, an integer that is no category, or unsigned
+    64-bit, which int64 cannot hold)."""
+    t = values.type
+    if not pa.types.is_integer(t) or t == pa.uint64():
+        return None
+    at = values.to_numpy().astype(np.int64) - low
+    if len(at) and (at.min() < 0 or at.max() >= len(table)):
+        return None
+    codes = table[at]
+    return None if (codes < 0).any() else codes.astype(dtype)
 
 
 def _is_int(value: object) -> bool:
