@@ -30,6 +30,7 @@ from vertimrf.crypto.schedule import mac, record_set_mac_key
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, RecordIDError
 from vertimrf.party.keys import HashKeys
+from vertimrf.party.records.sorting import stable_order
 from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of, record_slots
 
@@ -108,7 +109,7 @@ def align_buckets(
     count over the whole table. RecordIDError when two records share an ID (they share a
     PRF value)."""
     buckets = counts.size
-    order = np.argsort(prf, kind="stable")
+    order = stable_order(prf)
     prf, fingerprints = prf[order], fingerprints[order]
     codes = np.ascontiguousarray(codes[order])
     del order
@@ -128,7 +129,7 @@ def align_buckets(
     spilled = slots // capacity != bucket
     del bucket
     if spilled.any():  # spill rows lie elsewhere: put the records in row order
-        by_slot = np.argsort(slots, kind="stable")
+        by_slot = stable_order(slots)
         slots, codes, spilled = slots[by_slot], codes[by_slot], spilled[by_slot]
     return BucketRows(slots, codes, spilled, record_hashes, data_hashes)
 

@@ -47,6 +47,7 @@ from vertimrf.party.records.frame import check_id_column, frame_table
 from vertimrf.party.records.ids import record_fingerprints
 from vertimrf.party.records.kept_aligned import binding, source_digest
 from vertimrf.party.records.slot_file import TokenFiles
+from vertimrf.party.records.sorting import stable_order
 from vertimrf.party.records.tokens import TokenKeys
 from vertimrf.party.registers import keyed_prf
 from vertimrf.protocol.buckets import bucket_of
@@ -381,7 +382,7 @@ class DaskAligned:
             if spills
             else np.empty((0, width), np.int32)
         )
-        order = np.argsort(slots, kind="stable")
+        order = stable_order(slots)
         self._spill_slots, self._spill_codes = slots[order], codes[order]
         records = {b: h for s in summaries for b, h in s.record_hashes.items()}
         data = {b: h for s in summaries for b, h in s.data_hashes.items()}
@@ -403,7 +404,7 @@ class DaskAligned:
             if i1 > i0:
                 slots = np.concatenate((slots, self._spill_slots[i0:i1]))
                 codes = np.concatenate((codes, self._spill_codes[i0:i1]))
-                order = np.argsort(slots, kind="stable")
+                order = stable_order(slots)
                 slots, codes = slots[order], codes[order]
             self._held = (b, slots, codes)
         return self._held[1], self._held[2]

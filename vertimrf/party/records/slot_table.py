@@ -27,6 +27,7 @@ import numpy as np
 from vertimrf.domain import DomainSpec, EncodedTable
 from vertimrf.errors import ConfigError
 from vertimrf.party.records.aligned import HeldTable, check_count, code_histogram, slot_columns
+from vertimrf.party.records.sorting import stable_order
 from vertimrf.party.records.tokens import (
     TokenKeys,
     Tokens,
@@ -87,7 +88,7 @@ class SlotAligned:
     def __init__(
         self, codes: np.ndarray, fingerprints: np.ndarray, slots: np.ndarray, assignment: bytes
     ) -> None:
-        order = np.argsort(slots, kind="stable")
+        order = stable_order(slots)
         self._slots = np.ascontiguousarray(slots[order], np.int64)
         self._codes = np.ascontiguousarray(codes[order])
         check_distinct(self._slots)
@@ -162,7 +163,7 @@ class MemoryRecords:
         self._keys, self._plan, self._index = keys, plan, index
         self.n = int(fingerprints.size)
         self._order = order_tokens(fingerprints, keys)
-        order = np.argsort(self._order, kind="stable")
+        order = stable_order(self._order)
         self._sorted = self._order[order]
         self.digest = records_digest(
             self.n, table.codes.shape[1], [fingerprints[order]], [table.codes[order]]

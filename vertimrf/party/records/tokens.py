@@ -35,6 +35,7 @@ import numpy as np
 from vertimrf.crypto.schedule import derive
 from vertimrf.errors import MessageError, RecordIDError
 from vertimrf.party.keys import HashKeys
+from vertimrf.party.records.sorting import stable_order
 from vertimrf.party.registers import keyed_prf
 from vertimrf.privacy.samplers import KeyedSampler
 from vertimrf.protocol.regions import RegionNoise, regions_of
@@ -184,7 +185,7 @@ def make_tokens(
     holds it."""
     real = release_tokens(order, keys, admit)
     tokens = np.concatenate((real, dummy_tokens(keys, admit, noise, index)))
-    order = np.argsort(tokens, kind="stable")
+    order = stable_order(tokens)
     ordered = tokens[order]
     repeats = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
     if repeats:
