@@ -24,7 +24,7 @@ import json
 import math
 import mmap
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +42,6 @@ KEPT_FORMAT = "vertimrf-kept-aligned/1"
 _RECORD = "aligned.json"
 _DIGEST = "records.json"  # partial record sets: the records' digest, kept before the layout
 _TOKENS = "tokens.npy"  # partial record sets: the records' sorted tokens
-_BLOCK = 1 << 20  # sorted tokens given at once
 _CHUNK = 1 << 20  # bytes of a file hashed at once
 _ROWS = 1 << 16  # padded rows (or records) streamed at once
 
@@ -240,12 +239,6 @@ class KeptRecords:
     def tokens(self) -> np.ndarray:
         """The sorted tokens (mapped)."""
         return self.pages.array
-
-    def token_blocks(self) -> Iterator[np.ndarray]:
-        """The sorted tokens by blocks of ``_BLOCK`` (copies; the pages read dropped)."""
-        for i in range(0, self.tokens.size, _BLOCK):
-            yield np.array(self.tokens[i : i + _BLOCK])
-            self.pages.drop()
 
 
 def load_records(folder: Path, bound: str) -> KeptRecords | None:
