@@ -472,3 +472,11 @@ def test_ctrl_c_inside_generated_code_still_exits_130(tmp_path):
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr == "vertimrf: interrupted; nothing was written; safe to re-run\n"
     assert not (tmp_path / "s.hex").exists()
+
+
+def test_an_own_dealer_config_without_pins_is_refused_and_writes_nothing(run, capsys):
+    args = ["config", "--spec", "spec.json", "--party", "alice=0,2", "--party", "bob=1,3",
+            "--epsilon", "1", "--delta", "1e-5", "--max-rows", "1024", "--dealer", "own",
+            "--out", "own.json"]  # fmt: skip
+    _one_line_error(_main(run, *args), capsys, "--dealer own needs every role's public key")
+    assert not (run / "own.json").exists()

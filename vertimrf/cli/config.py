@@ -21,6 +21,7 @@ from vertimrf.cli.common import (
 from vertimrf.errors import (
     ConfigError,
 )
+from vertimrf.protocol.seeds import DEALER
 
 if TYPE_CHECKING:
     from vertimrf.domain import DomainSpec
@@ -120,6 +121,12 @@ def cmd_config(args: argparse.Namespace) -> int:
         from vertimrf.crypto.keys import load_public_keys
 
         cfg = cfg.with_identities(load_public_keys(args.pin).values())
+    if cfg.dealer_role == DEALER and cfg.identities is None:
+        raise ConfigError(
+            "--dealer own needs every role's public key pinned, the dealer's included: add "
+            "--pin with each party's, the server's and the dealer's .pub (`vertimrf keys "
+            "--name dealer` makes the dealer's)."
+        )
     if rules(cfg).secure_product:  # party names name the secure files
         for p in cfg.parties:
             file_name(p.name)
