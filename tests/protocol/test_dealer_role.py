@@ -1,6 +1,7 @@
 """The config's ``dealer``: "server" (the default) keeps every config's bytes and hash;
 "own" is written to the file, read back, refused outside method secure, needs the dealer's
-identity when the config pins them, and gives the dealer the dealing steps of the schedule."""
+identity when the config pins them, and gives the dealer the dealing steps of the schedule
+and of the plan's costs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.errors import ConfigError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.options import FOOptions
+from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.schedule import schedule
 from vertimrf.protocol.seeds import DEALER, SERVER
 
@@ -71,3 +73,17 @@ def test_an_own_dealer_is_refused_where_it_cannot_be():
         own.with_identities(keys)
     pinned = own.with_identities([*keys, KeyPair.generate("dealer").public()])
     assert list(pinned.public_keys()) == ["A", "B", "dealer", "server"]
+
+
+def test_the_plan_gives_an_own_dealers_deal_to_the_dealer_not_the_server():
+    _, spec = correlated_table(40)
+    by_server = run_plan(two_party_config(spec, record_sets="partial"))
+    own = run_plan(dataclasses.replace(two_party_config(spec, record_sets="partial"), dealer="own"))
+    server = by_server.role(SERVER)
+    assert "deal" in server.steps and server.sends > 0
+    with pytest.raises(ConfigError):
+        by_server.role(DEALER)
+    dealer = own.role(DEALER)
+    assert dealer.steps == {"deal": server.steps["deal"]} and dealer.sends == server.sends
+    assert "deal" not in own.role(SERVER).steps and own.role(SERVER).sends == 0
+    assert "dealer: sends" in own.describe() and "server: sends" not in own.describe()

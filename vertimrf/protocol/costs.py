@@ -77,6 +77,7 @@ from vertimrf.protocol.secure.plan import SecurePlan
 from vertimrf.protocol.secure.slot_map import slot_map_bytes
 from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
 from vertimrf.protocol.secure.wire import DIGEST_BYTES, ROW_BLOCK_WORDS, SEED_BYTES, SLOT_BLOCK
+from vertimrf.protocol.seeds import DEALER
 
 BASE_BYTES = 256 << 20  # an idle role process: Python, numpy, pandas, cryptography (measured)
 BLOB_OVERHEAD = DIGEST_BYTES + NONCE_BYTES + TAG_BYTES  # a feature blob beyond 8 R k_p
@@ -179,6 +180,9 @@ def secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ..
     if plan.max_tokens:  # partial record sets: every party's slot map
         deals += m * slot_map_bytes(plan.max_tokens)
     keeps = state_bytes(tables) + 64 * len(first) if plan.select else 0
+    if config.dealer_role == DEALER:  # a dealer of its own deals; the server only fits
+        roles.append(RoleCost(DEALER, deals, 0, {"deal": server.pop("deal")}))
+        deals = 0
     roles.append(RoleCost("server", deals, keeps, server))
     return tuple(roles)
 

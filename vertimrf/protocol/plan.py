@@ -55,6 +55,7 @@ from vertimrf.protocol.regions import RegionNoise
 from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
 from vertimrf.protocol.secure.product import check_product
 from vertimrf.protocol.secure.release import MAX_WITHIN_CELLS
+from vertimrf.protocol.seeds import DEALER
 
 DEFAULT_MAX_MEMORY_GB = 16.0
 GB = 1e9
@@ -119,7 +120,7 @@ class RunPlan:
         return math.fsum(r.rho for r in (*self.releases, *self.bounds))
 
     def role(self, name: str) -> RoleCost:
-        """The costs of the role called ``name`` ("server" or a party's name)."""
+        """The costs of the role called ``name`` ("server", "dealer" or a party's name)."""
         for r in self.roles:
             if r.role == name:
                 return r
@@ -213,7 +214,7 @@ class RunPlan:
             parts = [", ".join(parts)] if parts else []
             note = f"; {r.note}" if r.note else ""
             parts.append(f"needs about {size(r.peak)} of memory ({r.step}{note})")
-            who = r.role if r.role == "server" else f"party {r.role}"
+            who = r.role if r.role in ("server", DEALER) else f"party {r.role}"
             lines.append(f"{who}: {'; '.join(parts)}")
         return "\n".join(lines)
 
