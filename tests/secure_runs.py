@@ -19,6 +19,7 @@ from vertimrf.encoding import TableEncoder
 from vertimrf.party.records.aligned import order_keys
 from vertimrf.party.registers import keyed_prf
 from vertimrf.party.secure import SecureParty
+from vertimrf.party.secure.shares import shares
 from vertimrf.protocol.buckets import bucket_of
 from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.methods import secure_plan
@@ -37,7 +38,7 @@ def assert_shares_sum_to_the_exact_product(sizes_by_party, n, seed, *, rows, **f
         sizes_by_party, n, seed, rows=rows, **fields
     )
     for name, blobs in exchange(members, server.deal(public, commitments(members))).items():
-        members[name]._step.shares = members[name]._shares(blobs)
+        members[name]._step.shares = shares(members[name].session, members[name]._step, blobs)
     plan = server.plan
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)

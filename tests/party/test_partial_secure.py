@@ -18,6 +18,7 @@ from tests.secure_runs import (
     uniform_bytes,
 )
 from vertimrf.errors import ChannelError, ConfigError, MessageError
+from vertimrf.party.secure.shares import shares
 from vertimrf.protocol.regions import regions_of
 from vertimrf.protocol.secure.slot_map import slot_map_bytes
 from vertimrf.server.secure import SecureServer
@@ -27,7 +28,7 @@ def test_shares_count_the_records_both_parties_hold_and_the_regions_are_publishe
     cfg, members, public, held, codes, _ = partial_parties()
     server, deals = partial_deals(members, public)
     for name, blobs in exchange(members, deals).items():
-        members[name]._step.shares = members[name]._shares(blobs)
+        members[name]._step.shares = shares(members[name].session, members[name]._step, blobs)
     plan, layout = server.plan, server.plan.layout()
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)

@@ -21,6 +21,7 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.encoding import TableEncoder
 from vertimrf.party.secure import SecureParty
+from vertimrf.party.secure.shares import grow
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.product import dealer
 from vertimrf.protocol.factory import from_preset
@@ -144,7 +145,9 @@ def assert_round_two_is_exact(run: Run, marginal: tuple[int, ...]) -> None:
     sent = {name: m.groups(deals[name], request) for name, m in members.items()}
     groups = {n: {q: sent[q][n] for q in members if q != n} for n in members}
     grown = {
-        name: m._grow(m._step.shares, layout, request, run.inbox[name], groups[name])
+        name: grow(
+            m.session, m._step, m._step.shares, layout, request, run.inbox[name], groups[name]
+        )
         for name, m in members.items()
     }
     for p, q in plan.pairs():
@@ -265,7 +268,7 @@ def test_width_157_at_max_rows_2_19_with_partial_sets_is_exact():
         run = dealt(case)
         rows = wire.ROW_BLOCK_WORDS // 157
         assert run.plan.widths[0] == 157 and rows == (1 << 20) // 157 >> shift
-        held = run.members["P0"]._columns(0, HELD_ROWS)  # -1 on rows A holds no record of
+        held = run.members["P0"].session.columns(0, HELD_ROWS)  # -1 on rows A holds no record of
         assert (held[rows - 1 :: rows] >= 0).any(), "no record of A on a block's last row"
         assert_round_one_is_exact(run)
 

@@ -3,6 +3,7 @@ block-wise products (masks expanded a block of rows at a time)."""
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import zipfile
@@ -19,6 +20,7 @@ from tests.secure_runs import (
 )
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
 from vertimrf.party.secure import SecureParty
+from vertimrf.party.secure.step_data import StepData
 from vertimrf.product import dealer
 from vertimrf.protocol.secure import wire
 from vertimrf.protocol.secure.plan import SELECT
@@ -46,9 +48,9 @@ def _twin(member: SecureParty, **changes) -> SecureParty:
         changes.get("data", member._table_frame),
         config,
         SECRET,
-        member._keypair,
+        member.session.keypair,
         keys,
-        seed=member._seed,
+        seed=member.session.seed,
     )
 
 
@@ -130,6 +132,25 @@ def test_a_foreign_state_is_refused(run, tmp_path):
     twin = _twin(a)
     twin.load_state(path, deal=deals["P0"], binding="x")
     assert SELECT in twin._step.done
+
+
+def test_the_step_data_writes_the_state_files_bytes_and_reads_them_back(run, tmp_path):
+    """The step data saved to a buffer holds the state file's bytes, and a new step data
+    reads the same shares, record-set digest and steps back from those bytes."""
+    _, members, deals, _, _ = run
+    member = members["P0"]
+    path = tmp_path / "P0.state.vmrf"
+    member.save_state(path, binding="x")
+    buffer = io.BytesIO()
+    member._step.save(buffer, member.session, "x")
+    assert buffer.getvalue() == path.read_bytes()
+    step = StepData()
+    step.load(io.BytesIO(buffer.getvalue()), member.session, "x", deals["P0"])
+    assert step.digest == member._step.digest and step.done == member._step.done
+    assert step.shares is not None and member._step.shares is not None
+    assert step.shares.keys() == member._step.shares.keys()
+    for key, share in member._step.shares.items():
+        np.testing.assert_array_equal(step.shares[key], share)
 
 
 def test_save_state_needs_the_release(run, tmp_path):

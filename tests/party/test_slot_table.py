@@ -18,6 +18,7 @@ from vertimrf.party.records.ids import record_fingerprints
 from vertimrf.party.records.slot_table import SlotAligned, SlotTable
 from vertimrf.party.records.tokens import TokenKeys, make_tokens, order_tokens, record_slots
 from vertimrf.party.secure import SecureParty
+from vertimrf.party.secure.shares import shares
 from vertimrf.protocol.regions import RegionNoise
 from vertimrf.server.secure import SecureServer
 from vertimrf.server.slots import assign_slots
@@ -58,7 +59,7 @@ def _run(sizes, n, held, seed):
         members[name] = SecureParty(name, table, cfg, SECRET, keys[name], peers, seed=seed)
     server = SecureServer(cfg, seed=seed)
     for name, blobs in exchange(members, server.deal(public, commitments(members))).items():
-        members[name]._step.shares = members[name]._shares(blobs)
+        members[name]._step.shares = shares(members[name].session, members[name]._step, blobs)
     codes = TableEncoder(spec).table(frame).codes.astype(np.int64)
     return server.plan, spec, members, codes
 

@@ -4,11 +4,15 @@ data commitment, a round-2 nonce to the request and its layout; a request is can
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from tests.secure_runs import commitments, exchange, round_two, secure_parties
 from vertimrf.errors import MessageError, RunChangedError
+from vertimrf.party.secure.features import nonce
+from vertimrf.party.secure.release import sampler
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import SELECT, SecurePlan
@@ -46,18 +50,18 @@ def test_round_two_nonces_bind_the_request_and_a_deal_opens_for_its_request_only
     first = [p0[:2] + p1[:1], (p0[0], p1[1])]
     members, server, _, _, request, _, _ = round_two(SIZES, 30, 2, first, rows=40)
     member = members["P0"]
-    nonce = member._nonce("P1", 2)
+    first_nonce = nonce(member.session, member._step, "P1", 2)
     other = plan.check_request([p0[1:3] + p1[:1], (p0[2], p1[1])])
     server._request = other
     deals = server.group_deals()
     with pytest.raises(MessageError, match="does not open for this request"):
         member.open_group_deal(deals["P0"], request)  # the deal of another request
     member.open_group_deal(deals["P0"], other)
-    assert member._nonce("P1", 2) != nonce
+    assert nonce(member.session, member._step, "P1", 2) != first_nonce
     server._request = request
     again = server.group_deals()["P0"]
     member.open_group_deal(again, list(reversed(request.marginals)))  # another order
-    assert member._nonce("P1", 2) == nonce
+    assert nonce(member.session, member._step, "P1", 2) == first_nonce
 
 
 def test_the_noise_is_keyed_by_every_input_of_the_step():
@@ -68,20 +72,20 @@ def test_the_noise_is_keyed_by_every_input_of_the_step():
     inbox = exchange(members, server.deal(public, commitments(members)))
     member = members["P0"]
     member.release(inbox["P0"])
-    inputs = dict(member._inputs())
+    inputs = dict(member._step.inputs)
     assert set(inputs) == {"data", "deal", "commit-set", "blob/P1", "blob-nonce/P1"}
-    member._seed = None  # the keyed (unseeded) sampler
+    member.session = dataclasses.replace(member.session, seed=None)  # the keyed sampler
     request = Request(tuple(member.plan.all_pairs()))
 
     def draws() -> np.ndarray:
-        return member._sampler(SELECT, request).discrete_gaussian(4.0, (64,))
+        return sampler(member.session, member._step, SELECT, request).discrete_gaussian(4.0, (64,))
 
     base = draws()
     assert np.array_equal(base, draws())  # the same inputs: the same noise
     for key in inputs:
-        member._inputs()[key] = "0" * 64
+        member._step.inputs[key] = "0" * 64
         assert not np.array_equal(base, draws()), key
-        member._inputs()[key] = inputs[key]
+        member._step.inputs[key] = inputs[key]
 
 
 def test_the_deal_changes_with_any_partys_data_and_refuses_other_data():

@@ -21,6 +21,7 @@ from tests.secure_runs import (
 )
 from vertimrf.driver.inprocess import local_run
 from vertimrf.errors import ConfigError
+from vertimrf.party.secure.shares import grow
 from vertimrf.product import cross_product
 from vertimrf.product.dealer import DealerProduct
 from vertimrf.protocol.methods import secure_plan
@@ -65,7 +66,7 @@ def test_the_reference_grown_shares_sum_to_the_exact_product(reference):
     layout = plan.layout(request.marginals)
     assert layout.grows(0, 1)
     grown = {
-        name: m._grow(m._step.shares, layout, request, inbox[name], groups[name])
+        name: grow(m.session, m._step, m._step.shares, layout, request, inbox[name], groups[name])
         for name, m in members.items()
     }
     total = grown["P0"]["P0+P1"] + grown["P1"]["P0+P1"]

@@ -21,6 +21,7 @@ from tests.secure_runs import (
 )
 from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.errors import MessageError
+from vertimrf.party.secure.shares import grow
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.secure.features import open_features, seal_features
@@ -53,7 +54,7 @@ def test_grown_shares_sum_to_the_exact_product(sizes, n, pad, seed, shape):
     )
     layout = plan.layout(request.marginals)
     grown = {
-        name: m._grow(m._step.shares, layout, request, inbox[name], groups[name])
+        name: grow(m.session, m._step, m._step.shares, layout, request, inbox[name], groups[name])
         for name, m in members.items()
     }
     for p, q in plan.pairs():
@@ -80,7 +81,7 @@ def test_a_round_two_blob_holds_only_the_requested_groups_and_looks_uniform():
     assert len(groups["P0"]["P1"]) == overhead  # P1's part (3,) is a single: nothing to send
     m = members["P1"]
     words, _ = open_features(
-        m._keys["P0"], groups["P1"]["P0"], m._context, "P0", "P1", (4096, 6),
+        m.session.keys["P0"], groups["P1"]["P0"], m.session.context, "P0", "P1", (4096, 6),
         word=plan.word, round_=2, word_bytes=plan.word_bytes,
     )  # fmt: skip
     assert uniform_bytes(words, plan.word_bytes) > P_REJECT
@@ -96,7 +97,7 @@ def test_a_round_one_blob_is_not_accepted_as_a_round_two_blob():
     m, plan = members["P1"], members["P1"].plan
     with pytest.raises(Exception, match="not from this peer"):
         open_features(
-            m._keys["P0"], inbox["P1"]["P0"], m._context, "P0", "P1", (64, 5),
+            m.session.keys["P0"], inbox["P1"]["P0"], m.session.context, "P0", "P1", (64, 5),
             word=plan.word, round_=2, word_bytes=plan.word_bytes,
         )  # fmt: skip
 

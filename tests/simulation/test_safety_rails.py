@@ -19,6 +19,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.errors import MessageError, RunChangedError
 from vertimrf.party import LocalParty as Party
 from vertimrf.party.secure import SecureParty
+from vertimrf.party.secure.release import sampler
 from vertimrf.privacy.samplers import KeyedSampler, SecureSampler
 from vertimrf.privacy.zcdp import round_up
 from vertimrf.product.dealer import DealerProduct
@@ -206,7 +207,8 @@ def test_rerunning_features_and_release_writes_identical_bytes(tmp_path):
     first, members, inbox = _release_bytes(tmp_path, cfg, frame, parties, keys, deals, "a")
     again, _, _ = _release_bytes(tmp_path, cfg, frame, parties, keys, deals, "b")
     assert first == again
-    assert isinstance(members["P0"]._sampler(SELECT, Request(())), KeyedSampler)
+    p0 = members["P0"]
+    assert isinstance(sampler(p0.session, p0._step, SELECT, Request(())), KeyedSampler)
     changed = frame.copy()
     changed.loc[0, "p0c0"] = (changed.loc[0, "p0c0"] + 1) % 3
     with pytest.raises(RunChangedError, match="a corrected table needs a new config"):

@@ -64,8 +64,8 @@ def test_every_view_is_uniform():
                 plan = m.plan
                 shape = (plan.rows, plan.widths[plan.party_index(sender)])
                 features, _ = open_features(
-                    m._keys[sender], blobs[sender][receiver], m._context, sender, receiver,
-                    shape, word=plan.word, word_bytes=plan.word_bytes,
+                    m.session.keys[sender], blobs[sender][receiver], m.session.context, sender,
+                    receiver, shape, word=plan.word, word_bytes=plan.word_bytes,
                 )  # fmt: skip
                 assert uniform_bytes(features, plan.word_bytes) > P_REJECT
     releases = [m.release({q: blobs[q][n] for q in members if q != n}) for n, m in members.items()]

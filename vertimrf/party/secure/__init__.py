@@ -1,8 +1,10 @@
 """A party's side of method="secure", one module per protocol step.
 
-``SecureParty`` commits to its data
-(:meth:`~vertimrf.party.secure.state.PartyState.commitment`: the server deals on every
-party's commitment, so other data gets other masks), then runs its steps, each once:
+:class:`~.party.SecureParty` sets up its frozen :class:`~.session.PartySession` (name, plan,
+keys, ledger, records, randomness), holds its :class:`~.step_data.StepData` (what the steps
+made), commits to its data (:meth:`~.session.PartySession.commitment`: the server deals on
+every party's commitment, so other data gets other masks), then runs its steps, each once,
+each a function of the session, the step data and its inputs:
 
 1. features (:mod:`.features`): open the server's deal (refused when it was made for other
    data), order the rows by a PRF of the record IDs (keyed by the group secret and the run)
@@ -16,15 +18,15 @@ party's commitment, so other data gets other masks), then runs its steps, each o
    fresh pad, from the kept shares.
 
 Between processes (the command-line roles) the shares are kept in a private state file
-(:mod:`.state`). :class:`vertimrf.protocol.secure.plan.SecurePlan` fixes every parameter; the
-masks and pads are expanded under the labels of :mod:`vertimrf.protocol.masks`. Its noise is
-keyed by every input of the step, its pads by both blobs of the pair and the request, its
-nonces by what each plaintext depends on (``docs/protocol.md``, "Why nothing repeats on
-other data").
+(:mod:`.step_data`). :class:`vertimrf.protocol.secure.plan.SecurePlan` fixes every parameter;
+the masks and pads are expanded under the labels of :mod:`vertimrf.protocol.masks`. Its
+noise is keyed by every input of the step, its pads by both blobs of the pair and the
+request, its nonces by what each plaintext depends on (``docs/protocol.md``, "Why nothing
+repeats on other data").
 """
 
 from vertimrf.party.secure.features import SealedBlobs
-from vertimrf.party.secure.release import SecureParty
-from vertimrf.party.secure.state import Blob
+from vertimrf.party.secure.party import SecureParty
+from vertimrf.party.secure.session import Blob
 
 __all__ = ["Blob", "SealedBlobs", "SecureParty"]

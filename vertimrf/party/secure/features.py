@@ -17,15 +17,17 @@ from typing import Any
 import numpy as np
 
 from vertimrf.crypto.aead import BufferWriter
-from vertimrf.errors import ConfigError, MessageError, RunChangedError
+from vertimrf.crypto.schedule import derive
+from vertimrf.errors import MessageError, RunChangedError
 from vertimrf.kernels.packing import pack_low
 from vertimrf.party.records.frame import sha256_parts
-from vertimrf.party.secure.state import PartyState
+from vertimrf.party.secure.session import PartySession
+from vertimrf.party.secure.step_data import StepData
 from vertimrf.protocol.masks import RowMask
 from vertimrf.protocol.secure.deal import Deal, GroupDeal
 from vertimrf.protocol.secure.features import block_rows, feature_blob_bytes, write_feature_blocks
 from vertimrf.protocol.secure.marginals import Marginal, Request
-from vertimrf.protocol.secure.plan import Layout
+from vertimrf.protocol.secure.plan import Layout, SecurePlan
 
 
 def c_order_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
@@ -63,176 +65,182 @@ def packed(words: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-class Features(PartyState):
-    """The steps that seal a party's masked features: :meth:`features` (round 1) and
-    :meth:`groups` (round 2)."""
-
-    def open_deal(self, deal: bytes, slot_map: Any = None) -> None:
-        """Open the deal and set up the aligned columns and the record-set digest: what
-        :meth:`features` does before sealing (the mask U is expanded from the deal's seed
-        when used, block by block where it can be). A new process that runs release calls
-        this with the same deal and data instead of sealing blobs again. With partial record
-        sets the records are laid out at the slots of ``slot_map`` (the server's slot map
-        for this deal, bytes-like, or a function giving it, called only when the layout is
-        not kept from an earlier process), read by blocks."""
-        d = Deal.open(deal, self._keypair, self._context)
-        if not hmac.compare_digest(d.commitment, self.commitment()):
-            raise RunChangedError(
-                f"party {self.name!r}: the deal was made for other data of this party than the "
-                "table given now"
-            )
-        self.records.place(d, slot_map)
-        # The record-set digest the peers and the server see, bound to the deal's admit
-        # digest: two runs of one config on other inputs never show the same value.
-        digest = hashlib.sha256(self.aligned().record_digest + d.commit_set).digest()
-        deal_hash = sha256_parts(bytes(deal))
-        self._step.deal, self._step.deal_hash, self._step.digest = d, deal_hash, digest
-        self._inputs().update(
-            {"data": self.data_digest(), "deal": deal_hash, "commit-set": d.commit_set.hex()}
+def open_deal(session: PartySession, data: StepData, deal: bytes, slot_map: Any = None) -> None:
+    """Open the deal and set up the aligned columns and the record-set digest: what
+    :func:`features` does before sealing (the mask U is expanded from the deal's seed when
+    used, block by block where it can be). A new process that runs release calls this with
+    the same deal and data instead of sealing blobs again. With partial record sets the
+    records are laid out at the slots of ``slot_map`` (the server's slot map for this deal,
+    bytes-like, or a function giving it, called only when the layout is not kept from an
+    earlier process), read by blocks."""
+    d = Deal.open(deal, session.keypair, session.context)
+    if not hmac.compare_digest(d.commitment, session.commitment()):
+        raise RunChangedError(
+            f"party {session.name!r}: the deal was made for other data of this party than the "
+            "table given now"
         )
+    session.records.place(d, slot_map)
+    # The record-set digest the peers and the server see, bound to the deal's admit
+    # digest: two runs of one config on other inputs never show the same value.
+    digest = hashlib.sha256(session.records.aligned().record_digest + d.commit_set).digest()
+    deal_hash = sha256_parts(bytes(deal))
+    data.deal, data.deal_hash, data.digest = d, deal_hash, digest
+    data.inputs.update(
+        {"data": session.records.digest(), "deal": deal_hash, "commit-set": d.commit_set.hex()}
+    )
 
-    def features(self, deal: bytes, slot_map: Any = None) -> SealedBlobs:
-        """Step 1: the masked-feature blob for each peer (relayed by the server): a mapping
-        that seals a peer's blob (a bytearray, written in place by the cipher) each time it
-        is read, the same bytes every time, so a caller holds one blob at a time. X - U is
-        made and sealed by blocks of rows (the mask expanded again for each peer), so the
-        rows x k matrix never exists. ``slot_map``: see :meth:`open_deal`."""
-        self.open_deal(deal, slot_map)
-        self._once("features")
-        width = self.plan.widths[self.index]
-        return SealedBlobs(self, self._feature_blob, lambda peer: width)
 
-    def _feature_blob(self, peer: str, out: Any) -> None:
-        """This party's X - U sealed for ``peer`` by row blocks, written to ``out``."""
-        self._seal(self._masked_rows(), peer, out)
+def features(session: PartySession, data: StepData, deal: bytes, slot_map: Any) -> SealedBlobs:
+    """Step 1: the masked-feature blob for each peer (relayed by the server): a mapping that
+    seals a peer's blob (a bytearray, written in place by the cipher) each time it is read,
+    the same bytes every time, so a caller holds one blob at a time. X - U is made and
+    sealed by blocks of rows (the mask expanded again for each peer), so the rows x k matrix
+    never exists. ``slot_map``: see :func:`open_deal`."""
+    open_deal(session, data, deal, slot_map)
+    width = session.plan.widths[session.index]
 
-    def _masked_rows(self) -> Iterator[np.ndarray]:
-        """X - U by blocks of whole rows."""
-        plan = self.plan
-        k, seed = plan.widths[self.index], self._step.opened().seed_u
-        step = block_rows(k)
-        for r0 in range(0, plan.rows, step):
-            r1 = min(plan.rows, r0 + step)
-            yield self.product.sent(self._columns(r0, r1), seed, RowMask.U, r0, r1, k, plan.word)
+    def blob(peer: str, out: Any) -> None:
+        rows = _masked(session, data.opened().seed_u, RowMask.U, width, session.columns)
+        _seal(session, data, rows, peer, out, 1, width)
 
-    def _columns(self, r0: int, r1: int) -> np.ndarray:
-        """The one-hot columns of this party's singles in padded rows r0:r1 (-1: padding)."""
-        return self.aligned().columns(r0, r1, self._offsets)
+    return SealedBlobs(session, blob, lambda peer: width)
 
-    def _seal(
-        self,
-        blocks: Iterable[np.ndarray],
-        peer: str,
-        out: Any,
-        round_: int = 1,
-        width: int | None = None,
-    ) -> None:
-        """The masked features of round ``round_`` (``width`` values a row; default this
-        party's round-1 width), given by row ``blocks``, sealed for ``peer`` (the nonce is
-        bound to everything the plaintext depends on: the inputs, and in round 2 its deal)
-        and written to ``out`` (anything with a binary ``write``) as it is made."""
-        nonce = self._nonce(peer, round_)
-        width = self.plan.widths[self.index] if width is None else width
-        key, shape, digest = self._keys[peer], (self.plan.rows, width), self._step.digest
-        word, size = self.plan.word, self.plan.word_bytes
-        write_feature_blocks(
-            out, key, blocks, shape, self._context, self.name, peer, digest,
-            word=word, nonce=nonce, round_=round_, word_bytes=size, pack=packed,
-        )  # fmt: skip
 
-    def _nonce(self, peer: str, round_: int) -> bytes:
-        """The AES-GCM nonce of this party's round-``round_`` blob for ``peer``: a PRF of
-        everything its plaintext depends on (data and deal; in round 2 also the round-2
-        deal, the request and its layout toward the peer), so no two plaintexts share a
-        (key, nonce)."""
-        if round_ == 1:
-            return self._label_key("feature-nonce", peer)[:12]
-        st = self._step
-        layout = st.round_two()[1]
-        groups = json.dumps(
-            [list(g) for g in layout.groups(self.index, self.plan.names.index(peer))]
+def _masked(
+    session: PartySession, seed: bytes, mask: RowMask, k: int,
+    columns: Callable[[int, int], np.ndarray],
+) -> Iterator[np.ndarray]:  # fmt: skip
+    """The features of ``columns(r0, r1)`` (``k`` values a row) minus the ``mask`` of
+    ``seed``, by blocks of whole rows."""
+    plan, step = session.plan, block_rows(k)
+    for r0 in range(0, plan.rows, step):
+        r1 = min(plan.rows, r0 + step)
+        yield session.product.sent(columns(r0, r1), seed, mask, r0, r1, k, plan.word)
+
+
+def _seal(
+    session: PartySession, data: StepData, blocks: Iterable[np.ndarray], peer: str, out: Any,
+    round_: int, width: int,
+) -> None:  # fmt: skip
+    """The masked features of round ``round_`` (``width`` values a row), given by row
+    ``blocks``, sealed for ``peer`` (the nonce is bound to everything the plaintext depends
+    on: the inputs, and in round 2 its deal) and written to ``out`` (anything with a binary
+    ``write``) as it is made."""
+    plan = session.plan
+    write_feature_blocks(
+        out, session.keys[peer], blocks, (plan.rows, width), session.context, session.name,
+        peer, data.digest, word=plan.word, nonce=nonce(session, data, peer, round_),
+        round_=round_, word_bytes=plan.word_bytes, pack=packed,
+    )  # fmt: skip
+
+
+def nonce(session: PartySession, data: StepData, peer: str, round_: int) -> bytes:
+    """The AES-GCM nonce of this party's round-``round_`` blob for ``peer``: a PRF of
+    everything its plaintext depends on (data and deal; in round 2 also the round-2 deal,
+    the request and its layout toward the peer), so no two plaintexts share a (key,
+    nonce)."""
+    if round_ == 1:
+        return _label_key(session, data, "feature-nonce", peer)[:12]
+    layout = data.round_two()[1]
+    q = session.plan.names.index(peer)
+    groups = json.dumps([list(g) for g in layout.groups(session.index, q)])
+    label = (peer, data.group_deal_hash, data.request, groups)
+    return _label_key(session, data, "group-nonce", *label)[:12]
+
+
+def bound(session: PartySession, data: StepData, *label: str) -> tuple[str, ...]:
+    """The inputs a private stream of this party is bound to: the run, the party,
+    ``label``, its data and its deal."""
+    config_hash, deal = session.config.config_hash(), data.deal_hash
+    return (config_hash, session.name, *label, session.records.digest(), deal)
+
+
+def _label_key(session: PartySession, data: StepData, stream: str, *label: str) -> bytes:
+    """The key of ``stream`` under this party's local secret, bound to the run, the party,
+    ``label``, its data and its deal: a re-run on the same inputs gets the same bytes."""
+    return derive(session.local, stream, *bound(session, data, *label))
+
+
+def groups(
+    session: PartySession, data: StepData, group_deal: bytes, request: Request | Sequence[Marginal]
+) -> SealedBlobs:
+    """Step 3 (round 2, after the server's request): the blob for each peer holding the
+    attribute groups that the request's cross marginals with that peer need, masked with
+    this party's fresh mask from ``group_deal`` (an empty blob where it needs none): a
+    mapping that seals a peer's blob when it is read, the same bytes every time."""
+    data.opened()  # ConfigError before the round-1 deal
+    open_group_deal(session, data, group_deal, request)
+    plan = session.plan
+
+    def blob(peer: str, out: Any) -> None:
+        q, k, seed = plan.names.index(peer), width(peer), data.round_two()[0].seeds_u[peer]
+
+        def columns(r0: int, r1: int) -> np.ndarray:
+            return group_features(session, data, q, session.columns(r0, r1))
+
+        _seal(session, data, _masked(session, seed, RowMask.U2, k, columns), peer, out, 2, k)
+
+    def width(peer: str) -> int:
+        return data.round_two()[1].width(session.index, plan.names.index(peer))
+
+    return SealedBlobs(session, blob, width)
+
+
+def checked_request(session: PartySession, request: Request | Sequence[Marginal]) -> Request:
+    """``request`` checked against the plan (a plain list: no bins)."""
+    if isinstance(request, Request):
+        return session.plan.check_request(request.marginals, request.bins)
+    return session.plan.check_request(list(request))
+
+
+def open_group_deal(
+    session: PartySession, data: StepData, group_deal: bytes, request: Request | Sequence[Marginal]
+) -> None:
+    """Open the round-2 deal of ``request`` (what :func:`groups` does before sealing; a new
+    process that runs measure calls this with the same deal and request). MessageError
+    when the deal lacks what the request's layout needs."""
+    plan, p = session.plan, session.index
+    request = checked_request(session, request)
+    layout = plan.layout(request.marginals)
+    deal = GroupDeal.open(group_deal, session.keypair, session.context, request.digest())
+    for q, peer in enumerate(plan.names):
+        if q == p:
+            continue
+        a, b = min(p, q), max(p, q)
+        need = peer in deal.seeds_u and (
+            not layout.grows(a, b)
+            or (peer in deal.seeds_w if p == a else _dealt_z(plan, deal, layout, a, b))
         )
-        label = (peer, st.group_deal_hash, st.request, groups)
-        return self._label_key("group-nonce", *label)[:12]
-
-    def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:
-        """Step 3 (round 2, after the server's request): the blob for each peer holding the
-        attribute groups that the request's cross marginals with that peer need, masked with
-        this party's fresh mask from ``group_deal`` (an empty blob where it needs none): a
-        mapping that seals a peer's blob when it is read, the same bytes every time."""
-        if self._step.deal is None:
-            raise ConfigError("run features(deal) or open_deal(deal) before groups(...).")
-        self.open_group_deal(group_deal, request)
-        self._once("groups")
-        return SealedBlobs(self, self._group_blob, self._group_width)
-
-    def _request(self, request: Request | Sequence[Marginal]) -> Request:
-        if isinstance(request, Request):
-            return self.plan.check_request(request.marginals, request.bins)
-        return self.plan.check_request(list(request))
-
-    def open_group_deal(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> None:
-        """Open the round-2 deal of ``request`` (what :meth:`groups` does before sealing; a
-        new process that runs measure calls this with the same deal and request).
-        MessageError when the deal lacks what the request's layout needs."""
-        plan, p = self.plan, self.index
-        request = self._request(request)
-        layout = plan.layout(request.marginals)
-        deal = GroupDeal.open(group_deal, self._keypair, self._context, request.digest())
-        for q, peer in enumerate(plan.names):
-            if q == p:
-                continue
-            a, b = min(p, q), max(p, q)
-            need = peer in deal.seeds_u and (
-                not layout.grows(a, b)
-                or (peer in deal.seeds_w if p == a else self._dealt_z(deal, layout, a, b))
+        if not need:
+            raise MessageError(
+                f"the round-2 deal lacks party {session.name!r}'s randomness for {peer!r}: "
+                "use the round-2 deal the server made with this request."
             )
-            if not need:
-                raise MessageError(
-                    f"the round-2 deal lacks party {self.name!r}'s randomness for {peer!r}: "
-                    "use the round-2 deal the server made with this request."
-                )
-        group_deal_hash = sha256_parts(bytes(group_deal))
-        step = self._step
-        step.group_deal, step.group_deal_hash = deal, group_deal_hash
-        step.layout, step.request = layout, request.digest()
-        self._inputs()["group-deal"] = group_deal_hash
+    group_deal_hash = sha256_parts(bytes(group_deal))
+    data.group_deal, data.group_deal_hash = deal, group_deal_hash
+    data.layout, data.request = layout, request.digest()
+    data.inputs["group-deal"] = group_deal_hash
 
-    def _dealt_z(self, deal: GroupDeal, layout: Layout, a: int, b: int) -> bool:
-        """True when ``deal`` holds the pair (a, b)'s Z_A and Z_B at their shapes."""
-        plan, peer = self.plan, self.plan.names[a]
-        wa, wb = layout.width(a, b), layout.width(b, a)
-        shapes = {"a": (wa, plan.widths[b] + wb), "b": (plan.widths[a], wb)}
-        got = {"a": deal.z_a.get(peer), "b": deal.z_b.get(peer)}
-        return all(v is not None and v.shape == shapes[k] for k, v in got.items())
 
-    def _group_width(self, peer: str) -> int:
-        """The values a row of this party's round-2 blob toward ``peer``."""
-        return self._step.round_two()[1].width(self.index, self.plan.names.index(peer))
+def _dealt_z(plan: SecurePlan, deal: GroupDeal, layout: Layout, a: int, b: int) -> bool:
+    """True when ``deal`` holds the pair (a, b)'s Z_A and Z_B at their shapes."""
+    peer = plan.names[a]
+    wa, wb = layout.width(a, b), layout.width(b, a)
+    shapes = {"a": (wa, plan.widths[b] + wb), "b": (plan.widths[a], wb)}
+    got = {"a": deal.z_a.get(peer), "b": deal.z_b.get(peer)}
+    return all(v is not None and v.shape == shapes[k] for k, v in got.items())
 
-    def _group_blob(self, peer: str, out: Any) -> None:
-        """This party's round-2 groups toward ``peer``, masked and sealed by row blocks,
-        written to ``out``."""
-        q, k = self.plan.names.index(peer), self._group_width(peer)
-        self._seal(self._masked_groups(peer, q, k), peer, out, 2, k)
 
-    def _masked_groups(self, peer: str, q: int, k: int) -> Iterator[np.ndarray]:
-        """G - U2 toward party q (``k`` values a row) by blocks of whole rows."""
-        plan, seed = self.plan, self._step.round_two()[0].seeds_u[peer]
-        step = block_rows(k)
-        for r0 in range(0, plan.rows, step):
-            r1 = min(plan.rows, r0 + step)
-            cols = self._group_features(q, self._columns(r0, r1))
-            yield self.product.sent(cols, seed, RowMask.U2, r0, r1, k, plan.word)
-
-    def _group_features(self, q: int, singles: np.ndarray) -> np.ndarray:
-        """The one-hot column indices of this party's round-2 groups toward party q, in the
-        rows whose single-attribute columns are ``singles``."""
-        plan, p = self.plan, self.index
-        local = {a: j for j, a in enumerate(plan.attrs[p])}
-        sizes = [plan.sizes[a] for a in plan.attrs[p]]
-        groups = [tuple(local[a] for a in g) for g in self._step.round_two()[1].groups(p, q)]
-        return group_columns(singles, plan.offsets[p], sizes, groups)
+def group_features(
+    session: PartySession, data: StepData, q: int, singles: np.ndarray
+) -> np.ndarray:
+    """The one-hot column indices of this party's round-2 groups toward party q, in the
+    rows whose single-attribute columns are ``singles``."""
+    plan, p = session.plan, session.index
+    local = {a: j for j, a in enumerate(plan.attrs[p])}
+    sizes = [plan.sizes[a] for a in plan.attrs[p]]
+    groups = [tuple(local[a] for a in g) for g in data.round_two()[1].groups(p, q)]
+    return group_columns(singles, plan.offsets[p], sizes, groups)
 
 
 class SealedBlobs(Mapping[str, bytearray]):
@@ -241,14 +249,11 @@ class SealedBlobs(Mapping[str, bytearray]):
     values a row."""
 
     def __init__(
-        self,
-        party: PartyState,
-        seal: Callable[[str, Any], None],
-        width: Callable[[str], int],
+        self, session: PartySession, seal: Callable[[str, Any], None], width: Callable[[str], int]
     ) -> None:
         self._seal, self._width = seal, width
-        self._plan = party.plan
-        self._peers = [q for q in party.plan.names if q != party.name]
+        self._plan = session.plan
+        self._peers = [q for q in session.plan.names if q != session.name]
 
     def __getitem__(self, peer: str) -> bytearray:
         out = BufferWriter(self.nbytes(peer))

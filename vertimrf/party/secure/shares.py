@@ -14,155 +14,164 @@ from itertools import zip_longest
 import numpy as np
 
 from vertimrf.errors import ChannelError, ConfigError, MessageError
-from vertimrf.party.secure.features import Features
-from vertimrf.party.secure.state import Blob
+from vertimrf.party.secure.features import group_features
+from vertimrf.party.secure.session import Blob, PartySession
+from vertimrf.party.secure.step_data import StepData
 from vertimrf.protocol.secure.features import blob_nonce, block_rows, open_feature_blocks
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import Layout
 
 
-class Shares(Features):
-    """The shares of a party's products with each peer, from the peers' blobs."""
-
-    def _shares(self, blobs: Mapping[str, Blob]) -> dict[str, np.ndarray]:
-        plan, p, deal = self.plan, self.index, self._step.opened()
-        shares = {}
-        for a, b in plan.pairs():
-            if p not in (a, b):
-                continue
-            q = b if p == a else a
-            peer = plan.names[q]
-            if peer not in blobs:
-                raise MessageError(
-                    f"party {self.name!r} has no feature blob from {peer!r}; the server must "
-                    f"relay {peer!r}'s features before this step."
-                )
-            key = plan.pair_name(a, b)
-            step = block_rows(max(plan.widths[a], plan.widths[b]) if p == a else plan.widths[a])
-            received = self._read(peer, blobs[peer], plan.widths[q], 1, step)
-            if p == a:  # the lower party's share, from the higher's rows
-                shape = (plan.widths[a], plan.widths[b])
-                share = self.product.lower_share(
-                    deal.seeds_w[peer], deal.seed_u, shape, received, plan.word
-                )
-            else:  # the higher party's, from the lower's rows
-                share = self.product.higher_share(
-                    deal.z[peer], received, self._columns, plan.widths[b]
-                )
-            shares[key] = share  # only once the whole blob is read and checked
-        return shares
-
-    def _grow(
-        self,
-        shares: Mapping[str, np.ndarray],
-        layout: Layout,
-        request: Request,
-        blobs: Mapping[str, Blob] | None,
-        group_blobs: Mapping[str, Blob] | None,
-    ) -> dict[str, np.ndarray]:
-        """Each pair's share matrix in ``layout``: the round-1 share, with the blocks of the
-        round-2 groups added where the pair grows."""
-        plan, p, st = self.plan, self.index, self._step
-        out = dict(shares)
-        growing = [(a, b) for a, b in plan.pairs() if p in (a, b) and layout.grows(a, b)]
-        if not growing:
-            return out
-        if st.request != request.digest() or st.deal is None:
-            raise ConfigError(
-                "this request measures round-2 groups: run groups(group_deal, request) first, "
-                "or open_deal(deal) and open_group_deal(group_deal, request) in a new process."
-            )
-        for a, b in growing:
-            q = b if p == a else a
-            peer = plan.names[q]
-            if blobs is None or group_blobs is None or peer not in blobs or peer not in group_blobs:
-                raise MessageError(
-                    f"party {self.name!r} needs {peer!r}'s feature blobs of both rounds to "
-                    "measure the request's groups; the server must relay them first."
-                )
-            full = np.empty(layout.shape(a, b), np.uint64)
-            ka, kb = plan.widths[a], plan.widths[b]
-            full[:ka, :kb] = shares[plan.pair_name(a, b)]
-            if p == a:
-                block_a, block_b = self._left_blocks(layout, b, blobs[peer], group_blobs[peer])
-            else:
-                block_a, block_b = self._right_blocks(layout, a, blobs[peer], group_blobs[peer])
-            full[ka:, :], full[:ka, kb:] = block_a, block_b
-            out[plan.pair_name(a, b)] = full
-        return out
-
-    def _read(
-        self, peer: str, blob: Blob, width: int, round_: int, step: int
-    ) -> Iterator[tuple[int, int, np.ndarray]]:
-        """A peer's masked features of one round by blocks of ``step`` rows: (r0, r1, rows
-        r0:r1), each valid until the next is read. The blob's tag and its record-set digest
-        are checked when the iteration ends, so a caller keeps nothing it made of the
-        blocks unless the loop over them finished; then the blob's digest and nonce are
-        kept among this party's inputs."""
-        plan = self.plan
-        hasher = hashlib.sha256()
-        try:
-            digest, blocks = open_feature_blocks(
-                self._keys[peer], blob, self._context, peer, self.name, (plan.rows, width),
-                step, word=plan.word, round_=round_, word_bytes=plan.word_bytes, hasher=hasher,
-            )  # fmt: skip
-            yield from blocks
-        except ChannelError as exc:
-            raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
-        kind = "blob" if round_ == 1 else "group-blob"
-        self._inputs().update(
-            {f"{kind}/{peer}": hasher.hexdigest(), f"{kind}-nonce/{peer}": blob_nonce(blob).hex()}
-        )
-        if not hmac.compare_digest(digest, self._step.digest):
+def shares(
+    session: PartySession, data: StepData, blobs: Mapping[str, Blob]
+) -> dict[str, np.ndarray]:
+    """This party's share of its product with each peer, from the peers' round-1
+    ``blobs`` (each read and checked before its share is kept)."""
+    plan, p, deal = session.plan, session.index, data.opened()
+    shares = {}
+    for a, b in plan.pairs():
+        if p not in (a, b):
+            continue
+        q = b if p == a else a
+        peer = plan.names[q]
+        if peer not in blobs:
             raise MessageError(
-                "parties hold different record sets or use different shared secrets: "
-                f"{peer!r}'s record-set digest differs from {self.name!r}'s (both must hold "
-                "exactly the same record IDs and the same group secret)."
+                f"party {session.name!r} has no feature blob from {peer!r}; the server must "
+                f"relay {peer!r}'s features before this step."
             )
+        key = plan.pair_name(a, b)
+        step = block_rows(max(plan.widths[a], plan.widths[b]) if p == a else plan.widths[a])
+        received = _read(session, data, peer, blobs[peer], plan.widths[q], 1, step)
+        if p == a:  # the lower party's share, from the higher's rows
+            shape = (plan.widths[a], plan.widths[b])
+            share = session.product.lower_share(
+                deal.seeds_w[peer], deal.seed_u, shape, received, plan.word
+            )
+        else:  # the higher party's, from the lower's rows
+            share = session.product.higher_share(
+                deal.z[peer], received, session.columns, plan.widths[b]
+            )
+        shares[key] = share  # only once the whole blob is read and checked
+    return shares
 
-    def _read_both(
-        self, peer: str, first: Blob, second: Blob, widths: tuple[int, int], step: int
-    ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
-        """A peer's rounds 1 and 2 by the same blocks of ``step`` rows: (r0, r1, round-1
-        rows, round-2 rows); both blobs are checked when the iteration ends."""
-        pairs = zip_longest(
-            self._read(peer, first, widths[0], 1, step),
-            self._read(peer, second, widths[1], 2, step),
+
+def grow(
+    session: PartySession, data: StepData, shares: Mapping[str, np.ndarray], layout: Layout,
+    request: Request, blobs: Mapping[str, Blob] | None, group_blobs: Mapping[str, Blob] | None,
+) -> dict[str, np.ndarray]:  # fmt: skip
+    """Each pair's share matrix in ``layout``: the round-1 share, with the blocks of the
+    round-2 groups added where the pair grows."""
+    plan, p = session.plan, session.index
+    out = dict(shares)
+    growing = [(a, b) for a, b in plan.pairs() if p in (a, b) and layout.grows(a, b)]
+    if not growing:
+        return out
+    if data.request != request.digest() or data.deal is None:
+        raise ConfigError(
+            "this request measures round-2 groups: run groups(group_deal, request) first, "
+            "or open_deal(deal) and open_group_deal(group_deal, request) in a new process."
         )
-        for (r0, r1, one), (_, _, two) in pairs:
-            yield r0, r1, one, two
+    for a, b in growing:
+        q = b if p == a else a
+        peer = plan.names[q]
+        if blobs is None or group_blobs is None or peer not in blobs or peer not in group_blobs:
+            raise MessageError(
+                f"party {session.name!r} needs {peer!r}'s feature blobs of both rounds to "
+                "measure the request's groups; the server must relay them first."
+            )
+        full = np.empty(layout.shape(a, b), np.uint64)
+        ka, kb = plan.widths[a], plan.widths[b]
+        full[:ka, :kb] = shares[plan.pair_name(a, b)]
+        if p == a:
+            block_a, block_b = _left_blocks(
+                session, data, layout, b, blobs[peer], group_blobs[peer]
+            )
+        else:
+            block_a, block_b = _right_blocks(
+                session, data, layout, a, blobs[peer], group_blobs[peer]
+            )
+        full[ka:, :], full[:ka, kb:] = block_a, block_b
+        out[plan.pair_name(a, b)] = full
+    return out
 
-    def _left_blocks(
-        self, layout: Layout, b: int, first: Blob, second: Blob
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The lower party's shares of the pair's new blocks: A = U2^T [Y' | Y2'] + W_A
-        (its groups' rows) and B = U^T Y2' + W_B (its singles against the peer's groups),
-        from the peer's blobs of both rounds, block by block of rows."""
-        plan, p = self.plan, self.index
-        peer, deal = plan.names[b], self._step.round_two()[0]
-        wa, wb = layout.width(p, b), layout.width(b, p)
-        cols = plan.widths[b] + wb
-        step = block_rows(max(cols, wa, plan.widths[p]))
-        received = self._read_both(peer, first, second, (plan.widths[b], wb), step)
-        seeds = (deal.seeds_w[peer], self._step.opened().seed_u, deal.seeds_u[peer])
-        shapes = ((wa, cols), (plan.widths[p], wb))
-        return self.product.lower_blocks(seeds, shapes, received, plan.word)
 
-    def _right_blocks(
-        self, layout: Layout, a: int, first: Blob, second: Blob
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The higher party's shares of the pair's new blocks: A = X2'^T [Y | Y2] + Z_A and
-        B = X'^T Y2 + Z_B, one-hot sums of the lower party's masked rows of both rounds,
-        block by block of rows."""
-        plan, p = self.plan, self.index
-        peer, deal = plan.names[a], self._step.round_two()[0]
-        width, wq = layout.width(p, a), layout.width(a, p)
-        step = block_rows(max(plan.widths[a], wq))
-        received = self._read_both(peer, first, second, (plan.widths[a], wq), step)
+def _read(
+    session: PartySession, data: StepData, peer: str, blob: Blob, width: int, round_: int,
+    step: int,
+) -> Iterator[tuple[int, int, np.ndarray]]:  # fmt: skip
+    """A peer's masked features of one round by blocks of ``step`` rows: (r0, r1, rows
+    r0:r1), each valid until the next is read. The blob's tag and its record-set digest
+    are checked when the iteration ends, so a caller keeps nothing it made of the
+    blocks unless the loop over them finished; then the blob's digest and nonce are
+    kept among this party's inputs."""
+    plan = session.plan
+    hasher = hashlib.sha256()
+    try:
+        digest, blocks = open_feature_blocks(
+            session.keys[peer], blob, session.context, peer, session.name, (plan.rows, width),
+            step, word=plan.word, round_=round_, word_bytes=plan.word_bytes, hasher=hasher,
+        )  # fmt: skip
+        yield from blocks
+    except ChannelError as exc:
+        raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
+    kind = "blob" if round_ == 1 else "group-blob"
+    data.inputs.update(
+        {f"{kind}/{peer}": hasher.hexdigest(), f"{kind}-nonce/{peer}": blob_nonce(blob).hex()}
+    )
+    if not hmac.compare_digest(digest, data.digest):
+        raise MessageError(
+            "parties hold different record sets or use different shared secrets: "
+            f"{peer!r}'s record-set digest differs from {session.name!r}'s (both must hold "
+            "exactly the same record IDs and the same group secret)."
+        )
 
-        def columns(r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
-            singles = self._columns(r0, r1)
-            return singles, self._group_features(a, singles)
 
-        dealt = (deal.z_a[peer], deal.z_b[peer])
-        return self.product.higher_blocks(dealt, received, columns, (plan.widths[p], width))
+def _read_both(
+    session: PartySession, data: StepData, peer: str, first: Blob, second: Blob,
+    widths: tuple[int, int], step: int,
+) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:  # fmt: skip
+    """A peer's rounds 1 and 2 by the same blocks of ``step`` rows: (r0, r1, round-1
+    rows, round-2 rows); both blobs are checked when the iteration ends."""
+    pairs = zip_longest(
+        _read(session, data, peer, first, widths[0], 1, step),
+        _read(session, data, peer, second, widths[1], 2, step),
+    )
+    for (r0, r1, one), (_, _, two) in pairs:
+        yield r0, r1, one, two
+
+
+def _left_blocks(
+    session: PartySession, data: StepData, layout: Layout, b: int, first: Blob, second: Blob
+) -> tuple[np.ndarray, np.ndarray]:
+    """The lower party's shares of the pair's new blocks: A = U2^T [Y' | Y2'] + W_A
+    (its groups' rows) and B = U^T Y2' + W_B (its singles against the peer's groups),
+    from the peer's blobs of both rounds, block by block of rows."""
+    plan, p = session.plan, session.index
+    peer, deal = plan.names[b], data.round_two()[0]
+    wa, wb = layout.width(p, b), layout.width(b, p)
+    cols = plan.widths[b] + wb
+    step = block_rows(max(cols, wa, plan.widths[p]))
+    received = _read_both(session, data, peer, first, second, (plan.widths[b], wb), step)
+    seeds = (deal.seeds_w[peer], data.opened().seed_u, deal.seeds_u[peer])
+    shapes = ((wa, cols), (plan.widths[p], wb))
+    return session.product.lower_blocks(seeds, shapes, received, plan.word)
+
+
+def _right_blocks(
+    session: PartySession, data: StepData, layout: Layout, a: int, first: Blob, second: Blob
+) -> tuple[np.ndarray, np.ndarray]:
+    """The higher party's shares of the pair's new blocks: A = X2'^T [Y | Y2] + Z_A and
+    B = X'^T Y2 + Z_B, one-hot sums of the lower party's masked rows of both rounds,
+    block by block of rows."""
+    plan, p = session.plan, session.index
+    peer, deal = plan.names[a], data.round_two()[0]
+    width, wq = layout.width(p, a), layout.width(a, p)
+    step = block_rows(max(plan.widths[a], wq))
+    received = _read_both(session, data, peer, first, second, (plan.widths[a], wq), step)
+
+    def columns(r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
+        singles = session.columns(r0, r1)
+        return singles, group_features(session, data, a, singles)
+
+    dealt = (deal.z_a[peer], deal.z_b[peer])
+    return session.product.higher_blocks(dealt, received, columns, (plan.widths[p], width))
