@@ -46,15 +46,12 @@ def release(session: PartySession, data: StepData, blobs: Mapping[str, Blob]) ->
     with ledger.transaction():
         count = None
         if name == plan.count_party and plan.rho_count > 0:
-            n = session.records.aligned().n
-            count = discrete_laplace_count(
-                n, plan.count_epsilon, noise=noise, ledger=ledger, party=name
-            )
+            n, epsilon = session.records.aligned().n, plan.count_epsilon
+            count = discrete_laplace_count(n, epsilon, noise=noise, ledger=ledger, party=name)
         out = _released(session, data, SELECT, marginals, count, noise, kept)
-    cut = plan.quantile_columns(session.index)
     data.shares = kept
-    # the cuts it drew before encoding its table
-    return dataclasses.replace(out, cuts={c: list(session.spec[c].cuts or ()) for c in cut})
+    cuts = {c: list(session.spec[c].cuts or ()) for c in plan.quantile_columns(session.index)}
+    return dataclasses.replace(out, cuts=cuts)  # the cuts it drew before encoding its table
 
 
 def measure(
@@ -64,12 +61,10 @@ def measure(
 ) -> SecureRelease:  # fmt: skip
     """Step 4: the re-measurement of the server's requested marginals (a :class:`Request`,
     whose bin maps are applied to the exact counts and shares before the noise; a plain
-    list means no bins), with the fine histograms of this party's numeric columns when the
-    plan has them (``fine`` gives their exact counts), from the shares in ``data`` (kept by
-    :func:`release` or loaded from its state), or recomputed from the peers' ``blobs``
-    after :func:`~vertimrf.party.secure.features.open_deal` with the same deal. A pair
-    whose layout grows (round-2 groups) needs the peer's round-1 ``blobs`` and its
-    ``group_blobs``, after the round-2 deal of this request is opened."""
+    list means no bins), with the fine histograms (exact counts: ``fine()``) the plan has,
+    from the shares in ``data`` (from :func:`release` or its state), or from the peers'
+    ``blobs`` after the deal is opened. A pair whose layout grows (round-2 groups) needs
+    the peer's ``blobs`` and ``group_blobs``, after the round-2 deal is opened."""
     kept = data.shares
     if kept is None:
         if blobs is None or data.deal is None:

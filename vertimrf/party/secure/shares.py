@@ -27,8 +27,8 @@ def shares(
 ) -> dict[str, np.ndarray]:
     """This party's share of its product with each peer, from the peers' round-1
     ``blobs`` (each read and checked before its share is kept)."""
-    plan, p, deal = session.plan, session.index, data.opened()
-    shares = {}
+    plan, p, deal, product = session.plan, session.index, data.opened(), session.product
+    out = {}  # a share only once the whole blob is read and checked
     for a, b in plan.pairs():
         if p not in (a, b):
             continue
@@ -39,20 +39,15 @@ def shares(
                 f"party {session.name!r} has no feature blob from {peer!r}; the server must "
                 f"relay {peer!r}'s features before this step."
             )
-        key = plan.pair_name(a, b)
-        step = block_rows(max(plan.widths[a], plan.widths[b]) if p == a else plan.widths[a])
+        key, ka, kb = plan.pair_name(a, b), plan.widths[a], plan.widths[b]
+        step = block_rows(max(ka, kb) if p == a else ka)
         received = _read(session, data, peer, blobs[peer], plan.widths[q], 1, step)
         if p == a:  # the lower party's share, from the higher's rows
-            shape = (plan.widths[a], plan.widths[b])
-            share = session.product.lower_share(
-                deal.seeds_w[peer], deal.seed_u, shape, received, plan.word
-            )
+            seeds = (deal.seeds_w[peer], deal.seed_u)
+            out[key] = product.lower_share(*seeds, (ka, kb), received, plan.word)
         else:  # the higher party's, from the lower's rows
-            share = session.product.higher_share(
-                deal.z[peer], received, session.columns, plan.widths[b]
-            )
-        shares[key] = share  # only once the whole blob is read and checked
-    return shares
+            out[key] = product.higher_share(deal.z[peer], received, session.columns, kb)
+    return out
 
 
 def grow(
@@ -82,15 +77,10 @@ def grow(
         full = np.empty(layout.shape(a, b), np.uint64)
         ka, kb = plan.widths[a], plan.widths[b]
         full[:ka, :kb] = shares[plan.pair_name(a, b)]
-        if p == a:
-            block_a, block_b = _left_blocks(
-                session, data, layout, b, blobs[peer], group_blobs[peer]
-            )
-        else:
-            block_a, block_b = _right_blocks(
-                session, data, layout, a, blobs[peer], group_blobs[peer]
-            )
-        full[ka:, :], full[:ka, kb:] = block_a, block_b
+        blocks = _left_blocks if p == a else _right_blocks
+        full[ka:, :], full[:ka, kb:] = blocks(
+            session, data, layout, q, blobs[peer], group_blobs[peer]
+        )
         out[plan.pair_name(a, b)] = full
     return out
 
