@@ -10,22 +10,17 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
-from vertimrf.errors import ConfigError, PrivacyBudgetError
-from vertimrf.party.fine import fine_spec, one_way_fine
-from vertimrf.party.keys import HashKeys
+from vertimrf.crypto.keys import KeyPair, PublicKey
+from vertimrf.errors import PrivacyBudgetError
+from vertimrf.party.fine import one_way_fine
 from vertimrf.party.records.aligned import Aligned
 from vertimrf.party.records.ids import RecordIds
-from vertimrf.party.records.layout import Owner
-from vertimrf.party.records.open import Input, held_table, open_records, value_counts
-from vertimrf.party.records.tokens import TokenKeys
+from vertimrf.party.records.open import Input
 from vertimrf.party.secure import features as rounds
 from vertimrf.party.secure import release as releases
 from vertimrf.party.secure.features import SealedBlobs
-from vertimrf.party.secure.session import Blob, PartySession, checked_bins, cut_spec
+from vertimrf.party.secure.session import Blob, open_session
 from vertimrf.party.secure.step_data import StepData
-from vertimrf.privacy.ledger import PrivacyLedger
-from vertimrf.product import cross_product
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure.commit import Admit
@@ -33,7 +28,7 @@ from vertimrf.protocol.secure.marginals import Marginal, Request
 from vertimrf.protocol.secure.plan import MEASURE, SELECT
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.secure.tokens import TokenSeal
-from vertimrf.protocol.setup import RunSetup, secure_setup
+from vertimrf.protocol.setup import RunSetup
 
 T = TypeVar("T")
 
@@ -63,48 +58,14 @@ class SecureParty:
         ids: RecordIds | None = None, seed: int | None = None,
         bins: Mapping[str, BinMap] | None = None,
     ) -> None:  # fmt: skip
-        config, plan = secure_setup(config)  # a setup's plan, derived once
-        index = plan.party_index(name)
-        if keypair.name != name:
-            raise ConfigError(f"the key pair is {keypair.name!r}'s, not {name!r}'s.")
-        missing = sorted(set(plan.names) - {name} - set(peers))
-        if missing:
-            raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
-        # The party's columns in the spec's order, the plan's order of its attributes
-        # (the config may list them in another).
-        own = set(config.party(name).columns)
-        spec = config.spec.subset([c for c in config.spec.names if c in own])
-        local, context = keypair.local_secret(), config.run_context()
-        ledger = PrivacyLedger(rho=plan.rho + plan.numeric_rho, delta=config.delta)
-        owner = Owner(name, index, id_column, TokenKeys(secret, local, context))
-        if not all(c.resolved for c in spec.columns):
-            spec = cut_spec(data, spec, config, plan, owner, ledger, local, seed)
-        bins = bins if plan.select else checked_bins(bins, name, spec, config, plan)
-        table = held_table(
-            data, spec, owner, id_type=config.id_type, ids=ids, bins=bins, select=plan.select
-        )
-        records = open_records(table, spec, plan, owner)
-        fine = [r.params["column"] for r in plan.fine_releases(name)]
-        fines = fine_spec(spec, fine) if fine else None
-        self._fine: dict[str, np.ndarray] | None = None if fine else {}  # the exact counts
-        self._fine_counts = (
-            None if fines is None else value_counts(data, fines, owner, config.id_type)
-        )
-        if fines is not None and self._fine_counts is None:
-            raise ConfigError(
-                f"party {name!r}: a table given as codes holds no values to place inside "
-                "their bins: give the DataFrame, or set values 'uniform' "
-                "(secure_values='uniform')."
-            )
-        HashKeys.from_secret(secret, 1)  # checks the secret
-        keys = {q: pairwise_key(keypair, peers[q], context) for q in plan.names if q != name}
-        self.session = s = PartySession(
-            name, index, config, plan, spec, cross_product(config.product), keypair, secret,
-            local, context, owner, keys, ledger, records, seed, fines,
-            np.asarray(plan.offsets[index], np.int64),
+        s, self._fine_counts = open_session(
+            name, data, config, secret, keypair, peers, id_column=id_column, ids=ids,
+            seed=seed, bins=bins,
         )  # fmt: skip
-        self.name, self.index, self.config, self.plan = name, index, config, plan
-        self.spec, self.product, self.ledger, self.records = spec, s.product, ledger, records
+        self.session = s
+        self._fine: dict[str, np.ndarray] | None = None if s.fine_spec is not None else {}
+        self.name, self.index, self.config, self.plan = s.name, s.index, s.config, s.plan
+        self.spec, self.product, self.ledger, self.records = s.spec, s.product, s.ledger, s.records
         self._step = StepData()
 
     def _once(self, step: str, run: Callable[..., T], *args: Any) -> T:

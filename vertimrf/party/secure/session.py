@@ -5,21 +5,25 @@ plan, spec, keys, ledger, records and randomness), frozen; what the steps make i
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from vertimrf.crypto.keys import KeyPair, PublicKey
+from vertimrf.crypto.keys import KeyPair, PublicKey, pairwise_key
 from vertimrf.crypto.schedule import derive, mac
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, MessageError
-from vertimrf.party.fine import grid_spec, measured_cuts
+from vertimrf.party.fine import fine_spec, grid_spec, measured_cuts
+from vertimrf.party.keys import HashKeys
 from vertimrf.party.records.frame import sha256_parts
+from vertimrf.party.records.ids import RecordIds
 from vertimrf.party.records.layout import Owner, Records
-from vertimrf.party.records.open import Input, value_counts
+from vertimrf.party.records.open import Input, held_table, open_records, value_counts
+from vertimrf.party.records.tokens import TokenKeys
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, randomness
+from vertimrf.product import cross_product
 from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure.commit import Admit
@@ -27,6 +31,7 @@ from vertimrf.protocol.secure.plan import SecurePlan
 from vertimrf.protocol.secure.product import CrossProduct
 from vertimrf.protocol.secure.tokens import TokenSeal
 from vertimrf.protocol.seeds import role_seed
+from vertimrf.protocol.setup import RunSetup, secure_setup
 
 # A peer's feature blob: any bytes-like (the command line maps each file read-only).
 Blob = bytes | bytearray | memoryview
@@ -138,3 +143,53 @@ def cut_spec(
         bound = (config.config_hash(), owner.name, "quantile", digest)
         noise = KeyedSampler(local, "party-quantile", *bound)
     return measured_cuts(spec, by_column, rhos, noise=noise, ledger=ledger, party=owner.name)
+
+
+def open_session(
+    name: str, data: Input, config: ProtocolConfig | RunSetup, secret: bytes,
+    keypair: KeyPair, peers: Mapping[str, PublicKey], *, id_column: str = "id",
+    ids: RecordIds | None = None, seed: int | None = None,
+    bins: Mapping[str, BinMap] | None = None,
+) -> tuple[PartySession, Callable[[], list[np.ndarray]] | None]:  # fmt: skip
+    """Party ``name``'s session (arguments as for
+    :class:`~vertimrf.party.secure.party.SecureParty`): its spec (cut at DP quantiles where
+    the config says so), its records opened in the plan's layout, its keys and ledger; and
+    the counts of its fine histograms, to be taken once (None when it releases none)."""
+    config, plan = secure_setup(config)  # a setup's plan, derived once
+    index = plan.party_index(name)
+    if keypair.name != name:
+        raise ConfigError(f"the key pair is {keypair.name!r}'s, not {name!r}'s.")
+    missing = sorted(set(plan.names) - {name} - set(peers))
+    if missing:
+        raise ConfigError(f"party {name!r} needs the public keys of {missing}.")
+    # The party's columns in the spec's order, the plan's order of its attributes
+    # (the config may list them in another).
+    own = set(config.party(name).columns)
+    spec = config.spec.subset([c for c in config.spec.names if c in own])
+    local, context = keypair.local_secret(), config.run_context()
+    ledger = PrivacyLedger(rho=plan.rho + plan.numeric_rho, delta=config.delta)
+    owner = Owner(name, index, id_column, TokenKeys(secret, local, context))
+    if not all(c.resolved for c in spec.columns):
+        spec = cut_spec(data, spec, config, plan, owner, ledger, local, seed)
+    bins = bins if plan.select else checked_bins(bins, name, spec, config, plan)
+    table = held_table(
+        data, spec, owner, id_type=config.id_type, ids=ids, bins=bins, select=plan.select
+    )
+    records = open_records(table, spec, plan, owner)
+    fine = [r.params["column"] for r in plan.fine_releases(name)]
+    fines = fine_spec(spec, fine) if fine else None
+    fine_counts = None if fines is None else value_counts(data, fines, owner, config.id_type)
+    if fines is not None and fine_counts is None:
+        raise ConfigError(
+            f"party {name!r}: a table given as codes holds no values to place inside "
+            "their bins: give the DataFrame, or set values 'uniform' "
+            "(secure_values='uniform')."
+        )
+    HashKeys.from_secret(secret, 1)  # checks the secret
+    keys = {q: pairwise_key(keypair, peers[q], context) for q in plan.names if q != name}
+    session = PartySession(
+        name, index, config, plan, spec, cross_product(config.product), keypair, secret,
+        local, context, owner, keys, ledger, records, seed, fines,
+        np.asarray(plan.offsets[index], np.int64),
+    )  # fmt: skip
+    return session, fine_counts
