@@ -62,7 +62,7 @@ def one_run(df, spec, overlap: float, seed: int, split_seed: int) -> dict:
     synth = model.sample()
     secure_seconds = time.perf_counter() - start
     server = run.server.server.secure
-    assert server is not None and server.union is not None
+    assert server is not None and server.data.union is not None
     start = time.perf_counter()
     central = (
         PrivMRF(EPSILON, DELTA, seed=seed, selection="privmrf", progress=False)
@@ -71,9 +71,9 @@ def one_run(df, spec, overlap: float, seed: int, split_seed: int) -> dict:
     )
     central_seconds = time.perf_counter() - start
     d = len(names)
-    pattern = server.union.marginal([d, d + 1])  # presence of A, B: [absent, held]
+    pattern = server.data.union.marginal([d, d + 1])  # presence of A, B: [absent, held]
     only_a, only_b = len(held["A"]) - len(shared), len(held["B"]) - len(shared)
-    regions = server.regions_released or {}
+    regions = server.record_sets.released or {}
     assert server.plan.regions is not None
     sigma = math.sqrt(2.0) * server.plan.regions.sigma
     return {
@@ -93,7 +93,7 @@ def one_run(df, spec, overlap: float, seed: int, split_seed: int) -> dict:
             "A+B": float(pattern[1, 1]),
         },  # fmt: skip
         "region_sigma": sigma,
-        "skipped_marginals": int(server.skipped),
+        "skipped_marginals": int(server.data.skipped),
     }
 
 

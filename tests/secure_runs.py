@@ -171,7 +171,7 @@ def round_two(sizes_by_party, n, seed, marginals, *, rows, **fields):
     for name, m in members.items():
         m.release(inbox[name])
     request = server.plan.check_request(marginals)
-    server._request = request  # the server's selection, fixed by the test
+    server.data.request = request  # the server's selection, fixed by the test
     deals = server.group_deals(public)
     sent = {name: m.groups(deals[name], request) for name, m in members.items()}
     groups = {n_: {q: sent[q][n_] for q in members if q != n_} for n_ in members}
@@ -236,5 +236,5 @@ def partial_deals(members, public, seed=4):
     admit = server.admit(commitments, public).digest
     tokens = {name: m.tokens(admit) for name, m in members.items()}
     deals = server.deal(public, commitments, tokens)
-    maps = server.slot_maps
+    maps = server.record_sets.slot_maps()
     return server, {name: (deal, maps[name].read_bytes()) for name, deal in deals.items()}

@@ -85,7 +85,7 @@ def test_a_server_restarted_after_its_deal_deals_round_two_as_in_one_process(tmp
     model = once.fitted(once.run())
     secure = once.server.server.secure
     assert secure is not None and secure.plan.regions is not None
-    layout = secure.plan.layout(secure._request.marginals)
+    layout = secure.plan.layout(secure.data.request.marginals)
     assert any(layout.grows(p, q) for p, q in secure.plan.pairs())  # round 2 happens
     run, server = _restarted(tmp_path, cfg)
     after = LocalRun(server, run.parties)
@@ -99,7 +99,7 @@ def test_a_server_restarted_after_its_deal_deals_round_two_as_in_one_process(tmp
     path.write_bytes(server.state.secure_state(Kind.SELECT) or b"")
     key = KeyPair.load(tmp_path / "server.key")
     loaded = SecureServer.load_state(cfg, path, seed=SEED, keypair=key)
-    assert loaded.kept_regions() == secure.kept_regions() is not None
+    assert loaded.record_sets.kept() == secure.record_sets.kept() is not None
 
 
 def test_a_kept_deal_without_the_slot_assignments_digest_is_refused_with_one_line(tmp_path):

@@ -137,8 +137,8 @@ def test_the_synthetic_table_holds_the_population_with_empty_absent_cells(tmp_pa
     run = local_run(data, cfg, SECRET, seed=SEED, id_column="rid", keys=keys,
                     server_key=KeyPair.load(tmp_path / "server.key"))  # fmt: skip
     model = run.fitted(run.run())
-    assert run.server.server.secure.models_union and model.absent
-    regions = run.server.server.secure.regions_released
+    assert run.server.server.secure.record_sets.models_union and model.absent
+    regions = run.server.server.secure.record_sets.released
     want = regions[7] if population == "intersection" else sum(regions.values())
     assert model.n_hat == round(max(want, 0)) > 0
     sample = model.sample(seed=3)
@@ -171,6 +171,6 @@ def test_partial_sets_that_are_equal_fit_the_model_of_equal_sets(tmp_path):
                     server_key=KeyPair.load(tmp_path / "server.key"))  # fmt: skip
     model = run.fitted(run.run())
     server = run.server.server.secure
-    assert not server.models_union and not model.absent
-    assert model.n_hat == max(0, server.regions_released[7])
+    assert not server.record_sets.models_union and not model.absent
+    assert model.n_hat == max(0, server.record_sets.released[7])
     assert not model.sample(seed=1).isna().any().any()

@@ -42,7 +42,7 @@ def test_shares_count_the_records_both_parties_hold_and_the_regions_are_publishe
                 for r in np.flatnonzero(held[:, p] & held[:, q]):
                     exact[r0 + codes[r, a], c0 + codes[r, b]] += 1
         np.testing.assert_array_equal(total, exact)
-    released = server.regions_released
+    released = server.record_sets.released
     assert released is not None and sorted(released) == list(regions_of(3))
     noise = plan.regions
     for t, r in released.items():  # r = c + Z + zeta, |Z| <= offset, zeta a discrete Gaussian
@@ -58,7 +58,7 @@ def test_the_same_inputs_deal_the_same_bytes_and_other_data_fresh_ones():
     server, deals = partial_deals(members, public)
     _, again, _, _, _, _ = partial_parties(keys=keys, nonce=cfg.run_nonce)
     server2, deals2 = partial_deals(again, public)
-    assert deals == deals2 and server.regions_released == server2.regions_released
+    assert deals == deals2 and server.record_sets.released == server2.record_sets.released
     _, fewer, _, _, _, _ = partial_parties(n=149, keys=keys, nonce=cfg.run_nonce)
     server3, deals3 = partial_deals(fewer, public)
     assert all(deals3[name] != deals[name] for name in deals)
@@ -115,13 +115,13 @@ def test_a_server_that_did_not_deal_makes_round_two_only_on_the_kept_slots():
     server, _ = partial_deals(members, public)
     request = server.plan.check_request([(0, 1, 2)])
     assert server.plan.layout(request.marginals).grows(0, 1)
-    server._request = request  # the server's selection, fixed by the test
+    server.data.request = request  # the server's selection, fixed by the test
     config = next(iter(members.values())).config
     again = SecureServer(config, seed=4, keypair=PARTIAL_SERVER_KEY)
     again.admit({name: m.commitment() for name, m in members.items()}, public)
-    again._request = request
+    again.data.request = request
     with pytest.raises(MessageError, match="slot assignment") as caught:
         again.group_deals(public)
     assert "\n" not in str(caught.value)
-    again.restore_regions(server.kept_regions())
+    again.record_sets.restore(server.record_sets.kept())
     assert again.group_deals(public) == server.group_deals(public)

@@ -140,7 +140,7 @@ def assert_round_two_is_exact(run: Run, marginal: tuple[int, ...]) -> None:
     plan, server, members = run.plan, run.server, run.members
     request = plan.check_request([marginal])
     layout = plan.layout(request.marginals)
-    server._request = request  # the server's selection, fixed by the test
+    server.data.request = request  # the server's selection, fixed by the test
     deals = server.group_deals(run.public)
     sent = {name: m.groups(deals[name], request) for name, m in members.items()}
     groups = {n: {q: sent[q][n] for q in members if q != n} for n in members}

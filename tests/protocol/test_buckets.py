@@ -142,11 +142,11 @@ def test_the_buckets_and_an_overflow_change_no_released_value():
     ids, plan = ids_overflowing(cfg8, 64, 5, 4)
     assert plan.rows == 8 * plan.capacity > 64
     one, eight = _run(_config(1, 64), ids, 3), _run(cfg8, ids, 3)
-    assert one._first.values.keys() == eight._first.values.keys()
-    for m, table in one._first.values.items():
-        np.testing.assert_array_equal(table, eight._first.values[m])
-    assert one._request == eight._request
-    for a, b in zip(one.model.potentials, eight.model.potentials, strict=True):
+    assert one.data.first.values.keys() == eight.data.first.values.keys()
+    for m, table in one.data.first.values.items():
+        np.testing.assert_array_equal(table, eight.data.first.values[m])
+    assert one.data.request == eight.data.request
+    for a, b in zip(one.data.model.potentials, eight.data.model.potentials, strict=True):
         np.testing.assert_array_equal(a, b)
 
 

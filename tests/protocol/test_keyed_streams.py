@@ -52,13 +52,13 @@ def test_round_two_nonces_bind_the_request_and_a_deal_opens_for_its_request_only
     member = members["P0"]
     first_nonce = nonce(member.session, member._step, "P1", 2)
     other = plan.check_request([p0[1:3] + p1[:1], (p0[2], p1[1])])
-    server._request = other
+    server.data.request = other
     deals = server.group_deals()
     with pytest.raises(MessageError, match="does not open for this request"):
         member.open_group_deal(deals["P0"], request)  # the deal of another request
     member.open_group_deal(deals["P0"], other)
     assert nonce(member.session, member._step, "P1", 2) != first_nonce
-    server._request = request
+    server.data.request = request
     again = server.group_deals()["P0"]
     member.open_group_deal(again, list(reversed(request.marginals)))  # another order
     assert nonce(member.session, member._step, "P1", 2) == first_nonce

@@ -51,7 +51,7 @@ def _two_rounds(n: int = 30) -> None:
     for name, m in members.items():
         m.release(inbox[name])
     request = server.plan.check_request([(0, 1, 2)])  # P0's group (a, b) against P1's c
-    server._request = request  # the server's selection, fixed by the test
+    server.data.request = request  # the server's selection, fixed by the test
     group_deals = server.group_deals(public)
     grown = {name: m.groups(group_deals[name], request) for name, m in members.items()}
     for name, m in members.items():

@@ -28,6 +28,8 @@ from vertimrf.protocol.secure.features import open_features, seal_features
 from vertimrf.protocol.secure.plan import RING_MIN_REQUEST, RING_TAIL
 from vertimrf.protocol.secure.wire import DIGEST_BYTES, PACK_WORDS
 from vertimrf.server.secure.oracle import SecureOracle
+from vertimrf.server.secure.session import randomness
+from vertimrf.server.secure.session import tables as summed_tables
 
 
 @settings(max_examples=12, deadline=None, derandomize=True)
@@ -113,8 +115,8 @@ def test_the_measured_three_way_cross_marginal_is_the_exact_one_plus_the_charged
     )
     releases = [m.measure(request, inbox[n], groups[n]) for n, m in members.items()]
     plan = server.plan
-    tables = server._tables("measure", request.marginals, releases, server._randomness(
-        "measure", releases)[0])  # fmt: skip
+    tables = summed_tables(server.session, "measure", request.marginals, releases, randomness(
+        server.session, "measure", releases)[0])  # fmt: skip
     exact = joint(codes, spec.names, plan.sizes, (0, 1, 2)).ravel()
     resid = tables.values[(0, 1, 2)] - exact
     sigma = plan.sigma("measure", request.marginals)

@@ -85,9 +85,11 @@ def test_the_flights_run_finishes_with_a_model_within_the_plans_bound():
     model = run.fitted(run.run())
     server = run.server.server.secure
     cap = rules(cfg).model_cap(cfg)
-    cells = union_cells(UnionDomain(cfg.spec.domain, server.plan.owner), server.tree.cliques)
-    assert server.models_union and model.absent and not server.refits
-    assert cells == server.union.model.tree.size.total_cells <= cap == run_plan(cfg).model_cells
+    cells = union_cells(UnionDomain(cfg.spec.domain, server.plan.owner), server.data.tree.cliques)
+    assert server.record_sets.models_union and model.absent and not server.data.refits
+    assert (
+        cells == server.data.union.model.tree.size.total_cells <= cap == run_plan(cfg).model_cells
+    )
     # The selection met candidates far over the MRF's default limit, and shrank past them.
     assert union_cells(UnionDomain(cfg.spec.domain, server.plan.owner), [range(len(NAMES))]) > (
         DEFAULT_MAX_CELLS
@@ -150,7 +152,7 @@ def test_the_selection_measures_its_candidates_against_its_own_cap_not_the_mrfs_
     cfg, run = _small_run()
     model = run.fitted(run.run())
     server = run.server.server.secure
-    assert server.models_union and model.absent and not server.refits
+    assert server.record_sets.models_union and model.absent and not server.data.refits
     assert 2000 < server.model_cells() <= rules(cfg).model_cap(cfg)
 
 
@@ -177,12 +179,12 @@ def test_a_fit_that_fails_after_the_releases_fits_again_from_the_same_releases(m
     with pytest.warns(ModelShrunkWarning, match="fitted again from the same releases"):
         model = run.fitted(run.run())
     server = run.server.server.secure
-    assert len(fits) == 2 and len(server.refits) == 1
+    assert len(fits) == 2 and len(server.data.refits) == 1
     # The report says so, in its text and in a saved model's report (a file of its own).
-    assert model.report.refits == tuple(server.refits)
-    assert f"refit: {server.refits[0]}" in str(model.report)
+    assert model.report.refits == tuple(server.data.refits)
+    assert f"refit: {server.data.refits[0]}" in str(model.report)
     assert report_from_meta(report_meta(model.report), "m").refits == model.report.refits
-    assert server.model_cells() <= server._model_cells(fits[0]) // 2
+    assert server.model_cells() <= fit_module.model_cells(server.session, fits[0]) // 2
     # The same releases, charged once: the ledger is the unforced run's, and the plan's.
     assert _ledger(model.report) == _ledger(expected.report)
     assert sum(rho for _, rho in _ledger(model.report)) <= run_plan(cfg).ledger_total

@@ -22,6 +22,8 @@ from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.request import load_request, save_request
 from vertimrf.server.binning import binned_error, choose_bins, recover
+from vertimrf.server.secure.session import randomness
+from vertimrf.server.secure.session import tables as summed_tables
 
 
 def _brute_bin(table: np.ndarray, maps) -> np.ndarray:
@@ -172,8 +174,10 @@ def test_binned_release_is_the_exact_binned_counts_plus_the_charged_noise():
         [(0, 2), (0, 1)], {(0, 2): (bins_a, bins_b), (0, 1): (bins_a, None)}
     )
     releases = [m.measure(request) for m in members.values()]
-    noise = server._randomness("test", releases)[0]
-    tables = server._tables(MEASURE, request.marginals, releases, noise, request.bins)
+    noise = randomness(server.session, "test", releases)[0]
+    tables = summed_tables(
+        server.session, MEASURE, request.marginals, releases, noise, request.bins
+    )
     sigma = plan.sigma(MEASURE, request.marginals, request.bins)
     a, b = (np.asarray(x) for x in (bins_a, bins_b))
     for m, maps, sd in (((0, 2), [a, b], sigma * math.sqrt(1.5)), ((0, 1), [a, None], sigma)):

@@ -54,7 +54,7 @@ def test_the_parties_and_the_server_derive_the_same_noise_scale_for_a_request():
     request = plan.check_request(
         [(0, 2), (0, 1), (1, 2)], {(0, 2): (bins_a, None), (0, 1): (bins_a, None)}
     )
-    server._request = request  # the server's selection, fixed by the test
+    server.data.request = request  # the server's selection, fixed by the test
     wire = codec.request_bytes(request, cfg.config_hash())
     releases = []
     for m in members.values():

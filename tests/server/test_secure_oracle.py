@@ -12,6 +12,7 @@ from vertimrf.mrf.cliques import histogram
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import randomness
 from vertimrf.server.secure import SecureServer
+from vertimrf.server.secure.selection import engine_plan, oracle
 from vertimrf.synth.engine.local import LocalOracle
 from vertimrf.synth.engine.select import choose
 from vertimrf.synth.engine.tables import Tables
@@ -34,7 +35,7 @@ def _correlated(n: int, seed: int) -> tuple[object, np.ndarray]:
 def test_where_the_caps_do_not_bind_both_oracles_choose_the_same():
     cfg, codes = _correlated(4000, 0)
     server = SecureServer(cfg, seed=0)
-    plan = server.engine_plan()
+    plan = engine_plan(server.session)
     rng = np.random.default_rng(1)
     sigma = plan.sigma_select
     pairs = server.plan.all_pairs()
@@ -44,7 +45,7 @@ def test_where_the_caps_do_not_bind_both_oracles_choose_the_same():
         {m: v + rng.normal(0, sigma, v.size) for m, v in noisy.items()},
         dict.fromkeys(pairs, sigma),
     )
-    secure = choose(first, 4000.0, plan, server.oracle(), np.random.default_rng(2))
+    secure = choose(first, 4000.0, plan, oracle(server.session), np.random.default_rng(2))
     ledger = PrivacyLedger()
     local_oracle = LocalOracle(codes, cfg.spec.domain, FitNoise(ledger, randomness(0)[0], None))
     local = choose(first, 4000.0, plan, local_oracle, np.random.default_rng(2))
@@ -60,7 +61,7 @@ def test_one_engine_one_set_of_model_caps():
     from vertimrf.synth.privmrf import EngineOptions
 
     cfg, _ = _correlated(400, 0)
-    plan = SecureServer(cfg, seed=0).engine_plan()
+    plan = engine_plan(SecureServer(cfg, seed=0).session)
     engine = EngineOptions()
     assert (
         plan.cells_per_precision,
@@ -77,6 +78,6 @@ def test_a_config_made_before_the_engines_caps_plans_as_it_did():
     from vertimrf.protocol import load_config
 
     cfg = load_config(Path(__file__).parents[1] / "protocol" / "data" / "config_v0_secure.json")
-    plan = SecureServer(cfg, seed=0).engine_plan()
+    plan = engine_plan(SecureServer(cfg, seed=0).session)
     assert (plan.options.max_clique_cells, plan.options.max_total_cells) == (2e5, 1e6)
     assert plan.cells_per_precision == 2750.0

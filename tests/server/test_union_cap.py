@@ -15,7 +15,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.driver import local_run
 from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import rules
-from vertimrf.server.secure.selection import Selection
+from vertimrf.server.secure import selection
 from vertimrf.synth.union import UnionDomain, union_cells
 
 SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 10, 8, 6, 4, 3, 2)
@@ -38,13 +38,13 @@ def test_the_union_model_fits_the_cap_and_a_selection_over_it_is_made_again(
     cap, again, monkeypatch
 ):
     verdicts: list[bool] = []
-    fits = Selection._union_fits
+    fits = selection.union_fits
 
-    def counted(self, cliques):
-        verdicts.append(fits(self, cliques))
+    def counted(session, cliques):
+        verdicts.append(fits(session, cliques))
         return verdicts[-1]
 
-    monkeypatch.setattr(Selection, "_union_fits", counted)
+    monkeypatch.setattr(selection, "union_fits", counted)
     rows, spec = 3000, DomainSpec.from_dict({f"c{j}": u for j, u in enumerate(SIZES)})
     df = _table(rows)
     cfg = from_preset(
@@ -59,8 +59,8 @@ def test_the_union_model_fits_the_cap_and_a_selection_over_it_is_made_again(
     run = local_run(data, cfg, SECRET, seed=1)
     model = run.fitted(run.run())
     server = run.server.server.secure
-    assert server.models_union and model.absent
-    cells = union_cells(UnionDomain(spec.domain, server.plan.owner), server.tree.cliques)
+    assert server.record_sets.models_union and model.absent
+    cells = union_cells(UnionDomain(spec.domain, server.plan.owner), server.data.tree.cliques)
     assert cells <= rules(cfg).model_cap(cfg) and verdicts[-1]
-    assert cells == server.union.model.tree.size.total_cells
+    assert cells == server.data.union.model.tree.size.total_cells
     assert (verdicts[0] is False) == again and (len(verdicts) > 1) == again

@@ -176,7 +176,7 @@ def test_the_server_failing_at_a_step_names_it_to_every_role_over_https(tmp_path
 SLOW_FIT = """
 import sys, time
 from pathlib import Path
-from vertimrf.server.secure.fit import SecureServer
+from vertimrf.server.secure import SecureServer
 def fit(self, releases):
     Path("fitting").touch()
     time.sleep(300)

@@ -31,6 +31,7 @@ from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.release import RELEASE_KIND, SecureRelease
 from vertimrf.server.secure import SecureServer
+from vertimrf.server.secure.session import check_releases, cut_spec
 from vertimrf.within import Fine
 
 SPEC = DomainSpec(
@@ -228,10 +229,10 @@ def test_the_server_keeps_the_cuts_between_processes(tmp_path):
     run = local_run(data, cfg, SECRET, seed=4)
     run.run(before="synthesize")
     secure = run.server.server.secure
-    assert secure is not None and secure.spec["x"].cuts is not None
+    assert secure is not None and secure.data.spec["x"].cuts is not None
     secure.save_state(tmp_path / "server.state")
     loaded = SecureServer.load_state(cfg, tmp_path / "server.state", seed=4)
-    assert loaded.spec == secure.spec
+    assert loaded.data.spec == secure.data.spec
     assert loaded.ledger.releases == secure.ledger.releases
 
 
@@ -247,14 +248,14 @@ def test_the_server_refuses_missing_malformed_or_late_cuts():
         ]  # fmt: skip
 
     good = {"x": [10.0, 20.0, 30.0, 40.0, 50.0]}
-    assert server._cut_spec(good)["x"].cuts == tuple(good["x"])
+    assert cut_spec(server.session, good)["x"].cuts == tuple(good["x"])
     with pytest.raises(MessageError, match=r"quantile cuts of \[\], not of \['x'\]"):
-        server._check_releases("select", [], release("select", {}))
+        check_releases(server.session, "select", [], release("select", {}))
     for bad in ([10.0, 20.0], [50.0, 40.0, 30.0, 20.0, 10.0], [0.0, 1, 2, 3, 999.0]):
         with pytest.raises(MessageError, match="malformed quantile cuts"):
-            server._check_releases("select", [], release("select", {"x": bad}))
+            check_releases(server.session, "select", [], release("select", {"x": bad}))
     with pytest.raises(MessageError, match="re-measurement holds quantile cuts"):
-        server._check_releases(MEASURE, [], release(MEASURE, good))
+        check_releases(server.session, MEASURE, [], release(MEASURE, good))
     assert not server.ledger.releases
 
 
@@ -347,7 +348,7 @@ def test_the_server_refuses_releases_without_their_fine_histograms():
 
     good = {n: {r.params["column"]: np.zeros(r.params["cells"], np.int64)
                 for r in plan.fine_releases(n)} for n in plan.names}  # fmt: skip
-    server._check_releases(MEASURE, [], [release(n, MEASURE, good[n]) for n in plan.names])
+    check_releases(server.session, MEASURE, [], [release(n, MEASURE, good[n]) for n in plan.names])
     bad = [
         {**good, "A": {}},
         {**good, "B": {"z": np.zeros(3, np.int64)}},
@@ -355,9 +356,13 @@ def test_the_server_refuses_releases_without_their_fine_histograms():
     ]
     for fine in bad:
         with pytest.raises(MessageError, match="fine histograms of"):
-            server._check_releases(MEASURE, [], [release(n, MEASURE, fine[n]) for n in plan.names])
+            check_releases(
+                server.session, MEASURE, [], [release(n, MEASURE, fine[n]) for n in plan.names]
+            )
     with pytest.raises(MessageError, match="'A''s select release holds fine histograms"):
-        server._check_releases("select", [], [release(n, "select", good[n]) for n in plan.names])
+        check_releases(
+            server.session, "select", [], [release(n, "select", good[n]) for n in plan.names]
+        )
     assert not server.ledger.releases
 
 

@@ -30,6 +30,7 @@ from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import SELECT
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.server.secure import SecureServer
+from vertimrf.server.secure.session import randomness
 
 SECRET = bytes(range(32))
 
@@ -300,8 +301,8 @@ def test_sample_seed_touches_the_sampling_only(tmp_path):
             member.open_deal(deals[n])
             measured.append(member.measure(request, blobs=inbox[n]))
         synth = server.synthesize(measured, sample_seed=sample_seed)
-        clique = tuple(server.tree.cliques[0])
-        out.append((synth.to_csv(index=False), server.model.marginal(clique)))
+        clique = tuple(server.data.tree.cliques[0])
+        out.append((synth.to_csv(index=False), server.data.model.marginal(clique)))
         assert not server.report().seeded
     assert out[0][0] == out[1][0] and out[0][0] != out[2][0]
     assert np.array_equal(out[0][1], out[2][1])  # the same noise and fit
@@ -321,7 +322,7 @@ def test_a_failed_select_leaves_the_ledger_and_state_unchanged(tmp_path):
     broken = SecureRelease(**{**releases[1].__dict__, "cross": {}})
     with pytest.raises(MessageError, match="lacks the shares"):
         server.select([releases[0], broken])
-    assert server.ledger.releases == () and server._first is None
+    assert server.ledger.releases == () and server.data.first is None
     server.select(releases)  # a retry works: no PrivacyBudgetError
     before = server.ledger.releases
     with pytest.raises(MessageError):
@@ -355,5 +356,5 @@ def test_unseeded_noise_is_never_the_os_sampler_for_a_release():
     uses."""
     cfg, frame, parties, keys, server_key = _secure_run([[3], [4]], 20)
     server = SecureServer(cfg, keypair=server_key)
-    noise, _ = server._randomness(SELECT, [])
+    noise, _ = randomness(server.session, SELECT, [])
     assert isinstance(noise, KeyedSampler) and not isinstance(noise, SecureSampler)

@@ -34,6 +34,7 @@ from vertimrf.protocol import from_preset
 from vertimrf.protocol.secure.features import open_features
 from vertimrf.protocol.secure.plan import MEASURE, SELECT
 from vertimrf.server.secure import SecureServer
+from vertimrf.server.secure.selection import engine_plan
 
 
 @settings(max_examples=25, deadline=None, derandomize=True)
@@ -86,7 +87,7 @@ def test_released_noise_has_the_charged_variance():
     sigma^2 at sigma >= 2). Own marginals carry N_Z(0, sigma^2). With m cells the sample
     variance has relative standard error sqrt(2 / m); the bounds are 6 standard errors."""
     cfg, spec, server, codes = driven([[40, 30], [50]], 2000, 3, epsilon=0.5, rows=2048)
-    plan, first = server.plan, server._first
+    plan, first = server.plan, server.data.first
     sigma = plan.sigma(SELECT, plan.all_pairs())
     names = spec.names
     cross, within = [], []
@@ -366,8 +367,7 @@ def test_model_caps_grow_with_the_precision_within_their_bounds():
     for eps in (0.05, 0.4, 3.2, 6.0):
         cfg, *_ = secure_parties([[4, 3], [5]], 50, 0, epsilon=eps)
         server = SecureServer(cfg)
-        server.n_hat = 20000.0
-        caps.append(server.model_caps())
+        caps.append(engine_plan(server.session).model_caps(20000.0))
     assert caps[0] == (srv.MIN_CLIQUE_CELLS, srv.MIN_TOTAL_CELLS)
     assert caps[-1] == (cfg.options.max_clique_cells, cfg.options.max_total_cells)
     assert all(a[1] <= b[1] and a[0] <= b[0] for a, b in zip(caps[:-1], caps[1:], strict=True))
@@ -391,7 +391,7 @@ def test_a_workload_sets_the_first_release_and_the_run_spends_the_budget():
     cfg, spec, server, codes = driven(WORKLOAD_SIZES, 300, 2, secure_workload=WORKLOAD)
     plan = server.plan
     assert plan.first_release() == WORKLOAD_FIRST
-    assert sorted(server._first.values) == sorted(WORKLOAD_FIRST)
+    assert sorted(server.data.first.values) == sorted(WORKLOAD_FIRST)
     entries = _select_entries(server.ledger)
     assert sum(r.count for r in entries) == len(WORKLOAD_FIRST)
     sigma = plan.sigma(SELECT, WORKLOAD_FIRST)
@@ -425,13 +425,13 @@ def test_a_workloads_first_release_is_the_exact_counts_without_noise(monkeypatch
         charged = _select_entries(members[r.party].ledger)
         assert sum(e.count for e in charged) == len(own) + 2  # own, then the cross pairs
     server.select(releases)
-    assert sorted(server._first.values) == sorted(WORKLOAD_FIRST)
-    for m, values in server._first.values.items():
+    assert sorted(server.data.first.values) == sorted(WORKLOAD_FIRST)
+    for m, values in server.data.first.values.items():
         np.testing.assert_array_equal(values, joint(codes, spec.names, plan.sizes, m).ravel())
     assert sum(r.count for r in _select_entries(server.ledger)) == len(WORKLOAD_FIRST)
     server.save_state(tmp_path / "server.state")
     again = SecureServer.load_state(cfg, tmp_path / "server.state", seed=2)
-    assert sorted(again._first.values) == sorted(WORKLOAD_FIRST)
+    assert sorted(again.data.first.values) == sorted(WORKLOAD_FIRST)
     assert again.ledger.releases == server.ledger.releases
 
 
@@ -456,7 +456,7 @@ def test_a_workload_with_partial_record_sets_runs_and_spends_the_budget(populati
         secure_workload=WORKLOAD,
     )  # fmt: skip
     assert cfg.record_sets == "partial" and server.plan.first_release() == WORKLOAD_FIRST
-    assert sorted(server._first.values) == sorted(WORKLOAD_FIRST)
+    assert sorted(server.data.first.values) == sorted(WORKLOAD_FIRST)
     assert _select_entries(server.ledger, MEASURE)
     # partial record sets keep part of delta for the region counts' failure probability
     spent = server.ledger.total_epsilon(cfg.delta)

@@ -73,7 +73,7 @@ class _Run:
         self.deals = server.deal(public, commitments(self.members)) if like is None else like.deals
         p0, p1 = self.plan.attrs
         self.request = self.plan.check_request([p0[2:4] + p1[1:3], (p0[0], p1[0])])
-        server._request = self.request  # the server's selection, fixed by the test
+        server.data.request = self.request  # the server's selection, fixed by the test
         self.group_deals = server.group_deals(public) if like is None else like.group_deals
         self.peaks: dict[tuple[str, str], int] = {}
         self.out: dict[tuple[str, str], object] = {}

@@ -128,7 +128,7 @@ class DealerDriver(KeptDriver):
         }
         deals = self.dealer.deal(self._keys, self._commitments(inputs), tokens or None)
         out = dict(self._to_parties(Kind.DEAL, deals))
-        maps = self.dealer.slot_maps  # partial record sets: files, sent from disk
+        maps = self.dealer.record_sets.slot_maps()  # partial record sets: files, sent from disk
         slots = {n: Stored(p, file_sha256(p), p.stat().st_size) for n, p in maps.items()}
         if slots:
             out.update(self._to_parties(Kind.DEAL_SLOTS, slots))

@@ -156,7 +156,7 @@ class ServerDriver(KeptDriver):
             return outputs
         kept = None
         secure = self.server.secure
-        dealt = None if secure is None else secure.kept_regions()
+        dealt = None if secure is None else secure.record_sets.kept()
         if step.name == Kind.DEAL and dealt is not None:
             kept = json.dumps(dealt).encode()  # for a new process's select and round 2
         if step.name == Kind.SELECT:
@@ -193,7 +193,7 @@ class ServerDriver(KeptDriver):
                 "the server's state lacks the region counts of its deal: run `server deal` "
                 "and `server select` with the same --state-dir."
             )
-        secure.restore_regions(_json(kept, "the server's kept deal state"))
+        secure.record_sets.restore(_json(kept, "the server's kept deal state"))
 
     # ------------------------------------------------------------------ step bodies
     def _admit(self, inputs: Mapping[Message, Payload]) -> Outputs:
@@ -228,7 +228,7 @@ class ServerDriver(KeptDriver):
             )
         regions = [d for m, d in inputs.items() if m.kind == Kind.DEAL_REGIONS]
         if regions and self.server.secure is not None:  # an own dealer's region counts
-            self.server.secure.restore_regions(_json(regions[0], "the dealer's region counts"))
+            self.server.secure.record_sets.restore(_json(regions[0], "the dealer's region counts"))
         self._resume_regions()
         request = self.server.select(self._releases(inputs, Kind.RELEASE))
         data = codec.request_bytes(request, self._hash)
@@ -253,11 +253,13 @@ class ServerDriver(KeptDriver):
         secure = self.server.secure
         assert secure is not None
         if self.refit is not None:
-            secure.max_model_cells = self.refit or secure.model_cells() // 2
+            secure.data.max_model_cells = self.refit or secure.model_cells() // 2
         start = time.perf_counter()
         rng = secure.fit(self._releases(inputs, Kind.MEASURE))
         self.phase_seconds["fit"] = time.perf_counter() - start
-        self._fitted = secure.model, secure.report(), rng, secure.within(), secure.spec
+        model, spec = secure.data.model, secure.data.spec
+        assert model is not None  # fitted
+        self._fitted = model, secure.report(), rng, secure.within(), spec
         return {}
 
     def _fit_paper(self, inputs: Mapping[Message, Payload]) -> Outputs:

@@ -79,7 +79,7 @@ DEFAULTS: dict[str, Any] = {
     "secure_feature_width": "auto",
     "secure_iters": 1000,
     # The ceilings of the server's model caps, which grow with the measurements' precision
-    # (SecureServer.model_caps; by max_total_cells / 364 cells per unit,
+    # (EnginePlan.model_caps; by max_total_cells / 364 cells per unit,
     # vertimrf.synth.engine.plan.cells_per_precision): the engine's (EngineOptions). On Adult
     # (seeds 0..2) they lowered the secure method's 3-way TVD by 8% at epsilon 1.6 and 3.2
     # against 2e5 and 1e6, for 2.4x and 4.4x the time (benchmarks/results/secure_caps_vs.md).

@@ -113,7 +113,7 @@ class Server:
     def slot_maps(self) -> dict[str, Path]:
         """Partial record sets, after :meth:`deal`: each party's slot map (a file, kept
         while this server is), to send with its deal."""
-        return {} if self.secure is None else self.secure.slot_maps
+        return {} if self.secure is None else self.secure.record_sets.slot_maps()
 
     def select(self, releases: Sequence[SecureRelease]) -> Request:
         """The secure select pipeline: the re-measurement request, from the first releases."""

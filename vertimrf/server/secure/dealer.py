@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from hashlib import sha256
-from pathlib import Path
 
 import numpy as np
 
@@ -120,8 +119,8 @@ class Dealer:
         (each party's commit message, :func:`~vertimrf.protocol.secure.commit.read_commit`);
         with partial record sets also for every party's ``tokens`` (sorted lists,
         :meth:`~vertimrf.party.secure.SecureParty.tokens`, read by blocks): each party's
-        slots are then written to its slot map (:attr:`slot_maps`, a file each), which its
-        deal opens, and the region counts are published (:attr:`regions_released`)."""
+        slots are then written to its slot map (a file, :meth:`RecordSets.slot_maps`), which
+        its deal opens, and the region counts are published (:attr:`RecordSets.released`)."""
         plan, ctx = self.plan, self.config.run_context()
         commit_set = self.admit(commitments, public_keys).digest
         self.record_sets.assign(tokens, self._stream, ctx, self.config.expected_shared)
@@ -165,12 +164,6 @@ class Dealer:
         if data.get("sets") is not None:
             self.record_sets.restore(data["sets"])
         self.commit_set = commit_set
-
-    @property
-    def slot_maps(self) -> dict[str, Path]:
-        """Partial record sets, after :meth:`deal`: each party's slot map, a file (kept
-        while this server is; empty otherwise)."""
-        return self.record_sets.slot_maps()
 
     def group_deals(
         self, request: Request, public_keys: Mapping[str, PublicKey] | None = None
