@@ -1,7 +1,7 @@
-"""The server's side of method="secure", one function per protocol step over its frozen
-session (:mod:`.session`: config, plan, keys, ledger, record-set strategy, seed) and its
-step data (:mod:`.step_data`), the dealer's cryptography apart from the DP post-processing;
-:class:`SecureServer` (:mod:`.steps`) checks the step order and dispatches:
+"""The server's side of method="secure", one function per protocol step over the frozen
+session (config, plan, keys, ledger, record-set strategy, seed) and the step data (what the
+steps made; both :mod:`.session`), the dealer's cryptography apart from the DP
+post-processing; :class:`SecureServer` (:mod:`.steps`) checks the step order and dispatches:
 
 1. deal (:mod:`.dealer`): seeds for every party's mask U_p and every pair's W, and
    Z_pq = U_p^T U_q - W_pq, each sealed to its party; after the request, the round-2 deals.

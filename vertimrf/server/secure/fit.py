@@ -13,16 +13,20 @@ from typing import cast
 
 import numpy as np
 
-from vertimrf.errors import MessageError, ModelShrunkWarning
+from vertimrf.errors import ModelShrunkWarning
 from vertimrf.mrf.junction_tree import JunctionTree, model_size, triangulated_cliques
 from vertimrf.privacy.samplers import NoiseSampler
 from vertimrf.protocol.methods import rules
-from vertimrf.protocol.report import ProtocolReport
 from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.server.secure.selection import engine_plan
-from vertimrf.server.secure.session import ServerSession, check_releases, randomness, tables
-from vertimrf.server.secure.step_data import StepData
+from vertimrf.server.secure.session import (
+    ServerSession,
+    StepData,
+    check_releases,
+    randomness,
+    tables,
+)
 from vertimrf.server.secure.union_fit import partial_releases
 from vertimrf.synth.engine.fit import fit_model, measurements
 from vertimrf.synth.engine.tables import Tables
@@ -44,10 +48,9 @@ def fit(
     noise, rng = randomness(session, MEASURE, releases)
     if session.seed is None:
         rng = np.random.default_rng()
-    data.note_seeded(session.plan, releases)
-    for r in session.plan.releases(MEASURE, request.marginals, request.bins):
-        session.ledger.charge(r)
-    for r in session.plan.fine_releases():
+    plan = session.plan
+    data.note_seeded(plan, releases)
+    for r in [*plan.releases(MEASURE, request.marginals, request.bins), *plan.fine_releases()]:
         session.ledger.charge(r)
     _fit_shrinking(session, data, releases, noise)
     data.fine = {c: v for r in releases for c, v in r.fine.items()}
@@ -162,40 +165,3 @@ def _fit_union(session: ServerSession, data: StepData, second: Tables) -> None:
     data.model = union.population_model(population)
     data.n_hat = float(union.rows(population))
     data.iterations = [int(union.fit.iterations)]
-
-
-def report(
-    session: ServerSession,
-    data: StepData,
-    seconds: dict[str, float] | None = None,
-    message_bytes: dict[str, int] | None = None,
-) -> ProtocolReport:
-    """The run's report: the ledger (the plan's releases) and what was measured, with the
-    caller's ``seconds`` per phase and ``message_bytes`` per party, if given."""
-    if data.request is None or data.tree is None:
-        raise MessageError("run select and synthesize before report.")
-    config, plan, ledger = session.config, session.plan, session.ledger
-    names = config.spec.names
-    marginals = data.request.marginals
-    cross = [m for m in marginals if plan.kind(m) == "cross"]
-    return ProtocolReport(
-        epsilon=config.epsilon,
-        delta=config.delta,
-        method="secure",
-        ledger=ledger,
-        fm_bound=None,
-        seeded_roles=data.seeded_roles(session.seed is not None),
-        n_hat=round(data.n_hat),
-        model=str(data.tree.size),
-        cross_edges=(),
-        cross_measured=tuple(tuple(names[a] for a in m) for m in cross),
-        n_local_measurements=len(marginals) - len(cross),
-        binned=tuple(tuple(names[a] for a in m) for m in data.bins),
-        iterations=tuple(data.iterations),
-        viewers=plan.viewer_rho(list(ledger.releases)),
-        regions=session.record_sets.region_names(),
-        region_sigma=session.record_sets.region_sigma(),
-        refits=tuple(data.refits),
-        seconds={} if seconds is None else seconds,
-        message_bytes={} if message_bytes is None else message_bytes,
-    )

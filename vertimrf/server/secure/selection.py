@@ -5,12 +5,13 @@ oracle (:mod:`.oracle`: within one party, or cross blocks within the round-2 cap
 returns the request for re-measurement, in which a 2-way marginal is binned where its
 estimated error is lower binned than at its full domain (``secure_binning="auto"``,
 :mod:`vertimrf.server.binning`). What select found is kept between processes in the server's
-private state file (:meth:`~vertimrf.server.secure.step_data.StepData.saved`).
+private state file (:meth:`~vertimrf.server.secure.session.StepData.save`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from functools import partial
 
@@ -18,19 +19,19 @@ import numpy as np
 
 from vertimrf.errors import MessageError
 from vertimrf.protocol.methods import rules
-from vertimrf.protocol.secure.marginals import Marginal, Request
+from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
 from vertimrf.protocol.secure.plan import MEASURE, SELECT
 from vertimrf.protocol.secure.release import SecureRelease
-from vertimrf.server.binning import BinChoice, choose_bins
+from vertimrf.server.binning import choose_bins
 from vertimrf.server.secure.oracle import SecureOracle
 from vertimrf.server.secure.session import (
     ServerSession,
+    StepData,
     check_releases,
     cut_spec,
     randomness,
     tables,
 )
-from vertimrf.server.secure.step_data import StepData
 from vertimrf.synth.engine.plan import EnginePlan, cells_per_precision
 from vertimrf.synth.engine.scores import laplace_weight, pooled_one_way, record_total
 from vertimrf.synth.engine.select import choose
@@ -60,8 +61,7 @@ def select(session: ServerSession, data: StepData, releases: Sequence[SecureRele
     data.n_hat = record_total(count[0], laplace_weight(plan.count_epsilon), first)
     choice = choose(first, data.n_hat, engine_plan(session), oracle(session), rng)
     data.tree = choice.tree
-    data.bins = binning(session, first, choice.marginals)
-    bins = {m: c.maps for m, c in data.bins.items()}
+    bins = binning(session, first, choice.marginals)
     data.request = plan.check_request(choice.marginals, bins)  # canonical order
     return data.request
 
@@ -84,15 +84,15 @@ def check_commit_set(data: StepData, releases: Sequence[SecureRelease]) -> None:
 
 def binning(
     session: ServerSession, first: Tables, marginals: Sequence[Marginal]
-) -> dict[Marginal, BinChoice]:
-    """The 2-way marginals of the request to measure on bins, with their estimated errors:
+) -> dict[Marginal, BinMaps]:
+    """The 2-way marginals of the request to measure on bins, with their bins:
     post-processing of the ``first`` release (:func:`choose_bins`)."""
     if session.config.secure_options().binning == "off":
         return {}
     plan = session.plan
     ones, ones_var = pooled_one_way(first, plan.sizes)
     sigma = plan.sigma(MEASURE, marginals)  # before binning, which lowers it
-    out: dict[Marginal, BinChoice] = {}
+    out: dict[Marginal, BinMaps] = {}
     for m in marginals:
         if len(m) != 2 or m not in first.values:
             continue
@@ -100,19 +100,20 @@ def binning(
         shaped = first.values[m].reshape(plan.shape(m))
         choice = choose_bins(shaped, first.scale[m], scale, ones, ones_var, m)
         if choice is not None:
-            out[m] = choice
+            out[m] = choice.maps
     return out
 
 
-def resume(session: ServerSession, data: StepData, marginals: Sequence[Marginal]) -> None:
-    """After :meth:`StepData.loaded`: the request of ``marginals`` with the bins select
-    chose (deterministic), and the first release charged to the session's ledger."""
-    first, plan = data.first, session.plan
+def resume(session: ServerSession, path: str | os.PathLike) -> StepData:
+    """What select found, from ``path`` (:meth:`StepData.load`), its request with the bins
+    select chose (deterministic), and the first release charged to the session's ledger."""
+    data, marginals = StepData.load(session, path)
+    plan, first = session.plan, data.first
     assert first is not None  # loaded
-    data.bins = binning(session, first, marginals)
-    data.request = plan.check_request(marginals, {m: c.maps for m, c in data.bins.items()})
+    data.request = plan.check_request(marginals, binning(session, first, marginals))
     for r in [*plan.quantile_releases(), *plan.releases(SELECT, plan.first_release())]:
         session.ledger.charge(r)
+    return data
 
 
 def engine_plan(session: ServerSession) -> EnginePlan:

@@ -1,27 +1,39 @@
-"""The server's session in a secure run, fixed when it is built: the config and plan, its
-key pair and own secret, the record-set strategy, its ledger and its seed; and the steps'
-shared reading of the parties' releases: checked, and summed (the two padded shares of each
-cross block added, the pads cancel) with the server's own N_Z(0, sigma^2 / 2), drawn from
-the noise each step derives from the session (:func:`randomness`).
+"""The server's session in a secure run and its step data.
+
+:class:`ServerSession` is fixed when it is built: the config and plan, its key pair and own
+secret, the record-set strategy, its ledger and its seed. :class:`StepData` is what the
+steps have made so far, typed: the commitments' digest the first releases name, the noisy
+first release (with the server's noise), the selection (n_hat, the junction tree, the
+request with its bins), the parties whose releases said they were seeded, the spec with the
+parties' quantile cuts, and the fit; :meth:`StepData.save` writes what a later process needs
+after select (the server's private state file), read back by :meth:`StepData.load`.
+
+The steps read the parties' releases alike: checked, and summed (the two padded shares of
+each cross block added, the pads cancel) with the server's own N_Z(0, sigma^2 / 2), drawn
+from the noise each step derives from the session (:func:`randomness`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from hashlib import sha256
 
 import numpy as np
 
+from vertimrf.container import read_container, write_container
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import DomainError, MessageError
+from vertimrf.mrf.junction_tree import JunctionTree
+from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.privacy.ledger import PrivacyLedger
 from vertimrf.privacy.samplers import KeyedSampler, NoiseSampler
 from vertimrf.privacy.samplers import randomness as seeded_randomness
 from vertimrf.protocol.config import ProtocolConfig
-from vertimrf.protocol.secure.marginals import BinMaps, Marginal
+from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
 from vertimrf.protocol.secure.plan import MEASURE, SecurePlan
 from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.seeds import SERVER, role_seed, seeded_stream
@@ -30,6 +42,7 @@ from vertimrf.server.methods import server_strategy
 from vertimrf.server.secure.record_sets import RecordSets, record_sets
 from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.privmrf.options import PrivMRFOptions
+from vertimrf.synth.union import UnionModel
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,104 @@ class ServerSession:
         stream = secret if seed is None else seeded_stream(seed, SERVER)
         options = server_strategy(config).search_options(config)
         return cls(config, plan, keypair, secret, stream, options, sets, ledger, seed)
+
+
+STATE_KIND = "vertimrf-secure-server-state"
+
+
+@dataclass
+class StepData:
+    """What the server's steps have made (module doc); None or empty until the step that
+    makes it."""
+
+    spec: DomainSpec  # the config's, with the parties' DP quantile cuts once select reads them
+    commit_set: bytes | None = None  # the digest of the commitments the deals were made for
+    first: Tables | None = None
+    request: Request | None = None
+    seeded_parties: tuple[str, ...] = ()
+    n_hat: float = 0.0
+    tree: JunctionTree | None = None
+    model: MarkovRandomField | None = None
+    iterations: list[int] = field(default_factory=list)
+    skipped: int = 0  # partial sets: marginals the union fit could not read
+    refits: list[str] = field(default_factory=list)  # each fit again with a smaller model
+    max_model_cells: int | None = None  # a refit's cap on the fitted model's cells
+    union: UnionModel | None = None  # partial sets: the fitted model over the union
+    fine: dict[str, np.ndarray] = field(default_factory=dict)  # the fitted fine histograms
+
+    def selected(self, before: str) -> tuple[Tables, Request, JunctionTree]:
+        """The first release, the request and the tree (MessageError, saying select must
+        run ``before`` the caller, until select has run)."""
+        if self.first is None or self.request is None or self.tree is None:
+            raise MessageError(f"run select(first releases) before {before}.")
+        return self.first, self.request, self.tree
+
+    def note_seeded(self, plan: SecurePlan, releases: Sequence[SecureRelease]) -> None:
+        """Add the parties whose ``releases`` say their noise came from a seed."""
+        seeded = set(self.seeded_parties) | {r.party for r in releases if r.seeded}
+        self.seeded_parties = tuple(n for n in plan.names if n in seeded)
+
+    def save(self, session: ServerSession, path: str | os.PathLike) -> None:
+        """Write what a later process needs after select to ``path`` (server-private: the
+        noisy first release with the server's noise, n_hat, the cliques, the request, the
+        parties whose releases said they were seeded, the quantile cuts, and with partial
+        record sets the deal's region counts and slots)."""
+        first, request, tree = self.selected("save_state")
+        keys = list(first.values)
+        meta = {
+            "config_hash": session.config.config_hash(),
+            "n_hat": self.n_hat,
+            "request": [list(m) for m in request.marginals],
+            "cliques": [list(c) for c in tree.cliques],
+            "tables": [list(m) for m in keys],
+            "scales": [first.scale[m] for m in keys],
+            "seeded_parties": list(self.seeded_parties),
+            "cuts": {c: list(self.spec[c].cuts or ()) for c, *_ in session.plan.quantile},
+        }
+        dealt = session.record_sets.kept()
+        if dealt is not None:
+            meta["regions"] = dealt
+        arrays = {f"t{i}": first.values[m] for i, m in enumerate(keys)}
+        write_container(path, STATE_KIND, meta, arrays)
+
+    @classmethod
+    def load(
+        cls, session: ServerSession, path: str | os.PathLike
+    ) -> tuple[StepData, list[Marginal]]:
+        """The step data :meth:`save` wrote to ``path`` but the request, and the marginals
+        requested; the region counts restored to the session."""
+        plan, config = session.plan, session.config
+        cells = max(plan.cells(m) for m in plan.first_release())
+        meta, arrays = read_container(path, STATE_KIND, array_bytes=lambda name: 8 * cells)
+        if meta.get("config_hash") != config.config_hash():
+            raise MessageError(f"{path}: the server state belongs to another run.")
+        try:
+            keys = [tuple(int(a) for a in m) for m in meta["tables"]]
+            first = Tables(
+                {m: arrays[f"t{i}"] for i, m in enumerate(keys)},
+                dict(zip(keys, (float(x) for x in meta["scales"]), strict=True)),
+            )
+            seeded = meta["seeded_parties"]
+            if not isinstance(seeded, list) or not set(seeded) <= set(plan.names):
+                raise ValueError("seeded_parties")
+            data = cls(
+                spec=cut_spec(session, meta.get("cuts", {})),
+                first=first,
+                seeded_parties=tuple(n for n in plan.names if n in seeded),
+                n_hat=float(meta["n_hat"]),
+                tree=JunctionTree.build(
+                    config.spec.domain,
+                    [tuple(c) for c in meta["cliques"]],
+                    heuristic="min_fill",
+                    max_cells=int(session.options.max_total_cells),
+                ),
+            )
+            marginals = [tuple(m) for m in meta["request"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MessageError(f"{path}: malformed server state ({exc!r}).") from None
+        if "regions" in meta:  # partial record sets: the deal's region counts and slots
+            session.record_sets.restore(meta["regions"])
+        return data, marginals
 
 
 def randomness(

@@ -11,7 +11,6 @@ from typing import TypeVar
 import numpy as np
 import pandas as pd
 
-from vertimrf.container import read_container, write_container
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
@@ -23,13 +22,11 @@ from vertimrf.protocol.seeds import SERVER
 from vertimrf.protocol.setup import RunSetup
 from vertimrf.server.secure import fit, selection
 from vertimrf.server.secure.dealer import Dealer
-from vertimrf.server.secure.session import ServerSession
-from vertimrf.server.secure.step_data import StepData
+from vertimrf.server.secure.session import ServerSession, StepData
 from vertimrf.server.slots import TokenSource
 from vertimrf.synth.fitted import absent_decoder, decoder_of
 from vertimrf.within import Placement, placement
 
-STATE_KIND = "vertimrf-secure-server-state"
 T = TypeVar("T")
 
 
@@ -75,8 +72,9 @@ class SecureServer:
 
     @property
     def seeded_roles(self) -> tuple[str, ...]:
-        """The roles whose noise came from a seed (:meth:`StepData.seeded_roles`)."""
-        return self.data.seeded_roles(self.session.seed is not None)
+        """The roles whose noise came from a seed: the parties whose releases said so (in
+        the plan's order), then the server if it is seeded."""
+        return self.data.seeded_parties + ((SERVER,) if self.session.seed is not None else ())
 
     def admit(
         self, commitments: Mapping[str, bytes], public_keys: Mapping[str, PublicKey]
@@ -113,8 +111,7 @@ class SecureServer:
         return self._dealing().group_deals(self.data.request, public_keys)
 
     def cross_tables(self, releases: Sequence[SecureRelease]) -> dict[Marginal, np.ndarray]:
-        """The paper pipeline's one step, run once
-        (:func:`~vertimrf.server.secure.selection.cross_tables`)."""
+        """The paper pipeline's one step (:func:`.selection.cross_tables`), run once."""
         if self.plan.select or self.data.first is not None:
             raise MessageError("cross_tables is the paper pipeline's one step, run once.")
         return self._step(lambda data: selection.cross_tables(self.session, data, releases))
@@ -163,12 +160,39 @@ class SecureServer:
         seconds: dict[str, float] | None = None,
         message_bytes: dict[str, int] | None = None,
     ) -> ProtocolReport:
-        """The run's report (:func:`~vertimrf.server.secure.fit.report`)."""
-        return fit.report(self.session, self.data, seconds, message_bytes)
+        """The run's report: the ledger (the plan's releases) and what was measured, with
+        the caller's ``seconds`` per phase and ``message_bytes`` per party, if given."""
+        data, config, plan, ledger = self.data, self.config, self.plan, self.ledger
+        if data.request is None or data.tree is None:
+            raise MessageError("run select and synthesize before report.")
+        names = config.spec.names
+        marginals = data.request.marginals
+        cross = [m for m in marginals if plan.kind(m) == "cross"]
+        return ProtocolReport(
+            epsilon=config.epsilon,
+            delta=config.delta,
+            method="secure",
+            ledger=ledger,
+            fm_bound=None,
+            seeded_roles=self.seeded_roles,
+            n_hat=round(data.n_hat),
+            model=str(data.tree.size),
+            cross_edges=(),
+            cross_measured=tuple(tuple(names[a] for a in m) for m in cross),
+            n_local_measurements=len(marginals) - len(cross),
+            binned=tuple(tuple(names[a] for a in m) for m in data.request.bins),
+            iterations=tuple(data.iterations),
+            viewers=plan.viewer_rho(list(ledger.releases)),
+            regions=self.record_sets.region_names(),
+            region_sigma=self.record_sets.region_sigma(),
+            refits=tuple(data.refits),
+            seconds={} if seconds is None else seconds,
+            message_bytes={} if message_bytes is None else message_bytes,
+        )
 
     def save_state(self, path: str | os.PathLike) -> None:
-        """Write what :meth:`synthesize` needs after :meth:`select` (:meth:`StepData.saved`)."""
-        write_container(path, STATE_KIND, *self.data.saved(self.session))
+        """Write what :meth:`synthesize` needs after :meth:`select` (:meth:`StepData.save`)."""
+        self.data.save(self.session, path)
 
     @classmethod
     def load_state(
@@ -181,9 +205,5 @@ class SecureServer:
     ) -> SecureServer:
         """A server ready to :meth:`synthesize`, from :meth:`save_state`'s file."""
         server = cls(config, seed=seed, keypair=keypair)
-        plan = server.plan
-        cells = max(plan.cells(m) for m in plan.first_release())
-        meta, arrays = read_container(path, STATE_KIND, array_bytes=lambda name: 8 * cells)
-        server.data, marginals = StepData.loaded(server.session, meta, arrays, path)
-        selection.resume(server.session, server.data, marginals)
+        server.data = selection.resume(server.session, path)
         return server
