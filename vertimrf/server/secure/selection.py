@@ -5,7 +5,7 @@ oracle (:mod:`.oracle`: within one party, or cross blocks within the round-2 cap
 returns the request for re-measurement, in which a 2-way marginal is binned where its
 estimated error is lower binned than at its full domain (``secure_binning="auto"``,
 :mod:`vertimrf.server.binning`). What select found is kept between processes in the server's
-private state file (:meth:`~vertimrf.server.secure.session.StepData.save`).
+private state file (:meth:`~vertimrf.server.secure.session.StepData.save`, :func:`resume`).
 """
 
 from __future__ import annotations
