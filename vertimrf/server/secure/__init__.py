@@ -1,7 +1,7 @@
 """The server's side of method="secure", one function per protocol step over the frozen
 session (config, plan, keys, ledger, record-set strategy, seed) and the step data (what the
 steps made; both :mod:`.session`), the dealer's cryptography apart from the DP
-post-processing; :class:`SecureServer` (:mod:`.steps`) checks the step order and dispatches:
+post-processing; :class:`SecureServer` (:mod:`.server`) checks the step order and dispatches:
 
 1. deal (:mod:`.dealer`): seeds for every party's mask U_p and every pair's W, and
    Z_pq = U_p^T U_q - W_pq, each sealed to its party; after the request, the round-2 deals.
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from vertimrf.lazy import lazy_names
 
 if TYPE_CHECKING:  # loaded on first use: the dealer alone imports no selection nor fit
-    from vertimrf.server.secure.steps import SecureServer as SecureServer
+    from vertimrf.server.secure.server import SecureServer as SecureServer
 
-_EXPORTS = {"SecureServer": "vertimrf.server.secure.steps"}
+_EXPORTS = {"SecureServer": "vertimrf.server.secure.server"}
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
