@@ -17,8 +17,6 @@ import argparse
 import json
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -31,21 +29,12 @@ from vertimrf.party.records import table_input
 from vertimrf.party.records.table_input import _Column, read_party_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import git_commit, load_average, machine  # noqa: E402
+from _common import best_cpu, git_commit, load_average, machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS, BATCH = 1 << 20, 1 << 16
 TEXT = tuple(f"v{i}" for i in range(12))
 INTS = tuple(range(9))
-
-
-def _cpu(run: Callable[[], object], repeat: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        run()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def _column(
@@ -58,7 +47,7 @@ def _column(
         for batch in batches:
             column.encode(batch)
 
-    return _cpu(run)
+    return best_cpu(run, 5)
 
 
 def _whole(path: Path, spec: DomainSpec, lookup: bool) -> float:
@@ -72,7 +61,7 @@ def _whole(path: Path, spec: DomainSpec, lookup: bool) -> float:
         finally:
             table_input._lookup = real
 
-    return _cpu(run, 3)
+    return best_cpu(run, 3)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         base, new = _whole(path, spec, False), _whole(path, spec, True)
         text = pa_csv.ConvertOptions(column_types={c: pa.string() for c in frame.columns})
-        read = _cpu(lambda: pa_csv.read_csv(path, convert_options=text), 3)
+        read = best_cpu(lambda: pa_csv.read_csv(path, convert_options=text), 3)
         rows.append({"what": "the whole CSV, 1M rows", "encoder_s": base, "lookup_s": new,
                      "read_s": read})  # fmt: skip
     commit = git_commit(ROOT)

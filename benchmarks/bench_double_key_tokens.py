@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -26,19 +25,10 @@ from vertimrf.party.records.ids import int_fingerprints
 from vertimrf.party.records.tokens import TokenKeys, order_tokens, release_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import git_commit, load_average, machine  # noqa: E402
+from _common import best_cpu, git_commit, load_average, machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS, POINTS = 1_000_000, 2_000
-
-
-def _best(run, repeat: int = 3) -> float:  # noqa: ANN001
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        run()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,10 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     keys = TokenKeys(os.urandom(32), os.urandom(32), b"bench")
     fingerprints = int_fingerprints(np.arange(ROWS, dtype=np.int64))
     release_tokens(order_tokens(fingerprints[:10], keys), keys, bytes(32))  # load the kernels
-    today = _best(lambda: release_tokens(order_tokens(fingerprints, keys), keys, bytes(32)))
+    today = best_cpu(lambda: release_tokens(order_tokens(fingerprints, keys), keys, bytes(32)))
     key = X25519PrivateKey.generate()
     points = [X25519PublicKey.from_public_bytes(os.urandom(32)) for _ in range(POINTS)]
-    each = _best(lambda: [key.exchange(p) for p in points]) / POINTS
+    each = best_cpu(lambda: [key.exchange(p) for p in points]) / POINTS
     row = {"today_s": today, "x25519_us": each * 1e6, "double_key_s": 2 * each * ROWS}
     row["ratio"] = row["double_key_s"] / today
     commit = git_commit(ROOT)
