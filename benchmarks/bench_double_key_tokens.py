@@ -13,7 +13,6 @@ the peer's list), scaled to 1M records. CPU seconds, best of 3.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ from vertimrf.party.records.ids import int_fingerprints
 from vertimrf.party.records.tokens import TokenKeys, order_tokens, release_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import best_cpu, git_commit, load_average, machine  # noqa: E402
+from _common import best_cpu, git_commit, load_average, machine, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS, POINTS = 1_000_000, 2_000
@@ -33,7 +32,7 @@ ROWS, POINTS = 1_000_000, 2_000
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--json", type=Path)
+    ap.add_argument("--json")
     args = ap.parse_args(argv)
     keys = TokenKeys(os.urandom(32), os.urandom(32), b"bench")
     fingerprints = int_fingerprints(np.arange(ROWS, dtype=np.int64))
@@ -49,9 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"1M records: today's tokens {today:.3f} CPU s; one X25519 multiplication "
           f"{row['x25519_us']:.1f} us, two per record {row['double_key_s']:.1f} s "
           f"({row['ratio']:.0f}x)")  # fmt: skip
-    if args.json is not None:
-        meta = {"machine": machine(), "load": load_average(), "commit": commit}
-        args.json.write_text(json.dumps({**meta, **row}, indent=2) + "\n")
+    meta = {"machine": machine(), "load": load_average(), "commit": commit}
+    write_json(args.json, {**meta, **row})
     return 0
 
 

@@ -14,7 +14,6 @@ CPU seconds, best of 3, alternating.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.methods import secure_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import git_commit, load_average, machine  # noqa: E402
+from _common import git_commit, load_average, machine, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS, MAX_ROWS = 1_000_000, 1 << 20
@@ -58,11 +57,16 @@ def _run(path: Path, part_rows: int) -> float:
     return time.process_time() - start
 
 
+def _numpy_stable(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(keys, kind="stable")
+    return order, keys[order]
+
+
 def _stable_sorts(path: Path) -> float:
     """The in-memory path with every ``stable_order`` numpy's stable argsort."""
     modules, real = (aligned, slot_table, tokens), tokens.stable_order
     for module in modules:
-        module.stable_order = lambda keys: np.argsort(keys, kind="stable")  # type: ignore[attr-defined]
+        module.stable_order = _numpy_stable  # type: ignore[attr-defined]
     try:
         return _run(path, MAX_ROWS)
     finally:
@@ -72,7 +76,7 @@ def _stable_sorts(path: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--json", type=Path)
+    ap.add_argument("--json")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -96,9 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{row['ratio']:.2f}x; in memory with numpy's stable argsort "
         f"{row['stable_argsort_s']:.2f} s ({row['sort_ratio']:.2f}x)"
     )
-    if args.json is not None:
-        meta = {"machine": machine(), "load": load_average(), "commit": commit}
-        args.json.write_text(json.dumps({**meta, **row}, indent=2) + "\n")
+    meta = {"machine": machine(), "load": load_average(), "commit": commit}
+    write_json(args.json, {**meta, **row})
     return 0
 
 

@@ -109,8 +109,8 @@ def align_buckets(
     count over the whole table. RecordIDError when two records share an ID (they share a
     PRF value)."""
     buckets = counts.size
-    order = stable_order(prf)
-    prf, fingerprints = prf[order], fingerprints[order]
+    order, prf = stable_order(prf)
+    fingerprints = fingerprints[order]
     codes = np.ascontiguousarray(codes[order])
     del order
     same, repeated = repeated_prf(prf, fingerprints)
@@ -129,8 +129,8 @@ def align_buckets(
     spilled = slots // capacity != bucket
     del bucket
     if spilled.any():  # spill rows lie elsewhere: put the records in row order
-        by_slot = stable_order(slots)
-        slots, codes, spilled = slots[by_slot], codes[by_slot], spilled[by_slot]
+        by_slot, slots = stable_order(slots)
+        codes, spilled = codes[by_slot], spilled[by_slot]
     return BucketRows(slots, codes, spilled, record_hashes, data_hashes)
 
 

@@ -382,8 +382,8 @@ class DaskAligned:
             if spills
             else np.empty((0, width), np.int32)
         )
-        order = stable_order(slots)
-        self._spill_slots, self._spill_codes = slots[order], codes[order]
+        order, self._spill_slots = stable_order(slots)
+        self._spill_codes = codes[order]
         records = {b: h for s in summaries for b, h in s.record_hashes.items()}
         data = {b: h for s in summaries for b, h in s.data_hashes.items()}
         self.record_digest, self.data_digest = combine_digests(
@@ -404,8 +404,8 @@ class DaskAligned:
             if i1 > i0:
                 slots = np.concatenate((slots, self._spill_slots[i0:i1]))
                 codes = np.concatenate((codes, self._spill_codes[i0:i1]))
-                order = stable_order(slots)
-                slots, codes = slots[order], codes[order]
+                order, slots = stable_order(slots)
+                codes = codes[order]
             self._held = (b, slots, codes)
         return self._held[1], self._held[2]
 

@@ -88,8 +88,8 @@ class SlotAligned:
     def __init__(
         self, codes: np.ndarray, fingerprints: np.ndarray, slots: np.ndarray, assignment: bytes
     ) -> None:
-        order = stable_order(slots)
-        self._slots = np.ascontiguousarray(slots[order], np.int64)
+        order, ordered = stable_order(slots)
+        self._slots = np.ascontiguousarray(ordered, np.int64)
         self._codes = np.ascontiguousarray(codes[order])
         check_distinct(self._slots)
         self.n = int(self._slots.size)
@@ -163,8 +163,7 @@ class MemoryRecords:
         self._keys, self._plan, self._index = keys, plan, index
         self.n = int(fingerprints.size)
         self._order = order_tokens(fingerprints, keys)
-        order = stable_order(self._order)
-        self._sorted = self._order[order]
+        order, self._sorted = stable_order(self._order)
         self.digest = records_digest(
             self.n, table.codes.shape[1], [fingerprints[order]], [table.codes[order]]
         )

@@ -185,8 +185,7 @@ def make_tokens(
     holds it."""
     real = release_tokens(order, keys, admit)
     tokens = np.concatenate((real, dummy_tokens(keys, admit, noise, index)))
-    order = stable_order(tokens)
-    ordered = tokens[order]
+    order, ordered = stable_order(tokens)
     repeats = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
     if repeats:
         raise repeats_error(repeats)
