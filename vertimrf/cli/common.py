@@ -38,10 +38,6 @@ if TYPE_CHECKING:
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def write_json(path: str, data: dict) -> None:
-    write_all({Path(path): json.dumps(data, indent=2).encode("utf-8")})
-
-
 def check_outputs(
     args: argparse.Namespace,
     outputs: Iterable[str | os.PathLike | None],
