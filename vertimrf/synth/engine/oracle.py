@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from vertimrf.synth.engine.tables import Marginal, Tables
+from vertimrf.synth.engine.tables import Marginal
 
 
 class Oracle(Protocol):
@@ -42,13 +42,4 @@ class Oracle(Protocol):
 
     def model_fits(self, cliques: Sequence[Sequence[int]]) -> bool:
         """Whether the model over ``cliques`` fits the oracle's cap on cells."""
-        ...
-
-
-class MeasuringOracle(Oracle, Protocol):
-    """An oracle that measures when asked (the local one; the secure one's measurements
-    come from the protocol's rounds)."""
-
-    def measure(self, marginals: Sequence[Marginal], sigma: float, what: str) -> Tables:
-        """Charge, then release ``marginals`` with noise scale ``sigma``."""
         ...
