@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from tests.secure_runs import commitments, cross_tab, exchange, secure_parties
 from vertimrf import simulate
 from vertimrf.domain import DomainSpec
+from vertimrf.driver.codec import read_request, request_bytes
 from vertimrf.errors import MessageError
 from vertimrf.protocol.bins import bin_axes
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import MEASURE
-from vertimrf.protocol.secure.request import load_request, save_request
 from vertimrf.server.binning import binned_error, choose_bins, recover
 from vertimrf.server.secure.session import randomness
 from vertimrf.server.secure.session import tables as summed_tables
@@ -214,21 +214,20 @@ def test_bad_bins_in_a_request_are_refused(bins, pattern):
         server.plan.check_request([(0, 2), (0, 1)], bins)
 
 
-def test_request_file_round_trip_and_refusals(tmp_path):
+def test_request_round_trip_and_refusals():
     cfg, spec, members, server, public, codes = secure_parties([[20, 6], [30]], 10, 0, rows=16)
     plan, digest = server.plan, cfg.config_hash()
     request = plan.check_request(
         [(0, 2), (0, 1)], {(0, 2): (tuple(i // 5 for i in range(20)), None)}
     )
-    path = tmp_path / "request.json"
-    save_request(path, digest, request)
-    back = load_request(path, plan, digest)
+    data = request_bytes(request, digest)
+    back = read_request(data, plan, digest)
     assert back == request and isinstance(back, Request)
-    data = json.loads(path.read_text())
-    for bins in ([[0, data["bins"][0][1]], [0, data["bins"][0][1]]], [[5, [None, None]]], [3]):
-        path.write_text(json.dumps({**data, "bins": bins}))
+    parsed = json.loads(data)
+    for bins in ([[0, parsed["bins"][0][1]], [0, parsed["bins"][0][1]]], [[5, [None, None]]], [3]):
+        bad = json.dumps({**parsed, "bins": bins}).encode()
         with pytest.raises(MessageError, match="bins"):
-            load_request(path, plan, digest)
+            read_request(bad, plan, digest)
 
 
 def test_error_from_noisy_within_bin_shares_matches_monte_carlo():

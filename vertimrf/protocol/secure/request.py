@@ -4,19 +4,12 @@ post-processing of DP values)."""
 from __future__ import annotations
 
 import json
-import os
 
 from vertimrf.errors import MessageError
-from vertimrf.io import atomic_write_text, read_json
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import SecurePlan
 
 MAX_REQUEST_BYTES = 1 << 22  # a request lists at most a few thousand short marginals
-
-
-def save_request(path: str | os.PathLike, config_hash: str, request: Request) -> None:
-    """Write the server's re-measurement request for the run ``config_hash`` (atomically)."""
-    atomic_write_text(path, request_text(config_hash, request))
 
 
 def request_text(config_hash: str, request: Request) -> str:
@@ -34,22 +27,10 @@ def request_text(config_hash: str, request: Request) -> str:
     return json.dumps(data) + "\n"
 
 
-def load_request(path: str | os.PathLike, plan: SecurePlan, config_hash: str) -> Request:
-    """The request in a file, checked against this run: MessageError when the file is
-    oversized, malformed, of another run, or asks for marginals or bins the plan cannot
-    measure."""
-    try:
-        size = os.path.getsize(path)
-    except OSError as exc:
-        raise MessageError(f"{path}: cannot read the request ({exc.strerror or exc}).") from None
-    if size > MAX_REQUEST_BYTES:
-        raise MessageError(f"{path}: {size:,} bytes is too large for a request.")
-    return parse_request(read_json(path, MessageError, "request"), plan, config_hash, str(path))
-
-
 def parse_request(data: object, plan: SecurePlan, config_hash: str, path: str) -> Request:
     """A request's parsed JSON ``data`` (read from ``path``, which errors name), checked
-    against this run as :func:`load_request` says."""
+    against this run: MessageError when it is malformed, of another run, or asks for
+    marginals or bins the plan cannot measure."""
     if not isinstance(data, dict) or set(data) != {"config_hash", "marginals", "bins"}:
         raise MessageError(
             f'{path}: a request is {{"config_hash": ..., "marginals": [...], "bins": [...]}}.'
