@@ -58,12 +58,6 @@ def log_gaussian_delta(mu: float, epsilon: float) -> float:
     return log_pa + math.log(-math.expm1(log_ratio))
 
 
-def gaussian_delta(mu: float, epsilon: float) -> float:
-    """Smallest delta for which mu-GDP (a Gaussian mechanism with Delta/sigma = mu) is
-    (epsilon, delta)-DP."""
-    return math.exp(log_gaussian_delta(mu, epsilon))
-
-
 def gdp_mu(epsilon: float, delta: float) -> float:
     """Largest mu such that mu-GDP is (epsilon, delta)-DP (root of the Balle-Wang condition)."""
     _check_epsilon(epsilon)
@@ -90,21 +84,3 @@ def gdp_mu(epsilon: float, delta: float) -> float:
 def privmrf_budget(epsilon: float, delta: float) -> float:
     """PrivMRF's budget x(epsilon, delta): mu**2 for the largest admissible mu (Cai et al.)."""
     return gdp_mu(epsilon, delta) ** 2
-
-
-def gdp_epsilon(mu: float, delta: float) -> float:
-    """Smallest epsilon such that mu-GDP is (epsilon, delta)-DP."""
-    if not (mu > 0 and math.isfinite(mu)):
-        raise PrivacyBudgetError(f"mu must be a positive finite number; got {mu!r}.")
-    _check_delta(delta)
-    target = math.log(delta)
-    if log_gaussian_delta(mu, 0.0) <= target:
-        return 0.0
-
-    def gap(eps: float) -> float:
-        return log_gaussian_delta(mu, eps) - target
-
-    hi = 1.0
-    while gap(hi) > 0.0:
-        hi *= 2.0
-    return float(brentq(gap, 0.0, hi, xtol=1e-14, rtol=4 * 2.0**-52, maxiter=500))
