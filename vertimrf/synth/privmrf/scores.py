@@ -39,16 +39,6 @@ from vertimrf.synth.privmrf.budget_split import R_SCORE_SENSITIVITY
 from vertimrf.synth.privmrf.noise import FitNoise
 
 
-def r_score(codes: np.ndarray, i: int, j: int, sizes: Sequence[int]) -> float:
-    """Exact count-form R-score of attributes ``i`` and ``j`` (0 for an empty table)."""
-    n = codes.shape[0]
-    if n == 0:
-        return 0.0
-    joint = histogram(codes, (i, j), sizes)
-    indep = np.outer(joint.sum(axis=1), joint.sum(axis=0)) / n
-    return 0.5 * float(np.abs(joint - indep).sum())
-
-
 def pair_list(d: int) -> list[tuple[int, int]]:
     """All attribute pairs i < j in lexicographic order."""
     return [(i, j) for i in range(d) for j in range(i + 1, d)]
