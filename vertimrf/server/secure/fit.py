@@ -1,7 +1,8 @@
 """The server's fit, post-processing of both releases: the engine's fit
 (:func:`vertimrf.synth.engine.fit.fit_model`) on every measurement (the re-measured ones,
-the binned ones as linear queries on their bin sums, and the first release's pairs inside
-the cliques, each weighted 1 / its noise scale), warm-started from the first release;
+the binned ones as linear queries on their bin sums, the first release's pairs inside
+the cliques and the 1-way sums of the others, each weighted 1 / its noise scale),
+warm-started from the first release;
 :meth:`~vertimrf.server.secure.SecureServer.synthesize` samples n rows from it.
 """
 

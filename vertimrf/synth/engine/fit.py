@@ -1,7 +1,7 @@
 """The engine's fit, post-processing of both releases: every re-measurement (a binned one as
-a linear query on its bin sums) and the first release's pairs inside the cliques, each
-weighted 1 / its noise scale, fit the MRF by mirror descent, warm-started on the first
-release alone."""
+a linear query on its bin sums), the first release's pairs inside the cliques and the
+pooled 1-way sums of the others, each weighted 1 / its noise scale, fit the MRF by mirror
+descent, warm-started on the first release alone."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from vertimrf.mrf.estimation import Measurement, mirror_descent, theoretic_loss
 from vertimrf.mrf.junction_tree import JunctionTree
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.synth.engine.plan import EnginePlan
+from vertimrf.synth.engine.scores import left_out_one_ways
 from vertimrf.synth.engine.tables import Marginal, Tables
 
 BinMaps = tuple[np.ndarray | None, ...]
@@ -25,17 +26,20 @@ def measurements(
     bins: Mapping[Marginal, BinMaps] | None = None,
 ) -> tuple[list[Measurement], list[Measurement]]:
     """The re-measurements (``second``; those in ``bins`` measured on them), then the
-    ``first`` release's pairs inside a clique of ``tree``."""
+    ``first`` release's pairs inside a clique of ``tree`` and the 1-way tables pooled from
+    the others (:func:`~vertimrf.synth.engine.scores.left_out_one_ways`)."""
     bins = bins or {}
     cliques = [set(c) for c in tree.cliques]
     again = [
         Measurement(m, v, 1.0 / second.scale[m], bins=bins.get(m)) for m, v in second.values.items()
     ]
+    ones = left_out_one_ways(first, tree.domain.sizes, tree.cliques)
     pairs = [
         Measurement(m, v, 1.0 / first.scale[m])
         for m, v in first.values.items()
         if any(set(m) <= c for c in cliques)
     ]
+    pairs += [Measurement(m, v, 1.0 / ones.scale[m]) for m, v in ones.values.items()]
     return again, pairs
 
 

@@ -42,6 +42,27 @@ def pooled_one_way(tables: Tables, sizes: Sequence[int]) -> tuple[list[np.ndarra
     return counts, [1.0 / d if d else math.inf for d in den]
 
 
+def left_out_one_ways(
+    tables: Tables, sizes: Sequence[int], cliques: Sequence[Sequence[int]]
+) -> Tables:
+    """The 1-way tables that a model over ``cliques`` can still read from ``tables``'
+    2-way tables lying in none of its cliques (the fit leaves each of them out whole):
+    their row and column sums, pooled per attribute by inverse variance. Post-processing;
+    independent of every table that is not left out. Attributes in no left-out table are
+    not returned."""
+    groups = [set(c) for c in cliques]
+    left: dict[Marginal, np.ndarray] = {
+        m: v
+        for m, v in tables.values.items()
+        if len(m) == 2 and not any(set(m) <= g for g in groups)
+    }
+    num, den = _pooled(Tables(left, tables.scale), sizes)
+    held = sorted({a for m in left for a in m})
+    return Tables(
+        {(a,): num[a] / den[a] for a in held}, {(a,): 1.0 / math.sqrt(den[a]) for a in held}
+    )
+
+
 def one_way(tables: Tables, sizes: Sequence[int]) -> list[np.ndarray]:
     """The pooled 1-way counts of :func:`pooled_one_way`."""
     return pooled_one_way(tables, sizes)[0]

@@ -26,6 +26,7 @@ party's attributes are empty (NaN) where it is absent.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,9 +40,11 @@ from vertimrf.mrf.cliques import CliquePotentials
 from vertimrf.mrf.estimation import FitResult, mirror_descent
 from vertimrf.mrf.model import MarkovRandomField, PotentialsLike
 from vertimrf.protocol.regions import population_rows
+from vertimrf.synth.engine.scores import left_out_one_ways
+from vertimrf.synth.engine.tables import Tables
 from vertimrf.synth.fitted import Decoder, absent_decoder, check_rows
 from vertimrf.synth.union.measurements import UnionDomain, union_tables
-from vertimrf.synth.union.releases import PartialReleases
+from vertimrf.synth.union.releases import NoisyTable, PartialReleases
 from vertimrf.synth.union.structure import Structure, presence_bins, union_structure
 
 __all__ = ["PLATEAU", "Population", "UnionModel", "fit_union"]
@@ -128,6 +131,24 @@ def _factors(model: MarkovRandomField, factors: dict[tuple[int, ...], np.ndarray
     return CliquePotentials.from_factors(model.layout, factors).values
 
 
+def with_left_out_one_ways(
+    releases: PartialReleases, cliques: Sequence[Sequence[int]]
+) -> PartialReleases:
+    """``releases`` with the own 1-way tables pooled from the own 2-way tables in none of
+    ``cliques`` (:func:`~vertimrf.synth.engine.scores.left_out_one_ways`), which the fit
+    leaves out whole; each counts its party's records, as its sources do."""
+    pairs: dict[tuple[int, ...], NoisyTable] = {}
+    for t in releases.own:
+        if len(t.attrs) == 2:
+            pairs.setdefault(t.attrs, t)
+    tables = Tables(
+        {m: t.values.ravel() for m, t in pairs.items()}, {m: t.sigma for m, t in pairs.items()}
+    )
+    ones = left_out_one_ways(tables, releases.domain.sizes, cliques)
+    extra = tuple(NoisyTable(m, v, ones.scale[m]) for m, v in ones.values.items())
+    return dataclasses.replace(releases, own=releases.own + extra)
+
+
 def fit_union(
     releases: PartialReleases,
     *,
@@ -159,6 +180,8 @@ def fit_union(
     if target_ratio is not None and not (0 < target_ratio < np.inf):
         raise ConfigError(f"target_ratio must be positive (or None); got {target_ratio!r}.")
     space = UnionDomain(releases.domain, releases.owner)
+    if cliques is not None:
+        releases = with_left_out_one_ways(releases, cliques)
     structure = union_structure(space, union_tables(releases), cliques)
     total = max(float(sum(releases.regions.values())), 1.0)
     model = MarkovRandomField(
