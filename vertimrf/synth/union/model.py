@@ -171,7 +171,8 @@ def fit_union(
             measured cells) and fell by less than ``PLATEAU`` of its noise (the square root
             of that expectation) over 50 iterations: past that the fit follows noise.
         cliques: the data attribute sets the model may join (e.g. a secure run's cliques);
-            a table over two or more data attributes inside none of them is left out
+            a table over two or more data attributes inside none of them is left out,
+            but an own 2-way table's 1-way sums are kept (:func:`with_left_out_one_ways`)
             (default: every table's attributes are joined).
         warm_start: starting log-potentials (e.g. a previous fit's); the structural zeros
             are kept either way.
