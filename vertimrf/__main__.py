@@ -1,5 +1,5 @@
 """``python -m vertimrf`` runs the command-line interface."""
 
-from vertimrf.cli import main
+from vertimrf.cli import command
 
-raise SystemExit(main())
+raise SystemExit(command())
