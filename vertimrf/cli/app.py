@@ -95,7 +95,7 @@ def command() -> int:
     """The ``vertimrf`` program (``python -m vertimrf`` too): :func:`main` in a process of its
     own, whose idle kernel threads sleep instead of spinning (``OMP_WAIT_POLICY=passive``
     unless the environment sets it; OpenMP reads it when Numba first starts its threads). The
-    server's fit then costs 0.72x the CPU on 2 threads in the same wall time
+    server's fit then costs 0.73x the CPU on 2 threads in the same wall time
     (``benchmarks/results/omp_wait.md``). A caller of :func:`main` keeps its environment."""
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     return main()
