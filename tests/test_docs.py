@@ -78,6 +78,30 @@ def test_every_page_is_in_the_sites_nav():
     assert sorted(name for name in listed if not (DOCS / name).is_file()) == []
 
 
+DESIGN = sorted((DOCS / "design").glob("*.md"))
+
+
+def test_every_design_page_is_in_the_sites_nav():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:\n", 1)[1]
+    listed = set(re.findall(r": design/(\S+\.md)$", nav.split("\ntheme:", 1)[0], re.M))
+    assert DESIGN and sorted(p.name for p in DESIGN if p.name not in listed) == []
+
+
+def test_a_modules_pointer_to_its_design_notes_finds_its_section():
+    """A module whose docstring sends the reader to docs/design/X.md has a section there."""
+    pointers = 0
+    for path in (ROOT / "vertimrf").rglob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        head = source.split('"""', 2)[1] if source.startswith('"""') else ""
+        for page in re.findall(r"docs/design/(\w+\.md)", head):
+            pointers += 1
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            module = module.removesuffix(".__init__")
+            text = (DOCS / "design" / page).read_text(encoding="utf-8")
+            assert f"## `{module}`" in text, f"{module} points to {page}, which has no section"
+    assert pointers > 100
+
+
 def test_nothing_points_to_design_notes_outside_the_repository():
     files = [ROOT / "README.md", *PAGES, *(ROOT / "vertimrf").rglob("*.py")]
     files += [*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]

@@ -1,14 +1,6 @@
 """One view of the ``spec`` argument: a Domain, a DomainSpec or an encoder.
 
-Data may also come as an :class:`~vertimrf.domain.EncodedTable` (codes plus their domain),
-which needs no ``spec``: :func:`as_table` turns either form into one.
-
-* :class:`~vertimrf.domain.Domain`: frames are already integer-coded, columns named by
-  ``Domain.names``; decoding gives back such a frame.
-* :class:`~vertimrf.domain.DomainSpec`: wrapped in a :class:`~vertimrf.encoding.TableEncoder`.
-* any object with ``encode(df) -> (n, d)`` codes and a ``.domain`` (a ``TableEncoder``);
-  ``decode(codes)`` is used when present.
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """A versioned, checksummed, pickle-free file container for data crossing a trust boundary.
 
-Layout (a zip file): ``manifest.json`` (format, version, JSON metadata, and for every array
-its dtype, shape and SHA-256), ``manifest.sha256`` (SHA-256 of the manifest bytes), and one
-``<name>.npy`` per array. Writes are atomic.
-
-Reading treats the file as hostile. Every entry must be expected, every declared size is
-checked against a caller-given bound before anything is decompressed, and every entry is
-read through a capped stream, so neither a zip bomb nor a zip whose headers lie can make the
-reader allocate more than the bounds. Arrays must be plain numeric (bool, int, float), are
-parsed from their ``.npy`` header without pickle, and any failure is a
-:class:`~vertimrf.errors.MessageError` naming the file and the problem.
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Public domains: attribute names and sizes, and column specifications.
 
-A :class:`Domain` is the integer view every engine works on (attribute ``i`` takes codes
-``0..sizes[i]-1``). A :class:`DomainSpec` is the user-facing description of each column
-(categories or public numeric bounds, and whether an empty cell is a value of its own);
-:mod:`vertimrf.encoding` maps DataFrames to codes and back. Domains are public knowledge:
-nothing reads them off private data except :func:`vertimrf.propose.infer_spec`, which warns
-loudly that its result is not differentially private.
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""What ``vertimrf evaluate`` shows a person: each column's distance and the worst column
-pairs as tables, a figure of real against synthetic for every column and a heatmap of the
-pair trends' differences (matplotlib, the ``report`` extra), a short markdown page that links
-them, and sdmetrics' QualityReport from the same spec (the ``quality`` extra).
+"""What ``vertimrf evaluate`` shows: tables, figures, a markdown page and sdmetrics' QualityReport.
 
-The numbers come from :mod:`vertimrf.metrics`; this module lays them out. matplotlib and
-sdmetrics are imported only when a report or the QualityReport is asked for.
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

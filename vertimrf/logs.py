@@ -1,12 +1,4 @@
-"""The library's logger and progress bars.
-
-vertimrf logs through ``logging.getLogger("vertimrf")`` and one child logger per module
-(``logging.getLogger(__name__)``). The package adds only a ``NullHandler``, so nothing is shown
-unless the application configures logging, e.g. ``logging.basicConfig(level=logging.INFO)``.
-Library code prints nothing: the command line (``vertimrf.cli``) is the only module that writes
-to stdout. Progress bars go to stderr, and only when asked for (``progress=True``) or, with
-``progress=None``, when stderr is a terminal.
-"""
+"""The library's logger and progress bars; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""Utility metrics for synthetic tables: l-way marginal TVD, a workload's TVD, each column's
-distance (KS for numbers and times, 1-way TVD otherwise), each pair's 2-way TVD and trend
-(correlation or Cramér's V), and SVM misclassification.
+"""Utility metrics for synthetic tables: TVDs, column and pair scores, SVM misclassification.
 
-The l-way TVD and the SVM follow the evaluation protocol of the PrivMRF and VertiMRF papers
-with two fixes: the TVD evaluates exactly ``n_marginals`` distinct attribute subsets (the
-reference drew subsets with replacement and silently evaluated fewer), and the SVM trains
-the synthesizer on the training folds only (the reference let the test fold leak into it).
-
-``spec`` is a :class:`~vertimrf.domain.Domain` (frames are already integer-coded with columns
-named by ``Domain.names``), a :class:`~vertimrf.domain.DomainSpec`, or an encoder-like object
-with ``encode(df) -> (n, d)`` integer codes and a ``.domain`` (a ``TableEncoder``).
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """``fit_vertical`` and ``simulate``: every party and the server in one process.
 
-``fit_vertical`` returns the fitted :class:`~vertimrf.vertical_model.VerticalModel`, from
-one frame split by columns or one frame per party linked by a record-ID column; ``simulate``
-is ``fit_vertical`` followed by one sample of n_hat rows.
-
-Every role runs through its driver (:mod:`vertimrf.driver`), the one that runs it in its
-own process, here over an in-process transport (or files in ``message_dir``); every role
-derives its seed from (run seed, role name), so
-``simulate(df, config=cfg, seed=s, secret=b)`` writes the same synthetic table, byte for
-byte, as the command-line roles run with ``--seed s`` and the secret ``b``.
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

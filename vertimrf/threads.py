@@ -1,11 +1,4 @@
-"""The number of threads the Numba kernels use.
-
-Numba runs the parallel kernels on its threading layer, whose size is fixed when Numba is
-loaded: by the environment variable ``NUMBA_NUM_THREADS`` (default: the number of cores).
-:func:`set_num_threads` lowers (or restores) the number used from then on, up to that size; it
-applies to the calling thread, as Numba's own setting does. The command line takes
-``vertimrf --threads N <command>``. Results do not depend on the thread count.
-"""
+"""The number of threads the Numba kernels use; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """A datetime column's public time axis: its bounds, its bins of whole units, its cells' format.
 
-A time is a number of seconds since 1970-01-01 00:00 (naive: no time zone), as float64, so a
-datetime column's bins are a numeric column's edges (:attr:`vertimrf.domain.ColumnSpec.edges`):
-one bin per ``step`` units, from ``lower`` (which starts a unit) to the bin that holds
-``upper``. Seconds, minutes, hours, days and weeks (from Monday) have fixed lengths; months
-and years are the calendar's. Cells are read and written with a strftime ``format``; a time
-decoded inside its bin is a whole number of ``resolution`` units (whole hours, say).
-Only reading and writing cells needs pandas.
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """Where a decoded numeric value lies inside its bin: one strategy per choice.
 
-* :class:`Midpoint`: the bin's midpoint (the value a marginal's index shows);
-* :class:`Uniform`: uniform inside the bin;
-* :class:`Fine`: a sub-bin drawn by the column's noisy fine histogram
-  (:mod:`vertimrf.privacy.numeric`; cells at or below 0 weigh nothing, and a bin whose
-  cells all do is drawn uniformly), then uniform inside the sub-bin; a column without a
-  histogram is drawn uniformly.
-
-All are post-processing: they read the public edges, the DP histograms and the sampler's
-generator. Without a generator every strategy gives the midpoint.
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""A workload of marginals with weights: the candidates it makes for AIM and their weights,
-and the weight it gives each pair of attributes in the engine's selection.
+"""A workload of weighted marginals: AIM's candidates and weights, and the engine's pair weights.
 
-AIM (McKenna, Mullins, Sheldon and Miklau, VLDB 2022) selects among the workload's
-downward closure: every nonempty subset of a workload marginal. A candidate r helps each
-workload marginal s it overlaps, so its weight is w_r = sum over s of c_s |r & s|, for the
-workload weights c_s. The default workload is every 3-way marginal, each of weight 1.
-
-The engine (Centralized and Secure) selects by pairs: a dependence between attributes i and
-j is wrong in a workload marginal only if that marginal holds both, so the pair's weight is
-the sum of c_s over the workload marginals s holding i and j, divided by the largest. Every
-pair of the default workload weighs 1.
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

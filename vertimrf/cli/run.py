@@ -1,11 +1,6 @@
-"""``vertimrf party run``, ``vertimrf server run`` and ``vertimrf status``: all of a role's
-steps in one command.
+"""The ``party run``, ``server run`` and ``status`` commands: all of a role's steps in one command.
 
-The role's driver runs over a transport built from the command's options: the network
-service (``party run --server URL``, ``server run --listen HOST:PORT``:
-:mod:`vertimrf.service`) or the directory transport (``--inbox``/``--outbox`` folders, for
-air-gapped sites); everything else is shared by both.
-"""
+Design notes: docs/design/core.md."""
 
 from __future__ import annotations
 

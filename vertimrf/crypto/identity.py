@@ -1,14 +1,6 @@
-"""TLS identities: each role's key file also holds an ECDSA P-256 private key and a
-self-signed X.509 certificate, made with ``cryptography`` when the key pair is generated.
+"""TLS identities: each role's ECDSA P-256 private key and self-signed X.509 certificate.
 
-The certificate names the role (common name) and, as subject alternative names,
-``localhost``, ``127.0.0.1`` and the hosts given (a server reached under another name needs
-``hosts=``; ``vertimrf keys --host``). It is valid for ten years and is trusted only where
-it is pinned: the run's config names every role's X25519 public key and certificate
-(:class:`Identity`), and the network service accepts exactly those certificates. The
-certificate's fingerprint (:func:`certificate_fingerprint`, SHA-256 of its DER bytes) is
-compared out of band, like the X25519 key's.
-"""
+Design notes: docs/design/crypto.md."""
 
 from __future__ import annotations
 

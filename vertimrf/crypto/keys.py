@@ -1,11 +1,6 @@
-"""X25519 keys: a party's key pair and public key (as files), the pairwise key of two
-parties, and sealed boxes (encryption to a public key).
+"""X25519 keys: a party's key pair and public key, the pairwise key of two parties, sealed boxes.
 
-Each party holds an X25519 key pair and gives its public key to the server and its peers;
-fingerprints are compared out of band. The server (dealer) seals each party's deal to that
-party's public key (:func:`seal`); two parties derive a pairwise key (:func:`pairwise_key`)
-the server never learns.
-"""
+Design notes: docs/design/crypto.md."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """A keyed pseudorandom permutation of [0, n), evaluated on whole arrays.
 
-:class:`KeyedPermutation` is a balanced Feistel network on the smallest even number of
-bits b >= 2 with 2^b >= n, whose round function is AES-256 (ECB over a whole batch of
-blocks, so a million values cost one call per round): round r maps (L, R) to
-(R, L xor F_r(R)), with F_r(R) the low b/2 bits of AES_k(R || r). With :data:`ROUNDS` = 10
-rounds it is a pseudorandom permutation of [0, 2^b) (Luby-Rackoff: four rounds of a PRF
-already are; ten leave a wide margin) and a bijection whatever the key. A value of
-[0, n) whose image lies at or past n is mapped again until it lands below n
-(cycle-walking), which restricts the bijection to one of [0, n); 2^b < 4n, so a value
-walks fewer than four times on average.
-"""
+Design notes: docs/design/crypto.md."""
 
 from __future__ import annotations
 

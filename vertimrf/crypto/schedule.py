@@ -1,25 +1,6 @@
 """The run's one key schedule: every keyed stream of vertimrf is derived here, and only here.
 
-A stream is named (:data:`STREAMS`: record tokens, dummies, slots, noise, pads, masks, nonces,
-sealing randomness, commitments, hash keys) and keyed by a secret and the inputs of its step:
-
-- the secret is the group secret for the streams the parties share (record tokens, the
-  dummies of a region of several parties, the row order, the FM hash keys), and the role's
-  own secret (:meth:`vertimrf.crypto.keys.KeyPair.local_secret`) for a stream private to it
-  (its noise, pads, nonces, its own region's dummies, its sealing randomness, its
-  commitment, the server's deal and slots);
-- the inputs are the run (its config hash or context), and, from the admit step on, the
-  admit digest: the digest of every party's data commitment and of every role's public key
-  (:func:`admit_digest`). A commitment binds its party's data, its key and the group
-  secret, so a change of any input a user controls changes the admit digest, and so every
-  stream derived after it.
-
-The same secret, stream and inputs give the same bytes, so a resumed or repeated run spends
-nothing new; any changed input gives fresh, independent randomness. HKDF-SHA256 derives
-every key (RFC 5869, from ``cryptography``); each input is length-prefixed, so no two lists
-of inputs give the same key. The primitives that take a key from here (the AES-CTR PRG, the
-keyed permutation, AES-GCM, the sealed box) subkey it internally, each for its one use.
-"""
+Design notes: docs/design/crypto.md."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
 """DealerDriver: an own dealer's steps over a transport (config ``dealer="own"``).
 
-Its steps are the dealer's of the run's schedule (:data:`~vertimrf.protocol.schedule.OWN_DEALER`):
-``admit`` (partial record sets: every party's commitment in, the admit digest out), ``deal``
-(the commitments, and the tokens, in; one sealed deal per party out, with partial record sets
-each party's slot map and, to the server, the published region counts) and ``select-deal``
-(the server's request in; one sealed round-2 deal per party out). It reads no release and
-imports neither the server's selection nor its fit (an import-linter contract keeps it so):
-the fitting server then holds no mask, and the dealer no release.
-
-With a ``state_dir``, its run state lives there (``dealer.sqlite``,
-:class:`~vertimrf.driver.server_state.ServerState`): a step already done is resent, and
-``select-deal`` in a new process starts from the deal's kept state.
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """The transport of a step command: the command's explicit files as messages.
 
-A step command (``vertimrf party features``, ``server select``, ...) runs one step of its
-role's driver. Its input files are the step's input messages; the messages the step sends
-are written to its output files, staged next to them and renamed into place together by
-:meth:`FileTransport.commit` (so a failed step writes none of them), and never over a file
-that holds other bytes unless the command was given ``force``.
-
-:func:`route` names a list of files by their senders (each file says which party wrote it).
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

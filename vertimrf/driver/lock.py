@@ -1,11 +1,6 @@
-"""One server per state folder: :func:`state_lock` holds ``server.lock`` in the folder,
-with the holder's PID, while the server runs.
+"""One server per state folder: :func:`state_lock` holds ``server.lock`` while the server runs.
 
-The lock is an advisory ``flock`` on the file, so the kernel releases it when its holder
-dies, however it dies; the PID in the file names the holder in a refusal. A server that
-stops empties the file; one that dies leaves its PID, a stale lock, which the next server
-takes over with one line.
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

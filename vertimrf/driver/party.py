@@ -1,13 +1,6 @@
 """PartyDriver: one data holder's steps over a transport, with its private state.
 
-Its steps are the party's steps of the run's schedule (:mod:`vertimrf.protocol.schedule`),
-each reading the messages the schedule addresses to the party.
-
-With a ``state_dir``, the party's private state for the run lives there
-(:class:`~vertimrf.driver.state.PartyState`): a step already done is not run again, its
-recorded messages are resent; a later step in a new process reads what it needs back
-(the deal, the kept shares, its own local message).
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """ServerDriver: the coordinator's steps over a transport.
 
-Its steps are the server's steps of the run's schedule (:mod:`vertimrf.protocol.schedule`):
-``deal`` (every party's data commitment in, one sealed deal out to each party), ``select``
-(the first releases in; the request and a sealed round-2 deal out to each party) and
-``synthesize`` (the fit, on the re-measurements or the local messages and releases). With an
-own dealer (:class:`~vertimrf.driver.dealer.DealerDriver`) the server does not deal:
-``select`` sends the request to the parties and the dealer, and reads the region counts the
-dealer published.
-
-After ``synthesize``, :meth:`ServerDriver.fitted` is the fitted model, its report and the
-generator the run's sampling continues from.
-
-With a ``state_dir``, the server's run state lives there
-(:class:`~vertimrf.driver.server_state.ServerState`): a step already done (``deal``,
-``select``) is not run again, its recorded messages are resent; ``synthesize`` in a new
-process starts from the secure server's state kept with ``select``. ``synthesize`` sends
-nothing and is not recorded: a restarted server fits again from the messages in its inbox.
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

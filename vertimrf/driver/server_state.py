@@ -1,13 +1,6 @@
-"""The server's run state, in an embedded SQLite database (``state_dir/server.sqlite``):
-the run (its config hash), its parties, and each step done with the digest and size of
-every message the server received and sent, the sent bytes themselves, and the secure
-server's state after ``select``. A step is recorded in one transaction, so a server killed
-mid-step leaves the state of the steps before it; a restarted server resends what a
-recorded step sent instead of running it again.
+"""The server's run state, in an embedded SQLite database (``state_dir/server.sqlite``).
 
-A database of another run (another config hash) is refused. An own dealer keeps its state
-the same way (``state_dir/dealer.sqlite``, the dealer's state after its deal).
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

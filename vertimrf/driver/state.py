@@ -1,12 +1,4 @@
-"""A party's private state for one run, in one folder: the step record (each step done,
-with the digest of every message it sent), a copy of what it sent, the secure product's
-shares and, for a table in a file, its aligned records (``aligned/``, kept by
-:mod:`vertimrf.party.records.kept_aligned`). A step re-run resends the recorded bytes and spends
-nothing new.
-
-The folder is ``state_dir/<first 16 hex digits of the config hash>``; its record names the
-party and a digest of its data, and a state of another party or data set is refused.
-"""
+"""A party's private state for one run, in one folder; design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

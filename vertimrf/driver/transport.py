@@ -1,21 +1,6 @@
 """The seam between the roles: named messages, as bytes, from one role to another.
 
-A :class:`~vertimrf.protocol.schedule.Message` names its sender, its receiver and its kind
-(``deal``, ``features``, ``select``, ...). A :class:`Transport` delivers it; how (a
-dictionary in one process, files carried between folders, later a network service) is the
-transport's business, so one driver serves every setting:
-
-* :class:`InProcessTransport`: one object shared by every role of a run in one process;
-* :class:`DirectoryTransport`: an inbox and an outbox folder per role, for air-gapped sites
-  (an operator carries ``outbox/<receiver>/`` to the receiver's inbox, or the folders are
-  shared).
-
-Sending the same message twice is harmless (a re-run of a step writes the same bytes);
-sending other bytes under a name already used is refused. What is sent is bytes, or a
-:class:`Stored` file (a party's kept copy of what it sent), which a transport reads in
-chunks and never holds whole. A step may output a :class:`Streamed` message, written to
-the party's kept copy as it is made (or made in memory by a role that keeps none).
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
 """Numba kernels for log-space sum-product on clique tables stored in one flat float64 buffer.
 
-A projection ``p`` of a clique onto a subset is given by flat arrays (see
-``vertimrf.mrf.cliques``): the clique's offset ``coff[p]``, ``base[bptr[p]:bptr[p+1]]`` (offset of
-each subset cell), ``rest[rptr[p]:rptr[p+1]]`` (offset of each combination of the other axes),
-the contiguous ``run`` length of the trailing axes and the ``side`` holding that run
-(0: outside the subset, 1: inside), and ``optr[p]``, the start of its output slot.
-
-Work on one projection is cut into tasks of about ``GRAIN`` cells. The cut depends only on the
-table sizes, never on the thread count, so results are bit-identical for any number of threads.
-Exponential-heavy work runs in parallel from ``PAR_MIN_CELLS`` cells; memory-bound work (sums,
-adds, maxima) only from ``PAR_MIN_CELLS_CHEAP``: below that a parallel launch costs more than
-it saves, and far more when other processes hold the cores. Each task owns its outputs (its
-cells, or its own slot of partial results), so no atomics.
-
-Every exponential is of a value shifted by an upper bound of its table (its max, or the max
-plus the max of a message), so none overflows; a group whose shifted sum underflows is
-recomputed with its own max. ``-inf`` cells are handled explicitly. ``exp`` is ``fexp``, a
-branch-free polynomial that vectorises (libm's does not). No ``fastmath``.
-"""
+Design notes: docs/design/kernels.md."""
 
 import numpy as np
 from llvmlite import ir

@@ -1,13 +1,6 @@
-"""Numba kernel laying out Arrow's float text the way Python's ``repr`` (and numpy's ``str``,
-so pandas' CSV writer) lays it out.
+"""Numba kernel laying out Arrow's float text the way Python's ``repr`` lays it out.
 
-Arrow casts a float64 to text with its shortest round-trip digits, as ``repr`` does, but in
-its own layout: ``1`` for 1.0, ``1e-7`` for 1e-07, ``0.00001`` for 1e-05,
-``1.23456789012e+11`` for 123456789012.0. The kernel reads each value's sign, digits and
-decimal exponent from that text and writes them in ``repr``'s layout: positional, with a digit
-after the point, when 1e-4 <= |x| < 1e16; else ``d.ddde-XX``, with a sign and at least two
-exponent digits. ``inf`` and ``nan`` are copied, an empty value stays empty. Serial, one pass.
-"""
+Design notes: docs/design/kernels.md."""
 
 import numpy as np
 from numba import njit

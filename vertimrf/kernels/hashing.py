@@ -1,17 +1,6 @@
 """Keyed 64-bit hashes of one uint64 message (taken as 8 little-endian bytes).
 
-* :func:`siphash24_u64` is SipHash-2-4 with a 128-bit key ``(k0, k1)`` (the key bytes are
-  ``k0`` then ``k1``, each little-endian), the keyed PRF the sketches use by default.
-* :func:`xxh64_u64` is xxHash64 with a 64-bit seed: fast, but not a PRF.
-* :func:`siphash24_lanes` hashes one message under many keys, ``SIP_LANES`` keys at a time as
-  one ``<8 x i64>`` LLVM vector (two AVX2 registers per state word). LLVM interleaves the two
-  halves' dependency chains, which hides their latency: hashing alone is about 16 % faster than
-  the 4-lane code the auto-vectoriser makes of a scalar loop.
-
-Both are written from the published algorithm descriptions and are bit-exact against the
-``siphash24`` and ``xxhash`` Python packages (the integer digest read little-endian).
-All constants are ``np.uint64`` so no arithmetic silently leaves uint64.
-"""
+Design notes: docs/design/kernels.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
 """Numba kernels for the weighted least-squares loss of mirror descent, each in one pass.
 
-``mu`` holds the measured marginals as plain sums of a calibration's shifted probabilities;
-``scaled_loss`` scales each cell by its clique's factor in place and returns
-``1/2 * sum w2 * (mu - y)^2``. ``dot_diff`` (the Armijo test's predicted decrease) and
-``weighted_squares`` (the binned measurements' loss) are the two reductions the fit makes on
-every trial step. They are plain serial loops, not ``numpy.dot``: numpy's BLAS splits a dot of
-10,000 doubles over threads, and on a machine whose cores are busy waking them cost about
-2 ms a call, a third of the fit's time on Adult (``benchmarks/results/fit_blas.md``). No
-``fastmath`` (NaN and inf propagate).
-"""
+Design notes: docs/design/kernels.md."""
 
 from numba import njit
 

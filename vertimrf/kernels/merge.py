@@ -1,13 +1,6 @@
 """Numba kernel merging sorted token lists in one linear pass.
 
-The lists come flat: list ``i`` is ``tokens[offsets[i]:offsets[i + 1]]``, each strictly
-increasing uint64 (the caller refuses a list that is not). The kernel writes the distinct
-tokens of all lists in increasing order to ``out`` and, for each, the bit mask of the lists
-that hold it (bit ``i``: list ``i``) to ``region``, and returns how many it wrote. It keeps one
-read position per list and advances every list holding the smallest head at once: m reads per
-distinct token, against ``np.unique`` of the concatenation (a sort) and one ``searchsorted``
-per list. Serial, so the result is the same on any machine.
-"""
+Design notes: docs/design/kernels.md."""
 
 import numpy as np
 from numba import njit

@@ -1,28 +1,6 @@
 """Min-hash registers of LocEnc and their geometric values (Numba kernels).
 
-For every key ``i`` and value slot ``s`` (``offsets[j] + code`` of attribute ``j``), the register
-is the minimum keyed hash of the fingerprints of the records holding that value; an empty slot
-keeps ``EMPTY_REGISTER`` (2**64 - 1).
-
-Layout of :func:`hash_registers`: keys are processed in blocks of ``KEY_BLOCK``. One pass over
-the rows per block reuses each row's loaded fingerprint and codes for ``KEY_BLOCK`` keys, the
-same message under ``KEY_BLOCK`` keys is hashed as SIMD lanes (SipHash ``SIP_LANES`` keys per
-LLVM vector, see :func:`~vertimrf.kernels.hashing.siphash24_lanes`), and the block's registers
-are key-minor (``n_slots x KEY_BLOCK``) so the min-update of a slot is a contiguous vector
-operation. Each block is owned by one thread (``prange`` over blocks), which writes its rows of
-the output, so threads never share memory and the result does not depend on the thread count.
-
-Narrow registers: AVX2 has no unsigned 64-bit min, so the hot update runs on the high 32 bits
-(``vpminud``, 8 lanes per vector) and the full 64-bit registers are only touched when some lane's
-high half is <= the current high half, which is a necessary condition for an improvement. The
-high-half table always equals the high halves of the full table, so the result is exact.
-
-Lane loops run to ``h.size`` (always ``KEY_BLOCK``) rather than the constant: with a constant
-trip count LLVM fully unrolls them into scalar code, since Numba leaves SLP vectorisation off.
-The block arrays are allocated with the constant, so LLVM still knows the trip count; a last,
-partial block therefore hashes idle lanes, because a runtime width per block (equal blocks,
-no idle lanes) measured 6 % slower.
-"""
+Design notes: docs/design/kernels.md."""
 
 from __future__ import annotations
 

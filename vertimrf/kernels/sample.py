@@ -1,12 +1,6 @@
 """Numba kernels for junction-tree forward sampling: rounding, grouping and value assignment.
 
-A clique is sampled given its separator: the rows are grouped by separator cell ``s``; group
-``s`` of ``k_s`` rows gets ``k_s * p(r | s)`` rows of each new-value combination ``r``, rounded
-by systematic randomized rounding (unbiased, exact group total), and the values are handed to
-the group's rows in a random order. All randomness comes in as arrays drawn by the caller.
-Each group owns its cells and its rows, so groups run in parallel without atomics (small
-inputs run serially: a parallel launch would cost more than it saves).
-"""
+Design notes: docs/design/kernels.md."""
 
 import numpy as np
 from numba import njit, prange

@@ -1,33 +1,6 @@
 """Numba kernels for the local products of a dealer-assisted secure matrix product.
 
-Secret shares live in the ring Z_{2^64} or Z_{2^32}, as ``uint64`` or ``uint32`` words. Both
-kernels take either word and always return ``uint64``: each word is widened to 64 bits before
-it is multiplied or added (Numba types ``uint32 * uint32`` as ``uint64``), and uint64
-arithmetic wraps modulo 2^64 exactly, so the result is the integer matrix product modulo 2^64,
-hence also modulo 2^32 (callers in Z_{2^32} reduce it with the plan's ring mask).
-
-Each party multiplies ``X^T Y``-shaped operands whose row count is the number of records (tens
-of thousands to millions) and whose column counts are small, so both kernels are built for
-tall, narrow operands:
-
-* :func:`matmul_tn_u64` computes ``a.T @ b`` for ``a`` (n, ka) and ``b`` (n, kb);
-* :func:`onehot_scatter_u64` computes the same product when ``b`` is a one-hot matrix given
-  only by the active column indices of each row, adding rows of ``a`` instead of multiplying.
-
-Both cut the output rows (the ``ka`` axis) into one contiguous block per thread (``prange``
-over the blocks). A thread accumulates its block in a private buffer and copies it to its own
-rows of the output, so there are no atomics and no shared writes; one block per thread means
-each thread reads the narrow operand once. :func:`matmul_tn_u64` streams the records in
-blocks sized to stay in cache while every owned output row reuses them. Addition modulo 2^64
-is exact and associative, so results are bit-identical for any thread count and any cut.
-
-The thread count is read through the threading layer's ``get_num_threads`` symbol
-(:func:`_num_threads`): ``numba.get_num_threads`` compiles to a ctypes pointer, which would
-disable the on-disk cache. Inner loops index the arrays directly and take at most one view per
-record, outside any branch: Numba keeps the reference-count updates of views in branches,
-atomic operations on counters that all threads share. Copies are explicit loops (Numba
-compiles 2-d slice assignments slowly). No ``fastmath`` (it has no effect on integers).
-"""
+Design notes: docs/design/kernels.md."""
 
 import numpy as np
 from llvmlite import ir

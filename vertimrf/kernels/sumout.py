@@ -1,25 +1,6 @@
 """Numba kernels that project clique tables onto subsets by summing out blocks of axes.
 
-A clique table is C-ordered over its (sorted) attributes. Projecting it onto a subset sums out
-the axes outside the subset; consecutive axes on the same side merge into one block, so the
-table is a chain of alternating kept and summed blocks. Summing out one block of size ``s``
-views the current table as ``(A, s, B)`` and writes the ``(A, B)`` table
-``dst[a, b] = sum_j src[a, j, b]``: contiguous reads, an inner loop over ``b`` that vectorises
-(or, for ``B = 1``, a contiguous sum over ``j``). Blocks are summed out largest first, so the
-first step reads the clique once and every later step reads a table at most half as large:
-about as much work as one pass over the clique, against a gather per cell in
-:func:`vertimrf.kernels.bp.project`. The transpose (adding a subset vector back into the clique,
-broadcast over the summed axes) replays the steps backwards as broadcasts.
-
-A projection ``p`` is given by its steps ``steps[sptr[p]:sptr[p + 1]]`` (rows ``A, s, B`` in the
-order they run), the clique offset ``coff[p]`` and the output slot ``optr[p]:optr[p + 1]``.
-Intermediate tables go to two scratch buffers ``tmp0`` / ``tmp1`` large enough for the biggest
-intermediate (see :class:`vertimrf.mrf.cliques.SumOutPlan`).
-
-Each output cell is computed by one task in a fixed order, so results are bit-identical for
-any thread count; steps over at least ``PAR_MIN_CELLS_CHEAP`` cells run in parallel tasks of
-about ``GRAIN`` output cells. No ``fastmath``: -inf and NaN propagate as in plain sums.
-"""
+Design notes: docs/design/kernels.md."""
 
 from numba import njit, prange
 

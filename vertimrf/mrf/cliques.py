@@ -1,20 +1,6 @@
 """Flat buffer layout of clique tables and the index maps that project cliques onto subsets.
 
-Every clique table lives in one float64 buffer: clique ``i`` occupies
-``buffer[offsets[i]:offsets[i + 1]]`` in C order over its sorted attributes. Kernels only see
-these flat arrays, never Python objects.
-
-A *projection* of clique ``C`` onto a subset ``S`` (a separator, a measurement, a query) is
-described by two small offset arrays, so no per-cell index map is ever stored:
-
-* ``base[s]``: offset inside ``C`` of the cell whose ``S`` coordinates are ``s`` (others 0),
-* ``rest[r]``: offset inside ``C`` of the ``r``-th combination of the other axes,
-
-so cell ``(s, r)`` sits at ``base[s] + rest[r]``. ``run`` is the length of the contiguous block
-formed by the trailing axes of ``C`` that are all on one side (cut to at most ``GRAIN`` cells),
-and ``side`` says which side (``RUN_IN_REST``: outside ``S``; ``RUN_IN_BASE``: inside ``S``).
-Kernels use them to walk memory contiguously.
-"""
+Design notes: docs/design/mrf.md."""
 
 from __future__ import annotations
 

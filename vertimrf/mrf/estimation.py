@@ -1,21 +1,6 @@
 """Mirror descent on clique log-potentials to fit noisy marginal measurements (Private-PGM style).
 
-Loss: ``L(theta) = 1/2 * sum_M || w_M * (mu_M(theta) - y_M) ||^2`` on counts, where ``mu_M`` is the
-model's marginal of measurement ``M`` (scaled to the model's total) and ``w_M = 1/sigma_M``.
-One step: ``theta' = theta - alpha * G`` where ``G`` expands ``g_M = w_M^2 (mu_M - y_M)`` into the
-clique holding ``M`` (the mirror-descent step for the entropy mirror map on the marginals).
-A measurement may be binned (``Measurement.bins``): its targets are sums of the marginal over
-bins of values, a linear query ``B mu_M``; its loss term is ``1/2 w_M^2 ||B mu_M - y_M||^2`` and
-its gradient ``B^T g`` (each bin cell's residual broadcast back to the cells it sums).
-Armijo backtracking as in the reference analysis: accept when
-``L(theta) - L(theta') >= 1/2 * alpha * <g, mu - mu'>`` (and the loss did not rise), else halve
-``alpha``. Unlike the reference, ``alpha`` is not reset to ``2 / n^2`` every iteration (a step
-that small moves the log-potentials by only about ``2 |p - q| / n`` per iteration): it starts at
-``1 / (total * sum_M w_M^2)``, a step the loss is smooth enough for (relative to the model's
-entropy), and is carried over, doubled after an iteration whose first try was accepted. On the
-Adult benchmark this takes ~1.65 calibrations per iteration, against ~2 for doubling every
-iteration as Private-PGM does, and reached a slightly lower loss in 1000 iterations.
-"""
+Design notes: docs/design/mrf.md."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """Exact marginal queries on a calibrated junction tree, for any attribute set.
 
-A query inside one clique projects that clique's calibrated table. Otherwise it takes the
-smallest subtree whose cliques cover the query, where the joint is
-``prod_C mu_C / prod_S mu_S``, keeps in each clique only the query attributes and its
-separators (other attributes occur in no other clique of the subtree, so they are summed out
-locally), and eliminates the remaining separator attributes by collecting messages towards
-a root, each clique's step one ``np.einsum`` contraction of conditionals, in probability
-space (probabilities below ~1e-308 flush to zero). A clique's conditional depends on the query
-only through the attributes it keeps, so the model's :class:`~vertimrf.mrf.memo.QueryMemo`
-keeps it, and the clique's probabilities, for the next query on the same calibration.
-"""
+Design notes: docs/design/mrf.md."""
 
 from __future__ import annotations
 

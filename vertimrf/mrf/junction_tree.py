@@ -1,12 +1,6 @@
 """Triangulation, maximal cliques, the junction tree, its message order and the model-size check.
 
-The junction tree is built from a domain and an attribute graph (given as cliques, edges or a
-networkx graph): triangulate with an elimination heuristic, take the maximal cliques of the
-chordal graph, join them by a maximum-separator spanning tree (always one tree, even for a
-disconnected graph: empty separators join the components), and fix a root and a two-pass
-message order. The model size is known before any table is allocated, and a model over the
-cell limit is refused with :class:`~vertimrf.errors.ModelTooLargeError`.
-"""
+Design notes: docs/design/mrf.md."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """MarkovRandomField: log-potentials on the maximal cliques of a junction tree, calibrated by BP.
 
-Marginals are counts scaled to ``total`` (the model's record count). Inside one clique a query
-is a projection of the calibrated clique table; across cliques it is exact inference on the
-calibrated tree (``vertimrf.mrf.inference``).
-
-A model is a file too: its domain, junction tree, record count and log-potentials in the
-library's checksummed, pickle-free container (:mod:`vertimrf.container`). :func:`mrf_state`
-and :func:`mrf_from_state` give the metadata and arrays, so a fitted synthesizer can store
-its model inside its own file. The tree is stored as built (cliques in layout order,
-parent-child edges), so a loaded model calibrates and samples exactly like the saved one.
-"""
+Design notes: docs/design/mrf.md."""
 
 from __future__ import annotations
 

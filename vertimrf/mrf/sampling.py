@@ -1,17 +1,6 @@
 """Junction-tree forward sampling (the Python side; the per-row work is in kernels/sample.py).
 
-The root clique is drawn jointly; every other clique, in pre-order, draws its new attributes
-given the separator with its parent, which by the running-intersection property holds every
-already-sampled attribute of the clique. Counts are rounded per separator group, so the
-synthetic clique marginals follow the model closely, and the values are dealt to the group's
-rows in random order, so the new attributes are independent of everything outside the
-separator, as the model says.
-
-Rows are drawn in chunks of :data:`SAMPLE_CHUNK`, one generator consumed chunk after chunk:
-a sample of n rows is, by construction, the concatenation of those chunk draws, so a sample
-streamed to a file (:func:`sample_chunks`) and one held in memory (:func:`forward_sample`)
-hold the same rows for the same generator, and streaming needs memory for one chunk only.
-"""
+Design notes: docs/design/mrf.md."""
 
 from __future__ import annotations
 

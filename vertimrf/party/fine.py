@@ -1,13 +1,6 @@
-"""A party's numeric columns: the counts its DP quantile cuts and fine histograms are drawn
-from, read from its table wherever it is held.
+"""A party's numeric columns: the counts its DP quantile cuts and fine histograms are drawn from.
 
-* :func:`grid_spec`: its columns cut at quantiles, cut at their candidate grids
-  (:func:`~vertimrf.privacy.numeric.grid_column`); :func:`measured_cuts` draws their cuts
-  from the counts, so the party encodes its table with them from its first step;
-* :func:`fine_spec`: its columns cut into their fine sub-bins; :func:`one_way_fine` gives
-  the exact fine histograms, to which
-  :meth:`~vertimrf.party.secure.SecureParty.measure` adds the noise.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

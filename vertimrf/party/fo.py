@@ -1,22 +1,6 @@
 """The frequency-oracle (FO) variant of LocEnc: GRR-perturbed, row-aligned columns.
 
-Releasing one perturbed row per record would reveal the exact record count, which is not
-differentially private under add/remove (the reference sends the exact n). Here every party
-releases exactly N = round(n_hat) rows, where n_hat is the designated party's noisy count:
-
-* rows are ordered by a keyed PRF of the record ID (a key only the parties know, bound to the
-  run by the config hash), so all parties list the same records in the same order and the
-  server learns nothing from it;
-* if n < N, N - n dummy rows with uniformly random values are added (their order keys come
-  from the same PRF on dummy indices, so the parties agree on where they go);
-* if n > N, only the N records with the smallest order keys are kept.
-
-Adding one record then swaps one output row (a uniform dummy or another record's report)
-for that record's GRR report. Per attribute the density ratio of any two GRR reports, and of
-a report and a uniform value, is within e^{+-eps}, so the row-aligned release costs what d
-independent eps-DP releases cost (eps^2/2 each in zCDP). The server subtracts nothing for
-the dummies: they number |n - N| = O(1/eps_count) and are spread uniformly.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Generalized randomized response (GRR), the frequency-oracle baseline of LocEnc (party side).
 
-Each attribute value is kept with probability p = e^eps / (e^eps + u - 1) and otherwise
-replaced by one of the u - 1 other values uniformly (each with q = 1 / (e^eps + u - 1)).
-The coins come from a :class:`~vertimrf.privacy.samplers.NoiseSampler` (cryptographically
-secure by default); its Bernoulli keeps with probability p' = floor(p 2^53) / 2^53 <= p, so
-the likelihood ratio p' (u - 1) / (1 - p') of any two reports is at most e^eps exactly.
-The server inverts it in :mod:`vertimrf.server.grr`.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Secret hash keys shared by the parties, derived from one shared secret.
 
-The t keys of the FM sketches are derived by the run's key schedule
-(:func:`vertimrf.crypto.schedule.hash_key_words`, HKDF-SHA256):
-one extract step over the shared secret, then one expand step per key index, giving t distinct
-128-bit SipHash keys ``(k0, k1)``; xxh64 uses ``k0`` as its 64-bit seed. Every party derives the
-same keys from the same secret. The server must never see them: it only gets
-:meth:`HashKeys.fingerprint`, which lets it check that all parties used the same keys.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

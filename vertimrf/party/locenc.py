@@ -1,12 +1,6 @@
 """LocEnc: a party's FM sketches of its (possibly binned) columns.
 
-Each sketch alone is eps'-DP, but a record's hash value enters a sketch of every one of its
-attributes, so the set is NOT differentially private (``docs/fm-privacy-gap.md``); the ledger
-marks a charge of ``"fm_sketch"`` as such.
-
-Registers (min keyed hash per attribute value and key) are computed by the kernels and can
-be built in shards and min-merged; the DP step runs once, on the merged registers.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
-"""LocalParty: one data holder's local message in the paper pipeline (methods "fo", "fm" and
-"secure" with ``secure_pipeline="paper"``; runs where the data lives).
+"""LocalParty: one data holder's local message in the paper pipeline (runs where the data lives).
 
-``LocalParty(name, df, config, secret).release()`` runs, in order:
-
-1. the noisy record count (discrete Laplace), if this party is the config's ``count_party``;
-2. LocMRF: PrivMRF on the party's own columns with its share of the budget, using the
-   protocol's one noisy count;
-3. binning: discrete-Laplace counts of every value of each binned column, and the bin maps;
-4. LocEnc: the method's cross release (:mod:`vertimrf.party.methods`): GRR rows of the
-   binned columns (FO), or the paper's FM sketches (NOT DP; only with ``allow_non_dp``);
-   none for the secure paper pipeline, whose cross-party release is the secure product's
-   (:class:`vertimrf.party.secure.SecureParty` with this message's bin maps);
-
-and returns a :class:`PartyMessage` holding only DP outputs and public metadata. The shared
-secret (the hash keys' source) never leaves the party. The party's ledger is capped at its
-own share of the budget, derived from the config, and a party releases once per run.
-:class:`vertimrf.party.roles.Party` serves every method behind one signature.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """The phantom step of an FM sketch (Smith, Song and Thakurta 2020; the paper's Algorithm 1).
 
-A sketch value alpha_X = max of Geometric(p) hashes over a set X is released as
-
-    max(alpha_X, alpha_p, alpha_min),   alpha_p = max of k_p fresh Geometric(p) draws,
-
-with p = gamma / (1 + gamma) and k_p, alpha_min from :func:`vertimrf.privacy.fm.fm_noise`.
-Geometric(p) here is supported on {1, 2, ...} with P(G >= k) = (1+gamma)^-(k-1). Each value
-is eps'-DP alone; the set of a record's sketches is NOT (:mod:`vertimrf.privacy.fm_gap`).
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

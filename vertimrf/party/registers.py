@@ -1,13 +1,6 @@
-"""LocEnc registers before DP noise: min keyed hashes per (key, attribute value), and their
-geometric values.
+"""LocEnc registers before DP noise: min keyed hashes per (key, attribute value).
 
-``compute_registers`` gives, for every key ``i`` and value slot ``s`` (attribute ``j``'s block
-starts at ``offsets[j]``), the minimum keyed hash of the fingerprints of the records holding
-that value, or ``EMPTY_REGISTER`` if no record does. Registers of disjoint row shards merge by
-element-wise min (:func:`merge_registers`) into exactly the registers of the whole table.
-``registers_to_geometric`` maps a register ``h`` to ``G = ceil(-log_{1+gamma}(h / 2**64))``
-with integer comparisons only.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """Party: a data holder in any method, behind one constructor.
 
-The method's steps, in order (each once):
-
-* methods "fo" and "fm": :meth:`Party.release_count` (the count party), then
-  :meth:`Party.release` (the local message, a :class:`PartyMessage`);
-* method "secure", select pipeline (the default): :meth:`Party.features` (the masked
-  features for the peers, from the server's deal), :meth:`Party.secure_release` (the first
-  release of every 2-way marginal, from the peers' blobs), :meth:`Party.groups` (round 2:
-  the masked attribute groups the server's request needs, from its round-2 deal),
-  :meth:`Party.measure` (the server's requested marginals);
-* method "secure", paper pipeline: :meth:`Party.release_count` and :meth:`Party.release`
-  (the local message), then :meth:`Party.features` and :meth:`Party.secure_release` (the
-  secure estimates of the binned cross pairs, on the local message's bins).
-
-The work is done by a :class:`~vertimrf.party.party.LocalParty` (the local message) and a
-:class:`~vertimrf.party.secure.SecureParty` (the secure product); a step the config's
-method does not have raises ConfigError.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

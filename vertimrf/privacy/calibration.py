@@ -1,15 +1,6 @@
 """Turn a budget share into the FM sketches' per-sketch epsilon'.
 
-The FM path is NOT differentially private (``docs/fm-privacy-gap.md``): each single sketch is
-eps'-DP, but the t*d sketches (t repetitions, d attributes over all parties) share each
-record's hash value, so they do not compose and neither mode below gives a true bound. The
-modes only set eps' (hence the phantoms and the floor), to reproduce the paper:
-
-* ``"zcdp"`` (default): treat the t*d sketches as if independent, t*d*eps'^2/2 in zCDP, so a
-  share ``rho`` gives ``eps' = sqrt(2*rho / (t*d))``.
-* ``"theorem2"``: the paper's Theorem 2, ``eps' = eps_enc / (4*sqrt(t*d*ln(1/delta)))`` for an
-  (eps_enc, delta) share; about 2.8 times more conservative.
-"""
+Design notes: docs/design/privacy.md."""
 
 from __future__ import annotations
 

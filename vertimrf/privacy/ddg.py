@@ -1,24 +1,6 @@
 """zCDP of a sum of independent discrete Gaussians: the distributed discrete Gaussian.
 
-The secure product releases exact cross counts plus noise that several roles add: each of
-the two parties adds N_Z(0, s^2) to its share and the server adds N_Z(0, s^2) to the sum.
-Every viewer knows at most one component (its own), so it faces the sum of the other two:
-Z = X_1 + X_2 with X_i ~ N_Z(0, s^2)^d. A sum of discrete Gaussians is not a discrete
-Gaussian, but Kairouz, Liu and Steinke (ICML 2021, Proposition 14) bound it: for s >= 1/2,
-n components and a shift Delta in Z^d, for every alpha >= 1,
-
-    D_alpha(Z || Z + Delta) <= min{ alpha ||D||_2^2 / (2 n s^2) + tau d,
-                                    alpha/2 (||D||_2^2 / (n s^2) + 2 ||D||_1 tau / (sqrt(n) s)
-                                             + tau^2 d),
-                                    alpha/2 (||D||_2 / (sqrt(n) s) + tau sqrt(d))^2 },
-    tau = 10 sum_{k=1}^{n-1} exp(-2 pi^2 s^2 k / (k + 1)).
-
-Each bound has the form alpha * rho for all alpha >= 1 (the first because tau d <= alpha tau d),
-so the smallest rho is a zCDP guarantee. With n s^2 = sigma^2 it is sigma's continuous charge
-||D||_2^2 / (2 sigma^2) plus a term below 1e-30 for s >= 3. A viewer that knows fewer
-components faces more noise, which only helps (post-processing), so the bound for n = 2 holds
-for every viewer.
-"""
+Design notes: docs/design/privacy.md."""
 
 from __future__ import annotations
 

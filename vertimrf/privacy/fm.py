@@ -1,12 +1,6 @@
 """The FM sketches' DP parameters and value range, shared by parties and the server.
 
-One sketch value becomes eps'-DP as max(value, phantom max, floor) (Smith, Song and Thakurta
-2020; the paper's Algorithm 1) with k_p = ceil(1 / (e^eps' - 1)) phantom elements and the
-floor alpha_min = ceil(log_{1+gamma}(1 / (1 - e^-eps'))). The values are geometric ranks
-G = ceil(-log_{1+gamma}(h / 2**64)) of 64-bit hashes h; :func:`geometric_thresholds` gives
-their exact integer thresholds. The set of sketches is NOT differentially private
-(:mod:`vertimrf.privacy.fm_gap`).
-"""
+Design notes: docs/design/privacy.md."""
 
 from __future__ import annotations
 

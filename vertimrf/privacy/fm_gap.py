@@ -1,47 +1,6 @@
 """A worst-case lower bound on delta for the FM-sketch path (which is not DP).
 
-The finding is explained in ``docs/fm-privacy-gap.md``. Under one hash key a record x gets one
-geometric value G, and G enters the register of x's value in every one of x's attributes, so
-the registers that only x touches are not independent mechanisms and the paper's composition
-(Theorem 2) does not hold. This module computes the delta that the FM path must at least have
-at the claimed epsilon, for the neighbour where x is the only real record in c registers.
-
-Model of one key (the release restricted to those c registers, a post-processing, so it can
-only lower delta). A phantom maximum is P = min(max of k_p Geometric draws, max_value), and
-the record's value is G' = min(G, max_geometric), with P(G >= k) = (1+gamma)^-(k-1) on
-{1, 2, ...}. Let Q = max(P, alpha_min), with CDF F and pmf f (F(alpha_min) = f(alpha_min)).
-
-* D' (x absent): the c registers are i.i.d. copies of Q.
-* D (x present): register i is max(G', P_i, alpha_min) with one shared G'.
-
-Take an output r with minimum m and k entries equal to m. Given G' = g: if g < m, every
-register equals its own Q_i, probability prod f(r_i); if g = m, a register at m only needs
-Q_i <= m (probability F(m)) and the others need Q_i = r_i; if g > m the output is impossible.
-Hence P_D(r) = P_D'(r) L(m, k) with
-
-    L(m, k) = P(G' < m) + P(G' = m) (F(m) / f(m))^k.
-
-At m = alpha_min this is P(G' <= alpha_min), the note's special case, because F = f there.
-Grouping outputs by (m, k): P_D'(m, k) = C(c, k) f(m)^k (1 - F(m))^(c-k) and P_D = L P_D'.
-With S = {(m, k): L > e^eps}, a = P_D(S) and b = P_D'(S), t independent keys give
-
-    delta >= (1 - (1 - a)^t) - e^eps (1 - (1 - b)^t)
-
-for the event "some key lands in S". For t = 1 this is a - e^eps b, the hockey-stick
-divergence of the restricted release, exactly. The value returned is max(0, bound), as
-delta >= 0 anyway (for t > 1 the event bound can be negative).
-
-The value caps are those of the shipped mechanism. Phantom draws are clipped to 255 (the
-uint8 clip of ``sample_max_geometric``): ``max_value``. The record's value comes from a
-64-bit register, so it stops at ``max_geometric_value(gamma)`` (65 at gamma = 1), which
-carries all the mass P(G >= 65) = 2^-64: ``max_geometric``. At the shipped parameters the
-caps move the bound by about t * 2^-64; they are modelled so that the result is exact for
-the capped mechanism (and so that tiny caps can be checked by enumeration). The samplers are
-taken as exact: the library's integer hash thresholds (gamma < 1) and float inverse-CDF
-phantom draws differ from these laws by at most about 2^-64 and 2^-53 per value (total
-variation about 1e-14 per register), which moves the bound by at most about
-t (c + 1) (1 + e^eps) 1e-14, about 1e-8 at the NLTCS preset.
-"""
+Design notes: docs/design/privacy.md."""
 
 from __future__ import annotations
 

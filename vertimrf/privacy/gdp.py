@@ -1,18 +1,6 @@
 """Gaussian differential privacy (GDP): the exact (epsilon, delta) curve of a Gaussian mechanism.
 
-A Gaussian mechanism whose L2 sensitivity divided by its noise std is ``mu`` is mu-GDP, and
-Gaussian releases compose exactly by adding ``mu**2``. By Balle and Wang (ICML 2018, Thm. 8)
-mu-GDP is (epsilon, delta)-DP if and only if
-
-    delta >= Phi(mu/2 - epsilon/mu) - exp(epsilon) * Phi(-mu/2 - epsilon/mu).
-
-PrivMRF (Cai et al., VLDB 2021) calls the largest admissible ``mu**2`` the "privacy budget"
-``x(epsilon, delta)`` and splits it over its releases (a release with sensitivity Delta and
-share b gets sigma = Delta / sqrt(b)). The reference code looks ``x`` up in a table for
-delta = 1e-5; here it is solved for any (epsilon, delta) with scipy, in log space.
-In zCDP terms a mu-GDP budget is rho = mu**2 / 2, so ``x / 2`` is the rho that the
-``gdp_accounting`` mode of PrivMRF spends.
-"""
+Design notes: docs/design/privacy.md."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
 """The privacy ledger: every released statistic is charged here, in zCDP.
 
-Each :class:`Release` records a named mechanism, its parameters and its zCDP cost rho.
-zCDP composes by adding rho over mechanisms with independent randomness, so the ledger's
-total is the sum over releases, converted to (epsilon, delta) once with the
-Canonne-Kamath-Steinke bound. Pure epsilon-DP releases (discrete Laplace counts, GRR) cost
-eps^2/2 each; (discrete) Gaussian releases cost Delta^2 / (2 sigma^2); an exponential-mechanism
-selection at epsilon costs eps^2/8 (bounded range). The privacy unit is
-one individual (add/remove one record).
-
-The paper's FM sketches (mechanism ``"fm_sketch"``) are charged at the cost the paper
-claims so that the budget split stays the paper's, but that claim is false: one record's
-geometric value enters a register of every one of its attributes, so the registers share
-randomness and do not compose (``docs/fm-privacy-gap.md``). A ledger holding such a release has
-``dp_guarantee == False``: it reports no total (epsilon, delta) and its text says so.
-"""
+Design notes: docs/design/privacy.md."""
 
 from __future__ import annotations
 

@@ -1,44 +1,6 @@
 """Named mechanisms for integer releases, each charged to the ledger before it draws noise.
 
-Every value they return is an integer drawn by an exact discrete sampler (see
-:mod:`vertimrf.privacy.samplers`): floating-point noise on a count leaks through its low
-bits (Mironov 2012), integer noise from an exact sampler does not.
-
-:func:`discrete_laplace_count` and :func:`discrete_laplace_histogram` add discrete Laplace
-noise of scale 1/eps to sensitivity-1 counts: eps-DP, charged eps^2/2 in zCDP.
-
-:func:`scaled_discrete_gaussian` releases REAL-valued queries (e.g. PrivMRF's R-scores and
-L1 error queries) on the grid of multiples of 1/s for a public scale s (a power of two,
-:func:`quantum_scale`): the caller computes the integers round(s q_i) exactly, and discrete
-Gaussian noise of parameter s sigma is added to them. The released value is k / s. The
-integers must be exact (rational arithmetic): a floating-point q carries rounding errors that
-could cross a rounding boundary and break the bound below.
-
-Sensitivity of the rounded query. Let q have sensitivity Delta, |q(D) - q(D')| <= Delta for
-neighbours D, D'. With round(x) = floor(x + 1/2) and a = s q(D) + 1/2, b = s q(D') + 1/2:
-floor(a) - floor(b) is an integer strictly between (a - b) - 1 and (a - b) + 1, so
-|round(s q(D)) - round(s q(D'))| <= ceil(|a - b|) <= ceil(s Delta) (when a - b is not an
-integer the integer is at most floor(|a - b| + 1) = ceil(|a - b|); when it is, it equals it).
-So each rounded value is an integer query of sensitivity ceil(s Delta), and a batch of
-``count`` of them (each with its own noise) costs count * ceil(s Delta)^2 / (2 (s sigma)^2)
-in zCDP (Canonne, Kamath and Steinke 2020, Theorem 4, composed). For an integer s Delta
-(PrivMRF: Delta in {1, 2}, s a power of two >= 1) this is exactly the continuous Gaussian
-charge count * Delta^2 / (2 sigma^2): the rounding costs no budget, and its error (at most
-1/(2s)) is at most 2**-11 sigma, negligible against the noise.
-
-:func:`exponential_mechanism` selects one candidate from integer scores k_i of sensitivity
-Delta each (for real scores, the exact round(s q_i) with :func:`rounded_sensitivity`'s
-ceil(s Delta), as above): index i with probability proportional to exp(eps k_i / (2 Delta)).
-For neighbours D, D' the privacy loss of outcome i is eps (k_i - k'_i) / (2 Delta) minus
-log(Z / Z'), the normalisers' ratio: the first term lies in [-eps/2, eps/2] and the second is
-the same for every i, so the losses of all outcomes lie in one interval of width eps
-("eps-bounded range"). That costs eps^2/8 in zCDP, not the eps^2/2 of a generic eps-DP
-release (Cesar and Rogers 2021, "Bounding, Concentrating, and Truncating: Unifying Privacy Loss
-Composition for Data Analytics"; the charge AIM uses). The draw is exact (rejection on exact
-Bernoulli(exp(-x)) trials, or OpenDP's exact Gumbel noisy max): a floating-point softmax would
-draw from a distribution the proof is not about, with probabilities rounded in a
-data-dependent way.
-"""
+Design notes: docs/design/privacy.md."""
 
 from __future__ import annotations
 

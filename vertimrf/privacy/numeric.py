@@ -1,21 +1,6 @@
-"""A numeric column's releases for its bins and its values: DP quantile cuts and a fine
-1-way histogram, measured by the party that holds the column, on its own records.
+"""A numeric column's releases for its bins and its values: DP quantile cuts and a fine histogram.
 
-**Quantile cuts** (a column of scale ``"quantile"``, ``bins`` = k): the k-1 cuts at the
-alphas 1/k, ..., (k-1)/k. Each is one exponential mechanism over a public grid of
-:data:`CANDIDATES` equally spaced candidates inside the bounds; the scores are OpenDP's
-``make_quantile_score_candidates`` (Smith 2011; lower is better, L-inf sensitivity as OpenDP
-maps one added or removed record), drawn exactly by the caller's sampler on the negated
-scores. Each costs eps^2/8 in zCDP (bounded range; see :mod:`vertimrf.privacy.mechanisms`),
-so a column's cuts at zCDP ``rho`` take eps = sqrt(8 rho / (k-1)) each. The cuts are sorted
-(post-processing); ties make empty bins.
-
-**Fine histogram**: each of the column's k bins split into ``max(1, FINE_CELLS // k)``
-equal sub-bins, one count per sub-bin of the records whose cell is not empty, plus
-discrete Gaussian noise. One record moves one count by 1 (L2 sensitivity 1), so the vector
-costs 1 / (2 sigma^2) at sigma. A decoder places a value inside its bin by these counts
-(:mod:`vertimrf.within`); it is post-processing.
-"""
+Design notes: docs/design/privacy.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Zero-concentrated DP (zCDP) conversions.
-
-The conversion from rho-zCDP to (epsilon, delta)-DP is the bound of Canonne, Kamath and
-Steinke (NeurIPS 2020, Prop. 12 / Cor. 13):
-
-    epsilon(rho, delta) = inf_{a > 1}  a*rho + (log(1/delta) + (a-1)*log(1-1/a) - log(a)) / (a-1)
-
-It is tighter than the classic ``rho + 2*sqrt(rho*log(1/delta))``. The inverse, used to turn a
-requested (epsilon, delta) into a rho budget, is found by root finding on this monotone map.
-"""
+"""Zero-concentrated DP (zCDP) conversions; design notes in docs/design/privacy.md."""
 
 from __future__ import annotations
 

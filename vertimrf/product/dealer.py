@@ -1,11 +1,6 @@
-"""The dealer-assisted cross product (:class:`DealerProduct`, the config's ``product``
-"dealer", the default backend of :class:`~vertimrf.protocol.secure.product.CrossProduct`).
+"""The dealer-assisted cross product: the config's ``product`` "dealer", the default backend.
 
-The lower party p of a pair sends X_p - U_p and the higher q sends Y - U_q, each under the
-pairwise key; the dealer, who knows the masks but never sees a blob, deals
-Z = U_p^T U_q - W to q; p holds U_p^T (Y - U_q) + W and q holds (X_p - U_p)^T Y + Z, which
-sum to X_p^T Y. Round 2 does the same for the groups, with fresh masks U2 and W_A, W_B.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
 """``t="auto"``: the number of sketch repetitions, chosen from public information only.
 
-The CarEst error of a cell (accuracy notes) is about (n + k_p * sum_i (u_i - 1)) / sqrt(t),
-with k_p ~ 1/eps' phantoms per sketch and eps' = sqrt(2 rho_enc / (t d)). The phantom term
-grows like sqrt(t) and the whole numerator's sqrt(t) cancels it, so the predicted error
-falls with t towards a floor (measured on NLTCS at eps=0.8, mean cross 2-way TVD: 0.019 at
-t=2000, 0.012 at 8000, 0.0086 at 32000). The rule: among the candidate t values whose
-predicted LocEnc time (n_hint * t hashes per party at ``hashes_per_second``) fits
-``seconds`` and whose sketch payload (t * sum of a party's binned domain sizes, one byte
-each) fits ``max_sketch_bytes``, take the one with the smallest predicted error. ``n_hint``
-must be public: the config's ``max_rows`` (a public upper bound), or a noisy count the count
-party has already released. The rule runs once, when the config is made
-(:func:`~vertimrf.protocol.factory.from_preset` with ``t="auto"``), never on the true record count.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

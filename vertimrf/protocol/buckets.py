@@ -1,22 +1,6 @@
 """The row layout of a secure run: PRF buckets of a public capacity, and where a record goes.
 
-Every party orders its records by v = PRF(record ID) (keyed by the group secret and the run),
-so the same record gets the same row at every party. With ``B`` buckets (a power of two),
-a record's bucket is the top log2(B) bits of v, so bucket b holds the same people at every
-party and the v-order is the bucket order. Bucket b owns the padded rows
-[b C, (b + 1) C) of the capacity C (:func:`bucket_capacity`): its records take them in
-v-order, and the rest of them are padding (all-zero rows).
-
-Overflow. A bucket may receive more than C records. Its extra records then take the first
-free padding rows of the whole table, in order (:func:`spill_slots`), which exist because
-the parties hold at most ``max_rows`` <= B C records. Nothing the server or a peer sees
-depends on where a record sits: every blob is uniformly masked whatever its rows hold, and
-every share and release is a sum over all rows. So overflow reveals nothing, costs no
-privacy, and is never refused. C only balances the work: it is the least count for which a
-uniform PRF puts more than C of ``max_rows`` records in any bucket with probability at most
-2^-:data:`BALANCE_TAIL_BITS` (Chernoff's bound below), so a bucket's work is bounded by C
-rows except with that probability.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """The protocol budget: turn a ProtocolConfig's shares into every mechanism's parameters.
 
-All shares are fractions of the zCDP budget rho of (epsilon, delta); zCDP composes by
-addition, so the releases of all parties together cost at most rho. Under add/remove of one
-individual every party's data changes, so the LocMRF share is divided evenly over the m
-parties (each local model pays rho_locmrf / m). Unused shares move to LocEnc: the binning
-share when no attribute is binned, the LocMRF share when local models are switched off.
-
-:func:`vertimrf.protocol.methods.expected_releases` lists, from the config alone, every
-release a party must make with its exact parameters. The party caps its ledger at their
-total (:func:`~vertimrf.protocol.methods.party_rho`) and the server checks each message's
-declared releases against them, so neither trusts the other's arithmetic.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,29 +1,6 @@
 """ProtocolConfig: the public settings every role of the vertical protocol agrees on.
 
-A config holds the shared settings (the budget, the spec, the parties, the count party, the
-public bounds, the run nonce) and one typed options object for the method
-(:mod:`vertimrf.protocol.options`: :class:`SecureOptions`, :class:`SecurePaperOptions`,
-:class:`FOOptions`, :class:`FMOptions`). It is immutable: its mappings are read-only, and
-its hash is computed once, when it is made.
-
-Budget shares are fractions of the zCDP budget rho of (epsilon, delta) and sum to at most 1
-(see the options classes). A config pins one run: ``run_nonce`` is fresh random for every
-new config, and the hash keys and the FO row order are derived from (shared secret, config
-hash), so a retry under a new config never reuses a person's hash values.
-
-This is the protocol's core: it knows no plan and no ``t="auto"``. A config a role can run
-comes from :func:`vertimrf.protocol.factory.from_preset` or
-:func:`~vertimrf.protocol.factory.load_config`, which check it against its plan; every
-role checks the config it is given.
-
-``method="fm"`` (the paper's sketches) and ``hash="xxh64"`` (not a PRF) are NOT
-differentially private (``docs/fm-privacy-gap.md``); a config with either is refused with a
-:class:`~vertimrf.errors.PrivacyError` unless ``allow_non_dp=True``.
-
-Config files of the first (flat) format still load: :meth:`ProtocolConfig.from_dict`
-converts them, keeping the settings their method reads (the converted config has a new
-hash, so messages made under the old file do not match it).
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

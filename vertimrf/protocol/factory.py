@@ -1,11 +1,6 @@
 """Configs a role can run: made from a preset or read from a file, then checked.
 
-:func:`from_preset` and :func:`load_config` make a :class:`ProtocolConfig` and run the plan
-check on it (:func:`vertimrf.protocol.plan.check_plan`: the worst-case ledger fits the budget
-and every role's estimated memory fits ``max_memory_gb``), so a config they give can run.
-The roles check every config they are given too. FM's ``t="auto"`` is resolved here, once,
-from the public ``max_rows`` only.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """The PRG streams of method="secure", named once for both sides of the trust boundary.
 
-The server (dealer) draws a seed per mask and seals it to a party; the server and the party
-expand the same seed under the same label into the same words (AES-256-CTR,
-:func:`vertimrf.crypto.prg.expand`), so the labels and the expansion live here, not in
-either role:
-
-* a **row mask** hides a party's one-hot rows (it sends X - U), rows x width words of the
-  run's ring, expanded block by block of rows;
-* a **share mask** hides a pair's share (the dealer deals Z = U_p^T U_q - W), 64-bit words;
-* a **pad** hides a pair's two released shares from the server (one party adds it, the other
-  subtracts it), expanded from the pair's key.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """PartyMessage: everything one party sends to the server, and its file format.
 
-A message holds only DP outputs and public metadata:
-
-* ``grr``: GRR-perturbed rows (FO path), or ``sketch``: the paper's FM sketch values (FM
-  path, NOT differentially private: see ``docs/fm-privacy-gap.md``);
-* ``bins``: discrete-Laplace value counts (integers) of the binned attributes and the bin
-  maps computed from them (post-processing; the server re-derives them);
-* ``noisy_count``: the discrete-Laplace record count, an integer (designated party only);
-* ``local``: the local MRF (graph, cliques, log-potentials) and its measurement set with
-  targets read off the fitted local model, all post-processing of PrivMRF's Gaussian
-  measurements (the raw marginals are never sent);
-* ``releases``: the party's ledger entries, which the server checks against the config;
-  public settings (config hash, columns, the hash name, the key fingerprint, which reveals
-  nothing about the keys, and ``seeded``: whether the party's noise came from a seed).
-
-Files are versioned, checksummed zip containers (see :mod:`vertimrf.container`),
-written atomically and read with ``allow_pickle=False``.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

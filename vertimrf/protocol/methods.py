@@ -1,15 +1,6 @@
-"""What each method means to the protocol, in one place per method: its cross-party release
-(the budget's list of releases), what a local message of it holds, the secure product's
-layout and budget, and what its plan charges and costs.
+"""What each method means to the protocol, in one place per method.
 
-:func:`rules` gives the :class:`Method` of a config, from the type of its options; the
-party's and the server's per-method code is in :mod:`vertimrf.party.methods` and
-:mod:`vertimrf.server.methods`, and each method's schedule (its ``label``'s) in
-:mod:`vertimrf.protocol.schedule`. What a caller asks of a method, it asks here. The rules
-stand on the budget split (:mod:`vertimrf.protocol.budget`) and the secure product's algebra
-(:mod:`vertimrf.protocol.secure.plan`), which know no method; the message formats check a message
-against them. Importing this module imports no Numba code.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """Each method's settings: one frozen, typed options object per method, holding what it reads.
 
-* :class:`SecureOptions`: method "secure", the select pipeline (the default): one budget,
-  the secure product of every 2-way marginal, PrivMRF's selection on the server.
-* :class:`SecurePaperOptions`: method "secure", the paper pipeline: local models, then secure
-  estimates of every binned cross-party pair in place of FO's GRR rows.
-* :class:`FOOptions`: method "fo", the paper's pipeline with GRR rows (DP).
-* :class:`FMOptions`: method "fm", the paper's pipeline with FM sketches (NOT DP).
-
-The three paper-pipeline methods share :class:`PaperOptions`' fields: the budget split
-``shares`` (fractions of the zCDP rho), the bins, the local PrivMRF and the server's
-GraphCom / InitMRF / OptMRF settings. Mappings are read-only views of private copies, so
-neither an options object nor its config can change after it is made. An unknown field
-raises :class:`~vertimrf.errors.ConfigError` naming the close ones.
-
-The flat names of the first config format (``secure_shares``, ``secure_iters``, ``t``, ...)
-stay accepted by :func:`~vertimrf.protocol.factory.from_preset` and
-:meth:`ProtocolConfig.with_changes`; :data:`FLAT_NAMES` maps each to its method's field.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

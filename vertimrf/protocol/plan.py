@@ -1,32 +1,6 @@
 """The cost of a run, from its config alone, and the checks that refuse a run that cannot finish.
 
-:func:`run_plan` lists every release the config fixes, bounds the ones chosen at run time, and
-estimates, for each role, the bytes it sends and keeps and its peak memory. :func:`check_plan`
-(called by ``ProtocolConfig.__post_init__``) refuses, with one line saying what to change:
-
-* partial record sets whose ``max_rows`` is at most the rows the server's stop rule sets
-  aside (R regions x (offset + margin), :attr:`RegionNoise.reserve`): no room for any record,
-  so the run would stop after the region counts, a charged release;
-* a noise scale outside the samplers' range: above 2**40 (epsilon too small), or a first
-  release that cannot spend its share because its distributed discrete Gaussian components
-  would be below 1/2 (KLS's bound; epsilon too large): the hint gives the largest epsilon
-  that fits;
-* a worst-case ledger total above the budget, as :class:`PrivacyLedger` checks it (the
-  fixed releases charged one by one, then the bounds of the run-time ones: the
-  re-measurement's is its share, whatever the server requests, since
-  :meth:`SecurePlan.sigma` solves each release's noise for its share, the KLS tau term
-  included; a local PrivMRF's is its share);
-* a first-release within-party table over the release reader's cell limit;
-* a smallest model (method secure's select pipeline: every attribute alone, over the union
-  of the records with partial record sets) above the server's model cap: the selection
-  picks a model whose junction tree, triangulated as the fit builds it, fits the cap, else
-  that smallest one, so the fit's model is bounded by the cap before any release;
-* an estimated peak memory of any role above ``max_memory_gb`` (default 16 GB; ``vertimrf
-  config --memory``, whose default is this machine's memory), the server's counting the
-  largest model the cap allows.
-
-The memory model of each role is :mod:`vertimrf.protocol.costs`'s.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The record-set variation on the protocol's side, in one home: equal record sets (every
-party holds the same records) or partial ones (each holds its own, and the server sees the
-noisy region counts, :mod:`vertimrf.protocol.regions`), as two small strategies. The config
-holds one (:attr:`~vertimrf.protocol.config.ProtocolConfig.sets`, chosen by its
-``record_sets``), and the plans hold the one with its noise, so that no caller branches on
-which: each asks the strategy. (The party's side is its records layout,
-:mod:`vertimrf.party.records.layout`; the server's its
-:mod:`~vertimrf.server.secure.record_sets`.)
-"""
+"""The record-set variation on the protocol's side: equal or partial, as two small strategies.
+
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

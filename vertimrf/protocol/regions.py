@@ -1,28 +1,6 @@
 """The public arithmetic of partially overlapping record sets (``record_sets="partial"``).
 
-For parties p_0 .. p_{m-1}, a **region** is a non-empty set T of parties, written as the
-bit mask with bit i set when p_i is in T (1 .. 2^m - 1). The region R_T holds the records
-held by exactly the parties in T; one person lies in exactly one region, so the vector of
-region counts c_T has L1 and L2 sensitivity 1 under adding or removing a person.
-
-The server sees each count plus the number d_T of shared dummy tokens,
-``d_T = offset + Z_T`` with Z_T ~ N_Z(0, sigma^2) clipped to [-offset, offset]; it publishes
-``r_T = c_T + Z_T + zeta_T`` with its own zeta_T ~ N_Z(0, sigma^2). :class:`RegionNoise`
-holds sigma, the offset and the margin of the server's stop rule, all from public values:
-
-* ``sigma = sqrt(1 / (2 rho_r))``: the discrete Gaussian on a sensitivity-1 vector is
-  rho_r-zCDP (Canonne, Kamath and Steinke 2020, Theorem 4), against every viewer, since each
-  faces at least one of the two noises whole.
-* ``offset = ceil(sigma sqrt(2 ln(2 R / delta_clip)))`` for the R = 2^m - 1 regions: a
-  discrete Gaussian is sub-Gaussian with variance proxy sigma^2 (ibid., Proposition 16), so
-  P(|Z| > offset) <= 2 exp(-offset^2 / (2 sigma^2)), and a union bound over the regions
-  keeps the chance that any Z_T is clipped within delta_clip.
-* ``margin = ceil(sigma sqrt(2 ln(1 / delta_stop) / R))``: the run goes on only when
-  ``sum_T r_T + R (offset + margin) <= max_rows``; the distinct tokens, sum_T (c_T + d_T),
-  then exceed max_rows only if sum_T zeta_T < -R margin, a sum of R independent noises,
-  sub-Gaussian with proxy R sigma^2: probability at most exp(-(R margin)^2 / (2 R sigma^2))
-  <= delta_stop.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,32 +1,6 @@
-"""Each method's schedule, written once: its steps, the messages each step sends and reads,
-their size limits and their file names.
+"""Each method's schedule, written once: its steps, their messages, size limits and file names.
 
-A step's name is the name of its step command (``vertimrf party features``, ``server
-select``, ...) and of the message kind it sends; a step that sends a second kind to the
-same receiver names it ``<step>-<part>`` (the server's ``select`` sends the request as
-``select`` and the round-2 deal as ``select-deal``; the count party's ``local`` sends its
-noisy count to its peers as ``local-count``). The schedules, in the order the run meets
-their steps:
-
-* "secure", select pipeline (:class:`SelectSchedule`): the parties' ``commit``, the
-  server's ``deal``, the parties' ``features`` (a blob to each peer) and ``release``, the
-  server's ``select``, the parties' ``groups`` and ``measure``, the server's ``synthesize``;
-* "secure", paper pipeline (:class:`PaperSchedule`): the parties' ``local`` (the count
-  party's count to its peers, then every party's local message), ``commit``, the server's
-  ``deal``, the parties' ``features`` and ``release``, the server's ``synthesize``;
-* "fo" and "fm" (:class:`FOSchedule`, :class:`FMSchedule`): the parties' ``local``, the
-  server's ``synthesize``.
-
-With an own dealer (config ``dealer="own"``) the secure schedules' dealing steps are the
-dealer's (:data:`OWN_DEALER`): the commitments and tokens go to it, it admits and deals, and
-after the server's ``select`` (the request, to the parties and the dealer) it takes a step
-of its own, ``select-deal``; with partial record sets its deal also sends the server the
-published region counts (``deal-regions``). The server then holds no mask.
-
-:func:`schedule` gives a config's schedule. The drivers' steps, the service's upload rules,
-the step commands' files and every transport's size limits derive from it. Importing this
-module imports no other module of the protocol's (a transport names its messages with it).
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
 """The party-message schema: size bounds derived from the config, and typed manifest fields.
 
-A message is read before anything about it is trusted, so both halves refuse by raising
-:class:`MessageError`, never by letting a ``KeyError``, ``TypeError`` or ``AttributeError``
-escape:
-
-* :func:`array_bounds` gives, for each array name a message of this config may hold, the
-  largest payload it may have (8 bytes per cell, the widest dtype), so that the container
-  reader can refuse an oversized or unexpected entry before decompressing it;
-* :class:`Fields` reads manifest values with their expected JSON types.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

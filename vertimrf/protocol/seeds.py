@@ -1,11 +1,6 @@
 """Seeds of a seeded (experimental) run, agreed on by every role.
 
-A run seed is split per role: each party (by name) and the server derive their own seed from
-(run seed, role name), so a run gives the same output whether its roles run in one process
-(:func:`vertimrf.simulate`) or as separate commands, and no two roles share a stream. A
-seeded run's noise is reproducible and not for release; unseeded runs draw from a
-cryptographically secure sampler instead.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""MST and AIM (OpenDP's ``extras.mbi``) as report baselines: each run in a child process that is
-killed at a time cap, so one slow run cannot stall the report.
+"""MST and AIM as report baselines: each run in a child process killed at a time cap.
 
-Runs that share a ``cache`` folder share JAX's persistent compilation cache (compiled code
-only, no data). It paid when mbi compiled its marginal routine for each new marginal shape (AIM
-on Adult at epsilon 1.6 with 100 iterations a fit: 126 s against 239 s, 2 cores). Now that AIM's
-marginals outside its model are vertimrf's (:mod:`.opendp_mechanisms`), what is left to compile
-is mostly mbi's mirror descent for each new model, which a later run seldom asks again: in one
-AIM run on Adult, 1 of 250 such programs was read back, and writing the cache took about 7% of
-a run.
-
-Runs given a ``store`` folder are kept there (:mod:`vertimrf.report.run_store`), so that a
-report or benchmark made over several sessions runs each baseline once."""
+Design notes: docs/design/report.md."""
 
 from __future__ import annotations
 

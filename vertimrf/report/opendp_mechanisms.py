@@ -1,62 +1,6 @@
-"""MST and AIM (McKenna et al. 2021, 2022) through OpenDP's ``opendp.extras.mbi``
-(``pip install "vertimrf[baselines]"``), fitted by Private-PGM and synthesized. AIM's fits are
-mbi's mirror descent at 1000 iterations. Fewer iterations are no shortcut: with 100, AIM's fit
-on Adult at epsilon 1.6 stayed far from its own measurements (a 3-way marginal's L1 residual
-18,800 where its noise accounts for about 1,100), so AIM judged its rounds insignificant, spent
-its budget in 8 of them, and its 3-way TVD was 0.16, twice MST's.
+"""MST and AIM through OpenDP's ``opendp.extras.mbi``, fitted by Private-PGM and synthesized.
 
-The budget is zCDP rho from (epsilon, delta) by :func:`vertimrf.privacy.zcdp.epsilon_to_rho`,
-as for our methods, with add/remove neighbours (one row per person). OpenDP draws its noise
-from the operating system's secure source: a run is not seeded and not reproducible.
-
-MST is OpenDP's contingency table at its defaults. That table gives every column one more
-category, null (values outside its keys), and spends half of rho on one-way marginals. Its
-model can put noise in the null cells, so a synthetic row can hold a null. Each null is
-replaced by a value of its column drawn uniformly by a generator seeded from the run's seed
-(post-processing), so it counts as error, as a wrong value would.
-
-AIM is run as its paper configures it, by OpenDP's own measurements on the exact domain
-(:func:`aim_measurement`): every one-way marginal measured first at one round's measurement
-budget (0.9 rho / T for T = 16 d rounds, so :data:`AIM_ONEWAY_SHARE` = 0.9 / 16 of rho in all),
-then OpenDP's AIM rounds on the rest, composed by OpenDP's ``Sequential``. Through the
-contingency table's defaults (a null category in every column, half of rho on the one-way
-marginals) AIM's 3-way TVD on NLTCS at epsilon 0.4 was 0.055; this way it was 0.0155 (3 seeds
-each, rows i.i.d.): the defaults are OpenDP's wrapper's, not AIM's.
-
-OpenDP 0.16's MST refuses its own inner queries by a rounding error in its budget split
- ("insufficient budget for query: x > x - 1e-18", opendp/opendp#2789): MST gives each of
-its k selection rounds ``prior(b / k)`` of a budget b (the next float below b / k), and k such
-floats can sum past b. With 16 columns (k = 15) it failed at every epsilon tried. So
-:func:`_leave_slack` makes ``prior`` in OpenDP's MST module return its argument lowered by a
-relative :data:`SLACK`: each of MST's splits then spends slightly less than it may, never more,
-and OpenDP's compositors still check every query against what is left. AIM's splits are by
-what its odometer reports spent and do not fail; its ``prior`` is left alone (AIM stops when
-``prior`` of what is left is not positive, which a relative slack would never reach).
-
-AIM's run replaces three of mbi's and OpenDP's routines in its child process by exact
-equivalents (:func:`_replace`): a marginal outside the model is computed by vertimrf's
-junction-tree inference instead of mbi's variable elimination, which traced and compiled JAX
-code for each marginal's shape (the same values, tested); mbi's model-size answers are
-remembered; and OpenDP's score transformation is built once per selection. On Adult at
-epsilon 0.4 a run took 760-815 s with them, against 2,287-3,149 s before (3 seeds each, one
-core, another machine). At epsilon 1.6 seed 0 took 2,604 s on one core beside another AIM
-run; a one-minute profile 40 minutes into a run found 42% of the time in mbi's mirror descent
-and 33% in vertimrf's out-of-model marginals (whose queries share each calibration's
-conditionals, :class:`vertimrf.mrf.memo.QueryMemo`).
-
-The synthetic rows are drawn from the fitted model by vertimrf's own junction-tree sampler
-(:func:`rows`), as our methods' rows are: mbi's log-potentials become a
-:class:`~vertimrf.mrf.MarkovRandomField` over the same cells, and its counts are rounded per
-separator group. So a difference in TVD is the models', not the samplers'. mbi 1.1.0's own
-samplers (OpenDP 0.16 pins it) are not that: ``"sample"`` draws rows i.i.d., which alone
-costs a 3-way TVD of 0.004-0.007 on NLTCS and 0.018-0.020 on Adult (a bootstrap of the real
-table against itself); ``"round"`` assigns each column's values within a group of rows sharing
-its parents' values in the rows' order, so two columns with the same parents come out sorted
-together, a correlation that is in no measurement (on Adult at epsilon 1.6 MST's 3-way TVD
-was 0.25 with it and 0.080 i.i.d.).
-
-Run it as a child process (:mod:`vertimrf.report.baselines`), killed at the cap.
-"""
+Design notes: docs/design/report.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""A folder of MST and AIM runs kept across processes, so that a baseline run made once (AIM on
-Adult: 40-60 minutes) is read back by the next report or benchmark instead of made again.
+"""A folder of MST and AIM runs kept across processes, read back instead of made again.
 
-A run is keyed by :func:`run_key`: the SHA-256 of the real table's codes, the domain sizes,
-the method (with how it is run), rho, the seed and OpenDP's version. The folder holds only
-what a run returns, never the real table: for a finished run ``KEY.finished.json`` (its
-record) and ``KEY.finished.npy`` (the synthetic codes, in the smallest unsigned dtype that
-holds them); for a run killed at its cap
-``KEY.timed-out-CAP.json``. Files are written to a temporary name in the folder and moved
-into place, and an existing entry is never replaced: a second run of the same key is dropped
-(OpenDP's noise is not seeded, so it may differ)."""
+Design notes: docs/design/report.md."""
 
 from __future__ import annotations
 

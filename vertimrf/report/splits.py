@@ -1,21 +1,6 @@
-"""VertiBench's attribute splits (Wu et al., "VertiBench: Advancing Feature Distribution
-Diversity in Vertical Federated Learning Benchmarks", 2023), written from its published rule;
-the ``vertibench`` package itself needs torch, shap and pymoo, too heavy for a report.
+"""VertiBench's attribute splits (Wu et al., 2023), written from its published rule.
 
-- Importance split, parameter alpha > 0: draw party shares p ~ Dirichlet(alpha, ..., alpha),
-  give each party one column drawn at random, then each other column to party i with
-  probability p_i. The columns are exchangeable, so the expected importance each party holds
-  is proportional to p: a small alpha gives one party most of the columns (and importance), a
-  large alpha an even split.
-- Correlation split, parameter beta in [0, 1]: with C the Spearman correlation matrix of the
-  columns and parties of (near-)equal size, the score of a split is the mean over parties i of
-  the mean over parties j != i of pcor(C[j, i]) - pcor(C[i, i]), where pcor of a block is the
-  standard deviation of its singular values over sqrt(its smaller side). The split sought has
-  the score beta * max + (1 - beta) * min, the extremes over all splits; VertiBench finds the
-  extremes and the target with a genetic algorithm (BRKGA), here a seeded local search of
-  single swaps from random starts does it. beta = 1: the columns most correlated across
-  parties rather than within; beta = 0: the least.
-"""
+Design notes: docs/design/report.md."""
 
 from __future__ import annotations
 

@@ -1,31 +1,6 @@
 """Binning in the select pipeline: which re-measured 2-way marginals to measure on bins.
 
-A binned re-measurement enters the fit as the linear query it is (bin sums of the model's
-marginal, :class:`vertimrf.mrf.estimation.Measurement` with ``bins``), beside the marginal's
-full-domain first release, so the fit takes the bin sums from it and the structure inside
-the bins from the first release. The choice below scores binning by the error of a plainer
-estimator, HisRec's recovery from the binned table alone (the 1-way shares inside each
-bin), as a proxy: on Adult with merged columns (domains up to 656 values) the marginals it
-binned made the fit better (``benchmarks/results/bench_secure_binning.md``).
-
-Errors are squared (L2, the fit's loss). A marginal re-measured at its full domain with
-noise scale sigma per cell has expected squared error cells x sigma^2. Measured on bins and
-spread back with HisRec (a bin cell's count times each value's within-bin weight w_v, the
-product of its attributes' shares of their bins in the pooled 1-way marginals), the noise
-of a value is its bin cell's times w_v, so sigma^2 x sum_v w_v^2 in all (at most the binned
-cells x sigma^2), plus HisRec's squared bias: the structure inside the bins that the
-recovery cannot see, plus the error HisRec takes from the noisy within-bin shares (the
-pooled counts' variance, carried to first order through c_v / C_bin and times the bin
-cell's count). The bias is estimated, without bias, from the marginal's first release
-T1 (noise scale s1): R = T1 - HisRec(bin(T1)) is the bias plus noise of known variance
-s1^2 (1 - 2 w_v + w_v^2 |B_v|) in cell v (|B_v| the cells of its bin block), so the sum of
-R^2 less that variance estimates the squared bias. Its variance is sum (2 var^2 + 4 b^2 var)
-over the cells (b a cell's bias, estimated by max(R^2 - var, 0)); a marginal is binned only
-when binning wins by more than MARGIN = 3 of its standard deviations: the full domain keeps
-the benefit of the doubt. Bins are equal-frequency (2, 4, 8,
-... per attribute with more values); all of it is post-processing of the first release.
-Marginals of more than two attributes have no first release and stay at full domain.
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
 """CarEst: the server's estimate of any l-way marginal from FM sketches (NOT DP jointly).
 
-For a cell v = (v_1..v_l) the records matching v are the complement of the union of the
-complement sets {A_i != v_i}. Per repetition h the union's sketch is the max over i of the
-complement sketches, so
-
-    T(v) = n_hat - ( U_hat(v) - k_p * sum_i (u_i - 1) ),   clamped at 0,
-
-where U_hat is a cardinality estimate from the t union sketches and the subtracted term
-removes the phantom elements that the DP step added to each of the sum_i (u_i - 1) value
-sketches in the union. Two estimators:
-
-* ``"containment"`` (default): counts the repetitions in which the sketch of ALL records
-  (the max over every value of the marginal's attributes) beats the union sketch. That
-  happens when the maximum falls in the cell (or the cell values' phantoms), with a
-  probability that is an exact, monotone function of the cell's size; inverting it gives
-  the estimate (see :func:`containment_probability`). Its error scales with the cell, not
-  with n - T(v), and the common hash luck of large sets cancels out.
-* ``"harmonic"``: U_hat = alpha(gamma, t) * t / sum_h b^-s_h with b = 1 + gamma,
-  the HyperLogLog form generalised to any base (see :func:`harmonic_constant`).
-* ``"algorithm4"``: the paper's Algorithm 4, U_hat = b^(harmonic mean of s_h).
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

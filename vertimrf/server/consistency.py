@@ -1,11 +1,6 @@
 """Consistency enforcement between overlapping marginal tables (the paper's Section 6.2).
 
-Tables that share an attribute should agree on its 1-way marginal. Each pass, for every
-shared attribute, the tables' projections are averaged and each table is shifted on every
-slice ``a = value`` by (average - own projection) / (cells in the slice); negatives are
-clipped and the table is rescaled to the common total. Passes repeat until the largest
-change falls below ``tol`` (relative to the total) or ``max_iter`` is reached.
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """GraphCom: join the parties' local graphs with cross-party edges (the paper's Section 5.1).
 
-Every cross-party pair (a, b) gets a dependence score from its estimated 2-way marginal on
-the binned domains, R(a, b) = 1/2 * sum |P_ab - P_a P_b|, where P_a and P_b are the
-estimate's own margins (so a bias in CarEst's 1-way totals does not read as dependence).
-Pairs are tried in decreasing score; an edge is kept when the triangulated graph's largest
-clique has at most ``tau`` cells and all cliques together at most ``max_model_cells`` (on the
-ORIGINAL domains); otherwise it is dropped and the next pair is tried. At most
-``ceil(cross_edge_fraction * #cross pairs)`` edges are added (the reference code's 1/5).
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

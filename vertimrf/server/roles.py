@@ -1,20 +1,6 @@
 """Server: the coordinator in any method, behind one constructor.
 
-The method's steps, in order:
-
-* methods "fo" and "fm": :meth:`Server.synthesize` on the parties' local messages;
-* method "secure", select pipeline (the default): :meth:`Server.deal` (one sealed deal per
-  party), :meth:`Server.select` (the request, from the parties' first releases),
-  :meth:`Server.group_deals` (round 2: one sealed deal per party for the request's groups),
-  then :meth:`Server.synthesize` on their re-measurements;
-* method "secure", paper pipeline: :meth:`Server.deal`, then :meth:`Server.synthesize` on
-  the local messages and the parties' secure releases.
-
-Every step returns what the next one needs; :meth:`Server.synthesize` returns the synthetic
-frame and the :class:`ProtocolReport`. The work is done by a
-:class:`~vertimrf.server.server.PaperServer` and a :class:`~vertimrf.server.secure.SecureServer`;
-a step the config's method does not have raises ConfigError.
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
 """Server: the untrusted coordinator's side of the protocol. It sees only party messages.
 
-``PaperServer(config).synthesize(messages)`` (methods "fo", "fm" and the secure paper
-pipeline) runs the paper's phases:
-
-* receive: check every message against the config (hash, columns, shapes, key fingerprints),
-  re-derive every mechanism's parameters from the config and refuse a message whose declared
-  releases or arrays differ (:mod:`vertimrf.server.verify`), and charge the re-derived
-  releases to one ledger with the protocol budget, which refuses any overspend;
-* GraphCom: cross-party edges from CarEst dependence scores under the clique limit tau;
-* InitMRF: the global model starts as the product of the local models (their potentials
-  summed into the global cliques, which contain every local clique), and the union of the
-  local measurement sets, with targets read off the local models, enters the fit;
-* OptMRF: rounds of mirror descent, each adding the cross-party 2-way marginals that the
-  model fits worst, with targets from CarEst, HisRec and consistency enforcement;
-* sample: n_hat records from the fitted model, decoded to the spec's values.
-
-Everything after "receive" is post-processing of DP releases and costs no budget.
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

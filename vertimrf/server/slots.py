@@ -1,28 +1,6 @@
 """The server's slots when the parties' record sets differ (``record_sets="partial"``).
 
-The server matches the parties' token lists (:mod:`vertimrf.party.records.tokens`): a token held by
-exactly the parties in T lies in region T (:mod:`vertimrf.protocol.regions`), so it sees
-each region's count plus its dummies, v_T = c_T + d_T. It gives every distinct token a slot
-and returns each party the slots of its own tokens only.
-
-The slot of the distinct token of rank r (in the sorted order of every distinct token) is
-pi(r), with pi a keyed pseudorandom permutation of the public ``max_rows`` rows
-(:class:`~vertimrf.crypto.prp.KeyedPermutation`), keyed by the server's own secret, the run
-and the digest of every token list. A party's slots are pi restricted to the ranks of its
-tokens: for a uniform permutation, a uniform injection of its tokens into the rows whatever
-those ranks are, so whatever the other parties hold; with a PRP, computationally so.
-
-The lists are sorted (checked), so the server merges them block by block
-(:func:`merged`): one pass counts the regions and hashes the lists, and one pass per party
-gives its slots block by block (:meth:`Slots.party`), written straight into its slot map.
-Memory is a few blocks per list, whatever the number of rows.
-
-It publishes the region counts r_T = v_T - offset + zeta_T with its own discrete Gaussian
-zeta_T, and stops the run (one line) unless they leave room for every token
-(:meth:`RegionNoise.goes_on`). Every draw and key comes from the server's secret, the run
-and the digest of every token list, so a re-run on the same lists writes the same slots and
-counts and releases nothing new.
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

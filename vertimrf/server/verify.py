@@ -1,12 +1,6 @@
 """The server's verification of party messages: it re-derives, never trusts.
 
-Every mechanism parameter a message declares (epsilon', k_p, alpha_min, the GRR epsilon,
-the noise scales of the count and the bins, each party's PrivMRF rho) is re-derived from the
-config, and every array is checked against those parameters: a bin map must be the one the
-released counts give, GRR codes must lie in their domain, sketch values must respect the
-floor. A message that differs is refused with a :class:`MessageError` naming the party and
-the mechanism. The ledger the server reports is built from the re-derived releases.
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

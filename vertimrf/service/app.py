@@ -1,44 +1,6 @@
 """The service's HTTP routes (aiohttp), behind mutual TLS (:mod:`vertimrf.service.tls`).
 
-Wire protocol (``<run>`` is the config hash; every request presents a party's pinned
-certificate, and the authenticated party is the one it pins):
-
-* ``PUT /v1/runs/<run>/messages/<sender>/<receiver>/<kind>``: upload a message. Headers
-  ``Content-Length`` (required) and ``X-Content-SHA256`` (hex digest of the body). The
-  sender, the kind and the length are checked before any body byte is read; the body is
-  streamed in chunks to a partial file with a running SHA-256, its first bytes checked
-  against its format, and renamed into the store only when whole, matching its digest,
-  and (but a sealed blob, which only its receiver can read) naming this run's config hash
-  and its sender (:func:`origin`). 201 stored; 200 the same bytes were held already (a
-  resumed party resends); 409 other bytes are held.
-* ``GET /v1/runs/<run>/messages/<sender>/<receiver>/<kind>?wait=SECONDS``: download a
-  message addressed to the authenticated party, waiting up to ``wait`` seconds (at most
-  :data:`MAX_WAIT`) for it; 200 with the body streamed and its ``X-Content-SHA256``, or
-  204 if it has not arrived yet (or the service is stopping).
-* ``POST /v1/runs/<run>/failure``: the authenticated party reports that it failed, with
-  JSON ``{"error": TEXT}``; the run fails, naming the party. 204.
-* once the run has failed, every upload and download is answered 410 with the reason
-  (a long-poll at once), so that no party waits on.
-* ``GET /v1/status`` (any pinned role, the server's operator included): the run's state
-  (``waiting``, ``running``, ``done``, ``failed`` and why), the step it waits for and the
-  roles yet to send in it, once done the paths of the synthetic table and the report, every
-  message held and each party's last step and bytes sent, as JSON. A message the role sent
-  or receives shows its sender, receiver, kind, SHA-256, bytes and time; any other only its
-  sender, kind and bytes (its size follows from public settings; a digest would let a
-  role test a guess of another's message).
-
-Refusals (JSON ``{"error": ...}``): 400 a malformed name (or one over :data:`MAX_NAME`
-characters), header, ``wait`` (not a number of seconds from 0) or body (a feature blob not
-of its planned length; a container of another kind, or naming another party), or a kind
-the sender never sends to that receiver; 403 the sender (PUT) or receiver (GET) is not the
-authenticated party; 404 another run; 409 a message held with other bytes, or a body of
-another run (its config hash: another config, or another attempt at this run), named
-beside this run and never stored; 411 no length; 413 over the kind's size limit
-(:meth:`vertimrf.protocol.schedule.Schedule.uploads`). A client without a pinned
-certificate fails the TLS handshake and gets no status at all. A chunk that does not arrive
-within the read time-out (:data:`READ_TIMEOUT` seconds unless set) ends its upload (a slow
-client never blocks the others).
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,28 +1,6 @@
 """HttpTransport: a party's transport over the service (:mod:`vertimrf.service.app`).
 
-It connects out only, over mutual TLS (:func:`vertimrf.service.tls.client_context`):
-``send`` uploads a message (streamed with its length and SHA-256; a
-:class:`~vertimrf.driver.transport.Stored` file, a party's kept copy of a large message, is
-uploaded in the background, so that the party goes on, e.g. to download its peers' blobs,
-meanwhile; any other message after every upload before it; :meth:`HttpTransport.flush`
-waits for them), ``receive`` long-polls for one; with a ``spool`` folder, a large message
-(at least :data:`~vertimrf.driver.transport.MAP_BYTES`) is streamed to a file there,
-checked, and handed out mapped (received again, it is mapped again without a download), so
-a party holds no multi-GB download in memory. Connection errors and 5xx answers are
-retried with exponential backoff (0.5 s doubling to 10 s) until the transport's
-``timeout``; a refusal (4xx) stops the party with the server's one-line reason, and so does
-a run that has failed (410, the server's reason). A URL that cannot work is one line at
-once (not ``https://HOST:PORT``), after :data:`TLS_TRIES` failed TLS handshakes in a row
-(e.g. a port that speaks plain HTTP), or after :data:`REFUSED_FOR` seconds of refused
-connections to a server never reached (a wrong port, or a server not started). While it
-waits, the transport says what for through its ``notices``
-(:class:`~vertimrf.driver.waits.WaitNotices`): the server not reachable yet and why, or
-the message awaited and what its sender last sent. :meth:`HttpTransport.report_failure`
-tells the server that the party failed. Transfers show progress bars on a terminal.
-
-Test hook: with ``VERTIMRF_TEST_STALL_UPLOAD=<kind>`` in the environment, an upload of that
-kind stops after half its body and hangs (a test kills the party there).
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
-"""The service's entry points, for the command line (``vertimrf server run --listen``,
-``vertimrf party run --server``, ``vertimrf status``):
+"""The service's entry points for the command line: :func:`serve`, the service of one run.
 
-* :func:`serve`: the service of one run, until it ends (``exit_when_done``) or a signal
-  stops it (port 0: an ephemeral port, written to ``port_file``). A client that holds a
-  connection with no request in progress (stalled in its TLS handshake or its request's
-  head, or idle between requests) for the read time-out is dropped; SIGTERM or SIGINT
-  answers the long-polls at once, gives uploads in progress :data:`SHUTDOWN_GRACE` seconds,
-  and stops the service (exit 143 or 130; the state folder keeps the run); a run that
-  failed is served for up to :data:`FAILED_GRACE` seconds more (``exit_when_done``), until
-  every party has been told why; one service per state folder
-  (:func:`~vertimrf.driver.lock.state_lock`);
-* the parties' side, :func:`~vertimrf.service.client.party_transport` and
-  :func:`~vertimrf.service.client.fetch_status`, is in :mod:`vertimrf.service.client`, so a
-  party never loads the server's framework.
-
-The config must pin every role's identity (:mod:`vertimrf.service.tls` says how keys are
-made and compared).
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

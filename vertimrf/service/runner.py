@@ -1,23 +1,6 @@
-"""The server's run inside the service: the :class:`~vertimrf.driver.ServerDriver` over the
-message store, in a worker thread.
+"""The server's run inside the service: the ServerDriver over the message store, in a thread.
 
-Its run state lives in the service's state folder (``server.sqlite``,
-:class:`~vertimrf.driver.server_state.ServerState`), so a restarted service resumes the
-run. The server waits ``party_timeout`` seconds for each message it needs; a party that
-sends nothing in that time fails the run ("party C sent no local within 60 s"). Its status
-names the step the run waits for and who is yet to send in it
-(:func:`~vertimrf.driver.schedule.waiting_on`, over the messages held). When the run ends,
-the synthetic table (sampled and written chunk by chunk) and the report are written to the
-state folder (``synthetic.csv``, or ``synthetic.parquet`` when ``out`` ends in
-``.parquet``; ``report.json``) and copied to ``out`` / ``report`` if given, and their paths
-printed; a state folder that already holds that table is a finished run and is not run
-again. The report's ``seconds`` hold the server's steps, the sampling and the parties' steps
-as the messages' arrival times show them; its ``message_bytes`` every byte each party sent.
-
-A run fails when a step of the server fails, or when a party reports its own failure
-(:meth:`ServiceRun.fail`); the service then answers every party's request with the reason
-(:meth:`ServiceRun.failure`), so that no party waits on for a run that has ended.
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""The service's message store: every message of the run as a file, and a SQLite log of
-them for ``/status``.
+"""The service's message store: every message of the run as a file, and a SQLite log of them.
 
-Layout (inside the service's state folder): ``messages/<receiver>/<sender>.<kind>``, the
-directory transport's (the server's own run reads its inbox ``messages/server/`` and
-writes its messages there too); ``messages/.partial/`` holds uploads in progress, each
-renamed into place only once whole and checked; ``messages.sqlite`` logs each message held
-(run, sender, receiver, kind, SHA-256, bytes, time). A message is held once: the same bytes
-again are accepted (a resumed party resends what it sent), other bytes are refused. Every
-file of the store is its owner's alone (mode 0600).
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
 """Mutual TLS with the certificates the config pins (the ``ssl`` module; nothing hand-rolled).
 
-How keys are made and compared: every role runs ``vertimrf keys`` (the server with
-``--host NAME`` for each name it is reached under); the key file (``.key``, mode 0600)
-holds its X25519 key and an ECDSA P-256 TLS key, and the public file (``.pub``) holds the
-X25519 public key and a self-signed certificate. The roles exchange ``.pub`` files, read
-each other's fingerprints out to each other by phone or in person (:func:`fingerprint`,
-the SHA-256 of the certificate's DER bytes, as ``vertimrf keys`` prints it), and one of
-them pins every ``.pub`` into the config (``vertimrf config --pin``,
-:meth:`ProtocolConfig.with_identities`). Every role then checks the config hash.
-
-The server's context presents the server's certificate and requires a client certificate
-that is one of the pinned ones (``CERT_REQUIRED``, trust store = exactly the parties' and
-the server's own, with which its operator reads the status): a stranger's handshake fails.
-The authenticated party is the one whose pinned certificate has the peer certificate's
-fingerprint (:func:`party_of`; the server's own certificate names no party). A client's
-context trusts only the server's pinned certificate (and checks the host name against its
-subject alternative names) and presents its own. The private key reaches ``ssl`` through a
-0600 file in a private (0700) temporary folder, removed as soon as the context holds it.
-"""
+Design notes: docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
 """A frame's rows as CSV, byte for byte as pandas' ``to_csv`` writes them, built by Arrow.
 
-pandas writes a frame cell by cell through Python's csv module. Here each column becomes one
-Arrow array of its cells' text, and the rows their join: integers in digits, booleans ``True``
-and ``False``, float64 as ``repr`` writes it (Arrow's shortest digits laid out by
-:func:`~vertimrf.kernels.float_text.repr_floats`), text and categories as they are, each
-distinct value quoted where the csv module quotes it (a comma, a quote, a line end); missing
-cells empty, or ``""`` when the frame has one column (as the csv module writes a lone empty
-cell). A frame with any other column (dates, float32, text mixed with numbers, ...) is written
-by pandas itself.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
 """Synthetic frames in the pandas dtypes of the frame a model was fitted on.
 
-A fit records each spec column's dtype (:func:`column_dtypes`); like the spec, the dtypes are
-the caller's schema, taken as public, and a saved model keeps them. :func:`typed` then casts
-every decoded frame: a ``category`` column stays ``category`` (over the spec's categories), an
-integer column stays integer (a numeric one decodes to the integer nearest its value inside
-its bin and the public bounds), and booleans, strings and floats keep their dtype. A numeric column
-the spec declares ``integer`` decodes to integers too, whatever the fit recorded. A column
-that can hold an empty cell (declared ``missing``, or absent at a party) gets the dtype's
-nullable form (``int64`` -> ``Int64``, ``bool`` -> ``boolean``), so that every frame of one
-model has the same dtypes. A datetime column decodes to text in its format; fitted on
-``datetime64`` values (without a time zone) it comes back as ``datetime64``, read with that
-format (NaT where empty). Other dtypes (a time zone's, say) are not recorded.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

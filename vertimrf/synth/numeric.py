@@ -1,11 +1,6 @@
-"""A table's numeric releases before its fit: DP quantile cuts for the columns cut at
-quantiles, and a fine histogram per numeric column when values are placed by them.
+"""A table's numeric releases before its fit: DP quantile cuts and fine histograms.
 
-:func:`numeric_releases` checks every cell first (against the spec, its quantile columns
-read as equal-width for the check), so a table that cannot be encoded spends nothing. It
-then splits ``rho`` evenly over the columns that release, and a column that releases both
-gives half to each (:mod:`vertimrf.privacy.numeric` has the mechanisms and their charges).
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

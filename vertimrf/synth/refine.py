@@ -1,12 +1,6 @@
 """The measure-select-refit loop shared by PrivMRF and the server's OptMRF.
 
-Each round asks a measurement source for ``k`` new marginals, chosen against the current
-model, has it measure them, and refits the model on every measurement so far (mirror
-descent, warm-started from the model's potentials). The sources differ in where their
-numbers come from: PrivMRF measures its own data with Gaussian noise charged to a ledger
-(:mod:`vertimrf.synth.privmrf.source`); the server takes cross-party estimates made from the
-parties' releases (:mod:`vertimrf.server.optmrf`).
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

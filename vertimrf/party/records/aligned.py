@@ -1,18 +1,6 @@
 """A party's records in the common row order of a secure run, bucket by bucket.
 
-Every party orders its records by a PRF of their IDs (keyed by the group secret and the
-run) and lays them out in PRF buckets of the plan's capacity
-(:mod:`vertimrf.protocol.buckets`), so row r holds the same person at every party.
-:func:`align_buckets` does this for any set of whole buckets, so the table in memory
-(:class:`AlignedTable`) and a table on Dask (:mod:`vertimrf.party.records.dask_table`, one call per
-partition) get the same rows, the same digests and so the same messages.
-
-The digests are made bucket by bucket: the record-set digest is HMAC(secret, the SHA-256 of
-each bucket's sorted PRF values, in bucket order), which two parties compare to check that
-they hold the same records; the data digest is the SHA-256 of each bucket's ID fingerprints
-and codes in row order, which binds the party's private state and derived keys to its data
-(whatever the input's row order).
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
 """A party's table on a Dask ``distributed`` cluster (the optional extra ``vertimrf[dask]``).
 
-The workers encode the table partition by partition, compute each record's PRF value and
-bucket, and shuffle the records so that every bucket sits whole in one partition (bucket b
-holds the same people at every party). Each partition then aligns its buckets with
-:func:`vertimrf.party.records.aligned.align_buckets`, the very function the in-memory table uses, so
-the rows, the digests and every message are the same bytes as in memory. The party's
-process then streams its features and products row block by row block as it does in
-memory, fetching one bucket's codes at a time; the within-party count tables are summed over
-the partitions (exact counts: the noise is added once, after the merge, by the party).
-
-The cluster must be this party's own: its workers see the party's raw rows and the PRF key.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

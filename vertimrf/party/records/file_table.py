@@ -1,26 +1,6 @@
-"""A party's table in a CSV or Parquet file, aligned through temporary files a part at a time,
-so that the party's memory is set by the batch and part sizes, not by its number of rows.
+"""A party's table in a CSV or Parquet file, aligned through temporary files a part at a time.
 
-Pass 1 reads the file in batches (:func:`~vertimrf.party.records.table_input.stream_party_table`),
-computes each record's PRF value and appends the record (PRF value, ID fingerprint, codes) to
-one of F part files by the top log2 F bits of that value; so part i holds a contiguous range
-of the row order (F, at most 512, is set by the public max_rows and the part size). Pass 2
-sorts each part alone and writes the fingerprints and codes in row order to two files, hashing the
-sorted PRF values bucket by bucket on the way; pass 3 hashes each bucket's fingerprints and
-codes. Bucket b's records are then the rows [first_b, first_b + count_b) of the codes file,
-its first C at home in padded rows b C onward and the rest spilled
-(:func:`vertimrf.protocol.buckets.spill_slots`), so the rows, the digests and every message are
-those of :class:`vertimrf.party.records.aligned.AlignedTable` over the whole table.
-
-A table whose public max_rows fits one part is read whole and aligned in memory, which holds
-no more than a part; so is a file whose batches do not settle how pandas reads it (a CSV
-column of mixed types, say), as
-:func:`~vertimrf.party.records.table_input.read_party_table` reads it. The
-temporary files (about n (d + 24) bytes for n records of d columns) go to ``temp_dir`` (by
-default the system's, ``TMPDIR``), readable by this user only, and are removed when the
-aligned table is let go or the process ends. Given a folder of the party's state
-(:meth:`FileTable.keep`), the aligned records are kept there for the run's later processes.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """64-bit fingerprints of record IDs, the message each party hashes under the shared keys.
 
-Integer IDs map to their value modulo 2**64 (a bijection on int64 or uint64, so no collisions).
-String IDs map through :func:`pandas.util.hash_array` (SipHash of the UTF-8 bytes under pandas'
-fixed key, then a bijective mix), which is vectorised and the same in every process. The same
-ID therefore gets the same fingerprint at every party, provided all parties pass IDs of the
-same kind (int or str).
-Duplicate or missing IDs, and distinct IDs sharing a fingerprint, raise :class:`RecordIDError`.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
-"""A party's aligned records kept in its private state folder for the run, so that a later step
-command (a new process) reads them back instead of aligning its table again.
+"""A party's aligned records kept in its private state folder, read back by later step commands.
 
-The folder (mode 0700) holds the records' padded row slots and their codes, in row order, as
-raw ``.npy`` files (mode 0600, never pickled), read back memory-mapped (the pages read dropped
-from the process's memory after each block, so a file read once is never resident whole), and
-``aligned.json``:
-the SHA-256 of each array's bytes, the record count, the record-set and data digests, and the
-binding, an HMAC under the run's record-set key
-(:func:`~vertimrf.party.records.aligned.record_set_key`: the group secret and the run) of the party,
-its ID column and the SHA-256 of its table (of a file's bytes, or of an in-memory table's codes
-and ID fingerprints). Records kept for another run, secret, party or table, or altered since,
-are not read: the table is aligned again and kept anew.
-
-With partial record sets, the records' digest and their sorted tokens are kept at the
-commitment (``records.json`` and ``tokens.npy``, bound the same way), so the tokens step makes
-its token list without reading the table.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

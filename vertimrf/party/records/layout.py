@@ -1,19 +1,6 @@
-"""How a party's records reach the run's row order: the record-set variation's one home on
-the party's side.
+"""How a party's records reach the run's row order: by PRF buckets or at the deal's slots.
 
-* :class:`Buckets` (``record_sets="equal"``): every party holds the same records and finds
-  each record's row on its own, by PRF buckets (:mod:`vertimrf.party.records.aligned`).
-* :class:`Slots` (``record_sets="partial"``): the records are sorted by order token, the
-  server is sent a token list (:mod:`vertimrf.party.records.tokens`), and the deal's slot map
-  lays them out (:mod:`vertimrf.party.records.slot_table`). With a state folder, the records'
-  digest and sorted tokens are kept at the commitment and the layout at the deal, so a later
-  process of the run reads neither its table nor sorts it
-  (:mod:`vertimrf.party.records.kept_aligned`).
-
-Both read the table through :class:`~vertimrf.party.records.aligned.HeldTable`, wherever it
-is held. The secure role asks a layout for its records' digest, their aligned rows, and (for
-slots) the token list and the layout at the deal's slots.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

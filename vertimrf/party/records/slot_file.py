@@ -1,33 +1,6 @@
-"""A party's records sorted and laid out through temporary files when the parties' record sets
-differ (``record_sets="partial"``), so that its memory is set by the batch and part sizes, not by
-its number of records.
+"""A party's records sorted and laid out through temporary files (``record_sets="partial"``).
 
-:class:`TokenFiles` reads the table once in batches of (codes, ID fingerprints): a
-:class:`~vertimrf.party.records.file_table.FileTable`'s file, a
-:class:`~vertimrf.party.records.dask_table.DaskTable`'s partitions. Pass 1 computes each record's
-order token (:func:`~vertimrf.party.records.tokens.order_tokens`: it does not depend on the admit
-digest) and appends the record (order token, fingerprint, codes) to one of F part files by
-the top log2 F bits of its order token; pass 2 sorts each part alone, refuses a repeated
-token (an ID), and writes the order tokens, fingerprints and codes in that order to three
-files, from which the records' digest is hashed
-(:func:`~vertimrf.party.records.tokens.records_digest`).
-
-For an admit digest, the same two passes sort the records again by the tokens sent
-(:func:`~vertimrf.party.records.tokens.release_tokens`, keyed by the admit digest) into a folder of
-their own. The token list is that token file merged, block by block, with the party's
-dummies (a few per region, sorted in memory), so the tokens message is written by blocks. The
-slot map gives one slot per token, in the list's order, read by blocks in step with the
-records (:class:`_SlotCursor`); record i in token order has the slot at list position i plus
-the number of dummies below its token. Each
-record goes to one of F files by its slot's range of rows, each of those is sorted by slot,
-and :class:`FileSlotAligned` reads the padded rows back one slot range at a time. Every
-digest, and so every message, is that of the table in memory
-(:class:`~vertimrf.party.records.slot_table.MemoryRecords`).
-
-The temporary files (about n (d + 24) bytes for n records of d columns, twice while the
-records are laid out) go to ``temp_dir`` (by default the system's, ``TMPDIR``), readable by
-this user only, and are removed when their object is let go or the process ends.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

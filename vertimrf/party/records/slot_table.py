@@ -1,19 +1,6 @@
 """A party's records laid out at the server's slots (``record_sets="partial"``).
 
-When the parties hold different record sets, a record's row is not found by each party on
-its own (the PRF buckets of :mod:`vertimrf.party.records.aligned` need the same set
-everywhere): the server gives every distinct token a slot (:mod:`vertimrf.server.slots`),
-and each party lays its records out at its tokens' slots. Every other row, a peer's record,
-a dummy or padding, is a zero row, so the secure product counts exactly the records both
-parties of a pair hold. A party's slots are a uniform injection of its own tokens whatever
-the others hold, so the layout says nothing of who else holds its records.
-
-:class:`SlotTable` is that layout as a held table
-(:class:`~vertimrf.party.records.aligned.HeldTable`) of the secure role. Its record-set
-digest is the digest of the server's whole assignment, the same at every party of the run
-(the round-1 blobs carry it, so a party given another assignment stops the run); its data
-digest binds the party's keyed streams to its records, their codes and their slots.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

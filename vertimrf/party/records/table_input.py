@@ -1,31 +1,6 @@
-"""A party's table read from a CSV or Parquet file in batches of rows, each batch encoded to
-codes at once, so that the party never holds its table as a DataFrame.
+"""A party's table read from a CSV or Parquet file in batches of rows, each encoded at once.
 
-:func:`read_party_table` gives exactly what reading the whole file with pandas
-(:func:`read_frame`) and encoding it (:func:`~vertimrf.party.records.frame.frame_table` and
-:func:`~vertimrf.party.records.ids.record_fingerprints`) gives, whatever the batch size: the same
-codes, the same record-ID fingerprints in the same order, the same error.
-
-Parquet columns carry their types, so each batch converts as the whole table would (a batch of
-integer categories by a table from integer to code, any other by pandas). A CSV
-file has none: pandas gives each column one type inferred from all of its values, which a
-batch alone may not show. So a CSV column is read as text, and a batch is converted only
-where its text settles the column's pandas type: every value a plain integer in int64's range
-(a column of integer categories, or the IDs), every value a plain decimal number (a numeric
-column), or text categories and text IDs once any value anywhere is text that no number
-parser takes. A datetime column's text needs no settling: its format reads it whatever type
-pandas gives the column (an integer such as 20130101 is read as its digits). A column that a
-batch cannot settle, or that holds a value off the spec, is read again alone by pandas at the
-end, which gives pandas' codes or its error; so are IDs that are missing or repeated. A CSV
-file that pyarrow cannot parse is read whole by pandas.
-
-In a CSV file only an empty cell is missing: pandas' default missing strings ("NA", "n/a",
-"NaN", "null", ... :data:`~vertimrf.domain.NA_STRINGS`) are read as text, so a numeric cell
-holding one is refused by name. In a column whose spec declares ``missing``, a null (an empty
-cell) is a value: a batch holding nulls converts as pandas converts the whole column (numbers
-as floats, NaN where null), unless the column's integer categories reach 2**53 in size, which
-floats could round; then pandas reads the column.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,28 +1,6 @@
 """A party's tokens when the parties' record sets differ (``record_sets="partial"``).
 
-Every key here comes from the run's key schedule (:mod:`vertimrf.crypto.schedule`):
-
-- A record's **order token** is a PRF of its ID fingerprint (SipHash-2-4) under a key of the
-  group secret and the run. It never leaves the party: it orders the records the commitment
-  hashes (:func:`records_digest`), which must come before the admit digest.
-- A record's **token**, the one sent, is a PRF of its order token under a key of the group
-  secret, the run and the **admit digest** (every party's commitment and every role's public
-  key). The parties that hold a record make the same token, the server, which never holds
-  the group secret, can neither invert a token nor test an ID, and any changed input of the
-  run (a table, a key pair, the group secret) gives every record a fresh token, so two runs
-  share no token.
-- For every region T that holds the party (:mod:`vertimrf.protocol.regions`), the party adds
-  d_T dummy tokens, PRF values of (T, i) for i < d_T. d_T = offset + Z_T, Z_T a discrete
-  Gaussian clipped to [-offset, offset], drawn from an AES-CTR stream
-  (:class:`~vertimrf.privacy.samplers.KeyedSampler`) keyed by the run, T and the admit
-  digest. The dummies of a region of several parties are keyed by the group secret, so its
-  parties make the same ones without talking; those of the party's own region {p} by its
-  own secret, which no peer holds.
-
-The party sends its tokens sorted (real and dummy mixed; the order says nothing), sealed to
-the server (:func:`vertimrf.protocol.secure.tokens.write_tokens`), and reads back one slot per
-token in that order (:func:`record_slots`).
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

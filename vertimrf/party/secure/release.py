@@ -1,14 +1,6 @@
-"""A party's releases: the first, cheap measurement of every 2-way marginal, or of a
-workload's first release (:func:`release`), and the re-measurement of the server's request
-(:func:`measure`).
+"""A party's releases: the first measurement of every 2-way marginal, and those the server requests.
 
-Own marginals get N_Z(0, sigma^2); cross ones are released as share + N_Z(0, sigma^2 / 2)
-+ R, where the pad R (from the pairwise key) is added by the lower party and subtracted by
-the higher, so the server sees uniform words until it adds both. A marginal the request
-bins is binned (summed over the bins, exact counts or shares mod 2^64) before its noise and
-pad. Every release is charged, before its noise is drawn, to the party's ledger, capped at
-the protocol's budget.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""What a party's secure steps have made so far, typed: the round-1 deal and the record-set
-digest it binds, the shares, the round-2 deal with its request and layout, the steps done,
-and the digests of every input its keyed streams are bound to.
+"""What a party's secure steps have made so far, typed; saved as a private state for ``measure``.
 
-:meth:`StepData.save` writes what ``measure`` needs, each pair's share (k_p x k_q words)
-and the record-set digest, as a private state (the container format; never sent) bound to
-the run, the party, its data and its deal: to a file (atomic, mode 0600), or as bytes to a
-binary file such as :class:`io.BytesIO`. :meth:`StepData.load` reads it back in a later
-process, so ``measure`` neither opens the deal again nor reads the peers' blobs. A state of
-another run, party, data set or deal is refused.
-"""
+Design notes: docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,45 +1,6 @@
 """What every role of method="secure" derives from the config alone.
 
-The secure product measures cross-party marginals as exact counts plus discrete Gaussian
-noise (``docs/protocol.md``), in two rounds of masked features:
-
-1. Each party P one-hot encodes its single attributes into k_P columns. For two parties
-   P < Q the dealer-assisted product gives additive shares of the k_P x k_Q matrix
-   X_P^T X_Q, whose (a, b) block is the 2-way cross marginal of a and b: all the first
-   release needs.
-2. After the server's request (public: post-processing of the first release), P one-hot
-   encodes, for each peer Q, only the attribute groups (pairs, triples, ...) that the
-   requested cross marginals of P and Q need (:class:`Layout`), masks them with fresh dealt
-   randomness and sends them to Q alone. The pair's share matrix grows to
-   [X_P | G_PQ]^T [X_Q | G_QP]; its new blocks are computed from the round-2 blobs and the
-   round-1 ones. The groups toward one peer hold at most :func:`group_width` columns.
-
-Arithmetic is in the ring Z_{2^r}, r = :attr:`SecurePlan.ring_bits`: the fewest whole bytes
-(16 to 64 bits) whose signed range holds the largest count plus the noise's tail bound (a
-wrap would only cost accuracy, never privacy: the server's sum is post-processing of DP
-values). Masks and shares are computed in 32- or 64-bit words and reduced into the ring; a
-feature blob carries r / 8 bytes per value.
-
-This module fixes, from the public config: the feature layout, the padded row count, the
-ring, the budget split and every noise scale, and the ledger entries of each release, so that
-no role trusts another's arithmetic (the PRG streams: :mod:`vertimrf.protocol.masks`).
-
-Noise and accounting. A marginal measured at scale sigma gets:
-* within one party: N_Z(0, sigma^2) from its owner (charge 1 / (2 sigma^2), exact);
-* across parties P, Q: N_Z(0, s^2) from P, from Q and from the server after summing, with
-  s = sigma / sqrt(2). Every viewer knows at most one of the three and faces the sum of the
-  other two, which :func:`vertimrf.privacy.ddg.ddg_rho` bounds (about 1 / (2 sigma^2)); the
-  published variance is 1.5 sigma^2.
-Each release changes by at most 1 in one cell of each of its marginals, so a batch of K
-marginals has squared L2 sensitivity K. A marginal re-measured on bins (:class:`Request`:
-the server names a bin map for some of its attributes) still has one record in exactly one
-cell, so its sensitivity is the same; only its cell count, and so the KLS tau terms, shrink.
-One sigma serves every marginal of a release: the smallest at which the release's entries
-cost its share (:meth:`SecurePlan.sigma`), so each release spends its share whatever the
-server selects, and every role derives it from the plan and the public request.
-Parties bin their additive shares linearly (:func:`vertimrf.protocol.bins.bin_axes`) before
-adding noise and pads.
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

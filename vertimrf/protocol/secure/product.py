@@ -1,23 +1,6 @@
-"""The cross product as a backend: what turns two parties' one-hot feature blocks into
-additive shares (mod 2^64) of their cross counts, for every role that takes part in it.
+"""The cross product as a backend: one-hot feature blocks to additive shares of cross counts.
 
-:class:`CrossProduct` is the seam; a backend is a module of :mod:`vertimrf.product` (which
-may use the kernels; the protocol does not) with one line in :data:`PRODUCTS`, chosen by
-the config's ``product`` and imported when a role uses it
-(:func:`vertimrf.product.cross_product`). Its two halves:
-
-* the dealer's: the correlated randomness dealt to each party (:meth:`CrossProduct.deal`,
-  :meth:`CrossProduct.group_deal`), from the seeds the dealer drew;
-* a party's: the rows it sends each peer (:meth:`CrossProduct.sent`), and its share of each
-  pair's counts from the peer's rows, read block by block (:meth:`CrossProduct.lower_share`,
-  :meth:`CrossProduct.higher_share` in round 1; :meth:`CrossProduct.lower_blocks`,
-  :meth:`CrossProduct.higher_blocks` for the round-2 groups).
-
-The roles keep the rest: sealing and reading blobs, checking them, the noise and pads.
-
-The first backend, ``"dealer"`` (the default), is the dealer-assisted product
-(:mod:`vertimrf.product.dealer`).
-"""
+Design notes: docs/design/protocol.md."""
 
 from __future__ import annotations
 

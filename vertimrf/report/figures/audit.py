@@ -1,15 +1,6 @@
-"""Figure: the privacy audit. An attacker tests whether one record x is in the table from
-what the parties release; we count how often the test fires with x (D) and without it (D').
-(epsilon, delta)-DP bounds the first rate by e^epsilon times the second plus delta.
+"""Figure: the privacy audit, an attacker testing whether one record is in the table.
 
-The setting is ``tests/privacy/test_fm_attack.py``'s (``docs/fm-privacy-gap.md``): 2 parties x
-4 columns of 4 values, n records; every other record draws values 0..2 and x holds value 3 in
-every column. FM: each party runs LocEnc under the same hash keys, and the attack fires when
-some key shows all 8 of x's registers at one value >= log2(k_p) + 4. Secure: the first release
-of every 2-way marginal, at the noise scale the secure method's plan gives this table, holds
-x's cell in each of the 28 pairs (exact count plus discrete Gaussian noise); the attack fires
-when the sum of those cells exceeds 14, half of what x adds.
-"""
+Design notes: docs/design/report.md."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
-"""The dealer, the server's one cryptographic step: seeds for every party's mask U_p
-and every pair's W, and the matrices the run's product backend deals from them
-(:mod:`vertimrf.protocol.secure.product`; Z_pq = U_p^T U_q - W_pq for the default), each
-sealed to its party (and, after the request, the round-2 deals of the groups). The server
-never sees a party's blob. Every seed derives from the dealer's own secret, the run, the
-parties' keys and every party's data commitment.
+"""The dealer, the server's one cryptographic step: seeds and deals, each sealed to its party.
 
-The dealer is the server (the default) or a role of its own (config ``dealer="own"``, run
-by :class:`~vertimrf.driver.dealer.DealerDriver`): its key pair is then the dealer's, its
-keys derive under a label of its own (:data:`DEAL_LABELS`), and the server holds no mask.
-
-:class:`Dealer` is an object of its own, which the server holds: it reads no release, and
-imports neither the server's state, its selection nor its fit (an import-linter contract
-keeps it so), so the cryptography can be read and audited apart from the DP post-processing.
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

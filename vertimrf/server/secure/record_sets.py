@@ -1,15 +1,6 @@
 """Which records the parties hold: the record-set variation's one home on the server's side.
 
-* :class:`EqualSets` (``record_sets="equal"``): every party holds the same records; the deal
-  is made on the commitments alone and the model is over the data attributes.
-* :class:`PartialSets` (``record_sets="partial"``): the deal is also made on the parties'
-  token lists, which the server assigns slots (:mod:`vertimrf.server.slots`), publishing the
-  noisy count of each region; each party's slots go to a slot map its deal opens, every
-  mask is bound to the assignment, and the model may cover the union of the records with an
-  "absent" value per attribute (:attr:`PartialSets.models_union`).
-
-:func:`record_sets` chooses once, from the plan.
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The server's selection, post-processing of the first release: from every 2-way
-marginal, or a workload's first release (summed, with the server's noise), the engine's
-selection (:mod:`vertimrf.synth.engine`) on the whole table, with the secure product as its
-oracle (:mod:`.oracle`: within one party, or cross blocks within the round-2 caps). It
-returns the request for re-measurement, in which a 2-way marginal is binned where its
-estimated error is lower binned than at its full domain (``secure_binning="auto"``,
-:mod:`vertimrf.server.binning`). What select found is kept between processes in the server's
-private state file (:meth:`~vertimrf.server.secure.session.StepData.save`, :func:`resume`).
-"""
+"""The server's selection, post-processing of the first release.
+
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""The server's session in a secure run and its step data.
-
-:class:`ServerSession` is fixed when it is built: the config and plan, its key pair and own
-secret, the record-set strategy, its ledger and its seed. :class:`StepData` is what the
-steps have made so far, typed: the commitments' digest the first releases name, the noisy
-first release (with the server's noise), the selection (n_hat, the junction tree, the
-request with its bins), the parties whose releases said they were seeded, the spec with the
-parties' quantile cuts, and the fit; :meth:`StepData.save` writes what a later process needs
-after select (the server's private state file), read back by :meth:`StepData.load`.
-
-The steps read the parties' releases alike: checked, and summed (the two padded shares of
-each cross block added, the pads cancel) with the server's own N_Z(0, sigma^2 / 2), drawn
-from the noise each step derives from the session (:func:`randomness`).
-"""
+"""The server's session in a secure run and its step data; design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

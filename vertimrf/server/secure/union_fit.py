@@ -1,23 +1,6 @@
-"""The server's fit when the parties' record sets differ (``record_sets="partial"``): the
-noisy releases of a secure run as :class:`~vertimrf.synth.union.PartialReleases`, and the
-model over the union of the records (:mod:`vertimrf.synth.union`).
+"""The server's fit when the parties' record sets differ (``record_sets="partial"``).
 
-Every table is post-processing of a DP release (no new charge):
-
-* a marginal within one party's attributes is counted over that party's records: an
-  ``own`` table;
-* a marginal across two parties is counted over the records both hold: a ``cross`` table
-  (when each party's part lies in an own table, whose counts fill its absent cells);
-* a party's attribute against a peer's presence (its counts over the records both hold) is
-  a cross table of it and one of the peer's attributes summed over the peer's (every record
-  the peer holds has one value of it), of variance that many times the cell's: the table
-  whose sum has the least variance;
-* the region counts are those the deal published, each with the dummies' and the server's
-  noise (variance 2 sigma_r^2 to the server).
-
-Marginals the fit cannot read this way (across three or more parties, measured on bins,
-or with a part no own table holds) are left out; ``skipped`` counts them.
-"""
+Design notes: docs/design/server.md."""
 
 from __future__ import annotations
 

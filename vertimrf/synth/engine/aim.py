@@ -1,26 +1,6 @@
 """The aim-like preset: AIM's rounds on the engine's MRF, with the local oracle.
 
-AIM is McKenna, Mullins, Sheldon and Miklau, "AIM: An Adaptive and Iterative Mechanism for
-Differentially Private Synthetic Data" (VLDB 2022), Algorithm 2, written here from the
-paper. With T = rounds_per_attribute * d:
-
-1. every 1-way marginal is measured with sigma = sqrt(T / (2 alpha rho)), and the record
-   count is read off their sums (inverse-variance weighted, as the engine pools tables);
-2. each round spends rho / T at first: it selects one candidate of the workload's downward
-   closure (:mod:`.workload`) by the exponential mechanism (epsilon = sqrt(8 (1 - alpha) rho
-   / T), zCDP epsilon^2 / 8) on its weighted error (:meth:`~.local.LocalOracle.select`),
-   among those already in a clique or whose model fits ``max_cells`` times the share of
-   rho spent so far, then
-   measures it with sigma (zCDP 1 / (2 sigma^2)) and refits the model, warm-started;
-3. the budget adapts between rounds: when a round's measurement moved its marginal in the
-   model by less than the noise it had (sqrt(2 / pi) sigma cells in L1), sigma halves and
-   epsilon doubles for the next rounds;
-4. when less than two rounds' budget is left, the last round spends exactly what is left.
-
-A round's model grows only when its marginal is in no clique: the new model starts from the
-old one's potentials (every old clique is inside a new one), so each fit goes on from where
-the last one stopped.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The engine end to end on one table (Centralized): the noisy count and the first release
-of every 2-way marginal (with a workload, of those it holds:
-:meth:`vertimrf.workload.Workload.first_release`), the selection, the re-measurement and
-the fit, each release drawn by the local oracle, under the model caps of the engine's
-options (not PrivMRF's, which are the paper selection's). The budget splits into shares of
-rho for the count, the first release and the re-measurement, each spent exactly (one noise
-scale per release, set by its share and its number of marginals). The split between the last two
-is the options' or, by default, adapts to the noisy count
-(:func:`vertimrf.privacy.split.first_share`)."""
+"""The engine end to end on one table (Centralized), each release drawn by the local oracle.
+
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

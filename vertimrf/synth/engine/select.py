@@ -1,12 +1,6 @@
-"""The engine's selection, post-processing of the first release: the record count and
-noisy pairwise scores, the greedy graph search under model caps that grow with the
-re-measurement's precision, the initial marginal set per clique (split by the oracle into
-what it can measure), plus the highest-scoring pairs inside the cliques whose first release
-is still noisy: the marginals to re-measure. A workload weighs each pair's score (a pair
-that no workload marginal holds scores 0 and is not re-measured as an extra), keeps the
-initial set to marginals that hold a workload pair, and adds the workload's own marginals
-that fit a clique and are useful at the re-measurement's noise; so the model's cells and
-the re-measurement go where the workload's error is."""
+"""The engine's selection from the first release: graph search, initial set, what to re-measure.
+
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
 """PrivMRF's budget: the total zCDP spend and its split over the four kinds of release.
 
-Every PrivMRF release is a discrete Gaussian mechanism (real-valued queries on the 1/s grid,
-see :mod:`vertimrf.privacy.mechanisms`), so its cost is rho = Delta^2 / (2 sigma^2) and
-costs add. The total rho comes from (epsilon, delta) in one of two ways:
-
-* default: ``epsilon_to_rho`` (the ledger's zCDP conversion), so the ledger total is exactly
-  the requested (epsilon, delta);
-* ``gdp_accounting=True``: rho = x(epsilon, delta) / 2, the reference's GDP budget
-  (:func:`vertimrf.privacy.gdp.privmrf_budget`), which gives the reference's noise levels.
-  The reference claims (epsilon, delta) by the exact Gaussian (GDP) curve, which holds for
-  continuous Gaussian noise; this library's noise is discrete, whose guarantee is the zCDP
-  one, so the fit is (epsilon', delta)-DP for the larger epsilon' of the CKS conversion of
-  that rho (the report gives it).
-
-The split follows the analysis (section 2.2): 10% for the R-scores, 80% for the marginal
-measurements, 10% for the refinement error queries. The noisy count takes 1% of the
-R-score share, and, unlike the reference, that share is deducted from the R-scores rather
-than spent on top of the budget (analysis section 8, item 10).
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
 """Greedy attribute-graph search under clique-size and total-size caps (analysis section 2.4).
 
-Start from the empty graph. In each step, try every absent edge (in random order): add it,
-triangulate, reject the graph if a maximal clique or the sum of the clique tables exceeds
-its cap, otherwise score it as the sum of the noisy TVDs over all edges of the triangulated
-graph (fill edges included) minus ``size_penalty`` times the total clique cells. Add the
-best edge even if the score drops. Stop when no absent edge is feasible. Edges are never
-removed. The reference stops after three consecutive failed steps; nothing changes between
-failed steps, so stopping at the first is the same.
-
-The search triangulates thousands of candidate graphs, so it uses the engine's bitmask
-triangulator (:func:`vertimrf.mrf.junction_tree.triangulate_masks`, attribute ``i`` is bit
-``i``): a chordal graph is kept as is, any other graph is triangulated by the reference's
-static elimination (nodes sorted once by their degree in the graph, ties by index). The final
-chordal graph's cliques come from networkx; it is then handed to the engine's junction tree,
-which adds no fill to a chordal graph.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """The initial marginal set: a small Bayesian network inside every maximal clique.
 
-Analysis section 2.6. In each clique, start from a random attribute, then repeatedly pick
-the (attribute, parent set) pair with the best CFS-style score among the remaining
-attributes and the maximal parent sets drawn from the attributes already placed, subject to
-the theta-usefulness cell limit. Each attribute keeps its best-scoring marginal over all
-cliques; the initial set is those marginals (minus any contained in another), 1-way
-marginals for uncovered attributes, and other recorded marginals until it has d members.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

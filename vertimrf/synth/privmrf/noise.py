@@ -1,14 +1,6 @@
 """The noise of one PrivMRF fit: every release is charged to the ledger before it is drawn.
 
-Integer counts (the record count, marginal histograms) get exact discrete Gaussian noise.
-Real-valued queries (the R-scores, the L1 error queries) are released on the 1/s grid of a
-public scale s (:func:`vertimrf.privacy.mechanisms.quantum_scale`): the caller computes
-round(s q) exactly and :func:`~vertimrf.privacy.mechanisms.scaled_discrete_gaussian` adds
-discrete Gaussian noise of parameter s sigma, charged for the rounded query's sensitivity
-ceil(s Delta). A selection among candidates uses the exact exponential mechanism
-(:func:`~vertimrf.privacy.mechanisms.exponential_mechanism`, charged eps^2/8). No release uses
-floating-point noise.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
 """Refinement ("entropy descent"): pick more marginals by noisy L1 error (section 2.9).
 
-The candidate pool holds, for each maximal clique C, its subsets of 1..min(max_arity,
-|C| - 1) attributes that pass theta-usefulness; a candidate's weight is the sum over the
-cliques that generate it of |C|^2 / (number of candidates from C). Each round queries the
-model's L1 error on a weighted sample of candidates with Gaussian noise (sensitivity 1 per
-query: one record changes one cell of the true histogram by one) and measures the ones with
-the largest noisy error.
-
-The errors are released on the 1/s grid of a public scale s, a power of two
-(:mod:`vertimrf.privacy.mechanisms`): round(s ||m - h||_1) is computed exactly from the
-float model marginal m (public: fitted to released measurements) and the integer histogram h,
-and gets discrete Gaussian noise of parameter s sigma. Its sensitivity is ceil(s) = s, so the
-charge s^2 / (2 (s sigma)^2) is the continuous one, 1 / (2 sigma^2).
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

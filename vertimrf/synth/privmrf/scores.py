@@ -1,32 +1,6 @@
 """Noisy pairwise R-scores: how far each attribute pair is from independence.
 
-The score of a pair (i, j) is released in count form,
-
-    R_ij(D) = 1/2 * sum_{a,b} | c_ab - c_a * c_b / n |,
-
-(c = counts in D, n = |D|), with discrete Gaussian noise on the 1/s grid of a public scale s
-(:mod:`vertimrf.privacy.mechanisms`): round(s R_ij) is computed exactly in integers, as
-floor((s N + n) / (2 n)) with N = sum_{a,b} | n c_ab - c_a c_b |, and noised with parameter
-s sigma. The result is divided by the released noisy count n_hat afterwards, which gives the
-normalised TVD form the reference scores with. The division is post-processing, so no true n
-enters a released value.
-
-Sensitivity (add/remove one record r = (x, y) in the pair's columns). Write
-g_ab = c_ab - c_a c_b / n and p_a = c_a / n for the smaller table D (n rows) and compare with
-D + r (n + 1 rows). Expanding c'_a c'_b / (n + 1) gives, for every cell,
-
-    g'_ab - g_ab = n / (n + 1) * ([a = x] - p_a) * ([b = y] - p_b),
-
-so sum_{a,b} |g'_ab - g_ab| = n / (n + 1) * 2 (1 - p_x) * 2 (1 - p_y) < 4, and by the
-triangle inequality |R(D + r) - R(D)| < 2. Hence each score has L2 sensitivity 2
-(tight as n grows and p_x, p_y -> 0). This is the bound the reference uses in normalised
-form (2 / n), which the analysis marks UNSURE (section 8, item 11); in count form it holds
-exactly, and ``tests/synth/privmrf/test_privmrf_scores.py`` checks it by brute force.
-
-Rounded, round(s R) has sensitivity ceil(2 s) = 2 s (s a positive integer; derivation in
-:mod:`vertimrf.privacy.mechanisms`), so the charge (2 s)^2 / (2 (s sigma)^2) per pair is the
-continuous charge 2^2 / (2 sigma^2): the budget split is unchanged.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

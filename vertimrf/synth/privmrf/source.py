@@ -1,11 +1,4 @@
-"""PrivMRF's measurement source for the refinement loop.
-
-:class:`GaussianSource` is the measurement source of :func:`vertimrf.synth.refine.refine`:
-each round it queries the model's L1 error on a weighted sample of candidates with discrete
-Gaussian noise (on the 1/s grid, :func:`~vertimrf.synth.privmrf.refinement.noisy_l1_errors`),
-selects the worst, and measures them with discrete Gaussian noise. Every release is charged
-to the fit's :class:`~vertimrf.synth.privmrf.noise.FitNoise` ledger before it is drawn.
-"""
+"""PrivMRF's measurement source for the refinement loop; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

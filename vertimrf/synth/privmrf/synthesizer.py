@@ -1,22 +1,6 @@
 """PrivMRF (Cai et al., VLDB 2021): the centralized DP synthesizer, end to end (analysis 2).
 
-1. noisy record count n_hat; 2. noisy pairwise R-scores; 3. greedy graph search under the
-size caps and triangulation; 4. the initial marginal set (an inner Bayes net per clique);
-5. Gaussian measurements of it and mirror-descent estimation of an MRF on the cliques;
-6. refinement rounds: noisy L1 error queries pick more marginals to measure, then
-re-estimation; 7. sampling n_hat rows. Every release is charged to a zCDP ledger.
-
-Noise. Every release gets exact discrete Gaussian noise (Canonne, Kamath and Steinke 2020;
-the zCDP charge Delta^2 / (2 sigma^2)) from a :class:`~vertimrf.privacy.samplers.NoiseSampler`,
-which is cryptographically secure unless a seed is given. The record count and the marginal
-measurements are integer counts; the real-valued R-scores and L1 error queries are rounded
-exactly to the 1/s grid of a public power-of-two scale s with s sigma >= 2**10 and noised
-there, at the same charge (:mod:`vertimrf.privacy.mechanisms`). Measured on Adult (eps 1.6,
-about 10^4 measured cells) the exact sampling costs about 0.2 s with OpenDP's sampler
-against a 20 s fit, well under the 25% this project allows. ``gdp_accounting=True`` spends
-the reference's budget, so its noise levels are the reference's; the reference's exact
-Gaussian (GDP) curve holds for continuous noise only, so its guarantee is the zCDP one.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

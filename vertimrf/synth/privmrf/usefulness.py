@@ -1,11 +1,6 @@
 """theta-usefulness: the largest marginal worth measuring at a given noise level.
 
-A marginal over cells ``c`` holds on average n/c records per cell; it is useful when that is
-more than ``theta`` times the expected noise per cell, i.e. ``c < n_hat / (theta * g)``
-(analysis section 2.5; the VertiMRF paper prints the inequality the wrong way round).
-The reference uses two noise proxies, kept here: the graph phase takes g to be the planned
-marginal noise std, the refinement phase its mean absolute deviation sigma * sqrt(2 / pi).
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

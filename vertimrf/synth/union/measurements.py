@@ -1,48 +1,6 @@
 """The union domain and the tables of it that the releases give (post-processing only).
 
-**The union domain.** Data attribute a (of party p) gets one more value, "absent", its last
-code ``u_a`` (p does not hold the record). The tables are over these attributes and m
-binary presence attributes P_0 .. P_{m-1} (0: absent, 1: held), indices d .. d+m-1
-(:attr:`UnionDomain.domain`); the model holds the data attributes only and reads P_p off an
-attribute of p (:mod:`vertimrf.synth.union.structure`). Every record some party holds is a
-record of the union: N = sum_T r_T of them.
-
-**The tables** (:func:`union_tables`; n_p = records of p, r_T the region counts):
-
-* presence (P_0 .. P_{m-1}): r_T at the cell of T, the all-absent cell a structural zero;
-* each own table over attributes A of p: its counts where A is held, N - n_p =
-  sum_{T not holding p} r_T at the all-absent cell, structural zeros elsewhere;
-* each cross table over (a of p, b of q): its counts at (v, w); own_a(v) - pres_{p,q}(a)(v)
-  at (v, absent), likewise at (absent, w); sum_{T holding neither} r_T at (absent, absent);
-* each presence table over A of p with peer q, over (A, P_q): its counts at (A held, 1),
-  own_A - pres at (A held, 0), sum_{T holding q, not p} r_T at (all absent, 1),
-  sum_{T holding neither} r_T at (all absent, 0).
-
-Where the issue gives (P_p, a), the own table of a padded with its absent cell carries the
-same numbers once a's absence is P_p = 0. own_A comes from the own table of p holding A
-whose sum onto A has the least variance (likewise pres): a sum of k noisy cells has k
-times a cell's variance, so a small table of a noisy release (the first, say) loses to a
-larger one of a precise release.
-
-**Shared counts.** Party p's counts over the records it and q hold (the presence table,
-or a cross table summed over q's part: sigma^2 times q's values per cell) are far noisier
-than its own counts over all its records, and the own-only region takes own minus them: with
-them alone the fit gives the shared records p's 1-way with that noise, the own-only ones
-with twice it. So they are pooled (:func:`pooled`, empirical Bayes) with the own counts
-times the share of p's records q holds (from the region counts): w = tau^2 / (tau^2 + v),
-tau^2 how far the two differ beyond what their noise v explains. Records held apart from q
-like the rest (tau^2 = 0) take the precise own counts' shape; records that differ take the
-noisy counts. "Beyond their noise" is beyond the 99th percentile of the noise's own spread,
-not its mean: the mean square gap over k cells is v chi^2_k / k when the records do not
-differ, above v in about 4 runs of 10 (k = 2 to 46), and the weight that chance gives
-the noisy counts (0.28 on ggplot2::txhousing's `year`, whose shared counts sum 46 cross
-cells) cost that column 4x its 1-way TVD (issue 59, finding 6).
-
-**Weights.** A cell made of several released numbers has the sum of their variances. An
-assembled table gets sigma^2 = the mean variance of its non-structural cells, so its loss
-at the truth, 1/2 sum_c var_c / sigma^2, is in expectation 1/2 of its measured cells, the
-yardstick the fit's stopping rule uses (:attr:`Assembled.measured_cells`).
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

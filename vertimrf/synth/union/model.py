@@ -1,28 +1,6 @@
-"""One model over the union of the parties' records: fit on the assembled tables, sample
-either population.
+"""The union model: fit on the assembled tables, sample either population.
 
-**The model** is over the data attributes with their absent values; its cliques, structural
-zeros and measurements are :func:`~vertimrf.synth.union.structure.union_structure`'s (the
-tables' own attribute sets, or the given ``cliques``, plus each party's links and its
-presence read off one attribute).
-
-**The fit** is mirror descent (:func:`~vertimrf.mrf.estimation.mirror_descent`) from the
-structural zeros (or a given warm start) on every measurement, with the model's total
-N = max(sum_T r_T, 1). It stops once the loss is ``target_ratio`` times its expectation at
-the truth (1/2 of the measured cells) or stalls, like the server's fit; or once it is below
-that expectation and fell by less than ``PLATEAU`` times its noise (its square root, the
-standard deviation of the loss at the truth) over 50 iterations. Measurements that disagree
-beyond their noise keep the loss above the target: on MASS::Boston at 3 parties (12.5 M
-cells, 289 shared records) it sat at 0.97 of the expectation after 25 iterations, falling
-0.3 of its noise per 50 from iteration 150, and the fit ran 40 min towards its cap of 9,000.
-
-**Sampling** is post-processing of the fit. ``population="intersection"`` draws
-round(max(r_all, 0)) rows, r_all the count of the region of every party, from the model
-conditioned on every party holding the record: the junction tree is conditioned exactly,
-by a factor of -inf wherever a presence representative is absent, not by rejection.
-``population="union"`` draws round(max(sum_T r_T, 0)) rows from the model itself. A
-party's attributes are empty (NaN) where it is absent.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

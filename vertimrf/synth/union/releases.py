@@ -1,11 +1,6 @@
 """What the server holds after a run with partially overlapping record sets: noisy tables.
 
-Party p holds the records S_p and the attributes ``owner[a] == p``. Every release is an
-integer table plus noise of a known standard deviation, over the records of a set of
-parties (:class:`NoisyTable`); :class:`PartialReleases` gathers them with the noisy region
-counts r_T (:mod:`vertimrf.protocol.regions`). These are plain numbers, not messages, so any
-protocol can hand them to :func:`vertimrf.synth.union.fit_union`.
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 

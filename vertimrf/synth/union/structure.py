@@ -1,29 +1,6 @@
-"""The union model's structure: its cliques, its structural zeros and its measurements, with
-the presence attributes read off the data attributes.
+"""The union model's structure: its cliques, its structural zeros and its measurements.
 
-P_p is a function of any attribute a of p (P_p = 1 exactly when a is held), so the model
-holds no presence attributes: a table over P_q becomes a binned measurement
-(:class:`~vertimrf.mrf.estimation.Measurement` ``bins``) over an attribute of q, binned into
-absent (0) and held (1). The model then has the cells of its data graph with one more value
-per attribute; presence attributes of their own would join every clique (the tables against
-a peer's presence tie each P_q to every attribute) and multiply its cells by 2^m.
-
-* **Links.** For each party, a spanning tree of its attributes over the pairs that share a
-  clique, with new pairs between components that share none, chosen to keep the fill local
-  (a pair whose cliques meet first). Each link (a, b) is the
-  structural zero "one absent, the other held" (log-potential -inf, which mirror descent
-  never moves). Along the tree a is absent exactly when b is, for any two attributes of p:
-  a party's attributes are all absent or all held in every row the model can draw, with
-  certainty, not only with high probability.
-* **Representatives.** One attribute per party, all in one clique: the clique holding an
-  attribute of every party with the fewest cells over its smallest such attributes, or, if
-  no clique holds one of every party, a new clique of each party's smallest attribute. The
-  presence table is measured on them; the cell where all are absent is a structural zero
-  (no record is absent at every party).
-* **Partners.** A table over (A of p, P_q) is measured on (A, b) with b the smallest
-  attribute of q sharing a clique with all of A; with none, the table is left out (its
-  numbers also enter the cross tables' absent cells).
-"""
+Design notes: docs/design/synth.md."""
 
 from __future__ import annotations
 
