@@ -142,7 +142,7 @@ def add_report(sub: argparse._SubParsersAction) -> None:
         description="Run every method (Secure, Centralized PrivMRF, FO and the paper's FM, which "
         "is NOT DP) in one process on a bundled table or your own, and write DIR/REPORT.md, "
         "one PNG per figure and the data behind it as DIR/<figure>.json. --quick (the "
-        "default: NLTCS, 1 seed) takes about 3 minutes on 2 cores; --full (Adult, 3 seeds) "
+        "default: NLTCS, 1 seed) takes about 6 minutes on 2 cores; --full (Adult, 3 seeds) "
         "regenerates the committed docs/report/ and takes about an hour. Every run is "
         "seeded (reproducible, not for release), with delta = 1e-6. Needs matplotlib "
         '(pip install "vertimrf[report]"); the SVM figure also scikit-learn (the eval extra).',
