@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 LIMIT = 12_000
 INSTALL_AND_RUN = "python -m pip install . && python -m vertimrf demo"
-INSTALL_AND_TEST = 'python -m pip install ".[test]" && python -m pytest -q -n 2'
+INSTALL_AND_TEST = 'python -m pip install ".[test]" && python -m pytest -q -n 3'
 
 
 def _text() -> str:
