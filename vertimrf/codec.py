@@ -1,6 +1,5 @@
-"""One view of the ``spec`` argument: a Domain, a DomainSpec or an encoder.
-
-Design notes: docs/design/core.md."""
+"""One view of the ``spec`` argument: a Domain, a DomainSpec or an
+encoder; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A versioned, checksummed, pickle-free file container for data crossing a trust boundary.
-
-Design notes: docs/design/core.md."""
+"""A versioned, checksummed, pickle-free file container for data crossing a
+trust boundary; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Public domains: attribute names and sizes, and column specifications.
-
-Design notes: docs/design/core.md."""
+"""Public domains: attribute names and sizes, and column
+specifications; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

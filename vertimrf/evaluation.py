@@ -1,6 +1,5 @@
-"""What ``vertimrf evaluate`` shows: tables, figures, a markdown page and sdmetrics' QualityReport.
-
-Design notes: docs/design/core.md."""
+"""What ``vertimrf evaluate`` shows: tables, figures, a markdown page and
+sdmetrics' QualityReport; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

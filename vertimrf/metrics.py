@@ -1,6 +1,5 @@
-"""Utility metrics for synthetic tables: TVDs, column and pair scores, SVM misclassification.
-
-Design notes: docs/design/core.md."""
+"""Utility metrics for synthetic tables: TVDs, column and pair scores, SVM
+misclassification; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

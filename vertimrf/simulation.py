@@ -1,6 +1,5 @@
-"""``fit_vertical`` and ``simulate``: every party and the server in one process.
-
-Design notes: docs/design/core.md."""
+"""``fit_vertical`` and ``simulate``: every party and the server in one
+process; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

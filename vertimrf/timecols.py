@@ -1,6 +1,5 @@
-"""A datetime column's public time axis: its bounds, its bins of whole units, its cells' format.
-
-Design notes: docs/design/core.md."""
+"""A datetime column's public time axis: its bounds, its bins of whole units,
+its cells' format; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

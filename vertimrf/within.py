@@ -1,6 +1,5 @@
-"""Where a decoded numeric value lies inside its bin: one strategy per choice.
-
-Design notes: docs/design/core.md."""
+"""Where a decoded numeric value lies inside its bin: one strategy per
+choice; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

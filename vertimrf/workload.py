@@ -1,6 +1,5 @@
-"""A workload of weighted marginals: AIM's candidates and weights, and the engine's pair weights.
-
-Design notes: docs/design/core.md."""
+"""A workload of weighted marginals: AIM's candidates and weights, and the
+engine's pair weights; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The ``party run``, ``server run`` and ``status`` commands: all of a role's steps in one command.
-
-Design notes: docs/design/core.md."""
+"""The ``party run``, ``server run`` and ``status`` commands: all of a role's
+steps in one command; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 

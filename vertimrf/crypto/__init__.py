@@ -1,3 +1,2 @@
-"""The cryptography of vertimrf, apart from any protocol; all primitives come from ``cryptography``.
-
-Design notes: docs/design/crypto.md."""
+"""The cryptography of vertimrf, apart from any protocol; all primitives come from
+``cryptography``; design notes in docs/design/crypto.md."""

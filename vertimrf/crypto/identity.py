@@ -1,6 +1,5 @@
-"""TLS identities: each role's ECDSA P-256 private key and self-signed X.509 certificate.
-
-Design notes: docs/design/crypto.md."""
+"""TLS identities: each role's ECDSA P-256 private key and self-signed X.509
+certificate; design notes in docs/design/crypto.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""X25519 keys: a party's key pair and public key, the pairwise key of two parties, sealed boxes.
-
-Design notes: docs/design/crypto.md."""
+"""X25519 keys: a party's key pair and public key, the pairwise key of two
+parties, sealed boxes; design notes in docs/design/crypto.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A keyed pseudorandom permutation of [0, n), evaluated on whole arrays.
-
-Design notes: docs/design/crypto.md."""
+"""A keyed pseudorandom permutation of [0, n), evaluated on whole
+arrays; design notes in docs/design/crypto.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The run's one key schedule: every keyed stream of vertimrf is derived here, and only here.
-
-Design notes: docs/design/crypto.md."""
+"""The run's one key schedule: every keyed stream derives here (docs/design/crypto.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""DealerDriver: an own dealer's steps over a transport (config ``dealer="own"``).
-
-Design notes: docs/design/service.md."""
+"""DealerDriver: an own dealer's steps over a transport (config
+``dealer="own"``); design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The transport of a step command: the command's explicit files as messages.
-
-Design notes: docs/design/service.md."""
+"""The transport of a step command: the command's explicit files as
+messages; design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""One server per state folder: :func:`state_lock` holds ``server.lock`` while the server runs.
-
-Design notes: docs/design/service.md."""
+"""One server per state folder: :func:`state_lock` holds ``server.lock`` while
+the server runs; design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""PartyDriver: one data holder's steps over a transport, with its private state.
-
-Design notes: docs/design/service.md."""
+"""PartyDriver: one data holder's steps over a transport, with its private
+state; design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

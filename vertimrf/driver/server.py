@@ -1,6 +1,5 @@
-"""ServerDriver: the coordinator's steps over a transport.
-
-Design notes: docs/design/service.md."""
+"""ServerDriver: the coordinator's steps over a transport;
+design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

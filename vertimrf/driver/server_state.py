@@ -1,6 +1,5 @@
-"""The server's run state, in an embedded SQLite database (``state_dir/server.sqlite``).
-
-Design notes: docs/design/service.md."""
+"""The server's run state, in an embedded SQLite database
+(``state_dir/server.sqlite``); design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

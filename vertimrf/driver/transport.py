@@ -1,6 +1,5 @@
-"""The seam between the roles: named messages, as bytes, from one role to another.
-
-Design notes: docs/design/service.md."""
+"""The seam between the roles: named messages, as bytes, from one role to
+another; design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Numba kernels for log-space sum-product on clique tables stored in one flat float64 buffer.
-
-Design notes: docs/design/kernels.md."""
+"""Numba kernels for log-space sum-product on clique tables stored in one flat
+float64 buffer; design notes in docs/design/kernels.md."""
 
 import numpy as np
 from llvmlite import ir

@@ -1,6 +1,5 @@
-"""Numba kernel laying out Arrow's float text the way Python's ``repr`` lays it out.
-
-Design notes: docs/design/kernels.md."""
+"""Numba kernel laying out Arrow's float text the way Python's ``repr`` lays
+it out; design notes in docs/design/kernels.md."""
 
 import numpy as np
 from numba import njit

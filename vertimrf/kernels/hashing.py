@@ -1,6 +1,5 @@
-"""Keyed 64-bit hashes of one uint64 message (taken as 8 little-endian bytes).
-
-Design notes: docs/design/kernels.md."""
+"""Keyed 64-bit hashes of one uint64 message (taken as 8 little-endian
+bytes); design notes in docs/design/kernels.md."""
 
 from __future__ import annotations
 

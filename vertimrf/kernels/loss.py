@@ -1,6 +1,5 @@
-"""Numba kernels for the weighted least-squares loss of mirror descent, each in one pass.
-
-Design notes: docs/design/kernels.md."""
+"""Numba kernels for the weighted least-squares loss of mirror descent, each
+in one pass; design notes in docs/design/kernels.md."""
 
 from numba import njit
 

@@ -1,6 +1,5 @@
-"""Numba kernel merging sorted token lists in one linear pass.
-
-Design notes: docs/design/kernels.md."""
+"""Numba kernel merging sorted token lists in one linear pass;
+design notes in docs/design/kernels.md."""
 
 import numpy as np
 from numba import njit

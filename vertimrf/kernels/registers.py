@@ -1,6 +1,5 @@
-"""Min-hash registers of LocEnc and their geometric values (Numba kernels).
-
-Design notes: docs/design/kernels.md."""
+"""Min-hash registers of LocEnc and their geometric values (Numba
+kernels); design notes in docs/design/kernels.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Numba kernels for junction-tree forward sampling: rounding, grouping and value assignment.
-
-Design notes: docs/design/kernels.md."""
+"""Numba kernels for junction-tree forward sampling: rounding, grouping and
+value assignment; design notes in docs/design/kernels.md."""
 
 import numpy as np
 from numba import njit, prange

@@ -1,6 +1,5 @@
-"""Numba kernels for the local products of a dealer-assisted secure matrix product.
-
-Design notes: docs/design/kernels.md."""
+"""Numba kernels for the local products of a dealer-assisted secure matrix
+product; design notes in docs/design/kernels.md."""
 
 import numpy as np
 from llvmlite import ir

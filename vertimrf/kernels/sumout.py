@@ -1,6 +1,5 @@
-"""Numba kernels that project clique tables onto subsets by summing out blocks of axes.
-
-Design notes: docs/design/kernels.md."""
+"""Numba kernels that project clique tables onto subsets by summing out
+blocks of axes; design notes in docs/design/kernels.md."""
 
 from numba import njit, prange
 

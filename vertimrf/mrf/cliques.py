@@ -1,6 +1,5 @@
-"""Flat buffer layout of clique tables and the index maps that project cliques onto subsets.
-
-Design notes: docs/design/mrf.md."""
+"""Flat buffer layout of clique tables and the index maps that project cliques
+onto subsets; design notes in docs/design/mrf.md."""
 
 from __future__ import annotations
 

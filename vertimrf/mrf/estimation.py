@@ -1,6 +1,5 @@
-"""Mirror descent on clique log-potentials to fit noisy marginal measurements (Private-PGM style).
-
-Design notes: docs/design/mrf.md."""
+"""Mirror descent on clique log-potentials to fit noisy marginal measurements
+(Private-PGM style); design notes in docs/design/mrf.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Exact marginal queries on a calibrated junction tree, for any attribute set.
-
-Design notes: docs/design/mrf.md."""
+"""Exact marginal queries on a calibrated junction tree, for any
+attribute set; design notes in docs/design/mrf.md."""
 
 from __future__ import annotations
 

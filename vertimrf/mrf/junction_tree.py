@@ -1,6 +1,5 @@
-"""Triangulation, maximal cliques, the junction tree, its message order and the model-size check.
-
-Design notes: docs/design/mrf.md."""
+"""Triangulation, maximal cliques, the junction tree, its message order and the
+model-size check; design notes in docs/design/mrf.md."""
 
 from __future__ import annotations
 

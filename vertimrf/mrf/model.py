@@ -1,6 +1,5 @@
-"""MarkovRandomField: log-potentials on the maximal cliques of a junction tree, calibrated by BP.
-
-Design notes: docs/design/mrf.md."""
+"""MarkovRandomField: log-potentials on the maximal cliques of a junction tree,
+calibrated by BP; design notes in docs/design/mrf.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Junction-tree forward sampling (the Python side; the per-row work is in kernels/sample.py).
-
-Design notes: docs/design/mrf.md."""
+"""Junction-tree forward sampling (the Python side; the per-row work is in
+kernels/sample.py); design notes in docs/design/mrf.md."""
 
 from __future__ import annotations
 

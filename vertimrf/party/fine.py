@@ -1,6 +1,4 @@
-"""A party's numeric columns: the counts its DP quantile cuts and fine histograms are drawn from.
-
-Design notes: docs/design/party.md."""
+"""The counts of a party's DP quantile cuts and fine histograms (docs/design/party.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The frequency-oracle (FO) variant of LocEnc: GRR-perturbed, row-aligned columns.
-
-Design notes: docs/design/party.md."""
+"""The frequency-oracle (FO) variant of LocEnc: GRR-perturbed, row-aligned
+columns; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

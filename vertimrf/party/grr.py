@@ -1,6 +1,5 @@
-"""Generalized randomized response (GRR), the frequency-oracle baseline of LocEnc (party side).
-
-Design notes: docs/design/party.md."""
+"""Generalized randomized response (GRR), the frequency-oracle baseline of
+LocEnc (party side); design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

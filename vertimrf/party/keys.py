@@ -1,6 +1,5 @@
-"""Secret hash keys shared by the parties, derived from one shared secret.
-
-Design notes: docs/design/party.md."""
+"""Secret hash keys shared by the parties, derived from one shared
+secret; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

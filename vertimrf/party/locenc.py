@@ -1,6 +1,5 @@
-"""LocEnc: a party's FM sketches of its (possibly binned) columns.
-
-Design notes: docs/design/party.md."""
+"""LocEnc: a party's FM sketches of its (possibly binned) columns;
+design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""LocalParty: one data holder's local message in the paper pipeline (runs where the data lives).
-
-Design notes: docs/design/party.md."""
+"""LocalParty: one data holder's local message in the paper pipeline (runs where
+the data lives); design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

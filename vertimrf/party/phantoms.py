@@ -1,6 +1,5 @@
-"""The phantom step of an FM sketch (Smith, Song and Thakurta 2020; the paper's Algorithm 1).
-
-Design notes: docs/design/party.md."""
+"""The phantom step of an FM sketch (Smith, Song and Thakurta 2020; the paper's
+Algorithm 1); design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""LocEnc registers before DP noise: min keyed hashes per (key, attribute value).
-
-Design notes: docs/design/party.md."""
+"""LocEnc registers before DP noise: min keyed hashes per (key, attribute
+value); design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

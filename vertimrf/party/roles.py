@@ -1,6 +1,5 @@
-"""Party: a data holder in any method, behind one constructor.
-
-Design notes: docs/design/party.md."""
+"""Party: a data holder in any method, behind one constructor;
+design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

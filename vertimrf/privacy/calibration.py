@@ -1,6 +1,5 @@
-"""Turn a budget share into the FM sketches' per-sketch epsilon'.
-
-Design notes: docs/design/privacy.md."""
+"""Turn a budget share into the FM sketches' per-sketch epsilon';
+design notes in docs/design/privacy.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""zCDP of a sum of independent discrete Gaussians: the distributed discrete Gaussian.
-
-Design notes: docs/design/privacy.md."""
+"""zCDP of a sum of independent discrete Gaussians: the distributed discrete
+Gaussian; design notes in docs/design/privacy.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The FM sketches' DP parameters and value range, shared by parties and the server.
-
-Design notes: docs/design/privacy.md."""
+"""The FM sketches' DP parameters and value range, shared by parties and the
+server; design notes in docs/design/privacy.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A worst-case lower bound on delta for the FM-sketch path (which is not DP).
-
-Design notes: docs/design/privacy.md."""
+"""A worst-case lower bound on delta for the FM-sketch path (which is not
+DP); design notes in docs/design/privacy.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Gaussian differential privacy (GDP): the exact (epsilon, delta) curve of a Gaussian mechanism.
-
-Design notes: docs/design/privacy.md."""
+"""Gaussian differential privacy (GDP): the exact (epsilon, delta) curve of a
+Gaussian mechanism; design notes in docs/design/privacy.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The privacy ledger: every released statistic is charged here, in zCDP.
-
-Design notes: docs/design/privacy.md."""
+"""The privacy ledger: every released statistic is charged here, in
+zCDP; design notes in docs/design/privacy.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Named mechanisms for integer releases, each charged to the ledger before it draws noise.
-
-Design notes: docs/design/privacy.md."""
+"""Named mechanisms for integer releases, each charged to the ledger before it
+draws noise; design notes in docs/design/privacy.md."""
 
 from __future__ import annotations
 

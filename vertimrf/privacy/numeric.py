@@ -1,6 +1,4 @@
-"""A numeric column's releases for its bins and its values: DP quantile cuts and a fine histogram.
-
-Design notes: docs/design/privacy.md."""
+"""A numeric column's DP quantile cuts and fine histogram (docs/design/privacy.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Exact discrete noise samplers: every noisy value vertimrf releases is drawn here.
-
-Design notes: docs/design/privacy.md."""
+"""Exact discrete samplers: every released noisy value is drawn here (docs/design/privacy.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The dealer-assisted cross product: the config's ``product`` "dealer", the default backend.
-
-Design notes: docs/design/protocol.md."""
+"""The dealer-assisted cross product: the config's ``product`` "dealer", the
+default backend; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

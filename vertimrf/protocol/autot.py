@@ -1,6 +1,5 @@
-"""``t="auto"``: the number of sketch repetitions, chosen from public information only.
-
-Design notes: docs/design/protocol.md."""
+"""``t="auto"``: the number of sketch repetitions, chosen from public
+information only; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The row layout of a secure run: PRF buckets of a public capacity, and where a record goes.
-
-Design notes: docs/design/protocol.md."""
+"""The row layout of a secure run: PRF buckets of a public capacity, and where a
+record goes; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The protocol budget: turn a ProtocolConfig's shares into every mechanism's parameters.
-
-Design notes: docs/design/protocol.md."""
+"""The protocol budget: turn a ProtocolConfig's shares into every mechanism's
+parameters; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""ProtocolConfig: the public settings every role of the vertical protocol agrees on.
-
-Design notes: docs/design/protocol.md."""
+"""ProtocolConfig: the public settings every role of the vertical protocol
+agrees on; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What each role of a run costs, from the config alone: bytes sent and kept, peak memory.
-
-Design notes: docs/design/protocol.md."""
+"""What each role of a run costs, from the config alone: bytes sent and kept,
+peak memory; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Configs a role can run: made from a preset or read from a file, then checked.
-
-Design notes: docs/design/protocol.md."""
+"""Configs a role can run: made from a preset or read from a file, then
+checked; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The PRG streams of method="secure", named once for both sides of the trust boundary.
-
-Design notes: docs/design/protocol.md."""
+"""The PRG streams of method="secure", named once for both sides of the trust
+boundary; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""PartyMessage: everything one party sends to the server, and its file format.
-
-Design notes: docs/design/protocol.md."""
+"""PartyMessage: everything one party sends to the server, and its file
+format; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What each method means to the protocol, in one place per method.
-
-Design notes: docs/design/protocol.md."""
+"""What each method means to the protocol, in one place per method;
+design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

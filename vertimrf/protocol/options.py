@@ -1,6 +1,5 @@
-"""Each method's settings: one frozen, typed options object per method, holding what it reads.
-
-Design notes: docs/design/protocol.md."""
+"""Each method's settings: one frozen, typed options object per method, holding
+what it reads; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The cost of a run, from its config alone, and the checks that refuse a run that cannot finish.
-
-Design notes: docs/design/protocol.md."""
+"""The cost of a run, from its config alone, and the checks that refuse a run that
+cannot finish; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

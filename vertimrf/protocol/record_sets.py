@@ -1,6 +1,5 @@
-"""The record-set variation on the protocol's side: equal or partial, as two small strategies.
-
-Design notes: docs/design/protocol.md."""
+"""The record-set variation on the protocol's side: equal or partial, as two
+small strategies; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The public arithmetic of partially overlapping record sets (``record_sets="partial"``).
-
-Design notes: docs/design/protocol.md."""
+"""The public arithmetic of partial record sets (docs/design/protocol.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Each method's schedule, written once: its steps, their messages, size limits and file names.
-
-Design notes: docs/design/protocol.md."""
+"""Each method's schedule, written once: its steps, their messages, size limits
+and file names; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The party-message schema: size bounds derived from the config, and typed manifest fields.
-
-Design notes: docs/design/protocol.md."""
+"""The party-message schema: size bounds derived from the config, and typed
+manifest fields; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Seeds of a seeded (experimental) run, agreed on by every role.
-
-Design notes: docs/design/protocol.md."""
+"""Seeds of a seeded (experimental) run, agreed on by every role;
+design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

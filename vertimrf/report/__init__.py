@@ -1,6 +1,5 @@
-"""The report: the paper's experiments and ours as figures, their data and one markdown page.
-
-Design notes: docs/design/report.md."""
+"""The report: the paper's experiments and ours as figures, their data and one
+markdown page; design notes in docs/design/report.md."""
 
 from vertimrf.report import figures  # noqa: F401  (registers the figures)
 from vertimrf.report.build import build_report, report_files

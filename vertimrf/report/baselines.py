@@ -1,6 +1,5 @@
-"""MST and AIM as report baselines: each run in a child process killed at a time cap.
-
-Design notes: docs/design/report.md."""
+"""MST and AIM as report baselines: each run in a child process killed at a
+time cap; design notes in docs/design/report.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""MST and AIM through OpenDP's ``opendp.extras.mbi``, fitted by Private-PGM and synthesized.
-
-Design notes: docs/design/report.md."""
+"""MST and AIM through OpenDP's ``opendp.extras.mbi``, fitted by Private-PGM and
+synthesized; design notes in docs/design/report.md."""
 
 from __future__ import annotations
 

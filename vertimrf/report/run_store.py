@@ -1,6 +1,5 @@
-"""A folder of MST and AIM runs kept across processes, read back instead of made again.
-
-Design notes: docs/design/report.md."""
+"""A folder of MST and AIM runs kept across processes, read back instead of
+made again; design notes in docs/design/report.md."""
 
 from __future__ import annotations
 

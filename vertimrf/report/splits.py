@@ -1,6 +1,5 @@
-"""VertiBench's attribute splits (Wu et al., 2023), written from its published rule.
-
-Design notes: docs/design/report.md."""
+"""VertiBench's attribute splits (Wu et al., 2023), written from its
+published rule; design notes in docs/design/report.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Binning in the select pipeline: which re-measured 2-way marginals to measure on bins.
-
-Design notes: docs/design/server.md."""
+"""Binning in the select pipeline: which re-measured 2-way marginals to
+measure on bins; design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

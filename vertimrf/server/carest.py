@@ -1,6 +1,5 @@
-"""CarEst: the server's estimate of any l-way marginal from FM sketches (NOT DP jointly).
-
-Design notes: docs/design/server.md."""
+"""CarEst: the server's estimate of any l-way marginal from FM sketches (NOT
+DP jointly); design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

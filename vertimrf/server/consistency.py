@@ -1,6 +1,5 @@
-"""Consistency enforcement between overlapping marginal tables (the paper's Section 6.2).
-
-Design notes: docs/design/server.md."""
+"""Consistency enforcement between overlapping marginal tables (the paper's
+Section 6.2); design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

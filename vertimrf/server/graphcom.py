@@ -1,6 +1,5 @@
-"""GraphCom: join the parties' local graphs with cross-party edges (the paper's Section 5.1).
-
-Design notes: docs/design/server.md."""
+"""GraphCom: join the parties' local graphs with cross-party edges (the paper's
+Section 5.1); design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

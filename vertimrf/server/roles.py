@@ -1,6 +1,5 @@
-"""Server: the coordinator in any method, behind one constructor.
-
-Design notes: docs/design/server.md."""
+"""Server: the coordinator in any method, behind one constructor;
+design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

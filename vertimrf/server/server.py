@@ -1,6 +1,5 @@
-"""Server: the untrusted coordinator's side of the protocol. It sees only party messages.
-
-Design notes: docs/design/server.md."""
+"""Server: the untrusted coordinator's side of the protocol. It sees only
+party messages; design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

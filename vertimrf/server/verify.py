@@ -1,6 +1,5 @@
-"""The server's verification of party messages: it re-derives, never trusts.
-
-Design notes: docs/design/server.md."""
+"""The server's verification of party messages: it re-derives, never
+trusts; design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

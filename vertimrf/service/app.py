@@ -1,6 +1,5 @@
-"""The service's HTTP routes (aiohttp), behind mutual TLS (:mod:`vertimrf.service.tls`).
-
-Design notes: docs/design/service.md."""
+"""The service's HTTP routes (aiohttp), behind mutual TLS
+(:mod:`vertimrf.service.tls`); design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""HttpTransport: a party's transport over the service (:mod:`vertimrf.service.app`).
-
-Design notes: docs/design/service.md."""
+"""HttpTransport: a party's transport over the service
+(:mod:`vertimrf.service.app`); design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

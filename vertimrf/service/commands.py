@@ -1,6 +1,5 @@
-"""The service's entry points for the command line: :func:`serve`, the service of one run.
-
-Design notes: docs/design/service.md."""
+"""The service's entry points for the command line: :func:`serve`, the service
+of one run; design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The server's run inside the service: the ServerDriver over the message store, in a thread.
-
-Design notes: docs/design/service.md."""
+"""The server's run inside the service: the ServerDriver over the message store,
+in a thread; design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The service's message store: every message of the run as a file, and a SQLite log of them.
-
-Design notes: docs/design/service.md."""
+"""The service's message store: every message of the run as a file, and a SQLite
+log of them; design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

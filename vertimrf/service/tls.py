@@ -1,6 +1,5 @@
-"""Mutual TLS with the certificates the config pins (the ``ssl`` module; nothing hand-rolled).
-
-Design notes: docs/design/service.md."""
+"""Mutual TLS with the certificates the config pins (the ``ssl`` module; nothing
+hand-rolled); design notes in docs/design/service.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A frame's rows as CSV, byte for byte as pandas' ``to_csv`` writes them, built by Arrow.
-
-Design notes: docs/design/synth.md."""
+"""A frame's rows as CSV, byte for byte as pandas' ``to_csv`` writes them,
+built by Arrow; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Synthetic frames in the pandas dtypes of the frame a model was fitted on.
-
-Design notes: docs/design/synth.md."""
+"""Synthetic frames in the pandas dtypes of the frame a model was
+fitted on; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

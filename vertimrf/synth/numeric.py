@@ -1,6 +1,5 @@
-"""A table's numeric releases before its fit: DP quantile cuts and fine histograms.
-
-Design notes: docs/design/synth.md."""
+"""A table's numeric releases before its fit: DP quantile cuts and fine
+histograms; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

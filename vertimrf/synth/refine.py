@@ -1,6 +1,5 @@
-"""The measure-select-refit loop shared by PrivMRF and the server's OptMRF.
-
-Design notes: docs/design/synth.md."""
+"""The measure-select-refit loop shared by PrivMRF and the server's
+OptMRF; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,3 +1,2 @@
-"""A party's data from its source to rows in the run's order.
-
-Design notes: docs/design/party.md."""
+"""A party's data from its source to rows in the run's order;
+design notes in docs/design/party.md."""

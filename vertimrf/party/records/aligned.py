@@ -1,6 +1,5 @@
-"""A party's records in the common row order of a secure run, bucket by bucket.
-
-Design notes: docs/design/party.md."""
+"""A party's records in the common row order of a secure run, bucket by
+bucket; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

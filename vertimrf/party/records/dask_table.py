@@ -1,6 +1,5 @@
-"""A party's table on a Dask ``distributed`` cluster (the optional extra ``vertimrf[dask]``).
-
-Design notes: docs/design/party.md."""
+"""A party's table on a Dask ``distributed`` cluster (the optional extra
+``vertimrf[dask]``); design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

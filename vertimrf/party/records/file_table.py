@@ -1,6 +1,5 @@
-"""A party's table in a CSV or Parquet file, aligned through temporary files a part at a time.
-
-Design notes: docs/design/party.md."""
+"""A party's table in a CSV or Parquet file, aligned through temporary files a
+part at a time; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""64-bit fingerprints of record IDs, the message each party hashes under the shared keys.
-
-Design notes: docs/design/party.md."""
+"""64-bit fingerprints of record IDs, the message each party hashes under the
+shared keys; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

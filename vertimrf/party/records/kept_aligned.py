@@ -1,6 +1,5 @@
-"""A party's aligned records kept in its private state folder, read back by later step commands.
-
-Design notes: docs/design/party.md."""
+"""A party's aligned records kept in its private state folder, read back by later
+step commands; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""How a party's records reach the run's row order: by PRF buckets or at the deal's slots.
-
-Design notes: docs/design/party.md."""
+"""How a party's records reach the run's row order: by PRF buckets or at the
+deal's slots; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

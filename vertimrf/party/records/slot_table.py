@@ -1,6 +1,5 @@
-"""A party's records laid out at the server's slots (``record_sets="partial"``).
-
-Design notes: docs/design/party.md."""
+"""A party's records laid out at the server's slots
+(``record_sets="partial"``); design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

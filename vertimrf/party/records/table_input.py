@@ -1,6 +1,5 @@
-"""A party's table read from a CSV or Parquet file in batches of rows, each encoded at once.
-
-Design notes: docs/design/party.md."""
+"""A party's table read from a CSV or Parquet file in batches of rows, each
+encoded at once; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

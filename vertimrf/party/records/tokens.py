@@ -1,6 +1,4 @@
-"""A party's tokens when the parties' record sets differ (``record_sets="partial"``).
-
-Design notes: docs/design/party.md."""
+"""A party's tokens with partial record sets (docs/design/party.md)."""
 
 from __future__ import annotations
 

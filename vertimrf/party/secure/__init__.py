@@ -1,6 +1,5 @@
-"""A party's side of method="secure", one module per protocol step.
-
-Design notes: docs/design/party.md."""
+"""A party's side of method="secure", one module per protocol
+step; design notes in docs/design/party.md."""
 
 from vertimrf.party.secure.features import SealedBlobs
 from vertimrf.party.secure.party import SecureParty

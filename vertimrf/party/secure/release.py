@@ -1,6 +1,5 @@
-"""A party's releases: the first measurement of every 2-way marginal, and those the server requests.
-
-Design notes: docs/design/party.md."""
+"""A party's releases: the first measurement of every 2-way marginal, and those the
+server requests; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What a party's secure steps have made so far, typed; saved as a private state for ``measure``.
-
-Design notes: docs/design/party.md."""
+"""What a party's secure steps have made so far, typed; saved as a private state
+for ``measure``; design notes in docs/design/party.md."""
 
 from __future__ import annotations
 

@@ -1,3 +1,2 @@
-"""Method "secure": its plan and its byte formats, one module per message kind.
-
-Design notes: docs/design/protocol.md."""
+"""Method "secure": its plan and its byte formats, one module per message
+kind; design notes in docs/design/protocol.md."""

@@ -1,6 +1,5 @@
-"""What every role of method="secure" derives from the config alone.
-
-Design notes: docs/design/protocol.md."""
+"""What every role of method="secure" derives from the config alone;
+design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The cross product as a backend: one-hot feature blocks to additive shares of cross counts.
-
-Design notes: docs/design/protocol.md."""
+"""The cross product as a backend: one-hot feature blocks to additive shares of
+cross counts; design notes in docs/design/protocol.md."""
 
 from __future__ import annotations
 

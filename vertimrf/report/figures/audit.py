@@ -1,6 +1,5 @@
-"""Figure: the privacy audit, an attacker testing whether one record is in the table.
-
-Design notes: docs/design/report.md."""
+"""Figure: the privacy audit, an attacker testing whether one record is in
+the table; design notes in docs/design/report.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The server's side of method="secure", one function per protocol step.
-
-Design notes: docs/design/server.md."""
+"""The server's side of method="secure", one function per protocol
+step; design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

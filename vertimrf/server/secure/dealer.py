@@ -1,6 +1,5 @@
-"""The dealer, the server's one cryptographic step: seeds and deals, each sealed to its party.
-
-Design notes: docs/design/server.md."""
+"""The dealer, the server's one cryptographic step: seeds and deals, each sealed
+to its party; design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Which records the parties hold: the record-set variation's one home on the server's side.
-
-Design notes: docs/design/server.md."""
+"""Which records the parties hold: the record-set variation's one home on the
+server's side; design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The server's selection, post-processing of the first release.
-
-Design notes: docs/design/server.md."""
+"""The server's selection, post-processing of the first release;
+design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

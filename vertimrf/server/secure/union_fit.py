@@ -1,6 +1,5 @@
-"""The server's fit when the parties' record sets differ (``record_sets="partial"``).
-
-Design notes: docs/design/server.md."""
+"""The server's fit when the parties' record sets differ
+(``record_sets="partial"``); design notes in docs/design/server.md."""
 
 from __future__ import annotations
 

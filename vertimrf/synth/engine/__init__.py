@@ -1,3 +1,2 @@
-"""One select-measure-fit engine for Centralized and Secure.
-
-Design notes: docs/design/synth.md."""
+"""One select-measure-fit engine for Centralized and Secure;
+design notes in docs/design/synth.md."""

@@ -1,6 +1,5 @@
-"""The aim-like preset: AIM's rounds on the engine's MRF, with the local oracle.
-
-Design notes: docs/design/synth.md."""
+"""The aim-like preset: AIM's rounds on the engine's MRF, with the local
+oracle; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

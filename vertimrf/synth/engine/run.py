@@ -1,6 +1,5 @@
-"""The engine end to end on one table (Centralized), each release drawn by the local oracle.
-
-Design notes: docs/design/synth.md."""
+"""The engine end to end on one table (Centralized), each release drawn by the
+local oracle; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

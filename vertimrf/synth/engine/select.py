@@ -1,6 +1,5 @@
-"""The engine's selection from the first release: graph search, initial set, what to re-measure.
-
-Design notes: docs/design/synth.md."""
+"""The engine's selection from the first release: graph search, initial set, what
+to re-measure; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

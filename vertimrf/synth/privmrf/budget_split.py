@@ -1,6 +1,5 @@
-"""PrivMRF's budget: the total zCDP spend and its split over the four kinds of release.
-
-Design notes: docs/design/synth.md."""
+"""PrivMRF's budget: the total zCDP spend and its split over the four kinds
+of release; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Greedy attribute-graph search under clique-size and total-size caps (analysis section 2.4).
-
-Design notes: docs/design/synth.md."""
+"""Greedy attribute-graph search under clique-size and total-size caps (analysis
+section 2.4); design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The initial marginal set: a small Bayesian network inside every maximal clique.
-
-Design notes: docs/design/synth.md."""
+"""The initial marginal set: a small Bayesian network inside every maximal
+clique; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

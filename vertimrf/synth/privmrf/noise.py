@@ -1,6 +1,5 @@
-"""The noise of one PrivMRF fit: every release is charged to the ledger before it is drawn.
-
-Design notes: docs/design/synth.md."""
+"""The noise of one PrivMRF fit: every release is charged to the ledger before
+it is drawn; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

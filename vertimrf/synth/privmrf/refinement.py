@@ -1,6 +1,5 @@
-"""Refinement ("entropy descent"): pick more marginals by noisy L1 error (section 2.9).
-
-Design notes: docs/design/synth.md."""
+"""Refinement ("entropy descent"): pick more marginals by noisy L1 error
+(section 2.9); design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Noisy pairwise R-scores: how far each attribute pair is from independence.
-
-Design notes: docs/design/synth.md."""
+"""Noisy pairwise R-scores: how far each attribute pair is from
+independence; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

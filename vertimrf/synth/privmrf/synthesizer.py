@@ -1,6 +1,5 @@
-"""PrivMRF (Cai et al., VLDB 2021): the centralized DP synthesizer, end to end (analysis 2).
-
-Design notes: docs/design/synth.md."""
+"""PrivMRF (Cai et al., VLDB 2021): the centralized DP synthesizer, end to end
+(analysis 2); design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""theta-usefulness: the largest marginal worth measuring at a given noise level.
-
-Design notes: docs/design/synth.md."""
+"""theta-usefulness: the largest marginal worth measuring at a given
+noise level; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

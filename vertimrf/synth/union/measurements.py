@@ -1,6 +1,5 @@
-"""The union domain and the tables of it that the releases give (post-processing only).
-
-Design notes: docs/design/synth.md."""
+"""The union domain and the tables of it that the releases give
+(post-processing only); design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

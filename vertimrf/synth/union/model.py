@@ -1,6 +1,5 @@
-"""The union model: fit on the assembled tables, sample either population.
-
-Design notes: docs/design/synth.md."""
+"""The union model: fit on the assembled tables, sample either
+population; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What the server holds after a run with partially overlapping record sets: noisy tables.
-
-Design notes: docs/design/synth.md."""
+"""What the server holds after a run with partially overlapping record sets:
+noisy tables; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The union model's structure: its cliques, its structural zeros and its measurements.
-
-Design notes: docs/design/synth.md."""
+"""The union model's structure: its cliques, its structural zeros and its
+measurements; design notes in docs/design/synth.md."""
 
 from __future__ import annotations
 
