@@ -7,6 +7,7 @@ the source only (nothing runs), so it can be run on any commit, before and after
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import subprocess
@@ -135,6 +136,34 @@ def lines() -> int:
     return sum(len(p.read_text().splitlines()) for p in _sources())
 
 
+def code_lines() -> int:
+    """Lines that are neither blank, nor a comment, nor inside a docstring."""
+    total = 0
+    for path in _sources():
+        text = path.read_text()
+        docs: set[int] = set()
+        for node in ast.walk(ast.parse(text)):
+            body = getattr(node, "body", None)
+            if isinstance(node, DOCUMENTED) and body and _is_docstring(body[0]):
+                docs.update(range(body[0].lineno, body[0].end_lineno + 1))
+        for number, line in enumerate(text.splitlines(), 1):
+            if number not in docs and line.strip() and not line.strip().startswith("#"):
+                total += 1
+    return total
+
+
+DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    value = getattr(statement, "value", None)
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(value, ast.Constant)
+        and (isinstance(value.value, str))
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", type=Path, help="also write the numbers to this file")
@@ -142,6 +171,7 @@ def main() -> None:
     cycles = import_cycles()
     numbers = {
         "lines": lines(),
+        "code_lines": code_lines(),
         "modules": len(_sources()),
         "import_cycles": [c for c in cycles],
         "modules_over_500_lines": long_modules(),
