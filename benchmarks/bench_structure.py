@@ -136,6 +136,9 @@ def lines() -> int:
     return sum(len(p.read_text().splitlines()) for p in _sources())
 
 
+DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 def code_lines() -> int:
     """Lines that are neither blank, nor a comment, nor inside a docstring."""
     total = 0
@@ -143,25 +146,13 @@ def code_lines() -> int:
         text = path.read_text()
         docs: set[int] = set()
         for node in ast.walk(ast.parse(text)):
-            body = getattr(node, "body", None)
-            if isinstance(node, DOCUMENTED) and body and _is_docstring(body[0]):
-                docs.update(range(body[0].lineno, body[0].end_lineno + 1))
+            if isinstance(node, DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
+                first = node.body[0]
+                docs.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
         for number, line in enumerate(text.splitlines(), 1):
             if number not in docs and line.strip() and not line.strip().startswith("#"):
                 total += 1
     return total
-
-
-DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _is_docstring(statement: ast.stmt) -> bool:
-    value = getattr(statement, "value", None)
-    return (
-        isinstance(statement, ast.Expr)
-        and isinstance(value, ast.Constant)
-        and (isinstance(value.value, str))
-    )
 
 
 def main() -> None:

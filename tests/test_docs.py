@@ -70,10 +70,14 @@ def test_a_marked_example_names_a_test_that_exists(page):
         assert (ROOT / name).is_file(), f"{page.name} marks an example for a missing {name}"
 
 
-def test_every_page_is_in_the_sites_nav():
+def _nav_pages() -> set[str]:
+    """The pages the site's nav lists, as paths below docs/."""
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:\n", 1)[1]
-    nav = nav.split("\ntheme:", 1)[0]
-    listed = set(re.findall(r": (\S+\.md)$", nav, re.M))
+    return set(re.findall(r": (\S+\.md)$", nav.split("\ntheme:", 1)[0], re.M))
+
+
+def test_every_page_is_in_the_sites_nav():
+    listed = _nav_pages()
     assert sorted(p.name for p in PAGES if p.name not in listed) == []
     assert sorted(name for name in listed if not (DOCS / name).is_file()) == []
 
@@ -82,9 +86,8 @@ DESIGN = sorted((DOCS / "design").glob("*.md"))
 
 
 def test_every_design_page_is_in_the_sites_nav():
-    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:\n", 1)[1]
-    listed = set(re.findall(r": design/(\S+\.md)$", nav.split("\ntheme:", 1)[0], re.M))
-    assert DESIGN and sorted(p.name for p in DESIGN if p.name not in listed) == []
+    listed = _nav_pages()
+    assert DESIGN and sorted(p.name for p in DESIGN if f"design/{p.name}" not in listed) == []
 
 
 def test_a_modules_pointer_to_its_design_notes_finds_its_section():
