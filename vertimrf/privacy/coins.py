@@ -131,10 +131,12 @@ def _sup_over_alpha(log_p: np.ndarray, log_ratio: np.ndarray) -> float:
     d_inf = float(np.max(log_ratio))
     a0 = 1.0 + 1e-4
     grid = [a0 * 1.25**i for i in range(60)]
-    while grid[-1] * _renyi(log_p, log_ratio, grid[-1]) / grid[-1] < d_inf and grid[-1] < 1e12:
-        grid.append(grid[-1] * 1.25)
     g = {a: (a - 1.0) * _renyi(log_p, log_ratio, a) for a in grid}
     seen = max(g[a] / (a * (a - 1.0)) for a in grid)
+    while d_inf / grid[-1] > seen:  # past the last order, D_inf / b must not be the bound
+        grid.append(grid[-1] * 1.25)
+        g[grid[-1]] = (grid[-1] - 1.0) * _renyi(log_p, log_ratio, grid[-1])
+        seen = max(seen, g[grid[-1]] / (grid[-1] * (grid[-1] - 1.0)))
     bound = max(g[a0] / (a0 - 1.0), d_inf / grid[-1])
     intervals = list(zip(grid[:-1], grid[1:], strict=True))
     while intervals:
