@@ -2,9 +2,9 @@
 
 Runs method secure in this process on ``bench_secure_cli``'s table (1,000,000 rows x 15
 columns over 3 parties, max_rows 2^20, delta 1e-6, seed 0) at each epsilon, and reads from its
-ledger every cross release: the pair, sigma and the cells (public values). Coins as the
-product backend sends them (``CrossProduct.coin_sent``: one ring word a coin, each way) need
-``CoinNoise.for_sigma(sigma, w).coins`` words a cell; a party sends that to each peer for each
+ledger every cross release: the pair, sigma and the cells (public values). Coins sent as
+one ring word a coin, each way (a Beaver-style product cell by cell, as in commit 0f6062b),
+need ``CoinNoise.for_sigma(sigma, w).coins`` words a cell; a party sends that to each peer for each
 of its releases. Reported against what each party sends today (``message_bytes``: its feature
 blobs and releases). Nothing here draws a coin: this is the wire's arithmetic on the plan.
 

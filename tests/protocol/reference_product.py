@@ -1,7 +1,6 @@
 """A plain reference cross product, for tests only: a trusted dealer deals each pair a
 uniform R (to the lower party) and -R (to the higher), each party sends its one-hot rows
-in the clear (under the pairwise key only), and the higher party adds the exact product
-(and, for coins, the exact sum of the XORed bits).
+in the clear (under the pairwise key only), and the higher party adds the exact product.
 The shares sum to X_p^T Y exactly, written with numpy and nothing of the dealer backend's
 algebra, so that a run through it checks the seam
 (:class:`vertimrf.protocol.secure.product.CrossProduct`), not the masks."""
@@ -80,16 +79,3 @@ class ReferenceProduct:
             block_a += two.astype(np.uint64).T @ both
             block_b += _product(one, mine, width)
         return block_a, block_b
-
-    def coin_deal(self, seeds_c, seed_w, shape, word):
-        return -share_mask(seed_w, ShareMask.WC, (1, shape[0])).ravel()
-
-    def coin_sent(self, bits, seed, word):
-        return bits.astype(word)
-
-    def coin_lower(self, bits, seeds, received, word):
-        coins = np.uint64(bits.shape[1] // 2)
-        return share_mask(seeds[1], ShareMask.WC, (1, bits.shape[0])).ravel() - coins
-
-    def coin_higher(self, bits, dealt, received):
-        return dealt + (received.astype(np.uint64) ^ bits.astype(np.uint64)).sum(axis=1)

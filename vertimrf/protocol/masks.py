@@ -15,7 +15,6 @@ class RowMask(Enum):
 
     U = b"U"  # round 1: the party's singles, sent to every peer as X - U
     U2 = b"U2"  # round 2: the party's groups toward one peer, sent as G - U2
-    C = b"C"  # a release's coins toward one peer, a row a cell, sent as bits - C
 
 
 class ShareMask(Enum):
@@ -24,7 +23,6 @@ class ShareMask(Enum):
     W = b"W"  # round 1: the singles' product
     WA = b"WA"  # round 2: the lower party's groups against the peer's singles and groups
     WB = b"WB"  # round 2: the lower party's singles against the peer's groups
-    WC = b"WC"  # a release's coin product: each cell's inner product of the two coin masks
 
 
 def row_mask(seed: bytes, label: RowMask, r0: int, r1: int, width: int, word: type) -> np.ndarray:

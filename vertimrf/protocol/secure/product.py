@@ -94,30 +94,6 @@ class CrossProduct(Protocol):
         singles' and its groups' one-hot columns (``widths``: how many of each)."""
         ...
 
-    def coin_deal(
-        self, seeds_c: tuple[bytes, bytes], seed_w: bytes, shape: Pair, word: type
-    ) -> np.ndarray:
-        """The dealer: the higher party's dealt vector of a pair's coin product (``shape``:
-        cells, coins a cell), from the two parties' coin mask seeds and the pair's W seed."""
-        ...
-
-    def coin_sent(self, bits: np.ndarray, seed: bytes, word: type) -> np.ndarray:
-        """A party: its coins (cells x coins, 0 or 1) as sent to its peer, hidden by its coin
-        mask of ``seed``."""
-        ...
-
-    def coin_lower(
-        self, bits: np.ndarray, seeds: tuple[bytes, bytes], received: np.ndarray, word: type
-    ) -> np.ndarray:
-        """The lower party: its share of each cell's centred sum of the XORed coins, from its
-        bits, ``seeds`` (its coin mask's, the pair's W seed) and the peer's sent coins."""
-        ...
-
-    def coin_higher(self, bits: np.ndarray, dealt: np.ndarray, received: np.ndarray) -> np.ndarray:
-        """The higher party: its share of each cell's centred sum of the XORed coins, from
-        its bits, its ``dealt`` vector and the peer's sent coins."""
-        ...
-
 
 # The backends by the config's ``product`` name ("module:class"): a new backend is its
 # module and one line here.
