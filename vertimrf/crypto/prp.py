@@ -3,6 +3,8 @@ arrays; design notes in docs/design/crypto.md."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
@@ -46,14 +48,15 @@ class KeyedPermutation:
         """The Feistel network on [0, 2^b), applied to every value of ``x`` (uint64)."""
         half = np.uint64(self._half)
         left, right = x >> half, x & self._mask
+        encryptor = self._cipher.encryptor()  # ECB: one context serves every round's blocks
         for r in range(ROUNDS):
-            left, right = right, left ^ self._round(r, right)
+            left, right = right, left ^ self._round(encryptor, r, right)
         return (left << half) | right
 
-    def _round(self, r: int, right: np.ndarray) -> np.ndarray:
+    def _round(self, encryptor: Any, r: int, right: np.ndarray) -> np.ndarray:
         """F_r: the low b/2 bits of AES_k(right || r) for each value, in one ECB call."""
         blocks = np.empty((right.size, 2), "<u8")
         blocks[:, 0] = right
         blocks[:, 1] = r
-        encrypted = self._cipher.encryptor().update(blocks.tobytes())
+        encrypted = encryptor.update(blocks.tobytes())
         return np.frombuffer(encrypted, "<u8")[0::2].astype(np.uint64) & self._mask
