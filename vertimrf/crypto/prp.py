@@ -3,10 +3,8 @@ arrays; design notes in docs/design/crypto.md."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers import Cipher, CipherContext, algorithms, modes
 
 from vertimrf.crypto.kdf import check_key, hkdf
 from vertimrf.errors import ConfigError
@@ -53,7 +51,7 @@ class KeyedPermutation:
             left, right = right, left ^ self._round(encryptor, r, right)
         return (left << half) | right
 
-    def _round(self, encryptor: Any, r: int, right: np.ndarray) -> np.ndarray:
+    def _round(self, encryptor: CipherContext, r: int, right: np.ndarray) -> np.ndarray:
         """F_r: the low b/2 bits of AES_k(right || r) for each value, in one ECB call."""
         blocks = np.empty((right.size, 2), "<u8")
         blocks[:, 0] = right
