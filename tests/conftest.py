@@ -16,14 +16,6 @@ from tests.runs import reap_started
 from tests.warm_up import warm_up
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files that hold a slow test first, each file's tests kept together and in order:
-    under several processes (``-n``) the longest tests start early, so that none is left
-    running alone at the end while the other processes wait."""
-    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow)  # stable
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _kernels_ready() -> None:
     """Numba's compile, or its cache load, once before the first test (:mod:`tests.warm_up`)."""
