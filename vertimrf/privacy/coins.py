@@ -171,20 +171,16 @@ def cell_cost(noise: CoinNoise, failure: float) -> CellCost:
     # P(Z >= m). Z + 1 is outside S with the same probability.
     half = len(log_pmf) // 2  # the index of value 0
     above = np.append(np.exp(np.logaddexp.accumulate(log_pmf[::-1])[::-1]), 0.0)
-
-    def outside(m: int) -> float:
-        return float(above[half + m] + above[half + m + 1])
-
-    m = 1
-    while m < half and outside(m) > room:
-        m += 1
+    outside = above[half + 1 : -1] + above[half + 2 :]  # P(Z outside S) at m = 1, 2, ...
+    # Non-increasing in m: the least m within ``room``, at most half.
+    m = min(half, 1 + int(np.searchsorted(-outside, -room)))
     lo, hi = half - m + 1, half + m  # indices of S's ends
     log_p = log_pmf[lo : hi + 1]
     log_q = log_pmf[lo - 1 : hi]  # Q(z) = P(z - 1)
     log_p = log_p - logsumexp(log_p)
     log_q = log_q - logsumexp(log_q)
     rho = _sup_over_alpha(log_p, log_p - log_q) * (1.0 + _FLOAT_MARGIN)
-    return CellCost(rho, outside(m) + split_failure)
+    return CellCost(rho, float(outside[m - 1]) + split_failure)
 
 
 def coin_release(
