@@ -9,6 +9,8 @@ NLTCS and Adult, delta 1e-6, at each epsilon and seed, these synthesizers on the
 * ``secure``: ``simulate(..., method="secure", max_rows=65_536)`` over two parties (the
   paper's split, 8 & 8 and 8 & 7 columns, as ``bench_budget_spent.py``), the same engine
   with the secure product as its oracle;
+* ``secure-coins``: the same with ``cross_noise="coins"`` (w = 1: each cross count carries
+  sigma^2, not 1.5 sigma^2; docs/accounting.md, "Coins");
 * ``mst``, ``aim``: MST and AIM through OpenDP (``vertimrf.report.baselines``; MST at
   OpenDP's contingency table's defaults, AIM as its paper configures it on the exact domain),
   each in a child process killed after ``--cap`` seconds (default 3600), its status and
@@ -52,7 +54,8 @@ from _common import load_average, mean_se, mean_se_text, run_head, write_results
 DELTA, MAX_ROWS = 1e-6, 65_536
 SPLITS = {"nltcs": 8, "adult": 8}
 EPSILONS = (0.4, 1.6)
-METHODS = ("privmrf", "engine", "aim-like", "secure", "mst", "aim")
+METHODS = ("privmrf", "engine", "aim-like", "secure", "secure-coins", "mst", "aim")
+NOISES = {"secure": "split", "secure-coins": "coins"}  # method secure's cross noise
 SELECTIONS = {"privmrf": "privmrf", "engine": "engine", "aim-like": "aim"}
 BASELINES = ("mst", "aim")
 
@@ -85,12 +88,13 @@ def measure(
             method, df, spec, epsilon, DELTA, seed, cap, cache, store, run_missing=not stored_only
         )
         synth, status, reused = run.synth, run.status, run.reused
-    elif method == "secure":
+    elif method in NOISES:
         names = list(spec.names)
         parts = [names[: SPLITS[dataset]], names[SPLITS[dataset] :]]
         synth, report = simulate(
-            df, spec, parts, epsilon, DELTA, method="secure", seed=seed, max_rows=MAX_ROWS
-        )
+            df, spec, parts, epsilon, DELTA, method="secure", seed=seed, max_rows=MAX_ROWS,
+            cross_noise=NOISES[method],
+        )  # fmt: skip
         spent = report.ledger.total_rho
     else:
         fit = PrivMRF(epsilon, DELTA, seed=seed, selection=SELECTIONS[method], progress=False)

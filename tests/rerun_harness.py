@@ -95,12 +95,14 @@ def _same_key(one: KeyPair, two: KeyPair) -> bool:
 @dataclass(frozen=True)
 class Scenario:
     """A run's setting: the record sets (``"equal"`` or ``"partial"``), the number of
-    parties, and whether its roles hold TLS identities (the HTTPS service; the config then
-    pins every role's identity)."""
+    parties, whether its roles hold TLS identities (the HTTPS service; the config then
+    pins every role's identity), and the cross noise ("split", or "coins" at ``coin_weight``)."""
 
     record_sets: str
     parties: int
     tls: bool = False
+    cross_noise: str = "split"
+    coin_weight: float = 1.0
 
     @property
     def names(self) -> list[str]:
@@ -125,7 +127,8 @@ class Scenario:
         cfg = from_preset(
             "default", record_sets=self.record_sets, epsilon=1.0, delta=1e-6, spec=spec,
             max_rows=512 if self.record_sets == "equal" else 4096, run_nonce=NONCE,
-            parties=list(zip(self.names, columns, strict=True)),
+            parties=list(zip(self.names, columns, strict=True)), cross_noise=self.cross_noise,
+            coin_weight=self.coin_weight,
         )  # fmt: skip
         held = self._held()
         data = {
@@ -485,6 +488,8 @@ def rerun_matrix(
 # ------------------------------------------------------------------------------- table
 
 IN_PROCESS = [Scenario(r, p) for r in ("equal", "partial") for p in (2, 3)]
+# the coins' streams too; a tenth of sigma^2 in coins keeps their blobs (and the comparison) small
+IN_PROCESS.append(Scenario("partial", 2, cross_noise="coins", coin_weight=0.1))
 # Over HTTPS, each record-set layout and party count once: the audit's rows (partial record
 # sets, two parties) and equal record sets over three parties.
 HTTPS = [

@@ -91,12 +91,14 @@ def make_partial_deals(root: Path, parties: dict[str, list[str]]) -> None:
         shutil.copy(root / "S" / f"{n}.deal-slots", root / n)
 
 
-def relay_blobs(root: Path, names: list[str]) -> None:
-    """The server relays each party's feature blobs to their peers (a file copy)."""
+def relay_blobs(root: Path, names: list[str], step: str = "features") -> None:
+    """The server relays each party's blobs of ``step`` to their peers (a file copy): its
+    ``NAME-to-PEER.<step>`` and, with coins, ``NAME-to-PEER.<step>-coins``."""
     for n in names:
         for q in names:
             if q != n:
-                shutil.copy(root / n / f"{n}-to-{q}.features", root / q)
+                for path in (root / n).glob(f"{n}-to-{q}.{step}*"):
+                    shutil.copy(path, root / q)
 
 
 def select_run(root: Path, parties: dict[str, list[str]]) -> None:
@@ -119,10 +121,7 @@ def select_run(root: Path, parties: dict[str, list[str]]) -> None:
     ok([["party", "groups", *party_args(n, parties), "--out-dir", n, "--request",
           f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal"] for n in names],
         root)  # fmt: skip
-    for n in names:
-        for q in names:
-            if q != n:
-                shutil.copy(root / n / f"{n}-to-{q}.groups", root / q)
+    relay_blobs(root, names, "groups")
     ok([["party", "measure", *party_args(n, parties), "--blobs", n,
           "--request", f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal",
           "--out", f"{n}/{n}.measure.vmrf"] for n in names], root)  # fmt: skip

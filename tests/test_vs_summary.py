@@ -94,3 +94,18 @@ def test_secure_is_also_held_against_the_floor_of_its_three_viewers(summary):
     lower = [r | {"tvd3": 0.104} for r in floor]
     (entry,) = summary.summarise(engine + secure + lower)
     assert "1.058 NO" in summary.markdown({"command": "c", "commit": "x", "sources": "s"}, [entry])
+
+
+def test_secure_with_coins_is_held_to_three_percent_or_one_standard_error_and_to_aim(summary):
+    """Coins at 0.103 over an engine at 0.100 pass (1.030); at 0.104 they fail with no
+    spread, and pass when one combined standard error covers the gap; against AIM at
+    0.1035 the 0.104 coins fail with no spread."""
+    engine, aim = _rows("engine", [0.100, 0.100]), _rows("aim", [0.1035, 0.1035])
+    (ok,) = summary.summarise(engine + _rows("secure-coins", [0.103, 0.103]))
+    (far,) = summary.summarise(engine + aim + _rows("secure-coins", [0.104, 0.104]))
+    (near,) = summary.summarise(engine + _rows("secure-coins", [0.100, 0.108]))
+    assert ok["coins_pass"] and not far["coins_pass"] and near["coins_pass"]
+    assert far["coins_at_or_below_aim"] is False
+    head = {"command": "c", "commit": "x", "sources": "s"}
+    assert "1.030 yes" in summary.markdown(head, [ok])
+    assert "1.040 NO" in summary.markdown(head, [far])

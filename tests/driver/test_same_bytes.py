@@ -1,6 +1,7 @@
 """One run, every transport: the same config, table, keys and seed, run in process, over
 folders (``party run`` / ``server run`` exchanging files), through the step commands'
-files and over HTTPS, writes simulate's synthetic CSV byte for byte."""
+files and over HTTPS, writes simulate's synthetic CSV byte for byte, with split noise and
+with coins."""
 
 from __future__ import annotations
 
@@ -79,17 +80,21 @@ TRANSPORTS: dict[str, Callable[[Path, ProtocolConfig], bytes]] = {
 
 
 @pytest.mark.parametrize(
-    "transport",
+    ("transport", "noise"),
     [
-        "in process",
-        pytest.param("folders", marks=pytest.mark.slow),  # fast: tests/cli/test_cli_run.py
-        pytest.param("step files", marks=pytest.mark.slow),
-        pytest.param("https", marks=pytest.mark.service),
+        ("in process", "split"),
+        ("in process", "coins"),
+        pytest.param("folders", "split", marks=pytest.mark.slow),  # fast: test_cli_run.py
+        pytest.param("step files", "split", marks=pytest.mark.slow),
+        # coins through files, each step a new process (the coins' resume), and HTTPS
+        pytest.param("step files", "coins", marks=pytest.mark.slow),
+        pytest.param("https", "split", marks=pytest.mark.service),
+        pytest.param("https", "coins", marks=pytest.mark.service),
     ],
 )
-def test_every_transport_writes_simulates_bytes(tmp_path, transport):
+def test_every_transport_writes_simulates_bytes(tmp_path, transport, noise):
     df, spec = correlated_table()
-    cfg = pinned_files(tmp_path, df, spec, secure_binning="auto")
+    cfg = pinned_files(tmp_path, df, spec, secure_binning="auto", cross_noise=noise)
     if transport == "step files":  # the step commands take the public keys as files
         cfg = dataclasses.replace(cfg, identities=None)
         cfg.save(tmp_path / "config.json")

@@ -3,6 +3,7 @@ writes the same messages, byte for byte, and fits the same model as the table in
 
 from __future__ import annotations
 
+import dataclasses
 import stat
 from pathlib import Path
 
@@ -105,6 +106,21 @@ def test_partial_record_sets_on_dask_write_the_in_memory_runs_bytes(tmp_path, cl
         dd.from_pandas(table, npartitions=3).to_parquet(folder)
         on_dask[name] = DaskTable(folder, client)
     same_run_bytes(tmp_path, tables, on_dask, cfg)
+
+
+def test_coins_on_dask_write_the_in_memory_runs_bytes(tmp_path, client):
+    """cross_noise "coins" with partial record sets on the cluster: every message (the coin
+    blobs of both releases included) and the synthetic sample are the in-memory run's."""
+    tables, cfg = partial_tables(2000, 6)
+    cfg = dataclasses.replace(cfg, cross_noise="coins")
+    on_dask = {}
+    for name, table in tables.items():
+        folder = tmp_path / f"{name}.parquet"
+        dd.from_pandas(table, npartitions=3).to_parquet(folder)
+        on_dask[name] = DaskTable(folder, client)
+    same_run_bytes(tmp_path, tables, on_dask, cfg)
+    sent = {p.suffix for p in (tmp_path / "memory").rglob("*") if p.is_file()}
+    assert {".features-coins", ".groups-coins"} <= sent
 
 
 def test_a_dask_table_refuses_duplicates_missing_columns_and_more_than_max_rows(tmp_path, client):

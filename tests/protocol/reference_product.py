@@ -1,6 +1,7 @@
 """A plain reference cross product, for tests only: a trusted dealer deals each pair a
 uniform R (to the lower party) and -R (to the higher), each party sends its one-hot rows
-in the clear (under the pairwise key only), and the higher party adds the exact product.
+in the clear (under the pairwise key only), and the higher party adds the exact product
+(and, for coins, the exact sum of the XORed bits).
 The shares sum to X_p^T Y exactly, written with numpy and nothing of the dealer backend's
 algebra, so that a run through it checks the seam
 (:class:`vertimrf.protocol.secure.product.CrossProduct`), not the masks."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vertimrf.protocol.masks import ShareMask, share_mask
+from vertimrf.protocol.masks import ShareMask, share_mask, share_words
 
 NAME = "tests.protocol.reference_product:ReferenceProduct"
 
@@ -79,3 +80,16 @@ class ReferenceProduct:
             block_a += two.astype(np.uint64).T @ both
             block_b += _product(one, mine, width)
         return block_a, block_b
+
+    def coin_deal(self, seeds_c, seed_w, shape, word):
+        return -share_words(seed_w, ShareMask.WC, 0, shape[0])
+
+    def coin_sent(self, bits, seed, c0, word):
+        return bits.astype(word)
+
+    def coin_lower(self, bits, seeds, received, c0, word):
+        coins = np.uint64(bits.shape[1] // 2)
+        return share_words(seeds[1], ShareMask.WC, c0, c0 + bits.shape[0]) - coins
+
+    def coin_higher(self, bits, dealt, received):
+        return dealt + (received.astype(np.uint64) ^ bits.astype(np.uint64)).sum(axis=1)

@@ -315,6 +315,9 @@ def test_the_config_command_prints_the_cost(tmp_path, capsys):
     blob = plan_module.size(plan.blob_bytes["A"])
     assert lines[1].startswith("privacy: ") and "of the budget rho" in lines[1]
     assert lines[2].startswith("ring: Z_2^16 (masked values in 2-byte words")
+    assert lines[3].startswith("cross noise: split, three discrete Gaussians of sigma^2 / 2")
+    assert lines[3].endswith("every viewer faces sigma^2, a cross count carries 1.5 sigma^2")
+    del lines[3]
     assert lines[3].startswith("budget split: count 0.1%, first release ")
     # The config states the memory each role may use: by default this machine's.
     assert plan.max_memory == int(machine_memory_gb() * 1e9) > 0

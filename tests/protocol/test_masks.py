@@ -25,7 +25,8 @@ LABELS = {m.value for m in (*RowMask, *ShareMask)}
 
 
 def _two_rounds(n: int = 30) -> None:
-    """A seeded two-party run through both rounds, the pair grown by P0's group."""
+    """A seeded two-party run through both rounds, the pair grown by P0's group, with coins
+    (their masks and W_C are dealt streams too)."""
     rng = np.random.default_rng(5)
     sizes = {"P0": {"a": 2, "b": 3}, "P1": {"c": 3, "d": 2}}
     spec = DomainSpec.from_dict({c: u for cols in sizes.values() for c, u in cols.items()})
@@ -33,7 +34,7 @@ def _two_rounds(n: int = 30) -> None:
     cfg = from_preset(
         "default", record_sets="equal",
         epsilon=1.0, delta=1e-6, spec=spec, parties=parties, method="secure",
-        max_rows=n,
+        max_rows=n, cross_noise="coins",
     )  # fmt: skip
     keys = {name: KeyPair.generate(name) for name in sizes}
     public = {name: k.public() for name, k in keys.items()}
@@ -47,15 +48,19 @@ def _two_rounds(n: int = 30) -> None:
     server = SecureServer(cfg, seed=1)
     deals = server.deal(public, {name: m.commitment() for name, m in members.items()})
     sent = {name: m.features(deals[name]) for name, m in members.items()}
+    coins = {name: m.coins("select") for name, m in members.items()}
     inbox = {name: {q: sent[q][name] for q in members if q != name} for name in members}
     for name, m in members.items():
-        m.release(inbox[name])
+        m.release(inbox[name], {q: coins[q][name] for q in members if q != name})
     request = server.plan.check_request([(0, 1, 2)])  # P0's group (a, b) against P1's c
     server.data.request = request  # the server's selection, fixed by the test
     group_deals = server.group_deals(public)
     grown = {name: m.groups(group_deals[name], request) for name, m in members.items()}
+    coins = {name: m.coins("measure") for name, m in members.items()}
     for name, m in members.items():
-        m.measure(request, inbox[name], {q: grown[q][name] for q in members if q != name})
+        peers = [q for q in members if q != name]
+        groups, tossed = ({q: b[q][name] for q in peers} for b in (grown, coins))
+        m.measure(request, inbox[name], groups, tossed)
 
 
 def test_the_parties_expand_the_streams_the_dealer_dealt(monkeypatch):
@@ -70,7 +75,7 @@ def test_the_parties_expand_the_streams_the_dealer_dealt(monkeypatch):
         while frame.f_globals["__name__"].split(".")[1] not in ("party", "server"):
             frame = frame.f_back  # the role that called the backend that called masks
         side = frame.f_globals["__name__"].split(".")[1]
-        if not label.startswith(b"pad/"):
+        if not label.startswith(b"pad/") and label != b"coin-bits":  # a party's own streams
             streams[side].add((key, label))
         return real(key, label, n, start, word=word)
 
@@ -86,7 +91,7 @@ def test_each_label_names_its_own_stream():
     are blocked."""
     words = [row_mask(SEED, m, 0, 4, 3, np.uint64) for m in RowMask]
     words += [share_mask(SEED, m, (4, 3)) for m in ShareMask]
-    assert len(LABELS) == 5
+    assert len(LABELS) == 7
     for a, b in itertools.combinations(words, 2):
         assert not np.array_equal(a, b)
     whole = row_mask(SEED, RowMask.U2, 0, 10, 3, np.uint32)

@@ -20,6 +20,7 @@ from vertimrf.protocol import ProtocolConfig
 from vertimrf.protocol.factory import from_preset
 from vertimrf.protocol.schedule import (
     CONTAINER_KINDS,
+    CROSS_NOISES,
     OWN_DEALER,
     SEALED_KINDS,
     SYNTHESIZE,
@@ -78,6 +79,8 @@ def test_one_schedule_per_method_and_every_step_names_its_kind():
                 assert all(s.kind.startswith(step.name) for s in step.sends), step
         assert run.STEPS[-1].name == SYNTHESIZE and run.STEPS[-1].by == SERVER
         assert set(run.kinds) == {m.kind for m in run.messages()}
+        for step in CROSS_NOISES["coins"](run.STEPS):  # the coins' kinds are named so too
+            assert all(s.kind.startswith(step.name) for s in step.sends), step
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
@@ -180,5 +183,6 @@ def test_the_cli_has_one_step_command_per_step_of_the_schedules():
         for step in steps:
             assert actions[step].get_default("func") is commands[step]
     own = [step for steps in OWN_DEALER.values() for step in steps]  # an own dealer's steps
-    every = [step for cls in _schedules().values() for step in cls.STEPS] + own
+    coins = [step for cls in _schedules().values() for step in CROSS_NOISES["coins"](cls.STEPS)]
+    every = [step for cls in _schedules().values() for step in cls.STEPS] + own + coins
     assert {k.value for k in Kind} == {s.kind for step in every for s in step.sends}

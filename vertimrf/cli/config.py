@@ -96,6 +96,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         "id_type": args.id_type,
         "expected_shared": args.expected_shared,
         "dealer": args.dealer,
+        "cross_noise": args.cross_noise,
+        "coin_weight": args.coin_weight,
     }
     method = args.method or PRESETS[args.preset]["method"]
     if args.pipeline is not None and "secure_pipeline" not in options_class(method).SELECT:
@@ -275,6 +277,23 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="method secure: who deals the masks, 'server' (the default) or 'own' (a role of "
         "its own, `vertimrf dealer run`, with its own key pair: pin dealer.pub too)",
+    )
+    config.add_argument(
+        "--cross-noise",
+        choices=("split", "coins"),
+        default=None,
+        help="method secure: a cross-party count's noise, 'split' (the default: three "
+        "discrete Gaussians, one per viewer; each viewer faces sigma^2, the count carries "
+        "1.5 sigma^2) or 'coins' (--coin-weight of sigma^2 in coins that no viewer knows, "
+        "exchanged by each pair: less noise in the count, more bytes; the plan prints both)",
+    )
+    config.add_argument(
+        "--coin-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help="with --cross-noise coins: the fraction in (0, 1] of sigma^2 the coins carry "
+        "(default 1: the count carries sigma^2; 0.5: 1.25 sigma^2 with half the coins)",
     )
     config.add_argument(
         "--record-sets",

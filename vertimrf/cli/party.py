@@ -122,7 +122,8 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         help="method secure: masked features for each peer",
         description="Open the server's deal, order the rows by a keyed PRF of the record IDs, "
         "pad them to max_rows and write DIR/NAME-to-PEER.features for each peer (X - U under "
-        "the pairwise key; the server relays them and cannot open them).",
+        "the pairwise key; the server relays them and cannot open them); with cross_noise "
+        "'coins', also DIR/NAME-to-PEER.features-coins (the first release's coins, masked).",
     )
     party_args(feat)
     secure_args(feat, required=True)
@@ -131,7 +132,8 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         Kind.RELEASE,
         help="method secure: the secure release for the server",
         description="After `party features` (recorded in --state-dir, with the same deal and "
-        "data), read the peers' feature blobs (--blobs DIR/PEER-to-NAME.features) and write "
+        "data), read the peers' feature blobs (--blobs DIR/PEER-to-NAME.features, and "
+        ".features-coins with cross_noise 'coins') and write "
         "the first release (every 2-way marginal, or the workload's); once per run: a re-run "
         "writes the recorded release again and spends nothing new. The shares are kept for `party "
         "measure` in the private state (never give it to anyone). Paper pipeline: the one "
@@ -147,7 +149,8 @@ def add_party(sub: argparse._SubParsersAction) -> None:
         description="Check the request belongs to this run, open the round-2 deal "
         "(--select-deal) and write DIR/NAME-to-PEER.groups for each peer: the attribute "
         "groups that the request's cross marginals with that peer need, masked with fresh "
-        "randomness (an empty blob where none). Once per run: a re-run writes the same bytes.",
+        "randomness (an empty blob where none), and with cross_noise 'coins' "
+        "DIR/NAME-to-PEER.groups-coins. Once per run: a re-run writes the same bytes.",
     )
     party_args(grp)
     secure_args(grp, required=True)
@@ -168,7 +171,8 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     mea.add_argument(
         "--blobs",
         default=None,
-        help="folder with the peers' blobs of both rounds (PEER-to-NAME.features, .groups)",
+        help="folder with the peers' blobs of both rounds (PEER-to-NAME.features, .groups; "
+        ".groups-coins with cross_noise 'coins')",
     )
     mea.add_argument("--request", required=True, help="the server's request (`server select`)")
     mea.add_argument("--select-deal", default=None, help="this party's NAME.select-deal")

@@ -153,7 +153,7 @@ def cmd_party_tokens(args: argparse.Namespace) -> int:
 def cmd_party_features(args: argparse.Namespace) -> int:
     """``party features``: a masked-feature blob for each peer."""
     written, ph = _step(args, Kind.FEATURES, make_dirs=True)
-    what = f"{len(written)} feature blob(s) to {args.out_dir} (the server relays them)"
+    what = f"{len(written)} blob(s) to {args.out_dir} (the server relays them)"
     _report(args, ph, what, written)
     return 0
 

@@ -37,6 +37,8 @@ STREAMS: dict[str, str] = {
     "party-quantile": "own",  # a party's DP quantile cuts (before it encodes its table)
     "feature-nonce": "own",  # the nonce of a party's feature blob
     "group-nonce": "own",  # the nonce of a party's round-2 blob
+    "coin-bits": "own",  # a party's coins toward a peer in one release (cross_noise "coins")
+    "coin-nonce": "own",  # the nonce of a party's coin blob
     "server-noise": "own",  # the server's share of the cross noise
     "server-deal": "own",  # the server's masks, seeds, slot-map keys and deal sealing
     "dealer-deal": "own",  # the same, dealt by a dealer of its own (config dealer="own")

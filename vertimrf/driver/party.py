@@ -17,6 +17,7 @@ from vertimrf.party.roles import Party
 from vertimrf.party.secure import SealedBlobs
 from vertimrf.protocol.schedule import Kind, Message
 from vertimrf.protocol.secure.marginals import Request
+from vertimrf.protocol.secure.plan import MEASURE, SELECT
 from vertimrf.protocol.seeds import SERVER
 
 # Inputs that must be the same in every step of a run (another deal gives shares that do
@@ -158,7 +159,22 @@ class PartyDriver(RoleDriver):
             self._resume_local()
         deal = bytes(inputs[self._from_server(Kind.DEAL)])
         blobs = self.party.features(deal, self._slot_map(inputs))
-        return _streamed(blobs, self.name, Kind.FEATURES)
+        return {**_streamed(blobs, self.name, Kind.FEATURES), **self._coins(Kind.FEATURES)}
+
+    def _coins(self, step: str) -> Outputs:
+        """cross_noise "coins": the coin blob of the release this step serves, for each
+        peer, where the schedule has the step send them (none otherwise)."""
+        kinds = {s.kind for s in self._schedule.step(step).sends}
+        kind = next((k for k in (Kind.FEATURES_COINS, Kind.GROUPS_COINS) if k in kinds), None)
+        if kind is None:
+            return {}
+        release = SELECT if kind == Kind.FEATURES_COINS else MEASURE
+        return _streamed(self.party.coins(release), self.name, kind)
+
+    def _peer_coins(self, inputs: Mapping[Message, Payload], kind: Kind) -> Mapping[str, Payload]:
+        """The peers' coin blobs of ``kind`` among ``inputs``, by sender (none with split
+        noise, whose steps read none)."""
+        return _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == kind})
 
     def _slot_map(self, inputs: Mapping[Message, Payload]) -> Callable[[], Payload] | None:
         """Partial record sets: a function receiving the deal's slot map (a large one
@@ -192,7 +208,8 @@ class PartyDriver(RoleDriver):
             self.party.secure.open_deal(deal, self._slot_map(inputs))
 
     def _release(self, inputs: Mapping[Message, Payload]) -> Outputs:
-        release = self.party.secure_release(self._blobs(inputs))
+        blobs = self._blobs(inputs)
+        release = self.party.secure_release(blobs, self._peer_coins(inputs, Kind.FEATURES_COINS))
         if self.state is not None and self._schedule.takes(Kind.MEASURE, self.name):
             assert self.party.secure is not None  # the shares, for the measure step
             self.party.secure.save_state(self.state.shares)
@@ -206,7 +223,7 @@ class PartyDriver(RoleDriver):
         self._open_deal(inputs)
         deal = bytes(inputs[self._from_server(Kind.SELECT_DEAL)])
         blobs = self.party.groups(deal, self._request(inputs))
-        return _streamed(blobs, self.name, Kind.GROUPS)
+        return {**_streamed(blobs, self.name, Kind.GROUPS), **self._coins(Kind.GROUPS)}
 
     def _measure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         assert self._plan is not None and self.party.secure is not None
@@ -225,7 +242,8 @@ class PartyDriver(RoleDriver):
             _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == kind})
             for kind in (Kind.FEATURES, Kind.GROUPS)
         )
-        release = self.party.measure(request, blobs, group_blobs)
+        coins = self._peer_coins(inputs, Kind.GROUPS_COINS)
+        release = self.party.measure(request, blobs, group_blobs, coins)
         return self._to_server(Kind.MEASURE, codec.release_bytes(release))
 
 

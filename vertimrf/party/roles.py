@@ -208,11 +208,19 @@ class Party:
         read, so that one is held at a time)."""
         return self._secure_role().features(deal, slot_map)
 
-    def secure_release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
+    def coins(self, release: str) -> SealedBlobs:
+        """Method "secure" with cross_noise "coins": the coin blob of ``release`` ("select"
+        after the features, "measure" after the groups) for each peer (each sealed when
+        read)."""
+        return self._secure_role().coins(release)
+
+    def secure_release(
+        self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None
+    ) -> SecureRelease:
         """Method "secure": the first release (select pipeline: every 2-way marginal, or a
         workload's first release, and at the count party the noisy count; paper pipeline:
-        the binned cross pairs)."""
-        return self._secure_role().release(blobs)
+        the binned cross pairs); with coins, from the peers' coin blobs too."""
+        return self._secure_role().release(blobs, coins)
 
     def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:
         """The secure select pipeline, round 2: the blob for each peer holding the attribute
@@ -226,12 +234,14 @@ class Party:
         request: Request | Sequence[Marginal],
         blobs: Mapping[str, Blob] | None = None,
         group_blobs: Mapping[str, Blob] | None = None,
+        coins: Mapping[str, Blob] | None = None,
     ) -> SecureRelease:
         """The secure select pipeline: the re-measurement the server requests (the peers'
-        feature ``blobs`` of both rounds where the request measures round-2 groups)."""
+        feature ``blobs`` of both rounds where the request measures round-2 groups; with
+        coins, the peers' coin blobs of the re-measurement)."""
         if not self._rules.selects:
             raise ConfigError("measure is a step of the secure select pipeline only.")
-        return self._secure_role().measure(request, blobs, group_blobs)
+        return self._secure_role().measure(request, blobs, group_blobs, coins)
 
     @property
     def timings(self) -> dict[str, float]:

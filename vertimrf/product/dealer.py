@@ -9,7 +9,7 @@ import numpy as np
 
 from vertimrf.kernels.packing import onehot_minus
 from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
-from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask
+from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask, share_words
 from vertimrf.protocol.secure.plan import Layout, SecurePlan
 from vertimrf.protocol.secure.product import Columns, Pair, Received, ReceivedBoth
 from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
@@ -161,3 +161,48 @@ class DealerProduct:
             block_a += onehot_scatter_u64(two, np.hstack((singles, shifted)), k + width)
             block_b += onehot_scatter_u64(one, mine, width)
         return block_a, block_b
+
+    def coin_deal(
+        self, seeds_c: tuple[bytes, bytes], seed_w: bytes, shape: Pair, word: type
+    ) -> np.ndarray:
+        """Z = diag(C_p C_q^T) - W_C: each cell's inner product of the two parties' coin
+        masks (``shape``: cells, coins a cell), less the lower party's share mask; by blocks
+        of cells (about DEAL_BLOCK_WORDS mask words each)."""
+        cells, coins = shape
+        out = -share_words(seed_w, ShareMask.WC, 0, cells)
+        step = max(1, DEAL_BLOCK_WORDS // max(1, coins))
+        for c0 in range(0, cells, step):
+            c1 = min(cells, c0 + step)
+            lower, higher = (row_mask(s, RowMask.C, c0, c1, coins, word) for s in seeds_c)
+            out[c0:c1] += _row_dots(lower, higher)
+        return out
+
+    def coin_sent(self, bits: np.ndarray, seed: bytes, c0: int, word: type) -> np.ndarray:
+        """A party's coins of cells c0: (0 or 1) as sent to its peer: bits - C in the ring
+        of ``word`` (which wraps), uniform to the peer, who does not know the mask."""
+        cells, coins = bits.shape
+        return bits.astype(word) - row_mask(seed, RowMask.C, c0, c0 + cells, coins, word)
+
+    def coin_lower(
+        self, bits: np.ndarray, seeds: tuple[bytes, bytes], received: np.ndarray, c0: int,
+        word: type,
+    ) -> np.ndarray:  # fmt: skip
+        """The lower party's share of each cell's centred coin sum, sum(a XOR b) - N/2 =
+        sum a + sum b - 2<a, b> - N/2: sum a - N/2 - 2 (<C_p, b - C_q> + W_C). ``seeds``: its
+        coin mask's seed and the pair's W seed; ``received``: the peer's b - C_q."""
+        (seed_c, seed_w), (cells, coins) = seeds, bits.shape
+        mask = row_mask(seed_c, RowMask.C, c0, c0 + cells, coins, word)
+        cross = _row_dots(mask, received) + share_words(seed_w, ShareMask.WC, c0, c0 + cells)
+        own = bits.sum(axis=1, dtype=np.uint64) - np.uint64(coins // 2)
+        return own - np.uint64(2) * cross
+
+    def coin_higher(self, bits: np.ndarray, dealt: np.ndarray, received: np.ndarray) -> np.ndarray:
+        """The higher party's share of each cell's centred coin sum: sum b - 2 (<a - C_p, b>
+        + Z), from the peer's ``received`` a - C_p and its ``dealt`` Z of those cells."""
+        cross = _row_dots(received, bits) + dealt
+        return bits.sum(axis=1, dtype=np.uint64) - np.uint64(2) * cross
+
+
+def _row_dots(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each row's inner product of two matrices as uint64 words, mod 2^64."""
+    return np.einsum("ij,ij->i", x.astype(np.uint64, copy=False), y.astype(np.uint64, copy=False))

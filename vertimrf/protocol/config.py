@@ -122,6 +122,12 @@ class ProtocolConfig:
             (:data:`~vertimrf.protocol.secure.product.PRODUCTS`; checked with the plan).
             "dealer" (the default, the server deals the masks) is not written to the file
             or the hash.
+        cross_noise: method "secure" only: a cross-party count's noise, "split" (the
+            default, three discrete Gaussians; not written to the file or the hash) or
+            "coins" (``coin_weight`` of its variance in coins that no viewer knows,
+            :mod:`vertimrf.protocol.secure.cross_noise`).
+        coin_weight: "coins" only: the fraction in (0, 1] of sigma^2 the coins carry (1,
+            the default, is not written to the file or the hash).
         dealer: method "secure" only: who deals the masks, "server" (the default, not
             written to the file or the hash) or "own" (a role of its own, ``dealer``, with
             its own key pair and steps, :data:`DEALER_ROLES`).
@@ -146,6 +152,8 @@ class ProtocolConfig:
     expected_shared: float | None = None
     product: str = "dealer"
     dealer: str = "server"
+    cross_noise: str = "split"
+    coin_weight: float = 1.0
     if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
         _hash: ClassVar[str]
 
@@ -212,6 +220,7 @@ class ProtocolConfig:
                 f"dealer must be one of {sorted(DEALER_ROLES)}, and 'own' only for method "
                 f"'secure'; got {self.dealer!r} for {self.method!r}."
             )
+        self._check_cross_noise(secure)
         self._check_ids()
         self._check_identities(names)
         self._check_privacy()
@@ -260,6 +269,21 @@ class ProtocolConfig:
             or (isinstance(gb, int | float) and not isinstance(gb, bool) and 0 < gb < math.inf)
         ):
             raise ConfigError(f"max_memory_gb must be None or a positive number; got {gb!r}.")
+
+    def _check_cross_noise(self, secure: bool) -> None:
+        """ConfigError unless cross_noise and coin_weight are valid for the method."""
+        if self.cross_noise not in ("split", "coins"):
+            raise ConfigError(f"cross_noise must be 'split' or 'coins'; got {self.cross_noise!r}.")
+        weight = self.coin_weight
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 1:
+            raise ConfigError(f"coin_weight must be a number in (0, 1]; got {weight!r}.")
+        if (self.cross_noise != "split" or weight != 1.0) and not secure:
+            raise ConfigError(
+                f"cross_noise and coin_weight are settings of method 'secure'; drop them for "
+                f"{self.method!r}."
+            )
+        if weight != 1.0 and self.cross_noise != "coins":
+            raise ConfigError("coin_weight applies to cross_noise 'coins' only: set both.")
 
     def _check_ids(self) -> None:
         """``id_type`` is declared or not, and ``expected_shared`` a fraction of partial sets."""
@@ -475,6 +499,10 @@ class ProtocolConfig:
             d["product"] = self.product
         if self.dealer != "server":
             d["dealer"] = self.dealer
+        if self.cross_noise != "split":
+            d["cross_noise"] = self.cross_noise
+        if self.coin_weight != 1.0:
+            d["coin_weight"] = self.coin_weight
         if self.identities is not None:
             d["identities"] = {n: i.to_dict() for n, i in self.identities.items()}
         return d

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
-from vertimrf.protocol.secure.plan import SecurePlan
+from vertimrf.protocol.secure.features import coin_blob_bytes
+from vertimrf.protocol.secure.plan import SELECT, SecurePlan
 from vertimrf.protocol.secure.slot_map import slot_map_bytes
 from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
 from vertimrf.protocol.secure.wire import DIGEST_BYTES, ROW_BLOCK_WORDS, SEED_BYTES, SLOT_BLOCK
@@ -67,6 +68,9 @@ def secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ..
     first = plan.first_release()
     tables = sum(plan.cells(mg) for mg in first)
     cap = rules(config).model_cap(config)
+    # cross_noise "coins": a block of coins at a time (bits, mask, words sent or read, dots)
+    tossing = plan.coin_shapes(SELECT, first)
+    coin_peak = 40 * MASK_BLOCK_WORDS if tossing else 0
     roles = []
     for p, name in enumerate(names):
         d_p = len(plan.attrs[p])
@@ -77,24 +81,36 @@ def secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ..
         slots = 32 * slot_block + min(plan.max_tokens, ALIGN_PART_ROWS) * (2 * d_p + 112)
         peer = max(widths[q] for q in range(m) if q != p)
         steps = {
-            "features": BASE_BYTES + 8 * 4 * dealt[p] + columns + slots + 3 * row_block(widths[p]),
+            "features": BASE_BYTES
+            + 8 * 4 * dealt[p]
+            + columns
+            + slots
+            + max(3 * row_block(widths[p]), coin_peak),
             "release": BASE_BYTES
             + 8 * (2 * dealt[p] + shares[p] + 3 * largest[p])
             + columns
             + slots
-            + 4 * row_block(max(widths[p], peer)),
+            + max(4 * row_block(max(widths[p], peer)), coin_peak),
         }
         steps.update(plan.sets.token_steps(BASE_BYTES + columns))
         if plan.select:
-            steps["groups"] = BASE_BYTES + columns + slots + 6 * row_block(caps[p])
+            steps["groups"] = BASE_BYTES + columns + slots + max(6 * row_block(caps[p]), coin_peak)
             steps["measure"] = (
-                BASE_BYTES + 8 * 3 * grown[p] + columns + slots + 10 * row_block(max(full))
+                BASE_BYTES
+                + 8 * 3 * grown[p]
+                + columns
+                + slots
+                + max(10 * row_block(max(full)), coin_peak)
             )
         else:
             steps["local"] = local_peak(config, d_p)
         own = sum(plan.cells(mg) for mg in first if p in {plan.owner[a] for a in mg})
         blobs = wire * rows * (widths[p] + caps[p]) + 2 * BLOB_OVERHEAD
-        sends = (m - 1) * blobs + 8 * (own + grown[p] + plan.max_tokens) + 2 * CONTAINER_BYTES
+        peers = [q for q in names if q != name]
+        coins = sum(coin_blob_bytes(plan, name, q, first=True) for q in peers) if tossing else 0
+        sends = (
+            (m - 1) * blobs + coins + 8 * (own + grown[p] + plan.max_tokens) + 2 * CONTAINER_BYTES
+        )
         keeps = state_bytes(shares[p]) if plan.select else 0
         roles.append(RoleCost(name, sends, keeps, steps))
     total = sum(dealt)

@@ -25,6 +25,7 @@ from vertimrf.protocol.options import (
     SecurePaperOptions,
     options_class,
 )
+from vertimrf.protocol.secure.cross_noise import cross_noise, release_delta
 from vertimrf.protocol.secure.marginals import Marginal
 from vertimrf.protocol.secure.plan import SELECT, SecurePlan
 from vertimrf.protocol.secure.product import check_product
@@ -193,7 +194,8 @@ class SecureRules(Method):
         capacity = bucket_capacity(int(config.max_rows), buckets)
         epsilon = config.epsilon if epsilon is None else epsilon
         parties, share = len(config.parties), config.region_share
-        rho, sets = config.sets.split(epsilon, config.delta, parties, share)
+        delta = release_delta(config.cross_noise, config.delta)  # coins keep a share of delta
+        rho, sets = config.sets.split(epsilon, delta, parties, share)
         buckets, capacity = sets.rows(buckets, capacity, int(config.max_rows))
         values, fine, quantile = self.plan_numeric(config, rho)
         rho -= math.fsum(r for *_, r in (*fine, *quantile))  # the plan's numeric_rho
@@ -221,6 +223,7 @@ class SecureRules(Method):
             values=values,
             fine=fine,
             quantile=quantile,
+            cross_noise=cross_noise(config.cross_noise, config.coin_weight, config.delta),
         )
 
     def plan_releases(

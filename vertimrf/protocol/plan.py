@@ -25,6 +25,7 @@ from vertimrf.protocol.costs import (
 from vertimrf.protocol.methods import SecureSelectRules, rules
 from vertimrf.protocol.record_sets import EqualSets, RecordSets
 from vertimrf.protocol.regions import RegionNoise
+from vertimrf.protocol.secure.features import coin_blob_bytes
 from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
 from vertimrf.protocol.secure.product import check_product
 from vertimrf.protocol.secure.release import MAX_WITHIN_CELLS
@@ -81,6 +82,7 @@ class RunPlan:
     roles: tuple[RoleCost, ...] = ()
     max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
     model_cells: int | None = None
+    noise: tuple[str, ...] = ()  # method secure: how the cross noise is made, per release
 
     @property
     def regions(self) -> RegionNoise | None:
@@ -118,6 +120,7 @@ class RunPlan:
                 )
             )
         lines += self.sets.plan_lines()
+        lines += self.noise
         fine = [r for r in self.releases if r.mechanism == FINE_MECHANISM]
         cuts = [r for r in self.releases if r.mechanism == QUANTILE_MECHANISM]
         if fine or cuts:
@@ -321,6 +324,8 @@ def _check_budget(config: ProtocolConfig, plan: SecurePlan | None) -> None:
 
 # ---------------------------------------------------------------------------- costs
 
+COIN_EXAMPLE = 10  # the plan shows a re-measurement's coins for this many marginals
+
 
 def _secure_plan(
     config: ProtocolConfig, *, epsilon: float | None = None, sizes: tuple[int, ...] | None = None
@@ -370,9 +375,44 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
             if plan.select
         },
         deal_bytes=deal_bytes(plan),
+        noise=noise_lines(plan),
         roles=secure_roles(config, plan),
         model_cells=int(rules(config).model_cap(config)) if plan.select else None,
     )
+
+
+def noise_lines(plan: SecurePlan) -> tuple[str, ...]:
+    """How the cross noise is made, per release: with coins, the coins a cell, the bytes
+    each way per pair, and the variance each viewer faces and a cross count carries."""
+    noise, first = plan.cross_noise, plan.first_release()
+    carried = f"a cross count carries {noise.release_scale(1.0) ** 2:.3g} sigma^2"
+    sigma = plan.sigma(SELECT, first)
+    if not noise.coins(sigma):
+        return (
+            "cross noise: split, three discrete Gaussians of sigma^2 / 2 (each party of a "
+            f"pair and the server draws one); every viewer faces sigma^2, {carried}",
+        )
+    names = plan.names
+    each = ", ".join(
+        f"{plan.pair_name(p, q)} {cells:,} cells, "
+        f"{size(coin_blob_bytes(plan, names[p], names[q], first=True))}"
+        for (p, q), (cells, _) in plan.coin_shapes(SELECT, first).items()
+    )
+    measured = plan.sigma(MEASURE, first[:COIN_EXAMPLE]) if plan.rho_measure > 0 else None
+    lines = [
+        f"cross noise: coins that no viewer knows carry {noise.weight:g} of sigma^2, "
+        f"the rest split in three; every viewer faces sigma^2, {carried}",
+        f"coins, first release: {noise.coins(sigma):,} a cell (sigma {sigma:.4g}); each way "
+        f"per pair: {each}",
+    ]
+    if measured is not None:
+        most = max(coin_blob_bytes(plan, names[p], names[q], first=False) for p, q in plan.pairs())
+        lines.append(
+            f"coins, re-measurement: 4 w sigma^2 a cell at the request's sigma, e.g. "
+            f"{noise.coins(measured):,} for {COIN_EXAMPLE} marginals (sigma {measured:.4g}); "
+            f"at most {size(most)} each way per pair"
+        )
+    return tuple(lines)
 
 
 # ---------------------------------------------------------------------------- checks

@@ -8,16 +8,18 @@ total, and prints a worst-case lower bound on delta at the requested epsilon
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vertimrf.privacy.fm import fm_noise
 from vertimrf.privacy.fm_gap import fm_delta_lower_bound
-from vertimrf.privacy.ledger import PrivacyLedger
+from vertimrf.privacy.ledger import PrivacyLedger, Release
 from vertimrf.privacy.zcdp import round_up
 from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import fm_options
+from vertimrf.protocol.secure.cross_noise import COIN_MECHANISM, CROSS_MECHANISM
 
 SEEDED_NOTE = "seeded run: reproducible noise, not for release (a seed is for experiments only)"
 COLLUSION_NOTE = (
@@ -195,6 +197,7 @@ class ProtocolReport:
             + "; ".join(
                 f"{v} {_printed(self._viewer_epsilon(r))}" for v, r in self.viewers.items()
             ),
+            *cross_noise_lines(self.ledger.releases),
             COLLUSION_NOTE,
         ]
 
@@ -240,6 +243,28 @@ class ProtocolReport:
             )
         ledger = self.ledger.report(self.delta, no_total=SEEDED_NOTE if self.seeded else None)
         return "\n".join(lines) + "\n\n" + ledger
+
+
+def cross_noise_lines(releases: Sequence[Release]) -> list[str]:
+    """What each viewer faces of a cross count, by the cross entries' mechanism (none
+    without cross entries)."""
+    mechanisms = {r.mechanism: r for r in releases}
+    out = []
+    if CROSS_MECHANISM in mechanisms:
+        out.append(
+            "cross counts (split): three discrete Gaussians of sigma^2 / 2, one from each "
+            "party of the pair and one from the server; each of the three faces sigma^2 (the "
+            "two it did not draw), any other party 1.5 sigma^2, and the count carries 1.5 "
+            "sigma^2"
+        )
+    if COIN_MECHANISM in mechanisms:
+        w = float(mechanisms[COIN_MECHANISM].params["weight"])
+        out.append(
+            f"cross counts (coins, w = {w:g}): coins XOR-shared by the pair, which no viewer "
+            f"knows, carry {w:g} sigma^2 and three split components the rest; every viewer "
+            f"faces sigma^2 or more, and the count carries {1.5 - w / 2:g} sigma^2"
+        )
+    return out
 
 
 def _printed(epsilon: float | None) -> str:

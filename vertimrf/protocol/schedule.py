@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
@@ -38,10 +38,12 @@ class Kind(str, Enum):
     DEAL_SLOTS = "deal-slots"  # partial record sets: a party's slot map, to it
     DEAL_REGIONS = "deal-regions"  # an own dealer, partial sets: the region counts, to the server
     FEATURES = "features"  # a party's sealed masked features, to each peer
+    FEATURES_COINS = "features-coins"  # cross_noise "coins": a party's masked coins, to each peer
     RELEASE = "release"  # a party's secure release, to the server
     SELECT = "select"  # the server's request, to each party
     SELECT_DEAL = "select-deal"  # the server's sealed round-2 deal, to each party
     GROUPS = "groups"  # a party's sealed round-2 groups, to each peer
+    GROUPS_COINS = "groups-coins"  # cross_noise "coins": the re-measurement's, to each peer
     MEASURE = "measure"  # a party's re-measurement, to the server
 
     def __str__(self) -> str:
@@ -54,7 +56,7 @@ class Kind(str, Enum):
 # Sealed by their sender for their receiver (AES-GCM; the receiver checks the seal when it
 # opens them): the service relays them unread, and their bytes are not hashed again on the
 # way (TLS guards each hop, the length a cut body); their X-Content-SHA256 is the sender's.
-SEALED_KINDS = frozenset({Kind.FEATURES, Kind.GROUPS})
+SEALED_KINDS = frozenset({Kind.FEATURES, Kind.GROUPS, Kind.FEATURES_COINS, Kind.GROUPS_COINS})
 # Checksummed containers: a local message or a secure release.
 CONTAINER_KINDS = frozenset({Kind.LOCAL, Kind.RELEASE, Kind.MEASURE})
 
@@ -220,6 +222,28 @@ DEALERS: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]] = {
     "own": lambda steps: tuple(r for s in steps for r in OWN_DEALER.get(s, (s,))),
 }
 
+
+def _with_coins(steps: tuple[StepRule, ...]) -> tuple[StepRule, ...]:
+    """cross_noise "coins": each step that sends masked features also sends each peer its
+    masked coins, and the release that uses them reads them."""
+    sent = {FEATURES.name: Kind.FEATURES_COINS, GROUPS.name: Kind.GROUPS_COINS}
+    read = {RELEASE.name: Kind.FEATURES_COINS, MEASURE.name: Kind.GROUPS_COINS}
+    out = []
+    for s in steps:
+        if s.by == PARTIES and s.name in sent:
+            s = replace(s, sends=(*s.sends, Send(sent[s.name], TO_PEERS)))
+        if s.by == PARTIES and s.name in read:
+            s = replace(s, reads=(*s.reads, read[s.name]))
+        out.append(s)
+    return tuple(out)
+
+
+# Each cross noise's steps from a schedule's (split: as written).
+CROSS_NOISES: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]] = {
+    "split": lambda steps: steps,
+    "coins": _with_coins,
+}
+
 SYNTHESIZE = "synthesize"  # the server's last step: the fit and the sample; it sends nothing
 
 
@@ -245,8 +269,8 @@ class Schedule:
     @cached_property
     def rules(self) -> tuple[StepRule, ...]:
         """The run's steps: the method's, as the config's dealer arranges them
-        (:data:`DEALERS`)."""
-        return DEALERS[self.config.dealer](self.STEPS)
+        (:data:`DEALERS`), with its cross noise's messages (:data:`CROSS_NOISES`)."""
+        return CROSS_NOISES[self.config.cross_noise](DEALERS[self.config.dealer](self.STEPS))
 
     @property
     def kinds(self) -> tuple[Kind, ...]:
@@ -345,6 +369,7 @@ class Schedule:
     def limit(self, message: Message) -> Limit | None:
         """The most bytes ``message`` may hold, and its first bytes (None: unbounded)."""
         from vertimrf.protocol.secure.commit import MAX_COMMIT_BYTES
+        from vertimrf.protocol.secure.features import coin_blob_bytes
         from vertimrf.protocol.secure.slot_map import slot_map_bytes
         from vertimrf.protocol.secure.tokens import TOKENS_MAGIC
 
@@ -365,11 +390,18 @@ class Schedule:
             return Limit(plan.blob_bytes[message.sender], exact=True)
         if kind == Kind.GROUPS:
             return Limit(plan.group_blob_bytes[message.sender])
+        if kind in (Kind.FEATURES_COINS, Kind.GROUPS_COINS):
+            secure = self._secure
+            assert secure is not None
+            pair = (message.sender, message.receiver)
+            exact = kind == Kind.FEATURES_COINS  # the first release's, fixed by the plan
+            return Limit(coin_blob_bytes(secure, *pair, first=exact), exact=exact)
         if kind in (Kind.DEAL, Kind.SELECT_DEAL):  # every Z matrix of the run at the widest
             secure = self._secure
             assert secure is not None
             cells = sum(secure.max_cells(p, q) for p, q in secure.pairs())
-            return Limit(8 * cells + DEAL_SLACK)
+            coins = 2 if self.config.cross_noise == "coins" else 1  # Z_C: a word a cell
+            return Limit(8 * coins * cells + DEAL_SLACK)
         if kind == Kind.DEAL_SLOTS:  # 8 bytes a token of max_tokens, and the seal
             return Limit(slot_map_bytes(self._slot_bound()), exact=True)
         return None  # the request: parsed and checked by its reader

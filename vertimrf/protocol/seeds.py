@@ -27,6 +27,12 @@ def seeded_secret(seed: int) -> bytes:
     return _digest(seed, "parties", b"vertimrf/seeded-secret")
 
 
+def seeded_coins(seed: int, role: str) -> bytes:
+    """A party's secret for its coins in a seeded run (``role``: the party's name), for
+    experiments only (anyone with the seed replays them)."""
+    return _digest(seed, role, b"vertimrf/seeded-coins")
+
+
 def seeded_stream(seed: int, role: str) -> bytes:
     """The secret of a dealing ``role``'s keyed streams (slot assignment) in a seeded run,
     for experiments only (anyone with the seed replays them)."""

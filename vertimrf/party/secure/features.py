@@ -103,7 +103,7 @@ def features(session: PartySession, data: StepData, deal: bytes, slot_map: Any) 
         rows = _masked(session, data.opened().seed_u, RowMask.U, width, session.columns)
         _seal(session, data, rows, peer, out, 1, width)
 
-    return SealedBlobs(session, blob, lambda peer: width)
+    return SealedBlobs(session, blob, lambda peer: (session.plan.rows, width))
 
 
 def _masked(
@@ -126,11 +126,23 @@ def _seal(
     ``blocks``, sealed for ``peer`` (the nonce is bound to everything the plaintext depends
     on: the inputs, and in round 2 its deal) and written to ``out`` (anything with a binary
     ``write``) as it is made."""
+    shape, once = (session.plan.rows, width), nonce(session, data, peer, round_)
+    seal_rows(session, data, blocks, peer, out, round_, shape, once)
+
+
+def seal_rows(
+    session: PartySession, data: StepData, blocks: Iterable[np.ndarray], peer: str, out: Any,
+    purpose: int, shape: tuple[int, int], nonce: bytes,
+) -> None:  # fmt: skip
+    """A ``shape`` matrix of ring words given by row ``blocks``, sealed for ``peer`` with
+    ``nonce`` (a PRF of everything the plaintext depends on) for ``purpose`` (its round, or a
+    coin blob's, :data:`~vertimrf.protocol.secure.features.COIN_ROUNDS`) and written to
+    ``out`` as it is made."""
     plan = session.plan
     write_feature_blocks(
-        out, session.keys[peer], blocks, (plan.rows, width), session.context, session.name,
-        peer, data.digest, word=plan.word, nonce=nonce(session, data, peer, round_),
-        round_=round_, word_bytes=plan.word_bytes, pack=packed,
+        out, session.keys[peer], blocks, shape, session.context, session.name, peer,
+        data.digest, word=plan.word, nonce=nonce, round_=purpose, word_bytes=plan.word_bytes,
+        pack=packed,
     )  # fmt: skip
 
 
@@ -183,7 +195,7 @@ def groups(
     def width(peer: str) -> int:
         return data.round_two()[1].width(session.index, plan.names.index(peer))
 
-    return SealedBlobs(session, blob, width)
+    return SealedBlobs(session, blob, lambda peer: (plan.rows, width(peer)))
 
 
 def checked_request(session: PartySession, request: Request | Sequence[Marginal]) -> Request:
@@ -218,7 +230,7 @@ def open_group_deal(
             )
     group_deal_hash = sha256_parts(bytes(group_deal))
     data.group_deal, data.group_deal_hash = deal, group_deal_hash
-    data.layout, data.request = layout, request.digest()
+    data.layout, data.request, data.group_request = layout, request.digest(), request
     data.inputs["group-deal"] = group_deal_hash
 
 
@@ -245,13 +257,16 @@ def group_features(
 
 class SealedBlobs(Mapping[str, bytearray]):
     """A party's blob for each peer, written by ``seal(peer, out)`` to a binary file
-    (:meth:`write`) as it is made, or into a new buffer when read; ``width(peer)``: its
-    values a row."""
+    (:meth:`write`) as it is made, or into a new buffer when read; ``shape(peer)``: its
+    rows and values a row."""
 
     def __init__(
-        self, session: PartySession, seal: Callable[[str, Any], None], width: Callable[[str], int]
+        self,
+        session: PartySession,
+        seal: Callable[[str, Any], None],
+        shape: Callable[[str], tuple[int, int]],
     ) -> None:
-        self._seal, self._width = seal, width
+        self._seal, self._shape = seal, shape
         self._plan = session.plan
         self._peers = [q for q in session.plan.names if q != session.name]
 
@@ -264,8 +279,7 @@ class SealedBlobs(Mapping[str, bytearray]):
         """The length of ``peer``'s blob (public: from the plan and the widths)."""
         if peer not in self._peers:
             raise KeyError(peer)
-        rows, word, size = self._plan.rows, self._plan.word, self._plan.word_bytes
-        return feature_blob_bytes((rows, self._width(peer)), word, size)
+        return feature_blob_bytes(self._shape(peer), self._plan.word, self._plan.word_bytes)
 
     def write(self, peer: str, out: Any) -> None:
         """Write ``peer``'s blob (the bytes of ``self[peer]``) to the binary file ``out``

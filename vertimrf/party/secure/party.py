@@ -16,6 +16,7 @@ from vertimrf.party.fine import one_way_fine
 from vertimrf.party.records.aligned import Aligned
 from vertimrf.party.records.ids import RecordIds
 from vertimrf.party.records.open import Input
+from vertimrf.party.secure import coins as tosses
 from vertimrf.party.secure import features as rounds
 from vertimrf.party.secure import release as releases
 from vertimrf.party.secure.features import SealedBlobs
@@ -142,9 +143,17 @@ class SecureParty:
         """Step 1: :func:`~vertimrf.party.secure.features.features`."""
         return self._once("features", rounds.features, deal, slot_map)
 
-    def release(self, blobs: Mapping[str, Blob]) -> SecureRelease:
+    def coins(self, release: str) -> SealedBlobs:
+        """cross_noise "coins": this party's coin blob of ``release`` ("select", after the
+        deal is opened; "measure", after the round-2 deal is) for each peer
+        (:func:`~vertimrf.party.secure.coins.coin_blobs`)."""
+        return tosses.coin_blobs(self.session, self._step, release)
+
+    def release(
+        self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None
+    ) -> SecureRelease:
         """Step 2: :func:`~vertimrf.party.secure.release.release`."""
-        return self._once(SELECT, releases.release, blobs)
+        return self._once(SELECT, releases.release, blobs, coins)
 
     def open_group_deal(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> None:
         """Open the round-2 deal: :func:`~vertimrf.party.secure.features.open_group_deal`."""
@@ -156,8 +165,8 @@ class SecureParty:
 
     def measure(
         self, request: Request | Sequence[Marginal], blobs: Mapping[str, Blob] | None = None,
-        group_blobs: Mapping[str, Blob] | None = None,
+        group_blobs: Mapping[str, Blob] | None = None, coins: Mapping[str, Blob] | None = None,
     ) -> SecureRelease:  # fmt: skip
         """Step 4: :func:`~vertimrf.party.secure.release.measure`."""
         fine = self.exact_fine
-        return self._once(MEASURE, releases.measure, request, blobs, group_blobs, fine)
+        return self._once(MEASURE, releases.measure, request, blobs, group_blobs, fine, coins)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from vertimrf.errors import ConfigError
+from vertimrf.party.secure.coins import coin_shares
 from vertimrf.party.secure.features import bound, checked_request, nonce
 from vertimrf.party.secure.session import Blob, PartySession
 from vertimrf.party.secure.shares import grow, shares
@@ -26,20 +27,26 @@ from vertimrf.protocol.secure.release import SecureRelease
 from vertimrf.protocol.seeds import role_seed
 
 
-def release(session: PartySession, data: StepData, blobs: Mapping[str, Blob]) -> SecureRelease:
+def release(
+    session: PartySession, data: StepData, blobs: Mapping[str, Blob],
+    coins: Mapping[str, Blob] | None = None,
+) -> SecureRelease:  # fmt: skip
     """Step 2: shares of every product (kept in ``data``), then the first release (the plan's
     :meth:`~vertimrf.protocol.secure.plan.SecurePlan.first_release`: every 2-way marginal,
-    or a workload's) with the noisy count at the count party."""
+    or a workload's) with the noisy count at the count party; with coins, the peers' coin
+    blobs of the first release (``coins``)."""
     plan, name, ledger = session.plan, session.name, session.ledger
     kept = shares(session, data, blobs)  # checks every blob before anything is released
     marginals = plan.first_release()
-    noise = sampler(session, data, SELECT, Request(tuple(marginals)))
+    first = Request(tuple(marginals))
+    tossed = coin_shares(session, data, SELECT, first, _coin_blobs(session, coins))
+    noise = sampler(session, data, SELECT, first)
     with ledger.transaction():
         count = None
         if name == plan.count_party and plan.rho_count > 0:
             n, epsilon = session.records.aligned().n, plan.count_epsilon
             count = discrete_laplace_count(n, epsilon, noise=noise, ledger=ledger, party=name)
-        out = _released(session, data, SELECT, marginals, count, noise, kept)
+        out = _released(session, data, SELECT, marginals, count, noise, kept, tossed)
     data.shares = kept
     cuts = {c: list(session.spec[c].cuts or ()) for c in plan.quantile_columns(session.index)}
     return dataclasses.replace(out, cuts=cuts)  # the cuts it drew before encoding its table
@@ -48,14 +55,16 @@ def release(session: PartySession, data: StepData, blobs: Mapping[str, Blob]) ->
 def measure(
     session: PartySession, data: StepData, request: Request | Sequence[Marginal],
     blobs: Mapping[str, Blob] | None, group_blobs: Mapping[str, Blob] | None,
-    fine: Callable[[], Mapping[str, np.ndarray]],
+    fine: Callable[[], Mapping[str, np.ndarray]], coins: Mapping[str, Blob] | None = None,
 ) -> SecureRelease:  # fmt: skip
     """Step 4: the re-measurement of the server's requested marginals (a :class:`Request`,
     whose bin maps are applied to the exact counts and shares before the noise; a plain
     list means no bins), with the fine histograms (exact counts: ``fine()``) the plan has,
     from the shares in ``data`` (from :func:`release` or its state), or from the peers'
     ``blobs`` after the deal is opened. A pair whose layout grows (round-2 groups) needs
-    the peer's ``blobs`` and ``group_blobs``, after the round-2 deal is opened."""
+    the peer's ``blobs`` and ``group_blobs``, after the round-2 deal is opened. With coins,
+    the peers' coin blobs of the re-measurement (``coins``), after the round-2 deal is
+    opened."""
     kept = data.shares
     if kept is None:
         if blobs is None or data.deal is None:
@@ -68,11 +77,14 @@ def measure(
     request = checked_request(session, request)
     layout = session.plan.layout(request.marginals)
     grown = grow(session, data, kept, layout, request, blobs, group_blobs)
+    tossed = coin_shares(session, data, MEASURE, request, _coin_blobs(session, coins))
     exact = fine()  # read before anything is charged
     noise = sampler(session, data, MEASURE, request)
     with session.ledger.transaction():
         marginals = request.marginals
-        out = _released(session, data, MEASURE, marginals, None, noise, grown, request, layout)
+        out = _released(
+            session, data, MEASURE, marginals, None, noise, grown, tossed, request, layout
+        )
         noisy = {
             r.params["column"]: noisy_fine(r, exact[r.params["column"]], noise, session.ledger)
             for r in session.plan.fine_releases(session.name)
@@ -113,13 +125,24 @@ def _pad_binding(
     return h.hexdigest()
 
 
+def _coin_blobs(session: PartySession, coins: Mapping[str, Blob] | None) -> Mapping[str, Blob]:
+    """The peers' coin blobs (ConfigError when the run's noise needs them and none came)."""
+    if coins is None and session.config.cross_noise == "coins":
+        raise ConfigError(
+            "cross_noise 'coins' needs the peers' coin blobs with the release: pass coins="
+        )
+    return coins or {}
+
+
 def _released(
     session: PartySession, data: StepData, release: str, marginals: Sequence[Marginal],
     count: int | None, noise: NoiseSampler, shares: Mapping[str, np.ndarray],
-    request: Request | None = None, layout: Layout | None = None,
+    coins: Mapping[str, np.ndarray], request: Request | None = None,
+    layout: Layout | None = None,
 ) -> SecureRelease:  # fmt: skip
     """The ``release`` of ``marginals`` from this party's records and ``shares`` in
-    ``layout``, with ``noise`` and each pair's pad, charged to its ledger (module doc)."""
+    ``layout``, with ``noise``, each pair's ``coins`` (shares of the centred coin sums; none
+    with split noise) and each pair's pad, charged to its ledger (module doc)."""
     plan, p, name = session.plan, session.index, session.name
     request = request or Request(tuple(marginals))
     layout = layout or plan.layout()
@@ -139,7 +162,7 @@ def _released(
         exact = bin_axes(h, request.maps(m)).ravel()
         within[m] = exact + noise.discrete_gaussian(sigma, exact.shape)
     cross = {}
-    s = sigma / np.sqrt(2.0)
+    s = plan.cross_noise.component(sigma)
     for a, b in plan.pairs():
         if p not in (a, b):
             continue
@@ -151,13 +174,15 @@ def _released(
         shape = layout.shape(a, b)
         binding = _pad_binding(session, data, peer, request, layout.grows(a, b))
         pads = pad(session.keys[peer], release, plan.names[a], plan.names[b], binding, shape)
-        share = shares[key]
+        share, coin, start = shares[key], coins.get(key), 0
         parts = []
         for m in blocks:
             r0, r1, c0, c1 = layout.block(m)
             block = share[r0:r1, c0:c1].reshape(plan.shape(m))
             cells = bin_axes(block, request.maps(m)).ravel()
-            eta = noise.discrete_gaussian(s, cells.shape).astype(np.uint64)
+            eta = noise.discrete_gaussian(s, cells.shape).astype(np.uint64) if s else 0
+            if coin is not None:  # this block's coin shares: the pair's cells in block order
+                cells, start = cells + coin[start : start + cells.size], start + cells.size
             padded = pads[r0:r1, c0:c1].ravel()[: cells.size]  # the block's own pad words
             out = cells + eta + padded if p == a else cells + eta - padded
             parts.append(out & plan.ring_mask)  # uniform in the ring, nothing above it

@@ -13,6 +13,7 @@ from vertimrf.errors import RUN_CHANGED, ConfigError, MessageError
 from vertimrf.party.records.frame import sha256_parts
 from vertimrf.party.secure.session import PartySession
 from vertimrf.protocol.secure.deal import Deal, GroupDeal
+from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import SELECT, Layout
 
 STATE_KIND = "vertimrf-secure-party-state"
@@ -32,6 +33,7 @@ class StepData:
     group_deal_hash: str = ""
     layout: Layout | None = None
     request: str = ""  # the round-2 request's digest
+    group_request: Request | None = None  # the round-2 request, checked
 
     def opened(self) -> Deal:
         """The round-1 deal (ConfigError before it is opened)."""

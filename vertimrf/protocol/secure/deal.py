@@ -13,6 +13,37 @@ from vertimrf.errors import ChannelError, MessageError
 from vertimrf.protocol.secure.wire import DIGEST_BYTES, SEED_BYTES, unpack
 
 
+@dataclass(frozen=True)
+class CoinDeal:
+    """A party's randomness for one release's coins (cross_noise "coins"; empty otherwise):
+    the seed of its coin mask toward each peer; where it is the lower party of a pair, the
+    seed of the pair's W_C; where it is the higher one, Z_C = diag(C_p C_q^T) - W_C."""
+
+    seeds_c: dict[str, bytes] = field(default_factory=dict)
+    seeds_w: dict[str, bytes] = field(default_factory=dict)
+    z: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Its entries in a deal's archive (none when empty: a split deal keeps its bytes)."""
+        out = {f"cs/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_c.items()}
+        out.update({f"cw/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
+        out.update({f"cz/{k}": np.ascontiguousarray(v, np.uint64) for k, v in self.z.items()})
+        return out
+
+    @classmethod
+    def take(cls, arrays: dict[str, np.ndarray]) -> CoinDeal:
+        """The coin entries of a deal's ``arrays``, removed from it (MessageError when a
+        seed is not 32 bytes)."""
+        parts: dict[str, dict] = {"cs": {}, "cw": {}, "cz": {}}
+        for key in [k for k in arrays if k.partition("/")[0] in parts]:
+            kind, _, peer = key.partition("/")
+            value = arrays.pop(key)
+            parts[kind][peer] = value.astype(np.uint64) if kind == "cz" else value.tobytes()
+        if any(len(v) != SEED_BYTES for k in ("cs", "cw") for v in parts[k].values()):
+            raise MessageError("the deal's coin seeds are not 32 bytes.")
+        return cls(parts["cs"], parts["cw"], parts["cz"])
+
+
 def deal_aad(context: bytes, party: str) -> bytes:
     """Associated data of the deal for ``party`` in the run ``context``."""
     return context + b"/secure-deal/" + party.encode("utf-8")
@@ -37,6 +68,7 @@ class Deal:
     slot_digest: bytes = b""  # partial record sets: SHA-256 of the slot map's plaintext
     slot_count: int = 0  # partial record sets: the party's tokens (its real slots)
     assignment: bytes = b""  # partial record sets: the digest of the whole slot assignment
+    coins: CoinDeal = field(default_factory=CoinDeal)  # the first release's coins
 
     def seal(
         self, recipient: PublicKey, context: bytes, *, randomness: bytes | None = None
@@ -55,6 +87,7 @@ class Deal:
             arrays["a"] = np.frombuffer(self.assignment, np.uint8)
         arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
         arrays.update({f"z/{k}": np.ascontiguousarray(v, np.uint64) for k, v in self.z.items()})
+        arrays.update(self.coins.arrays())
         return seal(
             recipient, npz_bytes(arrays), deal_aad(context, recipient.name), randomness=randomness
         )
@@ -63,6 +96,7 @@ class Deal:
     def open(cls, blob: bytes, keypair: KeyPair, context: bytes) -> Deal:
         """Open a deal sealed to ``keypair`` for this run (ChannelError otherwise)."""
         arrays = unpack(open_sealed(keypair, blob, deal_aad(context, keypair.name)), "the deal")
+        coins = CoinDeal.take(arrays)
         try:
             seed_u = arrays.pop("u").tobytes()
             commit_set, commitment = arrays.pop("t").tobytes(), arrays.pop("c").tobytes()
@@ -80,8 +114,9 @@ class Deal:
             raise MessageError("the deal's slot map key, digests or count are malformed.")
         key, digest, assignment = slot
         return cls(
-            seed_u, seeds_w, z, commit_set, commitment, key, digest, int(count[0]), assignment
-        )
+            seed_u, seeds_w, z, commit_set, commitment, key, digest, int(count[0]), assignment,
+            coins,
+        )  # fmt: skip
 
 
 def group_deal_aad(context: bytes, party: str, request: str) -> bytes:
@@ -101,6 +136,7 @@ class GroupDeal:
     seeds_w: dict[str, bytes] = field(default_factory=dict)
     z_a: dict[str, np.ndarray] = field(default_factory=dict)
     z_b: dict[str, np.ndarray] = field(default_factory=dict)
+    coins: CoinDeal = field(default_factory=CoinDeal)  # the re-measurement's coins
 
     def seal(
         self,
@@ -116,6 +152,7 @@ class GroupDeal:
         arrays.update({f"w/{k}": np.frombuffer(v, np.uint8) for k, v in self.seeds_w.items()})
         for name, z in (("a", self.z_a), ("b", self.z_b)):
             arrays.update({f"{name}/{k}": np.ascontiguousarray(v, np.uint64) for k, v in z.items()})
+        arrays.update(self.coins.arrays())
         aad = group_deal_aad(context, recipient.name, request)
         return seal(recipient, npz_bytes(arrays), aad, randomness=randomness)
 
@@ -134,6 +171,7 @@ class GroupDeal:
                 "with this request."
             ) from None
         arrays = unpack(plain, "the round-2 deal")
+        coins = CoinDeal.take(arrays)
         parts: dict[str, dict] = {"u": {}, "w": {}, "a": {}, "b": {}}
         for key, value in arrays.items():
             kind, _, peer = key.partition("/")
@@ -142,4 +180,4 @@ class GroupDeal:
             parts[kind][peer] = value.tobytes() if kind in "uw" else value.astype(np.uint64)
         if any(len(v) != SEED_BYTES for k in "uw" for v in parts[k].values()):
             raise MessageError("the round-2 deal's seeds are not 32 bytes.")
-        return cls(parts["u"], parts["w"], parts["a"], parts["b"])
+        return cls(parts["u"], parts["w"], parts["a"], parts["b"], coins)

@@ -12,6 +12,8 @@ from vertimrf.crypto.aead import BufferWriter, decrypt_chunks, encrypt_chunks_to
 from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.errors import ChannelError, MessageError
 from vertimrf.protocol.secure import wire
+from vertimrf.protocol.secure.cross_noise import COIN_MARGINALS
+from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
 from vertimrf.protocol.secure.wire import DIGEST_BYTES
 
 #: Packs a piece of ring words (1-D, at most ``wire.PACK_WORDS``) into their low ``size``
@@ -19,6 +21,14 @@ from vertimrf.protocol.secure.wire import DIGEST_BYTES
 Packer = Callable[[np.ndarray, int], np.ndarray]
 
 SLOT_MAP_ROUND = 0  # the slot map's purpose in its associated data (feature blobs: 1 and 2)
+COIN_ROUNDS = {1: 3, 2: 4}  # a coin blob's purpose, by the round of the release it serves
+_PURPOSES = {
+    SLOT_MAP_ROUND: b"/secure-slot-map/",
+    1: b"/secure-features/",
+    2: b"/secure-groups/",
+    3: b"/secure-coins/",
+    4: b"/secure-group-coins/",
+}
 
 
 def feature_aad(
@@ -26,9 +36,7 @@ def feature_aad(
 ) -> bytes:
     """Associated data of ``sender``'s masked features of round ``round_`` for
     ``receiver`` in this run."""
-    what = {SLOT_MAP_ROUND: b"/secure-slot-map/", 1: b"/secure-features/"}.get(
-        round_, b"/secure-groups/"
-    )
+    what = _PURPOSES[round_]
     return b"".join((context, what, sender.encode(), b"->", receiver.encode(), b"/", digest))
 
 
@@ -114,6 +122,23 @@ def feature_blob_bytes(shape: tuple[int, int], word: type, word_bytes: int | Non
     :func:`seal_features`)."""
     size = _word_bytes(np.dtype(word), word_bytes)
     return DIGEST_BYTES + NONCE_BYTES + shape[0] * shape[1] * size + TAG_BYTES
+
+
+def coin_blob_bytes(plan: SecurePlan, sender: str, receiver: str, *, first: bool) -> int:
+    """The length of ``sender``'s coin blob to ``receiver`` (a feature blob of cells x coins
+    words): in the first release (``first``; exact) or at most in a re-measurement (any
+    request: the pair's widest cells at the coins of twice the nominal noise of the most
+    marginals, plus 2, above any request's sigma: the coins' cost is at most 2.5x the
+    Gaussian's, at sigma about 3)."""
+    p, q = plan.party_index(sender), plan.party_index(receiver)
+    pair = (min(p, q), max(p, q))
+    if first:
+        cells, coins = plan.coin_shapes(SELECT, plan.first_release()).get(pair, (0, 0))
+    else:
+        most = min(plan.max_request or COIN_MARGINALS // 2, COIN_MARGINALS // 2)
+        sigma = 2.0 * plan.nominal_sigma(MEASURE, most) + 2.0
+        cells, coins = plan.max_cells(*pair), plan.cross_noise.coins(sigma)
+    return feature_blob_bytes((cells, coins), plan.word, plan.word_bytes)
 
 
 def _packed_rows(

@@ -11,12 +11,12 @@ from functools import cached_property
 import numpy as np
 
 from vertimrf.errors import ConfigError, MessageError, PrivacyBudgetError
-from vertimrf.privacy.ddg import ddg_rho
 from vertimrf.privacy.ledger import Release
 from vertimrf.privacy.numeric import fine_release, quantile_releases
 from vertimrf.privacy.zcdp import pure_to_rho
 from vertimrf.protocol.record_sets import EqualSets, RecordSets
 from vertimrf.protocol.regions import RegionNoise
+from vertimrf.protocol.secure.cross_noise import CrossNoise, SplitNoise
 from vertimrf.protocol.secure.marginals import BinMaps, Marginal, Request
 from vertimrf.protocol.seeds import SERVER
 
@@ -25,14 +25,16 @@ MEASURE = "measure"
 RELEASES = (SELECT, MEASURE)
 COUNT_MECHANISM = "discrete_laplace"
 WITHIN_MECHANISM = "discrete_gaussian"
-CROSS_MECHANISM = "distributed_discrete_gaussian"
-# The smallest noise scale of a cross release: its components' s = sigma / sqrt(2) is 1/2.
-_MIN_CROSS_SIGMA = math.sqrt(0.5)  # sqrt(0.5) / sqrt(2) is 0.5 exactly in binary64
+# Coins: the fixed-point steps toward sigma, and the relative step up to a sigma that fits.
+_COIN_STEPS = 4
+_COIN_RAISE = 1e-6
 
 # A count plus noise is read back correctly from Z_{2^r} when it lies in [-2^(r-1), 2^(r-1)).
 # The noise of a cross cell is the sum of three N_Z(0, sigma^2 / 2), which is
 # 1.5 sigma^2-subgaussian (Canonne, Kamath & Steinke 2020, each discrete Gaussian is
-# subgaussian with its parameter), so P(|noise| >= t) <= 2 exp(-t^2 / (3 sigma^2)):
+# subgaussian with its parameter; with coins, a centred sum of N fair bits is
+# N/4-subgaussian by Hoeffding, and N <= 4 w sigma^2 + 2 with sigma >= 1 / sqrt(w) keeps the
+# whole within 1.5 sigma^2), so P(|noise| >= t) <= 2 exp(-t^2 / (3 sigma^2)):
 # t = RING_TAIL * sigma leaves a probability below 2^-128 per cell.
 RING_TAIL = math.sqrt(3.0 * 129.0 * math.log(2.0))
 # The ring widths a plan may choose (whole bytes, so a blob packs r / 8 bytes per value).
@@ -85,6 +87,7 @@ class SecurePlan:
     values: str = "midpoint"  # where a synthetic number lies inside its bin (vertimrf.within)
     fine: tuple[tuple[str, int, int, float], ...] = ()  # (column, attribute, cells, rho)
     quantile: tuple[tuple[str, int, int, float], ...] = ()  # (column, attribute, bins, rho)
+    cross_noise: CrossNoise = SplitNoise()  # how a cross cell's noise is made (config)
 
     @property
     def numeric_rho(self) -> float:
@@ -358,22 +361,27 @@ class SecurePlan:
         the marginals, their number and cells. A function of the plan and the public request
         only: every role derives the same.
 
-        The cross entries' KLS bound needs s = sigma / sqrt(2) >= 1/2 (:func:`ddg_rho`).
-        Where even s = 1/2 costs less than the share, the re-measurement takes it and leaves
-        the rest unspent, and the first release raises PrivacyBudgetError (the config's
-        check refuses such an epsilon)."""
+        The cross noise's bound needs sigma >= its ``min_sigma`` (split: components of
+        s = sigma / sqrt(2) >= 1/2, :func:`ddg_rho`). Where even that costs less than the
+        share, the re-measurement takes it and leaves the rest unspent, and the first
+        release raises PrivacyBudgetError (the config's check refuses such an epsilon).
+        With coins, whose cost is computed on the exact law, sigma is found by
+        :meth:`_coin_sigma` to a relative 1e-6 (not to the last bit: it may spend a hair
+        under the share)."""
         share = self._share(release, len(marginals))
         within, cross = self._terms([self.canonical(m) for m in marginals], bins or {})
         count = sum(k for _, k in within) + sum(k for _, _, k, _ in cross)
         nominal = math.sqrt(count / (2.0 * share))
-        low = max(nominal, _MIN_CROSS_SIGMA) if cross else nominal
+        low = max(nominal, self.cross_noise.min_sigma) if cross else nominal
         if self._cost(low, within, cross) <= share:
             if low > nominal and release == SELECT:
                 raise PrivacyBudgetError(
-                    "the first release cannot spend its share: its noise components would be "
-                    "below the 1/2 that the distributed discrete Gaussian bound needs."
+                    "the first release cannot spend its share: its cross noise would be below "
+                    f"the scale {self.cross_noise.min_sigma:.3g} its bound needs."
                 )
             return low
+        if cross and self.cross_noise.coins(low):
+            return self._coin_sigma(share, within, cross, low)
         high = 2.0 * low
         while self._cost(high, within, cross) > share:
             low, high = high, 2.0 * high
@@ -385,6 +393,34 @@ class SecurePlan:
                 low = mid
             else:
                 high = mid
+
+    def _coin_sigma(
+        self, share: float, within: list[tuple[int, int]],
+        cross: list[tuple[int, int, int, int]], sigma: float,
+    ) -> float:  # fmt: skip
+        """:meth:`sigma` with coins: each step takes the cross cost's ratio r to the
+        Gaussian's 1 / (2 sigma^2) at the last sigma and solves (W + r X) / (2 sigma^2) =
+        share (W within, X cross marginals); then, if that does not fit, the least sigma
+        that does within a relative _COIN_RAISE (the cost falls as sigma grows, in steps
+        where the coins are whole)."""
+        w = sum(k for _, k in within)
+        x = sum(k for _, _, k, _ in cross)
+        for _ in range(_COIN_STEPS):
+            ratio = self.cross_noise.rho(sigma, 1, 1) * 2.0 * sigma * sigma
+            sigma = max(sigma, math.sqrt((w + ratio * x) / (2.0 * share)))
+        if self._cost(sigma, within, cross) <= share:
+            return sigma
+        low, step = sigma, _COIN_RAISE
+        while self._cost(sigma * (1.0 + step), within, cross) > share:
+            low, step = sigma * (1.0 + step), 2.0 * step
+        high = sigma * (1.0 + step)
+        while high > low * (1.0 + _COIN_RAISE):  # cost(low) > share >= cost(high)
+            mid = 0.5 * (low + high)
+            if self._cost(mid, within, cross) > share:
+                low = mid
+            else:
+                high = mid
+        return high
 
     def _terms(
         self, marginals: Sequence[Marginal], bins: Mapping[Marginal, BinMaps]
@@ -409,9 +445,8 @@ class SecurePlan:
     def _within_rho(sigma: float, count: int) -> float:
         return count / (2.0 * sigma * sigma)
 
-    @staticmethod
-    def _cross_rho(sigma: float, count: int, cells: int) -> float:
-        return ddg_rho(sigma / math.sqrt(2.0), 2, count, count, cells)
+    def _cross_rho(self, sigma: float, count: int, cells: int) -> float:
+        return self.cross_noise.rho(sigma, count, cells)
 
     def _cost(
         self, sigma: float, within: list[tuple[int, int]], cross: list[tuple[int, int, int, int]]
@@ -465,19 +500,24 @@ class SecurePlan:
                     {"sensitivity": 1.0, "sigma": sigma},
                 )
             )
-        s = sigma / math.sqrt(2.0)
         for p, q, k, cells in cross:
-            out.append(
-                Release(
-                    CROSS_MECHANISM,
-                    f"{release}: {k} cross marginals",
-                    self._cross_rho(sigma, k, cells),
-                    k,
-                    self.pair_name(p, q),
-                    {"sigma": sigma, "component_sigma": s, "components": 3, "cells": cells},
-                )
-            )
+            what, pair = f"{release}: {k} cross marginals", self.pair_name(p, q)
+            out.append(self.cross_noise.entry(what, pair, sigma, k, cells))
         return out
+
+    def coin_shapes(
+        self,
+        release: str,
+        marginals: Sequence[Marginal],
+        bins: Mapping[Marginal, BinMaps] | None = None,
+    ) -> dict[tuple[int, int], tuple[int, int]]:
+        """With coins, each pair's (cells, coins a cell) in one release of ``marginals``
+        (the pairs that have cross blocks; none with split noise): the shape of the pair's
+        coin words each way and of its dealt coin product."""
+        marginals, bins = [self.canonical(m) for m in marginals], bins or {}
+        _, cross = self._terms(marginals, bins)
+        coins = self.cross_noise.coins(self.sigma(release, marginals, bins)) if cross else 0
+        return {(p, q): (cells, coins) for p, q, _, cells in cross} if coins else {}
 
     def viewers(self) -> tuple[str, ...]:
         """Who sees messages: the server and each party, each on its own. There is no entry
@@ -489,19 +529,18 @@ class SecurePlan:
         """The zCDP rho each of :meth:`viewers` faces over ``releases`` (the plan's ledger
         entries). A viewer subtracts the noise components it knows: its own. So a cross
         release of P and Q leaves two of its three components to the server, P and Q, all
-        three to any other party. Count and within releases are charged in full to everyone
-        (their one noise is the owner's)."""
+        three to any other party (with coins, the coins too: charged as for two). Count and
+        within releases are charged in full to everyone (their one noise is the owner's)."""
         out = {}
         for viewer in self.viewers():
             total = []
             for r in releases:
-                if r.mechanism != CROSS_MECHANISM:
+                if r.mechanism != self.cross_noise.mechanism:
                     total.append(r.rho)
                     continue
                 owners = r.party.split("+") if r.party else []
                 known = len({viewer} & {SERVER, *owners})
-                p = r.params
-                total.append(ddg_rho(p["component_sigma"], 3 - known, r.count, r.count, p["cells"]))
+                total.append(self.cross_noise.viewer_rho(r, known))
             out[viewer] = math.fsum(total)
         return out
 

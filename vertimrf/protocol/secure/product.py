@@ -94,6 +94,32 @@ class CrossProduct(Protocol):
         singles' and its groups' one-hot columns (``widths``: how many of each)."""
         ...
 
+    def coin_deal(
+        self, seeds_c: tuple[bytes, bytes], seed_w: bytes, shape: Pair, word: type
+    ) -> np.ndarray:
+        """The dealer: the higher party's dealt vector of a pair's coin product (``shape``:
+        cells, coins a cell), from the two parties' coin mask seeds and the pair's W seed."""
+        ...
+
+    def coin_sent(self, bits: np.ndarray, seed: bytes, c0: int, word: type) -> np.ndarray:
+        """A party: its coins of cells c0: (a row of 0 and 1 per cell) as sent to its peer,
+        hidden by its coin mask of ``seed``."""
+        ...
+
+    def coin_lower(
+        self, bits: np.ndarray, seeds: tuple[bytes, bytes], received: np.ndarray, c0: int,
+        word: type,
+    ) -> np.ndarray:  # fmt: skip
+        """The lower party: its share of each cell's centred sum of the XORed coins (cells
+        c0:), from its bits, ``seeds`` (its coin mask's, the pair's W seed) and the peer's
+        sent coins of those cells."""
+        ...
+
+    def coin_higher(self, bits: np.ndarray, dealt: np.ndarray, received: np.ndarray) -> np.ndarray:
+        """The higher party: its share of each cell's centred sum of the XORed coins, from
+        its bits, its ``dealt`` words of those cells and the peer's sent coins."""
+        ...
+
 
 # The backends by the config's ``product`` name ("module:class"): a new backend is its
 # module and one line here.

@@ -15,9 +15,9 @@ from vertimrf.errors import MessageError
 from vertimrf.product import cross_product
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure.commit import Admit, commit_set_digest
-from vertimrf.protocol.secure.deal import Deal, GroupDeal
+from vertimrf.protocol.secure.deal import CoinDeal, Deal, GroupDeal
 from vertimrf.protocol.secure.marginals import Request
-from vertimrf.protocol.secure.plan import SecurePlan
+from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
 from vertimrf.protocol.secure.product import CrossProduct
 from vertimrf.protocol.seeds import DEALER, SERVER
 from vertimrf.server.secure.record_sets import RecordSets
@@ -117,6 +117,7 @@ class Dealer:
         seeds_u = [derived("U", name) for name in plan.names]
         seeds_w = {(p, q): derived("W", plan.names[p], plan.names[q]) for p, q in plan.pairs()}
         z = self.product.deal(plan, seeds_u, seeds_w)
+        coins = self._coins(derived, SELECT, Request(tuple(plan.first_release())))
         deals = {}
         for p, name in enumerate(plan.names):
             key, digest, count = slot_maps.get(name, (b"", b"", 0))
@@ -130,6 +131,7 @@ class Dealer:
                 digest,
                 count,
                 self.record_sets.assignment(),
+                coins[name],
             )
             deals[name] = deal.seal(public_keys[name], ctx, randomness=derived("seal", name))
         return deals
@@ -171,6 +173,7 @@ class Dealer:
         seeds_u2 = {(p, q): derived("U2", names[p], names[q], digest) for p, q in ends}
         seeds_w2 = {(p, q): derived("W2", names[p], names[q], digest) for p, q in plan.pairs()}
         z = self.product.group_deal(plan, layout, seeds_u, seeds_u2, seeds_w2)
+        coins = self._coins(derived, MEASURE, request)
         deals = {}
         for p, name in enumerate(names):
             deal = GroupDeal(
@@ -178,7 +181,28 @@ class Dealer:
                 {names[q]: seeds_w2[p, q] for (a, q) in z if a == p},
                 {names[a]: z[a, q][0] for (a, q) in z if q == p},
                 {names[a]: z[a, q][1] for (a, q) in z if q == p},
+                coins[name],
             )
             seal = derived("seal2", name, digest)
             deals[name] = deal.seal(public_keys[name], ctx, digest, randomness=seal)
         return deals
+
+    def _coins(
+        self, derived: Callable[..., bytes], release: str, request: Request
+    ) -> dict[str, CoinDeal]:
+        """Each party's coin randomness for ``release`` of ``request`` (cross_noise
+        "coins"; empty otherwise): its coin mask seed toward each peer, the pair's W_C seed
+        (lower party) or Z_C (higher), all bound to the release and the request."""
+        plan, names, digest = self.plan, self.plan.names, request.digest()
+        shapes = plan.coin_shapes(release, request.marginals, request.bins)
+        out = {name: CoinDeal() for name in names}
+        for (p, q), shape in shapes.items():
+            seeds = (
+                derived("C", names[p], names[q], release, digest),
+                derived("C", names[q], names[p], release, digest),
+            )
+            seed_w = derived("WC", names[p], names[q], release, digest)
+            out[names[p]].seeds_c[names[q]], out[names[q]].seeds_c[names[p]] = seeds
+            out[names[p]].seeds_w[names[q]] = seed_w
+            out[names[q]].z[names[p]] = self.product.coin_deal(seeds, seed_w, shape, plan.word)
+        return out

@@ -3,7 +3,6 @@ design notes in docs/design/server.md."""
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from functools import partial
@@ -89,7 +88,7 @@ def binning(
     for m in marginals:
         if len(m) != 2 or m not in first.values:
             continue
-        scale = sigma * (math.sqrt(1.5) if plan.kind(m) == "cross" else 1.0)
+        scale = plan.cross_noise.release_scale(sigma) if plan.kind(m) == "cross" else sigma
         shaped = first.values[m].reshape(plan.shape(m))
         choice = choose_bins(shaped, first.scale[m], scale, ones, ones_var, m)
         if choice is not None:

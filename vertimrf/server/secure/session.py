@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -274,7 +273,7 @@ def tables(
         if plan.kind(m) == "within":
             v = by_party[plan.names[plan.owner[m[0]]]].within[m]
             values[m], scale[m] = v.astype(np.float64), sigma
-    s = sigma / math.sqrt(2.0)
+    s, scale_cross = plan.cross_noise.component(sigma), plan.cross_noise.release_scale(sigma)
     for p, q in plan.pairs():
         key = plan.pair_name(p, q)
         blocks = plan.cross_blocks(marginals, p, q)
@@ -282,11 +281,11 @@ def tables(
             continue
         parts = [by_party[plan.names[i]].cross[key] for i in (p, q)]
         summed = plan.signed(parts[0] + parts[1])
-        noisy = summed + noise.discrete_gaussian(s, summed.shape)
+        noisy = summed + noise.discrete_gaussian(s, summed.shape) if s else summed
         start = 0
         for m in blocks:
             size = plan.cells(m, bins.get(m))
             values[m] = noisy[start : start + size].astype(np.float64)
-            scale[m] = sigma * math.sqrt(1.5)
+            scale[m] = scale_cross
             start += size
     return Tables(values, scale)
