@@ -173,6 +173,13 @@ def matmul_tn_u64_ref(a: np.ndarray, b: np.ndarray, ring_bits: int = 64) -> np.n
     return (exact % 2**ring_bits).astype(np.uint64)
 
 
+def row_dots_u64_ref(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Reference of kernels.secure.row_dots_u64: each row's inner product over Python
+    integers, reduced modulo 2**64; uint64."""
+    exact = (np.asarray(x).astype(object) * np.asarray(y).astype(object)).sum(axis=1)
+    return (exact % 2**64).astype(np.uint64)
+
+
 def onehot_scatter_u64_ref(
     a: np.ndarray, cols: np.ndarray, kb: int, ring_bits: int = 64
 ) -> np.ndarray:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from kernel_references import onehot_scatter_numpy
 
-from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
+from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64, row_dots_u64
 
 ROWS = [pytest.param(10_000, id="10k"), pytest.param(1_000_000, marks=pytest.mark.large, id="1M")]
 KA, KB = 32, 32  # share columns on each side
@@ -55,4 +55,21 @@ def test_onehot_scatter(pair, n: int) -> None:
         unit="multiply-adds/s",
         reference_name="numpy add.at",
         reference_fraction=part_active / active,
+    )
+
+
+@pytest.mark.benchmark(group="secure product: coins, row dots")
+def test_row_dots(pair) -> None:
+    """Coins: each cell's inner product of a row of mask words with a row of bits (the
+    coins' cross term), against numpy's multiply and sum."""
+    rng = np.random.default_rng(5)
+    words = rng.integers(0, 2**32, (2_000, 2_048), dtype=np.uint32)
+    bits = rng.integers(0, 2, (2_000, 2_048), dtype=np.uint8)
+    pair(
+        kernel=lambda: row_dots_u64(words, bits),
+        reference=lambda: (words.astype(np.uint64) * bits).sum(axis=1, dtype=np.uint64),
+        check=np.testing.assert_array_equal,
+        items=words.size,
+        unit="multiply-adds/s",
+        reference_name="numpy multiply and sum",
     )

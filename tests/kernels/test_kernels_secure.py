@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tests.naive import matmul_tn_u64_ref, onehot_scatter_u64_ref
+from tests.naive import matmul_tn_u64_ref, onehot_scatter_u64_ref, row_dots_u64_ref
 from vertimrf.kernels import secure
 
 TOP = 2**64
@@ -171,3 +171,18 @@ def test_onehot_scatter_property(word: type, data: st.DataObject) -> None:
     a, cols, kb = data.draw(scatter_case(word))
     got = secure.onehot_scatter_u64(a, cols, kb)
     check_product(got, lambda bits: onehot_scatter_u64_ref(a, cols, kb, bits), word)
+
+
+@pytest.mark.parametrize(
+    "pair", [(np.uint64, np.uint64), (np.uint32, np.uint8), (np.uint64, np.uint8)]
+)
+@pytest.mark.parametrize("shape", [(0, 5), (1, 1), (7, 64), (33, 130), (200, 3)])
+def test_row_dots_match_reference(shape: tuple[int, int], pair: tuple[type, type]) -> None:
+    """Each row's inner product, mod 2^64, on random words (x at its type's full range, y
+    either full words or bits), against Python integers."""
+    rng = np.random.default_rng(shape[0] * 131 + shape[1])
+    x = rng.integers(0, np.iinfo(pair[0]).max, shape, dtype=pair[0], endpoint=True)
+    top = 1 if pair[1] is np.uint8 else np.iinfo(pair[1]).max
+    y = rng.integers(0, top, shape, dtype=pair[1], endpoint=True)
+    got = secure.row_dots_u64(x, y)
+    assert got.dtype == np.uint64 and np.array_equal(got, row_dots_u64_ref(x, y))

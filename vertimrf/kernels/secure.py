@@ -157,3 +157,18 @@ def onehot_scatter_u64(a: np.ndarray, cols: np.ndarray, kb: int) -> np.ndarray:
     for t in prange(bounds.shape[0] - 1):
         _scatter_rows(a, cols, bounds[t], bounds[t + 1], out)
     return out
+
+
+@njit(cache=True, parallel=True)
+def row_dots_u64(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each row's inner product of ``x`` and ``y`` (2-D, the same shape; any unsigned words,
+    e.g. ring words against 0/1 bytes), as uint64 mod 2^64; rows in parallel, each its own
+    output word."""
+    rows, width = x.shape
+    out = np.zeros(rows, np.uint64)
+    for i in prange(rows):
+        total = np.uint64(0)
+        for j in range(width):
+            total += np.uint64(x[i, j]) * np.uint64(y[i, j])
+        out[i] = total
+    return out

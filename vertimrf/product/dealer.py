@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from vertimrf.kernels.packing import onehot_minus
-from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64
+from vertimrf.kernels.secure import matmul_tn_u64, onehot_scatter_u64, row_dots_u64
 from vertimrf.protocol.masks import RowMask, ShareMask, row_mask, share_mask, share_words
 from vertimrf.protocol.secure.plan import Layout, SecurePlan
 from vertimrf.protocol.secure.product import Columns, Pair, Received, ReceivedBoth
@@ -204,5 +204,5 @@ class DealerProduct:
 
 
 def _row_dots(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Each row's inner product of two matrices as uint64 words, mod 2^64."""
-    return np.einsum("ij,ij->i", x.astype(np.uint64, copy=False), y.astype(np.uint64, copy=False))
+    """Each row's inner product of two matrices as uint64 words, mod 2^64 (the kernel)."""
+    return row_dots_u64(np.ascontiguousarray(x), np.ascontiguousarray(y))
