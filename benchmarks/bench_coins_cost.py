@@ -129,7 +129,7 @@ def main() -> None:
         folder = Path(tmp)
         tables = _tables(args.tables, args.rows, folder)
         first = next(iter(tables.values()))
-        one(first, 3.2, "coins", folder)  # warm-up: the compiled kernels load once
+        one(first, 1.6, "coins", folder)  # warm-up: the compiled kernels load once
         for name, table in tables.items():
             for epsilon in args.epsilons:
                 for noise in NOISES:

@@ -94,25 +94,15 @@ def test_a_table_on_dask_writes_the_in_memory_runs_bytes(tmp_path, client, bucke
     pd.testing.assert_frame_equal(sample_memory, sample_dask)
 
 
-def test_partial_record_sets_on_dask_write_the_in_memory_runs_bytes(tmp_path, client):
+@pytest.mark.parametrize("noise", ["split", "coins"])
+def test_partial_record_sets_on_dask_write_the_in_memory_runs_bytes(tmp_path, client, noise):
     """Partial record sets: each party's records (a different subset of one table) in
     memory, then as a Parquet dataset of three partitions on the cluster, pulled to the
     party's process one partition at a time and sorted through files: every message file
-    (tokens, deals and slot maps included) and the synthetic sample are identical."""
+    (tokens, deals and slot maps included; with coins, the coin blobs of both releases) and
+    the synthetic sample are identical."""
     tables, cfg = partial_tables(2000, 6)
-    on_dask = {}
-    for name, table in tables.items():
-        folder = tmp_path / f"{name}.parquet"
-        dd.from_pandas(table, npartitions=3).to_parquet(folder)
-        on_dask[name] = DaskTable(folder, client)
-    same_run_bytes(tmp_path, tables, on_dask, cfg)
-
-
-def test_coins_on_dask_write_the_in_memory_runs_bytes(tmp_path, client):
-    """cross_noise "coins" with partial record sets on the cluster: every message (the coin
-    blobs of both releases included) and the synthetic sample are the in-memory run's."""
-    tables, cfg = partial_tables(2000, 6)
-    cfg = dataclasses.replace(cfg, cross_noise="coins")
+    cfg = dataclasses.replace(cfg, cross_noise=noise)
     on_dask = {}
     for name, table in tables.items():
         folder = tmp_path / f"{name}.parquet"
@@ -120,7 +110,7 @@ def test_coins_on_dask_write_the_in_memory_runs_bytes(tmp_path, client):
         on_dask[name] = DaskTable(folder, client)
     same_run_bytes(tmp_path, tables, on_dask, cfg)
     sent = {p.suffix for p in (tmp_path / "memory").rglob("*") if p.is_file()}
-    assert {".features-coins", ".groups-coins"} <= sent
+    assert ({".features-coins", ".groups-coins"} <= sent) == (noise == "coins")
 
 
 def test_a_dask_table_refuses_duplicates_missing_columns_and_more_than_max_rows(tmp_path, client):
