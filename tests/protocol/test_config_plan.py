@@ -23,6 +23,7 @@ from vertimrf.protocol import ProtocolConfig, costs, from_preset, load_config
 from vertimrf.protocol import plan as plan_module
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.plan import run_plan
+from vertimrf.protocol.schedule import Message, schedule
 from vertimrf.protocol.secure import wire
 from vertimrf.protocol.secure.plan import MEASURE
 from vertimrf.server.secure import SecureServer
@@ -385,3 +386,29 @@ def test_a_workloads_plan_counts_only_its_first_release(tmp_path):
     assert sum(r.count for r in charged) == len(first)
     assert f"{len(plan_w.releases)} releases fixed by the config" in plan_w.describe()
     assert plan_w.ledger_total == pytest.approx(plan_w.budget_rho, rel=1e-9)
+
+
+def test_the_config_command_takes_coins_and_prints_them_per_release_and_pair(tmp_path, capsys):
+    """`vertimrf config --cross-noise coins --coin-weight 0.5`: the file holds both, and
+    the plan prints what a count carries, each release's coins a cell and the bytes each
+    way per pair (the first release's exactly as the schedule limits its message)."""
+    small_adult(10, 6)[1].to_json(tmp_path / "small.json")
+    parties = [f"--party={n}={','.join(c)}" for n, c in SMALL]
+    out = tmp_path / "config.json"
+    code = main(
+        ["config", "--spec", str(tmp_path / "small.json"), *parties, "--epsilon", "1",
+         "--delta", "1e-6", "--method", "secure", "--record-sets", "equal", "--max-rows", "1024",
+         "--cross-noise", "coins", "--coin-weight", "0.5", "--out", str(out)]
+    )  # fmt: skip
+    text = capsys.readouterr().out
+    cfg = load_config(out)
+    assert code == 0 and (cfg.cross_noise, cfg.coin_weight) == ("coins", 0.5)
+    assert "coins that no viewer knows carry 0.5 of sigma^2" in text
+    assert "a cross count carries 1.25 sigma^2" in text
+    plan = secure_plan(cfg)
+    sigma = plan.sigma("select", plan.first_release())
+    assert f"coins, first release: {plan.cross_noise.coins(sigma):,} a cell" in text
+    limit = schedule(cfg).limit(Message("A", "B", "features-coins"))
+    assert limit is not None and limit.exact
+    assert f"A+B {plan.coin_shapes('select', plan.first_release())[0, 1][0]:,} cells, " in text
+    assert plan_module.size(limit.limit) in text and "coins, re-measurement: " in text
