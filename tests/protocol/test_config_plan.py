@@ -301,15 +301,22 @@ def test_max_memory_gb_keeps_old_configs_hashes_and_round_trips(tmp_path):
     assert loaded.config_hash() != cfg.config_hash()
 
 
-def test_the_config_command_prints_the_cost(tmp_path, capsys):
+def _config_command(tmp_path, *extra: str):
+    """`vertimrf config` of the small table's secure run (``extra``: more options): its
+    exit code and the config file."""
     small_adult(10, 6)[1].to_json(tmp_path / "small.json")
     parties = [f"--party={n}={','.join(c)}" for n, c in SMALL]
     out = tmp_path / "config.json"
     code = main(
         ["config", "--spec", str(tmp_path / "small.json"), *parties, "--epsilon", "1",
          "--delta", "1e-6", "--method", "secure", "--record-sets", "equal", "--max-rows", "1024",
-         "--out", str(out)]
+         *extra, "--out", str(out)]
     )  # fmt: skip
+    return code, out
+
+
+def test_the_config_command_prints_the_cost(tmp_path, capsys):
+    code, out = _config_command(tmp_path)
     lines = capsys.readouterr().out.splitlines()
     assert code == 0 and out.exists()
     plan = run_plan(load_config(out))
@@ -392,14 +399,7 @@ def test_the_config_command_takes_coins_and_prints_them_per_release_and_pair(tmp
     """`vertimrf config --cross-noise coins --coin-weight 0.5`: the file holds both, and
     the plan prints what a count carries, each release's coins a cell and the bytes each
     way per pair (the first release's exactly as the schedule limits its message)."""
-    small_adult(10, 6)[1].to_json(tmp_path / "small.json")
-    parties = [f"--party={n}={','.join(c)}" for n, c in SMALL]
-    out = tmp_path / "config.json"
-    code = main(
-        ["config", "--spec", str(tmp_path / "small.json"), *parties, "--epsilon", "1",
-         "--delta", "1e-6", "--method", "secure", "--record-sets", "equal", "--max-rows", "1024",
-         "--cross-noise", "coins", "--coin-weight", "0.5", "--out", str(out)]
-    )  # fmt: skip
+    code, out = _config_command(tmp_path, "--cross-noise", "coins", "--coin-weight", "0.5")
     text = capsys.readouterr().out
     cfg = load_config(out)
     assert code == 0 and (cfg.cross_noise, cfg.coin_weight) == ("coins", 0.5)
