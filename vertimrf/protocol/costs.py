@@ -10,7 +10,7 @@ from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
 from vertimrf.protocol.secure.features import coin_blob_bytes
-from vertimrf.protocol.secure.plan import SELECT, SecurePlan
+from vertimrf.protocol.secure.plan import SecurePlan
 from vertimrf.protocol.secure.slot_map import slot_map_bytes
 from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
 from vertimrf.protocol.secure.wire import DIGEST_BYTES, ROW_BLOCK_WORDS, SEED_BYTES, SLOT_BLOCK
@@ -69,7 +69,7 @@ def secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ..
     tables = sum(plan.cells(mg) for mg in first)
     cap = rules(config).model_cap(config)
     # cross_noise "coins": a block of coins at a time (bits, mask, words sent or read, dots)
-    tossing = plan.coin_shapes(SELECT, first)
+    tossing = plan.first_coins
     coin_peak = 40 * MASK_BLOCK_WORDS if tossing else 0
     roles = []
     for p, name in enumerate(names):

@@ -387,7 +387,7 @@ def noise_lines(plan: SecurePlan) -> tuple[str, ...]:
     noise, first = plan.cross_noise, plan.first_release()
     carried = f"a cross count carries {noise.release_scale(1.0) ** 2:.3g} sigma^2"
     sigma = plan.sigma(SELECT, first)
-    if not noise.coins(sigma):
+    if not noise.weight:
         return (
             "cross noise: split, three discrete Gaussians of sigma^2 / 2 (each party of a "
             f"pair and the server draws one); every viewer faces sigma^2, {carried}",
@@ -396,7 +396,7 @@ def noise_lines(plan: SecurePlan) -> tuple[str, ...]:
     each = ", ".join(
         f"{plan.pair_name(p, q)} {cells:,} cells, "
         f"{size(coin_blob_bytes(plan, names[p], names[q], first=True))}"
-        for (p, q), (cells, _) in plan.coin_shapes(SELECT, first).items()
+        for (p, q), (cells, _) in plan.first_coins.items()
     )
     measured = plan.sigma(MEASURE, first[:COIN_EXAMPLE]) if plan.rho_measure > 0 else None
     lines = [

@@ -400,7 +400,7 @@ class Schedule:
             secure = self._secure
             assert secure is not None
             cells = sum(secure.max_cells(p, q) for p, q in secure.pairs())
-            coins = 2 if self.config.cross_noise == "coins" else 1  # Z_C: a word a cell
+            coins = 2 if secure.cross_noise.weight else 1  # Z_C: a word a cell
             return Limit(8 * coins * cells + DEAL_SLACK)
         if kind == Kind.DEAL_SLOTS:  # 8 bytes a token of max_tokens, and the seal
             return Limit(slot_map_bytes(self._slot_bound()), exact=True)

@@ -23,11 +23,10 @@ from vertimrf.protocol.secure.plan import SELECT
 from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
 from vertimrf.protocol.seeds import seeded_coins
 
-ROUNDS = {SELECT: 1}  # the round of each release's coins (the re-measurement's: 2)
 
-
-def _round(release: str) -> int:
-    return ROUNDS.get(release, 2)
+def _purpose(release: str) -> int:
+    """The purpose of ``release``'s coin blobs in their associated data."""
+    return COIN_ROUNDS[1 if release == SELECT else 2]
 
 
 def _deal(data: StepData, release: str) -> CoinDeal:
@@ -54,13 +53,16 @@ def _label(
     return bound(session, data, "coins", release, peer, request.digest(), *extra)
 
 
-def _key(session: PartySession, data: StepData, release: str, request: Request, peer: str) -> bytes:
+def _key(
+    session: PartySession, label: tuple[str, ...], release: str, request: Request, peer: str
+) -> bytes:
     """The key of this party's coins toward ``peer`` in ``release`` of ``request``: under
-    its local secret, bound to :func:`_label`; seeded (experiments), from the run's seed,
-    bound to the party, the release, the peer and the request only, so that a seeded run
-    gives the same table whatever the key pairs (anyone with the seed has its coins)."""
+    its local secret, bound to ``label`` (:func:`_label`); seeded (experiments), from the
+    run's seed, bound to the party, the release, the peer and the request only, so that a
+    seeded run gives the same table whatever the key pairs (anyone with the seed has its
+    coins)."""
     if session.seed is None:
-        return derive(session.local, "coin-bits", *_label(session, data, release, request, peer))
+        return derive(session.local, "coin-bits", *label)
     seeded = seeded_coins(session.seed, session.name)
     return derive(seeded, "coin-bits", session.name, release, peer, request.digest())
 
@@ -113,7 +115,7 @@ def coin_blobs(session: PartySession, data: StepData, release: str) -> SealedBlo
     def blob(peer: str, out: Any) -> None:
         cells, n = shapes[peer]
         label = _label(session, data, release, request, peer)
-        key = _key(session, data, release, request, peer)
+        key = _key(session, label, release, request, peer)
         seed = _checked(coins, peer, session.index < session.plan.names.index(peer), cells)
 
         def rows() -> Iterator[np.ndarray]:
@@ -122,7 +124,7 @@ def coin_blobs(session: PartySession, data: StepData, release: str) -> SealedBlo
                 yield session.product.coin_sent(bits, seed, c0, word)
 
         nonce = derive(session.local, "coin-nonce", *label)[:12]
-        seal_rows(session, data, rows(), peer, out, COIN_ROUNDS[_round(release)], (cells, n), nonce)
+        seal_rows(session, data, rows(), peer, out, _purpose(release), (cells, n), nonce)
 
     return SealedBlobs(session, blob, lambda peer: shapes[peer])
 
@@ -137,14 +139,14 @@ def coin_shares(
     Empty with split noise."""
     plan, p, word = session.plan, session.index, session.plan.word
     shapes = _shapes(session, release, request)
+    coins = _deal(data, release) if shapes else CoinDeal()
     out: dict[str, np.ndarray] = {}
     for peer, (cells, n) in shapes.items():
         if not cells:
             continue
         q = plan.names.index(peer)
-        coins = _deal(data, release)
         _checked(coins, peer, p < q, cells)
-        key = _key(session, data, release, request, peer)
+        key = _key(session, _label(session, data, release, request, peer), release, request, peer)
         if peer not in blobs:
             raise MessageError(
                 f"party {session.name!r} has no coin blob from {peer!r} for the {release} "
@@ -154,7 +156,7 @@ def coin_shares(
         data.inputs[f"coin-nonce/{release}/{peer}"] = blob_nonce(blob).hex()
         _, received = open_feature_blocks(
             session.keys[peer], blob, session.context, peer, session.name, (cells, n),
-            max(1, MASK_BLOCK_WORDS // n), word=word, round_=COIN_ROUNDS[_round(release)],
+            max(1, MASK_BLOCK_WORDS // n), word=word, round_=_purpose(release),
             word_bytes=plan.word_bytes,
         )  # fmt: skip
         share = np.empty(cells, np.uint64)

@@ -127,7 +127,7 @@ def _pad_binding(
 
 def _coin_blobs(session: PartySession, coins: Mapping[str, Blob] | None) -> Mapping[str, Blob]:
     """The peers' coin blobs (ConfigError when the run's noise needs them and none came)."""
-    if coins is None and session.config.cross_noise == "coins":
+    if coins is None and session.plan.cross_noise.weight:
         raise ConfigError(
             "cross_noise 'coins' needs the peers' coin blobs with the release: pass coins="
         )

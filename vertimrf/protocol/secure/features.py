@@ -13,7 +13,7 @@ from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.errors import ChannelError, MessageError
 from vertimrf.protocol.secure import wire
 from vertimrf.protocol.secure.cross_noise import COIN_MARGINALS
-from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
+from vertimrf.protocol.secure.plan import MEASURE, SecurePlan
 from vertimrf.protocol.secure.wire import DIGEST_BYTES
 
 #: Packs a piece of ring words (1-D, at most ``wire.PACK_WORDS``) into their low ``size``
@@ -133,7 +133,7 @@ def coin_blob_bytes(plan: SecurePlan, sender: str, receiver: str, *, first: bool
     p, q = plan.party_index(sender), plan.party_index(receiver)
     pair = (min(p, q), max(p, q))
     if first:
-        cells, coins = plan.coin_shapes(SELECT, plan.first_release()).get(pair, (0, 0))
+        cells, coins = plan.first_coins.get(pair, (0, 0))
     else:
         most = min(plan.max_request or COIN_MARGINALS // 2, COIN_MARGINALS // 2)
         sigma = 2.0 * plan.nominal_sigma(MEASURE, most) + 2.0

@@ -514,10 +514,17 @@ class SecurePlan:
         """With coins, each pair's (cells, coins a cell) in one release of ``marginals``
         (the pairs that have cross blocks; none with split noise): the shape of the pair's
         coin words each way and of its dealt coin product."""
+        if not self.cross_noise.weight:  # split noise: no coins, and no sigma to find
+            return {}
         marginals, bins = [self.canonical(m) for m in marginals], bins or {}
         _, cross = self._terms(marginals, bins)
         coins = self.cross_noise.coins(self.sigma(release, marginals, bins)) if cross else 0
         return {(p, q): (cells, coins) for p, q, _, cells in cross} if coins else {}
+
+    @cached_property
+    def first_coins(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """:meth:`coin_shapes` of the first release (a function of the plan alone)."""
+        return self.coin_shapes(SELECT, self.first_release())
 
     def viewers(self) -> tuple[str, ...]:
         """Who sees messages: the server and each party, each on its own. There is no entry
