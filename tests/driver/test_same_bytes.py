@@ -85,8 +85,9 @@ TRANSPORTS: dict[str, Callable[[Path, ProtocolConfig], bytes]] = {
         ("in process", "split"),
         ("in process", "coins"),
         pytest.param("folders", "split", marks=pytest.mark.slow),  # fast: test_cli_run.py
-        pytest.param("step files", "split", marks=pytest.mark.slow),
-        # coins through files, each step a new process (the coins' resume), and HTTPS
+        # coins through folders, through files with each step a new process (the coins'
+        # resume), and HTTPS; split's step files: test_partial_transports.py
+        pytest.param("folders", "coins", marks=pytest.mark.slow),
         pytest.param("step files", "coins", marks=pytest.mark.slow),
         pytest.param("https", "split", marks=pytest.mark.service),
         pytest.param("https", "coins", marks=pytest.mark.service),

@@ -185,11 +185,15 @@ def test_every_re_measurement_spends_its_share_and_never_more():
     assert low.sigma(MEASURE, within[:1]) == math.sqrt(1 / (2 * low.rho_measure))
 
 
-def test_the_plan_holds_the_ledger_within_the_budget_as_the_ledger_checks_it():
-    plan = run_plan(_adult(50.0))
+@pytest.mark.parametrize(
+    ("noise", "cross"),
+    [("split", "distributed_discrete_gaussian"), ("coins", "coins_and_discrete_gaussian")],
+)
+def test_the_plan_holds_the_ledger_within_the_budget_as_the_ledger_checks_it(noise, cross):
+    plan = run_plan(_adult(50.0, cross_noise=noise))
     assert plan.ledger_total <= plan.budget_rho * (1 + 1e-9)
     kinds = {r.mechanism for r in plan.releases}
-    assert kinds == {"discrete_laplace", "discrete_gaussian", "distributed_discrete_gaussian"}
+    assert kinds == {"discrete_laplace", "discrete_gaussian", cross}
     assert [b.description for b in plan.bounds] == ["re-measurement (any request)"]
     fo = run_plan(_adult(1e6, method="fo"))  # fo's releases are pure: any finite epsilon runs
     assert len(fo.bounds) == 2 and fo.ledger_total <= fo.budget_rho * (1 + 1e-9)
@@ -325,7 +329,8 @@ def test_the_config_command_prints_the_cost(tmp_path, capsys):
     assert lines[2].startswith("ring: Z_2^16 (masked values in 2-byte words")
     assert lines[3].startswith("cross noise: split, three discrete Gaussians of sigma^2 / 2")
     assert lines[3].endswith("every viewer faces sigma^2, a cross count carries 1.5 sigma^2")
-    del lines[3]
+    assert lines[4].startswith("cross noise auto: split; coins when every party's coin bytes")
+    del lines[3:5]
     assert lines[3].startswith("budget split: count 0.1%, first release ")
     # The config states the memory each role may use: by default this machine's.
     assert plan.max_memory == int(machine_memory_gb() * 1e9) > 0

@@ -54,6 +54,8 @@ NONCE_HEX_CHARS = 32
 # The config file's format: 1 (no "format" key) is the flat one of vertimrf 0.1.0.
 CONFIG_FORMAT = 2
 ID_TYPES = ("integer", "text")  # a declared record-ID type (id_type)
+# cross_noise: chosen by the plan's public values (the default), or set
+CROSS_NOISE_NAMES = ("auto", "split", "coins")
 
 
 def _flat_hint(name: str) -> str:
@@ -122,10 +124,11 @@ class ProtocolConfig:
             (:data:`~vertimrf.protocol.secure.product.PRODUCTS`; checked with the plan).
             "dealer" (the default, the server deals the masks) is not written to the file
             or the hash.
-        cross_noise: method "secure" only: a cross-party count's noise, "split" (the
-            default, three discrete Gaussians; not written to the file or the hash) or
-            "coins" (``coin_weight`` of its variance in coins that no viewer knows,
-            :mod:`vertimrf.protocol.secure.cross_noise`).
+        cross_noise: method "secure" only: a cross-party count's noise, "auto" (the
+            default, not written to the file or the hash: coins where the plan's public
+            values say they are cheap, :mod:`vertimrf.protocol.secure.noise_rule`), "split"
+            (three discrete Gaussians) or "coins" (``coin_weight`` of its variance in coins
+            that no viewer knows, :mod:`vertimrf.protocol.secure.cross_noise`).
         coin_weight: "coins" only: the fraction in (0, 1] of sigma^2 the coins carry (1,
             the default, is not written to the file or the hash).
         dealer: method "secure" only: who deals the masks, "server" (the default, not
@@ -152,7 +155,7 @@ class ProtocolConfig:
     expected_shared: float | None = None
     product: str = "dealer"
     dealer: str = "server"
-    cross_noise: str = "split"
+    cross_noise: str = "auto"
     coin_weight: float = 1.0
     if TYPE_CHECKING:  # set once in __post_init__; not a field (not in the file or the hash)
         _hash: ClassVar[str]
@@ -272,12 +275,14 @@ class ProtocolConfig:
 
     def _check_cross_noise(self, secure: bool) -> None:
         """ConfigError unless cross_noise and coin_weight are valid for the method."""
-        if self.cross_noise not in ("split", "coins"):
-            raise ConfigError(f"cross_noise must be 'split' or 'coins'; got {self.cross_noise!r}.")
+        if self.cross_noise not in CROSS_NOISE_NAMES:
+            raise ConfigError(
+                f"cross_noise must be 'auto', 'split' or 'coins'; got {self.cross_noise!r}."
+            )
         weight = self.coin_weight
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 1:
             raise ConfigError(f"coin_weight must be a number in (0, 1]; got {weight!r}.")
-        if (self.cross_noise != "split" or weight != 1.0) and not secure:
+        if (self.cross_noise != "auto" or weight != 1.0) and not secure:
             raise ConfigError(
                 f"cross_noise and coin_weight are settings of method 'secure'; drop them for "
                 f"{self.method!r}."
@@ -499,7 +504,7 @@ class ProtocolConfig:
             d["product"] = self.product
         if self.dealer != "server":
             d["dealer"] = self.dealer
-        if self.cross_noise != "split":
+        if self.cross_noise != "auto":
             d["cross_noise"] = self.cross_noise
         if self.coin_weight != 1.0:
             d["coin_weight"] = self.coin_weight

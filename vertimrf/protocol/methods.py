@@ -27,6 +27,7 @@ from vertimrf.protocol.options import (
 )
 from vertimrf.protocol.secure.cross_noise import cross_noise, release_delta
 from vertimrf.protocol.secure.marginals import Marginal
+from vertimrf.protocol.secure.noise_rule import choose
 from vertimrf.protocol.secure.plan import SELECT, SecurePlan
 from vertimrf.protocol.secure.product import check_product
 from vertimrf.protocol.secure.widths import feature_width, group_width
@@ -166,7 +167,22 @@ class SecureRules(Method):
         sizes: Sequence[int] | None = None,
     ) -> SecurePlan | None:
         """The plan of ``config`` (which must give max_rows); ``epsilon`` and ``sizes`` (the
-        domain's) replace the config's, to cost variants."""
+        domain's) replace the config's, to cost variants. cross_noise "auto" plans both
+        noises and takes the one its rule picks (:mod:`~vertimrf.protocol.secure.noise_rule`)."""
+        if config.cross_noise != "auto":
+            return self._plan(config, epsilon, sizes, config.cross_noise, config.coin_weight)
+        split = self._plan(config, epsilon, sizes, "split", 1.0)
+        return choose(split, self._plan(config, epsilon, sizes, "coins", 1.0))
+
+    def _plan(
+        self,
+        config: ProtocolConfig,
+        epsilon: float | None,
+        sizes: Sequence[int] | None,
+        noise: str,
+        weight: float,
+    ) -> SecurePlan:
+        """The plan of ``config`` with the cross noise ``noise`` at coin weight ``weight``."""
         if config.max_rows is None:
             raise ConfigError(
                 "method='secure' needs max_rows: a public upper bound on the number of records. "
@@ -194,7 +210,7 @@ class SecureRules(Method):
         capacity = bucket_capacity(int(config.max_rows), buckets)
         epsilon = config.epsilon if epsilon is None else epsilon
         parties, share = len(config.parties), config.region_share
-        delta = release_delta(config.cross_noise, config.delta)  # coins keep a share of delta
+        delta = release_delta(noise, config.delta)  # coins keep a share of delta
         rho, sets = config.sets.split(epsilon, delta, parties, share)
         buckets, capacity = sets.rows(buckets, capacity, int(config.max_rows))
         values, fine, quantile = self.plan_numeric(config, rho)
@@ -223,7 +239,7 @@ class SecureRules(Method):
             values=values,
             fine=fine,
             quantile=quantile,
-            cross_noise=cross_noise(config.cross_noise, config.coin_weight, config.delta),
+            cross_noise=cross_noise(noise, weight, config.delta),
         )
 
     def plan_releases(

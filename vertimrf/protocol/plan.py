@@ -387,10 +387,12 @@ def noise_lines(plan: SecurePlan) -> tuple[str, ...]:
     noise, first = plan.cross_noise, plan.first_release()
     carried = f"a cross count carries {noise.release_scale(1.0) ** 2:.3g} sigma^2"
     sigma = plan.sigma(SELECT, first)
+    rule = (plan.cross_rule,) if plan.cross_rule else ()
     if not noise.weight:
         return (
             "cross noise: split, three discrete Gaussians of sigma^2 / 2 (each party of a "
             f"pair and the server draws one); every viewer faces sigma^2, {carried}",
+            *rule,
         )
     names = plan.names
     each = ", ".join(
@@ -402,6 +404,7 @@ def noise_lines(plan: SecurePlan) -> tuple[str, ...]:
     lines = [
         f"cross noise: coins that no viewer knows carry {noise.weight:g} of sigma^2, "
         f"the rest split in three; every viewer faces sigma^2, {carried}",
+        *rule,
         f"coins, first release: {noise.coins(sigma):,} a cell (sigma {sigma:.4g}); each way "
         f"per pair: {each}",
     ]

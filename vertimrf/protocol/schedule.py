@@ -254,9 +254,11 @@ def _synthesize(*reads: Kind) -> StepRule:
 @dataclass(frozen=True)
 class Schedule:
     """A method's schedule for one config: its steps, who sends what to whom, the size
-    limits and the file names."""
+    limits and the file names. ``secure``: the config's secure plan where the caller has
+    it (derived here otherwise)."""
 
     config: ProtocolConfig
+    secure: SecurePlan | None = None
     method: ClassVar[str]
     STEPS: ClassVar[tuple[StepRule, ...]]
 
@@ -269,8 +271,9 @@ class Schedule:
     @cached_property
     def rules(self) -> tuple[StepRule, ...]:
         """The run's steps: the method's, as the config's dealer arranges them
-        (:data:`DEALERS`), with its cross noise's messages (:data:`CROSS_NOISES`)."""
-        return CROSS_NOISES[self.config.cross_noise](DEALERS[self.config.dealer](self.STEPS))
+        (:data:`DEALERS`), with its plan's cross noise's messages (:data:`CROSS_NOISES`)."""
+        noise = self._secure.cross_noise.name if self._secure is not None else "split"
+        return CROSS_NOISES[noise](DEALERS[self.config.dealer](self.STEPS))
 
     @property
     def kinds(self) -> tuple[Kind, ...]:
@@ -364,7 +367,7 @@ class Schedule:
     def _secure(self) -> SecurePlan | None:
         from vertimrf.protocol.methods import rules
 
-        return rules(self.config).secure_plan(self.config)
+        return self.secure or rules(self.config).secure_plan(self.config)
 
     def limit(self, message: Message) -> Limit | None:
         """The most bytes ``message`` may hold, and its first bytes (None: unbounded)."""
@@ -465,9 +468,10 @@ class FMSchedule(FOSchedule):
     method = "fm"
 
 
-def schedule(config: ProtocolConfig) -> Schedule:
+def schedule(config: ProtocolConfig, secure: SecurePlan | None = None) -> Schedule:
     """The schedule of ``config``'s method (and record sets):
-    :meth:`vertimrf.protocol.methods.Method.schedule`."""
+    :meth:`vertimrf.protocol.methods.Method.schedule`; ``secure``: its secure plan, if the
+    caller has it."""
     from vertimrf.protocol.methods import rules, strategy
 
-    return strategy(Schedule, rules(config).schedule(config), "method")(config)
+    return strategy(Schedule, rules(config).schedule(config), "method")(config, secure)

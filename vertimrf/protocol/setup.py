@@ -79,7 +79,7 @@ def run_setup(config: ProtocolConfig | RunSetup) -> RunSetup:
     if not isinstance(config, ProtocolConfig):
         raise ConfigError(f"config must be a ProtocolConfig; got {type(config).__name__}.")
     plan = check_plan(config)
-    return RunSetup(config, rules(config), plan, schedule(config))
+    return RunSetup(config, rules(config), plan, schedule(config, plan))
 
 
 def secure_setup(config: ProtocolConfig | RunSetup) -> tuple[ProtocolConfig, SecurePlan]:

@@ -88,6 +88,7 @@ class SecurePlan:
     fine: tuple[tuple[str, int, int, float], ...] = ()  # (column, attribute, cells, rho)
     quantile: tuple[tuple[str, int, int, float], ...] = ()  # (column, attribute, bins, rho)
     cross_noise: CrossNoise = SplitNoise()  # how a cross cell's noise is made (config)
+    cross_rule: str = ""  # cross_noise "auto": the rule that chose it, and its values
 
     @property
     def numeric_rho(self) -> float:
