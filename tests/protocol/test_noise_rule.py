@@ -43,7 +43,7 @@ def test_coin_share_is_the_first_releases_coin_blobs_over_the_product_blobs():
     """By hand: a coin blob is a feature blob of cells x coins ring words (its digest, nonce
     and tag beside): the first release's, and the re-measurement's bound (the pair's widest
     cells at the coins of twice the nominal sigma of 10,000 marginals, plus 2); a party's
-    product blobs are word_bytes x max_rows x (its width and group cap) to each peer."""
+    feature blobs are word_bytes x max_rows x its width to each peer."""
     plan = secure_plan(_wide(3.2, cross_noise="coins"))
     sigma = plan.sigma("select", plan.first_release())
     coins, wb, rows = plan.cross_noise.coins(sigma), plan.word_bytes, plan.rows
@@ -57,7 +57,7 @@ def test_coin_share_is_the_first_releases_coin_blobs_over_the_product_blobs():
         blob = sum(32 + 12 + c * coins * wb + 16 for c in cells)
         widest = [plan.max_cells(*pair) for pair in shapes if p in pair]
         blob += sum(32 + 12 + c * again * wb + 16 for c in widest)
-        product = 2 * wb * rows * (plan.widths[p] + plan.group_caps[p])
+        product = 2 * wb * rows * plan.widths[p]
         assert share[name] == pytest.approx(blob / product, rel=1e-12)
 
 
@@ -75,8 +75,8 @@ def _nltcs(epsilon: float, max_rows: int, **kw):
     [(6.4, 1 << 20, "split"), (1.6, 1 << 24, "split"), (6.4, 1 << 24, "coins")],
 )
 def test_auto_takes_coins_where_the_plan_bounds_them_within_the_limit(epsilon, max_rows, picked):
-    """NLTCS (16 binary columns) over two parties: the run's coins are bounded by 13.9x
-    the product's bytes at 2^20 rows and epsilon 6.4, 2.6x at 2^24 rows and 1.6, and 0.22x
+    """NLTCS (16 binary columns) over two parties: the run's coins are bounded by 55.7x
+    the features' bytes at 2^20 rows and epsilon 6.4, 2.6x at 2^24 rows and 1.6, and 0.22x
     at 2^24 rows and 6.4, where "auto" takes them."""
     auto = secure_plan(_nltcs(epsilon, max_rows))
     assert auto.cross_noise.name == picked
