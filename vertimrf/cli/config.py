@@ -283,7 +283,8 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         choices=("auto", "split", "coins"),
         default=None,
         help="method secure: a cross-party count's noise, 'auto' (the default: coins where "
-        "the plan's public values say they cost little, else split; the plan prints the rule), "
+        "the plan bounds their bytes within 30%% of the features', else split; the plan "
+        "prints the rule), "
         "'split' (three discrete Gaussians, one per viewer; each viewer faces sigma^2, the "
         "count carries 1.5 sigma^2) or 'coins' (--coin-weight of sigma^2 in coins that no "
         "viewer knows, exchanged by each pair: less noise in the count, more bytes)",

@@ -125,8 +125,8 @@ class ProtocolConfig:
             "dealer" (the default, the server deals the masks) is not written to the file
             or the hash.
         cross_noise: method "secure" only: a cross-party count's noise, "auto" (the
-            default, not written to the file or the hash: coins where the plan's public
-            values say they are cheap, :mod:`vertimrf.protocol.secure.noise_rule`), "split"
+            default, not written to the file or the hash: coins where the plan bounds
+            their bytes from public values, :mod:`vertimrf.protocol.secure.noise_rule`), "split"
             (three discrete Gaussians) or "coins" (``coin_weight`` of its variance in coins
             that no viewer knows, :mod:`vertimrf.protocol.secure.cross_noise`).
         coin_weight: "coins" only: the fraction in (0, 1] of sigma^2 the coins carry (1,
