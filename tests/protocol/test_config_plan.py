@@ -400,6 +400,16 @@ def test_a_workloads_plan_counts_only_its_first_release(tmp_path):
     assert plan_w.ledger_total == pytest.approx(plan_w.budget_rho, rel=1e-9)
 
 
+def test_the_config_command_prints_the_rule(tmp_path, capsys):
+    """cross_noise "auto" (test_noise_rule.py): the rule's line, as the plan states it."""
+    code, out = _config_command(tmp_path)
+    text = capsys.readouterr().out
+    assert code == 0 and load_config(out).cross_noise == "auto"
+    line = secure_plan(load_config(out)).cross_rule
+    assert line.startswith("cross noise auto: split;") and line in text
+    assert line in run_plan(load_config(out)).describe()
+
+
 def test_the_config_command_takes_coins_and_prints_them_per_release_and_pair(tmp_path, capsys):
     """`vertimrf config --cross-noise coins --coin-weight 0.5`: the file holds both, and
     the plan prints what a count carries, each release's coins a cell and the bytes each

@@ -9,11 +9,9 @@ import pytest
 
 from tests.helpers import small_adult
 from vertimrf import load_dataset
-from vertimrf.cli import main
 from vertimrf.domain import DomainSpec
-from vertimrf.protocol import from_preset, load_config
+from vertimrf.protocol import from_preset
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.plan import run_plan
 from vertimrf.protocol.schedule import Kind, schedule
 from vertimrf.protocol.secure import noise_rule
 
@@ -112,19 +110,3 @@ def test_auto_keeps_split_on_small_tables_and_writes_nothing():
         assert cfg.cross_noise == "auto" and "cross_noise" not in cfg.to_dict()
         _same(secure_plan(cfg), secure_plan(dataclasses.replace(cfg, cross_noise="split")))
         assert "cross_noise" in dataclasses.replace(cfg, cross_noise="split").to_dict()
-
-
-def test_the_config_command_prints_the_rule(tmp_path, capsys):
-    small_adult(10, 6)[1].to_json(tmp_path / "small.json")
-    names = list(small_adult(10, 6)[1].names)
-    out = tmp_path / "config.json"
-    code = main(
-        ["config", "--spec", str(tmp_path / "small.json"), f"--party=A={','.join(names[:3])}",
-         f"--party=B={','.join(names[3:])}", "--epsilon", "1", "--delta", "1e-6", "--method",
-         "secure", "--record-sets", "equal", "--max-rows", "1024", "--out", str(out)]
-    )  # fmt: skip
-    text = capsys.readouterr().out
-    assert code == 0 and load_config(out).cross_noise == "auto"
-    line = secure_plan(load_config(out)).cross_rule
-    assert line.startswith("cross noise auto: split;") and line in text
-    assert line in run_plan(load_config(out)).describe()

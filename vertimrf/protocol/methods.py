@@ -171,8 +171,8 @@ class SecureRules(Method):
         noises and takes the one its rule picks (:mod:`~vertimrf.protocol.secure.noise_rule`)."""
         if config.cross_noise != "auto":
             return self._plan(config, epsilon, sizes, config.cross_noise, config.coin_weight)
-        split = self._plan(config, epsilon, sizes, "split", 1.0)
-        return choose(split, self._plan(config, epsilon, sizes, "coins", 1.0))
+        coins = self._plan(config, epsilon, sizes, "coins", 1.0)
+        return choose(coins, lambda: self._plan(config, epsilon, sizes, "split", 1.0))
 
     def _plan(
         self,

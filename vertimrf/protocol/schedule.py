@@ -367,7 +367,9 @@ class Schedule:
     def _secure(self) -> SecurePlan | None:
         from vertimrf.protocol.methods import rules
 
-        return self.secure or rules(self.config).secure_plan(self.config)
+        if self.secure is not None:
+            return self.secure
+        return rules(self.config).secure_plan(self.config)
 
     def limit(self, message: Message) -> Limit | None:
         """The most bytes ``message`` may hold, and its first bytes (None: unbounded)."""

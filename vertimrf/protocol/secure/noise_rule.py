@@ -13,6 +13,7 @@ peer, sent whatever the request). A party's bytes with coins are then at most
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from vertimrf.errors import PrivacyBudgetError
@@ -36,15 +37,15 @@ def coin_share(plan: SecurePlan) -> dict[str, float]:
     return out
 
 
-def choose(split: SecurePlan, coins: SecurePlan) -> SecurePlan:
-    """The plan "auto" runs, ``coins`` or ``split`` (the same config's), with the rule and
-    its values in ``cross_rule``."""
+def choose(coins: SecurePlan, split: Callable[[], SecurePlan]) -> SecurePlan:
+    """The plan "auto" runs: ``coins``, or the same config's ``split()`` (made only when
+    chosen), with the rule and its values in ``cross_rule``."""
     try:
         share = coin_share(coins)
     except PrivacyBudgetError as e:  # e.g. sigma below the coins' least scale
-        return replace(split, cross_rule=f"cross noise auto: split; coins cannot run here: {e}")
+        return replace(split(), cross_rule=f"cross noise auto: split; coins cannot run here: {e}")
     worst = max(share, key=share.__getitem__)
-    picked = coins if coins.first_coins and share[worst] <= COIN_SHARE else split
+    picked = coins if coins.first_coins and share[worst] <= COIN_SHARE else split()
     rule = (
         f"cross noise auto: {picked.cross_noise.name}; coins when every party's coin bytes "
         f"(first release, and the re-measurement's bound) are at most {COIN_SHARE:.0%} of its "
