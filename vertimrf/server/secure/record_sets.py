@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -29,96 +28,11 @@ UNION_Z = 3.0
 SlotMapKey = tuple[bytes, bytes, int]
 
 
-class RecordSets(Protocol):
-    """The server's side of the record-set variation (module doc)."""
-
-    #: The share of the budget the region counts take (0 for equal sets).
-    rho: float
-    #: Whether a synthetic row may leave a party's columns empty (the record is not its).
-    absent: bool
-
-    @property
-    def released(self) -> dict[int, int] | None:
-        """The published region counts, by region bit mask, once dealt (else None)."""
-        ...
-
-    @property
-    def ready(self) -> bool:
-        """Whether select and round 2 have what they need of the deal."""
-        ...
-
-    @property
-    def models_union(self) -> bool:
-        """Whether the model covers the union of the records."""
-        ...
-
-    def check_admit(self) -> None:
-        """ConfigError unless the run has an admit step."""
-        ...
-
-    def deal_label(self) -> tuple[str, ...]:
-        """What every deal key is bound to besides the commitments."""
-        ...
-
-    def assign(
-        self,
-        tokens: Mapping[str, TokenSource | np.ndarray] | None,
-        secret: bytes,
-        context: bytes,
-        expected_shared: float | None,
-    ) -> None:
-        """Assign the parties' token lists their slots (MessageError for tokens the record
-        sets do not take, or none where they need them)."""
-        ...
-
-    def write_slot_maps(
-        self, derived: Callable[..., bytes], context: bytes
-    ) -> dict[str, SlotMapKey]:
-        """Each party's slot map written to a file; what each party's deal carries of it."""
-        ...
-
-    def slot_maps(self) -> dict[str, Path]:
-        """Each party's slot map file, after the deal."""
-        ...
-
-    def assignment(self) -> bytes:
-        """The digest of the slot assignment the deal carries (empty without one)."""
-        ...
-
-    def kept(self) -> dict[str, object] | None:
-        """What a server in a new process needs of the deal, JSON-ready (None: nothing)."""
-        ...
-
-    def restore(self, kept: object) -> None:
-        """Read back what :meth:`kept` gave."""
-        ...
-
-    def regions(self) -> tuple[dict[int, int], float]:
-        """The published region counts and their noise scale (MessageError without)."""
-        ...
-
-    def rows(self, n_hat: float, population: str) -> float:
-        """The synthetic table's row count: the population's from the region counts."""
-        ...
-
-    def pair_populations(self) -> dict[Marginal, float] | None:
-        """Each pair of attributes' population under a model over the union (else None)."""
-        ...
-
-    def region_names(self) -> dict[str, int]:
-        """The published region counts by the names of their parties ("A+B")."""
-        ...
-
-    def region_sigma(self) -> float | None:
-        """The region counts' noise scale (None without them)."""
-        ...
-
-
 class EqualSets:
     """Every party holds the same records."""
 
-    rho = 0.0
-    absent = False
+    rho = 0.0  # the share of the budget the region counts take
+    absent = False  # whether a synthetic row may leave a party's columns empty
     released = None
     ready = True
     models_union = False
@@ -356,13 +270,14 @@ class PartialSets:
         return self._noise.sigma
 
 
-def record_sets(plan: SecurePlan) -> EqualSets | PartialSets:
+# The server's side of the record-set variation (module doc): either strategy, one interface.
+RecordSets = EqualSets | PartialSets
+
+
+def record_sets(plan: SecurePlan) -> RecordSets:
     """The plan's record sets."""
 
-    def equal() -> EqualSets | PartialSets:
-        return EqualSets()
-
-    def partial(noise: RegionNoise) -> EqualSets | PartialSets:
+    def partial(noise: RegionNoise) -> RecordSets:
         return PartialSets(plan, noise)
 
-    return plan.sets.choose(equal, partial)
+    return plan.sets.choose(EqualSets, partial)
