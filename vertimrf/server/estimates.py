@@ -17,7 +17,7 @@ from vertimrf.protocol.bins import BinMap
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.server.consistency import enforce_consistency
-from vertimrf.server.methods import server_method
+from vertimrf.server.methods import SourceInputs, server_method
 from vertimrf.server.recovery import hisrec, unisam
 
 
@@ -56,7 +56,7 @@ class CrossEstimates:
             tuple(n for d in domains for n in d.names), tuple(u for d in domains for u in d.sizes)
         )
         self._source = server_method(config).source(
-            config, messages, self.n_hat, self.bin_domain, secure_tables
+            SourceInputs(config, messages, self.n_hat, self.bin_domain, secure_tables)
         )
         self._binned: dict[tuple[int, ...], np.ndarray] = {}
         self._targets: dict[tuple[int, ...], np.ndarray] = {}

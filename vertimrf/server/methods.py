@@ -5,6 +5,7 @@ report adds. :func:`server_method` gives the strategy of a config's method."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -26,6 +27,33 @@ if TYPE_CHECKING:
 CrossSourceFn = Callable[[tuple[int, ...], tuple[str, ...]], np.ndarray]
 
 
+@dataclass(frozen=True)
+class ReleaseCheck:
+    """One party's checked message, whose cross release :meth:`ServerMethod.verify` checks:
+    with the config, the protocol's budget, the number of GRR rows every party sends, and the
+    verifier's ``refuse`` (makes the error) and ``close`` (compares a declared number)."""
+
+    config: ProtocolConfig
+    message: PartyMessage
+    budget: ProtocolBudget
+    rows: int
+    refuse: Callable[[str, str, str], Exception]
+    close: Callable[[object, object], bool]
+
+
+@dataclass(frozen=True)
+class SourceInputs:
+    """What a method's binned cross-party counts (:meth:`ServerMethod.source`) read: the
+    config, the checked messages, the noisy count, the binned domain, and the secure
+    product's tables (the secure paper pipeline; else None)."""
+
+    config: ProtocolConfig
+    messages: Sequence[PartyMessage]
+    n_hat: float
+    bin_domain: Domain
+    secure_tables: Mapping[tuple[int, ...], np.ndarray] | None
+
+
 class ServerMethod:
     """A method's server side (the base: the secure paper pipeline, whose local messages
     hold no cross release and whose estimates are the secure product's tables)."""
@@ -36,30 +64,15 @@ class ServerMethod:
     def check_received(self, ordered: Sequence[PartyMessage]) -> None:
         """Checks across the messages (beyond each message's own)."""
 
-    def verify(
-        self,
-        config: ProtocolConfig,
-        message: PartyMessage,
-        budget: ProtocolBudget,
-        rows: int,
-        refuse: Callable[[str, str, str], Exception],
-        close: Callable[[object, object], bool],
-    ) -> None:
+    def verify(self, x: ReleaseCheck) -> None:
         """Check the message's cross release against the config-derived mechanism
-        (``refuse`` makes the error, ``close`` compares a declared number)."""
+        (``x.refuse`` makes the error, ``x.close`` compares a declared number)."""
 
-    def source(
-        self,
-        config: ProtocolConfig,
-        messages: Sequence[PartyMessage],
-        n_hat: float,
-        bin_domain: Domain,
-        secure_tables: Mapping[tuple[int, ...], np.ndarray] | None,
-    ) -> CrossSourceFn:
+    def source(self, x: SourceInputs) -> CrossSourceFn:
         """Binned cross-party counts: here the secure product's tables."""
-        if secure_tables is None:
+        if x.secure_tables is None:
             raise MessageError("method='secure' estimates need the secure product's tables.")
-        tables = dict(secure_tables)
+        tables = dict(x.secure_tables)
 
         def table(key: tuple[int, ...], names: tuple[str, ...]) -> np.ndarray:
             if key in tables:
@@ -92,39 +105,26 @@ class FOServer(ServerMethod):
 
     name = "fo"
 
-    def verify(
-        self,
-        config: ProtocolConfig,
-        message: PartyMessage,
-        budget: ProtocolBudget,
-        rows: int,
-        refuse: Callable[[str, str, str], Exception],
-        close: Callable[[object, object], bool],
-    ) -> None:
-        if not close(message.grr_epsilon, budget.grr_epsilon):
-            raise refuse(
+    def verify(self, x: ReleaseCheck) -> None:
+        message, epsilon, rows = x.message, x.budget.grr_epsilon, x.rows
+        if not x.close(message.grr_epsilon, epsilon):
+            raise x.refuse(
                 message.party,
                 "grr",
-                f"GRR epsilon {message.grr_epsilon!r}, the config gives {budget.grr_epsilon!r}",
+                f"GRR epsilon {message.grr_epsilon!r}, the config gives {epsilon!r}",
             )
         grr = message.grr
         assert grr is not None  # PartyMessage.check
-        sizes = np.asarray(message.bin_domain(config).sizes)
+        sizes = np.asarray(message.bin_domain(x.config).sizes)
         if not np.issubdtype(grr.dtype, np.integer) or grr.shape != (rows, len(sizes)):
-            raise refuse(
+            raise x.refuse(
                 message.party,
                 "grr",
                 f"needs {rows} integer rows of {len(sizes)} codes; got {grr.dtype} {grr.shape}",
             )
 
-    def source(
-        self,
-        config: ProtocolConfig,
-        messages: Sequence[PartyMessage],
-        n_hat: float,
-        bin_domain: Domain,
-        secure_tables: Mapping[tuple[int, ...], np.ndarray] | None,
-    ) -> CrossSourceFn:
+    def source(self, x: SourceInputs) -> CrossSourceFn:
+        messages, bin_domain = x.messages, x.bin_domain
         counts = {m.grr.shape[0] for m in messages if m.grr is not None}
         if len(counts) != 1:
             raise MessageError(
@@ -153,18 +153,11 @@ class FMServer(ServerMethod):
                 "the same shared secret and t. Re-run every party with the same secret."
             )
 
-    def verify(
-        self,
-        config: ProtocolConfig,
-        message: PartyMessage,
-        budget: ProtocolBudget,
-        rows: int,
-        refuse: Callable[[str, str, str], Exception],
-        close: Callable[[object, object], bool],
-    ) -> None:
+    def verify(self, x: ReleaseCheck) -> None:
         from vertimrf.protocol.methods import FM_MECHANISM, expected_releases
 
-        releases = expected_releases(config, message.party)
+        message = x.message
+        releases = expected_releases(x.config, message.party)
         (want,) = [r for r in releases if r.mechanism == FM_MECHANISM]
         assert message.sketch is not None  # PartyMessage.check
         noise = message.sketch.noise
@@ -175,27 +168,20 @@ class FMServer(ServerMethod):
             "alpha_min": noise.alpha_min,
         }
         for key, value in got.items():
-            if not close(value, want.params[key]):
-                raise refuse(
+            if not x.close(value, want.params[key]):
+                raise x.refuse(
                     message.party,
                     FM_MECHANISM,
                     f"sketch {key} is {value!r}, the config gives {want.params[key]!r}",
                 )
         values = message.sketch.values  # uint8, by SketchSet's own check
         if values.size and int(values.min()) < noise.alpha_min:
-            raise refuse(message.party, FM_MECHANISM, "sketch values must be >= alpha_min")
+            raise x.refuse(message.party, FM_MECHANISM, "sketch values must be >= alpha_min")
 
-    def source(
-        self,
-        config: ProtocolConfig,
-        messages: Sequence[PartyMessage],
-        n_hat: float,
-        bin_domain: Domain,
-        secure_tables: Mapping[tuple[int, ...], np.ndarray] | None,
-    ) -> CrossSourceFn:
-        options = fm_options(config, "CarEst reads the sketches")
-        sketches = [m.sketch for m in messages if m.sketch is not None]
-        carest = CarEst(sketches, n_hat, method=options.carest)
+    def source(self, x: SourceInputs) -> CrossSourceFn:
+        options = fm_options(x.config, "CarEst reads the sketches")
+        sketches = [m.sketch for m in x.messages if m.sketch is not None]
+        carest = CarEst(sketches, x.n_hat, method=options.carest)
 
         def table(key: tuple[int, ...], names: tuple[str, ...]) -> np.ndarray:
             return carest.marginal(names)

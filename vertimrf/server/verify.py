@@ -16,7 +16,7 @@ from vertimrf.protocol.budget import ProtocolBudget
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.message import PartyMessage
 from vertimrf.protocol.methods import BINNING_MECHANISM, COUNT_MECHANISM, expected_releases
-from vertimrf.server.methods import server_method
+from vertimrf.server.methods import ReleaseCheck, server_method
 from vertimrf.synth.privmrf import budget_split as privmrf_budget
 
 _REL = 1e-12
@@ -151,7 +151,7 @@ def verify_arrays(config: ProtocolConfig, message: PartyMessage, rows: int) -> N
                 f"the bin map of {name!r} is not the one its released counts give",
             )
     budget = ProtocolBudget.from_config(config)
-    server_method(config).verify(config, message, budget, rows, _refuse, _close)
+    server_method(config).verify(ReleaseCheck(config, message, budget, rows, _refuse, _close))
 
 
 def release_rows(messages: Sequence[PartyMessage], count_party: str) -> int:
