@@ -162,6 +162,18 @@ def code_histogram(codes: np.ndarray, attrs: tuple[int, ...], sizes: tuple[int, 
     return np.bincount(flat, minlength=math.prod(shape)).astype(np.int64).reshape(shape)
 
 
+def chunk_histograms(
+    chunks: Iterable[np.ndarray], attrs: list[tuple[int, ...]], sizes: tuple[int, ...]
+) -> list[np.ndarray]:
+    """Exact counts on each attribute set of ``attrs`` (see :func:`code_histogram`), summed
+    over ``chunks`` of the records' codes (not read at all without ``attrs``)."""
+    totals = [np.zeros(tuple(sizes[a] for a in attr), np.int64) for attr in attrs]
+    for chunk in chunks if attrs else ():
+        for total, attr in zip(totals, attrs, strict=True):
+            total += code_histogram(chunk, attr, sizes)
+    return totals
+
+
 class Aligned(Protocol):
     """A party's records in the common row order, wherever they are held."""
 

@@ -23,7 +23,7 @@ from vertimrf.party.records.aligned import (
     HeldTable,
     bucket_counts,
     check_count,
-    code_histogram,
+    chunk_histograms,
     combine_digests,
     duplicate_error,
     order_keys,
@@ -335,10 +335,5 @@ class FileAligned:
 
     def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
         """Exact counts on each attribute set of ``attrs``, summed chunk by chunk."""
-        totals = [np.zeros(tuple(sizes[a] for a in attr), np.int64) for attr in attrs]
-        if attrs:
-            chunks = row_chunks(self._path, self._dtype, self._width, 0, self.n, self._chunk_rows)
-            for chunk in chunks:
-                for total, attr in zip(totals, attrs, strict=True):
-                    total += code_histogram(chunk, attr, sizes)
-        return totals
+        chunks = row_chunks(self._path, self._dtype, self._width, 0, self.n, self._chunk_rows)
+        return chunk_histograms(chunks, attrs, sizes)

@@ -8,7 +8,7 @@ import json
 import math
 import mmap
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.encoding import TableEncoder
 from vertimrf.errors import ConfigError
 from vertimrf.io import atomic_open, atomic_write_text
-from vertimrf.party.records.aligned import Aligned, code_histogram, record_set_key, slot_columns
+from vertimrf.party.records.aligned import Aligned, chunk_histograms, record_set_key, slot_columns
 
 KEPT_FORMAT = "vertimrf-kept-aligned/1"
 _RECORD = "aligned.json"
@@ -113,13 +113,13 @@ class KeptAligned:
     def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
         """Exact counts on each attribute set of ``attrs``, summed ``_ROWS`` records at a
         time."""
-        totals = [np.zeros(tuple(sizes[a] for a in attr), np.int64) for attr in attrs]
-        for i0 in range(0, self.n if attrs else 0, _ROWS):
-            chunk = np.asarray(self._codes[i0 : i0 + _ROWS])
-            for total, attr in zip(totals, attrs, strict=True):
-                total += code_histogram(chunk, attr, sizes)
+        return chunk_histograms(self._chunks(), attrs, sizes)
+
+    def _chunks(self) -> Iterator[np.ndarray]:
+        """The records' codes, ``_ROWS`` at a time (the mapping dropped after each)."""
+        for i0 in range(0, self.n, _ROWS):
+            yield np.asarray(self._codes[i0 : i0 + _ROWS])
             self._drop()
-        return totals
 
 
 def load_kept(folder: Path, bound: str, spec: DomainSpec) -> KeptAligned | None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from vertimrf.errors import MessageError
 from vertimrf.io import ScratchFolder
-from vertimrf.party.records.aligned import check_count, code_histogram, slot_columns
+from vertimrf.party.records.aligned import check_count, chunk_histograms, slot_columns
 from vertimrf.party.records.part_files import part_count, read_rows, row_chunks, scatter
 from vertimrf.party.records.slot_table import check_distinct, check_slots, layout_digest
 from vertimrf.party.records.tokens import (
@@ -310,12 +310,7 @@ class FileSlotAligned:
 
     def histograms(self, attrs: list[tuple[int, ...]], sizes: tuple[int, ...]) -> list[np.ndarray]:
         """Exact counts on each attribute set of ``attrs``, summed chunk by chunk."""
-        totals = [np.zeros(tuple(sizes[a] for a in attr), np.int64) for attr in attrs]
-        if attrs:
-            chunks = row_chunks(
-                self._where / "c", self._dtype, self._width, 0, self.n, self._chunk_rows
-            )
-            for chunk in chunks:
-                for total, attr in zip(totals, attrs, strict=True):
-                    total += code_histogram(chunk, attr, sizes)
-        return totals
+        chunks = row_chunks(
+            self._where / "c", self._dtype, self._width, 0, self.n, self._chunk_rows
+        )
+        return chunk_histograms(chunks, attrs, sizes)
