@@ -260,11 +260,8 @@ class LocalParty:
 
     def _bins(self) -> dict[str, BinMap]:
         to_bin = set(self.config.binned_columns())
-        binned = [c for c in self.columns if c in to_bin]
-        if not binned:
-            return {}
         out = {}
-        for c in binned:
+        for c in [c for c in self.columns if c in to_bin]:
             j = self.columns.index(c)
             noisy = discrete_laplace_histogram(
                 np.bincount(self._table.codes[:, j], minlength=self.spec[c].size),
