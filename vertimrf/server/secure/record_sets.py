@@ -33,9 +33,9 @@ class EqualSets:
 
     rho = 0.0  # the share of the budget the region counts take
     absent = False  # whether a synthetic row may leave a party's columns empty
-    released = None
-    ready = True
-    models_union = False
+    released = None  # no region counts are published
+    ready = True  # select and round 2 need nothing of the deal
+    models_union = False  # the model is over the records every party holds
 
     def check_admit(self) -> None:
         """ConfigError: equal record sets have no admit step."""
