@@ -29,6 +29,8 @@ from vertimrf.protocol.options import (
     SecureOptions,
     close_names,
     from_flat,
+    is_int,
+    is_number,
     options_from_dict,
     strict_fields,
     unknown_fields,
@@ -161,10 +163,7 @@ class ProtocolConfig:
         _hash: ClassVar[str]
 
     def __post_init__(self) -> None:
-        numbers = all(
-            isinstance(x, int | float) and not isinstance(x, bool)
-            for x in (self.epsilon, self.delta)
-        )
+        numbers = all(map(is_number, (self.epsilon, self.delta)))
         if not numbers or not (0 < self.epsilon < math.inf) or not (0 < self.delta < 1):
             raise ConfigError(
                 f"need a finite epsilon > 0 and 0 < delta < 1; got {self.epsilon!r}, "
@@ -249,11 +248,7 @@ class ProtocolConfig:
         workload = getattr(self.options, "workload", None)
         if workload is not None:
             Workload.of(self.spec.domain, workload)  # every column is the spec's
-        if not (
-            self.max_rows is None
-            or (isinstance(self.max_rows, int) and not isinstance(self.max_rows, bool))
-            and self.max_rows >= 1
-        ):
+        if not (self.max_rows is None or is_int(self.max_rows, 1)):
             raise ConfigError(f"max_rows must be None or an integer >= 1; got {self.max_rows!r}.")
         self.options.check_rows(self.max_rows)
         nonce = self.run_nonce
@@ -267,10 +262,7 @@ class ProtocolConfig:
                 "it empty to draw a fresh one."
             )
         gb = self.max_memory_gb
-        if not (
-            gb is None
-            or (isinstance(gb, int | float) and not isinstance(gb, bool) and 0 < gb < math.inf)
-        ):
+        if not (gb is None or (is_number(gb) and 0 < gb < math.inf)):
             raise ConfigError(f"max_memory_gb must be None or a positive number; got {gb!r}.")
 
     def _check_cross_noise(self, secure: bool) -> None:
@@ -280,7 +272,7 @@ class ProtocolConfig:
                 f"cross_noise must be 'auto', 'split' or 'coins'; got {self.cross_noise!r}."
             )
         weight = self.coin_weight
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 1:
+        if not (is_number(weight) and 0 < weight <= 1):
             raise ConfigError(f"coin_weight must be a number in (0, 1]; got {weight!r}.")
         if (self.cross_noise != "auto" or weight != 1.0) and not secure:
             raise ConfigError(
@@ -298,8 +290,7 @@ class ProtocolConfig:
                 f"{self.id_type!r}."
             )
         shared = self.expected_shared
-        fraction = isinstance(shared, int | float) and not isinstance(shared, bool)
-        if shared is not None and not (fraction and 0 < shared <= 1):
+        if shared is not None and not (is_number(shared) and 0 < shared <= 1):
             raise ConfigError(f"expected_shared must be a fraction in (0, 1]; got {shared!r}.")
         self.sets.check(self.population, self.region_share, shared)
 
@@ -316,7 +307,7 @@ class ProtocolConfig:
                 f"population must be one of {list(POPULATIONS)}; got {self.population!r}."
             )
         share = self.region_share
-        if not (isinstance(share, int | float) and not isinstance(share, bool) and 0 < share < 1):
+        if not (is_number(share) and 0 < share < 1):
             raise ConfigError(f"region_share must lie in (0, 1); got {share!r}.")
 
     @property

@@ -160,7 +160,13 @@ def _require(ok: bool, message: str) -> None:
         raise ConfigError(message)
 
 
-def _is_int(value: object, at_least: int) -> bool:
+def is_number(value: object) -> bool:
+    """Whether ``value`` is an int or a float (not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_int(value: object, at_least: int) -> bool:
+    """Whether ``value`` is an int (not a bool) of at least ``at_least``."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= at_least
 
 
@@ -168,7 +174,7 @@ def _positive(owner: object, *names: str) -> None:
     for name in names:
         value = getattr(owner, name)
         _require(
-            isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf,
+            is_number(value) and 0 < value < math.inf,
             f"{name} must be a positive finite number; got {value!r}.",
         )
 
@@ -190,10 +196,7 @@ def _frozen_shares(owner: object, name: str, need: set[str], positive: set[str])
     )
     values = {str(k): shares[k] for k in shares}
     for k, v in values.items():
-        _require(
-            isinstance(v, int | float) and not isinstance(v, bool),
-            f"{name}[{k!r}] must be a number; got {v!r}.",
-        )
+        _require(is_number(v), f"{name}[{k!r}] must be a number; got {v!r}.")
     _require(
         all(v >= 0 for v in values.values()) and math.fsum(values.values()) <= 1 + 1e-12,
         f"{name} must be >= 0 and sum to at most 1; got {values}.",
@@ -311,7 +314,7 @@ class PaperOptions(_Options):
             not self.local_mrf or self.shares["locmrf"] > 0,
             "local_mrf needs a positive locmrf share.",
         )
-        _require(_is_int(self.bins, 2), f"bins must be an integer >= 2; got {self.bins!r}.")
+        _require(is_int(self.bins, 2), f"bins must be an integer >= 2; got {self.bins!r}.")
         if self.binned is not None:
             _require(
                 isinstance(self.binned, list | tuple)
@@ -333,7 +336,7 @@ class PaperOptions(_Options):
             f"cross_edge_fraction must be in [0, 1]; got {self.cross_edge_fraction!r}.",
         )
         _require(
-            self.cross_marginals is None or _is_int(self.cross_marginals, 0),
+            self.cross_marginals is None or is_int(self.cross_marginals, 0),
             f"cross_marginals must be None or an integer >= 0; got {self.cross_marginals!r}.",
         )
         _choice(self.recovery, RECOVERY, "recovery")
@@ -343,7 +346,7 @@ class PaperOptions(_Options):
                 f"{name} must be True or False; got {getattr(self, name)!r}.",
             )
         _require(
-            _is_int(self.server_iters, 1),
+            is_int(self.server_iters, 1),
             f"server_iters must be an integer >= 1; got {self.server_iters!r}.",
         )
 
@@ -419,7 +422,7 @@ class FMOptions(PaperOptions):
             "t='auto' is resolved when the config is made, from a public max_rows "
             "(from_preset(..., t='auto', max_rows=N)).",
         )
-        _require(_is_int(self.t, 1), f"t must be a positive integer; got {self.t!r}.")
+        _require(is_int(self.t, 1), f"t must be a positive integer; got {self.t!r}.")
         _require(
             isinstance(self.gamma, int | float) and 0 < self.gamma <= 1,
             f"gamma must be in (0, 1]; got {self.gamma!r}.",
@@ -559,24 +562,21 @@ class SecureOptions(_PaddedRows, _Options):
             need = {"count", "select", "measure"}
             _frozen_shares(self, "shares", need, need)
         _require(
-            isinstance(self.refine_fraction, int | float)
-            and not isinstance(self.refine_fraction, bool)
-            and 0 <= self.refine_fraction < math.inf,
+            is_number(self.refine_fraction) and 0 <= self.refine_fraction < math.inf,
             f"refine_fraction must be a finite number >= 0; got {self.refine_fraction!r}.",
         )
         _require(
-            self.feature_width == "auto" or _is_int(self.feature_width, 1),
+            self.feature_width == "auto" or is_int(self.feature_width, 1),
             f"feature_width must be 'auto' or an integer >= 1; got {self.feature_width!r}.",
         )
-        _require(_is_int(self.iters, 1), f"iters must be an integer >= 1; got {self.iters!r}.")
+        _require(is_int(self.iters, 1), f"iters must be an integer >= 1; got {self.iters!r}.")
         _positive(self, "max_clique_cells", "max_total_cells")
         _choice(self.binning, SECURE_BINNING, "binning")
         check_buckets(self.buckets)
         _choice(self.values, PLACEMENTS, "values")
-        share = self.numeric_share
         _require(
-            isinstance(share, int | float) and not isinstance(share, bool) and 0 < share < 1,
-            f"numeric_share must lie in (0, 1); got {share!r}.",
+            is_number(self.numeric_share) and 0 < self.numeric_share < 1,
+            f"numeric_share must lie in (0, 1); got {self.numeric_share!r}.",
         )
 
     def paper(self) -> PaperOptions:
