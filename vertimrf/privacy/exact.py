@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from vertimrf.privacy.noise import DIGIT_BITS, INT64_LIMIT, NoiseSampler
+from vertimrf.privacy.noise import DIGIT_BITS, INT64_LIMIT, NoiseSampler, int_array
 
 _TABLE_MAX = 64  # exp(-v) < 2**-64 for v >= 45, so every larger v shares the digit 0
 
@@ -248,12 +248,7 @@ class ExactSampler(NoiseSampler):
         top = max(values)
         eps = Fraction(epsilon)
         den = 2 * sensitivity * eps.denominator
-        nums = [eps.numerator * (top - v) for v in values]
-        if max(nums) < INT64_LIMIT:
-            num = np.array(nums, dtype=np.int64)
-        else:
-            num = np.empty(k, dtype=object)
-            num[:] = nums
+        num = int_array([eps.numerator * (top - v) for v in values])
         # The batch size only sets how much randomness is read, never which index is drawn.
         gaps = np.array([float(min(top - v, 1 << 60)) for v in values])
         rate = float(np.mean(np.exp(-float(eps) / (2 * sensitivity) * gaps)))  # >= 1/K

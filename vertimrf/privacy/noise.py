@@ -24,11 +24,16 @@ Size = int | tuple[int, ...]
 # ----------------------------------------------------------------------------- validation
 
 
+def _is_integer(value: Any) -> bool:
+    """Whether ``value`` is a Python or numpy integer (not a bool)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _shape(size: Any) -> tuple[int, ...]:
     """Validate ``size`` and return it as a shape tuple."""
     dims = (size,) if not isinstance(size, (tuple, list)) else tuple(size)
     for d in dims:
-        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0:
+        if not _is_integer(d) or d < 0:
             raise ConfigError(
                 f"size must be a non-negative int or a tuple of non-negative ints; got {size!r}."
             )
@@ -66,23 +71,26 @@ def _integer_scores(scores: Any) -> np.ndarray:
     if arr.dtype == object or arr.dtype.kind in "uf":
         values = arr.tolist()
         if not all(
-            (isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)))
-            or (isinstance(x, float) and math.isfinite(x) and x.is_integer())
+            _is_integer(x) or (isinstance(x, float) and math.isfinite(x) and x.is_integer())
             for x in values
         ):
             raise ConfigError(
                 "scores must be integers (int64, or Python ints in an object array); release "
                 "a real score q as the exactly computed integer round(s q)."
             )
-        ints = [int(x) for x in values]
-        if all(-INT64_LIMIT <= x < INT64_LIMIT for x in ints):
-            return np.array(ints, dtype=np.int64)
-        out = np.empty(len(ints), dtype=object)
-        out[:] = ints
-        return out
+        return int_array([int(x) for x in values])
     if arr.dtype.kind != "i":
         raise ConfigError(f"scores must be integers; got an array of dtype {arr.dtype}.")
     return arr.astype(np.int64)
+
+
+def int_array(ints: list[int]) -> np.ndarray:
+    """``ints`` as int64, or as Python ints (object) when one lies beyond int64."""
+    if all(-INT64_LIMIT <= x < INT64_LIMIT for x in ints):
+        return np.array(ints, dtype=np.int64)
+    out = np.empty(len(ints), dtype=object)
+    out[:] = ints
+    return out
 
 
 def exponential_inputs(
@@ -90,11 +98,7 @@ def exponential_inputs(
 ) -> tuple[np.ndarray, int, float]:
     """Validate the inputs of :meth:`NoiseSampler.exponential_mechanism`: returns the scores
     (int64, or object ints beyond int64), the sensitivity as an int and epsilon as a float."""
-    if (
-        isinstance(sensitivity, (bool, np.bool_))
-        or not isinstance(sensitivity, (int, np.integer))
-        or sensitivity < 1
-    ):
+    if not _is_integer(sensitivity) or sensitivity < 1:
         raise PrivacyBudgetError(
             f"sensitivity must be a positive integer; got {sensitivity!r} (for a real score "
             "of sensitivity Delta released as round(s q), use ceil(s Delta))."
@@ -169,11 +173,7 @@ class NoiseSampler(ABC):
 
     def integers(self, high: int, size: Size) -> np.ndarray:
         """int64 uniform on {0, ..., high-1}, exactly (rejection sampling on random bits)."""
-        if (
-            isinstance(high, (bool, np.bool_))
-            or not isinstance(high, (int, np.integer))
-            or not 1 <= high <= MAX_HIGH
-        ):
+        if not _is_integer(high) or not 1 <= high <= MAX_HIGH:
             raise ConfigError(f"high must be an integer in [1, 2**63]; got {high!r}.")
         high = int(high)
         shape = _shape(size)
