@@ -4,7 +4,7 @@ design notes in docs/design/protocol.md."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -99,12 +99,7 @@ class SecurePlan:
         """The ledger entries of the fine histograms (:mod:`vertimrf.privacy.numeric`), of
         every party's numeric columns or of ``party``'s; measured with the
         re-measurement."""
-        out = []
-        for name, a, cells, rho in self.fine:
-            owner = self.names[self.owner[a]]
-            if party in (None, owner):
-                out.append(fine_release(name, cells, rho, owner))
-        return out
+        return [fine_release(*entry) for entry in self._owned(self.fine, party)]
 
     def quantile_columns(self, p: int) -> dict[str, float]:
         """Party ``p``'s columns cut at quantiles, with the rho of each one's cuts."""
@@ -114,12 +109,17 @@ class SecurePlan:
         """The ledger entries of the DP quantile cuts of every party's columns cut at
         quantiles, or of ``party``'s; measured before the party encodes its table, sent
         with the first release."""
-        out = []
-        for name, a, bins, rho in self.quantile:
+        return [r for entry in self._owned(self.quantile, party) for r in quantile_releases(*entry)]
+
+    def _owned(
+        self, entries: tuple[tuple[str, int, int, float], ...], party: str | None
+    ) -> Iterator[tuple[str, int, float, str]]:
+        """(column, cells or bins, rho, owner) of the numeric ``entries`` of every party, or
+        of ``party``."""
+        for name, a, size, rho in entries:
             owner = self.names[self.owner[a]]
             if party in (None, owner):
-                out += quantile_releases(name, bins, rho, owner)
-        return out
+                yield name, size, rho, owner
 
     @property
     def regions(self) -> RegionNoise | None:
