@@ -214,15 +214,6 @@ def _rho(releases: tuple[Release, ...]) -> str:
 # ---------------------------------------------------------------------------- releases
 
 
-def _releases(
-    config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
-) -> tuple[list[Release], list[Release]]:
-    """The fixed releases and the bounds of the run-time ones at ``epsilon``, in the order
-    the server's ledger charges them. Raises PrivacyBudgetError (from KLS's bound) when a
-    cross release's noise component is below 1/2."""
-    return rules(config).plan_releases(config, epsilon, plan)
-
-
 def _noise_scales(
     config: ProtocolConfig, epsilon: float, plan: SecurePlan | None
 ) -> dict[str, float]:
@@ -259,8 +250,8 @@ def _problem(
             what = f"{name} noise scale {scale:.3g} would exceed 2**40, the samplers' limit"
             return what, "small"
     try:
-        fixed, bounds = _releases(config, epsilon, plan)
-    except PrivacyBudgetError:
+        fixed, bounds = rules(config).plan_releases(config, epsilon, plan)
+    except PrivacyBudgetError:  # KLS's bound: a cross release's noise component below 1/2
         if plan is None:  # only a cross release's bound raises
             raise
         s = plan.nominal_sigma(SELECT, len(plan.first_release())) / math.sqrt(2.0)
@@ -339,7 +330,7 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
     Raises PrivacyBudgetError when a cross release's noise is below KLS's range (a config
     that passed :func:`check_plan` never does)."""
     plan = _secure_plan(config)
-    fixed, bounds = _releases(config, config.epsilon, plan)
+    fixed, bounds = rules(config).plan_releases(config, config.epsilon, plan)
     limit = config.max_memory_gb or DEFAULT_MAX_MEMORY_GB
     common = RunPlan(
         method=config.method,
