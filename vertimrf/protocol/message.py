@@ -170,12 +170,7 @@ class PartyMessage:
             meta["sketch"] = {
                 "names": list(s.domain.names),
                 "sizes": list(s.domain.sizes),
-                "noise": {
-                    "eps_prime": s.noise.eps_prime,
-                    "gamma": s.noise.gamma,
-                    "k_p": s.noise.k_p,
-                    "alpha_min": s.noise.alpha_min,
-                },
+                "noise": asdict(s.noise),
                 "key_fingerprint": s.key_fingerprint,
             }
             arrays["sketch"] = s.values
