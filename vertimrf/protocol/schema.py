@@ -10,6 +10,7 @@ from typing import Any, overload
 from vertimrf.errors import MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
+from vertimrf.protocol.options import is_number
 
 # Without a public max_rows, a party may release at most this many GRR rows per message.
 DEFAULT_MAX_ROWS = 10_000_000
@@ -113,7 +114,7 @@ class Fields:
         value = self._get(key)
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not is_number(value):
             raise self._bad(key, "a number")
         value = float(value)
         if not math.isfinite(value):
@@ -136,9 +137,7 @@ class Fields:
 
     def numbers(self, key: str) -> tuple[float, ...]:
         value = self._get(key)
-        if not isinstance(value, list) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in value
-        ):
+        if not isinstance(value, list) or not all(map(is_number, value)):
             raise self._bad(key, "a list of numbers")
         return tuple(float(v) for v in value)
 
