@@ -64,15 +64,15 @@ class ServerMethod:
     def check_received(self, ordered: Sequence[PartyMessage]) -> None:
         """Checks across the messages (beyond each message's own)."""
 
-    def verify(self, x: ReleaseCheck) -> None:
+    def verify(self, check: ReleaseCheck) -> None:
         """Check the message's cross release against the config-derived mechanism
-        (``x.refuse`` makes the error, ``x.close`` compares a declared number)."""
+        (``check.refuse`` makes the error, ``check.close`` compares a declared number)."""
 
-    def source(self, x: SourceInputs) -> CrossSourceFn:
+    def source(self, inputs: SourceInputs) -> CrossSourceFn:
         """Binned cross-party counts: here the secure product's tables."""
-        if x.secure_tables is None:
+        if inputs.secure_tables is None:
             raise MessageError("method='secure' estimates need the secure product's tables.")
-        tables = dict(x.secure_tables)
+        tables = dict(inputs.secure_tables)
 
         def table(key: tuple[int, ...], names: tuple[str, ...]) -> np.ndarray:
             if key in tables:
@@ -105,26 +105,26 @@ class FOServer(ServerMethod):
 
     name = "fo"
 
-    def verify(self, x: ReleaseCheck) -> None:
-        message, epsilon, rows = x.message, x.budget.grr_epsilon, x.rows
-        if not x.close(message.grr_epsilon, epsilon):
-            raise x.refuse(
+    def verify(self, check: ReleaseCheck) -> None:
+        message, epsilon, rows = check.message, check.budget.grr_epsilon, check.rows
+        if not check.close(message.grr_epsilon, epsilon):
+            raise check.refuse(
                 message.party,
                 "grr",
                 f"GRR epsilon {message.grr_epsilon!r}, the config gives {epsilon!r}",
             )
         grr = message.grr
         assert grr is not None  # PartyMessage.check
-        sizes = np.asarray(message.bin_domain(x.config).sizes)
+        sizes = np.asarray(message.bin_domain(check.config).sizes)
         if not np.issubdtype(grr.dtype, np.integer) or grr.shape != (rows, len(sizes)):
-            raise x.refuse(
+            raise check.refuse(
                 message.party,
                 "grr",
                 f"needs {rows} integer rows of {len(sizes)} codes; got {grr.dtype} {grr.shape}",
             )
 
-    def source(self, x: SourceInputs) -> CrossSourceFn:
-        messages, bin_domain = x.messages, x.bin_domain
+    def source(self, inputs: SourceInputs) -> CrossSourceFn:
+        messages, bin_domain = inputs.messages, inputs.bin_domain
         counts = {m.grr.shape[0] for m in messages if m.grr is not None}
         if len(counts) != 1:
             raise MessageError(
@@ -153,11 +153,11 @@ class FMServer(ServerMethod):
                 "the same shared secret and t. Re-run every party with the same secret."
             )
 
-    def verify(self, x: ReleaseCheck) -> None:
+    def verify(self, check: ReleaseCheck) -> None:
         from vertimrf.protocol.methods import FM_MECHANISM, expected_releases
 
-        message = x.message
-        releases = expected_releases(x.config, message.party)
+        message = check.message
+        releases = expected_releases(check.config, message.party)
         (want,) = [r for r in releases if r.mechanism == FM_MECHANISM]
         assert message.sketch is not None  # PartyMessage.check
         noise = message.sketch.noise
@@ -168,20 +168,20 @@ class FMServer(ServerMethod):
             "alpha_min": noise.alpha_min,
         }
         for key, value in got.items():
-            if not x.close(value, want.params[key]):
-                raise x.refuse(
+            if not check.close(value, want.params[key]):
+                raise check.refuse(
                     message.party,
                     FM_MECHANISM,
                     f"sketch {key} is {value!r}, the config gives {want.params[key]!r}",
                 )
         values = message.sketch.values  # uint8, by SketchSet's own check
         if values.size and int(values.min()) < noise.alpha_min:
-            raise x.refuse(message.party, FM_MECHANISM, "sketch values must be >= alpha_min")
+            raise check.refuse(message.party, FM_MECHANISM, "sketch values must be >= alpha_min")
 
-    def source(self, x: SourceInputs) -> CrossSourceFn:
-        options = fm_options(x.config, "CarEst reads the sketches")
-        sketches = [m.sketch for m in x.messages if m.sketch is not None]
-        carest = CarEst(sketches, x.n_hat, method=options.carest)
+    def source(self, inputs: SourceInputs) -> CrossSourceFn:
+        options = fm_options(inputs.config, "CarEst reads the sketches")
+        sketches = [m.sketch for m in inputs.messages if m.sketch is not None]
+        carest = CarEst(sketches, inputs.n_hat, method=options.carest)
 
         def table(key: tuple[int, ...], names: tuple[str, ...]) -> np.ndarray:
             return carest.marginal(names)
