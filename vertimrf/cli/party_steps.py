@@ -105,11 +105,6 @@ def _files(
     return inputs, outputs
 
 
-def _report(args: argparse.Namespace, ph: Phases, what: str, paths: list[Path]) -> None:
-    size = sum(os.path.getsize(p) for p in paths)
-    print(f"{args.party}: wrote {what} ({size:,} bytes); {ph.summary()}")
-
-
 def _step(
     args: argparse.Namespace, step: str, *, make_dirs: bool = False
 ) -> tuple[list[Path], Phases]:
@@ -129,65 +124,29 @@ def _step(
     return written, _run(args, setup, step, sources, outputs)
 
 
-def cmd_party_local(args: argparse.Namespace) -> int:
-    """``party local``: the local message (LocMRF, binning; LocEnc for fo and fm)."""
-    written, ph = _step(args, Kind.LOCAL)
-    _report(args, ph, f"its local message {args.out} (give it to the server)", written)
-    return 0
+# What each step command wrote, said with its options ({out}, {out_dir}) and the number of
+# files ({n}).
+_WROTE = {
+    Kind.LOCAL: "its local message {out} (give it to the server)",
+    Kind.COMMIT: "its commitment {out} (give it to the server)",
+    Kind.TOKENS: "its tokens {out} (give them to the server)",
+    Kind.FEATURES: "{n} blob(s) to {out_dir} (the server relays them)",
+    Kind.RELEASE: "{out}",
+    Kind.GROUPS: "{n} round-2 blob(s) to {out_dir} (the server relays them)",
+    Kind.MEASURE: "its re-measurement {out}",
+}
 
 
-def cmd_party_commit(args: argparse.Namespace) -> int:
-    """``party commit``: this party's data commitment, for the server's deal."""
-    written, ph = _step(args, Kind.COMMIT)
-    _report(args, ph, f"its commitment {args.out} (give it to the server)", written)
-    return 0
-
-
-def cmd_party_tokens(args: argparse.Namespace) -> int:
-    """``party tokens``: partial record sets, this party's token list for the server."""
-    written, ph = _step(args, Kind.TOKENS)
-    _report(args, ph, f"its tokens {args.out} (give them to the server)", written)
-    return 0
-
-
-def cmd_party_features(args: argparse.Namespace) -> int:
-    """``party features``: a masked-feature blob for each peer."""
-    written, ph = _step(args, Kind.FEATURES, make_dirs=True)
-    what = f"{len(written)} blob(s) to {args.out_dir} (the server relays them)"
-    _report(args, ph, what, written)
-    return 0
-
-
-def cmd_party_release(args: argparse.Namespace) -> int:
-    """``party release``: the first release (select pipeline) or the release of the binned
-    cross-party pairs (paper pipeline), from the peers' feature blobs."""
-    written, ph = _step(args, Kind.RELEASE)
-    _report(args, ph, args.out, written)
-    return 0
-
-
-def cmd_party_groups(args: argparse.Namespace) -> int:
-    """``party groups``: round 2, the attribute groups the request needs, for each peer."""
-    written, ph = _step(args, Kind.GROUPS, make_dirs=True)
-    what = f"{len(written)} round-2 blob(s) to {args.out_dir} (the server relays them)"
-    _report(args, ph, what, written)
-    return 0
-
-
-def cmd_party_measure(args: argparse.Namespace) -> int:
-    """``party measure``: the re-measurement of the marginals the server requests."""
-    written, ph = _step(args, Kind.MEASURE)
-    _report(args, ph, f"its re-measurement {args.out}", written)
+def cmd_party_step(args: argparse.Namespace) -> int:
+    """``party STEP``: run this party's step of the command's name (its blobs for the peers
+    go to --out-dir, made if missing), then say what it wrote."""
+    step = Kind(args.action)
+    written, ph = _step(args, step, make_dirs=getattr(args, "out_dir", None) is not None)
+    size = sum(os.path.getsize(p) for p in written)
+    what = _WROTE[step].format(n=len(written), **vars(args))
+    print(f"{args.party}: wrote {what} ({size:,} bytes); {ph.summary()}")
     return 0
 
 
 # Each party step command, by the step it runs (the step's name is the command's).
-STEP_COMMANDS = {
-    Kind.LOCAL: cmd_party_local,
-    Kind.COMMIT: cmd_party_commit,
-    Kind.TOKENS: cmd_party_tokens,
-    Kind.FEATURES: cmd_party_features,
-    Kind.RELEASE: cmd_party_release,
-    Kind.GROUPS: cmd_party_groups,
-    Kind.MEASURE: cmd_party_measure,
-}
+STEP_COMMANDS = dict.fromkeys(_WROTE, cmd_party_step)
