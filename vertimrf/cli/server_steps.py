@@ -63,24 +63,32 @@ def _driver(
     return driver, transport
 
 
+def _dealing(
+    args: argparse.Namespace, step: str
+) -> tuple[RunSetup, dict[str, PublicKey], dict[Message, Path], dict[Message, Path]]:
+    """``server admit``'s and ``server deal``'s setup, the parties' public keys, the step's
+    files for each party in --out-dir (checked) and the parties' commits it reads."""
+    from vertimrf.driver.files import route
+
+    setup = step_config(args.config, SERVER, step)
+    keys = _party_keys(args.keys, setup)
+    folder = Path(args.out_dir)
+    outputs = {m: folder / m.step_file_name for m in setup.schedule.sends(step, SERVER)}
+    inputs = [args.config, args.keys, args.commits, args.server_key]
+    check_outputs(args, outputs.values(), inputs, make_dirs=True)
+    return setup, keys, outputs, route(args.commits, Kind.COMMIT, setup.config, what="commits")
+
+
 def cmd_server_admit(args: argparse.Namespace) -> int:
     """``server admit``: partial record sets, the digest of every party's commitment, one
     file per party (NAME.admit)."""
-    from vertimrf.driver.files import route
-
-    setup = step_config(args.config, SERVER, Kind.ADMIT)
-    cfg, run = setup.config, setup.schedule
-    keys = _party_keys(args.keys, setup)
-    folder = Path(args.out_dir)
-    admits = {m: folder / m.step_file_name for m in run.sends(Kind.ADMIT, SERVER)}
-    inputs = [args.config, args.keys, args.commits, args.server_key]
-    check_outputs(args, admits.values(), inputs, make_dirs=True)
-    commits = route(args.commits, Kind.COMMIT, cfg, what="commits")
+    setup, keys, admits, commits = _dealing(args, Kind.ADMIT)
     driver, transport = _driver(
         args, setup, commits, admits, keypair=server_key(args), public_keys=keys
     )
     with Phases("server admit", ("admit", "write"), True) as ph:
         run_file_step(driver, transport, Kind.ADMIT, ph)
+    folder = Path(args.out_dir)
     print(f"wrote {len(admits)} admit files to {folder} (give each party its NAME.admit)")
     return 0
 
@@ -99,21 +107,15 @@ def _party_keys(paths: list[str] | None, setup: RunSetup) -> dict[str, PublicKey
 def cmd_server_deal(args: argparse.Namespace) -> int:
     from vertimrf.driver.files import route
 
-    setup = step_config(args.config, SERVER, Kind.DEAL)
-    cfg, run = setup.config, setup.schedule
-    keys = _party_keys(args.keys, setup)
-    folder = Path(args.out_dir)
-    deals = {m: folder / m.step_file_name for m in run.sends(Kind.DEAL, SERVER)}
-    inputs = [args.config, args.keys, args.commits, args.server_key]
-    check_outputs(args, deals.values(), inputs, make_dirs=True)
-    commits = route(args.commits, Kind.COMMIT, cfg, what="commits")
-    if run.step(Kind.DEAL).reads != (Kind.COMMIT,):  # partial record sets: their tokens too
+    setup, keys, deals, commits = _dealing(args, Kind.DEAL)
+    run = setup.schedule
+    partial = run.step(Kind.DEAL).reads != (Kind.COMMIT,)  # it reads tokens, keeps region counts
+    if partial:
         if not args.tokens:
             raise ConfigError("with partial record sets `server deal` needs --tokens.")
-        commits.update(route(args.tokens, Kind.TOKENS, cfg, what="tokens"))
+        commits.update(route(args.tokens, Kind.TOKENS, setup.config, what="tokens"))
     elif args.tokens:
         raise ConfigError("--tokens belongs to runs with partial record sets.")
-    partial = run.step(Kind.DEAL).reads != (Kind.COMMIT,)  # it keeps the region counts
     driver, transport = _driver(
         args, setup, commits, deals, keypair=server_key(args), public_keys=keys, state=partial
     )
@@ -123,7 +125,7 @@ def cmd_server_deal(args: argparse.Namespace) -> int:
     print(fingerprints({name: keys[name] for name in run.names}))
     size = sum(os.path.getsize(p) for p in deals.values())
     what = "sealed deals and slot maps" if partial else "sealed deals"
-    print(f"wrote {len(deals)} {what} to {folder} ({size:,} bytes)")
+    print(f"wrote {len(deals)} {what} to {Path(args.out_dir)} ({size:,} bytes)")
     return 0
 
 
