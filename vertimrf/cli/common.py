@@ -328,6 +328,21 @@ def add_dask_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def party_data_args(p: argparse.ArgumentParser) -> None:
+    """A party's table (``--data``, ``--id-column``, the Dask options) and group secret
+    (``--secret-file``)."""
+    p.add_argument(
+        "--data",
+        required=True,
+        help="CSV or Parquet file (or Parquet folder) with the ID column and own columns",
+    )
+    p.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
+    add_dask_args(p)
+    p.add_argument(
+        "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"
+    )
+
+
 @contextlib.contextmanager
 def dask_client(args: argparse.Namespace) -> Iterator[object | None]:
     """The Dask client of ``--scheduler`` or of a local cluster of ``--workers`` processes

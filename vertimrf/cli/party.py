@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vertimrf.cli.common import add_dask_args, force_arg
+from vertimrf.cli.common import force_arg, party_data_args
 from vertimrf.cli.party_steps import STEP_COMMANDS
 from vertimrf.cli.run import add_party_run
 from vertimrf.protocol.schedule import Kind
@@ -14,16 +14,7 @@ def party_args(p: argparse.ArgumentParser) -> None:
     """Options of every party command: config, name, data, secret, seed."""
     p.add_argument("--config", required=True, help="the shared protocol config")
     p.add_argument("--party", "--name", dest="party", required=True, help="this party's name")
-    p.add_argument(
-        "--data",
-        required=True,
-        help="CSV or Parquet file (or Parquet folder) with the ID column and own columns",
-    )
-    p.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
-    add_dask_args(p)
-    p.add_argument(
-        "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"
-    )
+    party_data_args(p)
     p.add_argument("--seed", type=int, default=None, help="seed (experiments only)")
     p.add_argument(
         "--state-dir",

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from vertimrf.cli.common import (
     Phases,
-    add_dask_args,
     check_outputs,
     dask_client,
     file_name,
     force_arg,
     own_key,
+    party_data_args,
     party_role,
     server_key,
     write_synthetic,
@@ -372,16 +372,7 @@ def add_party_run(psub: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--party", "--name", dest="party", default=None, help="this party's name (default: --keys')"
     )
-    run.add_argument(
-        "--data",
-        required=True,
-        help="CSV or Parquet file (or Parquet folder) with the ID column and own columns",
-    )
-    run.add_argument("--id-column", default="id", help="record-ID column (default 'id')")
-    add_dask_args(run)
-    run.add_argument(
-        "--secret-file", "--secret", dest="secret_file", required=True, help="the group secret"
-    )
+    party_data_args(run)
     run.add_argument(
         "--keys", default=None, help="this party's NAME.key (its noise derives from it)"
     )
