@@ -239,7 +239,6 @@ def _server_over_folders(args: argparse.Namespace, setup: RunSetup) -> int:
     from vertimrf.synth.table_file import check_table_file
 
     cfg = setup.config
-    names = [p.name for p in cfg.parties]
     check_outputs(
         args, [args.out, args.report], [args.config, args.server_key, args.keys, args.keys_dir]
     )
