@@ -7,16 +7,13 @@ import argparse
 import sys
 
 from vertimrf.cli.run import (
-    _directory_transport,
-    _network_or_folders,
-    _notices,
     _progress,
     _state_arg,
     _telling,
     _transport_args,
+    client_transport,
 )
 from vertimrf.driver.lock import state_lock
-from vertimrf.driver.transport import Transport
 from vertimrf.errors import ConfigError
 from vertimrf.protocol.seeds import DEALER, SERVER
 
@@ -37,18 +34,9 @@ def cmd_dealer_run(args: argparse.Namespace) -> int:
             "role's identity, the dealer's included (`vertimrf config --dealer own --pin`)."
         )
     keypair = KeyPair.load(args.keys)
-    transport: Transport
     state = Path(args.state_dir or default_state_dir(DEALER) / cfg.config_hash()[:16])
-    if _network_or_folders(args, "--server URL", args.server):
-        from vertimrf.service.client import party_transport
-
-        transport = party_transport(
-            args.server, cfg, keypair, timeout=args.timeout, progress=_progress(args),
-            spool=state / "received", notices=_notices(DEALER),
-        )  # fmt: skip
-    else:
-        names = [p.name for p in cfg.parties]
-        transport = _directory_transport(args, "--server URL", DEALER, [SERVER, *names])
+    names = [p.name for p in cfg.parties]
+    transport = client_transport(args, cfg, keypair, DEALER, state / "received", [SERVER, *names])
     with state_lock(state, lambda line: print(f"vertimrf dealer: {line}", file=sys.stderr)):
         driver = DealerDriver(setup, transport, keypair=keypair, seed=args.seed, state_dir=state)
         try:

@@ -70,20 +70,26 @@ def _network_or_folders(args: argparse.Namespace, option: str, value: object) ->
     return value is not None
 
 
-def party_transport(
-    args: argparse.Namespace, cfg: ProtocolConfig, keypair: KeyPair | None
+def client_transport(
+    args: argparse.Namespace,
+    cfg: ProtocolConfig,
+    keypair: KeyPair | None,
+    role: str,
+    spool: Path,
+    tell: list[str],
 ) -> Transport:
-    """The party's transport, from its options."""
+    """A party's or an own dealer's transport, from its options: the service at
+    ``--server`` (what ``role`` received kept in ``spool``), or ``--inbox``/``--outbox``
+    (a failure of its run told to the roles in ``tell``)."""
     if not _network_or_folders(args, "--server URL", args.server):
-        return _directory_transport(args, "--server URL", args.party, [SERVER])
-    from vertimrf.service.client import party_transport as network
+        return _directory_transport(args, "--server URL", role, tell)
+    from vertimrf.service.client import party_transport
 
     if keypair is None:
         raise ConfigError("party run --server needs --keys (this party's key file).")
-    spool = _state_dir(args) / cfg.config_hash()[:16] / "received"
-    return network(
+    return party_transport(
         args.server, cfg, keypair, timeout=args.timeout, progress=_progress(args), spool=spool,
-        notices=_notices(args.party),
+        notices=_notices(role),
     )  # fmt: skip
 
 
@@ -121,8 +127,9 @@ def cmd_party_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--name {args.party!r} is not a party of the config ({names}).")
     name = file_name(args.party)
     keypair = own_key(args) if args.keys is not None or args.server is not None else None
-    transport = party_transport(args, cfg, keypair)
     state_dir = _state_dir(args)
+    spool = state_dir / cfg.config_hash()[:16] / "received"
+    transport = client_transport(args, cfg, keypair, args.party, spool, [SERVER])
     with dask_client(args) as client:
         with _telling(transport, args.party, lambda: None):  # its table, read or opened
             party = party_role(args, setup, keypair, progress=_progress(args), client=client)
