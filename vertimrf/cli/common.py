@@ -90,6 +90,18 @@ def read_table(path: str) -> pd.DataFrame:
     return read_frame(path)
 
 
+def spec_columns(frame: pd.DataFrame, spec: DomainSpec, path: str) -> pd.DataFrame:
+    """The columns of ``spec`` in the table read from ``path``, in the spec's order (others
+    are ignored); ConfigError when it lacks any."""
+    missing = [c for c in spec.names if c not in frame.columns]
+    if missing:
+        raise ConfigError(
+            f"{path} lacks the spec's columns {missing}; give a table with every column of "
+            "the spec (others are ignored)."
+        )
+    return frame[list(spec.names)]
+
+
 def server_key(args: argparse.Namespace) -> KeyPair:
     """The server's key pair (``--server-key``): its deal and its noise derive from it."""
     from vertimrf.crypto.keys import KeyPair

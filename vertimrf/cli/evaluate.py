@@ -17,6 +17,7 @@ from vertimrf.cli.common import (
     load_spec,
     read_table,
     spec_args,
+    spec_columns,
     write_all,
 )
 from vertimrf.errors import (
@@ -65,14 +66,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if report:
         require_matplotlib()
     real, synth = read_table(args.real), read_table(args.synth)
-    for path, frame in ((args.real, real), (args.synth, synth)):
-        missing = [c for c in spec.names if c not in frame.columns]
-        if missing:
-            raise ConfigError(
-                f"{path} lacks the spec's columns {missing}; give a table with every column of "
-                "the spec (others are ignored)."
-            )
-    real, synth = real[list(spec.names)], synth[list(spec.names)]
+    real, synth = spec_columns(real, spec, args.real), spec_columns(synth, spec, args.synth)
     out: dict[str, float] = {f"tvd{w}": tvd(real, synth, spec, ways=w) for w in ways}
     if args.label:
         # The synthetic file was made from all real rows; every fold tests on real rows.

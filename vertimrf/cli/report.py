@@ -10,6 +10,7 @@ from vertimrf.cli.common import (
     check_outputs,
     force_arg,
     read_table,
+    spec_columns,
     write_all,
 )
 from vertimrf.errors import ConfigError
@@ -117,16 +118,10 @@ def _table(args: argparse.Namespace, level: str) -> tuple[str, pd.DataFrame, Dom
         if args.dataset is not None:
             raise ConfigError("give either --dataset or --data with --spec, not both.")
         spec = DomainSpec.from_json(args.spec)
-        frame = read_table(args.data)
-        missing = [c for c in spec.names if c not in frame.columns]
-        if missing:
-            raise ConfigError(
-                f"{args.data} lacks the spec's columns {missing}; give a table with every "
-                "column of the spec (others are ignored)."
-            )
+        frame = spec_columns(read_table(args.data), spec, args.data)
         if len(spec) < 2:
             raise ConfigError("the report splits the columns over parties: give at least 2.")
-        return Path(args.data).name, frame[list(spec.names)], spec
+        return Path(args.data).name, frame, spec
     name = args.dataset or DEFAULT_DATASET[level]
     df, spec = load_dataset(name)
     if level == "tiny":
