@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.role import RoleDriver
     from vertimrf.party.roles import Party
+    from vertimrf.protocol.config import ProtocolConfig
     from vertimrf.protocol.setup import RunSetup
     from vertimrf.vertical_model import VerticalModel
 
@@ -277,6 +278,14 @@ def step_config(path: str, role: str, step: str) -> RunSetup:
             f"{steps}."
         )
     return setup
+
+
+def run_state_dir(args: argparse.Namespace, role: str, cfg: ProtocolConfig) -> Path:
+    """``--state-dir``, else ``role``'s per-user folder of the run of ``cfg`` (named by its
+    hash): the server's or an own dealer's run state."""
+    from vertimrf.driver.state import default_state_dir
+
+    return Path(args.state_dir or default_state_dir(role) / cfg.config_hash()[:16])
 
 
 def spec_args(p: argparse.ArgumentParser) -> None:

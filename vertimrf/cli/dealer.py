@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from vertimrf.cli.common import run_state_dir
 from vertimrf.cli.run import (
     _progress,
     _state_arg,
@@ -19,11 +20,8 @@ from vertimrf.protocol.seeds import DEALER, SERVER
 
 
 def cmd_dealer_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from vertimrf.crypto.keys import KeyPair
     from vertimrf.driver.dealer import DealerDriver
-    from vertimrf.driver.state import default_state_dir
     from vertimrf.protocol.factory import load_setup
 
     setup = load_setup(args.config)
@@ -34,7 +32,7 @@ def cmd_dealer_run(args: argparse.Namespace) -> int:
             "role's identity, the dealer's included (`vertimrf config --dealer own --pin`)."
         )
     keypair = KeyPair.load(args.keys)
-    state = Path(args.state_dir or default_state_dir(DEALER) / cfg.config_hash()[:16])
+    state = run_state_dir(args, DEALER, cfg)
     names = [p.name for p in cfg.parties]
     transport = client_transport(args, cfg, keypair, DEALER, state / "received", [SERVER, *names])
     with state_lock(state, lambda line: print(f"vertimrf dealer: {line}", file=sys.stderr)):

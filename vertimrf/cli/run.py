@@ -21,6 +21,7 @@ from vertimrf.cli.common import (
     own_key,
     party_data_args,
     party_role,
+    run_state_dir,
     server_key,
     write_synthetic,
 )
@@ -202,7 +203,6 @@ def cmd_server_run(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace, setup: RunSetup) -> int:
     """``server run --listen``: the network service of the run."""
-    from vertimrf.driver.state import default_state_dir
     from vertimrf.service.commands import serve
 
     cfg = setup.config
@@ -211,7 +211,7 @@ def _serve(args: argparse.Namespace, setup: RunSetup) -> int:
     if args.server_key is None:
         raise ConfigError("give --server-key, the server's key file pinned in the config.")
     check_outputs(args, [args.out, args.report], [args.config, args.server_key])
-    state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
+    state_dir = run_state_dir(args, SERVER, cfg)
     _show_service_log(args.log_level, args.log_file)
     return serve(
         setup, server_key(args), state_dir, args.listen, party_timeout=args.timeout,
@@ -242,7 +242,6 @@ def _server_over_folders(args: argparse.Namespace, setup: RunSetup) -> int:
     """``server run --inbox/--outbox``: the server's steps over the directory transport."""
     from vertimrf.driver.schedule import observed_seconds, sent_bytes
     from vertimrf.driver.server import ServerDriver
-    from vertimrf.driver.state import default_state_dir
     from vertimrf.synth.table_file import check_table_file
 
     cfg = setup.config
@@ -253,7 +252,7 @@ def _server_over_folders(args: argparse.Namespace, setup: RunSetup) -> int:
     secure = setup.method.secure_product
     keys = _public_keys(args, setup)
     keypair = server_key(args) if secure or args.server_key else None
-    state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
+    state_dir = run_state_dir(args, SERVER, cfg)
     names = [p.name for p in cfg.parties]
     transport = _directory_transport(args, "--listen HOST:PORT", SERVER, names)
     with state_lock(state_dir, lambda line: print(f"vertimrf server: {line}", file=sys.stderr)):

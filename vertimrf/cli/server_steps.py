@@ -15,6 +15,7 @@ from vertimrf.cli.common import (
     check_outputs,
     fingerprints,
     run_file_step,
+    run_state_dir,
     server_key,
     step_config,
     write_synthetic,
@@ -46,13 +47,9 @@ def _driver(
     ``state``), and the transport."""
     from vertimrf.driver.files import FileTransport
     from vertimrf.driver.server import ServerDriver
-    from vertimrf.driver.state import default_state_dir
 
-    cfg = setup.config
     transport = FileTransport(inputs, outputs, force=args.force)
-    state_dir = None
-    if state:
-        state_dir = args.state_dir or default_state_dir("server") / cfg.config_hash()[:16]
+    state_dir = run_state_dir(args, SERVER, setup.config) if state else None
     if public_keys is None and setup.schedule.takes(Kind.DEAL, SERVER):
         public_keys = {}  # select and synthesize read no party key (the deal does)
     driver = ServerDriver(
@@ -213,7 +210,6 @@ def cmd_server_refit(args: argparse.Namespace) -> int:
     state and the re-measurements in its inbox) on a smaller model, then the sample: the
     server's noise derives from its key and the releases, so nothing is drawn or charged
     again."""
-    from vertimrf.driver.state import default_state_dir
     from vertimrf.synth.table_file import check_table_file
 
     setup = step_config(args.config, SERVER, SYNTHESIZE)
@@ -225,7 +221,7 @@ def cmd_server_refit(args: argparse.Namespace) -> int:
         )
     if args.model_cells is not None and args.model_cells < 1:
         raise ConfigError(f"--model-cells must be a positive integer; got {args.model_cells}.")
-    state_dir = Path(args.state_dir or default_state_dir("server") / cfg.config_hash()[:16])
+    state_dir = run_state_dir(args, SERVER, cfg)
     args.state_dir = str(state_dir)
     inbox = Path(args.inbox) if args.inbox else state_dir / "messages" / SERVER
     inputs = {m: inbox / m.file_name for m in run.inputs(SYNTHESIZE, SERVER)}
