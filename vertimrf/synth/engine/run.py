@@ -27,8 +27,9 @@ from vertimrf.workload import Workload
 
 @dataclass(frozen=True)
 class LocalFit:
-    """A fit of the engine: the model, its graph and tree, the record count, every
-    measurement it fitted, the re-measurement's noise scale and the fits' iterations."""
+    """A fit of the engine (or of the paper's PrivMRF, kept the same way): the model, its
+    graph and tree, the record count, every measurement it fitted, the re-measurement's noise
+    scale and the fits' iterations."""
 
     model: MarkovRandomField
     graph: GraphSearchResult

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
@@ -50,6 +50,9 @@ from vertimrf.synth.privmrf.store import FitState, load_fit, save_fit
 from vertimrf.synth.privmrf.usefulness import graph_phase_max_cells, refinement_max_cells
 from vertimrf.synth.refine import refine, round_sizes
 from vertimrf.within import Midpoint, Placement
+
+if TYPE_CHECKING:
+    from vertimrf.synth.engine.run import LocalFit
 
 _log = logging.getLogger(__name__)
 
@@ -207,30 +210,12 @@ class PrivMRF:
                 f"round {r + 1}/{len(rounds)}: +{len(chosen)} marginals, {it} iterations"
             ),
         )
-        self._fitted = {
-            "codec": codec,
-            "model": model,
-            "n_hat": n_hat,
-            "measurements": tuple(measurements),
-            "graph": _graph(len(domain), found),
-            **decoding,
-        }
-        self._report = PrivMRFReport.build(
-            epsilon=self.epsilon,
-            delta=self.delta,
-            gdp_accounting=opts.gdp_accounting,
-            rho_budget=self.rho_budget,
-            releases=tuple(noise.charged),
-            model_size=tree.size,
-            cliques=tuple(tree.cliques),
-            n_measurements=len(measurements),
-            measurement_sigma=source.sigma,
-            iterations=tuple(iterations),
-            fit_seconds=time.perf_counter() - start,
-            seeded=self._noise.seeded,
+        from vertimrf.synth.engine.run import LocalFit  # imported here: see _fit_engine
+
+        fitted = LocalFit(
+            model, found, tree, n_hat, tuple(measurements), source.sigma, tuple(iterations)
         )
-        self._say(f"done in {self._report.fit_seconds:.2f} s")
-        return self
+        return self._finish(fitted, codec, noise, decoding, start)
 
     def _numeric(
         self, data: object, spec: SpecLike | None, noise: FitNoise
@@ -279,12 +264,23 @@ class PrivMRF:
             fit = fit_local(
                 codes, domain, self._fit_rho, self.engine, self.options, noise, self._rng
             )
+        return self._finish(fit, codec, noise, decoding, start)
+
+    def _finish(
+        self,
+        fit: LocalFit,
+        codec: TableCodec,
+        noise: FitNoise,
+        decoding: dict[str, Any],
+        start: float,
+    ) -> PrivMRF:
+        """Keep the fitted ``fit`` (by either selection) with its decoding, and its report;
+        returns self."""
         self._fitted = {
-            "codec": codec,
             "model": fit.model,
             "n_hat": fit.n_hat,
             "measurements": fit.measurements,
-            "graph": _graph(len(domain), fit.graph),
+            "graph": _graph(len(codec.domain), fit.graph),
             **decoding,
         }
         self._report = PrivMRFReport.build(
