@@ -70,14 +70,14 @@ class PrivMRFOptions:
     numeric_share: float = 0.05
 
     def __post_init__(self) -> None:
-        positive = {
-            "theta": self.theta,
-            "max_clique_cells": self.max_clique_cells,
-            "max_total_cells": self.max_total_cells,
-            "convergence_ratio": self.convergence_ratio,
-            "final_convergence_ratio": self.final_convergence_ratio,
-        }
-        bad = _not_positive(positive)
+        bad = _not_positive(
+            self,
+            "theta",
+            "max_clique_cells",
+            "max_total_cells",
+            "convergence_ratio",
+            "final_convergence_ratio",
+        )
         if bad:
             raise ConfigError(f"these PrivMRF options must be positive and finite: {bad}.")
         at_least_one = {
@@ -89,8 +89,7 @@ class PrivMRFOptions:
         bad = {k: v for k, v in at_least_one.items() if not (isinstance(v, int) and v >= 1)}
         if bad:
             raise ConfigError(f"these PrivMRF options must be integers >= 1: {bad}.")
-        if not (isinstance(self.max_rounds, int) and self.max_rounds >= 0):
-            raise ConfigError(f"max_rounds must be an integer >= 0; got {self.max_rounds!r}.")
+        _check_integer(self, "max_rounds", 0)
         if not (self.refine_fraction >= 0.0 and math.isfinite(self.refine_fraction)):
             raise ConfigError(f"refine_fraction must be >= 0; got {self.refine_fraction!r}.")
         if not (self.size_penalty >= 0 and self.tol >= 0):
@@ -169,12 +168,7 @@ class EngineOptions:
     def __post_init__(self) -> None:
         if self.workload is not None:
             object.__setattr__(self, "workload", tuple(self.workload))
-        caps = {
-            "cells_per_precision": self.cells_per_precision,
-            "max_clique_cells": self.max_clique_cells,
-            "max_total_cells": self.max_total_cells,
-        }
-        bad_caps = _not_positive(caps)
+        bad_caps = _not_positive(self, "cells_per_precision", "max_clique_cells", "max_total_cells")
         if bad_caps:
             raise ConfigError(f"the engine's model caps must be positive numbers; got {bad_caps}.")
         if (self.select is None) != (self.measure is None):
@@ -195,17 +189,25 @@ class EngineOptions:
             raise ConfigError(f"the engine's shares must sum to 1; they sum to {total!r}.")
         if not (self.refine_fraction >= 0.0 and math.isfinite(self.refine_fraction)):
             raise ConfigError(f"refine_fraction must be >= 0; got {self.refine_fraction!r}.")
-        if not (isinstance(self.iters, int) and self.iters >= 1):
-            raise ConfigError(f"iters must be an integer >= 1; got {self.iters!r}.")
+        _check_integer(self, "iters", 1)
 
 
-def _not_positive(named: dict[str, Any]) -> dict[str, Any]:
-    """The entries of ``named`` that are not finite numbers above 0 (a bool is not one)."""
+def _not_positive(options: object, *names: str) -> dict[str, Any]:
+    """The options ``names`` that are not finite numbers above 0 (a bool is not one), by
+    name."""
+    named = {name: getattr(options, name) for name in names}
     return {
         k: v
         for k, v in named.items()
         if isinstance(v, bool) or not isinstance(v, int | float) or not (v > 0 and math.isfinite(v))
     }
+
+
+def _check_integer(options: object, name: str, least: int) -> None:
+    """ConfigError unless the option ``name`` is an integer >= ``least``."""
+    value = getattr(options, name)
+    if not (isinstance(value, int) and value >= least):
+        raise ConfigError(f"{name} must be an integer >= {least}; got {value!r}.")
 
 
 @dataclass(frozen=True)
@@ -239,13 +241,9 @@ class AIMOptions:
     def __post_init__(self) -> None:
         if self.workload is not None:
             object.__setattr__(self, "workload", tuple(self.workload))
-        if not (isinstance(self.rounds_per_attribute, int) and self.rounds_per_attribute >= 1):
-            raise ConfigError(
-                f"rounds_per_attribute must be an integer >= 1; got {self.rounds_per_attribute!r}."
-            )
+        _check_integer(self, "rounds_per_attribute", 1)
         if not (0.0 < self.alpha < 1.0):
             raise ConfigError(f"alpha must be in (0, 1); got {self.alpha!r}.")
         if not (self.max_cells >= 1 and math.isfinite(self.max_cells)):
             raise ConfigError(f"max_cells must be a number >= 1; got {self.max_cells!r}.")
-        if not (isinstance(self.iters, int) and self.iters >= 1):
-            raise ConfigError(f"iters must be an integer >= 1; got {self.iters!r}.")
+        _check_integer(self, "iters", 1)
