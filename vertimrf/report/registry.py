@@ -34,15 +34,8 @@ class Panel:
 
     def to_dict(self) -> dict[str, Any]:
         """The panel as JSON-ready data."""
-        return {
-            "title": self.title,
-            "xlabel": self.xlabel,
-            "ylabel": self.ylabel,
-            "kind": self.kind,
-            "xlog": self.xlog,
-            "ylog": self.ylog,
-            "series": self.series,
-        }
+        keys = ("title", "xlabel", "ylabel", "kind", "xlog", "ylog", "series")
+        return {key: getattr(self, key) for key in keys}
 
 
 def series(
