@@ -66,10 +66,7 @@ class Domain:
     def size(self, attrs: Iterable[int] | None = None) -> int:
         """Number of cells of the sub-domain over attribute indices ``attrs`` (all if None)."""
         idx = range(len(self.sizes)) if attrs is None else attrs
-        out = 1
-        for i in idx:
-            out *= self.sizes[i]
-        return out
+        return math.prod(self.sizes[i] for i in idx)
 
     def shape(self, attrs: Iterable[int]) -> tuple[int, ...]:
         """Table shape of the sub-domain over attribute indices ``attrs``."""
