@@ -73,9 +73,6 @@ class DealerDriver(KeptDriver):
     def __repr__(self) -> str:
         return f"DealerDriver(done={self.done})"
 
-    def steps(self) -> tuple[Step, ...]:
-        return self._steps
-
     # ------------------------------------------------------------------ running
     def keep(self, step: Step, outputs: Outputs) -> Mapping[Message, Outgoing]:
         """Record ``step``, what it received and sent (after the deal, the dealer's kept

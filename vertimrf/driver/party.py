@@ -55,9 +55,6 @@ class PartyDriver(RoleDriver):
     def __repr__(self) -> str:
         return f"PartyDriver({self.name!r}, done={self.done})"
 
-    def steps(self) -> tuple[Step, ...]:
-        return self._steps
-
     def _make_steps(self) -> tuple[Step, ...]:
         schedule, me = self._schedule, self.name
         bodies: dict[str, Body] = {  # each step by the kind it sends, whose name it shares

@@ -104,7 +104,8 @@ class Step:
 
 
 class RoleDriver:
-    """Runs one role's steps in order over a transport (subclasses define the steps).
+    """Runs one role's steps in order over a transport (subclasses define the steps, as
+    ``_steps``).
 
     ``sent_bytes`` counts what the role sent; ``seconds`` holds each step's time (or the
     sub-phases a step timed itself, in ``phase_seconds``, for the steps in
@@ -113,6 +114,7 @@ class RoleDriver:
 
     name: str
     timed_inside: frozenset[str] = frozenset()
+    _steps: tuple[Step, ...]  # set by each subclass
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
@@ -124,7 +126,7 @@ class RoleDriver:
 
     def steps(self) -> tuple[Step, ...]:
         """The role's steps, in order."""
-        raise NotImplementedError
+        return self._steps
 
     def timed(self) -> dict[str, float]:
         """The seconds of each step run, or of the sub-phases of a step timed inside."""

@@ -91,9 +91,6 @@ class ServerDriver(KeptDriver):
     def __repr__(self) -> str:
         return f"ServerDriver(method={self.config.method!r}, done={self.done})"
 
-    def steps(self) -> tuple[Step, ...]:
-        return self._steps
-
     def _make_steps(self) -> tuple[Step, ...]:
         schedule = self._schedule
         bodies = {
