@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -13,13 +12,12 @@ from types import TracebackType
 
 from vertimrf.driver import codec
 from vertimrf.driver.transport import (
-    CHUNK,
     Outgoing,
     Payload,
-    Stored,
     file_sha256,
     map_file,
     sha256_hex,
+    write_outgoing,
 )
 from vertimrf.errors import ConfigError, MessageError, MissingMessageError
 from vertimrf.protocol.config import ProtocolConfig
@@ -113,11 +111,7 @@ class FileTransport:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
         self._staged[target] = (Path(tmp), digest)
         with os.fdopen(fd, "wb") as fh:
-            if isinstance(data, Stored):
-                with open(data.path, "rb") as source:
-                    shutil.copyfileobj(source, fh, CHUNK)
-            else:
-                fh.write(data)
+            write_outgoing(fh, data)
             fh.flush()
             os.fsync(fh.fileno())
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vertimrf.crypto.aead import ReadOnce
-from vertimrf.driver.transport import CHUNK, Payload, Stored, file_sha256
+from vertimrf.driver.transport import CHUNK, Payload, Stored, file_sha256, write_outgoing
 from vertimrf.errors import MessageError
 from vertimrf.io import atomic_open, mark_state_folder
 from vertimrf.protocol.schedule import Message
@@ -129,8 +128,8 @@ class ServerState:
         ]
         for m, d in sent.items():
             if isinstance(d, Stored):
-                with atomic_open(self._copy(step, m), "wb") as fh, open(d.path, "rb") as source:
-                    shutil.copyfileobj(source, fh, CHUNK)
+                with atomic_open(self._copy(step, m), "wb") as fh:
+                    write_outgoing(fh, d)
                 rows.append((step, "sent", m.sender, m.receiver, m.kind, d.sha256, d.size, None))
             else:
                 rows.append(

@@ -5,18 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
 from vertimrf.driver.transport import (
-    CHUNK,
     Stored,
     Streamed,
     file_sha256,
     nbytes,
     sha256_hex,
+    write_outgoing,
 )
 from vertimrf.errors import MessageError, RunChangedError
 from vertimrf.io import atomic_open, atomic_write_text, mark_state_folder, read_json
@@ -133,12 +132,8 @@ class PartyState:
                             f"the {message} wrote {sink.size} bytes, not its stated {data.size}."
                         )
                     digest, size = sink.sha256.hexdigest(), sink.size
-                elif isinstance(data, Stored):
-                    with open(data.path, "rb") as source:
-                        shutil.copyfileobj(source, fh, CHUNK)
-                    digest, size = data.sha256, data.size
                 else:
-                    fh.write(data)
+                    write_outgoing(fh, data)
                     digest, size = sha256_hex(data), nbytes(data)
             kept[message] = Stored(path, digest, size)
             digests[f"{message.receiver}.{message.kind}"] = digest

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from vertimrf.crypto.aead import BufferWriter
 from vertimrf.driver.waits import WaitNotices
@@ -111,6 +111,15 @@ def file_sha256(path: Path) -> str:
         while chunk := fh.read(CHUNK):
             h.update(chunk)
     return h.hexdigest()
+
+
+def write_outgoing(fh: IO[bytes], data: Outgoing) -> None:
+    """Write what is sent to the binary file ``fh`` (a Stored file copied in chunks)."""
+    if isinstance(data, Stored):
+        with open(data.path, "rb") as source:
+            shutil.copyfileobj(source, fh, CHUNK)
+    else:
+        fh.write(data)
 
 
 class Transport(Protocol):
@@ -245,11 +254,7 @@ class DirectoryTransport:
         if isinstance(data, Stored) and _linked(data.path, path):
             return
         with atomic_open(path, "wb") as fh:
-            if isinstance(data, Stored):
-                with open(data.path, "rb") as source:
-                    shutil.copyfileobj(source, fh, CHUNK)
-            else:
-                fh.write(data)
+            write_outgoing(fh, data)
 
     def flush(self) -> None:
         """Nothing to wait for: ``send`` wrote the file."""
