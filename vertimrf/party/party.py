@@ -261,8 +261,9 @@ class LocalParty:
     def _bins(self) -> dict[str, BinMap]:
         to_bin = set(self.config.binned_columns())
         out = {}
-        for c in [c for c in self.columns if c in to_bin]:
-            j = self.columns.index(c)
+        for j, c in enumerate(self.columns):
+            if c not in to_bin:
+                continue
             noisy = discrete_laplace_histogram(
                 np.bincount(self._table.codes[:, j], minlength=self.spec[c].size),
                 self.budget.binning_epsilon,
