@@ -183,6 +183,14 @@ def _plan(ns, nr, run, side, par_min):
 
 
 @njit(cache=True, inline="always")
+def _task_bounds(t, n_rb, s_block, r_block, ns, nr):
+    """Subset and rest ranges (s0, s1, r0, r1) of task t of a :func:`_plan` cut."""
+    s0 = (t // n_rb) * s_block
+    r0 = (t % n_rb) * r_block
+    return s0, min(ns, s0 + s_block), r0, min(nr, r0 + r_block)
+
+
+@njit(cache=True, inline="always")
 def _lanes_sum(buf, n):
     a0 = 0.0
     a1 = 0.0
@@ -387,32 +395,20 @@ def project(x, p, coff, bptr, base, rptr, rest, run, side, out, ooff, use_log, s
         _reduce_task(x, c0, bs, rs, rn, sd, 0, ns, 0, nr, ps, 0, shift, use_log, out, ooff, True)
         return
     for t in prange(ntask):
-        sb = t // n_rb
-        rb = t - sb * n_rb
-        s0 = sb * s_block
-        r0 = rb * r_block
+        s0, s1, r0, r1 = _task_bounds(t, n_rb, s_block, r_block, ns, nr)
+        poff = (t % n_rb) * ns
         _reduce_task(
-            x,
-            c0,
-            bs,
-            rs,
-            rn,
-            sd,
-            s0,
-            min(ns, s0 + s_block),
-            r0,
-            min(nr, r0 + r_block),
-            ps,
-            rb * ns,
-            shift,
-            use_log,
-            out,
-            ooff,
-            single,
+            x, c0, bs, rs, rn, sd, s0, s1, r0, r1, ps, poff, shift, use_log, out, ooff, single
         )
     if not single:
         _merge_partials(ps, ns, n_rb)
         _finish(x, c0, bs, rs, ps, 0, ns, out, ooff, shift, use_log)
+
+
+@njit(cache=True, inline="always")
+def _update(a, v, mul):
+    """a * v, or a + v."""
+    return a * v if mul else a + v
 
 
 @njit(cache=True)
@@ -423,36 +419,24 @@ def _expand_task(x, coff, base, rest, run, side, s0, s1, r0, r1, vec, voff, scal
             v = scale * vec[voff + s]
             for ro in range(r0, r1, run):
                 xs = x[b + rest[ro] : b + rest[ro] + run]
-                if mul:
-                    for j in range(run):
-                        xs[j] *= v
-                else:
-                    for j in range(run):
-                        xs[j] += v
+                for j in range(run):
+                    xs[j] = _update(xs[j], v, mul)
     elif run < SHORT_RUN:  # memory order, as in _reduce_short_runs
         for so in range(s0, s1, run):
             b = coff + base[so]
             vs = vec[voff + so : voff + so + run]
             for j in range(run):
                 v = scale * vs[j]
-                if mul:
-                    for r in range(r0, r1):
-                        x[b + rest[r] + j] *= v
-                else:
-                    for r in range(r0, r1):
-                        x[b + rest[r] + j] += v
+                for r in range(r0, r1):
+                    x[b + rest[r] + j] = _update(x[b + rest[r] + j], v, mul)
     else:
         for r in range(r0, r1):
             ro = coff + rest[r]
             for so in range(s0, s1, run):
                 xs = x[ro + base[so] : ro + base[so] + run]
                 vs = vec[voff + so : voff + so + run]
-                if mul:
-                    for j in range(run):
-                        xs[j] *= scale * vs[j]
-                else:
-                    for j in range(run):
-                        xs[j] += scale * vs[j]
+                for j in range(run):
+                    xs[j] = _update(xs[j], scale * vs[j], mul)
 
 
 @njit(cache=True, parallel=True)
@@ -470,26 +454,8 @@ def _expand(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff, scale, mul
         _expand_task(x, c0, bs, rs, rn, sd, 0, ns, 0, nr, vec, voff, scale, mul)
         return
     for t in prange(ntask):
-        sb = t // n_rb
-        rb = t - sb * n_rb
-        s0 = sb * s_block
-        r0 = rb * r_block
-        _expand_task(
-            x,
-            c0,
-            bs,
-            rs,
-            rn,
-            sd,
-            s0,
-            min(ns, s0 + s_block),
-            r0,
-            min(nr, r0 + r_block),
-            vec,
-            voff,
-            scale,
-            mul,
-        )
+        s0, s1, r0, r1 = _task_bounds(t, n_rb, s_block, r_block, ns, nr)
+        _expand_task(x, c0, bs, rs, rn, sd, s0, s1, r0, r1, vec, voff, scale, mul)
 
 
 @njit(cache=True)
@@ -535,12 +501,9 @@ def _log_message(beliefs, probs, shift, p, coff, bptr, base, rptr, rest, run, si
     (its cells all underflowed or nearly) is recomputed exactly from the log-beliefs.
     """
     project(probs, p, coff, bptr, base, rptr, rest, run, side, new, 0, False, 0.0)
+    bs = base[bptr[p] : bptr[p + 1]]
     rs = rest[rptr[p] : rptr[p + 1]]
-    for s in range(bptr[p + 1] - bptr[p]):
-        if new[s] >= TINY:
-            new[s] = shift + np.log(new[s])
-        else:
-            new[s] = _group_lse(beliefs, coff[p] + base[bptr[p] + s], rs)
+    _finish(beliefs, coff[p], bs, rs, new, 0, bs.shape[0], new, 0, shift, True)
 
 
 @njit(cache=True)
