@@ -24,24 +24,21 @@ _X_MIN = -708.0
 _X_MAX = 709.0
 
 
-@intrinsic
-def _bits_to_f64(typingctx, x):
-    sig = types.float64(types.int64)
+def _bitcast(frm, to, to_ir):
+    """An intrinsic that reads the 64 bits of a ``frm`` value as a ``to`` value."""
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
+    @intrinsic
+    def cast(typingctx, x):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], to_ir)
 
-    return sig, codegen
+        return to(frm), codegen
+
+    return cast
 
 
-@intrinsic
-def _f64_to_bits(typingctx, x):
-    sig = types.int64(types.float64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return sig, codegen
+_bits_to_f64 = _bitcast(types.int64, types.float64, ir.DoubleType())
+_f64_to_bits = _bitcast(types.float64, types.int64, ir.IntType(64))
 
 
 @intrinsic
