@@ -106,15 +106,9 @@ def project_sum(x, coff, sptr, steps, out, optr, tmp0, tmp1):
         src = x
         so = coff[p]
         for k in range(k0, k1):
-            if k == k1 - 1:
-                dst = out
-                do = o0
-            elif (k - k0) % 2 == 0:
-                dst = tmp0
-                do = 0
-            else:
-                dst = tmp1
-                do = 0
+            last = k == k1 - 1
+            dst = out if last else (tmp0 if (k - k0) % 2 == 0 else tmp1)
+            do = o0 if last else 0
             _sum_step(src, so, dst, do, steps[k, 0], steps[k, 1], steps[k, 2])
             src = dst
             so = do
