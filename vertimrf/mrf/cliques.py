@@ -88,8 +88,7 @@ class CliqueLayout:
         self.index: dict[Clique, int] = {c: i for i, c in enumerate(self.cliques)}
         self.shapes: list[tuple[int, ...]] = [domain.shape(c) for c in self.cliques]
         self.sizes = np.array([domain.size(c) for c in self.cliques], dtype=np.int64)
-        self.offsets = np.zeros(len(self.cliques) + 1, dtype=np.int64)
-        np.cumsum(self.sizes, out=self.offsets[1:])
+        self.offsets = _ptr(self.sizes)
         self.strides: list[tuple[int, ...]] = [c_strides(s) for s in self.shapes]
 
     @property
@@ -118,7 +117,25 @@ class CliqueLayout:
         return self.cliques == other.cliques and self.domain.sizes == other.domain.sizes
 
 
-class ProjectionSet:
+class _Projections:
+    """Projections ``pairs[p]`` = (clique, sorted subset), projection ``p`` writing its cells
+    to ``out_ptr[p]:out_ptr[p + 1]`` of one flat output buffer (C order)."""
+
+    out_ptr: np.ndarray
+
+    def __init__(self, pairs: Sequence[tuple[int, Clique]]) -> None:
+        self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def out_size(self) -> int:
+        """Length of the flat output buffer (sum of subset cells)."""
+        return int(self.out_ptr[-1])
+
+
+class ProjectionSet(_Projections):
     """Many projections packed into flat arrays, the form the kernels take.
 
     Projection ``p`` maps clique ``pairs[p][0]`` onto the sorted subset ``pairs[p][1]``; its
@@ -127,7 +144,7 @@ class ProjectionSet:
 
     def __init__(self, layout: CliqueLayout, pairs: Sequence[tuple[int, Clique]]) -> None:
         self.layout = layout
-        self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
+        super().__init__(pairs)
         maps = [ProjectionMap.build(layout.cliques[c], s, layout.domain) for c, s in self.pairs]
         self.clique = np.array([c for c, _ in self.pairs], dtype=np.int64)
         self.clique_off = layout.offsets[self.clique]
@@ -138,14 +155,6 @@ class ProjectionSet:
         self.run = np.array([m.run for m in maps], dtype=np.int64)
         self.side = np.array([m.side for m in maps], dtype=np.int64)
         self.out_ptr = self.base_ptr.copy()
-
-    def __len__(self) -> int:
-        return len(self.pairs)
-
-    @property
-    def out_size(self) -> int:
-        """Length of the flat output buffer (sum of subset cells)."""
-        return int(self.out_ptr[-1])
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The flat arrays in kernel argument order."""
@@ -226,14 +235,14 @@ def sum_onto_many(table: np.ndarray, keeps: Sequence[Sequence[bool]]) -> list[np
     return [out[optr[k] : optr[k + 1]].reshape(s) for k, s in enumerate(shapes)]
 
 
-class SumOutPlan:
+class SumOutPlan(_Projections):
     """Projections of cliques onto subsets as chains of block sums (kernels in
     :mod:`vertimrf.kernels.sumout`): the same ``pairs`` and output layout as
     :class:`ProjectionSet`, for plain sums only (no log-sum-exp)."""
 
     def __init__(self, layout: CliqueLayout, pairs: Sequence[tuple[int, Clique]]) -> None:
         self.layout = layout
-        self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
+        super().__init__(pairs)
         for c, sub in self.pairs:
             if not set(sub) <= set(layout.cliques[c]):
                 raise ConfigError(f"{sub} is not a subset of clique {layout.cliques[c]}.")
@@ -244,22 +253,12 @@ class SumOutPlan:
         self.clique = np.array([c for c, _ in self.pairs], dtype=np.int64)
         self.clique_off = layout.offsets[self.clique]
         self.out_ptr = _ptr([layout.domain.size(sub) for _, sub in self.pairs])
-        self._tmp0 = np.empty(scratch)
-        self._tmp1 = np.empty(scratch)
-
-    def __len__(self) -> int:
-        return len(self.pairs)
-
-    @property
-    def out_size(self) -> int:
-        """Length of the flat output buffer (sum of subset cells)."""
-        return int(self.out_ptr[-1])
+        self._plan = (self.clique_off, self.step_ptr, self.steps)  # as the kernels take it
+        self._tmp = (np.empty(scratch), np.empty(scratch))
 
     def project(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
         """out[slot p] = sum of clique ``pairs[p][0]`` of ``x`` onto ``pairs[p][1]``; out."""
-        sumout.project_sum(
-            x, self.clique_off, self.step_ptr, self.steps, out, self.out_ptr, self._tmp0, self._tmp1
-        )
+        sumout.project_sum(x, *self._plan, out, self.out_ptr, *self._tmp)
         return out
 
     def expand_add(
@@ -268,22 +267,11 @@ class SumOutPlan:
         """x[clique of p] += scale * vec[slot p], broadcast over the summed axes; x. With
         ``overwrite``, the plan's cliques of x are first taken as zeros (their old values are
         not read)."""
-        sumout.expand_sum(
-            x,
-            self.clique_off,
-            self.step_ptr,
-            self.steps,
-            vec,
-            self.out_ptr,
-            float(scale),
-            self._tmp0,
-            self._tmp1,
-            overwrite,
-        )
+        sumout.expand_sum(x, *self._plan, vec, self.out_ptr, float(scale), *self._tmp, overwrite)
         return x
 
 
-class SharedSumOutPlan:
+class SharedSumOutPlan(_Projections):
     """:class:`SumOutPlan` through shared intermediate tables: projections of one clique are
     grouped (greedily, largest first) so that each group's union of attributes has at most
     ``clique cells / share`` cells; a clique is summed once onto each union, and the members
@@ -293,7 +281,7 @@ class SharedSumOutPlan:
     def __init__(
         self, layout: CliqueLayout, pairs: Sequence[tuple[int, Clique]], share: int = 16
     ) -> None:
-        self.pairs = [(int(c), tuple(sorted(int(a) for a in s))) for c, s in pairs]
+        super().__init__(pairs)
         domain = layout.domain
         unions: list[tuple[int, set[int]]] = []  # (clique, attributes)
         member_of = [0] * len(self.pairs)
@@ -323,14 +311,6 @@ class SharedSumOutPlan:
         self.out_ptr = self.second.out_ptr
         self._mid = np.empty(self.inner.total_cells)
 
-    def __len__(self) -> int:
-        return len(self.pairs)
-
-    @property
-    def out_size(self) -> int:
-        """Length of the flat output buffer (sum of subset cells)."""
-        return self.second.out_size
-
     def project(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
         """As :meth:`SumOutPlan.project`."""
         self.first.project(x, self._mid)
@@ -344,7 +324,8 @@ class SharedSumOutPlan:
         return self.first.expand_add(x, self._mid, overwrite=overwrite)
 
 
-def _ptr(lengths: Sequence[int]) -> np.ndarray:
+def _ptr(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Offsets of consecutive runs of ``lengths``: 0, then their running sums (int64)."""
     out = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(np.asarray(lengths, dtype=np.int64), out=out[1:])
     return out
