@@ -65,27 +65,9 @@ class BPPlan:
     ) -> float:
         """Calibrate: beliefs <- theta + messages, probs <- exp(beliefs - pshift); log Z."""
         ps = self.projections
-        return bp.calibrate(
-            theta,
-            beliefs,
-            probs,
-            pshift,
-            up,
-            self.src,
-            self.dst,
-            self.edge,
-            self.eptr,
-            self.root,
-            self.offsets,
-            ps.clique,
-            ps.clique_off,
-            ps.base_ptr,
-            ps.base,
-            ps.rest_ptr,
-            ps.rest,
-            ps.run,
-            ps.side,
-        )
+        schedule = (self.src, self.dst, self.edge, self.eptr, self.root, self.offsets, ps.clique)
+        *maps, _ = ps.arrays()  # the kernel takes no output offsets
+        return bp.calibrate(theta, beliefs, probs, pshift, up, *schedule, *maps)
 
 
 class MarkovRandomField:
