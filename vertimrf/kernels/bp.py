@@ -461,12 +461,6 @@ def expand_add(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff, scale):
     _expand(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff, scale, False)
 
 
-@njit(cache=True)
-def expand_mul(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff):
-    """Multiply every cell of x that projection p maps to subset cell s by vec[voff + s]."""
-    _expand(x, p, coff, bptr, base, rptr, rest, run, side, vec, voff, 1.0, True)
-
-
 @njit(cache=True, parallel=True)
 def range_max(x, lo, hi):
     """max of x[lo:hi] (-inf if empty); GRAIN chunks in parallel when the range is large."""
@@ -559,7 +553,7 @@ def _absorb_down(
         return
     for s in range(new.shape[0]):
         w[s] = fexp(new[s] - dmax)
-    expand_mul(probs, q, coff, bptr, base, rptr, rest, run, side, w, 0)
+    _expand(probs, q, coff, bptr, base, rptr, rest, run, side, w, 0, 1.0, True)  # probs *= w
     shift = pshift[dst] + dmax
     _refresh_underflowed(
         beliefs, probs, up, new, pshift[dst], shift, q, coff, bptr, base, rptr, rest

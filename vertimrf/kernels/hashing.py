@@ -60,18 +60,16 @@ def siphash24_u64(k0, k1, m):
     v2 = k0 ^ _SIP_C2
     v3 = k1 ^ _SIP_C3
     v3 ^= m
-    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
-    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
+    for _ in range(2):
+        v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
     v0 ^= m
     v3 ^= _SIP_LEN8
-    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
-    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
+    for _ in range(2):
+        v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
     v0 ^= _SIP_LEN8
     v2 ^= _SIP_FIN
-    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
-    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
-    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
-    v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
+    for _ in range(4):
+        v0, v1, v2, v3 = _sipround(v0, v1, v2, v3)
     return v0 ^ v1 ^ v2 ^ v3
 
 
