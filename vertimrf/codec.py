@@ -26,6 +26,7 @@ class Encoder(Protocol):
 
 
 SpecLike = Domain | DomainSpec | TableEncoder | Encoder
+TableLike = pd.DataFrame | EncodedTable
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,7 @@ def resolve_codec(spec: Any) -> TableCodec:
     return TableCodec(domain, encode, decode)
 
 
-def as_table(
-    data: pd.DataFrame | EncodedTable, spec: SpecLike | None = None
-) -> tuple[EncodedTable, TableCodec]:
+def as_table(data: TableLike, spec: SpecLike | None = None) -> tuple[EncodedTable, TableCodec]:
     """``data`` (an EncodedTable, or a frame described by ``spec``) as an EncodedTable, and
     the codec that decodes codes of its domain back to frames."""
     if isinstance(data, EncodedTable):

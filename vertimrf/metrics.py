@@ -11,16 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from vertimrf.codec import SpecLike, as_table, resolve_codec
-from vertimrf.domain import (
-    DATETIME,
-    NUMERIC,
-    ColumnSpec,
-    Domain,
-    DomainSpec,
-    EncodedTable,
-    empty_cells,
-)
+from vertimrf.codec import SpecLike, TableLike, as_table, resolve_codec
+from vertimrf.domain import DATETIME, NUMERIC, ColumnSpec, Domain, DomainSpec, empty_cells
 from vertimrf.errors import ConfigError, DomainError
 from vertimrf.workload import Workload
 
@@ -58,21 +50,17 @@ def _subset_tvd(a: np.ndarray, b: np.ndarray, shape: tuple[int, ...]) -> float:
     """TVD between the normalised histograms of two (rows, k) code arrays over ``shape``."""
     cells = math.prod(shape)
     if cells <= _DENSE_CELLS:
-        pa = np.bincount(np.ravel_multi_index(a.T, shape), minlength=cells) / a.shape[0]
-        pb = np.bincount(np.ravel_multi_index(b.T, shape), minlength=cells) / b.shape[0]
-        return 0.5 * float(np.abs(pa - pb).sum())
-    keys, inverse = np.unique(np.concatenate([a, b]), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    pa = np.bincount(inverse[: a.shape[0]], minlength=keys.shape[0]) / a.shape[0]
-    pb = np.bincount(inverse[a.shape[0] :], minlength=keys.shape[0]) / b.shape[0]
+        ia, ib = np.ravel_multi_index(a.T, shape), np.ravel_multi_index(b.T, shape)
+    else:
+        keys, inverse = np.unique(np.concatenate([a, b]), axis=0, return_inverse=True)
+        ia, ib, cells = inverse[: a.shape[0]], inverse[a.shape[0] :], keys.shape[0]
+    pa = np.bincount(ia.reshape(-1), minlength=cells) / a.shape[0]
+    pb = np.bincount(ib.reshape(-1), minlength=cells) / b.shape[0]
     return 0.5 * float(np.abs(pa - pb).sum())
 
 
 def _both_codes(
-    real: pd.DataFrame | EncodedTable,
-    synth: pd.DataFrame | EncodedTable,
-    spec: SpecLike | None,
-    what: str,
+    real: TableLike, synth: TableLike, spec: SpecLike | None, what: str
 ) -> tuple[np.ndarray, np.ndarray, Domain]:
     """The codes of both tables over one domain (``spec``'s, or ``real``'s when it is an
     EncodedTable and ``spec`` is None); DomainError naming ``what`` if either has no row."""
@@ -85,8 +73,8 @@ def _both_codes(
 
 
 def tvd(
-    real: pd.DataFrame | EncodedTable,
-    synth: pd.DataFrame | EncodedTable,
+    real: TableLike,
+    synth: TableLike,
     spec: SpecLike | None = None,
     ways: int = 3,
     n_marginals: int = 300,
@@ -104,11 +92,7 @@ def tvd(
     return float(np.mean(values))
 
 
-def column_tvd(
-    real: pd.DataFrame | EncodedTable,
-    synth: pd.DataFrame | EncodedTable,
-    spec: SpecLike | None = None,
-) -> dict[str, float]:
+def column_tvd(real: TableLike, synth: TableLike, spec: SpecLike | None = None) -> dict[str, float]:
     """Each column's 1-way TVD (an empty cell counts as a value), by column name in the
     spec's order; with up to 300 columns their mean is ``tvd(..., ways=1)``."""
     a, b, domain = _both_codes(real, synth, spec, "column_tvd")
@@ -150,36 +134,27 @@ def ks_distance(a: np.ndarray | Sequence[float], b: np.ndarray | Sequence[float]
 
 
 def column_distances(
-    real: pd.DataFrame | EncodedTable,
-    synth: pd.DataFrame | EncodedTable,
-    spec: SpecLike | None = None,
+    real: TableLike, synth: TableLike, spec: SpecLike | None = None
 ) -> dict[str, ColumnDistance]:
     """Each column's distance, by name in the spec's order: the KS distance of the values
     (:func:`ks_distance`) for a numeric column of a DomainSpec when both frames hold numbers
     in it, or a datetime column's (its times as seconds); else the column's 1-way TVD
     (:func:`column_tvd`)."""
-    tvds = column_tvd(real, synth, spec)
     columns = _spec_columns(spec)
     out = {}
-    for name, value in tvds.items():
+    for name, value in column_tvd(real, synth, spec).items():
         col = columns.get(name)
         kind = col.kind if col is not None else "codes"
-        x, y = (
-            (column_values(real, col), column_values(synth, col))
-            if col is not None
-            else (None, None)
-        )
-        if x is not None and y is not None:
-            out[name] = ColumnDistance(name, kind, "ks", ks_distance(x, y), value)
+        both = _both_values(real, synth, col) if col is not None else None
+        if both is not None:
+            out[name] = ColumnDistance(name, kind, "ks", ks_distance(*both), value)
         else:
             out[name] = ColumnDistance(name, kind, "tvd", value, value)
     return out
 
 
 def pair_tvd(
-    real: pd.DataFrame | EncodedTable,
-    synth: pd.DataFrame | EncodedTable,
-    spec: SpecLike | None = None,
+    real: TableLike, synth: TableLike, spec: SpecLike | None = None
 ) -> dict[tuple[str, str], float]:
     """The 2-way TVD of every pair of columns (an empty cell counts as a value), keyed by
     the pair's names in the spec's order."""
@@ -235,18 +210,13 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def pair_trends(
-    real: pd.DataFrame | EncodedTable,
-    synth: pd.DataFrame | EncodedTable,
-    spec: SpecLike | None = None,
+    real: TableLike, synth: TableLike, spec: SpecLike | None = None
 ) -> dict[tuple[str, str], PairTrend]:
     """Every pair's trend in both tables (:class:`PairTrend`), keyed as :func:`pair_tvd`."""
     a, b, domain = _both_codes(real, synth, spec, "pair_trends")
     columns = _spec_columns(spec)
-    values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for col in (columns[n] for n in domain.names if n in columns):
-        x, y = column_values(real, col), column_values(synth, col)
-        if x is not None and y is not None:
-            values[col.name] = (x, y)
+    both = {n: _both_values(real, synth, columns[n]) for n in domain.names if n in columns}
+    values = {n: xy for n, xy in both.items() if xy is not None}
     out = {}
     for i, j in itertools.combinations(range(len(domain)), 2):
         u, v = domain.names[i], domain.names[j]
@@ -265,7 +235,16 @@ def _spec_columns(spec: object) -> dict[str, ColumnSpec]:
     return {c.name: c for c in spec.columns} if isinstance(spec, DomainSpec) else {}
 
 
-def column_values(frame: pd.DataFrame | EncodedTable, col: ColumnSpec) -> np.ndarray | None:
+def _both_values(
+    real: TableLike, synth: TableLike, col: ColumnSpec
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Column ``col``'s values in both tables (:func:`column_values`), or None unless both
+    have them."""
+    x, y = column_values(real, col), column_values(synth, col)
+    return None if x is None or y is None else (x, y)
+
+
+def column_values(frame: TableLike, col: ColumnSpec) -> np.ndarray | None:
     """Column ``col`` of a frame as float64, NaN where empty, as the column distances compare
     it: a numeric column's numbers, a datetime column's times as seconds since 1970; None for
     a categorical column, an EncodedTable, or a numeric column of text."""
@@ -280,10 +259,7 @@ def column_values(frame: pd.DataFrame | EncodedTable, col: ColumnSpec) -> np.nda
 
 
 def workload_tvd(
-    real: pd.DataFrame | EncodedTable,
-    synth: pd.DataFrame | EncodedTable,
-    spec: SpecLike | None,
-    workload: Sequence[object],
+    real: TableLike, synth: TableLike, spec: SpecLike | None, workload: Sequence[object]
 ) -> float:
     """The weighted mean TVD over a workload's marginals (as
     :meth:`vertimrf.workload.Workload.of` reads it: column names or indices, each alone,
