@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -20,6 +21,21 @@ class AttributeGraph:
     graph: nx.Graph
     chordal: nx.Graph
     cliques: tuple[tuple[int, ...], ...]
+
+
+def attribute_graph(
+    d: int,
+    edges: Iterable[tuple[int, int]],
+    chordal: Iterable[tuple[int, int]],
+    cliques: Iterable[Iterable[int]],
+) -> AttributeGraph:
+    """The graph and its triangulation on the nodes 0 .. d-1 with these edges (pairs), and
+    the triangulation's maximal ``cliques``."""
+    graph, triangulated = nx.Graph(), nx.Graph()
+    for g, pairs in ((graph, edges), (triangulated, chordal)):
+        g.add_nodes_from(range(d))
+        g.add_edges_from(pairs)
+    return AttributeGraph(graph, triangulated, tuple(tuple(c) for c in cliques))
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import networkx as nx
-
 from vertimrf.container import read_container, write_container
 from vertimrf.domain import DomainSpec
 from vertimrf.errors import ConfigError, MessageError
@@ -24,7 +22,7 @@ from vertimrf.privacy.ledger import Release
 from vertimrf.synth.dtypes import check_dtypes
 from vertimrf.synth.fitted import Decoder, decoder_from_meta, decoder_meta
 from vertimrf.synth.privmrf.budget_split import BudgetSplit
-from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
+from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport, attribute_graph
 from vertimrf.synth.privmrf.options import PrivMRFOptions
 from vertimrf.within import Midpoint, Placement, within_from_meta, within_meta
 
@@ -56,7 +54,6 @@ def save_fit(state: FitState, path: str | os.PathLike) -> None:
     arrays.update({f"m{i}": m.values for i, m in enumerate(state.measurements)})
     options = dataclasses.asdict(state.options)
     report = dataclasses.asdict(state.report)
-    report["releases"] = [dataclasses.asdict(r) for r in state.report.releases]
     meta = {
         "epsilon": state.epsilon,
         "delta": state.delta,
@@ -88,7 +85,7 @@ def load_fit(path: str | os.PathLike, max_cells: int | None = None) -> FitState:
             raise ValueError("the model's columns do not match its decoder")
         options = dict(meta["options"])
         options["split"] = BudgetSplit(**options["split"])
-        d = len(model.domain)
+        d, graph = len(model.domain), meta["graph"]
         return FitState(
             epsilon=float(meta["epsilon"]),
             delta=float(meta["delta"]),
@@ -100,7 +97,7 @@ def load_fit(path: str | os.PathLike, max_cells: int | None = None) -> FitState:
                 Measurement(tuple(attrs), arrays[f"m{i}"], weight)
                 for i, (attrs, weight) in enumerate(meta["measurements"])
             ),
-            graph=_graph(d, meta["graph"]),
+            graph=attribute_graph(d, graph["edges"], graph["chordal"], graph["cliques"]),
             report=_report(meta["report"]),
             dtypes=check_dtypes(meta.get("dtypes", {}), decoder)
             if isinstance(decoder, DomainSpec)
@@ -117,16 +114,6 @@ def _bound(max_cells: int | None) -> Callable[[str], int | None]:
     """Arrays: the potentials and measurements, each at most ``max_cells`` float64 cells."""
     limit = 8 * (DEFAULT_MAX_CELLS if max_cells is None else int(max_cells))
     return lambda name: limit if name == POTENTIALS or re.fullmatch(r"m\d+", name) else None
-
-
-def _graph(d: int, meta: dict[str, Any]) -> AttributeGraph:
-    graphs = []
-    for key in ("edges", "chordal"):
-        g = nx.Graph()
-        g.add_nodes_from(range(d))
-        g.add_edges_from(tuple(e) for e in meta[key])
-        graphs.append(g)
-    return AttributeGraph(graphs[0], graphs[1], tuple(tuple(c) for c in meta["cliques"]))
 
 
 def _report(meta: dict[str, Any]) -> PrivMRFReport:

@@ -12,12 +12,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
-from vertimrf.codec import SpecLike, TableCodec, as_table, resolve_codec
-from vertimrf.domain import Domain, DomainSpec, EncodedTable, warn_small_table
+from vertimrf.codec import SpecLike, TableCodec, TableLike, as_table, resolve_codec
+from vertimrf.domain import Domain, DomainSpec, warn_small_table
 from vertimrf.errors import ConfigError, PrivacyBudgetError
 from vertimrf.io import refuse_existing
 from vertimrf.mrf.cliques import histogram
@@ -37,7 +36,7 @@ from vertimrf.synth.fitted import (
 )
 from vertimrf.synth.numeric import numeric_releases
 from vertimrf.synth.privmrf import budget_split as bud
-from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport
+from vertimrf.synth.privmrf.fit_report import AttributeGraph, PrivMRFReport, attribute_graph
 from vertimrf.synth.privmrf.graph_search import GraphSearchResult, greedy_graph_search
 from vertimrf.synth.privmrf.histograms import CliqueTables
 from vertimrf.synth.privmrf.initial_set import initial_marginals
@@ -166,7 +165,7 @@ class PrivMRF:
         self._fit_rho = self.rho_budget  # less what a fit's numeric releases spend
 
     # ----------------------------------------------------------------------------- fitting
-    def fit(self, data: pd.DataFrame | EncodedTable, spec: SpecLike | None = None) -> PrivMRF:
+    def fit(self, data: TableLike, spec: SpecLike | None = None) -> PrivMRF:
         """Fit on ``data``: an :class:`EncodedTable`, or a frame whose columns ``spec``
         describes (a Domain for integer-coded frames, a DomainSpec, or a TableEncoder);
         returns self."""
@@ -280,7 +279,9 @@ class PrivMRF:
             "model": fit.model,
             "n_hat": fit.n_hat,
             "measurements": fit.measurements,
-            "graph": _graph(len(codec.domain), fit.graph),
+            "graph": attribute_graph(
+                len(codec.domain), fit.graph.edges, fit.graph.chordal_edges, fit.graph.cliques
+            ),
             **decoding,
         }
         self._report = PrivMRFReport.build(
@@ -606,13 +607,3 @@ def _decoding(
         else lambda codes, rng=None: codec.decode(codes)
     )
     return dict(codec=codec, decoder=decoder, dtypes=dtypes, decode=decode, within=within)
-
-
-def _graph(d: int, found: GraphSearchResult) -> AttributeGraph:
-    g = nx.Graph()
-    g.add_nodes_from(range(d))
-    g.add_edges_from(found.edges)
-    h = nx.Graph()
-    h.add_nodes_from(range(d))
-    h.add_edges_from(found.chordal_edges)
-    return AttributeGraph(g, h, tuple(found.cliques))
