@@ -13,7 +13,7 @@ from typing import Any
 
 from vertimrf.errors import ConfigError
 from vertimrf.report.context import ReportContext
-from vertimrf.report.registry import FIGURES, LEVELS, Figure, FigureData
+from vertimrf.report.registry import FIGURES, LEVELS
 
 # What a kept figure must share with the report it joins.
 SAME_RUN = ("dataset", "rows", "delta", "seeds", "level")
@@ -55,8 +55,7 @@ def kept_records(
         if name in names or not path.exists():
             continue
         record = json.loads(path.read_text(encoding="utf-8"))
-        here = {"dataset": ctx.name, "rows": len(ctx.df), "delta": ctx.delta}
-        here |= {"seeds": ctx.seeds, "level": level}
+        here = _same_run(ctx, level)
         other = {k: record.get(k) for k in SAME_RUN}
         if other != here or (fig.plotted and not (out / f"{name}.png").exists()):
             raise ConfigError(
@@ -94,7 +93,16 @@ def build_report(
         start = time.perf_counter()
         data = fig.compute(ctx, params)
         seconds = time.perf_counter() - start
-        records[fig.name] = _record(fig, params, data, ctx, level, seconds)
+        records[fig.name] = {
+            "figure": fig.name,
+            "caption": fig.caption,
+            **_same_run(ctx, level),
+            "params": params,
+            "panels": [p.to_dict() for p in data.panels],
+            "table": data.table,
+            "notes": data.notes,
+            "seconds": seconds,
+        }
         files[f"{fig.name}.json"] = (json.dumps(records[fig.name], indent=2) + "\n").encode()
         if fig.plotted:
             files[f"{fig.name}.png"] = png(data.panels)
@@ -112,28 +120,9 @@ def not_yet(records: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return [NOT_YET]
 
 
-def _record(
-    fig: Figure,
-    params: dict[str, Any],
-    data: FigureData,
-    ctx: ReportContext,
-    level: str,
-    seconds: float,
-) -> dict[str, Any]:
-    return {
-        "figure": fig.name,
-        "caption": fig.caption,
-        "dataset": ctx.name,
-        "rows": len(ctx.df),
-        "delta": ctx.delta,
-        "seeds": ctx.seeds,
-        "level": level,
-        "params": params,
-        "panels": [p.to_dict() for p in data.panels],
-        "table": data.table,
-        "notes": data.notes,
-        "seconds": seconds,
-    }
+def _same_run(ctx: ReportContext, level: str) -> dict[str, Any]:
+    """The fields of a figure's record that a kept one must share (:data:`SAME_RUN`)."""
+    return dict(zip(SAME_RUN, (ctx.name, len(ctx.df), ctx.delta, ctx.seeds, level), strict=True))
 
 
 def _section(record: dict[str, Any]) -> str:

@@ -95,11 +95,8 @@ class ReportContext:
 
         start = time.perf_counter()
         if method == "central":
-            model = PrivMRF(
-                epsilon, self.delta, seed=seed, selection="privmrf", progress=False
-            ).fit(df, self.spec)
-            synth = model.sample()
-            return Run(synth, time.perf_counter() - start, {}, {})
+            model = PrivMRF(epsilon, self.delta, seed=seed, selection="privmrf", progress=False)
+            return Run(model.fit(df, self.spec).sample(), time.perf_counter() - start, {}, {})
         synth, report = simulate(
             df,
             self.spec,

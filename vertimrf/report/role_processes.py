@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vertimrf.errors import RunFailedError
 
@@ -84,10 +84,9 @@ def run_roles(
             for n in names
         },
     }  # fmt: skip
-    usage = _run_all(folder, commands, timeout)
     return {
-        role: ProcessCost(wall, cpu, peak, _sent_bytes(folder / "mail", role))
-        for role, (wall, cpu, peak) in usage.items()
+        role: ProcessCost(**usage, sent_bytes=_sent_bytes(folder / "mail", role))
+        for role, usage in _run_all(folder, commands, timeout).items()
     }
 
 
@@ -113,10 +112,11 @@ def _write_files(
 
 def _run_all(
     folder: Path, commands: Mapping[str, list[str]], timeout: float
-) -> dict[str, tuple[float, float, int]]:
+) -> dict[str, dict[str, Any]]:
     """Start every command (``python -m vertimrf ...``) at once in ``folder``, each through
-    :data:`LAUNCHER`; each one's wall seconds, CPU seconds and peak RSS in bytes. Any failure
-    or the time-out stops every process started here and raises RunFailedError."""
+    :data:`LAUNCHER`; each one's wall seconds, CPU seconds and peak RSS in bytes, as the
+    launcher wrote them. Any failure or the time-out stops every process started here and
+    raises RunFailedError."""
     procs: dict[str, subprocess.Popen] = {}
     try:
         for role, args in commands.items():
@@ -148,11 +148,7 @@ def _run_all(
             if proc.poll() is None:  # the launcher leads its group: its command goes too
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-    out = {}
-    for role in procs:
-        usage = json.loads((folder / f"{role}.usage.json").read_text())
-        out[role] = (usage["seconds"], usage["cpu_seconds"], usage["peak_bytes"])
-    return out
+    return {role: json.loads((folder / f"{role}.usage.json").read_text()) for role in procs}
 
 
 def _sent_bytes(mail: Path, role: str) -> int:
