@@ -180,13 +180,7 @@ def _encode_column(s: pd.Series, col: ColumnSpec) -> np.ndarray:
     lower, upper, _ = col.bounds
     out = (x < lower) | (x > upper)
     if out.any():
-        raise _cell_error(
-            col,
-            x,
-            out,
-            f"is outside its public bounds [{lower}, {upper}]",
-            "change the data, or widen the bounds in the domain spec",
-        )
+        raise _cell_error(col, x, out, f"is outside its public bounds [{lower}, {upper}]", _WIDEN)
     return _bins(col, x, nan)
 
 
@@ -205,14 +199,11 @@ def _encode_times(s: pd.Series, col: ColumnSpec, axis: TimeAxis) -> np.ndarray:
     out = (x < lower) | (x >= upper)
     if out.any():
         last = f"the {axis.unit}" if axis.step == 1 else "the bin"
-        raise _cell_error(
-            col,
-            s.to_numpy(dtype=object),
-            out,
+        problem = (
             f"is outside its public bounds: from {axis.lower} to the end of {last} that "
-            f"holds {axis.upper}",
-            "change the data, or widen the bounds in the domain spec",
+            f"holds {axis.upper}"
         )
+        raise _cell_error(col, s.to_numpy(dtype=object), out, problem, _WIDEN)
     return _bins(col, x, np.isnan(x))
 
 
@@ -229,6 +220,7 @@ _EMPTY_FIX = (
     'declare "missing": true for the column in the domain spec (an empty cell is then a value of '
     "its own), or fill the cell or drop the row"
 )
+_WIDEN = "change the data, or widen the bounds in the domain spec"
 
 
 def _numbers(s: pd.Series, col: ColumnSpec) -> np.ndarray:

@@ -451,18 +451,15 @@ def _shares(
     numeric column not held as numbers; "(empty)" last for a column with empty cells."""
     from vertimrf.encoding import TableEncoder
 
-    one = DomainSpec([col])
-    encoder = TableEncoder(one)
-    a = encoder.encode(real.to_frame(col.name))[:, 0]
-    b = encoder.encode(synth.to_frame(col.name))[:, 0]
+    encoder = TableEncoder(DomainSpec([col]))
+    codes = [encoder.encode(s.to_frame(col.name))[:, 0] for s in (real, synth)]
     if col.kind == CATEGORICAL:
         labels = [str(v) for v in col.values]
     else:
         edges = col.edges
         labels = [f"[{lo:g}, {hi:g})" for lo, hi in zip(edges, edges[1:], strict=False)]
     labels += ["(empty)"] * col.missing
-    p = np.bincount(a, minlength=col.size) / max(a.size, 1)
-    q = np.bincount(b, minlength=col.size) / max(b.size, 1)
+    p, q = (np.bincount(c, minlength=col.size) / max(c.size, 1) for c in codes)
     return labels, p, q
 
 
