@@ -4,7 +4,7 @@ of release; design notes in docs/design/synth.md."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from vertimrf.errors import ConfigError
 from vertimrf.privacy.gdp import privmrf_budget
@@ -27,12 +27,7 @@ class BudgetSplit:
     error_queries: float = 0.1
 
     def __post_init__(self) -> None:
-        parts = {
-            "scores": self.scores,
-            "count": self.count,
-            "measurements": self.measurements,
-            "error_queries": self.error_queries,
-        }
+        parts = asdict(self)
         bad = {k: v for k, v in parts.items() if not (0.0 <= v <= 1.0 and math.isfinite(v))}
         if bad:
             raise ConfigError(f"budget fractions must be in [0, 1]; got {bad}.")

@@ -80,12 +80,8 @@ class PrivMRFOptions:
         )
         if bad:
             raise ConfigError(f"these PrivMRF options must be positive and finite: {bad}.")
-        at_least_one = {
-            "max_measure_arity": self.max_measure_arity,
-            "max_queries": self.max_queries,
-            "iters": self.iters,
-            "check_every": self.check_every,
-        }
+        counts = ("max_measure_arity", "max_queries", "iters", "check_every")
+        at_least_one = {name: getattr(self, name) for name in counts}
         bad = {k: v for k, v in at_least_one.items() if not (isinstance(v, int) and v >= 1)}
         if bad:
             raise ConfigError(f"these PrivMRF options must be integers >= 1: {bad}.")
