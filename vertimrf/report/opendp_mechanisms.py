@@ -239,13 +239,11 @@ def rows(table: Any, sizes: list[int], n: int, rng: np.random.Generator) -> np.n
     code of its column drawn uniformly by ``rng`` (post-processing), so it counts as error."""
     drawn = model_of(table).sample(n, rng)
     keys = [table.keys[c] for c in table.keys]
-    return np.stack(
-        [
-            _filled(k.gather(drawn[:, j]), s, rng)
-            for j, (k, s) in enumerate(zip(keys, sizes, strict=True))
-        ],
-        axis=1,
-    )
+    filled = [
+        _filled(k.gather(drawn[:, j]), s, rng)
+        for j, (k, s) in enumerate(zip(keys, sizes, strict=True))
+    ]
+    return np.stack(filled, axis=1)
 
 
 def _leave_slack() -> None:
@@ -253,13 +251,7 @@ def _leave_slack() -> None:
     :data:`SLACK` unspent instead of one float, in this process."""
     from opendp.extras.mbi import _mst
 
-    def make(_: Callable[[float], float]) -> Callable[[float], float]:
-        def lowered(x: float) -> float:
-            return float(x) * (1 - SLACK)
-
-        return lowered
-
-    _replace(_mst, "prior", make)
+    _replace(_mst, "prior", lambda _: lambda x: float(x) * (1 - SLACK))
 
 
 def _filled(values: Any, size: int, rng: np.random.Generator) -> np.ndarray:
