@@ -46,8 +46,10 @@ def sample_marginal_subsets(
     return list(chosen)
 
 
-def _subset_tvd(a: np.ndarray, b: np.ndarray, shape: tuple[int, ...]) -> float:
-    """TVD between the normalised histograms of two (rows, k) code arrays over ``shape``."""
+def _subset_tvd(a: np.ndarray, b: np.ndarray, domain: Domain, attrs: Sequence[int]) -> float:
+    """TVD between the normalised histograms of two code arrays' columns ``attrs``."""
+    attrs = list(attrs)
+    a, b, shape = a[:, attrs], b[:, attrs], domain.shape(attrs)
     cells = math.prod(shape)
     if cells <= _DENSE_CELLS:
         ia, ib = np.ravel_multi_index(a.T, shape), np.ravel_multi_index(b.T, shape)
@@ -88,7 +90,7 @@ def tvd(
     """
     a, b, domain = _both_codes(real, synth, spec, "tvd")
     subsets = sample_marginal_subsets(len(domain), ways, n_marginals, seed)
-    values = [_subset_tvd(a[:, s], b[:, s], domain.shape(s)) for s in subsets]
+    values = [_subset_tvd(a, b, domain, s) for s in subsets]
     return float(np.mean(values))
 
 
@@ -96,10 +98,7 @@ def column_tvd(real: TableLike, synth: TableLike, spec: SpecLike | None = None) 
     """Each column's 1-way TVD (an empty cell counts as a value), by column name in the
     spec's order; with up to 300 columns their mean is ``tvd(..., ways=1)``."""
     a, b, domain = _both_codes(real, synth, spec, "column_tvd")
-    return {
-        name: _subset_tvd(a[:, [i]], b[:, [i]], domain.shape([i]))
-        for i, name in enumerate(domain.names)
-    }
+    return {name: _subset_tvd(a, b, domain, [i]) for i, name in enumerate(domain.names)}
 
 
 @dataclass(frozen=True)
@@ -161,7 +160,7 @@ def pair_tvd(
     a, b, domain = _both_codes(real, synth, spec, "pair_tvd")
     names = domain.names
     return {
-        (names[i], names[j]): _subset_tvd(a[:, [i, j]], b[:, [i, j]], domain.shape([i, j]))
+        (names[i], names[j]): _subset_tvd(a, b, domain, [i, j])
         for i, j in itertools.combinations(range(len(domain)), 2)
     }
 
@@ -266,7 +265,7 @@ def workload_tvd(
     weight 1, or with its weight): the error a workload-aware synthesizer minimises."""
     a, b, domain = _both_codes(real, synth, spec, "workload_tvd")
     w = Workload.of(domain, workload)
-    values = [_subset_tvd(a[:, list(m)], b[:, list(m)], domain.shape(m)) for m in w.marginals]
+    values = [_subset_tvd(a, b, domain, m) for m in w.marginals]
     return float(np.dot(values, w.weights) / math.fsum(w.weights))
 
 
