@@ -76,75 +76,57 @@ class Fields:
         value = repr(self._data[key])[:80]
         return MessageError(f"{self.where}: field {key!r} must be {want}; got {value}.")
 
+    def _typed(self, key: str, ok: Callable[[Any], bool], want: str, optional: bool = False) -> Any:
+        """The value of ``key`` when ``ok`` of it (None when ``optional`` and null)."""
+        value = self._get(key)
+        if value is None and optional:
+            return None
+        if not ok(value):
+            raise self._bad(key, want)
+        return value
+
     @overload
     def text(self, key: str) -> str: ...
     @overload
     def text(self, key: str, *, optional: bool) -> str | None: ...
     def text(self, key: str, *, optional: bool = False) -> str | None:
-        value = self._get(key)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str):
-            raise self._bad(key, "a string")
-        return value
+        return self._typed(key, _is_text, "a string", optional)
 
     def flag(self, key: str) -> bool:
-        value = self._get(key)
-        if not isinstance(value, bool):
-            raise self._bad(key, "true or false")
-        return value
+        return self._typed(key, lambda v: isinstance(v, bool), "true or false")
 
     @overload
     def integer(self, key: str) -> int: ...
     @overload
     def integer(self, key: str, *, optional: bool) -> int | None: ...
     def integer(self, key: str, *, optional: bool = False) -> int | None:
-        value = self._get(key)
-        if value is None and optional:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "an integer")
-        return value
+        return self._typed(key, _is_integer, "an integer", optional)
 
     @overload
     def number(self, key: str) -> float: ...
     @overload
     def number(self, key: str, *, optional: bool) -> float | None: ...
     def number(self, key: str, *, optional: bool = False) -> float | None:
-        value = self._get(key)
-        if value is None and optional:
+        value = self._typed(key, is_number, "a number", optional)
+        if value is None:
             return None
-        if not is_number(value):
-            raise self._bad(key, "a number")
         value = float(value)
         if not math.isfinite(value):
             raise self._bad(key, "a finite number")
         return value
 
     def texts(self, key: str) -> tuple[str, ...]:
-        value = self._get(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self._bad(key, "a list of strings")
-        return tuple(value)
+        return tuple(self._typed(key, _list_of(_is_text), "a list of strings"))
 
     def text_lists(self, key: str) -> tuple[tuple[str, ...], ...]:
-        value = self._get(key)
-        if not isinstance(value, list) or not all(
-            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in value
-        ):
-            raise self._bad(key, "a list of lists of strings")
+        value = self._typed(key, _list_of(_list_of(_is_text)), "a list of lists of strings")
         return tuple(tuple(v) for v in value)
 
     def numbers(self, key: str) -> tuple[float, ...]:
-        value = self._get(key)
-        if not isinstance(value, list) or not all(map(is_number, value)):
-            raise self._bad(key, "a list of numbers")
-        return tuple(float(v) for v in value)
+        return tuple(float(v) for v in self._typed(key, _list_of(is_number), "a list of numbers"))
 
     def objects(self, key: str) -> list[Fields]:
-        value = self._get(key)
-        if not isinstance(value, list):
-            raise self._bad(key, "a list of objects")
+        value = self._typed(key, lambda v: isinstance(v, list), "a list of objects")
         return [Fields(v, f"{self.where}: {key}[{i}]") for i, v in enumerate(value)]
 
     @overload
@@ -165,3 +147,16 @@ class Fields:
         ):
             raise self._bad(key, "an object of plain values")
         return dict(value)
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _list_of(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """Whether a value is a list of values each ``ok``."""
+    return lambda value: isinstance(value, list) and all(map(ok, value))
