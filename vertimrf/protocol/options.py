@@ -514,24 +514,7 @@ class SecureOptions(_PaddedRows, _Options):
     SELECT: ClassVar[Mapping[str, str]] = MappingProxyType(
         {"method": "secure", "secure_pipeline": "select"}
     )
-    FLAT: ClassVar[Mapping[str, str]] = MappingProxyType(
-        {
-            f"secure_{name}": name
-            for name in (
-                "shares",
-                "refine_fraction",
-                "feature_width",
-                "iters",
-                "max_clique_cells",
-                "max_total_cells",
-                "binning",
-                "buckets",
-                "workload",
-                "values",
-                "numeric_share",
-            )
-        }
-    )
+    # FLAT (each field under "secure_" + its name) is set below the class, from its fields.
 
     shares: Mapping[str, float] | str = DEFAULTS["secure_shares"]
     refine_fraction: float = DEFAULTS["secure_refine_fraction"]
@@ -594,6 +577,8 @@ class SecureOptions(_PaddedRows, _Options):
         """None: the select pipeline bins no column up front."""
         return ()
 
+
+SecureOptions.FLAT = MappingProxyType({f"secure_{f.name}": f.name for f in fields(SecureOptions)})
 
 Options = SecureOptions | SecurePaperOptions | FOOptions | FMOptions
 OPTION_TYPES: dict[str, type[Options]] = {
