@@ -236,7 +236,7 @@ def _noise_scales(
 
 def _budget_problem(config: ProtocolConfig, epsilon: float) -> tuple[str, str] | None:
     """:func:`_problem` at ``epsilon``, its plan derived there."""
-    return _problem(config, epsilon, _secure_plan(config, epsilon=epsilon))
+    return _problem(config, epsilon, rules(config).secure_plan(config, epsilon=epsilon))
 
 
 def _problem(
@@ -318,18 +318,12 @@ def _check_budget(config: ProtocolConfig, plan: SecurePlan | None) -> None:
 COIN_EXAMPLE = 10  # the plan shows a re-measurement's coins for this many marginals
 
 
-def _secure_plan(
-    config: ProtocolConfig, *, epsilon: float | None = None, sizes: tuple[int, ...] | None = None
-) -> SecurePlan | None:
-    return rules(config).secure_plan(config, epsilon=epsilon, sizes=sizes)
-
-
 def run_plan(config: ProtocolConfig) -> RunPlan:
     """The plan of ``config``: releases, the worst-case ledger, bytes and memory per role.
 
     Raises PrivacyBudgetError when a cross release's noise is below KLS's range (a config
     that passed :func:`check_plan` never does)."""
-    plan = _secure_plan(config)
+    plan = rules(config).secure_plan(config)
     fixed, bounds = rules(config).plan_releases(config, config.epsilon, plan)
     limit = config.max_memory_gb or DEFAULT_MAX_MEMORY_GB
     common = RunPlan(
@@ -434,8 +428,9 @@ def _check_tables(config: ProtocolConfig, plan: SecurePlan | None) -> None:
 
 def _memory_hint(config: ProtocolConfig, limit: float) -> str:
     """What to change so that every role fits ``limit`` bytes."""
-    return rules(config).memory_hint(
-        config, limit, lambda sizes: _peak(config, _secure_plan(config, sizes=sizes)).peak
+    method = rules(config)
+    return method.memory_hint(
+        config, limit, lambda sizes: _peak(config, method.secure_plan(config, sizes=sizes)).peak
     )
 
 
