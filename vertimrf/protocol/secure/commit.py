@@ -12,6 +12,7 @@ from vertimrf.errors import MessageError
 from vertimrf.protocol.secure.wire import DIGEST_BYTES
 
 COMMIT_KIND = "vertimrf-secure-commit/1"
+_COMMIT_FIELDS = {"format", "config_hash", "party", "commitment"}
 MAX_COMMIT_BYTES = 1024
 
 
@@ -27,8 +28,11 @@ def commit_bytes(config_hash: str, party: str, commitment: bytes) -> bytes:
     return (json.dumps(data, sort_keys=True) + "\n").encode()
 
 
-def _commit_fields(data: bytes | bytearray | memoryview) -> dict[str, Any] | None:
-    """A commit message's fields, or None when it is not one (oversized or malformed)."""
+def _json_fields(
+    data: bytes | bytearray | memoryview, kind: str, want: set[str]
+) -> dict[str, Any] | None:
+    """The fields of a JSON message of format ``kind`` (exactly ``want``), or None when it
+    is not one (oversized or malformed)."""
     raw = bytes(data)
     if len(raw) > MAX_COMMIT_BYTES:
         return None
@@ -36,8 +40,7 @@ def _commit_fields(data: bytes | bytearray | memoryview) -> dict[str, Any] | Non
         fields = json.loads(raw)
     except (UnicodeDecodeError, ValueError):
         return None
-    want = {"format", "config_hash", "party", "commitment"}
-    if not isinstance(fields, dict) or set(fields) != want or fields["format"] != COMMIT_KIND:
+    if not isinstance(fields, dict) or set(fields) != want or fields["format"] != kind:
         return None
     return fields
 
@@ -45,7 +48,7 @@ def _commit_fields(data: bytes | bytearray | memoryview) -> dict[str, Any] | Non
 def read_commit(data: bytes | bytearray | memoryview, config_hash: str, party: str) -> bytes:
     """The commitment in ``party``'s commit message of the run ``config_hash``
     (MessageError when malformed, oversized, another run's or another party's)."""
-    fields = _commit_fields(data)
+    fields = _json_fields(data, COMMIT_KIND, _COMMIT_FIELDS)
     if fields is None:
         raise MessageError(f"party {party!r}'s commit message is malformed.")
     if fields["config_hash"] != config_hash or fields["party"] != party:
@@ -65,7 +68,7 @@ def read_commit(data: bytes | bytearray | memoryview, config_hash: str, party: s
 def commit_sender(data: bytes | bytearray | memoryview, config_hash: str) -> str:
     """The party that a commit message of the run ``config_hash`` names (the message
     checked as :func:`read_commit` does)."""
-    fields = _commit_fields(data)
+    fields = _json_fields(data, COMMIT_KIND, _COMMIT_FIELDS)
     if fields is None or not isinstance(fields["party"], str):
         raise MessageError("not a commit message (from `party commit`).")
     read_commit(data, config_hash, fields["party"])
@@ -108,19 +111,13 @@ def admit_bytes(config_hash: str, admit: Admit) -> bytes:
 def read_admit(data: bytes | bytearray | memoryview, config_hash: str) -> Admit:
     """The admit message of the run ``config_hash`` (MessageError when malformed or
     another run's)."""
-    fields: dict[str, Any] = {}
+    fields = _json_fields(data, ADMIT_KIND, {"format", "config_hash", "admit", "server_key"})
     try:
-        raw = bytes(data)
-        parsed = json.loads(raw) if len(raw) <= MAX_COMMIT_BYTES else None
-        if isinstance(parsed, dict) and set(parsed) == {
-            "format", "config_hash", "admit", "server_key"
-        }:  # fmt: skip
-            fields = parsed
         admit = bytes.fromhex(str(fields["admit"])) if fields else b""
         server = bytes.fromhex(str(fields["server_key"])) if fields else b""
-    except (UnicodeDecodeError, ValueError):
+    except ValueError:
         admit = server = b""
-    if fields.get("format") != ADMIT_KIND or len(admit) != DIGEST_BYTES or len(server) != 32:
+    if fields is None or len(admit) != DIGEST_BYTES or len(server) != 32:
         raise MessageError("the admit message is malformed: take the server's again.")
     if fields["config_hash"] != config_hash:
         raise MessageError(
