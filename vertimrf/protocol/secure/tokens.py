@@ -18,6 +18,7 @@ from vertimrf.protocol.secure import wire
 TOKENS_MAGIC = b"VMRFTOK3"  # then the config hash (64 hex), the name, the sealed key and list
 # The tokens message's key sealed to the server: version, ephemeral key, nonce, key, tag.
 SEALED_KEY_BYTES = 1 + 32 + NONCE_BYTES + 32 + TAG_BYTES
+_MALFORMED = "the tokens message is malformed: have the party send it again."
 
 
 def tokens_head(config_hash: str, party: str) -> bytes:
@@ -92,7 +93,7 @@ def _tokens_parts(data: bytes | bytearray | memoryview, config_hash: str) -> tup
     except UnicodeDecodeError:
         sender = ""
     if not sender or len(raw) < start + SEALED_KEY_BYTES:
-        raise MessageError("the tokens message is malformed: have the party send it again.")
+        raise MessageError(_MALFORMED)
     return sender, start
 
 
@@ -143,15 +144,13 @@ class TokenList:
             if count < 0:
                 count = int(words[0])
                 if count > self._most:
-                    raise MessageError(
-                        "the tokens message is malformed: have the party send it again."
-                    )
+                    raise MessageError(_MALFORMED)
                 self.count = count
             lo, hi = max(at, 1), min(at + words.size, count + 1)
             if hi > lo:
                 yield words[lo - at : hi - at].astype(np.uint64)
             if np.any(words[max(0, count + 1 - at) :]):
-                raise MessageError("the tokens message is malformed: have the party send it again.")
+                raise MessageError(_MALFORMED)
             at += words.size
             read.done(NONCE_BYTES + 8 * at)
 
