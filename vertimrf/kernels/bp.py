@@ -402,12 +402,6 @@ def project(x, p, coff, bptr, base, rptr, rest, run, side, out, ooff, use_log, s
         _finish(x, c0, bs, rs, ps, 0, ns, out, ooff, shift, use_log)
 
 
-@njit(cache=True, inline="always")
-def _update(a, v, mul):
-    """a * v, or a + v."""
-    return a * v if mul else a + v
-
-
 @njit(cache=True)
 def _expand_task(x, coff, base, rest, run, side, s0, s1, r0, r1, vec, voff, scale, mul):
     if side == 0:
@@ -416,24 +410,36 @@ def _expand_task(x, coff, base, rest, run, side, s0, s1, r0, r1, vec, voff, scal
             v = scale * vec[voff + s]
             for ro in range(r0, r1, run):
                 xs = x[b + rest[ro] : b + rest[ro] + run]
-                for j in range(run):
-                    xs[j] = _update(xs[j], v, mul)
+                if mul:
+                    for j in range(run):
+                        xs[j] *= v
+                else:
+                    for j in range(run):
+                        xs[j] += v
     elif run < SHORT_RUN:  # memory order, as in _reduce_short_runs
         for so in range(s0, s1, run):
             b = coff + base[so]
             vs = vec[voff + so : voff + so + run]
             for j in range(run):
                 v = scale * vs[j]
-                for r in range(r0, r1):
-                    x[b + rest[r] + j] = _update(x[b + rest[r] + j], v, mul)
+                if mul:
+                    for r in range(r0, r1):
+                        x[b + rest[r] + j] *= v
+                else:
+                    for r in range(r0, r1):
+                        x[b + rest[r] + j] += v
     else:
         for r in range(r0, r1):
             ro = coff + rest[r]
             for so in range(s0, s1, run):
                 xs = x[ro + base[so] : ro + base[so] + run]
                 vs = vec[voff + so : voff + so + run]
-                for j in range(run):
-                    xs[j] = _update(xs[j], scale * vs[j], mul)
+                if mul:
+                    for j in range(run):
+                        xs[j] *= scale * vs[j]
+                else:
+                    for j in range(run):
+                        xs[j] += scale * vs[j]
 
 
 @njit(cache=True, parallel=True)
