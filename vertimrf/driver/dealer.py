@@ -9,9 +9,9 @@ from collections.abc import Mapping
 
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.driver import codec
-from vertimrf.driver.role import Body, KeptDriver, Materialised, Outputs, Step
+from vertimrf.driver.role import KeptDriver, Materialised, Outputs, Step
 from vertimrf.driver.server_state import ServerState
-from vertimrf.driver.transport import Outgoing, Payload, Stored, Transport, file_sha256
+from vertimrf.driver.transport import Outgoing, Payload, Transport
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.schedule import Kind, Message
@@ -59,15 +59,8 @@ class DealerDriver(KeptDriver):
         if state_dir is not None:
             self.state = ServerState(state_dir, self._hash, self._names, role=DEALER)
         self._inputs: Mapping[Message, Payload] = {}
-        bodies: dict[str, Body] = {
-            Kind.ADMIT: self._admit,
-            Kind.DEAL: self._deal,
-            ROUND_TWO: self._group_deals,
-        }
-        self._steps = tuple(
-            Step(s.name, self._schedule.inputs(s.name, DEALER), bodies[s.name])
-            for s in self._schedule.steps(DEALER)
-        )
+        bodies = {Kind.ADMIT: self._admit, Kind.DEAL: self._deal, ROUND_TWO: self._group_deals}
+        self._steps = self._make_steps(self._schedule, bodies)
         self._computed: set[str] = set()
 
     def __repr__(self) -> str:
@@ -112,11 +105,10 @@ class DealerDriver(KeptDriver):
             if m.kind == Kind.TOKENS
         }
         deals = self.dealer.deal(self._keys, self._commitments(inputs), tokens or None)
-        out = dict(self._to_parties(Kind.DEAL, deals))
-        maps = self.dealer.record_sets.slot_maps()  # partial record sets: files, sent from disk
-        slots = {n: Stored(p, file_sha256(p), p.stat().st_size) for n, p in maps.items()}
-        if slots:
-            out.update(self._to_parties(Kind.DEAL_SLOTS, slots))
+        out = {
+            **self._to_parties(Kind.DEAL, deals),
+            **self._slot_maps(self.dealer.record_sets.slot_maps()),
+        }
         for m in self._schedule.sends(Kind.DEAL, DEALER):  # partial sets: the region counts
             if m.kind == Kind.DEAL_REGIONS:
                 out[m] = json.dumps(self.dealer.record_sets.kept()).encode()

@@ -168,11 +168,6 @@ class PartyDriver(RoleDriver):
         release = SELECT if kind == Kind.FEATURES_COINS else MEASURE
         return _streamed(self.party.coins(release), self.name, kind)
 
-    def _peer_coins(self, inputs: Mapping[Message, Payload], kind: Kind) -> Mapping[str, Payload]:
-        """The peers' coin blobs of ``kind`` among ``inputs``, by sender (none with split
-        noise, whose steps read none)."""
-        return _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == kind})
-
     def _slot_map(self, inputs: Mapping[Message, Payload]) -> Callable[[], Payload] | None:
         """Partial record sets: a function receiving the deal's slot map (a large one
         arrives mapped and is read by blocks), called only when the records are laid out."""
@@ -195,7 +190,7 @@ class PartyDriver(RoleDriver):
             if self.party.secure is None:
                 self._resume_local()
             self._open_deal(inputs)
-        return _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == Kind.FEATURES})
+        return _by_sender(inputs, Kind.FEATURES)
 
     def _open_deal(self, inputs: Mapping[Message, Payload]) -> None:
         """Reopen the deal, unless a step of this process has."""
@@ -206,7 +201,7 @@ class PartyDriver(RoleDriver):
 
     def _release(self, inputs: Mapping[Message, Payload]) -> Outputs:
         blobs = self._blobs(inputs)
-        release = self.party.secure_release(blobs, self._peer_coins(inputs, Kind.FEATURES_COINS))
+        release = self.party.secure_release(blobs, _by_sender(inputs, Kind.FEATURES_COINS))
         if self.state is not None and self._schedule.takes(Kind.MEASURE, self.name):
             assert self.party.secure is not None  # the shares, for the measure step
             self.party.secure.save_state(self.state.shares)
@@ -235,11 +230,9 @@ class PartyDriver(RoleDriver):
             if grows or secure.records.from_deal:  # partial sets: the slots are in it
                 self._open_deal(inputs)
             secure.open_group_deal(bytes(inputs[self._from_server(Kind.SELECT_DEAL)]), request)
-        blobs, group_blobs = (
-            _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == kind})
-            for kind in (Kind.FEATURES, Kind.GROUPS)
+        blobs, group_blobs, coins = (
+            _by_sender(inputs, kind) for kind in (Kind.FEATURES, Kind.GROUPS, Kind.GROUPS_COINS)
         )
-        coins = self._peer_coins(inputs, Kind.GROUPS_COINS)
         release = self.party.measure(request, blobs, group_blobs, coins)
         return self._to_server(Kind.MEASURE, codec.release_bytes(release))
 
@@ -249,6 +242,12 @@ def _streamed(blobs: SealedBlobs, sender: str, kind: Kind) -> Outputs:
     return {
         Message(sender, q, kind): Streamed(blobs.nbytes(q), partial(blobs.write, q)) for q in blobs
     }
+
+
+def _by_sender(inputs: Mapping[Message, Payload], kind: Kind) -> Mapping[str, Payload]:
+    """The peers' messages of ``kind`` among ``inputs`` (blobs, or coin blobs: none with
+    split noise, whose steps read none), by sender, each read from ``inputs`` when used."""
+    return _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == kind})
 
 
 class _Rekeyed(Mapping[K, V]):

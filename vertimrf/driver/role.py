@@ -6,12 +6,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vertimrf.driver.transport import Outgoing, Payload, Stored, Streamed, Transport, nbytes
+from vertimrf.driver.transport import (
+    Outgoing,
+    Payload,
+    Stored,
+    Streamed,
+    Transport,
+    file_sha256,
+    nbytes,
+)
 from vertimrf.errors import ConfigError, StepError, VertimrfError
 from vertimrf.logs import progress_bar
-from vertimrf.protocol.schedule import Message
+from vertimrf.protocol.schedule import Kind, Message, Schedule
 
 if TYPE_CHECKING:
     from vertimrf.driver.server_state import ServerState
@@ -228,6 +237,18 @@ class KeptDriver(RoleDriver):
     def _to_parties(self, kind: str, data: Mapping[str, bytes | bytearray | Stored]) -> Outputs:
         """One ``kind`` message from this role to each party, its ``data`` by name."""
         return {Message(self.name, n, kind): data[n] for n in self._names}
+
+    def _slot_maps(self, maps: Mapping[str, Path]) -> Outputs:
+        """Partial record sets: each party's slot map (a file, sent from disk), none without."""
+        slots = {n: Stored(p, file_sha256(p), p.stat().st_size) for n, p in maps.items()}
+        return self._to_parties(Kind.DEAL_SLOTS, slots) if slots else {}
+
+    def _make_steps(self, schedule: Schedule, bodies: Mapping[str, Body]) -> tuple[Step, ...]:
+        """This role's steps in ``schedule``, each run by its body in ``bodies``."""
+        return tuple(
+            Step(s.name, schedule.inputs(s.name, self.name), bodies[s.name])
+            for s in schedule.steps(self.name)
+        )
 
     def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:
         """What ``step`` sent, if the state records it as done."""

@@ -18,7 +18,7 @@ from vertimrf.domain import DomainSpec
 from vertimrf.driver import codec
 from vertimrf.driver.role import KeptDriver, Materialised, Outputs, Step
 from vertimrf.driver.server_state import ServerState
-from vertimrf.driver.transport import Outgoing, Payload, Stored, Transport, file_sha256
+from vertimrf.driver.transport import Outgoing, Payload, Transport
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.mrf.model import MarkovRandomField
 from vertimrf.protocol.config import ProtocolConfig
@@ -80,7 +80,13 @@ class ServerDriver(KeptDriver):
         self._hash = config.config_hash()
         self._schedule = setup.schedule
         self._fitted: Fitted | None = None
-        self._steps = self._make_steps()
+        bodies = {
+            Kind.ADMIT: self._admit,
+            Kind.DEAL: self._deal,
+            Kind.SELECT: self._select,
+            SYNTHESIZE: self._synthesize,
+        }
+        self._steps = self._make_steps(self._schedule, bodies)
         self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)
         self._inputs: Mapping[Message, Payload] = {}
         self._computed: set[str] = set()  # the steps run in this process (not resent)
@@ -90,19 +96,6 @@ class ServerDriver(KeptDriver):
 
     def __repr__(self) -> str:
         return f"ServerDriver(method={self.config.method!r}, done={self.done})"
-
-    def _make_steps(self) -> tuple[Step, ...]:
-        schedule = self._schedule
-        bodies = {
-            Kind.ADMIT: self._admit,
-            Kind.DEAL: self._deal,
-            Kind.SELECT: self._select,
-            SYNTHESIZE: self._synthesize,
-        }
-        return tuple(
-            Step(s.name, schedule.inputs(s.name, SERVER), bodies[s.name])
-            for s in schedule.steps(SERVER)
-        )
 
     def fitted(
         self,
@@ -185,9 +178,7 @@ class ServerDriver(KeptDriver):
         commits = {m.sender: bytes(d) for m, d in inputs.items() if m.kind == Kind.COMMIT}
         tokens = {m.sender: d for m, d in inputs.items() if m.kind == Kind.TOKENS} or None
         deals = self._to_parties(Kind.DEAL, self.server.deal(self._keys, commits, tokens))
-        maps = self.server.slot_maps  # partial record sets: files, sent from disk
-        slots = {n: Stored(p, file_sha256(p), p.stat().st_size) for n, p in maps.items()}
-        return {**deals, **(self._to_parties(Kind.DEAL_SLOTS, slots) if slots else {})}
+        return {**deals, **self._slot_maps(self.server.slot_maps)}
 
     def _releases(self, inputs: Mapping[Message, Payload], kind: Kind) -> list:
         assert self._plan is not None

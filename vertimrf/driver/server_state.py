@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from vertimrf.crypto.aead import ReadOnce
@@ -102,10 +103,16 @@ class ServerState:
         """Close the database."""
         self._db.close()
 
-    def _transaction(self) -> _Commit:
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
         """A context that commits on success and rolls back on error (``BEGIN IMMEDIATE``)."""
         self._db.execute("BEGIN IMMEDIATE")
-        return _Commit(self._db)
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     @property
     def steps(self) -> list[str]:
@@ -177,16 +184,3 @@ class ServerState:
         """The secure server's state kept with ``step``, if any."""
         row = self._db.execute("SELECT secure_state FROM steps WHERE name = ?", (step,)).fetchone()
         return None if row is None else row[0]
-
-
-class _Commit:
-    """Commits the open transaction on success, rolls it back on error."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self._db
-
-    def __exit__(self, kind: object, *rest: object) -> None:
-        self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
