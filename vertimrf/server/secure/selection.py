@@ -46,8 +46,7 @@ def select(session: ServerSession, data: StepData, releases: Sequence[SecureRele
         )
     noise, rng = randomness(session, SELECT, releases)
     data.note_seeded(plan, releases)
-    for r in [*plan.quantile_releases(), *plan.releases(SELECT, marginals)]:
-        session.ledger.charge(r)
+    session.ledger.extend([*plan.quantile_releases(), *plan.releases(SELECT, marginals)])
     data.spec = cut_spec(session, {c: v for r in releases for c, v in r.cuts.items()})
     first = data.first = tables(session, SELECT, marginals, releases, noise)
     data.n_hat = record_total(count[0], laplace_weight(plan.count_epsilon), first)
@@ -103,8 +102,7 @@ def resume(session: ServerSession, path: str | os.PathLike) -> StepData:
     plan, first = session.plan, data.first
     assert first is not None  # loaded
     data.request = plan.check_request(marginals, binning(session, first, marginals))
-    for r in [*plan.quantile_releases(), *plan.releases(SELECT, plan.first_release())]:
-        session.ledger.charge(r)
+    session.ledger.extend([*plan.quantile_releases(), *plan.releases(SELECT, plan.first_release())])
     return data
 
 
@@ -151,8 +149,7 @@ def cross_tables(
     check_releases(session, SELECT, marginals, releases)
     noise, _ = randomness(session, SELECT, releases)
     data.note_seeded(session.plan, releases)
-    for r in session.plan.releases(SELECT, marginals):
-        session.ledger.charge(r)
+    session.ledger.extend(session.plan.releases(SELECT, marginals))
     data.first = tables(session, SELECT, marginals, releases, noise)
     sizes = session.plan.sizes
     return {m: v.reshape([sizes[a] for a in m]) for m, v in data.first.values.items()}
