@@ -4,12 +4,11 @@ state; design notes in docs/design/service.md."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, TypeVar
 
 from vertimrf.driver import codec
-from vertimrf.driver.role import Body, Materialised, Outputs, RoleDriver, Step
+from vertimrf.driver.role import Body, LazyMapping, Materialised, Outputs, RoleDriver, Step
 from vertimrf.driver.state import PartyState, run_folder
 from vertimrf.driver.transport import Outgoing, Payload, Streamed, Transport
 from vertimrf.errors import ConfigError
@@ -23,8 +22,6 @@ from vertimrf.protocol.seeds import SERVER
 # Inputs that must be the same in every step of a run (another deal gives shares that do
 # not add up, silently).
 _PINNED = frozenset({Kind.DEAL, Kind.SELECT_DEAL})
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 class PartyDriver(RoleDriver):
@@ -247,24 +244,5 @@ def _streamed(blobs: SealedBlobs, sender: str, kind: Kind) -> Outputs:
 def _by_sender(inputs: Mapping[Message, Payload], kind: Kind) -> Mapping[str, Payload]:
     """The peers' messages of ``kind`` among ``inputs`` (blobs, or coin blobs: none with
     split noise, whose steps read none), by sender, each read from ``inputs`` when used."""
-    return _Rekeyed(inputs, {m.sender: m for m in inputs if m.kind == kind})
-
-
-class _Rekeyed(Mapping[K, V]):
-    """``inner``'s values under other keys (``keys`` maps each key to ``inner``'s), each
-    read from ``inner`` when used, so that nothing large is made or kept before then."""
-
-    def __init__(self, inner: Mapping[Any, V], keys: dict[K, Any]) -> None:
-        self._inner, self._keys = inner, keys
-
-    def __getitem__(self, key: K) -> V:
-        return self._inner[self._keys[key]]
-
-    def __iter__(self) -> Iterator[K]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._keys  # without reading the value
+    senders = {m.sender: m for m in inputs if m.kind == kind}
+    return LazyMapping(senders, lambda sender: inputs[senders[sender]])

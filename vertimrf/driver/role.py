@@ -4,10 +4,10 @@ from a transport, computing, and sending its output messages."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from vertimrf.driver.transport import (
     Outgoing,
@@ -30,27 +30,43 @@ if TYPE_CHECKING:
 # Stored one, the server's slot maps, is sent from its file).
 Outputs = Mapping[Message, bytes | bytearray | Streamed | Stored]
 Body = Callable[[Mapping[Message, Payload]], Outputs]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-class Materialised(Mapping[Message, bytes | bytearray | Stored]):
+class LazyMapping(Mapping[K, V]):
+    """A mapping of ``keys`` whose value under each is ``get(key)``, made each time it is
+    read, so that nothing large is made or kept before then."""
+
+    def __init__(self, keys: Collection[K], get: Callable[[K], V]) -> None:
+        self._keys, self._get = keys, get
+
+    def __getitem__(self, key: K) -> V:
+        return self._get(key)  # KeyError for a key not in ``keys``
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys  # without reading the value
+
+
+class Materialised(LazyMapping[Message, bytes | bytearray | Stored]):
     """A step's outputs with each Streamed one made in memory when it is read (for a role
     that keeps no copy: a transport is never handed a Streamed message)."""
 
     def __init__(self, outputs: Outputs) -> None:
-        self._outputs = outputs
+        def made(message: Message) -> bytes | bytearray | Stored:
+            data = outputs[message]
+            return data.read() if isinstance(data, Streamed) else data
 
-    def __getitem__(self, message: Message) -> bytes | bytearray | Stored:
-        data = self._outputs[message]
-        return data.read() if isinstance(data, Streamed) else data
-
-    def __iter__(self) -> Iterator[Message]:
-        return iter(self._outputs)
-
-    def __len__(self) -> int:
-        return len(self._outputs)
+        super().__init__(outputs, made)
 
 
-class Inputs(Mapping[Message, Payload]):
+class Inputs(LazyMapping[Message, Payload]):
     """A step's input messages, each received once up front (so a missing one raises
     before the step runs). A message the transport hands out as a mapped view is not kept:
     it is received (mapped) again on each access, so that a step reading several large
@@ -60,22 +76,17 @@ class Inputs(Mapping[Message, Payload]):
     def __init__(
         self, transport: Transport, messages: tuple[Message, ...], lazy: tuple[Message, ...] = ()
     ) -> None:
-        self._transport = transport
-        self._held: dict[Message, bytes | None] = {}
+        held: dict[Message, bytes | None] = {}
         for m in messages:
             data = transport.receive(m)
-            self._held[m] = data if isinstance(data, bytes) else None
-        self._held.update(dict.fromkeys(lazy))  # received only if the step reads them
+            held[m] = data if isinstance(data, bytes) else None
+        held.update(dict.fromkeys(lazy))  # received only if the step reads them
 
-    def __getitem__(self, message: Message) -> Payload:
-        data = self._held[message]
-        return self._transport.receive(message) if data is None else data
+        def received(message: Message) -> Payload:
+            data = held[message]
+            return transport.receive(message) if data is None else data
 
-    def __iter__(self) -> Iterator[Message]:
-        return iter(self._held)
-
-    def __len__(self) -> int:
-        return len(self._held)
+        super().__init__(held, received)
 
 
 def at_step(step: str | None) -> str:
