@@ -41,27 +41,23 @@ class DealerDriver(KeptDriver):
         seed: int | None = None,
         state_dir: str | os.PathLike | None = None,
     ) -> None:
-        super().__init__(transport)
         setup = run_setup(config)
+        super().__init__(transport, setup)
         config, plan = setup.config, setup.plan
         if config.dealer_role != DEALER or plan is None:
             raise ConfigError("a dealer of its own needs method 'secure' with dealer='own'.")
         self.config, self._plan, self._keypair = config, plan, keypair
-        self._names = [p.name for p in config.parties]
         keys = setup.keys(DEALER, keypair)
         if keys is None:
             raise ConfigError("a dealer of its own needs a config that pins every role's key.")
         self._keys: dict[str, PublicKey] = keys
-        self._hash, self._schedule = config.config_hash(), setup.schedule
         stream = keypair.local_secret() if seed is None else seeded_stream(seed, DEALER)
         self.dealer = Dealer(config, plan, keypair, stream, record_sets(plan))
         self.state = None
         if state_dir is not None:
             self.state = ServerState(state_dir, self._hash, self._names, role=DEALER)
-        self._inputs: Mapping[Message, Payload] = {}
         bodies = {Kind.ADMIT: self._admit, Kind.DEAL: self._deal, ROUND_TWO: self._group_deals}
-        self._steps = self._make_steps(self._schedule, bodies)
-        self._computed: set[str] = set()
+        self._steps = self._make_steps(bodies)
 
     def __repr__(self) -> str:
         return f"DealerDriver(done={self.done})"

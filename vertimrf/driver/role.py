@@ -20,10 +20,11 @@ from vertimrf.driver.transport import (
 )
 from vertimrf.errors import ConfigError, StepError, VertimrfError
 from vertimrf.logs import progress_bar
-from vertimrf.protocol.schedule import Kind, Message, Schedule
+from vertimrf.protocol.schedule import Kind, Message
 
 if TYPE_CHECKING:
     from vertimrf.driver.server_state import ServerState
+    from vertimrf.protocol.setup import RunSetup
 
 # A step's outputs: the messages to send (a mapping may make a large one when it is read;
 # a Streamed one is written to a party's kept copy as it is made, see materialised; a
@@ -242,8 +243,13 @@ class KeptDriver(RoleDriver):
 
     name: str
     state: ServerState | None
-    _inputs: Mapping[Message, Payload]
-    _names: list[str]  # the parties'
+
+    def __init__(self, transport: Transport, setup: RunSetup) -> None:
+        super().__init__(transport)
+        self._names = [p.name for p in setup.config.parties]
+        self._hash, self._schedule = setup.config.config_hash(), setup.schedule
+        self._inputs: Mapping[Message, Payload] = {}
+        self._computed: set[str] = set()  # the steps run in this process (not resent)
 
     def _to_parties(self, kind: str, data: Mapping[str, bytes | bytearray | Stored]) -> Outputs:
         """One ``kind`` message from this role to each party, its ``data`` by name."""
@@ -254,11 +260,11 @@ class KeptDriver(RoleDriver):
         slots = {n: Stored(p, file_sha256(p), p.stat().st_size) for n, p in maps.items()}
         return self._to_parties(Kind.DEAL_SLOTS, slots) if slots else {}
 
-    def _make_steps(self, schedule: Schedule, bodies: Mapping[str, Body]) -> tuple[Step, ...]:
-        """This role's steps in ``schedule``, each run by its body in ``bodies``."""
+    def _make_steps(self, bodies: Mapping[str, Body]) -> tuple[Step, ...]:
+        """This role's steps in the run's schedule, each run by its body in ``bodies``."""
         return tuple(
-            Step(s.name, schedule.inputs(s.name, self.name), bodies[s.name])
-            for s in schedule.steps(self.name)
+            Step(s.name, self._schedule.inputs(s.name, self.name), bodies[s.name])
+            for s in self._schedule.steps(self.name)
         )
 
     def recorded(self, step: Step) -> Mapping[Message, Outgoing] | None:

@@ -65,8 +65,8 @@ class ServerDriver(KeptDriver):
         progress: bool | None = None,
         state_dir: str | os.PathLike | None = None,
     ) -> None:
-        super().__init__(transport)
         setup = run_setup(config)  # checked once, shared with its Server
+        super().__init__(transport, setup)
         config, self._plan = setup.config, setup.plan
         public_keys = setup.keys(SERVER, keypair, public_keys)  # pinned: the config's
         if self._plan is not None and public_keys is None:
@@ -76,9 +76,6 @@ class ServerDriver(KeptDriver):
         self.config, self.seed, self._keypair = config, seed, keypair
         self.server = Server(setup, keypair=keypair, seed=seed, progress=progress)
         self._keys = dict(public_keys or {})
-        self._names = [p.name for p in config.parties]
-        self._hash = config.config_hash()
-        self._schedule = setup.schedule
         self._fitted: Fitted | None = None
         bodies = {
             Kind.ADMIT: self._admit,
@@ -86,10 +83,8 @@ class ServerDriver(KeptDriver):
             Kind.SELECT: self._select,
             SYNTHESIZE: self._synthesize,
         }
-        self._steps = self._make_steps(self._schedule, bodies)
+        self._steps = self._make_steps(bodies)
         self.state = None if state_dir is None else ServerState(state_dir, self._hash, self._names)
-        self._inputs: Mapping[Message, Payload] = {}
-        self._computed: set[str] = set()  # the steps run in this process (not resent)
         # `server refit`: the select pipeline's fit on a model of at most this many cells
         # (0: half the selection's); None: the selection's model.
         self.refit: int | None = None
