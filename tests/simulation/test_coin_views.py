@@ -1,6 +1,6 @@
 """cross_noise "coins" through whole secure releases: each viewer faces the coins' whole
-variance (the per-viewer test of issue 63), the config and the plan carry the setting, and
-a run with coins is exact but for its noise."""
+variance (with A's, B's or the dealer's keys fixed), the config and the plan carry the
+setting, and a run with coins is exact but for its noise."""
 
 from __future__ import annotations
 
