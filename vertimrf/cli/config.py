@@ -160,18 +160,18 @@ def traffic_warnings(cfg: ProtocolConfig, plan: RunPlan) -> list[str]:
     from vertimrf.encoding import TableEncoder
     from vertimrf.protocol.plan import size
 
-    rows = cfg.max_rows  # the public bound on the rows, not the table's size
-    if rows is None or not plan.blob_bytes:
+    max_rows = cfg.max_rows  # the config's public bound, not the table's size
+    if max_rows is None or not plan.blob_bytes:
         return []
     lines = []
     for party in cfg.parties:
         sends = plan.role(party.name).sends
         cell = TableEncoder(cfg.spec.subset(party.columns)).dtype.itemsize
-        table = rows * len(party.columns) * cell
+        table = max_rows * len(party.columns) * cell
         if sends > TRAFFIC_RATIO * table:
             lines.append(
                 f"party {party.name} sends {size(sends)} in all, {sends / table:,.0f} times its "
-                f"table ({rows:,} rows of max_rows x {len(party.columns)} columns x "
+                f"table ({max_rows:,} rows of max_rows x {len(party.columns)} columns x "
                 f"{cell} byte{'s' * (cell > 1)} a cell = {size(table)}): the secure method "
                 "sends masked one-hot features of every row; a smaller --max-rows or "
                 "--feature-width sends less."

@@ -54,6 +54,9 @@ class BPPlan:
         np.cumsum([layout.domain.size(s) for s in sep], out=self.eptr[1:])
         self.root = tree.root
         self.offsets = layout.offsets
+        *maps, _ = self.projections.arrays()  # the kernel takes no output offsets
+        schedule = (self.src, self.dst, self.edge, self.eptr, self.root, self.offsets)
+        self._args = (*schedule, self.projections.clique, *maps)  # calibrate's, after ``up``
 
     def run(
         self,
@@ -64,10 +67,7 @@ class BPPlan:
         up: np.ndarray,
     ) -> float:
         """Calibrate: beliefs <- theta + messages, probs <- exp(beliefs - pshift); log Z."""
-        ps = self.projections
-        schedule = (self.src, self.dst, self.edge, self.eptr, self.root, self.offsets, ps.clique)
-        *maps, _ = ps.arrays()  # the kernel takes no output offsets
-        return bp.calibrate(theta, beliefs, probs, pshift, up, *schedule, *maps)
+        return bp.calibrate(theta, beliefs, probs, pshift, up, *self._args)
 
 
 class MarkovRandomField:
