@@ -1,0 +1,114 @@
+"""The dealer-free product of one pair (packed Paillier): keyed streams, blocking, shares
+against brute-force counts, coins, and the bytes the plan states."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from vertimrf.crypto import paillier as pl
+from vertimrf.crypto.paillier_slots import SlotLayout
+from vertimrf.crypto.schedule import STREAMS
+from vertimrf.errors import ConfigError
+from vertimrf.product import paillier as pp
+
+BITS = 512
+SECRET = bytes(range(32))
+
+
+@pytest.fixture(scope="module")
+def key() -> pl.PrivateKey:
+    return pl.generate(BITS, random.Random(11).getrandbits)
+
+
+@pytest.fixture(scope="module")
+def table(key) -> pl.FixedBase:
+    return pl.randomiser_table(key.public)
+
+
+def _pair(rows: int, we: int, wg: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.integers(-1, we, (rows, 1)), rng.integers(-1, wg, (rows, 1))
+
+
+def _counts(e, g, we, wg):
+    out = np.zeros((wg, we), dtype=np.uint64)
+    for a, b in zip(g[:, 0], e[:, 0], strict=True):
+        if a >= 0 and b >= 0:
+            out[a, b] += 1
+    return out
+
+
+def test_the_streams_are_the_key_schedules_and_bound_to_their_inputs():
+    assert {pp.RANDOMISERS, pp.MASKS} <= set(STREAMS)
+    a = pp.stream_key(SECRET, pp.RANDOMISERS, "run", "release-1", "P0->P1")
+    assert a == pp.stream_key(SECRET, pp.RANDOMISERS, "run", "release-1", "P0->P1")
+    assert a != pp.stream_key(SECRET, pp.RANDOMISERS, "run", "release-2", "P0->P1")
+    assert a != pp.stream_key(SECRET, pp.MASKS, "run", "release-1", "P0->P1")
+    assert a != pp.stream_key(bytes(32), pp.RANDOMISERS, "run", "release-1", "P0->P1")
+    with pytest.raises(ConfigError, match="not a Paillier stream"):
+        pp.stream_key(SECRET, "party-noise")
+
+
+@pytest.mark.parametrize(("widths", "who"), [((3, 5), 0), ((5, 3), 1), ((4, 4), 0)])
+def test_the_narrower_block_encrypts(widths, who):
+    assert pp.encrypter(widths) == who
+
+
+@pytest.mark.parametrize(
+    ("rows", "we", "wg", "kappa"), [(1, 1, 1, 40), (70, 9, 6, 20), (50, 30, 3, 30)]
+)
+def test_shares_sum_to_the_counts_and_the_bytes_are_the_plans(key, table, rows, we, wg, kappa):
+    pub, layout = key.public, SlotLayout.for_rows(128, BITS, kappa)
+    e, g = _pair(rows, we, wg, rows)
+    k_e = pp.stream_key(SECRET, pp.RANDOMISERS, "run", "E")
+    k_g = pp.stream_key(SECRET, pp.MASKS, "run", "G")
+    cut = rows // 3
+    blocks = [
+        (0, cut, pp.encrypted_rows(pub, table, layout, e[:cut], we, k_e, 0)),
+        (cut, rows, pp.encrypted_rows(pub, table, layout, e[cut:], we, k_e, cut)),
+    ]
+    whole = pp.encrypted_rows(pub, table, layout, e, we, k_e, 0)
+    assert blocks[0][2] + blocks[1][2] == whole  # the same bytes however the rows are blocked
+    reply, g_share = pp.masked_reply(pub, table, layout, blocks, g, (we, wg), k_g)
+    e_share = pp.encrypter_shares(key, layout, reply, (we, wg))
+    np.testing.assert_array_equal(e_share + g_share, _counts(e, g, we, wg))
+    assert pp.message_bytes(layout, rows, (we, wg)) == (len(whole), len(reply))
+
+
+def test_same_inputs_give_the_same_bytes_and_a_changed_key_fresh_ones(key, table):
+    pub, layout = key.public, SlotLayout.for_rows(64, BITS)
+    e, g = _pair(30, 5, 4, 3)
+    k_e, k_g = (pp.stream_key(SECRET, s, "run", "x") for s in (pp.RANDOMISERS, pp.MASKS))
+    rows = pp.encrypted_rows(pub, table, layout, e, 5, k_e, 0)
+    assert rows == pp.encrypted_rows(pub, table, layout, e, 5, k_e, 0)
+    k_e2 = pp.stream_key(SECRET, pp.RANDOMISERS, "run", "y")
+    other = pp.encrypted_rows(pub, table, layout, e, 5, k_e2, 0)
+    size = pub.ciphertext_bytes
+    assert all(rows[i : i + size] != other[i : i + size] for i in range(0, len(rows), size))
+    one = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, (5, 4), k_g)
+    two = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, (5, 4), k_g)
+    assert one[0] == two[0] and np.array_equal(one[1], two[1])
+    k_g2 = pp.stream_key(SECRET, pp.MASKS, "run", "z")
+    three = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, (5, 4), k_g2)
+    assert three[0] != one[0] and not np.array_equal(three[1], one[1])
+
+
+@pytest.mark.parametrize(("cells", "coins"), [(1, 8), (7, 33), (40, 16)])
+def test_coins_give_shares_of_each_cells_centred_xor_sum(key, table, cells, coins):
+    pub, layout = key.public, SlotLayout.for_rows(coins, BITS)
+    rng = np.random.default_rng(cells)
+    a, b = rng.integers(0, 2, (cells, coins)), rng.integers(0, 2, (cells, coins))
+    k_e, k_g = (pp.stream_key(SECRET, s, "coins") for s in (pp.RANDOMISERS, pp.MASKS))
+    rows = pp.encrypted_rows(pub, table, layout, pp.coin_rows(a), cells, k_e, 0)
+    reply, g_inner = pp.coin_reply(pub, table, layout, rows, b, k_g)
+    e_inner = pp.coin_shares(key, layout, reply, cells)
+    np.testing.assert_array_equal(e_inner + g_inner, (a * b).sum(1).astype(np.uint64))
+    total = pp.centred_coin_shares(a, e_inner, first=True) + pp.centred_coin_shares(
+        b, g_inner, first=False
+    )
+    np.testing.assert_array_equal(total.view(np.int64), (a ^ b).sum(1) - coins // 2)
+    with pytest.raises(ConfigError, match="coin rows"):
+        pp.coin_reply(pub, table, layout, rows, b[:, :-1], k_g)

@@ -1,0 +1,181 @@
+"""The dealer-free cross product of one pair by packed Paillier (docs/design/protocol.md):
+no third role deals anything, so a server colluding with one party holds nothing that opens
+the other's rows. Not yet behind :class:`~vertimrf.protocol.secure.product.CrossProduct`.
+
+The encrypter E (the party with the narrower one-hot block) encrypts its rows under its own
+key; the aggregator G multiplies them into one accumulator a value of its own, masks every
+slot, re-randomises and replies; E decrypts. E's share is count + mask, G's is -mask (mod
+2^64). Coins ride the same way: the coin bits are rows, a cell a column (:func:`coin_rows`).
+Every randomiser and mask is keyed by the run's key schedule (:func:`stream_key`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import gmpy2
+import numpy as np
+
+from vertimrf.crypto.paillier import (
+    EXPONENT_BITS,
+    FixedBase,
+    PrivateKey,
+    PublicKey,
+    ciphertexts_from_bytes,
+    ciphertexts_to_bytes,
+    randomisers,
+)
+from vertimrf.crypto.paillier_slots import (
+    SlotLayout,
+    aggregate,
+    aggregator_shares,
+    decrypt_shares,
+    draw_masks,
+    encrypt_onehot,
+    mask,
+)
+from vertimrf.crypto.schedule import derive
+from vertimrf.errors import ConfigError
+from vertimrf.protocol.secure.product import Pair
+
+RANDOMISERS = "paillier-randomisers"
+MASKS = "paillier-masks"
+_MASK_START = 1 << 40  # the reply's randomisers start here in the masks' exponent stream
+
+
+def reply_bits(layout: SlotLayout) -> int:
+    """Bits of a reply's re-randomising exponent: an accumulator's exponent is a sum of
+    fewer than 2^count_bits of E's, which E knows; one kappa bits wider hides it."""
+    return EXPONENT_BITS + layout.mask_bits
+
+
+# E's rows of one block: (r0, r1, the ciphertext bytes of rows r0:r1).
+Blocks = Iterable[tuple[int, int, bytes]]
+
+
+def stream_key(secret: bytes, stream: str, *inputs: bytes | str) -> bytes:
+    """The key of a Paillier stream (RANDOMISERS or MASKS) under a role's ``secret``,
+    bound to every input of the step (the run's key schedule)."""
+    if stream not in (RANDOMISERS, MASKS):
+        raise ConfigError(f"{stream!r} is not a Paillier stream.")
+    return derive(secret, stream, *inputs)
+
+
+def encrypter(widths: Pair) -> int:
+    """0 or 1: which of the pair's two parties (one-hot ``widths``) encrypts. The narrower
+    block costs fewer ciphertexts a row; the lower party on a tie."""
+    return 1 if widths[1] < widths[0] else 0
+
+
+def message_bytes(layout: SlotLayout, rows: int, widths: Pair) -> tuple[int, int]:
+    """Bytes E sends G (its rows) and G sends E (its masked accumulators) for one product of
+    ``rows`` rows and one-hot ``widths`` (E's, G's): public values only."""
+    size = (2 * layout.key_bits + 7) // 8
+    per = layout.per_row(widths[0])
+    return rows * per * size, widths[1] * per * size
+
+
+def encrypted_rows(
+    public: PublicKey,
+    table: FixedBase,
+    layout: SlotLayout,
+    cols: np.ndarray,
+    width: int,
+    key: bytes,
+    r0: int,
+) -> bytes:
+    """E's rows r0:r0 + len(cols) (one-hot ``cols`` of ``width`` columns) as ciphertext
+    bytes; the randomisers are those rows' of the stream ``key``, so any blocking of the
+    rows gives the same bytes."""
+    per = layout.per_row(width)
+    rand = randomisers(table, key, r0 * per, len(cols) * per)
+    return ciphertexts_to_bytes(public, encrypt_onehot(public, layout, cols, width, rand))
+
+
+def masked_reply(
+    public: PublicKey,
+    table: FixedBase,
+    layout: SlotLayout,
+    received: Blocks,
+    columns: np.ndarray,
+    widths: Pair,
+    key: bytes,
+) -> tuple[bytes, np.ndarray]:
+    """G: E's rows (``received``) summed into one accumulator a column of G's own
+    (``columns``: rows x attributes), every slot masked and re-randomised under ``key``; the
+    reply's bytes and G's shares (G's columns x E's). ``widths``: E's, G's."""
+    width_e, width_g = widths
+    per = layout.per_row(width_e)
+    acc: list[gmpy2.mpz] = [gmpy2.mpz(1)] * (width_g * per)
+    for r0, r1, raw in received:
+        cts = ciphertexts_from_bytes(public, raw)
+        aggregate(public, cts, per, columns[r0:r1], width_g, acc)
+    masks = draw_masks(layout, key, (width_g, width_e))
+    rand = randomisers(table, key, _MASK_START, len(acc), reply_bits(layout))
+    reply = mask(public, layout, acc, masks, rand)
+    return ciphertexts_to_bytes(public, reply), aggregator_shares(masks)
+
+
+def encrypter_shares(
+    private: PrivateKey, layout: SlotLayout, reply: bytes, widths: Pair
+) -> np.ndarray:
+    """E: its shares (G's columns x E's, uint64) of the masked accumulators in ``reply``."""
+    width_e, width_g = widths
+    cts = ciphertexts_from_bytes(private.public, reply)
+    return decrypt_shares(private, layout, cts, (width_g, width_e))
+
+
+def coin_rows(bits: np.ndarray) -> np.ndarray:
+    """A party's coins (cells x coins, 0 or 1) as rows of a product: one row a coin, one
+    column a cell (-1 where the coin is 0), so the cross count of cell c with itself is
+    the inner product of the two parties' coins of c."""
+    bits = np.asarray(bits)
+    cells = np.arange(bits.shape[0], dtype=np.int64)
+    return np.where(bits.T.astype(bool), cells[None, :], -1)
+
+
+def coin_reply(
+    public: PublicKey,
+    table: FixedBase,
+    layout: SlotLayout,
+    received: bytes,
+    bits: np.ndarray,
+    key: bytes,
+) -> tuple[bytes, np.ndarray]:
+    """G: E's coin rows (``received``, from :func:`coin_rows` and :func:`encrypted_rows`)
+    against G's ``bits`` (cells x coins): cell c's accumulator multiplies E's ciphertext of
+    c's slot in each coin's row where G's coin is 1, so slot c of it encrypts <a_c, b_c>
+    (the other slots hold cross terms, masked like it). The reply and G's shares of each
+    cell's inner product."""
+    cells, coins = bits.shape
+    per = layout.per_row(cells)
+    cts = ciphertexts_from_bytes(public, received)
+    if len(cts) != coins * per:
+        raise ConfigError(f"{coins} coin rows need {coins * per} ciphertexts; got {len(cts)}.")
+    n2 = public.n2
+    acc = [gmpy2.mpz(1)] * cells
+    for c, row in enumerate(np.asarray(bits, dtype=bool).tolist()):
+        j = c // layout.slots
+        for k, bit in enumerate(row):
+            if bit:
+                acc[c] = acc[c] * cts[k * per + j] % n2
+    masks = draw_masks(layout, key, (cells, layout.slots))
+    rand = randomisers(table, key, _MASK_START, cells, reply_bits(layout))
+    reply = mask(public, layout, acc, masks, rand)
+    diagonal = masks[np.arange(cells), np.arange(cells) % layout.slots]
+    return ciphertexts_to_bytes(public, reply), aggregator_shares(diagonal)
+
+
+def coin_shares(private: PrivateKey, layout: SlotLayout, reply: bytes, cells: int) -> np.ndarray:
+    """E: its share of each cell's coin inner product from G's :func:`coin_reply`."""
+    cts = ciphertexts_from_bytes(private.public, reply)
+    whole = decrypt_shares(private, layout, cts, (cells, layout.slots))
+    return whole[np.arange(cells), np.arange(cells) % layout.slots]
+
+
+def centred_coin_shares(bits: np.ndarray, inner: np.ndarray, *, first: bool) -> np.ndarray:
+    """A party's share of each cell's centred XOR sum, sum(a XOR b) - N/2 = sum a + sum b
+    - 2 <a, b> - N/2, from its ``bits`` and its share ``inner`` of <a, b>; ``first``: the
+    party that subtracts N/2."""
+    coins = bits.shape[1]
+    own = bits.sum(axis=1, dtype=np.uint64) - np.uint64(coins // 2 if first else 0)
+    return own - np.uint64(2) * inner
