@@ -39,7 +39,7 @@ from vertimrf.protocol.secure.product import Pair
 
 RANDOMISERS = "paillier-randomisers"
 MASKS = "paillier-masks"
-_MASK_START = 1 << 40  # the reply's randomisers start here in the masks' exponent stream
+MASK_START = 1 << 40  # the reply's randomisers start here in the masks' exponent stream
 
 
 def reply_bits(layout: SlotLayout) -> int:
@@ -110,7 +110,7 @@ def masked_reply(
         cts = ciphertexts_from_bytes(public, raw)
         aggregate(public, cts, per, columns[r0:r1], width_g, acc)
     masks = draw_masks(layout, key, (width_g, width_e))
-    rand = randomisers(table, key, _MASK_START, len(acc), reply_bits(layout))
+    rand = randomisers(table, key, MASK_START, len(acc), reply_bits(layout))
     reply = mask(public, layout, acc, masks, rand)
     return ciphertexts_to_bytes(public, reply), aggregator_shares(masks)
 
@@ -159,7 +159,7 @@ def coin_reply(
             if bit:
                 acc[c] = acc[c] * cts[k * per + j] % n2
     masks = draw_masks(layout, key, (cells, layout.slots))
-    rand = randomisers(table, key, _MASK_START, cells, reply_bits(layout))
+    rand = randomisers(table, key, MASK_START, cells, reply_bits(layout))
     reply = mask(public, layout, acc, masks, rand)
     diagonal = masks[np.arange(cells), np.arange(cells) % layout.slots]
     return ciphertexts_to_bytes(public, reply), aggregator_shares(diagonal)
