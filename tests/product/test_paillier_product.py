@@ -52,9 +52,16 @@ def test_the_streams_are_the_key_schedules_and_bound_to_their_inputs():
         pp.stream_key(SECRET, "party-noise")
 
 
-@pytest.mark.parametrize(("widths", "who"), [((3, 5), 0), ((5, 3), 1), ((4, 4), 0)])
-def test_the_narrower_block_encrypts(widths, who):
-    assert pp.encrypter(widths) == who
+@pytest.mark.parametrize(
+    ("widths", "attrs", "who"),
+    [((3, 5), (1, 1), 0), ((40, 3), (2, 1), 1), ((98, 89), (8, 7), 0), ((89, 98), (7, 8), 1),
+     ((4, 4), (2, 2), 0)],
+)  # fmt: skip
+def test_the_encrypter_costs_fewest_ciphertexts_then_fewest_products(widths, attrs, who):
+    """33 slots a ciphertext at max_rows 2^20: 98 and 89 columns both take 3, so the party
+    whose peer has fewer attributes encrypts (fewer products for the peer)."""
+    layout = SlotLayout.for_rows(1 << 20, 2048)
+    assert pp.encrypter(layout, widths, attrs) == who
 
 
 @pytest.mark.parametrize(

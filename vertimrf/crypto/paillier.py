@@ -7,6 +7,7 @@ import math
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import gmpy2
 import numpy as np
@@ -97,14 +98,20 @@ class PrivateKey:
     def decrypt(self, c: gmpy2.mpz) -> gmpy2.mpz:
         """m in [0, n) of a ciphertext c: m = L(c^(p-1) mod p^2) h_p mod p, the same mod q,
         joined by CRT (L(u) = (u - 1) / p)."""
-        p, q = self.p, self.q
-        mp = (gmpy2.powmod(c, p - 1, p * p) - 1) // p * self._h(p) % p
-        mq = (gmpy2.powmod(c, q - 1, q * q) - 1) // q * self._h(q) % q
-        return mq + q * ((mp - mq) * gmpy2.invert(q, p) % p)
+        p, q, (hp, hq, q_inv) = self.p, self.q, self._crt
+        mp = (gmpy2.powmod(c, p - 1, p * p) - 1) // p * hp % p
+        mq = (gmpy2.powmod(c, q - 1, q * q) - 1) // q * hq % q
+        return mq + q * ((mp - mq) * q_inv % p)
 
-    def _h(self, prime: gmpy2.mpz) -> gmpy2.mpz:
-        g = gmpy2.powmod(self.public.n + 1, prime - 1, prime * prime)
-        return gmpy2.invert((g - 1) // prime, prime)
+    @cached_property
+    def _crt(self) -> tuple[gmpy2.mpz, gmpy2.mpz, gmpy2.mpz]:
+        """h_p, h_q (h = L(g^(prime-1) mod prime^2)^-1 for g = n + 1) and q^-1 mod p."""
+
+        def h(prime: gmpy2.mpz) -> gmpy2.mpz:
+            g = gmpy2.powmod(self.public.n + 1, prime - 1, prime * prime)
+            return gmpy2.invert((g - 1) // prime, prime)
+
+        return h(self.p), h(self.q), gmpy2.invert(self.q, self.p)
 
     def to_bytes(self) -> bytes:
         half = (self.public.bits // 2 + 7) // 8

@@ -2,9 +2,9 @@
 no third role deals anything, so a server colluding with one party holds nothing that opens
 the other's rows. Not yet behind :class:`~vertimrf.protocol.secure.product.CrossProduct`.
 
-The encrypter E (the party with the narrower one-hot block) encrypts its rows under its own
-key; the aggregator G multiplies them into one accumulator a value of its own, masks every
-slot, re-randomises and replies; E decrypts. E's share is count + mask, G's is -mask (mod
+The encrypter E (:func:`encrypter`) encrypts its rows under its own key; the aggregator G
+multiplies them into one accumulator a value of its own, masks every slot, re-randomises and
+replies; E decrypts. E's share is count + mask, G's is -mask (mod
 2^64). Coins ride the same way: the coin bits are rows, a cell a column (:func:`coin_rows`).
 Every randomiser and mask is keyed by the run's key schedule (:func:`stream_key`)."""
 
@@ -60,10 +60,16 @@ def stream_key(secret: bytes, stream: str, *inputs: bytes | str) -> bytes:
     return derive(secret, stream, *inputs)
 
 
-def encrypter(widths: Pair) -> int:
-    """0 or 1: which of the pair's two parties (one-hot ``widths``) encrypts. The narrower
-    block costs fewer ciphertexts a row; the lower party on a tie."""
-    return 1 if widths[1] < widths[0] else 0
+def encrypter(layout: SlotLayout, widths: Pair, attributes: Pair) -> int:
+    """0 or 1: which of the pair's two parties (one-hot ``widths``, ``attributes``) encrypts.
+    Fewest ciphertexts a row first (E's bytes), then fewest products for G (rows x G's
+    attributes x ciphertexts a row); the lower party on a tie."""
+
+    def cost(e: int) -> tuple[int, int]:
+        per = layout.per_row(widths[e])
+        return per, attributes[1 - e] * per
+
+    return 1 if cost(1) < cost(0) else 0
 
 
 def message_bytes(layout: SlotLayout, rows: int, widths: Pair) -> tuple[int, int]:
