@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -34,27 +35,39 @@ from vertimrf.crypto import paillier as pl  # noqa: E402
 from vertimrf.crypto.paillier_slots import (  # noqa: E402
     SlotLayout,
     aggregate,
+    aggregate_joint,
     decrypt_shares,
     draw_masks,
     encrypt_onehot,
+    joint_blocks,
     mask,
 )
 from vertimrf.kernels.secure import matmul_tn_u64  # noqa: E402
 from vertimrf.product.paillier import encrypter, reply_bits  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# The shapes: (name, rows = max_rows, widths (A, B), attributes (A, B)), from the plans of
-# the profiled config (benchmarks/profile_run.py: Adult's 8 and 7 columns, epsilon 1.6) at
-# max_rows 2^20 and 2^16.
-SHAPES = (
-    ("1M x 15 x 2 (8 & 7 columns)", 1 << 20, (98, 89), (8, 7)),
-    ("Adult scale (max_rows 2^16)", 1 << 16, (98, 89), (8, 7)),
-)
+# The attribute sizes of A and B in the plans of the profiled config
+# (benchmarks/profile_run.py: Adult's 8 and 7 columns, epsilon 1.6), at max_rows 2^20 and
+# 2^16 alike; the shapes: (name, rows = max_rows).
+SIZES = ((16, 7, 16, 16, 16, 7, 14, 6), (5, 2, 8, 15, 16, 41, 2))
+SHAPES = (("1M x 15 x 2 (8 & 7 columns)", 1 << 20), ("Adult scale (max_rows 2^16)", 1 << 16))
+SUMMARY = ("table_s", "joint_per_row", "joint_per_row_model")  # rates not in the unit table
 BASELINE_ROWS = 1 << 16  # the dealer product is timed on this many rows, then scaled
 
 
-def rates(bits: int, sample: int, width_e: int, width_g: int, attrs_g: int) -> dict[str, float]:
-    """CPU seconds of each unit of the product's work, timed on ``sample`` rows."""
+def products(rows: int, per: int, sizes: tuple[int, ...]) -> int:
+    """G's products mod n^2 in :func:`aggregate_joint`: one a row, run and ciphertext, then
+    one a non-absent value of each attribute of each run's joint cells and ciphertext."""
+    total = 0
+    for block in joint_blocks(sizes):
+        cells = math.prod(sizes[a] + 1 for a in block)
+        total += rows * per + per * sum(cells // (sizes[a] + 1) * sizes[a] for a in block)
+    return total
+
+
+def rates(bits: int, sample: int, width_e: int, sizes_g: tuple[int, ...]) -> dict[str, float]:
+    """CPU seconds of each unit of the product's work, timed on ``sample`` rows; and the
+    joint aggregation's measured time on them against :func:`products` times the rate."""
     key = pl.generate(bits)
     pub = key.public
     start = time.process_time()
@@ -64,8 +77,9 @@ def rates(bits: int, sample: int, width_e: int, width_g: int, attrs_g: int) -> d
     per = layout.per_row(width_e)
     rng = np.random.default_rng(0)
     e = rng.integers(0, width_e, (sample, 1))
-    g = np.stack([rng.integers(0, width_g // attrs_g, sample) + a * (width_g // attrs_g)
-                  for a in range(attrs_g)], 1)  # fmt: skip
+    offsets = np.cumsum([0, *sizes_g[:-1]])
+    g = np.stack([rng.integers(0, s, sample) + o for s, o in zip(sizes_g, offsets, strict=True)], 1)
+    width_g = sum(sizes_g)
     k_e, k_g = bytes(range(32)), bytes(range(1, 33))
     cts_n = sample * per
     rand = pl.randomisers(table, k_e, 0, cts_n)
@@ -75,13 +89,21 @@ def rates(bits: int, sample: int, width_e: int, width_g: int, attrs_g: int) -> d
     reply_rand = pl.randomisers(table, k_g, 0, len(acc), reply_bits(layout))
     masked = mask(pub, layout, acc, masks, reply_rand)
     raw = pl.ciphertexts_to_bytes(pub, cts)
-    accs = len(acc)
+    accs, half = len(acc), sample // 2
+    product = best_cpu(lambda: aggregate(pub, cts, per, g, width_g)) / (sample * len(sizes_g) * per)
     return {
         "table_s": table_s,
         "randomiser": best_cpu(lambda: pl.randomisers(table, k_e, 0, cts_n)) / cts_n,
         "encrypt": best_cpu(lambda: encrypt_onehot(pub, layout, e, width_e, rand)) / cts_n,
-        "aggregate_mul": best_cpu(lambda: aggregate(pub, cts, per, g, width_g))
-        / (sample * attrs_g * per),
+        "product": product,
+        # The joint aggregation's CPU a row: its time on all the sample's rows less that on
+        # half of them, over the other half (the dense pass over the buckets cancels).
+        "joint_per_row": (
+            best_cpu(lambda: aggregate_joint(pub, cts, per, g, sizes_g))
+            - best_cpu(lambda: aggregate_joint(pub, cts[: half * per], per, g[:half], sizes_g))
+        )
+        / (sample - half),
+        "joint_per_row_model": len(joint_blocks(sizes_g)) * per * product,
         "reply_randomiser": best_cpu(
             lambda: pl.randomisers(table, k_g, 0, accs, reply_bits(layout))
         )
@@ -103,14 +125,13 @@ def dealer_product_s(rows: int, widths: tuple[int, int]) -> float:
     return best_cpu(lambda: matmul_tn_u64(u, y)) * rows / BASELINE_ROWS
 
 
-def model(r: dict[str, float], rows: int, widths: tuple[int, int], attrs: tuple[int, int],
-          encrypter: int, bits: int) -> dict:  # fmt: skip
-    """One pair's first-round product at a shape, E = party ``encrypter`` (0: A, 1: B)."""
+def model(r: dict[str, float], rows: int, encrypter: int, bits: int) -> dict:
+    """One pair's first-round product at ``rows`` rows, E = party ``encrypter`` (0: A)."""
     layout = SlotLayout.for_rows(rows, bits)
-    w_e, w_g = widths[encrypter], widths[1 - encrypter]
-    per = layout.per_row(w_e)
-    cts, accs, size = rows * per, w_g * per, 2 * bits // 8
-    mults = rows * attrs[1 - encrypter] * per
+    sizes_e, sizes_g = SIZES[encrypter], SIZES[1 - encrypter]
+    per = layout.per_row(sum(sizes_e))
+    cts, accs, size = rows * per, sum(sizes_g) * per, 2 * bits // 8
+    mults = products(rows, per, sizes_g)
     return {
         "encrypter": "AB"[encrypter],
         "ciphertexts_per_row": per,
@@ -119,9 +140,11 @@ def model(r: dict[str, float], rows: int, widths: tuple[int, int], attrs: tuple[
         "e_randomisers_s": cts * r["randomiser"],
         "e_online_s": cts * (r["encrypt"] + r["to_bytes"])
         + accs * (r["decrypt"] + r["from_bytes"]),
-        "g_online_s": cts * r["from_bytes"] + mults * r["aggregate_mul"]
+        "g_online_s": cts * r["from_bytes"] + rows * r["joint_per_row"]
+        + (mults - rows * per * len(joint_blocks(sizes_g))) * r["product"]
         + accs * (r["reply_randomiser"] + r["mask"] + r["to_bytes"]),
         "g_multiplications": mults,
+        "g_multiplications_plain": rows * len(sizes_g) * per,
     }  # fmt: skip
 
 
@@ -139,8 +162,14 @@ def markdown(head: dict, rows: list[dict]) -> str:
         "",
         "| unit | us each |",
         "|---|---:|",
-        *(f"| {k} | {v * 1e6:,.1f} |" for k, v in r.items() if k != "table_s"),
+        *(f"| {k} | {v * 1e6:,.1f} |" for k, v in r.items() if k not in SUMMARY),
         f"| the randomiser table, once a key | {r['table_s'] * 1e6:,.0f} |",
+        "",
+        f"G's joint aggregation: {r['joint_per_row'] * 1e6:.1f} us a row measured (the "
+        "sample's time less that of its first half, over the other half), "
+        f"{r['joint_per_row_model'] * 1e6:.1f} us modelled (runs x ciphertexts a row x "
+        "the product's rate); the model below uses the measured rate a row, and the product's "
+        "rate for the pass over the buckets.",
         "",
         "One pair's first-round product (the re-measurement's groups add their own blocks):",
         "",
@@ -159,19 +188,24 @@ def markdown(head: dict, rows: list[dict]) -> str:
     big = row["shapes"][0]
     m, d = big["paillier"], big["dealer"]
     ratio_bytes = (m["e_to_g_bytes"] + m["g_to_e_bytes"]) / d["bytes"]
+    e_at = "AB".index(m["encrypter"])
+    cpu_e, cpu_g = d["party_cpu_s"][e_at], d["party_cpu_s"][1 - e_at]
     lines += [
         "",
         f"At {big['name']}: bytes {ratio_bytes:.2f}x the dealer run's (both parties' features; "
         f"target at most 3x). Party time: the dealer run's whole party CPU was "
         f"A {d['party_cpu_s'][0]:.2f} s and B {d['party_cpu_s'][1]:.2f} s "
-        f"(`profile_run.json`, {d['party_commit']}); here G's online work alone is "
-        f"{m['g_online_s']:,.0f} s ({m['g_online_s'] / max(d['party_cpu_s']):.0f}x) and E's "
-        f"{m['e_online_s']:,.0f} s, plus {m['e_randomisers_s']:,.0f} s of randomisers that "
-        "can be made before the data exists. The 3x target on time is not reachable this "
-        f"way: G makes {m['g_multiplications']:,} products mod n^2 (rows x G's attributes x "
-        f"ciphertexts a row) at {r['aggregate_mul'] * 1e6:.1f} us each, and E "
-        f"{big['rows'] * m['ciphertexts_per_row']:,} randomisers at "
-        f"{r['randomiser'] * 1e6:,.0f} us each.",
+        f"(`profile_run.json`, {d['party_commit']}). A run with this product would add to "
+        f"them G's {m['g_online_s']:,.0f} s and E's {m['e_online_s']:,.0f} s of online work "
+        f"(G {(m['g_online_s'] + cpu_g) / cpu_g:.1f}x and E "
+        f"{(m['e_online_s'] + cpu_e) / cpu_e:.1f}x their dealer "
+        "run's CPU, less the dealer product's own phases of about 1 s; target at most 3x), "
+        f"plus E's {m['e_randomisers_s']:,.0f} s of randomisers, which "
+        "can be made before the data exists. What bounds the time: G makes "
+        f"{m['g_multiplications']:,} products mod n^2 (rows x G's runs of joint values x "
+        f"ciphertexts a row; {m['g_multiplications_plain']:,} one attribute at a time) at "
+        f"{r['product'] * 1e6:.1f} us each, and E {big['rows'] * m['ciphertexts_per_row']:,} "
+        f"randomisers at {r['randomiser'] * 1e6:,.0f} us each.",
         "",
     ]
     return "\n".join(lines)
@@ -180,7 +214,7 @@ def markdown(head: dict, rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bits", type=int, default=pl.KEY_BITS, help="the modulus n's bits")
-    ap.add_argument("--sample", type=int, default=2000, help="rows each function is timed on")
+    ap.add_argument("--sample", type=int, default=20_000, help="rows each function is timed on")
     ap.add_argument("--json", default=None)
     ap.add_argument("--md", default=None)
     args = ap.parse_args(argv)
@@ -188,14 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     profile = json.loads((ROOT / "benchmarks/results/profile_run.json").read_text())
     party_cpu = [x["cpu_s"] for x in profile["rows"] if x["role"] in ("A", "B")]
     shapes = []
-    # E = A (98 columns) against G = B (89 columns, 7 attributes): the encrypter both shapes take.
-    r = rates(args.bits, args.sample, SHAPES[0][2][0], SHAPES[0][2][1], SHAPES[0][3][1])
-    for name, rows, widths, attrs in SHAPES:
-        who = encrypter(SlotLayout.for_rows(rows, args.bits), widths, attrs)
-        options = [model(r, rows, widths, attrs, e, args.bits) for e in (0, 1)]
-        best = options[who]
+    # E = A (98 columns) against G = B (7 attributes in 2 runs): the encrypter both shapes take.
+    r = rates(args.bits, args.sample, sum(SIZES[0]), SIZES[1])
+    for name, rows in SHAPES:
+        widths = (sum(SIZES[0]), sum(SIZES[1]))
+        who = encrypter(SlotLayout.for_rows(rows, args.bits), widths, SIZES)
+        options = [model(r, rows, e, args.bits) for e in (0, 1)]
         shapes.append({
-            "name": name, "rows": rows, "widths": widths, "attrs": attrs, "paillier": best,
+            "name": name, "rows": rows, "widths": widths, "paillier": options[who],
             "other_encrypter": options[1 - who],
             "dealer": {
                 "bytes": rows * sum(widths) * 3,

@@ -13,10 +13,12 @@ from vertimrf.crypto import paillier as pl
 from vertimrf.crypto.paillier_slots import (
     SlotLayout,
     aggregate,
+    aggregate_joint,
     aggregator_shares,
     decrypt_shares,
     draw_masks,
     encrypt_onehot,
+    joint_blocks,
     mask,
 )
 from vertimrf.errors import ConfigError, KeyMaterialError
@@ -173,3 +175,42 @@ def test_slot_inputs_out_of_range_are_refused(key):
         encrypt_onehot(pub, layout, np.array([[0], [1]]), 3, [gmpy2.mpz(1)])
     with pytest.raises(ConfigError, match="ciphertexts"):
         aggregate(pub, [gmpy2.mpz(1)], 1, np.array([0, 1]), 2)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "limit", "runs"),
+    [([5, 2, 8, 15, 16, 41, 2], 4096, [[0, 1, 2, 3], [4, 5, 6]]),
+     ([16, 7, 16, 16, 16, 7, 14, 6], 4096, [[0, 1, 2], [3, 4, 5], [6, 7]]),
+     ([5000, 3], 4096, [[0], [1]]), ([1], 2, [[0]]), ([], 10, [])],
+)  # fmt: skip
+def test_joint_blocks_are_runs_within_the_limit(sizes, limit, runs):
+    assert joint_blocks(sizes, limit) == runs
+
+
+@pytest.mark.parametrize(
+    ("rows", "sizes", "limit"), [(1, [1], 4096), (60, [3, 4, 2, 5], 30), (90, [7, 1, 6], 4096),
+                                 (50, [2, 2, 2, 2, 2], 9), (40, [40, 3], 10)],
+)  # fmt: skip
+def test_joint_aggregation_gives_the_same_accumulators(key, rows, sizes, limit):
+    """Bucketing rows by joint values first gives the very integers of the plain loop."""
+    pub, rng = key.public, np.random.default_rng(rows + limit)
+    layout = SlotLayout.for_rows(4 * rows, BITS, 20)
+    offsets = np.cumsum([0, *sizes[:-1]])
+    g = np.stack(
+        [np.where(v >= 0, v + o, -1) for v, o in
+         zip([rng.integers(-1, s, rows) for s in sizes], offsets, strict=True)], 1
+    )  # fmt: skip
+    we = 40
+    per = layout.per_row(we)
+    e = rng.integers(-1, we, rows)
+    rand = pl.randomisers(pl.randomiser_table(pub), bytes(32), 0, rows * per)
+    cts = encrypt_onehot(pub, layout, e, we, rand)
+    plain = aggregate(pub, cts, per, g, sum(sizes))
+    assert aggregate_joint(pub, cts, per, g, sizes, limit=limit) == plain
+    half = rows // 2  # in two blocks of rows, into the same accumulators
+    acc = aggregate_joint(pub, cts[: half * per], per, g[:half], sizes, limit=limit)
+    assert aggregate_joint(pub, cts[half * per :], per, g[half:], sizes, acc, limit) == plain
+    bad = g.copy()
+    bad[0, 0] = sizes[0] if len(sizes) > 1 else -2  # a column of the next attribute
+    with pytest.raises(ConfigError, match="outside"):
+        aggregate_joint(pub, cts, per, bad, sizes, limit=limit)

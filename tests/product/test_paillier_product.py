@@ -15,6 +15,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.product import paillier as pp
 
 BITS = 512
+ADULT_A, ADULT_B = [16, 7, 16, 16, 16, 7, 14, 6], [5, 2, 8, 15, 16, 41, 2]  # the plan's sizes
 SECRET = bytes(range(32))
 
 
@@ -53,15 +54,17 @@ def test_the_streams_are_the_key_schedules_and_bound_to_their_inputs():
 
 
 @pytest.mark.parametrize(
-    ("widths", "attrs", "who"),
-    [((3, 5), (1, 1), 0), ((40, 3), (2, 1), 1), ((98, 89), (8, 7), 0), ((89, 98), (7, 8), 1),
-     ((4, 4), (2, 2), 0)],
+    ("sizes", "who"),
+    [(([3], [5]), 0), (([20, 20], [3]), 1), ((ADULT_A, ADULT_B), 0), ((ADULT_B, ADULT_A), 1),
+     (([2, 2], [2, 2]), 0)],
 )  # fmt: skip
-def test_the_encrypter_costs_fewest_ciphertexts_then_fewest_products(widths, attrs, who):
-    """33 slots a ciphertext at max_rows 2^20: 98 and 89 columns both take 3, so the party
-    whose peer has fewer attributes encrypts (fewer products for the peer)."""
+def test_the_encrypter_costs_fewest_ciphertexts_then_fewest_products(sizes, who):
+    """33 slots a ciphertext at max_rows 2^20: Adult's 98 and 89 columns both take 3, so the
+    party whose peer's attributes make fewer runs of joint values encrypts (B's 7 make 2
+    runs of at most 4,096 values, A's 8 make 3)."""
     layout = SlotLayout.for_rows(1 << 20, 2048)
-    assert pp.encrypter(layout, widths, attrs) == who
+    widths = (sum(sizes[0]), sum(sizes[1]))
+    assert pp.encrypter(layout, widths, sizes) == who
 
 
 @pytest.mark.parametrize(
@@ -79,7 +82,7 @@ def test_shares_sum_to_the_counts_and_the_bytes_are_the_plans(key, table, rows, 
     ]
     whole = pp.encrypted_rows(pub, table, layout, e, we, k_e, 0)
     assert blocks[0][2] + blocks[1][2] == whole  # the same bytes however the rows are blocked
-    reply, g_share = pp.masked_reply(pub, table, layout, blocks, g, (we, wg), k_g)
+    reply, g_share = pp.masked_reply(pub, table, layout, blocks, g, we, [wg], k_g)
     e_share = pp.encrypter_shares(key, layout, reply, (we, wg))
     np.testing.assert_array_equal(e_share + g_share, _counts(e, g, we, wg))
     assert pp.message_bytes(layout, rows, (we, wg)) == (len(whole), len(reply))
@@ -95,11 +98,11 @@ def test_same_inputs_give_the_same_bytes_and_a_changed_key_fresh_ones(key, table
     other = pp.encrypted_rows(pub, table, layout, e, 5, k_e2, 0)
     size = pub.ciphertext_bytes
     assert all(rows[i : i + size] != other[i : i + size] for i in range(0, len(rows), size))
-    one = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, (5, 4), k_g)
-    two = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, (5, 4), k_g)
+    one = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, 5, [4], k_g)
+    two = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, 5, [4], k_g)
     assert one[0] == two[0] and np.array_equal(one[1], two[1])
     k_g2 = pp.stream_key(SECRET, pp.MASKS, "run", "z")
-    three = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, (5, 4), k_g2)
+    three = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, 5, [4], k_g2)
     assert three[0] != one[0] and not np.array_equal(three[1], one[1])
 
 
@@ -119,3 +122,26 @@ def test_coins_give_shares_of_each_cells_centred_xor_sum(key, table, cells, coin
     np.testing.assert_array_equal(total.view(np.int64), (a ^ b).sum(1) - coins // 2)
     with pytest.raises(ConfigError, match="coin rows"):
         pp.coin_reply(pub, table, layout, rows, b[:, :-1], k_g)
+
+
+def test_an_aggregator_of_several_attributes_gets_every_cross_count(key, table):
+    """G holds 3 attributes (one-hot columns at their offsets, some absent): the shares of
+    every one of G's columns against every one of E's sum to the brute-force counts."""
+    pub, layout = key.public, SlotLayout.for_rows(128, BITS)
+    rng = np.random.default_rng(9)
+    sizes, we, rows = [3, 4, 2], 7, 90
+    offsets = np.cumsum([0, *sizes[:-1]])
+    values = [rng.integers(-1, s, rows) for s in sizes]
+    pairs = zip(values, offsets, strict=True)
+    g = np.stack([np.where(v >= 0, v + o, -1) for v, o in pairs], 1)
+    e = rng.integers(-1, we, (rows, 1))
+    k_e, k_g = (pp.stream_key(SECRET, s, "run", "multi") for s in (pp.RANDOMISERS, pp.MASKS))
+    rows_ct = pp.encrypted_rows(pub, table, layout, e, we, k_e, 0)
+    reply, g_share = pp.masked_reply(pub, table, layout, [(0, rows, rows_ct)], g, we, sizes, k_g)
+    e_share = pp.encrypter_shares(key, layout, reply, (we, sum(sizes)))
+    want = np.zeros((sum(sizes), we), dtype=np.uint64)
+    for grow, b in zip(g.tolist(), e[:, 0].tolist(), strict=True):
+        for a in grow:
+            if a >= 0 and b >= 0:
+                want[a, b] += 1
+    np.testing.assert_array_equal(e_share + g_share, want)

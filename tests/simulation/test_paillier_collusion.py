@@ -51,7 +51,7 @@ def _run(key: pl.PrivateKey, e: np.ndarray, g: np.ndarray) -> dict[str, bytes]:
     k_e = pp.stream_key(b"E" * 32, pp.RANDOMISERS, "run", "pair")
     k_g = pp.stream_key(b"G" * 32, pp.MASKS, "run", "pair")
     rows = pp.encrypted_rows(pub, table, layout, e, WE, k_e, 0)
-    reply, g_share = pp.masked_reply(pub, table, layout, [(0, ROWS, rows)], g, (WE, WG), k_g)
+    reply, g_share = pp.masked_reply(pub, table, layout, [(0, ROWS, rows)], g, WE, [WG], k_g)
     e_share = pp.encrypter_shares(key, layout, reply, (WE, WG))
     to_server_e, to_server_g = e_share + _noise("E"), g_share + _noise("G")
     return {
@@ -190,6 +190,6 @@ def test_a_coalition_with_the_aggregator_sees_ciphertexts_and_what_the_release_g
     # G's reply is its own function of the rows it received: on the simulated rows it is
     # the same computation (and its decryption, which G never sees, would be the masks).
     reply, _ = pp.masked_reply(pub, pl.randomiser_table(pub), layout, [(0, ROWS, fake_rows)],
-                               g, (WE, WG), k_g)  # fmt: skip
+                               g, WE, [WG], k_g)  # fmt: skip
     opened = pp.encrypter_shares(key, layout, reply, (WE, WG))
     np.testing.assert_array_equal(opened, masks)

@@ -16,6 +16,7 @@ from vertimrf.errors import ConfigError
 
 KAPPA = 40  # statistical masking bits: a share is within 2^-KAPPA of independent of the count
 _MASK_LABEL = b"paillier-slot-masks"
+JOINT_CELLS = 4096  # the most joint values of a run of the aggregator's attributes
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,70 @@ def aggregate(
                 at = v * per_row
                 for j in range(per_row):
                     acc[at + j] = acc[at + j] * cts[base + j] % n2
+    return acc
+
+
+def joint_blocks(sizes: Sequence[int], limit: int = JOINT_CELLS) -> list[list[int]]:
+    """The aggregator's attributes (``sizes``: values of each) in runs whose joint domain,
+    each attribute with an extra "absent" value, is at most ``limit`` cells (an attribute
+    larger than that alone is a run of its own)."""
+    blocks: list[list[int]] = []
+    run: list[int] = []
+    cells = 1
+    for a, size in enumerate(sizes):
+        if run and cells * (size + 1) > limit:
+            blocks.append(run)
+            run, cells = [], 1
+        run.append(a)
+        cells *= size + 1
+    return [*blocks, run] if run else blocks
+
+
+def aggregate_joint(
+    public: PublicKey,
+    cts: Sequence[gmpy2.mpz],
+    per_row: int,
+    cols: np.ndarray,
+    sizes: Sequence[int],
+    acc: list[gmpy2.mpz] | None = None,
+    limit: int = JOINT_CELLS,
+) -> list[gmpy2.mpz]:
+    """:func:`aggregate`'s accumulators with fewer products: each row's ciphertexts go into
+    one bucket per joint value of each run of :func:`joint_blocks` (one product a row, run
+    and ciphertext), then each attribute's accumulators are products of buckets (every
+    bucket, so the time depends on public sizes only). Products mod n^2 commute, so the
+    accumulators are the same integers. ``cols``: rows x attributes, attribute a's value v
+    as column offset_a + v (offsets: the running sum of ``sizes``), -1 for absent."""
+    cols = _table(cols)
+    width, offsets = sum(sizes), np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+    if len(cts) != len(cols) * per_row or cols.shape[1] != len(sizes):
+        raise ConfigError(
+            f"{len(cols)} rows of {len(sizes)} attributes need {len(cols) * per_row} "
+            f"ciphertexts; got {len(cts)} and {cols.shape[1]} attributes."
+        )
+    codes = np.where(cols >= 0, cols - offsets + 1, 0)  # 0: absent, v + 1: value v
+    if (cols < -1).any() or (codes < 0).any() or (codes > np.asarray(sizes, np.int64)).any():
+        raise ConfigError("an aggregator's column lies outside its attribute's values.")
+    acc = [gmpy2.mpz(1)] * (width * per_row) if acc is None else acc
+    if len(acc) != width * per_row:
+        raise ConfigError(f"{width} x {per_row} accumulators expected; got {len(acc)}.")
+    n2 = public.n2
+    for block in joint_blocks(sizes, limit):
+        bases = [int(np.prod([sizes[b] + 1 for b in block[:k]])) for k in range(len(block))]
+        cells = bases[-1] * (sizes[block[-1]] + 1)
+        joint = (codes[:, block] * np.asarray(bases, dtype=np.int64)).sum(axis=1)
+        buckets = [gmpy2.mpz(1)] * (cells * per_row)
+        for i, cell in enumerate(joint.tolist()):
+            at, base = cell * per_row, i * per_row
+            for j in range(per_row):
+                buckets[at + j] = buckets[at + j] * cts[base + j] % n2
+        for cell in range(cells):
+            for a, stride in zip(block, bases, strict=True):
+                code = cell // stride % (sizes[a] + 1)
+                if code:
+                    at = (int(offsets[a]) + code - 1) * per_row
+                    for j in range(per_row):
+                        acc[at + j] = acc[at + j] * buckets[cell * per_row + j] % n2
     return acc
 
 

@@ -10,7 +10,7 @@ Every randomiser and mask is keyed by the run's key schedule (:func:`stream_key`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import gmpy2
 import numpy as np
@@ -26,11 +26,12 @@ from vertimrf.crypto.paillier import (
 )
 from vertimrf.crypto.paillier_slots import (
     SlotLayout,
-    aggregate,
+    aggregate_joint,
     aggregator_shares,
     decrypt_shares,
     draw_masks,
     encrypt_onehot,
+    joint_blocks,
     mask,
 )
 from vertimrf.crypto.schedule import derive
@@ -60,14 +61,15 @@ def stream_key(secret: bytes, stream: str, *inputs: bytes | str) -> bytes:
     return derive(secret, stream, *inputs)
 
 
-def encrypter(layout: SlotLayout, widths: Pair, attributes: Pair) -> int:
-    """0 or 1: which of the pair's two parties (one-hot ``widths``, ``attributes``) encrypts.
-    Fewest ciphertexts a row first (E's bytes), then fewest products for G (rows x G's
-    attributes x ciphertexts a row); the lower party on a tie."""
+def encrypter(layout: SlotLayout, widths: Pair, sizes: tuple[Sequence[int], Sequence[int]]) -> int:
+    """0 or 1: which of the pair's two parties (one-hot ``widths``, attribute ``sizes``)
+    encrypts. Fewest ciphertexts a row first (E's bytes), then fewest products for G (rows
+    x G's runs of :func:`~vertimrf.crypto.paillier_slots.joint_blocks` x ciphertexts a
+    row); the lower party on a tie."""
 
     def cost(e: int) -> tuple[int, int]:
         per = layout.per_row(widths[e])
-        return per, attributes[1 - e] * per
+        return per, len(joint_blocks(sizes[1 - e])) * per
 
     return 1 if cost(1) < cost(0) else 0
 
@@ -103,18 +105,20 @@ def masked_reply(
     layout: SlotLayout,
     received: Blocks,
     columns: np.ndarray,
-    widths: Pair,
+    width_e: int,
+    sizes: Sequence[int],
     key: bytes,
 ) -> tuple[bytes, np.ndarray]:
-    """G: E's rows (``received``) summed into one accumulator a column of G's own
-    (``columns``: rows x attributes), every slot masked and re-randomised under ``key``; the
-    reply's bytes and G's shares (G's columns x E's). ``widths``: E's, G's."""
-    width_e, width_g = widths
+    """G: E's rows (``received``; ``width_e`` columns) summed into one accumulator a column
+    of G's own (``columns``: rows x attributes of ``sizes`` values, as
+    :func:`~vertimrf.crypto.paillier_slots.aggregate_joint` reads them), every slot masked
+    and re-randomised under ``key``; the reply's bytes and G's shares (G's columns x E's)."""
+    width_g = sum(sizes)
     per = layout.per_row(width_e)
     acc: list[gmpy2.mpz] = [gmpy2.mpz(1)] * (width_g * per)
     for r0, r1, raw in received:
         cts = ciphertexts_from_bytes(public, raw)
-        aggregate(public, cts, per, columns[r0:r1], width_g, acc)
+        aggregate_joint(public, cts, per, columns[r0:r1], sizes, acc)
     masks = draw_masks(layout, key, (width_g, width_e))
     rand = randomisers(table, key, MASK_START, len(acc), reply_bits(layout))
     reply = mask(public, layout, acc, masks, rand)
