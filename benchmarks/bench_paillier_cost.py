@@ -7,7 +7,9 @@ from the plan of a real config; public values only). Nothing here runs the whole
 the backend is not yet a run option.
 
 - E (the encrypter) makes one randomiser a ciphertext (before the data exists: it needs only
-  the key and the run's key schedule), encrypts its rows, and decrypts G's reply;
+  the key and the run's key schedule; by CRT from its own key, ``randomiser``, and from the
+  public table for comparison, ``randomiser_public_table``), encrypts its rows, and
+  decrypts G's reply;
 - G (the aggregator) multiplies each row's ciphertexts into one accumulator per attribute,
   masks and re-randomises the accumulators;
 - the dealer product's own work on the same shape is timed in the same run (the parties'
@@ -51,7 +53,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # 2^16 alike; the shapes: (name, rows = max_rows).
 SIZES = ((16, 7, 16, 16, 16, 7, 14, 6), (5, 2, 8, 15, 16, 41, 2))
 SHAPES = (("1M x 15 x 2 (8 & 7 columns)", 1 << 20), ("Adult scale (max_rows 2^16)", 1 << 16))
-SUMMARY = ("table_s", "joint_per_row", "joint_per_row_model")  # rates not in the unit table
+# The rates reported apart from the table of units.
+SUMMARY = ("table_s", "owner_table_s", "joint_per_row", "joint_per_row_model")
 BASELINE_ROWS = 1 << 16  # the dealer product is timed on this many rows, then scaled
 
 
@@ -73,6 +76,9 @@ def rates(bits: int, sample: int, width_e: int, sizes_g: tuple[int, ...]) -> dic
     start = time.process_time()
     table = pl.randomiser_table(pub)
     table_s = time.process_time() - start
+    start = time.process_time()
+    owner = pl.randomiser_table(key)
+    owner_table_s = time.process_time() - start
     layout = SlotLayout.for_rows(1 << 20, bits)
     per = layout.per_row(width_e)
     rng = np.random.default_rng(0)
@@ -93,7 +99,9 @@ def rates(bits: int, sample: int, width_e: int, sizes_g: tuple[int, ...]) -> dic
     product = best_cpu(lambda: aggregate(pub, cts, per, g, width_g)) / (sample * len(sizes_g) * per)
     return {
         "table_s": table_s,
-        "randomiser": best_cpu(lambda: pl.randomisers(table, k_e, 0, cts_n)) / cts_n,
+        "owner_table_s": owner_table_s,
+        "randomiser": best_cpu(lambda: pl.randomisers(owner, k_e, 0, cts_n)) / cts_n,
+        "randomiser_public_table": best_cpu(lambda: pl.randomisers(table, k_e, 0, cts_n)) / cts_n,
         "encrypt": best_cpu(lambda: encrypt_onehot(pub, layout, e, width_e, rand)) / cts_n,
         "product": product,
         # The joint aggregation's CPU a row: its time on all the sample's rows less that on
@@ -164,6 +172,7 @@ def markdown(head: dict, rows: list[dict]) -> str:
         "|---|---:|",
         *(f"| {k} | {v * 1e6:,.1f} |" for k, v in r.items() if k not in SUMMARY),
         f"| the randomiser table, once a key | {r['table_s'] * 1e6:,.0f} |",
+        f"| the owner's CRT tables, once a key | {r['owner_table_s'] * 1e6:,.0f} |",
         "",
         f"G's joint aggregation: {r['joint_per_row'] * 1e6:.1f} us a row measured (the "
         "sample's time less that of its first half, over the other half), "

@@ -92,6 +92,16 @@ def test_the_fixed_base_table_equals_powmod(key, window):
         table.power(1 << 64)
 
 
+def test_the_owners_crt_tables_give_the_public_tables_values(key):
+    """The key owner's randomisers by CRT equal h_s^e mod n^2 from the public table."""
+    pub, rng = key.public, random.Random(5)
+    owner, public = pl.randomiser_table(key), pl.randomiser_table(pub)
+    assert isinstance(owner, pl.OwnerTable) and isinstance(public, pl.FixedBase)
+    top = (1 << pl.EXPONENT_BITS) - 1
+    for e in [0, 1, top, *(rng.getrandbits(pl.EXPONENT_BITS) for _ in range(20))]:
+        assert owner.power(e) == public.power(e) == gmpy2.powmod(pub.hs, e, pub.n2)
+
+
 def test_exponents_are_the_keys_stream_however_blocked():
     key = bytes(range(32))
     whole = pl.exponents(key, 0, 9)

@@ -25,7 +25,7 @@ def key() -> pl.PrivateKey:
 
 
 @pytest.fixture(scope="module")
-def table(key) -> pl.FixedBase:
+def table(key) -> pl.Powers:
     return pl.randomiser_table(key.public)
 
 
@@ -86,6 +86,14 @@ def test_shares_sum_to_the_counts_and_the_bytes_are_the_plans(key, table, rows, 
     e_share = pp.encrypter_shares(key, layout, reply, (we, wg))
     np.testing.assert_array_equal(e_share + g_share, _counts(e, g, we, wg))
     assert pp.message_bytes(layout, rows, (we, wg)) == (len(whole), len(reply))
+
+
+def test_the_owners_tables_give_the_same_rows_as_the_public_ones(key, table):
+    layout = SlotLayout.for_rows(64, BITS)
+    e, _ = _pair(20, 5, 4, 8)
+    k_e = pp.stream_key(SECRET, pp.RANDOMISERS, "run", "owner")
+    owner = pp.encrypted_rows(key.public, pl.randomiser_table(key), layout, e, 5, k_e, 0)
+    assert owner == pp.encrypted_rows(key.public, table, layout, e, 5, k_e, 0)
 
 
 def test_same_inputs_give_the_same_bytes_and_a_changed_key_fresh_ones(key, table):

@@ -20,6 +20,7 @@ KEY_BITS = 2048  # the modulus n's bits
 EXPONENT_BITS = 256  # a randomiser's exponent e (twice the 128-bit security level)
 SMUDGE_BITS = 64  # a re-randomiser's extra bits: it hides a sum of up to 2^64 exponents
 WINDOW_BITS = 8  # bits a window of the fixed-base table covers
+OWNER_WINDOW_BITS = 12  # the same for the key owner's CRT tables (mod p^2 and q^2)
 _PUBLIC = b"vertimrf/paillier-public/v1"
 _PRIVATE = b"vertimrf/paillier-private/v1"
 _RANDOMISER_LABEL = b"paillier-randomiser-exponents"
@@ -203,9 +204,34 @@ class FixedBase:
         return acc
 
 
-def randomiser_table(public: PublicKey) -> FixedBase:
-    """The fixed-base table of h_s mod n^2: every randomiser under ``public``."""
-    return FixedBase(public.hs, public.n2)
+class OwnerTable:
+    """The key owner's randomisers h_s^e (e < 2^EXPONENT_BITS) by CRT: fixed-base tables
+    mod p^2 and mod q^2 (products of half the size, windows of OWNER_WINDOW_BITS), joined.
+    The same values as :class:`FixedBase` of h_s mod n^2, about 1.7x faster; about 50 MB
+    at 2048 bits."""
+
+    def __init__(self, private: PrivateKey) -> None:
+        hs, p2, q2 = private.public.hs, private.p * private.p, private.q * private.q
+        self._p = FixedBase(hs % p2, p2, EXPONENT_BITS, OWNER_WINDOW_BITS)
+        self._q = FixedBase(hs % q2, q2, EXPONENT_BITS, OWNER_WINDOW_BITS)
+        self._p2, self._q2, self._q2_inv = p2, q2, gmpy2.invert(q2, p2)
+
+    def power(self, e: int) -> gmpy2.mpz:
+        """h_s^e mod n^2 for 0 <= e < 2^EXPONENT_BITS."""
+        xp, xq = self._p.power(e), self._q.power(e)
+        return xq + self._q2 * ((xp - xq) * self._q2_inv % self._p2)
+
+
+Powers = FixedBase | OwnerTable
+
+
+def randomiser_table(key: PublicKey | PrivateKey) -> Powers:
+    """Every randomiser under a key: the fixed-base table of h_s mod n^2 from a public key
+    (a peer re-randomising), or the owner's CRT tables from a private key (its ciphertexts'
+    own randomisers, whose exponents have EXPONENT_BITS)."""
+    if isinstance(key, PrivateKey):
+        return OwnerTable(key)
+    return FixedBase(key.hs, key.n2)
 
 
 def exponents(key: bytes, start: int, count: int, bits: int = EXPONENT_BITS) -> list[int]:
@@ -220,7 +246,7 @@ def exponents(key: bytes, start: int, count: int, bits: int = EXPONENT_BITS) -> 
 
 
 def randomisers(
-    table: FixedBase, key: bytes, start: int, count: int, bits: int = EXPONENT_BITS
+    table: Powers, key: bytes, start: int, count: int, bits: int = EXPONENT_BITS
 ) -> list[gmpy2.mpz]:
     """h_s^e for the exponents start:start + count of :func:`exponents` (``key``, ``bits``).
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from vertimrf.crypto.paillier import (
     EXPONENT_BITS,
-    FixedBase,
+    Powers,
     PrivateKey,
     PublicKey,
     ciphertexts_from_bytes,
@@ -84,7 +84,7 @@ def message_bytes(layout: SlotLayout, rows: int, widths: Pair) -> tuple[int, int
 
 def encrypted_rows(
     public: PublicKey,
-    table: FixedBase,
+    table: Powers,
     layout: SlotLayout,
     cols: np.ndarray,
     width: int,
@@ -101,7 +101,7 @@ def encrypted_rows(
 
 def masked_reply(
     public: PublicKey,
-    table: FixedBase,
+    table: Powers,
     layout: SlotLayout,
     received: Blocks,
     columns: np.ndarray,
@@ -145,7 +145,7 @@ def coin_rows(bits: np.ndarray) -> np.ndarray:
 
 def coin_reply(
     public: PublicKey,
-    table: FixedBase,
+    table: Powers,
     layout: SlotLayout,
     received: bytes,
     bits: np.ndarray,
