@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import gmpy2
-import numpy as np
 
 from vertimrf.crypto.kdf import KEY_BYTES
 from vertimrf.crypto.prg import expand
@@ -267,15 +266,16 @@ def ciphertexts_from_bytes(public: PublicKey, raw: bytes) -> list[gmpy2.mpz]:
     not a whole number of them or a value outside Z_{n^2}."""
     size = public.ciphertext_bytes
     if len(raw) % size:
-        raise KeyMaterialError(f"Paillier ciphertexts come {size} bytes each; got {len(raw)}.")
+        raise KeyMaterialError(
+            f"Paillier ciphertexts come {size} bytes each; got {len(raw)}: the message is cut; "
+            "have its sender send it again."
+        )
     n2 = public.n2
     out = [gmpy2.mpz(int.from_bytes(raw[i : i + size], "big")) for i in range(0, len(raw), size)]
     if any(not 0 < c < n2 for c in out):
-        raise KeyMaterialError("a Paillier ciphertext lies outside Z_(n^2): the message is corrupt")
+        raise KeyMaterialError(
+            "a Paillier ciphertext lies outside Z_(n^2): the message is corrupt or made under "
+            "another key; have its sender send it again."
+        )
     return out
 
-
-def as_words(values: Sequence[int], bits: int) -> np.ndarray:
-    """Integers reduced mod 2^bits (bits <= 64) as uint64 words."""
-    mask = (1 << bits) - 1
-    return np.fromiter((int(v) & mask for v in values), dtype=np.uint64, count=len(values))
