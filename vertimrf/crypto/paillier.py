@@ -278,4 +278,3 @@ def ciphertexts_from_bytes(public: PublicKey, raw: bytes) -> list[gmpy2.mpz]:
             "another key; have its sender send it again."
         )
     return out
-
