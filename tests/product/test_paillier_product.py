@@ -43,7 +43,7 @@ def _counts(e, g, we, wg):
 
 
 def test_the_streams_are_the_key_schedules_and_bound_to_their_inputs():
-    assert {pp.RANDOMISERS, pp.MASKS} <= set(STREAMS)
+    assert {pp.KEY, pp.RANDOMISERS, pp.MASKS} <= set(STREAMS)
     a = pp.stream_key(SECRET, pp.RANDOMISERS, "run", "release-1", "P0->P1")
     assert a == pp.stream_key(SECRET, pp.RANDOMISERS, "run", "release-1", "P0->P1")
     assert a != pp.stream_key(SECRET, pp.RANDOMISERS, "run", "release-2", "P0->P1")
@@ -51,6 +51,19 @@ def test_the_streams_are_the_key_schedules_and_bound_to_their_inputs():
     assert a != pp.stream_key(bytes(32), pp.RANDOMISERS, "run", "release-1", "P0->P1")
     with pytest.raises(ConfigError, match="not a Paillier stream"):
         pp.stream_key(SECRET, "party-noise")
+
+
+def test_a_run_key_is_the_key_schedules_and_fresh_for_other_inputs():
+    key = pp.run_key(SECRET, "run", "A->B", bits=BITS)
+    assert key == pp.run_key(SECRET, "run", "A->B", bits=BITS)
+    assert key.public.bits == BITS and key.p % 4 == 3 and key.q % 4 == 3
+    others = {pp.run_key(SECRET, "run", "B->A", bits=BITS).public.n,
+              pp.run_key(SECRET, "run2", "A->B", bits=BITS).public.n,
+              pp.run_key(bytes(32), "run", "A->B", bits=BITS).public.n}  # fmt: skip
+    assert key.public.n not in others and len(others) == 3
+    m = 123456789
+    c = key.public.encrypt(m, pl.randomiser_table(key.public).power(99))
+    assert key.decrypt(c) == m
 
 
 @pytest.mark.parametrize(

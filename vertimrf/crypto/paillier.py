@@ -23,6 +23,7 @@ OWNER_WINDOW_BITS = 12  # the same for the key owner's CRT tables (mod p^2 and q
 _PUBLIC = b"vertimrf/paillier-public/v1"
 _PRIVATE = b"vertimrf/paillier-private/v1"
 _RANDOMISER_LABEL = b"paillier-randomiser-exponents"
+_KEY_LABEL = b"paillier-key-generation"
 
 RandBits = Callable[[int], int]
 
@@ -169,6 +170,24 @@ def generate(bits: int = KEY_BITS, randbits: RandBits = secrets.randbits) -> Pri
             break
     h = (-x * x) % n
     return PrivateKey(p, q, PublicKey(n, gmpy2.powmod(h, n, n * n)))
+
+
+def stream_bits(key: bytes) -> RandBits:
+    """A ``randbits`` for :func:`generate` that reads the AES-CTR stream of ``key`` (32
+    bytes, from the run's key schedule) word after word: the same key makes the same key
+    pair."""
+    if len(key) != KEY_BYTES:
+        raise KeyMaterialError(f"a key-generation stream needs a {KEY_BYTES}-byte key.")
+    at = 0
+
+    def randbits(bits: int) -> int:
+        nonlocal at
+        words = -(-bits // 64)
+        raw = expand(key, _KEY_LABEL, words, at).astype("<u8").tobytes()
+        at += words
+        return int.from_bytes(raw, "little") & ((1 << bits) - 1)
+
+    return randbits
 
 
 class FixedBase:

@@ -45,6 +45,7 @@ STREAMS: dict[str, str] = {
     "region-counts": "own",  # the server's noise on the region counts
     "slots": "own",  # the key of the slots' permutation
     "slot-assignment": "own",  # the digest of the slot assignment
+    "paillier-key": "own",  # an encrypter's Paillier key pair for one run and pair
     "paillier-randomisers": "own",  # the randomisers of an encrypter's Paillier ciphertexts
     "paillier-masks": "own",  # an aggregator's slot masks and re-randomisers of its reply
 }

@@ -17,12 +17,15 @@ import numpy as np
 
 from vertimrf.crypto.paillier import (
     EXPONENT_BITS,
+    KEY_BITS,
     Powers,
     PrivateKey,
     PublicKey,
     ciphertexts_from_bytes,
     ciphertexts_to_bytes,
+    generate,
     randomisers,
+    stream_bits,
 )
 from vertimrf.crypto.paillier_slots import (
     SlotLayout,
@@ -38,6 +41,7 @@ from vertimrf.crypto.schedule import derive
 from vertimrf.errors import ConfigError
 from vertimrf.protocol.secure.product import Pair
 
+KEY = "paillier-key"
 RANDOMISERS = "paillier-randomisers"
 MASKS = "paillier-masks"
 MASK_START = 1 << 40  # the reply's randomisers start here in the masks' exponent stream
@@ -54,11 +58,18 @@ Blocks = Iterable[tuple[int, int, bytes]]
 
 
 def stream_key(secret: bytes, stream: str, *inputs: bytes | str) -> bytes:
-    """The key of a Paillier stream (RANDOMISERS or MASKS) under a role's ``secret``,
+    """The key of a Paillier stream (KEY, RANDOMISERS or MASKS) under a role's ``secret``,
     bound to every input of the step (the run's key schedule)."""
-    if stream not in (RANDOMISERS, MASKS):
+    if stream not in (KEY, RANDOMISERS, MASKS):
         raise ConfigError(f"{stream!r} is not a Paillier stream.")
     return derive(secret, stream, *inputs)
+
+
+def run_key(secret: bytes, *inputs: bytes | str, bits: int = KEY_BITS) -> PrivateKey:
+    """E's Paillier key for one run and pair, made from its stream KEY bound to ``inputs``:
+    fresh for any changed input, the same for the same ones (so a repeated run sends the
+    same bytes), and no long-term key to keep."""
+    return generate(bits, stream_bits(stream_key(secret, KEY, *inputs)))
 
 
 def encrypter(layout: SlotLayout, widths: Pair, sizes: tuple[Sequence[int], Sequence[int]]) -> int:
