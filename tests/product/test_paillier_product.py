@@ -90,10 +90,10 @@ def test_shares_sum_to_the_counts_and_the_bytes_are_the_plans(key, table, rows, 
     k_g = pp.stream_key(SECRET, pp.MASKS, "run", "G")
     cut = rows // 3
     blocks = [
-        (0, cut, pp.encrypted_rows(pub, table, layout, e[:cut], we, k_e, 0)),
-        (cut, rows, pp.encrypted_rows(pub, table, layout, e[cut:], we, k_e, cut)),
+        (0, cut, pp.encrypted_rows(pub, pp.computed(table, k_e), layout, e[:cut], we, 0)),
+        (cut, rows, pp.encrypted_rows(pub, pp.computed(table, k_e), layout, e[cut:], we, cut)),
     ]
-    whole = pp.encrypted_rows(pub, table, layout, e, we, k_e, 0)
+    whole = pp.encrypted_rows(pub, pp.computed(table, k_e), layout, e, we, 0)
     assert blocks[0][2] + blocks[1][2] == whole  # the same bytes however the rows are blocked
     reply, g_share = pp.masked_reply(pub, table, layout, blocks, g, we, [wg], k_g)
     e_share = pp.encrypter_shares(key, layout, reply, (we, wg))
@@ -105,18 +105,20 @@ def test_the_owners_tables_give_the_same_rows_as_the_public_ones(key, table):
     layout = SlotLayout.for_rows(64, BITS)
     e, _ = _pair(20, 5, 4, 8)
     k_e = pp.stream_key(SECRET, pp.RANDOMISERS, "run", "owner")
-    owner = pp.encrypted_rows(key.public, pl.randomiser_table(key), layout, e, 5, k_e, 0)
-    assert owner == pp.encrypted_rows(key.public, table, layout, e, 5, k_e, 0)
+    owner = pp.encrypted_rows(
+        key.public, pp.computed(pl.randomiser_table(key), k_e), layout, e, 5, 0
+    )
+    assert owner == pp.encrypted_rows(key.public, pp.computed(table, k_e), layout, e, 5, 0)
 
 
 def test_same_inputs_give_the_same_bytes_and_a_changed_key_fresh_ones(key, table):
     pub, layout = key.public, SlotLayout.for_rows(64, BITS)
     e, g = _pair(30, 5, 4, 3)
     k_e, k_g = (pp.stream_key(SECRET, s, "run", "x") for s in (pp.RANDOMISERS, pp.MASKS))
-    rows = pp.encrypted_rows(pub, table, layout, e, 5, k_e, 0)
-    assert rows == pp.encrypted_rows(pub, table, layout, e, 5, k_e, 0)
+    rows = pp.encrypted_rows(pub, pp.computed(table, k_e), layout, e, 5, 0)
+    assert rows == pp.encrypted_rows(pub, pp.computed(table, k_e), layout, e, 5, 0)
     k_e2 = pp.stream_key(SECRET, pp.RANDOMISERS, "run", "y")
-    other = pp.encrypted_rows(pub, table, layout, e, 5, k_e2, 0)
+    other = pp.encrypted_rows(pub, pp.computed(table, k_e2), layout, e, 5, 0)
     size = pub.ciphertext_bytes
     assert all(rows[i : i + size] != other[i : i + size] for i in range(0, len(rows), size))
     one = pp.masked_reply(pub, table, layout, [(0, 30, rows)], g, 5, [4], k_g)
@@ -133,7 +135,7 @@ def test_coins_give_shares_of_each_cells_centred_xor_sum(key, table, cells, coin
     rng = np.random.default_rng(cells)
     a, b = rng.integers(0, 2, (cells, coins)), rng.integers(0, 2, (cells, coins))
     k_e, k_g = (pp.stream_key(SECRET, s, "coins") for s in (pp.RANDOMISERS, pp.MASKS))
-    rows = pp.encrypted_rows(pub, table, layout, pp.coin_rows(a), cells, k_e, 0)
+    rows = pp.encrypted_rows(pub, pp.computed(table, k_e), layout, pp.coin_rows(a), cells, 0)
     reply, g_inner = pp.coin_reply(pub, table, layout, rows, b, k_g)
     e_inner = pp.coin_shares(key, layout, reply, cells)
     np.testing.assert_array_equal(e_inner + g_inner, (a * b).sum(1).astype(np.uint64))
@@ -157,7 +159,7 @@ def test_an_aggregator_of_several_attributes_gets_every_cross_count(key, table):
     g = np.stack([np.where(v >= 0, v + o, -1) for v, o in pairs], 1)
     e = rng.integers(-1, we, (rows, 1))
     k_e, k_g = (pp.stream_key(SECRET, s, "run", "multi") for s in (pp.RANDOMISERS, pp.MASKS))
-    rows_ct = pp.encrypted_rows(pub, table, layout, e, we, k_e, 0)
+    rows_ct = pp.encrypted_rows(pub, pp.computed(table, k_e), layout, e, we, 0)
     reply, g_share = pp.masked_reply(pub, table, layout, [(0, rows, rows_ct)], g, we, sizes, k_g)
     e_share = pp.encrypter_shares(key, layout, reply, (we, sum(sizes)))
     want = np.zeros((sum(sizes), we), dtype=np.uint64)

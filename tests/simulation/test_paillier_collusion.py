@@ -50,7 +50,7 @@ def _run(key: pl.PrivateKey, e: np.ndarray, g: np.ndarray) -> dict[str, bytes]:
     table = pl.randomiser_table(pub)
     k_e = pp.stream_key(b"E" * 32, pp.RANDOMISERS, "run", "pair")
     k_g = pp.stream_key(b"G" * 32, pp.MASKS, "run", "pair")
-    rows = pp.encrypted_rows(pub, table, layout, e, WE, k_e, 0)
+    rows = pp.encrypted_rows(pub, pp.computed(table, k_e), layout, e, WE, 0)
     reply, g_share = pp.masked_reply(pub, table, layout, [(0, ROWS, rows)], g, WE, [WG], k_g)
     e_share = pp.encrypter_shares(key, layout, reply, (WE, WG))
     to_server_e, to_server_g = e_share + _noise("E"), g_share + _noise("G")
@@ -151,7 +151,7 @@ def test_a_coalition_with_the_key_holder_sees_only_what_a_simulator_makes(keys):
              * pub.n) * gmpy2.powmod(pub.hs, t, pub.n2) % pub.n2
             for row, t in zip(plain.tolist(), total, strict=True)
         ]  # fmt: skip
-        rows = pp.encrypted_rows(pub, pl.randomiser_table(pub), layout, e, WE, k_e, 0)
+        rows = pp.encrypted_rows(pub, pp.computed(pl.randomiser_table(pub), k_e), layout, e, WE, 0)
         simulated = {
             "public-key": pub.to_bytes(),
             "rows": rows,
@@ -175,7 +175,9 @@ def test_a_coalition_with_the_aggregator_sees_ciphertexts_and_what_the_release_g
     real = _run(key, e, g)
     zeros = np.full((ROWS, 1), -1)
     k_sim = pp.stream_key(b"S" * 32, pp.RANDOMISERS, "simulator")
-    fake_rows = pp.encrypted_rows(pub, pl.randomiser_table(pub), layout, zeros, WE, k_sim, 0)
+    fake_rows = pp.encrypted_rows(
+        pub, pp.computed(pl.randomiser_table(pub), k_sim), layout, zeros, WE, 0
+    )
     assert len(fake_rows) == len(real["rows"]) and fake_rows != real["rows"]
     k_g = pp.stream_key(b"G" * 32, pp.MASKS, "run", "pair")
     masks = draw_masks(layout, k_g, (WG, WE))

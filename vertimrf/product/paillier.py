@@ -10,7 +10,7 @@ Every randomiser and mask is keyed by the run's key schedule (:func:`stream_key`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import gmpy2
 import numpy as np
@@ -55,6 +55,8 @@ def reply_bits(layout: SlotLayout) -> int:
 
 # E's rows of one block: (r0, r1, the ciphertext bytes of rows r0:r1).
 Blocks = Iterable[tuple[int, int, bytes]]
+# E's randomisers start:start + count, made or read.
+Randomisers = Callable[[int, int], list[gmpy2.mpz]]
 
 
 def stream_key(secret: bytes, stream: str, *inputs: bytes | str) -> bytes:
@@ -93,21 +95,26 @@ def message_bytes(layout: SlotLayout, rows: int, widths: Pair) -> tuple[int, int
     return rows * per * size, widths[1] * per * size
 
 
+def computed(table: Powers, key: bytes) -> Randomisers:
+    """Randomisers made when asked, from ``table`` and the stream ``key``."""
+    return lambda start, count: randomisers(table, key, start, count)
+
+
 def encrypted_rows(
     public: PublicKey,
-    table: Powers,
+    rand: Randomisers,
     layout: SlotLayout,
     cols: np.ndarray,
     width: int,
-    key: bytes,
     r0: int,
 ) -> bytes:
     """E's rows r0:r0 + len(cols) (one-hot ``cols`` of ``width`` columns) as ciphertext
-    bytes; the randomisers are those rows' of the stream ``key``, so any blocking of the
-    rows gives the same bytes."""
+    bytes; the randomisers are those rows' of ``rand`` (:func:`computed`, or those set up
+    before the data, :func:`~vertimrf.product.paillier_setup.stored`), so any blocking of
+    the rows gives the same bytes."""
     per = layout.per_row(width)
-    rand = randomisers(table, key, r0 * per, len(cols) * per)
-    return ciphertexts_to_bytes(public, encrypt_onehot(public, layout, cols, width, rand))
+    own = rand(r0 * per, len(cols) * per)
+    return ciphertexts_to_bytes(public, encrypt_onehot(public, layout, cols, width, own))
 
 
 def masked_reply(
