@@ -68,7 +68,15 @@ def products(rows: int, per: int, sizes: tuple[int, ...]) -> int:
     return total
 
 
-def rates(bits: int, sample: int, width_e: int, sizes_g: tuple[int, ...]) -> dict[str, float]:
+def _onehot(rng: np.random.Generator, sizes: tuple[int, ...], rows: int) -> np.ndarray:
+    """Rows of one value an attribute (uniform), as one-hot columns at their offsets."""
+    offsets = np.cumsum([0, *sizes[:-1]])
+    return np.stack([rng.integers(0, s, rows) + o for s, o in zip(sizes, offsets, strict=True)], 1)
+
+
+def rates(
+    bits: int, sample: int, sizes_e: tuple[int, ...], sizes_g: tuple[int, ...]
+) -> dict[str, float]:
     """CPU seconds of each unit of the product's work, timed on ``sample`` rows; and the
     joint aggregation's measured time on them against :func:`products` times the rate."""
     key = pl.generate(bits)
@@ -79,13 +87,10 @@ def rates(bits: int, sample: int, width_e: int, sizes_g: tuple[int, ...]) -> dic
     start = time.process_time()
     owner = pl.randomiser_table(key)
     owner_table_s = time.process_time() - start
-    layout = SlotLayout.for_rows(1 << 20, bits)
+    layout, width_e, width_g = SlotLayout.for_rows(1 << 20, bits), sum(sizes_e), sum(sizes_g)
     per = layout.per_row(width_e)
     rng = np.random.default_rng(0)
-    e = rng.integers(0, width_e, (sample, 1))
-    offsets = np.cumsum([0, *sizes_g[:-1]])
-    g = np.stack([rng.integers(0, s, sample) + o for s, o in zip(sizes_g, offsets, strict=True)], 1)
-    width_g = sum(sizes_g)
+    e, g = _onehot(rng, sizes_e, sample), _onehot(rng, sizes_g, sample)
     k_e, k_g = bytes(range(32)), bytes(range(1, 33))
     cts_n = sample * per
     rand = pl.randomisers(table, k_e, 0, cts_n)
@@ -232,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     party_cpu = [x["cpu_s"] for x in profile["rows"] if x["role"] in ("A", "B")]
     shapes = []
     # E = A (98 columns) against G = B (7 attributes in 2 runs): the encrypter both shapes take.
-    r = rates(args.bits, args.sample, sum(SIZES[0]), SIZES[1])
+    r = rates(args.bits, args.sample, SIZES[0], SIZES[1])
     for name, rows in SHAPES:
         widths = (sum(SIZES[0]), sum(SIZES[1]))
         who = encrypter(SlotLayout.for_rows(rows, args.bits), widths, SIZES)
