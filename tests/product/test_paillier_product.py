@@ -168,3 +168,58 @@ def test_an_aggregator_of_several_attributes_gets_every_cross_count(key, table):
             if a >= 0 and b >= 0:
                 want[a, b] += 1
     np.testing.assert_array_equal(e_share + g_share, want)
+
+
+@pytest.mark.parametrize("encrypter_is_lower", [True, False])
+def test_round_two_blocks_are_replies_over_singles_and_groups(key, table, encrypter_is_lower):
+    """The re-measurement's blocks of a pair (p < q), as the dealer's product shapes them:
+    A = p's groups x [q's singles | q's groups] and B = p's singles x q's groups. Each is a
+    masked reply of E's rows of one round aggregated by G's columns of the other, so the
+    round-1 rows serve again; the shares sum to the brute-force counts either way round."""
+    layout, rng = SlotLayout.for_rows(64, BITS), np.random.default_rng(4)
+    rows = 50
+    singles = {s: [3, 2] for s in "pq"}  # each party's single attributes' sizes
+    groups = {"p": [6], "q": [4, 3]}  # each party's round-2 groups (one column set each)
+    cols = {}
+    for party in "pq":
+        for kind, sizes in (("1", singles[party]), ("2", groups[party])):
+            offsets = np.cumsum([0, *sizes[:-1]])
+            values = [rng.integers(0, s, rows) for s in sizes]
+            cols[party + kind] = np.stack([v + o for v, o in zip(values, offsets, strict=True)], 1)
+    widths = {k: sum(singles[k[0]] if k[1] == "1" else groups[k[0]]) for k in cols}
+    sizes = {k: singles[k[0]] if k[1] == "1" else groups[k[0]] for k in cols}
+    e, g = ("p", "q") if encrypter_is_lower else ("q", "p")
+
+    def cross(g_cols: str, e_cols: str, label: str) -> np.ndarray:
+        """G's columns x E's: the product of one reply, both shares summed."""
+        k_e = pp.stream_key(SECRET, pp.RANDOMISERS, "round", e_cols)
+        k_g = pp.stream_key(SECRET, pp.MASKS, "round", label)
+        raw = pp.encrypted_rows(key.public, pp.computed(table, k_e), layout, cols[e_cols],
+                                widths[e_cols], 0)  # fmt: skip
+        reply, share = pp.masked_reply(key.public, table, layout, [(0, rows, raw)], cols[g_cols],
+                                       widths[e_cols], sizes[g_cols], k_g)  # fmt: skip
+        return share + pp.encrypter_shares(key, layout, reply, (widths[e_cols], widths[g_cols]))
+
+    def oriented(p_cols: str, q_cols: str) -> np.ndarray:
+        """p's columns x q's, from a reply in whichever orientation E and G take."""
+        if e == "p":
+            return cross(q_cols, p_cols, p_cols + q_cols).T
+        return cross(p_cols, q_cols, p_cols + q_cols)
+
+    block_a = np.hstack([oriented("p2", "q1"), oriented("p2", "q2")])
+    block_b = oriented("p1", "q2")
+
+    def brute(x: np.ndarray, y: np.ndarray, wx: int, wy: int) -> np.ndarray:
+        out = np.zeros((wx, wy), np.uint64)
+        for i in range(x.shape[1]):
+            for j in range(y.shape[1]):
+                np.add.at(out, (x[:, i], y[:, j]), 1)
+        return out
+
+    q_all = np.hstack([cols["q1"], cols["q2"] + widths["q1"]])
+    np.testing.assert_array_equal(
+        block_a, brute(cols["p2"], q_all, widths["p2"], widths["q1"] + widths["q2"])
+    )
+    np.testing.assert_array_equal(
+        block_b, brute(cols["p1"], cols["q2"], widths["p1"], widths["q2"])
+    )
