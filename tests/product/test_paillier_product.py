@@ -11,7 +11,7 @@ import pytest
 from vertimrf.crypto import paillier as pl
 from vertimrf.crypto.paillier_slots import SlotLayout
 from vertimrf.crypto.schedule import STREAMS
-from vertimrf.errors import ConfigError
+from vertimrf.errors import ConfigError, MessageError
 from vertimrf.product import paillier as pp
 
 BITS = 512
@@ -223,3 +223,16 @@ def test_round_two_blocks_are_replies_over_singles_and_groups(key, table, encryp
     np.testing.assert_array_equal(
         block_b, brute(cols["p1"], cols["q2"], widths["p1"], widths["q2"])
     )
+
+
+def test_a_reply_needs_every_row_once_in_order(key, table):
+    pub, layout = key.public, SlotLayout.for_rows(64, BITS)
+    e, g = _pair(20, 5, 4, 6)
+    k_e, k_g = (pp.stream_key(SECRET, s, "run", "cut") for s in (pp.RANDOMISERS, pp.MASKS))
+    rows = [pp.encrypted_rows(pub, pp.computed(table, k_e), layout, e[a:b], 5, a)
+            for a, b in ((0, 10), (10, 20))]  # fmt: skip
+    for blocks, match in (([(0, 10, rows[0])], "stop at 10 of 20"),
+                          ([(10, 20, rows[1]), (0, 10, rows[0])], "as 10:20 after 0"),
+                          ([(0, 10, rows[0]), (0, 10, rows[0])], "as 0:10 after 10")):  # fmt: skip
+        with pytest.raises(MessageError, match=match):
+            pp.masked_reply(pub, table, layout, blocks, g, 5, [4], k_g)

@@ -38,7 +38,7 @@ from vertimrf.crypto.paillier_slots import (
     mask,
 )
 from vertimrf.crypto.schedule import derive
-from vertimrf.errors import ConfigError
+from vertimrf.errors import ConfigError, MessageError
 from vertimrf.protocol.secure.product import Pair
 
 KEY = "paillier-key"
@@ -134,9 +134,15 @@ def masked_reply(
     width_g = sum(sizes)
     per = layout.per_row(width_e)
     acc: list[gmpy2.mpz] = [gmpy2.mpz(1)] * (width_g * per)
+    done = 0
     for r0, r1, raw in received:
+        if r0 != done or not r0 <= r1 <= len(columns):
+            raise MessageError(f"E's rows came as {r0}:{r1} after {done} of {len(columns)}.")
         cts = ciphertexts_from_bytes(public, raw)
         aggregate_joint(public, cts, per, columns[r0:r1], sizes, acc)
+        done = r1
+    if done != len(columns):
+        raise MessageError(f"E's rows stop at {done} of {len(columns)}; the message is cut.")
     masks = draw_masks(layout, key, (width_g, width_e))
     rand = randomisers(table, key, MASK_START, len(acc), reply_bits(layout))
     reply = mask(public, layout, acc, masks, rand)
