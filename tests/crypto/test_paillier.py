@@ -11,6 +11,7 @@ import pytest
 
 from vertimrf.crypto import paillier as pl
 from vertimrf.crypto.paillier_slots import (
+    JointBuckets,
     SlotLayout,
     aggregate,
     aggregate_joint,
@@ -217,9 +218,13 @@ def test_joint_aggregation_gives_the_same_accumulators(key, rows, sizes, limit):
     cts = encrypt_onehot(pub, layout, e, we, rand)
     plain = aggregate(pub, cts, per, g, sum(sizes))
     assert aggregate_joint(pub, cts, per, g, sizes, limit=limit) == plain
-    half = rows // 2  # in two blocks of rows, into the same accumulators
+    half = rows // 2  # in two blocks of rows, into the same accumulators ...
     acc = aggregate_joint(pub, cts[: half * per], per, g[:half], sizes, limit=limit)
     assert aggregate_joint(pub, cts[half * per :], per, g[half:], sizes, acc, limit) == plain
+    buckets = JointBuckets(pub, per, sizes, limit)  # ... or into the same buckets
+    buckets.add(cts[: half * per], g[:half])
+    buckets.add(cts[half * per :], g[half:])
+    assert buckets.accumulators() == plain
     bad = g.copy()
     bad[0, 0] = sizes[0] if len(sizes) > 1 else -2  # a column of the next attribute
     with pytest.raises(ConfigError, match="outside"):

@@ -155,6 +155,69 @@ def joint_blocks(sizes: Sequence[int], limit: int = JOINT_CELLS) -> list[list[in
     return [*blocks, run] if run else blocks
 
 
+class JointBuckets:
+    """:func:`aggregate`'s accumulators with fewer products. Each row's ciphertexts go into
+    one bucket per joint value of each run of :func:`joint_blocks` (one product a row, run
+    and ciphertext; :meth:`add`, block by block of rows); then each attribute's
+    accumulators are products of buckets, once for all rows (:meth:`accumulators`, every
+    bucket, so the time depends on public sizes only). Products mod n^2 commute, so the
+    accumulators are the same integers. A row's columns: attribute a's value v as column
+    offset_a + v (offsets: the running sum of ``sizes``), -1 for absent."""
+
+    def __init__(
+        self, public: PublicKey, per_row: int, sizes: Sequence[int], limit: int = JOINT_CELLS
+    ) -> None:
+        self.n2, self.per_row, self.sizes = public.n2, per_row, list(sizes)
+        self.offsets = np.cumsum([0, *self.sizes[:-1]]).astype(np.int64)
+        self.runs = joint_blocks(self.sizes, limit)
+        self.bases = [
+            [int(np.prod([self.sizes[b] + 1 for b in run[:k]])) for k in range(len(run))]
+            for run in self.runs
+        ]
+        self.buckets = [
+            [gmpy2.mpz(1)] * (base[-1] * (self.sizes[run[-1]] + 1) * per_row)
+            for run, base in zip(self.runs, self.bases, strict=True)
+        ]
+
+    def add(self, cts: Sequence[gmpy2.mpz], cols: np.ndarray) -> None:
+        """Rows' ciphertexts ``cts`` (``per_row`` a row) into the buckets of their
+        ``cols`` (rows x attributes)."""
+        cols, per = _table(cols), self.per_row
+        if len(cts) != len(cols) * per or cols.shape[1] != len(self.sizes):
+            raise ConfigError(
+                f"{len(cols)} rows of {len(self.sizes)} attributes need {len(cols) * per} "
+                f"ciphertexts; got {len(cts)} and {cols.shape[1]} attributes."
+            )
+        codes = np.where(cols >= 0, cols - self.offsets + 1, 0)  # 0: absent, v + 1: value v
+        top = np.asarray(self.sizes, np.int64)
+        if (cols < -1).any() or (codes < 0).any() or (codes > top).any():
+            raise ConfigError("an aggregator's column lies outside its attribute's values.")
+        n2 = self.n2
+        for run, bases, buckets in zip(self.runs, self.bases, self.buckets, strict=True):
+            joint = (codes[:, run] * np.asarray(bases, dtype=np.int64)).sum(axis=1)
+            for i, cell in enumerate(joint.tolist()):
+                at, base = cell * per, i * per
+                for j in range(per):
+                    buckets[at + j] = buckets[at + j] * cts[base + j] % n2
+
+    def accumulators(self, acc: list[gmpy2.mpz] | None = None) -> list[gmpy2.mpz]:
+        """The accumulators (v-major, sum(sizes) x per_row) of every row added, multiplied
+        into ``acc`` (fresh ones, encryptions of 0, if None)."""
+        per, n2 = self.per_row, self.n2
+        acc = [gmpy2.mpz(1)] * (sum(self.sizes) * per) if acc is None else acc
+        if len(acc) != sum(self.sizes) * per:
+            raise ConfigError(f"{sum(self.sizes)} x {per} accumulators expected; got {len(acc)}.")
+        for run, bases, buckets in zip(self.runs, self.bases, self.buckets, strict=True):
+            for cell in range(len(buckets) // per):
+                for a, stride in zip(run, bases, strict=True):
+                    code = cell // stride % (self.sizes[a] + 1)
+                    if code:
+                        at = (int(self.offsets[a]) + code - 1) * per
+                        for j in range(per):
+                            acc[at + j] = acc[at + j] * buckets[cell * per + j] % n2
+        return acc
+
+
 def aggregate_joint(
     public: PublicKey,
     cts: Sequence[gmpy2.mpz],
@@ -164,43 +227,11 @@ def aggregate_joint(
     acc: list[gmpy2.mpz] | None = None,
     limit: int = JOINT_CELLS,
 ) -> list[gmpy2.mpz]:
-    """:func:`aggregate`'s accumulators with fewer products: each row's ciphertexts go into
-    one bucket per joint value of each run of :func:`joint_blocks` (one product a row, run
-    and ciphertext), then each attribute's accumulators are products of buckets (every
-    bucket, so the time depends on public sizes only). Products mod n^2 commute, so the
-    accumulators are the same integers. ``cols``: rows x attributes, attribute a's value v
-    as column offset_a + v (offsets: the running sum of ``sizes``), -1 for absent."""
-    cols = _table(cols)
-    width, offsets = sum(sizes), np.cumsum([0, *sizes[:-1]]).astype(np.int64)
-    if len(cts) != len(cols) * per_row or cols.shape[1] != len(sizes):
-        raise ConfigError(
-            f"{len(cols)} rows of {len(sizes)} attributes need {len(cols) * per_row} "
-            f"ciphertexts; got {len(cts)} and {cols.shape[1]} attributes."
-        )
-    codes = np.where(cols >= 0, cols - offsets + 1, 0)  # 0: absent, v + 1: value v
-    if (cols < -1).any() or (codes < 0).any() or (codes > np.asarray(sizes, np.int64)).any():
-        raise ConfigError("an aggregator's column lies outside its attribute's values.")
-    acc = [gmpy2.mpz(1)] * (width * per_row) if acc is None else acc
-    if len(acc) != width * per_row:
-        raise ConfigError(f"{width} x {per_row} accumulators expected; got {len(acc)}.")
-    n2 = public.n2
-    for block in joint_blocks(sizes, limit):
-        bases = [int(np.prod([sizes[b] + 1 for b in block[:k]])) for k in range(len(block))]
-        cells = bases[-1] * (sizes[block[-1]] + 1)
-        joint = (codes[:, block] * np.asarray(bases, dtype=np.int64)).sum(axis=1)
-        buckets = [gmpy2.mpz(1)] * (cells * per_row)
-        for i, cell in enumerate(joint.tolist()):
-            at, base = cell * per_row, i * per_row
-            for j in range(per_row):
-                buckets[at + j] = buckets[at + j] * cts[base + j] % n2
-        for cell in range(cells):
-            for a, stride in zip(block, bases, strict=True):
-                code = cell // stride % (sizes[a] + 1)
-                if code:
-                    at = (int(offsets[a]) + code - 1) * per_row
-                    for j in range(per_row):
-                        acc[at + j] = acc[at + j] * buckets[cell * per_row + j] % n2
-    return acc
+    """:func:`aggregate` by :class:`JointBuckets` for one block of rows: the same
+    accumulators, multiplied into ``acc`` (fresh ones if None)."""
+    buckets = JointBuckets(public, per_row, sizes, limit)
+    buckets.add(cts, cols)
+    return buckets.accumulators(acc)
 
 
 def draw_masks(layout: SlotLayout, key: bytes, shape: tuple[int, int]) -> np.ndarray:

@@ -28,8 +28,8 @@ from vertimrf.crypto.paillier import (
     stream_bits,
 )
 from vertimrf.crypto.paillier_slots import (
+    JointBuckets,
     SlotLayout,
-    aggregate_joint,
     aggregator_shares,
     decrypt_shares,
     draw_masks,
@@ -129,20 +129,19 @@ def masked_reply(
 ) -> tuple[bytes, np.ndarray]:
     """G: E's rows (``received``; ``width_e`` columns) summed into one accumulator a column
     of G's own (``columns``: rows x attributes of ``sizes`` values, as
-    :func:`~vertimrf.crypto.paillier_slots.aggregate_joint` reads them), every slot masked
+    :class:`~vertimrf.crypto.paillier_slots.JointBuckets` reads them), every slot masked
     and re-randomised under ``key``; the reply's bytes and G's shares (G's columns x E's)."""
     width_g = sum(sizes)
     per = layout.per_row(width_e)
-    acc: list[gmpy2.mpz] = [gmpy2.mpz(1)] * (width_g * per)
-    done = 0
+    buckets, done = JointBuckets(public, per, sizes), 0
     for r0, r1, raw in received:
         if r0 != done or not r0 <= r1 <= len(columns):
             raise MessageError(f"E's rows came as {r0}:{r1} after {done} of {len(columns)}.")
-        cts = ciphertexts_from_bytes(public, raw)
-        aggregate_joint(public, cts, per, columns[r0:r1], sizes, acc)
+        buckets.add(ciphertexts_from_bytes(public, raw), columns[r0:r1])
         done = r1
     if done != len(columns):
         raise MessageError(f"E's rows stop at {done} of {len(columns)}; the message is cut.")
+    acc = buckets.accumulators()
     masks = draw_masks(layout, key, (width_g, width_e))
     rand = randomisers(table, key, MASK_START, len(acc), reply_bits(layout))
     reply = mask(public, layout, acc, masks, rand)
