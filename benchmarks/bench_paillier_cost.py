@@ -68,7 +68,7 @@ def products(rows: int, per: int, sizes: tuple[int, ...]) -> int:
     return total
 
 
-def _onehot(rng: np.random.Generator, sizes: tuple[int, ...], rows: int) -> np.ndarray:
+def onehot(rng: np.random.Generator, sizes: tuple[int, ...], rows: int) -> np.ndarray:
     """Rows of one value an attribute (uniform), as one-hot columns at their offsets."""
     offsets = np.cumsum([0, *sizes[:-1]])
     return np.stack([rng.integers(0, s, rows) + o for s, o in zip(sizes, offsets, strict=True)], 1)
@@ -90,7 +90,7 @@ def rates(
     layout, width_e, width_g = SlotLayout.for_rows(1 << 20, bits), sum(sizes_e), sum(sizes_g)
     per = layout.per_row(width_e)
     rng = np.random.default_rng(0)
-    e, g = _onehot(rng, sizes_e, sample), _onehot(rng, sizes_g, sample)
+    e, g = onehot(rng, sizes_e, sample), onehot(rng, sizes_g, sample)
     k_e, k_g = bytes(range(32)), bytes(range(1, 33))
     cts_n = sample * per
     rand = pl.randomisers(table, k_e, 0, cts_n)
@@ -143,7 +143,7 @@ def model(r: dict[str, float], rows: int, encrypter: int, bits: int) -> dict:
     layout = SlotLayout.for_rows(rows, bits)
     sizes_e, sizes_g = SIZES[encrypter], SIZES[1 - encrypter]
     per = layout.per_row(sum(sizes_e))
-    cts, accs, size = rows * per, sum(sizes_g) * per, 2 * bits // 8
+    cts, accs, size = rows * per, sum(sizes_g) * per, pl.ciphertext_bytes(bits)
     mults = products(rows, per, sizes_g)
     return {
         "encrypter": "AB"[encrypter],

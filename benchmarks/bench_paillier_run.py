@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_average, run_head, write_results  # noqa: E402
+from bench_paillier_cost import SIZES, onehot  # noqa: E402
 
 from vertimrf.crypto import paillier as pl  # noqa: E402
 from vertimrf.crypto.paillier_slots import SlotLayout  # noqa: E402
@@ -40,7 +41,6 @@ from vertimrf.product import paillier as pp  # noqa: E402
 from vertimrf.product.paillier_setup import setup_randomisers, stored  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SIZES = ((16, 7, 16, 16, 16, 7, 14, 6), (5, 2, 8, 15, 16, 41, 2))  # A's and B's (the plan's)
 SECRETS = {"E": b"E" * 32, "G": b"G" * 32}
 BLOCK = 8192  # rows a block
 WAIT_S = 3600  # the longest G waits for one of E's blocks
@@ -48,14 +48,18 @@ WAIT_S = 3600  # the longest G waits for one of E's blocks
 
 def _columns(party: int, rows: int) -> np.ndarray:
     """Party ``party``'s one-hot columns (rows x attributes, at their offsets)."""
-    rng = np.random.default_rng([20261129, party])
-    sizes = SIZES[party]
-    offsets = np.cumsum([0, *sizes[:-1]])
-    return np.stack([rng.integers(0, s, rows) + o for s, o in zip(sizes, offsets, strict=True)], 1)
+    return onehot(np.random.default_rng([20261129, party]), SIZES[party], rows)
 
 
 def _layout(rows: int) -> SlotLayout:
     return SlotLayout.for_rows(rows, pl.KEY_BITS)
+
+
+def _encrypter(rows: int) -> tuple[pl.PrivateKey, bytes, int]:
+    """E's key for the run, its randomisers' stream key and how many it needs."""
+    key = pp.run_key(SECRETS["E"], "bench", "A->B")
+    stream = pp.stream_key(SECRETS["E"], pp.RANDOMISERS, "bench", "A->B")
+    return key, stream, rows * _layout(rows).per_row(sum(SIZES[0]))
 
 
 def _usage(start_wall: float, **extra: object) -> dict:
@@ -67,11 +71,8 @@ def _usage(start_wall: float, **extra: object) -> dict:
 def role_setup(folder: Path, rows: int) -> dict:
     """E before the data: its key and its randomisers, into the folder."""
     start = time.monotonic()
-    key = pp.run_key(SECRETS["E"], "bench", "A->B")
+    key, stream, count = _encrypter(rows)
     (folder / "E.pub").write_bytes(key.public.to_bytes())
-    width = sum(SIZES[0])
-    count = rows * _layout(rows).per_row(width)
-    stream = pp.stream_key(SECRETS["E"], pp.RANDOMISERS, "bench", "A->B")
     setup_randomisers(folder / "E.randomisers", pl.randomiser_table(key), key.public, stream,
                       count)  # fmt: skip
     return _usage(start)
@@ -80,10 +81,8 @@ def role_setup(folder: Path, rows: int) -> dict:
 def role_encrypt(folder: Path, rows: int) -> dict:
     """E: its rows, block by block, each block a file renamed into place when whole."""
     start = time.monotonic()
-    key = pp.run_key(SECRETS["E"], "bench", "A->B")
+    key, stream, count = _encrypter(rows)
     layout, width, cols = _layout(rows), sum(SIZES[0]), _columns(0, rows)
-    count = rows * layout.per_row(width)
-    stream = pp.stream_key(SECRETS["E"], pp.RANDOMISERS, "bench", "A->B")
     rand = stored(folder / "E.randomisers", key.public, stream, count)
     sent = 0
     for r0 in range(0, rows, BLOCK):
@@ -123,7 +122,7 @@ def role_aggregate(folder: Path, rows: int) -> dict:
 def role_decrypt(folder: Path, rows: int) -> dict:
     """E: its shares of the reply."""
     start = time.monotonic()
-    key = pp.run_key(SECRETS["E"], "bench", "A->B")
+    key, _, _ = _encrypter(rows)
     reply = (folder / "reply.bin").read_bytes()
     share = pp.encrypter_shares(key, _layout(rows), reply, (sum(SIZES[0]), sum(SIZES[1])))
     np.save(folder / "E.share.npy", share)

@@ -24,6 +24,16 @@ def small_adult(n: int = 3000, cols: int = 8) -> tuple[pd.DataFrame, object]:
     return df[names].iloc[:n].reset_index(drop=True), spec.subset(names)
 
 
+def onehot_columns(
+    rng: np.random.Generator, sizes: list[int], rows: int, *, absent: bool = False
+) -> np.ndarray:
+    """Rows of one uniform value an attribute (-1, absent, too where ``absent``), as one-hot
+    column numbers at the attributes' offsets (rows x attributes; -1 stays -1)."""
+    offsets = np.cumsum([0, *sizes[:-1]])
+    values = [rng.integers(-1 if absent else 0, s, rows) for s in sizes]
+    return np.stack([np.where(v >= 0, v + o, -1) for v, o in zip(values, offsets, strict=True)], 1)
+
+
 def string_ids(n: int) -> np.ndarray:
     return np.array([f"person-{i:06d}" for i in range(n)], dtype=object)
 

@@ -9,6 +9,7 @@ import gmpy2
 import numpy as np
 import pytest
 
+from tests.helpers import onehot_columns
 from vertimrf.crypto import paillier as pl
 from vertimrf.crypto.paillier_slots import (
     JointBuckets,
@@ -156,13 +157,7 @@ def test_packed_shares_sum_to_the_brute_force_cross_counts(key, rows, sizes_e, s
     table = pl.randomiser_table(pub)
     layout = SlotLayout.for_rows(4 * rows, BITS, kappa)
 
-    def onehot(sizes):
-        offsets = np.cumsum([0, *sizes[:-1]])
-        cols = [rng.integers(-1, s, rows) for s in sizes]
-        pairs = zip(cols, offsets, strict=True)
-        return np.stack([np.where(c >= 0, c + o, -1) for c, o in pairs], 1)
-
-    e, g = onehot(sizes_e), onehot(sizes_g)
+    e, g = (onehot_columns(rng, sizes, rows, absent=True) for sizes in (sizes_e, sizes_g))
     we, wg = sum(sizes_e), sum(sizes_g)
     per = layout.per_row(we)
     rand = pl.randomisers(table, bytes(32), 0, rows * per)
@@ -206,11 +201,7 @@ def test_joint_aggregation_gives_the_same_accumulators(key, rows, sizes, limit):
     """Bucketing rows by joint values first gives the very integers of the plain loop."""
     pub, rng = key.public, np.random.default_rng(rows + limit)
     layout = SlotLayout.for_rows(4 * rows, BITS, 20)
-    offsets = np.cumsum([0, *sizes[:-1]])
-    g = np.stack(
-        [np.where(v >= 0, v + o, -1) for v, o in
-         zip([rng.integers(-1, s, rows) for s in sizes], offsets, strict=True)], 1
-    )  # fmt: skip
+    g = onehot_columns(rng, sizes, rows, absent=True)
     we = 40
     per = layout.per_row(we)
     e = rng.integers(-1, we, rows)

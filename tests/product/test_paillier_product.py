@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 
+from tests.helpers import onehot_columns
 from vertimrf.crypto import paillier as pl
 from vertimrf.crypto.paillier_slots import SlotLayout
 from vertimrf.crypto.schedule import STREAMS
@@ -153,10 +154,7 @@ def test_an_aggregator_of_several_attributes_gets_every_cross_count(key, table):
     pub, layout = key.public, SlotLayout.for_rows(128, BITS)
     rng = np.random.default_rng(9)
     sizes, we, rows = [3, 4, 2], 7, 90
-    offsets = np.cumsum([0, *sizes[:-1]])
-    values = [rng.integers(-1, s, rows) for s in sizes]
-    pairs = zip(values, offsets, strict=True)
-    g = np.stack([np.where(v >= 0, v + o, -1) for v, o in pairs], 1)
+    g = onehot_columns(rng, sizes, rows, absent=True)
     e = rng.integers(-1, we, (rows, 1))
     k_e, k_g = (pp.stream_key(SECRET, s, "run", "multi") for s in (pp.RANDOMISERS, pp.MASKS))
     rows_ct = pp.encrypted_rows(pub, pp.computed(table, k_e), layout, e, we, 0)
@@ -180,14 +178,9 @@ def test_round_two_blocks_are_replies_over_singles_and_groups(key, table, encryp
     rows = 50
     singles = {s: [3, 2] for s in "pq"}  # each party's single attributes' sizes
     groups = {"p": [6], "q": [4, 3]}  # each party's round-2 groups (one column set each)
-    cols = {}
-    for party in "pq":
-        for kind, sizes in (("1", singles[party]), ("2", groups[party])):
-            offsets = np.cumsum([0, *sizes[:-1]])
-            values = [rng.integers(0, s, rows) for s in sizes]
-            cols[party + kind] = np.stack([v + o for v, o in zip(values, offsets, strict=True)], 1)
-    widths = {k: sum(singles[k[0]] if k[1] == "1" else groups[k[0]]) for k in cols}
-    sizes = {k: singles[k[0]] if k[1] == "1" else groups[k[0]] for k in cols}
+    sizes = {p + k: (singles if k == "1" else groups)[p] for p in "pq" for k in "12"}
+    cols = {k: onehot_columns(rng, v, rows) for k, v in sizes.items()}
+    widths = {k: sum(v) for k, v in sizes.items()}
     e, g = ("p", "q") if encrypter_is_lower else ("q", "p")
 
     def cross(g_cols: str, e_cols: str, label: str) -> np.ndarray:

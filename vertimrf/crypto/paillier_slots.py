@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import gmpy2
 import numpy as np
 
-from vertimrf.crypto.paillier import PrivateKey, PublicKey
+from vertimrf.crypto.paillier import PrivateKey, PublicKey, encrypt_unchecked
 from vertimrf.crypto.prg import expand
 from vertimrf.errors import ConfigError
 
@@ -100,9 +100,10 @@ def encrypt_onehot(
             if c >= 0:
                 j, s = divmod(c, layout.slots)
                 plain[j] += shifts[s]
-        for j, m in enumerate(plain):  # (1 + m n) r = r + n (m r mod n) mod n^2: 1.4x faster
-            r = randomisers[i * per + j]
-            out.append((r + n * (m * r % n)) % n2)
+        # Every packed plaintext lies below 2^(key bits - 2) < n (the layout's slots).
+        out.extend(
+            encrypt_unchecked(n, n2, m, randomisers[i * per + j]) for j, m in enumerate(plain)
+        )
     return out
 
 
@@ -156,66 +157,55 @@ def joint_blocks(sizes: Sequence[int], limit: int = JOINT_CELLS) -> list[list[in
 
 
 class JointBuckets:
-    """:func:`aggregate`'s accumulators with fewer products. Each row's ciphertexts go into
-    one bucket per joint value of each run of :func:`joint_blocks` (one product a row, run
-    and ciphertext; :meth:`add`, block by block of rows); then each attribute's
-    accumulators are products of buckets, once for all rows (:meth:`accumulators`, every
-    bucket, so the time depends on public sizes only). Products mod n^2 commute, so the
-    accumulators are the same integers. A row's columns: attribute a's value v as column
-    offset_a + v (offsets: the running sum of ``sizes``), -1 for absent."""
+    """:func:`aggregate`'s accumulators with fewer products, by :func:`aggregate` twice.
+    Each row's ciphertexts go into one bucket per joint value of each run of
+    :func:`joint_blocks` (one product a row, run and ciphertext; :meth:`add`, block by block
+    of rows); then each attribute's accumulators are products of buckets, once for all rows
+    (:meth:`accumulators`, every bucket, so the time depends on public sizes only). Products
+    mod n^2 commute, so the accumulators are the same integers. A row's columns: attribute
+    a's value v as column offset_a + v (offsets: the running sum of ``sizes``), -1 for
+    absent."""
 
     def __init__(
         self, public: PublicKey, per_row: int, sizes: Sequence[int], limit: int = JOINT_CELLS
     ) -> None:
-        self.n2, self.per_row, self.sizes = public.n2, per_row, list(sizes)
+        self.public, self.per_row, self.sizes = public, per_row, list(sizes)
         self.offsets = np.cumsum([0, *self.sizes[:-1]]).astype(np.int64)
         self.runs = joint_blocks(self.sizes, limit)
-        self.bases = [
-            [int(np.prod([self.sizes[b] + 1 for b in run[:k]])) for k in range(len(run))]
-            for run in self.runs
-        ]
-        self.buckets = [
-            [gmpy2.mpz(1)] * (base[-1] * (self.sizes[run[-1]] + 1) * per_row)
-            for run, base in zip(self.runs, self.bases, strict=True)
-        ]
+        # Each run's strides (C order, an "absent" value first) and its cells' columns.
+        self.strides: list[np.ndarray] = []
+        self.cell_columns: list[np.ndarray] = []
+        for run in self.runs:
+            radix = np.asarray([self.sizes[a] + 1 for a in run], dtype=np.int64)
+            strides = np.concatenate([[1], np.cumprod(radix[:-1])]).astype(np.int64)
+            codes = np.arange(int(np.prod(radix)))[:, None] // strides % radix
+            self.strides.append(strides)
+            self.cell_columns.append(np.where(codes > 0, codes - 1 + self.offsets[run], -1))
+        self.buckets = [[gmpy2.mpz(1)] * (len(c) * per_row) for c in self.cell_columns]
 
     def add(self, cts: Sequence[gmpy2.mpz], cols: np.ndarray) -> None:
         """Rows' ciphertexts ``cts`` (``per_row`` a row) into the buckets of their
         ``cols`` (rows x attributes)."""
-        cols, per = _table(cols), self.per_row
-        if len(cts) != len(cols) * per or cols.shape[1] != len(self.sizes):
+        cols = _table(cols)
+        if cols.shape[1] != len(self.sizes):
             raise ConfigError(
-                f"{len(cols)} rows of {len(self.sizes)} attributes need {len(cols) * per} "
-                f"ciphertexts; got {len(cts)} and {cols.shape[1]} attributes."
+                f"rows of {cols.shape[1]} attributes; the aggregator has {len(self.sizes)}."
             )
         codes = np.where(cols >= 0, cols - self.offsets + 1, 0)  # 0: absent, v + 1: value v
         top = np.asarray(self.sizes, np.int64)
         if (cols < -1).any() or (codes < 0).any() or (codes > top).any():
             raise ConfigError("an aggregator's column lies outside its attribute's values.")
-        n2 = self.n2
-        for run, bases, buckets in zip(self.runs, self.bases, self.buckets, strict=True):
-            joint = (codes[:, run] * np.asarray(bases, dtype=np.int64)).sum(axis=1)
-            for i, cell in enumerate(joint.tolist()):
-                at, base = cell * per, i * per
-                for j in range(per):
-                    buckets[at + j] = buckets[at + j] * cts[base + j] % n2
+        for run, strides, buckets in zip(self.runs, self.strides, self.buckets, strict=True):
+            joint = (codes[:, run] * strides).sum(axis=1)
+            aggregate(self.public, cts, self.per_row, joint, len(buckets) // self.per_row, buckets)
 
     def accumulators(self, acc: list[gmpy2.mpz] | None = None) -> list[gmpy2.mpz]:
         """The accumulators (v-major, sum(sizes) x per_row) of every row added, multiplied
         into ``acc`` (fresh ones, encryptions of 0, if None)."""
-        per, n2 = self.per_row, self.n2
-        acc = [gmpy2.mpz(1)] * (sum(self.sizes) * per) if acc is None else acc
-        if len(acc) != sum(self.sizes) * per:
-            raise ConfigError(f"{sum(self.sizes)} x {per} accumulators expected; got {len(acc)}.")
-        for run, bases, buckets in zip(self.runs, self.bases, self.buckets, strict=True):
-            for cell in range(len(buckets) // per):
-                for a, stride in zip(run, bases, strict=True):
-                    code = cell // stride % (self.sizes[a] + 1)
-                    if code:
-                        at = (int(self.offsets[a]) + code - 1) * per
-                        for j in range(per):
-                            acc[at + j] = acc[at + j] * buckets[cell * per + j] % n2
-        return acc
+        width = sum(self.sizes)
+        for cells, buckets in zip(self.cell_columns, self.buckets, strict=True):
+            acc = aggregate(self.public, buckets, self.per_row, cells, width, acc)
+        return [gmpy2.mpz(1)] * (width * self.per_row) if acc is None else acc
 
 
 def aggregate_joint(
@@ -264,7 +254,7 @@ def mask(
             for s, value in enumerate(row[j * step : (j + 1) * step]):
                 m += gmpy2.mpz(value) << (layout.slot_bits * s)
             at = v * per + j
-            out.append(acc[at] * (1 + m * n) % n2 * randomisers[at] % n2)
+            out.append(acc[at] * encrypt_unchecked(n, n2, m, randomisers[at]) % n2)
     return out
 
 

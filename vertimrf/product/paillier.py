@@ -21,6 +21,7 @@ from vertimrf.crypto.paillier import (
     Powers,
     PrivateKey,
     PublicKey,
+    ciphertext_bytes,
     ciphertexts_from_bytes,
     ciphertexts_to_bytes,
     generate,
@@ -90,7 +91,7 @@ def encrypter(layout: SlotLayout, widths: Pair, sizes: tuple[Sequence[int], Sequ
 def message_bytes(layout: SlotLayout, rows: int, widths: Pair) -> tuple[int, int]:
     """Bytes E sends G (its rows) and G sends E (its masked accumulators) for one product of
     ``rows`` rows and one-hot ``widths`` (E's, G's): public values only."""
-    size = (2 * layout.key_bits + 7) // 8
+    size = ciphertext_bytes(layout.key_bits)
     per = layout.per_row(widths[0])
     return rows * per * size, widths[1] * per * size
 

@@ -76,27 +76,31 @@ def setup_randomisers(
     return path
 
 
-def stored_randomisers(
-    path: Path, public: PublicKey, key: bytes, count: int, start: int, length: int
-) -> list[gmpy2.mpz]:
-    """Randomisers start:start + length of a finished :func:`setup_randomisers` file of
-    these inputs; ConfigError for a file of other inputs or a range past its end."""
+def stored(path: Path, public: PublicKey, key: bytes, count: int) -> Randomisers:
+    """The randomisers of a finished :func:`setup_randomisers` file of these inputs, read
+    when asked (a :data:`~vertimrf.product.paillier.Randomisers` for
+    :func:`~vertimrf.product.paillier.encrypted_rows`): the file's head is checked once
+    here, ConfigError for a file of other inputs; a range past its end, when read."""
     head = _header(key, public, count)
     if _read_head(path, len(head)) != head:
         raise ConfigError(f"{path}: randomisers of another key, run or count; run the setup again.")
-    if start < 0 or start + length > count:
-        raise ConfigError(f"randomisers {start}:{start + length} lie past the {count} set up.")
     size = public.ciphertext_bytes
-    with open(path, "rb") as f:
-        f.seek(len(head) + start * size)
-        return ciphertexts_from_bytes(public, f.read(length * size))
+
+    def read(start: int, length: int) -> list[gmpy2.mpz]:
+        if start < 0 or start + length > count:
+            raise ConfigError(f"randomisers {start}:{start + length} lie past the {count} set up.")
+        with open(path, "rb") as f:
+            f.seek(len(head) + start * size)
+            return ciphertexts_from_bytes(public, f.read(length * size))
+
+    return read
 
 
-def stored(path: Path, public: PublicKey, key: bytes, count: int) -> Randomisers:
-    """The randomisers of a finished setup file, read when asked (a
-    :data:`~vertimrf.product.paillier.Randomisers` for
-    :func:`~vertimrf.product.paillier.encrypted_rows`)."""
-    return lambda start, length: stored_randomisers(path, public, key, count, start, length)
+def stored_randomisers(
+    path: Path, public: PublicKey, key: bytes, count: int, start: int, length: int
+) -> list[gmpy2.mpz]:
+    """Randomisers start:start + length of a finished setup file (:func:`stored`)."""
+    return stored(path, public, key, count)(start, length)
 
 
 def _read_head(path: Path, size: int) -> bytes:
