@@ -14,6 +14,7 @@ from vertimrf.crypto.paillier_slots import SlotLayout
 from vertimrf.crypto.schedule import STREAMS
 from vertimrf.errors import ConfigError, MessageError
 from vertimrf.product import paillier as pp
+from vertimrf.protocol.secure import paillier as pw
 
 BITS = 512
 ADULT_A, ADULT_B = [16, 7, 16, 16, 16, 7, 14, 6], [5, 2, 8, 15, 16, 41, 2]  # the plan's sizes
@@ -78,7 +79,7 @@ def test_the_encrypter_costs_fewest_ciphertexts_then_fewest_products(sizes, who)
     runs of at most 4,096 values, A's 8 make 3)."""
     layout = SlotLayout.for_rows(1 << 20, 2048)
     widths = (sum(sizes[0]), sum(sizes[1]))
-    assert pp.encrypter(layout, widths, sizes) == who
+    assert pw.encrypter(layout, widths, sizes) == who
 
 
 @pytest.mark.parametrize(
@@ -99,7 +100,7 @@ def test_shares_sum_to_the_counts_and_the_bytes_are_the_plans(key, table, rows, 
     reply, g_share = pp.masked_reply(pub, table, layout, blocks, g, we, [wg], k_g)
     e_share = pp.encrypter_shares(key, layout, reply, (we, wg))
     np.testing.assert_array_equal(e_share + g_share, _counts(e, g, we, wg))
-    assert pp.message_bytes(layout, rows, (we, wg)) == (len(whole), len(reply))
+    assert pw.message_bytes(layout, rows, (we, wg)) == (len(whole), len(reply))
 
 
 def test_the_owners_tables_give_the_same_rows_as_the_public_ones(key, table):

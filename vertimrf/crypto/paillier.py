@@ -48,6 +48,12 @@ def encrypt_unchecked(n: gmpy2.mpz, n2: gmpy2.mpz, m: gmpy2.mpz, r: gmpy2.mpz) -
     return (r + n * (m * r % n)) % n2
 
 
+def public_key_bytes(bits: int) -> int:
+    """Bytes of a public key under a ``bits``-bit modulus (:meth:`PublicKey.to_bytes`)."""
+    size = (bits + 7) // 8
+    return len(_PUBLIC) + 4 + 3 * size
+
+
 def _int_bytes(value: int, size: int) -> bytes:
     return int(value).to_bytes(size, "big")
 

@@ -48,6 +48,8 @@ STREAMS: dict[str, str] = {
     "paillier-key": "own",  # an encrypter's Paillier key pair for one run and pair
     "paillier-randomisers": "own",  # the randomisers of an encrypter's Paillier ciphertexts
     "paillier-masks": "own",  # an aggregator's slot masks and re-randomisers of its reply
+    "reply-nonce": "own",  # the nonce of an aggregator's reply (product "paillier")
+    "group-reply-nonce": "own",  # the nonce of its round-2 reply
 }
 
 

@@ -62,6 +62,8 @@ class PartyDriver(RoleDriver):
             Kind.RELEASE: self._release,
             Kind.GROUPS: self._groups,
             Kind.MEASURE: self._measure,
+            Kind.REPLY: self._reply,
+            Kind.GROUP_REPLY: self._group_reply,
         }
         return tuple(
             Step(
@@ -192,13 +194,18 @@ class PartyDriver(RoleDriver):
     def _open_deal(self, inputs: Mapping[Message, Payload]) -> None:
         """Reopen the deal, unless a step of this process has."""
         assert self.party.secure is not None
-        if not self._computed & {Kind.FEATURES, Kind.RELEASE, Kind.GROUPS}:
+        if not self._computed & {Kind.FEATURES, Kind.REPLY, Kind.RELEASE, Kind.GROUPS}:
             deal = bytes(inputs[self._from_server(Kind.DEAL)])
             self.party.secure.open_deal(deal, self._slot_map(inputs))
 
+    def _reply(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        blobs = self._blobs(inputs)
+        return _streamed(self.party.replies(blobs), self.name, Kind.REPLY)
+
     def _release(self, inputs: Mapping[Message, Payload]) -> Outputs:
         blobs = self._blobs(inputs)
-        release = self.party.secure_release(blobs, _by_sender(inputs, Kind.FEATURES_COINS))
+        coins, replies = (_by_sender(inputs, k) for k in (Kind.FEATURES_COINS, Kind.REPLY))
+        release = self.party.secure_release(blobs, coins, replies)
         if self.state is not None and self._schedule.takes(Kind.MEASURE, self.name):
             assert self.party.secure is not None  # the shares, for the measure step
             self.party.secure.save_state(self.state.shares)
@@ -214,6 +221,15 @@ class PartyDriver(RoleDriver):
         blobs = self.party.groups(deal, self._request(inputs))
         return {**_streamed(blobs, self.name, Kind.GROUPS), **self._coins(Kind.GROUPS)}
 
+    def _group_reply(self, inputs: Mapping[Message, Payload]) -> Outputs:
+        if Kind.GROUPS not in self._computed:  # a new process: reopen both deals
+            self._open_deal(inputs)
+            deal = bytes(inputs[self._from_server(Kind.SELECT_DEAL)])
+            assert self.party.secure is not None
+            self.party.secure.open_group_deal(deal, self._request(inputs))
+        blobs, groups = (_by_sender(inputs, k) for k in (Kind.FEATURES, Kind.GROUPS))
+        return _streamed(self.party.group_replies(blobs, groups), self.name, Kind.GROUP_REPLY)
+
     def _measure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         assert self._plan is not None and self.party.secure is not None
         secure = self.party.secure
@@ -227,10 +243,9 @@ class PartyDriver(RoleDriver):
             if grows or secure.records.from_deal:  # partial sets: the slots are in it
                 self._open_deal(inputs)
             secure.open_group_deal(bytes(inputs[self._from_server(Kind.SELECT_DEAL)]), request)
-        blobs, group_blobs, coins = (
-            _by_sender(inputs, kind) for kind in (Kind.FEATURES, Kind.GROUPS, Kind.GROUPS_COINS)
-        )
-        release = self.party.measure(request, blobs, group_blobs, coins)
+        kinds = (Kind.FEATURES, Kind.GROUPS, Kind.GROUPS_COINS, Kind.GROUP_REPLY)
+        blobs, group_blobs, coins, replies = (_by_sender(inputs, kind) for kind in kinds)
+        release = self.party.measure(request, blobs, group_blobs, coins, replies)
         return self._to_server(Kind.MEASURE, codec.release_bytes(release))
 
 

@@ -214,13 +214,20 @@ class Party:
         read)."""
         return self._secure_role().coins(release)
 
+    def replies(self, blobs: Mapping[str, Blob]) -> SealedBlobs:
+        """Product "paillier": the masked reply for each peer that encrypted its rows for this
+        party, from the peers' feature ``blobs`` (each sealed when read)."""
+        return self._secure_role().replies(blobs)
+
     def secure_release(
-        self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None
-    ) -> SecureRelease:
+        self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None,
+        replies: Mapping[str, Blob] | None = None,
+    ) -> SecureRelease:  # fmt: skip
         """Method "secure": the first release (select pipeline: every 2-way marginal, or a
         workload's first release, and at the count party the noisy count; paper pipeline:
-        the binned cross pairs); with coins, from the peers' coin blobs too."""
-        return self._secure_role().release(blobs, coins)
+        the binned cross pairs); with coins, from the peers' coin blobs too; with product
+        "paillier", from the peers' ``replies`` too."""
+        return self._secure_role().release(blobs, coins, replies)
 
     def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:
         """The secure select pipeline, round 2: the blob for each peer holding the attribute
@@ -229,19 +236,28 @@ class Party:
             raise ConfigError("groups is a step of the secure select pipeline only.")
         return self._secure_role().groups(group_deal, request)
 
+    def group_replies(
+        self, blobs: Mapping[str, Blob], group_blobs: Mapping[str, Blob]
+    ) -> SealedBlobs:
+        """Product "paillier", round 2: the masked reply for each peer that encrypted its
+        groups' rows for this party (each sealed when read)."""
+        return self._secure_role().group_replies(blobs, group_blobs)
+
     def measure(
         self,
         request: Request | Sequence[Marginal],
         blobs: Mapping[str, Blob] | None = None,
         group_blobs: Mapping[str, Blob] | None = None,
         coins: Mapping[str, Blob] | None = None,
+        group_replies: Mapping[str, Blob] | None = None,
     ) -> SecureRelease:
         """The secure select pipeline: the re-measurement the server requests (the peers'
         feature ``blobs`` of both rounds where the request measures round-2 groups; with
-        coins, the peers' coin blobs of the re-measurement)."""
+        coins, the peers' coin blobs of the re-measurement; with product "paillier", the
+        peers' round-2 replies)."""
         if not self._rules.selects:
             raise ConfigError("measure is a step of the secure select pipeline only.")
-        return self._secure_role().measure(request, blobs, group_blobs, coins)
+        return self._secure_role().measure(request, blobs, group_blobs, coins, group_replies)
 
     @property
     def timings(self) -> dict[str, float]:

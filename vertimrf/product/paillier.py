@@ -1,8 +1,9 @@
 """The dealer-free cross product of one pair by packed Paillier (docs/design/protocol.md):
 no third role deals anything, so a server colluding with one party holds nothing that opens
-the other's rows. Not yet behind :class:`~vertimrf.protocol.secure.product.CrossProduct`.
+the other's rows. The config's ``product`` "paillier": its dealing part is
+:class:`PaillierDealing` (nothing), its parties' steps :mod:`vertimrf.party.secure.paillier`.
 
-The encrypter E (:func:`encrypter`) encrypts its rows under its own key; the aggregator G
+The encrypter E (:func:`~vertimrf.protocol.secure.paillier.encrypter`) encrypts its rows under its own key; the aggregator G
 multiplies them into one accumulator a value of its own, masks every slot, re-randomises and
 replies; E decrypts. E's share is count + mask, G's is -mask (mod
 2^64). Coins ride the same way: the coin bits are rows, a cell a column (:func:`coin_rows`).
@@ -10,7 +11,7 @@ Every randomiser and mask is keyed by the run's key schedule (:func:`stream_key`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import gmpy2
 import numpy as np
@@ -21,7 +22,6 @@ from vertimrf.crypto.paillier import (
     Powers,
     PrivateKey,
     PublicKey,
-    ciphertext_bytes,
     ciphertexts_from_bytes,
     ciphertexts_to_bytes,
     generate,
@@ -35,11 +35,11 @@ from vertimrf.crypto.paillier_slots import (
     decrypt_shares,
     draw_masks,
     encrypt_onehot,
-    joint_blocks,
     mask,
 )
 from vertimrf.crypto.schedule import derive
 from vertimrf.errors import ConfigError, MessageError
+from vertimrf.protocol.secure.plan import Layout, SecurePlan
 from vertimrf.protocol.secure.product import Pair
 
 KEY = "paillier-key"
@@ -75,25 +75,32 @@ def run_key(secret: bytes, *inputs: bytes | str, bits: int = KEY_BITS) -> Privat
     return generate(bits, stream_bits(stream_key(secret, KEY, *inputs)))
 
 
-def encrypter(layout: SlotLayout, widths: Pair, sizes: tuple[Sequence[int], Sequence[int]]) -> int:
-    """0 or 1: which of the pair's two parties (one-hot ``widths``, attribute ``sizes``)
-    encrypts. Fewest ciphertexts a row first (E's bytes), then fewest products for G (rows
-    x G's runs of :func:`~vertimrf.crypto.paillier_slots.joint_blocks` x ciphertexts a
-    row); the lower party on a tie."""
+class PaillierDealing:
+    """The dealing role's part of this product: nothing. Its parties run steps of their
+    own (:mod:`vertimrf.party.secure.paillier`) and no role deals a matrix."""
 
-    def cost(e: int) -> tuple[int, int]:
-        per = layout.per_row(widths[e])
-        return per, len(joint_blocks(sizes[1 - e])) * per
+    def deal(
+        self, plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: Mapping[Pair, bytes]
+    ) -> dict[Pair, np.ndarray]:
+        """No pair's matrix."""
+        return {}
 
-    return 1 if cost(1) < cost(0) else 0
+    def group_deal(
+        self,
+        plan: SecurePlan,
+        layout: Layout,
+        seeds_u: Sequence[bytes],
+        seeds_u2: Mapping[Pair, bytes],
+        seeds_w2: Mapping[Pair, bytes],
+    ) -> dict[Pair, tuple[np.ndarray, np.ndarray]]:
+        """No pair's matrices."""
+        return {}
 
-
-def message_bytes(layout: SlotLayout, rows: int, widths: Pair) -> tuple[int, int]:
-    """Bytes E sends G (its rows) and G sends E (its masked accumulators) for one product of
-    ``rows`` rows and one-hot ``widths`` (E's, G's): public values only."""
-    size = ciphertext_bytes(layout.key_bits)
-    per = layout.per_row(widths[0])
-    return rows * per * size, widths[1] * per * size
+    def coin_deal(
+        self, seeds_c: tuple[bytes, bytes], seed_w: bytes, shape: Pair, word: type
+    ) -> np.ndarray:
+        """Refused: the plan runs this product with split noise only."""
+        raise ConfigError("product 'paillier' runs with cross_noise 'split' so far.")
 
 
 def computed(table: Powers, key: bytes) -> Randomisers:

@@ -27,6 +27,7 @@ from vertimrf.protocol.record_sets import EqualSets, RecordSets
 from vertimrf.protocol.regions import RegionNoise
 from vertimrf.protocol.secure.features import coin_blob_bytes
 from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
+from vertimrf.protocol.secure import paillier
 from vertimrf.protocol.secure.product import check_product
 from vertimrf.protocol.secure.release import MAX_WITHIN_CELLS
 from vertimrf.protocol.seeds import DEALER
@@ -468,6 +469,17 @@ def _check_model(config: ProtocolConfig) -> None:
     )
 
 
+def _check_backend(config: ProtocolConfig, plan: SecurePlan) -> None:
+    """What the config's product backend does not run (product "paillier": its checks)."""
+    if config.product != paillier.NAME:
+        return
+    if not plan.select:
+        raise ConfigError(
+            "product 'paillier' runs the secure select pipeline (secure_pipeline 'select')."
+        )
+    paillier.check(plan, plan.cross_noise.name, config.dealer)
+
+
 def check_plan(config: ProtocolConfig) -> SecurePlan | None:
     """Refuse (ConfigError, one line) a config whose run would fail: see the module doc.
     Its secure plan, derived once here (None for a method without one)."""
@@ -478,6 +490,7 @@ def check_plan(config: ProtocolConfig) -> SecurePlan | None:
     _check_budget(config, plan)
     if plan is not None:  # partial record sets: rows beyond the stop rule's reserve
         plan.sets.check_rows(plan.max_rows)
+        _check_backend(config, plan)
     _check_tables(config, plan)
     _check_model(config)
     _check_memory(config, plan)

@@ -45,6 +45,8 @@ class Kind(str, Enum):
     GROUPS = "groups"  # a party's sealed round-2 groups, to each peer
     GROUPS_COINS = "groups-coins"  # cross_noise "coins": the re-measurement's, to each peer
     MEASURE = "measure"  # a party's re-measurement, to the server
+    REPLY = "reply"  # product "paillier": the aggregator's masked reply, to each peer
+    GROUP_REPLY = "group-reply"  # product "paillier": round 2's, to each peer
 
     def __str__(self) -> str:
         return str(self.value)
@@ -56,7 +58,10 @@ class Kind(str, Enum):
 # Sealed by their sender for their receiver (AES-GCM; the receiver checks the seal when it
 # opens them): the service relays them unread, and their bytes are not hashed again on the
 # way (TLS guards each hop, the length a cut body); their X-Content-SHA256 is the sender's.
-SEALED_KINDS = frozenset({Kind.FEATURES, Kind.GROUPS, Kind.FEATURES_COINS, Kind.GROUPS_COINS})
+SEALED_KINDS = frozenset(
+    {Kind.FEATURES, Kind.GROUPS, Kind.FEATURES_COINS, Kind.GROUPS_COINS, Kind.REPLY,
+     Kind.GROUP_REPLY}
+)  # fmt: skip
 # Checksummed containers: a local message or a secure release.
 CONTAINER_KINDS = frozenset({Kind.LOCAL, Kind.RELEASE, Kind.MEASURE})
 
@@ -244,6 +249,49 @@ CROSS_NOISES: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]] 
     "coins": _with_coins,
 }
 
+def _with_replies(steps: tuple[StepRule, ...]) -> tuple[StepRule, ...]:
+    """product "paillier": after each step that sends features, a step in which each pair's
+    aggregator replies to its encrypter (the masked accumulators), which the release that
+    uses the product reads."""
+    after = {
+        FEATURES.name: _party(
+            "reply", Send(Kind.REPLY, TO_PEERS), reads=(Kind.FEATURES, Kind.DEAL), lazy=SLOTS
+        ),
+        GROUPS.name: _party(
+            "group-reply", Send(Kind.GROUP_REPLY, TO_PEERS), reads=(*ROUND2, Kind.GROUPS),
+            lazy=(Kind.FEATURES, *SLOTS),
+        ),
+    }  # fmt: skip
+    read = {RELEASE.name: Kind.REPLY, MEASURE.name: Kind.GROUP_REPLY}
+    out = []
+    for s in steps:
+        if s.by == PARTIES and s.name in read:
+            s = replace(s, reads=(*s.reads, read[s.name]))
+        out.append(s)
+        if s.by == PARTIES and s.name in after:
+            out.append(after[s.name])
+    return tuple(out)
+
+
+def _as_written(steps: tuple[StepRule, ...]) -> tuple[StepRule, ...]:
+    return steps
+
+
+# Each product backend's steps from a schedule's (a backend not named here, e.g. the
+# dealer's: as written).
+PRODUCT_STEPS: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]] = {
+    "paillier": _with_replies,
+}
+
+# Product "paillier": each blob's ciphertexts by the function of
+# :mod:`vertimrf.protocol.secure.paillier` that counts them.
+PAILLIER_ROWS = {
+    Kind.FEATURES: "features_rows",
+    Kind.REPLY: "reply_rows",
+    Kind.GROUPS: "groups_rows",
+    Kind.GROUP_REPLY: "group_reply_rows",
+}
+
 SYNTHESIZE = "synthesize"  # the server's last step: the fit and the sample; it sends nothing
 
 
@@ -271,9 +319,11 @@ class Schedule:
     @cached_property
     def rules(self) -> tuple[StepRule, ...]:
         """The run's steps: the method's, as the config's dealer arranges them
-        (:data:`DEALERS`), with its plan's cross noise's messages (:data:`CROSS_NOISES`)."""
+        (:data:`DEALERS`), with its plan's cross noise's messages (:data:`CROSS_NOISES`) and
+        its product's steps (:data:`PRODUCT_STEPS`)."""
         noise = self._secure.cross_noise.name if self._secure is not None else "split"
-        return CROSS_NOISES[noise](DEALERS[self.config.dealer](self.STEPS))
+        steps = CROSS_NOISES[noise](DEALERS[self.config.dealer](self.STEPS))
+        return PRODUCT_STEPS.get(self.config.product, _as_written)(steps)
 
     @property
     def kinds(self) -> tuple[Kind, ...]:
@@ -379,6 +429,8 @@ class Schedule:
         from vertimrf.protocol.secure.tokens import TOKENS_MAGIC
 
         kind, plan = message.kind, self.plan
+        if self.config.product == "paillier" and kind in PAILLIER_ROWS:
+            return self._paillier_limit(message)
         if kind == Kind.LOCAL_COUNT:
             return Limit(COUNT_BYTES, JSON_MAGIC)
         if kind in (Kind.COMMIT, Kind.ADMIT, Kind.DEAL_REGIONS):
@@ -410,6 +462,18 @@ class Schedule:
         if kind == Kind.DEAL_SLOTS:  # 8 bytes a token of max_tokens, and the seal
             return Limit(slot_map_bytes(self._slot_bound()), exact=True)
         return None  # the request: parsed and checked by its reader
+
+    def _paillier_limit(self, message: Message) -> Limit:
+        """Product "paillier": a blob of ciphertexts (round 1: exact; round 2: at most the
+        groups' caps)."""
+        from vertimrf.protocol.secure import paillier
+
+        secure = self._secure
+        assert secure is not None
+        p, q = secure.party_index(message.sender), secure.party_index(message.receiver)
+        rows = getattr(paillier, PAILLIER_ROWS[Kind(message.kind)])(secure, p, q)
+        exact = message.kind in (Kind.FEATURES, Kind.REPLY)
+        return Limit(paillier.blob_bytes(rows), exact=exact)
 
     def _slot_bound(self) -> int:
         """The most tokens (and so slots) one party may have (0 without a secure plan)."""

@@ -121,7 +121,7 @@ def coin_blobs(session: PartySession, data: StepData, release: str) -> SealedBlo
         def rows() -> Iterator[np.ndarray]:
             for c0, c1 in _blocks(cells, n):
                 bits = coin_bits(key, c0, c1, n)
-                yield session.product.coin_sent(bits, seed, c0, word)
+                yield session.cross().coin_sent(bits, seed, c0, word)
 
         nonce = derive(session.local, "coin-nonce", *label)[:12]
         seal_rows(session, data, rows(), peer, out, _purpose(release), (cells, n), nonce)
@@ -164,8 +164,8 @@ def coin_shares(
             bits = coin_bits(key, c0, c1, n)
             if p < q:
                 seeds = (coins.seeds_c[peer], coins.seeds_w[peer])
-                share[c0:c1] = session.product.coin_lower(bits, seeds, words, c0, word)
+                share[c0:c1] = session.cross().coin_lower(bits, seeds, words, c0, word)
             else:
-                share[c0:c1] = session.product.coin_higher(bits, coins.z[peer][c0:c1], words)
+                share[c0:c1] = session.cross().coin_higher(bits, coins.z[peer][c0:c1], words)
         out[plan.pair_name(min(p, q), max(p, q))] = share
     return out

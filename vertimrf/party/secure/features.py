@@ -115,7 +115,7 @@ def _masked(
     plan, step = session.plan, block_rows(k)
     for r0 in range(0, plan.rows, step):
         r1 = min(plan.rows, r0 + step)
-        yield session.product.sent(columns(r0, r1), seed, mask, r0, r1, k, plan.word)
+        yield session.cross().sent(columns(r0, r1), seed, mask, r0, r1, k, plan.word)
 
 
 def _seal(
@@ -152,12 +152,12 @@ def nonce(session: PartySession, data: StepData, peer: str, round_: int) -> byte
     the request and its layout toward the peer), so no two plaintexts share a (key,
     nonce)."""
     if round_ == 1:
-        return _label_key(session, data, "feature-nonce", peer)[:12]
+        return label_key(session, data, "feature-nonce", peer)[:12]
     layout = data.round_two()[1]
     q = session.plan.names.index(peer)
     groups = json.dumps([list(g) for g in layout.groups(session.index, q)])
     label = (peer, data.group_deal_hash, data.request, groups)
-    return _label_key(session, data, "group-nonce", *label)[:12]
+    return label_key(session, data, "group-nonce", *label)[:12]
 
 
 def bound(session: PartySession, data: StepData, *label: str) -> tuple[str, ...]:
@@ -167,7 +167,7 @@ def bound(session: PartySession, data: StepData, *label: str) -> tuple[str, ...]
     return (config_hash, session.name, *label, session.records.digest(), deal)
 
 
-def _label_key(session: PartySession, data: StepData, stream: str, *label: str) -> bytes:
+def label_key(session: PartySession, data: StepData, stream: str, *label: str) -> bytes:
     """The key of ``stream`` under this party's local secret, bound to the run, the party,
     ``label``, its data and its deal: a re-run on the same inputs gets the same bytes."""
     return derive(session.local, stream, *bound(session, data, *label))
@@ -221,6 +221,7 @@ def open_group_deal(
         a, b = min(p, q), max(p, q)
         need = peer in deal.seeds_u and (
             not layout.grows(a, b)
+            or session.product is None  # a backend that deals no matrix
             or (peer in deal.seeds_w if p == a else _dealt_z(plan, deal, layout, a, b))
         )
         if not need:
@@ -258,15 +259,16 @@ def group_features(
 class SealedBlobs(Mapping[str, bytearray]):
     """A party's blob for each peer, written by ``seal(peer, out)`` to a binary file
     (:meth:`write`) as it is made, or into a new buffer when read; ``shape(peer)``: its
-    rows and values a row."""
+    rows and values a row (ring words; ``size(peer)``: its length, where they are not)."""
 
     def __init__(
         self,
         session: PartySession,
         seal: Callable[[str, Any], None],
         shape: Callable[[str], tuple[int, int]],
+        size: Callable[[str], int] | None = None,
     ) -> None:
-        self._seal, self._shape = seal, shape
+        self._seal, self._shape, self._size = seal, shape, size
         self._plan = session.plan
         self._peers = [q for q in session.plan.names if q != session.name]
 
@@ -279,6 +281,8 @@ class SealedBlobs(Mapping[str, bytearray]):
         """The length of ``peer``'s blob (public: from the plan and the widths)."""
         if peer not in self._peers:
             raise KeyError(peer)
+        if self._size is not None:
+            return self._size(peer)
         return feature_blob_bytes(self._shape(peer), self._plan.word, self._plan.word_bytes)
 
     def write(self, peer: str, out: Any) -> None:

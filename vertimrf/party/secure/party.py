@@ -18,6 +18,7 @@ from vertimrf.party.records.ids import RecordIds
 from vertimrf.party.records.open import Input
 from vertimrf.party.secure import coins as tosses
 from vertimrf.party.secure import features as rounds
+from vertimrf.party.secure import paillier as dealer_free
 from vertimrf.party.secure import release as releases
 from vertimrf.party.secure.features import SealedBlobs
 from vertimrf.party.secure.session import Blob, open_session
@@ -140,8 +141,10 @@ class SecureParty:
         rounds.open_deal(self.session, self._step, deal, slot_map)
 
     def features(self, deal: bytes, slot_map: Any = None) -> SealedBlobs:
-        """Step 1: :func:`~vertimrf.party.secure.features.features`."""
-        return self._once("features", rounds.features, deal, slot_map)
+        """Step 1: :func:`~vertimrf.party.secure.features.features` (product "paillier":
+        :func:`~vertimrf.party.secure.paillier.features`)."""
+        step = dealer_free.features if self.product is None else rounds.features
+        return self._once("features", step, deal, slot_map)
 
     def coins(self, release: str) -> SealedBlobs:
         """cross_noise "coins": this party's coin blob of ``release`` ("select", after the
@@ -149,24 +152,39 @@ class SecureParty:
         (:func:`~vertimrf.party.secure.coins.coin_blobs`)."""
         return tosses.coin_blobs(self.session, self._step, release)
 
+    def replies(self, blobs: Mapping[str, Blob]) -> SealedBlobs:
+        """Product "paillier", after step 1: :func:`~vertimrf.party.secure.paillier.replies`."""
+        return self._once("reply", dealer_free.replies, blobs)
+
     def release(
-        self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None
-    ) -> SecureRelease:
+        self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None,
+        replies: Mapping[str, Blob] | None = None,
+    ) -> SecureRelease:  # fmt: skip
         """Step 2: :func:`~vertimrf.party.secure.release.release`."""
-        return self._once(SELECT, releases.release, blobs, coins)
+        return self._once(SELECT, releases.release, blobs, coins, replies)
 
     def open_group_deal(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> None:
         """Open the round-2 deal: :func:`~vertimrf.party.secure.features.open_group_deal`."""
         rounds.open_group_deal(self.session, self._step, group_deal, request)
 
     def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:
-        """Step 3: :func:`~vertimrf.party.secure.features.groups`."""
-        return self._once("groups", rounds.groups, group_deal, request)
+        """Step 3: :func:`~vertimrf.party.secure.features.groups` (product "paillier":
+        :func:`~vertimrf.party.secure.paillier.groups`)."""
+        step = dealer_free.groups if self.product is None else rounds.groups
+        return self._once("groups", step, group_deal, request)
+
+    def group_replies(
+        self, blobs: Mapping[str, Blob], group_blobs: Mapping[str, Blob]
+    ) -> SealedBlobs:
+        """Product "paillier", after step 3:
+        :func:`~vertimrf.party.secure.paillier.group_replies`."""
+        return self._once("group-reply", dealer_free.group_replies, blobs, group_blobs)
 
     def measure(
         self, request: Request | Sequence[Marginal], blobs: Mapping[str, Blob] | None = None,
         group_blobs: Mapping[str, Blob] | None = None, coins: Mapping[str, Blob] | None = None,
+        group_replies: Mapping[str, Blob] | None = None,
     ) -> SecureRelease:  # fmt: skip
         """Step 4: :func:`~vertimrf.party.secure.release.measure`."""
-        fine = self.exact_fine
-        return self._once(MEASURE, releases.measure, request, blobs, group_blobs, fine, coins)
+        fine, args = self.exact_fine, (blobs, group_blobs)
+        return self._once(MEASURE, releases.measure, request, *args, fine, coins, group_replies)

@@ -14,7 +14,7 @@ from vertimrf.errors import ConfigError
 from vertimrf.party.secure.coins import coin_shares
 from vertimrf.party.secure.features import bound, checked_request, nonce
 from vertimrf.party.secure.session import Blob, PartySession
-from vertimrf.party.secure.shares import grow, shares
+from vertimrf.party.secure.backends import product_shares
 from vertimrf.party.secure.step_data import StepData
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.numeric import noisy_fine
@@ -29,14 +29,15 @@ from vertimrf.protocol.seeds import role_seed
 
 def release(
     session: PartySession, data: StepData, blobs: Mapping[str, Blob],
-    coins: Mapping[str, Blob] | None = None,
+    coins: Mapping[str, Blob] | None = None, replies: Mapping[str, Blob] | None = None,
 ) -> SecureRelease:  # fmt: skip
     """Step 2: shares of every product (kept in ``data``), then the first release (the plan's
     :meth:`~vertimrf.protocol.secure.plan.SecurePlan.first_release`: every 2-way marginal,
     or a workload's) with the noisy count at the count party; with coins, the peers' coin
-    blobs of the first release (``coins``)."""
+    blobs of the first release (``coins``); with product "paillier", the peers' replies."""
     plan, name, ledger = session.plan, session.name, session.ledger
-    kept = shares(session, data, blobs)  # checks every blob before anything is released
+    # checks every blob before anything is released
+    kept = product_shares(session).shares(session, data, blobs, replies)
     marginals = plan.first_release()
     first = Request(tuple(marginals))
     tossed = coin_shares(session, data, SELECT, first, _coin_blobs(session, coins))
@@ -56,6 +57,7 @@ def measure(
     session: PartySession, data: StepData, request: Request | Sequence[Marginal],
     blobs: Mapping[str, Blob] | None, group_blobs: Mapping[str, Blob] | None,
     fine: Callable[[], Mapping[str, np.ndarray]], coins: Mapping[str, Blob] | None = None,
+    group_replies: Mapping[str, Blob] | None = None,
 ) -> SecureRelease:  # fmt: skip
     """Step 4: the re-measurement of the server's requested marginals (a :class:`Request`,
     whose bin maps are applied to the exact counts and shares before the noise; a plain
@@ -64,7 +66,7 @@ def measure(
     ``blobs`` after the deal is opened. A pair whose layout grows (round-2 groups) needs
     the peer's ``blobs`` and ``group_blobs``, after the round-2 deal is opened. With coins,
     the peers' coin blobs of the re-measurement (``coins``), after the round-2 deal is
-    opened."""
+    opened. With product "paillier", the peers' round-2 replies (``group_replies``)."""
     kept = data.shares
     if kept is None:
         if blobs is None or data.deal is None:
@@ -73,10 +75,12 @@ def measure(
                 "load_state(path) with the state release saved, or open_deal(deal) and "
                 "pass the peers' blobs."
             )
-        kept = shares(session, data, blobs)
+        kept = product_shares(session).shares(session, data, blobs, None)
     request = checked_request(session, request)
     layout = session.plan.layout(request.marginals)
-    grown = grow(session, data, kept, layout, request, blobs, group_blobs)
+    grown = product_shares(session).grow(
+        session, data, kept, layout, request, blobs, group_blobs, group_replies
+    )
     tossed = coin_shares(session, data, MEASURE, request, _coin_blobs(session, coins))
     exact = fine()  # read before anything is charged
     noise = sampler(session, data, MEASURE, request)

@@ -48,7 +48,7 @@ class PartySession:
     config: ProtocolConfig
     plan: SecurePlan
     spec: DomainSpec
-    product: CrossProduct
+    product: CrossProduct | None  # None: the backend's parties run steps of their own
     keypair: KeyPair
     secret: bytes
     local: bytes
@@ -60,6 +60,13 @@ class PartySession:
     seed: int | None
     fine_spec: DomainSpec | None
     offsets: np.ndarray  # each of its singles' first one-hot column
+
+    def cross(self) -> CrossProduct:
+        """The run's dealer-assisted backend (ConfigError for one whose parties run steps
+        of their own, which never call this)."""
+        if self.product is None:
+            raise ConfigError(f"product {self.config.product!r} runs its own party steps.")
+        return self.product
 
     def commitment(self) -> bytes:
         """This party's data commitment for this run: HMAC-SHA256 of its data digest under

@@ -27,7 +27,7 @@ def shares(
 ) -> dict[str, np.ndarray]:
     """This party's share of its product with each peer, from the peers' round-1
     ``blobs`` (each read and checked before its share is kept)."""
-    plan, p, deal, product = session.plan, session.index, data.opened(), session.product
+    plan, p, deal, product = session.plan, session.index, data.opened(), session.cross()
     out = {}  # a share only once the whole blob is read and checked
     for a, b in plan.pairs():
         if p not in (a, b):
@@ -85,26 +85,27 @@ def grow(
     return out
 
 
-def _read(
-    session: PartySession, data: StepData, peer: str, blob: Blob, width: int, round_: int,
-    step: int,
+def read_blob(
+    session: PartySession, data: StepData, peer: str, blob: Blob, shape: tuple[int, int],
+    purpose: int, step: int, kind: str, *, word: type | None = None, word_bytes: int | None = None,
 ) -> Iterator[tuple[int, int, np.ndarray]]:  # fmt: skip
-    """A peer's masked features of one round by blocks of ``step`` rows: (r0, r1, rows
-    r0:r1), each valid until the next is read. The blob's tag and its record-set digest
-    are checked when the iteration ends, so a caller keeps nothing it made of the
-    blocks unless the loop over them finished; then the blob's digest and nonce are
-    kept among this party's inputs."""
+    """A peer's blob of ``purpose`` (a round, or another of
+    :mod:`~vertimrf.protocol.secure.features`'s) by blocks of ``step`` rows of its ``shape``
+    (values ``word``, default the ring's): (r0, r1, rows r0:r1), each valid until the next
+    is read. The blob's tag and its record-set digest are checked when the iteration ends,
+    so a caller keeps nothing it made of the blocks unless the loop over them finished;
+    then the blob's digest and nonce are kept among this party's inputs as ``kind``."""
     plan = session.plan
     hasher = hashlib.sha256()
+    word, word_bytes = (plan.word, plan.word_bytes) if word is None else (word, word_bytes)
     try:
         digest, blocks = open_feature_blocks(
-            session.keys[peer], blob, session.context, peer, session.name, (plan.rows, width),
-            step, word=plan.word, round_=round_, word_bytes=plan.word_bytes, hasher=hasher,
+            session.keys[peer], blob, session.context, peer, session.name, shape, step,
+            word=word, round_=purpose, word_bytes=word_bytes, hasher=hasher,
         )  # fmt: skip
         yield from blocks
     except ChannelError as exc:
-        raise ChannelError(f"the feature blob from {peer!r}: {exc}") from None
-    kind = "blob" if round_ == 1 else "group-blob"
+        raise ChannelError(f"the feature blob ({kind}) from {peer!r}: {exc}") from None
     data.inputs.update(
         {f"{kind}/{peer}": hasher.hexdigest(), f"{kind}-nonce/{peer}": blob_nonce(blob).hex()}
     )
@@ -114,6 +115,17 @@ def _read(
             f"{peer!r}'s record-set digest differs from {session.name!r}'s (both must hold "
             "exactly the same record IDs and the same group secret)."
         )
+
+
+def _read(
+    session: PartySession, data: StepData, peer: str, blob: Blob, width: int, round_: int,
+    step: int,
+) -> Iterator[tuple[int, int, np.ndarray]]:  # fmt: skip
+    """A peer's masked features of one round (``width`` values a row): :func:`read_blob`
+    kept as "blob" (round 1) or "group-blob" (round 2)."""
+    kind = "blob" if round_ == 1 else "group-blob"
+    shape = (session.plan.rows, width)
+    return read_blob(session, data, peer, blob, shape, round_, step, kind)
 
 
 def _read_both(
@@ -144,7 +156,7 @@ def _left_blocks(
     received = _read_both(session, data, peer, first, second, (plan.widths[b], wb), step)
     seeds = (deal.seeds_w[peer], data.opened().seed_u, deal.seeds_u[peer])
     shapes = ((wa, cols), (plan.widths[p], wb))
-    return session.product.lower_blocks(seeds, shapes, received, plan.word)
+    return session.cross().lower_blocks(seeds, shapes, received, plan.word)
 
 
 def _right_blocks(
@@ -164,4 +176,4 @@ def _right_blocks(
         return singles, group_features(session, data, a, singles)
 
     dealt = (deal.z_a[peer], deal.z_b[peer])
-    return session.product.higher_blocks(dealt, received, columns, (plan.widths[p], width))
+    return session.cross().higher_blocks(dealt, received, columns, (plan.widths[p], width))

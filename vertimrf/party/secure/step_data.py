@@ -34,6 +34,7 @@ class StepData:
     layout: Layout | None = None
     request: str = ""  # the round-2 request's digest
     group_request: Request | None = None  # the round-2 request, checked
+    paillier: dict[tuple[str, str], Any] = field(default_factory=dict)  # keys made once
 
     def opened(self) -> Deal:
         """The round-1 deal (ConfigError before it is opened)."""

@@ -22,12 +22,15 @@ Packer = Callable[[np.ndarray, int], np.ndarray]
 
 SLOT_MAP_ROUND = 0  # the slot map's purpose in its associated data (feature blobs: 1 and 2)
 COIN_ROUNDS = {1: 3, 2: 4}  # a coin blob's purpose, by the round of the release it serves
+REPLY_ROUNDS = {1: 5, 2: 6}  # product "paillier": a reply's purpose, by its round
 _PURPOSES = {
     SLOT_MAP_ROUND: b"/secure-slot-map/",
     1: b"/secure-features/",
     2: b"/secure-groups/",
     3: b"/secure-coins/",
     4: b"/secure-group-coins/",
+    5: b"/secure-reply/",
+    6: b"/secure-group-reply/",
 }
 
 

@@ -4,7 +4,7 @@ cross counts; design notes in docs/design/protocol.md."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -21,9 +21,10 @@ ReceivedBoth = Iterable[tuple[int, int, np.ndarray, np.ndarray]]
 Columns = Callable[[int, int], np.ndarray]
 
 
-class CrossProduct(Protocol):
-    """Two parties' one-hot feature blocks to additive shares of their cross counts (module
-    doc). ``plan``: the run's :class:`SecurePlan`; a pair is (p, q) with p < q."""
+class Dealing(Protocol):
+    """What the dealing role makes for a backend (module doc): every backend has it, if
+    only to deal nothing. ``plan``: the run's :class:`SecurePlan`; a pair is (p, q) with
+    p < q."""
 
     def deal(
         self, plan: SecurePlan, seeds_u: Sequence[bytes], seeds_w: Mapping[Pair, bytes]
@@ -42,6 +43,21 @@ class CrossProduct(Protocol):
         """The dealer: the higher party's dealt matrices (A, B) of every pair that grows in
         ``layout`` (round 2)."""
         ...
+
+    def coin_deal(
+        self, seeds_c: tuple[bytes, bytes], seed_w: bytes, shape: Pair, word: type
+    ) -> np.ndarray:
+        """The dealer: the higher party's dealt vector of a pair's coin product (``shape``:
+        cells, coins a cell), from the two parties' coin mask seeds and the pair's W seed."""
+        ...
+
+
+@runtime_checkable
+class CrossProduct(Dealing, Protocol):
+    """Two parties' one-hot feature blocks to additive shares of their cross counts, with
+    the dealing role's help (module doc); the parties' steps are the secure method's. A
+    backend whose parties run steps of their own (product "paillier") is a
+    :class:`Dealing` only."""
 
     def sent(
         self,
@@ -94,13 +110,6 @@ class CrossProduct(Protocol):
         singles' and its groups' one-hot columns (``widths``: how many of each)."""
         ...
 
-    def coin_deal(
-        self, seeds_c: tuple[bytes, bytes], seed_w: bytes, shape: Pair, word: type
-    ) -> np.ndarray:
-        """The dealer: the higher party's dealt vector of a pair's coin product (``shape``:
-        cells, coins a cell), from the two parties' coin mask seeds and the pair's W seed."""
-        ...
-
     def coin_sent(self, bits: np.ndarray, seed: bytes, c0: int, word: type) -> np.ndarray:
         """A party: its coins of cells c0: (a row of 0 and 1 per cell) as sent to its peer,
         hidden by its coin mask of ``seed``."""
@@ -123,7 +132,10 @@ class CrossProduct(Protocol):
 
 # The backends by the config's ``product`` name ("module:class"): a new backend is its
 # module and one line here.
-PRODUCTS: dict[str, str] = {"dealer": "vertimrf.product.dealer:DealerProduct"}
+PRODUCTS: dict[str, str] = {
+    "dealer": "vertimrf.product.dealer:DealerProduct",
+    "paillier": "vertimrf.product.paillier:PaillierDealing",
+}
 
 
 def check_product(name: str) -> None:

@@ -12,13 +12,13 @@ import numpy as np
 from vertimrf.crypto.keys import KeyPair, PublicKey
 from vertimrf.crypto.schedule import admit_digest, derive
 from vertimrf.errors import MessageError
-from vertimrf.product import cross_product
+from vertimrf.product import dealing
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.secure.commit import Admit, commit_set_digest
 from vertimrf.protocol.secure.deal import CoinDeal, Deal, GroupDeal
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
-from vertimrf.protocol.secure.product import CrossProduct
+from vertimrf.protocol.secure.product import Dealing
 from vertimrf.protocol.seeds import DEALER, SERVER
 from vertimrf.server.secure.record_sets import RecordSets
 from vertimrf.server.slots import TokenSource
@@ -42,7 +42,7 @@ class Dealer:
         record_sets: RecordSets,
     ) -> None:
         self.config, self.plan, self.record_sets = config, plan, record_sets
-        self.product: CrossProduct = cross_product(config.product)
+        self.product: Dealing = dealing(config.product)
         self._keypair, self._secret, self._stream = keypair, keypair.local_secret(), stream
         self.role = config.dealer_role  # the server, or an own dealer
         self._label = DEAL_LABELS[self.role]
@@ -124,7 +124,7 @@ class Dealer:
             deal = Deal(
                 seeds_u[p],
                 {plan.names[q]: seeds_w[p, q] for (a, q) in plan.pairs() if a == p},
-                {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p},
+                {plan.names[a]: z[a, q] for (a, q) in plan.pairs() if q == p and (a, q) in z},
                 commit_set,
                 bytes(commitments[name]),
                 key,

@@ -1,0 +1,154 @@
+"""The dealer-free product's messages (the config's ``product`` "paillier"): who encrypts in
+each pair, and every blob's shape, from the plan's public values alone. Each blob is a
+feature blob (:mod:`vertimrf.protocol.secure.features`) of bytes, one row a ciphertext:
+
+- ``features``, E to G: E's Paillier public key in the first :func:`key_rows` rows, then
+  E's rows, ``per_row(k_E)`` ciphertexts each; G to E: no rows.
+- ``reply``, G to E: G's masked accumulators, k_G x per_row(k_E); E to G: no rows.
+- ``groups``, E to G: E's round-2 groups' rows, per_row(w_E) ciphertexts each (none without
+  groups); G to E: no rows.
+- ``group-reply``, G to E: E's round-1 rows by G's groups (w_G x per_row(k_E)), then E's
+  round-2 rows by G's singles and groups ((k_G + w_G) x per_row(w_E)); E to G: no rows.
+
+An empty blob still carries its sender's record-set digest and nonce, so both ends of a pair
+check one another and bind their pads as with the dealer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from vertimrf.crypto.paillier import KEY_BITS, ciphertext_bytes, public_key_bytes
+from vertimrf.crypto.paillier_slots import SlotLayout, joint_blocks
+from vertimrf.errors import ConfigError
+from vertimrf.protocol.secure.features import feature_blob_bytes
+from vertimrf.protocol.secure.plan import Layout, SecurePlan
+
+NAME = "paillier"
+WORD = np.uint8  # a blob's values: a ciphertext's bytes, one row a ciphertext
+CIPHERTEXT = ciphertext_bytes(KEY_BITS)
+# The cross-noise and dealing arrangements this product runs with so far.
+NOISES = ("split",)
+DEALERS = ("server",)
+
+
+def slot_layout(plan: SecurePlan) -> SlotLayout:
+    """The run's slots: counts of up to ``plan.rows`` rows under a KEY_BITS key."""
+    return SlotLayout.for_rows(plan.rows, KEY_BITS)
+
+
+def check(plan: SecurePlan, noise: str, dealer: str) -> None:
+    """ConfigError for what this product does not run yet, before any budget is spent."""
+    slot_layout(plan)  # ConfigError when max_rows leaves no room for the masks
+    if noise not in NOISES:
+        raise ConfigError(
+            f"product 'paillier' runs with cross_noise 'split' so far, not {noise!r}: set "
+            "cross_noise='split' (`vertimrf config --cross-noise split`), or product 'dealer'."
+        )
+    if dealer not in DEALERS:
+        raise ConfigError(
+            "product 'paillier' needs no dealer; dealer 'own' adds a role it never uses: "
+            "drop the dealer setting."
+        )
+
+
+def encrypter(
+    layout: SlotLayout, widths: tuple[int, int], sizes: tuple[Sequence[int], Sequence[int]]
+) -> int:
+    """0 or 1: which of the pair's two parties (one-hot ``widths``, attribute ``sizes``)
+    encrypts. Fewest ciphertexts a row first (E's bytes), then fewest products for G (rows
+    x G's runs of :func:`~vertimrf.crypto.paillier_slots.joint_blocks` x ciphertexts a
+    row); the lower party on a tie."""
+
+    def cost(e: int) -> tuple[int, int]:
+        per = layout.per_row(widths[e])
+        return per, len(joint_blocks(sizes[1 - e])) * per
+
+    return 1 if cost(1) < cost(0) else 0
+
+
+def message_bytes(layout: SlotLayout, rows: int, widths: tuple[int, int]) -> tuple[int, int]:
+    """Bytes of the ciphertexts E sends G (its rows) and G sends E (its masked accumulators)
+    for one product of ``rows`` rows and one-hot ``widths`` (E's, G's)."""
+    size = ciphertext_bytes(layout.key_bits)
+    per = layout.per_row(widths[0])
+    return rows * per * size, widths[1] * per * size
+
+
+def pair_encrypter(plan: SecurePlan, a: int, b: int) -> int:
+    """The index of the party that encrypts in the pair a < b."""
+    sizes = tuple([plan.sizes[x] for x in plan.attrs[p]] for p in (a, b))
+    e = encrypter(slot_layout(plan), (plan.widths[a], plan.widths[b]), (sizes[0], sizes[1]))
+    return (a, b)[e]
+
+
+def key_rows(per: int) -> int:
+    """Rows of E's public key at the head of its features: whole ciphertext rows, a whole
+    number of E's rows (``per`` ciphertexts each), so E's rows start on a block."""
+    rows = -(-public_key_bytes(KEY_BITS) // CIPHERTEXT)
+    return per * -(-rows // per)
+
+
+def blob_bytes(rows: int) -> int:
+    """The length of a blob of ``rows`` ciphertexts."""
+    return feature_blob_bytes((rows, CIPHERTEXT), WORD, 1)
+
+
+def features_rows(plan: SecurePlan, sender: int, receiver: int) -> int:
+    """Ciphertexts in ``sender``'s features to ``receiver``."""
+    a, b = sorted((sender, receiver))
+    if pair_encrypter(plan, a, b) != sender:
+        return 0
+    per = slot_layout(plan).per_row(plan.widths[sender])
+    return key_rows(per) + plan.rows * per
+
+
+def reply_rows(plan: SecurePlan, sender: int, receiver: int) -> int:
+    """Ciphertexts in ``sender``'s reply to ``receiver``."""
+    a, b = sorted((sender, receiver))
+    if pair_encrypter(plan, a, b) != receiver:
+        return 0
+    return plan.widths[sender] * slot_layout(plan).per_row(plan.widths[receiver])
+
+
+def group_widths(plan: SecurePlan, layout: Layout | None, p: int, q: int) -> int:
+    """Party p's round-2 columns toward q: the layout's, or at most its cap (None)."""
+    return plan.group_caps[p] if layout is None else layout.width(p, q)
+
+
+def groups_rows(plan: SecurePlan, sender: int, receiver: int, layout: Layout | None = None) -> int:
+    """Ciphertexts in ``sender``'s round-2 groups to ``receiver`` (``layout``: the
+    request's; None: the most any request may need)."""
+    a, b = sorted((sender, receiver))
+    width = group_widths(plan, layout, sender, receiver)
+    if pair_encrypter(plan, a, b) != sender or not width:
+        return 0
+    return plan.rows * slot_layout(plan).per_row(width)
+
+
+def group_reply_rows(
+    plan: SecurePlan, sender: int, receiver: int, layout: Layout | None = None
+) -> int:
+    """Ciphertexts in ``sender``'s round-2 reply to ``receiver`` (``layout`` as for
+    :func:`groups_rows`)."""
+    a, b = sorted((sender, receiver))
+    if pair_encrypter(plan, a, b) != receiver:
+        return 0
+    slots = slot_layout(plan)
+    mine, theirs = (
+        group_widths(plan, layout, *x) for x in ((sender, receiver), (receiver, sender))
+    )
+    first = mine * slots.per_row(plan.widths[receiver])
+    second = (plan.widths[sender] + mine) * slots.per_row(theirs) if theirs else 0
+    return first + second
+
+
+def round_bytes(plan: SecurePlan, sender: int, receiver: int) -> tuple[int, int]:
+    """The most bytes ``sender`` sends ``receiver`` in round 1 (features and reply) and
+    in round 2 (groups and reply)."""
+    one = blob_bytes(features_rows(plan, sender, receiver))
+    one += blob_bytes(reply_rows(plan, sender, receiver))
+    two = blob_bytes(groups_rows(plan, sender, receiver))
+    two += blob_bytes(group_reply_rows(plan, sender, receiver))
+    return one, two
