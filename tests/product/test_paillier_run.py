@@ -92,13 +92,13 @@ def test_round_two_blocks_sum_to_the_exact_product(sizes):
     assert sum(len(groups["P1" if e == "P0" else "P0"][e]) > 200 for e in ("P0", "P1")) == 1
 
 
-def _run(sizes, product, *, seed=5, n=300, rows=512, **fields):
+def _run(sizes, product, *, seed=5, n=300, rows=512, seeded=True, **fields):
     cfg, spec, frame, parties = split(sizes, n, seed, rows=rows, product=product, **fields)
     data = {
         name: frame[names].assign(id=np.arange(len(frame))).sample(frac=1.0, random_state=seed)
         for name, names in parties
     }
-    run = local_run(data, cfg, SECRET, seed=seed)
+    run = local_run(data, cfg, SECRET, seed=seed if seeded else None)
     return run, run.fitted(run.run())
 
 
@@ -160,3 +160,23 @@ def test_what_it_does_not_run_is_refused_at_config_time(fields, match):
     cfg, *_ = split([[3, 2], [4]], 10, 0, rows=64)
     with pytest.raises(ConfigError, match=match):
         check_plan(dataclasses.replace(cfg, **{"product": "paillier", "cross_noise": "split", **fields}))
+
+
+def test_the_report_bounds_the_server_with_each_party():
+    """No role deals, so the server with one party is a viewer: it knows two of a cross
+    release's three split components, so it faces one (sigma^2 / 2), and the report says
+    so; the dealer's report keeps its collusion note and its three viewers."""
+    run, model = _run([[3, 2], [4, 2]], "paillier", cross_noise="split", seeded=False)
+    viewers = model.report.viewers
+    assert set(viewers) == {"server", "P0", "P1", "server+P0", "server+P1"}
+    assert viewers["server+P0"] > viewers["server"] > 0  # fewer components unknown
+    assert "server+P" in str(model.report)
+    plan = secure_plan(run.server.server.config)
+    releases = list(model.report.ledger.releases)
+    cross = [r for r in releases if r.mechanism == plan.cross_noise.mechanism]
+    one = sum(plan.cross_noise.viewer_rho(r, 2) for r in cross)
+    rest = sum(r.rho for r in releases if r not in cross)
+    assert viewers["server+P0"] == pytest.approx(one + rest, rel=1e-12)
+    run, model = _run([[3, 2], [4, 2]], "dealer", cross_noise="split", seeded=False)
+    assert set(model.report.viewers) == {"server", "P0", "P1"}
+    assert "no guarantee" in str(model.report)

@@ -29,7 +29,7 @@ from vertimrf.protocol.secure.cross_noise import cross_noise, release_delta
 from vertimrf.protocol.secure.marginals import Marginal
 from vertimrf.protocol.secure.noise_rule import choose
 from vertimrf.protocol.secure.plan import SELECT, SecurePlan
-from vertimrf.protocol.secure.product import check_product
+from vertimrf.protocol.secure.product import DEALER_FREE, check_product
 from vertimrf.protocol.secure.widths import feature_width, group_width
 from vertimrf.workload import Workload
 
@@ -240,6 +240,7 @@ class SecureRules(Method):
             fine=fine,
             quantile=quantile,
             cross_noise=cross_noise(noise, weight, config.delta),
+            coalitions=config.product in DEALER_FREE,
         )
 
     def plan_releases(

@@ -28,6 +28,12 @@ COLLUSION_NOTE = (
     "exactly; under collusion there is no guarantee"
 )
 
+DEALER_FREE_NOTE = (
+    "no role deals a mask (a dealer-free product): the server together with one party P "
+    "faces the noise the two do not know, as listed ('server+P'); a coalition of more roles "
+    "is not covered"
+)
+
 
 @dataclass(frozen=True)
 class FMBound:
@@ -185,8 +191,9 @@ class ProtocolReport:
         return self.ledger.epsilon_at(rho, self.delta) if self.dp_guarantee and rho > 0 else None
 
     def _viewer_lines(self) -> list[str]:
-        """The guarantee against each viewer (the server, each party) on its own; for the
-        secure method, that it holds only without collusion."""
+        """The guarantee against each viewer (the server, each party) on its own, and with a
+        dealer-free product against the server with each party; for the secure method, which
+        collusion it does not cover."""
         if not self.viewers:
             return [
                 "every viewer (the server and each party) faces every release's full noise, "
@@ -198,7 +205,7 @@ class ProtocolReport:
                 f"{v} {_printed(self._viewer_epsilon(r))}" for v, r in self.viewers.items()
             ),
             *cross_noise_lines(self.ledger.releases),
-            COLLUSION_NOTE,
+            DEALER_FREE_NOTE if any("+" in v for v in self.viewers) else COLLUSION_NOTE,
         ]
 
     def total_line(self) -> str:

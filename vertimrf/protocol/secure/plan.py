@@ -89,6 +89,7 @@ class SecurePlan:
     quantile: tuple[tuple[str, int, int, float], ...] = ()  # (column, attribute, bins, rho)
     cross_noise: CrossNoise = SplitNoise()  # how a cross cell's noise is made (config)
     cross_rule: str = ""  # cross_noise "auto": the rule that chose it, and its values
+    coalitions: bool = False  # no role deals (product "paillier"): the server with a party views
 
     @property
     def numeric_rho(self) -> float:
@@ -528,17 +529,21 @@ class SecurePlan:
         return self.coin_shapes(SELECT, self.first_release())
 
     def viewers(self) -> tuple[str, ...]:
-        """Who sees messages: the server and each party, each on its own. There is no entry
-        for a coalition: the server deals every mask, so the server with any party that
-        receives a masked table recovers that table exactly (no guarantee at all)."""
-        return (SERVER, *self.names)
+        """Who sees messages: the server and each party, each on its own; with a product no
+        role deals (:attr:`coalitions`), also the server with each party ("server+P").
+        Where the server deals every mask there is no entry for a coalition: the server with
+        any party that receives a masked table recovers that table exactly (no guarantee at
+        all)."""
+        pairs = tuple(f"{SERVER}+{p}" for p in self.names) if self.coalitions else ()
+        return (SERVER, *self.names, *pairs)
 
     def viewer_rho(self, releases: Sequence[Release]) -> dict[str, float]:
         """The zCDP rho each of :meth:`viewers` faces over ``releases`` (the plan's ledger
-        entries). A viewer subtracts the noise components it knows: its own. So a cross
-        release of P and Q leaves two of its three components to the server, P and Q, all
-        three to any other party (with coins, the coins too: charged as for two). Count and
-        within releases are charged in full to everyone (their one noise is the owner's)."""
+        entries). A viewer subtracts the noise components it knows: its own (a coalition:
+        its members'). So a cross release of P and Q leaves two of its three components to
+        the server, P and Q, all three to any other party, one to the server with P (with
+        coins, the coins too: charged as for two). Count and within releases are charged in
+        full to everyone (their one noise is the owner's)."""
         out = {}
         for viewer in self.viewers():
             total = []
@@ -547,7 +552,7 @@ class SecurePlan:
                     total.append(r.rho)
                     continue
                 owners = r.party.split("+") if r.party else []
-                known = len({viewer} & {SERVER, *owners})
+                known = len(set(viewer.split("+")) & {SERVER, *owners})
                 total.append(self.cross_noise.viewer_rho(r, known))
             out[viewer] = math.fsum(total)
         return out

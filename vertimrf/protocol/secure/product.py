@@ -138,6 +138,11 @@ PRODUCTS: dict[str, str] = {
 }
 
 
+# The backends with which no role deals a mask: the server with one party is then a viewer
+# whose bound the report prints (:meth:`~vertimrf.protocol.secure.plan.SecurePlan.viewers`).
+DEALER_FREE = frozenset({"paillier"})
+
+
 def check_product(name: str) -> None:
     """ConfigError unless ``name`` is a known backend (imports nothing)."""
     if name not in PRODUCTS:
