@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -45,7 +44,9 @@ from vertimrf.crypto.paillier_slots import (  # noqa: E402
     mask,
 )
 from vertimrf.kernels.secure import matmul_tn_u64  # noqa: E402
-from vertimrf.product.paillier import encrypter, reply_bits  # noqa: E402
+from vertimrf.product.paillier import reply_bits  # noqa: E402
+from vertimrf.protocol.secure import paillier as pw  # noqa: E402
+from vertimrf.protocol.secure.paillier import encrypter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # The attribute sizes of A and B in the plans of the profiled config
@@ -56,16 +57,6 @@ SHAPES = (("1M x 15 x 2 (8 & 7 columns)", 1 << 20), ("Adult scale (max_rows 2^16
 # The rates reported apart from the table of units.
 SUMMARY = ("table_s", "owner_table_s", "joint_per_row", "joint_per_row_model")
 BASELINE_ROWS = 1 << 16  # the dealer product is timed on this many rows, then scaled
-
-
-def products(rows: int, per: int, sizes: tuple[int, ...]) -> int:
-    """G's products mod n^2 in :func:`aggregate_joint`: one a row, run and ciphertext, then
-    one a non-absent value of each attribute of each run's joint cells and ciphertext."""
-    total = 0
-    for block in joint_blocks(sizes):
-        cells = math.prod(sizes[a] + 1 for a in block)
-        total += rows * per + per * sum(cells // (sizes[a] + 1) * sizes[a] for a in block)
-    return total
 
 
 def onehot(rng: np.random.Generator, sizes: tuple[int, ...], rows: int) -> np.ndarray:
@@ -139,26 +130,25 @@ def dealer_product_s(rows: int, widths: tuple[int, int]) -> float:
 
 
 def model(r: dict[str, float], rows: int, encrypter: int, bits: int) -> dict:
-    """One pair's first-round product at ``rows`` rows, E = party ``encrypter`` (0: A)."""
+    """One pair's first-round product at ``rows`` rows, E = party ``encrypter`` (0: A), at
+    the measured rates ``r`` (the plan's model, :func:`vertimrf.protocol.secure.paillier.
+    seconds`)."""
     layout = SlotLayout.for_rows(rows, bits)
     sizes_e, sizes_g = SIZES[encrypter], SIZES[1 - encrypter]
     per = layout.per_row(sum(sizes_e))
     cts, accs, size = rows * per, sum(sizes_g) * per, pl.ciphertext_bytes(bits)
-    mults = products(rows, per, sizes_g)
+    t = pw.seconds(rows, layout, sizes_e, sizes_g, r)
     return {
         "encrypter": "AB"[encrypter],
         "ciphertexts_per_row": per,
         "e_to_g_bytes": cts * size,
         "g_to_e_bytes": accs * size,
-        "e_randomisers_s": cts * r["randomiser"],
-        "e_online_s": cts * (r["encrypt"] + r["to_bytes"])
-        + accs * (r["decrypt"] + r["from_bytes"]),
-        "g_online_s": cts * r["from_bytes"] + rows * r["joint_per_row"]
-        + (mults - rows * per * len(joint_blocks(sizes_g))) * r["product"]
-        + accs * (r["reply_randomiser"] + r["mask"] + r["to_bytes"]),
-        "g_multiplications": mults,
+        "e_randomisers_s": t["e_randomisers"],
+        "e_online_s": t["e_online"],
+        "g_online_s": t["g_online"],
+        "g_multiplications": pw.products(rows, per, sizes_g),
         "g_multiplications_plain": rows * len(sizes_g) * per,
-    }  # fmt: skip
+    }
 
 
 def markdown(head: dict, rows: list[dict]) -> str:

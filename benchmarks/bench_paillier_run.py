@@ -4,7 +4,7 @@ process: CPU, wall time, peak memory and bytes, at the shapes of ``bench_paillie
 The pair is Adult's split of the profiled config (A: 8 columns, 98 one-hot values; B: 7
 columns, 89), each row's values drawn uniformly from the plan's sizes with a fixed seed (the
 product's work depends on the sizes only). E = A encrypts, G = B aggregates
-(:func:`vertimrf.product.paillier.encrypter`). The steps, as a run would take them:
+(:func:`vertimrf.protocol.secure.paillier.encrypter`). The steps, as a run would take them:
 
 1. E's setup, before the data: its key for the run (``run_key``) and its randomisers into a
    file (``setup_randomisers``);

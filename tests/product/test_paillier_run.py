@@ -80,7 +80,12 @@ def test_round_two_blocks_sum_to_the_exact_product(sizes):
     assert layout.grows(0, 1) and layout.width(0, 1) and layout.width(1, 0)
     grown = {
         name: party_paillier.grow(
-            m.session, m._step, m._step.shares, layout, inbox[name], groups[name],
+            m.session,
+            m._step,
+            m._step.shares,
+            layout,
+            inbox[name],
+            groups[name],
             group_replies[name],
         )  # fmt: skip
         for name, m in members.items()
@@ -159,7 +164,9 @@ def test_the_schedule_and_limits_are_the_products():
 def test_what_it_does_not_run_is_refused_at_config_time(fields, match):
     cfg, *_ = split([[3, 2], [4]], 10, 0, rows=64)
     with pytest.raises(ConfigError, match=match):
-        check_plan(dataclasses.replace(cfg, **{"product": "paillier", "cross_noise": "split", **fields}))
+        check_plan(
+            dataclasses.replace(cfg, **{"product": "paillier", "cross_noise": "split", **fields})
+        )
 
 
 def test_the_report_bounds_the_server_with_each_party():

@@ -42,8 +42,8 @@ def test_the_config_names_its_backend_and_an_unknown_one_is_refused(reference):
     assert "product" not in dealer.to_dict()  # the default keeps every config's bytes
     assert isinstance(cross_product(dealer.product), DealerProduct)
     with pytest.raises(ConfigError, match="product must be one of"):
-        split([[3], [2]], 10, 0, product="paillier")  # refused with the plan, at config time
-    unchecked = dataclasses.replace(dealer, product="paillier")
+        split([[3], [2]], 10, 0, product="homomorphic")  # refused with the plan, at config time
+    unchecked = dataclasses.replace(dealer, product="homomorphic")
     with pytest.raises(ConfigError, match="product must be one of"):
         secure_plan(unchecked)  # and by any role given such a config
 

@@ -22,6 +22,7 @@ from vertimrf.protocol.schedule import (
     CONTAINER_KINDS,
     CROSS_NOISES,
     OWN_DEALER,
+    PRODUCT_STEPS,
     SEALED_KINDS,
     SYNTHESIZE,
     Kind,
@@ -172,6 +173,10 @@ def test_the_cli_has_one_step_command_per_step_of_the_schedules():
     parser = build_parser()
     roles = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     party_steps = {s.name for cls in _schedules().values() for s in cls.STEPS if s.by != SERVER}
+    paillier_steps = (
+        s for cls in _schedules().values() for s in PRODUCT_STEPS["paillier"](cls.STEPS)
+    )
+    party_steps |= {s.name for s in paillier_steps if s.by != SERVER}
     server_steps = {s.name for cls in _schedules().values() for s in cls.STEPS if s.by == SERVER}
     assert set(PARTY_COMMANDS) == party_steps and set(SERVER_COMMANDS) == server_steps
     for role, steps, commands in (
@@ -184,5 +189,6 @@ def test_the_cli_has_one_step_command_per_step_of_the_schedules():
             assert actions[step].get_default("func") is commands[step]
     own = [step for steps in OWN_DEALER.values() for step in steps]  # an own dealer's steps
     coins = [step for cls in _schedules().values() for step in CROSS_NOISES["coins"](cls.STEPS)]
-    every = [step for cls in _schedules().values() for step in cls.STEPS] + own + coins
+    paillier = [s for cls in _schedules().values() for s in PRODUCT_STEPS["paillier"](cls.STEPS)]
+    every = [step for cls in _schedules().values() for step in cls.STEPS] + own + coins + paillier
     assert {k.value for k in Kind} == {s.kind for step in every for s in step.sends}

@@ -134,6 +134,19 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     secure_args(rel, required=True)
     rel.add_argument("--blobs", required=True, help="folder with the peers' feature blobs")
     rel.add_argument("--out", required=True, help="release file to write")
+    rep = psub.add_parser(
+        Kind.REPLY,
+        help="method secure, product paillier: the masked replies to the peers that encrypt",
+        description="After `party features` (recorded in --state-dir), read the peers' "
+        "feature blobs (--blobs DIR/PEER-to-NAME.features) and write DIR/NAME-to-PEER.reply "
+        "for each peer: for a peer that encrypted its rows for this party, its rows summed "
+        "into one ciphertext a value of this party's, every slot masked and re-randomised "
+        "(an empty blob to the others). Once per run: a re-run writes the same bytes.",
+    )
+    party_args(rep)
+    secure_args(rep, required=True)
+    rep.add_argument("--blobs", required=True, help="folder with the peers' feature blobs")
+    rep.add_argument("--out-dir", required=True, help="folder for the replies")
     grp = psub.add_parser(
         Kind.GROUPS,
         help="method secure: round 2, the attribute groups the request needs, for each peer",
@@ -148,6 +161,20 @@ def add_party(sub: argparse._SubParsersAction) -> None:
     grp.add_argument("--request", required=True, help="the server's request (`server select`)")
     grp.add_argument("--select-deal", required=True, help="this party's NAME.select-deal")
     grp.add_argument("--out-dir", required=True, help="folder for the round-2 blobs")
+    gre = psub.add_parser(
+        Kind.GROUP_REPLY,
+        help="method secure, product paillier: round 2's masked replies",
+        description="After `party groups` (recorded in --state-dir), read the peers' blobs "
+        "of both rounds (--blobs DIR/PEER-to-NAME.features, .groups) and write "
+        "DIR/NAME-to-PEER.group-reply for each peer that encrypted its groups' rows, or "
+        "whose rows meet this party's groups (an empty blob to the others).",
+    )
+    party_args(gre)
+    secure_args(gre, required=True)
+    gre.add_argument("--blobs", required=True, help="folder with the peers' blobs of both rounds")
+    gre.add_argument("--request", required=True, help="the server's request (`server select`)")
+    gre.add_argument("--select-deal", required=True, help="this party's NAME.select-deal")
+    gre.add_argument("--out-dir", required=True, help="folder for the round-2 replies")
     mea = psub.add_parser(
         Kind.MEASURE,
         help="method secure: re-measure the marginals the server requests",

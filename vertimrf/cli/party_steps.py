@@ -1,8 +1,8 @@
 """A party's step commands (``party local``, ``commit``, ``features``, ``release``,
-``groups``, ``measure``): each runs the party's step of the same name
-(:mod:`vertimrf.protocol.schedule`), its input and output messages being the command's
-files, named by the schedule; the party's private state (step record, a copy of what it
-sent, the shares) is the driver's, in ``--state-dir``."""
+``groups``, ``measure``; product "paillier": ``reply``, ``group-reply``): each runs the
+party's step of the same name (:mod:`vertimrf.protocol.schedule`), its input and output
+messages being the command's files, named by the schedule; the party's private state (step
+record, a copy of what it sent, the shares) is the driver's, in ``--state-dir``."""
 
 from __future__ import annotations
 
@@ -134,6 +134,8 @@ _WROTE = {
     Kind.RELEASE: "{out}",
     Kind.GROUPS: "{n} round-2 blob(s) to {out_dir} (the server relays them)",
     Kind.MEASURE: "its re-measurement {out}",
+    Kind.REPLY: "{n} repl(ies) to {out_dir} (the server relays them)",
+    Kind.GROUP_REPLY: "{n} round-2 repl(ies) to {out_dir} (the server relays them)",
 }
 
 

@@ -3,11 +3,12 @@ no third role deals anything, so a server colluding with one party holds nothing
 the other's rows. The config's ``product`` "paillier": its dealing part is
 :class:`PaillierDealing` (nothing), its parties' steps :mod:`vertimrf.party.secure.paillier`.
 
-The encrypter E (:func:`~vertimrf.protocol.secure.paillier.encrypter`) encrypts its rows under its own key; the aggregator G
-multiplies them into one accumulator a value of its own, masks every slot, re-randomises and
-replies; E decrypts. E's share is count + mask, G's is -mask (mod
-2^64). Coins ride the same way: the coin bits are rows, a cell a column (:func:`coin_rows`).
-Every randomiser and mask is keyed by the run's key schedule (:func:`stream_key`)."""
+The encrypter E (:func:`~vertimrf.protocol.secure.paillier.encrypter`) encrypts its rows
+under its own key; the aggregator G multiplies them into one accumulator a value of its own,
+masks every slot, re-randomises and replies; E decrypts. E's share is count + mask, G's is
+-mask (mod 2^64). Coins ride the same way: the coin bits are rows, a cell a column
+(:func:`coin_rows`). Every randomiser and mask is keyed by the run's key schedule
+(:func:`stream_key`)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from vertimrf.crypto.kdf import NONCE_BYTES, TAG_BYTES
 from vertimrf.protocol.config import ProtocolConfig
 from vertimrf.protocol.methods import rules
+from vertimrf.protocol.secure import paillier
 from vertimrf.protocol.secure.features import coin_blob_bytes
 from vertimrf.protocol.secure.plan import SecurePlan
 from vertimrf.protocol.secure.slot_map import slot_map_bytes
@@ -108,9 +109,11 @@ def secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ..
         blobs = wire * rows * (widths[p] + caps[p]) + 2 * BLOB_OVERHEAD
         peers = [q for q in names if q != name]
         coins = sum(coin_blob_bytes(plan, name, q, first=True) for q in peers) if tossing else 0
-        sends = (
-            (m - 1) * blobs + coins + 8 * (own + grown[p] + plan.max_tokens) + 2 * CONTAINER_BYTES
-        )
+        if config.product == paillier.NAME:  # ciphertexts one way, replies the other
+            blobs_sent = sum(sum(paillier.round_bytes(plan, p, q)) for q in range(m) if q != p)
+        else:
+            blobs_sent = (m - 1) * blobs
+        sends = blobs_sent + coins + 8 * (own + grown[p] + plan.max_tokens) + 2 * CONTAINER_BYTES
         keeps = state_bytes(shares[p]) if plan.select else 0
         roles.append(RoleCost(name, sends, keeps, steps))
     total = sum(dealt)

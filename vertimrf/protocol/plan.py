@@ -25,9 +25,9 @@ from vertimrf.protocol.costs import (
 from vertimrf.protocol.methods import SecureSelectRules, rules
 from vertimrf.protocol.record_sets import EqualSets, RecordSets
 from vertimrf.protocol.regions import RegionNoise
+from vertimrf.protocol.secure import paillier
 from vertimrf.protocol.secure.features import coin_blob_bytes
 from vertimrf.protocol.secure.plan import MEASURE, SELECT, SecurePlan
-from vertimrf.protocol.secure import paillier
 from vertimrf.protocol.secure.product import check_product
 from vertimrf.protocol.secure.release import MAX_WITHIN_CELLS
 from vertimrf.protocol.seeds import DEALER
@@ -84,6 +84,7 @@ class RunPlan:
     max_memory: int = int(DEFAULT_MAX_MEMORY_GB * GB)
     model_cells: int | None = None
     noise: tuple[str, ...] = ()  # method secure: how the cross noise is made, per release
+    product: tuple[str, ...] = ()  # a product backend's own lines (product "paillier")
 
     @property
     def regions(self) -> RegionNoise | None:
@@ -122,6 +123,7 @@ class RunPlan:
             )
         lines += self.sets.plan_lines()
         lines += self.noise
+        lines += self.product
         fine = [r for r in self.releases if r.mechanism == FINE_MECHANISM]
         cuts = [r for r in self.releases if r.mechanism == QUANTILE_MECHANISM]
         if fine or cuts:
@@ -351,20 +353,32 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
             else None
         ),
         split_auto=plan.select and isinstance(config.secure_options().shares, str),
-        blob_bytes={
-            n: plan.word_bytes * plan.rows * w + BLOB_OVERHEAD
-            for n, w in zip(plan.names, plan.widths, strict=True)
-        },
-        group_blob_bytes={
-            n: plan.word_bytes * plan.rows * c + BLOB_OVERHEAD
-            for n, c in zip(plan.names, plan.group_caps, strict=True)
-            if plan.select
-        },
+        blob_bytes=_blob_bytes(config, plan, 0),
+        group_blob_bytes=_blob_bytes(config, plan, 1) if plan.select else {},
         deal_bytes=deal_bytes(plan),
         noise=noise_lines(plan),
+        product=paillier.plan_lines(plan) if config.product == paillier.NAME else (),
         roles=secure_roles(config, plan),
         model_cells=int(rules(config).model_cap(config)) if plan.select else None,
     )
+
+
+def _blob_bytes(config: ProtocolConfig, plan: SecurePlan, round_: int) -> dict[str, int]:
+    """The most each party sends one peer in round 1 (``round_`` 0) or 2 (1): the masked
+    features (round 2: at the groups' cap), or with product "paillier" its ciphertexts and
+    replies."""
+    if config.product == paillier.NAME:
+        return {
+            name: max(
+                paillier.round_bytes(plan, p, q)[round_] for q in range(len(plan.names)) if q != p
+            )
+            for p, name in enumerate(plan.names)
+        }
+    widths = plan.group_caps if round_ else plan.widths
+    return {
+        n: plan.word_bytes * plan.rows * w + BLOB_OVERHEAD
+        for n, w in zip(plan.names, widths, strict=True)
+    }
 
 
 def noise_lines(plan: SecurePlan) -> tuple[str, ...]:

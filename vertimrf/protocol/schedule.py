@@ -249,6 +249,7 @@ CROSS_NOISES: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]] 
     "coins": _with_coins,
 }
 
+
 def _with_replies(steps: tuple[StepRule, ...]) -> tuple[StepRule, ...]:
     """product "paillier": after each step that sends features, a step in which each pair's
     aggregator replies to its encrypter (the masked accumulators), which the release that

@@ -270,9 +270,7 @@ def shares(
 
 def _blob(blobs: Mapping[str, Blob] | None, peer: str, what: str = "features") -> Blob:
     if blobs is None or peer not in blobs:
-        raise MessageError(
-            f"no {what} from {peer!r}; the server must relay them before this step."
-        )
+        raise MessageError(f"no {what} from {peer!r}; the server must relay them before this step.")
     return blobs[peer]
 
 

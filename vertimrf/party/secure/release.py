@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from vertimrf.errors import ConfigError
+from vertimrf.party.secure.backends import product_shares
 from vertimrf.party.secure.coins import coin_shares
 from vertimrf.party.secure.features import bound, checked_request, nonce
 from vertimrf.party.secure.session import Blob, PartySession
-from vertimrf.party.secure.backends import product_shares
 from vertimrf.party.secure.step_data import StepData
 from vertimrf.privacy.mechanisms import discrete_laplace_count
 from vertimrf.privacy.numeric import noisy_fine

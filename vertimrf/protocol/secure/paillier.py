@@ -15,7 +15,8 @@ check one another and bind their pads as with the dealer."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -28,6 +29,20 @@ from vertimrf.protocol.secure.plan import Layout, SecurePlan
 NAME = "paillier"
 WORD = np.uint8  # a blob's values: a ciphertext's bytes, one row a ciphertext
 CIPHERTEXT = ciphertext_bytes(KEY_BITS)
+# Seconds per operation on one core of this machine (2 cores, AMD EPYC), measured by
+# benchmarks/bench_paillier_cost.py (benchmarks/results/paillier_cost.json): the plan's
+# estimates of each role's time.
+RATES: Mapping[str, float] = {
+    "randomiser": 7.8e-5,  # E's h_s^e by its CRT tables
+    "encrypt": 3.7e-6,
+    "to_bytes": 7.6e-7,
+    "from_bytes": 9.0e-7,
+    "product": 3.76e-6,  # a product mod n^2
+    "joint_per_row": 2.4e-5,  # a row into G's buckets (the bucket products included)
+    "reply_randomiser": 1.6e-4,
+    "mask": 1.7e-5,
+    "decrypt": 2.25e-3,
+}
 # The cross-noise and dealing arrangements this product runs with so far.
 NOISES = ("split",)
 DEALERS = ("server",)
@@ -152,3 +167,59 @@ def round_bytes(plan: SecurePlan, sender: int, receiver: int) -> tuple[int, int]
     two = blob_bytes(groups_rows(plan, sender, receiver))
     two += blob_bytes(group_reply_rows(plan, sender, receiver))
     return one, two
+
+
+def products(rows: int, per: int, sizes: Sequence[int]) -> int:
+    """G's products mod n^2 in its buckets: one a row, run and ciphertext, then one a
+    non-absent value of each attribute of each run's joint cells and ciphertext."""
+    total = 0
+    for block in joint_blocks(sizes):
+        cells = math.prod(sizes[a] + 1 for a in block)
+        total += rows * per + per * sum(cells // (sizes[a] + 1) * sizes[a] for a in block)
+    return total
+
+
+def seconds(
+    rows: int, slots: SlotLayout, sizes_e: Sequence[int], sizes_g: Sequence[int],
+    rates: Mapping[str, float] = RATES,
+) -> dict[str, float]:  # fmt: skip
+    """One product's seconds at ``rates``: E's randomisers (made before the data, or
+    online), E's other work (encrypt, decrypt) and G's (aggregate, mask, reply)."""
+    per = slots.per_row(sum(sizes_e))
+    cts, accs = rows * per, sum(sizes_g) * per
+    bucketed = products(rows, per, sizes_g) - rows * per * len(joint_blocks(sizes_g))
+    return {
+        "e_randomisers": cts * rates["randomiser"],
+        "e_online": cts * (rates["encrypt"] + rates["to_bytes"])
+        + accs * (rates["decrypt"] + rates["from_bytes"]),
+        "g_online": cts * rates["from_bytes"] + rows * rates["joint_per_row"]
+        + bucketed * rates["product"]
+        + accs * (rates["reply_randomiser"] + rates["mask"] + rates["to_bytes"]),
+    }  # fmt: skip
+
+
+def plan_lines(plan: SecurePlan) -> tuple[str, ...]:
+    """The plan's lines for each pair: who encrypts, the bytes each way in round 1 and the
+    estimated seconds of each side's round-1 product on one core of this machine."""
+    out = [
+        "product paillier: no role deals, so the server together with one party is a viewer "
+        "too; it knows two of a cross count's three noise components and faces sigma^2 / 2 "
+        "(the report prints its epsilon)"
+    ]
+    slots = slot_layout(plan)
+    for a, b in plan.pairs():
+        e = pair_encrypter(plan, a, b)
+        g = b if e == a else a
+        sizes = [[plan.sizes[x] for x in plan.attrs[p]] for p in (e, g)]
+        t = seconds(plan.rows, slots, sizes[0], sizes[1])
+        sent = blob_bytes(features_rows(plan, e, g))
+        back = blob_bytes(reply_rows(plan, g, e))
+        out.append(
+            f"product paillier, {plan.names[e]} and {plan.names[g]}: {plan.names[e]} encrypts "
+            f"({sent:,} bytes to {plan.names[g]}, {back:,} back); about "
+            f"{t['e_randomisers'] + t['e_online']:,.0f} s of {plan.names[e]}'s time (of them "
+            f"{t['e_randomisers']:,.0f} s of randomisers) and {t['g_online']:,.0f} s of "
+            f"{plan.names[g]}'s, one core of the machine measured (round 1; round 2 adds the "
+            "groups)"
+        )
+    return tuple(out)
