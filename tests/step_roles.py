@@ -4,6 +4,7 @@ pipeline's steps after it, the server's relaying a file copy."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -103,11 +104,16 @@ def relay_blobs(root: Path, names: list[str], step: str = "features") -> None:
 
 def select_run(root: Path, parties: dict[str, list[str]]) -> None:
     """The select pipeline's steps after the deal, each a step command (independent ones at
-    once); the server's relaying is a file copy. The synthetic CSV is ``S/synth.csv``, the
-    report ``S/report.json``."""
+    once; product "paillier": its reply steps too); the server's relaying is a file copy.
+    The synthetic CSV is ``S/synth.csv``, the report ``S/report.json``."""
     names = list(parties)
+    paillier = json.loads((root / "config.json").read_text()).get("product") == "paillier"
     ok([["party", "features", *party_args(n, parties), "--out-dir", n] for n in names], root)
     relay_blobs(root, names)
+    if paillier:  # each aggregator's replies
+        ok([["party", "reply", *party_args(n, parties), "--blobs", n, "--out-dir", n]
+            for n in names], root)  # fmt: skip
+        relay_blobs(root, names, "reply")
     ok([["party", "release", *party_args(n, parties), "--blobs", n,
           "--out", f"{n}/{n}.select.vmrf"] for n in names], root)  # fmt: skip
     selects = [f"{n}/{n}.select.vmrf" for n in names]
@@ -122,6 +128,11 @@ def select_run(root: Path, parties: dict[str, list[str]]) -> None:
           f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal"] for n in names],
         root)  # fmt: skip
     relay_blobs(root, names, "groups")
+    if paillier:
+        ok([["party", "group-reply", *party_args(n, parties), "--blobs", n, "--out-dir", n,
+              "--request", f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal"]
+             for n in names], root)  # fmt: skip
+        relay_blobs(root, names, "group-reply")
     ok([["party", "measure", *party_args(n, parties), "--blobs", n,
           "--request", f"{n}/request.json", "--select-deal", f"{n}/{n}.select-deal",
           "--out", f"{n}/{n}.measure.vmrf"] for n in names], root)  # fmt: skip

@@ -1,7 +1,7 @@
 """One run, every transport: the same config, table, keys and seed, run in process, over
 folders (``party run`` / ``server run`` exchanging files), through the step commands'
 files and over HTTPS, writes simulate's synthetic CSV byte for byte, with split noise and
-with coins."""
+with coins, and with product "paillier"."""
 
 from __future__ import annotations
 
@@ -91,11 +91,19 @@ TRANSPORTS: dict[str, Callable[[Path, ProtocolConfig], bytes]] = {
         pytest.param("step files", "coins", marks=pytest.mark.slow),
         pytest.param("https", "split", marks=pytest.mark.service),
         pytest.param("https", "coins", marks=pytest.mark.service),
+        # product "paillier" (split noise): its reply steps over every transport
+        ("in process", "paillier"),
+        pytest.param("folders", "paillier", marks=pytest.mark.slow),
+        pytest.param("step files", "paillier", marks=pytest.mark.slow),
+        pytest.param("https", "paillier", marks=pytest.mark.service),
     ],
 )
 def test_every_transport_writes_simulates_bytes(tmp_path, transport, noise):
     df, spec = correlated_table()
-    cfg = pinned_files(tmp_path, df, spec, secure_binning="auto", cross_noise=noise)
+    fields = {"cross_noise": noise}
+    if noise == "paillier":
+        fields = {"cross_noise": "split", "product": "paillier"}
+    cfg = pinned_files(tmp_path, df, spec, secure_binning="auto", **fields)
     if transport == "step files":  # the step commands take the public keys as files
         cfg = dataclasses.replace(cfg, identities=None)
         cfg.save(tmp_path / "config.json")
