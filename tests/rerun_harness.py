@@ -96,13 +96,15 @@ def _same_key(one: KeyPair, two: KeyPair) -> bool:
 class Scenario:
     """A run's setting: the record sets (``"equal"`` or ``"partial"``), the number of
     parties, whether its roles hold TLS identities (the HTTPS service; the config then
-    pins every role's identity), and the cross noise ("split", or "coins" at ``coin_weight``)."""
+    pins every role's identity), the cross noise ("split", or "coins" at ``coin_weight``)
+    and the product backend."""
 
     record_sets: str
     parties: int
     tls: bool = False
     cross_noise: str = "split"
     coin_weight: float = 1.0
+    product: str = "dealer"
 
     @property
     def names(self) -> list[str]:
@@ -128,7 +130,7 @@ class Scenario:
             "default", record_sets=self.record_sets, epsilon=1.0, delta=1e-6, spec=spec,
             max_rows=512 if self.record_sets == "equal" else 4096, run_nonce=NONCE,
             parties=list(zip(self.names, columns, strict=True)), cross_noise=self.cross_noise,
-            coin_weight=self.coin_weight,
+            coin_weight=self.coin_weight, product=self.product,
         )  # fmt: skip
         held = self._held()
         data = {
@@ -490,6 +492,8 @@ def rerun_matrix(
 IN_PROCESS = [Scenario(r, p) for r in ("equal", "partial") for p in (2, 3)]
 # the coins' streams too; a tenth of sigma^2 in coins keeps their blobs (and the comparison) small
 IN_PROCESS.append(Scenario("partial", 2, cross_noise="coins", coin_weight=0.1))
+# the dealer-free product's streams (E's key and randomisers, G's masks, the replies' nonces)
+IN_PROCESS.append(Scenario("equal", 2, product="paillier"))
 # Over HTTPS, each record-set layout and party count once: the audit's rows (partial record
 # sets, two parties) and equal record sets over three parties.
 HTTPS = [

@@ -82,11 +82,13 @@ def test_a_changed_value_with_partial_record_sets_gives_the_server_fresh_tokens(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "scenario", IN_PROCESS, ids=lambda s: f"{s.record_sets}-{s.parties}-{s.cross_noise}"
-)
+    "scenario", IN_PROCESS,
+    ids=lambda s: f"{s.record_sets}-{s.parties}-{s.cross_noise}-{s.product}",
+)  # fmt: skip
 def test_a_rerun_with_any_one_input_changed_shares_nothing_a_viewer_receives(tmp_path, scenario):
     """In process over folder mail, every input changed in turn (and none), for equal and
-    partial record sets, two and three parties, and with coins (partial, two parties)."""
+    partial record sets, two and three parties, with coins (partial, two parties) and with
+    product "paillier" (equal, two parties)."""
     _assert_nothing_shared(rerun_matrix(scenario, tmp_path))
 
 
