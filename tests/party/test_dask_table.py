@@ -94,15 +94,17 @@ def test_a_table_on_dask_writes_the_in_memory_runs_bytes(tmp_path, client, bucke
     pd.testing.assert_frame_equal(sample_memory, sample_dask)
 
 
-@pytest.mark.parametrize("noise", ["split", "coins"])
+@pytest.mark.parametrize("noise", ["split", "coins", "paillier"])
 def test_partial_record_sets_on_dask_write_the_in_memory_runs_bytes(tmp_path, client, noise):
     """Partial record sets: each party's records (a different subset of one table) in
     memory, then as a Parquet dataset of three partitions on the cluster, pulled to the
     party's process one partition at a time and sorted through files: every message file
     (tokens, deals and slot maps included; with coins, the coin blobs of both releases) and
-    the synthetic sample are identical."""
+    the synthetic sample are identical; with product "paillier" (split noise), its
+    ciphertexts and replies too."""
     tables, cfg = partial_tables(2000, 6)
-    cfg = dataclasses.replace(cfg, cross_noise=noise)
+    fields = {"cross_noise": "split", "product": "paillier"} if noise == "paillier" else {}
+    cfg = dataclasses.replace(cfg, **(fields or {"cross_noise": noise}))
     on_dask = {}
     for name, table in tables.items():
         folder = tmp_path / f"{name}.parquet"
@@ -111,6 +113,7 @@ def test_partial_record_sets_on_dask_write_the_in_memory_runs_bytes(tmp_path, cl
     same_run_bytes(tmp_path, tables, on_dask, cfg)
     sent = {p.suffix for p in (tmp_path / "memory").rglob("*") if p.is_file()}
     assert ({".features-coins", ".groups-coins"} <= sent) == (noise == "coins")
+    assert ({".reply", ".group-reply"} <= sent) == (noise == "paillier")
 
 
 def test_a_dask_table_refuses_duplicates_missing_columns_and_more_than_max_rows(tmp_path, client):
