@@ -38,6 +38,8 @@ from _common import load_average, run_head, write_results  # noqa: E402
 A = "age,workclass,fnlwgt,education,education_num,marital_status,occupation,relationship"
 B = "race,sex,capital_gain,capital_loss,hours_per_week,native_country,income"
 ROLES = ("A", "B", "server")
+# Each product backend's config options (product "paillier" runs with split noise).
+PRODUCTS = {"dealer": [], "paillier": ["--product", "paillier", "--cross-noise", "split"]}
 # (phase, what a frame's text must match): a sample goes to the first rule that names its
 # innermost frame (then the next frame out, and so on); rules are tried in this order.
 PHASES = (
@@ -49,6 +51,7 @@ PHASES = (
     ("AES-CTR masks", r"crypto/prg\.py|protocol/masks\.py"),
     ("one-hot X - U", r"mask_features"),
     ("product", r"product/dealer\.py|kernels/secure\.py"),
+    ("Paillier", r"crypto/paillier|product/paillier|party/secure/paillier\.py"),
     ("pack / unpack", r"protocol/secure/(features|wire)\.py"),
     ("AES-GCM, SHA-256", r"crypto/(aead|kdf|keys)\.py|sha256|hashlib"),
     ("sample and write", r"mrf/sampling\.py|synth/(table_file|csv_rows)\.py|kernels/sample"),
@@ -80,7 +83,7 @@ def _vertimrf(root: Path, *args: str) -> None:
         raise RuntimeError(f"vertimrf {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
 
 
-def _setup(root: Path, epsilon: float, max_rows: int) -> None:
+def _setup(root: Path, epsilon: float, max_rows: int, product: str) -> None:
     for name in ("A", "B"):
         _vertimrf(root, "keys", "--name", name, "--out-dir", name)
     _vertimrf(root, "keys", "--name", "server", "--out-dir", "S")
@@ -90,7 +93,7 @@ def _setup(root: Path, epsilon: float, max_rows: int) -> None:
     _vertimrf(root, "config", "--dataset", "adult_labeled", "--party", f"A={A}",
               "--party", f"B={B}", "--epsilon", str(epsilon), "--delta", "1e-6",
               "--max-rows", str(max_rows), "--pin", "A/A.pub", "B/B.pub", "S/server.pub",
-              "--out", "config.json")  # fmt: skip
+              "--out", "config.json", *PRODUCTS[product])  # fmt: skip
 
 
 def _commands() -> dict[str, list[str]]:
@@ -159,7 +162,7 @@ def _samples(path: Path) -> Counter:
 def markdown(head: dict, rows: list[dict]) -> str:
     per = 1_000_000 / head["rows"]
     lines = [
-        "# A default run at 1M rows, profiled by phase",
+        f"# A default run at 1M rows, profiled by phase (product {head.get('product', 'dealer')})",
         "",
         f"`{head['command']}` at {head['commit']}; {head['machine']}; "
         f"load average {head['load_before']} before, {head['load_after']} after; kernels on "
@@ -188,6 +191,8 @@ def markdown(head: dict, rows: list[dict]) -> str:
         + ", ".join(f"{r} {by_role[r]['max_rss_mb']:,.0f}" for r in ROLES)
         + "; samples: "
         + ", ".join(f"{r} {by_role[r]['samples']:,}" for r in ROLES)
+        + "; bytes sent (MB, the messages in the mail folder): "
+        + ", ".join(f"{r} {by_role[r].get('sent_mb', 0.0):,.1f}" for r in ROLES)
         + "."
     )
     return "\n".join(lines) + "\n"
@@ -201,29 +206,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=int, default=50, help="py-spy samples a second")
     ap.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--product", choices=sorted(PRODUCTS), default="dealer")
     ap.add_argument("--json")
     ap.add_argument("--md")
     args = ap.parse_args(argv)
     head = {**run_head(__file__, argv), "rows": args.rows, "epsilon": args.epsilon,
-            "rate": args.rate}  # fmt: skip
+            "rate": args.rate, "product": args.product}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="vertimrf-profile-") as tmp:
         root = Path(tmp)
         for folder in ("A", "B", "S", "mail"):
             (root / folder).mkdir()
         _make_data(root, args.rows, args.seed)
-        _setup(root, args.epsilon, args.max_rows)
+        _setup(root, args.epsilon, args.max_rows, args.product)
         head["load_before"] = load_average()
         start = time.perf_counter()
         measured = _run(root, args.py_spy, args.rate)
         head["wall_s"] = time.perf_counter() - start
         head["load_after"] = load_average()
+        sent = {r: sum(p.stat().st_size for p in (root / "mail").glob(f"*/{r}.*")) for r in ROLES}
     rows = []
     for role in ROLES:
         m = measured[role]
         total = sum(m["samples"].values()) or 1
         phases = {p: m["cpu_s"] * n / total for p, n in m["samples"].items()}
         rows.append({"role": role, "cpu_s": m["cpu_s"], "max_rss_mb": m["max_rss_mb"],
-                     "samples": total, "phases": phases})  # fmt: skip
+                     "samples": total, "phases": phases, "sent_mb": sent[role] / 1e6})  # fmt: skip
     write_results(args.json, args.md, head, rows, markdown)
     return 0
 

@@ -98,6 +98,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         "dealer": args.dealer,
         "cross_noise": args.cross_noise,
         "coin_weight": args.coin_weight,
+        "product": args.product,
     }
     method = args.method or PRESETS[args.preset]["method"]
     if args.pipeline is not None and "secure_pipeline" not in options_class(method).SELECT:
@@ -289,6 +290,16 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         "'split' (three discrete Gaussians, one per viewer; each viewer faces sigma^2, the "
         "count carries 1.5 sigma^2) or 'coins' (--coin-weight of sigma^2 in coins that no "
         "viewer knows, exchanged by each pair: less noise in the count, more bytes)",
+    )
+    config.add_argument(
+        "--product",
+        choices=("dealer", "paillier"),
+        default=None,
+        help="method secure: the cross product's backend, 'dealer' (the default: the server "
+        "deals the masks, so the server with any party recovers the other's table) or "
+        "'paillier' (no role deals: each pair's encrypter sends its rows under a Paillier key "
+        "of its own; the server with one party learns only DP outputs; with --cross-noise "
+        "split; docs/two-organisations.md)",
     )
     config.add_argument(
         "--coin-weight",

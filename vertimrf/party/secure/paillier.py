@@ -142,8 +142,14 @@ def _key_rows(public: PublicKey, per: int) -> np.ndarray:
 
 
 def _drain(blocks: Iterator[Any]) -> bytes:
-    """Every block's bytes, joined (the iteration checks the blob at its end)."""
+    """Every block's bytes, joined (the iteration checks the blob at its end): a reply."""
     return b"".join(np.ascontiguousarray(block).tobytes() for _, _, block in blocks)
+
+
+def _check(blocks: Iterator[Any]) -> None:
+    """Read a blob through, block by block, keeping nothing: the iteration checks it."""
+    for _ in blocks:
+        pass
 
 
 def _read(
@@ -255,7 +261,7 @@ def shares(
         peer, mine, theirs = pair.peer, plan.widths[p], plan.widths[pair.q]
         blob, reply = _blob(blobs, peer), _blob(replies, peer, "reply")
         rows_in = pw.features_rows(plan, pair.q, p)
-        _drain(_read(session, data, peer, blob, rows_in, 1, "blob"))
+        _check(_read(session, data, peer, blob, rows_in, 1, "blob"))
         rows_back = pw.reply_rows(plan, pair.q, p)
         raw = _drain(_read(session, data, peer, reply, rows_back, REPLY_ROUNDS[1], "reply"))
         if pair.encrypts:
@@ -381,7 +387,7 @@ def grow(
         e, g = (p, pair.q) if pair.encrypts else (pair.q, p)
         k_e, k_g, w_e, w_g = plan.widths[e], plan.widths[g], layout.width(e, g), layout.width(g, e)
         second, reply = _blob(group_blobs, peer, "groups"), _blob(replies, peer, "reply")
-        _drain(_read(session, data, peer, second, pw.groups_rows(plan, pair.q, p, layout), 2,
+        _check(_read(session, data, peer, second, pw.groups_rows(plan, pair.q, p, layout), 2,
                      "group-blob"))  # fmt: skip
         back = pw.group_reply_rows(plan, pair.q, p, layout)
         raw = _drain(_read(session, data, peer, reply, back, REPLY_ROUNDS[2], "group-reply"))
