@@ -5,6 +5,7 @@ categories, and ends with ``vertimrf evaluate``."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -22,10 +23,10 @@ from vertimrf.metrics import tvd
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "two-organisations.md"
 
 
-def _walkthrough() -> str:
+def _walkthrough(mark: str = "walkthrough") -> str:
     text = PAGE.read_text(encoding="utf-8")
-    found = re.search(r"<!-- walkthrough -->\n```bash\n(.*?)```", text, re.S)
-    assert found, "docs/two-organisations.md has no walkthrough block"
+    found = re.search(rf"<!-- {mark} -->\n```bash\n(.*?)```", text, re.S)
+    assert found, f"docs/two-organisations.md has no {mark} block"
     return found.group(1)
 
 
@@ -80,3 +81,31 @@ def test_the_walkthrough_runs(tmp_path):
     # true count, the rows of shared.csv (about 30,000 of the 45,222).
     shared = len(shared_rows)
     assert shared < 0.7 * len(real) and abs(len(synth) - shared) < 0.1 * shared
+
+
+@pytest.mark.slow
+def test_the_walkthrough_with_no_neutral_server_runs(tmp_path):
+    """A runs the server and its party on its machine, B its party; product "paillier" over
+    HTTPS from the two CSVs: each party runs the reply steps, the synthetic table has
+    Adult's columns and categories, and the server's report bounds the server with each
+    party."""
+    script = _walkthrough("walkthrough-paillier").replace("8443", str(_free_port()))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    steps = "commit, tokens, features, reply, release, groups, group-reply, measure"
+    for name in ("A", "B"):
+        assert re.search(rf"^{name}: ran {steps}; sent [\d,]+ bytes", out, re.M), out[-3000:]
+    assert "product paillier, " in out and "encrypts" in out  # the plan's lines
+    real, spec = load_dataset("adult_labeled")
+    synth = pd.read_csv(tmp_path / "synth.csv")
+    assert list(synth.columns) == list(spec.names)
+    TableEncoder(spec).table(synth)
+    report = json.loads((tmp_path / "A" / "server" / "state" / "report.json").read_text())
+    viewers = report["viewers"]
+    assert {"server+A", "server+B"} <= set(viewers)
+    assert viewers["server+A"]["epsilon"] > viewers["server"]["epsilon"] > 0
