@@ -11,6 +11,7 @@ NLTCS and Adult, delta 1e-6, at each epsilon and seed, these synthesizers on the
   with the secure product as its oracle;
 * ``secure-coins``: the same with ``cross_noise="coins"`` (w = 1: each cross count carries
   sigma^2, not 1.5 sigma^2; docs/accounting.md, "Coins");
+* ``secure-paillier``: ``secure`` with ``product="paillier"`` (no dealer; split noise);
 * ``mst``, ``aim``: MST and AIM through OpenDP (``vertimrf.report.baselines``; MST at
   OpenDP's contingency table's defaults, AIM as its paper configures it on the exact domain),
   each in a child process killed after ``--cap`` seconds (default 3600), its status and
@@ -55,8 +56,12 @@ from _common import load_average, mean_se, mean_se_text, run_head, write_results
 DELTA, MAX_ROWS = 1e-6, 65_536
 SPLITS = {"nltcs": 8, "adult": 8}
 EPSILONS = (0.4, 1.6)
-METHODS = ("privmrf", "engine", "aim-like", "secure", "secure-coins", "mst", "aim")
-NOISES = {"secure": "split", "secure-coins": "coins"}  # method secure's cross noise
+METHODS = (
+    "privmrf", "engine", "aim-like", "secure", "secure-coins", "secure-paillier", "mst", "aim"
+)  # fmt: skip
+# method secure's cross noise, and its product backend
+NOISES = {"secure": "split", "secure-coins": "coins", "secure-paillier": "split"}
+PRODUCTS = {"secure-paillier": "paillier"}
 SELECTIONS = {"privmrf": "privmrf", "engine": "engine", "aim-like": "aim"}
 BASELINES = ("mst", "aim")
 
@@ -96,6 +101,7 @@ def measure(
             synth, report = simulate(
                 df, spec, parts, epsilon, DELTA, method="secure", seed=seed, max_rows=MAX_ROWS,
                 cross_noise=NOISES[method], message_dir=mail,
+                product=PRODUCTS.get(method, "dealer"),
             )  # fmt: skip
         spent = report.ledger.total_rho
     else:

@@ -9,7 +9,7 @@ bound to the run, the party, its data, the deal and (round 2) the request and it
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -155,7 +155,7 @@ def _check(blocks: Iterator[Any]) -> None:
 def _read(
     session: PartySession, data: StepData, peer: str, blob: Blob, rows: int, purpose: int,
     kind: str, step: int = ROWS,
-) -> Iterator[tuple[int, int, np.ndarray]]:  # fmt: skip
+) -> Generator[tuple[int, int, np.ndarray], None, None]:  # fmt: skip
     shape = (rows, pw.CIPHERTEXT)
     return read_blob(
         session, data, peer, blob, shape, purpose, step, kind, word=pw.WORD, word_bytes=1
@@ -295,7 +295,8 @@ def groups(
         return pw.groups_rows(plan, p, plan.party_index(peer), layout)
 
     def seal(peer: str, out: Any) -> None:
-        q, blocks = plan.party_index(peer), iter(())
+        q = plan.party_index(peer)
+        blocks: Iterable[np.ndarray] = ()
         if rows(peer):
 
             def columns(r0: int, r1: int) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from itertools import zip_longest
 
 import numpy as np
@@ -88,7 +88,7 @@ def grow(
 def read_blob(
     session: PartySession, data: StepData, peer: str, blob: Blob, shape: tuple[int, int],
     purpose: int, step: int, kind: str, *, word: type | None = None, word_bytes: int | None = None,
-) -> Iterator[tuple[int, int, np.ndarray]]:  # fmt: skip
+) -> Generator[tuple[int, int, np.ndarray], None, None]:  # fmt: skip
     """A peer's blob of ``purpose`` (a round, or another of
     :mod:`~vertimrf.protocol.secure.features`'s) by blocks of ``step`` rows of its ``shape``
     (values ``word``, default the ring's): (r0, r1, rows r0:r1), each valid until the next
