@@ -30,6 +30,18 @@ def _walkthrough(mark: str = "walkthrough") -> str:
     return found.group(1)
 
 
+def _ran(folder: Path, mark: str = "walkthrough") -> str:
+    """The block ``mark`` run by bash in ``folder`` (its port a free one); its stdout."""
+    script = _walkthrough(mark).replace("8443", str(_free_port()))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=folder, env=env, capture_output=True, text=True,
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -50,14 +62,7 @@ def test_the_walkthrough_names_every_step():
 
 @pytest.mark.slow
 def test_the_walkthrough_runs(tmp_path):
-    script = _walkthrough().replace("8443", str(_free_port()))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(
-        ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=900,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
+    out = _ran(tmp_path)
     for name in ("A", "B"):  # each party ran all of its steps and says what it sent
         assert re.search(
             rf"^{name}: ran commit, tokens, features, release, groups, measure; sent [\d,]+ "
@@ -89,14 +94,7 @@ def test_the_walkthrough_with_no_neutral_server_runs(tmp_path):
     HTTPS from the two CSVs: each party runs the reply steps, the synthetic table has
     Adult's columns and categories, and the server's report bounds the server with each
     party."""
-    script = _walkthrough("walkthrough-paillier").replace("8443", str(_free_port()))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(
-        ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=900,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
+    out = _ran(tmp_path, "walkthrough-paillier")
     steps = "commit, tokens, features, reply, release, groups, group-reply, measure"
     for name in ("A", "B"):
         assert re.search(rf"^{name}: ran {steps}; sent [\d,]+ bytes", out, re.M), out[-3000:]
