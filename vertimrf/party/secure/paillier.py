@@ -26,6 +26,7 @@ from vertimrf.crypto.paillier import (
 )
 from vertimrf.crypto.paillier_slots import aggregator_shares, draw_masks
 from vertimrf.errors import MessageError
+from vertimrf.logs import progress_bar
 from vertimrf.party.secure.features import (
     SealedBlobs,
     bound,
@@ -129,7 +130,8 @@ def _encrypted(
     public = _private(session, data, peer).public
     key = pp.stream_key(session.local, pp.RANDOMISERS, *bound(session, data, *label))
     rand = pp.computed(_owner_table(session, data, peer), key)
-    for r0 in range(0, plan.rows, ROWS):
+    starts = range(0, plan.rows, ROWS)
+    for r0 in progress_bar(starts, desc=f"{session.name}: encrypting for {peer}"):
         r1 = min(plan.rows, r0 + ROWS)
         yield _cts(pp.encrypted_rows(public, rand, slots, columns(r0, r1), width, r0))
 
@@ -181,7 +183,9 @@ def _e_rows(
         public = PublicKey.from_bytes(raw)
 
     def rows() -> Rows:
-        for c0, c1, block in _read(session, data, pair.peer, blob, total, round_, kind, per * ROWS):
+        blocks = _read(session, data, pair.peer, blob, total, round_, kind, per * ROWS)
+        desc = f"{session.name}: summing {pair.peer}'s rows"
+        for c0, c1, block in progress_bar(blocks, desc=desc, total=-(-total // (per * ROWS))):
             if c0 == 0 and head:
                 if block[:head].tobytes()[: len(raw)] != raw:
                     raise MessageError(f"the public key in {pair.peer!r}'s blob changed.")
