@@ -91,18 +91,22 @@ TRANSPORTS: dict[str, Callable[[Path, ProtocolConfig], bytes]] = {
         pytest.param("step files", "coins", marks=pytest.mark.slow),
         pytest.param("https", "split", marks=pytest.mark.service),
         pytest.param("https", "coins", marks=pytest.mark.service),
-        # product "paillier" (split noise): its reply steps over every transport
+        # product "paillier": its reply steps over every transport (coins: the coin replies)
         ("in process", "paillier"),
         pytest.param("folders", "paillier", marks=pytest.mark.slow),
         pytest.param("step files", "paillier", marks=pytest.mark.slow),
         pytest.param("https", "paillier", marks=pytest.mark.service),
+        ("in process", "paillier-coins"),
+        pytest.param("step files", "paillier-coins", marks=pytest.mark.slow),
+        pytest.param("https", "paillier-coins", marks=pytest.mark.service),
     ],
 )
 def test_every_transport_writes_simulates_bytes(tmp_path, transport, noise):
     df, spec = correlated_table()
     fields = {"cross_noise": noise}
-    if noise == "paillier":
-        fields = {"cross_noise": "split", "product": "paillier"}
+    if noise.startswith("paillier"):
+        fields = {"cross_noise": "coins" if noise.endswith("coins") else "split",
+                  "product": "paillier"}  # fmt: skip
     cfg = pinned_files(tmp_path, df, spec, secure_binning="auto", **fields)
     if transport == "step files":  # the step commands take the public keys as files
         cfg = dataclasses.replace(cfg, identities=None)

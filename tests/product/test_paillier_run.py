@@ -17,10 +17,14 @@ from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver.inprocess import local_run
 from vertimrf.errors import ConfigError
 from vertimrf.party.secure import paillier as party_paillier
+from vertimrf.party.secure import paillier_coins
+from vertimrf.party.secure.coins import coin_shapes
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.plan import check_plan
+from vertimrf.protocol.plan import check_plan, run_plan
 from vertimrf.protocol.schedule import Kind, schedule
 from vertimrf.protocol.secure import paillier as pw
+from vertimrf.protocol.secure.marginals import Request
+from vertimrf.protocol.secure.plan import SELECT
 
 FIELDS = {"product": "paillier", "cross_noise": "split"}
 
@@ -107,13 +111,16 @@ def _run(sizes, product, *, seed=5, n=300, rows=512, seeded=True, **fields):
     return run, run.fitted(run.run())
 
 
-def test_a_seeded_run_gives_the_dealer_runs_table():
-    """The releases' totals do not depend on the backend, so under one seed the server fits
-    and samples the same table; the parties took the reply steps and sent ciphertexts."""
+@pytest.mark.parametrize("noise", ["split", "coins"])
+def test_a_seeded_run_gives_the_dealer_runs_table(noise):
+    """The releases' totals do not depend on the backend (seeded, the noise and the coins'
+    bits are the seed's), so under one seed the server fits and samples the same table; the
+    parties took the reply steps and sent ciphertexts. With coins, their centred XOR sums
+    come through the Paillier product too."""
     sizes = [[3, 2], [4, 2]]
     tables = {}
     for product in ("dealer", "paillier"):
-        run, model = _run(sizes, product, cross_noise="split")
+        run, model = _run(sizes, product, cross_noise=noise)
         tables[product] = model.sample().to_csv(index=False)
     names = [s.name for s in run.parties[0].steps()]
     assert names == ["commit", "features", "reply", "release", "groups", "group-reply", "measure"]
@@ -158,8 +165,8 @@ def test_the_schedule_and_limits_are_the_products():
 
 @pytest.mark.parametrize(
     ("fields", "match"),
-    [({"cross_noise": "coins"}, "cross_noise 'split'"), ({"dealer": "own"}, "no dealer"),
-     ({"max_rows": 1 << 24}, "lower max_rows")],
+    [({"cross_noise": "coins", "coin_weight": 0.5}, "coin_weight 1"),
+     ({"dealer": "own"}, "no dealer"), ({"max_rows": 1 << 24}, "lower max_rows")],
 )  # fmt: skip
 def test_what_it_does_not_run_is_refused_at_config_time(fields, match):
     cfg, *_ = split([[3, 2], [4]], 10, 0, rows=64)
@@ -187,3 +194,45 @@ def test_the_report_bounds_the_server_with_each_party():
     run, model = _run([[3, 2], [4, 2]], "dealer", cross_noise="split", seeded=False)
     assert set(model.report.viewers) == {"server", "P0", "P1"}
     assert "no guarantee" in str(model.report)
+
+
+@pytest.mark.parametrize("sizes", [[[3, 2], [4]], [[30, 20], [3]]])
+def test_coin_shares_sum_to_each_cells_centred_xor_sum(sizes):
+    """cross_noise "coins": E's coins go encrypted with its features, G's coin reply rides
+    its reply; the two parties' shares of each cell sum to sum_k (a_k XOR b_k) - N/2,
+    computed here from both parties' bits (either party encrypting)."""
+    cfg, spec, members, server, public, codes = secure_parties(
+        sizes, 40, 1, rows=64, product="paillier", cross_noise="coins"
+    )
+    deals = server.deal(public, commitments(members))
+    sent = {name: m.features(deals[name]) for name, m in members.items()}
+    coins = {name: m.coins(SELECT) for name, m in members.items()}
+    inbox = {r: {s: sent[s][r] for s in members if s != r} for r in members}
+    coin_in = {r: {s: coins[s][r] for s in members if s != r} for r in members}
+    back = {name: m.replies(inbox[name], coin_in[name]) for name, m in members.items()}
+    replies = {r: {s: back[s][r] for s in members if s != r} for r in members}
+    first = Request(tuple(server.plan.first_release()))
+    got = {}
+    for name, m in members.items():
+        m.release(inbox[name], coin_in[name], replies[name])
+        got[name] = paillier_coins.coin_shares(
+            m.session, m._step, SELECT, first, coin_in[name], replies[name]
+        )
+    (p0, m0), (p1, m1) = members.items()
+    shape = coin_shapes(m0.session, SELECT, first)[p1]
+    assert shape[0] > 0 and shape[1] > 0
+    a = paillier_coins._bits(m0.session, m0._step, SELECT, first, p1, shape)
+    b = paillier_coins._bits(m1.session, m1._step, SELECT, first, p0, shape)
+    want = (a ^ b).sum(axis=1).astype(np.int64) - shape[1] // 2
+    total = (got[p0][f"{p0}+{p1}"] + got[p1][f"{p0}+{p1}"]).view(np.int64)
+    np.testing.assert_array_equal(total, want)
+
+
+def test_with_coins_the_server_with_a_party_faces_what_every_viewer_faces():
+    """Coins at weight 1 carry all of sigma^2 and no viewer knows them: the coalition's
+    bound is the server's, and the plan says so."""
+    run, model = _run([[3, 2], [4, 2]], "paillier", cross_noise="coins", seeded=False)
+    viewers = model.report.viewers
+    assert viewers["server+P0"] == viewers["server+P1"] == viewers["server"] > 0
+    cfg = run.server.server.config
+    assert "faces the coins' sigma^2" in run_plan(cfg).describe()

@@ -199,8 +199,8 @@ class PartyDriver(RoleDriver):
             self.party.secure.open_deal(deal, self._slot_map(inputs))
 
     def _reply(self, inputs: Mapping[Message, Payload]) -> Outputs:
-        blobs = self._blobs(inputs)
-        return _streamed(self.party.replies(blobs), self.name, Kind.REPLY)
+        blobs, coins = self._blobs(inputs), _by_sender(inputs, Kind.FEATURES_COINS)
+        return _streamed(self.party.replies(blobs, coins), self.name, Kind.REPLY)
 
     def _release(self, inputs: Mapping[Message, Payload]) -> Outputs:
         blobs = self._blobs(inputs)
@@ -227,8 +227,10 @@ class PartyDriver(RoleDriver):
             deal = bytes(inputs[self._from_server(Kind.SELECT_DEAL)])
             assert self.party.secure is not None
             self.party.secure.open_group_deal(deal, self._request(inputs))
-        blobs, groups = (_by_sender(inputs, k) for k in (Kind.FEATURES, Kind.GROUPS))
-        return _streamed(self.party.group_replies(blobs, groups), self.name, Kind.GROUP_REPLY)
+        kinds = (Kind.FEATURES, Kind.GROUPS, Kind.GROUPS_COINS)
+        blobs, groups, coins = (_by_sender(inputs, k) for k in kinds)
+        replies = self.party.group_replies(blobs, groups, coins)
+        return _streamed(replies, self.name, Kind.GROUP_REPLY)
 
     def _measure(self, inputs: Mapping[Message, Payload]) -> Outputs:
         assert self._plan is not None and self.party.secure is not None

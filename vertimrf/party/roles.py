@@ -214,10 +214,13 @@ class Party:
         read)."""
         return self._secure_role().coins(release)
 
-    def replies(self, blobs: Mapping[str, Blob]) -> SealedBlobs:
+    def replies(
+        self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None
+    ) -> SealedBlobs:
         """Product "paillier": the masked reply for each peer that encrypted its rows for this
-        party, from the peers' feature ``blobs`` (each sealed when read)."""
-        return self._secure_role().replies(blobs)
+        party, from the peers' feature ``blobs`` (and with coins, their coin blobs; each
+        sealed when read)."""
+        return self._secure_role().replies(blobs, coins)
 
     def secure_release(
         self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None,
@@ -237,11 +240,13 @@ class Party:
         return self._secure_role().groups(group_deal, request)
 
     def group_replies(
-        self, blobs: Mapping[str, Blob], group_blobs: Mapping[str, Blob]
-    ) -> SealedBlobs:
+        self, blobs: Mapping[str, Blob], group_blobs: Mapping[str, Blob],
+        coins: Mapping[str, Blob] | None = None,
+    ) -> SealedBlobs:  # fmt: skip
         """Product "paillier", round 2: the masked reply for each peer that encrypted its
-        groups' rows for this party (each sealed when read)."""
-        return self._secure_role().group_replies(blobs, group_blobs)
+        groups' rows for this party (with coins, from their coin blobs too; each sealed when
+        read)."""
+        return self._secure_role().group_replies(blobs, group_blobs, coins)
 
     def measure(
         self,

@@ -100,8 +100,9 @@ class PaillierDealing:
     def coin_deal(
         self, seeds_c: tuple[bytes, bytes], seed_w: bytes, shape: Pair, word: type
     ) -> np.ndarray:
-        """Refused: the plan runs this product with split noise only."""
-        raise ConfigError("product 'paillier' runs with cross_noise 'split' so far.")
+        """No coin words: the pair's coins ride its own product
+        (:mod:`vertimrf.party.secure.paillier_coins`)."""
+        return np.zeros(0, np.uint64)
 
 
 def computed(table: Powers, key: bytes) -> Randomisers:

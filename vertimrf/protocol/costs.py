@@ -111,6 +111,7 @@ def secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ..
         coins = sum(coin_blob_bytes(plan, name, q, first=True) for q in peers) if tossing else 0
         if config.product == paillier.NAME:  # ciphertexts one way, replies the other
             blobs_sent = sum(sum(paillier.round_bytes(plan, p, q)) for q in range(m) if q != p)
+            coins = 0  # in its rounds' bytes
         else:
             blobs_sent = (m - 1) * blobs
         sends = blobs_sent + coins + 8 * (own + grown[p] + plan.max_tokens) + 2 * CONTAINER_BYTES

@@ -491,7 +491,7 @@ def _check_backend(config: ProtocolConfig, plan: SecurePlan) -> None:
         raise ConfigError(
             "product 'paillier' runs the secure select pipeline (secure_pipeline 'select')."
         )
-    paillier.check(plan, plan.cross_noise.name, config.dealer)
+    paillier.check(plan, config.dealer)
 
 
 def check_plan(config: ProtocolConfig) -> SecurePlan | None:

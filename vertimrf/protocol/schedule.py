@@ -252,8 +252,8 @@ CROSS_NOISES: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]] 
 
 def _with_replies(steps: tuple[StepRule, ...]) -> tuple[StepRule, ...]:
     """product "paillier": after each step that sends features, a step in which each pair's
-    aggregator replies to its encrypter (the masked accumulators), which the release that
-    uses the product reads."""
+    aggregator replies to its encrypter (the masked accumulators; with coins, from the
+    encrypter's coins too), which the release that uses the product reads."""
     after = {
         FEATURES.name: _party(
             "reply", Send(Kind.REPLY, TO_PEERS), reads=(Kind.FEATURES, Kind.DEAL), lazy=SLOTS
@@ -264,8 +264,12 @@ def _with_replies(steps: tuple[StepRule, ...]) -> tuple[StepRule, ...]:
         ),
     }  # fmt: skip
     read = {RELEASE.name: Kind.REPLY, MEASURE.name: Kind.GROUP_REPLY}
+    coins = {FEATURES.name: Kind.FEATURES_COINS, GROUPS.name: Kind.GROUPS_COINS}
     out = []
     for s in steps:
+        if s.by == PARTIES and s.name in after and coins[s.name] in {x.kind for x in s.sends}:
+            reply = after[s.name]
+            after[s.name] = replace(reply, reads=(*reply.reads, coins[s.name]))
         if s.by == PARTIES and s.name in read:
             s = replace(s, reads=(*s.reads, read[s.name]))
         out.append(s)
@@ -288,9 +292,11 @@ PRODUCT_STEPS: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]]
 # :mod:`vertimrf.protocol.secure.paillier` that counts them.
 PAILLIER_ROWS = {
     Kind.FEATURES: "features_rows",
-    Kind.REPLY: "reply_rows",
+    Kind.REPLY: "first_reply_rows",
     Kind.GROUPS: "groups_rows",
-    Kind.GROUP_REPLY: "group_reply_rows",
+    Kind.GROUP_REPLY: "most_group_reply_rows",
+    Kind.FEATURES_COINS: "coin_rows",
+    Kind.GROUPS_COINS: "group_coin_rows",
 }
 
 SYNTHESIZE = "synthesize"  # the server's last step: the fit and the sample; it sends nothing
@@ -473,7 +479,7 @@ class Schedule:
         assert secure is not None
         p, q = secure.party_index(message.sender), secure.party_index(message.receiver)
         rows = getattr(paillier, PAILLIER_ROWS[Kind(message.kind)])(secure, p, q)
-        exact = message.kind in (Kind.FEATURES, Kind.REPLY)
+        exact = message.kind in (Kind.FEATURES, Kind.REPLY, Kind.FEATURES_COINS)
         return Limit(paillier.blob_bytes(rows), exact=exact)
 
     def _slot_bound(self) -> int:

@@ -9,7 +9,8 @@ from typing import Protocol
 
 import numpy as np
 
-from vertimrf.party.secure import paillier
+from vertimrf.party.secure import coins as dealt_coins
+from vertimrf.party.secure import paillier, paillier_coins
 from vertimrf.party.secure import shares as dealt
 from vertimrf.party.secure.session import Blob, PartySession
 from vertimrf.party.secure.step_data import StepData
@@ -20,7 +21,8 @@ Blobs = Mapping[str, Blob]
 
 
 class ProductShares(Protocol):
-    """A backend's shares of each pair: round 1, and the pairs that grow in round 2."""
+    """A backend's shares of each pair: round 1, the pairs that grow in round 2, and each
+    release's coins (cross_noise "coins")."""
 
     def shares(
         self, session: PartySession, data: StepData, blobs: Blobs, replies: Blobs | None
@@ -30,6 +32,11 @@ class ProductShares(Protocol):
         self, session: PartySession, data: StepData, shares: Mapping[str, np.ndarray],
         layout: Layout, request: Request, blobs: Blobs | None, group_blobs: Blobs | None,
         replies: Blobs | None,
+    ) -> dict[str, np.ndarray]: ...  # fmt: skip
+
+    def coins(
+        self, session: PartySession, data: StepData, release: str, request: Request,
+        coins: Blobs, replies: Blobs | None,
     ) -> dict[str, np.ndarray]: ...  # fmt: skip
 
 
@@ -48,6 +55,12 @@ class DealtShares:
     ) -> dict[str, np.ndarray]:  # fmt: skip
         return dealt.grow(session, data, shares, layout, request, blobs, group_blobs)
 
+    def coins(
+        self, session: PartySession, data: StepData, release: str, request: Request,
+        coins: Blobs, replies: Blobs | None,
+    ) -> dict[str, np.ndarray]:  # fmt: skip
+        return dealt_coins.coin_shares(session, data, release, request, coins)
+
 
 class PaillierShares:
     """The dealer-free product's: from the pair's blobs and the aggregator's replies."""
@@ -63,6 +76,12 @@ class PaillierShares:
         replies: Blobs | None,
     ) -> dict[str, np.ndarray]:  # fmt: skip
         return paillier.grow(session, data, shares, layout, blobs, group_blobs, replies)
+
+    def coins(
+        self, session: PartySession, data: StepData, release: str, request: Request,
+        coins: Blobs, replies: Blobs | None,
+    ) -> dict[str, np.ndarray]:  # fmt: skip
+        return paillier_coins.coin_shares(session, data, release, request, coins, replies)
 
 
 # By the config's product: a backend not named here has a dealt product.

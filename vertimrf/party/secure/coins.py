@@ -24,7 +24,7 @@ from vertimrf.protocol.secure.widths import MASK_BLOCK_WORDS
 from vertimrf.protocol.seeds import seeded_coins
 
 
-def _purpose(release: str) -> int:
+def coin_purpose(release: str) -> int:
     """The purpose of ``release``'s coin blobs in their associated data."""
     return COIN_ROUNDS[1 if release == SELECT else 2]
 
@@ -34,7 +34,7 @@ def _deal(data: StepData, release: str) -> CoinDeal:
     return data.opened().coins if release == SELECT else data.round_two()[0].coins
 
 
-def _request(session: PartySession, data: StepData, release: str) -> Request:
+def release_request(session: PartySession, data: StepData, release: str) -> Request:
     """The request ``release`` measures: the plan's first release, or the round-2 one."""
     if release == SELECT:
         return Request(tuple(session.plan.first_release()))
@@ -43,7 +43,7 @@ def _request(session: PartySession, data: StepData, release: str) -> Request:
     return data.group_request
 
 
-def _label(
+def coin_label(
     session: PartySession, data: StepData, release: str, request: Request, peer: str
 ) -> tuple[str, ...]:
     """What this party's coins toward ``peer`` in ``release`` of ``request`` are bound to:
@@ -53,11 +53,11 @@ def _label(
     return bound(session, data, "coins", release, peer, request.digest(), *extra)
 
 
-def _key(
+def coin_key(
     session: PartySession, label: tuple[str, ...], release: str, request: Request, peer: str
 ) -> bytes:
     """The key of this party's coins toward ``peer`` in ``release`` of ``request``: under
-    its local secret, bound to ``label`` (:func:`_label`); seeded (experiments), from the
+    its local secret, bound to ``label`` (:func:`coin_label`); seeded (experiments), from the
     run's seed, bound to the party, the release, the peer and the request only, so that a
     seeded run gives the same table whatever the key pairs (anyone with the seed has its
     coins)."""
@@ -67,7 +67,9 @@ def _key(
     return derive(seeded, "coin-bits", session.name, release, peer, request.digest())
 
 
-def _shapes(session: PartySession, release: str, request: Request) -> dict[str, tuple[int, int]]:
+def coin_shapes(
+    session: PartySession, release: str, request: Request
+) -> dict[str, tuple[int, int]]:
     """(cells, coins a cell) toward each peer in ``release`` of ``request`` ((0, 0): no
     cross cells with it; none at all with split noise)."""
     plan, p = session.plan, session.index
@@ -107,15 +109,15 @@ def _blocks(cells: int, coins: int) -> Iterator[tuple[int, int]]:
 def coin_blobs(session: PartySession, data: StepData, release: str) -> SealedBlobs:
     """This party's coins of ``release`` toward each peer, masked by its coin mask from the
     deal and sealed for the peer, block by block (a mapping that seals a blob when read, the
-    same bytes every time: the bits are a PRF of :func:`_label`)."""
-    request = _request(session, data, release)
-    shapes, coins = _shapes(session, release, request), _deal(data, release)
+    same bytes every time: the bits are a PRF of :func:`coin_label`)."""
+    request = release_request(session, data, release)
+    shapes, coins = coin_shapes(session, release, request), _deal(data, release)
     word = session.plan.word
 
     def blob(peer: str, out: Any) -> None:
         cells, n = shapes[peer]
-        label = _label(session, data, release, request, peer)
-        key = _key(session, label, release, request, peer)
+        label = coin_label(session, data, release, request, peer)
+        key = coin_key(session, label, release, request, peer)
         seed = _checked(coins, peer, session.index < session.plan.names.index(peer), cells)
 
         def rows() -> Iterator[np.ndarray]:
@@ -124,7 +126,7 @@ def coin_blobs(session: PartySession, data: StepData, release: str) -> SealedBlo
                 yield session.cross().coin_sent(bits, seed, c0, word)
 
         nonce = derive(session.local, "coin-nonce", *label)[:12]
-        seal_rows(session, data, rows(), peer, out, _purpose(release), (cells, n), nonce)
+        seal_rows(session, data, rows(), peer, out, coin_purpose(release), (cells, n), nonce)
 
     return SealedBlobs(session, blob, lambda peer: shapes[peer])
 
@@ -138,7 +140,7 @@ def coin_shares(
     ``blobs``; each blob's nonce is recorded in the step's inputs (it keys the noise).
     Empty with split noise."""
     plan, p, word = session.plan, session.index, session.plan.word
-    shapes = _shapes(session, release, request)
+    shapes = coin_shapes(session, release, request)
     coins = _deal(data, release) if shapes else CoinDeal()
     out: dict[str, np.ndarray] = {}
     for peer, (cells, n) in shapes.items():
@@ -146,7 +148,8 @@ def coin_shares(
             continue
         q = plan.names.index(peer)
         _checked(coins, peer, p < q, cells)
-        key = _key(session, _label(session, data, release, request, peer), release, request, peer)
+        label = coin_label(session, data, release, request, peer)
+        key = coin_key(session, label, release, request, peer)
         if peer not in blobs:
             raise MessageError(
                 f"party {session.name!r} has no coin blob from {peer!r} for the {release} "
@@ -156,7 +159,7 @@ def coin_shares(
         data.inputs[f"coin-nonce/{release}/{peer}"] = blob_nonce(blob).hex()
         _, received = open_feature_blocks(
             session.keys[peer], blob, session.context, peer, session.name, (cells, n),
-            max(1, MASK_BLOCK_WORDS // n), word=word, round_=_purpose(release),
+            max(1, MASK_BLOCK_WORDS // n), word=word, round_=coin_purpose(release),
             word_bytes=plan.word_bytes,
         )  # fmt: skip
         share = np.empty(cells, np.uint64)

@@ -9,7 +9,7 @@ bound to the run, the party, its data, the deal and (round 2) the request and it
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -27,6 +27,7 @@ from vertimrf.crypto.paillier import (
 from vertimrf.crypto.paillier_slots import aggregator_shares, draw_masks
 from vertimrf.errors import MessageError
 from vertimrf.logs import progress_bar
+from vertimrf.party.secure.coins import coin_shapes, release_request
 from vertimrf.party.secure.features import (
     SealedBlobs,
     bound,
@@ -43,11 +44,13 @@ from vertimrf.product import paillier as pp
 from vertimrf.protocol.secure import paillier as pw
 from vertimrf.protocol.secure.features import REPLY_ROUNDS, blob_nonce, write_feature_blocks
 from vertimrf.protocol.secure.marginals import Marginal, Request
-from vertimrf.protocol.secure.plan import Layout
+from vertimrf.protocol.secure.plan import MEASURE, SELECT, Layout
 
 ROWS = 2048  # E's rows encrypted, and read by G, at a time
 # E's rows of one block for G: (r0, r1, their ciphertexts' bytes).
 Rows = Iterator[tuple[int, int, bytes]]
+# What G appends to its reply to a peer (its coin reply), by the peer's name.
+Tail = Callable[[str], bytes]
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ def _peers(session: PartySession) -> list[_Pair]:
     return [_pair(session, q) for q in session.plan.names if q != session.name]
 
 
-def _private(session: PartySession, data: StepData, peer: str) -> PrivateKey:
+def private_key(session: PartySession, data: StepData, peer: str) -> PrivateKey:
     """E's key toward ``peer``: its stream ``paillier-key`` bound to the run, this party,
     the peer, its data and the deal (made once a process)."""
     key = data.paillier.get(("key", peer))
@@ -84,21 +87,21 @@ def _private(session: PartySession, data: StepData, peer: str) -> PrivateKey:
     return key
 
 
-def _owner_table(session: PartySession, data: StepData, peer: str) -> Powers:
+def owner_table(session: PartySession, data: StepData, peer: str) -> Powers:
     table = data.paillier.get(("table", peer))
     if table is None:
-        table = randomiser_table(_private(session, data, peer))
+        table = randomiser_table(private_key(session, data, peer))
         data.paillier["table", peer] = table
     return table
 
 
-def _mask_key(session: PartySession, data: StepData, *label: str) -> bytes:
+def mask_key(session: PartySession, data: StepData, *label: str) -> bytes:
     """G's stream ``paillier-masks`` of one reply, bound to ``label`` (its round, the peer,
     and the nonces of E's blobs it aggregates: PRFs of E's inputs) and G's own inputs."""
     return pp.stream_key(session.local, pp.MASKS, *bound(session, data, *label))
 
 
-def _write(
+def write(
     session: PartySession, data: StepData, peer: str, out: Any, blocks: Iterable[np.ndarray],
     rows: int, purpose: int, once: bytes,
 ) -> None:  # fmt: skip
@@ -109,7 +112,7 @@ def _write(
     )  # fmt: skip
 
 
-def _sealed(session: PartySession, seal: Any, rows: Any) -> SealedBlobs:
+def sealed(session: PartySession, seal: Any, rows: Any) -> SealedBlobs:
     """The blobs of ``seal(peer, out)``, ``rows(peer)`` ciphertexts each."""
     return SealedBlobs(
         session, seal, lambda peer: (rows(peer), pw.CIPHERTEXT),
@@ -117,7 +120,7 @@ def _sealed(session: PartySession, seal: Any, rows: Any) -> SealedBlobs:
     )  # fmt: skip
 
 
-def _cts(raw: bytes) -> np.ndarray:
+def ciphertexts(raw: bytes) -> np.ndarray:
     return np.frombuffer(raw, np.uint8).reshape(-1, pw.CIPHERTEXT)
 
 
@@ -127,13 +130,13 @@ def _encrypted(
     """E's rows of ``columns(r0, r1)`` (``width`` one-hot columns) as ciphertext rows, by
     blocks; the randomisers' stream is bound to ``label`` and E's inputs."""
     plan, slots = session.plan, pw.slot_layout(session.plan)
-    public = _private(session, data, peer).public
+    public = private_key(session, data, peer).public
     key = pp.stream_key(session.local, pp.RANDOMISERS, *bound(session, data, *label))
-    rand = pp.computed(_owner_table(session, data, peer), key)
+    rand = pp.computed(owner_table(session, data, peer), key)
     starts = range(0, plan.rows, ROWS)
     for r0 in progress_bar(starts, desc=f"{session.name}: encrypting for {peer}"):
         r1 = min(plan.rows, r0 + ROWS)
-        yield _cts(pp.encrypted_rows(public, rand, slots, columns(r0, r1), width, r0))
+        yield ciphertexts(pp.encrypted_rows(public, rand, slots, columns(r0, r1), width, r0))
 
 
 def _key_rows(public: PublicKey, per: int) -> np.ndarray:
@@ -143,18 +146,18 @@ def _key_rows(public: PublicKey, per: int) -> np.ndarray:
     return out.reshape(-1, pw.CIPHERTEXT)
 
 
-def _drain(blocks: Iterator[Any]) -> bytes:
+def drain(blocks: Iterator[Any]) -> bytes:
     """Every block's bytes, joined (the iteration checks the blob at its end): a reply."""
     return b"".join(np.ascontiguousarray(block).tobytes() for _, _, block in blocks)
 
 
-def _check(blocks: Iterator[Any]) -> None:
+def check(blocks: Iterator[Any]) -> None:
     """Read a blob through, block by block, keeping nothing: the iteration checks it."""
     for _ in blocks:
         pass
 
 
-def _read(
+def read(
     session: PartySession, data: StepData, peer: str, blob: Blob, rows: int, purpose: int,
     kind: str, step: int = ROWS,
 ) -> Generator[tuple[int, int, np.ndarray], None, None]:  # fmt: skip
@@ -176,14 +179,14 @@ def _e_rows(
     kind = "blob" if round_ == 1 else "group-blob"
     public, raw = None, b""
     if head:
-        first = _read(session, data, pair.peer, blob, total, 1, kind, head)
+        first = read(session, data, pair.peer, blob, total, 1, kind, head)
         block = next(first)[2]
         first.close()
         raw = block.tobytes()[: public_key_bytes(KEY_BITS)]
         public = PublicKey.from_bytes(raw)
 
     def rows() -> Rows:
-        blocks = _read(session, data, pair.peer, blob, total, round_, kind, per * ROWS)
+        blocks = read(session, data, pair.peer, blob, total, round_, kind, per * ROWS)
         desc = f"{session.name}: summing {pair.peer}'s rows"
         for c0, c1, block in progress_bar(blocks, desc=desc, total=-(-total // (per * ROWS))):
             if c0 == 0 and head:
@@ -193,6 +196,30 @@ def _e_rows(
             yield (c0 - head) // per, (c1 - head) // per, block.tobytes()
 
     return public, rows()
+
+
+def public_key(session: PartySession, data: StepData, peer: str, features: Blob) -> PublicKey:
+    """G: E's public key, read ahead from the head of E's features (checked with the blob
+    when it is read through)."""
+    plan = session.plan
+    pair = _pair(session, peer)
+    public, _ = _e_rows(session, data, pair, features, plan.widths[pair.q], 1)
+    assert public is not None
+    return public
+
+
+def _coin_cells(
+    session: PartySession, data: StepData, release: str, sender: int, receiver: int
+) -> int:
+    """Ciphertexts of the coin reply ``sender`` appends to its reply to ``receiver`` in
+    ``release`` (cross_noise "coins"; none otherwise)."""
+    plan = session.plan
+    if not plan.cross_noise.weight:
+        return 0
+    request = release_request(session, data, release)
+    peer = plan.names[receiver if sender == session.index else sender]
+    cells = coin_shapes(session, release, request).get(peer, (0, 0))[0]
+    return pw.coin_reply_rows(plan, sender, receiver, cells)
 
 
 def _oriented(share: np.ndarray, pair: _Pair, p: int) -> np.ndarray:
@@ -216,21 +243,25 @@ def features(session: PartySession, data: StepData, deal: bytes, slot_map: Any) 
     def seal(peer: str, out: Any) -> None:
         blocks: Iterable[np.ndarray] = ()
         if _pair(session, peer).encrypts:
-            public = _private(session, data, peer).public
+            public = private_key(session, data, peer).public
             encrypted = _encrypted(session, data, peer, width, session.columns, "round-1", peer)
             blocks = chain([_key_rows(public, per)], encrypted)
-        _write(session, data, peer, out, blocks, rows(peer), 1, nonce(session, data, peer, 1))
+        write(session, data, peer, out, blocks, rows(peer), 1, nonce(session, data, peer, 1))
 
-    return _sealed(session, seal, rows)
+    return sealed(session, seal, rows)
 
 
-def replies(session: PartySession, data: StepData, blobs: Mapping[str, Blob]) -> SealedBlobs:
+def replies(
+    session: PartySession, data: StepData, blobs: Mapping[str, Blob], tail: Tail | None = None
+) -> SealedBlobs:
     """Toward each peer that encrypts for it, G's masked accumulators of the peer's rows by
-    its own columns (an empty blob toward the others), sealed when read."""
+    its own columns, then ``tail(peer)`` (its coin reply; an empty blob toward the
+    others), sealed when read."""
     plan, p = session.plan, session.index
 
     def rows(peer: str) -> int:
-        return pw.reply_rows(plan, p, plan.party_index(peer))
+        q = plan.party_index(peer)
+        return pw.reply_rows(plan, p, q) + _coin_cells(session, data, SELECT, p, q)
 
     def seal(peer: str, out: Any) -> None:
         pair, e_nonce = _pair(session, peer), blob_nonce(_blob(blobs, peer)).hex()
@@ -239,18 +270,18 @@ def replies(session: PartySession, data: StepData, blobs: Mapping[str, Blob]) ->
             width_e = plan.widths[pair.q]
             public, received = _e_rows(session, data, pair, blobs[peer], width_e, 1)
             assert public is not None
-            key = _mask_key(session, data, "round-1", peer, e_nonce)
+            key = mask_key(session, data, "round-1", peer, e_nonce)
             sizes = [plan.sizes[a] for a in plan.attrs[p]]
             cols = session.columns(0, plan.rows)
             reply, _ = pp.masked_reply(
                 public, randomiser_table(public), pw.slot_layout(plan), received, cols,
                 width_e, sizes, key,
             )  # fmt: skip
-            blocks.append(_cts(reply))
+            blocks.append(ciphertexts(reply + (tail(peer) if tail else b"")))
         once = label_key(session, data, "reply-nonce", peer, e_nonce)[:12]
-        _write(session, data, peer, out, blocks, rows(peer), REPLY_ROUNDS[1], once)
+        write(session, data, peer, out, blocks, rows(peer), REPLY_ROUNDS[1], once)
 
-    return _sealed(session, seal, rows)
+    return sealed(session, seal, rows)
 
 
 def shares(
@@ -265,14 +296,16 @@ def shares(
         peer, mine, theirs = pair.peer, plan.widths[p], plan.widths[pair.q]
         blob, reply = _blob(blobs, peer), _blob(replies, peer, "reply")
         rows_in = pw.features_rows(plan, pair.q, p)
-        _check(_read(session, data, peer, blob, rows_in, 1, "blob"))
+        check(read(session, data, peer, blob, rows_in, 1, "blob"))
         rows_back = pw.reply_rows(plan, pair.q, p)
-        raw = _drain(_read(session, data, peer, reply, rows_back, REPLY_ROUNDS[1], "reply"))
+        coins = _coin_cells(session, data, SELECT, pair.q, p)
+        raw = drain(read(session, data, peer, reply, rows_back + coins, REPLY_ROUNDS[1], "reply"))
         if pair.encrypts:
-            private = _private(session, data, peer)
+            private = private_key(session, data, peer)
+            raw = raw[: rows_back * pw.CIPHERTEXT]  # the coin reply's after it
             share = pp.encrypter_shares(private, slots, raw, (mine, theirs))
         else:
-            key = _mask_key(session, data, "round-1", peer, blob_nonce(blob).hex())
+            key = mask_key(session, data, "round-1", peer, blob_nonce(blob).hex())
             share = aggregator_shares(draw_masks(slots, key, (mine, theirs)))
         out[plan.pair_name(pair.a, pair.b)] = _oriented(share, pair, p)
     return out
@@ -308,9 +341,9 @@ def groups(
 
             label = ("round-2", peer, data.request, data.group_deal_hash)
             blocks = _encrypted(session, data, peer, layout.width(p, q), columns, *label)
-        _write(session, data, peer, out, blocks, rows(peer), 2, nonce(session, data, peer, 2))
+        write(session, data, peer, out, blocks, rows(peer), 2, nonce(session, data, peer, 2))
 
-    return _sealed(session, seal, rows)
+    return sealed(session, seal, rows)
 
 
 def _round_two_keys(
@@ -320,32 +353,36 @@ def _round_two_keys(
     E's round-2 rows by G's singles and groups."""
     label = (peer, data.request, blob_nonce(first).hex(), blob_nonce(second).hex())
     return (
-        _mask_key(session, data, "round-2a", *label),
-        _mask_key(session, data, "round-2b", *label),
+        mask_key(session, data, "round-2a", *label),
+        mask_key(session, data, "round-2b", *label),
     )
 
 
 def group_replies(
     session: PartySession, data: StepData, blobs: Mapping[str, Blob],
-    group_blobs: Mapping[str, Blob],
+    group_blobs: Mapping[str, Blob], tail: Tail | None = None,
 ) -> SealedBlobs:  # fmt: skip
     """Toward each peer that encrypts for it, in a pair the request grows: G's masked
     accumulators of E's round-1 rows by G's groups, then of E's round-2 rows by G's singles
-    and groups (an empty blob toward the others)."""
+    and groups; then ``tail(peer)`` (its coin reply; an empty blob toward the others)."""
     plan, p = session.plan, session.index
     layout = data.round_two()[1]
 
     def rows(peer: str) -> int:
-        return pw.group_reply_rows(plan, p, plan.party_index(peer), layout)
+        q = plan.party_index(peer)
+        return pw.group_reply_rows(plan, p, q, layout) + _coin_cells(session, data, MEASURE, p, q)
 
     def seal(peer: str, out: Any) -> None:
         first, second = _blob(blobs, peer), _blob(group_blobs, peer, "groups")
-        blocks = [_cts(_aggregate_two(session, data, peer, first, second))] if rows(peer) else []
+        blocks = []
+        if rows(peer):
+            grown = _aggregate_two(session, data, peer, first, second)
+            blocks.append(ciphertexts(grown + (tail(peer) if tail else b"")))
         label = (peer, data.request, blob_nonce(first).hex(), blob_nonce(second).hex())
         once = label_key(session, data, "group-reply-nonce", *label)[:12]
-        _write(session, data, peer, out, blocks, rows(peer), REPLY_ROUNDS[2], once)
+        write(session, data, peer, out, blocks, rows(peer), REPLY_ROUNDS[2], once)
 
-    return _sealed(session, seal, rows)
+    return sealed(session, seal, rows)
 
 
 def _aggregate_two(
@@ -392,14 +429,21 @@ def grow(
         e, g = (p, pair.q) if pair.encrypts else (pair.q, p)
         k_e, k_g, w_e, w_g = plan.widths[e], plan.widths[g], layout.width(e, g), layout.width(g, e)
         second, reply = _blob(group_blobs, peer, "groups"), _blob(replies, peer, "reply")
-        _check(_read(session, data, peer, second, pw.groups_rows(plan, pair.q, p, layout), 2,
+        check(read(session, data, peer, second, pw.groups_rows(plan, pair.q, p, layout), 2,
                      "group-blob"))  # fmt: skip
         back = pw.group_reply_rows(plan, pair.q, p, layout)
-        raw = _drain(_read(session, data, peer, reply, back, REPLY_ROUNDS[2], "group-reply"))
+        coins = _coin_cells(session, data, MEASURE, pair.q, p)
+        raw = drain(read(session, data, peer, reply, back + coins, REPLY_ROUNDS[2], "group-reply"))
         if pair.encrypts:
-            private, cut = _private(session, data, peer), w_g * slots.per_row(k_e) * pw.CIPHERTEXT
+            private, cut = (
+                private_key(session, data, peer),
+                w_g * slots.per_row(k_e) * pw.CIPHERTEXT,
+            )
+            end = back * pw.CIPHERTEXT  # the coin reply's after it
             one = pp.encrypter_shares(private, slots, raw[:cut], (k_e, w_g)) if w_g else None
-            two = pp.encrypter_shares(private, slots, raw[cut:], (w_e, k_g + w_g)) if w_e else None
+            two = (
+                pp.encrypter_shares(private, slots, raw[cut:end], (w_e, k_g + w_g)) if w_e else None
+            )
         else:
             key_a, key_b = _round_two_keys(session, data, peer, _blob(blobs, peer), second)
             one = aggregator_shares(draw_masks(slots, key_a, (w_g, k_e))) if w_g else None

@@ -19,6 +19,7 @@ from vertimrf.party.records.open import Input
 from vertimrf.party.secure import coins as tosses
 from vertimrf.party.secure import features as rounds
 from vertimrf.party.secure import paillier as dealer_free
+from vertimrf.party.secure import paillier_coins as dealer_free_coins
 from vertimrf.party.secure import release as releases
 from vertimrf.party.secure.features import SealedBlobs
 from vertimrf.party.secure.session import Blob, open_session
@@ -150,11 +151,29 @@ class SecureParty:
         """cross_noise "coins": this party's coin blob of ``release`` ("select", after the
         deal is opened; "measure", after the round-2 deal is) for each peer
         (:func:`~vertimrf.party.secure.coins.coin_blobs`)."""
-        return tosses.coin_blobs(self.session, self._step, release)
+        blobs = tosses.coin_blobs if self.product is not None else dealer_free_coins.coin_blobs
+        return blobs(self.session, self._step, release)
 
-    def replies(self, blobs: Mapping[str, Blob]) -> SealedBlobs:
-        """Product "paillier", after step 1: :func:`~vertimrf.party.secure.paillier.replies`."""
-        return self._once("reply", dealer_free.replies, blobs)
+    def replies(
+        self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None
+    ) -> SealedBlobs:
+        """Product "paillier", after step 1: :func:`~vertimrf.party.secure.paillier.replies`,
+        with the coin replies from the peers' ``coins`` (cross_noise "coins")."""
+        tail = self._coin_reply(SELECT, blobs, coins)
+        return self._once("reply", dealer_free.replies, blobs, tail)
+
+    def _coin_reply(
+        self, release: str, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None
+    ) -> Callable[[str], bytes] | None:
+        """The coin reply to each peer in ``release`` (None with split noise)."""
+        if not self.plan.cross_noise.weight:
+            return None
+
+        def tail(peer: str) -> bytes:
+            s, d = self.session, self._step
+            return dealer_free_coins.coin_reply(s, d, release, peer, blobs[peer], coins)
+
+        return tail
 
     def release(
         self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None,
@@ -174,11 +193,14 @@ class SecureParty:
         return self._once("groups", step, group_deal, request)
 
     def group_replies(
-        self, blobs: Mapping[str, Blob], group_blobs: Mapping[str, Blob]
-    ) -> SealedBlobs:
+        self, blobs: Mapping[str, Blob], group_blobs: Mapping[str, Blob],
+        coins: Mapping[str, Blob] | None = None,
+    ) -> SealedBlobs:  # fmt: skip
         """Product "paillier", after step 3:
-        :func:`~vertimrf.party.secure.paillier.group_replies`."""
-        return self._once("group-reply", dealer_free.group_replies, blobs, group_blobs)
+        :func:`~vertimrf.party.secure.paillier.group_replies`, with the coin replies from
+        the peers' ``coins`` of the re-measurement."""
+        tail = self._coin_reply(MEASURE, blobs, coins)
+        return self._once("group-reply", dealer_free.group_replies, blobs, group_blobs, tail)
 
     def measure(
         self, request: Request | Sequence[Marginal], blobs: Mapping[str, Blob] | None = None,

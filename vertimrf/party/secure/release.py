@@ -12,7 +12,6 @@ import numpy as np
 
 from vertimrf.errors import ConfigError
 from vertimrf.party.secure.backends import product_shares
-from vertimrf.party.secure.coins import coin_shares
 from vertimrf.party.secure.features import bound, checked_request, nonce
 from vertimrf.party.secure.session import Blob, PartySession
 from vertimrf.party.secure.step_data import StepData
@@ -40,7 +39,9 @@ def release(
     kept = product_shares(session).shares(session, data, blobs, replies)
     marginals = plan.first_release()
     first = Request(tuple(marginals))
-    tossed = coin_shares(session, data, SELECT, first, _coin_blobs(session, coins))
+    tossed = product_shares(session).coins(
+        session, data, SELECT, first, _coin_blobs(session, coins), replies
+    )
     noise = sampler(session, data, SELECT, first)
     with ledger.transaction():
         count = None
@@ -81,7 +82,9 @@ def measure(
     grown = product_shares(session).grow(
         session, data, kept, layout, request, blobs, group_blobs, group_replies
     )
-    tossed = coin_shares(session, data, MEASURE, request, _coin_blobs(session, coins))
+    tossed = product_shares(session).coins(
+        session, data, MEASURE, request, _coin_blobs(session, coins), group_replies
+    )
     exact = fine()  # read before anything is charged
     noise = sampler(session, data, MEASURE, request)
     with session.ledger.transaction():

@@ -127,21 +127,24 @@ def feature_blob_bytes(shape: tuple[int, int], word: type, word_bytes: int | Non
     return DIGEST_BYTES + NONCE_BYTES + shape[0] * shape[1] * size + TAG_BYTES
 
 
-def coin_blob_bytes(plan: SecurePlan, sender: str, receiver: str, *, first: bool) -> int:
-    """The length of ``sender``'s coin blob to ``receiver`` (a feature blob of cells x coins
-    words): in the first release (``first``; exact) or at most in a re-measurement (any
-    request: the pair's widest cells at the coins of twice the nominal noise of the most
-    marginals, plus 2, above any request's sigma: the coins' cost is at most 2.5x the
-    Gaussian's, at sigma about 3)."""
-    p, q = plan.party_index(sender), plan.party_index(receiver)
+def coin_shape(plan: SecurePlan, p: int, q: int, *, first: bool) -> tuple[int, int]:
+    """(cells, coins a cell) of the pair of parties p and q's coins: in the first release
+    (``first``; exact) or at most in a re-measurement (any request: the pair's widest cells
+    at the coins of twice the nominal noise of the most marginals, plus 2, above any
+    request's sigma: the coins' cost is at most 2.5x the Gaussian's, at sigma about 3)."""
     pair = (min(p, q), max(p, q))
     if first:
-        cells, coins = plan.first_coins.get(pair, (0, 0))
-    else:
-        most = min(plan.max_request or COIN_MARGINALS // 2, COIN_MARGINALS // 2)
-        sigma = 2.0 * plan.nominal_sigma(MEASURE, most) + 2.0
-        cells, coins = plan.max_cells(*pair), plan.cross_noise.coins(sigma)
-    return feature_blob_bytes((cells, coins), plan.word, plan.word_bytes)
+        return plan.first_coins.get(pair, (0, 0))
+    most = min(plan.max_request or COIN_MARGINALS // 2, COIN_MARGINALS // 2)
+    sigma = 2.0 * plan.nominal_sigma(MEASURE, most) + 2.0
+    return plan.max_cells(*pair), plan.cross_noise.coins(sigma)
+
+
+def coin_blob_bytes(plan: SecurePlan, sender: str, receiver: str, *, first: bool) -> int:
+    """The length of ``sender``'s coin blob to ``receiver`` (a feature blob of cells x coins
+    words, :func:`coin_shape`)."""
+    p, q = plan.party_index(sender), plan.party_index(receiver)
+    return feature_blob_bytes(coin_shape(plan, p, q, first=first), plan.word, plan.word_bytes)
 
 
 def _packed_rows(

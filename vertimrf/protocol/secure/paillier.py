@@ -23,7 +23,7 @@ import numpy as np
 from vertimrf.crypto.paillier import KEY_BITS, ciphertext_bytes, public_key_bytes
 from vertimrf.crypto.paillier_slots import SlotLayout, joint_blocks
 from vertimrf.errors import ConfigError
-from vertimrf.protocol.secure.features import feature_blob_bytes
+from vertimrf.protocol.secure.features import coin_shape, feature_blob_bytes
 from vertimrf.protocol.secure.plan import Layout, SecurePlan
 
 NAME = "paillier"
@@ -43,8 +43,7 @@ RATES: Mapping[str, float] = {
     "mask": 1.7e-5,
     "decrypt": 2.25e-3,
 }
-# The cross-noise and dealing arrangements this product runs with so far.
-NOISES = ("split",)
+# The dealing arrangements this product runs with.
 DEALERS = ("server",)
 
 
@@ -53,13 +52,14 @@ def slot_layout(plan: SecurePlan) -> SlotLayout:
     return SlotLayout.for_rows(plan.rows, KEY_BITS)
 
 
-def check(plan: SecurePlan, noise: str, dealer: str) -> None:
-    """ConfigError for what this product does not run yet, before any budget is spent."""
+def check(plan: SecurePlan, dealer: str) -> None:
+    """ConfigError for what this product does not run, before any budget is spent."""
     slot_layout(plan)  # ConfigError when max_rows leaves no room for the masks
-    if noise not in NOISES:
+    if plan.cross_noise.weight not in (0.0, 1.0):
         raise ConfigError(
-            f"product 'paillier' runs with cross_noise 'split' so far, not {noise!r}: set "
-            "cross_noise='split' (`vertimrf config --cross-noise split`), or product 'dealer'."
+            "product 'paillier' takes coins with coin_weight 1 (the server with a party then "
+            f"faces the coins' sigma^2, as every viewer does), not {plan.cross_noise.weight}: "
+            "drop --coin-weight, or use cross_noise 'split'."
         )
     if dealer not in DEALERS:
         raise ConfigError(
@@ -159,13 +159,55 @@ def group_reply_rows(
     return first + second
 
 
+def coin_rows(
+    plan: SecurePlan, sender: int, receiver: int, shape: tuple[int, int] | None = None
+) -> int:
+    """Ciphertexts in ``sender``'s coins to ``receiver`` (cross_noise "coins"): E's coins,
+    a row a coin and a column a cell; ``shape`` (cells, coins a cell): the release's (None:
+    the first release's)."""
+    a, b = sorted((sender, receiver))
+    cells, coins = shape or coin_shape(plan, a, b, first=True)
+    if pair_encrypter(plan, a, b) != sender or not cells:
+        return 0
+    return coins * slot_layout(plan).per_row(cells)
+
+
+def group_coin_rows(plan: SecurePlan, sender: int, receiver: int) -> int:
+    """The most ciphertexts in ``sender``'s coins of a re-measurement to ``receiver``."""
+    return coin_rows(plan, sender, receiver, coin_shape(plan, sender, receiver, first=False))
+
+
+def coin_reply_rows(plan: SecurePlan, sender: int, receiver: int, cells: int) -> int:
+    """Ciphertexts after a reply's accumulators: G's coin reply, one a cell (none from E,
+    or without coins)."""
+    a, b = sorted((sender, receiver))
+    return cells if plan.cross_noise.weight and pair_encrypter(plan, a, b) == receiver else 0
+
+
+def first_reply_rows(plan: SecurePlan, sender: int, receiver: int) -> int:
+    """Ciphertexts in ``sender``'s reply to ``receiver``, its coin reply included."""
+    cells = coin_shape(plan, sender, receiver, first=True)[0]
+    return reply_rows(plan, sender, receiver) + coin_reply_rows(plan, sender, receiver, cells)
+
+
+def most_group_reply_rows(plan: SecurePlan, sender: int, receiver: int) -> int:
+    """The most ciphertexts in ``sender``'s round-2 reply to ``receiver``, its coin reply
+    included."""
+    cells = coin_shape(plan, sender, receiver, first=False)[0]
+    rows = group_reply_rows(plan, sender, receiver)
+    return rows + coin_reply_rows(plan, sender, receiver, cells)
+
+
 def round_bytes(plan: SecurePlan, sender: int, receiver: int) -> tuple[int, int]:
-    """The most bytes ``sender`` sends ``receiver`` in round 1 (features and reply) and
-    in round 2 (groups and reply)."""
+    """The most bytes ``sender`` sends ``receiver`` in round 1 (features, coins and reply)
+    and in round 2 (groups, coins and reply)."""
     one = blob_bytes(features_rows(plan, sender, receiver))
-    one += blob_bytes(reply_rows(plan, sender, receiver))
+    one += blob_bytes(first_reply_rows(plan, sender, receiver))
     two = blob_bytes(groups_rows(plan, sender, receiver))
-    two += blob_bytes(group_reply_rows(plan, sender, receiver))
+    two += blob_bytes(most_group_reply_rows(plan, sender, receiver))
+    if plan.cross_noise.weight:
+        one += blob_bytes(coin_rows(plan, sender, receiver))
+        two += blob_bytes(group_coin_rows(plan, sender, receiver))
     return one, two
 
 
@@ -201,10 +243,14 @@ def seconds(
 def plan_lines(plan: SecurePlan) -> tuple[str, ...]:
     """The plan's lines for each pair: who encrypts, the bytes each way in round 1 and the
     estimated seconds of each side's round-1 product on one core of this machine."""
+    faces = (
+        "the coins' sigma^2, as every viewer does"
+        if plan.cross_noise.weight
+        else "sigma^2 / 2: it knows two of a cross count's three noise components"
+    )
     out = [
         "product paillier: no role deals, so the server together with one party is a viewer "
-        "too; it knows two of a cross count's three noise components and faces sigma^2 / 2 "
-        "(the report prints its epsilon)"
+        f"too; it faces {faces} (the report prints its epsilon)"
     ]
     slots = slot_layout(plan)
     for a, b in plan.pairs():
