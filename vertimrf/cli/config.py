@@ -298,8 +298,8 @@ def add_config(sub: argparse._SubParsersAction) -> None:
         help="method secure: the cross product's backend, 'dealer' (the default: the server "
         "deals the masks, so the server with any party recovers the other's table) or "
         "'paillier' (no role deals: each pair's encrypter sends its rows under a Paillier key "
-        "of its own; the server with one party learns only DP outputs; with --cross-noise "
-        "split; docs/two-organisations.md)",
+        "of its own; the server with one party learns only DP outputs; split noise, or "
+        "coins at weight 1; docs/two-organisations.md)",
     )
     config.add_argument(
         "--coin-weight",
