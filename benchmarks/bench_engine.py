@@ -11,7 +11,8 @@ NLTCS and Adult, delta 1e-6, at each epsilon and seed, these synthesizers on the
   with the secure product as its oracle;
 * ``secure-coins``: the same with ``cross_noise="coins"`` (w = 1: each cross count carries
   sigma^2, not 1.5 sigma^2; docs/accounting.md, "Coins");
-* ``secure-paillier``: ``secure`` with ``product="paillier"`` (no dealer; split noise);
+* ``secure-paillier``, ``secure-paillier-coins``: ``secure`` and ``secure-coins`` with
+  ``product="paillier"`` (no dealer);
 * ``mst``, ``aim``: MST and AIM through OpenDP (``vertimrf.report.baselines``; MST at
   OpenDP's contingency table's defaults, AIM as its paper configures it on the exact domain),
   each in a child process killed after ``--cap`` seconds (default 3600), its status and
@@ -57,11 +58,15 @@ DELTA, MAX_ROWS = 1e-6, 65_536
 SPLITS = {"nltcs": 8, "adult": 8}
 EPSILONS = (0.4, 1.6)
 METHODS = (
-    "privmrf", "engine", "aim-like", "secure", "secure-coins", "secure-paillier", "mst", "aim"
+    "privmrf", "engine", "aim-like", "secure", "secure-coins", "secure-paillier",
+    "secure-paillier-coins", "mst", "aim",
 )  # fmt: skip
 # method secure's cross noise, and its product backend
-NOISES = {"secure": "split", "secure-coins": "coins", "secure-paillier": "split"}
-PRODUCTS = {"secure-paillier": "paillier"}
+NOISES = {
+    "secure": "split", "secure-coins": "coins", "secure-paillier": "split",
+    "secure-paillier-coins": "coins",
+}  # fmt: skip
+PRODUCTS = {"secure-paillier": "paillier", "secure-paillier-coins": "paillier"}
 SELECTIONS = {"privmrf": "privmrf", "engine": "engine", "aim-like": "aim"}
 BASELINES = ("mst", "aim")
 
