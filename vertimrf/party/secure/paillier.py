@@ -161,6 +161,7 @@ def read(
     session: PartySession, data: StepData, peer: str, blob: Blob, rows: int, purpose: int,
     kind: str, step: int = ROWS,
 ) -> Generator[tuple[int, int, np.ndarray], None, None]:  # fmt: skip
+    """A peer's blob of ``rows`` ciphertexts by blocks of ``step`` (:func:`read_blob`)."""
     shape = (rows, pw.CIPHERTEXT)
     return read_blob(
         session, data, peer, blob, shape, purpose, step, kind, word=pw.WORD, word_bytes=1
