@@ -16,11 +16,11 @@ from vertimrf.party.fine import one_way_fine
 from vertimrf.party.records.aligned import Aligned
 from vertimrf.party.records.ids import RecordIds
 from vertimrf.party.records.open import Input
-from vertimrf.party.secure import coins as tosses
 from vertimrf.party.secure import features as rounds
 from vertimrf.party.secure import paillier as dealer_free
 from vertimrf.party.secure import paillier_coins as dealer_free_coins
 from vertimrf.party.secure import release as releases
+from vertimrf.party.secure.backends import product_steps
 from vertimrf.party.secure.features import SealedBlobs
 from vertimrf.party.secure.session import Blob, open_session
 from vertimrf.party.secure.step_data import StepData
@@ -70,6 +70,7 @@ class SecureParty:
         self.name, self.index, self.config, self.plan = s.name, s.index, s.config, s.plan
         self.spec, self.product, self.ledger, self.records = s.spec, s.product, s.ledger, s.records
         self._step = StepData()
+        self._steps = product_steps(s)  # the steps that depend on the product backend
 
     def _once(self, step: str, run: Callable[..., T], *args: Any) -> T:
         """``run(session, step data, *args)``; PrivacyBudgetError if ``step`` ran already."""
@@ -144,15 +145,13 @@ class SecureParty:
     def features(self, deal: bytes, slot_map: Any = None) -> SealedBlobs:
         """Step 1: :func:`~vertimrf.party.secure.features.features` (product "paillier":
         :func:`~vertimrf.party.secure.paillier.features`)."""
-        step = dealer_free.features if self.product is None else rounds.features
-        return self._once("features", step, deal, slot_map)
+        return self._once("features", self._steps.features, deal, slot_map)
 
     def coins(self, release: str) -> SealedBlobs:
         """cross_noise "coins": this party's coin blob of ``release`` ("select", after the
         deal is opened; "measure", after the round-2 deal is) for each peer
         (:func:`~vertimrf.party.secure.coins.coin_blobs`)."""
-        blobs = tosses.coin_blobs if self.product is not None else dealer_free_coins.coin_blobs
-        return blobs(self.session, self._step, release)
+        return self._steps.coin_blobs(self.session, self._step, release)
 
     def replies(
         self, blobs: Mapping[str, Blob], coins: Mapping[str, Blob] | None = None
@@ -189,8 +188,7 @@ class SecureParty:
     def groups(self, group_deal: bytes, request: Request | Sequence[Marginal]) -> SealedBlobs:
         """Step 3: :func:`~vertimrf.party.secure.features.groups` (product "paillier":
         :func:`~vertimrf.party.secure.paillier.groups`)."""
-        step = dealer_free.groups if self.product is None else rounds.groups
-        return self._once("groups", step, group_deal, request)
+        return self._once("groups", self._steps.groups, group_deal, request)
 
     def group_replies(
         self, blobs: Mapping[str, Blob], group_blobs: Mapping[str, Blob],

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from vertimrf.errors import ConfigError
-from vertimrf.party.secure.backends import product_shares
+from vertimrf.party.secure.backends import product_steps
 from vertimrf.party.secure.features import bound, checked_request, nonce
 from vertimrf.party.secure.session import Blob, PartySession
 from vertimrf.party.secure.step_data import StepData
@@ -36,10 +36,10 @@ def release(
     blobs of the first release (``coins``); with product "paillier", the peers' replies."""
     plan, name, ledger = session.plan, session.name, session.ledger
     # checks every blob before anything is released
-    kept = product_shares(session).shares(session, data, blobs, replies)
+    kept = product_steps(session).shares(session, data, blobs, replies)
     marginals = plan.first_release()
     first = Request(tuple(marginals))
-    tossed = product_shares(session).coins(
+    tossed = product_steps(session).coins(
         session, data, SELECT, first, _coin_blobs(session, coins), replies
     )
     noise = sampler(session, data, SELECT, first)
@@ -76,13 +76,13 @@ def measure(
                 "load_state(path) with the state release saved, or open_deal(deal) and "
                 "pass the peers' blobs."
             )
-        kept = product_shares(session).shares(session, data, blobs, None)
+        kept = product_steps(session).shares(session, data, blobs, None)
     request = checked_request(session, request)
     layout = session.plan.layout(request.marginals)
-    grown = product_shares(session).grow(
+    grown = product_steps(session).grow(
         session, data, kept, layout, request, blobs, group_blobs, group_replies
     )
-    tossed = product_shares(session).coins(
+    tossed = product_steps(session).coins(
         session, data, MEASURE, request, _coin_blobs(session, coins), group_replies
     )
     exact = fine()  # read before anything is charged
