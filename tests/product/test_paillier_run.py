@@ -20,7 +20,7 @@ from vertimrf.party.secure import paillier as party_paillier
 from vertimrf.party.secure import paillier_coins
 from vertimrf.party.secure.coins import coin_shapes
 from vertimrf.protocol.methods import secure_plan
-from vertimrf.protocol.plan import check_plan, run_plan
+from vertimrf.protocol.plan import check_plan, run_plan, size
 from vertimrf.protocol.schedule import Kind, schedule
 from vertimrf.protocol.secure import paillier as pw
 from vertimrf.protocol.secure.marginals import Request
@@ -235,4 +235,10 @@ def test_with_coins_the_server_with_a_party_faces_what_every_viewer_faces():
     viewers = model.report.viewers
     assert viewers["server+P0"] == viewers["server+P1"] == viewers["server"] > 0
     cfg = run.server.server.config
-    assert "faces the coins' sigma^2" in run_plan(cfg).describe()
+    text = run_plan(cfg).describe()
+    assert "faces the coins' sigma^2" in text and "the first release's coins add about" in text
+    plan = secure_plan(cfg)
+    coin_bytes = pw.coin_bytes(plan, "P0", "P1", first=True)
+    e = pw.pair_encrypter(plan, 0, 1)
+    assert coin_bytes == pw.blob_bytes(pw.coin_rows(plan, e, 1 - e))  # E's encrypted coins
+    assert f"{size(coin_bytes)}" in text  # the coins' line counts ciphertexts, not ring words

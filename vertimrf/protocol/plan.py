@@ -356,11 +356,18 @@ def run_plan(config: ProtocolConfig) -> RunPlan:
         blob_bytes=_blob_bytes(config, plan, 0),
         group_blob_bytes=_blob_bytes(config, plan, 1) if plan.select else {},
         deal_bytes=deal_bytes(plan),
-        noise=noise_lines(plan),
+        noise=noise_lines(
+            plan, *((paillier.coin_bytes,) if config.product == paillier.NAME else ())
+        ),
         product=paillier.plan_lines(plan) if config.product == paillier.NAME else (),
         roles=secure_roles(config, plan),
         model_cells=int(rules(config).model_cap(config)) if plan.select else None,
     )
+
+
+# The bytes of a pair's coins from one party to another in the first release or at most in a
+# re-measurement (``first``), by the product backend.
+CoinBytes = Callable[..., int]
 
 
 def _blob_bytes(config: ProtocolConfig, plan: SecurePlan, round_: int) -> dict[str, int]:
@@ -381,9 +388,10 @@ def _blob_bytes(config: ProtocolConfig, plan: SecurePlan, round_: int) -> dict[s
     }
 
 
-def noise_lines(plan: SecurePlan) -> tuple[str, ...]:
-    """How the cross noise is made, per release: with coins, the coins a cell, the bytes
-    each way per pair, and the variance each viewer faces and a cross count carries."""
+def noise_lines(plan: SecurePlan, coin_bytes: CoinBytes = coin_blob_bytes) -> tuple[str, ...]:
+    """How the cross noise is made, per release: with coins, the coins a cell, the most
+    bytes either way per pair (``coin_bytes``: the product backend's), and the variance
+    each viewer faces and a cross count carries."""
     noise, first = plan.cross_noise, plan.first_release()
     carried = f"a cross count carries {noise.release_scale(1.0) ** 2:.3g} sigma^2"
     sigma = plan.sigma(SELECT, first)
@@ -397,7 +405,7 @@ def noise_lines(plan: SecurePlan) -> tuple[str, ...]:
     names = plan.names
     each = ", ".join(
         f"{plan.pair_name(p, q)} {cells:,} cells, "
-        f"{size(coin_blob_bytes(plan, names[p], names[q], first=True))}"
+        f"{size(coin_bytes(plan, names[p], names[q], first=True))}"
         for (p, q), (cells, _) in plan.first_coins.items()
     )
     measured = plan.sigma(MEASURE, first[:COIN_EXAMPLE]) if plan.rho_measure > 0 else None
@@ -409,7 +417,7 @@ def noise_lines(plan: SecurePlan) -> tuple[str, ...]:
         f"per pair: {each}",
     ]
     if measured is not None:
-        most = max(coin_blob_bytes(plan, names[p], names[q], first=False) for p, q in plan.pairs())
+        most = max(coin_bytes(plan, names[p], names[q], first=False) for p, q in plan.pairs())
         lines.append(
             f"coins, re-measurement: 4 w sigma^2 a cell at the request's sigma, e.g. "
             f"{noise.coins(measured):,} for {COIN_EXAMPLE} marginals (sigma {measured:.4g}); "

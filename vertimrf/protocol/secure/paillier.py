@@ -177,6 +177,15 @@ def group_coin_rows(plan: SecurePlan, sender: int, receiver: int) -> int:
     return coin_rows(plan, sender, receiver, coin_shape(plan, sender, receiver, first=False))
 
 
+def coin_bytes(plan: SecurePlan, sender: str, receiver: str, *, first: bool) -> int:
+    """The most bytes of coins either way between the two parties in the first release or
+    at most in a re-measurement (``first``): E's encrypted coins, or G's coin reply."""
+    p, q = plan.party_index(sender), plan.party_index(receiver)
+    shape = coin_shape(plan, p, q, first=first)
+    e_rows = max(coin_rows(plan, p, q, shape), coin_rows(plan, q, p, shape))
+    return max(blob_bytes(e_rows), blob_bytes(shape[0]) if shape[0] else 0)
+
+
 def coin_reply_rows(plan: SecurePlan, sender: int, receiver: int, cells: int) -> int:
     """Ciphertexts after a reply's accumulators: G's coin reply, one a cell (none from E,
     or without coins)."""
@@ -240,6 +249,20 @@ def seconds(
     }  # fmt: skip
 
 
+def _coin_seconds(plan: SecurePlan, e: int, g: int, rates: Mapping[str, float] = RATES) -> str:
+    """With coins: the estimated seconds of the first release's coins at each side."""
+    cells, coins = coin_shape(plan, e, g, first=True)
+    if not plan.cross_noise.weight or not cells:
+        return ""
+    cts = coin_rows(plan, e, g)
+    t_e = cts * (rates["randomiser"] + rates["encrypt"]) + cells * rates["decrypt"]
+    t_g = cells * (coins / 2 * rates["product"] + rates["reply_randomiser"] + rates["mask"])
+    return (
+        f"; the first release's coins add about {t_e:,.0f} s of {plan.names[e]}'s and "
+        f"{t_g:,.0f} s of {plan.names[g]}'s"
+    )
+
+
 def plan_lines(plan: SecurePlan) -> tuple[str, ...]:
     """The plan's lines for each pair: who encrypts, the bytes each way in round 1 and the
     estimated seconds of each side's round-1 product on one core of this machine."""
@@ -266,6 +289,6 @@ def plan_lines(plan: SecurePlan) -> tuple[str, ...]:
             f"{t['e_randomisers'] + t['e_online']:,.0f} s of {plan.names[e]}'s time (of them "
             f"{t['e_randomisers']:,.0f} s of randomisers) and {t['g_online']:,.0f} s of "
             f"{plan.names[g]}'s, one core of the machine measured (round 1; round 2 adds the "
-            "groups)"
+            "groups)" + _coin_seconds(plan, e, g)
         )
     return tuple(out)
