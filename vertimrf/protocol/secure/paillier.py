@@ -9,6 +9,9 @@ feature blob (:mod:`vertimrf.protocol.secure.features`) of bytes, one row a ciph
   groups); G to E: no rows.
 - ``group-reply``, G to E: E's round-1 rows by G's groups (w_G x per_row(k_E)), then E's
   round-2 rows by G's singles and groups ((k_G + w_G) x per_row(w_E)); E to G: no rows.
+- with coins, ``features-coins`` and ``groups-coins``, E to G: E's coins, a row a coin,
+  per_row(cells) ciphertexts each; G to E: no rows. G's coin reply, one ciphertext a cell,
+  ends its ``reply`` and ``group-reply``.
 
 An empty blob still carries its sender's record-set digest and nonce, so both ends of a pair
 check one another and bind their pads as with the dealer."""
