@@ -7,10 +7,10 @@ same synthetic table, so it must), and whether the Paillier mean is within one s
 error of the dealer with coins (the issue's reference: the standard error of the
 difference of the two means).
 
-    python benchmarks/backend_utility.py benchmarks/results/vs_secure_paillier.json \
-        benchmarks/results/vs_secure_dealer_split.json \
-        benchmarks/results/vs_secure_paillier_coins.json benchmarks/results/vs_secure_coins.json \
-        --md benchmarks/results/backend_utility.md
+    cd benchmarks/results && python ../backend_utility.py vs_secure_paillier.json \
+        vs_secure_dealer_split.json vs_secure_coins.json vs_secure_paillier_coins.json \
+        vs_secure_coins_adult.json vs_secure_paillier_coins_adult.json \
+        vs_secure_paillier_coins_adult16.json --md backend_utility.md
 """
 
 from __future__ import annotations
