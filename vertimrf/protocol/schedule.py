@@ -288,17 +288,6 @@ PRODUCT_STEPS: dict[str, Callable[[tuple[StepRule, ...]], tuple[StepRule, ...]]]
     "paillier": _with_replies,
 }
 
-# Product "paillier": each blob's ciphertexts by the function of
-# :mod:`vertimrf.protocol.secure.paillier` that counts them.
-PAILLIER_ROWS = {
-    Kind.FEATURES: "features_rows",
-    Kind.REPLY: "first_reply_rows",
-    Kind.GROUPS: "groups_rows",
-    Kind.GROUP_REPLY: "most_group_reply_rows",
-    Kind.FEATURES_COINS: "coin_rows",
-    Kind.GROUPS_COINS: "group_coin_rows",
-}
-
 SYNTHESIZE = "synthesize"  # the server's last step: the fit and the sample; it sends nothing
 
 
@@ -436,8 +425,9 @@ class Schedule:
         from vertimrf.protocol.secure.tokens import TOKENS_MAGIC
 
         kind, plan = message.kind, self.plan
-        if self.config.product == "paillier" and kind in PAILLIER_ROWS:
-            return self._paillier_limit(message)
+        paillier = self._paillier_limit(message)
+        if paillier is not None:
+            return paillier
         if kind == Kind.LOCAL_COUNT:
             return Limit(COUNT_BYTES, JSON_MAGIC)
         if kind in (Kind.COMMIT, Kind.ADMIT, Kind.DEAL_REGIONS):
@@ -470,17 +460,22 @@ class Schedule:
             return Limit(slot_map_bytes(self._slot_bound()), exact=True)
         return None  # the request: parsed and checked by its reader
 
-    def _paillier_limit(self, message: Message) -> Limit:
+    def _paillier_limit(self, message: Message) -> Limit | None:
         """Product "paillier": a blob of ciphertexts (round 1: exact; round 2: at most the
-        groups' caps)."""
+        groups' caps); None for another product or kind."""
+        if self.config.product != "paillier":
+            return None
         from vertimrf.protocol.secure import paillier
 
+        rows_of = paillier.ROWS_BY_KIND.get(message.kind)
+        if rows_of is None:
+            return None
         secure = self._secure
         assert secure is not None
-        p, q = secure.party_index(message.sender), secure.party_index(message.receiver)
-        rows = getattr(paillier, PAILLIER_ROWS[Kind(message.kind)])(secure, p, q)
-        exact = message.kind in (Kind.FEATURES, Kind.REPLY, Kind.FEATURES_COINS)
-        return Limit(paillier.blob_bytes(rows), exact=exact)
+        rows = rows_of(
+            secure, secure.party_index(message.sender), secure.party_index(message.receiver)
+        )
+        return Limit(paillier.blob_bytes(rows), exact=message.kind in paillier.EXACT_KINDS)
 
     def _slot_bound(self) -> int:
         """The most tokens (and so slots) one party may have (0 without a secure plan)."""

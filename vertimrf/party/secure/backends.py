@@ -88,11 +88,8 @@ class PaillierSteps:
     features = staticmethod(paillier.features)
     groups = staticmethod(paillier.groups)
     coin_blobs = staticmethod(paillier_coins.coin_blobs)
-
-    def shares(
-        self, session: PartySession, data: StepData, blobs: Blobs, replies: Blobs | None
-    ) -> dict[str, np.ndarray]:
-        return paillier.shares(session, data, blobs, replies or {})
+    shares = staticmethod(paillier.shares)
+    coins = staticmethod(paillier_coins.coin_shares)
 
     def grow(
         self, session: PartySession, data: StepData, shares: Mapping[str, np.ndarray],
@@ -100,12 +97,6 @@ class PaillierSteps:
         replies: Blobs | None,
     ) -> dict[str, np.ndarray]:  # fmt: skip
         return paillier.grow(session, data, shares, layout, blobs, group_blobs, replies)
-
-    def coins(
-        self, session: PartySession, data: StepData, release: str, request: Request,
-        coins: Blobs, replies: Blobs | None,
-    ) -> dict[str, np.ndarray]:  # fmt: skip
-        return paillier_coins.coin_shares(session, data, release, request, coins, replies)
 
 
 # By the config's product: a backend not named here has a dealt product.

@@ -170,43 +170,50 @@ def read(
 
 def _e_rows(
     session: PartySession, data: StepData, pair: _Pair, blob: Blob, width: int, round_: int
-) -> tuple[PublicKey | None, Rows]:
+) -> Rows:
     """E's rows in its blob of ``round_`` (``width`` one-hot columns a row), read by blocks
-    as :func:`~vertimrf.product.paillier.masked_reply` takes them; round 1: with E's public
-    key from the blob's head (read ahead, then checked in the pass that checks the tag)."""
+    as :func:`~vertimrf.product.paillier.masked_reply` takes them; round 1: after E's public
+    key at the blob's head, checked against the key read ahead (:func:`public_key`) in the
+    pass that checks the tag."""
     plan, per = session.plan, pw.slot_layout(session.plan).per_row(width)
     head = pw.key_rows(per) if round_ == 1 else 0
     total = head + plan.rows * per
     kind = "blob" if round_ == 1 else "group-blob"
-    public, raw = None, b""
-    if head:
-        first = read(session, data, pair.peer, blob, total, 1, kind, head)
-        block = next(first)[2]
-        first.close()
-        raw = block.tobytes()[: public_key_bytes(KEY_BITS)]
-        public = PublicKey.from_bytes(raw)
-
-    def rows() -> Rows:
-        blocks = read(session, data, pair.peer, blob, total, round_, kind, per * ROWS)
-        desc = f"{session.name}: summing {pair.peer}'s rows"
-        for c0, c1, block in progress_bar(blocks, desc=desc, total=-(-total // (per * ROWS))):
-            if c0 == 0 and head:
-                if block[:head].tobytes()[: len(raw)] != raw:
-                    raise MessageError(f"the public key in {pair.peer!r}'s blob changed.")
-                block, c0 = block[head:], head
-            yield (c0 - head) // per, (c1 - head) // per, block.tobytes()
-
-    return public, rows()
+    raw = public_key(session, data, pair.peer, blob).to_bytes() if head else b""
+    blocks = read(session, data, pair.peer, blob, total, round_, kind, per * ROWS)
+    desc = f"{session.name}: summing {pair.peer}'s rows"
+    for c0, c1, block in progress_bar(blocks, desc=desc, total=-(-total // (per * ROWS))):
+        if c0 == 0 and head:
+            if block[:head].tobytes()[: len(raw)] != raw:
+                raise MessageError(f"the public key in {pair.peer!r}'s blob changed.")
+            block, c0 = block[head:], head
+        yield (c0 - head) // per, (c1 - head) // per, block.tobytes()
 
 
 def public_key(session: PartySession, data: StepData, peer: str, features: Blob) -> PublicKey:
-    """G: E's public key, read ahead from the head of E's features (checked with the blob
-    when it is read through)."""
-    plan = session.plan
-    pair = _pair(session, peer)
-    public, _ = _e_rows(session, data, pair, features, plan.widths[pair.q], 1)
-    assert public is not None
-    return public
+    """G: E's public key, read ahead from the head of E's features once a process (checked
+    with the blob when it is read through, :func:`_e_rows`)."""
+    key = data.paillier.get(("public", peer))
+    if key is None:
+        plan = session.plan
+        per = pw.slot_layout(plan).per_row(plan.widths[plan.party_index(peer)])
+        head = pw.key_rows(per)
+        first = read(session, data, peer, features, head + plan.rows * per, 1, "blob", head)
+        block = next(first)[2]
+        first.close()
+        key = PublicKey.from_bytes(block.tobytes()[: public_key_bytes(KEY_BITS)])
+        data.paillier["public", peer] = key
+    assert isinstance(key, PublicKey)
+    return key
+
+
+def public_table(session: PartySession, data: StepData, peer: str, features: Blob) -> Powers:
+    """G: the fixed-base table of E's public key (made once a process)."""
+    table = data.paillier.get(("public-table", peer))
+    if table is None:
+        table = randomiser_table(public_key(session, data, peer, features))
+        data.paillier["public-table", peer] = table
+    return table
 
 
 def _coin_cells(
@@ -268,15 +275,15 @@ def replies(
         pair, e_nonce = _pair(session, peer), blob_nonce(_blob(blobs, peer)).hex()
         blocks: list[np.ndarray] = []
         if not pair.encrypts:
-            width_e = plan.widths[pair.q]
-            public, received = _e_rows(session, data, pair, blobs[peer], width_e, 1)
-            assert public is not None
+            width_e, features = plan.widths[pair.q], blobs[peer]
+            received = _e_rows(session, data, pair, features, width_e, 1)
             key = mask_key(session, data, "round-1", peer, e_nonce)
             sizes = [plan.sizes[a] for a in plan.attrs[p]]
             cols = session.columns(0, plan.rows)
             reply, _ = pp.masked_reply(
-                public, randomiser_table(public), pw.slot_layout(plan), received, cols,
-                width_e, sizes, key,
+                public_key(session, data, peer, features),
+                public_table(session, data, peer, features), pw.slot_layout(plan), received,
+                cols, width_e, sizes, key,
             )  # fmt: skip
             blocks.append(ciphertexts(reply + (tail(peer) if tail else b"")))
         once = label_key(session, data, "reply-nonce", peer, e_nonce)[:12]
@@ -287,7 +294,7 @@ def replies(
 
 def shares(
     session: PartySession, data: StepData, blobs: Mapping[str, Blob],
-    replies: Mapping[str, Blob],
+    replies: Mapping[str, Blob] | None,
 ) -> dict[str, np.ndarray]:  # fmt: skip
     """This party's share of its product with each peer: E decrypts G's reply; G draws its
     masks again. Every blob of the pair is read and checked before a share is kept."""
@@ -393,9 +400,8 @@ def _aggregate_two(
     pair, slots = _pair(session, peer), pw.slot_layout(plan)
     k_e, k_g = plan.widths[pair.q], plan.widths[p]
     w_e, w_g = layout.width(pair.q, p), layout.width(p, pair.q)
-    public, rows_one = _e_rows(session, data, pair, first, k_e, 1)
-    assert public is not None
-    table = randomiser_table(public)
+    rows_one = _e_rows(session, data, pair, first, k_e, 1)
+    public, table = public_key(session, data, peer, first), public_table(session, data, peer, first)
     singles = session.columns(0, plan.rows)
     mine = group_features(session, data, pair.q, singles)
     group_sizes = [math.prod(plan.sizes[a] for a in g) for g in layout.groups(p, pair.q)]
@@ -405,7 +411,7 @@ def _aggregate_two(
         reply, _ = pp.masked_reply(public, table, slots, rows_one, mine, k_e, group_sizes, key_a)
         parts.append(reply)
     if w_e:
-        _, rows_two = _e_rows(session, data, pair, second, w_e, 2)
+        rows_two = _e_rows(session, data, pair, second, w_e, 2)
         cols = np.hstack([singles, np.where(mine >= 0, mine + k_g, -1)])
         sizes = [plan.sizes[a] for a in plan.attrs[p]] + group_sizes
         reply, _ = pp.masked_reply(public, table, slots, rows_two, cols, w_e, sizes, key_b)

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from vertimrf.crypto.paillier import randomiser_table
 from vertimrf.crypto.paillier_slots import aggregator_shares, draw_masks
 from vertimrf.crypto.schedule import derive
 from vertimrf.errors import MessageError
@@ -104,10 +103,10 @@ def coin_reply(
     rows = pw.coin_rows(session.plan, q, p, shape)
     raw = steps.drain(steps.read(session, data, peer, blob, rows, coin_purpose(release), "coins"))
     public = steps.public_key(session, data, peer, features)
+    table = steps.public_table(session, data, peer, features)
     bits = _bits(session, data, release, request, peer, shape)
     key = _mask_key(session, data, release, request, peer, blob)
-    slots = pw.slot_layout(session.plan)
-    reply, _ = pp.coin_reply(public, randomiser_table(public), slots, raw, bits, key)
+    reply, _ = pp.coin_reply(public, table, pw.slot_layout(session.plan), raw, bits, key)
     return reply
 
 

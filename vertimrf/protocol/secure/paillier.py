@@ -295,3 +295,16 @@ def plan_lines(plan: SecurePlan) -> tuple[str, ...]:
             "groups)" + _coin_seconds(plan, e, g)
         )
     return tuple(out)
+
+
+# Each blob's ciphertexts by its message kind (the schedule's limits): exact in round 1,
+# at most in round 2 (any request).
+ROWS_BY_KIND = {
+    "features": features_rows,
+    "reply": first_reply_rows,
+    "groups": groups_rows,
+    "group-reply": most_group_reply_rows,
+    "features-coins": coin_rows,
+    "groups-coins": group_coin_rows,
+}
+EXACT_KINDS = frozenset({"features", "reply", "features-coins"})
