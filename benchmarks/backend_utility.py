@@ -18,8 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import mean_se  # noqa: E402
 
 # Each Paillier method and the dealer's method that runs the same noise.
 PAIRS = {"secure-paillier": "secure", "secure-paillier-coins": "secure-coins"}
@@ -33,13 +37,6 @@ def _rows(paths: list[str]) -> dict[tuple[str, float, str], dict[int, float]]:
         for r in json.loads(Path(path).read_text())["rows"]:
             out[r["dataset"], float(r["epsilon"]), r["method"]][int(r["seed"])] = float(r["tvd3"])
     return out
-
-
-def _mean_se(values: list[float]) -> tuple[float, float]:
-    n = len(values)
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-    return mean, math.sqrt(var / n)
 
 
 def markdown(paths: list[str]) -> str:
@@ -61,7 +58,7 @@ def markdown(paths: list[str]) -> str:
             got = rows.get((dataset, epsilon, method))
             if not got:
                 continue
-            mean, se = _mean_se(list(got.values()))
+            mean, se = mean_se(list(got.values()))
             theirs = rows.get((dataset, epsilon, dealer), {})
             common = sorted(set(got) & set(theirs))
             same = "no rows" if not common else (
@@ -69,7 +66,7 @@ def markdown(paths: list[str]) -> str:
             )  # fmt: skip
             near = "-"
             if len(ref) > 1:
-                r_mean, r_se = _mean_se(list(ref.values()))
+                r_mean, r_se = mean_se(list(ref.values()))
                 bound = math.hypot(se, r_se)
                 near = f"{'yes' if abs(mean - r_mean) <= bound else 'NO'} ({mean - r_mean:+.4f})"
             lines.append(
