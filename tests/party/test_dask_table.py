@@ -33,7 +33,7 @@ PARTIES = [("A", ["a0", "a1"]), ("B", ["b0", "b1"]), ("C", ["c0"])]
 def client():
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",
     )  # fmt: skip
     with distributed.Client(cluster, timeout=60) as c:
         yield c
@@ -226,3 +226,24 @@ def test_a_dask_dataframe_without_files_is_aligned_in_each_process(tmp_path, cli
     first, second, calls, plan = _aligned_twice(tmp_path, client, monkeypatch, frame)
     assert calls == 1 and not (tmp_path / "state").exists()
     _same_records(first, second, plan)
+
+
+def test_the_local_cluster_starts_while_port_8787_is_taken():
+    """Two runs (or two test workers) start local clusters at once: the scheduler's HTTP
+    server takes a free port, so neither fails on Dask's default 8787."""
+    import argparse
+    import socket
+
+    from vertimrf.cli.common import dask_client
+
+    holder = socket.socket()
+    try:
+        holder.bind(("127.0.0.1", 8787))
+        holder.listen()
+    except OSError:
+        pass  # already taken by another process: the condition under test holds
+    try:
+        with dask_client(argparse.Namespace(scheduler=None, workers=1)) as client:
+            assert client.submit(sum, [1, 2]).result(timeout=60) == 3
+    finally:
+        holder.close()

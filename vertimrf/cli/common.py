@@ -390,7 +390,7 @@ def dask_client(args: argparse.Namespace) -> Iterator[object | None]:
             cluster = stack.enter_context(
                 distributed.LocalCluster(
                     n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address=None, silence_logs=40,
+                    dashboard_address="127.0.0.1:0", silence_logs=40,
                 )
             )  # fmt: skip
             client = stack.enter_context(distributed.Client(cluster))
