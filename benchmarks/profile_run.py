@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -123,6 +124,7 @@ def _run(root: Path, spy: str, rate: int) -> dict[str, dict]:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ))  # fmt: skip
     out: dict[str, dict] = {}
+    peaks = _HighWater({role: proc.pid for role, proc in roles.items()})
     try:
         for role, proc in roles.items():
             _, status, usage = os.wait4(proc.pid, 0)
@@ -130,7 +132,7 @@ def _run(root: Path, spy: str, rate: int) -> dict[str, dict]:
             if proc.returncode != 0:
                 raise RuntimeError(f"{role} failed: {(root / f'{role}.log').read_text()[-2000:]}")
             out[role] = {"cpu_s": usage.ru_utime + usage.ru_stime,
-                         "max_rss_mb": usage.ru_maxrss / 1024}  # fmt: skip
+                         "max_rss_mb": peaks.stop(role) / 1024}  # fmt: skip
         for proc in spies:
             proc.wait(timeout=120)
     finally:
@@ -143,6 +145,42 @@ def _run(root: Path, spy: str, rate: int) -> dict[str, dict]:
     for role in out:
         out[role]["samples"] = _samples(root / f"{role}.spy")
     return out
+
+
+class _HighWater:
+    """Each role's peak resident memory (kB): its ``VmHWM`` in /proc, read every
+    ``every`` seconds until it exits. ``wait4``'s ``ru_maxrss`` is not used: the kernel
+    folds the forking parent's resident set into it at exec, so every role would show the
+    profiler's own (574 MB at 1M rows). A peak in the last ``every`` seconds of a role may
+    be missed."""
+
+    def __init__(self, pids: dict[str, int], every: float = 0.2) -> None:
+        self.pids, self.every, self.peak = dict(pids), every, dict.fromkeys(pids, 0)
+        self._done: set[str] = set()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while len(self._done) < len(self.pids):
+            for role, pid in self.pids.items():
+                if role not in self._done:
+                    self.peak[role] = max(self.peak[role], _hwm(pid))
+            time.sleep(self.every)
+
+    def stop(self, role: str) -> int:
+        """The role's peak (kB), its process reaped: polling it ends."""
+        self._done.add(role)
+        return self.peak[role]
+
+
+def _hwm(pid: int) -> int:
+    """A live process's VmHWM (kB), or 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) if found else 0
 
 
 def _samples(path: Path) -> Counter:

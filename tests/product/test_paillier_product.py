@@ -137,16 +137,32 @@ def test_coins_give_shares_of_each_cells_centred_xor_sum(key, table, cells, coin
     rng = np.random.default_rng(cells)
     a, b = rng.integers(0, 2, (cells, coins)), rng.integers(0, 2, (cells, coins))
     k_e, k_g = (pp.stream_key(SECRET, s, "coins") for s in (pp.RANDOMISERS, pp.MASKS))
-    rows = pp.encrypted_rows(pub, pp.computed(table, k_e), layout, pp.coin_rows(a), cells, 0)
-    reply, g_inner = pp.coin_reply(pub, table, layout, rows, b, k_g)
+    rand, width = pp.computed(table, k_e), layout.slots
+    columns = [a[c0 : c0 + width] for c0 in range(0, cells, width)]  # E: a slot column at a time
+    rows = b"".join(
+        pp.encrypted_rows(pub, rand, layout, pp.coin_rows(col), len(col), j * coins)
+        for j, col in enumerate(columns)
+    )
+    size, total = pub.ciphertext_bytes, coins * layout.per_row(cells)
+    cut = total // 3  # G holds one block of E's ciphertexts at a time: any blocking, one reply
+    blocks = [(0, cut, rows[: cut * size]), (cut, total, rows[cut * size :])]
+
+    def bits(c0, c1):
+        return b[c0:c1]
+
+    reply, g_inner = pp.coin_reply(pub, table, layout, blocks, bits, b.shape, k_g)
+    whole = pp.coin_reply(pub, table, layout, [(0, total, rows)], bits, b.shape, k_g)
+    assert whole[0] == reply and np.array_equal(whole[1], g_inner)
     e_inner = pp.coin_shares(key, layout, reply, cells)
     np.testing.assert_array_equal(e_inner + g_inner, (a * b).sum(1).astype(np.uint64))
-    total = pp.centred_coin_shares(a, e_inner, first=True) + pp.centred_coin_shares(
-        b, g_inner, first=False
+    total = pp.centred_coin_shares(a.sum(1), coins, e_inner, first=True) + (
+        pp.centred_coin_shares(b.sum(1), coins, g_inner, first=False)
     )
     np.testing.assert_array_equal(total.view(np.int64), (a ^ b).sum(1) - coins // 2)
     with pytest.raises(ConfigError, match="coin rows"):
-        pp.coin_reply(pub, table, layout, rows, b[:, :-1], k_g)
+        pp.coin_reply(pub, table, layout, blocks[:1], bits, b.shape, k_g)
+    with pytest.raises(ConfigError, match="coin rows"):
+        pp.coin_reply(pub, table, layout, blocks[1:], bits, b.shape, k_g)
 
 
 def test_an_aggregator_of_several_attributes_gets_every_cross_count(key, table):

@@ -14,15 +14,19 @@ import pytest
 from tests.helpers import SECRET
 from tests.secure_runs import commitments, exact_product, secure_parties, split
 from vertimrf.crypto.keys import KeyPair
+from vertimrf.datasets import load_dataset
 from vertimrf.driver.inprocess import local_run
 from vertimrf.errors import ConfigError
 from vertimrf.party.secure import paillier as party_paillier
 from vertimrf.party.secure import paillier_coins
-from vertimrf.party.secure.coins import coin_shapes
+from vertimrf.party.secure.coins import coin_key, coin_label, coin_shapes
+from vertimrf.protocol import from_preset
+from vertimrf.protocol.masks import coin_bits
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.plan import check_plan, run_plan, size
 from vertimrf.protocol.schedule import Kind, schedule
 from vertimrf.protocol.secure import paillier as pw
+from vertimrf.protocol.secure.features import coin_shape
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import SELECT
 
@@ -221,8 +225,13 @@ def test_coin_shares_sum_to_each_cells_centred_xor_sum(sizes):
     (p0, m0), (p1, m1) = members.items()
     shape = coin_shapes(m0.session, SELECT, first)[p1]
     assert shape[0] > 0 and shape[1] > 0
-    a = paillier_coins._bits(m0.session, m0._step, SELECT, first, p1, shape)
-    b = paillier_coins._bits(m1.session, m1._step, SELECT, first, p0, shape)
+
+    def key(m, peer):
+        return coin_key(m.session, coin_label(m.session, m._step, SELECT, first, peer), SELECT,
+                        first, peer)  # fmt: skip
+
+    a, b = coin_bits(key(m0, p1), 0, *shape), coin_bits(key(m1, p0), 0, *shape)  # all at once
+    np.testing.assert_array_equal(paillier_coins._ones(key(m0, p1), shape), a.sum(axis=1))
     want = (a ^ b).sum(axis=1).astype(np.int64) - shape[1] // 2
     total = (got[p0][f"{p0}+{p1}"] + got[p1][f"{p0}+{p1}"]).view(np.int64)
     np.testing.assert_array_equal(total, want)
@@ -242,3 +251,34 @@ def test_with_coins_the_server_with_a_party_faces_what_every_viewer_faces():
     e = pw.pair_encrypter(plan, 0, 1)
     assert coin_bytes == pw.blob_bytes(pw.coin_rows(plan, e, 1 - e))  # E's encrypted coins
     assert f"{size(coin_bytes)}" in text  # the coins' line counts ciphertexts, not ring words
+
+
+def _adult(**fields):
+    spec = load_dataset("adult")[1]
+    names = list(spec.names)
+    return from_preset(
+        "default", epsilon=0.4, delta=1e-6, spec=spec, max_rows=65536, method="secure",
+        parties=[("A", names[:8]), ("B", names[8:])], product="paillier", **fields,
+    )  # fmt: skip
+
+
+def test_the_plan_counts_what_the_products_steps_hold_and_refuses_what_does_not_fit():
+    """Every party step of the product has a memory estimate; with coins it counts one slot
+    column's coins drawn whole and a block of coin ciphertexts, not all of E's coins (about
+    31 GB here, which a party once held); a limit below it refuses the config."""
+    split_cfg, coins_cfg = _adult(cross_noise="split"), _adult(cross_noise="coins")
+    plan = secure_plan(coins_cfg)
+    steps = {"features", "reply", "release", "groups", "group-reply", "measure"}
+    for cfg in (split_cfg, coins_cfg):
+        for name in ("A", "B"):
+            assert steps <= set(run_plan(cfg).role(name).steps)
+    cells, n = coin_shape(plan, 0, 1, first=False)
+    column = min(cells, pw.slot_layout(plan).slots) * n * pw.COIN_HELD
+    e = pw.pair_encrypter(plan, 0, 1)
+    every = pw.CIPHERTEXT * pw.coin_rows(plan, e, 1 - e)  # E's coins of the first release
+    split, coins = (run_plan(cfg).role("A").peak for cfg in (split_cfg, coins_cfg))
+    assert column <= coins - split < every / 8
+    limit = (split + coins) / 2 / 2**30
+    _adult(cross_noise="split", max_memory_gb=limit)
+    with pytest.raises(ConfigError, match=r"memory \(reply\)|memory \(features\)"):
+        _adult(cross_noise="coins", max_memory_gb=limit)

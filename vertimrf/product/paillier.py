@@ -168,9 +168,10 @@ def encrypter_shares(
 
 
 def coin_rows(bits: np.ndarray) -> np.ndarray:
-    """A party's coins (cells x coins, 0 or 1) as rows of a product: one row a coin, one
-    column a cell (-1 where the coin is 0), so the cross count of cell c with itself is
-    the inner product of the two parties' coins of c."""
+    """A party's coins of one slot column of cells (cells x coins, 0 or 1) as rows of a
+    product: one row a coin, one column a cell of the column (-1 where the coin is 0), so
+    the cross count of cell c with itself is the inner product of the two parties' coins
+    of c. E encrypts a column's rows at randomisers column x coins onward."""
     bits = np.asarray(bits)
     cells = np.arange(bits.shape[0], dtype=np.int64)
     return np.where(bits.T.astype(bool), cells[None, :], -1)
@@ -180,27 +181,44 @@ def coin_reply(
     public: PublicKey,
     table: Powers,
     layout: SlotLayout,
-    received: bytes,
-    bits: np.ndarray,
+    received: Blocks,
+    bits: Callable[[int, int], np.ndarray],
+    shape: tuple[int, int],
     key: bytes,
 ) -> tuple[bytes, np.ndarray]:
-    """G: E's coin rows (``received``, from :func:`coin_rows` and :func:`encrypted_rows`)
-    against G's ``bits`` (cells x coins): cell c's accumulator multiplies E's ciphertext of
-    c's slot in each coin's row where G's coin is 1, so slot c of it encrypts <a_c, b_c>
-    (the other slots hold cross terms, masked like it). The reply and G's shares of each
-    cell's inner product."""
-    cells, coins = bits.shape
-    per = layout.per_row(cells)
-    cts = ciphertexts_from_bytes(public, received)
-    if len(cts) != coins * per:
-        raise ConfigError(f"{coins} coin rows need {coins * per} ciphertexts; got {len(cts)}.")
-    n2 = public.n2
+    """G: E's coins (``received`` by blocks of ciphertexts i0:i1; :func:`coin_rows` of one
+    slot column of cells at a time, ``shape`` (cells, coins)) against G's coins
+    ``bits(c0, c1)`` (cells c0:c1, of one column, x coins): cell c's accumulator multiplies
+    E's ciphertexts of c's column where G's coin is 1, so slot c of it encrypts <a_c, b_c>
+    (the other slots hold cross terms, masked like it). One block of E's ciphertexts and
+    one column's coins are held at a time. The reply and G's shares of each cell's inner
+    product."""
+    cells, coins = shape
+    total, n2, width = coins * layout.per_row(cells), public.n2, layout.slots
     acc = [gmpy2.mpz(1)] * cells
-    for c, row in enumerate(np.asarray(bits, dtype=bool).tolist()):
-        j = c // layout.slots
-        for k, bit in enumerate(row):
-            if bit:
-                acc[c] = acc[c] * cts[k * per + j] % n2
+    seen, column, mine = 0, -1, np.zeros((0, coins), bool)
+    for i0, i1, raw in received:
+        cts = ciphertexts_from_bytes(public, raw)
+        if i0 != seen or i1 > total or len(cts) != i1 - i0:
+            raise ConfigError(
+                f"{coins} coin rows need {total} ciphertexts; got {i0}:{i1} ({len(cts)}) after "
+                f"{seen}."
+            )
+        at = i0
+        while at < i1:
+            j, k0 = divmod(at, coins)
+            end = min(i1, (j + 1) * coins)
+            if j != column:
+                column, mine = j, np.asarray(bits(j * width, min(cells, (j + 1) * width)), bool)
+            for c, row in enumerate(mine[:, k0 : k0 + end - at], start=j * width):
+                a = acc[c]
+                for k in np.flatnonzero(row).tolist():
+                    a = a * cts[at - i0 + k] % n2
+                acc[c] = a
+            at = end
+        seen = i1
+    if seen != total:
+        raise ConfigError(f"{coins} coin rows need {total} ciphertexts; got {seen}.")
     masks = draw_masks(layout, key, (cells, layout.slots))
     rand = randomisers(table, key, MASK_START, cells, reply_bits(layout))
     reply = mask(public, layout, acc, masks, rand)
@@ -215,10 +233,11 @@ def coin_shares(private: PrivateKey, layout: SlotLayout, reply: bytes, cells: in
     return whole[np.arange(cells), np.arange(cells) % layout.slots]
 
 
-def centred_coin_shares(bits: np.ndarray, inner: np.ndarray, *, first: bool) -> np.ndarray:
+def centred_coin_shares(
+    ones: np.ndarray, coins: int, inner: np.ndarray, *, first: bool
+) -> np.ndarray:
     """A party's share of each cell's centred XOR sum, sum(a XOR b) - N/2 = sum a + sum b
-    - 2 <a, b> - N/2, from its ``bits`` and its share ``inner`` of <a, b>; ``first``: the
-    party that subtracts N/2."""
-    coins = bits.shape[1]
-    own = bits.sum(axis=1, dtype=np.uint64) - np.uint64(coins // 2 if first else 0)
+    - 2 <a, b> - N/2, from its coins' sums ``ones`` (a cell each, of ``coins`` coins) and
+    its share ``inner`` of <a, b>; ``first``: the party that subtracts N/2."""
+    own = ones.astype(np.uint64) - np.uint64(coins // 2 if first else 0)
     return own - np.uint64(2) * inner

@@ -46,7 +46,6 @@ from vertimrf.protocol.secure.features import REPLY_ROUNDS, blob_nonce, write_fe
 from vertimrf.protocol.secure.marginals import Marginal, Request
 from vertimrf.protocol.secure.plan import MEASURE, SELECT, Layout
 
-ROWS = 2048  # E's rows encrypted, and read by G, at a time
 # E's rows of one block for G: (r0, r1, their ciphertexts' bytes).
 Rows = Iterator[tuple[int, int, bytes]]
 # What G appends to its reply to a peer (its coin reply), by the peer's name.
@@ -133,9 +132,9 @@ def _encrypted(
     public = private_key(session, data, peer).public
     key = pp.stream_key(session.local, pp.RANDOMISERS, *bound(session, data, *label))
     rand = pp.computed(owner_table(session, data, peer), key)
-    starts = range(0, plan.rows, ROWS)
+    starts = range(0, plan.rows, pw.ROWS)
     for r0 in progress_bar(starts, desc=f"{session.name}: encrypting for {peer}"):
-        r1 = min(plan.rows, r0 + ROWS)
+        r1 = min(plan.rows, r0 + pw.ROWS)
         yield ciphertexts(pp.encrypted_rows(public, rand, slots, columns(r0, r1), width, r0))
 
 
@@ -159,7 +158,7 @@ def check(blocks: Iterator[Any]) -> None:
 
 def read(
     session: PartySession, data: StepData, peer: str, blob: Blob, rows: int, purpose: int,
-    kind: str, step: int = ROWS,
+    kind: str, step: int = pw.ROWS,
 ) -> Generator[tuple[int, int, np.ndarray], None, None]:  # fmt: skip
     """A peer's blob of ``rows`` ciphertexts by blocks of ``step`` (:func:`read_blob`)."""
     shape = (rows, pw.CIPHERTEXT)
@@ -180,9 +179,9 @@ def _e_rows(
     total = head + plan.rows * per
     kind = "blob" if round_ == 1 else "group-blob"
     raw = public_key(session, data, pair.peer, blob).to_bytes() if head else b""
-    blocks = read(session, data, pair.peer, blob, total, round_, kind, per * ROWS)
+    blocks = read(session, data, pair.peer, blob, total, round_, kind, per * pw.ROWS)
     desc = f"{session.name}: summing {pair.peer}'s rows"
-    for c0, c1, block in progress_bar(blocks, desc=desc, total=-(-total // (per * ROWS))):
+    for c0, c1, block in progress_bar(blocks, desc=desc, total=-(-total // (per * pw.ROWS))):
         if c0 == 0 and head:
             if block[:head].tobytes()[: len(raw)] != raw:
                 raise MessageError(f"the public key in {pair.peer!r}'s blob changed.")

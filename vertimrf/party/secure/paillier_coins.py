@@ -1,13 +1,15 @@
 """A party's coins with the dealer-free product (cross_noise "coins", coin_weight 1, product
 "paillier"): the bits are the secure method's (:mod:`~vertimrf.party.secure.coins`); E sends
-its coins encrypted, a row a coin and a column a cell (with its features or groups); G
-appends to its reply one masked accumulator a cell, whose slot of that cell holds the inner
-product of the two parties' coins of it; each party's share of a cell's centred XOR sum
-follows (:func:`~vertimrf.product.paillier.centred_coin_shares`). No role deals a coin."""
+its coins encrypted (with its features or groups), a slot column of cells at a time, a
+ciphertext a coin; G reads them a block at a time and appends to its reply one masked
+accumulator a cell, whose slot of that cell holds the inner product of the two parties'
+coins of it. Neither holds more than one column's coins and one block of ciphertexts.
+Each party's share of a cell's centred XOR sum follows
+(:func:`~vertimrf.product.paillier.centred_coin_shares`). No role deals a coin."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,7 @@ import numpy as np
 from vertimrf.crypto.paillier_slots import aggregator_shares, draw_masks
 from vertimrf.crypto.schedule import derive
 from vertimrf.errors import MessageError
+from vertimrf.logs import progress_bar
 from vertimrf.party.secure import paillier as steps
 from vertimrf.party.secure.coins import (
     coin_key,
@@ -33,14 +36,24 @@ from vertimrf.protocol.secure.features import REPLY_ROUNDS, blob_nonce
 from vertimrf.protocol.secure.marginals import Request
 from vertimrf.protocol.secure.plan import SELECT
 
-COIN_ROWS = 64  # E's coin rows encrypted at a time
+BIT_BLOCK = 1 << 24  # coin bits drawn at a time when summing them
 
 
-def _bits(session: PartySession, data: StepData, release: str, request: Request, peer: str,
-          shape: tuple[int, int]) -> np.ndarray:  # fmt: skip
-    """This party's coins toward ``peer`` (cells x coins, 0 or 1)."""
-    label = coin_label(session, data, release, request, peer)
-    return coin_bits(coin_key(session, label, release, request, peer), 0, shape[0], shape[1])
+def _key(session: PartySession, data: StepData, release: str, request: Request, peer: str) -> bytes:
+    return coin_key(session, coin_label(session, data, release, request, peer), release, request,
+                    peer)  # fmt: skip
+
+
+def _ones(key: bytes, shape: tuple[int, int]) -> np.ndarray:
+    """Each cell's number of coins that are 1 (``shape``: cells x coins), drawn a block of
+    cells at a time."""
+    cells, coins = shape
+    out = np.zeros(cells, np.uint64)
+    step = max(1, BIT_BLOCK // max(coins, 1))
+    for c0 in range(0, cells, step):
+        c1 = min(cells, c0 + step)
+        out[c0:c1] = coin_bits(key, c0, c1, coins).sum(axis=1, dtype=np.uint64)
+    return out
 
 
 def _rows(session: PartySession, release: str, request: Request, peer: str) -> int:
@@ -52,26 +65,35 @@ def _rows(session: PartySession, release: str, request: Request, peer: str) -> i
 
 def coin_blobs(session: PartySession, data: StepData, release: str) -> SealedBlobs:
     """This party's coins of ``release`` toward each peer: E's encrypted (its stream
-    ``paillier-randomisers``, bound to the coins' label), an empty blob from G; sealed when
-    read, the same bytes every time."""
+    ``paillier-randomisers``, bound to the coins' label) a block of coins at a time, an
+    empty blob from G; sealed when read, the same bytes every time."""
     request = release_request(session, data, release)
     shapes = coin_shapes(session, release, request)
 
+    def encrypted(peer: str) -> Iterator[np.ndarray]:
+        """E's coins a slot column of cells at a time (its coins drawn whole), a block of
+        COIN_BLOCK coins encrypted at a time."""
+        label = coin_label(session, data, release, request, peer)
+        cells, n = shapes[peer]
+        public = steps.private_key(session, data, peer).public
+        key = pp.stream_key(session.local, pp.RANDOMISERS, *label)
+        bits_key = _key(session, data, release, request, peer)
+        rand = pp.computed(steps.owner_table(session, data, peer), key)
+        slots = pw.slot_layout(session.plan)
+        desc = f"{session.name}: encrypting coins for {peer}"
+        for j in progress_bar(range(slots.per_row(cells)), desc=desc):
+            c0, c1 = j * slots.slots, min(cells, (j + 1) * slots.slots)
+            bits = coin_bits(bits_key, c0, c1, n)
+            for k0 in range(0, n, pw.COIN_BLOCK):
+                rows = pp.coin_rows(bits[:, k0 : k0 + pw.COIN_BLOCK])
+                raw = pp.encrypted_rows(public, rand, slots, rows, c1 - c0, j * n + k0)
+                yield steps.ciphertexts(raw)
+
     def seal(peer: str, out: Any) -> None:
         label = coin_label(session, data, release, request, peer)
-        blocks: list[np.ndarray] = []
-        if _rows(session, release, request, peer):
-            cells, n = shapes[peer]
-            public = steps.private_key(session, data, peer).public
-            rows = pp.coin_rows(_bits(session, data, release, request, peer, (cells, n)))
-            key = pp.stream_key(session.local, pp.RANDOMISERS, *label)
-            rand = pp.computed(steps.owner_table(session, data, peer), key)
-            slots = pw.slot_layout(session.plan)
-            for r0 in range(0, n, COIN_ROWS):
-                raw = pp.encrypted_rows(public, rand, slots, rows[r0 : r0 + COIN_ROWS], cells, r0)
-                blocks.append(steps.ciphertexts(raw))
-        once = derive(session.local, "coin-nonce", *label)[:12]
         rows_out = _rows(session, release, request, peer)
+        blocks = encrypted(peer) if rows_out else iter(())
+        once = derive(session.local, "coin-nonce", *label)[:12]
         steps.write(session, data, peer, out, blocks, rows_out, coin_purpose(release), once)
 
     def rows(peer: str) -> int:
@@ -101,12 +123,21 @@ def coin_reply(
         return b""
     blob = _blob(coins, peer)
     rows = pw.coin_rows(session.plan, q, p, shape)
-    raw = steps.drain(steps.read(session, data, peer, blob, rows, coin_purpose(release), "coins"))
+    read = steps.read(session, data, peer, blob, rows, coin_purpose(release), "coins",
+                      pw.COIN_BLOCK)  # fmt: skip
+    desc = f"{session.name}: summing {peer}'s coins"
+    received = (
+        (i0, i1, block.tobytes())
+        for i0, i1, block in progress_bar(read, desc=desc, total=-(-rows // pw.COIN_BLOCK))
+    )
     public = steps.public_key(session, data, peer, features)
     table = steps.public_table(session, data, peer, features)
-    bits = _bits(session, data, release, request, peer, shape)
+    bits_key = _key(session, data, release, request, peer)
     key = _mask_key(session, data, release, request, peer, blob)
-    reply, _ = pp.coin_reply(public, table, pw.slot_layout(session.plan), raw, bits, key)
+    reply, _ = pp.coin_reply(
+        public, table, pw.slot_layout(session.plan), received,
+        lambda c0, c1: coin_bits(bits_key, c0, c1, shape[1]), shape, key,
+    )  # fmt: skip
     return reply
 
 
@@ -138,8 +169,8 @@ def coin_shares(
             key = _mask_key(session, data, release, request, peer, blob)
             masks = draw_masks(slots, key, (cells, slots.slots))
             inner = aggregator_shares(masks[np.arange(cells), np.arange(cells) % slots.slots])
-        bits = _bits(session, data, release, request, peer, shape)
-        out[plan.pair_name(a, b)] = pp.centred_coin_shares(bits, inner, first=p == a)
+        ones = _ones(_key(session, data, release, request, peer), shape)
+        out[plan.pair_name(a, b)] = pp.centred_coin_shares(ones, n, inner, first=p == a)
     return out
 
 

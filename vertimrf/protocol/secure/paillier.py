@@ -9,9 +9,9 @@ feature blob (:mod:`vertimrf.protocol.secure.features`) of bytes, one row a ciph
   groups); G to E: no rows.
 - ``group-reply``, G to E: E's round-1 rows by G's groups (w_G x per_row(k_E)), then E's
   round-2 rows by G's singles and groups ((k_G + w_G) x per_row(w_E)); E to G: no rows.
-- with coins, ``features-coins`` and ``groups-coins``, E to G: E's coins, a row a coin,
-  per_row(cells) ciphertexts each; G to E: no rows. G's coin reply, one ciphertext a cell,
-  ends its ``reply`` and ``group-reply``.
+- with coins, ``features-coins`` and ``groups-coins``, E to G: E's coins, a slot column of
+  cells at a time, a ciphertext a coin (coins x per_row(cells)); G to E: no rows. G's coin
+  reply, one ciphertext a cell, ends its ``reply`` and ``group-reply``.
 
 An empty blob still carries its sender's record-set digest and nonce, so both ends of a pair
 check one another and bind their pads as with the dealer."""
@@ -32,6 +32,12 @@ from vertimrf.protocol.secure.plan import Layout, SecurePlan
 NAME = "paillier"
 WORD = np.uint8  # a blob's values: a ciphertext's bytes, one row a ciphertext
 CIPHERTEXT = ciphertext_bytes(KEY_BITS)
+ROWS = 2048  # E's rows encrypted, and read by G, at a time
+COIN_BLOCK = 2048  # E's coin ciphertexts made, or read by G, at a time
+TABLE_BYTES = 64 << 20  # E's CRT randomiser tables toward one peer (about 50 MB)
+PUBLIC_TABLE_BYTES = 8 << 20  # G's fixed-base table of E's key (40 windows of 256 powers)
+HELD = 3 * CIPHERTEXT  # a ciphertext in memory: its bytes, its integer, a list's slot (bound)
+COIN_HELD = 4  # bytes a coin of a cell drawn: its bit, its stream, a copy (bound)
 # Seconds per operation on one core of this machine (2 cores, AMD EPYC), measured by
 # benchmarks/bench_paillier_cost.py (benchmarks/results/paillier_cost.json): the plan's
 # estimates of each role's time.
@@ -166,8 +172,8 @@ def coin_rows(
     plan: SecurePlan, sender: int, receiver: int, shape: tuple[int, int] | None = None
 ) -> int:
     """Ciphertexts in ``sender``'s coins to ``receiver`` (cross_noise "coins"): E's coins,
-    a row a coin and a column a cell; ``shape`` (cells, coins a cell): the release's (None:
-    the first release's)."""
+    a slot column of cells at a time, a ciphertext a coin; ``shape`` (cells, coins a cell):
+    the release's (None: the first release's)."""
     a, b = sorted((sender, receiver))
     cells, coins = shape or coin_shape(plan, a, b, first=True)
     if pair_encrypter(plan, a, b) != sender or not cells:
@@ -221,6 +227,34 @@ def round_bytes(plan: SecurePlan, sender: int, receiver: int) -> tuple[int, int]
         one += blob_bytes(coin_rows(plan, sender, receiver))
         two += blob_bytes(group_coin_rows(plan, sender, receiver))
     return one, two
+
+
+def party_bytes(plan: SecurePlan, p: int) -> int:
+    """What party ``p`` holds for this product in any one step, beyond the step's base and
+    its records: its tables (E's toward each peer it encrypts for, G's of each peer's key),
+    and the most of one pair's: a block of rows encrypted or read, G's buckets, a reply
+    read whole, and coins (one slot column of cells' coins drawn whole, a block of coin
+    ciphertexts, an accumulator a cell)."""
+    layout, tables, most = slot_layout(plan), 0, 0
+    for q in range(len(plan.names)):
+        if q == p:
+            continue
+        a, b = min(p, q), max(p, q)
+        e = pair_encrypter(plan, a, b)
+        g = a + b - e
+        tables += TABLE_BYTES if e == p else PUBLIC_TABLE_BYTES
+        per = max(layout.per_row(plan.widths[e]), -(-groups_rows(plan, e, g) // plan.rows))
+        sizes = [plan.sizes[x] for x in plan.attrs[g]]
+        buckets = per * sum(math.prod(sizes[x] + 1 for x in run) for run in joint_blocks(sizes))
+        replies = max(first_reply_rows(plan, g, e), most_group_reply_rows(plan, g, e))
+        coins = 0
+        for first in (True, False):
+            cells, n = coin_shape(plan, a, b, first=first)
+            if cells and plan.cross_noise.weight:
+                column = min(cells, layout.slots) * n * COIN_HELD
+                coins = max(coins, column + (COIN_BLOCK + cells) * HELD)
+        most = max(most, (ROWS * per + buckets + replies) * HELD + coins)
+    return tables + most
 
 
 def products(rows: int, per: int, sizes: Sequence[int]) -> int:
