@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import gmpy2
 import numpy as np
 import pytest
 
@@ -246,3 +247,29 @@ def test_a_reply_needs_every_row_once_in_order(key, table):
                           ([(0, 10, rows[0]), (0, 10, rows[0])], "as 0:10 after 10")):  # fmt: skip
         with pytest.raises(MessageError, match=match):
             pp.masked_reply(pub, table, layout, blocks, g, 5, [4], k_g)
+
+
+@pytest.mark.parametrize(("cells", "coins"), [(1, 9), (11, 7), (12, 13), (33, 64)])
+def test_a_columns_products_by_subset_tables_are_one_at_a_times(cells, coins):
+    """G's coin products of one column: by tables of subset products (columns of more than
+    11 cells) or one coin at a time, each cell's product is the brute-force one."""
+    rng = np.random.default_rng(cells)
+    n2 = gmpy2.mpz(2**127 - 1)
+    cts = [gmpy2.mpz(int(x)) for x in rng.integers(2, 2**62, coins)]
+    bits = rng.integers(0, 2, (cells, coins)).astype(bool)
+    acc = [gmpy2.mpz(1)] * (cells + 3)
+    pp._multiply_in(acc, 3, bits, cts, n2)
+    for c in range(cells):
+        want = 1
+        for k in range(coins):
+            want = want * int(cts[k]) % int(n2) if bits[c, k] else want
+        assert acc[3 + c] == want
+    assert acc[:3] == [1, 1, 1]
+
+
+def test_the_plans_count_of_gs_coin_products_is_the_tables_and_one_a_cell():
+    """Expected products: 16 tables of 11 and 33 x 15/16 a table for a full column of 64
+    coins; one coin at a time (half are 1) for a column of 5 cells."""
+    assert pw.coin_products(33, 64, 33) == 16 * (11 + 33 * 15 / 16)
+    assert pw.coin_products(5, 8, 33) == 8 * 5 / 2
+    assert pw.coin_products(38, 64, 33) == pw.coin_products(33, 64, 33) + 64 * 5 / 2

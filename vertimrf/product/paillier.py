@@ -40,6 +40,7 @@ from vertimrf.crypto.paillier_slots import (
 )
 from vertimrf.crypto.schedule import derive
 from vertimrf.errors import ConfigError, MessageError
+from vertimrf.protocol.secure.paillier import subset_bits
 from vertimrf.protocol.secure.plan import Layout, SecurePlan
 from vertimrf.protocol.secure.product import Pair
 
@@ -210,11 +211,7 @@ def coin_reply(
             end = min(i1, (j + 1) * coins)
             if j != column:
                 column, mine = j, np.asarray(bits(j * width, min(cells, (j + 1) * width)), bool)
-            for c, row in enumerate(mine[:, k0 : k0 + end - at], start=j * width):
-                a = acc[c]
-                for k in np.flatnonzero(row).tolist():
-                    a = a * cts[at - i0 + k] % n2
-                acc[c] = a
+            _multiply_in(acc, j * width, mine[:, k0 : k0 + end - at], cts[at - i0 : end - i0], n2)
             at = end
         seen = i1
     if seen != total:
@@ -224,6 +221,28 @@ def coin_reply(
     reply = mask(public, layout, acc, masks, rand)
     diagonal = masks[np.arange(cells), np.arange(cells) % layout.slots]
     return ciphertexts_to_bytes(public, reply), aggregator_shares(diagonal)
+
+
+def _multiply_in(
+    acc: list[gmpy2.mpz], first: int, bits: np.ndarray, cts: Sequence[gmpy2.mpz], n2: gmpy2.mpz
+) -> None:
+    """Multiply into acc[first + i] the ciphertexts ``cts[k]`` where ``bits[i, k]``, for the
+    cells of one column (rows of ``bits``) sharing ``cts``: a table of the products of every
+    subset of t = :func:`~vertimrf.protocol.secure.paillier.subset_bits` ciphertexts
+    (2^t - t - 1 products), then one product a cell: about 1.6x fewer products for a column
+    of 33 cells than one a coin that is 1 of each cell. Products mod n^2 commute: the same
+    integers as one at a time."""
+    cells, coins = bits.shape
+    t = subset_bits(cells)
+    weights = 1 << np.arange(t)
+    for k in range(0, coins, t):
+        chunk = cts[k : k + t]
+        table = [gmpy2.mpz(1)]
+        for x in chunk:
+            table += [x] + [y * x % n2 for y in table[1:]]
+        picks = bits[:, k : k + len(chunk)] @ weights[: len(chunk)]
+        for i in np.flatnonzero(picks).tolist():
+            acc[first + i] = acc[first + i] * table[int(picks[i])] % n2
 
 
 def coin_shares(private: PrivateKey, layout: SlotLayout, reply: bytes, cells: int) -> np.ndarray:

@@ -34,6 +34,7 @@ WORD = np.uint8  # a blob's values: a ciphertext's bytes, one row a ciphertext
 CIPHERTEXT = ciphertext_bytes(KEY_BITS)
 ROWS = 2048  # E's rows encrypted, and read by G, at a time
 COIN_BLOCK = 2048  # E's coin ciphertexts made, or read by G, at a time
+SUBSET_BITS = 4  # G's coins: a table of the products of every subset of this many ciphertexts
 TABLE_BYTES = 64 << 20  # E's CRT randomiser tables toward one peer (about 50 MB)
 PUBLIC_TABLE_BYTES = 8 << 20  # G's fixed-base table of E's key (40 windows of 256 powers)
 HELD = 3 * CIPHERTEXT  # a ciphertext in memory: its bytes, its integer, a list's slot (bound)
@@ -286,6 +287,25 @@ def seconds(
     }  # fmt: skip
 
 
+def subset_bits(cells: int) -> int:
+    """Coins a subset table of G's covers in a column of ``cells`` cells: SUBSET_BITS when
+    its 2^t - t - 1 products cost less than a product a coin that is 1 of each cell saves,
+    else 1 (one coin at a time)."""
+    return SUBSET_BITS if cells > (1 << SUBSET_BITS) - SUBSET_BITS - 1 else 1
+
+
+def coin_products(cells: int, coins: int, slots: int) -> float:
+    """G's expected products mod n^2 for ``coins`` coins of ``cells`` cells, ``slots`` cells
+    a column: each column's subset tables and one product a cell and table (when not
+    empty)."""
+    total = 0.0
+    for c0 in range(0, cells, slots):
+        column, t = min(slots, cells - c0), subset_bits(min(slots, cells - c0))
+        per_table = (1 << t) - t - 1 + column * (1 - 2.0**-t)
+        total += -(-coins // t) * per_table
+    return total
+
+
 def _coin_seconds(plan: SecurePlan, e: int, g: int, rates: Mapping[str, float] = RATES) -> str:
     """With coins: the estimated seconds of the first release's coins at each side."""
     cells, coins = coin_shape(plan, e, g, first=True)
@@ -293,7 +313,8 @@ def _coin_seconds(plan: SecurePlan, e: int, g: int, rates: Mapping[str, float] =
         return ""
     cts = coin_rows(plan, e, g)
     t_e = cts * (rates["randomiser"] + rates["encrypt"]) + cells * rates["decrypt"]
-    t_g = cells * (coins / 2 * rates["product"] + rates["reply_randomiser"] + rates["mask"])
+    t_g = coin_products(cells, coins, slot_layout(plan).slots) * rates["product"]
+    t_g += cells * (rates["reply_randomiser"] + rates["mask"])
     return (
         f"; the first release's coins add about {t_e:,.0f} s of {plan.names[e]}'s and "
         f"{t_g:,.0f} s of {plan.names[g]}'s"
