@@ -35,9 +35,9 @@ CIPHERTEXT = ciphertext_bytes(KEY_BITS)
 ROWS = 2048  # E's rows encrypted, and read by G, at a time
 COIN_BLOCK = 2048  # E's coin ciphertexts made, or read by G, at a time
 SUBSET_BITS = 4  # G's coins: a table of the products of every subset of this many ciphertexts
-TABLE_BYTES = 64 << 20  # E's CRT randomiser tables toward one peer (about 50 MB)
-PUBLIC_TABLE_BYTES = 8 << 20  # G's fixed-base table of E's key (40 windows of 256 powers)
-HELD = 3 * CIPHERTEXT  # a ciphertext in memory: its bytes, its integer, a list's slot (bound)
+TABLE_BYTES = 64 << 20  # E's CRT randomiser tables toward one peer (57 MB measured)
+PUBLIC_TABLE_BYTES = 8 << 20  # G's fixed-base table of E's key (4.4 MB measured)
+HELD = 4 * CIPHERTEXT  # a ciphertext held: its bytes, its integer, a product before reduction
 COIN_HELD = 4  # bytes a coin of a cell drawn: its bit, its stream, a copy (bound)
 # Seconds per operation on one core of this machine (2 cores, AMD EPYC), measured by
 # benchmarks/bench_paillier_cost.py (benchmarks/results/paillier_cost.json): the plan's
