@@ -3,8 +3,10 @@ process; design notes in docs/design/core.md."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -230,18 +232,24 @@ def _fit(
 ) -> VerticalModel:
     """Every party's and the server's driver, each party with its frame in ``data`` (its
     columns and ``id_column``), run in this process over one transport (files in
-    ``message_dir`` when given); the server's fitted model."""
+    ``message_dir`` when given: then each party keeps its state in a temporary folder, so a
+    large message is written to its kept copy as it is made and sent from it, never held
+    whole); the server's fitted model."""
     if seed is None:
         _SPENT.check(cfg)
-    run = local_run(
-        data, cfg, secret, seed=seed, id_column=id_column, message_dir=message_dir,
-        progress=progress,
-    )  # fmt: skip
-    try:
-        return run.fitted(run.run(progress=progress))
-    finally:
-        if seed is None and (message_dir is not None or any(d.done for d in run.parties)):
-            _SPENT.add(cfg)  # released: files written, or a party has run a step
+    with contextlib.ExitStack() as stack:
+        state = None
+        if message_dir is not None:
+            state = stack.enter_context(tempfile.TemporaryDirectory(prefix="vertimrf-state-"))
+        run = local_run(
+            data, cfg, secret, seed=seed, id_column=id_column, message_dir=message_dir,
+            state_dir=state, progress=progress,
+        )  # fmt: skip
+        try:
+            return run.fitted(run.run(progress=progress))
+        finally:
+            if seed is None and (message_dir is not None or any(d.done for d in run.parties)):
+                _SPENT.add(cfg)  # released: files written, or a party has run a step
 
 
 def _build_config(
