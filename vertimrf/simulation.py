@@ -102,7 +102,8 @@ def fit_vertical(
     the run nonce. With ``seed=None`` the noise comes from a cryptographically secure sampler.
     Every message (deals, feature blobs, releases, the request) goes through the roles'
     drivers, in memory or, with ``message_dir``, through files in its folders (the
-    directory transport: ``message_dir/<receiver>/<sender>.<kind>``); the bytes each party
+    directory transport: ``message_dir/<receiver>/<sender>.<kind>``, a party's large blobs
+    streamed through a temporary state folder, never whole in memory); the bytes each party
     sends are reported.
     ``progress`` shows a progress bar. The report's ``seconds`` holds each phase's time.
     One frame gives every party every record, so a config built here has
