@@ -500,6 +500,8 @@ IN_PROCESS = [Scenario(r, p) for r in ("equal", "partial") for p in (2, 3)]
 IN_PROCESS.append(Scenario("partial", 2, cross_noise="coins", coin_weight=0.1))
 # the dealer-free product's streams (E's key and randomisers, G's masks, the replies' nonces)
 IN_PROCESS.append(Scenario("equal", 2, product="paillier"))
+# and its coins (weight 1: E's encrypted coins, G's coin reply)
+IN_PROCESS.append(Scenario("equal", 2, cross_noise="coins", product="paillier"))
 # Over HTTPS, each record-set layout and party count once: the audit's rows (partial record
 # sets, two parties) and equal record sets over three parties.
 HTTPS = [

@@ -88,7 +88,7 @@ def test_a_changed_value_with_partial_record_sets_gives_the_server_fresh_tokens(
 def test_a_rerun_with_any_one_input_changed_shares_nothing_a_viewer_receives(tmp_path, scenario):
     """In process over folder mail, every input changed in turn (and none), for equal and
     partial record sets, two and three parties, with coins (partial, two parties) and with
-    product "paillier" (equal, two parties)."""
+    product "paillier", split and with coins (equal, two parties)."""
     _assert_nothing_shared(rerun_matrix(scenario, tmp_path))
 
 
