@@ -6,6 +6,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -146,3 +147,14 @@ def interleaved(
         "second_median": med_b,
         "ratio": med_b / med_a,
     }
+
+
+def peak_rss_kb(pid: int | str = "self") -> int:
+    """A live process's peak resident memory (``VmHWM`` in /proc, kB; its own since its
+    exec, not the forking parent's as ``wait4``'s ``ru_maxrss``), or 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) if found else 0

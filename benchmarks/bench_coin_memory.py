@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_average, run_head, write_results  # noqa: E402
+from _common import load_average, peak_rss_kb, run_head, write_results  # noqa: E402
 
 
 def main() -> None:
@@ -41,12 +40,10 @@ def main() -> None:
             product="paillier",
         )  # fmt: skip
     seconds = time.perf_counter() - start
-    status = Path("/proc/self/status").read_text()
-    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
     row = {
         "epsilon": args.epsilon,
         "seed": args.seed,
-        "peak_mb": int(found.group(1)) / 1024 if found else None,
+        "peak_mb": peak_rss_kb() / 1024,
         "tvd3": tvd(df, synth, spec, ways=3),
         "table_sha256": hashlib.sha256(synth.to_csv(index=False).encode()).hexdigest(),
         "seconds": seconds,

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_average, run_head, write_results  # noqa: E402
+from _common import load_average, peak_rss_kb, run_head, write_results  # noqa: E402
 
 A = "age,workclass,fnlwgt,education,education_num,marital_status,occupation,relationship"
 B = "race,sex,capital_gain,capital_loss,hours_per_week,native_country,income"
@@ -164,23 +164,13 @@ class _HighWater:
         while len(self._done) < len(self.pids):
             for role, pid in self.pids.items():
                 if role not in self._done:
-                    self.peak[role] = max(self.peak[role], _hwm(pid))
+                    self.peak[role] = max(self.peak[role], peak_rss_kb(pid))
             time.sleep(self.every)
 
     def stop(self, role: str) -> int:
         """The role's peak (kB), its process reaped: polling it ends."""
         self._done.add(role)
         return self.peak[role]
-
-
-def _hwm(pid: int) -> int:
-    """A live process's VmHWM (kB), or 0 once it is gone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
-    return int(found.group(1)) if found else 0
 
 
 def _samples(path: Path) -> Counter:

@@ -13,6 +13,8 @@ from vertimrf.protocol import ProtocolConfig, from_preset
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
 SECRET = bytes(range(32))
+# A Dask scheduler's HTTP server on a free port: two test workers' clusters never collide.
+DASHBOARD = "127.0.0.1:0"
 T_SMALL = 256
 NONCE = "5eed" * 8  # a fixed run nonce, so that two configs of one test are the same run
 

@@ -238,10 +238,12 @@ def _fit(
     whole); the server's fitted model."""
     if seed is None:
         _SPENT.check(cfg)
-    with contextlib.ExitStack() as stack:
-        state = None
-        if message_dir is not None:
-            state = stack.enter_context(tempfile.TemporaryDirectory(prefix="vertimrf-state-"))
+    kept = (
+        contextlib.nullcontext(None)
+        if message_dir is None
+        else tempfile.TemporaryDirectory(prefix="vertimrf-state-")
+    )
+    with kept as state:
         run = local_run(
             data, cfg, secret, seed=seed, id_column=id_column, message_dir=message_dir,
             state_dir=state, progress=progress,

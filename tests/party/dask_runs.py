@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tests.helpers import DASHBOARD
 from vertimrf.crypto.keys import KeyPair
 from vertimrf.driver import local_run
 from vertimrf.protocol.config import ProtocolConfig
@@ -29,7 +30,7 @@ def memory_and_dask_samples(
     memory = {p: frame[["id", *cols]] for p, cols in parties}
     dd.from_pandas(memory["A"], npartitions=3).to_parquet(tmp_path / "A.parquet")
     samples = []
-    with distributed.Client(processes=False, n_workers=2, dashboard_address="127.0.0.1:0") as client:
+    with distributed.Client(processes=False, n_workers=2, dashboard_address=DASHBOARD) as client:
         for data in (memory, {**memory, "A": DaskTable(tmp_path / "A.parquet", client)}):
             run = local_run(data, cfg, SECRET, seed=7, keys=owners, server_key=keys["server"])
             samples.append(run.fitted(run.run()).sample(seed=8))

@@ -21,6 +21,7 @@ from vertimrf.protocol.methods import secure_plan
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
+from tests.helpers import DASHBOARD  # noqa: E402
 from tests.party.test_slot_file import partial_tables, same_run_bytes  # noqa: E402
 from vertimrf.party.records.dask_table import DaskTable  # noqa: E402
 
@@ -33,7 +34,7 @@ PARTIES = [("A", ["a0", "a1"]), ("B", ["b0", "b1"]), ("C", ["c0"])]
 def client():
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
+        dashboard_address=DASHBOARD,
     )  # fmt: skip
     with distributed.Client(cluster, timeout=60) as c:
         yield c

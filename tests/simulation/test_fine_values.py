@@ -14,7 +14,7 @@ import pytest
 
 import vertimrf
 from tests.folder_roles import role_files
-from tests.helpers import ROOT, SECRET
+from tests.helpers import DASHBOARD, ROOT, SECRET
 from tests.runs import SEED, finish, same_as_simulate, vertimrf_process
 from vertimrf.container import read_container
 from vertimrf.crypto.keys import KeyPair
@@ -404,7 +404,7 @@ def test_a_table_on_dask_counts_as_the_frame_does(tmp_path):
     frame = table(1000, 5)[["id", "z", "w"]]
     dd.from_pandas(frame, npartitions=3).to_parquet(tmp_path / "B.parquet")
     spec = fine_spec(SPEC.subset(["z", "w"]), ["z"])
-    with distributed.Client(processes=False, n_workers=2, dashboard_address="127.0.0.1:0") as client:
+    with distributed.Client(processes=False, n_workers=2, dashboard_address=DASHBOARD) as client:
         held = DaskTable(tmp_path / "B.parquet", client).check("B", SPEC.subset(["z", "w"]), "id")
         got = held.one_way(spec)
     assert [list(n) for n in got] == [list(n) for n in frame_counts(frame, spec)]

@@ -93,11 +93,6 @@ def secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ..
             + slots
             + max(4 * row_block(max(widths[p], peer)), coin_peak),
         }
-        if config.product == paillier.NAME:  # its steps hold tables, blocks, replies, coins
-            product = BASE_BYTES + columns + slots + paillier.party_bytes(plan, p)
-            product_steps = ("features", "reply", "release", "groups", "group-reply", "measure")
-            for step in product_steps[: 6 if plan.select else 3]:
-                steps[step] = max(steps.get(step, 0), product)
         steps.update(plan.sets.token_steps(BASE_BYTES + columns))
         if plan.select:
             steps["groups"] = BASE_BYTES + columns + slots + max(6 * row_block(caps[p]), coin_peak)
@@ -110,6 +105,13 @@ def secure_roles(config: ProtocolConfig, plan: SecurePlan) -> tuple[RoleCost, ..
             )
         else:
             steps["local"] = local_peak(config, d_p)
+        if config.product == paillier.NAME:  # its steps hold tables, blocks, replies, coins
+            product = BASE_BYTES + columns + slots + paillier.party_bytes(plan, p)
+            rounds = ["features", "reply", "release"]
+            if plan.select:
+                rounds += ["groups", "group-reply", "measure"]
+            for step in rounds:
+                steps[step] = max(steps.get(step, 0), product)
         own = sum(plan.cells(mg) for mg in first if p in {plan.owner[a] for a in mg})
         blobs = wire * rows * (widths[p] + caps[p]) + 2 * BLOB_OVERHEAD
         peers = [q for q in names if q != name]
