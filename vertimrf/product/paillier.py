@@ -120,9 +120,8 @@ def encrypted_rows(
     r0: int,
 ) -> bytes:
     """E's rows r0:r0 + len(cols) (one-hot ``cols`` of ``width`` columns) as ciphertext
-    bytes; the randomisers are those rows' of ``rand`` (:func:`computed`, or those set up
-    before the data, :func:`~vertimrf.product.paillier_setup.stored`), so any blocking of
-    the rows gives the same bytes."""
+    bytes; the randomisers are those rows' of ``rand`` (:func:`computed`), so any blocking
+    of the rows gives the same bytes."""
     per = layout.per_row(width)
     own = rand(r0 * per, len(cols) * per)
     return ciphertexts_to_bytes(public, encrypt_onehot(public, layout, cols, width, own))
