@@ -22,23 +22,14 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import mean_se, run_head, write_results  # noqa: E402
+from _common import harness_tables, mean_se, run_head, write_results  # noqa: E402
 
 from vertimrf import PrivMRF, simulate  # noqa: E402
-from vertimrf.cli.common import read_table  # noqa: E402
 from vertimrf.domain import DomainSpec  # noqa: E402
 from vertimrf.metrics import column_tvd  # noqa: E402
 
 EPSILON, DELTA = 1.0, 1e-6
 SIDES = ("partial", "equal", "central")
-
-
-def load(folder: Path, spec: DomainSpec) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
-    """The parties' tables (by name) and the shared records, read once."""
-    data = folder / "data"
-    names = sorted(p.stem for p in data.glob("*.csv") if p.stem not in ("all", "shared"))
-    frames = {n: read_table(str(data / f"{n}.csv")) for n in names}
-    return frames, read_table(str(data / "shared.csv"))[list(spec.names)]
 
 
 def one_seed(
@@ -93,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     folder = Path(args.dir)
     spec = DomainSpec.from_json(folder / "spec.json")
-    frames, shared = load(folder, spec)
+    frames, shared = harness_tables(folder, list(spec.names))
     runs = [one_seed(frames, shared, spec, s) for s in range(args.seeds)]
     owner = {c: name for name, f in frames.items() for c in f.columns if c != "rid"}
     result = {

@@ -34,11 +34,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import mean_se, run_head, write_results  # noqa: E402
+from _common import harness_tables, mean_se, run_head, write_results  # noqa: E402
 
 import vertimrf.synth.union.model as union_model  # noqa: E402
 from vertimrf import simulate  # noqa: E402
-from vertimrf.cli.common import read_table  # noqa: E402
 from vertimrf.codec import as_table  # noqa: E402
 from vertimrf.domain import DomainSpec  # noqa: E402
 from vertimrf.synth.union import NoisyTable, PartialReleases  # noqa: E402
@@ -46,11 +45,9 @@ from vertimrf.synth.union import NoisyTable, PartialReleases  # noqa: E402
 EPSILON, DELTA = 1.0, 1e-6
 
 
-def capture(folder: Path, spec: DomainSpec, seed: int) -> tuple[PartialReleases, dict]:
-    """The releases and options the server's union fit is given in a run at ``seed``."""
-    data = folder / "data"
-    names = sorted(p.stem for p in data.glob("*.csv") if p.stem not in ("all", "shared"))
-    frames = {n: read_table(str(data / f"{n}.csv")) for n in names}
+def capture(frames: dict, spec: DomainSpec, seed: int) -> tuple[PartialReleases, dict]:
+    """The releases and options the server's union fit is given in a run at ``seed`` on the
+    parties' tables ``frames``."""
     seen: list[tuple[PartialReleases, dict]] = []
     fit = union_model.fit_union
 
@@ -77,31 +74,29 @@ def _thin(table: NoisyTable, k: float) -> bool:
     return table.values.ndim >= 2 and total / table.values.size < k * table.sigma
 
 
+def _sum_onto(table: NoisyTable, keep: list[int]) -> NoisyTable:
+    """``table`` summed onto its axes ``keep``, each cell's noise sigma sqrt(cells summed)."""
+    rest = tuple(i for i in range(table.values.ndim) if i not in keep)
+    cells = math.prod(table.values.shape[i] for i in rest)
+    attrs = tuple(table.attrs[i] for i in keep)
+    return NoisyTable(attrs, table.values.sum(axis=rest), table.sigma * math.sqrt(cells))
+
+
 def _sums(table: NoisyTable) -> list[NoisyTable]:
-    """A table's 1-way sums, each cell's noise scale sigma sqrt(cells summed)."""
-    out = []
-    for axis, a in enumerate(table.attrs):
-        rest = tuple(i for i in range(table.values.ndim) if i != axis)
-        cells = table.values.size // table.values.shape[axis]
-        out.append(NoisyTable((a,), table.values.sum(axis=rest), table.sigma * math.sqrt(cells)))
-    return out
+    """A table's 1-way sums."""
+    return [_sum_onto(table, [axis]) for axis in range(table.values.ndim)]
 
 
 def _shared_sums(releases: PartialReleases, table: NoisyTable) -> dict:
     """A cross table's sums onto each party's part: by (party, peer), a table of the party's
-    attributes over the records both hold, each cell's noise sigma sqrt(cells summed)."""
+    attributes over the records both hold."""
     owner = releases.owner
     p = owner[table.attrs[0]]
     q = next(owner[a] for a in table.attrs if owner[a] != p)
-    out = {}
-    for me, peer in ((p, q), (q, p)):
-        keep = [i for i, a in enumerate(table.attrs) if owner[a] == me]
-        rest = tuple(i for i in range(table.values.ndim) if i not in keep)
-        cells = math.prod(table.values.shape[i] for i in rest)
-        attrs = tuple(table.attrs[i] for i in keep)
-        sums = table.values.sum(axis=rest)
-        out[me, peer] = NoisyTable(attrs, sums, table.sigma * math.sqrt(cells))
-    return out
+    return {
+        (me, peer): _sum_onto(table, [i for i, a in enumerate(table.attrs) if owner[a] == me])
+        for me, peer in ((p, q), (q, p))
+    }
 
 
 def variant(releases: PartialReleases, name: str) -> PartialReleases:
@@ -221,12 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     folder = Path(args.dir)
     spec = DomainSpec.from_json(folder / "spec.json")
-    shared = read_table(str(folder / "data" / "shared.csv"))[list(spec.names)]
+    frames, shared = harness_tables(folder, list(spec.names))
     codes = as_table(shared, spec)[0].codes
     sizes = [spec[c].size for c in spec.names]
     runs = []
     for seed in range(args.seeds):
-        releases, options = capture(folder, spec, seed)
+        releases, options = capture(frames, spec, seed)
         row = {}
         for name in args.variants:
             with warnings.catch_warnings():
