@@ -125,15 +125,17 @@ def write_results(
     print(text)
 
 
-def harness_tables(folder: Path, columns: list[str]) -> tuple[dict, object]:
-    """A corpus harness folder's (its ``--dir``) party tables by name and its shared records
-    over ``columns``, each file read once."""
+def harness_tables(folder: str | os.PathLike) -> tuple:
+    """A corpus harness folder's (its ``--dir``) spec, party tables by name and shared
+    records over the spec's columns, each file read once."""
     from vertimrf.cli.common import read_table
+    from vertimrf.domain import DomainSpec
 
+    spec = DomainSpec.from_json(Path(folder) / "spec.json")
     data = Path(folder) / "data"
     names = sorted(p.stem for p in data.glob("*.csv") if p.stem not in ("all", "shared"))
     frames = {n: read_table(str(data / f"{n}.csv")) for n in names}
-    return frames, read_table(str(data / "shared.csv"))[columns]
+    return spec, frames, read_table(str(data / "shared.csv"))[list(spec.names)]
 
 
 def interleaved(

@@ -83,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--md", default=None)
     args = ap.parse_args(argv)
     folder = Path(args.dir)
-    spec = DomainSpec.from_json(folder / "spec.json")
-    frames, shared = harness_tables(folder, list(spec.names))
+    spec, frames, shared = harness_tables(folder)
     runs = [one_seed(frames, shared, spec, s) for s in range(args.seeds)]
     owner = {c: name for name, f in frames.items() for c in f.columns if c != "rid"}
     result = {
