@@ -17,6 +17,12 @@ from vertimrf.workload import Workload
 CEILING_PRECISION = 4000.0 / 11.0
 MIN_TOTAL_CELLS = 2.5e5
 MIN_CLIQUE_CELLS = 1e5
+# The extra pairs re-measured (see extras): all refine_fraction * d of them from a precision
+# n_hat / sigma^2 of FULL_EXTRAS_PRECISION, in proportion below it. Set from measurements:
+# on births14 at 3 parties (precision 0.41) the mean 1-way TVD was 0.119 with its 20 extras,
+# 0.103 with 5 and 0.101 with none (20 seeds, benchmarks/results/extras_precision.md); the
+# least precise benchmark point, NLTCS at epsilon 0.4, has 2.26 and keeps all of its extras.
+FULL_EXTRAS_PRECISION = 2.0
 
 
 @dataclass(frozen=True)
@@ -49,14 +55,26 @@ class EnginePlan:
         """The number of re-measured marginals the plan expects: d (1 + refine_fraction)."""
         return len(self.domain) * (1.0 + self.refine_fraction)
 
+    def precision(self, n_hat: float) -> float:
+        """The planned re-measurement's precision n_hat / sigma^2, sigma^2 the noise
+        variance of :attr:`planned` marginals sharing ``rho_measure``."""
+        return n_hat / (self.planned / (2.0 * self.rho_measure))
+
+    def extras(self, n_hat: float) -> int:
+        """How many extra pairs to re-measure beyond the initial set: refine_fraction * d
+        from a precision of FULL_EXTRAS_PRECISION, in proportion below it (rounded down).
+        While few records meet much noise, an extra pair's budget does more for the
+        marginals already chosen; n_hat is the first release's, so this is post-processing."""
+        full = self.refine_fraction * len(self.domain)
+        return int(full * min(1.0, self.precision(n_hat) / FULL_EXTRAS_PRECISION))
+
     def model_caps(self, n_hat: float) -> tuple[float, float]:
         """The graph search's (clique, total) cell caps: the total grows with the planned
         measurements' precision n_hat / sigma^2 (``cells_per_precision`` cells per unit),
         between MIN_TOTAL_CELLS and the options' cap; the clique cap is 0.4 of it, between
         MIN_CLIQUE_CELLS and the options'. Small models fit several times faster and are as
         accurate while the noise is large; at high epsilon a larger model pays."""
-        sigma2 = self.planned / (2.0 * self.rho_measure)
-        total = self.cells_per_precision * n_hat / sigma2
+        total = self.cells_per_precision * self.precision(n_hat)
         opts = self.options
         total = min(opts.max_total_cells, max(MIN_TOTAL_CELLS, total))
         clique = min(opts.max_clique_cells, max(MIN_CLIQUE_CELLS, 0.4 * total))

@@ -47,7 +47,6 @@ def choose(
     workload's first release) of a table of about ``n_hat`` records; ``rng`` breaks the
     search's ties."""
     opts, sizes = plan.options, plan.domain.sizes
-    d = len(sizes)
     scores = pair_scores(first, sizes, n_hat, oracle.populations())
     weights = plan.pair_weights
     if weights is not None:
@@ -77,7 +76,7 @@ def choose(
     chosen = [m for m in chosen if not any(set(m) < set(o) for o in chosen)]
     extra = [m for m in eligible if not any(set(m) <= set(o) for o in chosen)]
     extra.sort(key=lambda m: -scores[m])
-    return Choice(graph, tree, chosen + extra[: int(plan.refine_fraction * d)], scores)
+    return Choice(graph, tree, chosen + extra[: plan.extras(n_hat)], scores)
 
 
 def _for_workload(
