@@ -18,7 +18,7 @@ from vertimrf.product.dealer import DealerProduct
 from vertimrf.protocol.methods import secure_plan
 from vertimrf.protocol.secure.cross_noise import COIN_MECHANISM
 from vertimrf.protocol.secure.features import COIN_ROUNDS, open_features
-from vertimrf.protocol.secure.plan import SELECT
+from vertimrf.protocol.secure.plan import MEASURE, SELECT
 from vertimrf.protocol.secure.product import PRODUCTS
 from vertimrf.server.secure import SecureServer
 
@@ -204,3 +204,26 @@ def test_a_remeasurements_coin_blob_is_within_the_schedules_limit(weight):
         for (p, q), shape in plan.coin_shapes(MEASURE, checked.marginals).items():
             sent = feature_blob_bytes(shape, plan.word, plan.word_bytes)
             assert sent <= coin_blob_bytes(plan, plan.names[p], plan.names[q], first=False)
+
+
+def test_a_remeasurement_with_no_cross_marginal_runs_with_coins(monkeypatch):
+    """With coins, a selection that re-measures no cross-party marginal (a thin table's few
+    extras can leave none) still runs: every peer's coin blob is empty, not a KeyError. The
+    selection is cut to the parties' own marginals here; the run ends with a table."""
+    from vertimrf.server.secure import selection
+
+    choose = selection.choose
+
+    def own_only(first, n_hat, plan, oracle, rng):
+        choice = choose(first, n_hat, plan, oracle, rng)
+        owner = oracle.plan.owner
+        own = [m for m in choice.marginals if len({owner[a] for a in m}) == 1]
+        return dataclasses.replace(choice, marginals=own)
+
+    monkeypatch.setattr(selection, "choose", own_only)
+    _, _, server, _ = driven([[3, 4], [5, 2]], 300, 0, epsilon=2.0, cross_noise="coins")
+    plan = server.plan
+    request = server.data.request
+    assert request is not None and request.marginals
+    assert not plan.coin_shapes(MEASURE, request.marginals, request.bins)
+    assert server.data.model is not None

@@ -71,11 +71,12 @@ def coin_shapes(
     session: PartySession, release: str, request: Request
 ) -> dict[str, tuple[int, int]]:
     """(cells, coins a cell) toward each peer in ``release`` of ``request`` ((0, 0): no
-    cross cells with it; none at all with split noise)."""
+    cross cells with it, as for every peer when the request has no cross marginal at all;
+    none at all with split noise)."""
     plan, p = session.plan, session.index
-    shapes = plan.coin_shapes(release, request.marginals, request.bins)
-    if not shapes:
+    if not plan.cross_noise.weight:
         return {}
+    shapes = plan.coin_shapes(release, request.marginals, request.bins)
     out = {}
     for q, peer in enumerate(plan.names):
         if q != p:
