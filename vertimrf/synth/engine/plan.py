@@ -19,9 +19,10 @@ MIN_TOTAL_CELLS = 2.5e5
 MIN_CLIQUE_CELLS = 1e5
 # The extra pairs re-measured (see extras): all refine_fraction * d of them from a precision
 # n_hat / sigma^2 of FULL_EXTRAS_PRECISION, in proportion below it. Set from measurements:
-# on births14 at 3 parties (precision 0.41) the mean 1-way TVD was 0.119 with its 20 extras,
-# 0.103 with 5 and 0.101 with none (20 seeds, benchmarks/results/extras_precision.md); the
-# least precise benchmark point, NLTCS at epsilon 0.4, has 2.26 and keeps all of its extras.
+# on births14 at 3 parties (precision 0.41) the secure method's mean 1-way TVD was 0.119 with
+# its 20 extras, 0.104 with this rule's 4 and 0.103 with none, its 3-way 0.405, 0.392 and 0.384
+# (20 seeds, benchmarks/results/extras_precision.md); the least precise benchmark point, NLTCS
+# at epsilon 0.4, has 2.26 and keeps all of its extras.
 FULL_EXTRAS_PRECISION = 2.0
 
 
