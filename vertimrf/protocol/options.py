@@ -477,7 +477,8 @@ class SecureOptions(_PaddedRows, _Options):
             :data:`AUTO_COUNT_SHARE`, the first release 0.5 or 0.2 of rho by
             :func:`vertimrf.privacy.split.first_share` (the engine's rule, with max_rows
             standing for the count: public), the re-measurement the rest.
-        refine_fraction: the number of re-measured marginals beyond the initial set (times d).
+        refine_fraction: the most re-measured pairs beyond the initial set (times d); fewer
+            while the first release is imprecise (``EnginePlan.extras``).
         feature_width: the cap on each party's one-hot width (attribute pairs and triples are
             added within it, so that cross marginals of higher order can be measured): an
             integer, or "auto", min(576, 2^26 / max_rows rounded down to a power of two),

@@ -30,11 +30,11 @@ FULL_EXTRAS_PRECISION = 2.0
 class EnginePlan:
     """What the engine knows before any data: the ``domain``; the first release's noise
     scale ``sigma_select`` (of every 2-way marginal, or a workload's first release); the
-    re-measurement's zCDP share ``rho_measure``; ``refine_fraction`` (the re-measured pairs
-    beyond the initial set, times d); the cap ``iters`` of each fit; and the search and fit
-    settings of ``options`` (theta, size penalty, the ceilings of the model caps,
-    convergence); the model caps' ``cells_per_precision`` (:func:`cells_per_precision`);
-    and the ``workload`` (None: every 3-way marginal, weight 1)."""
+    re-measurement's zCDP share ``rho_measure``; ``refine_fraction`` (the most re-measured
+    pairs beyond the initial set, times d: :meth:`extras`); the cap ``iters`` of each fit;
+    and the search and fit settings of ``options`` (theta, size penalty, the ceilings of the
+    model caps, convergence); the model caps' ``cells_per_precision``
+    (:func:`cells_per_precision`); and the ``workload`` (None: every 3-way marginal, weight 1)."""
 
     domain: Domain
     sigma_select: float

@@ -129,7 +129,8 @@ class EngineOptions:
         count, select, measure: fractions of rho for the noisy count, the first release of
             every 2-way marginal and the re-measurement of the selection; they sum to 1.
             ``select`` and ``measure`` both None (the default): the adaptive split above.
-        refine_fraction: the re-measured pairs beyond the initial set (times d).
+        refine_fraction: the most re-measured pairs beyond the initial set (times d); fewer
+            while the first release is imprecise (``EnginePlan.extras``).
         iters: the mirror-descent cap of each of the two fits.
         cells_per_precision, max_clique_cells, max_total_cells: the model caps of the
             graph search (:meth:`vertimrf.synth.engine.plan.EnginePlan.model_caps`): the
