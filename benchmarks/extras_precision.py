@@ -90,23 +90,17 @@ def markdown(head: dict, rows: list[dict]) -> str:
         "| column | " + " | ".join(f"secure {n} | central {n}" for n in names) + " |",
         "|---|" + "---:|" * (2 * len(names)),
     ]
-    for c in cols:
-        vals = []
-        for n in names:
-            vals += [
-                mean_se_text([r[n]["secure"][c] for r in runs]),
-                mean_se_text([r[n]["central"][c] for r in runs]),
-            ]
-        lines.append(f"| {c} | " + " | ".join(vals) + " |")
-    for label, key in (("mean 1-way", None), ("3-way", "3")):
-        vals = []
-        for n in names:
-            for who in ("secure", "central"):
-                if key is None:
-                    vals.append(mean_se_text([sum(r[n][who].values()) / len(cols) for r in runs]))
-                else:
-                    vals.append(mean_se_text([r[n][who + key] for r in runs]))
-        lines.append(f"| **{label}** | " + " | ".join(vals) + " |")
+    measures = [(c, lambda r, who, c=c: r[who][c]) for c in cols] + [
+        ("**mean 1-way**", lambda r, who: sum(r[who].values()) / len(cols)),
+        ("**3-way**", lambda r, who: r[who + "3"]),
+    ]
+    for label, value in measures:
+        vals = [
+            mean_se_text([value(r[n], who) for r in runs])
+            for n in names
+            for who in ("secure", "central")
+        ]
+        lines.append(f"| {label} | " + " | ".join(vals) + " |")
     extras = {n: sorted({r[n]["extras"] for r in runs}) for n in names}
     lines += ["", "Extras the secure runs re-measured: " + "; ".join(
         f"{n} {', '.join(map(str, v))}" for n, v in extras.items()) + "."]  # fmt: skip

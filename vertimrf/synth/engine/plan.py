@@ -56,10 +56,14 @@ class EnginePlan:
         """The number of re-measured marginals the plan expects: d (1 + refine_fraction)."""
         return len(self.domain) * (1.0 + self.refine_fraction)
 
+    @property
+    def sigma2(self) -> float:
+        """The noise variance of each of :attr:`planned` marginals sharing ``rho_measure``."""
+        return self.planned / (2.0 * self.rho_measure)
+
     def precision(self, n_hat: float) -> float:
-        """The planned re-measurement's precision n_hat / sigma^2, sigma^2 the noise
-        variance of :attr:`planned` marginals sharing ``rho_measure``."""
-        return n_hat / (self.planned / (2.0 * self.rho_measure))
+        """The planned re-measurement's precision n_hat / :attr:`sigma2`."""
+        return n_hat / self.sigma2
 
     def extras(self, n_hat: float) -> int:
         """How many extra pairs to re-measure beyond the initial set: refine_fraction * d

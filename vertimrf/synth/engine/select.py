@@ -66,7 +66,7 @@ def choose(
         and oracle.cells(m) > limit
         and (weights is None or weights[m] > 0)
     ]
-    sigma_est = math.sqrt(plan.planned / (2.0 * plan.rho_measure))
+    sigma_est = math.sqrt(plan.sigma2)
     useful = graph_phase_max_cells(n_hat, sigma_est, opts.theta)
     init = initial_marginals(tree.cliques, sizes, useful, scores, rng)
     if plan.workload is not None and weights is not None:
