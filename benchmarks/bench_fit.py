@@ -18,7 +18,9 @@ The inputs of one capture are kept in ``benchmarks/results/fit_time_inputs`` (th
     PYTHONPATH=NEW_TREE python benchmarks/bench_fit.py run --threads 1 --out new.npy
     python benchmarks/bench_fit.py compare old.npy new.npy
 
-``trees`` does the same in turn, ``--rounds`` times at each of ``--threads-list``:
+``parts`` times each part of an iteration (the calibration, the projections, the step and
+the gradient) in one fit. ``trees`` does the same as ``run`` in turn, ``--rounds`` times at
+each of ``--threads-list``:
 
     python benchmarks/bench_fit.py trees --old OLD_TREE --new NEW_TREE --json J
 """
@@ -112,12 +114,11 @@ def load(folder: Path):
     return plan, model.tree, model.total, again, pairs
 
 
-def run(folder: Path, threads: int, out: Path | None, iters: int | None = None) -> dict:
-    """One whole fit (each of its two fits capped at ``iters`` if given, else the run's cap):
-    CPU and wall seconds, iterations, the tree's commit and the load."""
+def _ready(folder: Path, threads: int, iters: int | None):
+    """The fit's inputs (:func:`load`), ``iters`` its cap if given, after a fit of one
+    iteration on ``threads`` threads that compiles the kernels or loads them from the cache."""
     import numba
 
-    import vertimrf
     from vertimrf.synth.engine.fit import fit_model
 
     numba.set_num_threads(threads)
@@ -126,6 +127,16 @@ def run(folder: Path, threads: int, out: Path | None, iters: int | None = None) 
     fit_model(warm, tree, n_hat, again, pairs)  # type: ignore[arg-type]  # compile or load
     if iters is not None:
         plan.iters = iters
+    return plan, tree, n_hat, again, pairs
+
+
+def run(folder: Path, threads: int, out: Path | None, iters: int | None = None) -> dict:
+    """One whole fit (each of its two fits capped at ``iters`` if given, else the run's cap):
+    CPU and wall seconds, iterations, the tree's commit and the load."""
+    import vertimrf
+    from vertimrf.synth.engine.fit import fit_model
+
+    plan, tree, n_hat, again, pairs = _ready(folder, threads, iters)
     load_before = load_average()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     model, iterations = fit_model(plan, tree, n_hat, again, pairs)  # type: ignore[arg-type]
@@ -140,6 +151,64 @@ def run(folder: Path, threads: int, out: Path | None, iters: int | None = None) 
         "iterations": iterations,
         "cells": int(model.layout.total_cells),
         "measurements": len(again) + len(pairs),
+        "machine": machine(),
+        "load_before": load_before,
+        "load_after": load_average(),
+    }
+
+
+def parts(folder: Path, threads: int, iters: int | None) -> dict:
+    """One whole fit (each fit capped at ``iters`` if given) with a CPU timer around each
+    part of an iteration: the calibration, the measurements' projections, the step and
+    the gradient (its scatter, ``expand_add``, is counted apart and inside it)."""
+    import vertimrf.mrf.estimation as estimation
+    from vertimrf.mrf.model import MarkovRandomField
+    from vertimrf.synth.engine.fit import fit_model
+
+    plan, tree, n_hat, again, pairs = _ready(folder, threads, iters)
+    spent: dict[str, list[float]] = {}
+
+    def timed(name, call):
+        def wrapper(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                row = spent.setdefault(name, [0.0, 0])
+                row[0] += time.process_time() - start
+                row[1] += 1
+
+        return wrapper
+
+    objective = estimation._Objective
+    saved = (MarkovRandomField.calibrate_buffer, objective.__init__, objective.step,
+             objective.gradient)  # fmt: skip
+
+    def init(self, *args, **kwargs):
+        saved[1](self, *args, **kwargs)
+        self.proj.project = timed("projections", self.proj.project)
+        self.proj.expand_add = timed("gradient's expand_add", self.proj.expand_add)
+
+    MarkovRandomField.calibrate_buffer = timed("calibration", saved[0])
+    objective.__init__, objective.step = init, timed("step (axpy)", saved[2])
+    objective.gradient = timed("gradient", saved[3])
+    load_before = load_average()
+    try:
+        cpu0 = time.process_time()
+        _, iterations = fit_model(plan, tree, n_hat, again, pairs)  # type: ignore[arg-type]
+        cpu = time.process_time() - cpu0
+    finally:
+        MarkovRandomField.calibrate_buffer, objective.__init__ = saved[:2]
+        objective.step, objective.gradient = saved[2:]
+    total = sum(iterations)
+    return {
+        "threads": threads,
+        "cpu_s": cpu,
+        "iterations": iterations,
+        "parts": {
+            name: {"cpu_s": s, "calls": n, "ms_per_call": 1e3 * s / n, "calls_per_iter": n / total}
+            for name, (s, n) in spent.items()
+        },
         "machine": machine(),
         "load_before": load_before,
         "load_after": load_average(),
@@ -208,7 +277,7 @@ def trees(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=["capture", "run", "compare", "trees"])
+    ap.add_argument("action", choices=["capture", "run", "compare", "trees", "parts"])
     ap.add_argument("--dir", type=Path, default=INPUTS, help="the fit's inputs")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, help="run: save the fitted potentials (.npy)")
@@ -229,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     elif args.action == "run":
         print(json.dumps(run(args.dir, args.threads, args.out, args.iters)))
+    elif args.action == "parts":
+        print(json.dumps(parts(args.dir, args.threads, args.iters), indent=1))
     else:
         print(json.dumps(compare(args.dir, *args.files)))
     return 0
