@@ -19,7 +19,8 @@ The inputs of one capture are kept in ``benchmarks/results/fit_time_inputs`` (th
     python benchmarks/bench_fit.py compare old.npy new.npy
 
 ``parts`` times each part of an iteration (the calibration, the projections, the step and
-the gradient) in one fit. ``trees`` does the same as ``run`` in turn, ``--rounds`` times at
+the gradient) in one fit; ``orders`` times one calibration with the attributes in other
+orders. ``trees`` does the same as ``run`` in turn, ``--rounds`` times at
 each of ``--threads-list``:
 
     python benchmarks/bench_fit.py trees --old OLD_TREE --new NEW_TREE --json J
@@ -215,6 +216,49 @@ def parts(folder: Path, threads: int, iters: int | None) -> dict:
     }
 
 
+def orders(folder: Path, repeat: int = 30) -> dict:
+    """One calibration of the fit's model (random potentials, one thread; the median of
+    ``repeat`` CPU times) with its attributes in other orders, which change the cliques'
+    layouts and their runs: as given, the most often summed out first or last, the largest
+    first, the smallest first."""
+    import numba
+
+    from vertimrf.domain import Domain
+    from vertimrf.mrf import MarkovRandomField
+
+    numba.set_num_threads(1)
+    base = MarkovRandomField.load(folder / "model.vmrf")
+    tree, sizes, names = base.tree, base.domain.sizes, base.domain.names
+    summed = [0] * len(sizes)  # how often each attribute is summed out onto a separator
+    for e, pair in enumerate(tree.edges):
+        for c in pair:
+            for a in set(tree.cliques[c]) - set(tree.separators[e]):
+                summed[a] += 1
+    attrs = range(len(sizes))
+    ways = {
+        "as given": list(attrs),
+        "most summed out first": sorted(attrs, key=lambda a: (-summed[a], a)),
+        "most summed out last": sorted(attrs, key=lambda a: (summed[a], a)),
+        "largest first": sorted(attrs, key=lambda a: (-sizes[a], a)),
+        "smallest first": sorted(attrs, key=lambda a: (sizes[a], a)),
+    }
+    out = {}
+    for label, order in ways.items():
+        place = {a: i for i, a in enumerate(order)}
+        domain = Domain(tuple(names[a] for a in order), tuple(sizes[a] for a in order))
+        cliques = [tuple(sorted(place[a] for a in c)) for c in tree.cliques]
+        model = MarkovRandomField(domain, cliques, total=base.total)
+        theta = np.random.default_rng(0).normal(size=model.potentials.values.size)
+        model.calibrate_buffer(theta)  # compile or load
+        times = []
+        for _ in range(repeat):
+            start = time.process_time()
+            model.calibrate_buffer(theta)
+            times.append(time.process_time() - start)
+        out[label] = {"order": order, "ms": 1e3 * float(np.median(times))}
+    return {"calibrations": out, "machine": machine(), "load_after": load_average()}
+
+
 def compare(folder: Path, first: Path, second: Path) -> dict:
     """How far two fitted potentials are apart: in the potentials and in the model's clique
     marginals (counts)."""
@@ -277,7 +321,7 @@ def trees(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=["capture", "run", "compare", "trees", "parts"])
+    ap.add_argument("action", choices=["capture", "run", "compare", "trees", "parts", "orders"])
     ap.add_argument("--dir", type=Path, default=INPUTS, help="the fit's inputs")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, help="run: save the fitted potentials (.npy)")
@@ -300,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run(args.dir, args.threads, args.out, args.iters)))
     elif args.action == "parts":
         print(json.dumps(parts(args.dir, args.threads, args.iters), indent=1))
+    elif args.action == "orders":
+        print(json.dumps(orders(args.dir), indent=1))
     else:
         print(json.dumps(compare(args.dir, *args.files)))
     return 0
