@@ -39,7 +39,7 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import git_commit, load_average, machine  # noqa: E402
+from _common import git_commit, load_average, machine, run_head  # noqa: E402
 
 ROWS, ROW_SEED, EPSILON, DELTA, SPLIT = 1_000_000, 20240611, 1.6, 1e-6, 8
 INPUTS = Path(__file__).resolve().parent / "results" / "fit_time_inputs"
@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads-list", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--iters", type=int, help="cap each of the two fits (a quick check)")
-    ap.add_argument("--json", type=Path, help="trees: write the results here")
+    ap.add_argument("--json", type=Path, help="trees, parts, orders: write the results here")
     args = ap.parse_args(argv)
     if args.action == "capture":
         capture(args.dir)
@@ -342,10 +342,17 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     elif args.action == "run":
         print(json.dumps(run(args.dir, args.threads, args.out, args.iters)))
-    elif args.action == "parts":
-        print(json.dumps(parts(args.dir, args.threads, args.iters), indent=1))
-    elif args.action == "orders":
-        print(json.dumps(orders(args.dir), indent=1))
+    elif args.action in ("parts", "orders"):
+        found = (
+            parts(args.dir, args.threads, args.iters)
+            if args.action == "parts"
+            else orders(args.dir)
+        )
+        result = {**run_head(__file__, argv), **found}
+        text = json.dumps(result, indent=1) + "\n"
+        if args.json:
+            args.json.write_text(text, encoding="utf-8")
+        print(text, end="")
     else:
         print(json.dumps(compare(args.dir, *args.files)))
     return 0
