@@ -163,6 +163,7 @@ def parts(folder: Path, threads: int, iters: int | None) -> dict:
     part of an iteration: the calibration, the measurements' projections, the step and
     the gradient (its scatter, ``expand_add``, is counted apart and inside it)."""
     import vertimrf.mrf.estimation as estimation
+    from vertimrf.mrf.cliques import SharedSumOutPlan
     from vertimrf.mrf.model import MarkovRandomField
     from vertimrf.synth.engine.fit import fit_model
 
@@ -181,26 +182,27 @@ def parts(folder: Path, threads: int, iters: int | None) -> dict:
 
         return wrapper
 
-    objective = estimation._Objective
-    saved = (MarkovRandomField.calibrate_buffer, objective.__init__, objective.step,
-             objective.gradient)  # fmt: skip
-
-    def init(self, *args, **kwargs):
-        saved[1](self, *args, **kwargs)
-        self.proj.project = timed("projections", self.proj.project)
-        self.proj.expand_add = timed("gradient's expand_add", self.proj.expand_add)
-
-    MarkovRandomField.calibrate_buffer = timed("calibration", saved[0])
-    objective.__init__, objective.step = init, timed("step (axpy)", saved[2])
-    objective.gradient = timed("gradient", saved[3])
+    targets = [
+        (MarkovRandomField, "calibrate_buffer", "calibration"),
+        (SharedSumOutPlan, "project", "projections"),
+        (SharedSumOutPlan, "expand_add", "gradient's expand_add"),
+        (estimation._Objective, "step", "step (axpy)"),
+        (estimation._Objective, "gradient", "gradient"),
+    ]
+    saved = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in targets]
+    for owner, name, label in targets:
+        setattr(owner, name, timed(label, getattr(owner, name)))
     load_before = load_average()
     try:
         cpu0 = time.process_time()
         _, iterations = fit_model(plan, tree, n_hat, again, pairs)  # type: ignore[arg-type]
         cpu = time.process_time() - cpu0
     finally:
-        MarkovRandomField.calibrate_buffer, objective.__init__ = saved[:2]
-        objective.step, objective.gradient = saved[2:]
+        for owner, name, method in saved:
+            if method is None:  # inherited: drop the wrapper
+                delattr(owner, name)
+            else:
+                setattr(owner, name, method)
     total = sum(iterations)
     return {
         "threads": threads,

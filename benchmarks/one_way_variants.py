@@ -118,15 +118,16 @@ def one_seed(folder: str, seed: int, variants: list[str]) -> dict:
     """Centralized's and each variant's measures at ``seed`` on the harness ``folder``."""
     spec, frames, shared = harness_tables(folder)
     names = list(spec.names)
+    seeded = load_config(Path(folder) / "config.json").with_changes(
+        run_nonce=seeded_nonce(seed), identities=None
+    )
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = PrivMRF(EPSILON, DELTA, seed=seed, progress=False).fit(shared, spec)
         out["central"] = _measures(shared, fit.sample(len(shared), seed=seed), spec)
         for variant in variants:
-            config = load_config(Path(folder) / "config.json")
-            config = config.with_changes(run_nonce=seeded_nonce(seed), identities=None)
-            parts = frames
+            config, parts = seeded, frames
             if variant == "equal":
                 held = set.intersection(*(set(f["rid"]) for f in frames.values()))
                 parts = {k: f[f["rid"].isin(held)].reset_index(drop=True)
@@ -201,10 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         means = {k: np.mean(list(v["one"].values())) for k, v in runs[-1].items()}
         text = ", ".join(f"{k} {m:.4f}" for k, m in means.items())
         print(f"seed {seed}: mean 1-way {text}", file=sys.stderr, flush=True)
-    spec = harness_tables(f"{args.prefix}0")[0]
     result = {
         "table": args.label,
-        "columns": list(spec.names),
+        "columns": list(runs[0]["central"]["one"]),  # the spec's names, in order
         "variants": args.variants,
         "runs": runs,
     }
